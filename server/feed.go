@@ -96,7 +96,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	mem := limits.NewStreamMemory(s.budget)
 	// The job needs at least two batch buffers (one being made, one being
 	// sent); more come out of the budget as the window grows.
-	batchBytes := j.PixelBytes()
+	batchBytes := j.SlotBytes(shmReq.GetTargetsInSlot())
 	if err := mem.Acquire(ctx, coord.ReservedBytes(j.BatchBytes()), 2*time.Second, "a job of "+strconv.FormatInt(j.BatchBytes(), 10)+"-byte batches"); err != nil {
 		s.refusals.refuse("memory_budget", "job refused: memory budget", "job", id, "err", err)
 		return toStatus(err)
@@ -118,7 +118,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 		st.Ring = r // batches are made in its slots
 	}
 	c := coord.New(s.coord, j, st, j.ID(), log)
-	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), shm: r != nil, errs: sampleErrors{limit: j.ErrorLimit()}}
+	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), shm: r != nil, targetsInSlot: shmReq.GetTargetsInSlot(), errs: sampleErrors{limit: j.ErrorLimit()}}
 	s.active.Store(c.Name(), c)
 	defer s.active.Delete(c.Name())
 
@@ -240,6 +240,9 @@ type feed struct {
 	// puts each batch in a slot of it (Place) or leaves it to chunks; the
 	// receiver passes the slots the trainer released back to it.
 	shm bool
+	// targetsInSlot: the trainer reads a batch's targets from its slot
+	// (ShmRequest.targets_in_slot): they go there when they fit.
+	targetsInSlot bool
 	// errs counts the failed samples the send loop sends, and ends the
 	// job past its limit (or at a batch of no samples).
 	errs sampleErrors
@@ -342,8 +345,10 @@ func (f *feed) watch(ctx context.Context, c *coord.Coordinator, idle time.Durati
 }
 
 // batch sends a batch: its header naming the ring slot the coordinator's
-// pool put its pixels in (made there, or copied into a free one), or its
-// header and its pixels in chunks of at most MaxChunkBytes, lent to gRPC.
+// pool put its pixels in (made there, or copied into a free one), its
+// targets' arrays after them when the trainer reads them there and they
+// fit, or its header and its pixels in chunks of at most MaxChunkBytes,
+// lent to gRPC.
 // Its buffer goes back to the coordinator once gRPC has let go of its
 // pixels.
 func (f *feed) batch(o coord.Output) error {
@@ -363,7 +368,11 @@ func (f *feed) batch(o coord.Output) error {
 	j.PackSizes(b, h) // per-sample sizes: padded to the batch's largest
 	if f.shm {
 		via := "chunks"
-		if i, copied, ok := f.c.Place(o); ok {
+		var tail func([]byte)
+		if f.targetsInSlot && h.Targets != nil {
+			tail = func(slot []byte) { slotTargets(m, j.Dataset(), h.Targets, slot, len(b.Data)) }
+		}
+		if i, copied, ok := f.c.Place(o, tail); ok {
 			if copied {
 				m.shmSlotCopies.WithLabelValues(j.Dataset()).Inc()
 			}

@@ -30,6 +30,7 @@ type metrics struct {
 	sampleStages  *prometheus.HistogramVec
 	shmBatches    *prometheus.CounterVec
 	shmSlotCopies *prometheus.CounterVec
+	shmTargets    *prometheus.CounterVec
 	shmRings      prometheus.Gauge
 	// workMemory is stoker_work_memory_bytes, executorSamples
 	// stoker_executor_samples_total.
@@ -84,6 +85,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "stoker_shm_slot_copies_total",
 		Help: "Batches sent in a ring slot that were made outside the ring and copied into it (no slot was free when they were leased); the others were made in their slot.",
 	}, []string{"dataset"})
+	m.shmTargets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stoker_shm_targets_total",
+		Help: "Batches with targets sent in a ring slot to a trainer that reads targets there: via slot (their arrays after the pixels) or header (they did not fit in the slot's room).",
+	}, []string{"dataset", "via"})
 	m.shmRings = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "stoker_shm_ring_bytes",
 		Help: "Bytes of shared-memory rings mapped for open Feed streams.",
@@ -96,7 +101,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "stoker_executor_samples_total",
 		Help: "Samples the local executor made under the stall schedule, by the kind of stream they were for: feed (this server's own trainers' jobs) or work (other servers' leases); --work-share sets how the cores are split while both want them.",
 	}, []string{"stream"})
-	cs := []prometheus.Collector{m.workMemory, m.executorSamples, m.sendSeconds, m.sampleStages, m.shmBatches, m.shmSlotCopies, m.shmRings,
+	cs := []prometheus.Collector{m.workMemory, m.executorSamples, m.sendSeconds, m.sampleStages, m.shmBatches, m.shmSlotCopies, m.shmTargets, m.shmRings,
 		m.batchesSent, m.samplesSent, m.sampleErrors, m.streamsActive, m.trainerWait, m.refusals}
 	cs = append(cs, m.coord.Collectors()...)
 	for _, c := range append(cs, m.work.Collectors()...) {

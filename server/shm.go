@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/ragged"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
@@ -17,7 +18,9 @@ import (
 // Same-host delivery. A trainer on this machine asks for it in OpenJob.shm;
 // the server offers a ring of batch-sized slots in a sealed memfd, handed
 // over on an abstract Unix socket (server/internal/shm), and sends each batch's
-// pixels in a slot, with only its header on the stream. The ring is a
+// pixels in a slot, with only its header on the stream (and, for a trainer
+// that reads them there, its targets' arrays after the pixels when they fit
+// in the room the slot keeps for them, ragged.SlotRoom). The ring is a
 // coord.Ring: the coordinator's buffer pool decides each batch's slot (the
 // one it was made in, or a free one it is copied into) and frees those the
 // trainer releases in its credits. A batch that finds no free slot goes in
@@ -94,6 +97,19 @@ func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64, p
 	}
 	s.m.shmRings.Add(float64(total))
 	return &stokerv1.ShmOffer{Socket: s.shm.Name(), Token: r.Token(), Slots: uint32(n), SlotBytes: uint64(batchBytes)}, r
+}
+
+// slotTargets moves a batch's targets' arrays (bt) into its slot (slot,
+// the slot's memory, its pixels taking its first pixels bytes) when they
+// fit after the pixels, bt then saying where (BatchTargets.in_slot);
+// else they stay in the header. Nothing is written outside slot, whatever
+// their size: ragged.ToSlot checks the room first.
+func slotTargets(m *metrics, dataset string, bt *stokerv1.BatchTargets, slot []byte, pixels int) {
+	via := "header"
+	if ragged.ToSlot(bt, slot, pixels) {
+		via = "slot"
+	}
+	m.shmTargets.WithLabelValues(dataset, via).Inc()
 }
 
 // dropRing unmaps r, if any, and gives its bytes back to the stream's

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stoker-dev/stoker/internal/ragged"
 	trainerring "github.com/stoker-dev/stoker/internal/ring"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/shm"
@@ -32,6 +33,9 @@ type shmTrainer struct {
 	offer  *pb.ShmOffer
 	mem    []byte
 	fd     int
+	// targetsInSlot counts the batches whose targets readEpoch read from
+	// their slot (BatchTargets.in_slot).
+	targetsInSlot int
 }
 
 func bootID(t testing.TB) string {
@@ -46,7 +50,10 @@ func bootID(t testing.TB) string {
 // as received, before any handshake.
 func (e *testEnv) shmOpen(t testing.TB, ctx context.Context, open *pb.OpenJob, boot string) *shmTrainer {
 	t.Helper()
-	open.Shm = &pb.ShmRequest{BootId: boot}
+	if open.Shm == nil {
+		open.Shm = &pb.ShmRequest{}
+	}
+	open.Shm.BootId = boot
 	st := &shmTrainer{stream: e.feedStream(t, ctx, open), fd: -1}
 	m, err := st.stream.Recv()
 	if err != nil {
@@ -151,6 +158,15 @@ func (st *shmTrainer) readEpoch(t testing.TB, hold bool) (epoch, int) {
 		data := bytes.Clone(st.mem[off : off+int(h.GetDataBytes())])
 		hdr := proto.Clone(h).(*pb.BatchHeader)
 		hdr.Slot = nil // compared with chunked batches
+		if hdr.GetTargets().GetInSlot() != nil {
+			// Read as a trainer does: every range checked, then copied
+			// out before the slot goes back.
+			slot := bytes.Clone(st.mem[off : off+int(st.offer.GetSlotBytes())])
+			if err := ragged.FromSlot(hdr.Targets, slot, h.GetDataBytes()); err != nil {
+				t.Fatalf("batch %d: %v", h.GetNumber(), err)
+			}
+			st.targetsInSlot++
+		}
 		if err := targetsAsField(hdr); err != nil {
 			t.Fatal(err)
 		}

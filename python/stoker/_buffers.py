@@ -67,7 +67,7 @@ class _BufferPool:
 class _Batch:
     """A batch being reassembled from its chunks."""
 
-    __slots__ = ("header", "buf", "arr", "remaining")
+    __slots__ = ("header", "buf", "arr", "remaining", "tail")
 
     def __init__(self, header: pb.BatchHeader, pin: bool, pool: _BufferPool) -> None:
         import torch
@@ -85,6 +85,7 @@ class _Batch:
             self.arr = pool.get(n)
             self.buf = torch.from_numpy(self.arr)
         self.remaining = n
+        self.tail = None  # the targets are in the header
 
     def fill(self, offset: int, data: memoryview) -> bool:
         """Copies a chunk's pixels in place; True once the batch is whole."""
@@ -100,22 +101,34 @@ class _Batch:
 
     @classmethod
     def in_slot(cls, header: pb.BatchHeader, arr: np.ndarray, pin: bool) -> "_Batch":
-        """A batch whose pixels are ``arr``, a shared-memory slot's (whole
-        at once). Its tensors are views on the slot; pinned, the pixels are
-        copied into pinned memory (the copy CUDA's needs anyway) and the
-        slot is released at once."""
+        """A batch in a shared-memory slot, whole at once: ``arr`` is the
+        slot's bytes from its start, its pixels (``data_bytes``) and, when
+        its targets' arrays came after them (BatchTargets.in_slot), those.
+        Its tensors, its targets' too, are views on the slot, which goes
+        back once none is left; pinned, the pixels are copied into pinned
+        memory (the copy CUDA's needs anyway), the targets' arrays into one
+        array of their own (a few KB), and the slot is released at once."""
         import torch
 
         b = cls.__new__(cls)
         b.header = header
         b.remaining = 0
+        n = int(header.data_bytes)
+        # The targets' arrays: the slot's bytes from the pixels' end (from a
+        # multiple of 8 before it, as the ranges are), or none.
+        base = n // 8 * 8
+        b.tail = None
         if pin:
-            b.buf = torch.empty(arr.shape[0], dtype=torch.uint8, pin_memory=True)
+            b.buf = torch.empty(n, dtype=torch.uint8, pin_memory=True)
             b.arr = b.buf.numpy()
-            b.arr[:] = arr
+            b.arr[:] = arr[:n]
+            if arr.shape[0] > n:
+                b.tail = (arr[base:].copy(), base)
         else:
-            b.arr = arr
-            b.buf = torch.from_numpy(arr)
+            b.arr = arr[:n]
+            b.buf = torch.from_numpy(b.arr)
+            if arr.shape[0] > n:
+                b.tail = (arr[base:], base)
         return b
 
 
@@ -166,7 +179,8 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
     second: Any = labels
     if targets:  # (images, targets[, indices]): the header's ragged arrays
         bt = h.targets if h.HasField("targets") else None
-        second = targets_of(bt, int(h.shape[0]) if len(h.shape) else 0, torch, () if targets is True else tuple(targets), int(h.number))
+        second = targets_of(bt, int(h.shape[0]) if len(h.shape) else 0, torch, () if targets is True else tuple(targets),
+                            int(h.number), tail=b.tail)
     items = (images, second, indices) if return_indices else (images, second)
     out = Batch(items, indices=indices, traces=list(h.traces) if len(h.traces) else None,
                 fields=got, epoch=int(h.epoch), number=int(h.number), views=views,

@@ -1,14 +1,17 @@
 """Same-host delivery: the shared-memory ring a server on this machine
-offers (ShmOffer), mapped here, whose slots hold batches' pixels.
+offers (ShmOffer), mapped here, whose slots hold batches' pixels (and
+their targets' arrays, when they fit).
 
 The handshake: OpenJob carries this machine's boot id; a server that shares
 it offers a ring, named by an abstract Unix socket and a single-use token.
 Connecting to the socket (possible only from the server's network
 namespace) and writing the token brings back the ring's memfd (SCM_RIGHTS),
 sealed against resizing, which is mapped here. Each batch sent in a slot
-is then a header on the stream; its tensors are views on the slot, and the
-slot goes back to the server (in the next credit) once no tensor, view or
-array of the batch is left: a finalizer on the batch's array notes it.
+is then a header on the stream; its tensors are views on the slot (its
+targets' too, when the server put their arrays after the pixels: it does
+when they fit, ShmRequest.targets_in_slot), and the slot goes back to the
+server (in the next credit) once no tensor, view or array of the batch is
+left: a finalizer on the batch's array notes it.
 """
 
 from __future__ import annotations
@@ -53,7 +56,9 @@ def shm_request(transport: str) -> Optional[pb.ShmRequest]:
     if transport == "grpc" or not sys.platform.startswith("linux"):
         return None
     boot = boot_id()
-    return pb.ShmRequest(boot_id=boot) if boot else None
+    # targets_in_slot: this client reads a batch's target arrays from its
+    # slot (BatchTargets.in_slot, _targets.slot_ranges).
+    return pb.ShmRequest(boot_id=boot, targets_in_slot=True) if boot else None
 
 
 class Ring:
@@ -78,9 +83,10 @@ class Ring:
         self._held = [False] * self.slots
 
     def batch(self, slot: int, n: int) -> np.ndarray:
-        """The uint8 array of a batch of ``n`` bytes in ``slot``: its slot is
-        released once the array, and every tensor and view made from it, is
-        garbage."""
+        """The uint8 array of the first ``n`` bytes of ``slot``, where a
+        batch lies (its pixels, and its targets' arrays after them when they
+        came there): its slot is released once the array, and every tensor
+        and view made from it, is garbage."""
         if slot >= self.slots or n > self.slot_bytes:
             raise ValueError(f"batch of {n} bytes in slot {slot} of a ring of {self.slots} slots of {self.slot_bytes}")
         with self._lock:

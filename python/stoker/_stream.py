@@ -27,6 +27,7 @@ from stoker._buffers import _Batch, _BufferPool
 from stoker._channel import Connection, Endpoint, join_threads
 from stoker._errors import StokerError
 from stoker._shm import Ring
+from stoker._targets import slot_extent
 from stoker._wire import _Chunk
 from stoker.v1 import stoker_pb2 as pb
 
@@ -146,7 +147,11 @@ class _FeedStream:
                     if h.HasField("slot"):
                         if self.ring is None:
                             raise StokerError("INTERNAL", f"batch {h.number} in a slot, and no ring")
-                        put(("batch", _Batch.in_slot(h, self.ring.batch(h.slot, int(h.data_bytes)), self._pin)))
+                        # Its targets' ranges in the slot, if there, are
+                        # checked before anything of it is read.
+                        end = slot_extent(h.targets if h.HasField("targets") else None, int(h.data_bytes),
+                                          self.ring.slot_bytes, int(h.number))
+                        put(("batch", _Batch.in_slot(h, self.ring.batch(h.slot, end), self._pin)))
                         continue
                     b = _Batch(h, self._pin, self._pool)
                     if b.remaining == 0:

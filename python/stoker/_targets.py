@@ -10,12 +10,14 @@ labels [K] int64, iscrowd [K] uint8; per sample its canvas (h, w), image id and
 P (keypoints an instance), the keypoints (x, y) float32 and their visibilities
 uint8 sample after sample; with masks, K + 1 run offsets and the runs (u32):
 each instance's mask on its sample's canvas, row-major, alternating runs of 0
-and 1 from a run of 0. Each sample's tensors are views into the batch's arrays
-(one copy of each array a batch, none a sample)."""
+and 1 from a run of 0. Each sample's tensors are views into the batch's arrays:
+over gRPC one copy of each array a batch out of protobuf's immutable bytes,
+none a sample; from a shared-memory slot (BatchTargets.in_slot: the arrays
+after the pixels), views of the slot itself, no copy at all."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -45,7 +47,72 @@ def target_names(value: Union[bool, Sequence[str]]) -> Tuple[bool, Tuple[str, ..
     return True, names
 
 
-def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: int = 0) -> List[Dict[str, Any]]:
+#: The byte arrays of a BatchTargets, in the wire's order: in its header,
+#: or in its slot where BatchTargets.in_slot says.
+ARRAYS = ("boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "mask_offsets", "mask_runs")
+
+#: A slot's bytes a batch's targets are read from: a uint8 array of the
+#: slot's bytes from ``base`` on (the slot's own memory, or a copy of its
+#: end), and ``base``.
+Tail = Tuple[np.ndarray, int]
+
+
+def slot_ranges(bt: Any, lo: int, hi: int, number: int = 0) -> Dict[str, Tuple[int, int]]:
+    """Where BatchTargets ``bt``'s arrays lie in its slot (``in_slot``): each
+    name's (offset, length), checked to lie within bytes [lo, hi) of the
+    slot (past the pixels, within the slot), at a multiple of 8, none
+    overlapping another, and the header's own arrays empty; else the
+    server's error (StokerError("INTERNAL")), before anything is read."""
+    def bad(msg: str) -> StokerError:
+        return StokerError("INTERNAL", f"batch {number}: targets: {msg}")
+
+    ins = bt.in_slot
+    out: Dict[str, Tuple[int, int]] = {}
+    spans: List[Tuple[int, int, str]] = []
+    for name in ARRAYS:
+        if len(getattr(bt, name)):
+            raise bad(f"{name} both in the slot and in the header")
+        if not ins.HasField(name):
+            raise bad(f"{name}: no place in the slot")
+        r = getattr(ins, name)
+        off, size = int(r.offset), int(r.length)
+        if off < lo or off % 8 or off + size > hi:
+            raise bad(f"{name} at [{off}, +{size}) of a slot whose pixels end at {lo} and which ends at {hi}: "
+                      "want past the pixels, within the slot, at a multiple of 8")
+        if size:
+            for s0, s1, other in spans:
+                if off < s1 and s0 < off + size:
+                    raise bad(f"{name} at [{off}, +{size}) overlaps {other}")
+            spans.append((off, off + size, name))
+        out[name] = (off, size)
+    return out
+
+
+def slot_extent(bt: Any, data_bytes: int, slot_bytes: int, number: int = 0) -> int:
+    """How many bytes from its slot's start a batch whose pixels take
+    ``data_bytes`` and whose targets are ``bt`` (BatchTargets, or None) uses:
+    its pixels, and its targets' arrays when they are in the slot (their
+    ranges checked: slot_ranges)."""
+    if bt is None or not bt.HasField("in_slot"):
+        return data_bytes
+    return max([data_bytes] + [o + n for o, n in slot_ranges(bt, data_bytes, slot_bytes, number).values()])
+
+
+def arrays_of(bt: Any, tail: Optional[Tail] = None, number: int = 0) -> Dict[str, np.ndarray]:
+    """BatchTargets ``bt``'s arrays by name (ARRAYS), uint8: read-only views
+    of its header's bytes, or, when they are in its slot (``in_slot``),
+    views of ``tail`` (the slot's bytes) where it says, checked first."""
+    if not bt.HasField("in_slot"):
+        return {name: np.frombuffer(getattr(bt, name), dtype=np.uint8) for name in ARRAYS}
+    if tail is None:
+        raise StokerError("INTERNAL", f"batch {number}: targets: in a slot, and the batch has none")
+    mem, base = tail
+    return {name: mem[o - base:o - base + size]
+            for name, (o, size) in slot_ranges(bt, base, base + len(mem), number).items()}
+
+
+def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: int = 0,
+               tail: Optional[Tail] = None) -> List[Dict[str, Any]]:
     """A batch's targets (``bt``, a BatchTargets of ``n`` samples), per sample
     in batch order: "boxes" (tv_tensors.BoundingBoxes [K, 4], in their
     format, canvas_size (H, W)), "labels" int64 [K], "iscrowd" int64 [K],
@@ -55,9 +122,13 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     0 not labelled, 1 labelled but not visible, 2 visible; the KeyPoints
     class has no visibility, and the geometry does not change it); with
     masks, "masks" (tv_tensors.Mask [K, H, W] uint8, 0 or 1). names: the keys
-    to keep (all but none). Every tensor is a view into the batch's arrays.
-    Offsets out of range or going down, or arrays of other lengths than
-    they say, are the server's error (StokerError("INTERNAL")), never read."""
+    to keep (all but none). Every tensor is a view into the batch's arrays:
+    of ``tail`` (its slot's bytes, kept alive by them) when the arrays are
+    in its shared-memory slot (``bt.in_slot``), else of one copy of each
+    array of the header. Offsets out of range or going down, arrays of
+    other lengths than they say, or slot ranges outside ``tail``, past the
+    pixels or overlapping, are the server's error (StokerError("INTERNAL")),
+    never read."""
     from torchvision import tv_tensors
 
     def bad(msg: str) -> StokerError:
@@ -86,18 +157,22 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     k = int(off[-1])
     pk = ks * ps if len(ps) else np.zeros(n, dtype=np.int64)
     kp = int(pk.sum())
-    raw = {"boxes": (bt.boxes, 16 * k), "labels": (bt.labels, 8 * k), "iscrowd": (bt.iscrowd, k),
-           "keypoints": (bt.keypoints, 8 * kp), "keypoints_visibility": (bt.keypoints_visibility, kp),
-           "mask_offsets": (bt.mask_offsets, 4 * (k + 1) if bt.masks else 0),
-           "mask_runs": (bt.mask_runs, len(bt.mask_runs) // 4 * 4 if bt.masks else 0)}
+    in_slot = bt.HasField("in_slot")
+    got = arrays_of(bt, tail, number)
+    sizes = {"boxes": 16 * k, "labels": 8 * k, "iscrowd": k, "keypoints": 8 * kp, "keypoints_visibility": kp,
+             "mask_offsets": 4 * (k + 1) if bt.masks else 0,
+             "mask_runs": len(got["mask_runs"]) // 4 * 4 if bt.masks else 0}
+    raw = {name: (got[name], size) for name, size in sizes.items()}
     for name, (b, size) in raw.items():
         if len(b) != size:
             raise bad(f"{name} of {len(b)} bytes, want {size} for {k} instances")
 
     def arr(name: str, dtype: str) -> Any:
-        # One writable copy of the array a batch (protobuf's bytes are
-        # immutable): every sample's tensors are views into it.
-        return torch.from_numpy(np.frombuffer(bytearray(raw[name][0]), dtype=dtype))
+        # In the slot: a view of it (writable, as the pixels'). In the
+        # header: one writable copy of the array a batch (protobuf's bytes
+        # are immutable). Every sample's tensors are views into it.
+        a = raw[name][0]
+        return torch.from_numpy((a if in_slot else a.copy()).view(dtype))
 
     # Each array split into its samples' views at once (torch.split: no
     # copy), only the keys asked for made.
@@ -107,12 +182,12 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     lb = arr("labels", "<i8").split(kl) if "labels" in want else None
     cr = None
     if "iscrowd" in want:
-        cr = torch.from_numpy(np.frombuffer(raw["iscrowd"][0], dtype=np.uint8).astype(np.int64)).split(kl)
+        cr = torch.from_numpy(raw["iscrowd"][0].astype(np.int64)).split(kl)
     pts = vs = None
     if len(ps) and want & {"keypoints", "keypoints_visibility"}:
         pts = arr("keypoints", "<f4").split((2 * pk).tolist())
         vs = arr("keypoints_visibility", "u1").split(pk.tolist())
-    masks = _masks(bt, canvas, ks, k, bad, torch) if bt.masks and "masks" in want else None
+    masks = _masks(raw["mask_offsets"][0], raw["mask_runs"][0], canvas, ks, k, bad, torch) if bt.masks and "masks" in want else None
     box_format = tv_tensors.BoundingBoxFormat[FORMATS[fmt]]
     hw, pl = canvas.tolist(), ps.tolist()
     out = []
@@ -143,14 +218,16 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     return out
 
 
-def _masks(bt: Any, canvas: Any, ks: Any, k: int, bad: Any, torch: Any) -> List[Any]:
+def _masks(mask_offsets: np.ndarray, mask_runs: np.ndarray, canvas: Any, ks: Any, k: int, bad: Any,
+           torch: Any) -> List[Any]:
     """A batch's masks: each sample's tv_tensors.Mask [K, H, W] uint8,
-    decoded from the runs (each instance's alternating 0 and 1 from a run of
-    0, row-major over its sample's H x W), every run checked first."""
+    decoded from the runs (uint8 arrays of u32: each instance's alternating 0
+    and 1 from a run of 0, row-major over its sample's H x W), every run
+    checked first."""
     from torchvision import tv_tensors
 
-    moff = np.frombuffer(bt.mask_offsets, dtype="<u4").astype(np.int64)
-    runs = np.frombuffer(bt.mask_runs, dtype="<u4").astype(np.int64)
+    moff = mask_offsets.view("<u4").astype(np.int64)
+    runs = mask_runs.view("<u4").astype(np.int64)
     counts = np.diff(moff)
     if moff[0] != 0:
         raise bad(f"mask offsets start at {moff[0]}, want 0")

@@ -11,6 +11,7 @@ clear error before anything is read."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Dict, List
 
 import numpy as np
@@ -22,7 +23,7 @@ import stoker
 import stoker._buffers as buffers
 from stoker import transforms as T
 from stoker._errors import StokerError
-from stoker._targets import targets_of
+from stoker._targets import arrays_of, targets_of
 from stoker.v1 import stoker_pb2 as pb
 from test_targets import TRANSFORMS, N, check, coco_sources, det, server  # noqa: F401 (the fixtures)
 
@@ -45,9 +46,14 @@ def storage(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
 
 
-def check_flat(bt: Any, targets: List[Dict[str, Any]], where: str) -> None:
-    """bt's arrays are the samples' targets back to back, its offsets their
-    starts, and each sample's tensors views into one array of the batch."""
+def check_flat(bt: Any, targets: List[Dict[str, Any]], where: str, tail: Any = None) -> None:
+    """bt's arrays (in its header, or in its slot, ``tail``) are the
+    samples' targets back to back, its offsets their starts, and each
+    sample's tensors views into one array of the batch: of the slot itself
+    when the arrays are there."""
+    arrays = arrays_of(bt, tail)
+    bt = SimpleNamespace(**{k: getattr(bt, k) for k in ("offsets", "canvas", "image_ids", "keypoints_per_instance", "masks")},
+                         **{k: a.tobytes() for k, a in arrays.items()})
     ks = [len(t["labels"]) for t in targets]
     off = np.concatenate(([0], np.cumsum(ks))).tolist()
     assert list(bt.offsets) == off, where
@@ -84,6 +90,10 @@ def check_flat(bt: Any, targets: List[Dict[str, Any]], where: str) -> None:
     for i, t in enumerate(targets):
         assert t["keypoints"].data_ptr() == base + 8 * po[i], where
         assert t["keypoints_visibility"].data_ptr() == storage(t["keypoints_visibility"]) + po[i], where
+    if tail is not None:  # in the slot: views of the slot's memory, no copy
+        for key, name in (("boxes", "boxes"), ("labels", "labels"), ("keypoints", "keypoints"),
+                          ("keypoints_visibility", "keypoints_visibility")):
+            assert storage(targets[0][key]) == arrays[name].ctypes.data, f"{where}: {key} not a view of the slot"
 
 
 @pytest.mark.parametrize("transport", ["grpc", "shm"])
@@ -93,7 +103,7 @@ def test_flat_arrays_are_the_samples_targets(server: str, det: Path, transport: 
     real = buffers.targets_of
 
     def tap(bt: Any, *args: Any, **kw: Any) -> Any:
-        got.append(bt)
+        got.append((bt, kw.get("tail")))
         return real(bt, *args, **kw)
 
     monkeypatch.setattr(buffers, "targets_of", tap)
@@ -104,8 +114,11 @@ def test_flat_arrays_are_the_samples_targets(server: str, det: Path, transport: 
         for b in ld:
             images, targets, indices = b
             assert len(got) == 1
-            bt = got.pop()
-            check_flat(bt, targets, f"{transport} batch {b.number}")
+            bt, tail = got.pop()
+            # Over shared memory, every batch's arrays in its slot (they
+            # fit in the room a 64x64 output leaves), over gRPC in its header.
+            assert bt.HasField("in_slot") == (transport == "shm") and (tail is not None) == (transport == "shm")
+            check_flat(bt, targets, f"{transport} batch {b.number}", tail)
             for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
                 check(t, want[idx], b.trace[i], images[i], f"{transport} sample {idx}")
                 assert isinstance(t["boxes"], tv_tensors.BoundingBoxes) and isinstance(t["masks"], tv_tensors.Mask)

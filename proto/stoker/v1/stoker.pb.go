@@ -1059,7 +1059,11 @@ type ShmRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The trainer's /proc/sys/kernel/random/boot_id: the server offers a
 	// ring only when it is its own (the same running kernel).
-	BootId        string `protobuf:"bytes,1,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"`
+	BootId string `protobuf:"bytes,1,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"`
+	// The trainer reads a batch's target arrays from its slot
+	// (BatchTargets.in_slot). Without it, a batch in a slot has its targets
+	// in its header, as over gRPC.
+	TargetsInSlot bool `protobuf:"varint,2,opt,name=targets_in_slot,json=targetsInSlot,proto3" json:"targets_in_slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1099,6 +1103,13 @@ func (x *ShmRequest) GetBootId() string {
 		return x.BootId
 	}
 	return ""
+}
+
+func (x *ShmRequest) GetTargetsInSlot() bool {
+	if x != nil {
+		return x.TargetsInSlot
+	}
+	return false
 }
 
 // ShmOffer answers a ShmRequest. When it offers a ring (declined is
@@ -6158,7 +6169,13 @@ type BatchTargets struct {
 	// With masks: uint32 runs, each instance's over its sample's h x w
 	// canvas, row-major, alternating runs of 0 and 1 from a run of 0
 	// (summing to h x w).
-	MaskRuns      []byte `protobuf:"bytes,13,opt,name=mask_runs,json=maskRuns,proto3" json:"mask_runs,omitempty"`
+	MaskRuns []byte `protobuf:"bytes,13,opt,name=mask_runs,json=maskRuns,proto3" json:"mask_runs,omitempty"`
+	// Shared-memory delivery (BatchHeader.slot, asked for by
+	// ShmRequest.targets_in_slot): the arrays boxes to mask_runs are not
+	// above (they are empty) but in the batch's slot, after its pixels,
+	// where this says. Absent: they are above. A server puts them in the
+	// slot when they fit in what the slot has after the pixels, else above.
+	InSlot        *TargetsInSlot `protobuf:"bytes,14,opt,name=in_slot,json=inSlot,proto3" json:"in_slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6284,6 +6301,163 @@ func (x *BatchTargets) GetMaskRuns() []byte {
 	return nil
 }
 
+func (x *BatchTargets) GetInSlot() *TargetsInSlot {
+	if x != nil {
+		return x.InSlot
+	}
+	return nil
+}
+
+// TargetsInSlot is where a batch's target arrays lie in its shared-memory
+// slot: each a range of bytes from the slot's first byte, past the
+// pixels (data_bytes), within the slot (ShmOffer.slot_bytes), at a
+// multiple of 8 bytes, none overlapping another; an empty array has
+// length 0. Their contents are BatchTargets' arrays of the same names.
+type TargetsInSlot struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Boxes               *SlotRange             `protobuf:"bytes,1,opt,name=boxes,proto3" json:"boxes,omitempty"`
+	Labels              *SlotRange             `protobuf:"bytes,2,opt,name=labels,proto3" json:"labels,omitempty"`
+	Iscrowd             *SlotRange             `protobuf:"bytes,3,opt,name=iscrowd,proto3" json:"iscrowd,omitempty"`
+	Keypoints           *SlotRange             `protobuf:"bytes,4,opt,name=keypoints,proto3" json:"keypoints,omitempty"`
+	KeypointsVisibility *SlotRange             `protobuf:"bytes,5,opt,name=keypoints_visibility,json=keypointsVisibility,proto3" json:"keypoints_visibility,omitempty"`
+	MaskOffsets         *SlotRange             `protobuf:"bytes,6,opt,name=mask_offsets,json=maskOffsets,proto3" json:"mask_offsets,omitempty"`
+	MaskRuns            *SlotRange             `protobuf:"bytes,7,opt,name=mask_runs,json=maskRuns,proto3" json:"mask_runs,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *TargetsInSlot) Reset() {
+	*x = TargetsInSlot{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TargetsInSlot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TargetsInSlot) ProtoMessage() {}
+
+func (x *TargetsInSlot) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TargetsInSlot.ProtoReflect.Descriptor instead.
+func (*TargetsInSlot) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *TargetsInSlot) GetBoxes() *SlotRange {
+	if x != nil {
+		return x.Boxes
+	}
+	return nil
+}
+
+func (x *TargetsInSlot) GetLabels() *SlotRange {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *TargetsInSlot) GetIscrowd() *SlotRange {
+	if x != nil {
+		return x.Iscrowd
+	}
+	return nil
+}
+
+func (x *TargetsInSlot) GetKeypoints() *SlotRange {
+	if x != nil {
+		return x.Keypoints
+	}
+	return nil
+}
+
+func (x *TargetsInSlot) GetKeypointsVisibility() *SlotRange {
+	if x != nil {
+		return x.KeypointsVisibility
+	}
+	return nil
+}
+
+func (x *TargetsInSlot) GetMaskOffsets() *SlotRange {
+	if x != nil {
+		return x.MaskOffsets
+	}
+	return nil
+}
+
+func (x *TargetsInSlot) GetMaskRuns() *SlotRange {
+	if x != nil {
+		return x.MaskRuns
+	}
+	return nil
+}
+
+// SlotRange is bytes [offset, offset + length) of a slot.
+type SlotRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Offset        uint64                 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length        uint64                 `protobuf:"varint,2,opt,name=length,proto3" json:"length,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SlotRange) Reset() {
+	*x = SlotRange{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlotRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlotRange) ProtoMessage() {}
+
+func (x *SlotRange) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlotRange.ProtoReflect.Descriptor instead.
+func (*SlotRange) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *SlotRange) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *SlotRange) GetLength() uint64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
 // Shape is an array's shape.
 type Shape struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -6294,7 +6468,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6306,7 +6480,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6319,7 +6493,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -6344,7 +6518,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6356,7 +6530,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6369,7 +6543,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *FieldValues) GetName() string {
@@ -6406,7 +6580,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6418,7 +6592,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6431,7 +6605,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -6469,7 +6643,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6481,7 +6655,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6494,7 +6668,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -6531,7 +6705,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6543,7 +6717,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6556,7 +6730,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -6596,7 +6770,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6608,7 +6782,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6621,7 +6795,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -6634,7 +6808,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6646,7 +6820,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6659,7 +6833,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -6687,7 +6861,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6699,7 +6873,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6712,7 +6886,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -6774,7 +6948,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6786,7 +6960,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6799,7 +6973,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -6905,7 +7079,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6917,7 +7091,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6930,7 +7104,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -6949,7 +7123,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6961,7 +7135,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6974,7 +7148,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -6994,7 +7168,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7006,7 +7180,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7019,7 +7193,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -7068,7 +7242,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7080,7 +7254,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7093,7 +7267,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -7169,7 +7343,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7181,7 +7355,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7194,7 +7368,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -7221,7 +7395,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7233,7 +7407,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7246,7 +7420,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -7350,7 +7524,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7362,7 +7536,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7375,7 +7549,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -7405,7 +7579,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7417,7 +7591,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7430,7 +7604,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -7502,7 +7676,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7514,7 +7688,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7527,7 +7701,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -7601,7 +7775,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7613,7 +7787,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7626,7 +7800,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -7672,7 +7846,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7684,7 +7858,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7697,7 +7871,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{86}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -7750,7 +7924,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7762,7 +7936,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7775,7 +7949,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{87}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -7808,7 +7982,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7820,7 +7994,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7833,7 +8007,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{88}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{90}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -7852,7 +8026,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7864,7 +8038,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7877,7 +8051,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{89}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -7984,7 +8158,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7996,7 +8170,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8009,7 +8183,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{90}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *JobStatus) GetId() string {
@@ -8238,7 +8412,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8250,7 +8424,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8263,7 +8437,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{91}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -8361,7 +8535,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8373,7 +8547,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8386,7 +8560,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{92}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -8529,10 +8703,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\bconsumed\x18\b \x01(\x04R\bconsumed\x12'\n" +
 	"\x03shm\x18\t \x01(\v2\x15.stoker.v1.ShmRequestR\x03shm\x12(\n" +
 	"\x10epoch_world_size\x18\n" +
-	" \x01(\rR\x0eepochWorldSize\"%\n" +
+	" \x01(\rR\x0eepochWorldSize\"M\n" +
 	"\n" +
 	"ShmRequest\x12\x17\n" +
-	"\aboot_id\x18\x01 \x01(\tR\x06bootId\"\x89\x01\n" +
+	"\aboot_id\x18\x01 \x01(\tR\x06bootId\x12&\n" +
+	"\x0ftargets_in_slot\x18\x02 \x01(\bR\rtargetsInSlot\"\x89\x01\n" +
 	"\bShmOffer\x12\x1a\n" +
 	"\bdeclined\x18\x01 \x01(\tR\bdeclined\x12\x16\n" +
 	"\x06socket\x18\x02 \x01(\tR\x06socket\x12\x14\n" +
@@ -8918,7 +9093,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fields\x12!\n" +
 	"\fsample_sizes\x18< \x03(\rR\vsampleSizes\x121\n" +
 	"\atargets\x18F \x01(\v2\x17.stoker.v1.BatchTargetsR\atargetsB\a\n" +
-	"\x05_slot\"\xa1\x03\n" +
+	"\x05_slot\"\xd4\x03\n" +
 	"\fBatchTargets\x12\x18\n" +
 	"\aoffsets\x18\x01 \x03(\rR\aoffsets\x12\x16\n" +
 	"\x06canvas\x18\x02 \x03(\rR\x06canvas\x12\x1b\n" +
@@ -8934,7 +9109,19 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	" \x01(\fR\x13keypointsVisibility\x12\x14\n" +
 	"\x05masks\x18\v \x01(\bR\x05masks\x12!\n" +
 	"\fmask_offsets\x18\f \x01(\fR\vmaskOffsets\x12\x1b\n" +
-	"\tmask_runs\x18\r \x01(\fR\bmaskRuns\"\x1b\n" +
+	"\tmask_runs\x18\r \x01(\fR\bmaskRuns\x121\n" +
+	"\ain_slot\x18\x0e \x01(\v2\x18.stoker.v1.TargetsInSlotR\x06inSlot\"\x82\x03\n" +
+	"\rTargetsInSlot\x12*\n" +
+	"\x05boxes\x18\x01 \x01(\v2\x14.stoker.v1.SlotRangeR\x05boxes\x12,\n" +
+	"\x06labels\x18\x02 \x01(\v2\x14.stoker.v1.SlotRangeR\x06labels\x12.\n" +
+	"\aiscrowd\x18\x03 \x01(\v2\x14.stoker.v1.SlotRangeR\aiscrowd\x122\n" +
+	"\tkeypoints\x18\x04 \x01(\v2\x14.stoker.v1.SlotRangeR\tkeypoints\x12G\n" +
+	"\x14keypoints_visibility\x18\x05 \x01(\v2\x14.stoker.v1.SlotRangeR\x13keypointsVisibility\x127\n" +
+	"\fmask_offsets\x18\x06 \x01(\v2\x14.stoker.v1.SlotRangeR\vmaskOffsets\x121\n" +
+	"\tmask_runs\x18\a \x01(\v2\x14.stoker.v1.SlotRangeR\bmaskRuns\";\n" +
+	"\tSlotRange\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
+	"\x06length\x18\x02 \x01(\x04R\x06length\"\x1b\n" +
 	"\x05Shape\x12\x12\n" +
 	"\x04dims\x18\x01 \x03(\rR\x04dims\"S\n" +
 	"\vFieldValues\x12\x12\n" +
@@ -9147,7 +9334,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 93)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                      // 0: stoker.v1.Decode
 	(ShuffleMode)(0),                 // 1: stoker.v1.ShuffleMode
@@ -9222,32 +9409,34 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*ViewInfo)(nil),                 // 70: stoker.v1.ViewInfo
 	(*BatchHeader)(nil),              // 71: stoker.v1.BatchHeader
 	(*BatchTargets)(nil),             // 72: stoker.v1.BatchTargets
-	(*Shape)(nil),                    // 73: stoker.v1.Shape
-	(*FieldValues)(nil),              // 74: stoker.v1.FieldValues
-	(*SampleError)(nil),              // 75: stoker.v1.SampleError
-	(*Chunk)(nil),                    // 76: stoker.v1.Chunk
-	(*EpochEnd)(nil),                 // 77: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),      // 78: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),     // 79: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),              // 80: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),              // 81: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                   // 82: stoker.v1.JobEnd
-	(*WorkPing)(nil),                 // 83: stoker.v1.WorkPing
-	(*WorkJob)(nil),                  // 84: stoker.v1.WorkJob
-	(*Lease)(nil),                    // 85: stoker.v1.Lease
-	(*CancelLease)(nil),              // 86: stoker.v1.CancelLease
-	(*WorkResponse)(nil),             // 87: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),            // 88: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),               // 89: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),          // 90: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),                // 91: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),                // 92: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),              // 93: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),            // 94: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),           // 95: stoker.v1.StatusResponse
-	(*JobStatus)(nil),                // 96: stoker.v1.JobStatus
-	(*MakingShares)(nil),             // 97: stoker.v1.MakingShares
-	(*MakerStatus)(nil),              // 98: stoker.v1.MakerStatus
+	(*TargetsInSlot)(nil),            // 73: stoker.v1.TargetsInSlot
+	(*SlotRange)(nil),                // 74: stoker.v1.SlotRange
+	(*Shape)(nil),                    // 75: stoker.v1.Shape
+	(*FieldValues)(nil),              // 76: stoker.v1.FieldValues
+	(*SampleError)(nil),              // 77: stoker.v1.SampleError
+	(*Chunk)(nil),                    // 78: stoker.v1.Chunk
+	(*EpochEnd)(nil),                 // 79: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),      // 80: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),     // 81: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),              // 82: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),              // 83: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                   // 84: stoker.v1.JobEnd
+	(*WorkPing)(nil),                 // 85: stoker.v1.WorkPing
+	(*WorkJob)(nil),                  // 86: stoker.v1.WorkJob
+	(*Lease)(nil),                    // 87: stoker.v1.Lease
+	(*CancelLease)(nil),              // 88: stoker.v1.CancelLease
+	(*WorkResponse)(nil),             // 89: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),            // 90: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),               // 91: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),          // 92: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),                // 93: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),                // 94: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),              // 95: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),            // 96: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),           // 97: stoker.v1.StatusResponse
+	(*JobStatus)(nil),                // 98: stoker.v1.JobStatus
+	(*MakingShares)(nil),             // 99: stoker.v1.MakingShares
+	(*MakerStatus)(nil),              // 100: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
@@ -9349,51 +9538,59 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	4,   // 96: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
 	69,  // 97: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
 	71,  // 98: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	76,  // 99: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	77,  // 100: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	78,  // 99: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	79,  // 100: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
 	12,  // 101: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
 	5,   // 102: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
 	70,  // 103: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
 	0,   // 104: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
 	5,   // 105: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	75,  // 106: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	77,  // 106: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
 	0,   // 107: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	73,  // 108: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	74,  // 109: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	75,  // 108: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	76,  // 109: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
 	72,  // 110: stoker.v1.BatchHeader.targets:type_name -> stoker.v1.BatchTargets
-	80,  // 111: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	84,  // 112: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	85,  // 113: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	86,  // 114: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	82,  // 115: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	83,  // 116: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 117: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	89,  // 118: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	91,  // 119: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	76,  // 120: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	93,  // 121: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	88,  // 122: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	90,  // 123: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	71,  // 124: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	92,  // 125: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	96,  // 126: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	98,  // 127: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	97,  // 128: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 129: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	78,  // 130: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 131: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	94,  // 132: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	81,  // 133: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	68,  // 134: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	79,  // 135: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 136: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	95,  // 137: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	87,  // 138: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	134, // [134:139] is the sub-list for method output_type
-	129, // [129:134] is the sub-list for method input_type
-	129, // [129:129] is the sub-list for extension type_name
-	129, // [129:129] is the sub-list for extension extendee
-	0,   // [0:129] is the sub-list for field type_name
+	73,  // 111: stoker.v1.BatchTargets.in_slot:type_name -> stoker.v1.TargetsInSlot
+	74,  // 112: stoker.v1.TargetsInSlot.boxes:type_name -> stoker.v1.SlotRange
+	74,  // 113: stoker.v1.TargetsInSlot.labels:type_name -> stoker.v1.SlotRange
+	74,  // 114: stoker.v1.TargetsInSlot.iscrowd:type_name -> stoker.v1.SlotRange
+	74,  // 115: stoker.v1.TargetsInSlot.keypoints:type_name -> stoker.v1.SlotRange
+	74,  // 116: stoker.v1.TargetsInSlot.keypoints_visibility:type_name -> stoker.v1.SlotRange
+	74,  // 117: stoker.v1.TargetsInSlot.mask_offsets:type_name -> stoker.v1.SlotRange
+	74,  // 118: stoker.v1.TargetsInSlot.mask_runs:type_name -> stoker.v1.SlotRange
+	82,  // 119: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	86,  // 120: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	87,  // 121: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	88,  // 122: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	84,  // 123: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	85,  // 124: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 125: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	91,  // 126: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	93,  // 127: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	78,  // 128: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	95,  // 129: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	90,  // 130: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	92,  // 131: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	71,  // 132: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	94,  // 133: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	98,  // 134: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	100, // 135: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	99,  // 136: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 137: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	80,  // 138: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 139: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	96,  // 140: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	83,  // 141: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	68,  // 142: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	81,  // 143: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 144: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	97,  // 145: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	89,  // 146: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	142, // [142:147] is the sub-list for method output_type
+	137, // [137:142] is the sub-list for method input_type
+	137, // [137:137] is the sub-list for extension type_name
+	137, // [137:137] is the sub-list for extension extendee
+	0,   // [0:137] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -9491,14 +9688,14 @@ func file_stoker_v1_stoker_proto_init() {
 		(*FeedResponse_Shm)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[65].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[75].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[77].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[81].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[83].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -9511,7 +9708,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   93,
+			NumMessages:   95,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

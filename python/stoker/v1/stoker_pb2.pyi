@@ -172,10 +172,12 @@ class OpenJob(_message.Message):
     def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., credits: _Optional[int] = ..., as_ready: _Optional[bool] = ..., start_batch: _Optional[int] = ..., skip_batches: _Optional[_Iterable[int]] = ..., consumed: _Optional[int] = ..., shm: _Optional[_Union[ShmRequest, _Mapping]] = ..., epoch_world_size: _Optional[int] = ...) -> None: ...
 
 class ShmRequest(_message.Message):
-    __slots__ = ("boot_id",)
+    __slots__ = ("boot_id", "targets_in_slot")
     BOOT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGETS_IN_SLOT_FIELD_NUMBER: _ClassVar[int]
     boot_id: str
-    def __init__(self, boot_id: _Optional[str] = ...) -> None: ...
+    targets_in_slot: bool
+    def __init__(self, boot_id: _Optional[str] = ..., targets_in_slot: _Optional[bool] = ...) -> None: ...
 
 class ShmOffer(_message.Message):
     __slots__ = ("declined", "socket", "token", "slots", "slot_bytes")
@@ -932,7 +934,7 @@ class BatchHeader(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., decode: _Optional[_Union[Decode, str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ..., fields: _Optional[_Iterable[_Union[FieldValues, _Mapping]]] = ..., sample_sizes: _Optional[_Iterable[int]] = ..., targets: _Optional[_Union[BatchTargets, _Mapping]] = ...) -> None: ...
 
 class BatchTargets(_message.Message):
-    __slots__ = ("offsets", "canvas", "image_ids", "keypoints_per_instance", "box_format", "boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "masks", "mask_offsets", "mask_runs")
+    __slots__ = ("offsets", "canvas", "image_ids", "keypoints_per_instance", "box_format", "boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "masks", "mask_offsets", "mask_runs", "in_slot")
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
     CANVAS_FIELD_NUMBER: _ClassVar[int]
     IMAGE_IDS_FIELD_NUMBER: _ClassVar[int]
@@ -946,6 +948,7 @@ class BatchTargets(_message.Message):
     MASKS_FIELD_NUMBER: _ClassVar[int]
     MASK_OFFSETS_FIELD_NUMBER: _ClassVar[int]
     MASK_RUNS_FIELD_NUMBER: _ClassVar[int]
+    IN_SLOT_FIELD_NUMBER: _ClassVar[int]
     offsets: _containers.RepeatedScalarFieldContainer[int]
     canvas: _containers.RepeatedScalarFieldContainer[int]
     image_ids: _containers.RepeatedScalarFieldContainer[int]
@@ -959,7 +962,34 @@ class BatchTargets(_message.Message):
     masks: bool
     mask_offsets: bytes
     mask_runs: bytes
-    def __init__(self, offsets: _Optional[_Iterable[int]] = ..., canvas: _Optional[_Iterable[int]] = ..., image_ids: _Optional[_Iterable[int]] = ..., keypoints_per_instance: _Optional[_Iterable[int]] = ..., box_format: _Optional[int] = ..., boxes: _Optional[bytes] = ..., labels: _Optional[bytes] = ..., iscrowd: _Optional[bytes] = ..., keypoints: _Optional[bytes] = ..., keypoints_visibility: _Optional[bytes] = ..., masks: _Optional[bool] = ..., mask_offsets: _Optional[bytes] = ..., mask_runs: _Optional[bytes] = ...) -> None: ...
+    in_slot: TargetsInSlot
+    def __init__(self, offsets: _Optional[_Iterable[int]] = ..., canvas: _Optional[_Iterable[int]] = ..., image_ids: _Optional[_Iterable[int]] = ..., keypoints_per_instance: _Optional[_Iterable[int]] = ..., box_format: _Optional[int] = ..., boxes: _Optional[bytes] = ..., labels: _Optional[bytes] = ..., iscrowd: _Optional[bytes] = ..., keypoints: _Optional[bytes] = ..., keypoints_visibility: _Optional[bytes] = ..., masks: _Optional[bool] = ..., mask_offsets: _Optional[bytes] = ..., mask_runs: _Optional[bytes] = ..., in_slot: _Optional[_Union[TargetsInSlot, _Mapping]] = ...) -> None: ...
+
+class TargetsInSlot(_message.Message):
+    __slots__ = ("boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "mask_offsets", "mask_runs")
+    BOXES_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    ISCROWD_FIELD_NUMBER: _ClassVar[int]
+    KEYPOINTS_FIELD_NUMBER: _ClassVar[int]
+    KEYPOINTS_VISIBILITY_FIELD_NUMBER: _ClassVar[int]
+    MASK_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    MASK_RUNS_FIELD_NUMBER: _ClassVar[int]
+    boxes: SlotRange
+    labels: SlotRange
+    iscrowd: SlotRange
+    keypoints: SlotRange
+    keypoints_visibility: SlotRange
+    mask_offsets: SlotRange
+    mask_runs: SlotRange
+    def __init__(self, boxes: _Optional[_Union[SlotRange, _Mapping]] = ..., labels: _Optional[_Union[SlotRange, _Mapping]] = ..., iscrowd: _Optional[_Union[SlotRange, _Mapping]] = ..., keypoints: _Optional[_Union[SlotRange, _Mapping]] = ..., keypoints_visibility: _Optional[_Union[SlotRange, _Mapping]] = ..., mask_offsets: _Optional[_Union[SlotRange, _Mapping]] = ..., mask_runs: _Optional[_Union[SlotRange, _Mapping]] = ...) -> None: ...
+
+class SlotRange(_message.Message):
+    __slots__ = ("offset", "length")
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    length: int
+    def __init__(self, offset: _Optional[int] = ..., length: _Optional[int] = ...) -> None: ...
 
 class Shape(_message.Message):
     __slots__ = ("dims",)

@@ -185,12 +185,14 @@ func (p *pool) drop(b *batch.Batch) {
 // Place puts batch output o's pixels in a slot of the stream's ring as it
 // goes out, and lends the slot to the trainer: the slot it was made in, or
 // a free one taken for it, its pixels copied there (copied); ok is false
-// when the stream has no ring or no slot is free: it goes in chunks. Out's
+// when the stream has no ring or no slot is free: it goes in chunks. tail,
+// when not nil, is given the slot's memory once the pixels are there and
+// before the slot is lent (what else the batch puts in it). Out's
 // reader calls it once for each batch, just before sending its header, so
 // that a batch made out of the ring finds the slots the trainer released
 // meanwhile. Safe from any goroutine: it touches the ring alone (the
 // pool's own count of the batch was settled by handOut).
-func (c *Coordinator) Place(o Output) (slot uint32, copied, ok bool) {
+func (c *Coordinator) Place(o Output, tail func(slot []byte)) (slot uint32, copied, ok bool) {
 	r := c.st.Ring
 	if r == nil {
 		return 0, false, false
@@ -203,10 +205,13 @@ func (c *Coordinator) Place(o Output) (slot uint32, copied, ok bool) {
 	}
 	// A batch made in its slot is there already, unless its maker replaced
 	// the buffer.
-	b := o.Batch
-	if s := r.Slot(i); !o.InSlot || len(b.Data) > 0 && &s[0] != &b.Data[0] {
+	b, s := o.Batch, r.Slot(i)
+	if !o.InSlot || len(b.Data) > 0 && &s[0] != &b.Data[0] {
 		copy(s, b.Data)
 		copied = true
+	}
+	if tail != nil {
+		tail(s)
 	}
 	r.Lend(i)
 	return i, copied, true

@@ -60,7 +60,7 @@ func (r *testRing) Release(ids []uint32) error {
 // takes for it, or goes in chunks when none is free or there is no ring;
 // the slots it lends come back with Released.
 func TestPlace(t *testing.T) {
-	if _, _, ok := (&Coordinator{}).Place(Output{Batch: &pipeline.Batch{Data: []byte{1}}}); ok {
+	if _, _, ok := (&Coordinator{}).Place(Output{Batch: &pipeline.Batch{Data: []byte{1}}}, nil); ok {
 		t.Error("placed a batch without a ring")
 	}
 	if err := (&Coordinator{}).Released([]uint32{0}); err == nil {
@@ -71,22 +71,22 @@ func TestPlace(t *testing.T) {
 	c := &Coordinator{st: Stream{Ring: r}}
 	made, _ := r.Take()
 	copy(r.Slot(made), "made")
-	slot, copied, ok := c.Place(Output{Batch: &pipeline.Batch{Data: r.Slot(made)}, Slot: made, InSlot: true})
+	slot, copied, ok := c.Place(Output{Batch: &pipeline.Batch{Data: r.Slot(made)}, Slot: made, InSlot: true}, nil)
 	if !ok || slot != made || copied || !r.lent[made] {
 		t.Errorf("made in slot %d: Place = %d, copied %v, ok %v; lent %v", made, slot, copied, ok, r.lent[made])
 	}
 
 	replaced, _ := r.Take()
-	slot, copied, ok = c.Place(Output{Batch: &pipeline.Batch{Data: []byte("repl")}, Slot: replaced, InSlot: true})
+	slot, copied, ok = c.Place(Output{Batch: &pipeline.Batch{Data: []byte("repl")}, Slot: replaced, InSlot: true}, nil)
 	if !ok || slot != replaced || !copied || string(r.Slot(replaced)) != "repl" {
 		t.Errorf("buffer replaced in slot %d: Place = %d, copied %v, ok %v; slot holds %q", replaced, slot, copied, ok, r.Slot(replaced))
 	}
 
-	slot, copied, ok = c.Place(Output{Batch: &pipeline.Batch{Data: []byte("else")}})
+	slot, copied, ok = c.Place(Output{Batch: &pipeline.Batch{Data: []byte("else")}}, nil)
 	if !ok || !copied || !r.lent[slot] || !bytes.Equal(r.Slot(slot), []byte("else")) {
 		t.Errorf("made out of the ring: Place = %d, copied %v, ok %v; slot holds %q", slot, copied, ok, r.Slot(slot))
 	}
-	if _, _, ok := c.Place(Output{Batch: &pipeline.Batch{Data: []byte("none")}}); ok {
+	if _, _, ok := c.Place(Output{Batch: &pipeline.Batch{Data: []byte("none")}}, nil); ok {
 		t.Error("placed a batch with every slot lent")
 	}
 

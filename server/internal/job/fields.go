@@ -143,6 +143,23 @@ func (j *Job) fieldBytes() int64 {
 	return n
 }
 
+// SlotBytes is a shared-memory slot's size for the job: its pixels at
+// their largest, and, when the trainer reads targets from the slot
+// (ShmRequest.targets_in_slot) and the job has them, room after them for
+// their arrays (ragged.SlotRoom; a batch whose arrays need more has them
+// in its header).
+func (j *Job) SlotBytes(targetsInSlot bool) int64 {
+	px := j.PixelBytes()
+	if !targetsInSlot || !j.fields.HasTargets() {
+		return px
+	}
+	room := ragged.SlotRoom(px, int64(j.spec.GetBatchSize()), j.fields.TargetsMax())
+	if room == 0 {
+		return px
+	}
+	return (px+ragged.SlotAlign-1)/ragged.SlotAlign*ragged.SlotAlign + room
+}
+
 // fieldValues is b's fields for its header, field by field: each value
 // b's own bytes, not copied. The targets are not among them: they travel
 // as ragged arrays (packTargets).
