@@ -30,12 +30,14 @@ os.environ.setdefault("YOLO_OFFLINE", "1")
 from ultralytics.cfg import DEFAULT_CFG  # noqa: E402
 from ultralytics.data import augment  # noqa: E402
 from ultralytics.data.dataset import YOLODataset  # noqa: E402
+from ultralytics.data.utils import polygon2mask, polygons2masks_overlap  # noqa: E402
 
 import stoker  # noqa: E402
 from stoker import transforms as T  # noqa: E402
 from stoker._local import LocalServer  # noqa: E402
 from test_yolo_mosaic_pose import centre, persp_draws  # noqa: E402
 from test_yolo_ops import Forced  # noqa: E402
+from yolo_bridge import labels_to_wire, run_cv  # noqa: E402
 
 N = 12
 IMGSZ = 160
@@ -204,3 +206,86 @@ def test_segment_boxes_are_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch
         assert warped == N
     print(f"\n{recipe}: {segmented} instances of segments; {inexact} of {boxes} box coordinates within 1e-3 "
           "but not ultralytics' bits")
+
+
+def stoker_overlap(stoker_bin: Path, cases: List[Any]) -> List[Any]:
+    """stoker's polygons2masks_overlap (pipeline/kernels/cv) of each (segments,
+    w, h, ratio), through `stoker ops cv`: (mask, order) each."""
+    wire = [{"op": "polygons2masks_overlap", "images": [], "dw": w, "dh": h, "ratio": r,
+             "labels": [labels_to_wire(np.zeros((len(s), 4)), np.zeros(len(s)), s)]} for s, w, h, r in cases]
+    out = []
+    for (s, w, h, r), res in zip(cases, run_cv(stoker_bin, wire)):
+        m = np.asarray(res.get("mask", []), np.int64).reshape(h // r, w // r)
+        out.append((m, res.get("ints", [])))
+    return out
+
+
+def assert_overlap_is_ultralytics(stoker_bin: Path, cases: List[Any], what: str) -> int:
+    """Each case's mask and order, stoker's against ultralytics' own
+    polygons2masks_overlap; returns the pixels set. Exact, but for the order
+    of instances of equal area: stoker keeps them in index order (a stable
+    sort), numpy's np.argsort(-areas) (x86-simd-sort on AVX2 and AVX-512
+    machines) may not; there each pixel must still name the same instance,
+    or one of the same area."""
+    set_px, ties = 0, 0
+    for (s, w, h, r), (got, order) in zip(cases, stoker_overlap(stoker_bin, cases)):
+        want, index = polygons2masks_overlap((h, w), list(s), downsample_ratio=r)
+        where = f"{what} ({len(s)} segments, {w}x{h}/{r})"
+        if order == index.tolist():
+            d = got != want.astype(np.int64)
+            assert not d.any(), f"{where}: {int(d.sum())} of {d.size} mask pixels differ"
+        else:
+            areas = np.array([int(polygon2mask((h, w), [q.reshape(-1)], downsample_ratio=r).sum()) for q in s])
+            assert areas[order].tolist() == areas[index].tolist(), f"{where}: order {order}, ultralytics {index.tolist()}"
+            ids = lambda m, o: np.where(m > 0, np.asarray([-1, *o])[m], -1)  # noqa: E731
+            gi, wi = ids(got, order), ids(want.astype(np.int64), index.tolist())
+            d = gi != wi
+            assert (gi[d] >= 0).all() and (wi[d] >= 0).all() and (areas[gi[d]] == areas[wi[d]]).all(), \
+                f"{where}: {int(d.sum())} pixels name another instance, not one of equal area"
+            ties += 1
+        set_px += int((want > 0).sum())
+    print(f"\n{what}: {len(cases)} cases, {ties} ordered otherwise among equal areas by numpy's argsort")
+    return set_px
+
+
+def test_overlap_masks_of_polygons_are_ultralytics(stoker_bin: Path) -> None:
+    """cv2.fillPoly's pixels (ratio 1: the fill alone) and the downsampled
+    index map (ratio 4) of polygons that cross the image's sides, turn back
+    on themselves, are degenerate (a line, a point) or overlap, as
+    ultralytics' polygons2masks_overlap makes them."""
+    rng = np.random.default_rng(5)
+    cases: List[Any] = []
+    for k in range(40):
+        w, h = int(rng.integers(24, 200)), int(rng.integers(24, 200))
+        n, pts = int(rng.integers(1, 7)), int(rng.integers(3, 40))
+        segs = rng.uniform(-0.3, 1.3, (n, pts, 2)) * np.array([w, h])
+        if k % 5 == 0:
+            segs[0] = segs[0, :1]  # a point
+        if k % 7 == 0:
+            segs[-1, :, 1] = segs[-1, 0, 1]  # a horizontal line
+        if k % 3 == 0:  # clipped to the image as ultralytics' warps and clips leave them, sides included
+            segs = np.clip(segs, 0, [w, h])
+        segs = segs.astype(np.float32)
+        cases += [(segs, w, h, 1), (segs, w - w % 4, h - h % 4, 4), (segs, w, h, 4)]
+    assert assert_overlap_is_ultralytics(stoker_bin, cases, "random polygons") > 0
+
+
+def test_overlap_masks_of_served_segments_are_ultralytics(seg: Any, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """yolov8-seg's masks (Format(return_mask=True, mask_ratio=4,
+    mask_overlap=True)) of the segments ultralytics makes for the served
+    samples of the "segment" recipe (Mosaic, a warp, MixUp, HSV, a flip),
+    stoker's kernel against ultralytics' polygons2masks_overlap."""
+    addr, out = seg
+    r = RECIPES["segment"]
+    ds = dataset(out, IMGSZ)
+    cases: List[Any] = []
+    with stoker.Loader(addr, "seg", batch_size=4, transform=T.Compose(ops_of(r)), targets=True, trace=True,
+                       return_indices=True, pin_memory=False, timeout=300, seed=17) as ld:
+        for b in ld:
+            for i, idx in enumerate(b[2].tolist()):
+                want = rebuild(ds, r, idx, b.trace[i], monkeypatch)
+                inst = want["instances"]
+                h, w = want["img"].shape[:2]
+                cases.append((inst.segments.astype(np.float32), w, h, 4))
+    assert len(cases) == N and sum(len(c[0]) for c in cases) > N
+    assert assert_overlap_is_ultralytics(stoker_bin, cases, "served segments") > 0
