@@ -1,7 +1,5 @@
 package det
 
-import "math"
-
 // SegmentPoints is the length ultralytics' YOLODataset.update_labels_info
 // resamples an image's segments to: 1000, or one more than its longest
 // segment when that is longer.
@@ -22,68 +20,65 @@ func ResampleSegment(s [][2]float32, n int) [][2]float32 {
 		return s
 	}
 	L := len(s) + 1
-	var x []float64
+	num := n // the linspace's points
 	if L < n {
-		lin := linspace(float64(L-1), n-L)
-		x = make([]float64, 0, n)
-		j := 0
-		for v := 0; v < L; v++ {
-			// np.insert at np.searchsorted(x, v) (left): before the first
-			// value not below v.
-			for j < len(lin) && lin[j] < float64(v) {
-				x = append(x, lin[j])
-				j++
-			}
-			x = append(x, float64(v))
-		}
-		x = append(x, lin[j:]...)
-	} else {
-		x = linspace(float64(L-1), n)
+		num = n - L
 	}
-	out := make([][2]float32, len(x))
-	fp := func(j, c int) float64 { return float64(s[j%len(s)][c]) }
-	for i, xv := range x {
-		// np.interp over xp = 0..L-1: below the first or at a vertex (or
-		// the last) its value, else slope*(x - xp[j]) + fp[j].
-		j := int(math.Floor(xv))
-		for c := 0; c < 2; c++ {
-			var v float64
-			switch {
-			case xv <= 0:
-				v = fp(0, c)
-			case j >= L-1:
-				v = fp(L-1, c)
-			case float64(j) == xv:
-				v = fp(j, c)
-			default:
-				slope := (fp(j+1, c) - fp(j, c)) / 1
-				v = float64(slope*(xv-float64(j))) + fp(j, c)
-			}
-			out[i][c] = float32(v)
+	stop := float64(L - 1)
+	step := 0.0
+	if num > 1 {
+		step = stop / float64(num-1)
+	}
+	// lin is np.linspace(0, L-1, num)'s i-th: i*step, the last exactly
+	// L-1; [0] for num 1.
+	lin := func(i int) float64 {
+		if i == num-1 && num > 1 {
+			return stop
 		}
+		return float64(i) * step
+	}
+	vertex := func(j int) [2]float32 {
+		if j < len(s) {
+			return s[j]
+		}
+		return s[0] // the closing point
+	}
+	// interp is np.interp(x, 0..L-1, the closed segment): below the first
+	// or at a vertex (or the last) its value, else slope*(x - j) + fp[j]
+	// in float64, slope fp[j+1] - fp[j] (over a step of 1).
+	interp := func(x float64) [2]float32 {
+		j := int(x)
+		switch {
+		case x <= 0:
+			return s[0]
+		case j >= L-1:
+			return vertex(L - 1)
+		case float64(j) == x:
+			return vertex(j)
+		}
+		a, b := vertex(j), vertex(j+1)
+		var p [2]float32
+		for c := 0; c < 2; c++ {
+			slope := float64(b[c]) - float64(a[c])
+			p[c] = float32(float64(slope*(x-float64(j))) + float64(a[c]))
+		}
+		return p
+	}
+	out := make([][2]float32, 0, n)
+	i := 0
+	if L < n {
+		// The linspace with the vertices' positions 0..L-1 merged in
+		// (np.insert at np.searchsorted(x, v), left: before the first
+		// value not below v).
+		for v := 0; v < L; v++ {
+			for ; i < num && lin(i) < float64(v); i++ {
+				out = append(out, interp(lin(i)))
+			}
+			out = append(out, vertex(v))
+		}
+	}
+	for ; i < num; i++ {
+		out = append(out, interp(lin(i)))
 	}
 	return out
-}
-
-// linspace is np.linspace(0, stop, num) in float64: i*step with step
-// stop/(num-1), the last exactly stop; [0] for num 1.
-func linspace(stop float64, num int) []float64 {
-	if num <= 0 {
-		return nil
-	}
-	y := make([]float64, num)
-	if num == 1 {
-		return y
-	}
-	step := stop / float64(num-1)
-	for i := range y {
-		y[i] = float64(i) * step
-	}
-	if step == 0 {
-		for i := range y {
-			y[i] = float64(i) / float64(num-1) * stop
-		}
-	}
-	y[num-1] = stop
-	return y
 }
