@@ -301,8 +301,8 @@ func (st *Step) setYOLOArg(a arg, raw json.RawMessage) error {
 }
 
 // scaleTargets is Instances.scale(sx, sy) then add_padding(px, py) on
-// t's boxes, keypoints and segments, in float32 (each product rounded before the
-// sum).
+// t's boxes, keypoints and segments, in float32 (each product rounded
+// before the sum).
 func scaleTargets(t *Targets, sx, sy, px, py float32) {
 	for k := range t.Boxes {
 		b := &t.Boxes[k]
@@ -321,8 +321,8 @@ func scaleTargets(t *Targets, sx, sy, px, py float32) {
 }
 
 // flipTargets is RandomFlip.apply_instances on t, a w x h canvas: fliplr
-// (x: w - x, a box's ends swapped; keypoints and segments likewise) or flipud, then the keypoints
-// reordered by the step's flip_idx.
+// (x: w - x, a box's ends swapped; keypoints and segments likewise) or
+// flipud, then the keypoints reordered by the step's flip_idx.
 func flipTargets(t *Targets, w, h int, st *Step, ud bool) error {
 	fw, fh := float32(w), float32(h)
 	for k := range t.Boxes {

@@ -312,8 +312,8 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 
 // setMosaicTargets appends in's instances to t (reset, its P set): boxes
 // and classes, segments where it has them, and with P, each instance's P
-// keypoints and their
-// visibilities (ultralytics' float visibility, 0, 1 or 2, as COCO's v).
+// keypoints and their visibilities (ultralytics' float visibility, 0, 1
+// or 2, as COCO's v).
 func setMosaicTargets(t *dataset.Instances, in *cv.Instances) error {
 	if t.P > 0 && len(in.Keypoints) != len(in.Boxes) {
 		return fmt.Errorf("targets: a mosaic of %d instances with %d keypoint sets", len(in.Boxes), len(in.Keypoints))
