@@ -2,9 +2,11 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
@@ -234,5 +236,83 @@ func TestMosaicKeypointsSmall(t *testing.T) {
 	w := parseKpTargets(t, AppendTargets(nil, &tg))
 	if w.kpts[0][0] != [3]float32{0, 6, 0} || w.kpts[0][1] != [3]float32{3.5, 9.25, 1} {
 		t.Fatalf("on the wire: %v", w.kpts)
+	}
+}
+
+// segMem is yoloMem whose even samples are segment images (each box's
+// rectangle as its polygon, as ultralytics' Instances would hold it) and
+// odd ones box lines alone, when mixed; else all segment images.
+type segMem struct {
+	yoloMem
+	mixed bool
+}
+
+func (d segMem) UltralyticsTargets(i, w, h int, t *Instances) error {
+	if err := d.SourceTargets(i, w, h, t); err != nil {
+		return err
+	}
+	if d.mixed && i%2 == 1 {
+		return nil
+	}
+	for _, b := range t.Boxes {
+		t.Segments = append(t.Segments, [][2]float32{{b[0], b[1]}, {b[2], b[1]}, {b[2], b[3]}, {b[0], b[3]}})
+	}
+	return nil
+}
+
+// TestMosaicSegments: a mosaic of segment images carries every segment
+// and makes the same boxes (a rectangle's segment within the canvas is
+// its box; the Mosaic alone takes no box from segments); one that mixes
+// segment images with box-line images is refused, naming them
+// (ultralytics' Instances.concatenate would pair segments and boxes
+// wrongly).
+func TestMosaicSegments(t *testing.T) {
+	files := mosaicPNGs(t, 11)
+	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2, 8, 6, 4}
+	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := segMem{yoloMem: yoloMem{memDataset{files}, -1}}
+	_, traces, targets, errs := fillMosaic(t, ds, tr, 2, plan, 4, 2)
+	for i, idx := range plan {
+		if errs[i] != "" {
+			t.Fatalf("sample %d: %s", idx, errs[i])
+		}
+		want, _, _ := wantMosaicKpts(t, kptMem{ds.yoloMem}, mosaicOf(t, traces[i]))
+		got := parseKpTargets(t, targets[i])
+		if len(got.boxes) != len(want.boxes) {
+			t.Fatalf("sample %d: %d instances, want %d", idx, len(got.boxes), len(want.boxes))
+		}
+		for q := range got.boxes {
+			if got.boxes[q] != want.boxes[q] {
+				t.Fatalf("sample %d instance %d: box %v, want %v", idx, q, got.boxes[q], want.boxes[q])
+			}
+		}
+	}
+	ds.mixed = true
+	ex := NewExecutor(2)
+	defer ex.Close()
+	fs, err := NewFieldSet(ds, []string{FieldTargets}, 1<<20, "mosaic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Batch{Trace: true, FieldSet: fs}
+	err = ex.Fill(context.Background(), ds, tr, 5, 2, plan, PadFromBatch, &b)
+	refused := 0
+	for _, se := range b.Errors {
+		if !strings.Contains(se.Reason, "mixes label files of polygons with label files of boxes alone") {
+			t.Fatalf("sample %d: %s", se.Index, se.Reason)
+		}
+		refused++
+	}
+	if err != nil && !strings.Contains(err.Error(), "mixes label files of polygons") {
+		t.Fatal(err)
+	}
+	if err != nil {
+		refused++
+	}
+	if refused == 0 {
+		t.Error("no mosaic of mixed images was refused")
 	}
 }

@@ -301,8 +301,8 @@ func (st *Step) setYOLOArg(a arg, raw json.RawMessage) error {
 }
 
 // scaleTargets is Instances.scale(sx, sy) then add_padding(px, py) on
-// t's boxes and keypoints, in float32 (each product rounded before the
-// sum).
+// t's boxes, keypoints and segments, in float32 (each product rounded
+// before the sum).
 func scaleTargets(t *Targets, sx, sy, px, py float32) {
 	for k := range t.Boxes {
 		b := &t.Boxes[k]
@@ -312,11 +312,17 @@ func scaleTargets(t *Targets, sx, sy, px, py float32) {
 		p := &t.Points[k]
 		p[0], p[1] = float32(p[0]*sx)+px, float32(p[1]*sy)+py
 	}
+	for _, sg := range t.Segments {
+		for j := range sg {
+			p := &sg[j]
+			p[0], p[1] = float32(p[0]*sx)+px, float32(p[1]*sy)+py
+		}
+	}
 }
 
 // flipTargets is RandomFlip.apply_instances on t, a w x h canvas: fliplr
-// (x: w - x, a box's ends swapped) or flipud, then the keypoints
-// reordered by the step's flip_idx.
+// (x: w - x, a box's ends swapped; keypoints and segments likewise) or
+// flipud, then the keypoints reordered by the step's flip_idx.
 func flipTargets(t *Targets, w, h int, st *Step, ud bool) error {
 	fw, fh := float32(w), float32(h)
 	for k := range t.Boxes {
@@ -332,6 +338,15 @@ func flipTargets(t *Targets, w, h int, st *Step, ud bool) error {
 			t.Points[k][1] = fh - t.Points[k][1]
 		} else {
 			t.Points[k][0] = fw - t.Points[k][0]
+		}
+	}
+	for _, sg := range t.Segments {
+		for j := range sg {
+			if ud {
+				sg[j][1] = fh - sg[j][1]
+			} else {
+				sg[j][0] = fw - sg[j][0]
+			}
 		}
 	}
 	idx := flipTable(st.I[1])
@@ -354,12 +369,16 @@ func flipTargets(t *Targets, w, h int, st *Step, ud bool) error {
 }
 
 // cvInstances is t as ultralytics' Instances (cv.Instances): boxes XYXY,
-// keypoints (x, y, visibility), each class the instance's index in t (so
+// segments (t's own, which the kernels do not change in place), keypoints
+// (x, y, visibility), each class the instance's index in t (so
 // that setCVInstances knows which were kept).
 func cvInstances(t *Targets) cv.Instances {
 	in := cv.Instances{Boxes: append([][4]float32(nil), t.Boxes...), Cls: make([]int64, len(t.Boxes))}
 	for k := range in.Cls {
 		in.Cls[k] = int64(k)
+	}
+	if len(t.Segments) == len(t.Boxes) && len(t.Segments) > 0 {
+		in.Segments = t.Segments
 	}
 	if t.P > 0 {
 		in.Keypoints = make([][][3]float32, len(t.Boxes))
@@ -384,6 +403,9 @@ func setCVInstances(t *Targets, out cv.Instances) {
 		if len(t.Masks) > int(k) {
 			t.Masks[n] = t.Masks[k]
 		}
+		if len(out.Segments) > n {
+			t.Segments[n] = out.Segments[n]
+		}
 		if t.P > 0 {
 			for j, p := range out.Keypoints[n] {
 				t.Points[n*t.P+j], t.Vis[n*t.P+j] = [2]float32{p[0], p[1]}, uint8(p[2])
@@ -395,5 +417,8 @@ func setCVInstances(t *Targets, out cv.Instances) {
 	t.Points, t.Vis = t.Points[:n*t.P], t.Vis[:n*t.P]
 	if len(t.Masks) > n {
 		t.Masks = t.Masks[:n]
+	}
+	if len(t.Segments) > n {
+		t.Segments = t.Segments[:n]
 	}
 }

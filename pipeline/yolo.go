@@ -253,16 +253,20 @@ func (g *yoloGeom) ns(srcPx, px float64) float64 {
 // A mosaic's targets (YOLOMosaic, then its YOLORandomPerspective and
 // YOLOMixUp, decode_multi.go): the labels of each of its images as
 // ultralytics' Instances holds them (boxes XYXY in pixels of the image's
-// load_image size, keypoints (x, y, visibility) likewise), moved as
-// ultralytics 8.4.190 moves them: Mosaic._update_labels (add_padding of
-// the tile's padw, padh to boxes and keypoints alike), _cat_labels
-// (concatenated, Instances.clip to the 2*imgsz canvas: a keypoint outside
-// it gets visibility 0, then is clipped; remove_zero_area_boxes drops an
-// instance with its keypoints), RandomPerspective.apply_instances (the
-// keypoints through M, those leaving the output made invisible, clipped;
-// box_candidates drops the instance whole), MixUp.apply_instances (the
-// partner's after the sample's), then the steps after the geometry
-// (RandomFlip with its flip_idx, ...). Masks are refused.
+// load_image size, a segment dataset's polygons resampled to 1000 points
+// and keypoints (x, y, visibility) likewise), moved as ultralytics 8.4.190
+// moves them: Mosaic._update_labels (add_padding of the tile's padw, padh
+// to boxes, segments and keypoints alike), _cat_labels (concatenated,
+// segments of unequal lengths resampled to the longest, Instances.clip to
+// the 2*imgsz canvas: a keypoint outside it gets visibility 0, then is
+// clipped; remove_zero_area_boxes drops an instance with its segment and
+// keypoints), RandomPerspective.apply_instances (segments through M, each
+// box their segment2box and the segment clipped to it; the keypoints
+// through M, those leaving the output made invisible, clipped;
+// box_candidates, of area ratio 0.01 with segments, drops the instance
+// whole), MixUp.apply_instances (the partner's after the sample's), then
+// the steps after the geometry (RandomFlip with its flip_idx, ...). Masks
+// are refused.
 
 // appendMosaicTargets is appendTargets for a sample the last decode made
 // as a mosaic (md): its mosaic's instances (mosaicInstances), then its
@@ -285,7 +289,11 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 		if p2 != p {
 			return b, fmt.Errorf("%w: mixup partner (sample %d) has %d keypoints an instance, the sample %d", ErrUnsupported, md.mixM.idx[0], p2, p)
 		}
-		all = cv.Concat(all, md.perspInstances(two, &md.mixPP))
+		two = md.perspInstances(two, &md.mixPP)
+		if cv.MixedSegments(all, two) {
+			return b, errMixedSegments(append(append([]int{}, md.mo.idx...), md.mixM.idx...))
+		}
+		all = cv.Concat(all, two)
 	}
 	tg := &d.targets
 	tg.reset()
@@ -303,11 +311,18 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 }
 
 // setMosaicTargets appends in's instances to t (reset, its P set): boxes
-// and classes, and with P, each instance's P keypoints and their
-// visibilities (ultralytics' float visibility, 0, 1 or 2, as COCO's v).
+// and classes, segments where it has them, and with P, each instance's P
+// keypoints and their visibilities (ultralytics' float visibility, 0, 1
+// or 2, as COCO's v).
 func setMosaicTargets(t *dataset.Instances, in *cv.Instances) error {
 	if t.P > 0 && len(in.Keypoints) != len(in.Boxes) {
 		return fmt.Errorf("targets: a mosaic of %d instances with %d keypoint sets", len(in.Boxes), len(in.Keypoints))
+	}
+	if len(in.Segments) > 0 {
+		if len(in.Segments) != len(in.Boxes) {
+			return fmt.Errorf("targets: a mosaic of %d instances with %d segments", len(in.Boxes), len(in.Segments))
+		}
+		t.Segments = append(t.Segments, in.Segments...)
 	}
 	for q := range in.Boxes {
 		t.Add(in.Boxes[q], in.Cls[q], false)
@@ -367,14 +382,23 @@ func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, int
 		p = tg.P
 		ms.ins = append(ms.ins, cvMosaicInstances(&tg.Instances))
 	}
+	if cv.MixedSegments(ms.ins...) {
+		return cv.Instances{}, 0, errMixedSegments(m.idx)
+	}
 	return cv.MosaicInstances(ms.ins, m.tiles, m.imgsz), max(p, 0), nil
 }
 
 // cvMosaicInstances is t as ultralytics' Instances (cv.Instances): its
-// boxes, labels and, with keypoints, each instance's (x, y, visibility);
+// boxes, labels, segments and, with keypoints, each instance's (x, y,
+// visibility);
 // a copy, t being the Decoder's scratch.
 func cvMosaicInstances(t *dataset.Instances) cv.Instances {
 	in := cv.Instances{Boxes: append([][4]float32{}, t.Boxes...), Cls: append([]int64{}, t.Labels...)}
+	if len(t.Segments) > 0 {
+		// The segments are the dataset's fresh ones (UltralyticsTargets
+		// makes them for each call): no copy.
+		in.Segments = append([][][2]float32{}, t.Segments...)
+	}
 	if t.P == 0 {
 		return in
 	}
@@ -388,6 +412,14 @@ func cvMosaicInstances(t *dataset.Instances) cv.Instances {
 		in.Keypoints[k] = kp
 	}
 	return in
+}
+
+// errMixedSegments refuses a mosaic (of the images idx) of segment lines
+// and box lines: ultralytics' Instances.concatenate pairs the segments it
+// has with the wrong boxes then (and its segment task refuses such a
+// dataset).
+func errMixedSegments(idx []int) error {
+	return fmt.Errorf("%w: a mosaic of samples %v mixes label files of polygons with label files of boxes alone: give every image of a segment dataset polygons", ErrUnsupported, idx)
 }
 
 // partnerErr names the mosaic's image j in err (0: the sample's own).

@@ -65,6 +65,11 @@ type Instances struct {
 	// instance, as pycocotools' annToRLE gives them (column-major runs):
 	// with WantMasks only.
 	Masks []annot.RLE
+	// Segments are a YOLO segment dataset's polygons as ultralytics'
+	// Instances holds them for its training transforms: each instance's,
+	// resampled to one length (resample_segments, 1000 points), in pixels;
+	// set by UltralyticsTargets only, one an instance, or none.
+	Segments [][][2]float32
 }
 
 // Reset empties t, keeping its slices' room.
@@ -73,6 +78,7 @@ func (t *Instances) Reset() {
 	t.Boxes, t.Labels, t.Crowd = t.Boxes[:0], t.Labels[:0], t.Crowd[:0]
 	t.Points, t.Vis = t.Points[:0], t.Vis[:0]
 	t.Masks = t.Masks[:0]
+	t.Segments = t.Segments[:0]
 }
 
 // KeepPoints moves instance k's points to instance n's place (n <= k),
@@ -80,6 +86,9 @@ func (t *Instances) Reset() {
 func (t *Instances) KeepPoints(n, k int) {
 	if len(t.Masks) > k {
 		t.Masks[n] = t.Masks[k]
+	}
+	if len(t.Segments) > k {
+		t.Segments[n] = t.Segments[k]
 	}
 	if t.P > 0 && n != k {
 		copy(t.Points[n*t.P:(n+1)*t.P], t.Points[k*t.P:(k+1)*t.P])
@@ -92,6 +101,9 @@ func (t *Instances) CutPoints(n int) {
 	t.Points, t.Vis = t.Points[:n*t.P], t.Vis[:n*t.P]
 	if len(t.Masks) > n {
 		t.Masks = t.Masks[:n]
+	}
+	if len(t.Segments) > n {
+		t.Segments = t.Segments[:n]
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/annot"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 // FieldYOLO is a YOLO dataset's sample's labels, as JSON: {"file_name":
@@ -279,15 +280,46 @@ func labelName(dir, lp string) string {
 // w, h) in pixels of the w x h image (yoloToXYXY), its class the label;
 // the image id is the sample's index. YOLO has no crowds.
 func (d *YOLODataset) SourceTargets(i, w, h int, t *Instances) error {
-	return d.sourceTargets(i, w, h, t, yoloToXYXY)
+	return d.sourceTargets(i, w, h, t, yoloToXYXY, false)
 }
 
 // UltralyticsTargets is SourceTargets with ultralytics' arithmetic for
 // the boxes (Instances' convert_bbox("xyxy") then denormalize: cx -+ w/2
 // in float32, then times the w x h image's sides), for the YOLO family's
-// ops, which hand it the loaded image's size: its labels' very bits.
+// ops, which hand it the loaded image's size: its labels' very bits. A
+// segment line's polygon comes too, as ultralytics' Instances holds it
+// (yoloSegments).
 func (d *YOLODataset) UltralyticsTargets(i, w, h int, t *Instances) error {
-	return d.sourceTargets(i, w, h, t, ultralyticsXYXY)
+	return d.sourceTargets(i, w, h, t, ultralyticsXYXY, true)
+}
+
+// yoloSegments sets t's segments from the image's labels ls (segment
+// lines: each has its polygon) as ultralytics' YOLODataset.update_labels_info
+// and denormalize make them: the normalized polygons resampled to one
+// length (det.SegmentPoints of the longest), then x times w and y times h
+// in float32.
+func yoloSegments(ls []annot.YOLOInstance, w, h int, t *Instances) {
+	longest := 0
+	for k := range ls {
+		if ls[k].Polygon == nil {
+			return // box lines: no segments (ParseYOLOLabels gives all or none)
+		}
+		longest = max(longest, len(ls[k].Polygon)/2)
+	}
+	n := det.SegmentPoints(longest)
+	fw, fh := float32(w), float32(h)
+	for k := range ls {
+		poly := ls[k].Polygon
+		s := make([][2]float32, len(poly)/2)
+		for j := range s {
+			s[j] = [2]float32{poly[2*j], poly[2*j+1]}
+		}
+		s = det.ResampleSegment(s, n) // s itself when it has n points: a copy still
+		for j := range s {
+			s[j] = [2]float32{s[j][0] * fw, s[j][1] * fh}
+		}
+		t.Segments = append(t.Segments, s)
+	}
 }
 
 // ultralyticsXYXY is a normalized cx, cy, w, h box as ultralytics makes it
@@ -298,13 +330,16 @@ func ultralyticsXYXY(b [4]float32, w, h int) [4]float32 {
 	return [4]float32{(b[0] - hw) * fw, (b[1] - hh) * fh, (b[0] + hw) * fw, (b[1] + hh) * fh}
 }
 
-func (d *YOLODataset) sourceTargets(i, w, h int, t *Instances, xyxy func([4]float32, int, int) [4]float32) error {
+func (d *YOLODataset) sourceTargets(i, w, h int, t *Instances, xyxy func([4]float32, int, int) [4]float32, segs bool) error {
 	ls, err := d.Labels(i)
 	if err != nil {
 		return err // an annotationError already
 	}
 	t.ImageID = int64(i)
 	t.P = d.cfg.KptShape[0]
+	if segs {
+		yoloSegments(ls, w, h, t)
+	}
 	for k := range ls {
 		t.Add(xyxy(ls[k].Box, w, h), int64(ls[k].Class), false)
 		if t.WantMasks {

@@ -146,8 +146,9 @@ func (in *Instances) RemoveZeroArea() {
 	in.Keep(keep)
 }
 
-// Concat is Instances.concatenate of instances whose segments (where any
-// have them) are of one length, with their classes.
+// Concat is Instances.concatenate of instances with their classes: where
+// any have segments, every list with instances must have them (MixedSegments
+// says so beforehand).
 func Concat(list ...Instances) Instances {
 	var out Instances
 	segs, kpts := false, false
@@ -155,10 +156,23 @@ func Concat(list ...Instances) Instances {
 		segs = segs || len(in.Segments) > 0
 		kpts = kpts || in.Keypoints != nil
 	}
+	// Segments of unequal lengths are resampled to the longest
+	// (Instances.concatenate: resample_segments).
+	longest, equal := 0, true
+	for _, in := range list {
+		if len(in.Segments) > 0 {
+			k := len(in.Segments[0])
+			equal = equal && (longest == 0 || k == longest)
+			longest = max(longest, k)
+		}
+	}
 	for _, in := range list {
 		out.Boxes = append(out.Boxes, in.Boxes...)
 		out.Cls = append(out.Cls, in.Cls...)
-		if segs {
+		switch {
+		case segs && !equal:
+			out.Segments = append(out.Segments, ResampleSegments(in.Segments, longest)...)
+		case segs:
 			out.Segments = append(out.Segments, in.Segments...)
 		}
 		if kpts {
@@ -200,4 +214,20 @@ func FromYOLO(xywh [][4]float32, w, h int) [][4]float32 {
 		out[i] = [4]float32{(b[0] - hw) * fw, (b[1] - hh) * fh, (b[0] + hw) * fw, (b[1] + hh) * fh}
 	}
 	return out
+}
+
+// MixedSegments says whether list mixes instances with segments and
+// instances without (an image of box lines beside one of polygons):
+// ultralytics' Instances.concatenate would pair the segments with the
+// wrong boxes then.
+func MixedSegments(list ...Instances) bool {
+	with, without := false, false
+	for _, in := range list {
+		if len(in.Segments) > 0 {
+			with = true
+		} else if len(in.Boxes) > 0 {
+			without = true
+		}
+	}
+	return with && without
 }

@@ -107,6 +107,15 @@ func PerspectiveInstances(in Instances, m [9]float32, scale float64, perspective
 	if segs {
 		out.Segments = make([][][2]float32, len(in.Segments))
 		for i, s := range in.Segments {
+			if b := out.Boxes[i]; !perspective && (b[2] < -1 || b[3] < -1 || b[0] > float32(dstW+1) || b[1] > float32(dstH+1)) {
+				// The segment lies within its box (up to the float
+				// roundings, far below the pixel of margin), and an
+				// affine M takes it within the warped box, here wholly
+				// off the output: segment2box gives zeros, which
+				// box_candidates drops. Not warped.
+				out.Boxes[i], out.Segments[i] = [4]float32{}, nil
+				continue
+			}
 			t := make([][2]float32, len(s))
 			for j, p := range s {
 				t[j][0], t[j][1] = project(m, p[0], p[1], true)

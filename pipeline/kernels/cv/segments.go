@@ -1,5 +1,7 @@
 package cv
 
+import "github.com/stoker-dev/stoker/pipeline/internal/det"
+
 // segment2box is ultralytics.utils.ops.segment2box(segment, w, h) in
 // float32: the extent of a segment inside the image (its extent when it is
 // wholly inside, zeros when it is wholly outside), else the extent of its
@@ -91,4 +93,13 @@ func pointInPolygon(c [][2]float32, x, y float32) int {
 		return -1
 	}
 	return 1
+}
+
+// ResampleSegments resamples every segment to n points (ResampleSegment).
+func ResampleSegments(segs [][][2]float32, n int) [][][2]float32 {
+	out := make([][][2]float32, len(segs))
+	for i, s := range segs {
+		out[i] = det.ResampleSegment(s, n)
+	}
+	return out
 }

@@ -65,6 +65,7 @@ type Case struct {
 	Mosaic    *MosaicArgs           `json:"mosaic,omitempty"`
 	R         float64               `json:"r,omitempty"`
 	P         float64               `json:"p,omitempty"`
+	Ratio     int                   `json:"ratio,omitempty"`
 }
 
 // MosaicArgs are a mosaic's: its n (4 or 9), imgsz and drawn centre.
@@ -81,5 +82,6 @@ type Result struct {
 	Labels *Labels   `json:"labels,omitempty"`
 	Matrix []float32 `json:"m,omitempty"`
 	Ints   []int     `json:"ints,omitempty"`
+	Mask   []int32   `json:"mask,omitempty"`
 	Error  string    `json:"error,omitempty"`
 }

@@ -19,6 +19,7 @@ import (
 //	mosaic            images (the sample's first) and their labels: the canvas and instances
 //	mixup             images[0..1], labels[0..1], r
 //	copypaste         images[0], labels[0], p (with mask given as images[1]'s first plane); ints: the selected
+//	polygons2masks_overlap  labels[0]'s segments on a dw x dh image, ratio: mask (dh/ratio x dw/ratio), ints: the order
 func Run(c *Case) (res Result) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -42,7 +43,7 @@ func Run(c *Case) (res Result) {
 		ins = append(ins, in)
 	}
 	need := map[string]int{"resize": 1, "warp_affine": 1, "warp_perspective": 1, "hsv": 1, "perspective_matrix": 1,
-		"perspective": 1, "letterbox": 1, "mosaic": 4, "mixup": 2, "copypaste": 2}
+		"perspective": 1, "letterbox": 1, "mosaic": 4, "mixup": 2, "copypaste": 2, "polygons2masks_overlap": 0}
 	k, ok := need[c.Op]
 	if !ok {
 		return Result{Error: fmt.Sprintf("unknown op %q", c.Op)}
@@ -130,6 +131,12 @@ func Run(c *Case) (res Result) {
 		flipped, sel := cv.CopyPasteSelect(ins[0], ps[0].W, c.P)
 		cv.CopyPasteImage(ps[0], ps[1].Pix[:ps[1].W*ps[1].H])
 		return Result{Images: []Image{c.Images[0]}, Labels: labelsOf(cv.CopyPasteInstances(ins[0], flipped, sel)), Ints: sel}
+	case "polygons2masks_overlap":
+		if len(ins) != 1 || c.DW < 1 || c.DH < 1 || c.DW > 1<<14 || c.DH > 1<<14 || c.Ratio < 1 || c.Ratio > min(c.DW, c.DH) {
+			return Result{Error: "polygons2masks_overlap: want one labels, dw and dh 1..16384, ratio 1..min(dw, dh)"}
+		}
+		m, order := cv.PolygonsToMasksOverlap(ins[0].Segments, c.DW, c.DH, c.Ratio)
+		return Result{Mask: m, Ints: order}
 	}
 	return Result{Error: "unreachable"}
 }

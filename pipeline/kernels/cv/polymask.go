@@ -1,0 +1,334 @@
+package cv
+
+import "sort"
+
+// The masks ultralytics' Format(return_mask=True, mask_overlap=True) makes
+// of a sample's segments (ultralytics.data.utils.polygons2masks_overlap):
+// each segment's points truncated to int32, filled by cv2.fillPoly (color
+// 1, LINE_8, shift 0) on the h x w image, resized by cv2.resize
+// (INTER_LINEAR) to h/r x w/r; the instances ordered by that mask's area,
+// largest first (np.argsort(-areas) of unsigned areas: an empty mask's 0
+// sorts first); one map of the index (from 1) of the last, smallest,
+// instance covering each pixel, 0 where none does.
+
+// OpenCV's fixed point of its polygon fill: x in 1/65536 of a pixel.
+const (
+	xyShift = 16
+	xyOne   = 1 << xyShift
+)
+
+// polyEdge is one edge of CollectPolyEdges: rows [y0, y1), x at y0 and its
+// step a row, fixed point.
+type polyEdge struct {
+	y0, y1 int
+	x, dx  int64
+}
+
+// clipLine is cv::clipLine(Size2l(w, h), p1, p2): the segment clipped to
+// the image (Cohen-Sutherland with OpenCV's integer steps), and whether
+// anything of it is inside.
+func clipLine(w, h int64, p1, p2 *[2]int64) bool {
+	right, bottom := w-1, h-1
+	if w <= 0 || h <= 0 {
+		return false
+	}
+	code := func(p *[2]int64) int {
+		c := 0
+		if p[0] < 0 {
+			c |= 1
+		}
+		if p[0] > right {
+			c |= 2
+		}
+		if p[1] < 0 {
+			c |= 4
+		}
+		if p[1] > bottom {
+			c |= 8
+		}
+		return c
+	}
+	c1, c2 := code(p1), code(p2)
+	xcode := func(x int64) int {
+		c := 0
+		if x < 0 {
+			c |= 1
+		}
+		if x > right {
+			c |= 2
+		}
+		return c
+	}
+	if c1&c2 == 0 && c1|c2 != 0 {
+		if c1&12 != 0 {
+			a := bottom
+			if c1 < 8 {
+				a = 0
+			}
+			p1[0] += int64(float64(float64(a-p1[1])*float64(p2[0]-p1[0])) / float64(p2[1]-p1[1]))
+			p1[1] = a
+			c1 = xcode(p1[0])
+		}
+		if c2&12 != 0 {
+			a := bottom
+			if c2 < 8 {
+				a = 0
+			}
+			p2[0] += int64(float64(float64(a-p2[1])*float64(p2[0]-p1[0])) / float64(p2[1]-p1[1]))
+			p2[1] = a
+			c2 = xcode(p2[0])
+		}
+		if c1&c2 == 0 && c1|c2 != 0 {
+			if c1 != 0 {
+				a := right
+				if c1 == 1 {
+					a = 0
+				}
+				p1[1] += int64(float64(float64(a-p1[0])*float64(p2[1]-p1[1])) / float64(p2[0]-p1[0]))
+				p1[0] = a
+				c1 = 0
+			}
+			if c2 != 0 {
+				a := right
+				if c2 == 1 {
+					a = 0
+				}
+				p2[1] += int64(float64(float64(a-p2[0])*float64(p2[1]-p1[1])) / float64(p2[0]-p1[0]))
+				p2[0] = a
+				c2 = 0
+			}
+		}
+	}
+	return c1|c2 == 0
+}
+
+// line8 is cv::line's Line with 8-connectivity (LineIterator, left to
+// right): Bresenham's pixels from p1 to p2, clipped to the image, set to 1.
+func line8(m []byte, w, h int, p1, p2 [2]int64) {
+	if p1[0] < 0 || p1[0] >= int64(w) || p2[0] < 0 || p2[0] >= int64(w) || p1[1] < 0 || p1[1] >= int64(h) || p2[1] < 0 || p2[1] >= int64(h) {
+		if !clipLine(int64(w), int64(h), &p1, &p2) {
+			return
+		}
+	}
+	dx, dy := p2[0]-p1[0], p2[1]-p1[1]
+	if dx < 0 { // left to right
+		dx, dy = -dx, -dy
+		p1 = p2
+	}
+	xstep, ystep := int64(1), int64(1) // along x, along y
+	if dy < 0 {
+		dy, ystep = -dy, -1
+	}
+	// The major axis moves every step (minus), the minor when err < 0 (plus).
+	major, minor := [2]int64{xstep, 0}, [2]int64{0, ystep}
+	if dy > dx {
+		dx, dy = dy, dx
+		major, minor = minor, major
+	}
+	err := dx - 2*dy
+	x, y := p1[0], p1[1]
+	for i := int64(0); i <= dx; i++ {
+		m[int(y)*w+int(x)] = 1
+		if err < 0 {
+			err += 2*dx - 2*dy
+			x, y = x+major[0]+minor[0], y+major[1]+minor[1]
+		} else {
+			err -= 2 * dy
+			x, y = x+major[0], y+major[1]
+		}
+	}
+}
+
+// FillPoly is cv2.fillPoly(mask, [pts], 1) (LINE_8, shift 0) on a w x h
+// mask of one byte a pixel: the polygon's outline drawn by cv::line, then
+// its inside filled by OpenCV's scanline fill (CollectPolyEdges,
+// FillEdgeCollection), both clipped to the mask.
+func FillPoly(m []byte, w, h int, pts [][2]int32) {
+	n := len(pts)
+	if n == 0 {
+		return
+	}
+	edges := make([]polyEdge, 0, n)
+	prev := pts[n-1]
+	for _, cur := range pts {
+		p0, p1 := prev, cur
+		prev = cur
+		t0, t1 := [2]int64{int64(p0[0]), int64(p0[1])}, [2]int64{int64(p1[0]), int64(p1[1])}
+		line8(m, w, h, t0, t1)
+		y0c, y1c := t0[1], t1[1]
+		if uint64(t0[0]) >= uint64(w) || uint64(t1[0]) >= uint64(w) || uint64(t0[1]) >= uint64(h) || uint64(t1[1]) >= uint64(h) {
+			clipLine(int64(w), int64(h), &t0, &t1)
+			if t0[1] != t1[1] {
+				y0c, y1c = t0[1], t1[1]
+			}
+		}
+		x0c, x1c := t0[0]<<xyShift, t1[0]<<xyShift
+		if p0[1] == p1[1] {
+			continue
+		}
+		e := polyEdge{dx: (x1c - x0c) / (y1c - y0c)}
+		if p0[1] < p1[1] {
+			e.y0, e.y1 = int(p0[1]), int(p1[1])
+			e.x = x0c + (int64(p0[1])-y0c)*e.dx
+		} else {
+			e.y0, e.y1 = int(p1[1]), int(p0[1])
+			e.x = x1c + (int64(p1[1])-y1c)*e.dx
+		}
+		edges = append(edges, e)
+	}
+	fillEdges(m, w, h, edges)
+}
+
+// fillEdges is FillEdgeCollection: row by row, the active edges in order
+// of x (a new edge before an active one of the same x), each pair's span
+// [ceil(x1), floor(x2)] set, then every edge steps, then the list is
+// bubble-sorted by x (stable).
+func fillEdges(m []byte, w, h int, edges []polyEdge) {
+	if len(edges) < 2 {
+		return
+	}
+	ymin, ymax := edges[0].y0, edges[0].y1
+	xmin, xmax := edges[0].x, edges[0].x
+	for _, e := range edges {
+		x1 := e.x + int64(e.y1-e.y0)*e.dx
+		ymin, ymax = min(ymin, e.y0), max(ymax, e.y1)
+		xmin, xmax = min(xmin, e.x, x1), max(xmax, e.x, x1)
+	}
+	if ymax < 0 || ymin >= h || xmax < 0 || xmin >= int64(w)<<xyShift {
+		return
+	}
+	sort.SliceStable(edges, func(a, b int) bool {
+		ea, eb := &edges[a], &edges[b]
+		if ea.y0 != eb.y0 {
+			return ea.y0 < eb.y0
+		}
+		if ea.x != eb.x {
+			return ea.x < eb.x
+		}
+		return ea.dx < eb.dx
+	})
+	ymax = min(ymax, h)
+	var active, next []*polyEdge
+	i := 0
+	for y := edges[0].y0; y < ymax; y++ {
+		// Drop the edges that end here; merge in those that start here.
+		next = next[:0]
+		k := 0
+		for _, a := range active {
+			if a.y1 == y {
+				continue
+			}
+			for k < len(edges)-i && edges[i+k].y0 == y && !(a.x < edges[i+k].x) {
+				next = append(next, &edges[i+k])
+				k++
+			}
+			next = append(next, a)
+		}
+		for ; i+k < len(edges) && edges[i+k].y0 == y; k++ {
+			next = append(next, &edges[i+k])
+		}
+		i += k
+		active, next = next, active
+		for j := 0; j+1 < len(active); j += 2 {
+			a, b := active[j], active[j+1]
+			if y >= 0 {
+				var x1, x2 int
+				if a.x > b.x {
+					x1, x2 = int((b.x+xyOne-1)>>xyShift), int(a.x>>xyShift)
+				} else {
+					x1, x2 = int((a.x+xyOne-1)>>xyShift), int(b.x>>xyShift)
+				}
+				if x1 < w && x2 >= 0 {
+					x1, x2 = max(x1, 0), min(x2, w-1)
+					for x := x1; x <= x2; x++ {
+						m[y*w+x] = 1
+					}
+				}
+			}
+			a.x += a.dx
+			b.x += b.dx
+		}
+		for end := len(active); end > 1; { // bubble sort by x
+			last := 0
+			for j := 0; j+1 < end; j++ {
+				if active[j].x > active[j+1].x {
+					active[j], active[j+1] = active[j+1], active[j]
+					last = j + 1
+				}
+			}
+			end = last
+		}
+	}
+}
+
+// resizeMask is cv2.resize(mask, (dw, dh)) (INTER_LINEAR) of a one-byte
+// mask: ResizeLinear's arithmetic on one plane.
+func resizeMask(dst []byte, dw, dh int, src []byte, sw, sh int) {
+	switch {
+	case sw == dw && sh == dh:
+		copy(dst, src)
+		return
+	case sw == 2*dw && sh == 2*dh:
+		halve(dst, src, dw, dh)
+		return
+	}
+	tx, ty := resizeTaps(dw, sw, true), resizeTaps(dh, sh, false)
+	rows := [2][]int32{make([]int32, dw), make([]int32, dw)}
+	have := [2]int{-1, -1}
+	for dy := 0; dy < dh; dy++ {
+		sy := min(max(int(ty.ofs[dy]), 0), sh-1)
+		sy1 := min(max(int(ty.ofs[dy])+1, 0), sh-1)
+		r0 := hrow(&rows, &have, sy, src, sw, tx)
+		r1 := hrow(&rows, &have, sy1, src, sw, tx)
+		if sy1 == sy {
+			r1 = r0
+		}
+		b0, b1 := int32(ty.w0[dy]), int32(ty.w1[dy])
+		out := dst[dy*dw : (dy+1)*dw]
+		for x := range out {
+			out[x] = uint8((((b0 * (r0[x] >> 4)) >> 16) + ((b1 * (r1[x] >> 4)) >> 16) + 2) >> 2)
+		}
+	}
+}
+
+// PolygonsToMasksOverlap is polygons2masks_overlap((h, w), segments,
+// downsample_ratio=r): the index map (h/r x w/r, 0 or an instance's
+// position in order plus 1; values past 255 need K above 255, which
+// ultralytics holds in int32) and order, the instances by area, largest
+// first (ties in index order, as numpy's argsort keeps them for up to 16;
+// its unstable sort may order more ties otherwise).
+func PolygonsToMasksOverlap(segs [][][2]float32, w, h, r int) (masks []int32, order []int) {
+	mw, mh := w/r, h/r
+	full := make([]byte, w*h)
+	small := make([][]byte, len(segs))
+	areas := make([]uint64, len(segs))
+	pts := make([][2]int32, 0, 1000)
+	for k, s := range segs {
+		clear(full)
+		pts = pts[:0]
+		for _, p := range s {
+			pts = append(pts, [2]int32{int32(p[0]), int32(p[1])}) // np.asarray(..., dtype=np.int32): truncated
+		}
+		FillPoly(full, w, h, pts)
+		small[k] = make([]byte, mw*mh)
+		resizeMask(small[k], mw, mh, full, w, h)
+		for _, v := range small[k] {
+			areas[k] += uint64(v)
+		}
+	}
+	order = make([]int, len(segs))
+	for k := range order {
+		order[k] = k
+	}
+	// np.argsort(-areas) of uint64: -a wraps, so 0 is the least.
+	sort.SliceStable(order, func(a, b int) bool { return -areas[order[a]] < -areas[order[b]] })
+	masks = make([]int32, mw*mh)
+	for i, k := range order {
+		for j, v := range small[k] {
+			if v != 0 {
+				masks[j] = int32(i + 1) // np.maximum with (i+1): later (smaller) wins
+			}
+		}
+	}
+	return masks, order
+}

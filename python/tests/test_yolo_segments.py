@@ -1,0 +1,291 @@
+"""A YOLO segment dataset (yolov8-seg's layout: `class x1 y1 x2 y2 ...`
+polygons a line) through the YOLO family's ops, served: a real `stoker
+serve` of mkdata --coco --yolo's set on real photos (testdata/photos as
+backgrounds) and a real client with targets and traces; each sample rebuilt
+by ultralytics' own (8.4.190, live) YOLODataset (task="segment": its
+polygons resampled to 1000 points), Mosaic, RandomPerspective, MixUp,
+LetterBox, RandomHSV and RandomFlip on the same files, with the partners,
+centres, warps, ratio, gains and flips forced from stoker's trace (the
+pattern of test_yolo_mosaic_pose.py). What must agree: the pixels (exact;
+RandomHSV within 1), the instances kept and their classes, and the boxes
+within 1e-3 px: after a RandomPerspective, a segment's box is its warped
+polygon's segment2box, not its warped box's extent, and the candidate
+filter's area threshold is 0.01.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="ultralytics-"))
+os.environ.setdefault("YOLO_OFFLINE", "1")
+
+from ultralytics.cfg import DEFAULT_CFG  # noqa: E402
+from ultralytics.data import augment  # noqa: E402
+from ultralytics.data.dataset import YOLODataset  # noqa: E402
+from ultralytics.data.utils import polygon2mask, polygons2masks_overlap  # noqa: E402
+
+import stoker  # noqa: E402
+from stoker import transforms as T  # noqa: E402
+from stoker._local import LocalServer  # noqa: E402
+from test_yolo_mosaic_pose import centre, persp_draws  # noqa: E402
+from test_yolo_ops import Forced  # noqa: E402
+from yolo_bridge import labels_to_wire, run_cv  # noqa: E402
+
+N = 12
+IMGSZ = 160
+ROOT = Path(__file__).resolve().parents[2]
+# v8_transforms' RandomPerspective with rotation and shear, so that a
+# warped segment's extent is not its warped box's.
+PERSP = dict(degrees=10.0, translate=0.1, scale=0.5, shear=2.0, perspective=0.0)
+
+RECIPES: Dict[str, Dict[str, Any]] = {
+    "mosaic4": {"ops": [T.YOLOMosaic(IMGSZ, n=4), T.YOLORandomFlip(0.5, direction="vertical"),
+                        T.YOLORandomFlip(0.5, direction="horizontal")]},
+    "mosaic9": {"ops": [T.YOLOMosaic(IMGSZ, n=9), T.YOLORandomFlip(0.5, direction="horizontal")]},
+    # yolov8-seg's training pipeline (v8_transforms), with mixup on.
+    "segment": {"ops": [T.YOLOMosaic(IMGSZ), T.YOLORandomPerspective(size=IMGSZ, **PERSP), T.YOLOMixUp(0.5),
+                        T.YOLORandomHSV(0.015, 0.7, 0.4), T.YOLORandomFlip(0.5, direction="horizontal")],
+                "persp": PERSP},
+    # One image: load_image, LetterBox, RandomPerspective (the close_mosaic
+    # epochs before 8.1, with more rotation and shear).
+    "letterbox": {"imgsz": 320, "letterbox": {"new_shape": 320, "scaleup": False, "center": True},
+                  "persp": {"degrees": 10.0, "translate": 0.1, "scale": 0.5, "shear": 3.0, "perspective": 0.0}},
+    # 8.4.190's close_mosaic epochs: warped straight to (imgsz, imgsz), in perspective.
+    "perspective-size": {"imgsz": 256, "persp": {"degrees": 5.0, "translate": 0.2, "scale": 0.3, "shear": 0.0,
+                                                 "perspective": 0.0005, "size": (256, 256)}},
+}
+
+
+def ops_of(r: Dict[str, Any]) -> List[Any]:
+    if "ops" in r:
+        return r["ops"]
+    ops: List[Any] = [T.YOLOLoadImage(r["imgsz"])]
+    if "letterbox" in r:
+        ops.append(T.YOLOLetterBox(**r["letterbox"]))
+    ops.append(T.YOLORandomPerspective(**r["persp"]))
+    ops.append(T.YOLORandomFlip(p=0.5, direction="horizontal"))
+    return ops
+
+
+@pytest.fixture(scope="module")
+def seg(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    out = tmp_path_factory.mktemp("seg")
+    r = subprocess.run([str(stoker_bin), "mkdata", "--coco", "--yolo", "--backgrounds", str(ROOT / "testdata" / "photos"),
+                        "--out", str(out), "--n", str(N), "--seed", "23"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    srv = LocalServer(str(stoker_bin), {"seg": str(out / "images" / "train")}, workers=2,
+                      args=["--grace", "1s", "--annotations", f"seg={out / 'data.yaml'}"], log_path=str(out / "server.log"))
+    with srv:
+        yield srv.addr, out
+
+
+def dataset(out: Path, imgsz: int) -> YOLODataset:
+    names = {}
+    for ln in (out / "data.yaml").read_text().splitlines():
+        if ln.startswith("  ") and ":" in ln:
+            k, v = ln.strip().split(":", 1)
+            names[int(k)] = v.strip()
+    assert names, (out / "data.yaml").read_text()
+    ds = YOLODataset(img_path=str(out / "images" / "train"), task="segment", imgsz=imgsz, augment=True, hyp=DEFAULT_CFG,
+                     data={"names": names, "channels": 3})
+    assert len(ds) == N
+    return ds
+
+
+def mosaic(ds: YOLODataset, m: Dict[str, Any]) -> augment.Mosaic:
+    """ultralytics' Mosaic whose get_indexes answers the trace's partners."""
+    mo = augment.Mosaic(ds, imgsz=IMGSZ, p=1.0, n=m["n"])
+    mo.get_indexes = lambda: list(m["indexes"][1:])
+    return mo
+
+
+def perspective(p: Dict[str, Any], args: Dict[str, Any]) -> augment.RandomPerspective:
+    size = (args["size"][1], args["size"][0])
+    kw = {k: p[k] for k in ("degrees", "translate", "scale", "shear", "perspective")}
+    assert args["warp_perspective"] == (1 if p["perspective"] else 0)
+    return augment.RandomPerspective(**kw, size=size if "size" in p or "ops" in p else None)
+
+
+def rebuild(ds: YOLODataset, r: Dict[str, Any], idx: int, trace: List[Any], monkeypatch: pytest.MonkeyPatch) -> Dict[str, Any]:
+    """Sample idx as ultralytics makes it with the trace's draws forced."""
+    name, m = trace[0]
+    rest = trace[1:]
+    if name == "yolo_mosaic":
+        assert m["indexes"][0] == idx, trace
+        with monkeypatch.context() as mp:
+            mp.setattr(augment, "random", Forced([0.0, *centre(m)], []))
+            labels = mosaic(ds, m)(ds.get_image_and_label(idx))
+    else:
+        labels = ds.get_image_and_label(idx)
+        assert name == "yolo_load_image" and list(m["size"]) == list(labels["img"].shape[:2]), (trace[0], labels["img"].shape)
+    persp = None
+    while rest and rest[0][0] in ("yolo_letterbox", "yolo_random_perspective"):
+        name, args = rest[0]
+        if name == "yolo_letterbox":
+            lb = r["letterbox"]
+            labels = augment.LetterBox(new_shape=lb["new_shape"], scaleup=lb["scaleup"], center=lb["center"])(labels)
+        else:
+            persp = dict(r["persp"], ops=True) if "ops" in r else r["persp"]
+            with monkeypatch.context() as mp:
+                mp.setattr(augment, "random", Forced(persp_draws(args), []))
+                labels = perspective(persp, args)(labels)
+        rest = rest[1:]
+    if rest and rest[0][0] == "yolo_mixup":
+        mx = rest[0][1]
+        m2 = mx["mosaic"]
+        pre: List[Any] = [mosaic(ds, m2)]
+        draws = [0.0, 0.0, *centre(m2)]  # MixUp's p, the partner's Mosaic's p, its centre
+        if persp is not None:
+            pre.append(perspective(persp, mx["perspective"][1]))
+            draws += persp_draws(mx["perspective"][1])
+        mix = augment.MixUp(ds, pre_transform=augment.Compose(pre), p=1.0)
+        mix.get_indexes = lambda: m2["indexes"][0]
+        with monkeypatch.context() as mp:
+            mp.setattr(augment, "random", Forced(draws, []))
+            mp.setattr(augment.np.random, "beta", lambda a, b: mx["r"])
+            labels = mix(labels)
+        rest = rest[1:]
+    for name, args in rest:
+        if name == "yolo_random_hsv":
+            with monkeypatch.context() as mp:
+                mp.setattr(augment.np.random, "uniform", lambda *a, **k: np.array(args["r"], np.float64))
+                labels = augment.RandomHSV(1.0, 1.0, 1.0)(labels)
+        elif name in ("yolo_fliplr", "yolo_flipud"):
+            op = augment.RandomFlip(p=0.5, direction="horizontal" if name == "yolo_fliplr" else "vertical")
+            with monkeypatch.context() as mp:
+                mp.setattr(augment, "random", Forced([], [0.0]))  # drawn: flipped
+                labels = op(labels)
+        else:
+            raise AssertionError(f"unexpected step {name} in {trace}")
+    return labels
+
+
+@pytest.mark.parametrize("recipe", list(RECIPES))
+def test_segment_boxes_are_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch, recipe: str) -> None:
+    addr, out = seg
+    r = RECIPES[recipe]
+    ds = dataset(out, r.get("imgsz", IMGSZ))
+    hsv = any(isinstance(o, T.YOLORandomHSV) for o in ops_of(r))
+    seen, boxes, inexact, segmented, warped = 0, 0, 0, 0, 0
+    with stoker.Loader(addr, "seg", batch_size=4, transform=T.Compose(ops_of(r)), targets=True, trace=True,
+                       return_indices=True, pin_memory=False, timeout=300, seed=17) as ld:
+        for b in ld:
+            images, targets, indices = b
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                trace = b.trace[i]
+                want = rebuild(ds, r, idx, trace, monkeypatch)
+                warped += any(s[0] == "yolo_random_perspective" for s in trace)
+                where = f"{recipe} sample {idx} ({trace[0][1].get('indexes', '')})"
+                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]  # RGB CHW to BGR HWC
+                assert got.shape == want["img"].shape, where
+                d = np.abs(got.astype(int) - want["img"].astype(int))
+                assert d.max() <= (1 if hsv else 0), f"{where}: {int((d > 0).sum())} bytes differ, by {int(d.max())}"
+                inst = want["instances"]
+                inst.convert_bbox("xyxy")
+                wb = inst.bboxes.astype(np.float32)
+                gb = t["boxes"].numpy()
+                assert gb.shape == wb.shape, f"{where}: {len(gb)} instances, ultralytics {len(wb)}"
+                assert t["labels"].tolist() == [int(c) for c in want["cls"].reshape(-1)], f"{where}: classes"
+                np.testing.assert_allclose(gb, wb, rtol=0, atol=1e-3, err_msg=f"{where}: boxes")
+                assert len(inst.segments) == len(wb), f"{where}: ultralytics has {len(inst.segments)} segments"
+                segmented += len(wb)
+                inexact += int((gb != wb).sum())
+                boxes += gb.size
+                seen += 1
+        assert not list(ld.sample_errors)
+    assert seen == N and segmented > N
+    if "persp" in r:
+        assert warped == N
+    print(f"\n{recipe}: {segmented} instances of segments; {inexact} of {boxes} box coordinates within 1e-3 "
+          "but not ultralytics' bits")
+
+
+def stoker_overlap(stoker_bin: Path, cases: List[Any]) -> List[Any]:
+    """stoker's polygons2masks_overlap (pipeline/kernels/cv) of each (segments,
+    w, h, ratio), through `stoker ops cv`: (mask, order) each."""
+    wire = [{"op": "polygons2masks_overlap", "images": [], "dw": w, "dh": h, "ratio": r,
+             "labels": [labels_to_wire(np.zeros((len(s), 4)), np.zeros(len(s)), s)]} for s, w, h, r in cases]
+    out = []
+    for (s, w, h, r), res in zip(cases, run_cv(stoker_bin, wire)):
+        m = np.asarray(res.get("mask", []), np.int64).reshape(h // r, w // r)
+        out.append((m, res.get("ints", [])))
+    return out
+
+
+def assert_overlap_is_ultralytics(stoker_bin: Path, cases: List[Any], what: str) -> int:
+    """Each case's mask and order, stoker's against ultralytics' own
+    polygons2masks_overlap; returns the pixels set. Exact, but for the order
+    of instances of equal area: stoker keeps them in index order (a stable
+    sort), numpy's np.argsort(-areas) (x86-simd-sort on AVX2 and AVX-512
+    machines) may not; there each pixel must still name the same instance,
+    or one of the same area."""
+    set_px, ties = 0, 0
+    for (s, w, h, r), (got, order) in zip(cases, stoker_overlap(stoker_bin, cases)):
+        want, index = polygons2masks_overlap((h, w), list(s), downsample_ratio=r)
+        where = f"{what} ({len(s)} segments, {w}x{h}/{r})"
+        if order == index.tolist():
+            d = got != want.astype(np.int64)
+            assert not d.any(), f"{where}: {int(d.sum())} of {d.size} mask pixels differ"
+        else:
+            areas = np.array([int(polygon2mask((h, w), [q.reshape(-1)], downsample_ratio=r).sum()) for q in s])
+            assert areas[order].tolist() == areas[index].tolist(), f"{where}: order {order}, ultralytics {index.tolist()}"
+            ids = lambda m, o: np.where(m > 0, np.asarray([-1, *o])[m], -1)  # noqa: E731
+            gi, wi = ids(got, order), ids(want.astype(np.int64), index.tolist())
+            d = gi != wi
+            assert (gi[d] >= 0).all() and (wi[d] >= 0).all() and (areas[gi[d]] == areas[wi[d]]).all(), \
+                f"{where}: {int(d.sum())} pixels name another instance, not one of equal area"
+            ties += 1
+        set_px += int((want > 0).sum())
+    print(f"\n{what}: {len(cases)} cases, {ties} ordered otherwise among equal areas by numpy's argsort")
+    return set_px
+
+
+def test_overlap_masks_of_polygons_are_ultralytics(stoker_bin: Path) -> None:
+    """cv2.fillPoly's pixels (ratio 1: the fill alone) and the downsampled
+    index map (ratio 4) of polygons that cross the image's sides, turn back
+    on themselves, are degenerate (a line, a point) or overlap, as
+    ultralytics' polygons2masks_overlap makes them."""
+    rng = np.random.default_rng(5)
+    cases: List[Any] = []
+    for k in range(40):
+        w, h = int(rng.integers(24, 200)), int(rng.integers(24, 200))
+        n, pts = int(rng.integers(1, 7)), int(rng.integers(3, 40))
+        segs = rng.uniform(-0.3, 1.3, (n, pts, 2)) * np.array([w, h])
+        if k % 5 == 0:
+            segs[0] = segs[0, :1]  # a point
+        if k % 7 == 0:
+            segs[-1, :, 1] = segs[-1, 0, 1]  # a horizontal line
+        if k % 3 == 0:  # clipped to the image as ultralytics' warps and clips leave them, sides included
+            segs = np.clip(segs, 0, [w, h])
+        segs = segs.astype(np.float32)
+        cases += [(segs, w, h, 1), (segs, w - w % 4, h - h % 4, 4), (segs, w, h, 4)]
+    assert assert_overlap_is_ultralytics(stoker_bin, cases, "random polygons") > 0
+
+
+def test_overlap_masks_of_served_segments_are_ultralytics(seg: Any, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """yolov8-seg's masks (Format(return_mask=True, mask_ratio=4,
+    mask_overlap=True)) of the segments ultralytics makes for the served
+    samples of the "segment" recipe (Mosaic, a warp, MixUp, HSV, a flip),
+    stoker's kernel against ultralytics' polygons2masks_overlap."""
+    addr, out = seg
+    r = RECIPES["segment"]
+    ds = dataset(out, IMGSZ)
+    cases: List[Any] = []
+    with stoker.Loader(addr, "seg", batch_size=4, transform=T.Compose(ops_of(r)), targets=True, trace=True,
+                       return_indices=True, pin_memory=False, timeout=300, seed=17) as ld:
+        for b in ld:
+            for i, idx in enumerate(b[2].tolist()):
+                want = rebuild(ds, r, idx, b.trace[i], monkeypatch)
+                inst = want["instances"]
+                h, w = want["img"].shape[:2]
+                cases.append((inst.segments.astype(np.float32), w, h, 4))
+    assert len(cases) == N and sum(len(c[0]) for c in cases) > N
+    assert assert_overlap_is_ultralytics(stoker_bin, cases, "served segments") > 0
