@@ -73,6 +73,9 @@ type Op struct {
 	// top left; HasCenter false is None (the image's center).
 	Center    [2]float64
 	HasCenter bool
+	// Expand: RandomRotation's expand, the output large enough to hold
+	// the whole rotated image (each sample its own size: op_warp.go).
+	Expand bool
 	// KernelSize (x, y) and Sigma (min, max): GaussianBlur.
 	KernelSize [2]int
 	Sigma      [2]float64
@@ -208,6 +211,13 @@ type Transform struct {
 	// each sample's size is its own, outH x outW its bound (lsj.go).
 	jitter, fixed *Op
 	vary          bool
+	// varyGeom: the geometry makes each sample its own size (a
+	// RandomShortestSize with a max_size); geomW, geomH: the geometry's
+	// size (its bound), where ops after it grow the image (RandomRotation
+	// with expand=True: growRotate, op_warp.go), outH x outW then their
+	// bound (0: the geometry's is outH x outW).
+	varyGeom     bool
+	geomW, geomH int
 	// yolo is a YOLO geometry (yolo.go): YOLOLoadImage, then a
 	// YOLOLetterBox and/or a YOLORandomPerspective.
 	yolo *yoloGeom
@@ -393,6 +403,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		if err := t.varySize(); err != nil {
 			return nil, err
 		}
+	case len(t.ops) > 0 && expands(&t.ops[0]):
+		return bad("op 0 is RandomRotation with expand=True: its size follows the image's, which nothing bounds; put a geometry that fixes the size before it (Resize((h, w)), RandomResizedCrop, CenterCrop, or RandomShortestSize with a max_size): each sample is then its own size, at most the rotated bound")
 	case len(t.ops) > 0:
 		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
 	default:
@@ -446,6 +458,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		if err := t.compilePre(pre); err != nil {
 			return nil, err
 		}
+	}
+	if err := t.growRotate(rest, pre+first-1); err != nil {
+		return nil, err
 	}
 	t.setLayout()
 	return t, nil
