@@ -252,7 +252,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		w, h := vt.sampleSize(&d.plans[v])
 		pix := dst[doffs[v]:][:3*w*h]
 		if vt.vary { // room for the steps that grow it (rotate's expand), up to the bound
-			pix = dst[doffs[v]:][:3*w*h : vt.pixelBytes()]
+			pix = dst[doffs[v]:][: 3*w*h : vt.pixelBytes()]
 		}
 		w, h, err := d.finishView(vt, &d.vd[v], pix, decLayout, direct, out[offs[v]:], w, h)
 		if err != nil {
