@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // TestAffineBoxesGolden holds rotate's and affine's box maths to the float32
@@ -89,6 +91,33 @@ func TestBoxFMA32(t *testing.T) {
 		want, _ := x.Float32()
 		if got := boxFMA32(a, b, c); got != want {
 			t.Fatalf("boxFMA32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
+		}
+	}
+}
+
+// TestExpandBound: every drawn rotation's size (kernels.RotatedSize, with
+// and without a center) is within the bound a transform's slots are
+// counted at, over random sizes and ranges.
+func TestExpandBound(t *testing.T) {
+	r := Key{Seed: 7}.Stream(1)
+	for i := range 3000 {
+		w, h := 1+r.Intn(700), 1+r.Intn(700)
+		lo := r.Uniform(-400, 400)
+		op := &Op{Kind: OpRandomRotation, Expand: true, Degrees: [2]float64{lo, lo + r.Uniform(0, 200)}}
+		bw, bh := expandBound(op, w, h)
+		if d := math.Hypot(float64(w), float64(h)); float64(bw) > d+3 || float64(bh) > d+3 {
+			t.Fatalf("%dx%d %v: bound %dx%d past the diagonal %.1f + 3", w, h, op.Degrees, bw, bh, d)
+		}
+		for k := range 20 {
+			a := r.Uniform(op.Degrees[0], op.Degrees[1])
+			if k == 0 {
+				a = op.Degrees[0]
+			}
+			center, has := [2]float64{r.Uniform(-50, 800), r.Uniform(-50, 800)}, i%2 == 0
+			ow, oh := kernels.RotatedSize(w, h, a, center, has)
+			if ow > bw || oh > bh {
+				t.Fatalf("%dx%d rotated by %v (center %v %v): %dx%d, past the bound %dx%d", w, h, a, center, has, ow, oh, bw, bh)
+			}
 		}
 	}
 }

@@ -73,8 +73,7 @@ type Op struct {
 	// top left; HasCenter false is None (the image's center).
 	Center    [2]float64
 	HasCenter bool
-	// Expand: RandomRotation's expand, the output large enough to hold
-	// the whole rotated image (each sample its own size: op_warp.go).
+	// Expand: RandomRotation's expand (each sample its own size).
 	Expand bool
 	// KernelSize (x, y) and Sigma (min, max): GaussianBlur.
 	KernelSize [2]int
@@ -211,11 +210,8 @@ type Transform struct {
 	// each sample's size is its own, outH x outW its bound (lsj.go).
 	jitter, fixed *Op
 	vary          bool
-	// varyGeom: the geometry makes each sample its own size (a
-	// RandomShortestSize with a max_size); geomW, geomH: the geometry's
-	// size (its bound), where ops after it grow the image (RandomRotation
-	// with expand=True: growRotate, op_warp.go), outH x outW then their
-	// bound (0: the geometry's is outH x outW).
+	// varyGeom: the geometry's sizes vary (RandomShortestSize); geomW x
+	// geomH its size where ops grow it (growRotate; 0: outW x outH).
 	varyGeom     bool
 	geomW, geomH int
 	// yolo is a YOLO geometry (yolo.go): YOLOLoadImage, then a
