@@ -181,7 +181,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 				ErrTooLarge, p.srcW, p.srcH, p.zoomW, p.zoomH, px, d.opts.pixelBudget)
 		}
 	}
-	direct = direct && !padded && !t.vary // per-sample sizes: made compact, then padCorner
+	direct = direct && !padded && !t.vary && t.geomW == 0 // per-sample sizes: made compact, then padCorner; grown: in room
 	// Where the decode writes: straight into out, or the views back to
 	// back in d.pix when they are not yet the output's bytes.
 	dst, doffs, plans := out, offs, d.plans
@@ -251,10 +251,13 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		vt := t.View(v)
 		w, h := vt.sampleSize(&d.plans[v])
 		pix := dst[doffs[v]:][:3*w*h]
-		if vt.vary { // room for the steps that grow it (rotate's expand), up to the bound
+		if vt.vary || vt.geomW > 0 { // room for the steps that grow it (rotate's expand), up to the bound
 			pix = dst[doffs[v]:][: 3*w*h : vt.pixelBytes()]
 		}
 		w, h, err := d.finishView(vt, &d.vd[v], pix, decLayout, direct, out[offs[v]:], w, h)
+		if err == nil && !vt.vary && (w != vt.outW || h != vt.outH) {
+			err = fmt.Errorf("%w: the ops made a %dx%d image, not the transform's %dx%d", ErrUnsupported, w, h, vt.outW, vt.outH)
+		}
 		if err != nil {
 			return err
 		}

@@ -307,7 +307,7 @@ func (t *Transform) PackSizes(data []byte, n int) (bh, bw int, sizes [][2]int, p
 // sampleSize is the size of p's sample: its own of a transform of
 // per-sample sizes, else the transform's.
 func (t *Transform) sampleSize(p *samplePlan) (w, h int) {
-	if t.vary {
+	if t.vary || t.geomW > 0 { // of ops that grow it: the geometry's
 		return p.outW, p.outH
 	}
 	return t.outW, t.outH

@@ -355,10 +355,12 @@ func expandBound(op *Op, w, h int) (int, int) {
 
 // growRotate bounds a transform whose ops after the geometry grow the
 // image (RandomRotation with expand=True, rest[k] the first op that
-// holds one): each sample is then its own size (the per-sample sizes of
-// lsj.go), outH x outW the bound, the geometry's size geomW x geomH (its
-// bound, of a RandomShortestSize's per-sample sizes). The ops compiled
-// for one size may not follow it.
+// holds one): the largest image its ops make (room), and, unless a
+// Resize((h, w)) or CenterCrop after the last such rotation fixes the
+// size again (fixSize), each sample is its own size (the per-sample
+// sizes of lsj.go), outH x outW their bound. geomW x geomH keeps the
+// geometry's size (its bound, of a RandomShortestSize's per-sample
+// sizes). The ops compiled for one size may not follow it.
 func (t *Transform) growRotate(rest []Op, first int) error {
 	k := slices.IndexFunc(rest, func(op Op) bool { return expands(&op) })
 	if k < 0 {
@@ -370,29 +372,37 @@ func (t *Transform) growRotate(rest []Op, first int) error {
 	if t.mosaic != nil || t.yolo != nil {
 		return bad("after a Mosaic or a YOLO geometry is not supported (their sizes are fixed)")
 	}
-	vary := t.vary
-	t.vary = true
-	err := t.checkVaryOps(rest[k:])
-	t.vary = vary
-	if err != nil {
-		return err
-	}
-	w, h := t.outW, t.outH
+	w, h, room, fixed := t.outW, t.outH, 3*t.outW*t.outH, !t.vary
 	var walk func(ops []Op)
 	walk = func(ops []Op) {
 		for i := range ops {
 			if ops[i].Kind == OpRandomRotation && ops[i].Expand {
 				w, h = expandBound(&ops[i], w, h)
+				room, fixed = max(room, 3*w*h), false
 			}
 			walk(ops[i].Ops)
 		}
 	}
-	walk(rest[k:])
-	if w > maxSide || h > maxSide {
-		return bad("its bound %dx%d of the %dx%d image is more than %d a side", w, h, t.outW, t.outH, maxSide)
+	for i := k; i < len(rest); i++ {
+		if k := rest[i].Kind; k == OpResize || k == OpCenterCrop { // fixSize
+			h, w, fixed = rest[i].Size[0], rest[i].Size[1], true
+			continue
+		}
+		if !fixed {
+			vary := t.vary
+			t.vary = true
+			err := t.checkVaryOps(rest[i : i+1])
+			if t.vary = vary; err != nil {
+				return err
+			}
+		}
+		walk(rest[i : i+1])
+		if w > maxSide || h > maxSide {
+			return bad("its bound %dx%d of the %dx%d image is more than %d a side", w, h, t.outW, t.outH, maxSide)
+		}
 	}
-	t.geomW, t.geomH = t.outW, t.outH
-	t.outW, t.outH, t.vary = w, h, true
+	t.geomW, t.geomH, t.room = t.outW, t.outH, room
+	t.outW, t.outH, t.vary = w, h, !fixed
 	return nil
 }
 

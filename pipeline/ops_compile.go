@@ -51,6 +51,7 @@ type node struct {
 type compiler struct {
 	w, h  int
 	nodes int
+	grown bool // a RandomRotation with expand=True was compiled (fixSize)
 }
 
 // opError is a bad op's error: where it is (its position, through its
@@ -72,6 +73,9 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	d := lookupOp(op.Kind)
 	if d == nil {
 		return bad("unknown op %q", op.Kind)
+	}
+	if d.geometry && c.grown && depth == 0 && (op.Kind == OpResize || op.Kind == OpCenterCrop) {
+		return fixSize(op, stream, where) // after a RandomRotation with expand=True
 	}
 	if d.geometry {
 		if depth > 0 {

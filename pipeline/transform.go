@@ -214,6 +214,7 @@ type Transform struct {
 	// geomH its size where ops grow it (growRotate; 0: outW x outH).
 	varyGeom     bool
 	geomW, geomH int
+	room         int // bytes of the largest image the ops make (growRotate)
 	// yolo is a YOLO geometry (yolo.go): YOLOLoadImage, then a
 	// YOLOLetterBox and/or a YOLORandomPerspective.
 	yolo *yoloGeom
@@ -449,6 +450,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		}
 		t.post[i] = nd
 		t.maxSteps += nd.maxSteps
+		c.grown = c.grown || expands(&rest[i])
 	}
 	if t.ops = all; pre > 0 {
 		if err := t.compilePre(pre); err != nil {
@@ -497,4 +499,4 @@ func (t *Transform) SampleBytes() int {
 }
 
 // pixelBytes is the size of a sample's uint8 pixels, before Normalize.
-func (t *Transform) pixelBytes() int { return 3 * t.outH * t.outW }
+func (t *Transform) pixelBytes() int { return max(3*t.outH*t.outW, t.room) }

@@ -30,7 +30,7 @@ test_parity_geometry_kernels.py (test_rotate_expand).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 import torch
@@ -62,7 +62,7 @@ def rotated_size(h: int, w: int, args: Dict[str, Any]) -> Tuple[int, int]:
     return tuple(out.shape[-2:])
 
 
-def replay_expand(boxes: tv_tensors.BoundingBoxes, points: tv_tensors.KeyPoints, masks: torch.Tensor,
+def replay_expand(boxes: tv_tensors.BoundingBoxes, points: tv_tensors.KeyPoints, masks: Optional[torch.Tensor],
                   trace: List[Any]) -> Tuple[Any, Any, torch.Tensor, Tuple[int, int], int]:
     """The trace through torchvision, step by step: boxes (test_targets'
     replay), keypoints, masks; after an expanding rotation the boxes and
@@ -73,7 +73,8 @@ def replay_expand(boxes: tv_tensors.BoundingBoxes, points: tv_tensors.KeyPoints,
     for name, args in trace:
         step = [[name, args]]
         boxes, _ = replay(boxes, step)
-        masks = replay_masks(masks, boxes, step)
+        if masks is not None:
+            masks = replay_masks(masks, boxes, step)
         if name in ("resized_crop", "resize", "center_crop", "horizontal_flip", "vertical_flip", "rotate"):
             kw = {k: v for k, v in args.items() if k not in ("interpolation", "antialias", "fill")}
             points = getattr(F, name)(points, **kw)
@@ -90,7 +91,7 @@ def replay_expand(boxes: tv_tensors.BoundingBoxes, points: tv_tensors.KeyPoints,
 @pytest.mark.parametrize("name", sorted(TRANSFORMS))
 def test_rotate_expand_is_torchvisions(server: str, det: Path, name: str) -> None:  # noqa: F811
     ops, (gh, gw) = TRANSFORMS[name]
-    want, pts, msk = coco_sources(det), coco_points(det), coco_masks(det)
+    want, pts = coco_sources(det), coco_points(det)
     seen, grown, differed, instances = 0, 0, 0, 0
     for seed in (1, 2):
         with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(ops), targets=True, trace=True,
@@ -103,7 +104,7 @@ def test_rotate_expand_is_torchvisions(server: str, det: Path, name: str) -> Non
                     trace = b.trace[i]
                     where = f"{name} seed {seed} sample {idx}: {trace}"
                     h, w = b.sizes[i].tolist()
-                    boxes, points, _, size, d = replay_expand(want[idx]["boxes"], pts[idx][0], msk[idx], trace)
+                    boxes, points, _, size, d = replay_expand(want[idx]["boxes"], pts[idx][0], None, trace)
                     assert (h, w) == size, where
                     pad = torch.ones(b.mask.shape[1:], dtype=torch.bool)  # DETR's mask: True on the padding
                     pad[:h, :w] = False
@@ -124,9 +125,10 @@ def test_rotate_expand_is_torchvisions(server: str, det: Path, name: str) -> Non
     print(f"\n{name}: {seen} samples, {grown} grown; torchvision's own box canvas differed from the image's on {differed}")
 
 
-def test_rotate_expand_masks_are_torchvisions(server: str, det: Path) -> None:  # noqa: F811
+@pytest.mark.parametrize("fix", [None, T.CenterCrop((80, 80)), T.Resize((60, 66))])
+def test_rotate_expand_masks_are_torchvisions(server: str, det: Path, fix: Any) -> None:  # noqa: F811
     want, src = coco_sources(det), coco_masks(det)
-    ops = [T.Resize((70, 91)), T.RandomRotation((-180, 180), expand=True), T.RandomVerticalFlip()]
+    ops = [T.Resize((70, 91)), T.RandomRotation((-180, 180), expand=True), T.RandomVerticalFlip()] + ([fix] if fix else [])
     seen, set_px = 0, 0
     with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(ops), targets=("boxes", "labels", "masks"),
                        trace=True, return_indices=True, pin_memory=False, timeout=60, seed=3) as ld:
@@ -135,7 +137,7 @@ def test_rotate_expand_masks_are_torchvisions(server: str, det: Path) -> None:  
             for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
                 trace = b.trace[i]
                 where = f"sample {idx}: {trace}"
-                h, w = b.sizes[i].tolist()
+                h, w = b.sizes[i].tolist() if fix is None else images.shape[-2:]
                 m = t["masks"].as_subclass(torch.Tensor)
                 moved = replay_masks(src[idx], want[idx]["boxes"], trace)
                 assert tuple(m.shape[-2:]) == (h, w), where
@@ -146,9 +148,61 @@ def test_rotate_expand_masks_are_torchvisions(server: str, det: Path) -> None:  
     assert seen == N and set_px > 0
 
 
+# A Resize((h, w)) or CenterCrop after the rotation fixes the size again:
+# a batch of one size, the rotation's image (the same draws: an op after
+# another never shifts its stream) resized or cropped as torchvision's
+# resize and center_crop do, exactly.
+FIXED = {
+    "rrc-rotate-expand-resize": ([T.RandomResizedCrop((61, 80), scale=(0.3, 1.0)), T.RandomRotation(45, expand=True)],
+                                 T.Resize((64, 72)), lambda img: F.resize(img, [64, 72], antialias=True)),
+    "resize-rotate-expand-center": ([T.Resize((72, 97)), T.RandomRotation((-180, 180), expand=True, fill=(9, 80, 200),
+                                                                        interpolation="bilinear")],
+                                    T.CenterCrop((90, 70)), lambda img: F.center_crop(img, [90, 70])),
+    "resize-rotate-expand-resize-nearest": ([T.Resize((50, 50)), T.RandomRotation(30, expand=True)],
+                                            T.Resize((40, 45), interpolation="nearest"),
+                                            lambda img: F.resize(img, [40, 45], interpolation=F.InterpolationMode.NEAREST)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXED))
+def test_rotate_expand_then_fixed(server: str, det: Path, name: str) -> None:  # noqa: F811
+    ops, fix, ref = FIXED[name]
+    want, pts = coco_sources(det), coco_points(det)
+    grown: Dict[int, torch.Tensor] = {}
+    with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(ops), return_indices=True, pin_memory=False,
+                       timeout=60, seed=4) as ld:
+        for b in ld:
+            images, _, indices = b
+            for i, idx in enumerate(indices.tolist()):
+                h, w = b.sizes[i].tolist()
+                grown[idx] = images[i, :, :h, :w].clone()
+    seen, instances = 0, 0
+    with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(ops + [fix]), targets=True, trace=True,
+                       return_indices=True, pin_memory=False, timeout=60, seed=4) as ld:
+        for b in ld:
+            images, targets, indices = b
+            assert b.sizes is None
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                trace = b.trace[i]
+                where = f"{name} sample {idx}: {trace}"
+                assert torch.equal(images[i], ref(grown[idx])), where
+                boxes, points, _, size, _ = replay_expand(want[idx]["boxes"], pts[idx][0], None, trace)
+                assert size == tuple(images.shape[-2:]) == tuple(t["boxes"].canvas_size), where
+                torch.testing.assert_close(t["boxes"].as_subclass(torch.Tensor), boxes.as_subclass(torch.Tensor),
+                                           msg=lambda s: f"{where}: boxes: {s}")
+                torch.testing.assert_close(t["keypoints"].as_subclass(torch.Tensor), points.as_subclass(torch.Tensor),
+                                           msg=lambda s: f"{where}: keypoints: {s}")
+                seen += 1
+                instances += len(t["labels"])
+        assert not list(ld.sample_errors)
+    assert seen == N and instances > N
+
+
 @pytest.mark.parametrize("ops,what", [
     ([T.RandomRotation(30, expand=True), T.Resize((64, 64))], "nothing bounds"),
     ([T.Resize((64, 64)), T.RandomRotation(30, expand=True), T.GaussianBlur(3)], "compiled for one size"),
+    ([T.Resize((64, 64)), T.RandomRotation(30, expand=True), T.Resize(40)], "give both sides"),
+    ([T.Resize((64, 64)), T.RandomApply([T.RandomRotation(30, expand=True), T.Resize((9, 9))])], "geometry op inside a container"),
 ])
 def test_rotate_expand_refused(server: str, ops: List[Any], what: str) -> None:  # noqa: F811
     with pytest.raises(StokerError, match=what):
