@@ -95,6 +95,7 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	if n.maxSteps > maxSteps {
 		return bad("may draw %d steps per sample: the limit is %d", n.maxSteps, maxSteps)
 	}
+	c.grown = c.grown || depth == 0 && expands(op)
 	return n, nil
 }
 

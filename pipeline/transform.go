@@ -210,11 +210,10 @@ type Transform struct {
 	// each sample's size is its own, outH x outW its bound (lsj.go).
 	jitter, fixed *Op
 	vary          bool
-	// varyGeom: the geometry's sizes vary (RandomShortestSize); geomW x
-	// geomH its size where ops grow it (growRotate; 0: outW x outH).
-	varyGeom     bool
-	geomW, geomH int
-	room         int // bytes of the largest image the ops make (growRotate)
+	// varyGeom: the geometry's sizes vary (RandomShortestSize); where ops
+	// grow it (growRotate), geomW x geomH its size, room their largest.
+	varyGeom           bool
+	geomW, geomH, room int
 	// yolo is a YOLO geometry (yolo.go): YOLOLoadImage, then a
 	// YOLOLetterBox and/or a YOLORandomPerspective.
 	yolo *yoloGeom
@@ -450,7 +449,6 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		}
 		t.post[i] = nd
 		t.maxSteps += nd.maxSteps
-		c.grown = c.grown || expands(&rest[i])
 	}
 	if t.ops = all; pre > 0 {
 		if err := t.compilePre(pre); err != nil {
