@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -337,14 +338,14 @@ func expandBound(op *Op, w, h int) (int, int) {
 	fw, fh := float64(w), float64(h)
 	span := func(a, b float64) float64 { // a's cos weight, b's sin weight
 		best := 0.0
-		for _, deg := range []float64{lo, hi} {
-			r := deg * math.Pi / 180
-			best = max(best, float64(a*math.Abs(math.Cos(r)))+float64(b*math.Abs(math.Sin(r))))
+		for _, deg := range []float64{lo, hi} { // det's sin and cos: the bound is the same on every machine
+			r := float64(math.Mod(deg, 360) * (math.Pi / 180))
+			best = max(best, float64(a*math.Abs(det.Cos(r)))+float64(b*math.Abs(det.Sin(r))))
 		}
-		phi := math.Atan2(b, a) * 180 / math.Pi
+		phi := float64(det.Atan(b/a) * (180 / math.Pi))
 		for _, c := range []float64{phi, -phi} {
 			if k := math.Ceil((lo - c) / 180); c+float64(k*180) <= hi {
-				best = math.Hypot(a, b)
+				best = math.Sqrt(float64(a*a) + float64(b*b))
 			}
 		}
 		return best
