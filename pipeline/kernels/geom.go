@@ -372,8 +372,9 @@ func AffineOutputSize(m *[6]float64, w, h int) (ow, oh int) {
 // torchvision's fast paths about the centre (exact copies: 0, 180, and 90
 // or 270 degrees of any size, torch.rot90), else its inverse matrix
 // (that of Rotate) sampled on a grid centred on the larger output
-// (_affine_grid), in Go (the same bytes as Rotate's C where the sizes
-// are equal). It returns the output's planes.
+// (_affine_grid): geom.c's where the CPU has AVX2 and FMA, else Go's,
+// the same bytes (TestRotateExpandCMatchesGo). It returns the output's
+// planes.
 func RotateExpand(p Planes, out []byte, angle float64, interp Interpolation, center [2]float64, hasCenter bool, fill [3]float64, noFill bool, s *Scratch) Planes {
 	ow, oh := RotatedSize(p.W, p.H, angle, center, hasCenter)
 	o := Planes{Pix: out[:3*ow*oh], W: ow, H: oh}
@@ -400,6 +401,9 @@ func RotateExpand(p Planes, out []byte, angle float64, interp Interpolation, cen
 			f[c] = float32(min(max(fill[c], 0), 255))
 			fb[c] = roundCast(f[c])
 		}
+	}
+	if affineCTo(p, o, &g, interp, f, noFill, s) {
+		return o
 	}
 	src := s.bytes(0, len(p.Pix))
 	copy(src, p.Pix)
