@@ -134,7 +134,7 @@ var (
 )
 
 func init() {
-	defineOp(opDef{kind: OpRandomRotation, doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill",
+	defineOp(opDef{kind: OpRandomRotation, doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill; expand grows the image to hold all of it",
 		params: []param{{name: "degrees", typ: pRange}, {name: "interpolation", typ: pInterp, def: "'nearest'"},
 			{name: "expand", typ: pBool, def: "False", field: "Expand"}, {name: "center", typ: pFloats, def: "None"}, {name: "fill", typ: pFill, def: "0"}},
 		targets: targetsMove, compile: compileWarp, format: formatNone, masks: warpMasks,

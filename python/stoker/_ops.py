@@ -704,7 +704,9 @@ class RandomRotation(Transform):
     ``fill`` (uint8 units). ``expand=True`` makes each image large enough
     to hold the whole rotated one, as torchvision's: each sample then has
     its own size (the batch padded to its largest, with the sizes beside
-    it), bounded by the rotation of the size before it."""
+    it), bounded by the rotation of the size before it, unless a
+    ``Resize((h, w))`` or ``CenterCrop`` after it fixes the size again.
+    It stands after the geometry."""
 
     def __init__(self, degrees: Any, interpolation: Any = "nearest", expand: bool = False, center: Any = None,
                  fill: Fill = 0) -> None:
