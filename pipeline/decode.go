@@ -181,7 +181,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 				ErrTooLarge, p.srcW, p.srcH, p.zoomW, p.zoomH, px, d.opts.pixelBudget)
 		}
 	}
-	direct = direct && !padded && !t.vary // per-sample sizes: made compact, then padCorner
+	direct = direct && !padded && !t.vary && t.geomW == 0 // per-sample sizes: made compact, then padCorner; grown: in room
 	// Where the decode writes: straight into out, or the views back to
 	// back in d.pix when they are not yet the output's bytes.
 	dst, doffs, plans := out, offs, d.plans
@@ -225,7 +225,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 			if p := &d.plans[v]; p.canvas {
 				vp := &d.dplans[v]
 				if pre := d.vd[v].pre; len(pre) > 0 {
-					if err := d.applyGuarded(pre, kernels.Planes{Pix: dst[d.voffs[v]:][:3*vp.outW*vp.outH], W: vp.outW, H: vp.outH}); err != nil {
+					if _, err := d.applyGuarded(pre, kernels.Planes{Pix: dst[d.voffs[v]:][:3*vp.outW*vp.outH], W: vp.outW, H: vp.outH}); err != nil {
 						return err
 					}
 				}
@@ -251,7 +251,14 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		vt := t.View(v)
 		w, h := vt.sampleSize(&d.plans[v])
 		pix := dst[doffs[v]:][:3*w*h]
-		if err := d.finishView(vt, &d.vd[v], pix, decLayout, direct, vt.compactOut(out[offs[v]:], w, h), w, h); err != nil {
+		if vt.vary || vt.geomW > 0 { // room for the steps that grow it (rotate's expand), up to the bound
+			pix = dst[doffs[v]:][: 3*w*h : vt.pixelBytes()]
+		}
+		w, h, err := d.finishView(vt, &d.vd[v], pix, decLayout, direct, out[offs[v]:], w, h)
+		if err == nil && !vt.vary && (w != vt.outW || h != vt.outH) {
+			err = fmt.Errorf("%w: the ops made a %dx%d image, not the transform's %dx%d", ErrUnsupported, w, h, vt.outW, vt.outH)
+		}
+		if err != nil {
 			return err
 		}
 		if vt.vary {
@@ -344,18 +351,29 @@ func (d *Decoder) noSteps() bool {
 	return true
 }
 
-// finishView runs one view's steps on its decoded pixels pix (in
-// decLayout) and makes its output out: pix itself when the decode was
-// direct, else pix packed to the transform's layout, normalized or copied.
-func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout Layout, direct bool, out []byte, w, h int) error {
+// finishView runs one view's steps on its decoded pixels pix (w x h, in
+// decLayout) and makes its output in its slot: pix itself when the
+// decode was direct, else pix packed to the transform's layout,
+// normalized or copied (of per-sample sizes, compact: compactOut). It
+// returns the size after the steps (rotate's expand may grow it, in
+// pix's room).
+func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout Layout, direct bool, slot []byte, w, h int) (int, int, error) {
 	if len(vd.steps) > 0 {
-		if err := d.applyGuarded(vd.steps, kernels.Planes{Pix: pix, W: w, H: h}); err != nil {
-			return err
+		p, err := d.applyGuarded(vd.steps, kernels.Planes{Pix: pix, W: w, H: h})
+		if err != nil {
+			return w, h, err
 		}
+		pix, w, h = p.Pix, p.W, p.H
 	}
 	if direct {
-		return nil
+		return w, h, nil
 	}
+	return w, h, d.packView(t, pix, decLayout, t.compactOut(slot, w, h))
+}
+
+// packView makes a view's output out from its pixels pix (in decLayout):
+// packed to the transform's layout, normalized or copied.
+func (d *Decoder) packView(t *Transform, pix []byte, decLayout Layout, out []byte) error {
 	if decLayout != t.layout { // planes to HWC
 		if t.norm == nil {
 			chwToHWC(pix, out)
@@ -377,7 +395,8 @@ func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout L
 
 // applyGuarded runs a view's steps under recover, as decodeGuarded runs
 // the decode: a kernel's bug is one sample's error, never a dead server.
-func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (err error) {
+// It returns the image after them (rotate's expand grows it in p's room).
+func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (_ kernels.Planes, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Error("pipeline: an op panicked", "panic", r, "stack", string(debug.Stack()))
@@ -386,20 +405,22 @@ func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (err error) {
 	}()
 	for i := range steps {
 		if d.ops.Stopped() {
-			return errAbandoned
+			return p, errAbandoned
 		}
 		if err := steps[i].drawnError(); err != nil {
-			return err
+			return p, err
 		}
-		applyStep(p, &steps[i], &d.ops.Scratch)
+		if p, err = applySized(p, &steps[i], &d.ops.Scratch); err != nil {
+			return p, err
+		}
 		if d.ops.progress != nil {
 			d.ops.progress.Add()
 		}
 	}
 	if d.ops.Stopped() {
-		return errAbandoned // the last step may have stopped half made
+		return p, errAbandoned // the last step may have stopped half made
 	}
-	return nil
+	return p, nil
 }
 
 // decodeGuarded runs the decode of the plans' views into out at offs

@@ -258,7 +258,8 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		vd.steps = at.drawInto(&d.drawer, k, w, h, vd.steps)
 	}
 	d.plans = append(d.plans[:0], vd.plan)
-	return d.finishView(at, vd, img.Pix, CHW, false, out[offs[0]:][:at.viewBytes()], w, h)
+	_, _, err = d.finishView(at, vd, img.Pix, CHW, false, out[offs[0]:][:at.viewBytes()], w, h)
+	return err
 }
 
 // preInto is ultralytics' pre_transform of one sample (key k) into dst:

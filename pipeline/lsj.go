@@ -197,7 +197,7 @@ func (t *Transform) varySize() error {
 	op := t.resize
 	switch {
 	case op.Kind == OpRandomShortestSize && op.MaxSize > 0:
-		t.geom, t.vary, t.outH, t.outW = resizeCrop, true, op.MaxSize, op.MaxSize
+		t.geom, t.vary, t.varyGeom, t.outH, t.outW = resizeCrop, true, true, op.MaxSize, op.MaxSize
 		return nil
 	case op.Kind == OpRandomShortestSize:
 		return fmt.Errorf("%w: transform: RandomShortestSize without max_size gives sizes without a bound (the batch's memory is counted at the largest): give max_size, or a CenterCrop after it", ErrUnsupported)
@@ -307,7 +307,7 @@ func (t *Transform) PackSizes(data []byte, n int) (bh, bw int, sizes [][2]int, p
 // sampleSize is the size of p's sample: its own of a transform of
 // per-sample sizes, else the transform's.
 func (t *Transform) sampleSize(p *samplePlan) (w, h int) {
-	if t.vary {
+	if t.vary || t.geomW > 0 { // of ops that grow it: the geometry's
 		return p.outW, p.outH
 	}
 	return t.outW, t.outH

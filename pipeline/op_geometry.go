@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 const (
@@ -83,6 +85,8 @@ var (
 		}})
 	FnResize = defineFn(fnDef{name: "resize", args: []arg{{"size", argInt, 4, 2}, {"interpolation", argInterp, 0, 1}, {"antialias", argAntialias, 0, 1}},
 		geometry: true, check: noKernel, targets: targetsMove,
+		size: func(st *Step, _, _ int) (int, int) { return st.I[5], st.I[4] },
+		grow: func(p kernels.Planes, st *Step, _ *kernels.Scratch) kernels.Planes { return resizePlanes(p, st) },
 		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
 			w, h = resizeBoxes(boxes, w, h, st.I[5], st.I[4])
 			return w, h, nil
@@ -94,6 +98,8 @@ var (
 		masks: func(t *Targets, st *Step) error { t.resizeMasks(st.I[4], st.I[5]); return nil }})
 	FnCenterCrop = defineFn(fnDef{name: "center_crop", args: []arg{{"output_size", argInt, 4, 2}},
 		geometry: true, check: noKernel, targets: targetsMove,
+		size: func(st *Step, _, _ int) (int, int) { return st.I[5], st.I[4] },
+		grow: func(p kernels.Planes, st *Step, _ *kernels.Scratch) kernels.Planes { return centerCropPlanes(p, st) },
 		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
 			top, left := centerCropAnchor(w, h, st)
 			w, h = cropBoxes(boxes, top, left, st.I[4], st.I[5])
@@ -298,4 +304,96 @@ func fillMasks(op *Op) error {
 // errMaskFill is the error of an op whose fill a job's masks cannot take.
 func errMaskFill(op *Op) error {
 	return fmt.Errorf("fill %v with masks: torchvision fills a Mask with the op's fill too (a dict fill {Image: v, Mask: 0} keeps it 0, which stoker cannot tell): masks are filled with 0 only; use fill=0", op.Fill)
+}
+
+// A Resize((h, w)) or a CenterCrop after a RandomRotation with
+// expand=True (at the top level, after the geometry) fixes the size the
+// rotation grew: a step after the decode (fixSize), of the functional
+// op's name, with the kernels below; the transform's bound is then the
+// largest image before it (growRotate).
+var (
+	postResize     = opDef{kind: OpResize, targets: targetsMove, draw: drawFix}
+	postCenterCrop = opDef{kind: OpCenterCrop, targets: targetsMove, draw: drawFix}
+)
+
+// drawFix emits the node's step; the ops after it draw on its size.
+func drawFix(n *node, _ *RNG, d *drawer) {
+	d.emit(n.step)
+	d.h, d.w = n.step.I[4], n.step.I[5]
+}
+
+// fixSize compiles op, a Resize or CenterCrop after a RandomRotation with
+// expand=True.
+func fixSize(op *Op, stream uint64, where string) (node, error) {
+	n := node{op: op, stream: stream, maxSteps: 1}
+	if op.Kind == OpCenterCrop {
+		if err := checkSize(op, false); err != nil {
+			return n, err
+		}
+		n.def, n.step = &postCenterCrop, Step{Fn: FnCenterCrop, I: [6]int{4: op.Size[0], 5: op.Size[1]}}
+		return n, nil
+	}
+	if err := checkSize(op, true); err != nil {
+		return n, err
+	}
+	if op.Size[1] == 0 || op.MaxSize != 0 {
+		return n, opError(where, "Resize(%d) of the shorter side after a RandomRotation with expand=True: give both sides, Resize((h, w))", op.Size[0])
+	}
+	if err := checkInterp(op, true); err != nil {
+		return n, err
+	}
+	n.def = &postResize
+	n.step = Step{Fn: FnResize, I: [6]int{4: op.Size[0], 5: op.Size[1]}, Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
+	return n, nil
+}
+
+// resizePlanes is torchvision's resize of p to st's size (I[4], I[5]), in
+// its room: torch's uint8 kernels (torchAxis: the horizontal pass first,
+// rounded to 8 bits, then the vertical), as the decode's reference path
+// resamples.
+func resizePlanes(p kernels.Planes, st *Step) kernels.Planes {
+	oh, ow := st.I[4], st.I[5]
+	ax := newTorchAxis(span{0, p.W, ow, 0, ow}, st.Interp, st.Antialias)
+	ay := newTorchAxis(span{0, p.H, oh, 0, oh}, st.Interp, st.Antialias)
+	mid := make([]byte, 3*p.H*ow)
+	for c := range 3 {
+		in, m := p.Plane(c), mid[c*p.H*ow:]
+		for y := range p.H {
+			row := in[y*p.W:]
+			for x := range ow {
+				m[y*ow+x] = ax.sum(x, func(j int) byte { return row[j] })
+			}
+		}
+	}
+	o := kernels.Planes{Pix: p.Pix[:3*ow*oh], W: ow, H: oh}
+	for c := range 3 {
+		m, out := mid[c*p.H*ow:], o.Plane(c)
+		for y := range oh {
+			for x := range ow {
+				out[y*ow+x] = ay.sum(y, func(j int) byte { return m[j*ow+x] })
+			}
+		}
+	}
+	return o
+}
+
+// centerCropPlanes is torchvision's center_crop of p to st's size, in its
+// room: zeros where the crop passes the image (its pad's (crop - size)
+// // 2 before), else the pixels from round((size - crop) / 2).
+func centerCropPlanes(p kernels.Planes, st *Step) kernels.Planes {
+	oh, ow := st.I[4], st.I[5]
+	top, left := centerCropStart(p.H, oh), centerCropStart(p.W, ow)
+	src := append([]byte(nil), p.Pix...)
+	o := kernels.Planes{Pix: p.Pix[:3*ow*oh], W: ow, H: oh}
+	clear(o.Pix)
+	for c := range 3 {
+		in, out := src[c*p.W*p.H:], o.Plane(c)
+		for y := max(0, -top); y < oh && y+top < p.H; y++ {
+			x0, x1 := max(0, -left), min(ow, p.W-left)
+			if x0 < x1 {
+				copy(out[y*ow+x0:y*ow+x1], in[(y+top)*p.W+x0+left:])
+			}
+		}
+	}
+	return o
 }

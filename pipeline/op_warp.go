@@ -8,8 +8,10 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -27,19 +29,49 @@ const (
 func warpCost(st *Step, ns, px float64) float64 { return ns * px * interpCost(st.Interp) }
 
 var (
-	FnRotate = defineFn(fnDef{name: "rotate", args: []arg{{"angle", argFloat, 0, 1}, {"interpolation", argInterp, 0, 1}, {"expand", argFalse, 0, 1},
+	// FnRotate is torchvision's rotate; expand (I[0] 1) makes the output
+	// large enough to hold the whole rotated image (rotateExpand: its
+	// size is kernels.RotatedSize's).
+	FnRotate = defineFn(fnDef{name: "rotate", args: []arg{{"angle", argFloat, 0, 1}, {"interpolation", argInterp, 0, 1}, {"expand", argBool, 0, 1},
 		{"center", argCenter, 0, 1}, {"fill", argFill, 0, 1}},
 		ns: 4.09, cost: warpCost, // bilinear; nearest and bicubic scale by interpNs
-		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) {
-			kernels.Rotate(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, ks)
+		size: func(st *Step, w, h int) (int, int) {
+			if st.I[0] == 0 {
+				return w, h
+			}
+			return kernels.RotatedSize(w, h, st.F[0], st.Center, st.HasCenter)
 		},
-		check: checkWarp, targets: targetsMove,
+		grow: func(p kernels.Planes, st *Step, ks *kernels.Scratch) kernels.Planes {
+			if st.I[0] == 0 {
+				kernels.Rotate(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, ks)
+				return p
+			}
+			return kernels.RotateExpand(p, p.Pix[:cap(p.Pix)], st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, ks)
+		},
+		check: func(st *Step, w, h int) error {
+			if st.I[0] != 0 && st.Interp != InterpNearest && st.Interp != InterpBilinear {
+				return stepError(st, "interpolation %s with expand: torchvision rotates tensors with nearest or bilinear", st.Interp)
+			}
+			return checkWarp(st, w, h)
+		},
+		targets: targetsMove,
 		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
+			if st.I[0] != 0 {
+				w, h = rotateExpandBoxes(boxes, w, h, st)
+				return w, h, nil
+			}
 			affineBoxes(boxes, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
 			return w, h, nil
 		},
 		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
 			affinePoints(pts, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
+			if st.I[0] != 0 {
+				tr := expandShift(w, h, st)
+				for k := range pts {
+					pts[k][0], pts[k][1] = pts[k][0]-tr[0], pts[k][1]-tr[1]
+				}
+				w, h = kernels.RotatedSize(w, h, st.F[0], st.Center, st.HasCenter)
+			}
 			return w, h, nil
 		},
 		masks: func(t *Targets, st *Step) error { return turnMasks(t, st, true) }})
@@ -102,16 +134,26 @@ var (
 )
 
 func init() {
-	defineOp(opDef{kind: OpRandomRotation, doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill",
+	defineOp(opDef{kind: OpRandomRotation, doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill; expand grows the image to hold all of it",
 		params: []param{{name: "degrees", typ: pRange}, {name: "interpolation", typ: pInterp, def: "'nearest'"},
-			{name: "expand", typ: pBool, def: "False"}, {name: "center", typ: pFloats, def: "None"}, {name: "fill", typ: pFill, def: "0"}},
+			{name: "expand", typ: pBool, def: "False", field: "Expand"}, {name: "center", typ: pFloats, def: "None"}, {name: "fill", typ: pFill, def: "0"}},
 		targets: targetsMove, compile: compileWarp, format: formatNone, masks: warpMasks,
 		draw: func(n *node, r *RNG, d *drawer) {
 			op := n.op
-			d.emit(Step{Fn: FnRotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
-				Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter})
+			st := Step{Fn: FnRotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
+				Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter}
+			if op.Expand { // the ops after it draw on the grown image
+				st.I[0] = 1
+				d.w, d.h = kernels.RotatedSize(d.w, d.h, st.F[0], op.Center, op.HasCenter)
+			}
+			d.emit(st)
 		},
-		maxNs: func(n *node, w, h int) float64 { return stepNs(Step{Fn: FnRotate, Interp: n.op.Interp}, w, h) }})
+		maxNs: func(n *node, w, h int) float64 {
+			if n.op.Expand {
+				w, h = expandBound(n.op, w, h)
+			}
+			return stepNs(Step{Fn: FnRotate, Interp: n.op.Interp}, w, h)
+		}})
 	defineOp(opDef{kind: OpRandomAffine, doc: "an affine map of drawn angle, translation, scale and shear, about center",
 		params: []param{{name: "degrees", typ: pRange}, {name: "translate", typ: pFloats, def: "None"}, {name: "scale", typ: pFloats, def: "None"},
 			{name: "shear", typ: pFloats, def: "None"}, {name: "interpolation", typ: pInterp, def: "'nearest'"},
@@ -281,4 +323,104 @@ func drawPerspective(r *RNG, w, h int, op *Op) Step {
 	st.I[3] = packPoint(randint(0, bw), randint(h-bh, h))
 	st.I[4], st.I[5] = w-1, h-1
 	return st
+}
+
+// expandBound bounds the size of op's rotation with expand=True (a
+// RandomRotation's, its angle drawn in Degrees) of a w x h image: a side
+// of the rotated image spans w|cos a| + h|sin a| (the height w|sin a| +
+// h|cos a|), at most the diagonal, reached where the range holds an angle
+// of atan2(h, w) (atan2(w, h)) modulo 180 degrees or its negative, else
+// at an end; torchvision's size (kernels.RotatedSize: the ceiling of the
+// maximum less the floor of the minimum, in float32) is less than that
+// span plus 2.
+func expandBound(op *Op, w, h int) (int, int) {
+	lo, hi := op.Degrees[0], op.Degrees[1]
+	fw, fh := float64(w), float64(h)
+	span := func(a, b float64) float64 { // a's cos weight, b's sin weight
+		best := 0.0
+		for _, deg := range []float64{lo, hi} { // det's sin and cos: the bound is the same on every machine
+			r := float64(math.Mod(deg, 360) * (math.Pi / 180))
+			best = max(best, float64(a*math.Abs(det.Cos(r)))+float64(b*math.Abs(det.Sin(r))))
+		}
+		phi := float64(det.Atan(b/a) * (180 / math.Pi))
+		for _, c := range []float64{phi, -phi} {
+			if k := math.Ceil((lo - c) / 180); c+float64(k*180) <= hi {
+				best = math.Sqrt(float64(a*a) + float64(b*b))
+			}
+		}
+		return best
+	}
+	side := func(s float64) int { return int(math.Ceil(float64(s*(1+1e-5))+0.01)) + 1 }
+	return side(span(fw, fh)), side(span(fh, fw))
+}
+
+// growRotate bounds a transform whose ops after the geometry grow the
+// image (RandomRotation with expand=True, rest[k] the first op that
+// holds one): the largest image its ops make (room), and, unless a
+// Resize((h, w)) or CenterCrop after the last such rotation fixes the
+// size again (fixSize), each sample is its own size (the per-sample
+// sizes of lsj.go), outH x outW their bound. geomW x geomH keeps the
+// geometry's size (its bound, of a RandomShortestSize's per-sample
+// sizes). The ops compiled for one size may not follow it.
+func (t *Transform) growRotate(rest []Op, first int) error {
+	k := slices.IndexFunc(rest, func(op Op) bool { return expands(&op) })
+	if k < 0 {
+		return nil
+	}
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: transform: op %d (RandomRotation with expand=True): %s", ErrUnsupported, first+k, fmt.Sprintf(format, a...))
+	}
+	if t.mosaic != nil || t.yolo != nil {
+		return bad("after a Mosaic or a YOLO geometry is not supported (their sizes are fixed)")
+	}
+	w, h, room, fixed := t.outW, t.outH, 3*t.outW*t.outH, !t.vary
+	var walk func(ops []Op)
+	walk = func(ops []Op) {
+		for i := range ops {
+			if ops[i].Kind == OpRandomRotation && ops[i].Expand {
+				w, h = expandBound(&ops[i], w, h)
+				room, fixed = max(room, 3*w*h), false
+			}
+			walk(ops[i].Ops)
+		}
+	}
+	for i := k; i < len(rest); i++ {
+		if k := rest[i].Kind; k == OpResize || k == OpCenterCrop { // fixSize
+			h, w, fixed = rest[i].Size[0], rest[i].Size[1], true
+			continue
+		}
+		if !fixed {
+			vary := t.vary
+			t.vary = true
+			err := t.checkVaryOps(rest[i : i+1])
+			if t.vary = vary; err != nil {
+				return err
+			}
+		}
+		walk(rest[i : i+1])
+		if w > maxSide || h > maxSide {
+			return bad("its bound %dx%d of the %dx%d image is more than %d a side", w, h, t.outW, t.outH, maxSide)
+		}
+	}
+	t.geomW, t.geomH, t.room = t.outW, t.outH, room
+	t.outW, t.outH, t.vary = w, h, !fixed
+	return nil
+}
+
+// expands reports whether op is, or holds, a RandomRotation with
+// expand=True.
+func expands(op *Op) bool {
+	if op.Kind == OpRandomRotation && op.Expand {
+		return true
+	}
+	return slices.ContainsFunc(op.Ops, func(o Op) bool { return expands(&o) })
+}
+
+// geomSize is the size the geometry makes: outW x outH, or of a
+// transform whose ops grow the image (growRotate), geomW x geomH.
+func (t *Transform) geomSize() (w, h int) {
+	if t.geomW > 0 {
+		return t.geomW, t.geomH
+	}
+	return t.outW, t.outH
 }

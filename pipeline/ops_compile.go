@@ -51,6 +51,7 @@ type node struct {
 type compiler struct {
 	w, h  int
 	nodes int
+	grown bool // a RandomRotation with expand=True was compiled (fixSize)
 }
 
 // opError is a bad op's error: where it is (its position, through its
@@ -73,6 +74,9 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	if d == nil {
 		return bad("unknown op %q", op.Kind)
 	}
+	if d.geometry && c.grown && depth == 0 && (op.Kind == OpResize || op.Kind == OpCenterCrop) {
+		return fixSize(op, stream, where) // after a RandomRotation with expand=True
+	}
 	if d.geometry {
 		if depth > 0 {
 			return bad("a geometry op inside a container: the geometry is the transform's first op, fused into the decode")
@@ -91,6 +95,7 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	if n.maxSteps > maxSteps {
 		return bad("may draw %d steps per sample: the limit is %d", n.maxSteps, maxSteps)
 	}
+	c.grown = c.grown || depth == 0 && expands(op)
 	return n, nil
 }
 

@@ -143,7 +143,8 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 // planBoxes is plan for a sample whose boxes are src (nil: none known;
 // RandomIoUCrop draws against them), scratch the room it may use.
 func (t *Transform) planBoxes(srcW, srcH int, k Key, src *Targets, scratch *[][4]float32) (samplePlan, error) {
-	p := samplePlan{geom: t.geom, srcW: srcW, srcH: srcH, outW: t.outW, outH: t.outH}
+	gw, gh := t.geomSize()
+	p := samplePlan{geom: t.geom, srcW: srcW, srcH: srcH, outW: gw, outH: gh}
 	bicubic := false
 	if t.zoom != nil {
 		t.zoomOut(&p, k)
@@ -179,7 +180,7 @@ func (t *Transform) planBoxes(srcW, srcH int, k Key, src *Targets, scratch *[][4
 		if t.resize.Kind != OpResize { // RandomShortestSize, RandomResize: drawn
 			p.rw, p.rh = resizeSize(t.resize, k, srcW, srcH)
 		}
-		if t.vary { // the sample's own size (lsj.go)
+		if t.varyGeom { // the sample's own size (lsj.go)
 			p.outW, p.outH = p.rw, p.rh
 		}
 		p.cw, p.ch = p.rw, p.rh

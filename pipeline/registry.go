@@ -56,6 +56,12 @@ type fnDef struct {
 	// kernel runs the step on a sample's planes (nil: no kernel after the
 	// decode: the geometry, Normalize, the targets' ops).
 	kernel func(p kernels.Planes, st *Step, ks *kernels.Scratch)
+	// size, when set, is the size of the step's output on a w x h image
+	// (rotate's expand: it may differ), and grow its kernel then: p's
+	// bytes have room for the output (their capacity), whose planes it
+	// returns.
+	size func(st *Step, w, h int) (int, int)
+	grow func(p kernels.Planes, st *Step, ks *kernels.Scratch) kernels.Planes
 	// check checks a parsed trace's step as its kernel needs it (a drawn
 	// step is valid by construction); nil: the generic checks only.
 	check func(st *Step, w, h int) error

@@ -65,7 +65,7 @@ const (
 	argFill
 	argCenter
 	argEraseValue
-	argFalse // a constant False (rotate's expand)
+	argBool // a bool in I[at] (0 or 1): rotate's expand
 	argBoxFormat
 	argCorners      // four packed (x, y) at I[at:at+4] (perspective's endpoints)
 	argStartCorners // the corners of a canvas of I[at] + 1 x I[at+1] + 1

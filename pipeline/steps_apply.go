@@ -27,11 +27,35 @@ var errAbandoned = errors.New("pipeline: the sample's work was abandoned")
 
 // applyStep runs one step's kernel on p: its definition's kernel, the
 // step's arguments unpacked into the kernel's. Geometry steps are the
-// decode's, and Normalize the packing's: both are no-ops here.
-func applyStep(p kernels.Planes, st *Step, ks *kernels.Scratch) {
-	if k := st.Fn.def().kernel; k != nil {
-		k(p, st, ks)
+// decode's, and Normalize the packing's: both are no-ops here. It returns
+// the image after it: p, or of a step that changes the size (rotate's
+// expand: stepSize), the planes it made in p's bytes' room.
+func applyStep(p kernels.Planes, st *Step, ks *kernels.Scratch) kernels.Planes {
+	d := st.Fn.def()
+	if d.grow != nil {
+		return d.grow(p, st, ks)
 	}
+	if d.kernel != nil {
+		d.kernel(p, st, ks)
+	}
+	return p
+}
+
+// stepSize is the size of st's output on a w x h image.
+func stepSize(st *Step, w, h int) (int, int) {
+	if f := st.Fn.def().size; f != nil {
+		return f(st, w, h)
+	}
+	return w, h
+}
+
+// applySized is applyStep with p's room checked first: a step whose
+// output would not fit (a size past the transform's bound) is an error.
+func applySized(p kernels.Planes, st *Step, ks *kernels.Scratch) (kernels.Planes, error) {
+	if w, h := stepSize(st, p.W, p.H); 3*w*h > cap(p.Pix) || w > maxSide || h > maxSide {
+		return p, fmt.Errorf("%w: %s makes a %dx%d image of the %dx%d one: past the bound of %d bytes", ErrUnsupported, st.Fn, w, h, p.W, p.H, cap(p.Pix))
+	}
+	return applyStep(p, st, ks), nil
 }
 
 // checkStep checks a step's arguments as the kernels need them (a parsed
@@ -55,20 +79,43 @@ func checkStep(st *Step, w, h int) error {
 // parsed by ParseTrace) on pix, a w x h image as three planes (CHW, uint8),
 // in place: the kernels alone, with no decode and no randomness, as the
 // parity tests call them. Geometry steps and Normalize are refused: they
-// are not kernels after the decode.
+// are not kernels after the decode. A step that changes the size
+// (rotate's expand) is refused: ApplyTraceSized takes it.
 func ApplyTrace(pix []byte, w, h int, steps []Step) error {
-	if w <= 0 || h <= 0 || w > maxSide || h > maxSide || len(pix) != 3*w*h {
-		return fmt.Errorf("%w: %d bytes for a 3x%dx%d image (sides 1..%d)", ErrUnsupported, len(pix), h, w, maxSide)
+	out, ow, oh, err := ApplyTraceSized(pix, w, h, steps)
+	if err == nil && (ow != w || oh != h) {
+		return fmt.Errorf("%w: the trace makes a %dx%d image of the %dx%d one: ApplyTraceSized", ErrUnsupported, ow, oh, w, h)
 	}
+	if err == nil && len(out) > 0 && &out[0] != &pix[0] {
+		copy(pix, out)
+	}
+	return err
+}
+
+// ApplyTraceSized is ApplyTrace with steps that may change the size
+// (rotate's expand): it returns the image after them (pix's bytes when it
+// fits in them) and its size.
+func ApplyTraceSized(pix []byte, w, h int, steps []Step) ([]byte, int, int, error) {
+	if w <= 0 || h <= 0 || w > maxSide || h > maxSide || len(pix) != 3*w*h {
+		return nil, 0, 0, fmt.Errorf("%w: %d bytes for a 3x%dx%d image (sides 1..%d)", ErrUnsupported, len(pix), h, w, maxSide)
+	}
+	room, cw, ch := 3*w*h, w, h
 	for i := range steps {
-		if err := checkStep(&steps[i], w, h); err != nil {
-			return fmt.Errorf("step %d: %w", i, err)
+		if err := checkStep(&steps[i], cw, ch); err != nil {
+			return nil, 0, 0, fmt.Errorf("step %d: %w", i, err)
 		}
+		if cw, ch = stepSize(&steps[i], cw, ch); cw < 1 || ch < 1 || cw > maxSide || ch > maxSide {
+			return nil, 0, 0, fmt.Errorf("%w: step %d makes a %dx%d image (sides 1..%d)", ErrUnsupported, i, cw, ch, maxSide)
+		}
+		room = max(room, 3*cw*ch)
+	}
+	if room > len(pix) {
+		pix = append(make([]byte, 0, room), pix...)
 	}
 	var s kernels.Scratch
 	p := kernels.Planes{Pix: pix, W: w, H: h}
 	for i := range steps {
-		applyStep(p, &steps[i], &s)
+		p = applyStep(p, &steps[i], &s)
 	}
-	return nil
+	return p.Pix, p.W, p.H, nil
 }

@@ -212,3 +212,74 @@ func perspectivePoints(pts [][2]float32, st *Step) error {
 	}
 	return nil
 }
+
+// rotateExpandBoxes is torchvision's rotate_bounding_boxes with
+// expand=True for XYXY float32 boxes on a w x h canvas: each box's
+// corners through the forward matrix (as affineBoxes), their extent less
+// the shift of the canvas' corners' minimum (expandShift), clamped to the
+// canvas torchvision computes for the boxes (_compute_affine_output_size
+// of the inverse matrix about the canvas' centre in pixels, which differs
+// from the image's by a pixel on a side for about half the angles and
+// sizes). It returns the image's canvas (kernels.RotatedSize): the
+// pixels' and the masks' size, which the ops after it move the boxes on.
+func rotateExpandBoxes(boxes [][4]float32, w, h int, st *Step) (int, int) {
+	ow, oh := kernels.RotatedSize(w, h, st.F[0], st.Center, st.HasCenter)
+	if len(boxes) == 0 {
+		return ow, oh
+	}
+	m := forwardAffine32(w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
+	tr := expandShift(w, h, st)
+	inv := inverseAbout(w, h, -st.F[0], st.Center, st.HasCenter)
+	bw, bh := kernels.AffineOutputSize(&inv, w, h)
+	small := len(boxes) < 4
+	for k := range boxes {
+		b := &boxes[k]
+		xs := [4]float32{b[0], b[2], b[2], b[0]}
+		ys := [4]float32{b[1], b[1], b[3], b[3]}
+		var ox, oy [4]float32
+		for i := range 4 {
+			ox[i] = affinePoint(xs[i], ys[i], m[0], m[1], m[2], small)
+			oy[i] = affinePoint(xs[i], ys[i], m[3], m[4], m[5], small)
+		}
+		*b = [4]float32{min(ox[0], ox[1], ox[2], ox[3]) - tr[0], min(oy[0], oy[1], oy[2], oy[3]) - tr[1],
+			max(ox[0], ox[1], ox[2], ox[3]) - tr[0], max(oy[0], oy[1], oy[2], oy[3]) - tr[1]}
+		clampBox(b, bw, bh)
+	}
+	return ow, oh
+}
+
+// expandShift is the shift torchvision's box and keypoint kernels take
+// off with expand=True: the minimum x and y of the w x h canvas' corners
+// (0, 0), (0, h), (w, h), (w, 0) through the forward matrix of the
+// rotate step st (torch.matmul of four points: affinePoint's small sum).
+func expandShift(w, h int, st *Step) [2]float32 {
+	m := forwardAffine32(w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
+	fw, fh := float32(w), float32(h)
+	pts := [4][2]float32{{0, 0}, {0, fh}, {fw, fh}, {fw, 0}}
+	var tr [2]float32
+	for i, p := range pts {
+		x := affinePoint(p[0], p[1], m[0], m[1], m[2], true)
+		y := affinePoint(p[0], p[1], m[3], m[4], m[5], true)
+		if i == 0 {
+			tr = [2]float32{x, y}
+		}
+		tr = [2]float32{min(tr[0], x), min(tr[1], y)}
+	}
+	return tr
+}
+
+// inverseAbout is torchvision's _get_inverse_affine_matrix(center, angle,
+// [0, 0], 1, [0, 0]) (inverted) about center in pixels from the top left
+// (the w x h canvas' centre unless hasCenter), in its float64 order: what
+// its box and keypoint kernels size an expanded canvas by.
+func inverseAbout(w, h int, angle float64, center [2]float64, hasCenter bool) [6]float64 {
+	cx, cy := float64(float64(w)*0.5), float64(float64(h)*0.5)
+	if hasCenter {
+		cx, cy = center[0], center[1]
+	}
+	a, b, c, d := kernels.RotationShear(angle, [2]float64{})
+	m := [6]float64{d, -b, 0, -c, a, 0}
+	m[2] = (float64(m[0]*-cx) + float64(m[1]*-cy)) + cx
+	m[5] = (float64(m[3]*-cx) + float64(m[4]*-cy)) + cy
+	return m
+}

@@ -100,7 +100,9 @@ func (t *Targets) turn(st *Step, rotate bool) {
 	m := &t.mm
 	w, h := len(m.xs), len(m.ys)
 	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
-	if rotate {
+	if rotate && st.I[0] != 0 { // expand: the canvas grows
+		idx, w, h, m.tmp = kernels.RotateExpandIndex(idx, w, h, st.F[0], st.Center, st.HasCenter, m.tmp)
+	} else if rotate {
 		idx, m.tmp = kernels.RotateIndex(idx, w, h, st.F[0], st.Center, st.HasCenter, m.tmp)
 	} else {
 		a := kernels.AffineParams{Angle: st.F[0], TX: st.F[1], TY: st.F[2], Scale: st.F[3], ShearX: st.F[4], ShearY: st.F[5],

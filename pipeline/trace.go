@@ -58,8 +58,8 @@ func (st *Step) appendJSON(b []byte) []byte {
 			b = strconv.AppendBool(b, st.Antialias)
 		case argBoxFormat:
 			b = strconv.AppendQuote(b, BoxFormat(st.I[a.at]).String())
-		case argFalse:
-			b = append(b, "false"...)
+		case argBool:
+			b = strconv.AppendBool(b, st.I[a.at] != 0)
 		case argCorners, argStartCorners:
 			start, end := st.corners()
 			pts := &end
@@ -272,10 +272,14 @@ func (st *Step) setArg(a arg, raw json.RawMessage) error {
 			}
 			st.I[a.at], st.I[a.at+1] = w1, h1
 		}
-	case argFalse:
+	case argBool:
 		var v bool
-		if err := json.Unmarshal(raw, &v); err != nil || v {
-			return fmt.Errorf("only false is supported")
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		st.I[a.at] = 0
+		if v {
+			st.I[a.at] = 1
 		}
 	case argFill, argEraseValue:
 		var s string

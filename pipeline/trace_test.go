@@ -98,7 +98,7 @@ func TestParseTraceRefuses(t *testing.T) {
 		{`[["adjust_hue", {"hue": 0.1}]]`, `unknown argument "hue"`},
 		{`[["gaussian_blur", {"kernel_size": [3, 3, 3]}]]`, "want 2 values"},
 		{`[["posterize", {"bits": 2.5}]]`, "not an integer"},
-		{`[["rotate", {"angle": 3, "expand": true}]]`, "only false"},
+		{`[["rotate", {"angle": 3, "expand": 1}]]`, "want true or false"},
 		{`[["rotate", {"angle": 3, "interpolation": "lanczos"}]]`, "lanczos"},
 		{`{"op": 1}`, "trace"},
 	} {

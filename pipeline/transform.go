@@ -73,6 +73,8 @@ type Op struct {
 	// top left; HasCenter false is None (the image's center).
 	Center    [2]float64
 	HasCenter bool
+	// Expand: RandomRotation's expand (each sample its own size).
+	Expand bool
 	// KernelSize (x, y) and Sigma (min, max): GaussianBlur.
 	KernelSize [2]int
 	Sigma      [2]float64
@@ -208,6 +210,10 @@ type Transform struct {
 	// each sample's size is its own, outH x outW its bound (lsj.go).
 	jitter, fixed *Op
 	vary          bool
+	// varyGeom: the geometry's sizes vary (RandomShortestSize); where ops
+	// grow it (growRotate), geomW x geomH its size, room their largest.
+	varyGeom           bool
+	geomW, geomH, room int
 	// yolo is a YOLO geometry (yolo.go): YOLOLoadImage, then a
 	// YOLOLetterBox and/or a YOLORandomPerspective.
 	yolo *yoloGeom
@@ -393,6 +399,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		if err := t.varySize(); err != nil {
 			return nil, err
 		}
+	case len(t.ops) > 0 && expands(&t.ops[0]):
+		return bad("op 0 is RandomRotation with expand=True: its size follows the image's, which nothing bounds; put a geometry that fixes the size before it (Resize((h, w)), RandomResizedCrop, CenterCrop, or RandomShortestSize with a max_size): each sample is then its own size, at most the rotated bound")
 	case len(t.ops) > 0:
 		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
 	default:
@@ -447,6 +455,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			return nil, err
 		}
 	}
+	if err := t.growRotate(rest, pre+first-1); err != nil {
+		return nil, err
+	}
 	t.setLayout()
 	return t, nil
 }
@@ -486,4 +497,4 @@ func (t *Transform) SampleBytes() int {
 }
 
 // pixelBytes is the size of a sample's uint8 pixels, before Normalize.
-func (t *Transform) pixelBytes() int { return 3 * t.outH * t.outW }
+func (t *Transform) pixelBytes() int { return max(3*t.outH*t.outW, t.room) }

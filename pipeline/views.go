@@ -67,8 +67,8 @@ func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
 		if err != nil {
 			return nil, viewError(g, vg.Name, err)
 		}
-		if vt.vary {
-			return bad("view group %d: a transform of per-sample sizes (RandomShortestSize) in several views is not supported", g)
+		if vt.vary || vt.geomW > 0 {
+			return bad("view group %d: a transform of per-sample sizes (RandomShortestSize, RandomRotation with expand=True) in several views is not supported", g)
 		}
 		if vt.mosaic != nil {
 			return bad("view group %d: a YOLOMosaic in several views is not supported", g)

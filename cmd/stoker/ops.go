@@ -142,6 +142,8 @@ type opsCase struct {
 
 type opsResult struct {
 	Pix   []byte `json:"pix,omitempty"`
+	W     int    `json:"w,omitempty"` // a trace that changes the size (rotate's expand): the output's
+	H     int    `json:"h,omitempty"`
 	Error string `json:"error,omitempty"`
 }
 
@@ -158,13 +160,18 @@ func opsApply(in io.Reader, out io.Writer) error {
 		}
 		var r opsResult
 		steps, err := pipeline.ParseTrace(c.Trace)
+		var pix []byte
+		var ow, oh int
 		if err == nil {
-			err = pipeline.ApplyTrace(c.Pix, c.W, c.H, steps)
+			pix, ow, oh, err = pipeline.ApplyTraceSized(c.Pix, c.W, c.H, steps)
 		}
 		if err != nil {
 			r.Error = err.Error()
 		} else {
-			r.Pix = c.Pix
+			r.Pix = pix
+			if ow != c.W || oh != c.H {
+				r.W, r.H = ow, oh
+			}
 		}
 		if err := enc.Encode(&r); err != nil {
 			return err

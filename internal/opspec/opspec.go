@@ -435,7 +435,7 @@ func colorJitter(c *stokerv1.ColorJitter, where string) (pipeline.Op, error) {
 }
 
 func rotation(r *stokerv1.RandomRotation, where string) (pipeline.Op, error) {
-	op := pipeline.Op{Kind: pipeline.OpRandomRotation, Degrees: rng(r.GetDegrees())}
+	op := pipeline.Op{Kind: pipeline.OpRandomRotation, Degrees: rng(r.GetDegrees()), Expand: r.GetExpand()}
 	var err error
 	if op.Interp, err = interp(r.GetInterpolation(), pipeline.InterpNearest, where); err != nil {
 		return op, err

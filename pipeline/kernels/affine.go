@@ -30,13 +30,18 @@ type affineGrid struct {
 	cx, cy        float64 // (size-1)/2: the output grid's center
 }
 
-func newAffineGrid(m *[6]float64, w, h int) affineGrid {
+func newAffineGrid(m *[6]float64, w, h int) affineGrid { return newAffineGridTo(m, w, h, w, h) }
+
+// newAffineGridTo is newAffineGrid for an output of ow x oh (rotate's
+// expand): torchvision's _affine_grid divides the matrix by the input's
+// half size and centres the grid on the output.
+func newAffineGridTo(m *[6]float64, w, h, ow, oh int) affineGrid {
 	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
 	return affineGrid{
 		r0x: float32(m[0]) / hw, r1x: float32(m[1]) / hw, r2x: float32(m[2]) / hw,
 		r0y: float32(m[3]) / hh, r1y: float32(m[4]) / hh, r2y: float32(m[5]) / hh,
 		halfW: float64(w) / 2, halfH: float64(h) / 2,
-		cx: float64(w-1) * 0.5, cy: float64(h-1) * 0.5,
+		cx: float64(ow-1) * 0.5, cy: float64(oh-1) * 0.5,
 	}
 }
 
@@ -119,7 +124,7 @@ func resampleAffineGo(p Planes, g *affineGrid, interp Interpolation, f [3]float3
 	}
 	switch interp {
 	case Nearest:
-		nearestAffine(p, src, g, fb)
+		nearestAffine(p, src, p.W, p.H, g, fb)
 	case Bicubic:
 		bicubicAffine(p, src, g, f, fb, noFill)
 	default:
@@ -128,16 +133,17 @@ func resampleAffineGo(p Planes, g *affineGrid, interp Interpolation, f [3]float3
 }
 
 // nearestAffine is grid_sample's nearest mode: the source pixel at the
-// point rounded half to even, or the fill when that is outside.
-func nearestAffine(p Planes, src []byte, g *affineGrid, fb [3]uint8) {
-	w, h, n := p.W, p.H, p.W*p.H
+// point rounded half to even, or the fill when that is outside. src is
+// w x h, p the output (of its own size: rotate's expand).
+func nearestAffine(p Planes, src []byte, w, h int, g *affineGrid, fb [3]uint8) {
+	n, on := w*h, p.W*p.H
 	fw, fh := float32(w)-0.5, float32(h)-0.5
-	o0, o1, o2 := p.Pix[:n:n], p.Pix[n:2*n:2*n], p.Pix[2*n:3*n:3*n]
+	o0, o1, o2 := p.Pix[:on:on], p.Pix[on:2*on:2*on], p.Pix[2*on:3*on:3*on]
 	s0, s1, s2 := src[:n:n], src[n:2*n:2*n], src[2*n:3*n:3*n]
-	for y := 0; y < h; y++ {
+	for y := 0; y < p.H; y++ {
 		rx, ry := g.row(y)
-		for x := 0; x < w; x++ {
-			o := y*w + x
+		for x := 0; x < p.W; x++ {
+			o := y*p.W + x
 			ix, iy := g.at(x, rx, ry)
 			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
 				xi, yi := int(roundEven32(ix)), int(roundEven32(iy))
@@ -159,8 +165,14 @@ func nearestAffine(p Planes, src []byte, g *affineGrid, fb [3]uint8) {
 // half-integer, where the two might round apart, is the pixel computed
 // as torch does (bilinearExact), as is every point near the border.
 func bilinearAffine(p Planes, src []byte, g *affineGrid, f [3]float32, fb [3]uint8, noFill bool) {
+	bilinearAffineFrom(p, src, p.W, p.H, g, f, fb, noFill)
+}
+
+// bilinearAffineFrom is bilinearAffine from a w x h src into p (of its
+// own size: rotate's expand).
+func bilinearAffineFrom(p Planes, src []byte, sw, sh int, g *affineGrid, f [3]float32, fb [3]uint8, noFill bool) {
 	w, h := p.W, p.H
-	b := newBilinearTaps(p, src, f, fb, noFill)
+	b := newBilinearTapsFrom(p, src, sw, sh, f, fb, noFill)
 	for y := 0; y < h; y++ {
 		rx, ry := g.row(y)
 		for x := 0; x < w; x++ {
@@ -178,7 +190,7 @@ func bilinearAffine(p Planes, src []byte, g *affineGrid, f [3]float32, fb [3]uin
 type bilinearTaps struct {
 	out, src               []byte
 	s0, s1, s2, o0, o1, o2 []byte
-	w, h                   int
+	w, h, on               int // src's size; the output's plane
 	fw, fh                 float32
 	f                      [3]float32
 	fb                     [3]uint8 // a pixel with no tap inside
@@ -186,12 +198,17 @@ type bilinearTaps struct {
 }
 
 func newBilinearTaps(p Planes, src []byte, f [3]float32, fb [3]uint8, noFill bool) bilinearTaps {
-	w, h, n := p.W, p.H, p.W*p.H
+	return newBilinearTapsFrom(p, src, p.W, p.H, f, fb, noFill)
+}
+
+// newBilinearTapsFrom is newBilinearTaps from a w x h src.
+func newBilinearTapsFrom(p Planes, src []byte, w, h int, f [3]float32, fb [3]uint8, noFill bool) bilinearTaps {
+	n, on := w*h, p.W*p.H
 	return bilinearTaps{
 		out: p.Pix, src: src,
 		s0: src[:n:n], s1: src[n : 2*n : 2*n], s2: src[2*n : 3*n : 3*n],
-		o0: p.Pix[:n:n], o1: p.Pix[n : 2*n : 2*n], o2: p.Pix[2*n : 3*n : 3*n],
-		w: w, h: h, fw: float32(w), fh: float32(h), f: f, fb: fb, noFill: noFill,
+		o0: p.Pix[:on:on], o1: p.Pix[on : 2*on : 2*on], o2: p.Pix[2*on : 3*on : 3*on],
+		w: w, h: h, on: on, fw: float32(w), fh: float32(h), f: f, fb: fb, noFill: noFill,
 	}
 }
 
@@ -214,7 +231,7 @@ func (b *bilinearTaps) at(o int, ix, iy float32) {
 	ea, so := 1-we, 1-no
 	wts := [4]float32{float32(so * ea), float32(so * we), float32(no * ea), float32(no * we)} // nw, ne, sw, se
 	if xi < 0 || xi+1 >= w || yi < 0 || yi+1 >= h {
-		bilinearExact(b.out, b.src, o, xi, yi, w, h, &wts, f, noFill)
+		bilinearExact(b.out, b.src, o, b.on, xi, yi, w, h, &wts, f, noFill)
 		return
 	}
 	k := yi*w + xi
@@ -223,7 +240,7 @@ func (b *bilinearTaps) at(o int, ix, iy float32) {
 	v2 := approxTaps(s2[k], s2[k+1], s2[k+w], s2[k+w+1], &wts)
 	r0, r1, r2 := roundEven32(v0), roundEven32(v1), roundEven32(v2)
 	if nearTie(v0-r0) || nearTie(v1-r1) || nearTie(v2-r2) {
-		bilinearExact(b.out, b.src, o, xi, yi, w, h, &wts, f, noFill)
+		bilinearExact(b.out, b.src, o, b.on, xi, yi, w, h, &wts, f, noFill)
 		return
 	}
 	o0[o], o1[o], o2[o] = uint8(int32(r0)), uint8(int32(r1)), uint8(int32(r2))
@@ -256,8 +273,9 @@ var u8f32 = func() (t [256]float32) {
 
 // bilinearExact writes output pixel o as torch computes it: the taps
 // (those outside count as 0) summed with fused multiply-adds, the mask
-// summed the same way from ones, the fill blended through it.
-func bilinearExact(out, src []byte, o, xi, yi, w, h int, wts *[4]float32, f [3]float32, noFill bool) {
+// summed the same way from ones, the fill blended through it. src is
+// w x h, out's planes on bytes each.
+func bilinearExact(out, src []byte, o, on, xi, yi, w, h int, wts *[4]float32, f [3]float32, noFill bool) {
 	n := w * h
 	var in [4]bool
 	var off [4]int
@@ -284,6 +302,6 @@ func bilinearExact(out, src []byte, o, xi, yi, w, h int, wts *[4]float32, f [3]f
 		if !noFill {
 			t = float32(float32(float32(t-f[c])*mask) + f[c])
 		}
-		out[c*n+o] = roundCast(t)
+		out[c*on+o] = roundCast(t)
 	}
 }

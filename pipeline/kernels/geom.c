@@ -297,11 +297,13 @@ __attribute__((target("avx2,fma"))) static inline void bicubic8(const grid *g, c
   }
 }
 
-__attribute__((target("avx2,fma"))) static void affine_avx2(const uint32_t *rgbx, uint8_t *pix, int w, int h,
-                                                              const float *prm, int nofill, int mode,
+/* affine_avx2 samples rgbx (w x h) into pix (ow x oh: rotate's expand
+ * makes it larger; else the same), the grid centred on the output. */
+__attribute__((target("avx2,fma"))) static void affine_avx2(const uint32_t *rgbx, uint8_t *pix, int w, int h, int ow,
+                                                              int oh, const float *prm, int nofill, int mode,
                                                               const volatile int *stop) {
-  const int n = w * h;
-  const float cx = (float)((w - 1) * 0.5), cy = (float)((h - 1) * 0.5); /* exact */
+  const int n = ow * oh;
+  const float cx = (float)((ow - 1) * 0.5), cy = (float)((oh - 1) * 0.5); /* exact */
   grid g = {
       .r0x = _mm256_set1_ps(prm[0]),
       .r2x = _mm256_set1_ps(prm[2]),
@@ -320,21 +322,21 @@ __attribute__((target("avx2,fma"))) static void affine_avx2(const uint32_t *rgbx
           << (8 * c);
   }
   const __m256i fillw = _mm256_set1_epi32((int)fw);
-  for (int y = 0; y < h; y++) {
+  for (int y = 0; y < oh; y++) {
     float Y = (float)y - cy; /* exact */
     if (stop && *stop)
       return;
     float rx = Y * prm[1], ry = Y * prm[4];
     g.rx = _mm256_set1_ps(rx);
     g.ry = _mm256_set1_ps(ry);
-    for (int x = 0; x < w; x += 8) {
-      int cnt = w - x < 8 ? w - x : 8;
+    for (int x = 0; x < ow; x += 8) {
+      int cnt = ow - x < 8 ? ow - x : 8;
       if (mode == STOKER_NEAREST)
-        nearest8(&g, rgbx, pix, w, h, n, (float)x - cx, y * w + x, cnt, fillw);
+        nearest8(&g, rgbx, pix, w, h, n, (float)x - cx, y * ow + x, cnt, fillw);
       else if (mode == STOKER_BICUBIC)
-        bicubic8(&g, rgbx, pix, w, h, n, (float)x - cx, y * w + x, cnt, f, nofill);
+        bicubic8(&g, rgbx, pix, w, h, n, (float)x - cx, y * ow + x, cnt, f, nofill);
       else
-        bilinear8(&g, rgbx, pix, w, h, n, (float)x - cx, y * w + x, cnt, f, nofill);
+        bilinear8(&g, rgbx, pix, w, h, n, (float)x - cx, y * ow + x, cnt, f, nofill);
     }
   }
 }
@@ -342,7 +344,13 @@ __attribute__((target("avx2,fma"))) static void affine_avx2(const uint32_t *rgbx
 void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode,
                    const volatile int *stop) {
   interleave(pix, rgbx, w * h);
-  affine_avx2(rgbx, pix, w, h, prm, nofill, mode, stop);
+  affine_avx2(rgbx, pix, w, h, w, h, prm, nofill, mode, stop);
+}
+
+void stoker_affine_to(uint32_t *rgbx, uint8_t *pix, int w, int h, uint8_t *out, int ow, int oh, const float *prm,
+                      int nofill, int mode, const volatile int *stop) {
+  interleave(pix, rgbx, w * h);
+  affine_avx2(rgbx, out, w, h, ow, oh, prm, nofill, mode, stop);
 }
 
 #else
@@ -356,6 +364,12 @@ void stoker_reverse_rows(uint8_t *pix, int w, int rows) { (void)pix, (void)w, (v
 void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode,
                    const volatile int *stop) {
   (void)rgbx, (void)pix, (void)w, (void)h, (void)prm, (void)nofill, (void)mode, (void)stop;
+}
+
+void stoker_affine_to(uint32_t *rgbx, uint8_t *pix, int w, int h, uint8_t *out, int ow, int oh, const float *prm,
+                      int nofill, int mode, const volatile int *stop) {
+  (void)rgbx, (void)pix, (void)w, (void)h, (void)out, (void)ow, (void)oh, (void)prm, (void)nofill, (void)mode,
+      (void)stop;
 }
 
 #endif

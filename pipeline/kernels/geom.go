@@ -311,3 +311,126 @@ func radians(deg float64) float64 {
 	}
 	return float64(deg * degToRad)
 }
+
+// RotatedSize is the size of rotate(img, angle, expand=True, center) of
+// a w x h image, as torchvision's rotate_image makes it: its fast paths
+// about the centre (0 and 180 degrees keep the size, 90 and 270 swap it),
+// else _compute_affine_output_size of its inverse matrix: the image's
+// corners about its centre through the matrix in float32 (torch.matmul of
+// four points: x*a + c, then + y*b), the half size added, each extent's
+// end truncated to 1e-4 (times 10000, trunc, times float32(1e-4)), the
+// maximum's ceiling less the minimum's floor.
+func RotatedSize(w, h int, angle float64, center [2]float64, hasCenter bool) (ow, oh int) {
+	angle = pyMod(angle, 360)
+	if !hasCenter {
+		switch angle {
+		case 0, 180:
+			return w, h
+		case 90, 270:
+			return h, w
+		}
+	}
+	m := inverseAffine(w, h, center, hasCenter, -angle, [2]float64{}, 1, [2]float64{})
+	return AffineOutputSize(&m, w, h)
+}
+
+// AffineOutputSize is torchvision's _compute_affine_output_size (its
+// tensor path) of the matrix m (six float64s, rounded to float32 as
+// torch.tensor(matrix, dtype=torch.float) rounds them) for a w x h image.
+func AffineOutputSize(m *[6]float64, w, h int) (ow, oh int) {
+	var t [6]float32
+	for i, v := range m {
+		t[i] = float32(v)
+	}
+	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
+	pts := [4][2]float32{{-hw, -hh}, {-hw, hh}, {hw, hh}, {hw, -hh}}
+	var lo, hi [2]float32
+	for i, p := range pts {
+		x := float32(float32(float32(p[0]*t[0])+t[2]) + float32(p[1]*t[1]))
+		y := float32(float32(float32(p[0]*t[3])+t[5]) + float32(p[1]*t[4]))
+		if i == 0 {
+			lo, hi = [2]float32{x, y}, [2]float32{x, y}
+			continue
+		}
+		lo = [2]float32{min(lo[0], x), min(lo[1], y)}
+		hi = [2]float32{max(hi[0], x), max(hi[1], y)}
+	}
+	const invTol, tol = float32(10000), float32(1e-4)
+	var size [2]int
+	halfs := [2]float32{hw, hh}
+	for k := range 2 {
+		mx := float32(float32(float32(math.Trunc(float64(float32(float32(hi[k]+halfs[k])*invTol))))) * tol)
+		mn := float32(float32(float32(math.Trunc(float64(float32(float32(lo[k]+halfs[k])*invTol))))) * tol)
+		size[k] = int(float32(float32(math.Ceil(float64(mx))) - float32(math.Floor(float64(mn)))))
+	}
+	return size[0], size[1]
+}
+
+// RotateExpand is rotate(img, angle, interpolation, expand=True, center,
+// fill) of p (w x h planes) into out, which must hold the RotatedSize's
+// three planes (it may be p's own bytes, with room: p is copied first):
+// torchvision's fast paths about the centre (exact copies: 0, 180, and 90
+// or 270 degrees of any size, torch.rot90), else its inverse matrix
+// (that of Rotate) sampled on a grid centred on the larger output
+// (_affine_grid): geom.c's where the CPU has AVX2 and FMA, else Go's,
+// the same bytes (TestRotateExpandCMatchesGo). It returns the output's
+// planes.
+func RotateExpand(p Planes, out []byte, angle float64, interp Interpolation, center [2]float64, hasCenter bool, fill [3]float64, noFill bool, s *Scratch) Planes {
+	ow, oh := RotatedSize(p.W, p.H, angle, center, hasCenter)
+	o := Planes{Pix: out[:3*ow*oh], W: ow, H: oh}
+	a := pyMod(angle, 360)
+	if !hasCenter && (a == 90 || a == 270) && p.W != p.H {
+		src := s.bytes(0, len(p.Pix))
+		copy(src, p.Pix)
+		rot90To(o, src, p.W, p.H, a == 90)
+		return o
+	}
+	if ow == p.W && oh == p.H {
+		if &o.Pix[0] != &p.Pix[0] {
+			copy(o.Pix, p.Pix)
+		}
+		Rotate(o, angle, interp, center, hasCenter, fill, noFill, s)
+		return o
+	}
+	m := inverseAffine(p.W, p.H, center, hasCenter, -a, [2]float64{}, 1, [2]float64{})
+	g := newAffineGridTo(&m, p.W, p.H, ow, oh)
+	var f [3]float32
+	var fb [3]uint8
+	if !noFill {
+		for c := range 3 {
+			f[c] = float32(min(max(fill[c], 0), 255))
+			fb[c] = roundCast(f[c])
+		}
+	}
+	if affineCTo(p, o, &g, interp, f, noFill, s) {
+		return o
+	}
+	src := s.bytes(0, len(p.Pix))
+	copy(src, p.Pix)
+	if interp == Nearest {
+		nearestAffine(o, src, p.W, p.H, &g, fb)
+	} else {
+		bilinearAffineFrom(o, src, p.W, p.H, &g, f, fb, noFill)
+	}
+	return o
+}
+
+// rot90To is torch.rot90 of a w x h src (three planes) into o (h x w):
+// k=1 (counterclockwise) when ccw, out[i][j] = in[j][w-1-i]; else k=3,
+// out[i][j] = in[h-1-j][i].
+func rot90To(o Planes, src []byte, w, h int, ccw bool) {
+	n := w * h
+	for c := range 3 {
+		in, out := src[c*n:(c+1)*n], o.Plane(c)
+		for i := range w { // the output's rows
+			row := out[i*h : (i+1)*h]
+			for j := range h {
+				if ccw {
+					row[j] = in[j*w+w-1-i]
+				} else {
+					row[j] = in[(h-1-j)*w+i]
+				}
+			}
+		}
+	}
+}

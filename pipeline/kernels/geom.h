@@ -20,6 +20,11 @@ enum { STOKER_BILINEAR = 0, STOKER_NEAREST = 1, STOKER_BICUBIC = 2 };
 void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode,
                    const volatile int *stop);
 
+/* stoker_affine_to is stoker_affine from pix (w x h) into out (ow x oh,
+ * which may be pix's bytes: rotate's expand), the grid centred on out. */
+void stoker_affine_to(uint32_t *rgbx, uint8_t *pix, int w, int h, uint8_t *out, int ow, int oh, const float *prm,
+                      int nofill, int mode, const volatile int *stop);
+
 /* stoker_reverse_ok reports whether stoker_reverse_rows runs here (x86-64
  * with SSSE3). */
 int stoker_reverse_ok(void);

@@ -32,6 +32,25 @@ func affineC(p Planes, g *affineGrid, interp Interpolation, f [3]float32, noFill
 	return true
 }
 
+// affineCTo is affineC from p into o (of its own size: rotate's
+// expand; o's bytes may be p's).
+func affineCTo(p, o Planes, g *affineGrid, interp Interpolation, f [3]float32, noFill bool, s *Scratch) bool {
+	if C.stoker_affine_ok() == 0 {
+		return false
+	}
+	mode := C.STOKER_BILINEAR
+	if interp == Nearest {
+		mode = C.STOKER_NEAREST
+	}
+	rgbx := s.int32s(0, p.W*p.H)
+	prm := s.float32s(0, 9)
+	copy(prm, []float32{g.r0x, g.r1x, g.r2x, g.r0y, g.r1y, g.r2y, f[0], f[1], f[2]})
+	C.stoker_affine_to((*C.uint32_t)(unsafe.Pointer(&rgbx[0])), (*C.uint8_t)(unsafe.Pointer(&p.Pix[0])), C.int(p.W), C.int(p.H),
+		(*C.uint8_t)(unsafe.Pointer(&o.Pix[0])), C.int(o.W), C.int(o.H),
+		(*C.float)(unsafe.Pointer(&prm[0])), cbool(noFill), C.int(mode), (*C.int)(unsafe.Pointer(s.Stop)))
+	return true
+}
+
 // affineCAvailable reports whether affineC runs on this CPU.
 func affineCAvailable() bool { return C.stoker_affine_ok() != 0 }
 

@@ -10,6 +10,11 @@ func affineC(Planes, *affineGrid, Interpolation, [3]float32, bool, *Scratch) boo
 // without cgo.
 func affineCAvailable() bool { return false }
 
+// affineCTo is geom.c's resampling into another size: none without cgo.
+func affineCTo(Planes, Planes, *affineGrid, Interpolation, [3]float32, bool, *Scratch) bool {
+	return false
+}
+
 // reverseRows reverses each of rows rows of w bytes in b.
 func reverseRows(b []byte, w, rows int) { reverseRowsGo(b, w, rows) }
 

@@ -271,3 +271,45 @@ func affineIndex(idx []int32, w, h int, m *[6]float64, tmp []int32) ([]int32, []
 	}
 	return tmp, idx
 }
+
+// RotateExpandIndex is rotate_mask(expand=True, fill 0) of a w x h canvas
+// of indices, as RotateExpand moves a plane with NEAREST: it returns the
+// moved canvas (of RotatedSize), its size, and the room for scratch.
+func RotateExpandIndex(idx []int32, w, h int, angle float64, center [2]float64, hasCenter bool, tmp []int32) ([]int32, int, int, []int32) {
+	ow, oh := RotatedSize(w, h, angle, center, hasCenter)
+	a := pyMod(angle, 360)
+	if ow == w && oh == h && !(!hasCenter && (a == 90 || a == 270) && w != h) {
+		idx, tmp = RotateIndex(idx, w, h, angle, center, hasCenter, tmp)
+		return idx, w, h, tmp
+	}
+	tmp = tmp[:0]
+	if !hasCenter && (a == 90 || a == 270) { // torch.rot90 of any size
+		for i := range w {
+			for j := range h {
+				if a == 90 {
+					tmp = append(tmp, idx[j*w+w-1-i])
+				} else {
+					tmp = append(tmp, idx[(h-1-j)*w+i])
+				}
+			}
+		}
+		return tmp, ow, oh, idx
+	}
+	m := inverseAffine(w, h, center, hasCenter, -a, [2]float64{}, 1, [2]float64{})
+	g := newAffineGridTo(&m, w, h, ow, oh)
+	fw, fh := float32(w)-0.5, float32(h)-0.5
+	for y := 0; y < oh; y++ {
+		rx, ry := g.row(y)
+		for x := 0; x < ow; x++ {
+			ix, iy := g.at(x, rx, ry)
+			v := int32(-1)
+			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
+				if xi, yi := int(roundEven32(ix)), int(roundEven32(iy)); xi < w && yi < h {
+					v = idx[yi*w+xi]
+				}
+			}
+			tmp = append(tmp, v)
+		}
+	}
+	return tmp, ow, oh, idx
+}

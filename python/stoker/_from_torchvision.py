@@ -785,7 +785,7 @@ def from_torchvision(tv_transform: Any) -> Any:
     not supported by stoker: ...")`` (inside a nested Compose or a
     container: ``"op 1 (Compose) > op 2 (...)"``); MixUp and CutMix point
     to :mod:`stoker.gpu`. So is an argument it cannot honour
-    (``RandomRotation(expand=True)``, ``Grayscale(1)``, a bicubic
+    (``Grayscale(1)``, a bicubic
     RandomRotation or RandomAffine, timm's RandAugment ``t3a``).
 
     ToTensor, PILToTensor, ToImage, ToDtype, ConvertImageDtype,

@@ -701,18 +701,19 @@ class RandomRotation(Transform):
     """Rotate by an angle drawn from ``degrees`` (x: (-x, x)), about
     ``center`` (x, y) (None: the image's center), resampling with
     "nearest" (the default) or "bilinear", filling uncovered pixels with
-    ``fill`` (uint8 units). ``expand=True`` is not supported: a batch's
-    images have one size."""
+    ``fill`` (uint8 units). ``expand=True`` makes each image large enough
+    to hold the whole rotated one, as torchvision's: each sample then has
+    its own size (the batch padded to its largest, with the sizes beside
+    it), bounded by the rotation of the size before it, unless a
+    ``Resize((h, w))`` or ``CenterCrop`` after it fixes the size again.
+    It stands after the geometry."""
 
     def __init__(self, degrees: Any, interpolation: Any = "nearest", expand: bool = False, center: Any = None,
                  fill: Fill = 0) -> None:
         cls = "RandomRotation"
         self.degrees = angle(cls, "degrees", degrees)
         self.interpolation = interpolation_warp(cls, interpolation)
-        if expand:
-            raise ValueError(f"{cls}: expand=True is not supported by stoker: a batch's images have one size "
-                             f"(the rotation keeps the image's size, as expand=False)")
-        self.expand = False
+        self.expand = bool(expand)
         self.center = _center(cls, center)
         self.fill = fill_values(cls, fill)
 
@@ -720,7 +721,7 @@ class RandomRotation(Transform):
         return pb.Op(random_rotation=pb.RandomRotation(
             degrees=pb.Range(min=self.degrees[0], max=self.degrees[1]),
             interpolation=interp_pb(self.interpolation, "nearest"), fill=fill_list(self.fill),
-            fill_none=self.fill is None, center=list(self.center or ())))
+            fill_none=self.fill is None, center=list(self.center or ()), expand=self.expand))
 
 
 def interpolation_warp(cls: str, v: Any) -> str:

@@ -33,6 +33,7 @@ def ops_apply(stoker_bin: Path, cases: Sequence[Case], timeout: float = 600) -> 
     for (img, trace), line in zip(cases, r.stdout.splitlines()):
         res = json.loads(line)
         assert "error" not in res, f"stoker ops apply refused {trace}: {res['error']}"
-        out.append(np.frombuffer(base64.b64decode(res["pix"]), np.uint8).reshape(img.shape).copy())
+        shape = (3, res["h"], res["w"]) if "w" in res else img.shape  # a trace that changes the size
+        out.append(np.frombuffer(base64.b64decode(res["pix"]), np.uint8).reshape(shape).copy())
     assert len(out) == len(cases), f"{len(out)} results for {len(cases)} cases: {r.stderr}"
     return out

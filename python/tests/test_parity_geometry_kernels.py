@@ -138,11 +138,13 @@ def matrix(img: Image, name: str, args: dict) -> List[float]:
     return _get_inverse_affine_matrix(center_f, args["angle"], args["translate"], args["scale"], args["shear"])
 
 
-def sample_points(img: Image, name: str, args: dict) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Where torchvision samples each output pixel, in input pixels (float64)."""
+def sample_points(img: Image, name: str, args: dict, out: Optional[Image] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Where torchvision samples each output pixel (of out's size: rotate's
+    expand; else the input's), in input pixels (float64)."""
     _, h, w = img.shape
+    oh, ow = (h, w) if out is None else out.shape[-2:]
     theta = torch.tensor(matrix(img, name, args), dtype=torch.float64).reshape(1, 2, 3)
-    grid = _affine_grid(theta, w=w, h=h, ow=w, oh=h)[0]
+    grid = _affine_grid(theta, w=w, h=h, ow=ow, oh=oh)[0]
     return ((grid[..., 0] + 1) * w - 1) / 2, ((grid[..., 1] + 1) * h - 1) / 2
 
 
@@ -168,11 +170,13 @@ def check_resampled(stats: Stats, img_name: str, img: Image, trace: Trace, got: 
     (name, args), = trace
     where = f"{img_name} {name} {json.dumps(args)}"
     stats.cases += 1
+    if got.shape != want.shape:
+        return [f"{where}: {tuple(got.shape)}, torchvision's {tuple(want.shape)}"]
     d = (got.int() - want.int()).abs()
     if int(d.max()) == 0:
         stats.identical += 1
     _, h, w = img.shape
-    ix, iy = sample_points(img, name, args)
+    ix, iy = sample_points(img, name, args, want)
     bad = []
     if args["interpolation"] != "nearest":
         r = 1 if args["interpolation"] == "bilinear" else 2  # a bicubic point's taps reach one pixel farther
@@ -191,7 +195,7 @@ def check_resampled(stats: Stats, img_name: str, img: Image, trace: Trace, got: 
         differ = d.amax(0) > 0
         off_edge, on_edge = int((differ & ~edge).sum()), int((differ & edge).sum())
         stats.note("pixels differing off a pixel edge", off_edge, where)
-        stats.note("fraction of pixels differing on a pixel edge", on_edge / (h * w), where)
+        stats.note("fraction of pixels differing on a pixel edge", on_edge / d[0].numel(), where)
         if off_edge:
             bad.append(f"{where}: {off_edge} pixels differ with their sampling point off a pixel edge")
     return bad
@@ -227,6 +231,37 @@ def rotate_cases(images: Dict[str, Image], fills: Sequence[Optional[List[float]]
 def test_rotate(stoker_bin: Path) -> None:
     cases = rotate_cases(corpus(large=False), FILLS) + rotate_cases(corpus(large=True), [None, [128.0, 128.0, 128.0]])
     run_resampling(stoker_bin, cases, "rotate")
+
+
+# rotate(expand=True): the output large enough for the whole rotated image,
+# its size torchvision's _compute_affine_output_size (or its fast paths:
+# 0 and 180 keep it, 90 and 270 swap it, of any size); the same
+# tolerances, on the larger grid. Sizes must be torchvision's exactly.
+EXPAND_ANGLES = [0.0, 90.0, 180.0, -45.0, -90.0, 270.0, 12.25, -30.5, 45.0, 135.0, 179.5, 359.9, 1e-3]
+
+
+def test_rotate_expand(stoker_bin: Path) -> None:
+    cases = []
+    for large, fills in ((False, [None, [0.0, 0.0, 0.0], [255.0, 0.0, 128.0]]), (True, [None, [128.0, 128.0, 128.0]])):
+        for name, img in corpus(large).items():
+            _, h, w = img.shape
+            for angle in EXPAND_ANGLES:
+                for interp in ("nearest", "bilinear"):
+                    for center in (None, [w * 0.25, h * 0.75]):
+                        for fill in fills:
+                            args = {"angle": angle, "interpolation": interp, "expand": True, "center": center, "fill": fill}
+                            cases.append((name, img, [["rotate", args]]))
+    # Odd sizes whose rotated corners land on every fraction.
+    rng = np.random.default_rng(53)
+    for h, w in ((3, 5), (17, 4), (33, 65), (2, 41)):
+        img = torch.from_numpy(rng.integers(0, 256, (3, h, w), dtype=np.uint8))
+        for angle in EXPAND_ANGLES + [float(a) for a in rng.uniform(-180, 180, 6)]:
+            for interp in ("nearest", "bilinear"):
+                args = {"angle": angle, "interpolation": interp, "expand": True, "center": None, "fill": None}
+                cases.append((f"noise-{h}x{w}", img, [["rotate", args]]))
+    run_resampling(stoker_bin, cases, "rotate(expand=True)")
+    grown = sum(1 for _, img, tr in cases if (tr[0][1]["angle"] % 90) != 0)
+    assert grown > 100
 
 
 def affine_params(w: int, h: int) -> List[dict]:

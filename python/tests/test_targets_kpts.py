@@ -154,7 +154,7 @@ def replay_points(points: tv_tensors.KeyPoints, trace: List[Any], keep_boxes: to
             continue
         if name == "iou_crop":  # RandomIoUCrop.transform crops a KeyPoints; it marks boxes only
             name = "crop"
-        for k in ("interpolation", "antialias", "fill", "expand"):
+        for k in ("interpolation", "antialias", "fill"):
             kw.pop(k, None)
         points = getattr(F, name)(points, **kw)
     return points

@@ -4566,7 +4566,9 @@ func (x *RandomAdjustSharpness) GetP() float64 {
 // angle drawn uniformly from degrees; interpolation nearest (the default)
 // or bilinear; fill 0, 1 or 3 values (none: 0), or fill_none for
 // torchvision's fill=None (with bilinear, the border keeps the inside
-// taps' sum instead of blending towards a fill); center none or (x, y).
+// taps' sum instead of blending towards a fill); center none or (x, y);
+// expand: the output made large enough to hold the whole rotated image
+// (each sample its own size, bounded by the size before it).
 type RandomRotation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Degrees       *Range                 `protobuf:"bytes,1,opt,name=degrees,proto3" json:"degrees,omitempty"`
@@ -4574,6 +4576,7 @@ type RandomRotation struct {
 	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
 	Center        []float64              `protobuf:"fixed64,4,rep,packed,name=center,proto3" json:"center,omitempty"`
 	FillNone      bool                   `protobuf:"varint,5,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
+	Expand        bool                   `protobuf:"varint,6,opt,name=expand,proto3" json:"expand,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4639,6 +4642,13 @@ func (x *RandomRotation) GetCenter() []float64 {
 func (x *RandomRotation) GetFillNone() bool {
 	if x != nil {
 		return x.FillNone
+	}
+	return false
+}
+
+func (x *RandomRotation) GetExpand() bool {
+	if x != nil {
+		return x.Expand
 	}
 	return false
 }
@@ -8965,13 +8975,14 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x15RandomAdjustSharpness\x12)\n" +
 	"\x10sharpness_factor\x18\x01 \x01(\x01R\x0fsharpnessFactor\x12\x11\n" +
 	"\x01p\x18\x02 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"\xc5\x01\n" +
+	"\x02_p\"\xdd\x01\n" +
 	"\x0eRandomRotation\x12*\n" +
 	"\adegrees\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\adegrees\x12>\n" +
 	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x03 \x03(\x01R\x04fill\x12\x16\n" +
 	"\x06center\x18\x04 \x03(\x01R\x06center\x12\x1b\n" +
-	"\tfill_none\x18\x05 \x01(\bR\bfillNone\"\x9f\x02\n" +
+	"\tfill_none\x18\x05 \x01(\bR\bfillNone\x12\x16\n" +
+	"\x06expand\x18\x06 \x01(\bR\x06expand\"\x9f\x02\n" +
 	"\fRandomAffine\x12*\n" +
 	"\adegrees\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\adegrees\x12\x1c\n" +
 	"\ttranslate\x18\x02 \x03(\x01R\ttranslate\x12&\n" +

@@ -674,18 +674,20 @@ class RandomAdjustSharpness(_message.Message):
     def __init__(self, sharpness_factor: _Optional[float] = ..., p: _Optional[float] = ...) -> None: ...
 
 class RandomRotation(_message.Message):
-    __slots__ = ("degrees", "interpolation", "fill", "center", "fill_none")
+    __slots__ = ("degrees", "interpolation", "fill", "center", "fill_none", "expand")
     DEGREES_FIELD_NUMBER: _ClassVar[int]
     INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
     FILL_FIELD_NUMBER: _ClassVar[int]
     CENTER_FIELD_NUMBER: _ClassVar[int]
     FILL_NONE_FIELD_NUMBER: _ClassVar[int]
+    EXPAND_FIELD_NUMBER: _ClassVar[int]
     degrees: Range
     interpolation: Interpolation
     fill: _containers.RepeatedScalarFieldContainer[float]
     center: _containers.RepeatedScalarFieldContainer[float]
     fill_none: bool
-    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ...) -> None: ...
+    expand: bool
+    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ..., expand: _Optional[bool] = ...) -> None: ...
 
 class RandomAffine(_message.Message):
     __slots__ = ("degrees", "translate", "scale", "shear", "interpolation", "fill", "center", "fill_none")

@@ -1,0 +1,210 @@
+"""RandomRotation(expand=True) end to end, against torchvision.
+
+A real `stoker serve` over mkdata --coco's set; jobs whose RandomRotation
+expands the image after a geometry that fixes the size (Resize((h, w)),
+RandomResizedCrop): each sample is its own size (Loader's sizes and mask),
+at most the transform's bound. Each sample's trace (the angle drawn) is
+replayed through torchvision.transforms.v2.functional:
+
+- the size: rotate_image's (its _compute_affine_output_size, or its fast
+  paths at 0, 90, 180 and 270 degrees), exactly;
+- the boxes (rotate_bounding_boxes with expand=True: the corners moved,
+  shifted by the canvas corners' minimum, clamped to the canvas it
+  computes) and keypoints (rotate_keypoints), within torchvision's own
+  tolerance (assert_close's float32 defaults);
+- the masks (rotate_mask: rotate_image's nearest, fill 0), exactly.
+
+One difference is deliberate: torchvision gives the moved BoundingBoxes
+and KeyPoints a canvas_size of their own (the same formula on the matrix
+about the canvas' centre in pixels), which differs from the image's by a
+pixel on a side for about half the angles and sizes; stoker's targets
+carry the image's size (the pixels' and the masks'), and the ops after
+the rotation move them on it. The replay does the same (it re-wraps them
+with the image's size after each expanding rotation); the test counts how
+often torchvision's own canvas differed.
+
+The pixels of rotate(expand=True) are held to torchvision's by
+test_parity_geometry_kernels.py (test_rotate_expand).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+import torch
+from torchvision import tv_tensors
+from torchvision.transforms.v2 import functional as F
+
+import stoker
+from stoker import transforms as T
+from stoker._errors import StokerError
+from test_targets import N, coco_sources, det, replay, server  # noqa: F401 (the fixtures)
+from test_targets_kpts import coco_points
+from test_targets_masks import coco_masks, replay_masks
+
+TRANSFORMS = {
+    "resize-rotate-expand": ([T.Resize((72, 97)), T.RandomRotation((-180, 180), expand=True)], (72, 97)),
+    "rrc-rotate-expand-flip": ([T.RandomResizedCrop((61, 80), scale=(0.3, 1.0)),
+                                T.RandomRotation(45, interpolation="bilinear", expand=True),
+                                T.RandomHorizontalFlip(), T.ColorJitter(0.2)], (61, 80)),
+    "shortest-rotate-expand": ([T.RandomShortestSize((40, 56), max_size=70), T.RandomRotation((-60, 60), expand=True),
+                                T.RandomVerticalFlip()], (0, 0)),
+    "resize-center-rotate-expand-center": ([T.Resize(90), T.CenterCrop((65, 65)),
+                                            T.RandomRotation((-90, 90), expand=True, center=(10.5, 40))], (65, 65)),
+}
+
+
+def rotated_size(h: int, w: int, args: Dict[str, Any]) -> Tuple[int, int]:
+    """rotate_image's size of an h x w image (expand=True)."""
+    out = F.rotate(torch.zeros(1, h, w, dtype=torch.uint8), args["angle"], expand=True, center=args["center"])
+    return tuple(out.shape[-2:])
+
+
+def replay_expand(boxes: tv_tensors.BoundingBoxes, points: tv_tensors.KeyPoints, masks: Optional[torch.Tensor],
+                  trace: List[Any]) -> Tuple[Any, Any, torch.Tensor, Tuple[int, int], int]:
+    """The trace through torchvision, step by step: boxes (test_targets'
+    replay), keypoints, masks; after an expanding rotation the boxes and
+    keypoints re-wrapped with the image's size. Returns them, the image's
+    size and how often torchvision's box canvas differed from it."""
+    differed = 0
+    size = tuple(boxes.canvas_size)
+    for name, args in trace:
+        step = [[name, args]]
+        boxes, _ = replay(boxes, step)
+        if masks is not None:
+            masks = replay_masks(masks, boxes, step)
+        if name in ("resized_crop", "resize", "center_crop", "horizontal_flip", "vertical_flip", "rotate"):
+            kw = {k: v for k, v in args.items() if k not in ("interpolation", "antialias", "fill")}
+            points = getattr(F, name)(points, **kw)
+        if name == "rotate" and args["expand"]:
+            size = rotated_size(size[0], size[1], args)
+            differed += tuple(boxes.canvas_size) != size
+            boxes = tv_tensors.wrap(boxes, like=boxes, canvas_size=size)
+            points = tv_tensors.wrap(points, like=points, canvas_size=size)
+        elif name in ("resized_crop", "resize", "center_crop"):
+            size = tuple(boxes.canvas_size)
+    return boxes, points, masks, size, differed
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_rotate_expand_is_torchvisions(server: str, det: Path, name: str) -> None:  # noqa: F811
+    ops, (gh, gw) = TRANSFORMS[name]
+    want, pts = coco_sources(det), coco_points(det)
+    seen, grown, differed, instances = 0, 0, 0, 0
+    for seed in (1, 2):
+        with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(ops), targets=True, trace=True,
+                           return_indices=True, pin_memory=False, timeout=60, seed=seed) as ld:
+            bound = None
+            for b in ld:
+                images, targets, indices = b
+                assert b.sizes is not None and b.mask is not None
+                for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                    trace = b.trace[i]
+                    where = f"{name} seed {seed} sample {idx}: {trace}"
+                    h, w = b.sizes[i].tolist()
+                    boxes, points, _, size, d = replay_expand(want[idx]["boxes"], pts[idx][0], None, trace)
+                    assert (h, w) == size, where
+                    pad = torch.ones(b.mask.shape[1:], dtype=torch.bool)  # DETR's mask: True on the padding
+                    pad[:h, :w] = False
+                    assert torch.equal(b.mask[i], pad), where
+                    assert not images[i][:, pad].any(), f"{where}: padding not zero"
+                    assert tuple(t["boxes"].canvas_size) == (h, w), where
+                    torch.testing.assert_close(t["boxes"].as_subclass(torch.Tensor), boxes.as_subclass(torch.Tensor),
+                                               msg=lambda s: f"{where}: boxes: {s}")
+                    torch.testing.assert_close(t["keypoints"].as_subclass(torch.Tensor), points.as_subclass(torch.Tensor),
+                                               msg=lambda s: f"{where}: keypoints: {s}")
+                    assert tuple(t["keypoints"].canvas_size) == (h, w), where
+                    seen += 1
+                    grown += (h, w) != (gh, gw) and "rotate" in dict(trace) and dict(trace)["rotate"]["angle"] % 90 != 0
+                    differed += d
+                    instances += len(t["labels"])
+            assert not list(ld.sample_errors)
+    assert seen == 2 * N and instances > N and grown > N, (seen, instances, grown)
+    print(f"\n{name}: {seen} samples, {grown} grown; torchvision's own box canvas differed from the image's on {differed}")
+
+
+@pytest.mark.parametrize("fix", [None, T.CenterCrop((80, 80)), T.Resize((60, 66))])
+def test_rotate_expand_masks_are_torchvisions(server: str, det: Path, fix: Any) -> None:  # noqa: F811
+    want, src = coco_sources(det), coco_masks(det)
+    ops = [T.Resize((70, 91)), T.RandomRotation((-180, 180), expand=True), T.RandomVerticalFlip()] + ([fix] if fix else [])
+    seen, set_px = 0, 0
+    with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(ops), targets=("boxes", "labels", "masks"),
+                       trace=True, return_indices=True, pin_memory=False, timeout=60, seed=3) as ld:
+        for b in ld:
+            images, targets, indices = b
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                trace = b.trace[i]
+                where = f"sample {idx}: {trace}"
+                h, w = b.sizes[i].tolist() if fix is None else images.shape[-2:]
+                m = t["masks"].as_subclass(torch.Tensor)
+                moved = replay_masks(src[idx], want[idx]["boxes"], trace)
+                assert tuple(m.shape[-2:]) == (h, w), where
+                assert torch.equal(m, moved.as_subclass(torch.Tensor)), where
+                seen += 1
+                set_px += int(m.sum())
+        assert not list(ld.sample_errors)
+    assert seen == N and set_px > 0
+
+
+# A Resize((h, w)) or CenterCrop after the rotation fixes the size again:
+# a batch of one size, the rotation's image (the same draws: an op after
+# another never shifts its stream) resized or cropped as torchvision's
+# resize and center_crop do, exactly.
+FIXED = {
+    "rrc-rotate-expand-resize": ([T.RandomResizedCrop((61, 80), scale=(0.3, 1.0)), T.RandomRotation(45, expand=True)],
+                                 T.Resize((64, 72)), lambda img: F.resize(img, [64, 72], antialias=True)),
+    "resize-rotate-expand-center": ([T.Resize((72, 97)), T.RandomRotation((-180, 180), expand=True, fill=(9, 80, 200),
+                                                                        interpolation="bilinear")],
+                                    T.CenterCrop((90, 70)), lambda img: F.center_crop(img, [90, 70])),
+    "resize-rotate-expand-resize-nearest": ([T.Resize((50, 50)), T.RandomRotation(30, expand=True)],
+                                            T.Resize((40, 45), interpolation="nearest"),
+                                            lambda img: F.resize(img, [40, 45], interpolation=F.InterpolationMode.NEAREST)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXED))
+def test_rotate_expand_then_fixed(server: str, det: Path, name: str) -> None:  # noqa: F811
+    ops, fix, ref = FIXED[name]
+    want, pts = coco_sources(det), coco_points(det)
+    grown: Dict[int, torch.Tensor] = {}
+    with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(ops), return_indices=True, pin_memory=False,
+                       timeout=60, seed=4) as ld:
+        for b in ld:
+            images, _, indices = b
+            for i, idx in enumerate(indices.tolist()):
+                h, w = b.sizes[i].tolist()
+                grown[idx] = images[i, :, :h, :w].clone()
+    seen, instances = 0, 0
+    with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(ops + [fix]), targets=True, trace=True,
+                       return_indices=True, pin_memory=False, timeout=60, seed=4) as ld:
+        for b in ld:
+            images, targets, indices = b
+            assert b.sizes is None
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                trace = b.trace[i]
+                where = f"{name} sample {idx}: {trace}"
+                assert torch.equal(images[i], ref(grown[idx])), where
+                boxes, points, _, size, _ = replay_expand(want[idx]["boxes"], pts[idx][0], None, trace)
+                assert size == tuple(images.shape[-2:]) == tuple(t["boxes"].canvas_size), where
+                torch.testing.assert_close(t["boxes"].as_subclass(torch.Tensor), boxes.as_subclass(torch.Tensor),
+                                           msg=lambda s: f"{where}: boxes: {s}")
+                torch.testing.assert_close(t["keypoints"].as_subclass(torch.Tensor), points.as_subclass(torch.Tensor),
+                                           msg=lambda s: f"{where}: keypoints: {s}")
+                seen += 1
+                instances += len(t["labels"])
+        assert not list(ld.sample_errors)
+    assert seen == N and instances > N
+
+
+@pytest.mark.parametrize("ops,what", [
+    ([T.RandomRotation(30, expand=True), T.Resize((64, 64))], "nothing bounds"),
+    ([T.Resize((64, 64)), T.RandomRotation(30, expand=True), T.GaussianBlur(3)], "compiled for one size"),
+    ([T.Resize((64, 64)), T.RandomRotation(30, expand=True), T.Resize(40)], "give both sides"),
+    ([T.Resize((64, 64)), T.RandomApply([T.RandomRotation(30, expand=True), T.Resize((9, 9))])], "geometry op inside a container"),
+])
+def test_rotate_expand_refused(server: str, ops: List[Any], what: str) -> None:  # noqa: F811
+    with pytest.raises(StokerError, match=what):
+        with stoker.Loader(server, "coco", batch_size=2, transform=T.Compose(ops), timeout=30) as ld:
+            next(iter(ld))
