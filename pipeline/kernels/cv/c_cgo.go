@@ -38,6 +38,12 @@ func warpC(dst, src kernels.Planes, m [9]float32, persp bool, border uint8, simd
 		(*C.float)(unsafe.Pointer(&m[0])), cbool(persp), C.int(border), C.int(simd))
 }
 
+// fmaExactC is stoker_cv_fma_exact: whether a*x + c is exactly a float64
+// for every integer x in [0, n] (the tests check its claim).
+func fmaExactC(a float32, n int, c float32) bool {
+	return C.stoker_cv_fma_exact(C.float(a), C.int(n), C.float(c)) != 0
+}
+
 // cbool is b for C: 1 or 0.
 func cbool(b bool) C.int {
 	if b {

@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/jpeg"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -248,6 +249,60 @@ func TestWarpCSmallFractions(t *testing.T) {
 			warpC(got, src, f, false, 114, simd)
 			if j := firstDiff(got.Pix, want.Pix); j >= 0 {
 				t.Fatalf("case %d, simd %d, m %v: byte %d is %d, Go's %d", k, simd, f, j, got.Pix[j], want.Pix[j])
+			}
+		}
+	}
+}
+
+// TestFMAExact: where stoker_cv_fma_exact says a*x + c is a float64 for
+// every integer x in [0, n] (the vector warp then computes its
+// coordinates as one float fused multiply-add where warp.go's fma32 fuses
+// in double and rounds to float), it is, checked exactly (math/big) at
+// x = 0, n and random x between, for a and c of every exponent, zeros and
+// subnormals; and it says so for the matrices the YOLO ops draw (the
+// float path is taken).
+func TestFMAExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	rnd := func() float32 {
+		switch r.IntN(12) {
+		case 0:
+			return 0
+		case 1:
+			return math.Float32frombits(uint32(1 + r.IntN(1<<23))) // subnormal
+		}
+		v := float32(math.Ldexp(1+r.Float64(), r.IntN(100)-60))
+		if r.IntN(2) == 0 {
+			v = -v
+		}
+		return v
+	}
+	yes := 0
+	for k := 0; k < 200000; k++ {
+		a, c, n := rnd(), rnd(), r.IntN(5000)
+		if !fmaExactC(a, n, c) {
+			continue
+		}
+		yes++
+		for _, x := range []int{0, n, r.IntN(n + 1), r.IntN(n + 1)} {
+			e := new(big.Float).SetPrec(600).SetFloat64(float64(a))
+			e.Mul(e, new(big.Float).SetPrec(600).SetInt64(int64(x)))
+			e.Add(e, new(big.Float).SetPrec(600).SetFloat64(float64(c)))
+			f, acc := e.Float64()
+			if acc != big.Exact {
+				t.Fatalf("a %g (%#x), c %g (%#x), n %d: said exact, but a*%d + c is %s, not a float64 (%g)",
+					a, math.Float32bits(a), c, math.Float32bits(c), n, x, e.Text('g', 40), f)
+			}
+		}
+	}
+	if yes < 10000 {
+		t.Fatalf("only %d of 200000 draws exact: the test checks little", yes)
+	}
+	// The yolo preset's: a scale's inverse and a translation of the 1280
+	// canvas to 640, no rotation (ultralytics' default), and some rotated.
+	for _, m := range [][3]float32{{1 / 1.37, -233.7, 0}, {1 / 0.53, 311.25, 0}, {0.7 * 0.8, -0.9 * 0.6, 402.1}} {
+		for y := 0; y < 640; y++ {
+			if c := float32(float32(y)*m[1]) + m[2]; !fmaExactC(m[0], 640, c) {
+				t.Fatalf("m %v, row %d: not taken as exact", m, y)
 			}
 		}
 	}

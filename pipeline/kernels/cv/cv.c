@@ -123,6 +123,34 @@ static void warp_scalar(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw
   }
 }
 
+/* ulp_exp is the exponent of v's last mantissa bit as a normal float (for
+ * a subnormal lower than its true one; v finite, not zero). */
+static int ulp_exp(float v) {
+  int e;
+  frexpf(v, &e);
+  return e - 24;
+}
+
+/* stoker_cv_fma_exact reports whether a*x + c is a double for every integer x in
+ * [0, n]: then FMA32(a, x, c), fused in double and rounded to float,
+ * rounds the exact sum once, as the float fused multiply-add does (the
+ * vector warp's coordinates then take one instruction, not five). The
+ * sum is a multiple of 2^lo (lo the lower of a's and c's last bits) under
+ * |a|*n + |c|; it is a double where that is under 2^(lo+53) (asked for
+ * under 2^(lo+52): the bound's own sum may round). */
+int stoker_cv_fma_exact(float a, int n, float c) {
+  if (!isfinite(a) || !isfinite(c))
+    return 0;
+  int lo = INT32_MAX;
+  if (a != 0)
+    lo = ulp_exp(a);
+  if (c != 0 && ulp_exp(c) < lo)
+    lo = ulp_exp(c);
+  if (lo == INT32_MAX)
+    return 1;
+  return fabs((double)a) * n + fabs((double)c) < ldexp(1, lo + 52);
+}
+
 #if defined(__x86_64__)
 
 static int cpu_simd; /* 0 none, 1 AVX2 and FMA, 2 those and AVX-512F */

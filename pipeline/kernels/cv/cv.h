@@ -16,6 +16,11 @@ int stoker_cv_simd(void);
 void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
                     int border, int simd);
 
+/* stoker_cv_fma_exact reports whether a*x + c is exactly a double for
+ * every integer x in [0, n] (the vector warp's coordinates are then one
+ * float fused multiply-add; exported for the tests). */
+int stoker_cv_fma_exact(float a, int n, float c);
+
 /* stoker_cv_hsv is hsv.go's hsvPixelsGo on pix, three planes (R, G, B)
  * of n bytes, in place: luts the hue, saturation and value tables (256
  * each), sdiv and hdiv hsv.go's division tables, frac, sector and over its

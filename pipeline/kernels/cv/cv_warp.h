@@ -73,13 +73,26 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
     float fy = (float)y;
     float mxs = (float)(fy * m[1]) + m[2], mys = (float)(fy * m[4]) + m[5], mws = (float)(fy * m[7]) + m[8];
     const __m256 mx = _mm256_set1_ps(mxs), my = _mm256_set1_ps(mys), mw = _mm256_set1_ps(mws);
+    /* The row's coordinates in float where that is exact: FMA32's
+     * rounding in double then does nothing (stoker_cv_fma_exact). */
+    int cf = stoker_cv_fma_exact(m[0], tail, mxs) && stoker_cv_fma_exact(m[3], tail, mys) &&
+             (!persp || stoker_cv_fma_exact(m[6], tail, mws));
     int x = 0;
     for (; x < tail; x += 8) {
       __m256 fx = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x), lane));
-      __m256 sx = SFX(fma8)(m0, fx, mx), sy = SFX(fma8)(m3, fx, my);
-      if (persp) {
-        __m256 w = SFX(fma8)(m6, fx, mw);
-        sx = _mm256_div_ps(sx, w), sy = _mm256_div_ps(sy, w);
+      __m256 sx, sy;
+      if (cf) {
+        sx = _mm256_fmadd_ps(m0, fx, mx), sy = _mm256_fmadd_ps(m3, fx, my);
+        if (persp) {
+          __m256 w = _mm256_fmadd_ps(m6, fx, mw);
+          sx = _mm256_div_ps(sx, w), sy = _mm256_div_ps(sy, w);
+        }
+      } else {
+        sx = SFX(fma8)(m0, fx, mx), sy = SFX(fma8)(m3, fx, my);
+        if (persp) {
+          __m256 w = SFX(fma8)(m6, fx, mw);
+          sx = _mm256_div_ps(sx, w), sy = _mm256_div_ps(sy, w);
+        }
       }
       /* cvttps of the floor: the floor, or INT32_MIN as floor_int. */
       __m256i ix = _mm256_cvttps_epi32(_mm256_floor_ps(sx)), iy = _mm256_cvttps_epi32(_mm256_floor_ps(sy));
