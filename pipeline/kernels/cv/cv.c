@@ -6,7 +6,11 @@
  *   time otherwise. Its fused multiply-adds are warp.go's fma32, float
  *   operands fused in double and the sum rounded to float, through fma()
  *   (an instruction with FMA, libm's exact fma elsewhere); nothing else
- *   fuses (the pragmas below).
+ *   fuses (the pragmas below). The vector path takes the float fused
+ *   multiply-add instead where the exact sum is a double (then the two
+ *   round the same): the coordinates where stoker_cv_fma_exact says so
+ *   for the row, the lerps where the pixel's source coordinates are >= 1
+ *   (cv_warp.h's lerp8f and blend8ff say why).
  * - hsv: hsv.go's BGR to HSV, the three tables, HSV to BGR, every float
  *   operation hsv.go's: sixteen pixels at a time with AVX-512 VBMI (the
  *   tables read by byte permutes), eight with AVX2 (by gathers), one at a

@@ -46,6 +46,28 @@ TGT static inline void SFX(blend8f)(uint8_t *d, __m256 ax, WD ay, __m256i p00, _
   _mm_storel_epi64((__m128i *)d, _mm_packus_epi16(p, p));
 }
 
+/* blend8ff is blend8f with the y-lerp in float too, for ay whose lanes
+ * are all multiples of 2^-23 (the fraction of a coordinate >= 1). Then
+ * v0 and v1 (lerp8f's) are multiples of 2^-23 in [0, 255], and so is dv
+ * = v1 - v0 (rounded from one), and E = ay*dv + v0 lies within [-2^-17,
+ * 255 + 2^-17] (between v0 and about v1: dv is v1 - v0 within half its
+ * ulp, at most 2^-17), under 2^8. Under 2^7, E is a multiple of 2^-46
+ * under 2^7: a double (2^53 steps). From 2^7, the larger of v0 and v1 is
+ * over 126: either both are >= 2, floats whose last bit is 2^-22 or more,
+ * so dv is a multiple of 2^-22, or one is under 2 and |dv| > 64, a float
+ * whose last bit is 2^-17 or more; either way E is a multiple of 2^-45
+ * under 2^8: a double. FMA32 then rounds E once, as the float fused
+ * multiply-add does: the same float in a quarter of the operations (no
+ * conversions to double and back). TestWarpYLerpExact checks the claim
+ * and that it fails for coordinates under 1. */
+TGT static inline void SFX(blend8ff)(uint8_t *d, __m256 ax, __m256 ay, __m256i p00, __m256i p01, __m256i p10,
+                                     __m256i p11) {
+  __m256 v0 = SFX(lerp8f)(ax, p00, p01), v1 = SFX(lerp8f)(ax, p10, p11);
+  __m256i r = _mm256_cvtps_epi32(_mm256_fmadd_ps(ay, _mm256_sub_ps(v1, v0), v0));
+  __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  _mm_storel_epi64((__m128i *)d, _mm_packus_epi16(p, p));
+}
+
 /* tap8 is the byte at base + o >> sh8 (0 or 24) of each lane where mask
  * is set, bv where not (not read). */
 TGT static inline __m256i SFX(tap8)(const uint8_t *base, __m256i o, __m256i mask, int sh8,
@@ -97,7 +119,6 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
       /* cvttps of the floor: the floor, or INT32_MIN as floor_int. */
       __m256i ix = _mm256_cvttps_epi32(_mm256_floor_ps(sx)), iy = _mm256_cvttps_epi32(_mm256_floor_ps(sy));
       __m256 ax = _mm256_sub_ps(sx, _mm256_cvtepi32_ps(ix)), ay = _mm256_sub_ps(sy, _mm256_cvtepi32_ps(iy));
-      WD axd = SFX(of)(ax), ayd = SFX(of)(ay);
       /* Which taps are in the image: x, x+1 by y, y+1. */
       __m256i ix1 = _mm256_add_epi32(ix, one), iy1 = _mm256_add_epi32(iy, one);
       __m256i vx0 = _mm256_and_si256(_mm256_cmpgt_epi32(ix, neg), _mm256_cmpgt_epi32(vw, ix));
@@ -128,7 +149,7 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
             base -= 3, sh8 = 24;
           __m256i p00 = SFX(tap8)(base, o, m00, sh8, vbv), p01 = SFX(tap8)(base, o01, m01, sh8, vbv);
           __m256i p10 = SFX(tap8)(base, o1, m10, sh8, vbv), p11 = SFX(tap8)(base, o11, m11, sh8, vbv);
-          SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, axd, ayd, p00, p01, p10, p11);
+          SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, SFX(of)(ax), SFX(of)(ay), p00, p01, p10, p11);
         }
         continue;
       }
@@ -136,8 +157,10 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
        * gather a row gives both, its spare bytes after them for the
        * first two planes (in the next plane at most), before them for
        * the last (in the plane before it). */
-      /* ix >= 1 in every lane: ax a multiple of 2^-23 (lerp8f). */
+      /* ix >= 1 in every lane: ax a multiple of 2^-23 (lerp8f); and iy
+       * >= 1: ay one too (blend8ff). */
       int fx1 = _mm256_movemask_epi8(_mm256_cmpgt_epi32(ix, _mm256_setzero_si256())) == -1;
+      int fy1 = fx1 && _mm256_movemask_epi8(_mm256_cmpgt_epi32(iy, _mm256_setzero_si256())) == -1;
       for (int c = 0; c < 3; c++) {
         const uint8_t *base = src + (size_t)c * n;
         int sh8 = 0;
@@ -147,10 +170,12 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
         __m256i g1 = _mm256_srli_epi32(_mm256_i32gather_epi32((const int *)base, o1, 1), sh8);
         __m256i p00 = _mm256_and_si256(g0, ff), p01 = _mm256_and_si256(_mm256_srli_epi32(g0, 8), ff);
         __m256i p10 = _mm256_and_si256(g1, ff), p11 = _mm256_and_si256(_mm256_srli_epi32(g1, 8), ff);
-        if (fx1)
-          SFX(blend8f)(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ayd, p00, p01, p10, p11);
+        if (fy1)
+          SFX(blend8ff)(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ay, p00, p01, p10, p11);
+        else if (fx1)
+          SFX(blend8f)(dst + (size_t)c * dn + (size_t)y * dw + x, ax, SFX(of)(ay), p00, p01, p10, p11);
         else
-          SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, axd, ayd, p00, p01, p10, p11);
+          SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, SFX(of)(ax), SFX(of)(ay), p00, p01, p10, p11);
       }
     }
     for (; x < dw; x++)
