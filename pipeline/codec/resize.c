@@ -36,7 +36,7 @@ void stoker_grow(stoker_turbo *t, void **p, size_t *cap, size_t n, size_t sz) {
 }
 
 /* pack_pairs sets a's tap pair count for supports of at most maxc taps and
- * fills its SIMD coefficients from its k, for n outputs. */
+ * fills its SIMD coefficients from its k, for n outputs, and its ident. */
 static void pack_pairs(stoker_turbo *t, axis *a, int n, int maxc) {
   int i, j;
   a->np = (maxc + 1) / 2;
@@ -49,7 +49,8 @@ static void pack_pairs(stoker_turbo *t, axis *a, int n, int maxc) {
                                (uint32_t)(uint16_t)kk[2 * j + 1] << 16);
       kv[4 * j] = kv[4 * j + 1] = kv[4 * j + 2] = kv[4 * j + 3] = pair;
     }
-  }  a->ident = axis_identity(a, n);
+  }
+  a->ident = axis_identity(a, n);
 }
 
 /* pack_quads fills the horizontal axis a's kv4 from its kv, for its n
