@@ -16,7 +16,8 @@ import (
 )
 
 // cSIMD is the best vector path of cv.c's warp on this CPU: 0 none, 1
-// AVX2 and FMA, 2 those and AVX-512F.
+// AVX2 and FMA, 2 those and AVX-512F, 3 those and AVX-512BW and VBMI
+// (HSV's 512-bit path from 2 on where the CPU has VBMI).
 var cSIMD = int(C.stoker_cv_simd())
 
 // warp is warpGo in C (cv.c): the same bytes, with AVX2 and FMA (and

@@ -74,6 +74,8 @@ func randomWarp(r *rand.Rand, w, h int) (m [9]float64, persp bool) {
 	switch r.IntN(10) {
 	case 0:
 		m = [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}
+	case 3, 4:
+		m[1], m[3] = 0, 0 // axis-aligned: the yolo preset's (no rotation or shear)
 	case 1:
 		m[0], m[1], m[3], m[4] = 0, 0, 0, 0 // singular
 	case 2:
@@ -95,8 +97,8 @@ func randomWarp(r *rand.Rand, w, h int) (m [9]float64, persp bool) {
 // perspective, odd output sizes (tails of every length), borders, on noise
 // and photos.
 func TestWarpCMatchesGo(t *testing.T) {
-	if cSIMD < 2 {
-		t.Logf("vector paths up to %d here (2: AVX-512F): the others are not compared", cSIMD)
+	if cSIMD < 3 {
+		t.Logf("vector paths up to %d here (2: AVX-512F, 3: and VBMI): the others are not compared", cSIMD)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i, src := range cTestImages(t) {
@@ -367,7 +369,7 @@ func TestWarpYLerpExact(t *testing.T) {
 // its cases (the best path here).
 func BenchmarkCPaths(b *testing.B) {
 	src := benchPlanes(640, 640)
-	for simd, name := range []string{"scalar", "avx2", "avx512"}[:cSIMD+1] {
+	for simd, name := range []string{"scalar", "avx2", "avx512", "avx512vbmi"}[:cSIMD+1] {
 		b.Run(name+"/warpaffine/640", func(b *testing.B) {
 			dst := benchPlanes(640, 640)
 			f := warpMatrix(func(m [6]float64) []float64 { return m[:] }(InvertAffine([6]float64{0.9, 0.1, 20, -0.1, 0.95, 10})))

@@ -195,6 +195,13 @@ __attribute__((target("avx512f,avx2,fma"))) static inline __m512d fmad_avx512(__
 }
 __attribute__((target("avx512f,avx2,fma"))) static inline __m256 tof_avx512(__m512d v) { return _mm512_cvtpd_ps(v); }
 
+/* And the VBMI path's: AVX-512's, for its target. */
+#define VBMIT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")))
+VBMIT static inline __m512d of_vbmi(__m256 v) { return _mm512_cvtps_pd(v); }
+VBMIT static inline __m512d ofi_vbmi(__m256i v) { return _mm512_cvtepi32_pd(v); }
+VBMIT static inline __m512d fmad_vbmi(__m512d a, __m512d b, __m512d c) { return _mm512_fmadd_pd(a, b, c); }
+VBMIT static inline __m256 tof_vbmi(__m512d v) { return _mm512_cvtpd_ps(v); }
+
 /* fma8 is FMA32 on eight lanes: each fused in double, rounded to float. */
 #define FMA8(sfx)                                                                                  \
   static inline __m256 fma8_##sfx(__m256 a, __m256 b, __m256 c) {                                  \
@@ -202,6 +209,7 @@ __attribute__((target("avx512f,avx2,fma"))) static inline __m256 tof_avx512(__m5
   }
 __attribute__((target("avx2,fma"))) FMA8(avx2)
 __attribute__((target("avx512f,avx2,fma"))) FMA8(avx512)
+VBMIT FMA8(vbmi)
 
 /* cv_warp.h is the vector warp, once for each (TGT the target, SFX the
  * names' suffix, WD the double type). */
@@ -219,8 +227,17 @@ __attribute__((target("avx512f,avx2,fma"))) FMA8(avx512)
 #undef TGT
 #undef SFX
 #undef WD
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")))
+#define SFX(f) f##_vbmi
+#define WD __m512d
+#define WARP_VBMI 1
+#include "cv_warp.h"
+#undef WARP_VBMI
+#undef TGT
+#undef SFX
+#undef WD
 
-int stoker_cv_simd(void) { return cpu_simd; }
+int stoker_cv_simd(void) { return cpu_simd == 2 && cpu_vbmi ? 3 : cpu_simd; }
 
 #else
 
@@ -231,6 +248,10 @@ int stoker_cv_simd(void) { return 0; }
 void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
                     int border, int simd) {
 #if defined(__x86_64__)
+  if (simd >= 3 && cpu_simd >= 2 && cpu_vbmi) {
+    warp_vbmi(dst, dw, dh, src, sw, sh, m, persp, border);
+    return;
+  }
   if (simd >= 2 && cpu_simd >= 2) {
     warp_avx512(dst, dw, dh, src, sw, sh, m, persp, border);
     return;

@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 /* stoker_cv_simd is the best vector path stoker_cv_warp has here: 0 none,
- * 1 AVX2 and FMA, 2 those and AVX-512F (x86-64 with them). */
+ * 1 AVX2 and FMA, 2 those and AVX-512F, 3 those and AVX-512BW and VBMI
+ * (x86-64 with them). */
 int stoker_cv_simd(void);
 
 /* stoker_cv_warp is warp.go's warp: dst, three dw x dh planes, resampled

@@ -1,6 +1,8 @@
-/* cv_warp.h: cv.c's vector warp, included once for AVX2 and once for
- * AVX-512 (cv.c defines TGT, SFX and WD and the helpers of, ofi, fmad,
- * tof and fma8 for each); the same bytes from both, warp.go's. */
+/* cv_warp.h: cv.c's vector warp, included once for AVX2, once for
+ * AVX-512 and once for AVX-512 with VBMI (WARP_VBMI: byte permutes for
+ * the taps of axis-aligned rows) (cv.c defines TGT, SFX and WD and the
+ * helpers of, ofi, fmad, tof and fma8 for each); the same bytes from all,
+ * warp.go's. */
 /* No fused multiply-adds but the explicit ones (see turbo.c). */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -91,6 +93,11 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
   const __m256i vh = _mm256_set1_epi32(sh), neg = _mm256_set1_epi32(-1), one = _mm256_set1_epi32(1);
   const __m256i ff = _mm256_set1_epi32(0xff);
   const __m256i vbv = _mm256_set1_epi32((int)((uint32_t)border << 24 | (uint32_t)border));
+#ifdef WARP_VBMI
+  /* A row of pixels reads one pair of source rows only where y does not
+   * move with x: an affine matrix with no rotation or shear. */
+  int rows1 = !persp && m[3] == 0;
+#endif
   for (int y = 0; y < dh; y++) {
     float fy = (float)y;
     float mxs = (float)(fy * m[1]) + m[2], mys = (float)(fy * m[4]) + m[5], mws = (float)(fy * m[7]) + m[8];
@@ -161,6 +168,34 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
        * >= 1: ay one too (blend8ff). */
       int fx1 = _mm256_movemask_epi8(_mm256_cmpgt_epi32(ix, _mm256_setzero_si256())) == -1;
       int fy1 = fx1 && _mm256_movemask_epi8(_mm256_cmpgt_epi32(iy, _mm256_setzero_si256())) == -1;
+#ifdef WARP_VBMI
+      /* With VBMI, where the eight pixels read one pair of source rows
+       * (the same iy: an axis-aligned matrix, as the yolo preset's) and
+       * their taps span at most 32 bytes (a scale of 1/4 or more), each
+       * row's bytes are one masked load and the taps four byte permutes
+       * (zeroing all but each lane's low byte), not gathers. */
+      if (fy1 && rows1) {
+        int i0 = _mm256_extract_epi32(ix, 0), i7 = _mm256_extract_epi32(ix, 7), y0 = _mm256_extract_epi32(iy, 0);
+        int lo = i0 < i7 ? i0 : i7, hi = i0 < i7 ? i7 : i0;
+        __m256i vlo = _mm256_set1_epi32(lo), vhi = _mm256_set1_epi32(hi);
+        if (hi - lo <= 30 && _mm256_movemask_epi8(_mm256_cmpeq_epi32(iy, _mm256_set1_epi32(y0))) == -1 &&
+            _mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpgt_epi32(vlo, ix), _mm256_cmpgt_epi32(ix, vhi))) == 0) {
+          __m256i i00 = _mm256_sub_epi32(ix, vlo), i01 = _mm256_add_epi32(i00, one);
+          __mmask32 lm = (__mmask32)((1ull << (hi - lo + 2)) - 1); /* bytes lo..hi+1 */
+          size_t row = (size_t)y0 * sw + lo;
+          for (int c = 0; c < 3; c++) {
+            const uint8_t *b0 = src + (size_t)c * n + row;
+            __m256i r0 = _mm256_maskz_loadu_epi8(lm, b0), r1 = _mm256_maskz_loadu_epi8(lm, b0 + sw);
+            __m256i p00 = _mm256_maskz_permutexvar_epi8(0x11111111, i00, r0);
+            __m256i p01 = _mm256_maskz_permutexvar_epi8(0x11111111, i01, r0);
+            __m256i p10 = _mm256_maskz_permutexvar_epi8(0x11111111, i00, r1);
+            __m256i p11 = _mm256_maskz_permutexvar_epi8(0x11111111, i01, r1);
+            SFX(blend8ff)(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ay, p00, p01, p10, p11);
+          }
+          continue;
+        }
+      }
+#endif
       for (int c = 0; c < 3; c++) {
         const uint8_t *base = src + (size_t)c * n;
         int sh8 = 0;
