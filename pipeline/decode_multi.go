@@ -31,6 +31,7 @@ type multiState struct {
 	full []byte
 	imgs [][]byte
 	pl   []kernels.Planes
+	held []cv.PartnerRef // the partner cache's images pl holds (loadImage)
 	plan [1]samplePlan
 	off  [1]int
 	// canvas is a mosaic's before the YOLORandomPerspective after it, mix
@@ -112,37 +113,42 @@ func partnerName(ds Dataset, i int) string {
 	return fmt.Sprintf("index %d", i)
 }
 
-// decodeWhole decodes data whole, at its own size, into the planes of
-// *dst (grown as needed).
-func (d *Decoder) decodeWhole(data []byte, dst *[]byte) (kernels.Planes, error) {
+// wholeHeader is data's header, for a decode of it whole: an error where
+// it is over the pixel budget.
+func (d *Decoder) wholeHeader(data []byte) (header, error) {
 	hd, err := parseHeader(data)
 	if err != nil {
-		return kernels.Planes{}, err
+		return header{}, err
 	}
 	if px := int64(hd.w) * int64(hd.h); px > d.opts.pixelBudget {
-		return kernels.Planes{}, fmt.Errorf("%w: %dx%d is %d pixels, over the budget of %d", ErrTooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
+		return header{}, fmt.Errorf("%w: %dx%d is %d pixels, over the budget of %d", ErrTooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
 	}
-	n := 3 * hd.w * hd.h
-	if cap(*dst) < n {
-		*dst = make([]byte, n)
-	}
+	return hd, nil
+}
+
+// decodeWholeInto decodes data (its header hd) whole into dst, its
+// 3*w*h bytes.
+func (d *Decoder) decodeWholeInto(data []byte, hd *header, dst []byte) (kernels.Planes, error) {
 	m := &d.multi
 	m.plan[0] = samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cw: hd.w, ch: hd.h, outW: hd.w, outH: hd.h,
 		interp: InterpBilinear, antialias: true, exact: true}
-	if err := d.decodeGuarded(data, &hd, m.plan[:], CHW, (*dst)[:n], m.off[:]); err != nil {
+	if err := d.decodeGuarded(data, hd, m.plan[:], CHW, dst, m.off[:]); err != nil {
 		return kernels.Planes{}, err
 	}
 	if d.ops.Stopped() {
 		return kernels.Planes{}, errAbandoned
 	}
-	return kernels.Planes{Pix: (*dst)[:n], W: hd.w, H: hd.h}, nil
+	return kernels.Planes{Pix: dst, W: hd.w, H: hd.h}, nil
 }
 
 // loadImage is ultralytics' load_image of one image: decoded whole, then
 // resized (cv2.INTER_LINEAR) so that its long side is imgsz, into
 // image j of the scratch; with a PartnerCache, taken from it when there
-// (the same bytes: it is keyed by the file's), else made in memory of its
-// own and stored there. The image is read only.
+// (the same bytes: it is keyed by the file's), else made in memory it
+// hands out (Alloc) and stored there, held either way until the
+// mosaic's release (m.held). An image already imgsz on its long side
+// (load_image's resize a copy) is decoded into its place directly. The
+// image is read only.
 func (d *Decoder) loadImage(data []byte, j, imgsz int) (kernels.Planes, error) {
 	m := &d.multi
 	pc := d.opts.partners
@@ -153,31 +159,57 @@ func (d *Decoder) loadImage(data []byte, j, imgsz int) (kernels.Planes, error) {
 			ref = 1 << 63
 		}
 		key = pc.Key(data, imgsz, uint64(d.opts.pixelBudget)|ref)
-		if img, ok := pc.Get(key); ok {
+		if img, r, ok := pc.Get(key); ok {
+			m.held = append(m.held, r)
 			return img, nil
 		}
 	}
-	src, err := d.decodeWhole(data, &m.full)
+	hd, err := d.wholeHeader(data)
 	if err != nil {
 		return kernels.Planes{}, err
 	}
-	w, h := cv.LoadSize(src.W, src.H, imgsz)
+	w, h := cv.LoadSize(hd.w, hd.h, imgsz)
 	n := 3 * w * h
 	var pix []byte
 	if pc != nil {
-		pix = make([]byte, n) // the cache's from now on
+		pix = pc.Alloc(n) // the cache's from its Put on
 	} else {
 		if cap(m.imgs[j]) < n {
 			m.imgs[j] = make([]byte, n)
 		}
 		pix = m.imgs[j][:n]
 	}
-	dst := kernels.Planes{Pix: pix, W: w, H: h}
-	cv.ResizeLinear(dst, src)
+	var dst kernels.Planes
+	if w == hd.w && h == hd.h {
+		if dst, err = d.decodeWholeInto(data, &hd, pix); err != nil {
+			return kernels.Planes{}, err
+		}
+	} else {
+		if cap(m.full) < 3*hd.w*hd.h {
+			m.full = make([]byte, 3*hd.w*hd.h)
+		}
+		src, err := d.decodeWholeInto(data, &hd, m.full[:3*hd.w*hd.h])
+		if err != nil {
+			return kernels.Planes{}, err
+		}
+		dst = kernels.Planes{Pix: pix, W: w, H: h}
+		cv.ResizeLinear(dst, src)
+	}
 	if pc != nil {
-		pc.Put(key, dst)
+		m.held = append(m.held, pc.Put(key, dst))
 	}
 	return dst, nil
+}
+
+// release ends the Decoder's holds on the partner cache's images
+// (loadImage's), once the mosaic that read them is made.
+func (d *Decoder) release() {
+	m := &d.multi
+	for i, r := range m.held {
+		d.opts.partners.Release(r)
+		m.held[i] = cv.PartnerRef{}
+	}
+	m.held = m.held[:0]
 }
 
 // decodeMosaic is decodeAt for a sample whose Mosaic applies at k's
@@ -203,10 +235,17 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	}
 	w, h := at.outW, at.outH
 	np := 3 * w * h
-	if cap(d.pix) < np {
-		d.pix = make([]byte, np)
+	// Planes of bytes out as they are made: made in out itself (no copy).
+	direct := at.layout == CHW && at.norm == nil && !at.vary
+	var img kernels.Planes
+	if direct {
+		img = kernels.Planes{Pix: out[offs[0]:][:np], W: w, H: h}
+	} else {
+		if cap(d.pix) < np {
+			d.pix = make([]byte, np)
+		}
+		img = kernels.Planes{Pix: d.pix[:np], W: w, H: h}
 	}
-	img := kernels.Planes{Pix: d.pix[:np], W: w, H: h}
 	take := func(c int) ([]int, [][]byte, error) {
 		if len(idx) < c {
 			return nil, nil, fmt.Errorf("%w: the YOLOMosaic wants more partners than the %d handed (SetPartners before Decode)", ErrUnsupported, len(pdata))
@@ -258,7 +297,7 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		vd.steps = at.drawInto(&d.drawer, k, w, h, vd.steps)
 	}
 	d.plans = append(d.plans[:0], vd.plan)
-	_, _, err = d.finishView(at, vd, img.Pix, CHW, false, out[offs[0]:][:at.viewBytes()], w, h)
+	_, _, err = d.finishView(at, vd, img.Pix, CHW, direct, out[offs[0]:][:at.viewBytes()], w, h)
 	return err
 }
 
@@ -305,6 +344,7 @@ var fullCanvas bool
 func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, dr *mosaicDraw, r *cv.Rect) error {
 	m := &d.multi
 	n, s := t.mosaic.Tiles, t.mosaic.ImgSz
+	defer d.release()
 	for len(m.imgs) < n {
 		m.imgs = append(m.imgs, nil)
 	}

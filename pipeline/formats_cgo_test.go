@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"image"
 	"os"
@@ -238,5 +239,68 @@ func TestFormatsSniffed(t *testing.T) {
 	}
 	if !bytes.Equal(got[0].Data, got[1].Data) {
 		t.Error("a PNG and a WebP named .JPEG made other samples than under their own names")
+	}
+}
+
+// TestWholeDecodeIdentity: an image decoded whole at its own size into
+// planes (a Mosaic's load_image of a photo already imgsz a side), where
+// the resampler's axes are the identity and it copies instead
+// (passes.c's axis_identity), is the bytes of the same decode into HWC
+// (whose horizontal pass still resamples, at weight one), with and
+// without SIMD, on JPEG photos and PNGs of odd sizes; the PNGs are the
+// reference path's bytes too.
+func TestWholeDecodeIdentity(t *testing.T) {
+	exactTest(t)
+	names, files := fastPhotos(t, 8)
+	npng := 0
+	for _, wh := range [][2]int{{37, 23}, {1, 1}, {16, 3}, {17, 40}} {
+		w, h := wh[0], wh[1]
+		files = append(files, rawPNG(w, h, 2, 3, 0, func(x, y, c int) byte { return byte(x*7 + y*13 + c*50) }))
+		names = append(names, fmt.Sprintf("rgb %dx%d.png", w, h))
+		npng++
+	}
+	simd, scalar, ref := NewDecoder(), NewDecoder(), NewDecoder(WithReference(true))
+	defer simd.Close()
+	defer scalar.Close()
+	defer ref.Close()
+	knobsOf(scalar).SIMDMax = -1
+	whole := func(d *Decoder, data []byte, layout Layout) []byte {
+		hd, err := d.wholeHeader(data)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		out := make([]byte, 3*hd.w*hd.h)
+		if layout == CHW {
+			if _, err := d.decodeWholeInto(data, &hd, out); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		d.multi.plan[0] = samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cw: hd.w, ch: hd.h, outW: hd.w, outH: hd.h,
+			interp: InterpBilinear, antialias: true, exact: true}
+		if err := d.decodeGuarded(data, &hd, d.multi.plan[:], HWC, out, d.multi.off[:]); err != nil {
+			t.Fatal(err)
+		}
+		chw := make([]byte, len(out))
+		n := hd.w * hd.h
+		for i := range n {
+			for c := range 3 {
+				chw[c*n+i] = out[3*i+c]
+			}
+		}
+		return chw
+	}
+	for i, data := range files {
+		want := whole(simd, data, HWC)
+		for _, d := range []*Decoder{simd, scalar} {
+			if got := whole(d, data, CHW); !bytes.Equal(got, want) {
+				t.Errorf("%s: planes other than HWC's (MAD %.3f)", names[i], fastMAD(got, want))
+			}
+		}
+		if i >= len(files)-npng {
+			if got := whole(ref, data, CHW); !bytes.Equal(got, want) {
+				t.Errorf("%s: other bytes than the reference path's (MAD %.3f)", names[i], fastMAD(got, want))
+			}
+		}
 	}
 }

@@ -318,11 +318,16 @@ func (m *multiDraw) perspStep(pp *cv.PerspectiveParams) Step {
 
 // multiNs is what a Mosaic (and a MixUp after it) adds to a sample's
 // cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
-// and worst: its n-1 partners' reads and decodes at the source size,
-// every image's load_image resize (yoloResizeNs an output pixel, at most
-// imgsz a side), the canvas of 114 (2*imgsz a side); a MixUp's partner is one
-// more such sample, its decode and warp, and the blend. 0, 0 without a
-// Mosaic.
+// and worst. At worst (no partner cache, or every image a miss): its n-1
+// partners' reads and decodes at the source size and every image's
+// load_image resize (yoloResizeNs an output pixel, at most imgsz a side),
+// besides the canvas of 114 (2*imgsz a side). In the mean, the partner
+// cache's hits: a server has one by default (--partner-budget), and one
+// that holds a window decodes each photo about once an epoch, so about
+// one image a sample is decoded and resized, which the sample's own
+// decode and geometry price; the partners add their reads and the
+// canvas. A MixUp's partner is one more such sample, its warp and the
+// blend (its own image a hit too in the mean).
 func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 	if t.mosaic == nil {
 		return 0, 0
@@ -330,14 +335,19 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 	s := float64(t.mosaic.ImgSz)
 	n := float64(t.mosaic.Tiles)
 	side := float64(s * s)
-	one := float64((n-1)*float64(sampleNs+float64(decodeNs*srcPx))) + float64(n*float64(yoloResizeNs*side)) + float64(canvasNs*float64(4*side))
-	mean, worst = float64(t.mosaic.P*one), one
+	canvas := float64(canvasNs * float64(4*side))
+	load := float64(sampleNs + float64(decodeNs*srcPx)) // a partner's read and decode
+	one := float64((n-1)*load) + float64(n*float64(yoloResizeNs*side)) + canvas
+	hit := float64((n-1)*sampleNs) + canvas
+	mean, worst = float64(t.mosaic.P*hit), one
 	if t.mixup != nil {
-		mix := float64(one+float64(sampleNs+float64(decodeNs*srcPx))) + float64(canvasOutNs*px)
+		mix := float64(one+load) + float64(canvasOutNs*px)
+		mixHit := float64(hit+sampleNs) + float64(canvasOutNs*px)
 		if t.yolo != nil {
 			mix += t.yolo.ns(srcPx, px)
+			mixHit += float64(yoloWarpNs * px)
 		}
-		mean += float64(t.mixup.P * mix)
+		mean += float64(t.mixup.P * mixHit)
 		worst += mix
 	}
 	return mean, worst

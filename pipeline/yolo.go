@@ -224,15 +224,17 @@ func hwcToCHW(hwc, chw []byte) {
 
 // The YOLO geometry's kernels' cost, ns an output pixel: pipeline/kernels/cv's
 // C (cgo builds; bench/yolo_kernels.py on one core of the 2-core build
-// machine, 2026-11-25: 0.77 ms for a 640x427 resize, 2.7-2.9 ms for a
-// 640x640 warp), or its scalar Go (3-6 ms and 35-48 ms, loaded). Rounded
-// up: `stoker bench cost` measured yolo at 14.5 ms a sample and
-// yolo-letterbox at 8.1 ms with the C, predicted 1.6-1.9x that.
+// machine, 2026-11-25: 0.77 ms for a 640x427 resize, 1.8-2.0 ms for a
+// 640x640 warp), or its scalar Go (3-6 ms and 35-48 ms, loaded); and
+// RandomHSV's (FnYOLOHSV's ns, the Go's in its definition): the C's 0.86
+// ms a 640x640 image with AVX-512 VBMI, 1.2 ms with AVX2 (3 ns a pixel),
+// 3.7 ms in scalar C.
 var yoloResizeNs, yoloWarpNs float64 = 15, 100
 
 func init() {
 	if haveFast {
-		yoloResizeNs, yoloWarpNs = 3, 7
+		yoloResizeNs, yoloWarpNs = 3, 5
+		FnYOLOHSV.def().ns = 3
 	}
 }
 

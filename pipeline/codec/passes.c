@@ -404,6 +404,56 @@ hpass2_rgbx_vbmi(const axis *a, int n, const uint8_t *s0, const uint8_t *s1, uin
 }
 #endif
 
+int axis_identity(const axis *a, int n) {
+  int i, j;
+  if (n < 1 || a->np < 1 || 2 * a->np > a->ks)
+    return 0;
+  for (i = 0; i < n; i++) {
+    const int16_t *kk = a->k + (size_t)i * a->ks;
+    if (a->start[i] != a->start[0] + i || kk[0] != (1 << a->prec))
+      return 0;
+    for (j = 1; j < 2 * a->np; j++)
+      if (kk[j] != 0)
+        return 0;
+  }
+  return 1;
+}
+
+/* hcopy_rgbx is hpass_rgbx for an identity axis into planes: the R, G and
+ * B bytes of src's n pixels from a->start[0] on, sixteen at a time by one
+ * byte permute with VBMI. */
+#if defined(__x86_64__) || defined(__i386__)
+VBMIRS static int hcopy_rgbx_vbmi(int n, const uint8_t *src, uint8_t *dst) {
+  const __m512i idx = _mm512_set_epi8(63, 59, 55, 51, 47, 43, 39, 35, 31, 27, 23, 19, 15, 11, 7, 3,
+                                      62, 58, 54, 50, 46, 42, 38, 34, 30, 26, 22, 18, 14, 10, 6, 2,
+                                      61, 57, 53, 49, 45, 41, 37, 33, 29, 25, 21, 17, 13, 9, 5, 1,
+                                      60, 56, 52, 48, 44, 40, 36, 32, 28, 24, 20, 16, 12, 8, 4, 0);
+  int i;
+  for (i = 0; i + 16 <= n; i += 16) {
+    __m512i v = _mm512_permutexvar_epi8(idx, _mm512_loadu_si512((const void *)(src + 4 * (size_t)i)));
+    _mm_storeu_si128((__m128i *)(dst + i), _mm512_castsi512_si128(v));
+    _mm_storeu_si128((__m128i *)(dst + n + i), _mm512_extracti32x4_epi32(v, 1));
+    _mm_storeu_si128((__m128i *)(dst + 2 * (size_t)n + i), _mm512_extracti32x4_epi32(v, 2));
+  }
+  return i;
+}
+#endif
+
+static void hcopy_rgbx(const axis *a, int n, const uint8_t *src, uint8_t *dst, int simd) {
+  int i = 0;
+  src += (size_t)a->start[0] * 4;
+#if defined(__x86_64__) || defined(__i386__)
+  if (simd >= 5)
+    i = hcopy_rgbx_vbmi(n, src, dst);
+#endif
+  (void)simd;
+  for (; i < n; i++) {
+    dst[i] = src[4 * (size_t)i];
+    dst[n + i] = src[4 * (size_t)i + 1];
+    dst[2 * (size_t)n + i] = src[4 * (size_t)i + 2];
+  }
+}
+
 /* hpass_rgbx resamples one decoded RGBX row into dst: interleaved RGB (with
  * 4 bytes of slack after it) or, when planar, three planes of n bytes.
  * Taps past an output's support have zero coefficients and may read past
@@ -411,6 +461,10 @@ hpass2_rgbx_vbmi(const axis *a, int n, const uint8_t *s0, const uint8_t *s1, uin
 void hpass_rgbx(const axis *a, int n, const uint8_t *src, uint8_t *dst,
                        int planar, int simd) {
   int i, j;
+  if (a->ident && planar) {
+    hcopy_rgbx(a, n, src, dst, simd);
+    return;
+  }
 #if defined(__x86_64__) || defined(__i386__)
   if (simd >= 5 && n >= 4) {
     hpass_rgbx_vbmi(a, n, src, dst, planar);
@@ -458,7 +512,7 @@ void hpass_rgbx(const axis *a, int n, const uint8_t *src, uint8_t *dst,
 void hpass_rgbx2(const axis *a, int n, const uint8_t *src0, const uint8_t *src1, uint8_t *dst0,
                         uint8_t *dst1, int planar, int simd) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (simd >= 5 && n >= 4 && planar) {
+  if (simd >= 5 && n >= 4 && planar && !a->ident) {
     hpass2_rgbx_vbmi(a, n, src0, src1, dst0, dst1, planar);
     return;
   }

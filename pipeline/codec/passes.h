@@ -39,7 +39,15 @@ typedef struct {
   size_t s_cap, k_cap, kv_cap, kv4_cap, px4_cap, w_cap;
   int ks, np;
   int prec; /* fractional bits of k */
+  /* ident: each output is one source pixel at weight one (1 << prec, its
+   * other taps zero), the next after the one before (axis_identity): the
+   * passes then copy, the same bytes (p << prec plus half, shifted back,
+   * is p). */
+  int ident;
 } axis;
+
+/* axis_identity is whether a's n outputs make ident so. */
+int axis_identity(const axis *a, int n);
 
 /* hpass_rgbx resamples one decoded RGBX row into dst: interleaved RGB
  * (with 4 bytes of slack after it) or, when planar, three planes of n

@@ -36,7 +36,7 @@ void stoker_grow(stoker_turbo *t, void **p, size_t *cap, size_t n, size_t sz) {
 }
 
 /* pack_pairs sets a's tap pair count for supports of at most maxc taps and
- * fills its SIMD coefficients from its k, for n outputs. */
+ * fills its SIMD coefficients from its k, for n outputs, and its ident. */
 static void pack_pairs(stoker_turbo *t, axis *a, int n, int maxc) {
   int i, j;
   a->np = (maxc + 1) / 2;
@@ -50,6 +50,7 @@ static void pack_pairs(stoker_turbo *t, axis *a, int n, int maxc) {
       kv[4 * j] = kv[4 * j + 1] = kv[4 * j + 2] = kv[4 * j + 3] = pair;
     }
   }
+  a->ident = axis_identity(a, n);
 }
 
 /* pack_quads fills the horizontal axis a's kv4 from its kv, for its n
@@ -346,7 +347,15 @@ void stoker_vpass(stoker_turbo *t, int v, int gray, uint8_t *out) {
       int r = a->start[y] + j;
       t->taps[j] = s->mid + (size_t)(r < s->mid_rows ? r : s->mid_rows - 1) * rl;
     }
-    if (!gray) {
+    if (!gray && a->ident) { /* a copy of its one row (axis.ident) */
+      if (jb->hwc) {
+        memcpy(out + (size_t)y * rl, t->taps[0], (size_t)rl);
+      } else {
+        memcpy(row0, t->taps[0], (size_t)W);
+        memcpy(row0 + plane, t->taps[0] + W, (size_t)W);
+        memcpy(row0 + 2 * plane, t->taps[0] + 2 * (size_t)W, (size_t)W);
+      }
+    } else if (!gray) {
       if (jb->hwc) {
         vrow(t->taps, 0, k, kv, np, a->prec, rl, out + (size_t)y * rl, sc);
       } else {

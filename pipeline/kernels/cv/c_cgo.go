@@ -16,7 +16,8 @@ import (
 )
 
 // cSIMD is the best vector path of cv.c's warp on this CPU: 0 none, 1
-// AVX2 and FMA, 2 those and AVX-512F.
+// AVX2 and FMA, 2 those and AVX-512F, 3 those and AVX-512BW and VBMI
+// (HSV's 512-bit path from 2 on where the CPU has VBMI).
 var cSIMD = int(C.stoker_cv_simd())
 
 // warp is warpGo in C (cv.c): the same bytes, with AVX2 and FMA (and
@@ -36,6 +37,12 @@ func warpC(dst, src kernels.Planes, m [9]float32, persp bool, border uint8, simd
 	C.stoker_cv_warp((*C.uint8_t)(unsafe.Pointer(&dst.Pix[0])), C.int(dst.W), C.int(dst.H),
 		(*C.uint8_t)(unsafe.Pointer(&src.Pix[0])), C.int(src.W), C.int(src.H),
 		(*C.float)(unsafe.Pointer(&m[0])), cbool(persp), C.int(border), C.int(simd))
+}
+
+// fmaExactC is stoker_cv_fma_exact: whether a*x + c is exactly a float64
+// for every integer x in [0, n] (the tests check its claim).
+func fmaExactC(a float32, n int, c float32) bool {
+	return C.stoker_cv_fma_exact(C.float(a), C.int(n), C.float(c)) != 0
 }
 
 // cbool is b for C: 1 or 0.

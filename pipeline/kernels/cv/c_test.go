@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/jpeg"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -73,6 +74,8 @@ func randomWarp(r *rand.Rand, w, h int) (m [9]float64, persp bool) {
 	switch r.IntN(10) {
 	case 0:
 		m = [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}
+	case 3, 4:
+		m[1], m[3] = 0, 0 // axis-aligned: the yolo preset's (no rotation or shear)
 	case 1:
 		m[0], m[1], m[3], m[4] = 0, 0, 0, 0 // singular
 	case 2:
@@ -94,8 +97,8 @@ func randomWarp(r *rand.Rand, w, h int) (m [9]float64, persp bool) {
 // perspective, odd output sizes (tails of every length), borders, on noise
 // and photos.
 func TestWarpCMatchesGo(t *testing.T) {
-	if cSIMD < 2 {
-		t.Logf("vector paths up to %d here (2: AVX-512F): the others are not compared", cSIMD)
+	if cSIMD < 3 {
+		t.Logf("vector paths up to %d here (2: AVX-512F, 3: and VBMI): the others are not compared", cSIMD)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i, src := range cTestImages(t) {
@@ -253,12 +256,120 @@ func TestWarpCSmallFractions(t *testing.T) {
 	}
 }
 
+// TestFMAExact: where stoker_cv_fma_exact says a*x + c is a float64 for
+// every integer x in [0, n] (the vector warp then computes its
+// coordinates as one float fused multiply-add where warp.go's fma32 fuses
+// in double and rounds to float), it is, checked exactly (math/big) at
+// x = 0, n and random x between, for a and c of every exponent, zeros and
+// subnormals; and it says so for the matrices the YOLO ops draw (the
+// float path is taken).
+func TestFMAExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	rnd := func() float32 {
+		switch r.IntN(12) {
+		case 0:
+			return 0
+		case 1:
+			return math.Float32frombits(uint32(1 + r.IntN(1<<23))) // subnormal
+		}
+		v := float32(math.Ldexp(1+r.Float64(), r.IntN(100)-60))
+		if r.IntN(2) == 0 {
+			v = -v
+		}
+		return v
+	}
+	yes := 0
+	for k := 0; k < 200000; k++ {
+		a, c, n := rnd(), rnd(), r.IntN(5000)
+		if !fmaExactC(a, n, c) {
+			continue
+		}
+		yes++
+		for _, x := range []int{0, n, r.IntN(n + 1), r.IntN(n + 1)} {
+			e := new(big.Float).SetPrec(600).SetFloat64(float64(a))
+			e.Mul(e, new(big.Float).SetPrec(600).SetInt64(int64(x)))
+			e.Add(e, new(big.Float).SetPrec(600).SetFloat64(float64(c)))
+			f, acc := e.Float64()
+			if acc != big.Exact {
+				t.Fatalf("a %g (%#x), c %g (%#x), n %d: said exact, but a*%d + c is %s, not a float64 (%g)",
+					a, math.Float32bits(a), c, math.Float32bits(c), n, x, e.Text('g', 40), f)
+			}
+		}
+	}
+	if yes < 10000 {
+		t.Fatalf("only %d of 200000 draws exact: the test checks little", yes)
+	}
+	// The yolo preset's: a scale's inverse and a translation of the 1280
+	// canvas to 640, no rotation (ultralytics' default), and some rotated.
+	for _, m := range [][3]float32{{1 / 1.37, -233.7, 0}, {1 / 0.53, 311.25, 0}, {0.7 * 0.8, -0.9 * 0.6, 402.1}} {
+		for y := 0; y < 640; y++ {
+			if c := float32(float32(y)*m[1]) + m[2]; !fmaExactC(m[0], 640, c) {
+				t.Fatalf("m %v, row %d: not taken as exact", m, y)
+			}
+		}
+	}
+}
+
+// TestWarpYLerpExact: the y-lerp fma32(ay, v1 - v0, v0) of the vector
+// warp's interior is exactly a float64 before its rounding to float32
+// (so that the float fused multiply-add gives the same float) where its
+// source coordinates are x >= 1 and y >= 1, checked exactly (math/big)
+// for random coordinates of every binade the warp reads and random taps,
+// smooth ones too; and it is not always so for y < 1 (ay then with bits
+// under 2^-23), which the vector path leaves to double.
+func TestWarpYLerpExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	coord := func(lo float64) float32 { // a float >= lo, of a binade up to 2^12
+		return float32(lo + r.Float64()*math.Ldexp(1, r.IntN(13)))
+	}
+	exact := func(ay, dv, v0 float32) bool {
+		e := new(big.Float).SetPrec(200).SetFloat64(float64(ay))
+		e.Mul(e, new(big.Float).SetPrec(200).SetFloat64(float64(dv)))
+		e.Add(e, new(big.Float).SetPrec(200).SetFloat64(float64(v0)))
+		_, acc := e.Float64()
+		return acc == big.Exact
+	}
+	taps := func() (p [4]float32) {
+		base := r.IntN(256)
+		for i := range p {
+			if r.IntN(2) == 0 { // smooth: close to base
+				p[i] = float32(min(255, max(0, base+r.IntN(5)-2)))
+			} else {
+				p[i] = float32(r.IntN(256))
+			}
+		}
+		return p
+	}
+	inexact := 0
+	for k := 0; k < 400000; k++ {
+		sx, sy := coord(1), coord(1)
+		if k%2 == 1 {
+			sy = float32(r.Float64()) // [0, 1): finer bits
+		}
+		ax := sx - float32(math.Floor(float64(sx)))
+		ay := sy - float32(math.Floor(float64(sy)))
+		p := taps()
+		v0, v1 := fma32(ax, p[1]-p[0], p[0]), fma32(ax, p[3]-p[2], p[2])
+		if exact(ay, v1-v0, v0) {
+			continue
+		}
+		if sy >= 1 {
+			t.Fatalf("sx %v, sy %v, taps %v: ay*dv + v0 (%v*%v + %v) is not a float64", sx, sy, p, ay, v1-v0, v0)
+		}
+		inexact++
+	}
+	if inexact == 0 {
+		t.Error("no inexact y-lerp for y < 1: the bound is not shown to matter")
+	}
+	t.Logf("%d of 200000 y-lerps with y < 1 not a float64", inexact)
+}
+
 // BenchmarkCPaths: the C kernels' scalar path (simd 0), AVX2's (1) and
 // AVX-512's (2, where the CPU has it) on BenchmarkKernels' image, beside
 // its cases (the best path here).
 func BenchmarkCPaths(b *testing.B) {
 	src := benchPlanes(640, 640)
-	for simd, name := range []string{"scalar", "avx2", "avx512"}[:cSIMD+1] {
+	for simd, name := range []string{"scalar", "avx2", "avx512", "avx512vbmi"}[:cSIMD+1] {
 		b.Run(name+"/warpaffine/640", func(b *testing.B) {
 			dst := benchPlanes(640, 640)
 			f := warpMatrix(func(m [6]float64) []float64 { return m[:] }(InvertAffine([6]float64{0.9, 0.1, 20, -0.1, 0.95, 10})))

@@ -6,7 +6,11 @@
  *   time otherwise. Its fused multiply-adds are warp.go's fma32, float
  *   operands fused in double and the sum rounded to float, through fma()
  *   (an instruction with FMA, libm's exact fma elsewhere); nothing else
- *   fuses (the pragmas below).
+ *   fuses (the pragmas below). The vector path takes the float fused
+ *   multiply-add instead where the exact sum is a double (then the two
+ *   round the same): the coordinates where stoker_cv_fma_exact says so
+ *   for the row, the lerps where the pixel's source coordinates are >= 1
+ *   (cv_warp.h's lerp8f and blend8ff say why).
  * - hsv: hsv.go's BGR to HSV, the three tables, HSV to BGR, every float
  *   operation hsv.go's: sixteen pixels at a time with AVX-512 VBMI (the
  *   tables read by byte permutes), eight with AVX2 (by gathers), one at a
@@ -123,6 +127,34 @@ static void warp_scalar(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw
   }
 }
 
+/* ulp_exp is the exponent of v's last mantissa bit as a normal float (for
+ * a subnormal lower than its true one; v finite, not zero). */
+static int ulp_exp(float v) {
+  int e;
+  frexpf(v, &e);
+  return e - 24;
+}
+
+/* stoker_cv_fma_exact reports whether a*x + c is a double for every integer x in
+ * [0, n]: then FMA32(a, x, c), fused in double and rounded to float,
+ * rounds the exact sum once, as the float fused multiply-add does (the
+ * vector warp's coordinates then take one instruction, not five). The
+ * sum is a multiple of 2^lo (lo the lower of a's and c's last bits) under
+ * |a|*n + |c|; it is a double where that is under 2^(lo+53) (asked for
+ * under 2^(lo+52): the bound's own sum may round). */
+int stoker_cv_fma_exact(float a, int n, float c) {
+  if (!isfinite(a) || !isfinite(c))
+    return 0;
+  int lo = INT32_MAX;
+  if (a != 0)
+    lo = ulp_exp(a);
+  if (c != 0 && ulp_exp(c) < lo)
+    lo = ulp_exp(c);
+  if (lo == INT32_MAX)
+    return 1;
+  return fabs((double)a) * n + fabs((double)c) < ldexp(1, lo + 52);
+}
+
 #if defined(__x86_64__)
 
 static int cpu_simd; /* 0 none, 1 AVX2 and FMA, 2 those and AVX-512F */
@@ -163,6 +195,13 @@ __attribute__((target("avx512f,avx2,fma"))) static inline __m512d fmad_avx512(__
 }
 __attribute__((target("avx512f,avx2,fma"))) static inline __m256 tof_avx512(__m512d v) { return _mm512_cvtpd_ps(v); }
 
+/* And the VBMI path's: AVX-512's, for its target. */
+#define VBMIT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")))
+VBMIT static inline __m512d of_vbmi(__m256 v) { return _mm512_cvtps_pd(v); }
+VBMIT static inline __m512d ofi_vbmi(__m256i v) { return _mm512_cvtepi32_pd(v); }
+VBMIT static inline __m512d fmad_vbmi(__m512d a, __m512d b, __m512d c) { return _mm512_fmadd_pd(a, b, c); }
+VBMIT static inline __m256 tof_vbmi(__m512d v) { return _mm512_cvtpd_ps(v); }
+
 /* fma8 is FMA32 on eight lanes: each fused in double, rounded to float. */
 #define FMA8(sfx)                                                                                  \
   static inline __m256 fma8_##sfx(__m256 a, __m256 b, __m256 c) {                                  \
@@ -170,6 +209,7 @@ __attribute__((target("avx512f,avx2,fma"))) static inline __m256 tof_avx512(__m5
   }
 __attribute__((target("avx2,fma"))) FMA8(avx2)
 __attribute__((target("avx512f,avx2,fma"))) FMA8(avx512)
+VBMIT FMA8(vbmi)
 
 /* cv_warp.h is the vector warp, once for each (TGT the target, SFX the
  * names' suffix, WD the double type). */
@@ -187,8 +227,17 @@ __attribute__((target("avx512f,avx2,fma"))) FMA8(avx512)
 #undef TGT
 #undef SFX
 #undef WD
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma")))
+#define SFX(f) f##_vbmi
+#define WD __m512d
+#define WARP_VBMI 1
+#include "cv_warp.h"
+#undef WARP_VBMI
+#undef TGT
+#undef SFX
+#undef WD
 
-int stoker_cv_simd(void) { return cpu_simd; }
+int stoker_cv_simd(void) { return cpu_simd == 2 && cpu_vbmi ? 3 : cpu_simd; }
 
 #else
 
@@ -199,6 +248,10 @@ int stoker_cv_simd(void) { return 0; }
 void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
                     int border, int simd) {
 #if defined(__x86_64__)
+  if (simd >= 3 && cpu_simd >= 2 && cpu_vbmi) {
+    warp_vbmi(dst, dw, dh, src, sw, sh, m, persp, border);
+    return;
+  }
   if (simd >= 2 && cpu_simd >= 2) {
     warp_avx512(dst, dw, dh, src, sw, sh, m, persp, border);
     return;

@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 /* stoker_cv_simd is the best vector path stoker_cv_warp has here: 0 none,
- * 1 AVX2 and FMA, 2 those and AVX-512F (x86-64 with them). */
+ * 1 AVX2 and FMA, 2 those and AVX-512F, 3 those and AVX-512BW and VBMI
+ * (x86-64 with them). */
 int stoker_cv_simd(void);
 
 /* stoker_cv_warp is warp.go's warp: dst, three dw x dh planes, resampled
@@ -15,6 +16,11 @@ int stoker_cv_simd(void);
  * best vector path to take (0: scalar), at most what the CPU has. */
 void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
                     int border, int simd);
+
+/* stoker_cv_fma_exact reports whether a*x + c is exactly a double for
+ * every integer x in [0, n] (the vector warp's coordinates are then one
+ * float fused multiply-add; exported for the tests). */
+int stoker_cv_fma_exact(float a, int n, float c);
 
 /* stoker_cv_hsv is hsv.go's hsvPixelsGo on pix, three planes (R, G, B)
  * of n bytes, in place: luts the hue, saturation and value tables (256

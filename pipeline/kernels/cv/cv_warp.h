@@ -1,6 +1,8 @@
-/* cv_warp.h: cv.c's vector warp, included once for AVX2 and once for
- * AVX-512 (cv.c defines TGT, SFX and WD and the helpers of, ofi, fmad,
- * tof and fma8 for each); the same bytes from both, warp.go's. */
+/* cv_warp.h: cv.c's vector warp, included once for AVX2, once for
+ * AVX-512 and once for AVX-512 with VBMI (WARP_VBMI: byte permutes for
+ * the taps of axis-aligned rows) (cv.c defines TGT, SFX and WD and the
+ * helpers of, ofi, fmad, tof and fma8 for each); the same bytes from all,
+ * warp.go's. */
 /* No fused multiply-adds but the explicit ones (see turbo.c). */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -46,6 +48,28 @@ TGT static inline void SFX(blend8f)(uint8_t *d, __m256 ax, WD ay, __m256i p00, _
   _mm_storel_epi64((__m128i *)d, _mm_packus_epi16(p, p));
 }
 
+/* blend8ff is blend8f with the y-lerp in float too, for ay whose lanes
+ * are all multiples of 2^-23 (the fraction of a coordinate >= 1). Then
+ * v0 and v1 (lerp8f's) are multiples of 2^-23 in [0, 255], and so is dv
+ * = v1 - v0 (rounded from one), and E = ay*dv + v0 lies within [-2^-17,
+ * 255 + 2^-17] (between v0 and about v1: dv is v1 - v0 within half its
+ * ulp, at most 2^-17), under 2^8. Under 2^7, E is a multiple of 2^-46
+ * under 2^7: a double (2^53 steps). From 2^7, the larger of v0 and v1 is
+ * over 126: either both are >= 2, floats whose last bit is 2^-22 or more,
+ * so dv is a multiple of 2^-22, or one is under 2 and |dv| > 64, a float
+ * whose last bit is 2^-17 or more; either way E is a multiple of 2^-45
+ * under 2^8: a double. FMA32 then rounds E once, as the float fused
+ * multiply-add does: the same float in a quarter of the operations (no
+ * conversions to double and back). TestWarpYLerpExact checks the claim
+ * and that it fails for coordinates under 1. */
+TGT static inline void SFX(blend8ff)(uint8_t *d, __m256 ax, __m256 ay, __m256i p00, __m256i p01, __m256i p10,
+                                     __m256i p11) {
+  __m256 v0 = SFX(lerp8f)(ax, p00, p01), v1 = SFX(lerp8f)(ax, p10, p11);
+  __m256i r = _mm256_cvtps_epi32(_mm256_fmadd_ps(ay, _mm256_sub_ps(v1, v0), v0));
+  __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  _mm_storel_epi64((__m128i *)d, _mm_packus_epi16(p, p));
+}
+
 /* tap8 is the byte at base + o >> sh8 (0 or 24) of each lane where mask
  * is set, bv where not (not read). */
 TGT static inline __m256i SFX(tap8)(const uint8_t *base, __m256i o, __m256i mask, int sh8,
@@ -69,22 +93,39 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
   const __m256i vh = _mm256_set1_epi32(sh), neg = _mm256_set1_epi32(-1), one = _mm256_set1_epi32(1);
   const __m256i ff = _mm256_set1_epi32(0xff);
   const __m256i vbv = _mm256_set1_epi32((int)((uint32_t)border << 24 | (uint32_t)border));
+#ifdef WARP_VBMI
+  /* A row of pixels reads one pair of source rows only where y does not
+   * move with x: an affine matrix with no rotation or shear. */
+  int rows1 = !persp && m[3] == 0;
+#endif
   for (int y = 0; y < dh; y++) {
     float fy = (float)y;
     float mxs = (float)(fy * m[1]) + m[2], mys = (float)(fy * m[4]) + m[5], mws = (float)(fy * m[7]) + m[8];
     const __m256 mx = _mm256_set1_ps(mxs), my = _mm256_set1_ps(mys), mw = _mm256_set1_ps(mws);
+    /* The row's coordinates in float where that is exact: FMA32's
+     * rounding in double then does nothing (stoker_cv_fma_exact). */
+    int cf = stoker_cv_fma_exact(m[0], tail, mxs) && stoker_cv_fma_exact(m[3], tail, mys) &&
+             (!persp || stoker_cv_fma_exact(m[6], tail, mws));
     int x = 0;
     for (; x < tail; x += 8) {
       __m256 fx = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x), lane));
-      __m256 sx = SFX(fma8)(m0, fx, mx), sy = SFX(fma8)(m3, fx, my);
-      if (persp) {
-        __m256 w = SFX(fma8)(m6, fx, mw);
-        sx = _mm256_div_ps(sx, w), sy = _mm256_div_ps(sy, w);
+      __m256 sx, sy;
+      if (cf) {
+        sx = _mm256_fmadd_ps(m0, fx, mx), sy = _mm256_fmadd_ps(m3, fx, my);
+        if (persp) {
+          __m256 w = _mm256_fmadd_ps(m6, fx, mw);
+          sx = _mm256_div_ps(sx, w), sy = _mm256_div_ps(sy, w);
+        }
+      } else {
+        sx = SFX(fma8)(m0, fx, mx), sy = SFX(fma8)(m3, fx, my);
+        if (persp) {
+          __m256 w = SFX(fma8)(m6, fx, mw);
+          sx = _mm256_div_ps(sx, w), sy = _mm256_div_ps(sy, w);
+        }
       }
       /* cvttps of the floor: the floor, or INT32_MIN as floor_int. */
       __m256i ix = _mm256_cvttps_epi32(_mm256_floor_ps(sx)), iy = _mm256_cvttps_epi32(_mm256_floor_ps(sy));
       __m256 ax = _mm256_sub_ps(sx, _mm256_cvtepi32_ps(ix)), ay = _mm256_sub_ps(sy, _mm256_cvtepi32_ps(iy));
-      WD axd = SFX(of)(ax), ayd = SFX(of)(ay);
       /* Which taps are in the image: x, x+1 by y, y+1. */
       __m256i ix1 = _mm256_add_epi32(ix, one), iy1 = _mm256_add_epi32(iy, one);
       __m256i vx0 = _mm256_and_si256(_mm256_cmpgt_epi32(ix, neg), _mm256_cmpgt_epi32(vw, ix));
@@ -115,7 +156,7 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
             base -= 3, sh8 = 24;
           __m256i p00 = SFX(tap8)(base, o, m00, sh8, vbv), p01 = SFX(tap8)(base, o01, m01, sh8, vbv);
           __m256i p10 = SFX(tap8)(base, o1, m10, sh8, vbv), p11 = SFX(tap8)(base, o11, m11, sh8, vbv);
-          SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, axd, ayd, p00, p01, p10, p11);
+          SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, SFX(of)(ax), SFX(of)(ay), p00, p01, p10, p11);
         }
         continue;
       }
@@ -123,8 +164,38 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
        * gather a row gives both, its spare bytes after them for the
        * first two planes (in the next plane at most), before them for
        * the last (in the plane before it). */
-      /* ix >= 1 in every lane: ax a multiple of 2^-23 (lerp8f). */
+      /* ix >= 1 in every lane: ax a multiple of 2^-23 (lerp8f); and iy
+       * >= 1: ay one too (blend8ff). */
       int fx1 = _mm256_movemask_epi8(_mm256_cmpgt_epi32(ix, _mm256_setzero_si256())) == -1;
+      int fy1 = fx1 && _mm256_movemask_epi8(_mm256_cmpgt_epi32(iy, _mm256_setzero_si256())) == -1;
+#ifdef WARP_VBMI
+      /* With VBMI, where the eight pixels read one pair of source rows
+       * (the same iy: an axis-aligned matrix, as the yolo preset's) and
+       * their taps span at most 32 bytes (a scale of 1/4 or more), each
+       * row's bytes are one masked load and the taps four byte permutes
+       * (zeroing all but each lane's low byte), not gathers. */
+      if (fy1 && rows1) {
+        int i0 = _mm256_extract_epi32(ix, 0), i7 = _mm256_extract_epi32(ix, 7), y0 = _mm256_extract_epi32(iy, 0);
+        int lo = i0 < i7 ? i0 : i7, hi = i0 < i7 ? i7 : i0;
+        __m256i vlo = _mm256_set1_epi32(lo), vhi = _mm256_set1_epi32(hi);
+        if (hi - lo <= 30 && _mm256_movemask_epi8(_mm256_cmpeq_epi32(iy, _mm256_set1_epi32(y0))) == -1 &&
+            _mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpgt_epi32(vlo, ix), _mm256_cmpgt_epi32(ix, vhi))) == 0) {
+          __m256i i00 = _mm256_sub_epi32(ix, vlo), i01 = _mm256_add_epi32(i00, one);
+          __mmask32 lm = (__mmask32)((1ull << (hi - lo + 2)) - 1); /* bytes lo..hi+1 */
+          size_t row = (size_t)y0 * sw + lo;
+          for (int c = 0; c < 3; c++) {
+            const uint8_t *b0 = src + (size_t)c * n + row;
+            __m256i r0 = _mm256_maskz_loadu_epi8(lm, b0), r1 = _mm256_maskz_loadu_epi8(lm, b0 + sw);
+            __m256i p00 = _mm256_maskz_permutexvar_epi8(0x11111111, i00, r0);
+            __m256i p01 = _mm256_maskz_permutexvar_epi8(0x11111111, i01, r0);
+            __m256i p10 = _mm256_maskz_permutexvar_epi8(0x11111111, i00, r1);
+            __m256i p11 = _mm256_maskz_permutexvar_epi8(0x11111111, i01, r1);
+            SFX(blend8ff)(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ay, p00, p01, p10, p11);
+          }
+          continue;
+        }
+      }
+#endif
       for (int c = 0; c < 3; c++) {
         const uint8_t *base = src + (size_t)c * n;
         int sh8 = 0;
@@ -134,10 +205,12 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
         __m256i g1 = _mm256_srli_epi32(_mm256_i32gather_epi32((const int *)base, o1, 1), sh8);
         __m256i p00 = _mm256_and_si256(g0, ff), p01 = _mm256_and_si256(_mm256_srli_epi32(g0, 8), ff);
         __m256i p10 = _mm256_and_si256(g1, ff), p11 = _mm256_and_si256(_mm256_srli_epi32(g1, 8), ff);
-        if (fx1)
-          SFX(blend8f)(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ayd, p00, p01, p10, p11);
+        if (fy1)
+          SFX(blend8ff)(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ay, p00, p01, p10, p11);
+        else if (fx1)
+          SFX(blend8f)(dst + (size_t)c * dn + (size_t)y * dw + x, ax, SFX(of)(ay), p00, p01, p10, p11);
         else
-          SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, axd, ayd, p00, p01, p10, p11);
+          SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, SFX(of)(ax), SFX(of)(ay), p00, p01, p10, p11);
       }
     }
     for (; x < dw; x++)

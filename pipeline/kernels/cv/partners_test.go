@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // TestPartnersUniform: a mosaic's partners over 20,000 samples of a
@@ -49,5 +50,62 @@ func TestPartnersUniform(t *testing.T) {
 	}
 	if !same(a, b) || same(a, c) || same(a, d) {
 		t.Errorf("partners of one key %v and again %v; next epoch %v, mixup's %v", a, b, c, d)
+	}
+}
+
+// TestPartnerCacheReuse: a miss's pixels come from an evicted entry that
+// no decode holds (Alloc), never from one held (Get, Put) until it is
+// released, and then once only; the cache keeps to its budget.
+func TestPartnerCacheReuse(t *testing.T) {
+	const n = 3 * 8 * 8
+	c := NewPartnerCache(2 * (n + partnerOverhead))
+	img := func(b []byte, v byte) kernels.Planes {
+		for i := range b {
+			b[i] = v
+		}
+		return kernels.Planes{Pix: b, W: 8, H: 8}
+	}
+	key := func(i byte) PartnerKey { return c.Key([]byte{i}, 640, 0) }
+	r1 := c.Put(key(1), img(c.Alloc(n), 1))
+	c.Release(r1)
+	r2 := c.Put(key(2), img(c.Alloc(n), 2))
+	held, hr, ok := c.Get(key(1)) // held from now on
+	if !ok {
+		t.Fatal("entry 1 missing")
+	}
+	c.Release(r2)
+	// The cache is full: the next Alloc evicts 2 (1 was used more
+	// recently) and takes its pixels.
+	b := c.Alloc(n)
+	if &b[0] == &held.Pix[0] {
+		t.Fatal("Alloc handed out a held image's pixels")
+	}
+	c.Release(c.Put(key(3), img(b, 3)))
+	// Now 1, held, is the oldest: evicted, not reused while held.
+	b4 := c.Alloc(n)
+	if &b4[0] == &held.Pix[0] || held.Pix[0] != 1 {
+		t.Fatal("a held image's pixels reused")
+	}
+	c.Release(c.Put(key(4), img(b4, 4)))
+	c.Release(hr) // 1's pixels now free: kept for Alloc
+	// Full again (4, 3): the next Alloc evicts 3, unheld, and takes its.
+	b5 := c.Alloc(n)
+	if &b5[0] != &b[0] {
+		t.Error("the evicted unheld image's pixels not reused")
+	}
+	_, hr4, _ := c.Get(key(4))
+	c.Release(c.Put(key(5), img(b5, 5)))
+	// Full (5, 4): 4 is evicted, held, so the pixels kept from 1 are taken.
+	if b6 := c.Alloc(n); &b6[0] != &held.Pix[0] {
+		t.Error("a released evicted image's pixels not reused")
+	} else if b7 := c.Alloc(n); &b7[0] == &b6[0] {
+		t.Fatal("the same pixels handed out twice")
+	}
+	c.Release(hr4)
+	if _, _, ok := c.Get(key(1)); ok {
+		t.Error("entry 1 still there")
+	}
+	if st := c.Stats(); st.Bytes > st.Budget || st.Evicted != 4 {
+		t.Errorf("stats %+v", st)
 	}
 }
