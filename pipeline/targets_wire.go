@@ -353,7 +353,7 @@ func CheckOverlapMask(t *Transform, ds Dataset) error {
 	if d, ok := ds.(*dataset.YOLODataset); !ok || !d.HasSegments() {
 		return fmt.Errorf("%w: overlap_mask: the dataset has no polygons (a YOLO segment dataset's label lines): ultralytics' overlap mask is made of them", ErrUnsupported)
 	}
-	if t.views != nil || t.yolo == nil {
+	if t.views != nil || t.yolo == nil && t.mosaic == nil {
 		return fmt.Errorf("%w: overlap_mask: the transform has no YOLO geometry (YOLOLoadImage or YOLOMosaic first): the overlap mask follows ultralytics' ops only", ErrUnsupported)
 	}
 	return checkOverlapOps(t.ops, "")

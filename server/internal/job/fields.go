@@ -111,6 +111,9 @@ var targetFieldNames = []string{"boxes", "labels", "iscrowd", "image_id", "keypo
 // hundred instances of a 1024x1024 canvas.
 const defaultMaxTargetsBytes = 1 << 20
 
+// errMasksAndOverlap refuses target_fields with both masks.
+var errMasksAndOverlap = status.Error(codes.InvalidArgument, "target_fields: \"masks\" and \"overlap_mask\" together: torchvision's masks (one an instance, in the boxes' order) and ultralytics' overlap mask (the instances in its area order) cannot share the boxes' order; ask for one")
+
 // targetFieldsOf checks spec's target_fields against ds and says whether
 // they ask for masks, and for the overlap mask (never both).
 func targetFieldsOf(spec *stokerv1.JobSpec, ds pipeline.Dataset) (masks, overlap bool, err error) {
@@ -133,7 +136,7 @@ func targetFieldsOf(spec *stokerv1.JobSpec, ds pipeline.Dataset) (masks, overlap
 	masks, overlap = seen["masks"], seen["overlap_mask"]
 	switch {
 	case masks && overlap:
-		return false, false, status.Error(codes.InvalidArgument, "target_fields: \"masks\" and \"overlap_mask\" together: torchvision's masks (one an instance, in the boxes' order) and ultralytics' overlap mask (the instances in its area order) cannot share the boxes' order; ask for one")
+		return false, false, errMasksAndOverlap
 	case !masks && !overlap && spec.GetMaxTargetsBytes() != 0:
 		return false, false, status.Errorf(codes.InvalidArgument, "max_targets_bytes %d without masks: it bounds the targets that carry masks (target_fields \"masks\" or \"overlap_mask\"); the others are bounded by max_field_bytes", spec.GetMaxTargetsBytes())
 	}

@@ -594,7 +594,9 @@ func targetsOf(spec *stokerv1.JobSpec, j *Job) error {
 		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
 	}
 	var err error
-	if tf := spec.GetTargetFields(); slices.Contains(tf, "masks") {
+	if tf := spec.GetTargetFields(); slices.Contains(tf, "masks") && slices.Contains(tf, "overlap_mask") {
+		return errMasksAndOverlap
+	} else if slices.Contains(tf, "masks") {
 		err = pipeline.CheckMasks(j.t)
 	} else if slices.Contains(tf, "overlap_mask") {
 		err = pipeline.CheckOverlapMask(j.t, j.ds)
