@@ -39,6 +39,7 @@ func runBench(args []string) error {
 	coefBudget := fs.Int64("coef-budget", 0, "memory for the coefficient cache (as stoker serve's --coef-budget); 0: serve's default here, a quarter of its default --memory-budget; -1: none")
 	partnerBudget := fs.Int64("partner-budget", 0, "memory for the partner cache (as stoker serve's --partner-budget: a YOLOMosaic's load_image'd images); 0: serve's default here, a sixteenth of its default --memory-budget; -1: none")
 	annotations := fs.String("annotations", "", "a COCO annotations file for --data's images (as stoker serve's --annotations): every batch asks for its targets (boxes and labels moved with the pixels), as a job with targets does; needed by the detection presets (detr, lsj)")
+	overlap := fs.Bool("overlap-mask", false, "with --annotations of a YOLO segment dataset (its data.yaml) and a YOLO transform, every sample's targets carry ultralytics' overlap mask too, as a job asking for targets \"overlap_mask\" does")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args[1:])
 	if *data == "" {
@@ -75,6 +76,15 @@ func runBench(args []string) error {
 		return err
 	}
 	t = t.WithDecode(mode)
+	if *overlap {
+		if fset == nil {
+			return errors.New("bench pipeline: --overlap-mask needs --annotations")
+		}
+		if err := pipeline.CheckOverlapMask(t, ds); err != nil {
+			return fmt.Errorf("bench pipeline: --overlap-mask: %w", err)
+		}
+		fset.SetOverlapMask(1 << 20)
+	}
 	opts := []pipeline.Option{pipeline.WithReference(*reference), pipeline.WithDCTScaling(sc)}
 	var ix *pipeline.Index
 	if *indexBudget >= 0 {

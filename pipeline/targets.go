@@ -39,6 +39,9 @@ type Targets struct {
 	Format BoxFormat
 	// mm are the masks' maps, with WantMasks (targets_wire.go).
 	mm maskMaps
+	// WantOverlap: the overlap mask follows the instances, which are in
+	// its order (appendOverlap); never with WantMasks.
+	WantOverlap bool
 }
 
 // BoxFormat is a box format of torchvision's tv_tensors.BoundingBoxFormat:
@@ -315,6 +318,9 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 		return b, err
 	}
 	tg.W, tg.H = w, h
+	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
+		return tg.appendOverlap(b, fs.TargetsMax())
+	}
 	base := len(b)
 	if b = AppendTargets(b, tg); tg.WantMasks {
 		return tg.appendMasks(b, base, fs.TargetsMax())

@@ -8,14 +8,24 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
 
 // targetsMasks is the bit of the targets' header word (its format and P)
 // that says the masks follow: set only for a job that asks for them.
 const targetsMasks = 1 << 31
+
+// targetsOverlap is the bit of the header word that says the overlap mask
+// follows (appendOverlap): set only for a job that asks for it.
+const targetsOverlap = 1 << 30
+
+// OverlapRatio is the overlap mask's downsample: ultralytics' Format's
+// mask_ratio default (4).
+const OverlapRatio = 4
 
 // AppendTargets appends t's encoding, little-endian: u32 H, u32 W (the
 // canvas), i64 image id, u32 K, u32 the boxes' format (its low byte) and
@@ -34,6 +44,9 @@ func AppendTargets(b []byte, t *Targets) []byte {
 	word := uint32(t.Format) | uint32(t.P)<<8
 	if t.WantMasks {
 		word |= targetsMasks
+	}
+	if t.WantOverlap {
+		word |= targetsOverlap
 	}
 	b = le.AppendUint32(b, word)
 	for _, bx := range t.Boxes {
@@ -261,4 +274,107 @@ func checkMaskOps(ops []Op, at string) error {
 // keypoints each.
 func TargetsSize(k, p int) int64 {
 	return targetsHeader + int64(k)*(16+8+1) + int64(k)*int64(p)*(8+1)
+}
+
+// OverlapMaskSize is the bytes of the overlap mask of k instances on a w x
+// h canvas after the targets (padded to a multiple of 4 each side): one
+// byte a pixel of its w/4 x h/4 map, four past 255 instances.
+func OverlapMaskSize(w, h, k int) int64 {
+	n := int64(w/OverlapRatio) * int64(h/OverlapRatio)
+	if k > 255 {
+		n *= 4
+	}
+	return (n + 3) / 4 * 4
+}
+
+// appendOverlap appends t's encoding with ultralytics' overlap mask
+// (Format(return_mask=True, mask_ratio=4, mask_overlap=True)): its
+// instances ordered as polygons2masks_overlap orders them (by their
+// masks' area, largest first: Format's instances[sorted_idx] and
+// cls[sorted_idx]), then, after zeros to a multiple of 4, the map
+// (cv.PolygonsToMasksOverlap of the segments on the W x H canvas), row-major,
+// uint8 (int32 little-endian past 255 instances, as ultralytics), and
+// zeros to a multiple of 4. limit bounds the bytes (TargetsTooLarge).
+func (t *Targets) appendOverlap(b []byte, limit int64) ([]byte, error) {
+	k := len(t.Boxes)
+	if len(t.Segments) != k {
+		return b, fmt.Errorf("%w: overlap_mask: %d instances with %d polygons: the overlap mask needs a segment dataset's polygons for every instance", ErrUnsupported, k, len(t.Segments))
+	}
+	size := (TargetsSize(k, t.P)+3)/4*4 + OverlapMaskSize(t.W, t.H, k)
+	if size > limit {
+		return b, &dataset.TargetsTooLarge{At: size}
+	}
+	m, order := cv.PolygonsToMasksOverlap(t.Segments, t.W, t.H, OverlapRatio)
+	t.reorder(order)
+	base := len(b)
+	b = AppendTargets(b, t)
+	for (len(b)-base)%4 != 0 {
+		b = append(b, 0)
+	}
+	if k > 255 {
+		for _, v := range m {
+			b = binary.LittleEndian.AppendUint32(b, uint32(v))
+		}
+	} else {
+		for _, v := range m {
+			b = append(b, uint8(v))
+		}
+	}
+	for (len(b)-base)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b, nil
+}
+
+// reorder puts t's instances (boxes, labels, crowd flags, keypoints,
+// segments) in order: the n-th is the order[n]-th before.
+func (t *Targets) reorder(order []int) {
+	boxes := append([][4]float32(nil), t.Boxes...)
+	labels := append([]int64(nil), t.Labels...)
+	crowd := append([]uint8(nil), t.Crowd...)
+	pts := append([][2]float32(nil), t.Points...)
+	vis := append([]uint8(nil), t.Vis...)
+	segs := append([][][2]float32(nil), t.Segments...)
+	for n, k := range order {
+		t.Boxes[n], t.Labels[n], t.Crowd[n], t.Segments[n] = boxes[k], labels[k], crowd[k], segs[k]
+		if t.P > 0 {
+			copy(t.Points[n*t.P:(n+1)*t.P], pts[k*t.P:(k+1)*t.P])
+			copy(t.Vis[n*t.P:(n+1)*t.P], vis[k*t.P:(k+1)*t.P])
+		}
+	}
+}
+
+// CheckOverlapMask refuses a job asking for the overlap mask
+// (target_fields "overlap_mask") whose transform or dataset cannot give
+// ultralytics' one: the dataset's polygons move only through ultralytics'
+// ops (the YOLO geometry, YOLOMosaic, YOLOMixUp, YOLORandomFlip), so the
+// transform must start with that geometry (YOLOLoadImage or YOLOMosaic)
+// and move the targets by no other op; and the dataset must be a YOLO
+// segment dataset (label lines of polygons).
+func CheckOverlapMask(t *Transform, ds Dataset) error {
+	if d, ok := ds.(*dataset.YOLODataset); !ok || !d.HasSegments() {
+		return fmt.Errorf("%w: overlap_mask: the dataset has no polygons (a YOLO segment dataset's label lines): ultralytics' overlap mask is made of them", ErrUnsupported)
+	}
+	if t.views != nil || t.yolo == nil && t.mosaic == nil {
+		return fmt.Errorf("%w: overlap_mask: the transform has no YOLO geometry (YOLOLoadImage or YOLOMosaic first): the overlap mask follows ultralytics' ops only", ErrUnsupported)
+	}
+	return checkOverlapOps(t.ops, "")
+}
+
+func checkOverlapOps(ops []Op, at string) error {
+	for i := range ops {
+		op := &ops[i]
+		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
+		switch roleOf(op.Kind) {
+		case targetsContainer:
+			if err := checkOverlapOps(op.Ops, where+": "); err != nil {
+				return err
+			}
+		case targetsMove:
+			if !strings.HasPrefix(string(op.Kind), "YOLO") {
+				return fmt.Errorf("%w: overlap_mask: transform: %s moves the boxes but not the dataset's polygons: the overlap mask follows ultralytics' ops only (YOLOLoadImage, YOLOLetterBox, YOLORandomPerspective, YOLOMosaic, YOLOMixUp, YOLORandomFlip)", ErrUnsupported, where)
+			}
+		}
+	}
+	return nil
 }

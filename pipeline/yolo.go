@@ -309,6 +309,9 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 		return b, err
 	}
 	tg.W, tg.H = w, h
+	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
+		return tg.appendOverlap(b, fs.TargetsMax())
+	}
 	return AppendTargets(b, tg), nil
 }
 

@@ -277,7 +277,7 @@ func targetsAsField(h *pb.BatchHeader) error {
 	}
 	n := len(h.GetIndices())
 	fv := &pb.FieldValues{Name: "targets", Values: make([][]byte, n)}
-	if err := ragged.Unpack(bt, n, bt.GetMasks(), 1<<30, func(int) []byte { return nil }, func(i int, v []byte) { fv.Values[i] = v }); err != nil {
+	if err := ragged.Unpack(bt, n, bt.GetMasks(), bt.GetOverlapMask(), 1<<30, func(int) []byte { return nil }, func(i int, v []byte) { fv.Values[i] = v }); err != nil {
 		return fmt.Errorf("batch %d: %v", h.GetNumber(), err)
 	}
 	h.Fields, h.Targets = append(h.Fields, fv), nil

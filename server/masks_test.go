@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -173,5 +177,108 @@ func TestMasksFromShards(t *testing.T) {
 		if !slices.Equal(b.hdr.GetIndices(), w.hdr.GetIndices()) || !bytes.Equal(b.data, w.data) || !sameFields(b.hdr, w.hdr) {
 			t.Fatalf("batch %d: the shards' targets with masks differ from the COCO dataset's", k)
 		}
+	}
+}
+
+// photosSegments is a YOLO segment dataset of 8 of testdata/photos: each
+// image 1 to 4 polygon lines (a triangle or a quad of its own), and its
+// data.yaml.
+func photosSegments(t *testing.T) (images, yaml string) {
+	t.Helper()
+	root := t.TempDir()
+	images, labels := filepath.Join(root, "images", "train"), filepath.Join(root, "labels", "train")
+	for _, d := range []string{images, labels} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var jpgs []string
+	if err := filepath.WalkDir("../testdata/photos", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jpg") && len(jpgs) < 8 {
+			jpgs = append(jpgs, p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range jpgs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("%06d", i)
+		if err := os.WriteFile(filepath.Join(images, name+".jpg"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for k := range 1 + i%4 {
+			x, y, s := 0.1+0.15*float64(k), 0.2+0.1*float64(i%3), 0.2+0.05*float64(k)
+			if k%2 == 0 {
+				lines = append(lines, fmt.Sprintf("%d %.4f %.4f %.4f %.4f %.4f %.4f", k%3, x, y, x+s, y+s/2, x+s/3, y+s))
+			} else {
+				lines = append(lines, fmt.Sprintf("%d %.4f %.4f %.4f %.4f %.4f %.4f %.4f %.4f", k%3, x, y, x+s, y, x+s, y+s, x, y+s))
+			}
+		}
+		if err := os.WriteFile(filepath.Join(labels, name+".txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yaml = filepath.Join(root, "data.yaml")
+	if err := os.WriteFile(yaml, []byte("path: .\ntrain: images/train\nval: images/train\nnames:\n  0: a\n  1: b\n  2: c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return images, yaml
+}
+
+// TestOverlapMaskAnyTopology: a job asking for "overlap_mask" on a YOLO
+// segment dataset through the YOLO ops gets each sample's targets with the
+// overlap bit and its W/4 x H/4 map after them (values at most K, some
+// set); the same bytes on a lone server and over 3 verified peers (the
+// peers' arrays unpacked and compared byte for byte), none quarantined.
+func TestOverlapMaskAnyTopology(t *testing.T) {
+	images, yaml := photosSegments(t)
+	cfg := func() Config {
+		return Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 1}
+	}
+	job := smallJob("seg", 4)
+	job.Job.Targets = true
+	job.Job.TargetFields = []string{"boxes", "labels", "overlap_mask"}
+	job.Job.Transform.Ops = []*pb.Op{namedOp("YOLOMosaic", numArg("imgsz", 64), numArg("p", 1)),
+		namedOp("YOLORandomFlip", numArg("p", 0.5))}
+	var alone epoch
+	for _, n := range []int{0, 3} {
+		e := topology(t, cfg, n)
+		ep := e.collect(t, job)
+		seen, set := 0, 0
+		for _, b := range ep.batches {
+			h := b.hdr
+			fs := h.GetFields()
+			if len(fs) != 1 || fs[0].GetName() != "targets" {
+				t.Fatalf("%d peers: batch %d: fields %v", n, h.GetNumber(), fs)
+			}
+			for i, v := range fs[0].GetValues() {
+				le := binary.LittleEndian
+				hh, ww, k, word := int(le.Uint32(v)), int(le.Uint32(v[4:])), int(le.Uint32(v[16:])), le.Uint32(v[20:])
+				at := (24 + 25*k + 3) / 4 * 4
+				if word != 1<<30 || int64(len(v)) != int64(at)+pipeline.OverlapMaskSize(ww, hh, k) || k > 255 {
+					t.Fatalf("%d peers: sample %d: %d instances on %dx%d, word %#x, %d bytes", n, h.GetIndices()[i], k, ww, hh, word, len(v))
+				}
+				for _, m := range v[at : at+(hh/4)*(ww/4)] {
+					if int(m) > k {
+						t.Fatalf("%d peers: sample %d: a map value %d of %d instances", n, h.GetIndices()[i], m, k)
+					}
+					set += btoi(m != 0)
+				}
+				seen++
+			}
+		}
+		if seen != 8 || set == 0 {
+			t.Errorf("%d peers: %d samples, %d map pixels set; want 8 samples, some set", n, seen, set)
+		}
+		if n == 0 {
+			alone = ep
+			continue
+		}
+		sameAsAlone(t, e, n, ep, alone)
 	}
 }

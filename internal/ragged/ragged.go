@@ -20,12 +20,17 @@ import (
 // byte, P above it, wordMasks when masks follow), K x 16 bytes of boxes, K
 // x 8 of labels, K x P x 8 of keypoints, K crowd flags, K x P
 // visibilities; with masks, zeros to a multiple of 4, K u32 run counts and
-// the runs (u32).
+// the runs (u32); with the overlap mask (wordOverlap, never with masks),
+// zeros to a multiple of 4, then its H/4 x W/4 map (uint8, int32 past 255
+// instances) and zeros to a multiple of 4.
 const (
-	header    = 24
-	wordMasks = 1 << 31
-	// maxP bounds P (the word's bits 8 to 30).
-	maxP = 1<<23 - 1
+	header      = 24
+	wordMasks   = 1 << 31
+	wordOverlap = 1 << 30
+	// maxP bounds P (the word's bits 8 to 29).
+	maxP = 1<<22 - 1
+	// overlapRatio is the overlap mask's downsample (pipeline.OverlapRatio).
+	overlapRatio = 4
 	// formats is the boxes' formats (XYXY, XYWH, CXCYWH).
 	formats = 3
 )
@@ -38,9 +43,22 @@ type sample struct {
 	id         int64
 	format     uint32
 	masks      bool
+	overlap    bool
 	// The byte offsets of its arrays in the encoding.
 	labels, points, crowd, vis, counts, runs int
 	nruns                                    int
+	// omap is where the overlap mask starts.
+	omap int
+}
+
+// overlapBytes is the bytes of a sample's overlap mask of k instances on
+// an h x w canvas, padded to a multiple of 4.
+func overlapBytes(h, w, k int64) int64 {
+	n := (h / overlapRatio) * (w / overlapRatio)
+	if k > 255 {
+		n *= 4
+	}
+	return (n + 3) / 4 * 4
 }
 
 // parse parses one sample's encoding, checking that its lengths add up.
@@ -51,7 +69,8 @@ func parse(v []byte) (sample, error) {
 	}
 	s.h, s.w, s.id, s.k = le.Uint32(v), le.Uint32(v[4:]), int64(le.Uint64(v[8:])), le.Uint32(v[16:])
 	word := le.Uint32(v[20:])
-	s.format, s.p, s.masks = word&0xFF, (word&^wordMasks)>>8, word&wordMasks != 0
+	s.format, s.p = word&0xFF, (word&^(wordMasks|wordOverlap))>>8
+	s.masks, s.overlap = word&wordMasks != 0, word&wordOverlap != 0
 	k, p := int64(s.k), int64(s.p)
 	size := header + 25*k + 9*k*p
 	if size > int64(len(v)) {
@@ -61,6 +80,16 @@ func parse(v []byte) (sample, error) {
 	s.points = s.labels + 8*int(k)
 	s.crowd = s.points + 8*int(k*p)
 	s.vis = s.crowd + int(k)
+	if s.masks && s.overlap {
+		return s, fmt.Errorf("masks and the overlap mask together")
+	}
+	if s.overlap {
+		s.omap = int(size+3) / 4 * 4
+		if want := int64(s.omap) + overlapBytes(int64(s.h), int64(s.w), k); want != int64(len(v)) {
+			return s, fmt.Errorf("%d bytes for %d instances of %d keypoints and an overlap mask of %dx%d, want %d", len(v), k, p, s.w, s.h, want)
+		}
+		return s, nil
+	}
 	if !s.masks {
 		if size != int64(len(v)) {
 			return s, fmt.Errorf("%d bytes for %d instances of %d keypoints, want %d", len(v), k, p, size)
@@ -87,12 +116,13 @@ func parse(v []byte) (sample, error) {
 // BatchTargets, its arrays slices of buf (grown as needed, returned for
 // reuse): what goes on the wire in place of the per-sample bytes. Every
 // sample has the same boxes' format, and masks exactly when the job asks
-// for them (masks: a batch of no samples says so too); else an error, as
-// for an encoding whose lengths do not add up.
-func Pack(vals [][]byte, masks bool, buf []byte) (*stokerv1.BatchTargets, []byte, error) {
+// for them (masks: a batch of no samples says so too), and the overlap
+// mask exactly when the job asks for it (overlap); else an error, as for
+// an encoding whose lengths do not add up.
+func Pack(vals [][]byte, masks, overlap bool, buf []byte) (*stokerv1.BatchTargets, []byte, error) {
 	n := len(vals)
 	ss := make([]sample, n)
-	var k, kp, runs int
+	var k, kp, runs, om int
 	hasP := false
 	for i, v := range vals {
 		s, err := parse(v)
@@ -102,6 +132,9 @@ func Pack(vals [][]byte, masks bool, buf []byte) (*stokerv1.BatchTargets, []byte
 		if s.masks != masks {
 			return nil, buf, fmt.Errorf("sample %d's targets: masks %v, the job asks for masks %v", i, s.masks, masks)
 		}
+		if s.overlap != overlap {
+			return nil, buf, fmt.Errorf("sample %d's targets: overlap mask %v, the job asks for it %v", i, s.overlap, overlap)
+		}
 		if i > 0 && s.format != ss[0].format {
 			return nil, buf, fmt.Errorf("sample %d's targets: boxes' format %d, sample 0's %d: a batch's is one", i, s.format, ss[0].format)
 		}
@@ -109,6 +142,9 @@ func Pack(vals [][]byte, masks bool, buf []byte) (*stokerv1.BatchTargets, []byte
 		k += int(s.k)
 		kp += int(s.k) * int(s.p)
 		runs += s.nruns
+		if overlap {
+			om += len(v) - s.omap
+		}
 		hasP = hasP || s.p != 0
 	}
 	if k > math.MaxUint32 || runs > math.MaxUint32 {
@@ -119,7 +155,7 @@ func Pack(vals [][]byte, masks bool, buf []byte) (*stokerv1.BatchTargets, []byte
 		Canvas:   make([]uint32, 2*n),
 		ImageIds: make([]int64, n),
 	}
-	bt.Masks = masks
+	bt.Masks, bt.OverlapMask = masks, overlap
 	if n > 0 {
 		bt.BoxFormat = ss[0].format
 	}
@@ -130,6 +166,7 @@ func Pack(vals [][]byte, masks bool, buf []byte) (*stokerv1.BatchTargets, []byte
 	if masks {
 		size += 4*(k+1) + 4*runs
 	}
+	size += om
 	if cap(buf) < size {
 		buf = make([]byte, size)
 	}
@@ -146,7 +183,8 @@ func Pack(vals [][]byte, masks bool, buf []byte) (*stokerv1.BatchTargets, []byte
 	if masks {
 		moff, mruns = take(4*(k+1)), take(4*runs)
 	}
-	var o, op, or int
+	omaps := take(om)
+	var o, op, or, oo int
 	for i, s := range ss {
 		v, sk, skp := vals[i], int(s.k), int(s.k)*int(s.p)
 		bt.Offsets[i] = uint32(o)
@@ -166,12 +204,18 @@ func Pack(vals [][]byte, masks bool, buf []byte) (*stokerv1.BatchTargets, []byte
 			}
 			copy(mruns[4*(or-s.nruns):], v[s.runs:])
 		}
+		if overlap {
+			oo += copy(omaps[oo:], v[s.omap:])
+		}
 		o, op = o+sk, op+skp
 	}
 	bt.Offsets[n] = uint32(o)
 	if masks {
 		le.PutUint32(moff[4*k:], uint32(or))
 		bt.MaskOffsets, bt.MaskRuns = moff, mruns
+	}
+	if overlap {
+		bt.OverlapMasks = omaps
 	}
 	bt.Boxes, bt.Labels, bt.Iscrowd = boxes, labels, crowd
 	if hasP {

@@ -14,9 +14,10 @@ import (
 // the per-sample lists must be n long, the offsets start at 0, never go
 // down and end at the arrays' lengths, every array be exactly as long as
 // they say, the boxes' format one of three, masks as the job asks
-// (masks), and no sample's encoding over max bytes (the job's bound of a
-// sample's targets). The first that is not is the error, naming it.
-func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, max int64, dst func(i int) []byte, put func(i int, v []byte)) error {
+// (masks), the overlap mask as the job asks (overlap), and no sample's
+// encoding over max bytes (the job's bound of a sample's targets). The
+// first that is not is the error, naming it.
+func Unpack(bt *stokerv1.BatchTargets, n int, masks, overlap bool, max int64, dst func(i int) []byte, put func(i int, v []byte)) error {
 	if bt == nil {
 		return errors.New("a batch without its targets (BatchHeader.targets)")
 	}
@@ -32,8 +33,12 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, max int64, dst func(i 
 		return fmt.Errorf("targets: box format %d, want 0 (XYXY), 1 (XYWH) or 2 (CXCYWH)", bt.GetBoxFormat())
 	case bt.GetMasks() != masks:
 		return fmt.Errorf("targets: masks %v, the job asks for masks %v", bt.GetMasks(), masks)
+	case bt.GetOverlapMask() != overlap:
+		return fmt.Errorf("targets: overlap mask %v, the job asks for it %v", bt.GetOverlapMask(), overlap)
+	case masks && overlap:
+		return errors.New("targets: masks and the overlap mask together")
 	}
-	var kp int64
+	var kp, om int64
 	for i := range n {
 		if off[i+1] < off[i] {
 			return fmt.Errorf("targets: offsets go down at sample %d (%d, then %d)", i, off[i], off[i+1])
@@ -43,6 +48,9 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, max int64, dst func(i 
 				return fmt.Errorf("targets: sample %d with %d keypoints an instance, over %d", i, ps[i], maxP)
 			}
 			kp += int64(off[i+1]-off[i]) * int64(ps[i])
+		}
+		if overlap {
+			om += overlapBytes(int64(canvas[2*i]), int64(canvas[2*i+1]), int64(off[i+1]-off[i]))
 		}
 	}
 	k := int64(off[n])
@@ -54,6 +62,7 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, max int64, dst func(i 
 		{"boxes", len(bt.GetBoxes()), 16 * k}, {"labels", len(bt.GetLabels()), 8 * k}, {"iscrowd", len(bt.GetIscrowd()), k},
 		{"keypoints", len(bt.GetKeypoints()), 8 * kp}, {"keypoints_visibility", len(bt.GetKeypointsVisibility()), kp},
 		{"mask_offsets", len(bt.GetMaskOffsets()), 0}, {"mask_runs", len(bt.GetMaskRuns()), 0},
+		{"overlap_masks", len(bt.GetOverlapMasks()), om},
 	}
 	var moff, runs []byte
 	if masks {
@@ -82,7 +91,7 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, max int64, dst func(i 
 			return fmt.Errorf("targets: mask offsets end at %d, mask_runs holds %d runs", prev, len(runs)/4)
 		}
 	}
-	var op int64
+	var op, oo int64
 	for i := range n {
 		a, b := int64(off[i]), int64(off[i+1])
 		sk := b - a
@@ -96,6 +105,11 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, max int64, dst func(i 
 			r0, r1 = int64(le.Uint32(moff[4*a:])), int64(le.Uint32(moff[4*b:]))
 			size = (size+3)/4*4 + 4*sk + 4*(r1-r0)
 		}
+		var ob int64
+		if overlap {
+			ob = overlapBytes(int64(canvas[2*i]), int64(canvas[2*i+1]), sk)
+			size = (size+3)/4*4 + ob
+		}
 		if size > max {
 			return fmt.Errorf("targets: sample %d's of %d bytes, over the job's bound of %d", i, size, max)
 		}
@@ -108,6 +122,9 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, max int64, dst func(i 
 		word := bt.GetBoxFormat() | uint32(p)<<8
 		if masks {
 			word |= wordMasks
+		}
+		if overlap {
+			word |= wordOverlap
 		}
 		v = le.AppendUint32(v, word)
 		v = append(v, bt.GetBoxes()[16*a:16*b]...)
@@ -124,6 +141,13 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, max int64, dst func(i 
 				v = le.AppendUint32(v, le.Uint32(moff[4*(j+1):])-le.Uint32(moff[4*j:]))
 			}
 			v = append(v, runs[4*r0:4*r1]...)
+		}
+		if overlap {
+			for (len(v)-base)%4 != 0 {
+				v = append(v, 0)
+			}
+			v = append(v, bt.GetOverlapMasks()[oo:oo+ob]...)
+			oo += ob
 		}
 		put(i, v)
 	}

@@ -89,6 +89,9 @@ type FieldSet struct {
 	// is bounded by tmax rather than max.
 	masks bool
 	tmax  int64
+	// overlap: FieldTargets carries ultralytics' overlap mask
+	// (SetOverlapMask), bounded by tmax too.
+	overlap bool
 }
 
 // SetMasks has FieldTargets carry the instances' masks, the field then
@@ -97,12 +100,26 @@ func (s *FieldSet) SetMasks(maxBytes int64) {
 	s.masks, s.tmax = true, maxBytes
 }
 
+// SetOverlapMask has FieldTargets carry ultralytics' overlap mask, the
+// field then bounded by maxBytes (> 0) rather than the others' bound.
+func (s *FieldSet) SetOverlapMask(maxBytes int64) {
+	s.overlap, s.tmax = true, maxBytes
+}
+
 // Masks says whether FieldTargets carries masks (false for a nil set).
 func (s *FieldSet) Masks() bool { return s != nil && s.masks }
 
-// TargetsMax is FieldTargets' bound: SetMasks', or the fields' one.
+// OverlapMask says whether FieldTargets carries the overlap mask (false
+// for a nil set).
+func (s *FieldSet) OverlapMask() bool { return s != nil && s.overlap }
+
+// ownBound says whether FieldTargets has a bound of its own (tmax).
+func (s *FieldSet) ownBound() bool { return s.Masks() || s.OverlapMask() }
+
+// TargetsMax is FieldTargets' bound: SetMasks' (SetOverlapMask's), or the
+// fields' one.
 func (s *FieldSet) TargetsMax() int64 {
-	if s.Masks() {
+	if s.ownBound() {
 		return s.tmax
 	}
 	return s.MaxBytes()
@@ -111,7 +128,7 @@ func (s *FieldSet) TargetsMax() int64 {
 // SampleMax bounds what a sample's fields hold in all: each at its bound.
 func (s *FieldSet) SampleMax() int64 {
 	n := int64(s.Len()) * s.MaxBytes()
-	if s.Masks() && s.targets >= 0 {
+	if s.ownBound() && s.targets >= 0 {
 		n += s.tmax - s.max
 	}
 	return n
@@ -258,7 +275,7 @@ func (e *TargetsTooLarge) Error() string {
 
 // errTooLarge fails a sample whose field k is n bytes, over the bound.
 func (s *FieldSet) errTooLarge(k int, n int64) error {
-	if k == s.targets && s.Masks() {
+	if k == s.targets && s.ownBound() {
 		return &fieldError{fmt.Sprintf("field %q takes at least %d bytes with its masks, over the job's bound of %d bytes (max_targets_bytes)", s.names[k], n, s.tmax)}
 	}
 	return &fieldError{fmt.Sprintf("field %q is %d bytes, over the job's bound of %d bytes a field (max_field_bytes)", s.names[k], n, s.max)}

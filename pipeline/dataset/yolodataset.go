@@ -422,3 +422,16 @@ func yoloToXYXY(b [4]float32, w, h int) [4]float32 {
 	x1, y1 := cx-float32(bw/2), cy-float32(bh/2) // bw/2 is bw*0.5: rounded, not fused
 	return [4]float32{x1, y1, x1 + bw, y1 + bh}
 }
+
+// HasSegments says whether some image's label lines are polygons (a
+// segment dataset's).
+func (d *YOLODataset) HasSegments() bool {
+	for _, ls := range d.labels {
+		for k := range ls {
+			if ls[k].Polygon != nil {
+				return true
+			}
+		}
+	}
+	return false
+}

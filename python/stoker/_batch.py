@@ -90,7 +90,8 @@ class Batch(tuple):
       ``"labels"`` (int64 ``[K]``), ``"iscrowd"`` (int64 ``[K]``) and
       ``"image_id"`` (and the keypoints where the dataset has them); with
       ``Loader(targets=(names...))`` exactly those keys, ``"masks"``
-      (``tv_tensors.Mask`` ``[K, H, W]`` uint8) among them when asked;
+      (``tv_tensors.Mask`` ``[K, H, W]`` uint8) or ``"overlap_mask"``
+      (ultralytics' ``[H // 4, W // 4]`` index map) among them when asked;
       the batch then unpacks as ``(images, targets[,
       indices])`` (``labels`` is still the dataset's labels); ``None``
       without;

@@ -10,7 +10,9 @@ labels [K] int64, iscrowd [K] uint8; per sample its canvas (h, w), image id and
 P (keypoints an instance), the keypoints (x, y) float32 and their visibilities
 uint8 sample after sample; with masks, K + 1 run offsets and the runs (u32):
 each instance's mask on its sample's canvas, row-major, alternating runs of 0
-and 1 from a run of 0. Each sample's tensors are views into the batch's arrays:
+and 1 from a run of 0; with the overlap mask (ultralytics' yolov8-seg one), each
+sample's index map, its canvas divided by 4, uint8 (int32 past 255 instances),
+padded to 4 bytes, the instances in its order. Each sample's tensors are views into the batch's arrays:
 over gRPC one copy of each array a batch out of protobuf's immutable bytes,
 none a sample; from a shared-memory slot (BatchTargets.in_slot: the arrays
 after the pixels), views of the slot itself, no copy at all."""
@@ -24,13 +26,16 @@ import numpy as np
 from stoker._errors import StokerError
 
 FORMATS = ("XYXY", "XYWH", "CXCYWH")
-# The keys Loader(targets=(...)) may name: torchvision's.
-NAMES = ("boxes", "labels", "iscrowd", "image_id", "keypoints", "keypoints_visibility", "masks")
+# The keys Loader(targets=(...)) may name: torchvision's, and "overlap_mask",
+# ultralytics' Format(return_mask=True, mask_ratio=4, mask_overlap=True) mask.
+NAMES = ("boxes", "labels", "iscrowd", "image_id", "keypoints", "keypoints_visibility", "masks", "overlap_mask")
+#: Ultralytics' Format's mask_ratio: the overlap mask is the canvas divided by it.
+OVERLAP_RATIO = 4
 
 
 def target_names(value: Union[bool, Sequence[str]]) -> Tuple[bool, Tuple[str, ...]]:
-    """Loader(targets=...): True (every key the dataset has but "masks", as
-    torchvision's wrap_dataset_for_transforms_v2 by default) or False, or the
+    """Loader(targets=...): True (every key the dataset has but "masks" and
+    "overlap_mask", as torchvision's wrap_dataset_for_transforms_v2 by default) or False, or the
     keys asked for, exactly (a tuple of NAMES)."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value), ()
@@ -49,7 +54,8 @@ def target_names(value: Union[bool, Sequence[str]]) -> Tuple[bool, Tuple[str, ..
 
 #: The byte arrays of a BatchTargets, in the wire's order: in its header,
 #: or in its slot where BatchTargets.in_slot says.
-ARRAYS = ("boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "mask_offsets", "mask_runs")
+ARRAYS = ("boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "mask_offsets", "mask_runs",
+          "overlap_masks")
 
 #: A slot's bytes a batch's targets are read from: a uint8 array of the
 #: slot's bytes from ``base`` on (the slot's own memory, or a copy of its
@@ -121,7 +127,11 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     canvas_size (H, W)) and "keypoints_visibility" (uint8 [K, P]: COCO's v,
     0 not labelled, 1 labelled but not visible, 2 visible; the KeyPoints
     class has no visibility, and the geometry does not change it); with
-    masks, "masks" (tv_tensors.Mask [K, H, W] uint8, 0 or 1). names: the keys
+    masks, "masks" (tv_tensors.Mask [K, H, W] uint8, 0 or 1); with the
+    overlap mask, "overlap_mask" ([H // 4, W // 4] uint8, int32 past 255
+    instances: ultralytics' polygons2masks_overlap map, 0 or an instance's
+    position in the sample's order plus 1; the instances then in its area
+    order, as Format reorders them). names: the keys
     to keep (all but none). Every tensor is a view into the batch's arrays:
     of ``tail`` (its slot's bytes, kept alive by them) when the arrays are
     in its shared-memory slot (``bt.in_slot``), else of one copy of each
@@ -161,7 +171,8 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     got = arrays_of(bt, tail, number)
     sizes = {"boxes": 16 * k, "labels": 8 * k, "iscrowd": k, "keypoints": 8 * kp, "keypoints_visibility": kp,
              "mask_offsets": 4 * (k + 1) if bt.masks else 0,
-             "mask_runs": len(got["mask_runs"]) // 4 * 4 if bt.masks else 0}
+             "mask_runs": len(got["mask_runs"]) // 4 * 4 if bt.masks else 0,
+             "overlap_masks": int(_overlap_sizes(canvas, ks).sum()) if bt.overlap_mask else 0}
     raw = {name: (got[name], size) for name, size in sizes.items()}
     for name, (b, size) in raw.items():
         if len(b) != size:
@@ -188,6 +199,15 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
         pts = arr("keypoints", "<f4").split((2 * pk).tolist())
         vs = arr("keypoints_visibility", "u1").split(pk.tolist())
     masks = _masks(raw["mask_offsets"][0], raw["mask_runs"][0], canvas, ks, k, bad, torch) if bt.masks and "masks" in want else None
+    overlap = None
+    if bt.overlap_mask and "overlap_mask" in want:
+        ob = arr("overlap_masks", "u1").split(_overlap_sizes(canvas, ks).tolist())
+        overlap = []
+        cl = canvas.tolist()
+        for i in range(n):
+            h, w = cl[2 * i] // OVERLAP_RATIO, cl[2 * i + 1] // OVERLAP_RATIO
+            m = ob[i][:h * w * (4 if kl[i] > 255 else 1)]
+            overlap.append((m.view(torch.int32) if kl[i] > 255 else m).view(h, w))
     box_format = tv_tensors.BoundingBoxFormat[FORMATS[fmt]]
     hw, pl = canvas.tolist(), ps.tolist()
     out = []
@@ -209,13 +229,23 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
                 t["keypoints_visibility"] = vs[i].view(kl[i], pl[i])
         if masks is not None:
             t["masks"] = masks[i]
+        if overlap is not None:
+            t["overlap_mask"] = overlap[i]
         if names:
             if len(t) != len(names):
                 missing = [m for m in names if m not in t]
-                raise bad(f"sample {i}'s lack {missing}: the server sent keypoints {bool(pl and pl[i])}, masks {bool(bt.masks)}")
+                raise bad(f"sample {i}'s lack {missing}: the server sent keypoints {bool(pl and pl[i])}, masks {bool(bt.masks)}, "
+                          f"overlap mask {bool(bt.overlap_mask)}")
             t = {m: t[m] for m in names}
         out.append(t)
     return out
+
+
+def _overlap_sizes(canvas: Any, ks: Any) -> Any:
+    """Each sample's bytes of overlap_masks: its canvas // 4, a byte a pixel
+    (four past 255 instances), padded to a multiple of 4."""
+    px = (canvas[0::2] // OVERLAP_RATIO) * (canvas[1::2] // OVERLAP_RATIO) * np.where(ks > 255, 4, 1)
+    return (px + 3) // 4 * 4
 
 
 def _masks(mask_offsets: np.ndarray, mask_runs: np.ndarray, canvas: Any, ks: Any, k: int, bad: Any,

@@ -311,9 +311,14 @@ class Loader:
             names (``("boxes", "labels", "masks")``) gives exactly those:
             ``"masks"`` a ``tv_tensors.Mask`` ``[K, H, W]`` uint8, each
             instance's mask moved as torchvision moves a Mask (nearest),
-            bounded by ``max_targets_bytes`` (docs/detection.md).
-        max_targets_bytes: with ``"masks"`` among ``targets``, the bound
-            of a sample's targets with their masks, in bytes (a sample
+            bounded by ``max_targets_bytes`` (docs/detection.md);
+            ``"overlap_mask"`` (not with ``"masks"``) ultralytics'
+            yolov8-seg mask, ``Format(return_mask=True, mask_ratio=4,
+            mask_overlap=True)``'s: ``[H // 4, W // 4]`` uint8 (int32 past
+            255 instances), the boxes, labels and keypoints in its order;
+            only with the YOLO ops on a YOLO segment dataset.
+        max_targets_bytes: with ``"masks"`` or ``"overlap_mask"`` among
+            ``targets``, the bound of a sample's targets with them, in bytes (a sample
             over it fails by itself). None: 1 MiB, or what a batch's
             32 MiB of fields leaves a sample.
         stop_epoch: the DETR family's ``stop_epoch`` (RT-DETR v2, D-FINE,
@@ -464,8 +469,9 @@ class Loader:
         self.fields = _args.fields(fields)
         self.targets, self.target_fields = target_names(targets)
         self.max_targets_bytes = None if max_targets_bytes is None else _args.integer("max_targets_bytes", max_targets_bytes, 1, (1 << 64) - 1)
-        if self.max_targets_bytes is not None and "masks" not in self.target_fields:
-            raise ValueError("max_targets_bytes bounds the targets with their masks: it needs targets=(..., 'masks')")
+        if self.max_targets_bytes is not None and not {"masks", "overlap_mask"} & set(self.target_fields):
+            raise ValueError("max_targets_bytes bounds the targets with their masks: it needs targets=(..., 'masks') "
+                             "or targets=(..., 'overlap_mask')")
         self.image_list = _args.boolean("image_list", image_list)
         if "targets" in self.fields:
             raise ValueError("fields: 'targets' is asked for with targets=True, not as a field")

@@ -81,8 +81,11 @@ def seg(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     r = subprocess.run([str(stoker_bin), "mkdata", "--coco", "--yolo", "--backgrounds", str(ROOT / "testdata" / "photos"),
                         "--out", str(out), "--n", str(N), "--seed", "23"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    srv = LocalServer(str(stoker_bin), {"seg": str(out / "images" / "train")}, workers=2,
-                      args=["--grace", "1s", "--annotations", f"seg={out / 'data.yaml'}"], log_path=str(out / "server.log"))
+    # "segcoco": the same images with the COCO annotations (polygons, but not
+    # a YOLO segment dataset's: no overlap mask).
+    srv = LocalServer(str(stoker_bin), {"seg": str(out / "images" / "train"), "segcoco": str(out / "images" / "train")}, workers=2,
+                      args=["--grace", "1s", "--annotations", f"seg={out / 'data.yaml'}",
+                            "--annotations", f"segcoco={out / 'annotations' / 'instances.json'}"], log_path=str(out / "server.log"))
     with srv:
         yield srv.addr, out
 
@@ -289,3 +292,118 @@ def test_overlap_masks_of_served_segments_are_ultralytics(seg: Any, stoker_bin: 
                 cases.append((inst.segments.astype(np.float32), w, h, 4))
     assert len(cases) == N and sum(len(c[0]) for c in cases) > N
     assert assert_overlap_is_ultralytics(stoker_bin, cases, "served segments") > 0
+
+
+def served_order(gb: np.ndarray, wb: np.ndarray, where: str) -> List[int]:
+    """Which of ultralytics' instances (boxes wb, before Format) each served
+    box gb is: the one within 1e-3 px (the first unclaimed, for equal boxes)."""
+    order: List[int] = []
+    for n, b in enumerate(gb):
+        hits = [k for k in np.nonzero(np.abs(wb - b).max(axis=1) <= 1e-3)[0].tolist() if k not in order]
+        assert hits, f"{where}: served instance {n}'s box {b} is none of ultralytics'"
+        order.append(hits[0])
+    return order
+
+
+def assert_format_is_ultralytics(t: Dict[str, Any], want: Dict[str, Any], where: str) -> int:
+    """The served overlap_mask and the instances' order against ultralytics'
+    Format(return_mask=True, mask_ratio=4, mask_overlap=True) of the same
+    sample (want: the rebuilt labels before Format). Exact, but for
+    instances of equal area, which numpy's argsort may order otherwise (see
+    assert_overlap_is_ultralytics): there the served order must still be by
+    area, and each pixel name the same instance or one of the same area.
+    Returns 1 where such a tie was met."""
+    h, w = want["img"].shape[:2]
+    inst = want["instances"]
+    inst.convert_bbox("xyxy")
+    wb, cls, segs = inst.bboxes.astype(np.float32), want["cls"].reshape(-1).astype(np.int64), inst.segments
+    fmt = augment.Format(bbox_format="xyxy", normalize=False, return_mask=True, mask_ratio=4, mask_overlap=True,
+                         batch_idx=True)
+    import copy
+    f = fmt(copy.deepcopy(want))
+    wm = f["masks"].numpy()
+    assert wm.shape == (1, h // 4, w // 4), f"{where}: ultralytics' mask {wm.shape}"
+    wm = wm[0]
+    gm = t["overlap_mask"].numpy()
+    k = len(wb)
+    assert gm.shape == (h // 4, w // 4) and gm.dtype == (np.int32 if k > 255 else np.uint8), f"{where}: {gm.shape} {gm.dtype}"
+    gb, gl = t["boxes"].numpy(), t["labels"].numpy()
+    assert len(gb) == k, f"{where}: {len(gb)} instances, ultralytics {k}"
+    fb, fc = f["bboxes"].numpy(), f["cls"].numpy().reshape(-1).astype(np.int64)
+    if k == 0:
+        assert not gm.any() and not wm.any(), where
+        return 0
+    order = served_order(gb, wb, where)
+    assert gl.tolist() == cls[order].tolist(), f"{where}: labels not in the served boxes' order"
+    index = polygons2masks_overlap((h, w), list(segs), downsample_ratio=4)[1].tolist()
+    np.testing.assert_array_equal(fb, wb[index], err_msg=f"{where}: Format's boxes are not instances[sorted_idx]")
+    if order == index:
+        np.testing.assert_allclose(gb, fb, rtol=0, atol=1e-3, err_msg=f"{where}: boxes")
+        assert gl.tolist() == fc.tolist(), f"{where}: classes in Format's order"
+        d = gm.astype(np.int64) != wm.astype(np.int64)
+        assert not d.any(), f"{where}: {int(d.sum())} of {d.size} overlap mask pixels differ"
+        return 0
+    areas = np.array([int(polygon2mask((h, w), [q.reshape(-1)], downsample_ratio=4).sum()) for q in segs])
+    assert areas[order].tolist() == areas[index].tolist(), f"{where}: order {order}, ultralytics {index}"
+    ids = lambda m, o: np.where(m > 0, np.asarray([-1, *o])[m], -1)  # noqa: E731
+    gi, wi = ids(gm.astype(np.int64), order), ids(wm.astype(np.int64), index)
+    d = gi != wi
+    assert (gi[d] >= 0).all() and (wi[d] >= 0).all() and (areas[gi[d]] == areas[wi[d]]).all(), \
+        f"{where}: {int(d.sum())} pixels name another instance, not one of equal area"
+    return 1
+
+
+@pytest.mark.parametrize("recipe,transport", [("segment", "grpc"), ("segment", "shm"), ("mosaic9", "grpc"),
+                                              ("letterbox", "shm"), ("perspective-size", "grpc")])
+def test_served_overlap_mask_is_ultralytics_format(seg: Any, monkeypatch: pytest.MonkeyPatch, recipe: str, transport: str) -> None:
+    """Loader(targets=(..., "overlap_mask")): per sample the [H/4, W/4] map
+    and the boxes and labels in its order, against ultralytics' own Format
+    of the sample rebuilt with stoker's draws forced; through plain gRPC and
+    through shared memory (the targets' arrays in the slot)."""
+    import stoker._buffers as buffers
+
+    addr, out = seg
+    r = RECIPES[recipe]
+    ds = dataset(out, r.get("imgsz", IMGSZ))
+    in_slot: List[bool] = []
+    real = buffers.targets_of
+
+    def tap(bt: Any, *args: Any, **kw: Any) -> Any:
+        in_slot.append(bt.HasField("in_slot"))
+        return real(bt, *args, **kw)
+
+    monkeypatch.setattr(buffers, "targets_of", tap)
+    seen, ties, instances = 0, 0, 0
+    with stoker.Loader(addr, "seg", batch_size=4, transform=T.Compose(ops_of(r)), targets=("boxes", "labels", "overlap_mask"),
+                       trace=True, return_indices=True, pin_memory=False, timeout=300, seed=17, transport=transport) as ld:
+        for b in ld:
+            _, targets, indices = b
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                assert list(t) == ["boxes", "labels", "overlap_mask"]
+                want = rebuild(ds, r, idx, b.trace[i], monkeypatch)
+                ties += assert_format_is_ultralytics(t, want, f"{recipe}/{transport} sample {idx}")
+                instances += len(t["boxes"])
+                seen += 1
+        assert not list(ld.sample_errors)
+    monkeypatch.setattr(buffers, "targets_of", real)
+    assert seen == N and instances > N
+    assert in_slot and all(in_slot) == (transport == "shm"), in_slot
+    print(f"\n{recipe}/{transport}: {instances} instances, {ties} samples ordered otherwise among equal areas")
+
+
+@pytest.mark.parametrize("ops,targets,what", [
+    ([T.Resize((64, 64))], ("boxes", "overlap_mask"), "has no YOLO geometry"),
+    (RECIPES["segment"]["ops"], ("overlap_mask",), "the dataset has no polygons (a YOLO segment dataset's"),
+    ([T.YOLOMosaic(IMGSZ), T.RandomHorizontalFlip()], ("overlap_mask",), "RandomHorizontalFlip (op 1) moves the boxes but not"),
+    ([T.YOLOMosaic(IMGSZ)], ("masks", "overlap_mask"), '"masks" and "overlap_mask" together'),
+])
+def test_overlap_mask_refused(seg: Any, ops: List[Any], targets: Any, what: str) -> None:
+    from stoker._errors import StokerError
+
+    addr, _ = seg
+    name = "segcoco" if "no polygons" in what else "seg"
+    with pytest.raises(StokerError) as e:
+        with stoker.Loader(addr, name, batch_size=4, transform=T.Compose(ops), targets=targets, pin_memory=False,
+                           timeout=60) as ld:
+            next(iter(ld))
+    assert e.value.code == "INVALID_ARGUMENT" and what in str(e.value), str(e.value)

@@ -1,6 +1,12 @@
 package cv
 
-import "sort"
+import (
+	"bytes"
+	"cmp"
+	"math"
+	"slices"
+	"sort"
+)
 
 // The masks ultralytics' Format(return_mask=True, mask_overlap=True) makes
 // of a sample's segments (ultralytics.data.utils.polygons2masks_overlap):
@@ -197,17 +203,17 @@ func fillEdges(m []byte, w, h int, edges []polyEdge) {
 	if ymax < 0 || ymin >= h || xmax < 0 || xmin >= int64(w)<<xyShift {
 		return
 	}
-	sort.SliceStable(edges, func(a, b int) bool {
-		ea, eb := &edges[a], &edges[b]
-		if ea.y0 != eb.y0 {
-			return ea.y0 < eb.y0
+	slices.SortStableFunc(edges, func(ea, eb polyEdge) int { // generic: no reflection's swaps
+		if c := cmp.Compare(ea.y0, eb.y0); c != 0 {
+			return c
 		}
-		if ea.x != eb.x {
-			return ea.x < eb.x
+		if c := cmp.Compare(ea.x, eb.x); c != 0 {
+			return c
 		}
-		return ea.dx < eb.dx
+		return cmp.Compare(ea.dx, eb.dx)
 	})
 	ymax = min(ymax, h)
+	ones := bytes.Repeat([]byte{1}, w)
 	var active, next []*polyEdge
 	i := 0
 	for y := edges[0].y0; y < ymax; y++ {
@@ -240,9 +246,7 @@ func fillEdges(m []byte, w, h int, edges []polyEdge) {
 				}
 				if x1 < w && x2 >= 0 {
 					x1, x2 = max(x1, 0), min(x2, w-1)
-					for x := x1; x <= x2; x++ {
-						m[y*w+x] = 1
-					}
+					copy(m[y*w+x1:y*w+x2+1], ones) // the span set to 1
 				}
 			}
 			a.x += a.dx
@@ -299,6 +303,16 @@ func resizeMask(dst []byte, dw, dh int, src []byte, sw, sh int) {
 // its unstable sort may order more ties otherwise).
 func PolygonsToMasksOverlap(segs [][][2]float32, w, h, r int) (masks []int32, order []int) {
 	mw, mh := w/r, h/r
+	if mw > 0 && mh > 0 && !(mw == w && mh == h) && !(w == 2*mw && h == 2*mh) {
+		return overlapRegions(segs, w, h, mw, mh)
+	}
+	return polygonsToMasksOverlapFull(segs, w, h, r)
+}
+
+// polygonsToMasksOverlapFull is PolygonsToMasksOverlap the plain way: each
+// instance filled on the whole image, the whole image resized.
+func polygonsToMasksOverlapFull(segs [][][2]float32, w, h, r int) (masks []int32, order []int) {
+	mw, mh := w/r, h/r
 	full := make([]byte, w*h)
 	small := make([][]byte, len(segs))
 	areas := make([]uint64, len(segs))
@@ -320,8 +334,7 @@ func PolygonsToMasksOverlap(segs [][][2]float32, w, h, r int) (masks []int32, or
 	for k := range order {
 		order[k] = k
 	}
-	// np.argsort(-areas) of uint64: -a wraps, so 0 is the least.
-	sort.SliceStable(order, func(a, b int) bool { return -areas[order[a]] < -areas[order[b]] })
+	sortByArea(order, areas)
 	masks = make([]int32, mw*mh)
 	for i, k := range order {
 		for j, v := range small[k] {
@@ -331,4 +344,116 @@ func PolygonsToMasksOverlap(segs [][][2]float32, w, h, r int) (masks []int32, or
 		}
 	}
 	return masks, order
+}
+
+// sortByArea orders order by areas, largest first, ties in index order:
+// np.argsort(-areas) of uint64 (-a wraps, so 0 is the least).
+func sortByArea(order []int, areas []uint64) {
+	sort.SliceStable(order, func(a, b int) bool { return -areas[order[a]] < -areas[order[b]] })
+}
+
+// overlapRegions is PolygonsToMasksOverlap through cv2.resize's linear
+// path (mw x mh neither the image nor its half), each instance's work
+// kept to its polygon's extent: the fill writes only the rows between its
+// points' least and greatest y and the columns between their least and
+// greatest x (clipped to the image), so the downsampled mask is 0 wherever
+// its taps read nothing of those (the taps of an all-zero neighbourhood
+// sum to 0, rounded down), and only the output rows and columns whose taps
+// do are computed, with the same arithmetic (resizeMask's). The image is
+// cleared back after each instance, its rows only.
+func overlapRegions(segs [][][2]float32, w, h, mw, mh int) (masks []int32, order []int) {
+	type region struct {
+		x0, x1, y0, y1 int // output columns [x0, x1), rows [y0, y1)
+		px             []byte
+	}
+	tx, ty := resizeTaps(mw, w, true), resizeTaps(mh, h, false)
+	full := make([]byte, w*h)
+	regs := make([]region, len(segs))
+	areas := make([]uint64, len(segs))
+	pts := make([][2]int32, 0, 1000)
+	r0, r1 := make([]int32, mw), make([]int32, mw)
+	for k, s := range segs {
+		if len(s) == 0 {
+			continue
+		}
+		pts = pts[:0]
+		minX, minY, maxX, maxY := int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)
+		for _, p := range s {
+			q := [2]int32{int32(p[0]), int32(p[1])} // np.asarray(..., dtype=np.int32): truncated
+			pts = append(pts, q)
+			minX, maxX, minY, maxY = min(minX, q[0]), max(maxX, q[0]), min(minY, q[1]), max(maxY, q[1])
+		}
+		if maxX < 0 || maxY < 0 || int(minX) >= w || int(minY) >= h {
+			continue // wholly off the image: nothing drawn
+		}
+		FillPoly(full, w, h, pts)
+		sx0, sx1 := max(int(minX)-1, 0), min(int(maxX)+1, w-1)
+		sy0, sy1 := max(int(minY)-1, 0), min(int(maxY)+1, h-1)
+		reads := func(a, b, lo, hi int) bool { return a >= lo && a <= hi || b >= lo && b <= hi }
+		rg := region{x0: mw, y0: mh}
+		for x := 0; x < mw; x++ {
+			a, b := int(tx.ofs[x]), int(tx.ofs[x])
+			if x < tx.edge {
+				b++
+			}
+			if reads(a, b, sx0, sx1) {
+				rg.x0, rg.x1 = min(rg.x0, x), x+1
+			}
+		}
+		for y := 0; y < mh; y++ {
+			a := min(max(int(ty.ofs[y]), 0), h-1)
+			b := min(max(int(ty.ofs[y])+1, 0), h-1)
+			if reads(a, b, sy0, sy1) {
+				rg.y0, rg.y1 = min(rg.y0, y), y+1
+			}
+		}
+		if rg.x1 > rg.x0 && rg.y1 > rg.y0 {
+			rw := rg.x1 - rg.x0
+			rg.px = make([]byte, rw*(rg.y1-rg.y0))
+			for y := rg.y0; y < rg.y1; y++ {
+				sy := min(max(int(ty.ofs[y]), 0), h-1)
+				sy1 := min(max(int(ty.ofs[y])+1, 0), h-1)
+				hrowSpan(r0, full[sy*w:(sy+1)*w], tx, rg.x0, rg.x1)
+				hrowSpan(r1, full[sy1*w:(sy1+1)*w], tx, rg.x0, rg.x1)
+				b0, b1 := int32(ty.w0[y]), int32(ty.w1[y])
+				out := rg.px[(y-rg.y0)*rw : (y-rg.y0+1)*rw]
+				for i := range out {
+					x := rg.x0 + i
+					v := uint8((((b0 * (r0[x] >> 4)) >> 16) + ((b1 * (r1[x] >> 4)) >> 16) + 2) >> 2)
+					out[i] = v
+					areas[k] += uint64(v)
+				}
+			}
+		}
+		regs[k] = rg
+		clear(full[sy0*w : (sy1+1)*w])
+	}
+	order = make([]int, len(segs))
+	for k := range order {
+		order[k] = k
+	}
+	sortByArea(order, areas)
+	masks = make([]int32, mw*mh)
+	for i, k := range order {
+		rg := &regs[k]
+		rw := rg.x1 - rg.x0
+		for j, v := range rg.px {
+			if v != 0 {
+				masks[(rg.y0+j/rw)*mw+rg.x0+j%rw] = int32(i + 1) // np.maximum with (i+1): later (smaller) wins
+			}
+		}
+	}
+	return masks, order
+}
+
+// hrowSpan is hrow's horizontal pass of one source row for the outputs
+// [x0, x1) alone, into row[x0:x1].
+func hrowSpan(row []int32, src []byte, tx linearTaps, x0, x1 int) {
+	for x := x0; x < min(x1, tx.edge); x++ {
+		s := tx.ofs[x]
+		row[x] = int32(src[s])*int32(tx.w0[x]) + int32(src[s+1])*int32(tx.w1[x])
+	}
+	for x := max(x0, tx.edge); x < x1; x++ {
+		row[x] = int32(src[tx.ofs[x]]) * resizeCoefScale
+	}
 }

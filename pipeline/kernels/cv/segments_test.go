@@ -1,6 +1,10 @@
 package cv
 
-import "testing"
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
 
 // TestConcatResamplesSegments: instances whose segments differ in length
 // are concatenated with the shorter resampled to the longer (ultralytics'
@@ -27,5 +31,41 @@ func TestConcatResamplesSegments(t *testing.T) {
 	boxes := Instances{Boxes: [][4]float32{{0, 0, 1, 1}}, Cls: []int64{3}}
 	if MixedSegments(a, empty, b) || !MixedSegments(a, boxes) || MixedSegments(boxes, empty) {
 		t.Error("MixedSegments")
+	}
+}
+
+// TestOverlapRegionsIsTheWholeImages: the overlap mask made instance by
+// instance within each polygon's extent (overlapRegions) is the one made
+// on the whole image (polygonsToMasksOverlapFull), mask and order, for
+// polygons that cross the image's sides, lie wholly off it, are a point
+// or a line, at ratios 3, 4 and 5 on sizes not their multiples.
+func TestOverlapRegionsIsTheWholeImages(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for c := range 300 {
+		w, h, r := 8+rng.IntN(150), 8+rng.IntN(150), 3+rng.IntN(3)
+		segs := make([][][2]float32, rng.IntN(7))
+		for k := range segs {
+			n := 1 + rng.IntN(40)
+			if k == 1 && c%5 == 0 {
+				n = 0
+			}
+			s := make([][2]float32, n)
+			ox, oy := float32(rng.Float64()*1.6-0.3), float32(rng.Float64()*1.6-0.3)
+			for j := range s {
+				s[j] = [2]float32{(ox + float32(rng.Float64()*0.5-0.25)) * float32(w), (oy + float32(rng.Float64()*0.5-0.25)) * float32(h)}
+				if c%7 == 0 {
+					s[j][1] = s[0][1] // a horizontal line
+				}
+			}
+			segs[k] = s
+		}
+		if w/r == 0 || h/r == 0 {
+			continue
+		}
+		gm, gord := overlapRegions(segs, w, h, w/r, h/r)
+		wm, word := polygonsToMasksOverlapFull(segs, w, h, r)
+		if !slices.Equal(gord, word) || !slices.Equal(gm, wm) {
+			t.Fatalf("case %d (%dx%d/%d, %d polygons): order %v, want %v; masks equal %v", c, w, h, r, len(segs), gord, word, slices.Equal(gm, wm))
+		}
 	}
 }

@@ -578,12 +578,16 @@ type JobSpec struct {
 	// wrap_dataset_for_transforms_v2 default). Needs targets; an unknown
 	// name, one asked twice, or "keypoints" of a dataset without them is
 	// refused (INVALID_ARGUMENT). BatchTargets carries the masks only when
-	// "masks" is asked (docs/detection.md gives the layout).
+	// "masks" is asked (docs/detection.md gives the layout). Beside
+	// torchvision's: "overlap_mask", ultralytics' yolov8-seg mask
+	// (Format(return_mask=True, mask_ratio=4, mask_overlap=True)): one index
+	// map a sample, the instances then in its area order; only with the
+	// YOLO ops on a segment dataset, not with "masks".
 	TargetFields []string `protobuf:"bytes,153,rep,name=target_fields,json=targetFields,proto3" json:"target_fields,omitempty"`
-	// The bound of a sample's targets when they carry masks, in
-	// bytes (a sample over it fails alone, naming the field). 0: 1 MiB, or
-	// what a batch's 32 MiB of fields leaves a sample if less. Without
-	// masks the targets are bounded as any field (max_field_bytes).
+	// The bound of a sample's targets when they carry masks or the overlap
+	// mask, in bytes (a sample over it fails alone, naming the field). 0:
+	// 1 MiB, or what a batch's 32 MiB of fields leaves a sample if less.
+	// Without them the targets are bounded as any field (max_field_bytes).
 	MaxTargetsBytes uint64 `protobuf:"varint,154,opt,name=max_targets_bytes,json=maxTargetsBytes,proto3" json:"max_targets_bytes,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -6185,7 +6189,18 @@ type BatchTargets struct {
 	// above (they are empty) but in the batch's slot, after its pixels,
 	// where this says. Absent: they are above. A server puts them in the
 	// slot when they fit in what the slot has after the pixels, else above.
-	InSlot        *TargetsInSlot `protobuf:"bytes,14,opt,name=in_slot,json=inSlot,proto3" json:"in_slot,omitempty"`
+	InSlot *TargetsInSlot `protobuf:"bytes,14,opt,name=in_slot,json=inSlot,proto3" json:"in_slot,omitempty"`
+	// The job asked for the overlap mask (JobSpec.target_fields
+	// "overlap_mask"): each sample's in overlap_masks, and its instances
+	// (boxes to keypoints_visibility) in the mask's order.
+	OverlapMask bool `protobuf:"varint,15,opt,name=overlap_mask,json=overlapMask,proto3" json:"overlap_mask,omitempty"`
+	// With overlap_mask: each sample's index map, sample after sample, its
+	// canvas (h, w) divided by 4 (h // 4 rows of w // 4), row-major, uint8
+	// (int32 little-endian when the sample has over 255 instances), 0 where
+	// no instance is, else the position plus 1 of the last instance (in the
+	// sample's order) covering the pixel; each sample's bytes padded with
+	// zeros to a multiple of 4.
+	OverlapMasks  []byte `protobuf:"bytes,16,opt,name=overlap_masks,json=overlapMasks,proto3" json:"overlap_masks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6318,6 +6333,20 @@ func (x *BatchTargets) GetInSlot() *TargetsInSlot {
 	return nil
 }
 
+func (x *BatchTargets) GetOverlapMask() bool {
+	if x != nil {
+		return x.OverlapMask
+	}
+	return false
+}
+
+func (x *BatchTargets) GetOverlapMasks() []byte {
+	if x != nil {
+		return x.OverlapMasks
+	}
+	return nil
+}
+
 // TargetsInSlot is where a batch's target arrays lie in its shared-memory
 // slot: each a range of bytes from the slot's first byte, past the
 // pixels (data_bytes), within the slot (ShmOffer.slot_bytes), at a
@@ -6332,6 +6361,7 @@ type TargetsInSlot struct {
 	KeypointsVisibility *SlotRange             `protobuf:"bytes,5,opt,name=keypoints_visibility,json=keypointsVisibility,proto3" json:"keypoints_visibility,omitempty"`
 	MaskOffsets         *SlotRange             `protobuf:"bytes,6,opt,name=mask_offsets,json=maskOffsets,proto3" json:"mask_offsets,omitempty"`
 	MaskRuns            *SlotRange             `protobuf:"bytes,7,opt,name=mask_runs,json=maskRuns,proto3" json:"mask_runs,omitempty"`
+	OverlapMasks        *SlotRange             `protobuf:"bytes,8,opt,name=overlap_masks,json=overlapMasks,proto3" json:"overlap_masks,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -6411,6 +6441,13 @@ func (x *TargetsInSlot) GetMaskOffsets() *SlotRange {
 func (x *TargetsInSlot) GetMaskRuns() *SlotRange {
 	if x != nil {
 		return x.MaskRuns
+	}
+	return nil
+}
+
+func (x *TargetsInSlot) GetOverlapMasks() *SlotRange {
+	if x != nil {
+		return x.OverlapMasks
 	}
 	return nil
 }
@@ -9104,7 +9141,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fields\x12!\n" +
 	"\fsample_sizes\x18< \x03(\rR\vsampleSizes\x121\n" +
 	"\atargets\x18F \x01(\v2\x17.stoker.v1.BatchTargetsR\atargetsB\a\n" +
-	"\x05_slot\"\xd4\x03\n" +
+	"\x05_slot\"\x9c\x04\n" +
 	"\fBatchTargets\x12\x18\n" +
 	"\aoffsets\x18\x01 \x03(\rR\aoffsets\x12\x16\n" +
 	"\x06canvas\x18\x02 \x03(\rR\x06canvas\x12\x1b\n" +
@@ -9121,7 +9158,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05masks\x18\v \x01(\bR\x05masks\x12!\n" +
 	"\fmask_offsets\x18\f \x01(\fR\vmaskOffsets\x12\x1b\n" +
 	"\tmask_runs\x18\r \x01(\fR\bmaskRuns\x121\n" +
-	"\ain_slot\x18\x0e \x01(\v2\x18.stoker.v1.TargetsInSlotR\x06inSlot\"\x82\x03\n" +
+	"\ain_slot\x18\x0e \x01(\v2\x18.stoker.v1.TargetsInSlotR\x06inSlot\x12!\n" +
+	"\foverlap_mask\x18\x0f \x01(\bR\voverlapMask\x12#\n" +
+	"\roverlap_masks\x18\x10 \x01(\fR\foverlapMasks\"\xbd\x03\n" +
 	"\rTargetsInSlot\x12*\n" +
 	"\x05boxes\x18\x01 \x01(\v2\x14.stoker.v1.SlotRangeR\x05boxes\x12,\n" +
 	"\x06labels\x18\x02 \x01(\v2\x14.stoker.v1.SlotRangeR\x06labels\x12.\n" +
@@ -9129,7 +9168,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tkeypoints\x18\x04 \x01(\v2\x14.stoker.v1.SlotRangeR\tkeypoints\x12G\n" +
 	"\x14keypoints_visibility\x18\x05 \x01(\v2\x14.stoker.v1.SlotRangeR\x13keypointsVisibility\x127\n" +
 	"\fmask_offsets\x18\x06 \x01(\v2\x14.stoker.v1.SlotRangeR\vmaskOffsets\x121\n" +
-	"\tmask_runs\x18\a \x01(\v2\x14.stoker.v1.SlotRangeR\bmaskRuns\";\n" +
+	"\tmask_runs\x18\a \x01(\v2\x14.stoker.v1.SlotRangeR\bmaskRuns\x129\n" +
+	"\roverlap_masks\x18\b \x01(\v2\x14.stoker.v1.SlotRangeR\foverlapMasks\";\n" +
 	"\tSlotRange\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x04R\x06length\"\x1b\n" +
@@ -9569,39 +9609,40 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	74,  // 116: stoker.v1.TargetsInSlot.keypoints_visibility:type_name -> stoker.v1.SlotRange
 	74,  // 117: stoker.v1.TargetsInSlot.mask_offsets:type_name -> stoker.v1.SlotRange
 	74,  // 118: stoker.v1.TargetsInSlot.mask_runs:type_name -> stoker.v1.SlotRange
-	82,  // 119: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	86,  // 120: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	87,  // 121: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	88,  // 122: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	84,  // 123: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	85,  // 124: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 125: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	91,  // 126: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	93,  // 127: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	78,  // 128: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	95,  // 129: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	90,  // 130: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	92,  // 131: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	71,  // 132: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	94,  // 133: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	98,  // 134: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	100, // 135: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	99,  // 136: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 137: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	80,  // 138: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 139: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	96,  // 140: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	83,  // 141: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	68,  // 142: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	81,  // 143: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 144: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	97,  // 145: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	89,  // 146: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	142, // [142:147] is the sub-list for method output_type
-	137, // [137:142] is the sub-list for method input_type
-	137, // [137:137] is the sub-list for extension type_name
-	137, // [137:137] is the sub-list for extension extendee
-	0,   // [0:137] is the sub-list for field type_name
+	74,  // 119: stoker.v1.TargetsInSlot.overlap_masks:type_name -> stoker.v1.SlotRange
+	82,  // 120: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	86,  // 121: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	87,  // 122: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	88,  // 123: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	84,  // 124: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	85,  // 125: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 126: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	91,  // 127: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	93,  // 128: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	78,  // 129: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	95,  // 130: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	90,  // 131: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	92,  // 132: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	71,  // 133: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	94,  // 134: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	98,  // 135: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	100, // 136: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	99,  // 137: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 138: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	80,  // 139: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 140: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	96,  // 141: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	83,  // 142: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	68,  // 143: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	81,  // 144: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 145: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	97,  // 146: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	89,  // 147: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	143, // [143:148] is the sub-list for method output_type
+	138, // [138:143] is the sub-list for method input_type
+	138, // [138:138] is the sub-list for extension type_name
+	138, // [138:138] is the sub-list for extension extendee
+	0,   // [0:138] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }

@@ -40,7 +40,7 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 	if slices.Contains(names, pipeline.FieldTargets) {
 		return nil, status.Errorf(codes.InvalidArgument, "field %q: ask for targets with targets=true (JobSpec.targets), which checks the transform", pipeline.FieldTargets)
 	}
-	masks, err := targetFieldsOf(spec, ds)
+	masks, overlap, err := targetFieldsOf(spec, ds)
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +77,8 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset %q: %s", Truncate(name, 64), strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
 	}
-	if masks {
-		// The targets with masks have a bound of their own, within what
+	if masks || overlap {
+		// The targets with masks (or the overlap mask) have a bound of their own, within what
 		// the batch's bound leaves after the other fields.
 		left := int64(maxBatchFieldBytes)/int64(bs) - int64(len(names)-1)*per
 		tb := int64(spec.GetMaxTargetsBytes())
@@ -92,43 +92,55 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 		if tb < int64(pipeline.TargetsSize(0, 0)) {
 			return nil, status.Errorf(codes.InvalidArgument, "targets with masks with batch_size %d: the batch's %d bytes of fields leave a sample's targets %d bytes", bs, maxBatchFieldBytes, tb)
 		}
-		fs.SetMasks(tb)
+		if masks {
+			fs.SetMasks(tb)
+		} else {
+			fs.SetOverlapMask(tb)
+		}
 	}
 	return fs, nil
 }
 
 // targetFieldNames are the names JobSpec.target_fields may give:
-// torchvision's keys of a detection sample's target.
-var targetFieldNames = []string{"boxes", "labels", "iscrowd", "image_id", "keypoints", "keypoints_visibility", "masks"}
+// torchvision's keys of a detection sample's target, and "overlap_mask",
+// ultralytics' yolov8-seg mask (Format(mask_overlap=True)'s).
+var targetFieldNames = []string{"boxes", "labels", "iscrowd", "image_id", "keypoints", "keypoints_visibility", "masks", "overlap_mask"}
 
 // defaultMaxTargetsBytes bounds a sample's targets with masks when the
 // job sets no max_targets_bytes: about 250 000 runs, the masks of a few
 // hundred instances of a 1024x1024 canvas.
 const defaultMaxTargetsBytes = 1 << 20
 
+// errMasksAndOverlap refuses target_fields with both masks.
+var errMasksAndOverlap = status.Error(codes.InvalidArgument, "target_fields: \"masks\" and \"overlap_mask\" together: torchvision's masks (one an instance, in the boxes' order) and ultralytics' overlap mask (the instances in its area order) cannot share the boxes' order; ask for one")
+
 // targetFieldsOf checks spec's target_fields against ds and says whether
-// they ask for masks.
-func targetFieldsOf(spec *stokerv1.JobSpec, ds pipeline.Dataset) (bool, error) {
+// they ask for masks, and for the overlap mask (never both).
+func targetFieldsOf(spec *stokerv1.JobSpec, ds pipeline.Dataset) (masks, overlap bool, err error) {
 	tf := spec.GetTargetFields()
 	if len(tf) > 0 && !spec.GetTargets() {
-		return false, status.Error(codes.InvalidArgument, "target_fields without targets: they name the fields of the targets a job asks for (targets=true)")
+		return false, false, status.Error(codes.InvalidArgument, "target_fields without targets: they name the fields of the targets a job asks for (targets=true)")
 	}
 	seen := map[string]bool{}
 	for _, n := range tf {
 		switch {
 		case !slices.Contains(targetFieldNames, n):
-			return false, status.Errorf(codes.InvalidArgument, "target_fields: %q: want some of %s", Truncate(n, 64), strings.Join(targetFieldNames, ", "))
+			return false, false, status.Errorf(codes.InvalidArgument, "target_fields: %q: want some of %s", Truncate(n, 64), strings.Join(targetFieldNames, ", "))
 		case seen[n]:
-			return false, status.Errorf(codes.InvalidArgument, "target_fields: %q asked for twice", n)
+			return false, false, status.Errorf(codes.InvalidArgument, "target_fields: %q asked for twice", n)
 		case strings.HasPrefix(n, "keypoints") && pipeline.TargetKeypoints(ds) == 0:
-			return false, status.Errorf(codes.InvalidArgument, "target_fields: %q: the dataset has no keypoints", n)
+			return false, false, status.Errorf(codes.InvalidArgument, "target_fields: %q: the dataset has no keypoints", n)
 		}
 		seen[n] = true
 	}
-	if !seen["masks"] && spec.GetMaxTargetsBytes() != 0 {
-		return false, status.Errorf(codes.InvalidArgument, "max_targets_bytes %d without masks: it bounds the targets that carry masks (target_fields \"masks\"); the others are bounded by max_field_bytes", spec.GetMaxTargetsBytes())
+	masks, overlap = seen["masks"], seen["overlap_mask"]
+	switch {
+	case masks && overlap:
+		return false, false, errMasksAndOverlap
+	case !masks && !overlap && spec.GetMaxTargetsBytes() != 0:
+		return false, false, status.Errorf(codes.InvalidArgument, "max_targets_bytes %d without masks: it bounds the targets that carry masks (target_fields \"masks\" or \"overlap_mask\"); the others are bounded by max_field_bytes", spec.GetMaxTargetsBytes())
 	}
-	return seen["masks"], nil
+	return masks, overlap, nil
 }
 
 // fieldBytes bounds what one batch's fields hold, and its targets'
@@ -214,7 +226,7 @@ func packTargets(fs *pipeline.FieldSet, b *pipeline.Batch) (*stokerv1.BatchTarge
 		}
 		vals[i] = f.Data
 	}
-	bt, buf, err := ragged.Pack(vals, fs.Masks(), b.Packed)
+	bt, buf, err := ragged.Pack(vals, fs.Masks(), fs.OverlapMask(), b.Packed)
 	b.Packed = buf
 	return bt, err
 }

@@ -593,10 +593,16 @@ func targetsOf(spec *stokerv1.JobSpec, j *Job) error {
 	if err := pipeline.CheckTargets(j.t); err != nil {
 		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
 	}
-	if slices.Contains(spec.GetTargetFields(), "masks") {
-		if err := pipeline.CheckMasks(j.t); err != nil {
-			return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
-		}
+	var err error
+	if tf := spec.GetTargetFields(); slices.Contains(tf, "masks") && slices.Contains(tf, "overlap_mask") {
+		return errMasksAndOverlap
+	} else if slices.Contains(tf, "masks") {
+		err = pipeline.CheckMasks(j.t)
+	} else if slices.Contains(tf, "overlap_mask") {
+		err = pipeline.CheckOverlapMask(j.t, j.ds)
+	}
+	if err != nil {
+		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
 	}
 	return nil
 }
