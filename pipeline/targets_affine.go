@@ -39,18 +39,24 @@ func affineBoxes(boxes [][4]float32, w, h int, angle float64, translate [2]float
 	small := len(boxes) < 4
 	for k := range boxes {
 		b := &boxes[k]
-		xs := [4]float32{b[0], b[2], b[2], b[0]}
-		ys := [4]float32{b[1], b[1], b[3], b[3]}
-		var ox, oy [4]float32
-		for i := range 4 {
-			ox[i] = affinePoint(xs[i], ys[i], m[0], m[1], m[2], small)
-			oy[i] = affinePoint(xs[i], ys[i], m[3], m[4], m[5], small)
-		}
-		// torch.aminmax: a NaN wins, as it does for Go's min and max.
-		*b = [4]float32{min(ox[0], ox[1], ox[2], ox[3]), min(oy[0], oy[1], oy[2], oy[3]),
-			max(ox[0], ox[1], ox[2], ox[3]), max(oy[0], oy[1], oy[2], oy[3])}
+		*b = affineCorners(b, &m, small)
 		clampBox(b, w, h)
 	}
+}
+
+// affineCorners is the extent of box b's four corners (x1, y1), (x2, y1),
+// (x2, y2), (x1, y2) through the float32 matrix m (affinePoint, small as
+// there): torch.aminmax, where a NaN wins, as it does for Go's min and max.
+func affineCorners(b *[4]float32, m *[6]float32, small bool) [4]float32 {
+	xs := [4]float32{b[0], b[2], b[2], b[0]}
+	ys := [4]float32{b[1], b[1], b[3], b[3]}
+	var ox, oy [4]float32
+	for i := range 4 {
+		ox[i] = affinePoint(xs[i], ys[i], m[0], m[1], m[2], small)
+		oy[i] = affinePoint(xs[i], ys[i], m[3], m[4], m[5], small)
+	}
+	return [4]float32{min(ox[0], ox[1], ox[2], ox[3]), min(oy[0], oy[1], oy[2], oy[3]),
+		max(ox[0], ox[1], ox[2], ox[3]), max(oy[0], oy[1], oy[2], oy[3])}
 }
 
 // affinePoint is one output coordinate of torch.matmul([x, y, 1], [a, b,
@@ -234,15 +240,8 @@ func rotateExpandBoxes(boxes [][4]float32, w, h int, st *Step) (int, int) {
 	small := len(boxes) < 4
 	for k := range boxes {
 		b := &boxes[k]
-		xs := [4]float32{b[0], b[2], b[2], b[0]}
-		ys := [4]float32{b[1], b[1], b[3], b[3]}
-		var ox, oy [4]float32
-		for i := range 4 {
-			ox[i] = affinePoint(xs[i], ys[i], m[0], m[1], m[2], small)
-			oy[i] = affinePoint(xs[i], ys[i], m[3], m[4], m[5], small)
-		}
-		*b = [4]float32{min(ox[0], ox[1], ox[2], ox[3]) - tr[0], min(oy[0], oy[1], oy[2], oy[3]) - tr[1],
-			max(ox[0], ox[1], ox[2], ox[3]) - tr[0], max(oy[0], oy[1], oy[2], oy[3]) - tr[1]}
+		e := affineCorners(b, &m, small)
+		*b = [4]float32{e[0] - tr[0], e[1] - tr[1], e[2] - tr[0], e[3] - tr[1]}
 		clampBox(b, bw, bh)
 	}
 	return ow, oh

@@ -253,12 +253,16 @@ func AffineIndex(idx []int32, w, h int, a *AffineParams, tmp []int32) ([]int32, 
 // 0) where that is outside. It returns the moved index (tmp's room) and
 // idx's room for the next scratch.
 func affineIndex(idx []int32, w, h int, m *[6]float64, tmp []int32) ([]int32, []int32) {
-	g := newAffineGrid(m, w, h)
+	return affineIndexTo(idx, w, h, newAffineGrid(m, w, h), w, h, tmp[:0]), idx
+}
+
+// affineIndexTo appends to tmp the ow x oh output of affineIndex over the
+// grid g (an output of another size: rotate's expand).
+func affineIndexTo(idx []int32, w, h int, g affineGrid, ow, oh int, tmp []int32) []int32 {
 	fw, fh := float32(w)-0.5, float32(h)-0.5
-	tmp = tmp[:0]
-	for y := 0; y < h; y++ {
+	for y := 0; y < oh; y++ {
 		rx, ry := g.row(y)
-		for x := 0; x < w; x++ {
+		for x := 0; x < ow; x++ {
 			ix, iy := g.at(x, rx, ry)
 			v := int32(-1)
 			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
@@ -269,7 +273,7 @@ func affineIndex(idx []int32, w, h int, m *[6]float64, tmp []int32) ([]int32, []
 			tmp = append(tmp, v)
 		}
 	}
-	return tmp, idx
+	return tmp
 }
 
 // RotateExpandIndex is rotate_mask(expand=True, fill 0) of a w x h canvas
@@ -296,20 +300,5 @@ func RotateExpandIndex(idx []int32, w, h int, angle float64, center [2]float64, 
 		return tmp, ow, oh, idx
 	}
 	m := inverseAffine(w, h, center, hasCenter, -a, [2]float64{}, 1, [2]float64{})
-	g := newAffineGridTo(&m, w, h, ow, oh)
-	fw, fh := float32(w)-0.5, float32(h)-0.5
-	for y := 0; y < oh; y++ {
-		rx, ry := g.row(y)
-		for x := 0; x < ow; x++ {
-			ix, iy := g.at(x, rx, ry)
-			v := int32(-1)
-			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
-				if xi, yi := int(roundEven32(ix)), int(roundEven32(iy)); xi < w && yi < h {
-					v = idx[yi*w+xi]
-				}
-			}
-			tmp = append(tmp, v)
-		}
-	}
-	return tmp, ow, oh, idx
+	return affineIndexTo(idx, w, h, newAffineGridTo(&m, w, h, ow, oh), ow, oh, tmp), ow, oh, idx
 }
