@@ -164,6 +164,8 @@ def describe_data(data: str) -> str:
 
     n, pixels, progressive, size = 0, 0, 0, 0
     for d, _, fs in os.walk(data):
+        if os.path.samefile(d, data):
+            continue  # the root's own files (a NOTICE.md) are no class's images
         for f in fs:
             p = os.path.join(d, f)
             with Image.open(p) as im:
