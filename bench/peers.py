@@ -17,6 +17,9 @@ The peers:
                device_id=None, num_threads=1.
   spdl         Meta's SPDL: FFmpeg decode + filter graph on one thread
                (peer_pipelines.py --impl spdl).
+  before       with --before BIN: another stoker build (main's, say), run
+               as stoker is, in the same rounds; the table gives stoker's
+               ratio to it, epoch 1 to epoch 1 and epochs >= 2 to theirs.
 
 Each round runs every (recipe, peer) once, the peers' order rotated from
 round to round, so that a loaded machine's noise lands on all alike. The
@@ -102,6 +105,8 @@ def availability(a: argparse.Namespace) -> dict[str, str]:
     for peer in a.peers:
         if peer == "stoker":
             why[peer] = "" if os.access(a.stoker, os.X_OK) else f"{a.stoker} not found (make build)"
+        elif peer == "before":
+            why[peer] = "" if os.access(a.before, os.X_OK) else f"{a.before} not found"
         elif peer in ("tv2", "pil"):
             tv = probe_python(sys.executable, "torchvision", "torchvision") if tv is None else tv
             why[peer] = tv
@@ -124,8 +129,9 @@ def availability(a: argparse.Namespace) -> dict[str, str]:
 
 def peer_cmd(a: argparse.Namespace, peer: str, transform: str, data: str) -> list[str]:
     common = ["--data", data, "--threads", "1", "--transform", transform, "--seconds", str(a.seconds), "--json"]
-    if peer == "stoker":
-        return [a.stoker, "bench", "pipeline", *common, "--coef-budget", str(a.coef_budget)]
+    if peer in ("stoker", "before"):
+        binary = a.stoker if peer == "stoker" else a.before
+        return [binary, "bench", "pipeline", *common, "--coef-budget", str(a.coef_budget)]
     if peer in ("tv2", "pil"):
         return [sys.executable, os.path.join(HERE, "baselines.py"), "--impl", peer, *common]
     if peer == "pillow-simd":
@@ -158,6 +164,8 @@ def describe_data(data: str) -> str:
 
     n, pixels, progressive, size = 0, 0, 0, 0
     for d, _, fs in os.walk(data):
+        if os.path.samefile(d, data):
+            continue  # the root's own files (a NOTICE.md) are no class's images
         for f in fs:
             p = os.path.join(d, f)
             with Image.open(p) as im:
@@ -221,14 +229,14 @@ def measure(a: argparse.Namespace, data: str, why: dict[str, str]) -> dict:
                     res[t][p] = {"skipped": f"failed: {out['errors']} sample errors ({shlex.join(cmd)})"}
                     print(f"{p} {t}: {res[t][p]['skipped']}", file=sys.stderr)
                     continue
-                if p == "stoker":
+                if p in ("stoker", "before"):
                     q["runs_epoch1"].append(out["epoch1"]["images_per_cpu_sec"])
                     q["runs"].append(out["later"]["images_per_cpu_sec"])
                 else:
                     q["runs"].append(out["images_per_cpu_sec"])
                     q["note"] = out.get("note", "")
                 print(f"round {r + 1}/{a.rounds} {t:16} {p:12} {q['runs'][-1]:8.1f} images per CPU-second"
-                      + (f" (epoch 1: {q['runs_epoch1'][-1]:.1f})" if p == "stoker" else ""), file=sys.stderr)
+                      + (f" (epoch 1: {q['runs_epoch1'][-1]:.1f})" if p in ("stoker", "before") else ""), file=sys.stderr)
     for t in a.transforms:
         for p, q in res[t].items():
             if "skipped" not in q:
@@ -272,6 +280,15 @@ def table(a: argparse.Namespace, res: dict, header: dict) -> str:
                              + ", ".join(fmt(x) for x in q["runs_epoch1"]) + " | | |")
                 lines.append(f"| {t} | stoker epochs >= 2 | {fmt(q['median'], True)} | {runs} | | |")
                 continue
+            if p == "before":
+                # another build of stoker: epoch 1 against epoch 1, epochs >= 2 against epochs >= 2
+                r1 = r2 = ""
+                if "median" in st:
+                    r1, r2 = f"{st['median_epoch1'] / q['median_epoch1']:.2f}x", f"{st['median'] / q['median']:.2f}x"
+                lines.append(f"| {t} | before ({a.before_name}) epoch 1 | {fmt(q['median_epoch1'], True)} | "
+                             + ", ".join(fmt(x) for x in q["runs_epoch1"]) + f" | {r1} | |")
+                lines.append(f"| {t} | before ({a.before_name}) epochs >= 2 | {fmt(q['median'], True)} | {runs} | | {r2} |")
+                continue
             r1 = r2 = ""
             if "median" in st:
                 r1, r2 = f"{st['median_epoch1'] / q['median']:.2f}x", f"{st['median'] / q['median']:.2f}x"
@@ -311,6 +328,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--coef-budget", type=int, default=0, help="stoker's --coef-budget (0: serve's default)")
+    ap.add_argument("--before", help="another stoker binary (a build of main, say) run in every round too, as the "
+                    "peer 'before': its first epoch and epochs >= 2 apart, and stoker's ratio to each")
     ap.add_argument("--write", help="Markdown file whose table between the bench-peers markers this run replaces")
     ap.add_argument("--command", help="the command to name in the table (default: this one)")
     ap.add_argument("--json", action="store_true", help="end with one JSON line of the results")
@@ -320,6 +339,9 @@ def main() -> None:
     unknown = set(a.peers) - set(PEERS)
     if unknown:
         ap.error(f"unknown peers {sorted(unknown)}; known: {', '.join(PEERS)}")
+    if a.before:
+        a.peers.append("before")
+        a.before_name = os.path.basename(a.before)
     with tempfile.TemporaryDirectory(prefix="stoker-peers-") as tmp:
         data = a.data
         if a.limit > 0:
