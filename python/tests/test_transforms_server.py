@@ -39,7 +39,8 @@ def _after_geometry():
     """Each op of test_transforms.SPECS that runs after the geometry, on
     any dataset."""
     return [make() for make, want in SPECS if want.WhichOneof("op") not in (*GEOMETRY, *TARGETS_ONLY)
-            and not (want.WhichOneof("op") == "named" and want.named.name in YOLO_GEOMETRY)]
+            and not (want.WhichOneof("op") == "named" and want.named.name in YOLO_GEOMETRY)
+            and not (want.WhichOneof("op") == "random_rotation" and want.random_rotation.expand)]  # its own size: below
 
 
 def test_every_op_is_accepted(server: str) -> None:
@@ -66,7 +67,9 @@ def test_every_op_is_accepted(server: str) -> None:
                      [T.YOLOLoadImage(40), T.YOLORandomPerspective(perspective=0.001, size=SIZE)],
                      [T.YOLOMosaic(32)], [T.YOLOMosaic(32, n=9), T.YOLOMixUp(0.5)],
                      [T.YOLOMosaic(40, p=0.5), T.YOLORandomPerspective(size=SIZE)],
-                     [T.YOLOMosaic(40), T.YOLORandomPerspective(size=SIZE), T.YOLOMixUp(0.5)]):
+                     [T.YOLOMosaic(40), T.YOLORandomPerspective(size=SIZE), T.YOLOMixUp(0.5)],
+                     [T.RandomResizedCrop(SIZE), T.RandomRotation(15, expand=True), T.CenterCrop(SIZE)],
+                     [T.RandomResizedCrop(SIZE), T.RandomRotation(15, expand=True), T.Resize((SIZE, 20))]):
         assert len(loader(server, transform=geometry, batch_size=8)) == 6, geometry
 
 
@@ -78,6 +81,12 @@ def test_every_op_runs(server: str) -> None:
                     batch_size=8) as ld:
             images, labels = next(iter(ld))
         assert images.shape == (8, 3, SIZE, SIZE) and images.dtype == torch.float32 and labels.shape == (8,)
+    # An expanding rotation makes an image larger than the crop (each its own
+    # size, the batch padded to its largest); a CenterCrop after it the crop's again.
+    with loader(server, transform=[T.RandomResizedCrop(SIZE), T.RandomRotation((10, 20), expand=True),
+                                   T.CenterCrop(SIZE)], batch_size=8) as ld:
+        images, labels = next(iter(ld))
+    assert images.shape == (8, 3, SIZE, SIZE) and labels.shape == (8,)
 
 
 def test_presets_are_accepted(server: str) -> None:
