@@ -40,6 +40,9 @@ type multiState struct {
 	canvas, mix []byte
 	drawn       multiDraw
 	ins         []cv.Instances
+	// cpMask and cpPts: a CopyPaste's mask and a segment's points.
+	cpMask []byte
+	cpPts  [][2]int32
 }
 
 // SetPartners hands the Decoder the partners of the next sample it
@@ -306,7 +309,10 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 // if any (its draw into pp), from the mosaic's canvas to dst's size.
 func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, mo *mosaicDraw, pp *cv.PerspectiveParams) error {
 	if t.yolo == nil {
-		return d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo, nil)
+		if err := d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo, nil); err != nil {
+			return err
+		}
+		return d.copyPaste(dst, t, mo)
 	}
 	m := &d.multi
 	s := cv.MosaicSize(t.mosaic.ImgSz)
@@ -322,9 +328,15 @@ func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int,
 	// a quarter of it): the rest keeps an earlier sample's bytes, unread.
 	var within *cv.Rect
 	if r, ok := cv.PerspectiveFootprint(mat, persp, s, s, dst.W, dst.H); ok && !fullCanvas {
+		if t.copyPaste != nil { // a pasted pixel is its mirror's: made too
+			r.X0, r.X1 = min(r.X0, s-r.X1), max(r.X1, s-r.X0)
+		}
 		within = &r
 	}
 	if err := d.mosaicInto(canvas, data, self, pidx, pdata, t, k, mo, within); err != nil {
+		return err
+	}
+	if err := d.copyPaste(canvas, t, mo); err != nil {
 		return err
 	}
 	if d.ops.Stopped() {
@@ -379,4 +391,60 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 	}
 	cv.MosaicImage(canvas, m.pl, tiles)
 	return nil
+}
+
+// copyPaste is ultralytics' CopyPaste in flip mode on the mosaic img
+// (its draw mo), when t has one: the mosaic's instances (the sample's
+// labels: the Decoder's box source), the copies it pastes (copyPasteSelect),
+// each one's segment (truncated to int32, as astype does) filled into a
+// mask (cv2.drawContours, FILLED: cv2.fillPoly's fill), and the mirrored
+// mosaic's pixels copied where it is set (cv2.copyTo). Nothing pasted
+// leaves img as it is.
+func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) error {
+	mo.cp, mo.pasted = t.copyPaste != nil, 0
+	if !mo.cp {
+		return nil
+	}
+	mo.cpP = t.copyPaste.P
+	if d.boxSrc == nil {
+		return fmt.Errorf("%w: YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", ErrUnsupported)
+	}
+	in, _, err := d.mosaicInstances(d.boxSrc, mo)
+	if err != nil {
+		return err
+	}
+	flipped, sel, err := copyPasteSelect(in, mo, t.copyPaste.P)
+	if err != nil || len(sel) == 0 {
+		return err
+	}
+	m := &d.multi
+	n := img.W * img.H
+	if cap(m.cpMask) < n {
+		m.cpMask = make([]byte, n)
+	}
+	mask := m.cpMask[:n]
+	clear(mask)
+	for _, i := range sel {
+		m.cpPts = m.cpPts[:0]
+		for _, q := range flipped.Segments[i] {
+			m.cpPts = append(m.cpPts, [2]int32{int32(q[0]), int32(q[1])})
+		}
+		cv.FillPoly(mask, img.W, img.H, m.cpPts)
+	}
+	cv.CopyPasteImage(img, mask)
+	mo.pasted = len(sel)
+	return nil
+}
+
+// copyPasteSelect is CopyPaste.get_params in flip mode on a mosaic's
+// instances in (its 2*imgsz canvas): their mirrored copies and those it
+// pastes (cv.CopyPasteSelect). A mosaic of boxes without segments is
+// refused: ultralytics' CopyPaste skips it silently, leaving a job that
+// asked for it without it.
+func copyPasteSelect(in cv.Instances, mo *mosaicDraw, p float64) (cv.Instances, []int, error) {
+	if len(in.Boxes) > 0 && len(in.Segments) == 0 && p > 0 {
+		return cv.Instances{}, nil, fmt.Errorf("%w: YOLOCopyPaste: the mosaic of samples %v has boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", ErrUnsupported, mo.idx)
+	}
+	flipped, sel := cv.CopyPasteSelect(in, cv.MosaicSize(mo.imgsz), p)
+	return flipped, sel, nil
 }

@@ -30,9 +30,12 @@ import (
 // OpMosaic is ultralytics' Mosaic (imgsz, n, p); OpMixUp its MixUp (p),
 // right after the Mosaic: the sample blended with another sample made by
 // the same geometry (its own Mosaic, its own partners).
+// OpCopyPaste is its CopyPaste in flip mode (p), right after the Mosaic
+// (v8_transforms' pre_transform: Mosaic, CopyPaste, RandomPerspective).
 const (
-	OpMosaic OpKind = "YOLOMosaic"
-	OpMixUp  OpKind = "YOLOMixUp"
+	OpMosaic    OpKind = "YOLOMosaic"
+	OpMixUp     OpKind = "YOLOMixUp"
+	OpCopyPaste OpKind = "YOLOCopyPaste"
 )
 
 func init() {
@@ -54,12 +57,67 @@ func init() {
 		misplaced: "YOLOMixUp is supported right after a YOLOMosaic only (ultralytics' pre_transform makes its partner)",
 		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOMixUp yet", ErrUnsupported) },
 		format:    formatP})
+	defineOp(opDef{kind: OpCopyPaste, doc: "ultralytics' CopyPaste in flip mode, right after a YOLOMosaic: the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; a segment dataset's",
+		named: true, geometry: true, targets: targetsMove, needsTargets: true,
+		params:    []param{pParam(0.5), {name: "mode", typ: pString, def: "'flip'", field: "Mode"}},
+		misplaced: "YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' pre_transform in flip mode)",
+		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOCopyPaste yet", ErrUnsupported) },
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(p=%g, mode=%s)", op.P, op.Mode)
+		}})
+}
+
+// multiOp takes op n of the multi-image geometry: the Mosaic, its
+// CopyPaste, the YOLORandomPerspective after them, the MixUp.
+func (t *Transform) multiOp(op *Op, n int) error {
+	var err error
+	switch op.Kind {
+	case OpMosaic:
+		if err = checkMosaic(op, n); err == nil {
+			t.mosaic = op
+		}
+	case OpYOLORandomPerspective:
+		err = t.mosaicPersp(op, n)
+	case OpMixUp:
+		if err = t.checkMixUp(op, n); err == nil {
+			t.mixup = op
+		}
+	case OpCopyPaste:
+		if err = t.checkCopyPaste(op, n); err == nil {
+			t.copyPaste = op
+		}
+	}
+	return err
+}
+
+// checkCopyPaste checks a CopyPaste where it stands: right after the
+// Mosaic, in flip mode.
+func (t *Transform) checkCopyPaste(op *Op, n int) error {
+	if t.mosaic == nil || n != 1 {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", ErrUnsupported)
+	}
+	if op.Mode != "flip" {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: only 'flip' is supported ('mixup', which pastes another sample's segments, is not done yet)", ErrUnsupported, truncateString(op.Mode, 32))
+	}
+	if !(op.P >= 0 && op.P <= 1) {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", ErrUnsupported, op.P)
+	}
+	return nil
+}
+
+// afterMosaic is the position of the first op after the Mosaic's
+// pre_transform ops that come before its warp (its CopyPaste, if any).
+func (t *Transform) afterMosaic() int {
+	if t.copyPaste != nil {
+		return 2
+	}
+	return 1
 }
 
 // checkMixUp checks a MixUp where it stands: right after the Mosaic, or
 // after its YOLORandomPerspective (ultralytics' pre_transform).
 func (t *Transform) checkMixUp(op *Op, n int) error {
-	if t.mosaic == nil || !(n == 1 || n == 2 && t.yolo != nil) {
+	if a := t.afterMosaic(); t.mosaic == nil || !(n == a || n == a+1 && t.yolo != nil) {
 		return fmt.Errorf("%w: transform: YOLOMixUp is supported right after a YOLOMosaic only (its partner is made by the same YOLOMosaic, as ultralytics' pre_transform makes it)", ErrUnsupported)
 	}
 	if !(op.P >= 0 && op.P <= 1) {
@@ -94,7 +152,7 @@ func checkMosaic(op *Op, n int) error {
 // ultralytics does, and so is every sample once a stop_epoch switches the
 // Mosaic off (close_mosaic).
 func (t *Transform) mosaicPersp(op *Op, n int) error {
-	if t.mosaic == nil || n != 1 {
+	if t.mosaic == nil || n != t.afterMosaic() {
 		return fmt.Errorf("%w: transform: YOLORandomPerspective is the YOLO geometry's: after YOLOLoadImage (and YOLOLetterBox), or right after a YOLOMosaic", ErrUnsupported)
 	}
 	if err := checkYOLOPersp(op); err != nil {
@@ -119,6 +177,9 @@ func (t *Transform) checkMulti() error {
 	if t.mosaic.P != 1 && t.yolo == nil {
 		return fmt.Errorf("%w: transform: YOLOMosaic p=%g: a sample it leaves keeps its load_image size; follow it with YOLORandomPerspective(size=...), which fixes the batch's size, or give p=1", ErrUnsupported, t.mosaic.P)
 	}
+	if t.copyPaste != nil && t.mosaic.P != 1 {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste after a YOLOMosaic of p=%g is not supported (a sample the Mosaic leaves would be pasted at its load_image size): give the YOLOMosaic p=1", ErrUnsupported, t.mosaic.P)
+	}
 	if t.mixup != nil && t.mosaic.P != 1 {
 		return fmt.Errorf("%w: transform: YOLOMixUp after a YOLOMosaic of p=%g is not supported: give the YOLOMosaic p=1 (ultralytics' default)", ErrUnsupported, t.mosaic.P)
 	}
@@ -135,13 +196,17 @@ func (t *Transform) mosaicOn(k Key) bool {
 
 // mosaicDraw is what one Mosaic drew: its images (the sample itself
 // first, then its partners), each one's load_image size (w, h), the
-// centre and the tiles.
+// centre and the tiles; cp whether a CopyPaste followed it, pasted the
+// number of copies it pasted.
 type mosaicDraw struct {
 	n, imgsz int
 	idx      []int
 	sizes    [][2]int
 	xc, yc   int
 	tiles    []cv.Tile
+	cp       bool
+	cpP      float64
+	pasted   int
 }
 
 // multiDraw is what a sample's multi-image geometry drew: its mosaic,
@@ -246,7 +311,8 @@ func (t *Transform) mosaicCentre(k Key) (xc, yc int) {
 
 // appendJSON appends the mosaic's arguments: {n, imgsz, indexes (the
 // sample's first, then its partners), sizes ((w, h) each, as load_image
-// resized it), xc, yc}.
+// resized it), xc, yc, and after a YOLOCopyPaste copy_paste: the copies
+// it pasted}.
 func (m *mosaicDraw) appendJSON(b []byte) []byte {
 	ints := func(b []byte, v []int) []byte {
 		b = append(b, '[')
@@ -275,6 +341,10 @@ func (m *mosaicDraw) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(m.xc), 10)
 	b = append(b, `,"yc":`...)
 	b = strconv.AppendInt(b, int64(m.yc), 10)
+	if m.cp {
+		b = append(b, `,"copy_paste":`...)
+		b = strconv.AppendInt(b, int64(m.pasted), 10)
+	}
 	return append(b, '}')
 }
 
@@ -339,6 +409,9 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 	load := float64(sampleNs + float64(decodeNs*srcPx)) // a partner's read and decode
 	one := float64((n-1)*load) + float64(n*float64(yoloResizeNs*side)) + canvas
 	hit := float64((n-1)*sampleNs) + canvas
+	if t.copyPaste != nil { // its mask and paste, about a canvas again
+		one, hit = one+canvas, hit+canvas
+	}
 	mean, worst = float64(t.mosaic.P*hit), one
 	if t.mixup != nil {
 		mix := float64(one+load) + float64(canvasOutNs*px)

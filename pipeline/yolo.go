@@ -279,12 +279,18 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported)
 	}
 	all, p, err := d.mosaicInstances(ds, &md.mo)
+	if err == nil {
+		all, err = copyPasteInstances(all, &md.mo)
+	}
 	if err != nil {
 		return b, err
 	}
 	all = md.perspInstances(all, &md.pp)
 	if md.mix {
 		two, p2, err := d.mosaicInstances(ds, &md.mixM)
+		if err == nil {
+			two, err = copyPasteInstances(two, &md.mixM)
+		}
 		if err != nil {
 			return b, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
 		}
@@ -310,6 +316,23 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	}
 	tg.W, tg.H = w, h
 	return AppendTargets(b, tg), nil
+}
+
+// copyPasteInstances is a mosaic's instances after the CopyPaste that
+// followed it, if any (CopyPaste.apply_instances: the pasted copies
+// after them; the same selection its decode made, of the same labels).
+func copyPasteInstances(in cv.Instances, mo *mosaicDraw) (cv.Instances, error) {
+	if !mo.cp {
+		return in, nil
+	}
+	flipped, sel, err := copyPasteSelect(in, mo, mo.cpP)
+	if err != nil {
+		return in, err
+	}
+	if len(sel) != mo.pasted {
+		return in, fmt.Errorf("targets: YOLOCopyPaste pasted %d copies, its labels select %d", mo.pasted, len(sel))
+	}
+	return cv.CopyPasteInstances(in, flipped, sel), nil
 }
 
 // setMosaicTargets appends in's instances to t (reset, its P set): boxes

@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["RandomChannelPermutation", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
+__all__ = ["RandomChannelPermutation", "YOLOCopyPaste", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AugMix": (
@@ -236,6 +236,10 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("interpolation", "interpolation", "'nearest'"),
         Param("fill", "fill", "None"),
     ),
+    "YOLOCopyPaste": (
+        Param("p", "float", "0.5", False, 0, 1),
+        Param("mode", "str", "'flip'"),
+    ),
     "YOLOLetterBox": (
         Param("new_shape", "size", "(640, 640)", False, 1, 4096),
         Param("auto", "bool", "False"),
@@ -284,6 +288,16 @@ class RandomChannelPermutation(NamedOp):
 
     def __init__(self) -> None:
         super().__init__()
+
+
+class YOLOCopyPaste(NamedOp):
+    """Ultralytics' CopyPaste in flip mode, right after a YOLOMosaic: the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; a segment dataset's."""
+
+    _name = "YOLOCopyPaste"
+    _params = SCHEMA["YOLOCopyPaste"]
+
+    def __init__(self, p: Any = 0.5, mode: Any = 'flip') -> None:
+        super().__init__(p=p, mode=mode)
 
 
 class YOLOLetterBox(NamedOp):
@@ -357,4 +371,4 @@ class YOLORandomPerspective(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
+NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation, "YOLOCopyPaste": YOLOCopyPaste, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}

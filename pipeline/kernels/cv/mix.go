@@ -49,10 +49,12 @@ func ioa(b1, b2 [4]float32) float32 {
 // CopyPasteSelect is CopyPaste.get_params in flip mode for instances in
 // (with segments) of a w-wide image: their mirrored copies, and the
 // indices of the copies to paste: those whose IoA with every instance is
-// below 0.30, by their largest IoA ascending (ties in index order: numpy's
-// argsort keeps that order for fewer than 17 candidates; its unstable
-// sort may order ties otherwise above), the first round(p * count)
-// (Python's rounding, half to even).
+// below 0.30, by their largest IoA ascending (ties in index order, a
+// stable sort: numpy's default argsort, which ultralytics calls, orders
+// ties by x86-simd-sort on AVX2 and AVX-512 machines, whatever their
+// count, so that the order of tied copies, and which of them a p below 1
+// takes, may differ there), the first round(p * count) (Python's
+// rounding, half to even).
 func CopyPasteSelect(in Instances, w int, p float64) (Instances, []int) {
 	flipped := in.Clone()
 	FlipInstances(&flipped, w)

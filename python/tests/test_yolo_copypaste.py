@@ -1,0 +1,192 @@
+"""YOLOCopyPaste (ultralytics' CopyPaste in flip mode) served: a real
+`stoker serve` of test_yolo_segments.py's YOLO segment set (mkdata --coco
+--yolo, polygons a line) and a real client with targets and traces; each
+sample rebuilt by ultralytics' own (8.4.190, live) YOLODataset
+(task="segment"), Mosaic, CopyPaste(mode="flip"), RandomPerspective, MixUp,
+RandomHSV and RandomFlip on the same files, in v8_transforms' order (its
+pre_transform is Mosaic, CopyPaste, RandomPerspective, and MixUp's partner
+is made by the same pre_transform, CopyPaste included), with the partners,
+centres, warps, ratio, gains and flips forced from stoker's trace. CopyPaste
+in flip mode draws nothing. What must agree: the pixels (exact; RandomHSV
+within 1), the instances kept and their classes, the boxes within 1e-3 px,
+and the number of copies pasted. Copies of equal largest IoA (most often
+0: copies that overlap nothing) are ordered by index, a stable sort; numpy's
+np.argsort, which CopyPaste.get_params calls, orders such ties by
+x86-simd-sort on AVX2 and AVX-512 machines (any count), so the rebuild
+forces a stable argsort there, and checks on the p=1 recipe that the
+default one pastes the same copies (in another order). A dataset of boxes without polygons is
+refused (ultralytics' CopyPaste skips it silently).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from typing import Any, Dict, Iterator, List
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="ultralytics-"))
+os.environ.setdefault("YOLO_OFFLINE", "1")
+
+from ultralytics.data import augment  # noqa: E402
+from ultralytics.data.dataset import YOLODataset  # noqa: E402
+
+import stoker  # noqa: E402
+from stoker import transforms as T  # noqa: E402
+from test_yolo_mosaic_pose import centre, persp_draws  # noqa: E402
+from test_yolo_ops import Forced, pose  # noqa: E402,F401 (the fixture)
+from test_yolo_segments import IMGSZ, N, PERSP, dataset, mosaic, seg  # noqa: E402,F401 (the fixture)
+
+RECIPES: Dict[str, Dict[str, Any]] = {
+    # The mosaic pasted on its 2*IMGSZ canvas, every eligible copy.
+    "mosaic": {"p": 1.0, "ops": [T.YOLOMosaic(IMGSZ), T.YOLOCopyPaste(1.0),
+                                 T.YOLORandomFlip(0.5, direction="horizontal")]},
+    # Half of them (round(p * eligible): the least overlapping first).
+    "mosaic9-half": {"p": 0.5, "ops": [T.YOLOMosaic(IMGSZ, n=9), T.YOLOCopyPaste(0.5)]},
+    # yolov8-seg's training pipeline (v8_transforms) with copy_paste and mixup on.
+    "segment": {"p": 0.5, "persp": PERSP,
+                "ops": [T.YOLOMosaic(IMGSZ), T.YOLOCopyPaste(0.5), T.YOLORandomPerspective(size=IMGSZ, **PERSP),
+                        T.YOLOMixUp(0.5), T.YOLORandomHSV(0.015, 0.7, 0.4), T.YOLORandomFlip(0.5, direction="horizontal")]},
+}
+
+
+_argsort = np.argsort
+
+
+@contextlib.contextmanager
+def stable(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A context in which CopyPaste's np.argsort is a stable sort."""
+    with monkeypatch.context() as mp:
+        mp.setattr(augment.np, "argsort", lambda a, *args, **kw: _argsort(a, kind="stable"))
+        yield
+
+
+def pre(ds: YOLODataset, r: Dict[str, Any], m: Dict[str, Any]) -> List[Any]:
+    """v8_transforms' pre_transform of a sample whose mosaic is m: Mosaic,
+    CopyPaste (flip), and RandomPerspective where the recipe has one."""
+    ops: List[Any] = [mosaic(ds, m), augment.CopyPaste(p=r["p"], mode="flip")]
+    if "persp" in r:
+        ops.append(augment.RandomPerspective(size=(IMGSZ, IMGSZ), **r["persp"]))
+    return ops
+
+
+def pasted(labels: Dict[str, Any], m: Dict[str, Any], before: int) -> None:
+    n = len(labels["instances"])
+    assert n - before == m["copy_paste"], f"ultralytics pasted {n - before} copies, stoker {m['copy_paste']} ({m})"
+
+
+def rebuild(ds: YOLODataset, r: Dict[str, Any], idx: int, trace: List[Any], monkeypatch: pytest.MonkeyPatch,
+            stable_sort: bool = True) -> Dict[str, Any]:
+    """Sample idx as ultralytics makes it with the trace's draws forced
+    (and CopyPaste's argsort stable, unless not stable_sort)."""
+    name, m = trace[0]
+    assert name == "yolo_mosaic" and m["indexes"][0] == idx and "copy_paste" in m, trace
+    rest = trace[1:]
+    mo, cp, *persp = pre(ds, r, m)
+    with monkeypatch.context() as mp:
+        mp.setattr(augment, "random", Forced([0.0, *centre(m)], []))
+        labels = mo(ds.get_image_and_label(idx))
+    before = len(labels["instances"])
+    if stable_sort:
+        with stable(monkeypatch):
+            labels = cp(labels)
+    else:
+        labels = cp(labels)
+    pasted(labels, m, before)
+    if persp:
+        assert rest[0][0] == "yolo_random_perspective", trace
+        with monkeypatch.context() as mp:
+            mp.setattr(augment, "random", Forced(persp_draws(rest[0][1]), []))
+            labels = persp[0](labels)
+        rest = rest[1:]
+    if rest and rest[0][0] == "yolo_mixup":
+        mx = rest[0][1]
+        m2 = mx["mosaic"]
+        assert "copy_paste" in m2, mx
+        draws = [0.0, 0.0, *centre(m2)]  # MixUp's p, the partner's Mosaic's p, its centre
+        if persp:
+            draws += persp_draws(mx["perspective"][1])
+        mix = augment.MixUp(ds, pre_transform=augment.Compose(pre(ds, r, m2)), p=1.0)
+        mix.get_indexes = lambda: m2["indexes"][0]
+        with monkeypatch.context() as mp:
+            mp.setattr(augment, "random", Forced(draws, []))
+            mp.setattr(augment.np.random, "beta", lambda a, b: mx["r"])
+            if stable_sort:
+                mp.setattr(augment.np, "argsort", lambda a, *args, **kw: _argsort(a, kind="stable"))
+            labels = mix(labels)
+        rest = rest[1:]
+    for name, args in rest:
+        if name == "yolo_random_hsv":
+            with monkeypatch.context() as mp:
+                mp.setattr(augment.np.random, "uniform", lambda *a, **k: np.array(args["r"], np.float64))
+                labels = augment.RandomHSV(1.0, 1.0, 1.0)(labels)
+        elif name == "yolo_fliplr":
+            with monkeypatch.context() as mp:
+                mp.setattr(augment, "random", Forced([], [0.0]))  # drawn: flipped
+                labels = augment.RandomFlip(p=0.5, direction="horizontal")(labels)
+        else:
+            raise AssertionError(f"unexpected step {name} in {trace}")
+    return labels
+
+
+@pytest.mark.parametrize("recipe", list(RECIPES))
+def test_copy_paste_is_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch, recipe: str) -> None:
+    addr, out = seg
+    r = RECIPES[recipe]
+    ds = dataset(out, IMGSZ)
+    hsv = "persp" in r
+    seen, copies, mixed, instances, reordered = 0, 0, 0, 0, 0
+    with stoker.Loader(addr, "seg", batch_size=4, transform=T.Compose(r["ops"]), targets=True, trace=True,
+                       return_indices=True, pin_memory=False, timeout=300, seed=29) as ld:
+        for b in ld:
+            images, targets, indices = b
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                trace = b.trace[i]
+                want = rebuild(ds, r, idx, trace, monkeypatch)
+                copies += trace[0][1]["copy_paste"]
+                mixed += any(s[0] == "yolo_mixup" for s in trace)
+                where = f"{recipe} sample {idx} ({trace[0][1]})"
+                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]  # RGB CHW to BGR HWC
+                assert got.shape == want["img"].shape, where
+                d = np.abs(got.astype(int) - want["img"].astype(int))
+                assert d.max() <= (1 if hsv else 0), f"{where}: {int((d > 0).sum())} bytes differ, by {int(d.max())}"
+                inst = want["instances"]
+                inst.convert_bbox("xyxy")
+                wb = inst.bboxes.astype(np.float32)
+                gb = t["boxes"].numpy()
+                assert gb.shape == wb.shape, f"{where}: {len(gb)} instances, ultralytics {len(wb)}"
+                assert t["labels"].tolist() == [int(c) for c in want["cls"].reshape(-1)], f"{where}: classes"
+                np.testing.assert_allclose(gb, wb, rtol=0, atol=1e-3, err_msg=f"{where}: boxes")
+                instances += len(wb)
+                seen += 1
+                if r["p"] == 1.0 and "persp" not in r:  # numpy's own argsort: the same copies
+                    dflt = rebuild(ds, r, idx, trace, monkeypatch, stable_sort=False)
+                    di = dflt["instances"]
+                    di.convert_bbox("xyxy")
+                    rows = lambda c, bx: sorted(zip(c.reshape(-1).tolist(), bx.tolist()))  # noqa: E731
+                    assert rows(dflt["cls"], di.bboxes.astype(np.float32)) == rows(want["cls"], wb), f"{where}: numpy's argsort"
+                    assert np.array_equal(dflt["img"], want["img"]), f"{where}: numpy's argsort, pixels"
+                    reordered += int(not np.array_equal(di.bboxes.astype(np.float32), wb))
+        assert not list(ld.sample_errors)
+    assert seen == N and copies > 0, (seen, copies)
+    note = f"; {reordered} samples whose copies numpy's default argsort orders otherwise" if r["p"] == 1.0 else ""
+    print(f"\n{recipe}: {copies} copies pasted in {seen} samples ({mixed} mixed), {instances} instances{note}")
+
+
+def test_copy_paste_of_boxes_is_refused(pose: Any) -> None:
+    """A dataset of boxes without polygons (test_yolo_ops.py's pose layout):
+    each sample fails, saying CopyPaste wants a segment dataset."""
+    addr, _ = pose
+    errs: List[str] = []
+    try:
+        with stoker.Loader(addr, "pose", batch_size=4, transform=T.Compose([T.YOLOMosaic(IMGSZ), T.YOLOCopyPaste(0.5)]),
+                           targets=True, pin_memory=False, timeout=120, seed=3) as ld:
+            for _ in ld:
+                pass
+            errs = [str(e) for e in ld.sample_errors]
+    except Exception as e:  # a job whose every sample fails may end so
+        errs = [str(e)]
+    assert errs and all("boxes without polygons" in e for e in errs), errs[:3]
