@@ -396,8 +396,7 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 // copyPaste is ultralytics' CopyPaste in flip mode on the mosaic img
 // (its draw mo), when t has one: the mosaic's instances (the sample's
 // labels: the Decoder's box source), the copies it pastes (copyPasteSelect),
-// each one's segment (truncated to int32, as astype does) filled into a
-// mask (cv2.drawContours, FILLED: cv2.fillPoly's fill), and the mirrored
+// their segments filled into a mask (cv.CopyPasteMask), and the mirrored
 // mosaic's pixels copied where it is set (cv2.copyTo). Nothing pasted
 // leaves img as it is.
 func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) error {
@@ -423,14 +422,7 @@ func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) er
 		m.cpMask = make([]byte, n)
 	}
 	mask := m.cpMask[:n]
-	clear(mask)
-	for _, i := range sel {
-		m.cpPts = m.cpPts[:0]
-		for _, q := range flipped.Segments[i] {
-			m.cpPts = append(m.cpPts, [2]int32{int32(q[0]), int32(q[1])})
-		}
-		cv.FillPoly(mask, img.W, img.H, m.cpPts)
-	}
+	m.cpPts = cv.CopyPasteMask(mask, img.W, img.H, flipped, sel, m.cpPts)
 	cv.CopyPasteImage(img, mask)
 	mo.pasted = len(sel)
 	return nil

@@ -111,6 +111,23 @@ func CopyPasteInstances(in, flipped Instances, sel []int) Instances {
 	return Concat(in, picked)
 }
 
+// CopyPasteMask is the mask CopyPaste.apply_image pastes through, into m
+// (w x h, one byte a pixel, cleared first): each selected mirrored
+// segment's points truncated to int32 (astype) and filled with 1
+// (cv2.drawContours with cv2.FILLED: OpenCV's outline and scanline fill,
+// FillPoly's). pts is scratch (returned for reuse).
+func CopyPasteMask(m []byte, w, h int, flipped Instances, sel []int, pts [][2]int32) [][2]int32 {
+	clear(m[:w*h])
+	for _, i := range sel {
+		pts = pts[:0]
+		for _, q := range flipped.Segments[i] {
+			pts = append(pts, [2]int32{int32(q[0]), int32(q[1])})
+		}
+		FillPoly(m, w, h, pts)
+	}
+	return pts
+}
+
 // CopyPasteImage is CopyPaste.apply_image given its mask (one byte a pixel,
 // non-zero where a selected mirrored segment was drawn): those pixels take
 // the mirrored image's (cv2.flip(im, 1), cv2.copyTo), in place.
