@@ -37,9 +37,9 @@ type multiState struct {
 	// canvas is a mosaic's before the YOLORandomPerspective after it, mix
 	// a MixUp partner's image; drawn what the last sample drew
 	// (its trace and targets read it through viewDraw.multi).
-	canvas, mix []byte
-	drawn       multiDraw
-	ins         []cv.Instances
+	canvas, mix, cut []byte
+	drawn            multiDraw
+	ins              []cv.Instances
 	// cpMask and cpPts: a CopyPaste's mask and a segment's points.
 	cpMask []byte
 	cpPts  [][2]int32
@@ -283,6 +283,29 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		dr.mix, dr.mixR = true, r
 		cv.MixUp(img, mc, r, cv.Instances{}, cv.Instances{})
 	}
+	dr.cut, dr.cutOK, dr.cutChoice = false, false, -1
+	if on, areas, r := at.cutmixDraw(k, w, h, dr.cutAreas); on { // its partner the one handed next
+		dr.cutAreas, dr.cutW, dr.cutH = areas, w, h
+		ci, cd, err := take(1)
+		if err != nil {
+			return err
+		}
+		if cap(m.cut) < np {
+			m.cut = make([]byte, np)
+		}
+		cc := kernels.Planes{Pix: m.cut[:np], W: w, H: h}
+		pi, pd, err := take(n - 1)
+		if err != nil {
+			return err
+		}
+		if err := d.preInto(cc, cd[0], ci[0], pi, pd, at, cutKey(k, ci[0]), &dr.cutM, &dr.cutPP); err != nil {
+			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
+		}
+		dr.cut = true
+		if err := d.cutmix(img, cc, dr, &r); err != nil {
+			return err
+		}
+	}
 	if len(idx) != 0 {
 		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (SetPartners before Decode)", ErrUnsupported, len(idx))
 	}
@@ -439,4 +462,36 @@ func copyPasteSelect(in cv.Instances, mo *mosaicDraw, p float64) (cv.Instances, 
 	}
 	flipped, sel := cv.CopyPasteSelect(in, cv.MosaicSize(mo.imgsz), p)
 	return flipped, sel, nil
+}
+
+// cutmix is CutMix.get_params and apply_image on the sample img (its
+// instances after its pre_transform and MixUp) with the partner part (its
+// draw md, r the stream to draw the area's choice from): of the areas
+// drawn, those that overlap no instance; none, nothing; else one chosen
+// (np.random.choice), and when it takes any of the partner's instances
+// (cv.CutMixPick) the partner's pixels there (cv.CutMixImage).
+func (d *Decoder) cutmix(img, part kernels.Planes, md *multiDraw, r *RNG) error {
+	if d.boxSrc == nil {
+		return fmt.Errorf("%w: YOLOCutMix places its area against the sample's labels: it needs them (a job with targets)", ErrUnsupported)
+	}
+	in, _, err := d.multiInstances(d.boxSrc, md)
+	if err != nil {
+		return err
+	}
+	boxes := make([][4]float32, len(md.cutAreas))
+	for i := range boxes {
+		boxes[i] = md.cutArea(i)
+	}
+	free := cv.CutMixFree(boxes, in.Boxes)
+	if len(free) == 0 {
+		return nil
+	}
+	md.cutChoice = free[r.Intn(len(free))]
+	_, sel, err := d.cutmixPick(d.boxSrc, md, in)
+	if err != nil || len(sel) == 0 {
+		return err
+	}
+	md.cutOK = true
+	cv.CutMixImage(img, part, boxes[md.cutChoice])
+	return nil
 }

@@ -36,6 +36,7 @@ const (
 	OpMosaic    OpKind = "YOLOMosaic"
 	OpMixUp     OpKind = "YOLOMixUp"
 	OpCopyPaste OpKind = "YOLOCopyPaste"
+	OpCutMix    OpKind = "YOLOCutMix"
 )
 
 func init() {
@@ -65,6 +66,15 @@ func init() {
 		format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(p=%g, mode=%s)", op.P, op.Mode)
 		}})
+	defineOp(opDef{kind: OpCutMix, doc: "ultralytics' CutMix, last of the YOLOMosaic's ops: with probability p, of num_areas boxes drawn (side ratio sqrt(1 - Beta(beta, beta))), one that overlaps no instance takes another sample's pixels (made by the same ops) and its instances there",
+		named: true, geometry: true, targets: targetsMove, needsTargets: true,
+		params: []param{pParam(0), {name: "beta", typ: pFloat, def: "1.0", field: "Beta", lo: 0.01, hi: 100},
+			{name: "num_areas", typ: pInt, def: "3", field: "Areas", lo: 1, hi: 16}},
+		misplaced: "YOLOCutMix is supported last of a YOLOMosaic's ops only (ultralytics' v8_transforms)",
+		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOCutMix yet", ErrUnsupported) },
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(p=%g, beta=%g, num_areas=%d)", op.P, op.Beta, op.Areas)
+		}})
 }
 
 // multiOp takes op n of the multi-image geometry: the Mosaic, its
@@ -86,9 +96,65 @@ func (t *Transform) multiOp(op *Op, n int) error {
 		if err = t.checkCopyPaste(op, n); err == nil {
 			t.copyPaste = op
 		}
+	case OpCutMix:
+		if err = t.checkCutMix(op, n); err == nil {
+			t.cutmix = op
+		}
 	}
 	return err
 }
+
+// checkCutMix checks a CutMix where it stands: last of the multi-image
+// geometry (after the MixUp, if any), on a Mosaic of p 1.
+func (t *Transform) checkCutMix(op *Op, n int) error {
+	last := t.afterMosaic()
+	if t.yolo != nil {
+		last++
+	}
+	if t.mixup != nil {
+		last++
+	}
+	if t.mosaic == nil || n != last || t.mosaic.P != 1 {
+		return fmt.Errorf("%w: transform: YOLOCutMix is supported after a YOLOMosaic of p=1 and what v8_transforms puts before it (YOLOCopyPaste, YOLORandomPerspective, YOLOMixUp) only: its partner is made by the same ops", ErrUnsupported)
+	}
+	if !(op.P >= 0 && op.P <= 1) || !(op.Beta > 0 && op.Beta <= 100) || op.Areas < 1 || op.Areas > 16 {
+		return fmt.Errorf("%w: transform: YOLOCutMix p=%v, beta=%v, num_areas=%d: want p 0..1, beta above 0 up to 100, num_areas 1..16", ErrUnsupported, op.P, op.Beta, op.Areas)
+	}
+	return nil
+}
+
+// cutArea is one of CutMix's areas as drawn: its Beta ratio and centre.
+type cutArea struct {
+	lam    float64
+	cx, cy int
+}
+
+// cutmixDraw is CutMix's draw for key k on a w x h sample: whether it
+// applies (random.uniform(0, 1) > p skips it), then each area's ratio
+// (np.random.beta(beta, beta): X/(X+Y) of two Gamma(beta)) and centre
+// (np.random.randint(w), randint(h)), into buf; r goes on to draw the
+// choice among the free areas.
+func (t *Transform) cutmixDraw(k Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r RNG) {
+	if t.cutmix == nil {
+		return false, buf[:0], r
+	}
+	r = k.Stream(cv.CutMixStream + 1)
+	if r.Float64() > t.cutmix.P {
+		return false, buf[:0], r
+	}
+	areas = buf[:0]
+	for range t.cutmix.Areas {
+		x, y := r.Gamma(t.cutmix.Beta), r.Gamma(t.cutmix.Beta)
+		a := cutArea{lam: x / (x + y)}
+		a.cx = r.Intn(w)
+		a.cy = r.Intn(h)
+		areas = append(areas, a)
+	}
+	return true, areas, r
+}
+
+// cutView keys a CutMix partner's draws, as mixView a MixUp's.
+const cutView = 2 << 40
 
 // checkCopyPaste checks a CopyPaste where it stands: right after the
 // Mosaic, in flip mode.
@@ -224,12 +290,33 @@ type multiDraw struct {
 	warp      bool
 	w, h      int
 	pp, mixPP cv.PerspectiveParams
+	// cut: a CutMix drew to apply (its partner cutM, warped by cutPP),
+	// cutAreas its areas on the cutW x cutH sample, cutChoice the one
+	// chosen (-1: none free), cutOK whether it took any instance (applied).
+	cut, cutOK bool
+	cutAreas   []cutArea
+	cutW, cutH int
+	cutChoice  int
+	cutM       mosaicDraw
+	cutPP      cv.PerspectiveParams
+}
+
+// cutArea is CutMix's area i (cv.CutMixArea of its draws).
+func (m *multiDraw) cutArea(i int) [4]float32 {
+	a := m.cutAreas[i]
+	return cv.CutMixArea(m.cutW, m.cutH, a.lam, a.cx, a.cy)
 }
 
 // mixView keys a MixUp partner's draws: the partner's index with the
 // sample's view plus mixView, a view no transform has, so the partner
 // is made with draws of its own (ultralytics' pre_transform draws anew).
 const mixView = 1 << 40
+
+// cutKey is the key a CutMix partner j of the sample of key k is made with.
+func cutKey(k Key, j int) Key {
+	k.Index, k.View = uint64(j), k.View+cutView
+	return k
+}
 
 // mixKey is the key a MixUp partner j of the sample of key k is made with.
 func mixKey(k Key, j int) Key {
@@ -256,6 +343,12 @@ func (t *Transform) multiPartners(k Key, size int, buf []int) []int {
 		j := mixupPartner(k, size)
 		buf = append(buf, j)
 		buf = t.mosaicPartners(mixKey(k, j), size, buf)
+	}
+	if r := k.Stream(cv.CutMixStream + 1); t.cutmix != nil && !(r.Float64() > t.cutmix.P) { // cutmixDraw's first
+		var one [1]int
+		cv.Partners(k, cv.CutMixStream, size, one[:])
+		buf = append(buf, one[0])
+		buf = t.mosaicPartners(cutKey(k, one[0]), size, buf)
 	}
 	return buf
 }
@@ -372,6 +465,24 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 		}
 		b = append(b, "}]"...)
 	}
+	if m.cut { // ["yolo_cutmix", {"areas": [[lam, cx, cy], ...], "choice", "applied", "mosaic", "perspective"}]
+		b = append(b, `,["yolo_cutmix",{"areas":[`...)
+		for i, a := range m.cutAreas {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(appendFloat(append(b, '['), a.lam), ',')
+			b = append(strconv.AppendInt(append(strconv.AppendInt(b, int64(a.cx), 10), ','), int64(a.cy), 10), ']')
+		}
+		b = strconv.AppendInt(append(b, `],"choice":`...), int64(m.cutChoice), 10)
+		b = strconv.AppendBool(append(b, `,"applied":`...), m.cutOK)
+		b = m.cutM.appendJSON(append(b, `,"mosaic":`...))
+		if m.persp {
+			st := m.perspStep(&m.cutPP)
+			b = st.appendJSON(append(b, `,"perspective":`...))
+		}
+		b = append(b, "}]"...)
+	}
 	return b
 }
 
@@ -384,44 +495,4 @@ func (m *multiDraw) perspStep(pp *cv.PerspectiveParams) Step {
 		st.I[0] = 1
 	}
 	return st
-}
-
-// multiNs is what a Mosaic (and a MixUp after it) adds to a sample's
-// cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
-// and worst. At worst (no partner cache, or every image a miss): its n-1
-// partners' reads and decodes at the source size and every image's
-// load_image resize (yoloResizeNs an output pixel, at most imgsz a side),
-// besides the canvas of 114 (2*imgsz a side). In the mean, the partner
-// cache's hits: a server has one by default (--partner-budget), and one
-// that holds a window decodes each photo about once an epoch, so about
-// one image a sample is decoded and resized, which the sample's own
-// decode and geometry price; the partners add their reads and the
-// canvas. A MixUp's partner is one more such sample, its warp and the
-// blend (its own image a hit too in the mean).
-func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
-	if t.mosaic == nil {
-		return 0, 0
-	}
-	s := float64(t.mosaic.ImgSz)
-	n := float64(t.mosaic.Tiles)
-	side := float64(s * s)
-	canvas := float64(canvasNs * float64(4*side))
-	load := float64(sampleNs + float64(decodeNs*srcPx)) // a partner's read and decode
-	one := float64((n-1)*load) + float64(n*float64(yoloResizeNs*side)) + canvas
-	hit := float64((n-1)*sampleNs) + canvas
-	if t.copyPaste != nil { // its mask and paste, about a canvas again
-		one, hit = one+canvas, hit+canvas
-	}
-	mean, worst = float64(t.mosaic.P*hit), one
-	if t.mixup != nil {
-		mix := float64(one+load) + float64(canvasOutNs*px)
-		mixHit := float64(hit+sampleNs) + float64(canvasOutNs*px)
-		if t.yolo != nil {
-			mix += t.yolo.ns(srcPx, px)
-			mixHit += float64(yoloWarpNs * px)
-		}
-		mean += float64(t.mixup.P * mixHit)
-		worst += mix
-	}
-	return mean, worst
 }

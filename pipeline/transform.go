@@ -142,9 +142,11 @@ type Op struct {
 	Direction                                    string
 	FlipIdx                                      []int
 	// Tiles: ultralytics' Mosaic's n (its imgsz is ImgSz; op_mosaic.go).
-	// Mode: YOLOCopyPaste's mode ("flip").
+	// Mode: YOLOCopyPaste's mode ("flip"); Beta, Areas: YOLOCutMix's.
 	Tiles int
 	Mode  string
+	Beta  float64
+	Areas int
 }
 
 // ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
@@ -248,6 +250,7 @@ type Transform struct {
 	// copyPaste is ultralytics' CopyPaste in flip mode, right after the
 	// Mosaic (its pre_transform's), if any.
 	copyPaste *Op
+	cutmix    *Op // ultralytics' CutMix, last of the multi-image geometry
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
@@ -294,7 +297,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			return nil, err
 		}
 		switch op.Kind {
-		case OpMosaic, OpYOLORandomPerspective, OpMixUp, OpCopyPaste: // a YOLORandomPerspective after a Mosaic (yoloGeometry parses it after a YOLOLoadImage)
+		case OpMosaic, OpYOLORandomPerspective, OpMixUp, OpCopyPaste, OpCutMix: // a YOLORandomPerspective after a Mosaic (yoloGeometry parses it after a YOLOLoadImage)
 			if err := t.multiOp(op, n); err != nil {
 				return nil, err
 			}

@@ -278,30 +278,12 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	if fs.Masks() {
 		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported)
 	}
-	all, p, err := d.mosaicInstances(ds, &md.mo)
-	if err == nil {
-		all, err = copyPasteInstances(all, &md.mo)
+	all, p, err := d.multiInstances(ds, md)
+	if err == nil && md.cutOK {
+		all, err = d.cutmixTargets(ds, md, all, p)
 	}
 	if err != nil {
 		return b, err
-	}
-	all = md.perspInstances(all, &md.pp)
-	if md.mix {
-		two, p2, err := d.mosaicInstances(ds, &md.mixM)
-		if err == nil {
-			two, err = copyPasteInstances(two, &md.mixM)
-		}
-		if err != nil {
-			return b, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
-		}
-		if p2 != p {
-			return b, fmt.Errorf("%w: mixup partner (sample %d) has %d keypoints an instance, the sample %d", ErrUnsupported, md.mixM.idx[0], p2, p)
-		}
-		two = md.perspInstances(two, &md.mixPP)
-		if cv.MixedSegments(all, two) {
-			return b, errMixedSegments(append(append([]int{}, md.mo.idx...), md.mixM.idx...))
-		}
-		all = cv.Concat(all, two)
 	}
 	tg := &d.targets
 	tg.reset()
@@ -316,6 +298,67 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	}
 	tg.W, tg.H = w, h
 	return AppendTargets(b, tg), nil
+}
+
+// multiInstances is a mosaic's instances after the ops of its
+// pre_transform (its CopyPaste, its warp) and its MixUp (the partner's,
+// made the same way, after them), and the keypoints an instance.
+func (d *Decoder) multiInstances(ds Targeted, md *multiDraw) (cv.Instances, int, error) {
+	all, p, err := d.preInstances(ds, &md.mo, &md.pp, md)
+	if err != nil || !md.mix {
+		return all, p, err
+	}
+	two, p2, err := d.preInstances(ds, &md.mixM, &md.mixPP, md)
+	if err != nil {
+		return all, p, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
+	}
+	if p2 != p {
+		return all, p, fmt.Errorf("%w: mixup partner (sample %d) has %d keypoints an instance, the sample %d", ErrUnsupported, md.mixM.idx[0], p2, p)
+	}
+	if cv.MixedSegments(all, two) {
+		return all, p, errMixedSegments(append(append([]int{}, md.mo.idx...), md.mixM.idx...))
+	}
+	return cv.Concat(all, two), p, nil
+}
+
+// preInstances is one pre_transform's instances: its mosaic's (mo),
+// pasted, warped (pp).
+func (d *Decoder) preInstances(ds Targeted, mo *mosaicDraw, pp *cv.PerspectiveParams, md *multiDraw) (cv.Instances, int, error) {
+	in, p, err := d.mosaicInstances(ds, mo)
+	if err == nil {
+		in, err = copyPasteInstances(in, mo)
+	}
+	if err != nil {
+		return in, p, err
+	}
+	return md.perspInstances(in, pp), p, nil
+}
+
+// cutmixTargets is all (the sample's instances, p keypoints each) after
+// the CutMix that applied (CutMix.apply_instances): the partner's picked
+// instances moved into the area, after them.
+func (d *Decoder) cutmixTargets(ds Targeted, md *multiDraw, all cv.Instances, p int) (cv.Instances, error) {
+	two, sel, err := d.cutmixPick(ds, md, all)
+	if err != nil {
+		return all, err
+	}
+	if len(sel) == 0 {
+		return all, fmt.Errorf("targets: YOLOCutMix applied, its labels pick nothing")
+	}
+	if t := md.cutM.idx; len(two.Keypoints) > 0 && len(two.Keypoints[0]) != p || cv.MixedSegments(all, two) {
+		return all, fmt.Errorf("%w: cutmix partner (sample %d) has other labels than the sample's (keypoints or polygons)", ErrUnsupported, t[0])
+	}
+	return cv.CutMixInstances(all, two, md.cutArea(md.cutChoice), sel), nil
+}
+
+// cutmixPick is the CutMix partner's instances and those its area takes
+// (cv.CutMixPick), given the sample's instances in.
+func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.Instances, []int, error) {
+	two, _, err := d.preInstances(ds, &md.cutM, &md.cutPP, md)
+	if err != nil {
+		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.cutM.idx[0], err)
+	}
+	return two, cv.CutMixPick(md.cutArea(md.cutChoice), two.Boxes, len(in.Segments) > 0), nil
 }
 
 // copyPasteInstances is a mosaic's instances after the CopyPaste that

@@ -104,6 +104,7 @@ func validOpLists() [][]*pb.Op {
 			namedOp("YOLOMosaic", numArg("imgsz", 32)),
 			namedOp("YOLOCopyPaste", numArg("p", 0.5), &pb.NamedArg{Name: "mode", Value: &pb.NamedArg_Text{Text: "flip"}}),
 			namedOp("YOLOMixUp", numArg("p", 0.5)),
+			namedOp("YOLOCutMix", numArg("p", 0.5), numArg("beta", 1), numArg("num_areas", 3)),
 		},
 		{ // the DETR recipes' geometry (targets)
 			{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{MinScale: proto.Float64(0.3), MaxScale: proto.Float64(1),
@@ -136,7 +137,7 @@ func numArg(name string, v float64) *pb.NamedArg {
 func targetsOnly(ops []*pb.Op) bool {
 	for _, op := range ops {
 		if op.GetSanitizeBoundingBoxes() != nil || op.GetRandomIouCrop() != nil || op.GetClampBoundingBoxes() != nil ||
-			op.GetNamed().GetName() == "YOLOCopyPaste" {
+			op.GetNamed().GetName() == "YOLOCopyPaste" || op.GetNamed().GetName() == "YOLOCutMix" {
 			return true
 		}
 	}

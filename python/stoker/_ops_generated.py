@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["RandomChannelPermutation", "YOLOCopyPaste", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
+__all__ = ["RandomChannelPermutation", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AugMix": (
@@ -240,6 +240,11 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("p", "float", "0.5", False, 0, 1),
         Param("mode", "str", "'flip'"),
     ),
+    "YOLOCutMix": (
+        Param("p", "float", "0", False, 0, 1),
+        Param("beta", "float", "1.0", False, 0.01, 100),
+        Param("num_areas", "int", "3", False, 1, 16),
+    ),
     "YOLOLetterBox": (
         Param("new_shape", "size", "(640, 640)", False, 1, 4096),
         Param("auto", "bool", "False"),
@@ -298,6 +303,16 @@ class YOLOCopyPaste(NamedOp):
 
     def __init__(self, p: Any = 0.5, mode: Any = 'flip') -> None:
         super().__init__(p=p, mode=mode)
+
+
+class YOLOCutMix(NamedOp):
+    """Ultralytics' CutMix, last of the YOLOMosaic's ops: with probability p, of num_areas boxes drawn (side ratio sqrt(1 - Beta(beta, beta))), one that overlaps no instance takes another sample's pixels (made by the same ops) and its instances there."""
+
+    _name = "YOLOCutMix"
+    _params = SCHEMA["YOLOCutMix"]
+
+    def __init__(self, p: Any = 0, beta: Any = 1.0, num_areas: Any = 3) -> None:
+        super().__init__(p=p, beta=beta, num_areas=num_areas)
 
 
 class YOLOLetterBox(NamedOp):
@@ -371,4 +386,4 @@ class YOLORandomPerspective(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation, "YOLOCopyPaste": YOLOCopyPaste, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
+NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}

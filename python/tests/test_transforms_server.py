@@ -33,7 +33,7 @@ TARGETS_ONLY = {"sanitize_bounding_boxes", "random_iou_crop", "convert_bounding_
 
 #: The YOLO family's geometry, named ops (test_yolo_ops.py runs them).
 YOLO_GEOMETRY = {"YOLOLoadImage", "YOLOLetterBox", "YOLORandomPerspective", "YOLOMosaic", "YOLOMixUp",
-                 "YOLOCopyPaste"}
+                 "YOLOCopyPaste", "YOLOCutMix"}
 
 
 def _after_geometry():

@@ -50,6 +50,14 @@ RECIPES: Dict[str, Dict[str, Any]] = {
     "segment": {"p": 0.5, "persp": PERSP,
                 "ops": [T.YOLOMosaic(IMGSZ), T.YOLOCopyPaste(0.5), T.YOLORandomPerspective(size=IMGSZ, **PERSP),
                         T.YOLOMixUp(0.5), T.YOLORandomHSV(0.015, 0.7, 0.4), T.YOLORandomFlip(0.5, direction="horizontal")]},
+    # CutMix (v8_transforms' cutmix) on the warped mosaic, its partner made the same way.
+    "cutmix": {"persp": PERSP, "cutmix": True,
+               "ops": [T.YOLOMosaic(IMGSZ), T.YOLORandomPerspective(size=IMGSZ, **PERSP), T.YOLOCutMix(1.0, num_areas=5)]},
+    # All of them: yolov8-seg with copy_paste, mixup and cutmix on.
+    "segment-cutmix": {"p": 0.5, "persp": PERSP, "cutmix": True,
+                       "ops": [T.YOLOMosaic(IMGSZ), T.YOLOCopyPaste(0.5), T.YOLORandomPerspective(size=IMGSZ, **PERSP),
+                               T.YOLOMixUp(0.5), T.YOLOCutMix(0.8), T.YOLORandomHSV(0.015, 0.7, 0.4),
+                               T.YOLORandomFlip(0.5, direction="horizontal")]},
 }
 
 
@@ -67,13 +75,17 @@ def stable(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def pre(ds: YOLODataset, r: Dict[str, Any], m: Dict[str, Any]) -> List[Any]:
     """v8_transforms' pre_transform of a sample whose mosaic is m: Mosaic,
     CopyPaste (flip), and RandomPerspective where the recipe has one."""
-    ops: List[Any] = [mosaic(ds, m), augment.CopyPaste(p=r["p"], mode="flip")]
+    ops: List[Any] = [mosaic(ds, m)]
+    if "p" in r:
+        ops.append(augment.CopyPaste(p=r["p"], mode="flip"))
     if "persp" in r:
         ops.append(augment.RandomPerspective(size=(IMGSZ, IMGSZ), **r["persp"]))
     return ops
 
 
 def pasted(labels: Dict[str, Any], m: Dict[str, Any], before: int) -> None:
+    if "copy_paste" not in m:
+        return
     n = len(labels["instances"])
     assert n - before == m["copy_paste"], f"ultralytics pasted {n - before} copies, stoker {m['copy_paste']} ({m})"
 
@@ -83,18 +95,20 @@ def rebuild(ds: YOLODataset, r: Dict[str, Any], idx: int, trace: List[Any], monk
     """Sample idx as ultralytics makes it with the trace's draws forced
     (and CopyPaste's argsort stable, unless not stable_sort)."""
     name, m = trace[0]
-    assert name == "yolo_mosaic" and m["indexes"][0] == idx and "copy_paste" in m, trace
+    assert name == "yolo_mosaic" and m["indexes"][0] == idx and ("copy_paste" in m) == ("p" in r), trace
     rest = trace[1:]
-    mo, cp, *persp = pre(ds, r, m)
+    mo, *persp = pre(ds, r, m)
     with monkeypatch.context() as mp:
         mp.setattr(augment, "random", Forced([0.0, *centre(m)], []))
         labels = mo(ds.get_image_and_label(idx))
     before = len(labels["instances"])
-    if stable_sort:
-        with stable(monkeypatch):
+    if "p" in r:
+        cp, *persp = persp
+        if stable_sort:
+            with stable(monkeypatch):
+                labels = cp(labels)
+        else:
             labels = cp(labels)
-    else:
-        labels = cp(labels)
     pasted(labels, m, before)
     if persp:
         assert rest[0][0] == "yolo_random_perspective", trace
@@ -105,7 +119,7 @@ def rebuild(ds: YOLODataset, r: Dict[str, Any], idx: int, trace: List[Any], monk
     if rest and rest[0][0] == "yolo_mixup":
         mx = rest[0][1]
         m2 = mx["mosaic"]
-        assert "copy_paste" in m2, mx
+        assert ("copy_paste" in m2) == ("p" in r), mx
         draws = [0.0, 0.0, *centre(m2)]  # MixUp's p, the partner's Mosaic's p, its centre
         if persp:
             draws += persp_draws(mx["perspective"][1])
@@ -117,6 +131,9 @@ def rebuild(ds: YOLODataset, r: Dict[str, Any], idx: int, trace: List[Any], monk
             if stable_sort:
                 mp.setattr(augment.np, "argsort", lambda a, *args, **kw: _argsort(a, kind="stable"))
             labels = mix(labels)
+        rest = rest[1:]
+    if rest and rest[0][0] == "yolo_cutmix":
+        labels = cutmix(ds, r, labels, rest[0][1], monkeypatch)
         rest = rest[1:]
     for name, args in rest:
         if name == "yolo_random_hsv":
@@ -132,13 +149,45 @@ def rebuild(ds: YOLODataset, r: Dict[str, Any], idx: int, trace: List[Any], monk
     return labels
 
 
+def cutmix(ds: YOLODataset, r: Dict[str, Any], labels: Dict[str, Any], cm: Dict[str, Any],
+           monkeypatch: pytest.MonkeyPatch) -> Dict[str, Any]:
+    """ultralytics' CutMix with the trace's partner, areas and choice forced:
+    random.uniform for its p and the partner's Mosaic and warp,
+    np.random.beta and randint for each area's ratio and centre, and
+    np.random.choice for the area among those free."""
+    m3 = cm["mosaic"]
+    draws = [0.0, 0.0, *centre(m3)]  # CutMix's p, the partner's Mosaic's p, its centre
+    if "persp" in r:
+        draws += persp_draws(cm["perspective"][1])
+    op = next(o for o in r["ops"] if isinstance(o, T.YOLOCutMix))
+    cut = augment.CutMix(ds, pre_transform=augment.Compose(pre(ds, r, m3)), p=1.0, beta=op.beta, num_areas=op.num_areas)
+    cut.get_indexes = lambda: m3["indexes"][0]
+    lams = iter([a[0] for a in cm["areas"]])
+    ints = iter([v for a in cm["areas"] for v in (a[1], a[2])])
+
+    def choice(idx: Any) -> int:
+        assert cm["choice"] in list(idx), (cm, idx)
+        return cm["choice"]
+
+    before = len(labels["instances"])
+    with monkeypatch.context() as mp:
+        mp.setattr(augment, "random", Forced(draws, []))
+        mp.setattr(augment.np.random, "beta", lambda a, b: next(lams))
+        mp.setattr(augment.np.random, "randint", lambda n: next(ints))
+        mp.setattr(augment.np.random, "choice", choice)
+        mp.setattr(augment.np, "argsort", lambda a, *args, **kw: _argsort(a, kind="stable"))
+        labels = cut(labels)
+    assert (len(labels["instances"]) > before) == cm["applied"], (cm, before, len(labels["instances"]))
+    return labels
+
+
 @pytest.mark.parametrize("recipe", list(RECIPES))
 def test_copy_paste_is_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch, recipe: str) -> None:
     addr, out = seg
     r = RECIPES[recipe]
     ds = dataset(out, IMGSZ)
     hsv = "persp" in r
-    seen, copies, mixed, instances, reordered = 0, 0, 0, 0, 0
+    seen, copies, mixed, instances, reordered, cuts = 0, 0, 0, 0, 0, 0
     with stoker.Loader(addr, "seg", batch_size=4, transform=T.Compose(r["ops"]), targets=True, trace=True,
                        return_indices=True, pin_memory=False, timeout=300, seed=29) as ld:
         for b in ld:
@@ -146,7 +195,8 @@ def test_copy_paste_is_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch, re
             for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
                 trace = b.trace[i]
                 want = rebuild(ds, r, idx, trace, monkeypatch)
-                copies += trace[0][1]["copy_paste"]
+                copies += trace[0][1].get("copy_paste", 0)
+                cuts += any(s[0] == "yolo_cutmix" and s[1]["applied"] for s in trace)
                 mixed += any(s[0] == "yolo_mixup" for s in trace)
                 where = f"{recipe} sample {idx} ({trace[0][1]})"
                 got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]  # RGB CHW to BGR HWC
@@ -162,7 +212,7 @@ def test_copy_paste_is_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch, re
                 np.testing.assert_allclose(gb, wb, rtol=0, atol=1e-3, err_msg=f"{where}: boxes")
                 instances += len(wb)
                 seen += 1
-                if r["p"] == 1.0 and "persp" not in r:  # numpy's own argsort: the same copies
+                if r.get("p") == 1.0 and "persp" not in r:  # numpy's own argsort: the same copies
                     dflt = rebuild(ds, r, idx, trace, monkeypatch, stable_sort=False)
                     di = dflt["instances"]
                     di.convert_bbox("xyxy")
@@ -171,9 +221,9 @@ def test_copy_paste_is_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch, re
                     assert np.array_equal(dflt["img"], want["img"]), f"{where}: numpy's argsort, pixels"
                     reordered += int(not np.array_equal(di.bboxes.astype(np.float32), wb))
         assert not list(ld.sample_errors)
-    assert seen == N and copies > 0, (seen, copies)
-    note = f"; {reordered} samples whose copies numpy's default argsort orders otherwise" if r["p"] == 1.0 else ""
-    print(f"\n{recipe}: {copies} copies pasted in {seen} samples ({mixed} mixed), {instances} instances{note}")
+    assert seen == N and (copies > 0 or "p" not in r) and (cuts > 0 or "cutmix" not in r), (seen, copies, cuts)
+    note = f"; {reordered} samples whose copies numpy's default argsort orders otherwise" if r.get("p") == 1.0 else ""
+    print(f"\n{recipe}: {copies} copies pasted in {seen} samples ({mixed} mixed, {cuts} cut), {instances} instances{note}")
 
 
 def test_copy_paste_of_boxes_is_refused(pose: Any) -> None:
