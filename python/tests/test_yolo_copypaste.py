@@ -31,12 +31,14 @@ import pytest
 os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="ultralytics-"))
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
+from ultralytics.cfg import DEFAULT_CFG  # noqa: E402
 from ultralytics.data import augment  # noqa: E402
 from ultralytics.data.dataset import YOLODataset  # noqa: E402
 
 import stoker  # noqa: E402
 from stoker import transforms as T  # noqa: E402
 from test_yolo_mosaic_pose import centre, persp_draws  # noqa: E402
+from test_yolo_ops import N as N_POSE  # noqa: E402
 from test_yolo_ops import Forced, pose  # noqa: E402,F401 (the fixture)
 from test_yolo_segments import IMGSZ, N, PERSP, dataset, mosaic, seg  # noqa: E402,F401 (the fixture)
 
@@ -240,3 +242,41 @@ def test_copy_paste_of_boxes_is_refused(pose: Any) -> None:
     except Exception as e:  # a job whose every sample fails may end so
         errs = [str(e)]
     assert errs and all("boxes without polygons" in e for e in errs), errs[:3]
+
+
+def test_cutmix_of_keypoints_is_ultralytics(pose: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CutMix on a dataset of boxes and keypoints (no polygons: the partner's
+    instances taken at IoA 0.1, their keypoints outside the area made
+    invisible), after a Mosaic, its warp and MixUp, against ultralytics'."""
+    from test_yolo_ops import FLIP_IDX, P
+
+    addr, out = pose
+    ds = YOLODataset(img_path=str(out / "images" / "train"), task="pose", imgsz=IMGSZ, augment=True, hyp=DEFAULT_CFG,
+                     data={"names": {i: c for i, c in enumerate("abcde")}, "kpt_shape": [P, 3], "flip_idx": FLIP_IDX,
+                           "channels": 3})
+    r = {"persp": PERSP, "cutmix": True, "ops": [T.YOLOMosaic(IMGSZ), T.YOLORandomPerspective(size=IMGSZ, **PERSP),
+                                                 T.YOLOMixUp(0.5), T.YOLOCutMix(1.0, num_areas=6)]}
+    seen, cuts = 0, 0
+    with stoker.Loader(addr, "pose", batch_size=4, transform=T.Compose(r["ops"]), targets=True, trace=True,
+                       return_indices=True, pin_memory=False, timeout=300, seed=31) as ld:
+        for b in ld:
+            images, targets, indices = b
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                trace = b.trace[i]
+                want = rebuild(ds, r, idx, trace, monkeypatch)
+                cuts += any(s[0] == "yolo_cutmix" and s[1]["applied"] for s in trace)
+                where = f"pose sample {idx} ({trace[-1]})"
+                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]
+                assert np.array_equal(got, want["img"]), f"{where}: pixels"
+                inst = want["instances"]
+                inst.convert_bbox("xyxy")
+                assert t["labels"].tolist() == [int(c) for c in want["cls"].reshape(-1)], f"{where}: classes"
+                np.testing.assert_allclose(t["boxes"].numpy(), inst.bboxes.astype(np.float32), rtol=0, atol=1e-3, err_msg=where)
+                wk = inst.keypoints
+                gk = t["keypoints"].numpy().reshape(-1, P, 2)
+                gv = t["keypoints_visibility"].numpy().reshape(-1, P)
+                np.testing.assert_array_equal(gv, wk[..., 2].astype(np.uint8), err_msg=f"{where}: visibility")
+                np.testing.assert_allclose(gk, wk[..., :2], rtol=0, atol=1e-3, err_msg=f"{where}: keypoints")
+                seen += 1
+        assert not list(ld.sample_errors)
+    assert seen == N_POSE and cuts > 0, (seen, cuts)
