@@ -1,4 +1,4 @@
-"""YOLOCopyPaste (ultralytics' CopyPaste in flip mode) served: a real
+"""YOLOCopyPaste (ultralytics' CopyPaste in flip mode) and YOLOCutMix served: a real
 `stoker serve` of test_yolo_segments.py's YOLO segment set (mkdata --coco
 --yolo, polygons a line) and a real client with targets and traces; each
 sample rebuilt by ultralytics' own (8.4.190, live) YOLODataset
@@ -9,7 +9,10 @@ is made by the same pre_transform, CopyPaste included), with the partners,
 centres, warps, ratio, gains and flips forced from stoker's trace. CopyPaste
 in flip mode draws nothing. What must agree: the pixels (exact; RandomHSV
 within 1), the instances kept and their classes, the boxes within 1e-3 px,
-and the number of copies pasted. Copies of equal largest IoA (most often
+and the number of copies pasted. CutMix is rebuilt with ultralytics'
+CutMix, its partner, areas (np.random.beta, randint) and choice
+(np.random.choice) forced from the trace, on the segment set and on
+test_yolo_ops.py's keypoint set (boxes alone). Copies of equal largest IoA (most often
 0: copies that overlap nothing) are ordered by index, a stable sort; numpy's
 np.argsort, which CopyPaste.get_params calls, orders such ties by
 x86-simd-sort on AVX2 and AVX-512 machines (any count), so the rebuild
