@@ -350,3 +350,45 @@ func augFn(op augOp) Fn {
 // limit is a hundred times theirs; a batch of 256 such samples is still
 // under a minute of one core.
 const DefaultMaxSampleCPU = 250 * time.Millisecond
+
+// multiNs is what a Mosaic (and a MixUp after it) adds to a sample's
+// cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
+// and worst. At worst (no partner cache, or every image a miss): its n-1
+// partners' reads and decodes at the source size and every image's
+// load_image resize (yoloResizeNs an output pixel, at most imgsz a side),
+// besides the canvas of 114 (2*imgsz a side). In the mean, the partner
+// cache's hits: a server has one by default (--partner-budget), and one
+// that holds a window decodes each photo about once an epoch, so about
+// one image a sample is decoded and resized, which the sample's own
+// decode and geometry price; the partners add their reads and the
+// canvas. A MixUp's (and a CutMix's) partner is one more such sample, its warp and the
+// blend (its own image a hit too in the mean).
+func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
+	if t.mosaic == nil {
+		return 0, 0
+	}
+	s := float64(t.mosaic.ImgSz)
+	n := float64(t.mosaic.Tiles)
+	side := float64(s * s)
+	canvas := float64(canvasNs * float64(4*side))
+	load := float64(sampleNs + float64(decodeNs*srcPx)) // a partner's read and decode
+	one := float64((n-1)*load) + float64(n*float64(yoloResizeNs*side)) + canvas
+	hit := float64((n-1)*sampleNs) + canvas
+	if t.copyPaste != nil { // its mask and paste, about a canvas again
+		one, hit = one+canvas, hit+canvas
+	}
+	mean, worst = float64(t.mosaic.P*hit), one
+	mix := float64(one+load) + float64(canvasOutNs*px)
+	mixHit := float64(hit+sampleNs) + float64(canvasOutNs*px)
+	if t.yolo != nil {
+		mix += t.yolo.ns(srcPx, px)
+		mixHit += float64(yoloWarpNs * px)
+	}
+	for _, op := range []*Op{t.mixup, t.cutmix} { // a CutMix's partner is one more such sample
+		if op != nil {
+			mean += float64(op.P * mixHit)
+			worst += mix
+		}
+	}
+	return mean, worst
+}

@@ -37,9 +37,12 @@ type multiState struct {
 	// canvas is a mosaic's before the YOLORandomPerspective after it, mix
 	// a MixUp partner's image; drawn what the last sample drew
 	// (its trace and targets read it through viewDraw.multi).
-	canvas, mix []byte
-	drawn       multiDraw
-	ins         []cv.Instances
+	canvas, mix, cut []byte
+	drawn            multiDraw
+	ins              []cv.Instances
+	// cpMask and cpPts: a CopyPaste's mask and a segment's points.
+	cpMask []byte
+	cpPts  [][2]int32
 }
 
 // SetPartners hands the Decoder the partners of the next sample it
@@ -280,6 +283,29 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		dr.mix, dr.mixR = true, r
 		cv.MixUp(img, mc, r, cv.Instances{}, cv.Instances{})
 	}
+	dr.cut, dr.cutOK, dr.cutChoice = false, false, -1
+	if on, areas, r := at.cutmixDraw(k, w, h, dr.cutAreas); on { // its partner the one handed next
+		dr.cutAreas, dr.cutW, dr.cutH = areas, w, h
+		ci, cd, err := take(1)
+		if err != nil {
+			return err
+		}
+		if cap(m.cut) < np {
+			m.cut = make([]byte, np)
+		}
+		cc := kernels.Planes{Pix: m.cut[:np], W: w, H: h}
+		pi, pd, err := take(n - 1)
+		if err != nil {
+			return err
+		}
+		if err := d.preInto(cc, cd[0], ci[0], pi, pd, at, cutKey(k, ci[0]), &dr.cutM, &dr.cutPP); err != nil {
+			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
+		}
+		dr.cut = true
+		if err := d.cutmix(img, cc, dr, &r); err != nil {
+			return err
+		}
+	}
 	if len(idx) != 0 {
 		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (SetPartners before Decode)", ErrUnsupported, len(idx))
 	}
@@ -306,7 +332,10 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 // if any (its draw into pp), from the mosaic's canvas to dst's size.
 func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, mo *mosaicDraw, pp *cv.PerspectiveParams) error {
 	if t.yolo == nil {
-		return d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo, nil)
+		if err := d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo, nil); err != nil {
+			return err
+		}
+		return d.copyPaste(dst, t, mo)
 	}
 	m := &d.multi
 	s := cv.MosaicSize(t.mosaic.ImgSz)
@@ -322,9 +351,15 @@ func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int,
 	// a quarter of it): the rest keeps an earlier sample's bytes, unread.
 	var within *cv.Rect
 	if r, ok := cv.PerspectiveFootprint(mat, persp, s, s, dst.W, dst.H); ok && !fullCanvas {
+		if t.copyPaste != nil { // a pasted pixel is its mirror's: made too
+			r.X0, r.X1 = min(r.X0, s-r.X1), max(r.X1, s-r.X0)
+		}
 		within = &r
 	}
 	if err := d.mosaicInto(canvas, data, self, pidx, pdata, t, k, mo, within); err != nil {
+		return err
+	}
+	if err := d.copyPaste(canvas, t, mo); err != nil {
 		return err
 	}
 	if d.ops.Stopped() {
@@ -378,5 +413,85 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 		return nil
 	}
 	cv.MosaicImage(canvas, m.pl, tiles)
+	return nil
+}
+
+// copyPaste is ultralytics' CopyPaste in flip mode on the mosaic img
+// (its draw mo), when t has one: the mosaic's instances (the sample's
+// labels: the Decoder's box source), the copies it pastes (copyPasteSelect),
+// their segments filled into a mask (cv.CopyPasteMask), and the mirrored
+// mosaic's pixels copied where it is set (cv2.copyTo). Nothing pasted
+// leaves img as it is.
+func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) error {
+	mo.cp, mo.pasted = t.copyPaste != nil, 0
+	if !mo.cp {
+		return nil
+	}
+	mo.cpP = t.copyPaste.P
+	if d.boxSrc == nil {
+		return fmt.Errorf("%w: YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", ErrUnsupported)
+	}
+	in, _, err := d.mosaicInstances(d.boxSrc, mo)
+	if err != nil {
+		return err
+	}
+	flipped, sel, err := copyPasteSelect(in, mo, t.copyPaste.P)
+	if err != nil || len(sel) == 0 {
+		return err
+	}
+	m := &d.multi
+	n := img.W * img.H
+	if cap(m.cpMask) < n {
+		m.cpMask = make([]byte, n)
+	}
+	mask := m.cpMask[:n]
+	m.cpPts = cv.CopyPasteMask(mask, img.W, img.H, flipped, sel, m.cpPts)
+	cv.CopyPasteImage(img, mask)
+	mo.pasted = len(sel)
+	return nil
+}
+
+// copyPasteSelect is CopyPaste.get_params in flip mode on a mosaic's
+// instances in (its 2*imgsz canvas): their mirrored copies and those it
+// pastes (cv.CopyPasteSelect). A mosaic of boxes without segments is
+// refused: ultralytics' CopyPaste skips it silently, leaving a job that
+// asked for it without it.
+func copyPasteSelect(in cv.Instances, mo *mosaicDraw, p float64) (cv.Instances, []int, error) {
+	if len(in.Boxes) > 0 && len(in.Segments) == 0 && p > 0 {
+		return cv.Instances{}, nil, fmt.Errorf("%w: YOLOCopyPaste: the mosaic of samples %v has boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", ErrUnsupported, mo.idx)
+	}
+	flipped, sel := cv.CopyPasteSelect(in, cv.MosaicSize(mo.imgsz), p)
+	return flipped, sel, nil
+}
+
+// cutmix is CutMix.get_params and apply_image on the sample img (its
+// instances after its pre_transform and MixUp) with the partner part (its
+// draw md, r the stream to draw the area's choice from): of the areas
+// drawn, those that overlap no instance; none, nothing; else one chosen
+// (np.random.choice), and when it takes any of the partner's instances
+// (cv.CutMixPick) the partner's pixels there (cv.CutMixImage).
+func (d *Decoder) cutmix(img, part kernels.Planes, md *multiDraw, r *RNG) error {
+	if d.boxSrc == nil {
+		return fmt.Errorf("%w: YOLOCutMix places its area against the sample's labels: it needs them (a job with targets)", ErrUnsupported)
+	}
+	in, _, err := d.multiInstances(d.boxSrc, md)
+	if err != nil {
+		return err
+	}
+	boxes := make([][4]float32, len(md.cutAreas))
+	for i := range boxes {
+		boxes[i] = md.cutArea(i)
+	}
+	free := cv.CutMixFree(boxes, in.Boxes)
+	if len(free) == 0 {
+		return nil
+	}
+	md.cutChoice = free[r.Intn(len(free))]
+	_, sel, err := d.cutmixPick(d.boxSrc, md, in)
+	if err != nil || len(sel) == 0 {
+		return err
+	}
+	md.cutOK = true
+	cv.CutMixImage(img, part, boxes[md.cutChoice])
 	return nil
 }

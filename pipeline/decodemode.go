@@ -80,9 +80,9 @@ var DETRStopOps = []OpKind{OpRandomPhotometricDistort, OpRandomZoomOut, OpRandom
 
 // YOLOStopOps are the ops ultralytics' close_mosaic switches off
 // (YOLODataset.close_mosaic: mosaic, mixup, copy_paste and cutmix to 0;
-// stoker has the first two): the stop's default for a transform with a
+// stoker has them all): the stop's default for a transform with a
 // Mosaic. close_mosaic=N of a run of E epochs is stop_epoch E-N.
-var YOLOStopOps = []OpKind{OpMosaic, OpMixUp}
+var YOLOStopOps = []OpKind{OpMosaic, OpMixUp, OpCopyPaste, OpCutMix}
 
 // stopEpoch is a transform's switch: from epoch on, after is the
 // transform its samples are made with. In after itself, off is set and
@@ -220,6 +220,18 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 				return nil, fmt.Errorf("%w: stop_epoch: the YOLOMosaic can be switched off only with a YOLORandomPerspective(size=...) after it, which then takes the image at its load_image size (ultralytics' close_mosaic), and with the YOLOMixUp after it, if any", ErrUnsupported)
 			}
 			a.mosaic = nil
+		}
+	}
+	if i := index(t.copyPaste); i >= 0 { // and CopyPaste (its copy_paste 0), with the Mosaic or alone
+		used[i] = true
+		if off[i] || a.mosaic == nil {
+			a.copyPaste = nil
+		}
+	}
+	if i := index(t.cutmix); i >= 0 { // and CutMix, likewise
+		used[i] = true
+		if off[i] || a.mosaic == nil {
+			a.cutmix = nil
 		}
 	}
 	if i := index(t.iou); i >= 0 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
 
@@ -314,5 +315,120 @@ func TestMosaicSegments(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Error("no mosaic of mixed images was refused")
+	}
+}
+
+// TestMosaicCopyPaste: YOLOCopyPaste(p=1) after a Mosaic of segment
+// images pastes the mirrored copies that overlap no instance (the trace's
+// copy_paste their count): the image is the Mosaic's with each copy's
+// rectangle filled from the mirrored mosaic, the targets the mosaic's
+// instances then the copies, each the mirror (x: 2*imgsz - x) of one of
+// them. A dataset of boxes alone is refused, sample by sample; so are a
+// CopyPaste anywhere but right after the Mosaic, of a mode but flip, or
+// after a Mosaic of p < 1; a stop_epoch switches it off with the Mosaic.
+func TestMosaicCopyPaste(t *testing.T) {
+	files := mosaicPNGs(t, 11)
+	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2}
+	mo, cpOp := Op{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 1}, Op{Kind: OpCopyPaste, P: 1, Mode: "flip"}
+	plain, err := NewTransform(CHW, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := NewTransform(CHW, mo, cpOp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := NeedsTargets(cp); s != "YOLOCopyPaste (op 1)" {
+		t.Errorf("NeedsTargets: %q", s)
+	}
+	ds := segMem{yoloMem: yoloMem{memDataset{files}, -1}}
+	data0, _, tg0, errs0 := fillMosaic(t, ds, plain, 2, plan, 4, 1)
+	data, traces, tg, errs := fillMosaic(t, ds, cp, 2, plan, 4, 2)
+	const s = 96
+	pasted := 0
+	for i, idx := range plan {
+		if errs[i] != "" || errs0[i] != "" {
+			t.Fatalf("sample %d: %s%s", idx, errs[i], errs0[i])
+		}
+		var steps [][]json.RawMessage
+		var m struct {
+			CopyPaste *int `json:"copy_paste"`
+		}
+		if err := json.Unmarshal(traces[i], &steps); err != nil || json.Unmarshal(steps[0][1], &m) != nil || m.CopyPaste == nil {
+			t.Fatalf("sample %d: trace %s has no copy_paste", idx, traces[i])
+		}
+		got, base := parseKpTargets(t, tg[i]), parseKpTargets(t, tg0[i])
+		n := *m.CopyPaste
+		if len(got.boxes) != len(base.boxes)+n || n > len(base.boxes) {
+			t.Fatalf("sample %d: %d instances, the mosaic's %d and %d pasted", idx, len(got.boxes), len(base.boxes), n)
+		}
+		mask := make([]byte, s*s)
+		for q, b := range got.boxes {
+			if q < len(base.boxes) {
+				if b != base.boxes[q] || got.labels[q] != base.labels[q] {
+					t.Fatalf("sample %d instance %d: %v, the mosaic's %v", idx, q, b, base.boxes[q])
+				}
+				continue
+			}
+			mirror := false
+			for k, o := range base.boxes {
+				mirror = mirror || [4]float32{s - o[2], o[1], s - o[0], o[3]} == b && base.labels[k] == got.labels[q]
+			}
+			if !mirror {
+				t.Fatalf("sample %d copy %d: %v mirrors no instance of %v", idx, q, b, base.boxes)
+			}
+			cv.FillPoly(mask, s, s, [][2]int32{{int32(b[0]), int32(b[1])}, {int32(b[2]), int32(b[1])}, {int32(b[2]), int32(b[3])}, {int32(b[0]), int32(b[3])}})
+		}
+		want := append([]byte{}, data0[i]...)
+		cv.CopyPasteImage(kernels.Planes{Pix: want, W: s, H: s}, mask)
+		if !bytes.Equal(data[i], want) {
+			t.Fatalf("sample %d: the pasted pixels are not the mirrored mosaic's in the copies", idx)
+		}
+		pasted += n
+	}
+	if pasted == 0 {
+		t.Fatal("nothing pasted")
+	}
+	// Boxes alone: refused.
+	boxes := yoloMem{memDataset{files}, -1}
+	ex := NewExecutor(1)
+	defer ex.Close()
+	fs, err := NewFieldSet(boxes, []string{FieldTargets}, 1<<20, "mosaic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Batch{FieldSet: fs}
+	err = ex.Fill(context.Background(), boxes, cp, 5, 2, plan[:4], PadFromBatch, &b)
+	refused := len(b.Errors)
+	for _, se := range b.Errors {
+		if !strings.Contains(se.Reason, "boxes without polygons") {
+			t.Fatalf("sample %d: %s", se.Index, se.Reason)
+		}
+	}
+	if err != nil && !strings.Contains(err.Error(), "boxes without polygons") {
+		t.Fatal(err)
+	}
+	if refused == 0 && err == nil {
+		t.Error("a CopyPaste of boxes alone was not refused")
+	}
+	persp := Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
+	for _, ops := range [][]Op{{cpOp}, {mo, persp, cpOp}, {mo, {Kind: OpCopyPaste, P: 1, Mode: "mixup"}},
+		{{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, cpOp, persp}} {
+		if _, err := NewTransform(CHW, ops...); err == nil || !strings.Contains(err.Error(), "YOLOCopyPaste") {
+			t.Errorf("%v: %v, want YOLOCopyPaste refused", ops, err)
+		}
+	}
+	full, err := NewTransform(CHW, mo, cpOp, persp, Op{Kind: OpMixUp, P: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kinds := range [][]OpKind{nil, {OpCopyPaste}} {
+		st, err := full.WithStopEpoch(3, kinds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.AtEpoch(2).copyPaste == nil || st.AtEpoch(3).copyPaste != nil || (st.AtEpoch(3).mosaic == nil) != (kinds == nil) {
+			t.Errorf("stop_epoch %v: CopyPaste not switched off at epoch 3 alone", kinds)
+		}
 	}
 }

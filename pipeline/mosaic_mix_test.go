@@ -326,3 +326,82 @@ func BenchmarkYOLOPreset(b *testing.B) {
 		})
 	}
 }
+
+// TestMosaicCutMix: YOLOCutMix(p=1) after a Mosaic and its warp reads one
+// more partner (and its mosaic's), and traces its areas and choice; where
+// it applied, the image is the warped mosaic's outside the chosen area and
+// the targets the mosaic's then more; it is refused but last of the
+// Mosaic's ops, and a stop_epoch switches it off.
+func TestMosaicCutMix(t *testing.T) {
+	files := mosaicPNGs(t, 11)
+	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2}
+	mo := Op{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
+	persp := Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
+	cut := Op{Kind: OpCutMix, P: 1, Beta: 1, Areas: 8}
+	plain, err := NewTransform(CHW, mo, persp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := NewTransform(CHW, mo, persp, cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cm.PartnersOf(Key{Seed: 5, Epoch: 2, Index: 3}, 11)); n != 7 {
+		t.Errorf("%d partners, want 3 and 1 + 3", n)
+	}
+	ds := segMem{yoloMem: yoloMem{memDataset{files}, -1}}
+	data0, _, tg0, _ := fillMosaic(t, ds, plain, 2, plan, 4, 1)
+	data, traces, tg, errs := fillMosaic(t, ds, cm, 2, plan, 4, 2)
+	applied := 0
+	for i, idx := range plan {
+		if errs[i] != "" {
+			t.Fatalf("sample %d: %s", idx, errs[i])
+		}
+		var steps [][]json.RawMessage
+		var c struct {
+			Areas   [][3]float64 `json:"areas"`
+			Choice  int          `json:"choice"`
+			Applied bool         `json:"applied"`
+		}
+		if err := json.Unmarshal(traces[i], &steps); err != nil || len(steps) != 3 || string(steps[2][0]) != `"yolo_cutmix"` ||
+			json.Unmarshal(steps[2][1], &c) != nil || len(c.Areas) != 8 {
+			t.Fatalf("sample %d: trace %s", idx, traces[i])
+		}
+		got, base := parseKpTargets(t, tg[i]), parseKpTargets(t, tg0[i])
+		if !c.Applied {
+			if !bytes.Equal(data[i], data0[i]) || len(got.boxes) != len(base.boxes) {
+				t.Fatalf("sample %d: CutMix not applied, yet the sample differs", idx)
+			}
+			continue
+		}
+		applied++
+		a := c.Areas[c.Choice]
+		ar := cv.CutMixArea(48, 48, a[0], int(a[1]), int(a[2]))
+		for p := range data[i] {
+			x, y := p%48, p/48%48
+			in := x >= int(ar[0]) && x < int(ar[2]) && y >= int(ar[1]) && y < int(ar[3])
+			if !in && data[i][p] != data0[i][p] {
+				t.Fatalf("sample %d: byte %d (%d, %d) outside the area %v changed", idx, p, x, y, ar)
+			}
+		}
+		if len(got.boxes) <= len(base.boxes) || got.boxes[0] != base.boxes[0] {
+			t.Fatalf("sample %d: %d instances, the mosaic's %d", idx, len(got.boxes), len(base.boxes))
+		}
+	}
+	if applied == 0 {
+		t.Error("CutMix never applied")
+	}
+	for _, ops := range [][]Op{{mo, cut, persp}, {cut}, {{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, persp, cut},
+		{mo, persp, {Kind: OpCutMix, P: 1, Beta: 1, Areas: 0}}} {
+		if _, err := NewTransform(CHW, ops...); err == nil {
+			t.Errorf("%v: accepted", ops)
+		}
+	}
+	st, err := cm.WithStopEpoch(3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.AtEpoch(2).cutmix == nil || st.AtEpoch(3).cutmix != nil || NeedsTargets(cm) != "YOLOCutMix (op 2)" {
+		t.Error("stop_epoch does not switch CutMix off, or it does not need targets")
+	}
+}

@@ -30,9 +30,13 @@ import (
 // OpMosaic is ultralytics' Mosaic (imgsz, n, p); OpMixUp its MixUp (p),
 // right after the Mosaic: the sample blended with another sample made by
 // the same geometry (its own Mosaic, its own partners).
+// OpCopyPaste is its CopyPaste in flip mode (p), right after the Mosaic
+// (v8_transforms' pre_transform: Mosaic, CopyPaste, RandomPerspective).
 const (
-	OpMosaic OpKind = "YOLOMosaic"
-	OpMixUp  OpKind = "YOLOMixUp"
+	OpMosaic    OpKind = "YOLOMosaic"
+	OpMixUp     OpKind = "YOLOMixUp"
+	OpCopyPaste OpKind = "YOLOCopyPaste"
+	OpCutMix    OpKind = "YOLOCutMix"
 )
 
 func init() {
@@ -54,12 +58,132 @@ func init() {
 		misplaced: "YOLOMixUp is supported right after a YOLOMosaic only (ultralytics' pre_transform makes its partner)",
 		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOMixUp yet", ErrUnsupported) },
 		format:    formatP})
+	defineOp(opDef{kind: OpCopyPaste, doc: "ultralytics' CopyPaste in flip mode, right after a YOLOMosaic: the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; a segment dataset's",
+		named: true, geometry: true, targets: targetsMove, needsTargets: true,
+		params:    []param{pParam(0.5), {name: "mode", typ: pString, def: "'flip'", field: "Mode"}},
+		misplaced: "YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' pre_transform in flip mode)",
+		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOCopyPaste yet", ErrUnsupported) },
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(p=%g, mode=%s)", op.P, op.Mode)
+		}})
+	defineOp(opDef{kind: OpCutMix, doc: "ultralytics' CutMix, last of the YOLOMosaic's ops: with probability p, of num_areas boxes drawn (side ratio sqrt(1 - Beta(beta, beta))), one that overlaps no instance takes another sample's pixels (made by the same ops) and its instances there",
+		named: true, geometry: true, targets: targetsMove, needsTargets: true,
+		params: []param{pParam(0), {name: "beta", typ: pFloat, def: "1.0", field: "Beta", lo: 0.01, hi: 100},
+			{name: "num_areas", typ: pInt, def: "3", field: "Areas", lo: 1, hi: 16}},
+		misplaced: "YOLOCutMix is supported last of a YOLOMosaic's ops only (ultralytics' v8_transforms)",
+		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOCutMix yet", ErrUnsupported) },
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(p=%g, beta=%g, num_areas=%d)", op.P, op.Beta, op.Areas)
+		}})
+}
+
+// multiOp takes op n of the multi-image geometry: the Mosaic, its
+// CopyPaste, the YOLORandomPerspective after them, the MixUp.
+func (t *Transform) multiOp(op *Op, n int) error {
+	var err error
+	switch op.Kind {
+	case OpMosaic:
+		if err = checkMosaic(op, n); err == nil {
+			t.mosaic = op
+		}
+	case OpYOLORandomPerspective:
+		err = t.mosaicPersp(op, n)
+	case OpMixUp:
+		if err = t.checkMixUp(op, n); err == nil {
+			t.mixup = op
+		}
+	case OpCopyPaste:
+		if err = t.checkCopyPaste(op, n); err == nil {
+			t.copyPaste = op
+		}
+	case OpCutMix:
+		if err = t.checkCutMix(op, n); err == nil {
+			t.cutmix = op
+		}
+	}
+	return err
+}
+
+// checkCutMix checks a CutMix where it stands: last of the multi-image
+// geometry (after the MixUp, if any), on a Mosaic of p 1.
+func (t *Transform) checkCutMix(op *Op, n int) error {
+	last := t.afterMosaic()
+	if t.yolo != nil {
+		last++
+	}
+	if t.mixup != nil {
+		last++
+	}
+	if t.mosaic == nil || n != last || t.mosaic.P != 1 {
+		return fmt.Errorf("%w: transform: YOLOCutMix is supported after a YOLOMosaic of p=1 and what v8_transforms puts before it (YOLOCopyPaste, YOLORandomPerspective, YOLOMixUp) only: its partner is made by the same ops", ErrUnsupported)
+	}
+	if !(op.P >= 0 && op.P <= 1) || !(op.Beta > 0 && op.Beta <= 100) || op.Areas < 1 || op.Areas > 16 {
+		return fmt.Errorf("%w: transform: YOLOCutMix p=%v, beta=%v, num_areas=%d: want p 0..1, beta above 0 up to 100, num_areas 1..16", ErrUnsupported, op.P, op.Beta, op.Areas)
+	}
+	return nil
+}
+
+// cutArea is one of CutMix's areas as drawn: its Beta ratio and centre.
+type cutArea struct {
+	lam    float64
+	cx, cy int
+}
+
+// cutmixDraw is CutMix's draw for key k on a w x h sample: whether it
+// applies (random.uniform(0, 1) > p skips it), then each area's ratio
+// (np.random.beta(beta, beta): X/(X+Y) of two Gamma(beta)) and centre
+// (np.random.randint(w), randint(h)), into buf; r goes on to draw the
+// choice among the free areas.
+func (t *Transform) cutmixDraw(k Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r RNG) {
+	if t.cutmix == nil {
+		return false, buf[:0], r
+	}
+	r = k.Stream(cv.CutMixStream + 1)
+	if r.Float64() > t.cutmix.P {
+		return false, buf[:0], r
+	}
+	areas = buf[:0]
+	for range t.cutmix.Areas {
+		x, y := r.Gamma(t.cutmix.Beta), r.Gamma(t.cutmix.Beta)
+		a := cutArea{lam: x / (x + y)}
+		a.cx = r.Intn(w)
+		a.cy = r.Intn(h)
+		areas = append(areas, a)
+	}
+	return true, areas, r
+}
+
+// cutView keys a CutMix partner's draws, as mixView a MixUp's.
+const cutView = 2 << 40
+
+// checkCopyPaste checks a CopyPaste where it stands: right after the
+// Mosaic, in flip mode.
+func (t *Transform) checkCopyPaste(op *Op, n int) error {
+	if t.mosaic == nil || n != 1 {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", ErrUnsupported)
+	}
+	if op.Mode != "flip" {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: only 'flip' is supported ('mixup', which pastes another sample's segments, is not done yet)", ErrUnsupported, truncateString(op.Mode, 32))
+	}
+	if !(op.P >= 0 && op.P <= 1) {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", ErrUnsupported, op.P)
+	}
+	return nil
+}
+
+// afterMosaic is the position of the first op after the Mosaic's
+// pre_transform ops that come before its warp (its CopyPaste, if any).
+func (t *Transform) afterMosaic() int {
+	if t.copyPaste != nil {
+		return 2
+	}
+	return 1
 }
 
 // checkMixUp checks a MixUp where it stands: right after the Mosaic, or
 // after its YOLORandomPerspective (ultralytics' pre_transform).
 func (t *Transform) checkMixUp(op *Op, n int) error {
-	if t.mosaic == nil || !(n == 1 || n == 2 && t.yolo != nil) {
+	if a := t.afterMosaic(); t.mosaic == nil || !(n == a || n == a+1 && t.yolo != nil) {
 		return fmt.Errorf("%w: transform: YOLOMixUp is supported right after a YOLOMosaic only (its partner is made by the same YOLOMosaic, as ultralytics' pre_transform makes it)", ErrUnsupported)
 	}
 	if !(op.P >= 0 && op.P <= 1) {
@@ -94,7 +218,7 @@ func checkMosaic(op *Op, n int) error {
 // ultralytics does, and so is every sample once a stop_epoch switches the
 // Mosaic off (close_mosaic).
 func (t *Transform) mosaicPersp(op *Op, n int) error {
-	if t.mosaic == nil || n != 1 {
+	if t.mosaic == nil || n != t.afterMosaic() {
 		return fmt.Errorf("%w: transform: YOLORandomPerspective is the YOLO geometry's: after YOLOLoadImage (and YOLOLetterBox), or right after a YOLOMosaic", ErrUnsupported)
 	}
 	if err := checkYOLOPersp(op); err != nil {
@@ -119,6 +243,9 @@ func (t *Transform) checkMulti() error {
 	if t.mosaic.P != 1 && t.yolo == nil {
 		return fmt.Errorf("%w: transform: YOLOMosaic p=%g: a sample it leaves keeps its load_image size; follow it with YOLORandomPerspective(size=...), which fixes the batch's size, or give p=1", ErrUnsupported, t.mosaic.P)
 	}
+	if t.copyPaste != nil && t.mosaic.P != 1 {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste after a YOLOMosaic of p=%g is not supported (a sample the Mosaic leaves would be pasted at its load_image size): give the YOLOMosaic p=1", ErrUnsupported, t.mosaic.P)
+	}
 	if t.mixup != nil && t.mosaic.P != 1 {
 		return fmt.Errorf("%w: transform: YOLOMixUp after a YOLOMosaic of p=%g is not supported: give the YOLOMosaic p=1 (ultralytics' default)", ErrUnsupported, t.mosaic.P)
 	}
@@ -135,13 +262,17 @@ func (t *Transform) mosaicOn(k Key) bool {
 
 // mosaicDraw is what one Mosaic drew: its images (the sample itself
 // first, then its partners), each one's load_image size (w, h), the
-// centre and the tiles.
+// centre and the tiles; cp whether a CopyPaste followed it, pasted the
+// number of copies it pasted.
 type mosaicDraw struct {
 	n, imgsz int
 	idx      []int
 	sizes    [][2]int
 	xc, yc   int
 	tiles    []cv.Tile
+	cp       bool
+	cpP      float64
+	pasted   int
 }
 
 // multiDraw is what a sample's multi-image geometry drew: its mosaic,
@@ -159,12 +290,33 @@ type multiDraw struct {
 	warp      bool
 	w, h      int
 	pp, mixPP cv.PerspectiveParams
+	// cut: a CutMix drew to apply (its partner cutM, warped by cutPP),
+	// cutAreas its areas on the cutW x cutH sample, cutChoice the one
+	// chosen (-1: none free), cutOK whether it took any instance (applied).
+	cut, cutOK bool
+	cutAreas   []cutArea
+	cutW, cutH int
+	cutChoice  int
+	cutM       mosaicDraw
+	cutPP      cv.PerspectiveParams
+}
+
+// cutArea is CutMix's area i (cv.CutMixArea of its draws).
+func (m *multiDraw) cutArea(i int) [4]float32 {
+	a := m.cutAreas[i]
+	return cv.CutMixArea(m.cutW, m.cutH, a.lam, a.cx, a.cy)
 }
 
 // mixView keys a MixUp partner's draws: the partner's index with the
 // sample's view plus mixView, a view no transform has, so the partner
 // is made with draws of its own (ultralytics' pre_transform draws anew).
 const mixView = 1 << 40
+
+// cutKey is the key a CutMix partner j of the sample of key k is made with.
+func cutKey(k Key, j int) Key {
+	k.Index, k.View = uint64(j), k.View+cutView
+	return k
+}
 
 // mixKey is the key a MixUp partner j of the sample of key k is made with.
 func mixKey(k Key, j int) Key {
@@ -191,6 +343,12 @@ func (t *Transform) multiPartners(k Key, size int, buf []int) []int {
 		j := mixupPartner(k, size)
 		buf = append(buf, j)
 		buf = t.mosaicPartners(mixKey(k, j), size, buf)
+	}
+	if r := k.Stream(cv.CutMixStream + 1); t.cutmix != nil && !(r.Float64() > t.cutmix.P) { // cutmixDraw's first
+		var one [1]int
+		cv.Partners(k, cv.CutMixStream, size, one[:])
+		buf = append(buf, one[0])
+		buf = t.mosaicPartners(cutKey(k, one[0]), size, buf)
 	}
 	return buf
 }
@@ -246,7 +404,8 @@ func (t *Transform) mosaicCentre(k Key) (xc, yc int) {
 
 // appendJSON appends the mosaic's arguments: {n, imgsz, indexes (the
 // sample's first, then its partners), sizes ((w, h) each, as load_image
-// resized it), xc, yc}.
+// resized it), xc, yc, and after a YOLOCopyPaste copy_paste: the copies
+// it pasted}.
 func (m *mosaicDraw) appendJSON(b []byte) []byte {
 	ints := func(b []byte, v []int) []byte {
 		b = append(b, '[')
@@ -275,6 +434,10 @@ func (m *mosaicDraw) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(m.xc), 10)
 	b = append(b, `,"yc":`...)
 	b = strconv.AppendInt(b, int64(m.yc), 10)
+	if m.cp {
+		b = append(b, `,"copy_paste":`...)
+		b = strconv.AppendInt(b, int64(m.pasted), 10)
+	}
 	return append(b, '}')
 }
 
@@ -302,6 +465,24 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 		}
 		b = append(b, "}]"...)
 	}
+	if m.cut { // ["yolo_cutmix", {"areas": [[lam, cx, cy], ...], "choice", "applied", "mosaic", "perspective"}]
+		b = append(b, `,["yolo_cutmix",{"areas":[`...)
+		for i, a := range m.cutAreas {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(appendFloat(append(b, '['), a.lam), ',')
+			b = append(strconv.AppendInt(append(strconv.AppendInt(b, int64(a.cx), 10), ','), int64(a.cy), 10), ']')
+		}
+		b = strconv.AppendInt(append(b, `],"choice":`...), int64(m.cutChoice), 10)
+		b = strconv.AppendBool(append(b, `,"applied":`...), m.cutOK)
+		b = m.cutM.appendJSON(append(b, `,"mosaic":`...))
+		if m.persp {
+			st := m.perspStep(&m.cutPP)
+			b = st.appendJSON(append(b, `,"perspective":`...))
+		}
+		b = append(b, "}]"...)
+	}
 	return b
 }
 
@@ -314,41 +495,4 @@ func (m *multiDraw) perspStep(pp *cv.PerspectiveParams) Step {
 		st.I[0] = 1
 	}
 	return st
-}
-
-// multiNs is what a Mosaic (and a MixUp after it) adds to a sample's
-// cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
-// and worst. At worst (no partner cache, or every image a miss): its n-1
-// partners' reads and decodes at the source size and every image's
-// load_image resize (yoloResizeNs an output pixel, at most imgsz a side),
-// besides the canvas of 114 (2*imgsz a side). In the mean, the partner
-// cache's hits: a server has one by default (--partner-budget), and one
-// that holds a window decodes each photo about once an epoch, so about
-// one image a sample is decoded and resized, which the sample's own
-// decode and geometry price; the partners add their reads and the
-// canvas. A MixUp's partner is one more such sample, its warp and the
-// blend (its own image a hit too in the mean).
-func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
-	if t.mosaic == nil {
-		return 0, 0
-	}
-	s := float64(t.mosaic.ImgSz)
-	n := float64(t.mosaic.Tiles)
-	side := float64(s * s)
-	canvas := float64(canvasNs * float64(4*side))
-	load := float64(sampleNs + float64(decodeNs*srcPx)) // a partner's read and decode
-	one := float64((n-1)*load) + float64(n*float64(yoloResizeNs*side)) + canvas
-	hit := float64((n-1)*sampleNs) + canvas
-	mean, worst = float64(t.mosaic.P*hit), one
-	if t.mixup != nil {
-		mix := float64(one+load) + float64(canvasOutNs*px)
-		mixHit := float64(hit+sampleNs) + float64(canvasOutNs*px)
-		if t.yolo != nil {
-			mix += t.yolo.ns(srcPx, px)
-			mixHit += float64(yoloWarpNs * px)
-		}
-		mean += float64(t.mixup.P * mixHit)
-		worst += mix
-	}
-	return mean, worst
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
 
 // Targets are a detection sample's boxes and labels moved through the
@@ -400,4 +401,31 @@ func kindsMoving() []string {
 		}
 	}
 	return ks
+}
+
+// cutmixTargets is all (the sample's instances, p keypoints each) after
+// the CutMix that applied (CutMix.apply_instances): the partner's picked
+// instances moved into the area, after them.
+func (d *Decoder) cutmixTargets(ds Targeted, md *multiDraw, all cv.Instances, p int) (cv.Instances, error) {
+	two, sel, err := d.cutmixPick(ds, md, all)
+	if err != nil {
+		return all, err
+	}
+	if len(sel) == 0 {
+		return all, fmt.Errorf("targets: YOLOCutMix applied, its labels pick nothing")
+	}
+	if t := md.cutM.idx; len(two.Keypoints) > 0 && len(two.Keypoints[0]) != p || cv.MixedSegments(all, two) {
+		return all, fmt.Errorf("%w: cutmix partner (sample %d) has other labels than the sample's (keypoints or polygons)", ErrUnsupported, t[0])
+	}
+	return cv.CutMixInstances(all, two, md.cutArea(md.cutChoice), sel), nil
+}
+
+// cutmixPick is the CutMix partner's instances and those its area takes
+// (cv.CutMixPick), given the sample's instances in.
+func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.Instances, []int, error) {
+	two, _, err := d.preInstances(ds, &md.cutM, &md.cutPP, md)
+	if err != nil {
+		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.cutM.idx[0], err)
+	}
+	return two, cv.CutMixPick(md.cutArea(md.cutChoice), two.Boxes, len(in.Segments) > 0), nil
 }

@@ -463,6 +463,9 @@ func (t *Transform) MaxTraceBytes() int {
 		if t.mosaic != nil { // its entry, and a MixUp's (the partner's mosaic and warp)
 			n += 3 * maxStepJSON
 		}
+		if t.cutmix != nil { // a CutMix's: its partner's, and its areas
+			n += 4 * maxStepJSON
+		}
 		return n
 	}
 	n := 2

@@ -142,7 +142,11 @@ type Op struct {
 	Direction                                    string
 	FlipIdx                                      []int
 	// Tiles: ultralytics' Mosaic's n (its imgsz is ImgSz; op_mosaic.go).
+	// Mode: YOLOCopyPaste's mode ("flip"); Beta, Areas: YOLOCutMix's.
 	Tiles int
+	Mode  string
+	Beta  float64
+	Areas int
 }
 
 // ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
@@ -243,6 +247,10 @@ type Transform struct {
 	// read with the sample (op_mosaic.go, decode_multi.go).
 	mosaic *Op
 	mixup  *Op // ultralytics' MixUp, right after the Mosaic
+	// copyPaste is ultralytics' CopyPaste in flip mode, right after the
+	// Mosaic (its pre_transform's), if any.
+	copyPaste *Op
+	cutmix    *Op // ultralytics' CutMix, last of the multi-image geometry
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
@@ -289,20 +297,10 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			return nil, err
 		}
 		switch op.Kind {
-		case OpMosaic:
-			if err := checkMosaic(op, n); err != nil {
+		case OpMosaic, OpYOLORandomPerspective, OpMixUp, OpCopyPaste, OpCutMix: // a YOLORandomPerspective after a Mosaic (yoloGeometry parses it after a YOLOLoadImage)
+			if err := t.multiOp(op, n); err != nil {
 				return nil, err
 			}
-			t.mosaic = op
-		case OpYOLORandomPerspective: // after a Mosaic (yoloGeometry parses it after a YOLOLoadImage)
-			if err := t.mosaicPersp(op, n); err != nil {
-				return nil, err
-			}
-		case OpMixUp:
-			if err := t.checkMixUp(op, n); err != nil {
-				return nil, err
-			}
-			t.mixup = op
 		case OpRandomZoomOut:
 			t.zoom = op
 		case OpRandomIoUCrop:

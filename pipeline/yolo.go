@@ -278,24 +278,12 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	if fs.Masks() {
 		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported)
 	}
-	all, p, err := d.mosaicInstances(ds, &md.mo)
+	all, p, err := d.multiInstances(ds, md)
+	if err == nil && md.cutOK {
+		all, err = d.cutmixTargets(ds, md, all, p)
+	}
 	if err != nil {
 		return b, err
-	}
-	all = md.perspInstances(all, &md.pp)
-	if md.mix {
-		two, p2, err := d.mosaicInstances(ds, &md.mixM)
-		if err != nil {
-			return b, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
-		}
-		if p2 != p {
-			return b, fmt.Errorf("%w: mixup partner (sample %d) has %d keypoints an instance, the sample %d", ErrUnsupported, md.mixM.idx[0], p2, p)
-		}
-		two = md.perspInstances(two, &md.mixPP)
-		if cv.MixedSegments(all, two) {
-			return b, errMixedSegments(append(append([]int{}, md.mo.idx...), md.mixM.idx...))
-		}
-		all = cv.Concat(all, two)
 	}
 	tg := &d.targets
 	tg.reset()
@@ -313,6 +301,57 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 		return tg.appendOverlap(b, fs.TargetsMax())
 	}
 	return AppendTargets(b, tg), nil
+}
+
+// multiInstances is a mosaic's instances after the ops of its
+// pre_transform (its CopyPaste, its warp) and its MixUp (the partner's,
+// made the same way, after them), and the keypoints an instance.
+func (d *Decoder) multiInstances(ds Targeted, md *multiDraw) (cv.Instances, int, error) {
+	all, p, err := d.preInstances(ds, &md.mo, &md.pp, md)
+	if err != nil || !md.mix {
+		return all, p, err
+	}
+	two, p2, err := d.preInstances(ds, &md.mixM, &md.mixPP, md)
+	if err != nil {
+		return all, p, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
+	}
+	if p2 != p {
+		return all, p, fmt.Errorf("%w: mixup partner (sample %d) has %d keypoints an instance, the sample %d", ErrUnsupported, md.mixM.idx[0], p2, p)
+	}
+	if cv.MixedSegments(all, two) {
+		return all, p, errMixedSegments(append(append([]int{}, md.mo.idx...), md.mixM.idx...))
+	}
+	return cv.Concat(all, two), p, nil
+}
+
+// preInstances is one pre_transform's instances: its mosaic's (mo),
+// pasted, warped (pp).
+func (d *Decoder) preInstances(ds Targeted, mo *mosaicDraw, pp *cv.PerspectiveParams, md *multiDraw) (cv.Instances, int, error) {
+	in, p, err := d.mosaicInstances(ds, mo)
+	if err == nil {
+		in, err = copyPasteInstances(in, mo)
+	}
+	if err != nil {
+		return in, p, err
+	}
+	return md.perspInstances(in, pp), p, nil
+}
+
+// copyPasteInstances is a mosaic's instances after the CopyPaste that
+// followed it, if any (CopyPaste.apply_instances: the pasted copies
+// after them; the same selection its decode made, of the same labels).
+func copyPasteInstances(in cv.Instances, mo *mosaicDraw) (cv.Instances, error) {
+	if !mo.cp {
+		return in, nil
+	}
+	flipped, sel, err := copyPasteSelect(in, mo, mo.cpP)
+	if err != nil {
+		return in, err
+	}
+	if len(sel) != mo.pasted {
+		return in, fmt.Errorf("targets: YOLOCopyPaste pasted %d copies, its labels select %d", mo.pasted, len(sel))
+	}
+	return cv.CopyPasteInstances(in, flipped, sel), nil
 }
 
 // setMosaicTargets appends in's instances to t (reset, its P set): boxes

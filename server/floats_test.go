@@ -100,6 +100,12 @@ func validOpLists() [][]*pb.Op {
 				{Name: "imgsz", Value: &pb.NamedArg_Number{Number: 32}}, {Name: "p", Value: &pb.NamedArg_Number{Number: 1}}}}}},
 			{Op: &pb.Op_Named{Named: &pb.NamedOp{Name: "YOLOMixUp", Args: []*pb.NamedArg{{Name: "p", Value: &pb.NamedArg_Number{Number: 0.5}}}}}},
 		},
+		{ // ultralytics' CopyPaste (flip mode) in the Mosaic's pre_transform (targets: it pastes the labels' segments)
+			namedOp("YOLOMosaic", numArg("imgsz", 32)),
+			namedOp("YOLOCopyPaste", numArg("p", 0.5), &pb.NamedArg{Name: "mode", Value: &pb.NamedArg_Text{Text: "flip"}}),
+			namedOp("YOLOMixUp", numArg("p", 0.5)),
+			namedOp("YOLOCutMix", numArg("p", 0.5), numArg("beta", 1), numArg("num_areas", 3)),
+		},
 		{ // the DETR recipes' geometry (targets)
 			{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{MinScale: proto.Float64(0.3), MaxScale: proto.Float64(1),
 				MinAspectRatio: proto.Float64(0.5), MaxAspectRatio: proto.Float64(2), SamplerOptions: []float64{0, 0.5, 1}}}},
@@ -130,7 +136,8 @@ func numArg(name string, v float64) *pb.NamedArg {
 // job of them needs an annotated dataset and JobSpec.targets.
 func targetsOnly(ops []*pb.Op) bool {
 	for _, op := range ops {
-		if op.GetSanitizeBoundingBoxes() != nil || op.GetRandomIouCrop() != nil || op.GetClampBoundingBoxes() != nil {
+		if op.GetSanitizeBoundingBoxes() != nil || op.GetRandomIouCrop() != nil || op.GetClampBoundingBoxes() != nil ||
+			op.GetNamed().GetName() == "YOLOCopyPaste" || op.GetNamed().GetName() == "YOLOCutMix" {
 			return true
 		}
 	}

@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["RandomChannelPermutation", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
+__all__ = ["RandomChannelPermutation", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AugMix": (
@@ -236,6 +236,15 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("interpolation", "interpolation", "'nearest'"),
         Param("fill", "fill", "None"),
     ),
+    "YOLOCopyPaste": (
+        Param("p", "float", "0.5", False, 0, 1),
+        Param("mode", "str", "'flip'"),
+    ),
+    "YOLOCutMix": (
+        Param("p", "float", "0", False, 0, 1),
+        Param("beta", "float", "1.0", False, 0.01, 100),
+        Param("num_areas", "int", "3", False, 1, 16),
+    ),
     "YOLOLetterBox": (
         Param("new_shape", "size", "(640, 640)", False, 1, 4096),
         Param("auto", "bool", "False"),
@@ -284,6 +293,26 @@ class RandomChannelPermutation(NamedOp):
 
     def __init__(self) -> None:
         super().__init__()
+
+
+class YOLOCopyPaste(NamedOp):
+    """Ultralytics' CopyPaste in flip mode, right after a YOLOMosaic: the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; a segment dataset's."""
+
+    _name = "YOLOCopyPaste"
+    _params = SCHEMA["YOLOCopyPaste"]
+
+    def __init__(self, p: Any = 0.5, mode: Any = 'flip') -> None:
+        super().__init__(p=p, mode=mode)
+
+
+class YOLOCutMix(NamedOp):
+    """Ultralytics' CutMix, last of the YOLOMosaic's ops: with probability p, of num_areas boxes drawn (side ratio sqrt(1 - Beta(beta, beta))), one that overlaps no instance takes another sample's pixels (made by the same ops) and its instances there."""
+
+    _name = "YOLOCutMix"
+    _params = SCHEMA["YOLOCutMix"]
+
+    def __init__(self, p: Any = 0, beta: Any = 1.0, num_areas: Any = 3) -> None:
+        super().__init__(p=p, beta=beta, num_areas=num_areas)
 
 
 class YOLOLetterBox(NamedOp):
@@ -357,4 +386,4 @@ class YOLORandomPerspective(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
+NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}

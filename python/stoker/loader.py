@@ -342,7 +342,8 @@ class Loader:
             ``RandomIoUCrop`` (those the transform has); for a transform
             with a ``YOLOMosaic`` (``transform="yolo"``),
             :data:`stoker.transforms.YOLO_STOP_OPS`, ultralytics'
-            ``close_mosaic``: ``YOLOMosaic`` and ``YOLOMixUp``.
+            ``close_mosaic``: ``YOLOMosaic``, ``YOLOMixUp``,
+            ``YOLOCopyPaste`` and ``YOLOCutMix``.
         image_list: of a transform whose samples have their own sizes (a
             ``RandomShortestSize`` with a ``max_size`` and no crop after
             it; ``transform="frcnn"``), yield the images as a list of each

@@ -96,7 +96,7 @@ if TYPE_CHECKING:  # pragma: no cover
 DETR_STOP_OPS = ("RandomPhotometricDistort", "RandomZoomOut", "RandomIoUCrop")
 #: The ops ultralytics' ``close_mosaic`` switches off (those stoker has):
 #: ``stop_ops``' default for a transform with a ``YOLOMosaic``.
-YOLO_STOP_OPS = ("YOLOMosaic", "YOLOMixUp")
+YOLO_STOP_OPS = ("YOLOMosaic", "YOLOMixUp", "YOLOCopyPaste", "YOLOCutMix")
 
 __all__ = [
     "DETR_STOP_OPS",

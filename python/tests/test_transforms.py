@@ -216,6 +216,11 @@ SPECS = [
         pb.NamedArg(name="imgsz", number=320), pb.NamedArg(name="n", number=9)]))),
     (lambda: T.YOLOMixUp(), pb.Op(named=pb.NamedOp(name="YOLOMixUp"))),
     (lambda: T.YOLOMixUp(0.2), pb.Op(named=pb.NamedOp(name="YOLOMixUp", args=[pb.NamedArg(name="p", number=0.2)]))),
+    (lambda: T.YOLOCopyPaste(), pb.Op(named=pb.NamedOp(name="YOLOCopyPaste"))),
+    (lambda: T.YOLOCutMix(0.5, num_areas=4), pb.Op(named=pb.NamedOp(name="YOLOCutMix", args=[
+        pb.NamedArg(name="p", number=0.5), pb.NamedArg(name="num_areas", number=4)]))),
+    (lambda: T.YOLOCopyPaste(0.3, mode="flip"), pb.Op(named=pb.NamedOp(name="YOLOCopyPaste", args=[
+        pb.NamedArg(name="p", number=0.3)]))),
     # The YOLO family (ultralytics' ops), named ops too: a default is not sent.
     (lambda: T.YOLOLoadImage(), pb.Op(named=pb.NamedOp(name="YOLOLoadImage"))),
     (lambda: T.YOLOLetterBox(640, scaleup=False), pb.Op(named=pb.NamedOp(name="YOLOLetterBox", args=[

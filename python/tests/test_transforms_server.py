@@ -32,7 +32,8 @@ TARGETS_ONLY = {"sanitize_bounding_boxes", "random_iou_crop", "convert_bounding_
 
 
 #: The YOLO family's geometry, named ops (test_yolo_ops.py runs them).
-YOLO_GEOMETRY = {"YOLOLoadImage", "YOLOLetterBox", "YOLORandomPerspective", "YOLOMosaic", "YOLOMixUp"}
+YOLO_GEOMETRY = {"YOLOLoadImage", "YOLOLetterBox", "YOLORandomPerspective", "YOLOMosaic", "YOLOMixUp",
+                 "YOLOCopyPaste", "YOLOCutMix"}
 
 
 def _after_geometry():

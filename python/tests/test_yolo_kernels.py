@@ -346,8 +346,9 @@ def test_mixup(stoker_bin: Path) -> None:
 
 def test_copypaste_flip(stoker_bin: Path) -> None:
     """CopyPaste in flip mode: which mirrored segments are pasted and the
-    instances, exactly; the pixels given the mask cv2.drawContours draws
-    (its rasterization is not stoker's yet)."""
+    instances, exactly; the pixels given the mask cv2.drawContours draws,
+    and given none (stoker's rasterization of the selected segments,
+    cv.CopyPasteMask, against cv2.drawContours)."""
     rng = np.random.default_rng(17)
     cases, wants, masks = [], [], []
     for i in range(10):
@@ -365,10 +366,11 @@ def test_copypaste_flip(stoker_bin: Path) -> None:
         params["im_new"][:] = 0
         want = cp.apply_instances(cp.apply_image(labels, params), params)
         mimg = np.repeat(mask[..., None], 3, -1)
-        cases.append({"op": "copypaste", "images": [to_wire(img), to_wire(mimg)], "p": p,
-                      "labels": [labels_to_wire(boxes, cls, segs)]})
-        wants.append((want, list(params["selected"])))
+        for given in ([to_wire(img), to_wire(mimg)], [to_wire(img)]):
+            cases.append({"op": "copypaste", "images": given, "p": p, "labels": [labels_to_wire(boxes, cls, segs)]})
+            wants.append((want, list(params["selected"])))
     for c, res, (want, sel) in zip(cases, run_cv(stoker_bin, cases), wants):
-        assert res.get("ints", []) == [int(s) for s in sel], f"copypaste p={c['p']}: selected"
-        assert_pixels(from_wire(res["images"][0]), want["img"], f"copypaste p={c['p']}")
-        assert assert_labels(res["labels"], want, f"copypaste p={c['p']}") == 0
+        what = f"copypaste p={c['p']}, mask {'given' if len(c['images']) == 2 else 'rasterized'}"
+        assert res.get("ints", []) == [int(s) for s in sel], f"{what}: selected"
+        assert_pixels(from_wire(res["images"][0]), want["img"], what)
+        assert assert_labels(res["labels"], want, what) == 0

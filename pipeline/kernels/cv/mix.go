@@ -49,10 +49,12 @@ func ioa(b1, b2 [4]float32) float32 {
 // CopyPasteSelect is CopyPaste.get_params in flip mode for instances in
 // (with segments) of a w-wide image: their mirrored copies, and the
 // indices of the copies to paste: those whose IoA with every instance is
-// below 0.30, by their largest IoA ascending (ties in index order: numpy's
-// argsort keeps that order for fewer than 17 candidates; its unstable
-// sort may order ties otherwise above), the first round(p * count)
-// (Python's rounding, half to even).
+// below 0.30, by their largest IoA ascending (ties in index order, a
+// stable sort: numpy's default argsort, which ultralytics calls, orders
+// ties by x86-simd-sort on AVX2 and AVX-512 machines, whatever their
+// count, so that the order of tied copies, and which of them a p below 1
+// takes, may differ there), the first round(p * count) (Python's
+// rounding, half to even).
 func CopyPasteSelect(in Instances, w int, p float64) (Instances, []int) {
 	flipped := in.Clone()
 	FlipInstances(&flipped, w)
@@ -89,24 +91,117 @@ func CopyPasteInstances(in, flipped Instances, sel []int) Instances {
 	if len(sel) == 0 {
 		return in
 	}
-	// In sel's order, as instances2[selected] takes them.
+	return Concat(in, pick(flipped, sel))
+}
+
+// pick is in's instances sel, in sel's order, as instances[sel] takes
+// them (their segments and keypoints shared with in).
+func pick(in Instances, sel []int) Instances {
 	picked := Instances{Boxes: make([][4]float32, len(sel)), Cls: make([]int64, len(sel))}
-	if len(flipped.Segments) > 0 {
+	if len(in.Segments) > 0 {
 		picked.Segments = make([][][2]float32, len(sel))
 	}
-	if flipped.Keypoints != nil {
+	if in.Keypoints != nil {
 		picked.Keypoints = make([][][3]float32, len(sel))
 	}
 	for j, i := range sel {
-		picked.Boxes[j], picked.Cls[j] = flipped.Boxes[i], flipped.Cls[i]
+		picked.Boxes[j], picked.Cls[j] = in.Boxes[i], in.Cls[i]
 		if picked.Segments != nil {
-			picked.Segments[j] = flipped.Segments[i]
+			picked.Segments[j] = in.Segments[i]
 		}
 		if picked.Keypoints != nil {
-			picked.Keypoints[j] = flipped.Keypoints[i]
+			picked.Keypoints[j] = in.Keypoints[i]
 		}
 	}
-	return Concat(in, picked)
+	return picked
+}
+
+// CutMixArea is CutMix._rand_bbox on a w x h image given its draws: lam
+// (np.random.beta), cx and cy (np.random.randint(w), randint(h)): sides
+// int(w*sqrt(1-lam)) and int(h*sqrt(1-lam)) around (cx, cy), clipped to
+// the image, as float32 (x1, y1, x2, y2).
+func CutMixArea(w, h int, lam float64, cx, cy int) [4]float32 {
+	r := math.Sqrt(1 - lam)
+	cw, ch := int(float64(w)*r), int(float64(h)*r)
+	cl := func(v, hi int) float32 { return float32(min(max(v, 0), hi)) }
+	return [4]float32{cl(cx-cw/2, w), cl(cy-ch/2, h), cl(cx+cw/2, w), cl(cy+ch/2, h)}
+}
+
+// CutMixFree is the areas that overlap no box (CutMix.get_params'
+// bbox_ioa(areas, boxes).sum(1) <= 0), in order.
+func CutMixFree(areas, boxes [][4]float32) []int {
+	var free []int
+	for i, a := range areas {
+		var sum float32
+		for _, b := range boxes {
+			sum += ioa(a, b)
+		}
+		if sum <= 0 {
+			free = append(free, i)
+		}
+	}
+	return free
+}
+
+// CutMixPick is the partner's boxes CutMix takes into area: their IoA
+// with it (the intersection over the box's own area) at least 0.01 where
+// the sample has segments, else 0.1 (compared in float32, as numpy does
+// with a Python float).
+func CutMixPick(area [4]float32, boxes [][4]float32, segments bool) []int {
+	thr := float32(0.1)
+	if segments {
+		thr = 0.01
+	}
+	var sel []int
+	for j, b := range boxes {
+		if ioa(area, b) >= thr {
+			sel = append(sel, j)
+		}
+	}
+	return sel
+}
+
+// CutMixImage is CutMix.apply_image: a's pixels in area (its corners as
+// int32) become b's (a and b of one size), in place.
+func CutMixImage(a, b kernels.Planes, area [4]float32) {
+	x1, y1, x2, y2 := int(area[0]), int(area[1]), int(area[2]), int(area[3])
+	n := a.W * a.H
+	for c := 0; c < 3; c++ {
+		for y := y1; y < y2; y++ {
+			o := c*n + y*a.W
+			copy(a.Pix[o+x1:o+x2], b.Pix[o+x1:o+x2])
+		}
+	}
+}
+
+// CutMixInstances is CutMix.apply_instances: in, then b's instances sel
+// moved into area: add_padding(-x1, -y1), clipped to the area's size,
+// add_padding(x1, y1), in float32 (b is left as it was).
+func CutMixInstances(in, b Instances, area [4]float32, sel []int) Instances {
+	p := pick(b, sel)
+	two := p.Clone()
+	x1, y1, x2, y2 := int(area[0]), int(area[1]), int(area[2]), int(area[3])
+	two.AddPadding(float32(-x1), float32(-y1))
+	two.Clip(x2-x1, y2-y1)
+	two.AddPadding(float32(x1), float32(y1))
+	return Concat(in, two)
+}
+
+// CopyPasteMask is the mask CopyPaste.apply_image pastes through, into m
+// (w x h, one byte a pixel, cleared first): each selected mirrored
+// segment's points truncated to int32 (astype) and filled with 1
+// (cv2.drawContours with cv2.FILLED: OpenCV's outline and scanline fill,
+// FillPoly's). pts is scratch (returned for reuse).
+func CopyPasteMask(m []byte, w, h int, flipped Instances, sel []int, pts [][2]int32) [][2]int32 {
+	clear(m[:w*h])
+	for _, i := range sel {
+		pts = pts[:0]
+		for _, q := range flipped.Segments[i] {
+			pts = append(pts, [2]int32{int32(q[0]), int32(q[1])})
+		}
+		FillPoly(m, w, h, pts)
+	}
+	return pts
 }
 
 // CopyPasteImage is CopyPaste.apply_image given its mask (one byte a pixel,

@@ -9,6 +9,8 @@ const (
 	MosaicStream = 0x6d6f73616963 // "mosaic"
 	// MixUpStream draws a mixup's partner.
 	MixUpStream = 0x6d69787570 // "mixup"
+	// CutMixStream draws a cutmix's partner.
+	CutMixStream = 0x6375746d6978 // "cutmix"
 )
 
 // PartnerWindow is how many positions of the epoch's order a sample's

@@ -18,7 +18,8 @@ import (
 //	letterbox         images[0] and labels[0] (cv.LetterBoxParams, LetterBoxImage, LetterBoxInstances); ints: top, bottom, left, right, unpad w, h
 //	mosaic            images (the sample's first) and their labels: the canvas and instances
 //	mixup             images[0..1], labels[0..1], r
-//	copypaste         images[0], labels[0], p (with mask given as images[1]'s first plane); ints: the selected
+//	copypaste         images[0], labels[0], p: the mask given as images[1]'s first plane, or without images[1]
+//	                  rasterized from the selected segments (cv.CopyPasteMask); ints: the selected
 //	polygons2masks_overlap  labels[0]'s segments on a dw x dh image, ratio: mask (dh/ratio x dw/ratio), ints: the order
 func Run(c *Case) (res Result) {
 	defer func() {
@@ -43,7 +44,7 @@ func Run(c *Case) (res Result) {
 		ins = append(ins, in)
 	}
 	need := map[string]int{"resize": 1, "warp_affine": 1, "warp_perspective": 1, "hsv": 1, "perspective_matrix": 1,
-		"perspective": 1, "letterbox": 1, "mosaic": 4, "mixup": 2, "copypaste": 2, "polygons2masks_overlap": 0}
+		"perspective": 1, "letterbox": 1, "mosaic": 4, "mixup": 2, "copypaste": 1, "polygons2masks_overlap": 0}
 	k, ok := need[c.Op]
 	if !ok {
 		return Result{Error: fmt.Sprintf("unknown op %q", c.Op)}
@@ -125,11 +126,21 @@ func Run(c *Case) (res Result) {
 		out := cv.MixUp(ps[0], ps[1], c.R, ins[0], ins[1])
 		return Result{Images: []Image{c.Images[0]}, Labels: labelsOf(out)}
 	case "copypaste":
-		if len(ins) != 1 || ps[1].W != ps[0].W || ps[1].H != ps[0].H {
-			return Result{Error: "copypaste: want the image, a mask of its size and its labels"}
+		if len(ins) != 1 || len(ps) > 2 || len(ps) == 2 && (ps[1].W != ps[0].W || ps[1].H != ps[0].H) {
+			return Result{Error: "copypaste: want the image, a mask of its size or none, and its labels"}
 		}
 		flipped, sel := cv.CopyPasteSelect(ins[0], ps[0].W, c.P)
-		cv.CopyPasteImage(ps[0], ps[1].Pix[:ps[1].W*ps[1].H])
+		var mask []byte
+		if len(ps) == 2 {
+			mask = ps[1].Pix[:ps[1].W*ps[1].H]
+		} else {
+			if len(sel) > 0 && len(flipped.Segments) != len(flipped.Boxes) {
+				return Result{Error: "copypaste: labels without segments"}
+			}
+			mask = make([]byte, ps[0].W*ps[0].H)
+			cv.CopyPasteMask(mask, ps[0].W, ps[0].H, flipped, sel, nil)
+		}
+		cv.CopyPasteImage(ps[0], mask)
 		return Result{Images: []Image{c.Images[0]}, Labels: labelsOf(cv.CopyPasteInstances(ins[0], flipped, sel)), Ints: sel}
 	case "polygons2masks_overlap":
 		if len(ins) != 1 || c.DW < 1 || c.DH < 1 || c.DW > 1<<14 || c.DH > 1<<14 || c.Ratio < 1 || c.Ratio > min(c.DW, c.DH) {
