@@ -118,16 +118,20 @@ class _Batch:
         # multiple of 8 before it, as the ranges are), or none.
         base = n // 8 * 8
         b.tail = None
+        # Targets in the slot may all be empty (no instance in the batch):
+        # their places are then at the pixels' end, and the slot's bytes
+        # are the pixels' alone, so the tail is kept whenever they are there.
+        there = header.HasField("targets") and header.targets.HasField("in_slot")
         if pin:
             b.buf = torch.empty(n, dtype=torch.uint8, pin_memory=True)
             b.arr = b.buf.numpy()
             b.arr[:] = arr[:n]
-            if arr.shape[0] > n:
+            if there or arr.shape[0] > n:
                 b.tail = (arr[base:].copy(), base)
         else:
             b.arr = arr[:n]
             b.buf = torch.from_numpy(b.arr)
-            if arr.shape[0] > n:
+            if there or arr.shape[0] > n:
                 b.tail = (arr[base:], base)
         return b
 

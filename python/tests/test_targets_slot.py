@@ -173,6 +173,24 @@ def test_pinned_copies_and_releases_at_once(monkeypatch: pytest.MonkeyPatch) -> 
             assert released == [True]
 
 
+def test_no_instance_in_the_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of no instance whose pixels end at a multiple of 64: every
+    array's place is the pixels' end, with no length, so the batch's slot
+    bytes are its pixels alone; its targets are still read (empty), pinned
+    or not, not refused as missing."""
+    bt = pb.BatchTargets(offsets=[0, 0, 0], canvas=[2, 2, 2, 2], image_ids=[1, 2], box_format=0)
+    mem, bt = fake_slot(bt, 64)
+    h = pb.BatchHeader(number=2, data_bytes=64, shape=[2, 1, 1, 32], targets=bt)
+    end = slot_extent(bt, 64, len(mem))
+    assert end == 64
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, pin_memory=False, **kw: real_empty(*a, **kw))  # no CUDA here
+    for pin in (True, False):
+        b = _Batch.in_slot(h, mem[:end], pin)
+        got = targets_of(h.targets, 2, torch, tail=b.tail)
+        assert [t["boxes"].shape for t in got] == [(0, 4)] * 2 and [t["image_id"] for t in got] == [1, 2], f"pin {pin}"
+
+
 @pytest.mark.parametrize("spoil,match", [
     (lambda r: setattr(r.boxes, "offset", 0), r"boxes at \[0, \+48\) of a slot whose pixels end at 3[27]"),
     (lambda r: setattr(r.labels, "length", 1 << 40), r"labels at \[\d+, \+1099511627776\)"),
