@@ -43,6 +43,23 @@ sys.path.insert(0, str(REPO / "python"))
 from stoker._local import LocalServer  # noqa: E402
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """torch on one intra-op thread in this process, for every module.
+
+    The references here are torch calls on small tensors, one after another:
+    on a loaded machine torch's thread pool spins more than it computes
+    (test_parity_sampling.py's test_augmix alone, interleaved: 34 and 170
+    CPU-s with torch's default two threads, 12 with one). Two modules set
+    one thread in their setup_module for exactness, and it then held for
+    every module after them in the run, so a module's threads depended on
+    which ran before it; now each runs as the second half of the suite
+    already did. Children (the examples, the exit cases) set
+    OMP_NUM_THREADS=1 themselves."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def _image(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
     """A smooth colour image with some texture: gradients, a disc, mild noise
     (natural-image-like, so resampling differences stay small)."""
