@@ -40,10 +40,11 @@ from ultralytics.data.dataset import YOLODataset  # noqa: E402
 
 import stoker  # noqa: E402
 from stoker import transforms as T  # noqa: E402
-from test_yolo_mosaic_pose import centre, persp_draws  # noqa: E402
 from test_yolo_ops import N as N_POSE  # noqa: E402
-from test_yolo_ops import Forced, pose  # noqa: E402,F401 (the fixture)
-from test_yolo_segments import IMGSZ, N, PERSP, dataset, mosaic, seg  # noqa: E402,F401 (the fixture)
+from test_yolo_ops import pose  # noqa: E402,F401 (the fixture)
+from test_yolo_segments import IMGSZ, N, PERSP, dataset, seg  # noqa: E402,F401 (the fixture)
+from yolo_replay import (assert_served, centre, finish, forced, mixup, mosaic, mosaic_of,  # noqa: E402
+                         persp_draws, served_bgr, stable_argsort, warp)
 
 RECIPES: Dict[str, Dict[str, Any]] = {
     # The mosaic pasted on its 2*IMGSZ canvas, every eligible copy.
@@ -66,21 +67,10 @@ RECIPES: Dict[str, Dict[str, Any]] = {
 }
 
 
-_argsort = np.argsort
-
-
-@contextlib.contextmanager
-def stable(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A context in which CopyPaste's np.argsort is a stable sort."""
-    with monkeypatch.context() as mp:
-        mp.setattr(augment.np, "argsort", lambda a, *args, **kw: _argsort(a, kind="stable"))
-        yield
-
-
 def pre(ds: YOLODataset, r: Dict[str, Any], m: Dict[str, Any]) -> List[Any]:
     """v8_transforms' pre_transform of a sample whose mosaic is m: Mosaic,
     CopyPaste (flip), and RandomPerspective where the recipe has one."""
-    ops: List[Any] = [mosaic(ds, m)]
+    ops: List[Any] = [mosaic(ds, m, IMGSZ)]
     if "p" in r:
         ops.append(augment.CopyPaste(p=r["p"], mode="flip"))
     if "persp" in r:
@@ -100,58 +90,29 @@ def rebuild(ds: YOLODataset, r: Dict[str, Any], idx: int, trace: List[Any], monk
     """Sample idx as ultralytics makes it with the trace's draws forced
     (and CopyPaste's argsort stable, unless not stable_sort)."""
     name, m = trace[0]
-    assert name == "yolo_mosaic" and m["indexes"][0] == idx and ("copy_paste" in m) == ("p" in r), trace
+    assert name == "yolo_mosaic" and ("copy_paste" in m) == ("p" in r), trace
     rest = trace[1:]
-    mo, *persp = pre(ds, r, m)
-    with monkeypatch.context() as mp:
-        mp.setattr(augment, "random", Forced([0.0, *centre(m)], []))
-        labels = mo(ds.get_image_and_label(idx))
+    _, *persp = pre(ds, r, m)
+    labels = mosaic_of(ds, idx, m, IMGSZ, monkeypatch)
     before = len(labels["instances"])
     if "p" in r:
         cp, *persp = persp
-        if stable_sort:
-            with stable(monkeypatch):
-                labels = cp(labels)
-        else:
+        with stable_argsort(monkeypatch) if stable_sort else contextlib.nullcontext():
             labels = cp(labels)
     pasted(labels, m, before)
     if persp:
         assert rest[0][0] == "yolo_random_perspective", trace
-        with monkeypatch.context() as mp:
-            mp.setattr(augment, "random", Forced(persp_draws(rest[0][1]), []))
-            labels = persp[0](labels)
+        labels = warp(persp[0], rest[0][1], labels, monkeypatch)
         rest = rest[1:]
     if rest and rest[0][0] == "yolo_mixup":
         mx = rest[0][1]
-        m2 = mx["mosaic"]
-        assert ("copy_paste" in m2) == ("p" in r), mx
-        draws = [0.0, 0.0, *centre(m2)]  # MixUp's p, the partner's Mosaic's p, its centre
-        if persp:
-            draws += persp_draws(mx["perspective"][1])
-        mix = augment.MixUp(ds, pre_transform=augment.Compose(pre(ds, r, m2)), p=1.0)
-        mix.get_indexes = lambda: m2["indexes"][0]
-        with monkeypatch.context() as mp:
-            mp.setattr(augment, "random", Forced(draws, []))
-            mp.setattr(augment.np.random, "beta", lambda a, b: mx["r"])
-            if stable_sort:
-                mp.setattr(augment.np, "argsort", lambda a, *args, **kw: _argsort(a, kind="stable"))
-            labels = mix(labels)
+        assert ("copy_paste" in mx["mosaic"]) == ("p" in r), mx
+        labels = mixup(ds, labels, mx, pre(ds, r, mx["mosaic"]), monkeypatch, stable_sort=stable_sort)
         rest = rest[1:]
     if rest and rest[0][0] == "yolo_cutmix":
         labels = cutmix(ds, r, labels, rest[0][1], monkeypatch)
         rest = rest[1:]
-    for name, args in rest:
-        if name == "yolo_random_hsv":
-            with monkeypatch.context() as mp:
-                mp.setattr(augment.np.random, "uniform", lambda *a, **k: np.array(args["r"], np.float64))
-                labels = augment.RandomHSV(1.0, 1.0, 1.0)(labels)
-        elif name == "yolo_fliplr":
-            with monkeypatch.context() as mp:
-                mp.setattr(augment, "random", Forced([], [0.0]))  # drawn: flipped
-                labels = augment.RandomFlip(p=0.5, direction="horizontal")(labels)
-        else:
-            raise AssertionError(f"unexpected step {name} in {trace}")
-    return labels
+    return finish(labels, rest, monkeypatch)
 
 
 def cutmix(ds: YOLODataset, r: Dict[str, Any], labels: Dict[str, Any], cm: Dict[str, Any],
@@ -175,13 +136,11 @@ def cutmix(ds: YOLODataset, r: Dict[str, Any], labels: Dict[str, Any], cm: Dict[
         return cm["choice"]
 
     before = len(labels["instances"])
-    with monkeypatch.context() as mp:
-        mp.setattr(augment, "random", Forced(draws, []))
+    with stable_argsort(monkeypatch), monkeypatch.context() as mp:
         mp.setattr(augment.np.random, "beta", lambda a, b: next(lams))
         mp.setattr(augment.np.random, "randint", lambda n: next(ints))
         mp.setattr(augment.np.random, "choice", choice)
-        mp.setattr(augment.np, "argsort", lambda a, *args, **kw: _argsort(a, kind="stable"))
-        labels = cut(labels)
+        labels = forced(monkeypatch, cut, labels, draws, exact=True)
     assert (len(labels["instances"]) > before) == cm["applied"], (cm, before, len(labels["instances"]))
     return labels
 
@@ -204,17 +163,7 @@ def test_copy_paste_is_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch, re
                 cuts += any(s[0] == "yolo_cutmix" and s[1]["applied"] for s in trace)
                 mixed += any(s[0] == "yolo_mixup" for s in trace)
                 where = f"{recipe} sample {idx} ({trace[0][1]})"
-                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]  # RGB CHW to BGR HWC
-                assert got.shape == want["img"].shape, where
-                d = np.abs(got.astype(int) - want["img"].astype(int))
-                assert d.max() <= (1 if hsv else 0), f"{where}: {int((d > 0).sum())} bytes differ, by {int(d.max())}"
-                inst = want["instances"]
-                inst.convert_bbox("xyxy")
-                wb = inst.bboxes.astype(np.float32)
-                gb = t["boxes"].numpy()
-                assert gb.shape == wb.shape, f"{where}: {len(gb)} instances, ultralytics {len(wb)}"
-                assert t["labels"].tolist() == [int(c) for c in want["cls"].reshape(-1)], f"{where}: classes"
-                np.testing.assert_allclose(gb, wb, rtol=0, atol=1e-3, err_msg=f"{where}: boxes")
+                wb = assert_served(served_bgr(images, i), t, want, where, tol=1 if hsv else 0)
                 instances += len(wb)
                 seen += 1
                 if r.get("p") == 1.0 and "persp" not in r:  # numpy's own argsort: the same copies
@@ -269,12 +218,8 @@ def test_cutmix_of_keypoints_is_ultralytics(pose: Any, monkeypatch: pytest.Monke
                 want = rebuild(ds, r, idx, trace, monkeypatch)
                 cuts += any(s[0] == "yolo_cutmix" and s[1]["applied"] for s in trace)
                 where = f"pose sample {idx} ({trace[-1]})"
-                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]
-                assert np.array_equal(got, want["img"]), f"{where}: pixels"
+                assert_served(served_bgr(images, i), t, want, where)
                 inst = want["instances"]
-                inst.convert_bbox("xyxy")
-                assert t["labels"].tolist() == [int(c) for c in want["cls"].reshape(-1)], f"{where}: classes"
-                np.testing.assert_allclose(t["boxes"].numpy(), inst.bboxes.astype(np.float32), rtol=0, atol=1e-3, err_msg=where)
                 wk = inst.keypoints
                 gk = t["keypoints"].numpy().reshape(-1, P, 2)
                 gv = t["keypoints_visibility"].numpy().reshape(-1, P)

@@ -9,7 +9,6 @@ consumed: every index is a primary sample exactly once an epoch."""
 from __future__ import annotations
 
 import os
-import random
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
@@ -27,6 +26,7 @@ os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="ultralytics-")
 from ultralytics.cfg import DEFAULT_CFG  # noqa: E402
 from ultralytics.data import augment  # noqa: E402
 from ultralytics.data.dataset import YOLODataset  # noqa: E402
+from yolo_replay import assert_served, finish, mixup, mosaic, mosaic_of, served_bgr, warp  # noqa: E402
 
 N = 14
 IMGSZ = 160
@@ -69,25 +69,8 @@ def yolo_png(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory):
         yield srv.addr, ds
 
 
-def ultralytics_mosaic(ds: YOLODataset, n: int, idx: int, m: Dict[str, Any]) -> Dict[str, Any]:
-    """ultralytics' Mosaic of sample idx with the partners and centre a
-    stoker trace drew: get_indexes and random.uniform answer them."""
-    mo = augment.Mosaic(ds, imgsz=IMGSZ, p=1.0, n=n)
-    mo.get_indexes = lambda: list(m["indexes"][1:])
-    draws = iter([0.0, float(m["yc"]), float(m["xc"])])  # the p draw, then yc, xc
-    real = random.uniform
-    random.uniform = lambda a, b: next(draws)
-    try:
-        out = mo(ds.get_image_and_label(idx))
-    finally:
-        random.uniform = real
-    if n == 4:
-        assert next(draws, None) is None, "Mosaic drew other numbers than p, yc and xc"
-    return out
-
-
 @pytest.mark.parametrize("n", [4, 9])
-def test_mosaic_is_ultralytics(yolo_png, n: int) -> None:
+def test_mosaic_is_ultralytics(yolo_png, monkeypatch: pytest.MonkeyPatch, n: int) -> None:
     addr, ds = yolo_png
     primaries: List[int] = []
     partners = set()
@@ -104,26 +87,17 @@ def test_mosaic_is_ultralytics(yolo_png, n: int) -> None:
                     assert m["indexes"][0] == idx and len(m["indexes"]) == n
                     partners.update(m["indexes"][1:])
                     primaries.append(idx)
-                    want = ultralytics_mosaic(ds, n, idx, m)
-                    got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]  # RGB CHW to BGR HWC
-                    assert want["img"].shape == got.shape
-                    diff = np.abs(want["img"].astype(int) - got.astype(int))
-                    assert diff.max() == 0, f"sample {idx} ({m}): {int((diff > 0).sum())} bytes differ, by up to {diff.max()}"
+                    want = mosaic_of(ds, idx, m, IMGSZ, monkeypatch)
                     ins = want["instances"]
                     assert ins._bboxes.format == "xyxy" and not ins.normalized
-                    wb = ins.bboxes.astype(np.float32)
-                    gb = t["boxes"].numpy()
-                    assert gb.shape == wb.shape, (idx, m, gb, wb)
-                    np.testing.assert_allclose(gb, wb, atol=1e-3, rtol=0)
-                    boxes += len(gb)
-                    assert t["labels"].tolist() == want["cls"].reshape(-1).astype(int).tolist()
+                    boxes += len(assert_served(served_bgr(images, i), t, want, f"sample {idx} ({m})"))
             assert not list(ld.sample_errors)
     # Every index a primary exactly once an epoch: partners not consumed.
     assert sorted(primaries) == sorted(list(range(N)) * 2)
     assert len(partners) > N // 2 and boxes > 2 * N
 
 
-def test_mixup_is_ultralytics(yolo_png) -> None:
+def test_mixup_is_ultralytics(yolo_png, monkeypatch: pytest.MonkeyPatch) -> None:
     """MixUp(p=0.5) after the Mosaic: a mixed sample's trace names its
     partner's mosaic and the ratio; ultralytics' MixUp with the Mosaic as
     its pre_transform, those forced, gives the same pixels and boxes."""
@@ -135,74 +109,28 @@ def test_mixup_is_ultralytics(yolo_png) -> None:
             images, targets, indices = b
             for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
                 op, m = b.trace[i][0]
-                want = ultralytics_mosaic(ds, 4, idx, m)
+                want = mosaic_of(ds, idx, m, IMGSZ, monkeypatch)
                 if len(b.trace[i]) > 1:
                     op2, mx = b.trace[i][1]
                     assert op2 == "yolo_mixup" and 0 < mx["r"] < 1, b.trace[i]
-                    m2 = mx["mosaic"]
-                    pre = augment.Mosaic(ds, imgsz=IMGSZ, p=1.0, n=4)
-                    pre.get_indexes = lambda m2=m2: list(m2["indexes"][1:])
-                    mix = augment.MixUp(ds, pre_transform=pre, p=1.0)
-                    mix.get_indexes = lambda m2=m2: m2["indexes"][0]
-                    draws = iter([0.0, 0.0, float(m2["yc"]), float(m2["xc"])])  # MixUp's p, then the partner's mosaic
-                    real, real_beta = random.uniform, np.random.beta
-                    random.uniform = lambda a, b_: next(draws)
-                    np.random.beta = lambda a, b_: mx["r"]
-                    try:
-                        want = mix(want)
-                    finally:
-                        random.uniform, np.random.beta = real, real_beta
-                    assert next(draws, None) is None
+                    want = mixup(ds, want, mx, [mosaic(ds, mx["mosaic"], IMGSZ)], monkeypatch)
                     mixed += 1
-                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]
-                diff = np.abs(want["img"].astype(int) - got.astype(int))
-                assert diff.max() == 0, f"sample {idx} ({b.trace[i]}): {int((diff > 0).sum())} bytes differ"
-                np.testing.assert_allclose(t["boxes"].numpy(), want["instances"].bboxes.astype(np.float32), atol=1e-3, rtol=0)
-                assert t["labels"].tolist() == want["cls"].reshape(-1).astype(int).tolist()
+                assert_served(served_bgr(images, i), t, want, f"sample {idx} ({b.trace[i]})")
         assert not list(ld.sample_errors)
     assert 0 < mixed < N
-
-
-class Forced:
-    """Stands in for ultralytics' `random` module: uniform() and random()
-    give the given values in order (test_yolo_ops.py's)."""
-
-    def __init__(self, uniform: List[float], rand: List[float]) -> None:
-        self.u, self.r = iter(uniform), iter(rand)
-
-    def uniform(self, lo: float, hi: float) -> float:
-        return next(self.u)
-
-    def random(self) -> float:
-        return next(self.r)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(random, name)
 
 
 def replay_after(labels: Dict[str, Any], steps: List[Any], monkeypatch: pytest.MonkeyPatch) -> Dict[str, Any]:
     """The yolo preset's ops after its geometry's first step, ultralytics'
     own with the trace's draws forced: RandomPerspective (v8_transforms'
     default hyp, size 640), RandomHSV, RandomFlip."""
-    for name, args in steps:
-        if name == "yolo_random_perspective":
-            assert args["warp_perspective"] == 0 and list(args["size"]) == [640, 640]
-            op = augment.RandomPerspective(degrees=0.0, translate=0.1, scale=0.5, shear=0.0, perspective=0.0, size=(640, 640))
-            with monkeypatch.context() as m:
-                m.setattr(augment, "random", Forced([*args["perspective"], args["angle"], args["scale"], *args["shear"],
-                                                     *args["translate"]], []))
-                labels = op(labels)
-        elif name == "yolo_random_hsv":
-            with monkeypatch.context() as m:
-                m.setattr(augment.np.random, "uniform", lambda *a, **k: np.array(args["r"], np.float64))
-                labels = augment.RandomHSV(1.0, 1.0, 1.0)(labels)
-        elif name == "yolo_fliplr":
-            with monkeypatch.context() as m:
-                m.setattr(augment, "random", Forced([], [0.0]))  # drawn: flipped
-                labels = augment.RandomFlip(p=0.5, direction="horizontal")(labels)
-        else:
-            raise AssertionError(f"unexpected step {name} in {steps}")
-    return labels
+    if steps and steps[0][0] == "yolo_random_perspective":
+        args = steps[0][1]
+        assert args["warp_perspective"] == 0 and list(args["size"]) == [640, 640]
+        op = augment.RandomPerspective(degrees=0.0, translate=0.1, scale=0.5, shear=0.0, perspective=0.0, size=(640, 640))
+        labels = warp(op, args, labels, monkeypatch)
+        steps = steps[1:]
+    return finish(labels, steps, monkeypatch)
 
 
 @pytest.mark.parametrize("transform", ["yolo", "no-hsv"])
@@ -234,48 +162,19 @@ def test_yolo_preset_is_ultralytics(yolo_png, monkeypatch: pytest.MonkeyPatch, t
                     name, args = trace[0]
                     if epoch == 0:
                         assert name == "yolo_mosaic", trace
-                        want = ultralytics_mosaic640(ds, idx, args)
+                        want = mosaic_of(ds, idx, args, 640, monkeypatch)
                     else:
                         assert name == "yolo_load_image", trace
                         want = ds.get_image_and_label(idx)
                         assert list(want["img"].shape[:2]) == list(args["size"]), (trace[0], want["img"].shape)
                     want = replay_after(want, trace[1:], monkeypatch)
                     flips += any(s[0] == "yolo_fliplr" for s in trace)
-                    got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]
-                    d = np.abs(got.astype(int) - want["img"].astype(int))
-                    assert d.max() <= tol, f"epoch {epoch} sample {idx}: {int((d > 0).sum())} bytes differ, by {int(d.max())}"
-                    off1 += int((d > 0).sum())
-                    inst = want["instances"]
-                    inst.convert_bbox("xyxy")
-                    wb = inst.bboxes.astype(np.float32)
-                    gb = t["boxes"].numpy()
-                    assert gb.shape == wb.shape, f"epoch {epoch} sample {idx}: {len(gb)} instances, ultralytics {len(wb)}"
-                    np.testing.assert_allclose(gb, wb, rtol=0, atol=1e-3, err_msg=f"epoch {epoch} sample {idx}")
-                    assert t["labels"].tolist() == [int(c) for c in want["cls"].reshape(-1)]
-                    boxes += len(gb)
+                    boxes += len(assert_served(served_bgr(images, i), t, want, f"epoch {epoch} sample {idx}", tol=tol))
+                    off1 += want["_off"]
                     seen[epoch] += 1
         assert not list(ld.sample_errors)
     assert seen == [N, N] and 0 < flips < 2 * N and boxes > N
     print(f"\n{label}: {off1} bytes off by 1 (RandomHSV)")
-
-
-def ultralytics_mosaic640(ds: YOLODataset, idx: int, m: Dict[str, Any]) -> Dict[str, Any]:
-    """ultralytics' Mosaic at imgsz 640 of sample idx with the trace's
-    partners and centre."""
-    mo = augment.Mosaic(ds, imgsz=640, p=1.0, n=4)
-    mo.get_indexes = lambda: list(m["indexes"][1:])
-    draws = iter([0.0, float(m["yc"]), float(m["xc"])])
-    real = random.uniform
-    random.uniform = lambda a, b: next(draws)
-    try:
-        return mo(ds.get_image_and_label(idx))
-    finally:
-        random.uniform = real
-
-
-def persp_draws(args: Dict[str, Any]) -> List[float]:
-    """A yolo_random_perspective step's draws in RandomPerspective's order."""
-    return [*args["perspective"], args["angle"], args["scale"], *args["shear"], *args["translate"]]
 
 
 def test_mixup_after_perspective_is_ultralytics(yolo_png, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -295,30 +194,13 @@ def test_mixup_after_perspective_is_ultralytics(yolo_png, monkeypatch: pytest.Mo
                 trace = b.trace[i]
                 (op, m), (op1, pa) = trace[0], trace[1]
                 assert op == "yolo_mosaic" and op1 == "yolo_random_perspective", trace
-                want = ultralytics_mosaic(ds, 4, idx, m)
-                with monkeypatch.context() as mp:
-                    mp.setattr(augment, "random", Forced(persp_draws(pa), []))
-                    want = augment.RandomPerspective(**hyp)(want)
+                want = warp(augment.RandomPerspective(**hyp), pa, mosaic_of(ds, idx, m, IMGSZ, monkeypatch), monkeypatch)
                 if len(trace) > 2:
                     op2, mx = trace[2]
                     assert op2 == "yolo_mixup", trace
-                    m2, pa2 = mx["mosaic"], mx["perspective"][1]
-                    mo = augment.Mosaic(ds, imgsz=IMGSZ, p=1.0, n=4)
-                    mo.get_indexes = lambda m2=m2: list(m2["indexes"][1:])
-                    mix = augment.MixUp(ds, pre_transform=augment.Compose([mo, augment.RandomPerspective(**hyp)]), p=1.0)
-                    mix.get_indexes = lambda m2=m2: m2["indexes"][0]
-                    with monkeypatch.context() as mp:
-                        # MixUp's p, the partner's Mosaic's p, yc, xc, then its warp's
-                        mp.setattr(augment, "random", Forced([0.0, 0.0, float(m2["yc"]), float(m2["xc"]), *persp_draws(pa2)], []))
-                        mp.setattr(augment.np.random, "beta", lambda a, b_: mx["r"])
-                        want = mix(want)
+                    pre = [mosaic(ds, mx["mosaic"], IMGSZ), augment.RandomPerspective(**hyp)]
+                    want = mixup(ds, want, mx, pre, monkeypatch)
                     mixed += 1
-                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]
-                d = np.abs(want["img"].astype(int) - got.astype(int))
-                assert d.max() == 0, f"sample {idx} ({trace}): {int((d > 0).sum())} bytes differ"
-                inst = want["instances"]
-                inst.convert_bbox("xyxy")
-                np.testing.assert_allclose(t["boxes"].numpy(), inst.bboxes.astype(np.float32), atol=1e-3, rtol=0)
-                assert t["labels"].tolist() == want["cls"].reshape(-1).astype(int).tolist()
+                assert_served(served_bgr(images, i), t, want, f"sample {idx} ({trace})")
         assert not list(ld.sample_errors)
     assert 0 < mixed < N

@@ -14,7 +14,6 @@ mosaic's clip or the warp takes off the canvas made invisible).
 from __future__ import annotations
 
 import os
-import random
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
@@ -31,7 +30,8 @@ from ultralytics.data.dataset import YOLODataset  # noqa: E402
 
 import stoker  # noqa: E402
 from stoker import transforms as T  # noqa: E402
-from test_yolo_ops import FLIP_IDX, N, P, Forced, pose  # noqa: E402,F401 (the fixture)
+from test_yolo_ops import FLIP_IDX, N, P, pose  # noqa: E402,F401 (the fixture)
+from yolo_replay import assert_served, finish, mixup, mosaic, mosaic_of, served_bgr, warp  # noqa: E402
 
 IMGSZ = 160
 # v8_transforms' RandomPerspective with more rotation and shear than its
@@ -49,66 +49,25 @@ RECIPES: Dict[str, List[Any]] = {
 }
 
 
-def mosaic(ds: YOLODataset, m: Dict[str, Any]) -> augment.Mosaic:
-    """ultralytics' Mosaic whose get_indexes answers the trace's partners."""
-    mo = augment.Mosaic(ds, imgsz=IMGSZ, p=1.0, n=m["n"])
-    mo.get_indexes = lambda: list(m["indexes"][1:])
-    return mo
-
-
-def centre(m: Dict[str, Any]) -> List[float]:
-    """A Mosaic's draws after its p: yc, xc for 4, none for 9."""
-    return [float(m["yc"]), float(m["xc"])] if m["n"] == 4 else []
-
-
-def persp_draws(args: Dict[str, Any]) -> List[float]:
-    return [*args["perspective"], args["angle"], args["scale"], *args["shear"], *args["translate"]]
-
-
 def rebuild(ds: YOLODataset, idx: int, trace: List[Any], monkeypatch: pytest.MonkeyPatch) -> Dict[str, Any]:
     """Sample idx as ultralytics makes it with the trace's draws forced."""
     name, m = trace[0]
-    assert name == "yolo_mosaic" and m["indexes"][0] == idx, trace
-    with monkeypatch.context() as mp:
-        mp.setattr(augment, "random", Forced([0.0, *centre(m)], []))
-        labels = mosaic(ds, m)(ds.get_image_and_label(idx))
+    assert name == "yolo_mosaic", trace
+    labels = mosaic_of(ds, idx, m, IMGSZ, monkeypatch)
     rest = trace[1:]
     persp = None
     if rest and rest[0][0] == "yolo_random_perspective":
         persp = augment.RandomPerspective(size=(IMGSZ, IMGSZ), **PERSP)
-        with monkeypatch.context() as mp:
-            mp.setattr(augment, "random", Forced(persp_draws(rest[0][1]), []))
-            labels = persp(labels)
+        labels = warp(persp, rest[0][1], labels, monkeypatch)
         rest = rest[1:]
     if rest and rest[0][0] == "yolo_mixup":
         mx = rest[0][1]
-        m2 = mx["mosaic"]
-        pre: List[Any] = [mosaic(ds, m2)]
-        draws = [0.0, 0.0, *centre(m2)]  # MixUp's p, the partner's Mosaic's p, its centre
+        pre: List[Any] = [mosaic(ds, mx["mosaic"], IMGSZ)]
         if persp is not None:
             pre.append(augment.RandomPerspective(size=(IMGSZ, IMGSZ), **PERSP))
-            draws += persp_draws(mx["perspective"][1])
-        mix = augment.MixUp(ds, pre_transform=augment.Compose(pre), p=1.0)
-        mix.get_indexes = lambda: m2["indexes"][0]
-        with monkeypatch.context() as mp:
-            mp.setattr(augment, "random", Forced(draws, []))
-            mp.setattr(augment.np.random, "beta", lambda a, b: mx["r"])
-            labels = mix(labels)
+        labels = mixup(ds, labels, mx, pre, monkeypatch)
         rest = rest[1:]
-    for name, args in rest:
-        if name == "yolo_random_hsv":
-            with monkeypatch.context() as mp:
-                mp.setattr(augment.np.random, "uniform", lambda *a, **k: np.array(args["r"], np.float64))
-                labels = augment.RandomHSV(1.0, 1.0, 1.0)(labels)
-        elif name in ("yolo_fliplr", "yolo_flipud"):
-            assert args["flip_idx"] == FLIP_IDX, args
-            op = augment.RandomFlip(p=0.5, direction="horizontal" if name == "yolo_fliplr" else "vertical", flip_idx=args["flip_idx"])
-            with monkeypatch.context() as mp:
-                mp.setattr(augment, "random", Forced([], [0.0]))  # drawn: flipped
-                labels = op(labels)
-        else:
-            raise AssertionError(f"unexpected step {name} in {trace}")
-    return labels
+    return finish(labels, rest, monkeypatch, flip_idx=FLIP_IDX)
 
 
 @pytest.mark.parametrize("recipe", list(RECIPES))
@@ -131,17 +90,9 @@ def test_mosaic_keypoints_are_ultralytics(pose: Any, monkeypatch: pytest.MonkeyP
                 want = rebuild(ds, idx, trace, monkeypatch)
                 mixed += any(s[0] == "yolo_mixup" for s in trace)
                 flips += any(s[0] in ("yolo_fliplr", "yolo_flipud") for s in trace)
-                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]  # RGB CHW to BGR HWC
-                d = np.abs(got.astype(int) - want["img"].astype(int))
-                assert d.max() <= (1 if hsv else 0), f"{recipe} sample {idx}: {int((d > 0).sum())} bytes differ, by {int(d.max())}"
-                inst = want["instances"]
-                inst.convert_bbox("xyxy")
-                wb = inst.bboxes.astype(np.float32)
-                gb = t["boxes"].numpy()
                 where = f"{recipe} sample {idx} ({trace[0][1]['indexes']})"
-                assert gb.shape == wb.shape, f"{where}: {len(gb)} instances, ultralytics {len(wb)}"
-                assert t["labels"].tolist() == [int(c) for c in want["cls"].reshape(-1)], f"{where}: classes"
-                np.testing.assert_allclose(gb, wb, rtol=0, atol=1e-3, err_msg=f"{where}: boxes")
+                wb = assert_served(served_bgr(images, i), t, want, where, tol=1 if hsv else 0)
+                inst = want["instances"]
                 wk = inst.keypoints
                 assert wk is not None and wk.shape == (len(wb), P, 3), where
                 gk = t["keypoints"].numpy().reshape(-1, P, 2)

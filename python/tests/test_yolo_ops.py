@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import subprocess
 import tempfile
 from pathlib import Path
@@ -39,6 +38,7 @@ from ultralytics.utils.instance import Instances  # noqa: E402
 import stoker  # noqa: E402
 from stoker import transforms as T  # noqa: E402
 from stoker._local import LocalServer  # noqa: E402
+from yolo_replay import assert_served, finish, served_bgr, warp  # noqa: E402
 
 N = 16
 P = 5
@@ -126,23 +126,6 @@ def pose(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         yield srv.addr, out
 
 
-class Forced:
-    """Stands in for ultralytics' `random` module: uniform() and random()
-    give the given values in order."""
-
-    def __init__(self, uniform: List[float], rand: List[float]) -> None:
-        self.u, self.r = iter(uniform), iter(rand)
-
-    def uniform(self, lo: float, hi: float) -> float:
-        return next(self.u)
-
-    def random(self) -> float:
-        return next(self.r)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(random, name)
-
-
 def load_image(path: Path, imgsz: int) -> np.ndarray:
     """BaseDataset.load_image with augment=True: cv2.imread, the long side
     to imgsz (cv2.INTER_LINEAR)."""
@@ -187,22 +170,9 @@ def replay(monkeypatch: pytest.MonkeyPatch, r: Dict[str, Any], trace: List[Any],
             op = augment.RandomPerspective(degrees=p["degrees"], translate=p["translate"], scale=p["scale"], shear=p["shear"],
                                            perspective=p["perspective"], size=size if "size" in p else None)
             assert args["warp_perspective"] == (1 if p["perspective"] else 0)
-            with monkeypatch.context() as m:
-                m.setattr(augment, "random", Forced([*args["perspective"], args["angle"], args["scale"], *args["shear"],
-                                                     *args["translate"]], []))
-                labels = op(labels)
-        elif name == "yolo_random_hsv":
-            with monkeypatch.context() as m:
-                m.setattr(augment.np.random, "uniform", lambda *a, **k: np.array(args["r"], np.float64))
-                labels = augment.RandomHSV(1.0, 1.0, 1.0)(labels)
-        elif name in ("yolo_fliplr", "yolo_flipud"):
-            op = augment.RandomFlip(p=0.5, direction="horizontal" if name == "yolo_fliplr" else "vertical",
-                                    flip_idx=args["flip_idx"])
-            with monkeypatch.context() as m:
-                m.setattr(augment, "random", Forced([], [0.0]))  # drawn: flipped
-                labels = op(labels)
+            labels = warp(op, args, labels, monkeypatch)
         else:
-            raise AssertionError(f"unexpected step {name} in {trace}")
+            labels = finish(labels, [(name, args)], monkeypatch, flip_idx=FLIP_IDX)
     return labels
 
 
@@ -222,19 +192,9 @@ def test_yolo_ops_are_ultralytics(pose: Any, monkeypatch: pytest.MonkeyPatch, re
                 steps.update(s[0] for s in trace)
                 want = replay(monkeypatch, r, trace, out / "images" / "train" / path,
                               out / "labels" / "train" / (Path(path).stem + ".txt"))
-                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]  # RGB CHW to BGR HWC
-                wimg = want["img"]
-                assert got.shape == wimg.shape, (path, got.shape, wimg.shape)
-                d = np.abs(got.astype(int) - wimg.astype(int))
-                assert d.max() <= (1 if hsv else 0), f"{recipe} {path}: {int((d > 0).sum())} bytes differ, by {int(d.max())}"
-                off1 += int((d > 0).sum())
-                inst = want["instances"]
-                inst.convert_bbox("xyxy")
-                wb = inst.bboxes.astype(np.float32)
-                gb = t["boxes"].numpy()
-                assert gb.shape == wb.shape, f"{recipe} {path}: {len(gb)} instances kept, ultralytics {len(wb)}"
-                assert t["labels"].tolist() == [int(c) for c in want["cls"].reshape(-1)], f"{recipe} {path}: classes"
-                np.testing.assert_allclose(gb, wb, rtol=0, atol=1e-3, err_msg=f"{recipe} {path}: boxes")
+                wb = assert_served(served_bgr(images, i), t, want, f"{recipe} {path}", tol=1 if hsv else 0)
+                off1 += want["_off"]
+                gb, inst = t["boxes"].numpy(), want["instances"]
                 wk = inst.keypoints
                 gk = t["keypoints"].numpy().reshape(wk.shape[0], P, 2)
                 np.testing.assert_array_equal(t["keypoints_visibility"].numpy().reshape(-1, P), wk[..., 2].astype(np.uint8),

@@ -35,9 +35,8 @@ from ultralytics.data.utils import polygon2mask, polygons2masks_overlap  # noqa:
 import stoker  # noqa: E402
 from stoker import transforms as T  # noqa: E402
 from stoker._local import LocalServer  # noqa: E402
-from test_yolo_mosaic_pose import centre, persp_draws  # noqa: E402
-from test_yolo_ops import Forced  # noqa: E402
 from yolo_bridge import labels_to_wire, run_cv  # noqa: E402
+from yolo_replay import assert_served, finish, mixup, mosaic, mosaic_of, served_bgr, warp  # noqa: E402
 
 N = 12
 IMGSZ = 160
@@ -103,13 +102,6 @@ def dataset(out: Path, imgsz: int) -> YOLODataset:
     return ds
 
 
-def mosaic(ds: YOLODataset, m: Dict[str, Any]) -> augment.Mosaic:
-    """ultralytics' Mosaic whose get_indexes answers the trace's partners."""
-    mo = augment.Mosaic(ds, imgsz=IMGSZ, p=1.0, n=m["n"])
-    mo.get_indexes = lambda: list(m["indexes"][1:])
-    return mo
-
-
 def perspective(p: Dict[str, Any], args: Dict[str, Any]) -> augment.RandomPerspective:
     size = (args["size"][1], args["size"][0])
     kw = {k: p[k] for k in ("degrees", "translate", "scale", "shear", "perspective")}
@@ -122,10 +114,7 @@ def rebuild(ds: YOLODataset, r: Dict[str, Any], idx: int, trace: List[Any], monk
     name, m = trace[0]
     rest = trace[1:]
     if name == "yolo_mosaic":
-        assert m["indexes"][0] == idx, trace
-        with monkeypatch.context() as mp:
-            mp.setattr(augment, "random", Forced([0.0, *centre(m)], []))
-            labels = mosaic(ds, m)(ds.get_image_and_label(idx))
+        labels = mosaic_of(ds, idx, m, IMGSZ, monkeypatch)
     else:
         labels = ds.get_image_and_label(idx)
         assert name == "yolo_load_image" and list(m["size"]) == list(labels["img"].shape[:2]), (trace[0], labels["img"].shape)
@@ -137,38 +126,16 @@ def rebuild(ds: YOLODataset, r: Dict[str, Any], idx: int, trace: List[Any], monk
             labels = augment.LetterBox(new_shape=lb["new_shape"], scaleup=lb["scaleup"], center=lb["center"])(labels)
         else:
             persp = dict(r["persp"], ops=True) if "ops" in r else r["persp"]
-            with monkeypatch.context() as mp:
-                mp.setattr(augment, "random", Forced(persp_draws(args), []))
-                labels = perspective(persp, args)(labels)
+            labels = warp(perspective(persp, args), args, labels, monkeypatch)
         rest = rest[1:]
     if rest and rest[0][0] == "yolo_mixup":
         mx = rest[0][1]
-        m2 = mx["mosaic"]
-        pre: List[Any] = [mosaic(ds, m2)]
-        draws = [0.0, 0.0, *centre(m2)]  # MixUp's p, the partner's Mosaic's p, its centre
+        pre: List[Any] = [mosaic(ds, mx["mosaic"], IMGSZ)]
         if persp is not None:
             pre.append(perspective(persp, mx["perspective"][1]))
-            draws += persp_draws(mx["perspective"][1])
-        mix = augment.MixUp(ds, pre_transform=augment.Compose(pre), p=1.0)
-        mix.get_indexes = lambda: m2["indexes"][0]
-        with monkeypatch.context() as mp:
-            mp.setattr(augment, "random", Forced(draws, []))
-            mp.setattr(augment.np.random, "beta", lambda a, b: mx["r"])
-            labels = mix(labels)
+        labels = mixup(ds, labels, mx, pre, monkeypatch)
         rest = rest[1:]
-    for name, args in rest:
-        if name == "yolo_random_hsv":
-            with monkeypatch.context() as mp:
-                mp.setattr(augment.np.random, "uniform", lambda *a, **k: np.array(args["r"], np.float64))
-                labels = augment.RandomHSV(1.0, 1.0, 1.0)(labels)
-        elif name in ("yolo_fliplr", "yolo_flipud"):
-            op = augment.RandomFlip(p=0.5, direction="horizontal" if name == "yolo_fliplr" else "vertical")
-            with monkeypatch.context() as mp:
-                mp.setattr(augment, "random", Forced([], [0.0]))  # drawn: flipped
-                labels = op(labels)
-        else:
-            raise AssertionError(f"unexpected step {name} in {trace}")
-    return labels
+    return finish(labels, rest, monkeypatch)
 
 
 @pytest.mark.parametrize("recipe", list(RECIPES))
@@ -187,17 +154,8 @@ def test_segment_boxes_are_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch
                 want = rebuild(ds, r, idx, trace, monkeypatch)
                 warped += any(s[0] == "yolo_random_perspective" for s in trace)
                 where = f"{recipe} sample {idx} ({trace[0][1].get('indexes', '')})"
-                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]  # RGB CHW to BGR HWC
-                assert got.shape == want["img"].shape, where
-                d = np.abs(got.astype(int) - want["img"].astype(int))
-                assert d.max() <= (1 if hsv else 0), f"{where}: {int((d > 0).sum())} bytes differ, by {int(d.max())}"
-                inst = want["instances"]
-                inst.convert_bbox("xyxy")
-                wb = inst.bboxes.astype(np.float32)
-                gb = t["boxes"].numpy()
-                assert gb.shape == wb.shape, f"{where}: {len(gb)} instances, ultralytics {len(wb)}"
-                assert t["labels"].tolist() == [int(c) for c in want["cls"].reshape(-1)], f"{where}: classes"
-                np.testing.assert_allclose(gb, wb, rtol=0, atol=1e-3, err_msg=f"{where}: boxes")
+                wb = assert_served(served_bgr(images, i), t, want, where, tol=1 if hsv else 0)
+                gb, inst = t["boxes"].numpy(), want["instances"]
                 assert len(inst.segments) == len(wb), f"{where}: ultralytics has {len(inst.segments)} segments"
                 segmented += len(wb)
                 inexact += int((gb != wb).sum())
