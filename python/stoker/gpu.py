@@ -1,5 +1,7 @@
 """Batch-level augmentations on the trainer's device, one draw per sample:
-MixUp, CutMix, a RandomChoice of them, and RandomErasing.
+MixUp, CutMix, a RandomChoice of them, and RandomErasing; and one draw per
+batch: MultiScale, a size for the whole batch (ultralytics' multi_scale,
+D-FINE's collate), its targets resized with it (:mod:`stoker._multiscale`).
 
 torchvision.transforms.v2's MixUp, CutMix and RandomErasing draw once per
 batch (torchvision issues #8484 and #2929): every image of a batch gets the
@@ -55,11 +57,12 @@ import numpy as np
 
 from stoker import _args
 from stoker import _gpu_kernels as K
+from stoker._multiscale import MultiScale
 from stoker._seeded import Key
 from stoker._seeded import Seeded as _Seeded
 from stoker._seeded import check_images as _check_images
 
-__all__ = ["MixUp", "CutMix", "RandomChoice", "RandomErasing"]
+__all__ = ["MixUp", "CutMix", "RandomChoice", "RandomErasing", "MultiScale"]
 
 # Salts that keep each kind of op's draws apart for the same seed and key.
 _SALT_MIX, _SALT_ERASE = 0x6D6978, 0x657261
