@@ -134,9 +134,8 @@ var (
 			return w + st.I[0] + st.I[2], h + st.I[1] + st.I[3], nil
 		},
 		masks: func(t *Targets, st *Step) error {
-			if st.Fill != [3]float64{} {
-				return fmt.Errorf("%w: targets' masks: a pad of fill %v (torchvision fills a Mask with the op's fill): masks are padded with 0 only", ErrUnsupported, st.Fill)
-			}
+			// With 0: the step's Fill is the pixels', and CheckMasks
+			// refused an op whose masks' fill is another.
 			l, tp := st.I[0], st.I[1]
 			t.cropMasks(-tp, -l, len(t.mm.ys)+tp+st.I[3], len(t.mm.xs)+l+st.I[2])
 			return nil
@@ -200,7 +199,8 @@ func init() {
 	size := param{name: "size", typ: pSize}
 	interp := param{name: "interpolation", typ: pInterp, def: "'bilinear'"}
 	antialias := param{name: "antialias", typ: pBool, def: "True"}
-	fill := param{name: "fill", typ: pFill, def: "0"}
+	// A fill per type on the ops whose masks follow (Op.FillTyped).
+	fill := param{name: "fill", typ: pFillBy, def: "0"}
 	mode := param{name: "padding_mode", typ: pString, def: "'constant'"}
 	geometry := func(d opDef) {
 		d.geometry, d.targets = true, targetsMove
@@ -293,9 +293,10 @@ func formatInterp(b *strings.Builder, op *Op) {
 	b.WriteString(")")
 }
 
-// fillMasks refuses a padding op's fill other than 0 with masks.
+// fillMasks refuses a padding op whose masks' fill is not 0: a fill per
+// type's Mask value (FillTyped), else its one fill, every type's.
 func fillMasks(op *Op) error {
-	if op.Fill != [3]float64{} {
+	if op.FillTyped && op.FillMask != 0 || !op.FillTyped && op.Fill != [3]float64{} {
 		return errMaskFill(op)
 	}
 	return nil
@@ -303,7 +304,19 @@ func fillMasks(op *Op) error {
 
 // errMaskFill is the error of an op whose fill a job's masks cannot take.
 func errMaskFill(op *Op) error {
-	return fmt.Errorf("fill %v with masks: torchvision fills a Mask with the op's fill too (a dict fill {Image: v, Mask: 0} keeps it 0, which stoker cannot tell): masks are filled with 0 only; use fill=0", op.Fill)
+	if op.FillTyped {
+		return fmt.Errorf("mask fill %v: masks are filled with 0 only (a Mask fill of 1 or more is not written yet)", op.FillMask)
+	}
+	return fmt.Errorf("fill %v with masks: torchvision fills a Mask with the op's fill too: masks are filled with 0 only; "+
+		"use fill=0, or a fill per type, {tv_tensors.Image: %v, tv_tensors.Mask: 0}, for the pixels alone", op.Fill, fillText(op.Fill))
+}
+
+// fillText is a fill as Python writes it: one number, or a tuple of three.
+func fillText(f [3]float64) string {
+	if f[0] == f[1] && f[1] == f[2] {
+		return fmt.Sprint(f[0])
+	}
+	return fmt.Sprintf("(%v, %v, %v)", f[0], f[1], f[2])
 }
 
 // A Resize((h, w)) or a CenterCrop after a RandomRotation with

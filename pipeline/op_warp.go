@@ -136,7 +136,7 @@ var (
 func init() {
 	defineOp(opDef{kind: OpRandomRotation, doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill; expand grows the image to hold all of it",
 		params: []param{{name: "degrees", typ: pRange}, {name: "interpolation", typ: pInterp, def: "'nearest'"},
-			{name: "expand", typ: pBool, def: "False", field: "Expand"}, {name: "center", typ: pFloats, def: "None"}, {name: "fill", typ: pFill, def: "0"}},
+			{name: "expand", typ: pBool, def: "False", field: "Expand"}, {name: "center", typ: pFloats, def: "None"}, {name: "fill", typ: pFillBy, def: "0"}},
 		targets: targetsMove, compile: compileWarp, format: formatNone, masks: warpMasks,
 		draw: func(n *node, r *RNG, d *drawer) {
 			op := n.op
@@ -157,7 +157,7 @@ func init() {
 	defineOp(opDef{kind: OpRandomAffine, doc: "an affine map of drawn angle, translation, scale and shear, about center",
 		params: []param{{name: "degrees", typ: pRange}, {name: "translate", typ: pFloats, def: "None"}, {name: "scale", typ: pFloats, def: "None"},
 			{name: "shear", typ: pFloats, def: "None"}, {name: "interpolation", typ: pInterp, def: "'nearest'"},
-			{name: "fill", typ: pFill, def: "0"}, {name: "center", typ: pFloats, def: "None"}},
+			{name: "fill", typ: pFillBy, def: "0"}, {name: "center", typ: pFloats, def: "None"}},
 		targets: targetsMove, compile: compileWarp, format: formatNone, masks: warpMasks,
 		draw:  func(n *node, r *RNG, d *drawer) { n.drawAffine(r, d) },
 		maxNs: func(n *node, w, h int) float64 { return stepNs(Step{Fn: FnAffine, Interp: n.op.Interp}, w, h) }})
@@ -196,13 +196,14 @@ func init() {
 		}})
 }
 
-// warpMasks refuses a rotation's or affine's fill other than 0 with
-// masks: torchvision fills a Mask with the op's fill too.
+// warpMasks refuses a rotation or affine whose masks' fill is not 0:
+// torchvision fills a Mask with the op's fill too (None: 0), or with a
+// fill per type's Mask value.
 func warpMasks(op *Op) error {
-	if op.Fill != [3]float64{} && !op.FillNone {
-		return errMaskFill(op)
+	if op.FillNone && !op.FillTyped {
+		return nil
 	}
-	return nil
+	return fillMasks(op)
 }
 
 // compileWarp checks RandomRotation's and RandomAffine's arguments.

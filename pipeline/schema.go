@@ -29,10 +29,12 @@ const (
 	pFloats           // a list of numbers
 	pInts             // a list of integers
 	pAny              // one of several forms (its doc says which)
+	pFillBy           // a fill, or torchvision's fill per type: {Image: v, Mask: m, "others": o}
 )
 
 var paramTypeNames = [...]string{pFloat: "float", pInt: "int", pBool: "bool", pRange: "range", pSize: "size", pFill: "fill",
-	pInterp: "interpolation", pString: "str", pOps: "ops", pFloats: "floats", pInts: "ints", pAny: "any"}
+	pInterp: "interpolation", pString: "str", pOps: "ops", pFloats: "floats", pInts: "ints", pAny: "any",
+	pFillBy: "typed_fill"}
 
 // param is one argument of an op.
 type param struct {

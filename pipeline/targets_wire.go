@@ -97,11 +97,9 @@ func (t *Targets) startMasks(w, h int) {
 }
 
 // turnMasks moves t's masks through a rotate or affine step (nearest,
-// fill 0, as rotate_mask and affine_mask); a fill other than 0 is refused.
+// fill 0, as rotate_mask and affine_mask): the step's Fill is the
+// pixels', and CheckMasks refused an op whose masks' fill is not 0.
 func turnMasks(t *Targets, st *Step, rotate bool) error {
-	if st.Fill != [3]float64{} && !st.FillNone {
-		return fmt.Errorf("%w: targets' masks: %s with fill %v (torchvision fills a Mask with the op's fill): masks are filled with 0 only", ErrUnsupported, st.Fn, st.Fill)
-	}
 	t.turn(st, rotate)
 	return nil
 }
@@ -160,7 +158,7 @@ func centerCropStart(n, c int) int {
 // moveMasks moves t's mask maps through steps, as torchvision's Mask
 // kernels move a tv_tensors.Mask: resized_crop (crop, then resize_mask's
 // nearest), resize, center_crop, crop (RandomCrop's, RandomIoUCrop's),
-// pad (fill 0: a pad of another fill is refused for masks, CheckMasks),
+// pad (fill 0: an op whose masks' fill is another is refused, CheckMasks),
 // the flips, rotate and affine (nearest, fill 0: turnMasks). Ops on
 // pixels alone leave them; any other step is an error.
 func (t *Targets) moveMasks(steps []Step) error {
@@ -243,9 +241,9 @@ func TargetKeypoints(ds Dataset) int {
 
 // CheckMasks refuses a transform whose geometry masks do not follow: a
 // Pad, RandomCrop, RandomZoomOut, RandomRotation or RandomAffine whose
-// fill is not 0 (torchvision fills a Mask with a plain fill too, and
-// stoker's ops keep one fill, the image's). A FixedSizeCrop pads masks
-// with 0, as the detection references' does.
+// masks' fill is not 0 (torchvision fills a Mask with a plain fill too;
+// a fill per type, Op.FillTyped, gives the masks their own). A
+// FixedSizeCrop pads masks with 0, as the detection references' does.
 func CheckMasks(t *Transform) error {
 	return checkMaskOps(t.ops, "")
 }

@@ -67,8 +67,10 @@ type Op struct {
 	// value per channel; FillNone is torchvision's fill=None (the
 	// policies' default), which for bilinear keeps a border pixel's inside
 	// taps instead of blending towards a fill.
-	Fill     [3]float64
-	FillNone bool
+	Fill      [3]float64
+	FillNone  bool
+	FillTyped bool    // a fill per type ({Image: v, Mask: m}): Fill (FillNone) the pixels' alone
+	FillMask  float64 // with FillTyped, the masks' fill (else Fill is every type's; CheckMasks)
 	// Center: RandomRotation's and RandomAffine's center, pixels from the
 	// top left; HasCenter false is None (the image's center).
 	Center    [2]float64

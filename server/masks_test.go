@@ -140,6 +140,8 @@ func TestMasksRefused(t *testing.T) {
 		{"pad fill", true, masks, 0, []*pb.Op{pad, center}, "Pad (op 0): fill [5 5 5] with masks"},
 		{"perspective", true, masks, 0, []*pb.Op{rrcOp(32), {Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{}}}},
 			"RandomPerspective (op 1): masks through RandomPerspective are not written yet"},
+		{"mask fill", true, masks, 0, []*pb.Op{typedPad(5, 1), center}, "Pad (op 0): mask fill 1: masks are filled with 0 only"},
+		{"mask fill not a byte", true, masks, 0, []*pb.Op{typedPad(5, 0.5), center}, "mask_fill 0.5: want an integer 0..255"},
 	} {
 		job := smallJob("det", 8)
 		job.Job.Targets, job.Job.TargetFields, job.Job.MaxTargetsBytes = c.targets, c.fields, c.max
@@ -151,6 +153,67 @@ func TestMasksRefused(t *testing.T) {
 		cancel()
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want INVALID_ARGUMENT saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+// typedPad is a Pad of 4 with a fill per type: fill to the pixels, mask to
+// the masks.
+func typedPad(fill, mask float64) *pb.Op {
+	return &pb.Op{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{fill}, MaskFill: &mask}}}
+}
+
+// TestMasksFillPerType: a Pad, a RandomZoomOut and a RandomRotation with a
+// fill per type ({Image: v, Mask: 0}) give masks byte for byte those of
+// the same job with fill 0, and pixels that differ (the fill is the
+// pixels').
+func TestMasksFillPerType(t *testing.T) {
+	ann, _ := photosMasks(t)
+	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1})
+	zero := 0.0
+	crop40 := &pb.Op{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 40, Width: 40}}}
+	resize := &pb.Op{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 48, Width: 48}}}
+	zoom := func(fill []float64, mask *float64) *pb.Op {
+		p := 1.0
+		return &pb.Op{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{Fill: fill, MaskFill: mask, P: &p, SideRange: &pb.Range{Min: 1.5, Max: 2}}}}
+	}
+	rot := func(fill []float64, mask *float64) *pb.Op {
+		return &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: 20, Max: 40}, Fill: fill, MaskFill: mask}}}
+	}
+	for _, c := range []struct {
+		name        string
+		typed, zero []*pb.Op
+	}{
+		{"pad", []*pb.Op{crop40, typedPad(200, 0)}, []*pb.Op{crop40, {Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}}}}}},
+		{"zoom out", []*pb.Op{zoom([]float64{123, 117, 104}, &zero), resize}, []*pb.Op{zoom(nil, nil), resize}},
+		{"rotation", []*pb.Op{rrcOp(48), rot([]float64{9}, &zero)}, []*pb.Op{rrcOp(48), rot(nil, nil)}},
+	} {
+		run := func(ops []*pb.Op) epoch {
+			job := smallJob("det", 8)
+			job.Job.Targets, job.Job.TargetFields = true, []string{"boxes", "labels", "masks"}
+			job.Job.Transform.Ops = ops
+			return e.collect(t, job)
+		}
+		got, want := run(c.typed), run(c.zero)
+		if len(got.batches) != len(want.batches) || len(got.batches) == 0 {
+			t.Fatalf("%s: %d batches, %d with fill 0", c.name, len(got.batches), len(want.batches))
+		}
+		differ := false
+		for k, b := range got.batches {
+			w := want.batches[k]
+			gf, wf := b.hdr.GetFields(), w.hdr.GetFields()
+			if len(gf) != 1 || len(wf) != 1 || len(gf[0].GetValues()) == 0 {
+				t.Fatalf("%s: batch %d: fields %v, %v", c.name, k, gf, wf)
+			}
+			for i, v := range gf[0].GetValues() {
+				if !bytes.Equal(v, wf[0].GetValues()[i]) {
+					t.Errorf("%s: batch %d sample %d: targets (masks) differ from fill 0's", c.name, k, i)
+				}
+			}
+			differ = differ || !bytes.Equal(b.data, w.data)
+		}
+		if !differ {
+			t.Errorf("%s: the pixels are fill 0's: the image's fill was not applied", c.name)
 		}
 	}
 }

@@ -171,6 +171,20 @@ func fill(v []float64, def [3]float64, where, name string) ([3]float64, error) {
 	return def, fmt.Errorf("%w: transform: %s: %s has %d values: want 1 or 3 (one per channel)", pipeline.ErrUnsupported, where, name, len(v))
 }
 
+// maskFill sets op's fill per type from a wire op's mask_fill (nil: the
+// one fill is every type's, the masks' too): torchvision's {Image: fill,
+// Mask: mask_fill}, a uint8 Mask's value.
+func maskFill(op *pipeline.Op, v *float64, where string) error {
+	if v == nil {
+		return nil
+	}
+	if !(*v >= 0 && *v <= 255) || *v != math.Trunc(*v) {
+		return fmt.Errorf("%w: transform: %s: mask_fill %v: want an integer 0..255 (a uint8 Mask's value)", pipeline.ErrUnsupported, where, *v)
+	}
+	op.FillTyped, op.FillMask = true, *v
+	return nil
+}
+
 // rng maps a wire Range ((0, 0) when unset).
 func rng(r *stokerv1.Range) [2]float64 { return [2]float64{r.GetMin(), r.GetMax()} }
 
@@ -209,7 +223,9 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		if z.SideRange != nil {
 			op.SideRange = rng(z.SideRange)
 		}
-		op.Fill, err = fill(z.GetFill(), [3]float64{}, where, "fill")
+		if op.Fill, err = fill(z.GetFill(), [3]float64{}, where, "fill"); err == nil {
+			err = maskFill(&op, z.MaskFill, where)
+		}
 	case *stokerv1.Op_ScaleJitter:
 		j := x.ScaleJitter
 		op = pipeline.Op{Kind: pipeline.OpScaleJitter, Size: [2]int{int(j.GetTargetHeight()), int(j.GetTargetWidth())},
@@ -446,6 +462,9 @@ func rotation(r *stokerv1.RandomRotation, where string) (pipeline.Op, error) {
 	if op.FillNone = r.GetFillNone(); op.FillNone && len(r.GetFill()) > 0 {
 		return op, fmt.Errorf("%w: transform: %s: set fill or fill_none, not both", pipeline.ErrUnsupported, where)
 	}
+	if err = maskFill(&op, r.MaskFill, where); err != nil {
+		return op, err
+	}
 	op.Center, op.HasCenter, err = center(r.GetCenter(), where)
 	return op, err
 }
@@ -471,6 +490,9 @@ func affine(a *stokerv1.RandomAffine, where string) (pipeline.Op, error) {
 	}
 	if op.FillNone = a.GetFillNone(); op.FillNone && len(a.GetFill()) > 0 {
 		return op, fmt.Errorf("%w: transform: %s: set fill or fill_none, not both", pipeline.ErrUnsupported, where)
+	}
+	if err = maskFill(&op, a.MaskFill, where); err != nil {
+		return op, err
 	}
 	if op.Center, op.HasCenter, err = center(a.GetCenter(), where); err != nil {
 		return op, err
@@ -644,8 +666,10 @@ func policy(o *stokerv1.Op, where string) (pipeline.Op, error) {
 // the constant padding mode, the one stoker has.
 func randomCrop(r *stokerv1.RandomCrop, where string) (pipeline.Op, error) {
 	op := pipeline.Op{Kind: pipeline.OpRandomCrop, Size: [2]int{int(r.GetHeight()), int(r.GetWidth())}, PadIfNeeded: r.GetPadIfNeeded()}
-	err := padding(&op, r.GetPadding(), r.GetFill(), r.GetPaddingMode(), where)
-	return op, err
+	if err := padding(&op, r.GetPadding(), r.GetFill(), r.GetPaddingMode(), where); err != nil {
+		return op, err
+	}
+	return op, maskFill(&op, r.MaskFill, where)
 }
 
 // padOp is a wire Pad: RandomCrop's padding forms, fill and mode, the
@@ -655,8 +679,10 @@ func padOp(r *stokerv1.Pad, where string) (pipeline.Op, error) {
 	if len(r.GetPadding()) == 0 {
 		return op, fmt.Errorf("%w: %s: Pad without padding: want 1, 2 or 4 values", pipeline.ErrUnsupported, where)
 	}
-	err := padding(&op, r.GetPadding(), r.GetFill(), r.GetPaddingMode(), where)
-	return op, err
+	if err := padding(&op, r.GetPadding(), r.GetFill(), r.GetPaddingMode(), where); err != nil {
+		return op, err
+	}
+	return op, maskFill(&op, r.MaskFill, where)
 }
 
 // padding sets op's Padding (torchvision's pad forms, as (left, top,

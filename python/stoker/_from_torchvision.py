@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from stoker import _ops as O
 from stoker import _ops_containers as C
 from stoker import _ops_policies as P
-from stoker._ops_base import Transform
+from stoker._ops_base import Transform, fill_by_type
 from stoker._ops_generated import NAMED
 
 _BEHAVIOUR = ("forward", "__call__", "transform", "_transform", "make_params", "_get_params", "get_params",
@@ -113,6 +113,19 @@ def _dtype(d: Any) -> Any:
 def _fill_of(t: Any) -> Any:
     f = getattr(t, "fill", None)
     return _dtype(f)  # a fill per type: the Image's (or "others")
+
+
+def _fill_typed(cv: "_Converter", t: Any) -> Any:
+    """t's fill in pixels; a fill per type stays one (stoker's ops take
+    it): its pixels' in pixels, its masks' as given (ToDtype scales an
+    Image, not a Mask)."""
+    f = getattr(t, "fill", None)
+    if not isinstance(f, dict):
+        return cv.pixels(f)
+    from torchvision import tv_tensors
+
+    image, mask = fill_by_type(type(t).__name__, f)
+    return {tv_tensors.Image: cv.pixels(image), tv_tensors.Mask: mask}
 
 
 class _Converter:
@@ -618,9 +631,9 @@ def _p(cls: Callable[..., Transform]) -> Callable[[_Converter, Any, str], Transf
 
 
 def _zoom_out(cv: _Converter, t: Any) -> Transform:
-    """v2.RandomZoomOut: its fill (of a fill per type, the Image's or
-    "others"; none is 0, as F.pad's), side_range and p."""
-    fill = cv.pixels(_fill_of(t))
+    """v2.RandomZoomOut: its fill (a fill per type kept: the pixels' and
+    the masks'; none is 0, as F.pad's), side_range and p."""
+    fill = _fill_typed(cv, t)
     return O.RandomZoomOut(0 if fill is None else fill, tuple(t.side_range), t.p)
 
 
@@ -689,9 +702,9 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomAutocontrast": _p(O.RandomAutocontrast),
     "RandomAdjustSharpness": lambda cv, t, where: O.RandomAdjustSharpness(t.sharpness_factor, t.p),
     "RandomRotation": lambda cv, t, where: O.RandomRotation(t.degrees, t.interpolation, t.expand, t.center,
-                                                            cv.pixels(_fill_of(t))),
+                                                            _fill_typed(cv, t)),
     "RandomAffine": lambda cv, t, where: O.RandomAffine(t.degrees, t.translate, t.scale, t.shear, t.interpolation,
-                                                        cv.pixels(_fill_of(t)), t.center),
+                                                        _fill_typed(cv, t), t.center),
     "RandomPerspective": lambda cv, t, where: O.RandomPerspective(t.distortion_scale, t.p, t.interpolation,
                                                                   cv.pixels(_fill_of(t))),
     "RandomErasing": _erasing,

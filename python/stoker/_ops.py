@@ -5,13 +5,14 @@ torchvision.transforms.v2's names, arguments, defaults and checks."""
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from stoker._ops_base import (
     Fill,
     Size,
     Transform,
     angle,
+    fill_by_type,
     fill_list,
     fill_values,
     hw,
@@ -134,6 +135,22 @@ def _padding(cls: str, padding: Any) -> Tuple[int, ...]:
     return tuple(integer(cls, "padding", v, 0, 4096) for v in vals)
 
 
+def _typed(op: Transform, cls: str, fill: Any) -> Any:
+    """A fill per type (torchvision's dict) split: the masks' kept as
+    ``op.mask_fill`` (set only then: a plain fill is every type's, the
+    masks' too), the pixels' returned; another fill returned as it is."""
+    fill, mask = fill_by_type(cls, fill)
+    if mask is not None:
+        op.mask_fill = mask  # type: ignore[attr-defined]
+    return fill
+
+
+def _mask_fill(op: Transform) -> Dict[str, float]:
+    """The wire's mask_fill of an op with a fill per type ({}: none)."""
+    m = vars(op).get("mask_fill")
+    return {} if m is None else {"mask_fill": m}
+
+
 def _constant_fill(cls: str, fill: Any, padding_mode: str) -> Optional[Tuple[float, ...]]:
     """A constant padding's fill (uint8 integers, one or per channel); a
     padding_mode other than constant refused."""
@@ -152,7 +169,9 @@ class RandomCrop(Transform):
     side, (left/right, top/bottom), or (left, top, right, bottom), as
     torchvision's pad) and, with ``pad_if_needed``, by what a side still
     lacks on both ends; the padding is ``fill`` (uint8 pixels: one value or
-    one per channel), ``padding_mode="constant"`` only. It is the geometry:
+    one per channel; or torchvision's fill per type, ``{tv_tensors.Image: v,
+    tv_tensors.Mask: m}``: v to the pixels, m to a job's masks),
+    ``padding_mode="constant"`` only. It is the geometry:
     the first op (after a ``Pad``, if any), fused into the decode."""
 
     def __init__(self, size: Size, padding: Any = None, pad_if_needed: bool = False, fill: Any = 0,
@@ -161,36 +180,40 @@ class RandomCrop(Transform):
         self.size = hw(cls, size)
         self.padding = () if padding is None or padding == 0 else _padding(cls, padding)
         self.pad_if_needed = bool(pad_if_needed)
-        self.fill = _constant_fill(cls, fill, padding_mode)
+        self.fill = _constant_fill(cls, _typed(self, cls, fill), padding_mode)
         self.padding_mode = padding_mode
 
     def to_proto(self) -> pb.Op:
         h, w = self.size
         return pb.Op(random_crop=pb.RandomCrop(height=h, width=w, padding=list(self.padding),
-                                               pad_if_needed=self.pad_if_needed, fill=fill_list(self.fill)))
+                                               pad_if_needed=self.pad_if_needed, fill=fill_list(self.fill),
+                                               **_mask_fill(self)))
 
 
 class Pad(Transform):
     """torchvision's Pad: the image padded by ``padding`` (an int for every
     side, (left/right, top/bottom), or (left, top, right, bottom)) with a
-    constant ``fill`` (uint8 pixels: one value or one per channel),
-    ``padding_mode="constant"`` only. Part of the geometry, fused into the
+    constant ``fill`` (uint8 pixels: one value or one per channel; or a fill
+    per type, as RandomCrop's), ``padding_mode="constant"`` only. Part of
+    the geometry, fused into the
     decode: right before a ``RandomCrop`` or a ``CenterCrop`` (which fix
     the batch's size), or right after one that is not resized."""
 
     def __init__(self, padding: Any, fill: Any = 0, padding_mode: str = "constant") -> None:
         cls = "Pad"
         self.padding = _padding(cls, padding)
-        self.fill = _constant_fill(cls, fill, padding_mode)
+        self.fill = _constant_fill(cls, _typed(self, cls, fill), padding_mode)
         self.padding_mode = padding_mode
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(pad=pb.Pad(padding=list(self.padding), fill=fill_list(self.fill)))
+        return pb.Op(pad=pb.Pad(padding=list(self.padding), fill=fill_list(self.fill), **_mask_fill(self)))
 
 
 class RandomZoomOut(Transform):
     """torchvision.transforms.v2's RandomZoomOut (SSD's zoom out): with
-    probability ``p``, the image padded with a constant ``fill`` onto a
+    probability ``p``, the image padded with a constant ``fill`` (or a fill
+    per type, as RandomCrop's: the SSD references' ``{tv_tensors.Image:
+    (123, 117, 104), "others": 0}``) onto a
     canvas ``r`` times its size (``r`` uniform in ``side_range``), at a
     uniform position; a job's target boxes move with it. Part of the
     geometry, fused into the decode: first, then ``Resize((h, w))`` (the
@@ -199,7 +222,7 @@ class RandomZoomOut(Transform):
 
     def __init__(self, fill: Any = 0, side_range: Sequence[float] = (1.0, 4.0), p: float = 0.5) -> None:
         cls = "RandomZoomOut"
-        self.fill = _constant_fill(cls, fill, "constant")
+        self.fill = _constant_fill(cls, _typed(self, cls, fill), "constant")
         lo, hi = seq(cls, "side_range", side_range, (2,))
         if lo < 1.0 or lo > hi:
             raise ValueError(f"Invalid side range provided {tuple(side_range)}.")
@@ -212,7 +235,8 @@ class RandomZoomOut(Transform):
     def to_proto(self) -> pb.Op:
         return pb.Op(random_zoom_out=pb.RandomZoomOut(fill=fill_list(self.fill), p=self.p,
                                                       side_range=pb.Range(min=self.side_range[0],
-                                                                          max=self.side_range[1])))
+                                                                          max=self.side_range[1]),
+                                                      **_mask_fill(self)))
 
 
 class RandomIoUCrop(Transform):
@@ -701,7 +725,8 @@ class RandomRotation(Transform):
     """Rotate by an angle drawn from ``degrees`` (x: (-x, x)), about
     ``center`` (x, y) (None: the image's center), resampling with
     "nearest" (the default) or "bilinear", filling uncovered pixels with
-    ``fill`` (uint8 units). ``expand=True`` makes each image large enough
+    ``fill`` (uint8 units; or a fill per type, as RandomCrop's).
+    ``expand=True`` makes each image large enough
     to hold the whole rotated one, as torchvision's: each sample then has
     its own size (the batch padded to its largest, with the sizes beside
     it), bounded by the rotation of the size before it, unless a
@@ -715,13 +740,13 @@ class RandomRotation(Transform):
         self.interpolation = interpolation_warp(cls, interpolation)
         self.expand = bool(expand)
         self.center = _center(cls, center)
-        self.fill = fill_values(cls, fill)
+        self.fill = fill_values(cls, _typed(self, cls, fill))
 
     def to_proto(self) -> pb.Op:
         return pb.Op(random_rotation=pb.RandomRotation(
             degrees=pb.Range(min=self.degrees[0], max=self.degrees[1]),
             interpolation=interp_pb(self.interpolation, "nearest"), fill=fill_list(self.fill),
-            fill_none=self.fill is None, center=list(self.center or ()), expand=self.expand))
+            fill_none=self.fill is None, center=list(self.center or ()), expand=self.expand, **_mask_fill(self)))
 
 
 def interpolation_warp(cls: str, v: Any) -> str:
@@ -759,7 +784,7 @@ class RandomAffine(Transform):
     size, a scale from ``scale`` (min, max), a shear from ``shear`` (x:
     (-x, x) along x; (min, max) along x; or (min_x, max_x, min_y, max_y));
     resampled with "nearest" (the default) or "bilinear"; ``fill`` in uint8
-    units."""
+    units (or a fill per type, as RandomCrop's)."""
 
     def __init__(self, degrees: Any, translate: Optional[Sequence[float]] = None,
                  scale: Optional[Sequence[float]] = None, shear: Any = None, interpolation: Any = "nearest",
@@ -780,14 +805,14 @@ class RandomAffine(Transform):
                 raise ValueError(f"{cls}: scale should be of the form (min, max), got {scale!r}")
         self.shear = None if shear is None else angle(cls, "shear", shear, (2, 4))
         self.interpolation = interpolation_warp(cls, interpolation)
-        self.fill = fill_values(cls, fill)
+        self.fill = fill_values(cls, _typed(self, cls, fill))
         self.center = _center(cls, center)
 
     def to_proto(self) -> pb.Op:
         m = pb.RandomAffine(degrees=pb.Range(min=self.degrees[0], max=self.degrees[1]),
                             translate=list(self.translate or ()), shear=list(self.shear or ()),
                             interpolation=interp_pb(self.interpolation, "nearest"), fill=fill_list(self.fill),
-                            fill_none=self.fill is None, center=list(self.center or ()))
+                            fill_none=self.fill is None, center=list(self.center or ()), **_mask_fill(self))
         if self.scale is not None:
             m.scale.CopyFrom(pb.Range(min=self.scale[0], max=self.scale[1]))
         return pb.Op(random_affine=m)

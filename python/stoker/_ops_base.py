@@ -192,6 +192,35 @@ def fill_values(cls: str, v: Any, name: str = "fill") -> Optional[Tuple[float, .
     return vals
 
 
+def fill_by_type(cls: str, v: Any) -> Tuple[Any, Optional[float]]:
+    """torchvision's fill per type, ``{tv_tensors.Image: v, tv_tensors.Mask:
+    m, "others": o}``, as (the pixels' fill, the masks'), each looked up as
+    torchvision's ``_get_fill`` looks it up (its type's, else "others",
+    else None: the pixels' None, the masks' 0); a fill that is no dict is
+    every type's: ``(v, None)``. BoundingBoxes and KeyPoints take no fill
+    (torchvision ignores theirs); other keys are refused, stoker's pixels
+    being a tv_tensors.Image."""
+    if not isinstance(v, dict):
+        return v, None
+    from torchvision import tv_tensors
+
+    known = {tv_tensors.Image, tv_tensors.Mask, tv_tensors.BoundingBoxes, getattr(tv_tensors, "KeyPoints", None),
+             "others"}
+    for k in v:
+        if k is None or k not in known:
+            name = getattr(k, "__name__", repr(k))
+            raise TypeError(f"{cls}: fill per type: key {name}: stoker fills its pixels (a tv_tensors.Image) and "
+                            f"masks (tv_tensors.Mask): give those, or \"others\"")
+    image = v[tv_tensors.Image] if tv_tensors.Image in v else v.get("others")
+    mask = v[tv_tensors.Mask] if tv_tensors.Mask in v else v.get("others")
+    if mask is None:
+        return image, 0.0
+    m = seq(cls, "the Mask's fill", mask, (1,))[0] if hasattr(mask, "__len__") else real(cls, "the Mask's fill", mask)
+    if not 0 <= m <= 255 or m != int(m):
+        raise ValueError(f"{cls}: the Mask's fill {mask!r}: masks are uint8, so an integer in 0..255")
+    return image, m
+
+
 def fill_list(v: Optional[Tuple[float, ...]]) -> list:
     """A fill as the wire's repeated field (none: 0)."""
     return [] if v is None else list(v)

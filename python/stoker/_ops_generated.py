@@ -65,7 +65,7 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
     ),
     "Pad": (
         Param("padding", "ints", None),
-        Param("fill", "fill", "0"),
+        Param("fill", "typed_fill", "0"),
         Param("padding_mode", "str", "'constant'"),
     ),
     "RandAugment": (
@@ -85,7 +85,7 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("scale", "floats", "None"),
         Param("shear", "floats", "None"),
         Param("interpolation", "interpolation", "'nearest'"),
-        Param("fill", "fill", "0"),
+        Param("fill", "typed_fill", "0"),
         Param("center", "floats", "None"),
     ),
     "RandomApply": (
@@ -104,7 +104,7 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("size", "size", None),
         Param("padding", "ints", "None"),
         Param("pad_if_needed", "bool", "False"),
-        Param("fill", "fill", "0"),
+        Param("fill", "typed_fill", "0"),
         Param("padding_mode", "str", "'constant'"),
     ),
     "RandomEqualize": (
@@ -176,7 +176,7 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("interpolation", "interpolation", "'nearest'"),
         Param("expand", "bool", "False"),
         Param("center", "floats", "None"),
-        Param("fill", "fill", "0"),
+        Param("fill", "typed_fill", "0"),
     ),
     "RandomShortestSize": (
         Param("min_size", "ints", None),
@@ -192,7 +192,7 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("p", "float", "0.5", False, 0, 1),
     ),
     "RandomZoomOut": (
-        Param("fill", "fill", "0"),
+        Param("fill", "typed_fill", "0"),
         Param("side_range", "range", "(1.0, 4.0)"),
         Param("p", "float", "0.5", False, 0, 1),
     ),

@@ -1,5 +1,7 @@
 """Batch-level augmentations on the trainer's device, one draw per sample:
-MixUp, CutMix, a RandomChoice of them, and RandomErasing.
+MixUp, CutMix, a RandomChoice of them, and RandomErasing; and one draw per
+batch: MultiScale, a size for the whole batch (ultralytics' multi_scale,
+D-FINE's collate), its targets resized with it (:mod:`stoker._multiscale`).
 
 torchvision.transforms.v2's MixUp, CutMix and RandomErasing draw once per
 batch (torchvision issues #8484 and #2929): every image of a batch gets the
@@ -47,7 +49,6 @@ wrong type, ValueError for a value out of range, naming the argument.
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 from typing import Any, Optional, Sequence, Tuple, Union
@@ -56,54 +57,15 @@ import numpy as np
 
 from stoker import _args
 from stoker import _gpu_kernels as K
+from stoker._multiscale import MultiScale
+from stoker._seeded import Key
+from stoker._seeded import Seeded as _Seeded
+from stoker._seeded import check_images as _check_images
 
-__all__ = ["MixUp", "CutMix", "RandomChoice", "RandomErasing"]
-
-Key = Tuple[int, int]
+__all__ = ["MixUp", "CutMix", "RandomChoice", "RandomErasing", "MultiScale"]
 
 # Salts that keep each kind of op's draws apart for the same seed and key.
 _SALT_MIX, _SALT_ERASE = 0x6D6978, 0x657261
-_U64 = (1 << 64) - 1
-
-
-class _Seeded:
-    """Per-call generators from (seed, key)."""
-
-    def __init__(self, seed: int) -> None:
-        self.seed = _args.integer("seed", seed, 0, _U64)
-        self._calls = itertools.count()
-
-    def _rng(self, salt: int, key: Optional[Key], batch: Any) -> np.random.Generator:
-        if batch is not None:
-            if key is not None:
-                raise TypeError("give key or batch, not both")
-            if getattr(batch, "epoch", None) is None or getattr(batch, "number", None) is None:
-                raise ValueError("batch has no epoch and number (a stoker.Batch from a Loader has them)")
-            key = (batch.epoch, batch.number)
-        if key is None:
-            key = (-1, next(self._calls))
-        elif not isinstance(key, (tuple, list)) or len(key) != 2:
-            raise TypeError(f"key must be a pair (epoch, batch number), got {key!r}")
-        words = [self.seed, salt] + [_args.integer("key", k, -(1 << 63), _U64) & _U64 for k in key]
-        return np.random.default_rng(np.random.SeedSequence(words))
-
-
-def _check_images(images: Any) -> Tuple[int, int, int]:
-    import torch
-
-    if not isinstance(images, torch.Tensor) or images.dim() != 4:
-        raise TypeError(f"images must be a [B, C, H, W] tensor, got {type(images).__name__} "
-                        f"{tuple(getattr(images, 'shape', ()))}")
-    if not (images.is_floating_point() or images.dtype == torch.uint8):
-        raise TypeError(f"images must be float or uint8, got {images.dtype}")
-    b, c, h, w = images.shape
-    if w == 3 and c not in (1, 3):
-        # What Loader(layout="NHWC") yields: mixed as [B, C, H, W], its
-        # rows would be taken for channels and its channels for columns.
-        raise ValueError(f"images of shape {tuple(images.shape)} are channels-last [B, H, W, 3] (Loader(layout=\"NHWC\")); "
-                         f"stoker.gpu's ops take [B, C, H, W]: pass images.permute(0, 3, 1, 2), a view (no copy), "
-                         f"and permute the result back if you want it channels-last")
-    return int(b), int(h), int(w)
 
 
 def _soft_targets(labels: Any, b: int, num_classes: Optional[int], smoothing: float, device: Any) -> Any:

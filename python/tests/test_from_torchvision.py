@@ -171,14 +171,16 @@ def test_pad(version) -> None:
 
 
 def test_random_zoom_out() -> None:
-    """v2.RandomZoomOut (fill, side_range, p; of a fill per type, the
-    Image's) before Resize((h, w)), RandomCrop or CenterCrop; alone, before
+    """v2.RandomZoomOut (fill, side_range, p; a fill per type kept one)
+    before Resize((h, w)), RandomCrop or CenterCrop; alone, before
     another geometry or after other ops it is refused, saying why."""
     got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(), tv2.Resize((640, 640)), tv2.RandomHorizontalFlip()]))
     assert got.transforms == [T.RandomZoomOut(0, (1.0, 4.0), 0.5), T.Resize((640, 640)), T.RandomHorizontalFlip()]
     got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(fill={tv_tensors.Image: (1, 2, 3), tv_tensors.Mask: 0},
                                                             side_range=(1.5, 2), p=1), tv2.RandomCrop(300)]))
-    assert got.transforms == [T.RandomZoomOut((1, 2, 3), (1.5, 2), 1), T.RandomCrop(300)]
+    assert got.transforms == [T.RandomZoomOut({tv_tensors.Image: (1, 2, 3), tv_tensors.Mask: 0}, (1.5, 2), 1),
+                              T.RandomCrop(300)]
+    assert got.transforms[0].mask_fill == 0 and got.transforms[0].to_proto().random_zoom_out.HasField("mask_fill")
     assert got.transforms[0].to_proto().random_zoom_out.side_range.max == 2
     got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(fill=7), tv2.CenterCrop(64)]))
     assert got.transforms == [T.RandomZoomOut(7), T.CenterCrop(64)]
@@ -295,7 +297,8 @@ def test_values_follow_the_image_unit() -> None:
                               tv2.TrivialAugmentWide(fill=[1.0]), tv2.RandomErasing(value=0.5),
                               tv2.RandomErasing(value="random")])
     assert got.transforms == [rrc, T.RandomSolarize(127.5, p=1), T.RandomRotation(10, fill=127.5),
-                              T.RandomAffine(0, fill=(0, 255, 51)), T.TrivialAugmentWide(fill=255),
+                              T.RandomAffine(0, fill={tv_tensors.Image: (0, 255, 51), "others": 0}),  # a Mask's unscaled
+                              T.TrivialAugmentWide(fill=255),
                               T.RandomErasing(value=128),  # 127.5 rounded half up
                               T.RandomErasing(value="random", noise_mean=(0, 0, 0), noise_std=(1, 1, 1))]
     # On a uint8 tensor torchvision's cast truncates the value toward zero.

@@ -469,7 +469,7 @@ BAD = [
     (lambda: T.RandomRotation(-5), ValueError, "positive"),
     (lambda: T.RandomRotation(10, interpolation="bicubic"), ValueError, "'bicubic'"),
     (lambda: T.RandomRotation(10, fill=300), ValueError, "fill"),
-    (lambda: T.RandomRotation(10, fill={"others": 0}), TypeError, "dict"),
+    (lambda: T.RandomRotation(10, fill={"image": 0}), TypeError, "fill per type: key 'image'"),
     (lambda: T.RandomRotation(10, fill=(1, 2)), ValueError, "fill"),
     (lambda: T.RandomRotation(10, center=(1, 2, 3)), ValueError, "center"),
     (lambda: T.RandomAffine(10, translate=(0.1, 2)), ValueError, "translation"),

@@ -2522,7 +2522,12 @@ type Pad struct {
 	Fill []float64 `protobuf:"fixed64,2,rep,packed,name=fill,proto3" json:"fill,omitempty"`
 	// "" or "constant"; torchvision's edge, reflect and symmetric are
 	// refused.
-	PaddingMode   string `protobuf:"bytes,3,opt,name=padding_mode,json=paddingMode,proto3" json:"padding_mode,omitempty"`
+	PaddingMode string `protobuf:"bytes,3,opt,name=padding_mode,json=paddingMode,proto3" json:"padding_mode,omitempty"`
+	// Set: the fill is torchvision's per type ({tv_tensors.Image: fill,
+	// tv_tensors.Mask: mask_fill}): fill goes to the pixels alone and
+	// mask_fill (0..255) to a job's masks. Unset: fill is every type's, the
+	// masks' too (so a job with masks needs fill 0).
+	MaskFill      *float64 `protobuf:"fixed64,4,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2578,6 +2583,13 @@ func (x *Pad) GetPaddingMode() string {
 	return ""
 }
 
+func (x *Pad) GetMaskFill() float64 {
+	if x != nil && x.MaskFill != nil {
+		return *x.MaskFill
+	}
+	return 0
+}
+
 // RandomZoomOut is torchvision.transforms.v2's RandomZoomOut (SSD's zoom
 // out): with probability p, the image is padded with fill onto a canvas r
 // times its size (r uniform in side_range, each side truncated), at a
@@ -2592,7 +2604,9 @@ type RandomZoomOut struct {
 	// (min, max), 1 <= min <= max <= 16; unset: (1, 4).
 	SideRange *Range `protobuf:"bytes,2,opt,name=side_range,json=sideRange,proto3" json:"side_range,omitempty"`
 	// Unset: 0.5.
-	P             *float64 `protobuf:"fixed64,3,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	P *float64 `protobuf:"fixed64,3,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	// As Pad's: the masks' fill of a per-type fill (unset: fill's).
+	MaskFill      *float64 `protobuf:"fixed64,4,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2644,6 +2658,13 @@ func (x *RandomZoomOut) GetSideRange() *Range {
 func (x *RandomZoomOut) GetP() float64 {
 	if x != nil && x.P != nil {
 		return *x.P
+	}
+	return 0
+}
+
+func (x *RandomZoomOut) GetMaskFill() float64 {
+	if x != nil && x.MaskFill != nil {
+		return *x.MaskFill
 	}
 	return 0
 }
@@ -3497,7 +3518,9 @@ type RandomCrop struct {
 	Fill []float64 `protobuf:"fixed64,5,rep,packed,name=fill,proto3" json:"fill,omitempty"`
 	// "" or "constant"; torchvision's edge, reflect and symmetric are
 	// refused.
-	PaddingMode   string `protobuf:"bytes,6,opt,name=padding_mode,json=paddingMode,proto3" json:"padding_mode,omitempty"`
+	PaddingMode string `protobuf:"bytes,6,opt,name=padding_mode,json=paddingMode,proto3" json:"padding_mode,omitempty"`
+	// As Pad's: the masks' fill of a per-type fill (unset: fill's).
+	MaskFill      *float64 `protobuf:"fixed64,7,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3572,6 +3595,13 @@ func (x *RandomCrop) GetPaddingMode() string {
 		return x.PaddingMode
 	}
 	return ""
+}
+
+func (x *RandomCrop) GetMaskFill() float64 {
+	if x != nil && x.MaskFill != nil {
+		return *x.MaskFill
+	}
+	return 0
 }
 
 // Range is a (min, max) pair.
@@ -4581,6 +4611,8 @@ type RandomRotation struct {
 	Center        []float64              `protobuf:"fixed64,4,rep,packed,name=center,proto3" json:"center,omitempty"`
 	FillNone      bool                   `protobuf:"varint,5,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
 	Expand        bool                   `protobuf:"varint,6,opt,name=expand,proto3" json:"expand,omitempty"`
+	// As Pad's: the masks' fill of a per-type fill (unset: fill's).
+	MaskFill      *float64 `protobuf:"fixed64,7,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4657,6 +4689,13 @@ func (x *RandomRotation) GetExpand() bool {
 	return false
 }
 
+func (x *RandomRotation) GetMaskFill() float64 {
+	if x != nil && x.MaskFill != nil {
+		return *x.MaskFill
+	}
+	return 0
+}
+
 // RandomAffine(degrees, translate, scale, shear, interpolation, fill,
 // center): translate none or (max_dx, max_dy) fractions; scale unset is
 // None; shear none, (min_x, max_x) or (min_x, max_x, min_y, max_y); fill
@@ -4671,6 +4710,8 @@ type RandomAffine struct {
 	Fill          []float64              `protobuf:"fixed64,6,rep,packed,name=fill,proto3" json:"fill,omitempty"`
 	Center        []float64              `protobuf:"fixed64,7,rep,packed,name=center,proto3" json:"center,omitempty"`
 	FillNone      bool                   `protobuf:"varint,8,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
+	// As Pad's: the masks' fill of a per-type fill (unset: fill's).
+	MaskFill      *float64 `protobuf:"fixed64,9,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4759,6 +4800,13 @@ func (x *RandomAffine) GetFillNone() bool {
 		return x.FillNone
 	}
 	return false
+}
+
+func (x *RandomAffine) GetMaskFill() float64 {
+	if x != nil && x.MaskFill != nil {
+		return *x.MaskFill
+	}
+	return 0
 }
 
 // RandomErasing(p, scale, ratio, value) on uint8 pixels: value is 1 or 3
@@ -8841,17 +8889,23 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04flag\x18\x05 \x01(\bH\x00R\x04flagB\a\n" +
 	"\x05value\"!\n" +
 	"\aNumbers\x12\x16\n" +
-	"\x06values\x18\x01 \x03(\x01R\x06values\"V\n" +
+	"\x06values\x18\x01 \x03(\x01R\x06values\"\x86\x01\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
 	"\x04fill\x18\x02 \x03(\x01R\x04fill\x12!\n" +
-	"\fpadding_mode\x18\x03 \x01(\tR\vpaddingMode\"m\n" +
+	"\fpadding_mode\x18\x03 \x01(\tR\vpaddingMode\x12 \n" +
+	"\tmask_fill\x18\x04 \x01(\x01H\x00R\bmaskFill\x88\x01\x01B\f\n" +
+	"\n" +
+	"_mask_fill\"\x9d\x01\n" +
 	"\rRandomZoomOut\x12\x12\n" +
 	"\x04fill\x18\x01 \x03(\x01R\x04fill\x12/\n" +
 	"\n" +
 	"side_range\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\tsideRange\x12\x11\n" +
-	"\x01p\x18\x03 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"\xf9\x01\n" +
+	"\x01p\x18\x03 \x01(\x01H\x00R\x01p\x88\x01\x01\x12 \n" +
+	"\tmask_fill\x18\x04 \x01(\x01H\x01R\bmaskFill\x88\x01\x01B\x04\n" +
+	"\x02_pB\f\n" +
+	"\n" +
+	"_mask_fill\"\xf9\x01\n" +
 	"\vScaleJitter\x12#\n" +
 	"\rtarget_height\x18\x01 \x01(\rR\ftargetHeight\x12!\n" +
 	"\ftarget_width\x18\x02 \x01(\rR\vtargetWidth\x121\n" +
@@ -8925,7 +8979,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04fill\x18\x04 \x03(\x01R\x04fill\x12\x1b\n" +
 	"\tfill_none\x18\x05 \x01(\bR\bfillNoneB\x13\n" +
 	"\x11_distortion_scaleB\x04\n" +
-	"\x02_p\"\xaf\x01\n" +
+	"\x02_p\"\xdf\x01\n" +
 	"\n" +
 	"RandomCrop\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
@@ -8933,7 +8987,10 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\apadding\x18\x03 \x03(\rR\apadding\x12\"\n" +
 	"\rpad_if_needed\x18\x04 \x01(\bR\vpadIfNeeded\x12\x12\n" +
 	"\x04fill\x18\x05 \x03(\x01R\x04fill\x12!\n" +
-	"\fpadding_mode\x18\x06 \x01(\tR\vpaddingMode\"+\n" +
+	"\fpadding_mode\x18\x06 \x01(\tR\vpaddingMode\x12 \n" +
+	"\tmask_fill\x18\a \x01(\x01H\x00R\bmaskFill\x88\x01\x01B\f\n" +
+	"\n" +
+	"_mask_fill\"+\n" +
 	"\x05Range\x12\x10\n" +
 	"\x03min\x18\x01 \x01(\x01R\x03min\x12\x10\n" +
 	"\x03max\x18\x02 \x01(\x01R\x03max\"\xd9\x02\n" +
@@ -9012,14 +9069,17 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x15RandomAdjustSharpness\x12)\n" +
 	"\x10sharpness_factor\x18\x01 \x01(\x01R\x0fsharpnessFactor\x12\x11\n" +
 	"\x01p\x18\x02 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"\xdd\x01\n" +
+	"\x02_p\"\x8d\x02\n" +
 	"\x0eRandomRotation\x12*\n" +
 	"\adegrees\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\adegrees\x12>\n" +
 	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x03 \x03(\x01R\x04fill\x12\x16\n" +
 	"\x06center\x18\x04 \x03(\x01R\x06center\x12\x1b\n" +
 	"\tfill_none\x18\x05 \x01(\bR\bfillNone\x12\x16\n" +
-	"\x06expand\x18\x06 \x01(\bR\x06expand\"\x9f\x02\n" +
+	"\x06expand\x18\x06 \x01(\bR\x06expand\x12 \n" +
+	"\tmask_fill\x18\a \x01(\x01H\x00R\bmaskFill\x88\x01\x01B\f\n" +
+	"\n" +
+	"_mask_fill\"\xcf\x02\n" +
 	"\fRandomAffine\x12*\n" +
 	"\adegrees\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\adegrees\x12\x1c\n" +
 	"\ttranslate\x18\x02 \x03(\x01R\ttranslate\x12&\n" +
@@ -9028,7 +9088,10 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\rinterpolation\x18\x05 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x06 \x03(\x01R\x04fill\x12\x16\n" +
 	"\x06center\x18\a \x03(\x01R\x06center\x12\x1b\n" +
-	"\tfill_none\x18\b \x01(\bR\bfillNone\"\xcd\x02\n" +
+	"\tfill_none\x18\b \x01(\bR\bfillNone\x12 \n" +
+	"\tmask_fill\x18\t \x01(\x01H\x00R\bmaskFill\x88\x01\x01B\f\n" +
+	"\n" +
+	"_mask_fill\"\xcd\x02\n" +
 	"\rRandomErasing\x12\x11\n" +
 	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01\x12&\n" +
 	"\x05scale\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\x05scale\x12&\n" +
@@ -9708,6 +9771,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*NamedArg_Text)(nil),
 		(*NamedArg_Flag)(nil),
 	}
+	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{}
@@ -9717,6 +9781,7 @@ func file_stoker_v1_stoker_proto_init() {
 	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
@@ -9728,6 +9793,8 @@ func file_stoker_v1_stoker_proto_init() {
 	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[46].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[47].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[49].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[50].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[51].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[55].OneofWrappers = []any{}

@@ -360,24 +360,28 @@ class Numbers(_message.Message):
     def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class Pad(_message.Message):
-    __slots__ = ("padding", "fill", "padding_mode")
+    __slots__ = ("padding", "fill", "padding_mode", "mask_fill")
     PADDING_FIELD_NUMBER: _ClassVar[int]
     FILL_FIELD_NUMBER: _ClassVar[int]
     PADDING_MODE_FIELD_NUMBER: _ClassVar[int]
+    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
     padding: _containers.RepeatedScalarFieldContainer[int]
     fill: _containers.RepeatedScalarFieldContainer[float]
     padding_mode: str
-    def __init__(self, padding: _Optional[_Iterable[int]] = ..., fill: _Optional[_Iterable[float]] = ..., padding_mode: _Optional[str] = ...) -> None: ...
+    mask_fill: float
+    def __init__(self, padding: _Optional[_Iterable[int]] = ..., fill: _Optional[_Iterable[float]] = ..., padding_mode: _Optional[str] = ..., mask_fill: _Optional[float] = ...) -> None: ...
 
 class RandomZoomOut(_message.Message):
-    __slots__ = ("fill", "side_range", "p")
+    __slots__ = ("fill", "side_range", "p", "mask_fill")
     FILL_FIELD_NUMBER: _ClassVar[int]
     SIDE_RANGE_FIELD_NUMBER: _ClassVar[int]
     P_FIELD_NUMBER: _ClassVar[int]
+    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
     fill: _containers.RepeatedScalarFieldContainer[float]
     side_range: Range
     p: float
-    def __init__(self, fill: _Optional[_Iterable[float]] = ..., side_range: _Optional[_Union[Range, _Mapping]] = ..., p: _Optional[float] = ...) -> None: ...
+    mask_fill: float
+    def __init__(self, fill: _Optional[_Iterable[float]] = ..., side_range: _Optional[_Union[Range, _Mapping]] = ..., p: _Optional[float] = ..., mask_fill: _Optional[float] = ...) -> None: ...
 
 class ScaleJitter(_message.Message):
     __slots__ = ("target_height", "target_width", "scale_range", "interpolation", "antialias")
@@ -502,20 +506,22 @@ class RandomPerspective(_message.Message):
     def __init__(self, distortion_scale: _Optional[float] = ..., p: _Optional[float] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ...) -> None: ...
 
 class RandomCrop(_message.Message):
-    __slots__ = ("height", "width", "padding", "pad_if_needed", "fill", "padding_mode")
+    __slots__ = ("height", "width", "padding", "pad_if_needed", "fill", "padding_mode", "mask_fill")
     HEIGHT_FIELD_NUMBER: _ClassVar[int]
     WIDTH_FIELD_NUMBER: _ClassVar[int]
     PADDING_FIELD_NUMBER: _ClassVar[int]
     PAD_IF_NEEDED_FIELD_NUMBER: _ClassVar[int]
     FILL_FIELD_NUMBER: _ClassVar[int]
     PADDING_MODE_FIELD_NUMBER: _ClassVar[int]
+    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
     height: int
     width: int
     padding: _containers.RepeatedScalarFieldContainer[int]
     pad_if_needed: bool
     fill: _containers.RepeatedScalarFieldContainer[float]
     padding_mode: str
-    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., padding: _Optional[_Iterable[int]] = ..., pad_if_needed: _Optional[bool] = ..., fill: _Optional[_Iterable[float]] = ..., padding_mode: _Optional[str] = ...) -> None: ...
+    mask_fill: float
+    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., padding: _Optional[_Iterable[int]] = ..., pad_if_needed: _Optional[bool] = ..., fill: _Optional[_Iterable[float]] = ..., padding_mode: _Optional[str] = ..., mask_fill: _Optional[float] = ...) -> None: ...
 
 class Range(_message.Message):
     __slots__ = ("min", "max")
@@ -674,23 +680,25 @@ class RandomAdjustSharpness(_message.Message):
     def __init__(self, sharpness_factor: _Optional[float] = ..., p: _Optional[float] = ...) -> None: ...
 
 class RandomRotation(_message.Message):
-    __slots__ = ("degrees", "interpolation", "fill", "center", "fill_none", "expand")
+    __slots__ = ("degrees", "interpolation", "fill", "center", "fill_none", "expand", "mask_fill")
     DEGREES_FIELD_NUMBER: _ClassVar[int]
     INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
     FILL_FIELD_NUMBER: _ClassVar[int]
     CENTER_FIELD_NUMBER: _ClassVar[int]
     FILL_NONE_FIELD_NUMBER: _ClassVar[int]
     EXPAND_FIELD_NUMBER: _ClassVar[int]
+    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
     degrees: Range
     interpolation: Interpolation
     fill: _containers.RepeatedScalarFieldContainer[float]
     center: _containers.RepeatedScalarFieldContainer[float]
     fill_none: bool
     expand: bool
-    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ..., expand: _Optional[bool] = ...) -> None: ...
+    mask_fill: float
+    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ..., expand: _Optional[bool] = ..., mask_fill: _Optional[float] = ...) -> None: ...
 
 class RandomAffine(_message.Message):
-    __slots__ = ("degrees", "translate", "scale", "shear", "interpolation", "fill", "center", "fill_none")
+    __slots__ = ("degrees", "translate", "scale", "shear", "interpolation", "fill", "center", "fill_none", "mask_fill")
     DEGREES_FIELD_NUMBER: _ClassVar[int]
     TRANSLATE_FIELD_NUMBER: _ClassVar[int]
     SCALE_FIELD_NUMBER: _ClassVar[int]
@@ -699,6 +707,7 @@ class RandomAffine(_message.Message):
     FILL_FIELD_NUMBER: _ClassVar[int]
     CENTER_FIELD_NUMBER: _ClassVar[int]
     FILL_NONE_FIELD_NUMBER: _ClassVar[int]
+    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
     degrees: Range
     translate: _containers.RepeatedScalarFieldContainer[float]
     scale: Range
@@ -707,7 +716,8 @@ class RandomAffine(_message.Message):
     fill: _containers.RepeatedScalarFieldContainer[float]
     center: _containers.RepeatedScalarFieldContainer[float]
     fill_none: bool
-    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., translate: _Optional[_Iterable[float]] = ..., scale: _Optional[_Union[Range, _Mapping]] = ..., shear: _Optional[_Iterable[float]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ...) -> None: ...
+    mask_fill: float
+    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., translate: _Optional[_Iterable[float]] = ..., scale: _Optional[_Union[Range, _Mapping]] = ..., shear: _Optional[_Iterable[float]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ..., mask_fill: _Optional[float] = ...) -> None: ...
 
 class RandomErasing(_message.Message):
     __slots__ = ("p", "scale", "ratio", "value", "random_value", "noise_mean", "noise_std", "random_color", "min_count", "max_count")
