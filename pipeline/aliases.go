@@ -4,7 +4,8 @@ package pipeline
 // (pipeline/internal/errs), the sample's key and generator
 // (pipeline/internal/det), a batch's stage times (pipeline/batch), the
 // partner cache (pipeline/kernels/cv), the decoder index
-// (pipeline/codec/index) and the coefficient cache (pipeline/codec).
+// (pipeline/codec/index), the coefficient cache (pipeline/codec) and a
+// sample's targets (pipeline/targets).
 
 import (
 	"crypto/sha256"
@@ -17,6 +18,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // Sentinel errors. Every error this package returns for bad input wraps one
@@ -135,3 +137,41 @@ func NewCoefCache(budget int64) *CoefCache { return codec.NewCoefCache(budget) }
 // WithCoefCache has a Decoder (an Executor's decoders) use and fill c.
 // Default: none.
 func WithCoefCache(c *CoefCache) Option { return func(o *options) { o.coefs = c } }
+
+// Targets are one sample's instances (boxes XYXY, labels, crowd flags,
+// keypoints, masks) on a canvas of W x H: pipeline/targets' type, whose
+// kernels move them; the op registry says which kernel a step calls
+// (MoveTargets, MoveBoxes, MoveKeypoints).
+type Targets = targets.Targets
+
+// BoxFormat is a box format of torchvision's tv_tensors.BoundingBoxFormat
+// (targets.BoxFormat): its value is the targets' header field
+// (AppendTargets).
+type BoxFormat = targets.BoxFormat
+
+// The formats: corners; corner and size; centre and size.
+const (
+	BoxXYXY   = targets.BoxXYXY
+	BoxXYWH   = targets.BoxXYWH
+	BoxCXCYWH = targets.BoxCXCYWH
+)
+
+// ParseBoxFormat parses "XYXY", "XYWH" or "CXCYWH" (any case, as
+// torchvision's BoundingBoxFormat[name.upper()]).
+func ParseBoxFormat(s string) (BoxFormat, error) { return targets.ParseBoxFormat(s) }
+
+// AppendTargets appends t's encoding (targets.AppendTargets gives the
+// layout; docs/detection.md too).
+func AppendTargets(b []byte, t *Targets) []byte { return targets.AppendTargets(b, t) }
+
+// OverlapRatio is the overlap mask's downsample: ultralytics' Format's
+// mask_ratio default (4).
+const OverlapRatio = targets.OverlapRatio
+
+// TargetsSize is the bytes AppendTargets writes for k instances of p
+// keypoints each.
+func TargetsSize(k, p int) int64 { return targets.TargetsSize(k, p) }
+
+// OverlapMaskSize is the bytes of the overlap mask of k instances on a w x
+// h canvas after the targets (targets.OverlapMaskSize).
+func OverlapMaskSize(w, h, k int) int64 { return targets.OverlapMaskSize(w, h, k) }

@@ -22,7 +22,7 @@ func TestConvertBoxFormat(t *testing.T) {
 		{BoxCXCYWH, [4]float32{6.125, 4.625, 9.25, 4.75}},
 	} {
 		tg := Targets{Instances: Instances{Boxes: [][4]float32{{1.5, 2.25, 10.75, 7}}, Labels: []int64{3}, Crowd: []uint8{0}}}
-		w, h, err := tg.Move(20, 10, []Step{{Fn: FnConvertBoxFormat, I: [6]int{int(tc.f)}}, {Fn: FnAdjustBrightness, F: [6]float64{1.2}}})
+		w, h, err := MoveTargets(&tg, 20, 10, []Step{{Fn: FnConvertBoxFormat, I: [6]int{int(tc.f)}}, {Fn: FnAdjustBrightness, F: [6]float64{1.2}}})
 		if err != nil || w != 20 || h != 10 || tg.Format != tc.f || tg.Boxes[0] != tc.want {
 			t.Errorf("%s: %v %v (%dx%d, %v), want %v", tc.f, tg.Boxes, tg.Format, w, h, err, tc.want)
 		}
@@ -30,7 +30,7 @@ func TestConvertBoxFormat(t *testing.T) {
 		if got := binary.LittleEndian.Uint32(b[20:]); got != uint32(tc.f) {
 			t.Errorf("%s: header's format %d", tc.f, got)
 		}
-		if _, _, err := tg.Move(20, 10, []Step{{Fn: FnHorizontalFlip}}); tc.f != BoxXYXY && !errors.Is(err, ErrUnsupported) {
+		if _, _, err := MoveTargets(&tg, 20, 10, []Step{{Fn: FnHorizontalFlip}}); tc.f != BoxXYXY && !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: a flip after the conversion: %v", tc.f, err)
 		}
 	}

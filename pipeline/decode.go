@@ -291,7 +291,7 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 		var src *Targets
 		if vt.iou != nil && vt.iouOn() && d.boxSrc != nil {
 			src = &d.boxes
-			src.reset()
+			src.Reset()
 			if err := d.boxSrc.SourceTargets(d.boxIdx, hd.w, hd.h, &src.Instances); err != nil {
 				return false, 0, fmt.Errorf("targets: %w", err)
 			}

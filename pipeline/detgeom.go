@@ -7,6 +7,8 @@ package pipeline
 
 import (
 	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // maxPre bounds the ops before the geometry.
@@ -214,7 +216,7 @@ func maxIoU(boxes [][4]float32, top, left, h, w int) (float32, bool) {
 	best, any := float32(0), false
 	for k := range boxes {
 		b := &boxes[k]
-		if !boxWithin(b, top, left, h, w) {
+		if !targets.BoxWithin(b, top, left, h, w) {
 			continue
 		}
 		area1 := float32(float32(b[2]-b[0]) * float32(b[3]-b[1]))

@@ -8,6 +8,8 @@ package pipeline
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // maxJitter bounds ScaleJitter's scale_range: at most 16 times the target
@@ -316,7 +318,7 @@ func (t *Transform) sampleSize(p *samplePlan) (w, h int) {
 // FixedSizeCrop's boxes (large-scale jitter, lsj.go), as torchvision's
 // FixedSizeCrop moves a tv_tensors.BoundingBoxes, in float32.
 
-// fixedSizeCrop is FixedSizeCrop on t's instances on a w x h canvas, with
+// fixedSizeCropTargets is FixedSizeCrop on t's instances on a w x h canvas, with
 // st's crop (top, left, height, width) and size: when the crop is not the
 // whole canvas (its needs_crop), torchvision's crop_bounding_boxes (the
 // offset subtracted, clamped to the crop), then the instances whose
@@ -328,14 +330,14 @@ func (t *Transform) sampleSize(p *samplePlan) (w, h int) {
 // cropped and dropped so, and padded with 0 (the detection references'
 // FixedSizeCrop pads target["masks"] with 0 whatever its fill). It
 // returns the canvas, the size.
-func (t *Targets) fixedSizeCrop(w, h int, st *Step) (int, int) {
+func fixedSizeCropTargets(t *Targets, w, h int, st *Step) (int, int) {
 	top, left, ch, cw := st.I[0], st.I[1], st.I[2], st.I[3]
 	if ch != h || cw != w {
 		if t.WantMasks {
-			t.cropMasks(top, left, ch, cw)
+			t.CropMasks(top, left, ch, cw)
 		}
-		cropBoxes(t.Boxes, top, left, ch, cw)
-		shiftPoints(t.Points, -left, -top)
+		targets.CropBoxes(t.Boxes, top, left, ch, cw)
+		targets.ShiftPoints(t.Points, -left, -top)
 		n := 0
 		for k, b := range t.Boxes {
 			if b[2]-b[0] > 0 && b[3]-b[1] > 0 {
@@ -348,7 +350,7 @@ func (t *Targets) fixedSizeCrop(w, h int, st *Step) (int, int) {
 		t.CutPoints(n)
 	}
 	if t.WantMasks { // the references' pad of the masks: 0, right and bottom
-		t.cropMasks(0, 0, st.I[4], st.I[5])
+		t.CropMasks(0, 0, st.I[4], st.I[5])
 	}
 	return st.I[5], st.I[4]
 }

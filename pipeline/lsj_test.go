@@ -97,7 +97,7 @@ func TestFixedSizeCropBoxes(t *testing.T) {
 			Labels: []int64{1, 2, 3, 4}, Crowd: []uint8{0, 1, 0, 1}}}
 	}
 	tg := boxes()
-	w, h, err := tg.Move(100, 100, []Step{{Fn: FnFixedSizeCrop, I: [6]int{20, 8, 60, 40, 60, 64}}})
+	w, h, err := MoveTargets(tg, 100, 100, []Step{{Fn: FnFixedSizeCrop, I: [6]int{20, 8, 60, 40, 60, 64}}})
 	if err != nil || w != 64 || h != 60 {
 		t.Fatalf("canvas %dx%d, %v", w, h, err)
 	}
@@ -106,7 +106,7 @@ func TestFixedSizeCropBoxes(t *testing.T) {
 		t.Errorf("cropped: %v %v %v, want %v, labels 1 4", tg.Boxes, tg.Labels, tg.Crowd, want)
 	}
 	tg = boxes()
-	w, h, err = tg.Move(100, 100, []Step{{Fn: FnFixedSizeCrop, I: [6]int{0, 0, 100, 100, 128, 120}}})
+	w, h, err = MoveTargets(tg, 100, 100, []Step{{Fn: FnFixedSizeCrop, I: [6]int{0, 0, 100, 100, 128, 120}}})
 	if err != nil || w != 120 || h != 128 || !slices.Equal(tg.Boxes, boxes().Boxes) || len(tg.Labels) != 4 {
 		t.Errorf("padded only: %dx%d %v %v", w, h, tg.Boxes, err)
 	}
@@ -252,7 +252,7 @@ func TestLSJEdges(t *testing.T) {
 							t.Fatalf("%dx%d: trace %v parsed back as %v (%v)", wh[0], wh[1], steps, back, err)
 						}
 						tg := &Targets{Instances: Instances{Boxes: [][4]float32{{0, 0, float32(wh[0]), float32(wh[1])}}, Labels: []int64{1}, Crowd: []uint8{0}}}
-						if w, h, err := tg.Move(wh[0], wh[1], steps); err != nil || w != crop || h != crop {
+						if w, h, err := MoveTargets(tg, wh[0], wh[1], steps); err != nil || w != crop || h != crop {
 							t.Fatalf("%dx%d: boxes moved to a %dx%d canvas (%v), want %d", wh[0], wh[1], w, h, err, crop)
 						}
 						if crop <= 17 && wh[0] <= 40 && wh[1] <= 40 && k == 0 {

@@ -17,11 +17,11 @@ var (
 	FnHorizontalFlip = defineFn(fnDef{name: "horizontal_flip", ns: 0.062,
 		kernel:  func(p kernels.Planes, _ *Step, _ *kernels.Scratch) { kernels.HorizontalFlip(p) },
 		targets: targetsMove, boxes: flipBoxesX, points: flipPointsX,
-		masks: func(t *Targets, _ *Step) error { kernels.AxisFlip(t.mm.xs); return nil }})
+		masks: func(t *Targets, _ *Step) error { t.FlipMasksX(); return nil }})
 	FnVerticalFlip = defineFn(fnDef{name: "vertical_flip", ns: 0.069,
 		kernel:  func(p kernels.Planes, _ *Step, _ *kernels.Scratch) { kernels.VerticalFlip(p) },
 		targets: targetsMove, boxes: flipBoxesY, points: flipPointsY,
-		masks: func(t *Targets, _ *Step) error { kernels.AxisFlip(t.mm.ys); return nil }})
+		masks: func(t *Targets, _ *Step) error { t.FlipMasksY(); return nil }})
 )
 
 func init() {

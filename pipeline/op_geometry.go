@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 const (
@@ -69,18 +70,18 @@ var (
 		{"size", argInt, 4, 2}, {"interpolation", argInterp, 0, 1}, {"antialias", argAntialias, 0, 1}},
 		geometry: true, check: noKernel, targets: targetsMove,
 		boxes: func(boxes [][4]float32, _, _ int, st *Step) (int, int, error) {
-			cropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
-			w, h := resizeBoxes(boxes, st.I[3], st.I[2], st.I[5], st.I[4])
+			targets.CropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
+			w, h := targets.ResizeBoxes(boxes, st.I[3], st.I[2], st.I[5], st.I[4])
 			return w, h, nil
 		},
 		points: func(pts [][2]float32, _, _ int, st *Step) (int, int, error) {
-			shiftPoints(pts, -st.I[1], -st.I[0])
-			w, h := resizePoints(pts, st.I[3], st.I[2], st.I[5], st.I[4])
+			targets.ShiftPoints(pts, -st.I[1], -st.I[0])
+			w, h := targets.ResizePoints(pts, st.I[3], st.I[2], st.I[5], st.I[4])
 			return w, h, nil
 		},
 		masks: func(t *Targets, st *Step) error {
-			t.cropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
-			t.resizeMasks(st.I[4], st.I[5])
+			t.CropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
+			t.ResizeMasks(st.I[4], st.I[5])
 			return nil
 		}})
 	FnResize = defineFn(fnDef{name: "resize", args: []arg{{"size", argInt, 4, 2}, {"interpolation", argInterp, 0, 1}, {"antialias", argAntialias, 0, 1}},
@@ -88,30 +89,31 @@ var (
 		size: func(st *Step, _, _ int) (int, int) { return st.I[5], st.I[4] },
 		grow: func(p kernels.Planes, st *Step, _ *kernels.Scratch) kernels.Planes { return resizePlanes(p, st) },
 		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
-			w, h = resizeBoxes(boxes, w, h, st.I[5], st.I[4])
+			w, h = targets.ResizeBoxes(boxes, w, h, st.I[5], st.I[4])
 			return w, h, nil
 		},
 		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
-			w, h = resizePoints(pts, w, h, st.I[5], st.I[4])
+			w, h = targets.ResizePoints(pts, w, h, st.I[5], st.I[4])
 			return w, h, nil
 		},
-		masks: func(t *Targets, st *Step) error { t.resizeMasks(st.I[4], st.I[5]); return nil }})
+		masks: func(t *Targets, st *Step) error { t.ResizeMasks(st.I[4], st.I[5]); return nil }})
 	FnCenterCrop = defineFn(fnDef{name: "center_crop", args: []arg{{"output_size", argInt, 4, 2}},
 		geometry: true, check: noKernel, targets: targetsMove,
 		size: func(st *Step, _, _ int) (int, int) { return st.I[5], st.I[4] },
 		grow: func(p kernels.Planes, st *Step, _ *kernels.Scratch) kernels.Planes { return centerCropPlanes(p, st) },
 		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
 			top, left := centerCropAnchor(w, h, st)
-			w, h = cropBoxes(boxes, top, left, st.I[4], st.I[5])
+			w, h = targets.CropBoxes(boxes, top, left, st.I[4], st.I[5])
 			return w, h, nil
 		},
 		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
 			top, left := centerCropAnchor(w, h, st)
-			shiftPoints(pts, -left, -top)
+			targets.ShiftPoints(pts, -left, -top)
 			return st.I[5], st.I[4], nil
 		},
 		masks: func(t *Targets, st *Step) error {
-			t.cropMasks(centerCropStart(len(t.mm.ys), st.I[4]), centerCropStart(len(t.mm.xs), st.I[5]), st.I[4], st.I[5])
+			mw, mh := t.MaskCanvas()
+			t.CropMasks(targets.CenterCropStart(mh, st.I[4]), targets.CenterCropStart(mw, st.I[5]), st.I[4], st.I[5])
 			return nil
 		}})
 	// FnPad and FnCrop are RandomCrop's and Pad's geometry (torchvision's
@@ -125,25 +127,26 @@ var (
 			for k := range boxes {
 				bx := &boxes[k]
 				bx[0], bx[1], bx[2], bx[3] = bx[0]+fl, bx[1]+ft, bx[2]+fl, bx[3]+ft
-				clampBox(bx, w, h)
+				targets.ClampBox(bx, w, h)
 			}
 			return w, h, nil
 		},
 		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
-			shiftPoints(pts, st.I[0], st.I[1])
+			targets.ShiftPoints(pts, st.I[0], st.I[1])
 			return w + st.I[0] + st.I[2], h + st.I[1] + st.I[3], nil
 		},
 		masks: func(t *Targets, st *Step) error {
 			// With 0: the step's Fill is the pixels', and CheckMasks
 			// refused an op whose masks' fill is another.
 			l, tp := st.I[0], st.I[1]
-			t.cropMasks(-tp, -l, len(t.mm.ys)+tp+st.I[3], len(t.mm.xs)+l+st.I[2])
+			mw, mh := t.MaskCanvas()
+			t.CropMasks(-tp, -l, mh+tp+st.I[3], mw+l+st.I[2])
 			return nil
 		}})
 	FnCrop = defineFn(fnDef{name: "crop", args: []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}},
 		geometry: true, check: noKernel, targets: targetsMove,
 		boxes: func(boxes [][4]float32, _, _ int, st *Step) (int, int, error) {
-			w, h := cropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
+			w, h := targets.CropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
 			return w, h, nil
 		},
 		points: cropPoints, masks: cropStepMasks})
@@ -153,19 +156,19 @@ var (
 	FnIoUCrop = defineFn(fnDef{name: "iou_crop", args: []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}},
 		geometry: true, check: noKernel, targets: targetsMove,
 		boxes: func(boxes [][4]float32, _, _ int, st *Step) (int, int, error) {
-			w, h := iouCropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
+			w, h := targets.IoUCropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
 			return w, h, nil
 		},
 		points: cropPoints, masks: cropStepMasks})
 	// FnFixedSizeCrop is FixedSizeCrop's: torchvision's crop of (top,
 	// left, height, width) (I[0:4]) when that is not the whole image, the
-	// instances it leaves empty dropped (Targets.fixedSizeCrop), then pad
+	// instances it leaves empty dropped (fixedSizeCropTargets), then pad
 	// on the right and bottom with Fill to size (I[4:6]).
 	FnFixedSizeCrop = defineFn(fnDef{name: "fixed_size_crop", args: []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1},
 		{"size", argInt, 4, 2}, {"fill", argFill, 0, 1}},
 		geometry: true, check: noKernel, targets: targetsInstances,
 		instances: func(t *Targets, w, h int, st *Step) (int, int, error) {
-			w, h = t.fixedSizeCrop(w, h, st)
+			w, h = fixedSizeCropTargets(t, w, h, st)
 			return w, h, nil
 		}})
 )
@@ -180,12 +183,12 @@ func centerCropAnchor(w, h int, st *Step) (top, left int) {
 // cropPoints is crop_keypoints: the offset subtracted, in float32, not
 // clamped.
 func cropPoints(pts [][2]float32, _, _ int, st *Step) (int, int, error) {
-	shiftPoints(pts, -st.I[1], -st.I[0])
+	targets.ShiftPoints(pts, -st.I[1], -st.I[0])
 	return st.I[3], st.I[2], nil
 }
 
 func cropStepMasks(t *Targets, st *Step) error {
-	t.cropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
+	t.CropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
 	return nil
 }
 
@@ -395,7 +398,7 @@ func resizePlanes(p kernels.Planes, st *Step) kernels.Planes {
 // // 2 before), else the pixels from round((size - crop) / 2).
 func centerCropPlanes(p kernels.Planes, st *Step) kernels.Planes {
 	oh, ow := st.I[4], st.I[5]
-	top, left := centerCropStart(p.H, oh), centerCropStart(p.W, ow)
+	top, left := targets.CenterCropStart(p.H, oh), targets.CenterCropStart(p.W, ow)
 	src := append([]byte(nil), p.Pix...)
 	o := kernels.Planes{Pix: p.Pix[:3*ow*oh], W: ow, H: oh}
 	clear(o.Pix)

@@ -2,7 +2,7 @@ package pipeline
 
 // The warps: torchvision.transforms.v2's RandomRotation, RandomAffine and
 // RandomPerspective, and rotate, affine and perspective, with how they
-// move a job's boxes and keypoints (targets_affine.go) and masks.
+// move a job's boxes and keypoints (pipeline/targets) and masks.
 // Floating point as in ops_compile.go.
 
 import (
@@ -13,6 +13,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 const (
@@ -57,16 +58,16 @@ var (
 		targets: targetsMove,
 		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
 			if st.I[0] != 0 {
-				w, h = rotateExpandBoxes(boxes, w, h, st)
+				w, h = targets.RotateExpandBoxes(boxes, w, h, st.F[0], st.Center, st.HasCenter)
 				return w, h, nil
 			}
-			affineBoxes(boxes, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
+			targets.AffineBoxes(boxes, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
 			return w, h, nil
 		},
 		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
-			affinePoints(pts, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
+			targets.AffinePoints(pts, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
 			if st.I[0] != 0 {
-				tr := expandShift(w, h, st)
+				tr := targets.ExpandShift(w, h, st.F[0], st.Center, st.HasCenter)
 				for k := range pts {
 					pts[k][0], pts[k][1] = pts[k][0]-tr[0], pts[k][1]-tr[1]
 				}
@@ -91,11 +92,11 @@ var (
 		},
 		targets: targetsMove,
 		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
-			affineBoxes(boxes, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
+			targets.AffineBoxes(boxes, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
 			return w, h, nil
 		},
 		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
-			affinePoints(pts, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
+			targets.AffinePoints(pts, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
 			return w, h, nil
 		},
 		masks: func(t *Targets, st *Step) error { return turnMasks(t, st, false) }})
@@ -126,10 +127,12 @@ var (
 		},
 		fails: perspectiveError, targets: targetsMove,
 		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
-			return w, h, perspectiveBoxes(boxes, w, h, st)
+			start, end := st.corners()
+			return w, h, targets.PerspectiveBoxes(boxes, w, h, start, end)
 		},
 		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
-			return w, h, perspectivePoints(pts, st)
+			start, end := st.corners()
+			return w, h, targets.PerspectivePoints(pts, start, end)
 		}})
 )
 
@@ -424,4 +427,18 @@ func (t *Transform) geomSize() (w, h int) {
 		return t.geomW, t.geomH
 	}
 	return t.outW, t.outH
+}
+
+// turnMasks moves t's masks through a rotate or affine step (nearest,
+// fill 0, as rotate_mask and affine_mask): the step's Fill is the
+// pixels', and CheckMasks refused an op whose masks' fill is not 0.
+func turnMasks(t *Targets, st *Step, rotate bool) error {
+	if rotate {
+		t.RotateMasks(st.F[0], st.Center, st.HasCenter, st.I[0] != 0)
+		return nil
+	}
+	a := kernels.AffineParams{Angle: st.F[0], TX: st.F[1], TY: st.F[2], Scale: st.F[3], ShearX: st.F[4], ShearY: st.F[5],
+		Center: st.Center, HasCenter: st.HasCenter}
+	t.AffineMasks(&a)
+	return nil
 }

@@ -8,7 +8,8 @@ package pipeline
 // targets, its trace entry and its cost. Everything else reads these
 // tables: the compiler (compile), the draw (node.draw), the kernels' call
 // (applyStep), a trace's checks and parse (checkStep, ParseTrace), the
-// targets (MoveBoxes, MoveKeypoints, Targets.Move, the masks), the cost
+// targets (MoveBoxes, MoveKeypoints, MoveTargets, the masks: their
+// kernels are pipeline/targets'), the cost
 // model, String, stop_epoch, the wire's named ops (internal/opspec), the
 // reference (`stoker ops list`, docs/reference.md) and the Python client's
 // classes (python/stoker/_ops_generated.py, generated from OpSchemas, and
@@ -38,7 +39,7 @@ const (
 	// targetsMove: it moves them (fnDef's boxes, points and masks).
 	targetsMove
 	// targetsInstances: it drops, clamps or reformats instances
-	// (fnDef.instances, run by Targets.Move between the moves).
+	// (fnDef.instances, run by MoveTargets between the moves).
 	targetsInstances
 	// targetsContainer: its ops' roles, each.
 	targetsContainer

@@ -17,9 +17,6 @@ import (
 // FieldTargets (AppendTargets gives the layout): pipeline/dataset's.
 const FieldTargets = dataset.FieldTargets
 
-// targetsHeader is the bytes of an encoded Targets before its boxes.
-const targetsHeader = dataset.TargetsHeader
-
 // Targeted is a Dataset whose samples have boxes and labels (COCO, YOLO):
 // pipeline/dataset's, whose SourceTargets sets a sample's Instances.
 type Targeted = dataset.Targeted
@@ -27,77 +24,6 @@ type Targeted = dataset.Targeted
 // Instances are a sample's boxes, labels and crowd flags as its dataset
 // has them (pipeline/dataset's).
 type Instances = dataset.Instances
-
-// Targets are one sample's instances: Boxes XYXY in pixels of a canvas of
-// W x H, Labels the contiguous labels, Crowd 1 for a COCO crowd
-// annotation (kept, as torchvision's CocoDetection wrapper keeps it),
-// and the instances' keypoints when the dataset has them (P, Points, Vis).
-type Targets struct {
-	Instances
-	W, H int
-	// Format is the boxes' format: XYXY but after a
-	// ConvertBoundingBoxFormat (Move).
-	Format BoxFormat
-	// mm are the masks' maps, with WantMasks (targets_wire.go).
-	mm maskMaps
-	// WantOverlap: the overlap mask follows the instances, which are in
-	// its order (appendOverlap); never with WantMasks.
-	WantOverlap bool
-}
-
-// BoxFormat is a box format of torchvision's tv_tensors.BoundingBoxFormat:
-// its value is the targets' header field (AppendTargets).
-type BoxFormat uint8
-
-// The formats: corners; corner and size; centre and size.
-const (
-	BoxXYXY BoxFormat = iota
-	BoxXYWH
-	BoxCXCYWH
-)
-
-var boxFormatNames = [...]string{BoxXYXY: "XYXY", BoxXYWH: "XYWH", BoxCXCYWH: "CXCYWH"}
-
-// String is the format's torchvision name.
-func (f BoxFormat) String() string {
-	if int(f) < len(boxFormatNames) {
-		return boxFormatNames[f]
-	}
-	return fmt.Sprintf("BoxFormat(%d)", uint8(f))
-}
-
-// ParseBoxFormat parses "XYXY", "XYWH" or "CXCYWH" (any case, as
-// torchvision's BoundingBoxFormat[name.upper()]).
-func ParseBoxFormat(s string) (BoxFormat, error) {
-	for i, n := range boxFormatNames {
-		if strings.EqualFold(s, n) {
-			return BoxFormat(i), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: box format %q: want XYXY, XYWH or CXCYWH (the rotated formats are not supported)", ErrUnsupported, truncateString(s, 32))
-}
-
-// convertBoxes is torchvision's convert_bounding_box_format from XYXY to
-// f, in float32: XYWH (x1, y1, x2 - x1, y2 - y1); CXCYWH (w = x2 - x1,
-// then cx = (x1 * 2 + w) / 2), as _xyxy_to_cxcywh computes it in place.
-func convertBoxes(boxes [][4]float32, f BoxFormat) {
-	for k := range boxes {
-		b := &boxes[k]
-		w, h := b[2]-b[0], b[3]-b[1]
-		switch f {
-		case BoxXYWH:
-			b[2], b[3] = w, h
-		case BoxCXCYWH:
-			b[0], b[1], b[2], b[3] = (float32(b[0]*2)+w)/2, (float32(b[1]*2)+h)/2, w, h
-		}
-	}
-}
-
-func (t *Targets) reset() {
-	t.Format = BoxXYXY
-	t.W, t.H = 0, 0
-	t.Instances.Reset()
-}
 
 // MoveBoxes applies steps to boxes on a canvas of w x h, as torchvision's
 // box kernels do, and returns the canvas after them: crop (and
@@ -117,7 +43,7 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 			// color, blur, erase, normalize: torchvision passes a
 			// BoundingBoxes through it (erase warns).
 		case d.targets == targetsInstances:
-			return w, h, fmt.Errorf("%w: %s drops boxes with their labels or changes their format: Targets.Move, not MoveBoxes", ErrUnsupported, st.Fn)
+			return w, h, fmt.Errorf("%w: %s drops boxes with their labels or changes their format: MoveTargets, not MoveBoxes", ErrUnsupported, st.Fn)
 		case d.targets != targetsMove || d.boxes == nil:
 			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, st.Fn)
 		default:
@@ -130,12 +56,12 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 	return w, h, nil
 }
 
-// Move applies steps to t's instances on a canvas of w x h, as MoveBoxes
+// MoveTargets applies steps to t's instances on a canvas of w x h, as MoveBoxes
 // does, and at each sanitize_bounding_boxes step drops the instances
-// SanitizeBoundingBoxes would (sanitize), at the clamps and
+// SanitizeBoundingBoxes would (Targets.Sanitize), at the clamps and
 // sanitize_keypoints clamps or drops (clampOrSanitize); it returns the
 // canvas after them.
-func (t *Targets) Move(w, h int, steps []Step) (int, int, error) {
+func MoveTargets(t *Targets, w, h int, steps []Step) (int, int, error) {
 	from := 0
 	for i := range steps {
 		d := steps[i].Fn.def()
@@ -143,7 +69,7 @@ func (t *Targets) Move(w, h int, steps []Step) (int, int, error) {
 			continue
 		}
 		var err error
-		if w, h, err = t.moveXYXY(w, h, steps[from:i]); err != nil {
+		if w, h, err = moveXYXY(t, w, h, steps[from:i]); err != nil {
 			return w, h, err
 		}
 		if w, h, err = d.instances(t, w, h, &steps[i]); err != nil {
@@ -151,13 +77,13 @@ func (t *Targets) Move(w, h int, steps []Step) (int, int, error) {
 		}
 		from = i + 1
 	}
-	return t.moveXYXY(w, h, steps[from:])
+	return moveXYXY(t, w, h, steps[from:])
 }
 
 // moveXYXY is MoveBoxes of t's boxes, which must be XYXY still where a
 // step moves them (NewTransform puts ConvertBoundingBoxFormat after every
 // such op).
-func (t *Targets) moveXYXY(w, h int, steps []Step) (int, int, error) {
+func moveXYXY(t *Targets, w, h int, steps []Step) (int, int, error) {
 	if t.Format != BoxXYXY {
 		for i := range steps {
 			if movesBoxes(steps[i].Fn) {
@@ -165,7 +91,89 @@ func (t *Targets) moveXYXY(w, h int, steps []Step) (int, int, error) {
 			}
 		}
 	}
-	return t.moveAll(w, h, steps) // the boxes, and the keypoints
+	return moveAll(t, w, h, steps) // the boxes, and the keypoints
+}
+
+// moveAll is MoveBoxes of t's boxes and MoveKeypoints of its keypoints
+// through the same steps (the canvas the same after them).
+func moveAll(t *Targets, w, h int, steps []Step) (int, int, error) {
+	bw, bh, err := MoveBoxes(t.Boxes, w, h, steps)
+	if err == nil {
+		err = moveMasks(t, steps) // with WantMasks
+	}
+	if err != nil || t.P == 0 {
+		return bw, bh, err
+	}
+	if len(t.Points) != len(t.Boxes)*t.P || len(t.Vis) != len(t.Points) {
+		return bw, bh, fmt.Errorf("targets: %d boxes with %d keypoints and %d visibilities: want %d points an instance", len(t.Boxes), len(t.Points), len(t.Vis), t.P)
+	}
+	kw, kh, err := MoveKeypoints(t.Points, w, h, steps)
+	if err != nil {
+		return kw, kh, err
+	}
+	if kw != bw || kh != bh {
+		return bw, bh, fmt.Errorf("targets: the boxes' canvas %dx%d and the keypoints' %dx%d differ after %d steps", bw, bh, kw, kh, len(steps))
+	}
+	return bw, bh, nil
+}
+
+// MoveKeypoints applies steps to points on a canvas of w x h, as
+// torchvision's keypoint kernels do, and returns the canvas after them:
+// crop (and center_crop, resized_crop's first half, RandomIoUCrop's crop)
+// subtracts the offset, in float32, without clamping; pad adds the left
+// and top padding; resize multiplies by the float32 ratio of the sizes
+// (and leaves the points when the size does not change); the flips mirror
+// about the last pixel (x' = -(x - (W - 1))); rotate and affine take each
+// point through the float32 forward matrix (affinePoints). Ops on pixels
+// alone leave the points. Any other step is an error: the keypoints do not
+// support it (a geometric op added for boxes alone fails here rather than
+// leave the points behind).
+func MoveKeypoints(pts [][2]float32, w, h int, steps []Step) (int, int, error) {
+	for i := range steps {
+		st := &steps[i]
+		d := st.Fn.def()
+		switch {
+		case d.targets == targetsPixels:
+			// Pixels alone: torchvision passes a KeyPoints through (erase warns).
+		case d.targets != targetsMove || d.points == nil:
+			return w, h, fmt.Errorf("%w: targets' keypoints do not support %s yet", ErrUnsupported, st.Fn)
+		default:
+			var err error
+			if w, h, err = d.points(pts, w, h, st); err != nil {
+				return w, h, err
+			}
+		}
+	}
+	return w, h, nil
+}
+
+// moveMasks moves t's mask maps through steps, as torchvision's Mask
+// kernels move a tv_tensors.Mask: resized_crop (crop, then resize_mask's
+// nearest), resize, center_crop, crop (RandomCrop's, RandomIoUCrop's),
+// pad (fill 0: an op whose masks' fill is another is refused, CheckMasks),
+// the flips, rotate and affine (nearest, fill 0: turnMasks). Ops on
+// pixels alone leave them; any other step is an error.
+func moveMasks(t *Targets, steps []Step) error {
+	if !t.WantMasks {
+		return nil
+	}
+	for i := range steps {
+		st := &steps[i]
+		d := st.Fn.def()
+		switch {
+		case d.targets == targetsPixels || d.targets == targetsInstances:
+			// Pixels alone (torchvision passes a Mask through; erase
+			// warns), or boxes alone (MoveTargets drops the masks of
+			// the instances it drops).
+		case d.targets != targetsMove || d.masks == nil:
+			return fmt.Errorf("%w: targets' masks do not support %s yet", ErrUnsupported, st.Fn)
+		default:
+			if err := d.masks(t, st); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // checkConvertLast refuses a ConvertBoundingBoxFormat (ops after the
@@ -196,98 +204,6 @@ func movesBoxes(f Fn) bool {
 	return d.geometry || d.targets == targetsMove || f == FnSanitizeBoxes || f == FnConvertBoxFormat
 }
 
-// sanitize keeps the instances torchvision's SanitizeBoundingBoxes keeps
-// on a canvas of w x h (its _get_sanitize_bounding_boxes_mask for XYXY, in
-// float32 as torch computes on a float32 tensor, the bounds rounded to
-// float32 as torch rounds a Python float against one): width and height
-// at least minSize, their product at least minArea, every coordinate at
-// least 0, x1 and x2 at most w, y1 and y2 at most h. A NaN fails them all.
-func (t *Targets) sanitize(w, h int, minSize, minArea float64) {
-	ms, ma, fw, fh := float32(minSize), float32(minArea), float32(w), float32(h)
-	n := 0
-	for k, b := range t.Boxes {
-		bw, bh := b[2]-b[0], b[3]-b[1]
-		ok := bw >= ms && bh >= ms && float32(bw*bh) >= ma &&
-			b[0] >= 0 && b[1] >= 0 && b[2] >= 0 && b[3] >= 0 &&
-			b[0] <= fw && b[2] <= fw && b[1] <= fh && b[3] <= fh
-		if ok {
-			t.Boxes[n], t.Labels[n], t.Crowd[n] = b, t.Labels[k], t.Crowd[k]
-			t.KeepPoints(n, k)
-			n++
-		}
-	}
-	t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
-	t.CutPoints(n)
-}
-
-// cropBoxes is torchvision's crop_bounding_boxes: the boxes less (left,
-// top), clamped to the height x width canvas it returns (as w, h).
-func cropBoxes(boxes [][4]float32, top, left, height, width int) (int, int) {
-	fl, ft := float32(left), float32(top)
-	for k := range boxes {
-		bx := &boxes[k]
-		bx[0], bx[1], bx[2], bx[3] = bx[0]-fl, bx[1]-ft, bx[2]-fl, bx[3]-ft
-		clampBox(bx, width, height)
-	}
-	return width, height
-}
-
-// iouCropBoxes is RandomIoUCrop.transform on boxes: torchvision's crop
-// (cropBoxes), then every box whose centre, before the crop, was not
-// strictly inside it set to (0, 0, 0, 0), which a SanitizeBoundingBoxes
-// after it drops (make_params' is_within_crop_area, in float32).
-func iouCropBoxes(boxes [][4]float32, top, left, height, width int) (int, int) {
-	for k := range boxes {
-		bx := &boxes[k]
-		in := boxWithin(bx, top, left, height, width)
-		cropBoxes(boxes[k:k+1], top, left, height, width)
-		if !in {
-			*bx = [4]float32{}
-		}
-	}
-	return width, height
-}
-
-// boxWithin is make_params' is_within_crop_area for one XYXY box:
-// its centre 0.5 * (x1 + x2), 0.5 * (y1 + y2) strictly inside the crop.
-func boxWithin(bx *[4]float32, top, left, height, width int) bool {
-	cx, cy := float32(0.5)*float32(bx[0]+bx[2]), float32(0.5)*float32(bx[1]+bx[3])
-	return float32(left) < cx && cx < float32(left+width) && float32(top) < cy && cy < float32(top+height)
-}
-
-// resizeBoxes is torchvision's resize_bounding_boxes from w x h to nw x
-// nh: unchanged when the size is, else each coordinate times the ratio
-// rounded to float32 (torch.tensor of Python floats), not clamped.
-func resizeBoxes(boxes [][4]float32, w, h, nw, nh int) (int, int) {
-	if nw == w && nh == h {
-		return w, h
-	}
-	rx, ry := float32(float64(nw)/float64(w)), float32(float64(nh)/float64(h))
-	for k := range boxes {
-		bx := &boxes[k]
-		bx[0], bx[1], bx[2], bx[3] = float32(bx[0]*rx), float32(bx[1]*ry), float32(bx[2]*rx), float32(bx[3]*ry)
-	}
-	return nw, nh
-}
-
-// clampBox is torchvision's _clamp_bounding_boxes for XYXY (soft and hard
-// are the same for unrotated boxes): x within [0, w], y within [0, h]
-// (torch.clamp: a NaN stays NaN).
-func clampBox(bx *[4]float32, w, h int) {
-	fw, fh := float32(w), float32(h)
-	for k := range bx {
-		m := fw
-		if k%2 == 1 {
-			m = fh
-		}
-		if bx[k] < 0 {
-			bx[k] = 0
-		} else if bx[k] > m {
-			bx[k] = m
-		}
-	}
-}
-
 // appendTargets appends sample i's targets (of ds), moved through the
 // geometry and steps d drew for its last sample with t, to b.
 func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
@@ -299,32 +215,32 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 		return d.appendMosaicTargets(b, t, ds, fs, vd.multi)
 	}
 	tg := &d.targets
-	tg.reset()
+	tg.Reset()
 	tg.WantMasks = fs.Masks()
 	w0, h0, err := sourceTargets(ds, i, &vd.plan, &tg.Instances)
 	if err != nil {
 		return b, err
 	}
 	if tg.WantMasks {
-		tg.startMasks(vd.plan.srcW, vd.plan.srcH)
+		tg.StartMasks(vd.plan.srcW, vd.plan.srcH)
 	}
 	// The geometry's steps, then the ops' (the trace's order), in two
 	// calls: no list of both is made.
 	var geo [6]Step
-	w, h, err := tg.Move(w0, h0, t.geometrySteps(&vd.plan, geo[:0]))
+	w, h, err := MoveTargets(tg, w0, h0, t.geometrySteps(&vd.plan, geo[:0]))
 	if err == nil {
-		w, h, err = tg.Move(w, h, vd.steps)
+		w, h, err = MoveTargets(tg, w, h, vd.steps)
 	}
 	if err != nil {
 		return b, err
 	}
 	tg.W, tg.H = w, h
 	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
-		return tg.appendOverlap(b, fs.TargetsMax())
+		return tg.AppendOverlap(b, fs.TargetsMax())
 	}
 	base := len(b)
 	if b = AppendTargets(b, tg); tg.WantMasks {
-		return tg.appendMasks(b, base, fs.TargetsMax())
+		return tg.AppendMasks(b, base, fs.TargetsMax())
 	}
 	return b, nil
 }
@@ -384,7 +300,7 @@ func checkTargetOps(ops []Op, at string) error {
 			}
 		case targetsMove, targetsInstances, targetsPixels:
 			// Moves the boxes (MoveBoxes), drops, clamps or reformats them
-			// (Targets.Move), or pixels alone: the boxes stay.
+			// (MoveTargets), or pixels alone: the boxes stay.
 		default:
 			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through %s)", ErrUnsupported, where, strings.Join(kindsMoving(), ", "))
 		}
@@ -401,6 +317,82 @@ func kindsMoving() []string {
 		}
 	}
 	return ks
+}
+
+// TargetKeypoints is the keypoints an instance of ds's targets carries
+// (P): 0 for a dataset without them.
+func TargetKeypoints(ds Dataset) int {
+	switch d := ds.(type) {
+	case *dataset.COCODataset:
+		return d.Annotations().Keypoints()
+	case *dataset.YOLODataset:
+		return d.Config().KptShape[0]
+	}
+	return 0
+}
+
+// CheckMasks refuses a transform whose geometry masks do not follow: a
+// Pad, RandomCrop, RandomZoomOut, RandomRotation or RandomAffine whose
+// masks' fill is not 0 (torchvision fills a Mask with a plain fill too;
+// a fill per type, Op.FillTyped, gives the masks their own). A
+// FixedSizeCrop pads masks with 0, as the detection references' does.
+func CheckMasks(t *Transform) error {
+	return checkMaskOps(t.ops, "")
+}
+
+func checkMaskOps(ops []Op, at string) error {
+	for i := range ops {
+		op := &ops[i]
+		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
+		d := lookupOp(op.Kind)
+		switch {
+		case d == nil:
+		case d.targets == targetsContainer:
+			if err := checkMaskOps(op.Ops, where+": "); err != nil {
+				return err
+			}
+		case d.masks != nil:
+			if err := d.masks(op); err != nil {
+				return fmt.Errorf("%w: transform: %s: %v", ErrUnsupported, where, err)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckOverlapMask refuses a job asking for the overlap mask
+// (target_fields "overlap_mask") whose transform or dataset cannot give
+// ultralytics' one: the dataset's polygons move only through ultralytics'
+// ops (the YOLO geometry, YOLOMosaic, YOLOMixUp, YOLORandomFlip), so the
+// transform must start with that geometry (YOLOLoadImage or YOLOMosaic)
+// and move the targets by no other op; and the dataset must be a YOLO
+// segment dataset (label lines of polygons).
+func CheckOverlapMask(t *Transform, ds Dataset) error {
+	if d, ok := ds.(*dataset.YOLODataset); !ok || !d.HasSegments() {
+		return fmt.Errorf("%w: overlap_mask: the dataset has no polygons (a YOLO segment dataset's label lines): ultralytics' overlap mask is made of them", ErrUnsupported)
+	}
+	if t.views != nil || t.yolo == nil && t.mosaic == nil {
+		return fmt.Errorf("%w: overlap_mask: the transform has no YOLO geometry (YOLOLoadImage or YOLOMosaic first): the overlap mask follows ultralytics' ops only", ErrUnsupported)
+	}
+	return checkOverlapOps(t.ops, "")
+}
+
+func checkOverlapOps(ops []Op, at string) error {
+	for i := range ops {
+		op := &ops[i]
+		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
+		switch roleOf(op.Kind) {
+		case targetsContainer:
+			if err := checkOverlapOps(op.Ops, where+": "); err != nil {
+				return err
+			}
+		case targetsMove:
+			if !strings.HasPrefix(string(op.Kind), "YOLO") {
+				return fmt.Errorf("%w: overlap_mask: transform: %s moves the boxes but not the dataset's polygons: the overlap mask follows ultralytics' ops only (YOLOLoadImage, YOLOLetterBox, YOLORandomPerspective, YOLOMosaic, YOLOMixUp, YOLORandomFlip)", ErrUnsupported, where)
+			}
+		}
+	}
+	return nil
 }
 
 // cutmixTargets is all (the sample's instances, p keypoints each) after

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // TestClampBoxesEveryFormat: ClampBoundingBoxes clamps the boxes in their
@@ -26,19 +28,19 @@ func TestClampBoxesEveryFormat(t *testing.T) {
 	} {
 		tg := Targets{Format: tc.f}
 		tg.Add(tc.in, 1, false)
-		w, h, err := tg.Move(20, 10, []Step{{Fn: FnClampBoxes}})
+		w, h, err := MoveTargets(&tg, 20, 10, []Step{{Fn: FnClampBoxes}})
 		if err != nil || w != 20 || h != 10 || tg.Boxes[0] != tc.out {
 			t.Errorf("%s %v: %v (%dx%d, %v), want %v", tc.f, tc.in, tg.Boxes[0], w, h, err, tc.out)
 		}
 	}
 	nan := float32(math.NaN())
 	b := [][4]float32{{nan, -1, 3, 4}}
-	clampBoxesAs(b, BoxXYXY, 20, 10)
+	targets.ClampBoxesAs(b, BoxXYXY, 20, 10)
 	if !math.IsNaN(float64(b[0][0])) || b[0][1] != 0 {
 		t.Errorf("a NaN stays NaN (torch.clamp): %v", b[0])
 	}
 	if _, _, err := MoveBoxes(b, 20, 10, []Step{{Fn: FnClampBoxes}}); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("MoveBoxes of a clamp: %v, want Targets.Move's", err)
+		t.Errorf("MoveBoxes of a clamp: %v, want MoveTargets's", err)
 	}
 }
 
@@ -63,7 +65,7 @@ func TestClampAndSanitizeKeypoints(t *testing.T) {
 		return tg
 	}
 	tg := mk()
-	if _, _, err := tg.Move(20, 10, []Step{{Fn: FnSanitizeKeypoints}}); err != nil {
+	if _, _, err := MoveTargets(tg, 20, 10, []Step{{Fn: FnSanitizeKeypoints}}); err != nil {
 		t.Fatal(err)
 	}
 	wantPts := [][2]float32{{0, 0}, {19.5, 9.75}, {3, 4}, {5, 6}}
@@ -79,22 +81,22 @@ func TestClampAndSanitizeKeypoints(t *testing.T) {
 	// Clamped first, every instance stays (the NaN too: clamp keeps it,
 	// and the sanitize then drops it).
 	tg = mk()
-	if _, _, err := tg.Move(20, 10, []Step{{Fn: FnClampKeypoints}}); err != nil {
+	if _, _, err := MoveTargets(tg, 20, 10, []Step{{Fn: FnClampKeypoints}}); err != nil {
 		t.Fatal(err)
 	}
 	if tg.Points[3] != [2]float32{19, 5} || tg.Points[8] != [2]float32{3, 0} || tg.Points[1] != [2]float32{19, 9} {
 		t.Errorf("clamped: %v", tg.Points)
 	}
-	if _, _, err := tg.Move(20, 10, []Step{{Fn: FnSanitizeKeypoints}}); err != nil || len(tg.Labels) != 4 {
+	if _, _, err := MoveTargets(tg, 20, 10, []Step{{Fn: FnSanitizeKeypoints}}); err != nil || len(tg.Labels) != 4 {
 		t.Errorf("sanitized after the clamp: %v %v", tg.Labels, err)
 	}
 	// A dataset without keypoints: the clamp leaves it, the sanitize fails.
 	var none Targets
 	none.Add([4]float32{1, 1, 5, 5}, 1, false)
-	if _, _, err := none.Move(20, 10, []Step{{Fn: FnClampKeypoints}}); err != nil || len(none.Boxes) != 1 {
+	if _, _, err := MoveTargets(&none, 20, 10, []Step{{Fn: FnClampKeypoints}}); err != nil || len(none.Boxes) != 1 {
 		t.Errorf("clamp without keypoints: %v", err)
 	}
-	if _, _, err := none.Move(20, 10, []Step{{Fn: FnSanitizeKeypoints}}); err == nil || !strings.Contains(err.Error(), "no keypoints") {
+	if _, _, err := MoveTargets(&none, 20, 10, []Step{{Fn: FnSanitizeKeypoints}}); err == nil || !strings.Contains(err.Error(), "no keypoints") {
 		t.Errorf("sanitize without keypoints: %v", err)
 	}
 }

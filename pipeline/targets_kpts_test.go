@@ -125,7 +125,7 @@ func TestTargetsKeypoints(t *testing.T) {
 	addPoints(&tg, nil)
 	tg.Add([4]float32{30, 40, 90, 80}, 3, true) // kept
 	addPoints(&tg, []float64{31.5, 41, 1, 89, 79, 2})
-	w, h, err := tg.Move(200, 100, []Step{{Fn: FnHorizontalFlip}, {Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}, {Fn: FnPad, I: [6]int{1, 2, 0, 0}}})
+	w, h, err := MoveTargets(&tg, 200, 100, []Step{{Fn: FnHorizontalFlip}, {Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}, {Fn: FnPad, I: [6]int{1, 2, 0, 0}}})
 	if err != nil || w != 201 || h != 102 {
 		t.Fatalf("%dx%d %v", w, h, err)
 	}
@@ -142,7 +142,7 @@ func TestTargetsKeypoints(t *testing.T) {
 		t.Errorf("visibilities %v", tg.Vis)
 	}
 	// A step the keypoints do not support is an error of the whole move.
-	if _, _, err := tg.Move(200, 100, []Step{{Fn: FnMixBegin}}); !errors.Is(err, ErrUnsupported) {
+	if _, _, err := MoveTargets(&tg, 200, 100, []Step{{Fn: FnMixBegin}}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("%v", err)
 	}
 }

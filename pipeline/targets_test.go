@@ -7,9 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/stoker-dev/stoker/pipeline/dataset"
-	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
 
 // TestMoveBoxes checks the box kernels one by one against their
@@ -163,7 +160,7 @@ func BenchmarkTargets(b *testing.B) {
 	}
 }
 
-// TestSanitize: Targets.Move drops, at a sanitize_bounding_boxes step and
+// TestSanitize: MoveTargets drops, at a sanitize_bounding_boxes step and
 // with their labels and crowd flags, the boxes torchvision's
 // SanitizeBoundingBoxes drops (its _get_sanitize_bounding_boxes_mask):
 // narrower or lower than min_size, smaller than min_area, a coordinate
@@ -185,7 +182,7 @@ func TestSanitize(t *testing.T) {
 		Labels: []int64{0, 1, 2, 3, 4, 5, 6, 7},
 		Crowd:  []uint8{1, 0, 0, 1, 0, 0, 0, 1},
 	}}
-	w, h, err := tg.Move(200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}})
+	w, h, err := MoveTargets(&tg, 200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}})
 	if err != nil || w != 200 || h != 100 {
 		t.Fatalf("Move: %dx%d, %v", w, h, err)
 	}
@@ -197,66 +194,11 @@ func TestSanitize(t *testing.T) {
 	// 1/4 after the sanitize leaves the survivor's box at 2.5 wide, which a
 	// sanitize there would have dropped at min_size 3.
 	tg2 := Targets{Instances: Instances{Boxes: [][4]float32{{0, 0, 1, 1}, {30, 40, 31.25, 41.5}, {0, 0, 10, 40}}, Labels: []int64{1, 2, 3}, Crowd: []uint8{0, 0, 0}}}
-	w, h, err = tg2.Move(200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 2}}, {Fn: FnResize, I: [6]int{4: 25, 5: 50}}})
+	w, h, err = MoveTargets(&tg2, 200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 2}}, {Fn: FnResize, I: [6]int{4: 25, 5: 50}}})
 	if err != nil || w != 50 || h != 25 || !slices.Equal(tg2.Labels, []int64{3}) || tg2.Boxes[0] != [4]float32{0, 0, 2.5, 10} {
 		t.Errorf("sanitize then resize: %dx%d %v labels %v boxes %v", w, h, err, tg2.Labels, tg2.Boxes)
 	}
 	if _, _, err := MoveBoxes(tg.Boxes, 200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("MoveBoxes of a sanitize step: %v, want ErrUnsupported (it cannot drop labels)", err)
-	}
-}
-
-// TestAppendOverlap: a sample's targets with the overlap mask are its
-// instances in the mask's order (cv.PolygonsToMasksOverlap's), the
-// overlap bit, then the W/4 x H/4 map after zeros to a multiple of 4:
-// uint8 up to 255 instances, int32 past them (300 here, as ultralytics);
-// an instance without its polygon, or a bound too small, is refused.
-func TestAppendOverlap(t *testing.T) {
-	for _, k := range []int{3, 300} {
-		tg := &Targets{W: 66, H: 41}
-		tg.P = 1
-		for j := range k {
-			x, y, s := float32(j%60), float32(j%37), float32(1+j%9)
-			tg.Add([4]float32{x, y, x + s, y + s}, int64(j), j%2 == 0)
-			tg.Points = append(tg.Points, [2]float32{x, y})
-			tg.Vis = append(tg.Vis, uint8(j%3))
-			tg.Segments = append(tg.Segments, [][2]float32{{x, y}, {x + s, y}, {x + s, y + s}, {x, y + s}})
-		}
-		want, order := cv.PolygonsToMasksOverlap(tg.Segments, tg.W, tg.H, OverlapRatio)
-		boxes := slices.Clone(tg.Boxes)
-		tg.WantOverlap = true
-		b, err := tg.appendOverlap(nil, 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		le := binary.LittleEndian
-		at := int((TargetsSize(k, 1) + 3) / 4 * 4)
-		if le.Uint32(b[20:])&targetsOverlap == 0 || int64(len(b)) != int64(at)+OverlapMaskSize(tg.W, tg.H, k) {
-			t.Fatalf("k %d: word %#x, %d bytes", k, le.Uint32(b[20:]), len(b))
-		}
-		for n, o := range order {
-			if tg.Boxes[n] != boxes[o] || tg.Labels[n] != int64(o) || tg.Points[n] != [2]float32{boxes[o][0], boxes[o][1]} {
-				t.Fatalf("k %d: instance %d is not the mask's %d-th", k, n, o)
-			}
-		}
-		for i, v := range want {
-			var got int32
-			if k > 255 {
-				got = int32(le.Uint32(b[at+4*i:]))
-			} else {
-				got = int32(b[at+i])
-			}
-			if got != v {
-				t.Fatalf("k %d: map value %d is %d, want %d", k, i, got, v)
-			}
-		}
-		if _, err := tg.appendOverlap(nil, int64(len(b))-1); !errors.As(err, new(*dataset.TargetsTooLarge)) {
-			t.Errorf("k %d: over the bound: %v", k, err)
-		}
-	}
-	tg := &Targets{W: 8, H: 8, WantOverlap: true}
-	tg.Add([4]float32{1, 1, 2, 2}, 0, false)
-	if _, err := tg.appendOverlap(nil, 1<<20); err == nil || !strings.Contains(err.Error(), "1 instances with 0 polygons") {
-		t.Errorf("an instance without its polygon: %v", err)
 	}
 }

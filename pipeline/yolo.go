@@ -286,19 +286,19 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 		return b, err
 	}
 	tg := &d.targets
-	tg.reset()
+	tg.Reset()
 	tg.ImageID = int64(md.mo.idx[0])
 	tg.P = p
 	if err := setMosaicTargets(&tg.Instances, &all); err != nil {
 		return b, err
 	}
-	w, h, err := tg.Move(t.outW, t.outH, d.vd[0].steps)
+	w, h, err := MoveTargets(tg, t.outW, t.outH, d.vd[0].steps)
 	if err != nil {
 		return b, err
 	}
 	tg.W, tg.H = w, h
 	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
-		return tg.appendOverlap(b, fs.TargetsMax())
+		return tg.AppendOverlap(b, fs.TargetsMax())
 	}
 	return AppendTargets(b, tg), nil
 }
@@ -409,7 +409,7 @@ func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, int
 	p := -1
 	for j, i := range m.idx {
 		w, h := m.sizes[j][0], m.sizes[j][1]
-		tg.reset()
+		tg.Reset()
 		tg.WantMasks = false
 		var err error
 		if u, ok := ds.(dataset.UltralyticsTargeted); ok {

@@ -202,7 +202,7 @@ func TestYOLOTargets(t *testing.T) {
 				kp[0], kp[1] = kp[1], kp[0]
 			}
 		}
-		w, h, err := tg.Move(W, H, steps)
+		w, h, err := MoveTargets(&tg, W, H, steps)
 		if err != nil {
 			t.Fatal(err)
 		}

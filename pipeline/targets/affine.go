@@ -1,37 +1,27 @@
-package pipeline
+package targets
 
-// Boxes through rotate and affine, as torchvision.transforms.v2's
-// _affine_bounding_boxes_with_expand moves a BoundingBoxes (expand=False:
-// the canvas stays; stoker's rotate never expands). Floating point as in
-// ops_compile.go: every product that is added is rounded first, or fused
-// explicitly (boxFMA32), so the boxes are the same bits on every machine.
+// Boxes and keypoints through rotate, affine and perspective, as
+// torchvision.transforms.v2's _affine_bounding_boxes_with_expand,
+// perspective_bounding_boxes and their keypoint kernels move them: the
+// drawn parameters as plain arguments (angle, translate, scale, shear,
+// center; a perspective's corners). Every product that is added is
+// rounded first, or fused explicitly (boxFMA32), so the boxes are the same
+// bits on every machine.
 
 import (
 	"fmt"
 	"math"
 
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
-// affineStepBoxes moves boxes on a w x h canvas through a rotate or affine
-// step, with the parameters the pixel kernels take from it (the angle,
-// translate, scale, shear and center the sample drew): torchvision's
-// rotate_bounding_boxes is its affine with the angle negated, no
-// translation, scale 1 and no shear.
-func affineStepBoxes(boxes [][4]float32, w, h int, st *Step) {
-	if st.Fn == FnRotate {
-		affineBoxes(boxes, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
-		return
-	}
-	affineBoxes(boxes, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
-}
-
-// affineBoxes is torchvision's affine_bounding_boxes for XYXY float32
+// AffineBoxes is torchvision's affine_bounding_boxes for XYXY float32
 // boxes on a w x h canvas: the forward matrix (forwardAffine) rounded to
 // float32, each box's four corners (x1, y1), (x2, y1), (x2, y2), (x1, y2)
 // through it (affinePoint), the box their extent (aminmax), clamped to the
 // canvas (clamping_mode "soft", the same as "hard" for these boxes).
-func affineBoxes(boxes [][4]float32, w, h int, angle float64, translate [2]float64, scale float64, shear [2]float64, center [2]float64, hasCenter bool) {
+func AffineBoxes(boxes [][4]float32, w, h int, angle float64, translate [2]float64, scale float64, shear [2]float64, center [2]float64, hasCenter bool) {
 	m := forwardAffine32(w, h, angle, translate, scale, shear, center, hasCenter)
 	// torch.matmul of the N*4 points by the matrix sums each coordinate in
 	// an order of its own: fewer than 16 points (4 boxes) in torch's own
@@ -40,7 +30,7 @@ func affineBoxes(boxes [][4]float32, w, h int, angle float64, translate [2]float
 	for k := range boxes {
 		b := &boxes[k]
 		*b = affineCorners(b, &m, small)
-		clampBox(b, w, h)
+		ClampBox(b, w, h)
 	}
 }
 
@@ -126,12 +116,12 @@ func forwardAffine(center [2]float64, angle float64, translate [2]float64, scale
 // rounded to float32: the rows (a, b, c), (d, e, f) of the numerator and
 // (g, h, 1) of the denominator taking a point of the image to where the
 // perspective puts it. An error where torchvision raises (a zero
-// denominator) or the corners are singular.
-func perspectiveThetas(st *Step) ([9]float32, error) {
-	start, end := st.corners()
+// denominator) or the corners are singular. start and end are the
+// step's startpoints and endpoints.
+func perspectiveThetas(start, end [4][2]int) ([9]float32, error) {
 	k, err := kernels.PerspectiveCoeffs(&start, &end)
 	if err != nil {
-		return [9]float32{}, fmt.Errorf("%w: perspective: endpoints %v: %v", ErrUnsupported, end, err)
+		return [9]float32{}, fmt.Errorf("%w: perspective: endpoints %v: %v", errs.Unsupported, end, err)
 	}
 	var c [8]float64
 	for i, v := range k {
@@ -139,7 +129,7 @@ func perspectiveThetas(st *Step) ([9]float32, error) {
 	}
 	den := float64(c[0]*c[4]) - float64(c[1]*c[3])
 	if den == 0 {
-		return [9]float32{}, fmt.Errorf("%w: perspective: coefficients %v cannot be inverted to move boxes or keypoints (torchvision raises too)", ErrUnsupported, k)
+		return [9]float32{}, fmt.Errorf("%w: perspective: coefficients %v cannot be inverted to move boxes or keypoints (torchvision raises too)", errs.Unsupported, k)
 	}
 	inv := [8]float64{
 		(c[4] - float64(c[5]*c[7])) / den,
@@ -174,15 +164,16 @@ func perspectivePoint(x, y float32, t *[9]float32, small, one bool) (float32, fl
 	return affinePoint(x, y, t[0], t[1], t[2], small) / d, affinePoint(x, y, t[3], t[4], t[5], small) / d
 }
 
-// perspectiveBoxes is torchvision's perspective_bounding_boxes for XYXY
+// PerspectiveBoxes is torchvision's perspective_bounding_boxes for XYXY
 // float32 boxes on a w x h canvas: each box's four corners through the
 // perspective (perspectivePoint; torch.matmul of the 4N points, so fewer
 // than 4 boxes sum in torch's own order), the box their extent, clamped.
-func perspectiveBoxes(boxes [][4]float32, w, h int, st *Step) error {
+// start and end are the perspective's startpoints and endpoints.
+func PerspectiveBoxes(boxes [][4]float32, w, h int, start, end [4][2]int) error {
 	if len(boxes) == 0 {
 		return nil
 	}
-	t, err := perspectiveThetas(st)
+	t, err := perspectiveThetas(start, end)
 	if err != nil {
 		return err
 	}
@@ -197,18 +188,18 @@ func perspectiveBoxes(boxes [][4]float32, w, h int, st *Step) error {
 		}
 		*b = [4]float32{min(ox[0], ox[1], ox[2], ox[3]), min(oy[0], oy[1], oy[2], oy[3]),
 			max(ox[0], ox[1], ox[2], ox[3]), max(oy[0], oy[1], oy[2], oy[3])}
-		clampBox(b, w, h)
+		ClampBox(b, w, h)
 	}
 	return nil
 }
 
-// perspectivePoints is torchvision's perspective_keypoints: every point
+// PerspectivePoints is torchvision's perspective_keypoints: every point
 // through the perspective (perspectivePoint), not clamped.
-func perspectivePoints(pts [][2]float32, st *Step) error {
+func PerspectivePoints(pts [][2]float32, start, end [4][2]int) error {
 	if len(pts) == 0 {
 		return nil // torchvision returns an empty KeyPoints as it is
 	}
-	t, err := perspectiveThetas(st)
+	t, err := perspectiveThetas(start, end)
 	if err != nil {
 		return err
 	}
@@ -219,40 +210,42 @@ func perspectivePoints(pts [][2]float32, st *Step) error {
 	return nil
 }
 
-// rotateExpandBoxes is torchvision's rotate_bounding_boxes with
+// RotateExpandBoxes is torchvision's rotate_bounding_boxes with
 // expand=True for XYXY float32 boxes on a w x h canvas: each box's
-// corners through the forward matrix (as affineBoxes), their extent less
-// the shift of the canvas' corners' minimum (expandShift), clamped to the
+// corners through the forward matrix (as AffineBoxes), their extent less
+// the shift of the canvas' corners' minimum (ExpandShift), clamped to the
 // canvas torchvision computes for the boxes (_compute_affine_output_size
 // of the inverse matrix about the canvas' centre in pixels, which differs
 // from the image's by a pixel on a side for about half the angles and
 // sizes). It returns the image's canvas (kernels.RotatedSize): the
 // pixels' and the masks' size, which the ops after it move the boxes on.
-func rotateExpandBoxes(boxes [][4]float32, w, h int, st *Step) (int, int) {
-	ow, oh := kernels.RotatedSize(w, h, st.F[0], st.Center, st.HasCenter)
+// angle, center and hasCenter are the rotate step's.
+func RotateExpandBoxes(boxes [][4]float32, w, h int, angle float64, center [2]float64, hasCenter bool) (int, int) {
+	ow, oh := kernels.RotatedSize(w, h, angle, center, hasCenter)
 	if len(boxes) == 0 {
 		return ow, oh
 	}
-	m := forwardAffine32(w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
-	tr := expandShift(w, h, st)
-	inv := inverseAbout(w, h, -st.F[0], st.Center, st.HasCenter)
+	m := forwardAffine32(w, h, -angle, [2]float64{}, 1, [2]float64{}, center, hasCenter)
+	tr := ExpandShift(w, h, angle, center, hasCenter)
+	inv := inverseAbout(w, h, -angle, center, hasCenter)
 	bw, bh := kernels.AffineOutputSize(&inv, w, h)
 	small := len(boxes) < 4
 	for k := range boxes {
 		b := &boxes[k]
 		e := affineCorners(b, &m, small)
 		*b = [4]float32{e[0] - tr[0], e[1] - tr[1], e[2] - tr[0], e[3] - tr[1]}
-		clampBox(b, bw, bh)
+		ClampBox(b, bw, bh)
 	}
 	return ow, oh
 }
 
-// expandShift is the shift torchvision's box and keypoint kernels take
+// ExpandShift is the shift torchvision's box and keypoint kernels take
 // off with expand=True: the minimum x and y of the w x h canvas' corners
 // (0, 0), (0, h), (w, h), (w, 0) through the forward matrix of the
-// rotate step st (torch.matmul of four points: affinePoint's small sum).
-func expandShift(w, h int, st *Step) [2]float32 {
-	m := forwardAffine32(w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
+// rotate step of angle about center (the canvas' unless hasCenter)
+// (torch.matmul of four points: affinePoint's small sum).
+func ExpandShift(w, h int, angle float64, center [2]float64, hasCenter bool) [2]float32 {
+	m := forwardAffine32(w, h, -angle, [2]float64{}, 1, [2]float64{}, center, hasCenter)
 	fw, fh := float32(w), float32(h)
 	pts := [4][2]float32{{0, 0}, {0, fh}, {fw, fh}, {fw, 0}}
 	var tr [2]float32

@@ -1,0 +1,112 @@
+package targets
+
+// The instances' masks through the geometry, as torchvision's *_mask
+// kernels move a tv_tensors.Mask: not the masks themselves but maps of
+// the canvas into the source image (maskMaps), sampled once when the
+// targets are written (AppendMasks).
+
+import (
+	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+)
+
+// maskMaps are a sample's masks' geometry so far: the canvas' rows (ys)
+// and columns (xs) each as the source image's row (column) it comes from,
+// -1 for the fill (0). Crops, pads, flips and nearest resizes are each
+// such a map an axis, so any chain of them is one (kernels.AxisCrop).
+type maskMaps struct {
+	ys, xs, tmp []int32
+	// base, after a rotate or an affine (not separable), is the canvas it
+	// left (bw columns), an index a pixel into the source
+	// (kernels.CanvasIndex): ys and xs then map into base. srcW and srcH
+	// are the source's size.
+	base, spare []int32
+	bw          int
+	srcW, srcH  int
+	src         []byte   // an instance's source mask, row-major
+	rows        []bool   // which of its rows have a pixel set
+	runs        []uint32 // an instance's runs on the canvas
+	lens        []uint32 // the runs of each instance
+}
+
+// StartMasks sets t's maps to the w x h source image's.
+func (t *Targets) StartMasks(w, h int) {
+	m := &t.mm
+	m.ys, m.xs = kernels.AxisIdentity(m.ys, h), kernels.AxisIdentity(m.xs, w)
+	m.base, m.bw, m.srcW, m.srcH = m.base[:0], 0, w, h // empty: no base
+}
+
+// RotateMasks moves the masks through a rotate step of angle about center
+// (the canvas' unless hasCenter), growing the canvas with expand (nearest,
+// fill 0, as rotate_mask): the maps so far made into a canvas index, moved
+// by the step as a plane, the base of identity maps.
+func (t *Targets) RotateMasks(angle float64, center [2]float64, hasCenter, expand bool) {
+	m := &t.mm
+	w, h := len(m.xs), len(m.ys)
+	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
+	if expand { // the canvas grows
+		idx, w, h, m.tmp = kernels.RotateExpandIndex(idx, w, h, angle, center, hasCenter, m.tmp)
+	} else {
+		idx, m.tmp = kernels.RotateIndex(idx, w, h, angle, center, hasCenter, m.tmp)
+	}
+	t.turned(idx, w, h)
+}
+
+// AffineMasks moves the masks through an affine step (nearest, fill 0, as
+// affine_mask), as RotateMasks does.
+func (t *Targets) AffineMasks(a *kernels.AffineParams) {
+	m := &t.mm
+	w, h := len(m.xs), len(m.ys)
+	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
+	idx, m.tmp = kernels.AffineIndex(idx, w, h, a, m.tmp)
+	t.turned(idx, w, h)
+}
+
+// turned makes idx, the w x h canvas a rotate or affine left, the maps'
+// base, under identity maps.
+func (t *Targets) turned(idx []int32, w, h int) {
+	m := &t.mm
+	m.spare, m.base, m.bw = m.base, idx, w
+	m.ys, m.xs = kernels.AxisIdentity(m.ys, h), kernels.AxisIdentity(m.xs, w)
+}
+
+// CropMasks crops the maps to the height x width canvas from (top,
+// left), either of which may be negative (a pad's): what falls outside
+// the canvas before is the fill, as torchvision's crop_mask and pad_mask
+// (fill 0) make it.
+func (t *Targets) CropMasks(top, left, height, width int) {
+	m := &t.mm
+	m.tmp = kernels.AxisCrop(m.tmp, m.ys, top, height)
+	m.ys, m.tmp = m.tmp, m.ys
+	m.tmp = kernels.AxisCrop(m.tmp, m.xs, left, width)
+	m.xs, m.tmp = m.tmp, m.xs
+}
+
+// ResizeMasks is resize_mask (InterpolationMode.NEAREST) to height x width.
+func (t *Targets) ResizeMasks(height, width int) {
+	m := &t.mm
+	m.tmp = kernels.AxisResize(m.tmp, m.ys, height)
+	m.ys, m.tmp = m.tmp, m.ys
+	m.tmp = kernels.AxisResize(m.tmp, m.xs, width)
+	m.xs, m.tmp = m.tmp, m.xs
+}
+
+// CenterCropStart is where center_crop_mask's crop of c pixels starts on
+// an axis of n (as center_crop_image, which pads first when c > n: the
+// pad's (c - n) // 2 before; else its anchor round((n - c) / 2)).
+func CenterCropStart(n, c int) int {
+	if c > n {
+		return -((c - n) / 2)
+	}
+	return int(math.RoundToEven(float64(n-c) / 2))
+}
+
+// FlipMasksX mirrors the masks left to right (horizontal_flip_mask).
+func (t *Targets) FlipMasksX() { kernels.AxisFlip(t.mm.xs) }
+
+// FlipMasksY mirrors the masks top to bottom (vertical_flip_mask).
+func (t *Targets) FlipMasksY() { kernels.AxisFlip(t.mm.ys) }
+
+// MaskCanvas is the masks' canvas so far: its width and height.
+func (t *Targets) MaskCanvas() (w, h int) { return len(t.mm.xs), len(t.mm.ys) }

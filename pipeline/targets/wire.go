@@ -1,0 +1,188 @@
+package targets
+
+// The targets' encoding on the wire (docs/detection.md gives the layout);
+// their sources are pipeline/dataset's (COCO's annotations, YOLO's label
+// files: Instances).
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+)
+
+// targetsMasks is the bit of the targets' header word (its format and P)
+// that says the masks follow: set only for a job that asks for them.
+const targetsMasks = 1 << 31
+
+// targetsOverlap is the bit of the header word that says the overlap mask
+// follows (AppendOverlap): set only for a job that asks for it.
+const targetsOverlap = 1 << 30
+
+// OverlapRatio is the overlap mask's downsample: ultralytics' Format's
+// mask_ratio default (4).
+const OverlapRatio = 4
+
+// AppendTargets appends t's encoding, little-endian: u32 H, u32 W (the
+// canvas), i64 image id, u32 K, u32 the boxes' format (its low byte) and
+// P, the keypoints an instance (the bits above: P << 8); then K x 4
+// float32 boxes, K int64 labels, K x P x 2 float32 keypoints (x, y), K
+// uint8 crowd flags, K x P uint8 visibilities. The header is 24 bytes, so
+// the boxes, labels and keypoints are aligned within it. A sample of a
+// dataset without keypoints (P = 0) is 24 + 25K bytes, as before them.
+func AppendTargets(b []byte, t *Targets) []byte {
+	le := binary.LittleEndian
+	k := len(t.Boxes)
+	b = le.AppendUint32(b, uint32(t.H))
+	b = le.AppendUint32(b, uint32(t.W))
+	b = le.AppendUint64(b, uint64(t.ImageID))
+	b = le.AppendUint32(b, uint32(k))
+	word := uint32(t.Format) | uint32(t.P)<<8
+	if t.WantMasks {
+		word |= targetsMasks
+	}
+	if t.WantOverlap {
+		word |= targetsOverlap
+	}
+	b = le.AppendUint32(b, word)
+	for _, bx := range t.Boxes {
+		for _, v := range bx {
+			b = le.AppendUint32(b, math.Float32bits(v))
+		}
+	}
+	for _, l := range t.Labels {
+		b = le.AppendUint64(b, uint64(l))
+	}
+	if t.P > 0 {
+		for _, p := range t.Points {
+			b = le.AppendUint32(b, math.Float32bits(p[0]))
+			b = le.AppendUint32(b, math.Float32bits(p[1]))
+		}
+	}
+	b = append(b, t.Crowd...)
+	if t.P > 0 {
+		b = append(b, t.Vis...)
+	}
+	return b
+}
+
+// AppendMasks appends t's masks on its W x H canvas: each instance's
+// source mask sampled through the maps (kernels.MaskRuns), after the
+// targets' other bytes padded with zeros to a multiple of 4 (base is
+// where the targets start in b): K u32 run counts, then every instance's
+// runs (u32), row-major over the canvas from a run of 0. limit bounds the
+// targets' bytes: past it the sample fails (dataset.TargetsTooLarge, which
+// the field set words as its field over the bound) before more is made.
+func (t *Targets) AppendMasks(b []byte, base int, limit int64) ([]byte, error) {
+	m := &t.mm
+	if len(m.ys) != t.H || len(m.xs) != t.W || len(t.Masks) != len(t.Boxes) {
+		return b, fmt.Errorf("targets: %d masks on a %dx%d canvas for %d boxes on %dx%d", len(t.Masks), len(m.xs), len(m.ys), len(t.Boxes), t.W, t.H)
+	}
+	for (len(b)-base)%4 != 0 {
+		b = append(b, 0)
+	}
+	size := int64(len(b)-base) + 4*int64(len(t.Masks))
+	m.runs, m.lens = m.runs[:0], m.lens[:0]
+	for k := range t.Masks {
+		r := &t.Masks[k]
+		if r.H != m.srcH || r.W != m.srcW {
+			return b, fmt.Errorf("targets: instance %d's mask is %dx%d, the source %dx%d", k, r.W, r.H, m.srcW, m.srcH)
+		}
+		var ok bool
+		if m.src, m.rows, ok = kernels.RowMajor(m.src, m.rows, r.Counts, r.H, r.W); !ok {
+			return b, fmt.Errorf("targets: instance %d's mask: runs that do not cover %dx%d", k, r.W, r.H)
+		}
+		n := len(m.runs)
+		m.runs = kernels.MaskRuns(m.runs, m.src, r.W, m.rows, m.base, m.bw, m.ys, m.xs)
+		m.lens = append(m.lens, uint32(len(m.runs)-n))
+		if size += 4 * int64(len(m.runs)-n); size > limit {
+			return b, &dataset.TargetsTooLarge{At: size}
+		}
+	}
+	le := binary.LittleEndian
+	for _, n := range m.lens {
+		b = le.AppendUint32(b, n)
+	}
+	for _, r := range m.runs {
+		b = le.AppendUint32(b, r)
+	}
+	return b, nil
+}
+
+// TargetsSize is the bytes AppendTargets writes for k instances of p
+// keypoints each.
+func TargetsSize(k, p int) int64 {
+	return dataset.TargetsHeader + int64(k)*(16+8+1) + int64(k)*int64(p)*(8+1)
+}
+
+// OverlapMaskSize is the bytes of the overlap mask of k instances on a w x
+// h canvas after the targets (padded to a multiple of 4 each side): one
+// byte a pixel of its w/4 x h/4 map, four past 255 instances.
+func OverlapMaskSize(w, h, k int) int64 {
+	n := int64(w/OverlapRatio) * int64(h/OverlapRatio)
+	if k > 255 {
+		n *= 4
+	}
+	return (n + 3) / 4 * 4
+}
+
+// AppendOverlap appends t's encoding with ultralytics' overlap mask
+// (Format(return_mask=True, mask_ratio=4, mask_overlap=True)): its
+// instances ordered as polygons2masks_overlap orders them (by their
+// masks' area, largest first: Format's instances[sorted_idx] and
+// cls[sorted_idx]), then, after zeros to a multiple of 4, the map
+// (cv.PolygonsToMasksOverlap of the segments on the W x H canvas), row-major,
+// uint8 (int32 little-endian past 255 instances, as ultralytics), and
+// zeros to a multiple of 4. limit bounds the bytes (TargetsTooLarge).
+func (t *Targets) AppendOverlap(b []byte, limit int64) ([]byte, error) {
+	k := len(t.Boxes)
+	if len(t.Segments) != k {
+		return b, fmt.Errorf("%w: overlap_mask: %d instances with %d polygons: the overlap mask needs a segment dataset's polygons for every instance", errs.Unsupported, k, len(t.Segments))
+	}
+	size := (TargetsSize(k, t.P)+3)/4*4 + OverlapMaskSize(t.W, t.H, k)
+	if size > limit {
+		return b, &dataset.TargetsTooLarge{At: size}
+	}
+	m, order := cv.PolygonsToMasksOverlap(t.Segments, t.W, t.H, OverlapRatio)
+	t.reorder(order)
+	base := len(b)
+	b = AppendTargets(b, t)
+	for (len(b)-base)%4 != 0 {
+		b = append(b, 0)
+	}
+	if k > 255 {
+		for _, v := range m {
+			b = binary.LittleEndian.AppendUint32(b, uint32(v))
+		}
+	} else {
+		for _, v := range m {
+			b = append(b, uint8(v))
+		}
+	}
+	for (len(b)-base)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b, nil
+}
+
+// reorder puts t's instances (boxes, labels, crowd flags, keypoints,
+// segments) in order: the n-th is the order[n]-th before.
+func (t *Targets) reorder(order []int) {
+	boxes := append([][4]float32(nil), t.Boxes...)
+	labels := append([]int64(nil), t.Labels...)
+	crowd := append([]uint8(nil), t.Crowd...)
+	pts := append([][2]float32(nil), t.Points...)
+	vis := append([]uint8(nil), t.Vis...)
+	segs := append([][][2]float32(nil), t.Segments...)
+	for n, k := range order {
+		t.Boxes[n], t.Labels[n], t.Crowd[n], t.Segments[n] = boxes[k], labels[k], crowd[k], segs[k]
+		if t.P > 0 {
+			copy(t.Points[n*t.P:(n+1)*t.P], pts[k*t.P:(k+1)*t.P])
+			copy(t.Vis[n*t.P:(n+1)*t.P], vis[k*t.P:(k+1)*t.P])
+		}
+	}
+}
