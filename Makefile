@@ -311,9 +311,12 @@ bench-detection: venv build $(DET_DATA) ## stoker's detr, ssdlite and lsj vs tor
 # PHOTOS: an ImageFolder (LIMIT=N: only N of its images); LARGE=1: large
 # photos made from testdata/photos by bench/mklarge.py (LARGE_N of them,
 # >= 8 MP, every second one progressive); neither: testdata/photos.
+# PEERS_TRANSFORMS: the recipes (all three by default); COEF_BUDGET=-1:
+# stoker without its coefficient cache (a dataset larger than the cache).
 PEERS_VENV := out/peers-venv
 PEERS_PY   := $(PEERS_VENV)/bin/python
-PEERS_TRANSFORMS ?= imagenet-train,imagenet-eval,tv-resnet50-v2
+PEERS_RECIPES    := imagenet-train,imagenet-eval,tv-resnet50-v2
+PEERS_TRANSFORMS ?= $(PEERS_RECIPES)
 LIMIT      ?= 0
 LARGE      ?=
 LARGE_N    ?= 12
@@ -349,11 +352,11 @@ peers-venv: venv-run $(PEERS_VENV)/.stamp ## the peers' venv of make bench-peers
 $(LARGE_DATA):
 	rm -rf $@.tmp && $(PY) bench/mklarge.py $@.tmp --n $(LARGE_N) --seed $(LARGE_SEED) && mv $@.tmp $@
 
-bench-peers: venv-run build peers-venv $(if $(LARGE),$(LARGE_DATA)) ## stoker vs torchvision v2, Pillow, pillow-simd, DALI (CPU), SPDL: one core each, images per CPU-second, into BENCHMARKS.md (PHOTOS=, LIMIT=N, LARGE=1)
+bench-peers: venv-run build peers-venv $(if $(LARGE),$(LARGE_DATA)) ## stoker vs torchvision v2, Pillow, pillow-simd, DALI (CPU), SPDL: one core each, images per CPU-second, into BENCHMARKS.md (PHOTOS=, LIMIT=N, LARGE=1, PEERS_TRANSFORMS=, COEF_BUDGET=)
 	@if [ -z "$(LARGE)" ] && [ -n "$(PHOTOS)" ] && [ ! -d "$(PHOTOS)" ]; then echo "PHOTOS=$(PHOTOS) is not a directory"; exit 1; fi
 	$(PY) bench/peers.py --stoker $(BIN) --data $(PEERS_DATA) --limit $(LIMIT) --transforms $(PEERS_TRANSFORMS) \
 		--rounds $(ROUNDS) --seconds $(SECONDS) --coef-budget $(COEF_BUDGET) --peers-python $(PEERS_PY) --write BENCHMARKS.md \
-		--command 'make bench-peers$(if $(LARGE), LARGE=1 LARGE_N=$(LARGE_N) LARGE_SEED=$(LARGE_SEED),$(if $(PHOTOS), PHOTOS=$(PHOTOS)))$(if $(filter-out 0,$(LIMIT)), LIMIT=$(LIMIT)) ROUNDS=$(ROUNDS) SECONDS=$(SECONDS)'
+		--command 'make bench-peers$(if $(LARGE), LARGE=1 LARGE_N=$(LARGE_N) LARGE_SEED=$(LARGE_SEED),$(if $(PHOTOS), PHOTOS=$(PHOTOS)))$(if $(filter-out 0,$(LIMIT)), LIMIT=$(LIMIT))$(if $(filter-out $(PEERS_RECIPES),$(PEERS_TRANSFORMS)), PEERS_TRANSFORMS=$(PEERS_TRANSFORMS))$(if $(filter-out 0,$(COEF_BUDGET)), COEF_BUDGET=$(COEF_BUDGET)) ROUNDS=$(ROUNDS) SECONDS=$(SECONDS)'
 
 demo: apt venv-run build ## install what the demo needs (not the tests' object stores and tools), build, serve a demo dataset and train on it for 30 s (DATA=ImageFolder)
 	$(PY) python/demo.py --stoker $(BIN) $(if $(DATA),--data $(DATA))
