@@ -73,6 +73,14 @@ fi
 rm -rf "$run"
 mkdir -p "$run"
 tar -C "$run" -xzf "$base"
+# The local CAs this machine trusts (/usr/local/share/ca-certificates: a
+# network whose egress re-signs TLS has its CA there) go into the root too;
+# ca-certificates, which make apt installs, adds them to its bundle. A
+# fresh machine on the open internet needs none of them.
+if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+	mkdir -p "$run/usr/local/share/ca-certificates"
+	cp /usr/local/share/ca-certificates/*.crt "$run/usr/local/share/ca-certificates/"
+fi
 git clone -q --no-hardlinks "$repo" "$run/root/stoker"
 git -C "$run/root/stoker" checkout -q --detach "$commit"
 mounts "$run"
