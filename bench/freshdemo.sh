@@ -5,9 +5,12 @@
 # and `make demo` run in it as root under /usr/bin/time, each output line
 # stamped with the seconds since the start.
 #
-#   sudo bench/freshdemo.sh [-s SUITE] [-r REV] [-d DIR] [-k]
+#   sudo bench/freshdemo.sh [-s SUITE] [-r REV] [-d DIR] [-p] [-k]
 #
 #   -s SUITE  the Debian release: trixie (13, default) or bookworm (12)
+#   -p        the demo's steps one at a time, each timed (wall and CPU):
+#             make apt, make venv-run, make build, then make demo (which
+#             finds them done); without -p, make demo alone, as a user runs it
 #   -r REV    the commit to clone (default HEAD; uncommitted changes are not taken)
 #   -d DIR    where the roots live (default /work/fresh; never committed)
 #   -k        keep the run's root afterwards (default: removed; it holds torch, GBs)
@@ -21,13 +24,14 @@
 # happens. Needs root, debootstrap and the network (Debian's mirror, PyPI,
 # the Go module proxy). A benchmark, not a test: not part of make test.
 set -euo pipefail
-suite=trixie rev=HEAD dir=/work/fresh keep=
-while getopts s:r:d:k o; do
+suite=trixie rev=HEAD dir=/work/fresh keep= phases=
+while getopts s:r:d:pk o; do
 	case $o in
 	s) suite=$OPTARG ;;
 	r) rev=$OPTARG ;;
 	d) dir=$OPTARG ;;
 	k) keep=1 ;;
+	p) phases=1 ;;
 	*) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 2 ;;
 	esac
 done
@@ -93,7 +97,10 @@ set +e
 /usr/bin/time -f 'freshdemo: make demo: %e s wall, %U s user, %S s sys, exit %x' \
 	chroot "$run" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	bash -c 'cd /root/stoker && make demo </dev/null' 2>&1 |
+	bash -c 'cd /root/stoker && for t in '"${phases:+apt venv-run build}"' demo; do
+		TIMEFORMAT="freshdemo: make $t: %R s wall, %U s user, %S s sys"
+		time make $t </dev/null || exit
+	done' 2>&1 |
 	python3 -u -c '
 import sys, time
 t0 = time.monotonic()
