@@ -107,7 +107,7 @@ apt: ## install the Debian packages the build and the demo need (only those miss
 	fi
 	@v=$$(GOTOOLCHAIN=local go env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'); \
 	if [ -z "$$v" ] || [ "$$v" -lt 21 ]; then \
-		echo "no go >= 1.21 to fetch the Go 1.26 toolchain go.mod asks for ($$(GOTOOLCHAIN=local go version 2>&1 | head -n 1)): go$(GO_FETCH_VERSION) into $(GO_SDK)"; \
+		echo "no go >= 1.21 to fetch the Go 1.26 toolchain go.mod asks for ($$(command -v go >/dev/null && GOTOOLCHAIN=local go version 2>&1 | head -n 1 || echo no go at all)): fetching go$(GO_FETCH_VERSION) into $(GO_SDK)"; \
 		python3 python/fetch_go.py $(GO_FETCH_VERSION) '$(GO_FETCH_SHA256_$(shell uname -m))' '$(GO_SDK)' || exit 1; \
 	fi
 	go version
