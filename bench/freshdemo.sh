@@ -12,7 +12,8 @@
 #             make apt, make venv-run, make build, then make demo (which
 #             finds them done); without -p, make demo alone, as a user runs it
 #   -r REV    the commit to clone (default HEAD; uncommitted changes are not taken)
-#   -d DIR    where the roots live (default /work/fresh; never committed)
+#   -d DIR    where the roots live (default /var/tmp/stoker-fresh; outside the
+#             repository, never committed)
 #   -k        keep the run's root afterwards (default: removed; it holds torch, GBs)
 #
 # The fresh root is made once, DIR/SUITE-base.tar.gz (debootstrap
@@ -24,7 +25,7 @@
 # happens. Needs root, debootstrap and the network (Debian's mirror, PyPI,
 # the Go module proxy). A benchmark, not a test: not part of make test.
 set -euo pipefail
-suite=trixie rev=HEAD dir=/work/fresh keep= phases=
+suite=trixie rev=HEAD dir=/var/tmp/stoker-fresh keep= phases=
 while getopts s:r:d:pk o; do
 	case $o in
 	s) suite=$OPTARG ;;
