@@ -48,10 +48,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=parent, prefix=".fetch-go-") as tmp:
         zpath = os.path.join(tmp, "go.zip")
         h = hashlib.sha256()
-        with urllib.request.urlopen(url, timeout=60) as r, open(zpath, "wb") as f:
-            while chunk := r.read(1 << 20):
-                h.update(chunk)
-                f.write(chunk)
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r, open(zpath, "wb") as f:
+                while chunk := r.read(1 << 20):
+                    h.update(chunk)
+                    f.write(chunk)
+        except OSError as e:  # urllib.error.URLError and HTTPError among them
+            sys.exit(f"fetch_go.py: {url}: {e}")
         if h.hexdigest() != want:
             sys.exit(f"fetch_go.py: {url}: SHA-256 {h.hexdigest()}, pinned {want}: not used")
         root = os.path.join(tmp, "go")
