@@ -30,6 +30,15 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # go.mod asks for Go 1.26; any go >= 1.21 fetches that toolchain through the
 # module proxy when GOTOOLCHAIN is auto (some images set local in go.env).
 export GOTOOLCHAIN := auto
+# A machine with no go >= 1.21 (none, or Debian 12's 1.19) gets this one:
+# make apt fetches the toolchain zip that GOTOOLCHAIN=auto would fetch from
+# the module proxy (python/fetch_go.py), checked against its SHA-256 here,
+# into $(GO_SDK) (golang.org/dl's place), which comes first on make's PATH.
+GO_FETCH_VERSION := 1.26.8
+GO_FETCH_SHA256_x86_64  := 30c2b1bf7dcc88d3eb0a1364e47ddd9128edb3110a30e8a0ef61cd5856b31de7
+GO_FETCH_SHA256_aarch64 := 02b36b6787b3ac767668f630e2998df45a3b1f9ffee08d1bf3ef6487cd658d99
+GO_SDK := $(HOME)/sdk/go$(GO_FETCH_VERSION)
+export PATH := $(GO_SDK)/bin:$(PATH)
 
 # The version make build stamps into bin/stoker: git describe (a tag, or
 # the commit when there is none; -dirty with uncommitted changes). Empty
@@ -58,6 +67,10 @@ AZURITE_VERSION         := 3.35.0
 APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev python3 python3-venv python3-dev git ca-certificates
 APT_TEST_PKGS := strace qemu-user libgl1 libglib2.0-0
 APT_TEST ?=
+# The demo's packages come without their Recommends (g++, manpages, the
+# Sphinx docs' JavaScript, ...: a fifth of what apt fetched on a fresh
+# Debian 13), which neither the build nor the demo uses; make setup's keep them.
+APT_NO_RECOMMENDS = $(if $(APT_TEST),,--no-install-recommends)
 # make cross-arm64's: the aarch64 cross compiler and the arm64 builds of the
 # libraries the pipeline's C links (Debian multiarch: make apt-arm64 adds
 # the arm64 architecture to dpkg first).
@@ -75,24 +88,27 @@ help: ## this list
 setup: apt-test tools stores venv ## install system packages, Go tools, the test object stores and the Python venv (.venv)
 
 # System packages, only those missing (apt-get update first, as a fresh
-# machine's lists may be empty).
+# machine's lists may be empty). Then Go: the installed go's own version is
+# checked (GOTOOLCHAIN=local: no download); none >= 1.21, and go$(GO_FETCH_VERSION)
+# is fetched into $(GO_SDK) (not Debian's golang-go: Debian 12's is too old,
+# and Debian 13's would only fetch the toolchain go.mod asks for after its
+# own download); go version then fetches that toolchain if it is still
+# missing (a failed download says why).
 apt-test: ## install the Debian packages the build and the tests need (only those missing)
 	@$(MAKE) --no-print-directory apt APT_TEST=1
 
-apt: ## install the Debian packages the build and the demo need (only those missing)
+apt: ## install the Debian packages the build and the demo need (only those missing), and Go where there is none new enough
 	@missing=$$(for p in $(APT_PKGS) $(if $(APT_TEST),$(APT_TEST_PKGS)); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if ! command -v go >/dev/null; then missing="$$missing golang-go"; fi; \
 	if [ -n "$(APT_TEST)" ] && ! command -v node >/dev/null; then missing="$$missing nodejs"; fi; \
 	if [ -n "$(APT_TEST)" ] && ! command -v npm >/dev/null; then missing="$$missing npm"; fi; \
 	if [ -n "$$missing" ]; then \
 		echo "apt-get install:$$missing"; \
-		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_NO_RECOMMENDS) $$missing; \
 	fi
-	@v=$$(go env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'); \
+	@v=$$(GOTOOLCHAIN=local go env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'); \
 	if [ -z "$$v" ] || [ "$$v" -lt 21 ]; then \
-		echo "stoker needs Go >= 1.21 to fetch the Go 1.26 toolchain go.mod asks for; found: $$(go version 2>&1)."; \
-		echo "Debian 13 and later ship one (golang-go); on Debian 12 install golang-1.23 from bookworm-backports."; \
-		exit 1; \
+		echo "no go >= 1.21 to fetch the Go 1.26 toolchain go.mod asks for ($$(command -v go >/dev/null && GOTOOLCHAIN=local go version 2>&1 | head -n 1 || echo no go at all)): fetching go$(GO_FETCH_VERSION) into $(GO_SDK)"; \
+		python3 python/fetch_go.py $(GO_FETCH_VERSION) '$(GO_FETCH_SHA256_$(shell uname -m))' '$(GO_SDK)' || exit 1; \
 	fi
 	go version
 
@@ -358,7 +374,12 @@ bench-peers: venv-run build peers-venv $(if $(LARGE),$(LARGE_DATA)) ## stoker vs
 		--rounds $(ROUNDS) --seconds $(SECONDS) --coef-budget $(COEF_BUDGET) --peers-python $(PEERS_PY) --write BENCHMARKS.md \
 		--command 'make bench-peers$(if $(LARGE), LARGE=1 LARGE_N=$(LARGE_N) LARGE_SEED=$(LARGE_SEED),$(if $(PHOTOS), PHOTOS=$(PHOTOS)))$(if $(filter-out 0,$(LIMIT)), LIMIT=$(LIMIT))$(if $(filter-out $(PEERS_RECIPES),$(PEERS_TRANSFORMS)), PEERS_TRANSFORMS=$(PEERS_TRANSFORMS))$(if $(filter-out 0,$(COEF_BUDGET)), COEF_BUDGET=$(COEF_BUDGET)) ROUNDS=$(ROUNDS) SECONDS=$(SECONDS)'
 
-demo: apt venv-run build ## install what the demo needs (not the tests' object stores and tools), build, serve a demo dataset and train on it for 30 s (DATA=ImageFolder)
+# On a fresh machine the venv is mostly waiting on PyPI (torch and its CUDA
+# libraries) and the build is all CPU (the Go toolchain compiles the
+# standard library and every module from source): the two run side by side
+# (BENCHMARKS.md, "The demo on a fresh machine").
+demo: apt ## install what the demo needs (not the tests' object stores and tools), build, serve a demo dataset and train on it for 30 s (DATA=ImageFolder)
+	@$(MAKE) --no-print-directory -j2 venv-run build
 	$(PY) python/demo.py --stoker $(BIN) $(if $(DATA),--data $(DATA))
 
 clean: ## remove bin/

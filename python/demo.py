@@ -38,21 +38,31 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count())
     a = ap.parse_args()
 
+    # What a new user waits for before training starts, step by step
+    # (BENCHMARKS.md, "The demo on a fresh machine" times make demo by these).
+    start = time.perf_counter()
+
+    def step(what: str) -> None:
+        print(f"demo: {what} at {time.perf_counter() - start:.1f}s", flush=True)
+
     import torch
     import stoker
     from stoker._local import LocalServer
 
+    step("imported torch and the client")
     data = a.data
     if not data:
         data = os.path.join(HERE, "..", "out", "demo-data")
         if not os.path.isdir(data):
             subprocess.run([a.stoker, "mkdata", "--out", data, "--n", "2000", "--classes", "10"], check=True)
+            step("made the demo dataset (stoker mkdata)")
     # --log-level warn: the demo's own lines stay readable; problems still show.
     try:
         srv = LocalServer(a.stoker, {"demo": data}, workers=a.workers, args=["--log-level", "warn"])
     except RuntimeError as e:
         sys.exit(f"demo: {e}")
     addr = srv.addr
+    step("stoker serve listening")
     loader = None
     try:
         cuda = torch.cuda.is_available()
@@ -90,6 +100,8 @@ def main() -> None:
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
+                if not images:
+                    step("first trained batch")
                 images += x.shape[0]
                 now = time.perf_counter()
                 if now - last >= 5:
