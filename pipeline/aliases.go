@@ -15,6 +15,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/codec"
 	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
@@ -175,3 +176,66 @@ func TargetsSize(k, p int) int64 { return targets.TargetsSize(k, p) }
 // OverlapMaskSize is the bytes of the overlap mask of k instances on a w x
 // h canvas after the targets (targets.OverlapMaskSize).
 func OverlapMaskSize(w, h, k int) int64 { return targets.OverlapMaskSize(w, h, k) }
+
+// The functional ops (pipeline/fn, torchvision.transforms.v2.functional):
+// a step's Fn and its drawn arguments. fn defines them; these are the
+// pipeline's names for them, as its callers (server, the trace, the
+// parity tests) know them.
+type (
+	// Fn names a functional op (fn.Fn).
+	Fn = fn.Fn
+	// Step is one functional op applied to one sample with its drawn
+	// arguments (fn.Step).
+	Step = fn.Step
+)
+
+// FnNone is no op: a step that does nothing.
+const FnNone = fn.None
+
+// The functional ops, by torchvision's functional name (fn's).
+var (
+	FnGaussianBlur      = fn.GaussianBlur
+	FnSanitizeBoxes     = fn.SanitizeBoxes
+	FnConvertBoxFormat  = fn.ConvertBoxFormat
+	FnClampBoxes        = fn.ClampBoxes
+	FnClampKeypoints    = fn.ClampKeypoints
+	FnSanitizeKeypoints = fn.SanitizeKeypoints
+	FnAdjustBrightness  = fn.AdjustBrightness
+	FnAdjustContrast    = fn.AdjustContrast
+	FnAdjustSaturation  = fn.AdjustSaturation
+	FnAdjustHue         = fn.AdjustHue
+	FnRGBToGrayscale    = fn.RGBToGrayscale
+	FnPermuteChannels   = fn.PermuteChannels
+	FnErase             = fn.Erase
+	FnHorizontalFlip    = fn.HorizontalFlip
+	FnVerticalFlip      = fn.VerticalFlip
+	FnResizedCrop       = fn.ResizedCrop
+	FnResize            = fn.Resize
+	FnCenterCrop        = fn.CenterCrop
+	FnPad               = fn.Pad
+	FnCrop              = fn.Crop
+	FnIoUCrop           = fn.IoUCrop
+	FnFixedSizeCrop     = fn.FixedSizeCrop
+	FnNormalize         = fn.Normalize
+	FnAdjustSharpness   = fn.AdjustSharpness
+	FnSolarize          = fn.Solarize
+	FnPosterize         = fn.Posterize
+	FnInvert            = fn.Invert
+	FnEqualize          = fn.Equalize
+	FnAutocontrast      = fn.Autocontrast
+	FnSolarizeAdd       = fn.SolarizeAdd
+	FnMixBegin          = fn.MixBegin
+	FnMixChain          = fn.MixChain
+	FnMixEnd            = fn.MixEnd
+	FnMixBlend          = fn.MixBlend
+	FnMixFold           = fn.MixFold
+	FnRotate            = fn.Rotate
+	FnAffine            = fn.Affine
+	FnPerspective       = fn.Perspective
+	FnYOLOLoad          = fn.YOLOLoad
+	FnYOLOLetterBox     = fn.YOLOLetterBox
+	FnYOLOPerspective   = fn.YOLOPerspective
+	FnYOLOHSV           = fn.YOLOHSV
+	FnYOLOFlipLR        = fn.YOLOFlipLR
+	FnYOLOFlipUD        = fn.YOLOFlipUD
+)

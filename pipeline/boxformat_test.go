@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
 )
 
 // TestConvertBoxFormat: ConvertBoundingBoxFormat delivers the boxes as
@@ -42,7 +44,7 @@ func TestConvertBoxFormat(t *testing.T) {
 	}
 	resize := Op{Kind: OpResize, Size: [2]int{32, 32}}
 	conv := Op{Kind: OpConvertBoundingBoxFormat, BoxFormat: BoxCXCYWH}
-	if _, err := NewTransform(CHW, resize, conv, Op{Kind: OpColorJitter, Brightness: 0.2}, photometricOp(), Op{Kind: OpNormalize, Mean: imagenetMean, Std: imagenetStd}); err != nil {
+	if _, err := NewTransform(CHW, resize, conv, Op{Kind: OpColorJitter, Brightness: 0.2}, photometricOp(), Op{Kind: OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd}); err != nil {
 		t.Errorf("pixel ops and Normalize after it: %v", err)
 	}
 	for _, tc := range []struct {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
 )
 
 // The cost model: what a sample of a Transform costs in CPU, predicted
@@ -16,23 +18,18 @@ import (
 // a step's cost is its Fn's calibrated nanoseconds per pixel times the
 // pixels it touches (times the taps, for a blur), so an op's cost is the
 // cost of the steps it may draw, and a new op costs what its steps cost
-// with no entry of its own (one place per functional op: its fnDef.ns). The
+// with no entry of its own (one place per functional op: its fn.Def.Ns). The
 // geometry is the decode of the source (at a nominal size: the source's is
 // not known at open) and the resampling to each view's output.
 
 // Calibration: nanoseconds of one core, measured by `stoker bench cost`
 // (bench/cost.go) on the 2-core build machine (an Intel Xeon at 2.6 GHz
 // with AVX-512, libjpeg-turbo; 2026-11-24, load ~10), which prints the
-// table of each functional op's fnDef.ns (BENCHMARKS.md, "The cost
+// table of each functional op's fn.Def.Ns (BENCHMARKS.md, "The cost
 // model"). A pixel is one RGB pixel of the step's image.
 //
 //	go build -o bin/stoker ./cmd/stoker
 //	bin/stoker bench cost --data /work/shared/data/photos --samples 300 --reps 200
-
-// interpNs scales a resampling step's ns by its interpolation (bench
-// cost's "FnRotate nearest" and "FnAffine bicubic" over the bilinear
-// ones).
-var interpNs = [...]float64{InterpBilinear: 1, InterpNearest: 0.41, InterpBicubic: 2.0}
 
 const (
 	// decodeNs is the decode of one source pixel (entropy decoding,
@@ -146,7 +143,7 @@ func (t *Transform) Cost() Cost {
 		}
 		geo := float64(perPx * px * v.geomInterpNs())
 		if v.norm != nil {
-			geo += float64(FnNormalize.def().ns * px)
+			geo += float64(FnNormalize.Def().Ns * px)
 		}
 		mean += geo
 		worst += geo
@@ -275,16 +272,8 @@ func nsDuration(x float64) time.Duration {
 func (t *Transform) geomInterpNs() float64 {
 	for _, op := range []*Op{t.rrc, t.resize, t.center, t.jitter} {
 		if op != nil && op.Kind != OpCenterCrop {
-			return interpCost(op.Interp)
+			return fn.InterpCost(op.Interp)
 		}
-	}
-	return 1
-}
-
-// interpCost is interpNs[i], 1 for an unknown one.
-func interpCost(i Interpolation) float64 {
-	if int(i) < len(interpNs) && interpNs[i] > 0 {
-		return interpNs[i]
 	}
 	return 1
 }
@@ -292,12 +281,12 @@ func interpCost(i Interpolation) float64 {
 // stepNs is what st costs on a w x h image: its definition's ns a pixel,
 // or its cost.
 func stepNs(st Step, w, h int) float64 {
-	d := st.Fn.def()
+	d := st.Fn.Def()
 	px := float64(w) * float64(h)
-	if d.cost != nil {
-		return d.cost(&st, d.ns, px)
+	if d.Cost != nil {
+		return d.Cost(&st, d.Ns, px)
 	}
-	return d.ns * px
+	return d.Ns * px
 }
 
 // maxNs is the most the node's steps may cost on a w x h image: every op

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -407,10 +408,10 @@ func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (_ kernels.Planes
 		if d.ops.Stopped() {
 			return p, errAbandoned
 		}
-		if err := steps[i].drawnError(); err != nil {
+		if err := steps[i].DrawnError(); err != nil {
 			return p, err
 		}
-		if p, err = applySized(p, &steps[i], &d.ops.Scratch); err != nil {
+		if p, err = fn.ApplySized(p, &steps[i], &d.ops.Scratch); err != nil {
 			return p, err
 		}
 		if d.ops.progress != nil {

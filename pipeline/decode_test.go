@@ -14,6 +14,7 @@ import (
 
 	"github.com/disintegration/imaging"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -210,7 +211,7 @@ func TestStepsWiring(t *testing.T) {
 		drew += len(steps)
 		var s kernels.Scratch
 		for j := range steps {
-			applyStep(kernels.Planes{Pix: want, W: 16, H: 16}, &steps[j], &s)
+			fn.Apply(kernels.Planes{Pix: want, W: 16, H: 16}, &steps[j], &s)
 		}
 		got := make([]byte, withOps.SampleBytes())
 		if err := d.Decode(data, withOps, k, got); err != nil {

@@ -8,6 +8,7 @@ package pipeline
 import (
 	"fmt"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
@@ -300,18 +301,18 @@ func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout L
 // is made once and copied.
 func (d *Decoder) resampleRGBA(src []byte, stride int, p *samplePlan, layout Layout, out []byte, img0, img1 int) {
 	sx, sy := p.spans()
-	ax, ay := newTorchAxis(sx, p.interp, p.antialias), newTorchAxis(sy, p.interp, p.antialias)
+	ax, ay := fn.NewTorchAxis(sx, p.interp, p.antialias), fn.NewTorchAxis(sy, p.interp, p.antialias)
 	w, h := p.outW, p.outH
 	y0, y1 := 1<<62, 0
-	for i, s := range ay.start {
-		y0, y1 = min(y0, s), max(y1, s+len(ay.k[i]))
+	for i, s := range ay.Start {
+		y0, y1 = min(y0, s), max(y1, s+len(ay.K[i]))
 	}
 	n := (y1 - y0) * w * 3
 	if cap(d.mid) < n {
 		d.mid = make([]byte, n)
 	}
 	mid := d.mid[:n]
-	hr, vr := int32(1)<<(ax.prec-1), int32(1)<<(ay.prec-1)
+	hr, vr := int32(1)<<(ax.Prec-1), int32(1)<<(ay.Prec-1)
 	fillRow := -1 // a fill row's pass, once made
 	for y := y0; y < y1; y++ {
 		row, m := src[y*stride:], mid[(y-y0)*w*3:]
@@ -323,19 +324,19 @@ func (d *Decoder) resampleRGBA(src []byte, stride int, p *samplePlan, layout Lay
 		}
 		for x := range w {
 			r, g, b := hr, hr, hr
-			px := row[4*ax.start[x]:]
-			for j, k := range ax.k[x] {
+			px := row[4*ax.Start[x]:]
+			for j, k := range ax.K[x] {
 				k32 := int32(k)
 				r += int32(px[4*j]) * k32
 				g += int32(px[4*j+1]) * k32
 				b += int32(px[4*j+2]) * k32
 			}
-			m[3*x], m[3*x+1], m[3*x+2] = clamp8(r>>ax.prec), clamp8(g>>ax.prec), clamp8(b>>ax.prec)
+			m[3*x], m[3*x+1], m[3*x+2] = clamp8(r>>ax.Prec), clamp8(g>>ax.Prec), clamp8(b>>ax.Prec)
 		}
 	}
 	plane := w * h
 	for y := range h {
-		taps, base := ay.k[y], (ay.start[y]-y0)*w*3
+		taps, base := ay.K[y], (ay.Start[y]-y0)*w*3
 		for x := range w {
 			r, g, b := vr, vr, vr
 			for j, k := range taps {
@@ -350,10 +351,10 @@ func (d *Decoder) resampleRGBA(src []byte, stride int, p *samplePlan, layout Lay
 			}
 			if layout == HWC {
 				o := 3 * (y*w + ox)
-				out[o], out[o+1], out[o+2] = clamp8(r>>ay.prec), clamp8(g>>ay.prec), clamp8(b>>ay.prec)
+				out[o], out[o+1], out[o+2] = clamp8(r>>ay.Prec), clamp8(g>>ay.Prec), clamp8(b>>ay.Prec)
 			} else {
 				o := y*w + ox
-				out[o], out[plane+o], out[2*plane+o] = clamp8(r>>ay.prec), clamp8(g>>ay.prec), clamp8(b>>ay.prec)
+				out[o], out[plane+o], out[2*plane+o] = clamp8(r>>ay.Prec), clamp8(g>>ay.Prec), clamp8(b>>ay.Prec)
 			}
 		}
 	}

@@ -129,8 +129,8 @@ func (f *fastState) job(o *options, hd *header, ps []samplePlan, layout Layout, 
 		gs[i] = codec.Geometry{
 			Box:  codec.Box{X: r.bx, Y: r.by, W: r.bw, H: r.bh},
 			Clip: codec.Clip{X0: r.x0, Y0: r.y0, X1: r.x1, Y1: r.y1},
-			SX:   codec.Span{Base: sx.base, In: sx.in, Out: sx.out, Off: sx.off},
-			SY:   codec.Span{Base: sy.base, In: sy.in, Out: sy.out, Off: sy.off},
+			SX:   codec.Span{Base: sx.Base, In: sx.In, Out: sx.Out, Off: sx.Off},
+			SY:   codec.Span{Base: sy.Base, In: sy.In, Out: sy.Out, Off: sy.Off},
 			OutW: p.outW, OutH: p.outH,
 			Interp: int(p.interp), Antialias: p.antialias, Flip: p.flip,
 		}

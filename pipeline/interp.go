@@ -3,8 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"math"
-	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -21,20 +21,8 @@ const (
 )
 
 // ParseInterpolation parses torchvision's name of an interpolation
-// ("nearest", "bilinear", "bicubic"; case-insensitive, as InterpolationMode
-// names are upper case).
-func ParseInterpolation(s string) (Interpolation, error) {
-	for i := Interpolation(0); i.Valid(); i++ {
-		if strings.EqualFold(s, i.String()) {
-			return i, nil
-		}
-	}
-	var names []string
-	for i := Interpolation(0); i.Valid(); i++ {
-		names = append(names, i.String())
-	}
-	return 0, fmt.Errorf("%w: interpolation %q: want one of %s", ErrUnsupported, s, strings.Join(names, ", "))
-}
+// ("nearest", "bilinear", "bicubic"; case-insensitive): fn's.
+func ParseInterpolation(s string) (Interpolation, error) { return fn.ParseInterpolation(s) }
 
 // geomInterp sets the plan's filter from its geometry op: RandomResizedCrop,
 // else Resize (which a CenterCrop after it follows), else CenterCrop, which
@@ -73,19 +61,14 @@ func (t *Transform) geomInterp(p *samplePlan) error {
 // non-antialiased kernels alias, and are asked for as such).
 func (p *samplePlan) dctScalable() bool { return !p.exact && p.antialias }
 
-// span is one axis of torch's resize as the plan does it: source pixels
-// [base, base+in) are resized to out pixels, of which [off, off+n) are
-// kept.
-type span struct{ base, in, out, off, n int }
-
 // spans returns the plan's geometry as torch computes it: crop then resize
 // (resized_crop), or resize the whole image then crop (resize,
 // center_crop).
-func (p *samplePlan) spans() (x, y span) {
+func (p *samplePlan) spans() (x, y fn.Span) {
 	if p.geom == cropResize {
-		return span{p.cx, p.cw, p.outW, 0, p.outW}, span{p.cy, p.ch, p.outH, 0, p.outH}
+		return fn.Span{Base: p.cx, In: p.cw, Out: p.outW, N: p.outW}, fn.Span{Base: p.cy, In: p.ch, Out: p.outH, N: p.outH}
 	}
-	return span{0, p.srcW, p.rw, p.cx, p.outW}, span{0, p.srcH, p.rh, p.cy, p.outH}
+	return fn.Span{In: p.srcW, Out: p.rw, Off: p.cx, N: p.outW}, fn.Span{In: p.srcH, Out: p.rh, Off: p.cy, N: p.outH}
 }
 
 // clipMargin is how far, in source pixels, the plan's filter reaches past a

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"image/png"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
 )
 
 func TestParseInterpolation(t *testing.T) {
@@ -92,13 +94,13 @@ func TestRegionClipHoldsSupport(t *testing.T) {
 			r := p.region()
 			sx, sy := p.spans()
 			for _, ax := range []struct {
-				s      span
+				s      fn.Span
 				c0, c1 int
 			}{{sx, r.x0, r.x1}, {sy, r.y0, r.y1}} {
-				a := newTorchAxis(ax.s, f.interp, f.aa)
-				for i, st := range a.start {
-					if st < ax.c0 || st+len(a.k[i]) > ax.c1 {
-						t.Errorf("%v %v aa=%v: output %d taps [%d,%d) outside the clip [%d,%d)", sz, f.interp, f.aa, i, st, st+len(a.k[i]), ax.c0, ax.c1)
+				a := fn.NewTorchAxis(ax.s, f.interp, f.aa)
+				for i, st := range a.Start {
+					if st < ax.c0 || st+len(a.K[i]) > ax.c1 {
+						t.Errorf("%v %v aa=%v: output %d taps [%d,%d) outside the clip [%d,%d)", sz, f.interp, f.aa, i, st, st+len(a.K[i]), ax.c0, ax.c1)
 					}
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
@@ -26,7 +27,7 @@ func at(pix []byte, w, h, c, x, y int) byte { return pix[c*w*h+y*w+x] }
 func geomRun(pix []byte, w, h int, st Step) []byte {
 	out := append([]byte(nil), pix...)
 	var s kernels.Scratch
-	applyStep(kernels.Planes{Pix: out, W: w, H: h}, &st, &s)
+	fn.Apply(kernels.Planes{Pix: out, W: w, H: h}, &st, &s)
 	return out
 }
 
@@ -177,8 +178,8 @@ func TestGeomNoAlloc(t *testing.T) {
 	p := kernels.Planes{Pix: pix, W: w, H: h}
 	var s kernels.Scratch
 	for _, st := range geomGoldenSteps() {
-		applyStep(p, &st, &s)
-		if n := testing.AllocsPerRun(10, func() { applyStep(p, &st, &s) }); n != 0 {
+		fn.Apply(p, &st, &s)
+		if n := testing.AllocsPerRun(10, func() { fn.Apply(p, &st, &s) }); n != 0 {
 			t.Errorf("%s %+v: %v allocations per run", st.Fn, st, n)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
@@ -41,10 +42,10 @@ var kernelCases = []Step{
 var noiseImage = testfiles.SmoothNoise
 
 func applyOne(pix []byte, w, h int, st Step, s *kernels.Scratch) {
-	if err := checkStep(&st, w, h); err != nil {
+	if err := fn.Check(&st, w, h); err != nil {
 		panic(err)
 	}
-	applyStep(kernels.Planes{Pix: pix, W: w, H: h}, &st, s)
+	fn.Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, s)
 }
 
 // TestKernelsDeterministic runs each kernel twice, on fresh and on used
@@ -98,7 +99,7 @@ func TestKernelsNoAlloc(t *testing.T) {
 		applyOne(pix, w, h, st, &s)
 		allocs := testing.AllocsPerRun(5, func() {
 			copy(pix, src)
-			applyStep(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
+			fn.Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
 		})
 		if allocs != 0 {
 			t.Errorf("%v: %v allocations per run", st.Fn, allocs)
@@ -158,8 +159,8 @@ func TestKernelsOutOfRangeArguments(t *testing.T) {
 	} {
 		pix := noiseImage(w, h, 3)
 		var s kernels.Scratch
-		// Past checkStep, which refuses these: the kernels alone must
+		// Past fn.Check, which refuses these: the kernels alone must
 		// still give a defined result, never a crash.
-		applyStep(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
+		fn.Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
 	}
 }

@@ -2,33 +2,11 @@ package pipeline
 
 // GaussianBlur: torchvision.transforms.v2's, and gaussian_blur.
 
-import "github.com/stoker-dev/stoker/pipeline/kernels"
+import (
+	"github.com/stoker-dev/stoker/pipeline/fn"
+)
 
 const OpGaussianBlur OpKind = "GaussianBlur"
-
-// FnGaussianBlur costs a pixel of one tap of one pass: (kx + ky) taps a
-// pixel.
-var FnGaussianBlur = defineFn(fnDef{name: "gaussian_blur", args: []arg{{"kernel_size", argInt, 0, 2}, {"sigma", argFloat, 0, 2}}, ns: 0.061,
-	kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) {
-		kernels.GaussianBlur(p, st.I[0], st.I[1], st.F[0], st.F[1], ks)
-	},
-	check: func(st *Step, _, _ int) error {
-		for _, k := range st.I[:2] {
-			if k <= 0 || k%2 == 0 || k > maxKernel {
-				return stepError(st, "kernel_size %v: want odd, positive and at most %d", st.I[:2], maxKernel)
-			}
-		}
-		if !(st.F[0] > 0 && st.F[1] > 0) || st.F[0] > 1e6 || st.F[1] > 1e6 {
-			return stepError(st, "sigma %v: want positive", st.F[:2])
-		}
-		return nil
-	},
-	cost:    func(st *Step, ns, px float64) float64 { return ns * px * float64(st.I[0]+st.I[1]) },
-	targets: targetsPixels})
-
-// maxKernel bounds a blur's side: a sample's blur costs its side in
-// multiply-adds per pixel (twice).
-const maxKernel = 1023
 
 func init() {
 	defineOp(opDef{kind: OpGaussianBlur, doc: "a Gaussian blur of kernel_size (x, y) and sigma drawn uniform in (min, max)",
@@ -37,8 +15,8 @@ func init() {
 		compile: func(c *compiler, n *node, at compileAt) error {
 			op := n.op
 			for _, k := range op.KernelSize {
-				if k <= 0 || k%2 == 0 || k > maxKernel {
-					return opError(at.where, "kernel_size %v: each must be odd, positive and at most %d", op.KernelSize, maxKernel)
+				if k <= 0 || k%2 == 0 || k > fn.MaxKernel {
+					return opError(at.where, "kernel_size %v: each must be odd, positive and at most %d", op.KernelSize, fn.MaxKernel)
 				}
 			}
 			if op.KernelSize[0]/2 >= c.w || op.KernelSize[1]/2 >= c.h {

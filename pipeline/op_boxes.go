@@ -8,8 +8,6 @@ package pipeline
 import (
 	"fmt"
 	"strings"
-
-	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 const (
@@ -27,42 +25,6 @@ const (
 	// OpSanitizeKeyPoints drops the instances with a keypoint off the
 	// canvas.
 	OpSanitizeKeyPoints OpKind = "SanitizeKeyPoints"
-)
-
-var (
-	// FnSanitizeBoxes: a job's targets lose their degenerate boxes.
-	FnSanitizeBoxes = defineFn(fnDef{name: "sanitize_bounding_boxes", args: []arg{{"min_size", argFloat, 0, 1}, {"min_area", argFloat, 1, 1}},
-		targets: targetsInstances, instances: func(t *Targets, w, h int, st *Step) (int, int, error) {
-			t.Sanitize(w, h, st.F[0], st.F[1])
-			return w, h, nil
-		}})
-	// FnConvertBoxFormat: a job's target boxes, XYXY until then,
-	// delivered in the format I[0] (a BoxFormat).
-	FnConvertBoxFormat = defineFn(fnDef{name: "convert_bounding_box_format", args: []arg{{"new_format", argBoxFormat, 0, 1}},
-		targets: targetsInstances, instances: func(t *Targets, w, h int, st *Step) (int, int, error) {
-			targets.ConvertBoxes(t.Boxes, BoxFormat(st.I[0]))
-			t.Format = BoxFormat(st.I[0])
-			return w, h, nil
-		}})
-	// FnClampBoxes is ClampBoundingBoxes' step: the boxes clamped in
-	// their format (targets.ClampBoxesAs).
-	FnClampBoxes = defineFn(fnDef{name: "clamp_bounding_boxes", targets: targetsInstances,
-		instances: func(t *Targets, w, h int, _ *Step) (int, int, error) {
-			targets.ClampBoxesAs(t.Boxes, t.Format, w, h)
-			return w, h, nil
-		}})
-	// FnClampKeypoints is ClampKeyPoints': the keypoints clamped
-	// (targets.ClampPoints); a dataset without keypoints is left, as
-	// torchvision passes it through.
-	FnClampKeypoints = defineFn(fnDef{name: "clamp_keypoints", targets: targetsInstances,
-		instances: func(t *Targets, w, h int, _ *Step) (int, int, error) {
-			targets.ClampPoints(t.Points, w, h)
-			return w, h, nil
-		}})
-	// FnSanitizeKeypoints is SanitizeKeyPoints': every instance with a
-	// point off the canvas dropped whole (Targets.SanitizePoints).
-	FnSanitizeKeypoints = defineFn(fnDef{name: "sanitize_keypoints", targets: targetsInstances,
-		instances: func(t *Targets, w, h int, _ *Step) (int, int, error) { return w, h, t.SanitizePoints(w, h) }})
 )
 
 func init() {

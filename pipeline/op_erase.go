@@ -6,8 +6,8 @@ package pipeline
 import (
 	"math"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
-	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 const OpRandomErasing OpKind = "RandomErasing"
@@ -15,32 +15,6 @@ const OpRandomErasing OpKind = "RandomErasing"
 // MaxEraseCount bounds RandomErasing's boxes per sample (timm's
 // max_count).
 const MaxEraseCount = 16
-
-// FnErase costs a pixel of the erased box.
-var FnErase = defineFn(fnDef{name: "erase", args: []arg{{"i", argInt, 0, 1}, {"j", argInt, 1, 1}, {"h", argInt, 2, 1}, {"w", argInt, 3, 1}, {"v", argEraseValue, 0, 1}},
-	ns: 0.067, cost: func(st *Step, ns, _ float64) float64 { return ns * float64(st.I[2]) * float64(st.I[3]) },
-	kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) {
-		if st.Random {
-			mean, std := [3]float64{st.F[0], st.F[1], st.F[2]}, [3]float64{st.F[3], st.F[4], st.F[5]}
-			if !(std[0] > 0 && std[1] > 0 && std[2] > 0) { // a parsed trace's: no Normalize given
-				mean, std = imagenetMean, imagenetStd
-			}
-			kernels.EraseRandom(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Seed, mean, std, ks)
-		} else {
-			kernels.Erase(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Fill)
-		}
-	},
-	check: func(st *Step, w, h int) error {
-		i, j, eh, ew := st.I[0], st.I[1], st.I[2], st.I[3]
-		if i < 0 || j < 0 || eh < 0 || ew < 0 || i+eh > h || j+ew > w {
-			return stepError(st, "box (i=%d, j=%d, h=%d, w=%d) is outside the %dx%d image", i, j, eh, ew, w, h)
-		}
-		if st.Random {
-			return nil
-		}
-		return checkStepFill(st)
-	},
-	targets: targetsPixels})
 
 func init() {
 	defineOp(opDef{kind: OpRandomErasing, doc: "with probability p, erases a box (or count boxes) of area in scale and aspect in ratio with value",
@@ -89,7 +63,7 @@ func compileErasing(_ *compiler, n *node, at compileAt) error {
 // noise is drawn for.
 func checkNoiseNormalize(op *Op, where string) error {
 	if op.Std == [3]float64{} && op.Mean == [3]float64{} {
-		op.Mean, op.Std = imagenetMean, imagenetStd
+		op.Mean, op.Std = fn.ImagenetMean, fn.ImagenetStd
 	}
 	for c := range 3 {
 		if !(op.Std[c] > 0 && op.Std[c] < 1e3 && math.Abs(op.Mean[c]) < 1e3) {
@@ -98,12 +72,6 @@ func checkNoiseNormalize(op *Op, where string) error {
 	}
 	return nil
 }
-
-// ImageNet's per-channel mean and std, in [0, 1] units.
-var (
-	imagenetMean = [3]float64{0.485, 0.456, 0.406}
-	imagenetStd  = [3]float64{0.229, 0.224, 0.225}
-)
 
 // drawErasing is RandomErasing's forward and make_params: with
 // probability p, ten tries at a box of random area and log-uniform aspect

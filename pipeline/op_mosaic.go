@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
 
@@ -451,17 +452,17 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 	if m.persp {
 		b = append(b, ',')
 		st := m.perspStep(&m.pp)
-		b = st.appendJSON(b)
+		b = st.AppendJSON(b)
 	}
 	if m.mix {
 		b = append(b, `,["yolo_mixup",{"r":`...)
-		b = appendFloat(b, m.mixR)
+		b = fn.AppendFloat(b, m.mixR)
 		b = append(b, `,"mosaic":`...)
 		b = m.mixM.appendJSON(b)
 		if m.persp {
 			b = append(b, `,"perspective":`...)
 			st := m.perspStep(&m.mixPP)
-			b = st.appendJSON(b)
+			b = st.AppendJSON(b)
 		}
 		b = append(b, "}]"...)
 	}
@@ -471,7 +472,7 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(appendFloat(append(b, '['), a.lam), ',')
+			b = append(fn.AppendFloat(append(b, '['), a.lam), ',')
 			b = append(strconv.AppendInt(append(strconv.AppendInt(b, int64(a.cx), 10), ','), int64(a.cy), 10), ']')
 		}
 		b = strconv.AppendInt(append(b, `],"choice":`...), int64(m.cutChoice), 10)
@@ -479,7 +480,7 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 		b = m.cutM.appendJSON(append(b, `,"mosaic":`...))
 		if m.persp {
 			st := m.perspStep(&m.cutPP)
-			b = st.appendJSON(append(b, `,"perspective":`...))
+			b = st.AppendJSON(append(b, `,"perspective":`...))
 		}
 		b = append(b, "}]"...)
 	}

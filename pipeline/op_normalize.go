@@ -10,11 +10,6 @@ import (
 
 const OpNormalize OpKind = "Normalize"
 
-// FnNormalize is the packing's, no kernel after the decode; it costs an
-// output pixel as float32 (a decode with it over one without).
-var FnNormalize = defineFn(fnDef{name: "normalize", args: []arg{{"mean", argFloat, 0, 3}, {"std", argFloat, 3, 3}},
-	ns: 7.4, check: noKernel, targets: targetsPixels})
-
 func init() {
 	defineOp(opDef{kind: OpNormalize, doc: "(pixel/255 - mean) / std as float32, last",
 		params:  []param{{name: "mean", typ: pFloats}, {name: "std", typ: pFloats}, {name: "inplace", typ: pBool, def: "False"}},

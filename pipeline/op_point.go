@@ -8,8 +8,6 @@ package pipeline
 import (
 	"fmt"
 	"strings"
-
-	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 const (
@@ -19,39 +17,6 @@ const (
 	OpRandomEqualize        OpKind = "RandomEqualize"
 	OpRandomAutocontrast    OpKind = "RandomAutocontrast"
 	OpRandomAdjustSharpness OpKind = "RandomAdjustSharpness"
-)
-
-var (
-	FnAdjustSharpness = defineFn(fnDef{name: "adjust_sharpness", args: []arg{{"sharpness_factor", argFloat, 0, 1}}, ns: 2.71,
-		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) { kernels.AdjustSharpness(p, st.F[0], ks) },
-		check:  checkFactor, targets: targetsPixels})
-	FnSolarize = defineFn(fnDef{name: "solarize", args: []arg{{"threshold", argFloat, 0, 1}}, ns: 0.057,
-		kernel: func(p kernels.Planes, st *Step, _ *kernels.Scratch) { kernels.Solarize(p, st.F[0]) },
-		check: func(st *Step, _, _ int) error {
-			if !(st.F[0] >= 0 && st.F[0] <= 255) {
-				return stepError(st, "threshold %v: want 0..255", st.F[0])
-			}
-			return nil
-		}, targets: targetsPixels})
-	FnPosterize = defineFn(fnDef{name: "posterize", args: []arg{{"bits", argInt, 0, 1}}, ns: 0.055,
-		kernel: func(p kernels.Planes, st *Step, _ *kernels.Scratch) { kernels.Posterize(p, st.I[0]) },
-		check: func(st *Step, _, _ int) error {
-			if st.I[0] < 0 || st.I[0] > 8 {
-				return stepError(st, "bits %d: want 0..8", st.I[0])
-			}
-			return nil
-		}, targets: targetsPixels})
-	FnInvert = defineFn(fnDef{name: "invert", ns: 0.054,
-		kernel: func(p kernels.Planes, _ *Step, _ *kernels.Scratch) { kernels.Invert(p) }, targets: targetsPixels})
-	FnEqualize = defineFn(fnDef{name: "equalize", ns: 1.07,
-		kernel: func(p kernels.Planes, _ *Step, _ *kernels.Scratch) { kernels.Equalize(p) }, targets: targetsPixels})
-	FnAutocontrast = defineFn(fnDef{name: "autocontrast", ns: 0.15,
-		kernel: func(p kernels.Planes, _ *Step, _ *kernels.Scratch) { kernels.Autocontrast(p) }, targets: targetsPixels})
-	// FnSolarizeAdd is timm's SolarizeAdd (add, clamped, to the pixels
-	// below the threshold): no torchvision functional has it.
-	FnSolarizeAdd = defineFn(fnDef{name: "solarize_add", args: []arg{{"addition", argInt, 0, 1}, {"threshold", argFloat, 0, 1}}, ns: 0.070,
-		kernel:  func(p kernels.Planes, st *Step, _ *kernels.Scratch) { kernels.SolarizeAdd(p, st.I[0], st.F[0]) },
-		targets: targetsPixels})
 )
 
 func init() {

@@ -9,8 +9,6 @@ package pipeline
 import (
 	"fmt"
 	"strings"
-
-	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // Policies: torchvision's, and timm's under their own names.
@@ -22,38 +20,6 @@ const (
 	OpTimmRandAugment    OpKind = "TimmRandAugment"
 	OpTimmAutoAugment    OpKind = "TimmAutoAugment"
 	OpTimmAugMix         OpKind = "TimmAugMix"
-)
-
-// AugMix's blending: the steps between a FnMixChain and the next
-// FnMixChain or FnMixEnd are one chain applied to the image as FnMixBegin
-// found it. FnMixBlend is timm's AugMix's last step (PIL's Image.blend of
-// the image FnMixBegin found with the mix, by its weight); FnMixFold is
-// timm's blended AugMix's step after each chain (the image so far blended
-// with the chain's result, by its weight). Each costs about a pixel's
-// blend.
-var (
-	FnMixBegin = defineFn(fnDef{name: "augmix_begin", args: []arg{{"weight", argFloat, 0, 1}}, ns: 2.73,
-		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) { ks.Mix.Begin(p, st.F[0]) }})
-	FnMixChain = defineFn(fnDef{name: "augmix_chain", args: []arg{{"weight", argFloat, 0, 1}}, ns: 2.78,
-		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) { ks.Mix.Chain(p, st.F[0]) }})
-	FnMixEnd = defineFn(fnDef{name: "augmix_end", ns: 2.73,
-		kernel: func(p kernels.Planes, _ *Step, ks *kernels.Scratch) { ks.Mix.End(p) }})
-	FnMixBlend = defineFn(fnDef{name: "augmix_blend", args: []arg{{"weight", argFloat, 0, 1}}, ns: 2.73,
-		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) { ks.Mix.Blend(p, st.F[0]) },
-		check: func(st *Step, _, _ int) error {
-			if !(st.F[0] >= 0 && st.F[0] <= 1) {
-				return stepError(st, "weight %v: want 0..1 (PIL's blend between the two images)", st.F[0])
-			}
-			return nil
-		}})
-	FnMixFold = defineFn(fnDef{name: "augmix_fold", args: []arg{{"weight", argFloat, 0, 1}}, ns: 2.73,
-		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) { ks.Mix.Fold(p, st.F[0]) },
-		check: func(st *Step, _, _ int) error {
-			if !(st.F[0] >= 0 && st.F[0] <= 2) {
-				return stepError(st, "weight %v: want 0..2 (PIL's blend, a little past 1 where timm's float32 weights round up)", st.F[0])
-			}
-			return nil
-		}})
 )
 
 // maxPolicyOp bounds RandAugment's num_ops and AugMix's mixture_width.

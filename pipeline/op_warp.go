@@ -11,9 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
-	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 const (
@@ -24,116 +24,6 @@ const (
 	// half its side inward (drawPerspective), the image resampled so
 	// (Interp, Fill); the targets move with it.
 	OpRandomPerspective OpKind = "RandomPerspective"
-)
-
-// warpCost is a resampling step's cost: its interpolation scales it.
-func warpCost(st *Step, ns, px float64) float64 { return ns * px * interpCost(st.Interp) }
-
-var (
-	// FnRotate is torchvision's rotate; expand (I[0] 1) makes the output
-	// large enough to hold the whole rotated image (rotateExpand: its
-	// size is kernels.RotatedSize's).
-	FnRotate = defineFn(fnDef{name: "rotate", args: []arg{{"angle", argFloat, 0, 1}, {"interpolation", argInterp, 0, 1}, {"expand", argBool, 0, 1},
-		{"center", argCenter, 0, 1}, {"fill", argFill, 0, 1}},
-		ns: 4.09, cost: warpCost, // bilinear; nearest and bicubic scale by interpNs
-		size: func(st *Step, w, h int) (int, int) {
-			if st.I[0] == 0 {
-				return w, h
-			}
-			return kernels.RotatedSize(w, h, st.F[0], st.Center, st.HasCenter)
-		},
-		grow: func(p kernels.Planes, st *Step, ks *kernels.Scratch) kernels.Planes {
-			if st.I[0] == 0 {
-				kernels.Rotate(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, ks)
-				return p
-			}
-			return kernels.RotateExpand(p, p.Pix[:cap(p.Pix)], st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, ks)
-		},
-		check: func(st *Step, w, h int) error {
-			if st.I[0] != 0 && st.Interp != InterpNearest && st.Interp != InterpBilinear {
-				return stepError(st, "interpolation %s with expand: torchvision rotates tensors with nearest or bilinear", st.Interp)
-			}
-			return checkWarp(st, w, h)
-		},
-		targets: targetsMove,
-		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
-			if st.I[0] != 0 {
-				w, h = targets.RotateExpandBoxes(boxes, w, h, st.F[0], st.Center, st.HasCenter)
-				return w, h, nil
-			}
-			targets.AffineBoxes(boxes, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
-			return w, h, nil
-		},
-		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
-			targets.AffinePoints(pts, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
-			if st.I[0] != 0 {
-				tr := targets.ExpandShift(w, h, st.F[0], st.Center, st.HasCenter)
-				for k := range pts {
-					pts[k][0], pts[k][1] = pts[k][0]-tr[0], pts[k][1]-tr[1]
-				}
-				w, h = kernels.RotatedSize(w, h, st.F[0], st.Center, st.HasCenter)
-			}
-			return w, h, nil
-		},
-		masks: func(t *Targets, st *Step) error { return turnMasks(t, st, true) }})
-	FnAffine = defineFn(fnDef{name: "affine", args: []arg{{"angle", argFloat, 0, 1}, {"translate", argFloat, 1, 2}, {"scale", argFloat, 3, 1}, {"shear", argFloat, 4, 2},
-		{"interpolation", argInterp, 0, 1}, {"fill", argFill, 0, 1}, {"center", argCenter, 0, 1}},
-		ns: 3.78, cost: warpCost,
-		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) {
-			a := kernels.AffineParams{Angle: st.F[0], TX: st.F[1], TY: st.F[2], Scale: st.F[3], ShearX: st.F[4], ShearY: st.F[5],
-				Interp: st.Interp, Fill: st.Fill, Center: st.Center, HasCenter: st.HasCenter, NoFill: st.FillNone}
-			kernels.Affine(p, &a, ks)
-		},
-		check: func(st *Step, w, h int) error {
-			if !(st.F[3] > 0) {
-				return stepError(st, "scale %v: want positive", st.F[3])
-			}
-			return checkWarp(st, w, h)
-		},
-		targets: targetsMove,
-		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
-			targets.AffineBoxes(boxes, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
-			return w, h, nil
-		},
-		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
-			targets.AffinePoints(pts, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
-			return w, h, nil
-		},
-		masks: func(t *Targets, st *Step) error { return turnMasks(t, st, false) }})
-	// FnPerspective is torchvision's perspective: startpoints the canvas'
-	// corners ((0, 0) to (I[4], I[5])), endpoints I[0:4] (one corner each,
-	// packed: packPoint), Interp, Fill. Bilinear, Go only (no C kernel):
-	// about 8x FnAffine's C, timed against it on 224 px. Its masks are not
-	// written (CheckMasks refuses them).
-	FnPerspective = defineFn(fnDef{name: "perspective", args: []arg{{"startpoints", argStartCorners, 4, 1}, {"endpoints", argCorners, 0, 1},
-		{"interpolation", argInterp, 0, 1}, {"fill", argFill, 0, 1}},
-		ns: 30, cost: warpCost,
-		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) {
-			start, end := st.corners()
-			c, _ := kernels.PerspectiveCoeffs(&start, &end) // drawn or checked (checkStep): not singular
-			kernels.Perspective(p, &c, st.Interp, st.Fill, st.FillNone, ks)
-		},
-		check: func(st *Step, w, h int) error {
-			if st.I[4] != w-1 || st.I[5] != h-1 {
-				return stepError(st, "startpoints with the corner (%d, %d) on a %dx%d image: want its corners", st.I[4], st.I[5], w, h)
-			}
-			if st.Interp != InterpNearest && st.Interp != InterpBilinear {
-				return stepError(st, "interpolation %s: torchvision's perspective of a tensor is nearest or bilinear", st.Interp)
-			}
-			if err := perspectiveError(st); err != nil {
-				return err
-			}
-			return checkWarp(st, w, h)
-		},
-		fails: perspectiveError, targets: targetsMove,
-		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
-			start, end := st.corners()
-			return w, h, targets.PerspectiveBoxes(boxes, w, h, start, end)
-		},
-		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
-			start, end := st.corners()
-			return w, h, targets.PerspectivePoints(pts, start, end)
-		}})
 )
 
 func init() {
@@ -251,43 +141,6 @@ func compileWarp(_ *compiler, n *node, at compileAt) error {
 	return nil
 }
 
-// checkWarp checks a parsed rotate's, affine's or perspective's step as
-// torchvision's kernels would (a scale that is not positive) and refuses
-// fills outside 0..255, which torch would wrap around on uint8. Bicubic
-// rotate and affine, which torchvision refuses for tensors, are
-// kernels/bicubic.go's.
-func checkWarp(st *Step, _, _ int) error {
-	for _, c := range st.Center {
-		if !(math.Abs(c) <= 1e9) {
-			return stepError(st, "center %v out of range", st.Center)
-		}
-	}
-	return checkStepFill(st)
-}
-
-// checkStepFill refuses a step's fill outside 0..255.
-func checkStepFill(st *Step) error {
-	for _, v := range st.Fill {
-		if !(v >= 0 && v <= 255) {
-			return stepError(st, "fill %v: want values in 0..255 on uint8 images", st.Fill)
-		}
-	}
-	return nil
-}
-
-// perspectiveError is a perspective step's error when its corners give no
-// perspective (a singular system: three corners in a line). A drawn one
-// (endpoints that land in a line, which the overlapping bands of a
-// distortion_scale near 1 allow) fails its sample, as torchvision's raises
-// (its least squares finds no full rank).
-func perspectiveError(st *Step) error {
-	start, end := st.corners()
-	if _, err := kernels.PerspectiveCoeffs(&start, &end); err != nil {
-		return fmt.Errorf("%w: perspective: endpoints %v: %v", ErrUnsupported, end, err)
-	}
-	return nil
-}
-
 // drawAffine is RandomAffine's make_params.
 func (n *node) drawAffine(r *RNG, d *drawer) {
 	op := n.op
@@ -321,10 +174,10 @@ func drawPerspective(r *RNG, w, h int, op *Op) Step {
 	bh := int(float64(op.Distortion*float64(h/2))) + 1
 	randint := func(lo, hi int) int { return lo + r.Intn(hi-lo) }
 	st := Step{Fn: FnPerspective, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone}
-	st.I[0] = packPoint(randint(0, bw), randint(0, bh))
-	st.I[1] = packPoint(randint(w-bw, w), randint(0, bh))
-	st.I[2] = packPoint(randint(w-bw, w), randint(h-bh, h))
-	st.I[3] = packPoint(randint(0, bw), randint(h-bh, h))
+	st.I[0] = fn.PackPoint(randint(0, bw), randint(0, bh))
+	st.I[1] = fn.PackPoint(randint(w-bw, w), randint(0, bh))
+	st.I[2] = fn.PackPoint(randint(w-bw, w), randint(h-bh, h))
+	st.I[3] = fn.PackPoint(randint(0, bw), randint(h-bh, h))
 	st.I[4], st.I[5] = w-1, h-1
 	return st
 }
@@ -427,18 +280,4 @@ func (t *Transform) geomSize() (w, h int) {
 		return t.geomW, t.geomH
 	}
 	return t.outW, t.outH
-}
-
-// turnMasks moves t's masks through a rotate or affine step (nearest,
-// fill 0, as rotate_mask and affine_mask): the step's Fill is the
-// pixels', and CheckMasks refused an op whose masks' fill is not 0.
-func turnMasks(t *Targets, st *Step, rotate bool) error {
-	if rotate {
-		t.RotateMasks(st.F[0], st.Center, st.HasCenter, st.I[0] != 0)
-		return nil
-	}
-	a := kernels.AffineParams{Angle: st.F[0], TX: st.F[1], TY: st.F[2], Scale: st.F[3], ShearX: st.F[4], ShearY: st.F[5],
-		Center: st.Center, HasCenter: st.HasCenter}
-	t.AffineMasks(&a)
-	return nil
 }

@@ -128,11 +128,6 @@ func drawApplied(n *node, r *RNG, d *drawer) {
 // drawAlways is the draw of an op that draws nothing.
 func drawAlways(n *node, _ *RNG, d *drawer) { d.emit(n.step) }
 
-// stepError is a parsed step's error: its Fn, what is wrong.
-func stepError(st *Step, format string, a ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrUnsupported, st.Fn, fmt.Sprintf(format, a...))
-}
-
 // checkFill checks a fill: one value per channel in the uint8 range.
 func checkFill(fill [3]float64, where string) error {
 	for _, v := range fill {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -82,17 +83,17 @@ func TestPermuteChannels(t *testing.T) {
 			p.Pix[i] = byte(i)
 		}
 		orig := append([]byte(nil), p.Pix...)
-		applyStep(p, &Step{Fn: FnPermuteChannels, I: [6]int{pm[0], pm[1], pm[2]}}, nil)
+		fn.Apply(p, &Step{Fn: FnPermuteChannels, I: [6]int{pm[0], pm[1], pm[2]}}, nil)
 		for c := range 3 {
 			if string(p.Plane(c)) != string(orig[6*pm[c]:6*pm[c]+6]) {
 				t.Errorf("%v: plane %d is %v", pm, c, p.Plane(c))
 			}
 		}
-		if err := checkStep(&Step{Fn: FnPermuteChannels, I: [6]int{pm[0], pm[1], pm[2]}}, 3, 2); err != nil {
+		if err := fn.Check(&Step{Fn: FnPermuteChannels, I: [6]int{pm[0], pm[1], pm[2]}}, 3, 2); err != nil {
 			t.Error(err)
 		}
 	}
-	if err := checkStep(&Step{Fn: FnPermuteChannels, I: [6]int{0, 0, 3}}, 3, 2); err == nil {
+	if err := fn.Check(&Step{Fn: FnPermuteChannels, I: [6]int{0, 0, 3}}, 3, 2); err == nil {
 		t.Error("permutation [0 0 3] taken")
 	}
 }

@@ -49,7 +49,7 @@ func TestPoliciesBicubic(t *testing.T) {
 				}
 				var geo []Step
 				for _, st := range b {
-					if !st.Fn.geometry() {
+					if !st.Fn.Geometry() {
 						geo = append(geo, st)
 					}
 				}

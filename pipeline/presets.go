@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
 )
 
 // Presets by name: each documented op by op, with its source recipe, in
@@ -34,7 +36,7 @@ var presets = map[string][]Op{
 		{Kind: OpRandomHorizontalFlip, P: 0.5},
 		{Kind: OpTimmRandAugment, Policy: "rand-m9-mstd0.5-inc1", Interp: InterpBicubic, Fill: meanColour},
 		{Kind: OpRandomErasing, P: 0.25, Scale: [2]float64{0.02, 1.0 / 3}, Ratio: [2]float64{0.3, 1 / 0.3}, RandomValue: true,
-			Mean: imagenetMean, Std: imagenetStd},
+			Mean: fn.ImagenetMean, Std: fn.ImagenetStd},
 	},
 	// SimCLR's ImageNet augmentation (Chen et al. 2020, appendix A), one
 	// view: s = 1, blur kernel 10% of the side. The preset "simclr" is two

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -24,56 +25,6 @@ type opScratch struct {
 // flag, opScratch.Stop, was set): its batch's Fill returns the reason
 // instead, so it never reaches a batch as a sample's error.
 var errAbandoned = errors.New("pipeline: the sample's work was abandoned")
-
-// applyStep runs one step's kernel on p: its definition's kernel, the
-// step's arguments unpacked into the kernel's. Geometry steps are the
-// decode's, and Normalize the packing's: both are no-ops here. It returns
-// the image after it: p, or of a step that changes the size (rotate's
-// expand: stepSize), the planes it made in p's bytes' room.
-func applyStep(p kernels.Planes, st *Step, ks *kernels.Scratch) kernels.Planes {
-	d := st.Fn.def()
-	if d.grow != nil {
-		return d.grow(p, st, ks)
-	}
-	if d.kernel != nil {
-		d.kernel(p, st, ks)
-	}
-	return p
-}
-
-// stepSize is the size of st's output on a w x h image.
-func stepSize(st *Step, w, h int) (int, int) {
-	if f := st.Fn.def().size; f != nil {
-		return f(st, w, h)
-	}
-	return w, h
-}
-
-// applySized is applyStep with p's room checked first: a step whose
-// output would not fit (a size past the transform's bound) is an error.
-func applySized(p kernels.Planes, st *Step, ks *kernels.Scratch) (kernels.Planes, error) {
-	if w, h := stepSize(st, p.W, p.H); 3*w*h > cap(p.Pix) || w > maxSide || h > maxSide {
-		return p, fmt.Errorf("%w: %s makes a %dx%d image of the %dx%d one: past the bound of %d bytes", ErrUnsupported, st.Fn, w, h, p.W, p.H, cap(p.Pix))
-	}
-	return applyStep(p, st, ks), nil
-}
-
-// checkStep checks a step's arguments as the kernels need them (a parsed
-// trace's, say: a drawn step is valid by construction): its definition's
-// check, then every float in range.
-func checkStep(st *Step, w, h int) error {
-	if c := st.Fn.def().check; c != nil {
-		if err := c(st, w, h); err != nil {
-			return err
-		}
-	}
-	for _, f := range st.F {
-		if f != f || f > 1e9 || f < -1e9 {
-			return stepError(st, "argument %v out of range", f)
-		}
-	}
-	return nil
-}
 
 // ApplyTrace runs a trace's steps after the geometry (AppendTrace's JSON,
 // parsed by ParseTrace) on pix, a w x h image as three planes (CHW, uint8),
@@ -101,10 +52,10 @@ func ApplyTraceSized(pix []byte, w, h int, steps []Step) ([]byte, int, int, erro
 	}
 	room, cw, ch := 3*w*h, w, h
 	for i := range steps {
-		if err := checkStep(&steps[i], cw, ch); err != nil {
+		if err := fn.Check(&steps[i], cw, ch); err != nil {
 			return nil, 0, 0, fmt.Errorf("step %d: %w", i, err)
 		}
-		if cw, ch = stepSize(&steps[i], cw, ch); cw < 1 || ch < 1 || cw > maxSide || ch > maxSide {
+		if cw, ch = fn.Size(&steps[i], cw, ch); cw < 1 || ch < 1 || cw > maxSide || ch > maxSide {
 			return nil, 0, 0, fmt.Errorf("%w: step %d makes a %dx%d image (sides 1..%d)", ErrUnsupported, i, cw, ch, maxSide)
 		}
 		room = max(room, 3*cw*ch)
@@ -115,7 +66,7 @@ func ApplyTraceSized(pix []byte, w, h int, steps []Step) ([]byte, int, int, erro
 	var s kernels.Scratch
 	p := kernels.Planes{Pix: pix, W: w, H: h}
 	for i := range steps {
-		p = applyStep(p, &steps[i], &s)
+		p = fn.Apply(p, &steps[i], &s)
 	}
 	return p.Pix, p.W, p.H, nil
 }

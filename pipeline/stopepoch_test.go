@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
 )
 
 // traceNames parses a one-view trace into its steps' names, and the steps
@@ -340,7 +342,7 @@ func TestStopEpochRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	norm := mustTransform(t, CHW, Op{Kind: OpResize, Size: [2]int{8, 8}}, Op{Kind: OpNormalize, Mean: imagenetMean, Std: imagenetStd})
+	norm := mustTransform(t, CHW, Op{Kind: OpResize, Size: [2]int{8, 8}}, Op{Kind: OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd})
 	for _, tc := range []struct {
 		tr    *Transform
 		kinds []OpKind

@@ -37,18 +37,18 @@ type Instances = dataset.Instances
 func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 	for i := range steps {
 		st := &steps[i]
-		d := st.Fn.def()
+		d := st.Fn.Def()
 		switch {
-		case d.targets == targetsPixels:
+		case d.Role == targetsPixels:
 			// color, blur, erase, normalize: torchvision passes a
 			// BoundingBoxes through it (erase warns).
-		case d.targets == targetsInstances:
+		case d.Role == targetsInstances:
 			return w, h, fmt.Errorf("%w: %s drops boxes with their labels or changes their format: MoveTargets, not MoveBoxes", ErrUnsupported, st.Fn)
-		case d.targets != targetsMove || d.boxes == nil:
+		case d.Role != targetsMove || d.Boxes == nil:
 			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, st.Fn)
 		default:
 			var err error
-			if w, h, err = d.boxes(boxes, w, h, st); err != nil {
+			if w, h, err = d.Boxes(boxes, w, h, st); err != nil {
 				return w, h, err
 			}
 		}
@@ -64,15 +64,15 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 func MoveTargets(t *Targets, w, h int, steps []Step) (int, int, error) {
 	from := 0
 	for i := range steps {
-		d := steps[i].Fn.def()
-		if d.targets != targetsInstances {
+		d := steps[i].Fn.Def()
+		if d.Role != targetsInstances {
 			continue
 		}
 		var err error
 		if w, h, err = moveXYXY(t, w, h, steps[from:i]); err != nil {
 			return w, h, err
 		}
-		if w, h, err = d.instances(t, w, h, &steps[i]); err != nil {
+		if w, h, err = d.Instances(t, w, h, &steps[i]); err != nil {
 			return w, h, err
 		}
 		from = i + 1
@@ -131,15 +131,15 @@ func moveAll(t *Targets, w, h int, steps []Step) (int, int, error) {
 func MoveKeypoints(pts [][2]float32, w, h int, steps []Step) (int, int, error) {
 	for i := range steps {
 		st := &steps[i]
-		d := st.Fn.def()
+		d := st.Fn.Def()
 		switch {
-		case d.targets == targetsPixels:
+		case d.Role == targetsPixels:
 			// Pixels alone: torchvision passes a KeyPoints through (erase warns).
-		case d.targets != targetsMove || d.points == nil:
+		case d.Role != targetsMove || d.Points == nil:
 			return w, h, fmt.Errorf("%w: targets' keypoints do not support %s yet", ErrUnsupported, st.Fn)
 		default:
 			var err error
-			if w, h, err = d.points(pts, w, h, st); err != nil {
+			if w, h, err = d.Points(pts, w, h, st); err != nil {
 				return w, h, err
 			}
 		}
@@ -159,16 +159,16 @@ func moveMasks(t *Targets, steps []Step) error {
 	}
 	for i := range steps {
 		st := &steps[i]
-		d := st.Fn.def()
+		d := st.Fn.Def()
 		switch {
-		case d.targets == targetsPixels || d.targets == targetsInstances:
+		case d.Role == targetsPixels || d.Role == targetsInstances:
 			// Pixels alone (torchvision passes a Mask through; erase
 			// warns), or boxes alone (MoveTargets drops the masks of
 			// the instances it drops).
-		case d.targets != targetsMove || d.masks == nil:
+		case d.Role != targetsMove || d.Masks == nil:
 			return fmt.Errorf("%w: targets' masks do not support %s yet", ErrUnsupported, st.Fn)
 		default:
-			if err := d.masks(t, st); err != nil {
+			if err := d.Masks(t, st); err != nil {
 				return err
 			}
 		}
@@ -200,8 +200,8 @@ func checkConvertLast(ops []Op, first int) error {
 
 // movesBoxes reports whether a step moves or drops boxes.
 func movesBoxes(f Fn) bool {
-	d := f.def()
-	return d.geometry || d.targets == targetsMove || f == FnSanitizeBoxes || f == FnConvertBoxFormat
+	d := f.Def()
+	return d.Geometry || d.Role == targetsMove || f == FnSanitizeBoxes || f == FnConvertBoxFormat
 }
 
 // appendTargets appends sample i's targets (of ds), moved through the

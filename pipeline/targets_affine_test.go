@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -157,7 +158,7 @@ func TestRotateExpandDecode(t *testing.T) {
 			t.Fatal(err)
 		}
 		cc := Step{Fn: FnCenterCrop, I: [6]int{4: 33, 5: 31}}
-		p := applyStep(kernels.Planes{Pix: append(make([]byte, 0, 3*max(w*h, 33*31)), want...), W: w, H: h}, &cc, nil)
+		p := fn.Apply(kernels.Planes{Pix: append(make([]byte, 0, 3*max(w*h, 33*31)), want...), W: w, H: h}, &cc, nil)
 		if string(p.Pix) != string(fout) {
 			t.Fatalf("sample %d: the CenterCrop after the rotation differs from center_crop of its image", i)
 		}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
 )
 
 // TestKeypointsGolden holds the keypoint maths to the float32 bits
@@ -38,7 +40,7 @@ func TestKeypointsGolden(t *testing.T) {
 	}
 	fns := map[Fn]bool{}
 	for i, c := range doc.Cases {
-		st, err := parseStep(c.Step)
+		st, err := fn.ParseStep(c.Step)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
@@ -98,7 +100,7 @@ func TestMoveKeypoints(t *testing.T) {
 			}
 		}
 	}
-	for _, fn := range []Fn{FnMixBegin, FnMixChain, FnSanitizeBoxes, FnConvertBoxFormat, Fn(len(fnDefs))} {
+	for _, fn := range []Fn{FnMixBegin, FnMixChain, FnSanitizeBoxes, FnConvertBoxFormat, Fn(fn.Count())} {
 		pts := append([][2]float32(nil), src...)
 		if _, _, err := MoveKeypoints(pts, 200, 100, []Step{{Fn: fn}}); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: %v, want ErrUnsupported", fn, err)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
 )
 
 // recipeOps is a transform with one op of every kind that draws, in
@@ -47,7 +49,7 @@ func recipeOps() []Op {
 		{Kind: OpConvertBoundingBoxFormat, BoxFormat: BoxCXCYWH},
 		{Kind: OpClampBoundingBoxes}, {Kind: OpClampKeyPoints}, {Kind: OpSanitizeKeyPoints},
 		{Kind: OpRandomPhotometricDistort, P: 0.5, JitterRanges: true, Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
-		{Kind: OpNormalize, Mean: imagenetMean, Std: imagenetStd},
+		{Kind: OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd},
 	}
 }
 
@@ -78,10 +80,10 @@ func TestTraceRoundTrip(t *testing.T) {
 			t.Fatalf("key %d: parsed %+v\nwant %+v\nfrom %s", i, back, steps, js)
 		}
 	}
-	for f := Fn(1); int(f) < len(fnDefs); f++ {
+	for f := Fn(1); int(f) < fn.Count(); f++ {
 		// RandomCrop's pad and crop are geometry, traced from the plan
 		// (TestRandomCrop parses and replays them).
-		if f == FnNormalize || f == FnHorizontalFlip || f.geometry() {
+		if f == FnNormalize || f == FnHorizontalFlip || f.Geometry() {
 			continue
 		}
 		if !seen[f] {
@@ -179,7 +181,7 @@ func TestFillTraces(t *testing.T) {
 // its numbers, so MaxTraceBytes bounds a trace.
 func TestStepJSONBound(t *testing.T) {
 	long := -1.2345678901234567e-300
-	for f := Fn(1); int(f) < len(fnDefs); f++ {
+	for f := Fn(1); int(f) < fn.Count(); f++ {
 		st := Step{Fn: f, Interp: InterpBilinear, HasCenter: true}
 		for i := range st.I {
 			st.I[i] = -1 << 30
@@ -188,7 +190,7 @@ func TestStepJSONBound(t *testing.T) {
 			st.F[i] = long
 		}
 		st.Fill, st.Center = [3]float64{long, long, long}, [2]float64{long, long}
-		if n := len(st.appendJSON(nil)); n > maxStepJSON {
+		if n := len(st.AppendJSON(nil)); n > maxStepJSON {
 			t.Errorf("%s: %d bytes of JSON, over maxStepJSON (%d)", f, n, maxStepJSON)
 		}
 	}

@@ -191,9 +191,6 @@ func checkInterp(op *Op, geometry bool) error {
 	return fmt.Errorf("%w: transform: %s: interpolation %s: want nearest, bilinear or bicubic", ErrUnsupported, op.Kind, op.Interp)
 }
 
-// maxSide bounds output sides so a request cannot ask for absurd buffers.
-const maxSide = 4096
-
 func checkSize(op *Op, shorterOK bool) error {
 	h, w := op.Size[0], op.Size[1]
 	if w == 0 && !shorterOK {

@@ -9,6 +9,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
 )
 
 // viewGroups are two groups of views unlike in every way a view can be:
@@ -28,7 +30,7 @@ func viewGroups(norm bool) []ViewGroup {
 	}
 	if norm {
 		for i := range g {
-			g[i].Ops = append(g[i].Ops, Op{Kind: OpNormalize, Mean: imagenetMean, Std: imagenetStd})
+			g[i].Ops = append(g[i].Ops, Op{Kind: OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd})
 		}
 	}
 	return g
@@ -191,7 +193,7 @@ func TestViewLayout(t *testing.T) {
 // naming the group and what is wrong.
 func TestViewsRefused(t *testing.T) {
 	crop := []Op{{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}}}
-	norm := append(append([]Op(nil), crop...), Op{Kind: OpNormalize, Mean: imagenetMean, Std: imagenetStd})
+	norm := append(append([]Op(nil), crop...), Op{Kind: OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd})
 	for _, c := range []struct {
 		groups []ViewGroup
 		want   string

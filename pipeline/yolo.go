@@ -234,7 +234,7 @@ var yoloResizeNs, yoloWarpNs float64 = 15, 100
 func init() {
 	if haveFast {
 		yoloResizeNs, yoloWarpNs = 3, 5
-		FnYOLOHSV.def().ns = 3
+		FnYOLOHSV.Def().Ns = 3
 	}
 }
 

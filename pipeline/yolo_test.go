@@ -6,9 +6,11 @@ import (
 	_ "image/jpeg"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
@@ -123,7 +125,7 @@ func TestYOLOPipelineIsItsKernels(t *testing.T) {
 		if st.Fn != FnYOLOPerspective || st.I[0] != 0 {
 			t.Fatalf("sample %d: step 2 %+v, want an affine yolo_random_perspective", i, st)
 		}
-		pp := perspectiveOf(&st)
+		pp := fn.PerspectiveOf(&st)
 		if !(pp.Scale >= 0.5 && pp.Scale < 1.5 && pp.TX >= 0.4 && pp.TX < 0.6 && pp.Angle >= -3 && pp.Angle < 3 && pp.PX == 0) {
 			t.Fatalf("sample %d: drawn %+v outside the op's ranges", i, pp)
 		}
@@ -188,12 +190,12 @@ func TestYOLOTargets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := cvInstances(&tg)
+		in := fn.CVInstances(&tg)
 		lw, lh := cv.LoadSize(W, H, 640)
 		in.Scale(float32(float64(lw)/W), float32(float64(lh)/H), false)
 		g := cv.LetterBoxParams(cv.LetterBoxArgs{H: 640, W: 640, Center: true, Stride: 32}, lw, lh)
 		cv.LetterBoxInstances(&in, g)
-		pp := perspectiveOf(&steps[2])
+		pp := fn.PerspectiveOf(&steps[2])
 		out := cv.PerspectiveInstances(in, cv.PerspectiveMatrix(pp, 640, 640, 640, 640), pp.Scale, false, 640, 640)
 		flipped := steps[len(steps)-1].Fn == FnYOLOFlipLR
 		if flipped {
@@ -260,7 +262,7 @@ func TestYOLONamedArgs(t *testing.T) {
 		"YOLORandomPerspective", map[string]any{"size": []float64{300}, "perspective": 0.001},
 		"YOLORandomFlip", map[string]any{"flip_idx": []float64{1, 0, 2}, "direction": "vertical"})
 	if ops[0].ImgSz != 320 || ops[1].Size != [2]int{256, 384} || !ops[1].ScaleUp || !ops[1].LetterCenter || ops[1].Stride != 32 ||
-		ops[2].YSize != [2]int{300, 300} || ops[2].YScale != 0.5 || ops[3].P != 0.5 || !slicesEqual(ops[3].FlipIdx, []int{1, 0, 2}) {
+		ops[2].YSize != [2]int{300, 300} || ops[2].YScale != 0.5 || ops[3].P != 0.5 || !slices.Equal(ops[3].FlipIdx, []int{1, 0, 2}) {
 		t.Fatalf("%s", opsString(ops))
 	}
 	def := yoloOps(t, "YOLORandomPerspective", map[string]any{}, "YOLORandomFlip", map[string]any{})

@@ -243,7 +243,9 @@ func TestARM64NoFusedMultiplyAdd(t *testing.T) {
 // goldenTests are the tests that pin bytes to hashes or values made by the
 // default (GOAMD64=v1) build, by package: the pipeline's plans, batches
 // through both decode paths, presets, the resamplers and the geometric
-// kernels; pipeline/internal/det's RNG and deterministic maths.
+// kernels (pipeline/fn's torch resampling axis and functional ops, and
+// pipeline/kernels', run through the root's tests, which link them);
+// pipeline/internal/det's RNG and deterministic maths.
 var goldenTests = []goldenPkg{
 	{"./pipeline/", "TestGoldenPlans|TestGoldenBatchReference|TestGoldenBatchFast|TestGoldenPresets|TestGoldenInterpTorch|" +
 		"TestGeomGolden|TestPlanGolden", 5},

@@ -1,21 +1,28 @@
-package pipeline
+package fn
 
-import "fmt"
+// Fn and Step: a functional op and one sample's drawn arguments for it.
+
+import (
+	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+)
 
 // Fn names a functional op: what one step of a sample does to its pixels,
 // with torchvision.transforms.v2.functional's name and arguments. A
 // Transform's ops (the classes: RandomRotation, TrivialAugmentWide, …) only
-// draw a sample's Steps; the kernels (kernels_*.go) do the pixels. That
+// draw a sample's Steps; the kernels (pipeline/kernels) do the pixels. That
 // split is torchvision's, and it is what the trace records and what the
 // parity tests call directly.
 type Fn uint8
 
-// FnNone is no op: a step that does nothing. Every other Fn is defined by
-// its family's file (op_*.go), through defineFn (registry.go).
-const FnNone Fn = 0
+// None is no op: a step that does nothing. Every other Fn is defined by
+// its family's file (flip.go, warp.go, …), through define (registry.go).
+const None Fn = 0
 
 // Step is one functional op applied to one sample with its drawn arguments.
-// Which fields an Fn reads is in its fnDef's args; the rest are zero.
+// Which fields an Fn reads is in its Def's args; the rest are zero.
 type Step struct {
 	Fn Fn
 	// I: top, left, height, width (resized_crop; erase's i, j, h, w),
@@ -28,7 +35,7 @@ type Step struct {
 	F [6]float64
 	// Interp and Antialias: resampling (resized_crop, resize, rotate,
 	// affine).
-	Interp    Interpolation
+	Interp    kernels.Interpolation
 	Antialias bool
 	// Fill is rotate's, affine's and erase's fill, one value per channel.
 	Fill [3]float64
@@ -75,18 +82,18 @@ const (
 
 // String is the Fn's torchvision name.
 func (f Fn) String() string {
-	if int(f) < len(fnDefs) && fnDefs[f].name != "" {
-		return fnDefs[f].name
+	if int(f) < len(defs) && defs[f].name != "" {
+		return defs[f].name
 	}
 	return fmt.Sprintf("Fn(%d)", uint8(f))
 }
 
-// geometry reports whether f is fused into the decode.
-func (f Fn) geometry() bool { return f.def().geometry }
+// Geometry reports whether f is fused into the decode.
+func (f Fn) Geometry() bool { return f.Def().Geometry }
 
-// packPoint packs a corner (x, y), each within +-2^30, into one int
+// PackPoint packs a corner (x, y), each within +-2^30, into one int
 // (perspective's endpoints); unpackPoint undoes it.
-func packPoint(x, y int) int { return int(int64(x)<<32 | int64(uint32(int32(y)))) }
+func PackPoint(x, y int) int { return int(int64(x)<<32 | int64(uint32(int32(y)))) }
 
 func unpackPoint(v int) (x, y int) { return int(int64(v) >> 32), int(int32(uint32(v))) }
 
@@ -99,3 +106,11 @@ func (st *Step) corners() (start, end [4][2]int) {
 	}
 	return start, end
 }
+
+// StepError is a parsed step's error: its Fn, what is wrong.
+func StepError(st *Step, format string, a ...any) error {
+	return fmt.Errorf("%w: %s: %s", errs.Unsupported, st.Fn, fmt.Sprintf(format, a...))
+}
+
+// MaxSide bounds output sides so a request cannot ask for absurd buffers.
+const MaxSide = 4096
