@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -30,7 +31,7 @@ func TestSizesAnyTopology(t *testing.T) {
 		for _, n := range []int{0, 3} {
 			e := topology(t, cfg, n)
 			ep := e.collect(t, job)
-			if !ep.info.GetSizesVary() || !slicesEqual(ep.info.GetSampleShape(), []uint32{3, 40, 40}) {
+			if !ep.info.GetSizesVary() || !slices.Equal(ep.info.GetSampleShape(), []uint32{3, 40, 40}) {
 				t.Fatalf("targets %v, %d peers: JobInfo sizes_vary %v, sample_shape %v; want true, the bound [3 40 40]",
 					targets, n, ep.info.GetSizesVary(), ep.info.GetSampleShape())
 			}
@@ -53,7 +54,7 @@ func TestSizesAnyTopology(t *testing.T) {
 					}
 				}
 				shapes[[2]uint32{bh, bw}] = true
-				if !slicesEqual(h.GetShape(), []uint32{uint32(nb), 3, bh, bw}) || len(b.data) != nb*3*int(bh*bw) {
+				if !slices.Equal(h.GetShape(), []uint32{uint32(nb), 3, bh, bw}) || len(b.data) != nb*3*int(bh*bw) {
 					t.Fatalf("targets %v, %d peers: batch %d: shape %v, %d bytes; want padded to %dx%d", targets, n, h.GetNumber(), h.GetShape(), len(b.data), bh, bw)
 				}
 				for i := range nb {
@@ -85,22 +86,10 @@ func TestSizesAnyTopology(t *testing.T) {
 			}
 			sameAsAlone(t, e, n, ep, alone)
 			for i, b := range ep.batches {
-				if !slicesEqual(b.hdr.GetSampleSizes(), alone.batches[i].hdr.GetSampleSizes()) {
+				if !slices.Equal(b.hdr.GetSampleSizes(), alone.batches[i].hdr.GetSampleSizes()) {
 					t.Errorf("targets %v, %d peers: batch %d: sizes %v, the lone server's %v", targets, n, i, b.hdr.GetSampleSizes(), alone.batches[i].hdr.GetSampleSizes())
 				}
 			}
 		}
 	}
-}
-
-func slicesEqual(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -7,6 +7,7 @@ package fn
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -102,7 +103,7 @@ func InternFlipIdx(idx []int) int {
 	flipIdx.Lock()
 	defer flipIdx.Unlock()
 	for i, t := range flipIdx.tables {
-		if slicesEqual(t, idx) {
+		if slices.Equal(t, idx) {
 			return i + 1
 		}
 	}
@@ -121,18 +122,6 @@ func flipTable(n int) []int {
 		return nil
 	}
 	return flipIdx.tables[n-1]
-}
-
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func checkFlipIdx(st *Step, _, _ int) error {
