@@ -408,28 +408,18 @@ func (t *Transform) mosaicCentre(k Key) (xc, yc int) {
 // resized it), xc, yc, and after a YOLOCopyPaste copy_paste: the copies
 // it pasted}.
 func (m *mosaicDraw) appendJSON(b []byte) []byte {
-	ints := func(b []byte, v []int) []byte {
-		b = append(b, '[')
-		for i, x := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(x), 10)
-		}
-		return append(b, ']')
-	}
 	b = append(b, `{"n":`...)
 	b = strconv.AppendInt(b, int64(m.n), 10)
 	b = append(b, `,"imgsz":`...)
 	b = strconv.AppendInt(b, int64(m.imgsz), 10)
 	b = append(b, `,"indexes":`...)
-	b = ints(b, m.idx)
+	b = fn.AppendInts(b, m.idx)
 	b = append(b, `,"sizes":[`...)
 	for i, s := range m.sizes {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = ints(b, s[:])
+		b = fn.AppendInts(b, s[:])
 	}
 	b = append(b, `],"xc":`...)
 	b = strconv.AppendInt(b, int64(m.xc), 10)

@@ -86,6 +86,19 @@ func appendList(b []byte, n int, one func([]byte, int) []byte) []byte {
 	return append(b, ']')
 }
 
+// AppendInts appends v as a JSON list of integers (always a list, of any
+// length).
+func AppendInts(b []byte, v []int) []byte {
+	b = append(b, '[')
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(x), 10)
+	}
+	return append(b, ']')
+}
+
 // AppendFloat appends f in the shortest form that reads back as the same
 // float64, always with a '.' or an exponent so that Python reads a float.
 func AppendFloat(b []byte, f float64) []byte {

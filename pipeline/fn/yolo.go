@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
@@ -142,14 +141,7 @@ func (st *Step) appendYOLOArg(b []byte, a arg) []byte {
 		if t == nil {
 			return append(b, "null"...)
 		}
-		b = append(b, '[')
-		for i, j := range t {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(j), 10)
-		}
-		return append(b, ']')
+		return AppendInts(b, t)
 	}
 	return append(b, "null"...)
 }
