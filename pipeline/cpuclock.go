@@ -3,6 +3,8 @@ package pipeline
 import (
 	"runtime"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/cpuclock"
 )
 
 // A CPUClock reads the CPU time the calling OS thread has used. An
@@ -15,8 +17,8 @@ type CPUClock func() time.Duration
 // ThreadCPUClock is the OS's per-thread CPU clock
 // (clock_gettime(CLOCK_THREAD_CPUTIME_ID) on Linux and the other unixes;
 // a monotonic wall clock elsewhere, which still charges a sample the time
-// its worker spent on it).
-func ThreadCPUClock() time.Duration { return threadCPU() }
+// its worker spent on it): pipeline/internal/cpuclock's.
+func ThreadCPUClock() time.Duration { return cpuclock.Thread() }
 
 // WithCPUClock has an Executor's weighted schedule share the workers by
 // the CPU time each queue's samples took, read with c on the worker's

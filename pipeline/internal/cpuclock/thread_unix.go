@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd
 
-package pipeline
+package cpuclock
 
 import (
 	"time"
@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadCPU is the calling thread's CPU time (a system call where the
+// thread is the calling thread's CPU time (a system call where the
 // vDSO does not serve it: well under a microsecond, once per sample).
-func threadCPU() time.Duration {
+func thread() time.Duration {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		return time.Duration(time.Now().UnixNano())
