@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
-	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
 
 // Targets are a detection sample's boxes and labels moved through the
@@ -204,47 +203,6 @@ func movesBoxes(f Fn) bool {
 	return d.Geometry || d.Role == targetsMove || f == FnSanitizeBoxes || f == FnConvertBoxFormat
 }
 
-// appendTargets appends sample i's targets (of ds), moved through the
-// geometry and steps d drew for its last sample with t, to b.
-func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
-	if t.views != nil {
-		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
-	}
-	vd, t := &d.vd[0], t.AtEpoch(d.epoch)
-	if vd.multi != nil {
-		return d.appendMosaicTargets(b, t, ds, fs, vd.multi)
-	}
-	tg := &d.targets
-	tg.Reset()
-	tg.WantMasks = fs.Masks()
-	w0, h0, err := sourceTargets(ds, i, &vd.plan, &tg.Instances)
-	if err != nil {
-		return b, err
-	}
-	if tg.WantMasks {
-		tg.StartMasks(vd.plan.srcW, vd.plan.srcH)
-	}
-	// The geometry's steps, then the ops' (the trace's order), in two
-	// calls: no list of both is made.
-	var geo [6]Step
-	w, h, err := MoveTargets(tg, w0, h0, t.geometrySteps(&vd.plan, geo[:0]))
-	if err == nil {
-		w, h, err = MoveTargets(tg, w, h, vd.steps)
-	}
-	if err != nil {
-		return b, err
-	}
-	tg.W, tg.H = w, h
-	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
-		return tg.AppendOverlap(b, fs.TargetsMax())
-	}
-	base := len(b)
-	if b = AppendTargets(b, tg); tg.WantMasks {
-		return tg.AppendMasks(b, base, fs.TargetsMax())
-	}
-	return b, nil
-}
-
 // CheckTargets refuses a transform whose ops targets do not support yet:
 // one that moves pixels other than by the decode's geometry (RandomResizedCrop,
 // Resize, CenterCrop, RandomCrop, Pad, RandomZoomOut, RandomIoUCrop), the
@@ -393,31 +351,4 @@ func checkOverlapOps(ops []Op, at string) error {
 		}
 	}
 	return nil
-}
-
-// cutmixTargets is all (the sample's instances, p keypoints each) after
-// the CutMix that applied (CutMix.apply_instances): the partner's picked
-// instances moved into the area, after them.
-func (d *Decoder) cutmixTargets(ds Targeted, md *multiDraw, all cv.Instances, p int) (cv.Instances, error) {
-	two, sel, err := d.cutmixPick(ds, md, all)
-	if err != nil {
-		return all, err
-	}
-	if len(sel) == 0 {
-		return all, fmt.Errorf("targets: YOLOCutMix applied, its labels pick nothing")
-	}
-	if t := md.cutM.idx; len(two.Keypoints) > 0 && len(two.Keypoints[0]) != p || cv.MixedSegments(all, two) {
-		return all, fmt.Errorf("%w: cutmix partner (sample %d) has other labels than the sample's (keypoints or polygons)", ErrUnsupported, t[0])
-	}
-	return cv.CutMixInstances(all, two, md.cutArea(md.cutChoice), sel), nil
-}
-
-// cutmixPick is the CutMix partner's instances and those its area takes
-// (cv.CutMixPick), given the sample's instances in.
-func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.Instances, []int, error) {
-	two, _, err := d.preInstances(ds, &md.cutM, &md.cutPP, md)
-	if err != nil {
-		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.cutM.idx[0], err)
-	}
-	return two, cv.CutMixPick(md.cutArea(md.cutChoice), two.Boxes, len(in.Segments) > 0), nil
 }

@@ -125,62 +125,6 @@ func padStep(op *Op) Step {
 	return Step{Fn: FnPad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill}
 }
 
-// AppendTrace appends the trace of the last sample d decoded with t (a
-// JSON list of [op, {arguments}] pairs: see AppendTrace) to b; of a
-// transform of several views, a JSON list of each view's, in order. It is
-// only meaningful after a Decode that succeeded.
-func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
-	if t = t.AtEpoch(d.epoch); t.views == nil {
-		return d.vd[0].appendTrace(b, t)
-	}
-	b = append(b, '[')
-	for v := range t.views {
-		if v > 0 {
-			b = append(b, ',')
-		}
-		b = d.vd[v].appendTrace(b, t.views[v])
-	}
-	return append(b, ']')
-}
-
-// appendTrace appends one view's trace, as drawn for t, to b.
-func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
-	var geo [6]Step
-	b = append(b, '[')
-	n := 0
-	sep := func() {
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-	}
-	for _, st := range vd.pre {
-		sep()
-		b = st.AppendJSON(b)
-	}
-	geom := t.geometrySteps(&vd.plan, geo[:0])
-	if vd.multi != nil { // a Mosaic's sample: its entries are its geometry
-		sep()
-		b, geom = vd.multi.appendJSON(b), nil
-	}
-	for _, st := range geom {
-		sep()
-		b = st.AppendJSON(b)
-	}
-	for i := range vd.steps {
-		sep()
-		b = vd.steps[i].AppendJSON(b)
-	}
-	if t.norm != nil {
-		sep()
-		st := Step{Fn: FnNormalize}
-		copy(st.F[:3], t.norm.Mean[:])
-		copy(st.F[3:], t.norm.Std[:])
-		b = st.AppendJSON(b)
-	}
-	return append(b, ']')
-}
-
 // maxStepJSON bounds one step's JSON: the longest, affine's, with every
 // number at its longest (24 bytes), is under 380 (TestStepJSONBound).
 const maxStepJSON = 400

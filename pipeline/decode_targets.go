@@ -1,0 +1,398 @@
+package pipeline
+
+// A sample's targets and trace as the decoder drew them: the Decoder's
+// side of targets.go, yolo.go and trace.go (their moves and steps are the
+// ops'), and a Transform's Trace, which draws a decode without decoding.
+
+import (
+	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+)
+
+// appendTargets appends sample i's targets (of ds), moved through the
+// geometry and steps d drew for its last sample with t, to b.
+func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
+	if t.views != nil {
+		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
+	}
+	vd, t := &d.vd[0], t.AtEpoch(d.epoch)
+	if vd.multi != nil {
+		return d.appendMosaicTargets(b, t, ds, fs, vd.multi)
+	}
+	tg := &d.targets
+	tg.Reset()
+	tg.WantMasks = fs.Masks()
+	w0, h0, err := sourceTargets(ds, i, &vd.plan, &tg.Instances)
+	if err != nil {
+		return b, err
+	}
+	if tg.WantMasks {
+		tg.StartMasks(vd.plan.srcW, vd.plan.srcH)
+	}
+	// The geometry's steps, then the ops' (the trace's order), in two
+	// calls: no list of both is made.
+	var geo [6]Step
+	w, h, err := MoveTargets(tg, w0, h0, t.geometrySteps(&vd.plan, geo[:0]))
+	if err == nil {
+		w, h, err = MoveTargets(tg, w, h, vd.steps)
+	}
+	if err != nil {
+		return b, err
+	}
+	tg.W, tg.H = w, h
+	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
+		return tg.AppendOverlap(b, fs.TargetsMax())
+	}
+	base := len(b)
+	if b = AppendTargets(b, tg); tg.WantMasks {
+		return tg.AppendMasks(b, base, fs.TargetsMax())
+	}
+	return b, nil
+}
+
+// cutmixTargets is all (the sample's instances, p keypoints each) after
+// the CutMix that applied (CutMix.apply_instances): the partner's picked
+// instances moved into the area, after them.
+func (d *Decoder) cutmixTargets(ds Targeted, md *multiDraw, all cv.Instances, p int) (cv.Instances, error) {
+	two, sel, err := d.cutmixPick(ds, md, all)
+	if err != nil {
+		return all, err
+	}
+	if len(sel) == 0 {
+		return all, fmt.Errorf("targets: YOLOCutMix applied, its labels pick nothing")
+	}
+	if t := md.cutM.idx; len(two.Keypoints) > 0 && len(two.Keypoints[0]) != p || cv.MixedSegments(all, two) {
+		return all, fmt.Errorf("%w: cutmix partner (sample %d) has other labels than the sample's (keypoints or polygons)", ErrUnsupported, t[0])
+	}
+	return cv.CutMixInstances(all, two, md.cutArea(md.cutChoice), sel), nil
+}
+
+// cutmixPick is the CutMix partner's instances and those its area takes
+// (cv.CutMixPick), given the sample's instances in.
+func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.Instances, []int, error) {
+	two, _, err := d.preInstances(ds, &md.cutM, &md.cutPP, md)
+	if err != nil {
+		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.cutM.idx[0], err)
+	}
+	return two, cv.CutMixPick(md.cutArea(md.cutChoice), two.Boxes, len(in.Segments) > 0), nil
+}
+
+// sourceTargets sets t to ds's sample i as the plan p starts from, and
+// returns the canvas they are on: the source image's, but for a YOLO
+// geometry on a dataset of ultralytics' labels, the loaded image's, with
+// its arithmetic (the load's step then leaves them, a ratio of 1).
+func sourceTargets(ds Targeted, i int, p *samplePlan, t *Instances) (int, int, error) {
+	if u, ok := ds.(dataset.UltralyticsTargeted); ok && p.yolo && !t.WantMasks {
+		return p.ylw, p.ylh, u.UltralyticsTargets(i, p.ylw, p.ylh, t)
+	}
+	return p.srcW, p.srcH, ds.SourceTargets(i, p.srcW, p.srcH, t)
+}
+
+// A mosaic's targets (YOLOMosaic, then its YOLORandomPerspective and
+// YOLOMixUp, decode_multi.go): the labels of each of its images as
+// ultralytics' Instances holds them (boxes XYXY in pixels of the image's
+// load_image size, a segment dataset's polygons resampled to 1000 points
+// and keypoints (x, y, visibility) likewise), moved as ultralytics 8.4.190
+// moves them: Mosaic._update_labels (add_padding of the tile's padw, padh
+// to boxes, segments and keypoints alike), _cat_labels (concatenated,
+// segments of unequal lengths resampled to the longest, Instances.clip to
+// the 2*imgsz canvas: a keypoint outside it gets visibility 0, then is
+// clipped; remove_zero_area_boxes drops an instance with its segment and
+// keypoints), RandomPerspective.apply_instances (segments through M, each
+// box their segment2box and the segment clipped to it; the keypoints
+// through M, those leaving the output made invisible, clipped;
+// box_candidates, of area ratio 0.01 with segments, drops the instance
+// whole), MixUp.apply_instances (the partner's after the sample's), then
+// the steps after the geometry (RandomFlip with its flip_idx, ...). Masks
+// are refused.
+//
+// appendMosaicTargets is appendTargets for a sample the last decode made
+// as a mosaic (md): its mosaic's instances (mosaicInstances), then its
+// MixUp partner's after them (MixUp.apply_instances), then moved by the
+// steps after the geometry.
+func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *FieldSet, md *multiDraw) ([]byte, error) {
+	if fs.Masks() {
+		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported)
+	}
+	all, p, err := d.multiInstances(ds, md)
+	if err == nil && md.cutOK {
+		all, err = d.cutmixTargets(ds, md, all, p)
+	}
+	if err != nil {
+		return b, err
+	}
+	tg := &d.targets
+	tg.Reset()
+	tg.ImageID = int64(md.mo.idx[0])
+	tg.P = p
+	if err := setMosaicTargets(&tg.Instances, &all); err != nil {
+		return b, err
+	}
+	w, h, err := MoveTargets(tg, t.outW, t.outH, d.vd[0].steps)
+	if err != nil {
+		return b, err
+	}
+	tg.W, tg.H = w, h
+	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
+		return tg.AppendOverlap(b, fs.TargetsMax())
+	}
+	return AppendTargets(b, tg), nil
+}
+
+// multiInstances is a mosaic's instances after the ops of its
+// pre_transform (its CopyPaste, its warp) and its MixUp (the partner's,
+// made the same way, after them), and the keypoints an instance.
+func (d *Decoder) multiInstances(ds Targeted, md *multiDraw) (cv.Instances, int, error) {
+	all, p, err := d.preInstances(ds, &md.mo, &md.pp, md)
+	if err != nil || !md.mix {
+		return all, p, err
+	}
+	two, p2, err := d.preInstances(ds, &md.mixM, &md.mixPP, md)
+	if err != nil {
+		return all, p, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
+	}
+	if p2 != p {
+		return all, p, fmt.Errorf("%w: mixup partner (sample %d) has %d keypoints an instance, the sample %d", ErrUnsupported, md.mixM.idx[0], p2, p)
+	}
+	if cv.MixedSegments(all, two) {
+		return all, p, errMixedSegments(append(append([]int{}, md.mo.idx...), md.mixM.idx...))
+	}
+	return cv.Concat(all, two), p, nil
+}
+
+// preInstances is one pre_transform's instances: its mosaic's (mo),
+// pasted, warped (pp).
+func (d *Decoder) preInstances(ds Targeted, mo *mosaicDraw, pp *cv.PerspectiveParams, md *multiDraw) (cv.Instances, int, error) {
+	in, p, err := d.mosaicInstances(ds, mo)
+	if err == nil {
+		in, err = copyPasteInstances(in, mo)
+	}
+	if err != nil {
+		return in, p, err
+	}
+	return md.perspInstances(in, pp), p, nil
+}
+
+// copyPasteInstances is a mosaic's instances after the CopyPaste that
+// followed it, if any (CopyPaste.apply_instances: the pasted copies
+// after them; the same selection its decode made, of the same labels).
+func copyPasteInstances(in cv.Instances, mo *mosaicDraw) (cv.Instances, error) {
+	if !mo.cp {
+		return in, nil
+	}
+	flipped, sel, err := copyPasteSelect(in, mo, mo.cpP)
+	if err != nil {
+		return in, err
+	}
+	if len(sel) != mo.pasted {
+		return in, fmt.Errorf("targets: YOLOCopyPaste pasted %d copies, its labels select %d", mo.pasted, len(sel))
+	}
+	return cv.CopyPasteInstances(in, flipped, sel), nil
+}
+
+// setMosaicTargets appends in's instances to t (reset, its P set): boxes
+// and classes, segments where it has them, and with P, each instance's P
+// keypoints and their visibilities (ultralytics' float visibility, 0, 1
+// or 2, as COCO's v).
+func setMosaicTargets(t *dataset.Instances, in *cv.Instances) error {
+	if t.P > 0 && len(in.Keypoints) != len(in.Boxes) {
+		return fmt.Errorf("targets: a mosaic of %d instances with %d keypoint sets", len(in.Boxes), len(in.Keypoints))
+	}
+	if len(in.Segments) > 0 {
+		if len(in.Segments) != len(in.Boxes) {
+			return fmt.Errorf("targets: a mosaic of %d instances with %d segments", len(in.Boxes), len(in.Segments))
+		}
+		t.Segments = append(t.Segments, in.Segments...)
+	}
+	for q := range in.Boxes {
+		t.Add(in.Boxes[q], in.Cls[q], false)
+		if t.P == 0 {
+			continue
+		}
+		kp := in.Keypoints[q]
+		if len(kp) != t.P {
+			return fmt.Errorf("targets: a mosaic instance of %d keypoints, the dataset's have %d", len(kp), t.P)
+		}
+		for _, k := range kp {
+			t.Points = append(t.Points, [2]float32{k[0], k[1]})
+			t.Vis = append(t.Vis, uint8(k[2]))
+		}
+	}
+	return nil
+}
+
+// mosaicInstances is one mosaic's instances and the keypoints an
+// instance (0: none): each image's in pixels of its load_image size (a
+// YOLO dataset's from its normalized labels with ultralytics' arithmetic,
+// UltralyticsTargets, another's its SourceTargets at that size), moved by
+// its tile, concatenated, clipped and the empty dropped
+// (cv.MosaicInstances).
+func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, int, error) {
+	ms := &d.multi
+	ms.ins = ms.ins[:0]
+	tg := &d.targets
+	p := -1
+	for j, i := range m.idx {
+		w, h := m.sizes[j][0], m.sizes[j][1]
+		tg.Reset()
+		tg.WantMasks = false
+		var err error
+		if u, ok := ds.(dataset.UltralyticsTargeted); ok {
+			err = u.UltralyticsTargets(i, w, h, &tg.Instances)
+		} else {
+			err = ds.SourceTargets(i, w, h, &tg.Instances)
+		}
+		if err != nil {
+			return cv.Instances{}, 0, partnerErr(j, m, err)
+		}
+		if p >= 0 && tg.P != p {
+			return cv.Instances{}, 0, partnerErr(j, m, fmt.Errorf("%w: %d keypoints an instance, the mosaic's first image %d", ErrUnsupported, tg.P, p))
+		}
+		p = tg.P
+		ms.ins = append(ms.ins, cvMosaicInstances(&tg.Instances))
+	}
+	if cv.MixedSegments(ms.ins...) {
+		return cv.Instances{}, 0, errMixedSegments(m.idx)
+	}
+	return cv.MosaicInstances(ms.ins, m.tiles, m.imgsz), max(p, 0), nil
+}
+
+// cvMosaicInstances is t as ultralytics' Instances (cv.Instances): its
+// boxes, labels, segments and, with keypoints, each instance's (x, y,
+// visibility);
+// a copy, t being the Decoder's scratch.
+func cvMosaicInstances(t *dataset.Instances) cv.Instances {
+	in := cv.Instances{Boxes: append([][4]float32{}, t.Boxes...), Cls: append([]int64{}, t.Labels...)}
+	if len(t.Segments) > 0 {
+		// The segments are the dataset's fresh ones (UltralyticsTargets
+		// makes them for each call): no copy.
+		in.Segments = append([][][2]float32{}, t.Segments...)
+	}
+	if t.P == 0 {
+		return in
+	}
+	in.Keypoints = make([][][3]float32, len(t.Boxes))
+	for k := range in.Keypoints {
+		kp := make([][3]float32, t.P)
+		for j := range kp {
+			q := k*t.P + j
+			kp[j] = [3]float32{t.Points[q][0], t.Points[q][1], float32(t.Vis[q])}
+		}
+		in.Keypoints[k] = kp
+	}
+	return in
+}
+
+// errMixedSegments refuses a mosaic (of the images idx) of segment lines
+// and box lines: ultralytics' Instances.concatenate pairs the segments it
+// has with the wrong boxes then (and its segment task refuses such a
+// dataset).
+func errMixedSegments(idx []int) error {
+	return fmt.Errorf("%w: a mosaic of samples %v mixes label files of polygons with label files of boxes alone: give every image of a segment dataset polygons", ErrUnsupported, idx)
+}
+
+// partnerErr names the mosaic's image j in err (0: the sample's own).
+func partnerErr(j int, m *mosaicDraw, err error) error {
+	if j == 0 {
+		return err
+	}
+	return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, m.n-1, m.idx[j], err)
+}
+
+// SetBoxSource tells d that the next samples it decodes are ds's sample i
+// (until the next call; nil: none), whose boxes a RandomIoUCrop draws
+// against.
+func (d *Decoder) SetBoxSource(ds Targeted, i int) { d.boxSrc, d.boxIdx = ds, i }
+
+// AppendTrace appends the trace of the last sample d decoded with t (a
+// JSON list of [op, {arguments}] pairs: see AppendTrace) to b; of a
+// transform of several views, a JSON list of each view's, in order. It is
+// only meaningful after a Decode that succeeded.
+func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
+	if t = t.AtEpoch(d.epoch); t.views == nil {
+		return d.vd[0].appendTrace(b, t)
+	}
+	b = append(b, '[')
+	for v := range t.views {
+		if v > 0 {
+			b = append(b, ',')
+		}
+		b = d.vd[v].appendTrace(b, t.views[v])
+	}
+	return append(b, ']')
+}
+
+// appendTrace appends one view's trace, as drawn for t, to b.
+func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
+	var geo [6]Step
+	b = append(b, '[')
+	n := 0
+	sep := func() {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+	}
+	for _, st := range vd.pre {
+		sep()
+		b = st.AppendJSON(b)
+	}
+	geom := t.geometrySteps(&vd.plan, geo[:0])
+	if vd.multi != nil { // a Mosaic's sample: its entries are its geometry
+		sep()
+		b, geom = vd.multi.appendJSON(b), nil
+	}
+	for _, st := range geom {
+		sep()
+		b = st.AppendJSON(b)
+	}
+	for i := range vd.steps {
+		sep()
+		b = vd.steps[i].AppendJSON(b)
+	}
+	if t.norm != nil {
+		sep()
+		st := Step{Fn: FnNormalize}
+		copy(st.F[:3], t.norm.Mean[:])
+		copy(st.F[3:], t.norm.Std[:])
+		b = st.AppendJSON(b)
+	}
+	return append(b, ']')
+}
+
+// Trace is the trace a w x h source image would get for key k, drawn
+// without decoding anything (what `stoker ops draw` prints, and what the
+// sampling tests count): the plan's geometry, the steps, normalize (of
+// several views, each view's).
+func (t *Transform) Trace(srcW, srcH int, k Key) ([]byte, error) {
+	return t.TraceBoxes(srcW, srcH, k, nil)
+}
+
+// TraceBoxes is Trace for a source whose boxes (XYXY, in its pixels) are
+// boxes: what a RandomIoUCrop draws against (nil: none, and a transform
+// with one fails).
+func (t *Transform) TraceBoxes(srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error) {
+	if at := t.AtEpoch(k.Epoch); at.mosaic != nil && at.mosaicOn(k) {
+		return nil, fmt.Errorf("%w: a YOLOMosaic's draw needs its partners' images (their sizes): only a decode traces it", ErrUnsupported)
+	}
+	var d Decoder
+	if boxes != nil {
+		d.SetBoxSource(fixedBoxes(boxes), 0)
+	}
+	if _, _, err := d.draw(t, &header{w: srcW, h: srcH}, k); err != nil {
+		return nil, err
+	}
+	return d.AppendTrace(nil, t), nil
+}
+
+// fixedBoxes is a Targeted of one sample's boxes, label 0 each.
+type fixedBoxes [][4]float32
+
+func (b fixedBoxes) SourceTargets(i, w, h int, t *Instances) error {
+	for _, bx := range b {
+		t.Add(bx, 0, false)
+	}
+	return nil
+}
