@@ -278,16 +278,8 @@ func (t *Transform) geomInterpNs() float64 {
 	return 1
 }
 
-// stepNs is what st costs on a w x h image: its definition's ns a pixel,
-// or its cost.
-func stepNs(st Step, w, h int) float64 {
-	d := st.Fn.Def()
-	px := float64(w) * float64(h)
-	if d.Cost != nil {
-		return d.Cost(&st, d.Ns, px)
-	}
-	return d.Ns * px
-}
+// stepNs is what st costs on a w x h image (fn.StepNs).
+func stepNs(st Step, w, h int) float64 { return fn.StepNs(st, w, h) }
 
 // maxNs is the most the node's steps may cost on a w x h image: every op
 // that may apply applied, the most expensive choice of a RandomChoice,
@@ -298,38 +290,6 @@ func (n *node) maxNs(w, h int) float64 {
 		return n.def.maxNs(n, w, h)
 	}
 	return stepNs(n.step, w, h)
-}
-
-// maxNs is the policy's longest draw (maxSteps) at its most expensive op
-// (AugMix's blends counted as such steps).
-func (p *policy) maxNs(w, h int) float64 {
-	interp := p.interp
-	if (p.kind == OpTimmRandAugment || p.kind == OpTimmAutoAugment || p.kind == OpTimmAugMix) && p.timmRandomInterp() {
-		interp = InterpBicubic
-	}
-	var most float64
-	for _, e := range p.space {
-		st := Step{Fn: augFn(e.op), Interp: interp}
-		if e.op == augBlurRand {
-			st.I = [6]int{13, 13} // 2*ceil(3 * 2)+1 at timm's largest radius
-		}
-		most = max(most, stepNs(st, w, h))
-	}
-	if p.kind == OpAugMix || p.kind == OpTimmAugMix {
-		most = max(most, stepNs(Step{Fn: FnMixChain}, w, h))
-	}
-	return float64(p.maxSteps) * most
-}
-
-// augFn is the functional op a policy's op runs as.
-func augFn(op augOp) Fn {
-	return [...]Fn{
-		augIdentity: FnNone, augShearX: FnAffine, augShearY: FnAffine, augTranslateX: FnAffine, augTranslateY: FnAffine,
-		augRotate: FnRotate, augBrightness: FnAdjustBrightness, augColor: FnAdjustSaturation, augContrast: FnAdjustContrast,
-		augSharpness: FnAdjustSharpness, augPosterize: FnPosterize, augSolarize: FnSolarize, augAutoContrast: FnAutocontrast,
-		augEqualize: FnEqualize, augInvert: FnInvert, augSolarizeAdd: FnSolarizeAdd, augDesaturate: FnAdjustSaturation,
-		augBlurRand: FnGaussianBlur,
-	}[op]
 }
 
 // DefaultMaxSampleCPU is the default of the server's --max-sample-cpu: the

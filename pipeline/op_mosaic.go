@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
 
@@ -164,7 +165,7 @@ func (t *Transform) checkCopyPaste(op *Op, n int) error {
 		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", ErrUnsupported)
 	}
 	if op.Mode != "flip" {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: only 'flip' is supported ('mixup', which pastes another sample's segments, is not done yet)", ErrUnsupported, truncateString(op.Mode, 32))
+		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: only 'flip' is supported ('mixup', which pastes another sample's segments, is not done yet)", ErrUnsupported, errs.Clip(op.Mode, 32))
 	}
 	if !(op.P >= 0 && op.P <= 1) {
 		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", ErrUnsupported, op.P)

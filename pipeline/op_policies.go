@@ -2,28 +2,28 @@ package pipeline
 
 // The policies as ops: torchvision.transforms.v2's TrivialAugmentWide,
 // RandAugment, AutoAugment and AugMix, and timm's RandAugment, AutoAugment
-// and AugMix (policies*.go hold their spaces and draws), with AugMix's
+// and AugMix (pipeline/policy holds their spaces and draws), with AugMix's
 // blending steps. Targets do not follow them: torchvision's own refuse a
 // BoundingBoxes.
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/policy"
 )
 
-// Policies: torchvision's, and timm's under their own names.
+// Policies: torchvision's, and timm's under their own names
+// (pipeline/policy's kinds).
 const (
-	OpTrivialAugmentWide OpKind = "TrivialAugmentWide"
-	OpRandAugment        OpKind = "RandAugment"
-	OpAutoAugment        OpKind = "AutoAugment"
-	OpAugMix             OpKind = "AugMix"
-	OpTimmRandAugment    OpKind = "TimmRandAugment"
-	OpTimmAutoAugment    OpKind = "TimmAutoAugment"
-	OpTimmAugMix         OpKind = "TimmAugMix"
+	OpTrivialAugmentWide = OpKind(policy.TrivialAugmentWide)
+	OpRandAugment        = OpKind(policy.RandAugment)
+	OpAutoAugment        = OpKind(policy.AutoAugment)
+	OpAugMix             = OpKind(policy.AugMix)
+	OpTimmRandAugment    = OpKind(policy.TimmRandAugment)
+	OpTimmAutoAugment    = OpKind(policy.TimmAutoAugment)
+	OpTimmAugMix         = OpKind(policy.TimmAugMix)
 )
-
-// maxPolicyOp bounds RandAugment's num_ops and AugMix's mixture_width.
-const maxPolicyOp = 16
 
 func init() {
 	interp := func(def string) param { return param{name: "interpolation", typ: pInterp, def: def} }
@@ -53,15 +53,23 @@ func init() {
 func definePolicy(kind OpKind, doc string, params []param, format func(*strings.Builder, *Op)) {
 	defineOp(opDef{kind: kind, doc: doc, params: params, format: format,
 		compile: func(c *compiler, n *node, at compileAt) error {
-			pol, err := newPolicy(n.op, c.w, c.h)
+			pol, err := policy.New(policyParams(n.op), c.w, c.h)
 			if err != nil {
 				return opError(at.where, "%v", err)
 			}
-			n.pol, n.maxSteps = pol, pol.maxSteps
+			n.pol, n.maxSteps = pol, pol.MaxSteps()
 			return nil
 		},
-		draw:  func(n *node, r *RNG, d *drawer) { n.pol.draw(r, d) },
-		maxNs: func(n *node, w, h int) float64 { return n.pol.maxNs(w, h) }})
+		draw:  func(n *node, r *RNG, d *drawer) { d.steps = n.pol.Draw(r, d.w, d.h, d.steps) },
+		maxNs: func(n *node, w, h int) float64 { return n.pol.MaxNs(w, h) }})
 }
 
 func formatPolicy(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", op.Policy) }
+
+// policyParams is op's arguments as its policy reads them.
+func policyParams(op *Op) *policy.Params {
+	return &policy.Params{Kind: policy.Kind(op.Kind), Interp: op.Interp, RandomInterp: op.RandomInterp,
+		Fill: op.Fill, FillNone: op.FillNone, NumOps: op.NumOps, Magnitude: op.Magnitude, Bins: op.Bins,
+		Policy: op.Policy, Severity: op.Severity, MixtureWidth: op.MixtureWidth, ChainDepth: op.ChainDepth,
+		Alpha: op.Alpha, PartialOps: op.PartialOps}
+}

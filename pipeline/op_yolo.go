@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 )
 
 const (
@@ -103,7 +104,7 @@ func init() {
 				return err
 			}
 			if d := n.op.Direction; d != "horizontal" && d != "vertical" {
-				return opError(at.where, "direction %q: want 'horizontal' or 'vertical'", truncateString(d, 32))
+				return opError(at.where, "direction %q: want 'horizontal' or 'vertical'", errs.Clip(d, 32))
 			}
 			if len(n.op.FlipIdx) > 1024 {
 				return opError(at.where, "flip_idx of %d keypoints: the limit is 1024", len(n.op.FlipIdx))

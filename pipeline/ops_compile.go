@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/policy"
 )
 
 // Bounds on what a transform may ask, so that a spec cannot cost the server
@@ -40,7 +42,7 @@ type node struct {
 	// logRatio: RandomErasing's log aspect range.
 	logRatio [2]float64
 	// pol: a policy's table.
-	pol *policy
+	pol *policy.Policy
 	// step: what an op whose only draw is whether it applies emits.
 	step Step
 	// maxSteps bounds the steps one draw emits.

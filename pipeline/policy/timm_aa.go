@@ -1,4 +1,4 @@
-package pipeline
+package policy
 
 // timm's AutoAugment policies ("original", "originalr", "v0", "v0r",
 // "3a"): their config and sub-policy tables.
@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 )
 
 // timmAAOp is one op of a timm AutoAugment sub-policy.
@@ -28,7 +30,7 @@ func parseTimmAAConfig(s string) (timmConfig, error) {
 	parts := strings.Split(s, "-")
 	subs, ok := timmAutoAugmentPolicies[parts[0]]
 	if len(s) > 256 || !ok {
-		return c, fmt.Errorf("timm AutoAugment config %q: want original, originalr, v0, v0r or 3a, then -mstd sections (e.g. v0r-mstd0.5)", truncateString(s, 64))
+		return c, fmt.Errorf("timm AutoAugment config %q: want original, originalr, v0, v0r or 3a, then -mstd sections (e.g. v0r-mstd0.5)", errs.Clip(s, 64))
 	}
 	c.aa = subs
 	haveStd := false

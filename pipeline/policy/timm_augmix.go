@@ -1,4 +1,4 @@
-package pipeline
+package policy
 
 // timm's AugMix ("augmix-m5-w4-d2" and the like): its config and its
 // draw, float32 weights and PIL's blends.
@@ -8,6 +8,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 )
 
 // timmAugMixOps is timm's _AUGMIX_TRANSFORMS, in its order, each the
@@ -25,7 +29,7 @@ func parseTimmAugMixConfig(s string) (timmConfig, error) {
 	c := timmConfig{text: s, m: 3, width: 3, depth: -1, alpha: 1, mstd: math.Inf(1), mmax: 10, translate: 0.3}
 	parts := strings.Split(s, "-")
 	if len(s) > 256 || parts[0] != "augmix" {
-		return c, fmt.Errorf("timm AugMix config %q: want \"augmix-...\" (e.g. augmix-m5-w4-d2)", truncateString(s, 64))
+		return c, fmt.Errorf("timm AugMix config %q: want \"augmix-...\" (e.g. augmix-m5-w4-d2)", errs.Clip(s, 64))
 	}
 	haveStd := false
 	for _, part := range parts[1:] {
@@ -46,13 +50,13 @@ func parseTimmAugMixConfig(s string) (timmConfig, error) {
 			}
 			c.m = f
 		case "w":
-			if !whole || f < 1 || f > maxPolicyOp {
-				return c, fmt.Errorf("timm AugMix config %q: w%s: want an integer 1..%d", s, val, maxPolicyOp)
+			if !whole || f < 1 || f > MaxOps {
+				return c, fmt.Errorf("timm AugMix config %q: w%s: want an integer 1..%d", s, val, MaxOps)
 			}
 			c.width = int(f)
 		case "d":
-			if !whole || f > maxPolicyOp {
-				return c, fmt.Errorf("timm AugMix config %q: d%s: want an integer 0..%d (0: 1..3 per chain)", s, val, maxPolicyOp)
+			if !whole || f > MaxOps {
+				return c, fmt.Errorf("timm AugMix config %q: d%s: want an integer 0..%d (0: 1..3 per chain)", s, val, MaxOps)
 			}
 			c.depth = int(f)
 		case "a":
@@ -88,15 +92,15 @@ func parseTimmAugMixConfig(s string) (timmConfig, error) {
 // image with it by m (augmix_blend). Blended (b1, _apply_blended): each
 // chain's result blended into the image so far by timm's blended weights
 // (augmix_fold), the chains' sum unused.
-func (p *policy) drawTimmAugMix(r *RNG, d *drawer) {
+func (p *Policy) drawTimmAugMix(r *det.RNG, d *drawer) {
 	c := &p.timm
-	var wbuf [maxPolicyOp]float64
+	var wbuf [MaxOps]float64
 	ws := wbuf[:c.width]
 	r.Dirichlet(c.alpha, ws)
 	var m [2]float64
 	r.Dirichlet(c.alpha, m[:])
-	d.emit(Step{Fn: FnMixBegin})
-	var folds [maxPolicyOp]float32
+	d.emit(fn.Step{Fn: fn.MixBegin})
+	var folds [MaxOps]float32
 	if c.blended {
 		// _calc_blended_weights, in float32 as numpy computes it: each
 		// chain's weight times m, from the last, over what the later
@@ -110,9 +114,9 @@ func (p *policy) drawTimmAugMix(r *RNG, d *drawer) {
 	}
 	for i, w := range ws {
 		if c.blended {
-			d.emit(Step{Fn: FnMixChain}) // from the image; the sum is not used
+			d.emit(fn.Step{Fn: fn.MixChain}) // from the image; the sum is not used
 		} else {
-			d.emit(Step{Fn: FnMixChain, F: [6]float64{float64(float32(w))}})
+			d.emit(fn.Step{Fn: fn.MixChain, F: [6]float64{float64(float32(w))}})
 		}
 		depth := c.depth
 		if depth <= 0 {
@@ -122,11 +126,11 @@ func (p *policy) drawTimmAugMix(r *RNG, d *drawer) {
 			p.timmStep(r, d, p.space[r.Intn(len(p.space))].op, timmIncreasing, c.m)
 		}
 		if c.blended {
-			d.emit(Step{Fn: FnMixFold, F: [6]float64{float64(folds[i])}})
+			d.emit(fn.Step{Fn: fn.MixFold, F: [6]float64{float64(folds[i])}})
 		}
 	}
 	if !c.blended {
-		d.emit(Step{Fn: FnMixEnd})
-		d.emit(Step{Fn: FnMixBlend, F: [6]float64{float64(float32(m[0]))}})
+		d.emit(fn.Step{Fn: fn.MixEnd})
+		d.emit(fn.Step{Fn: fn.MixBlend, F: [6]float64{float64(float32(m[0]))}})
 	}
 }

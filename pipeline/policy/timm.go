@@ -1,8 +1,8 @@
-package pipeline
+package policy
 
 // timm's RandAugment ("rand-m9-mstd0.5-inc1" and the like): its config,
 // its augmentation space and weights, and AugmentOp (timmStep), which
-// timm's AutoAugment and AugMix (policies_timm_aa.go, policies_timm_augmix.go)
+// timm's AutoAugment and AugMix (timm_aa.go, timm_augmix.go)
 // run too.
 
 import (
@@ -11,7 +11,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // timmConfig is a timm RandAugment config string, parsed as timm's
@@ -62,7 +65,7 @@ func parseTimmConfig(s string) (timmConfig, error) {
 	c := timmConfig{text: s, m: 10, n: 2, p: 0.5, mmax: 10, translate: 0.45}
 	parts := strings.Split(s, "-")
 	if len(s) > 256 || parts[0] != "rand" {
-		return c, fmt.Errorf("timm RandAugment config %q: want \"rand-...\" (e.g. rand-m9-mstd0.5-inc1)", truncateString(s, 64))
+		return c, fmt.Errorf("timm RandAugment config %q: want \"rand-...\" (e.g. rand-m9-mstd0.5-inc1)", errs.Clip(s, 64))
 	}
 	var haveStd, haveMax, haveT bool
 	for _, part := range parts[1:] {
@@ -95,8 +98,8 @@ func parseTimmConfig(s string) (timmConfig, error) {
 			}
 			c.m = f
 		case "n":
-			if f < 0 || f > maxPolicyOp || f != math.Trunc(f) {
-				return c, fmt.Errorf("timm RandAugment config %q: n%v: want an integer 0..%d", s, val, maxPolicyOp)
+			if f < 0 || f > MaxOps || f != math.Trunc(f) {
+				return c, fmt.Errorf("timm RandAugment config %q: n%v: want an integer 0..%d", s, val, MaxOps)
 			}
 			c.n = int(f)
 		case "p":
@@ -148,14 +151,6 @@ var timmWeights = []struct {
 	{augContrast, .05}, {augBrightness, .05}, {augEqualize, .05}, {augPosterize, 0.05}, {augInvert, 0.05},
 }
 
-// truncateString cuts s to n bytes, marking the cut.
-func truncateString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 // timmSpace is timm's _RAND_TRANSFORMS, or _RAND_INCREASING_TRANSFORMS with
 // inc, in timm's order (the magnitudes are computed per draw).
 func timmSpace(c timmConfig) []augEntry {
@@ -177,9 +172,9 @@ func timmSpace(c timmConfig) []augEntry {
 
 // drawTimm is timm's RandAugment.__call__: n ops chosen with replacement,
 // each applied with probability 0.5 at magnitude m (timmStep).
-func (p *policy) drawTimm(r *RNG, d *drawer) {
+func (p *Policy) drawTimm(r *det.RNG, d *drawer) {
 	c := &p.timm
-	var chosen [maxPolicyOp]int
+	var chosen [MaxOps]int
 	if c.weighted {
 		timmChoose(r, chosen[:c.n])
 	}
@@ -207,7 +202,7 @@ func (p *policy) drawTimm(r *RNG, d *drawer) {
 // function for the op's variant. Resampling is the policy's
 // interpolation; for bilinear-or-bicubic ("random" in the wire's terms)
 // each op draws one, as timm's _interpolation does.
-func (p *policy) timmStep(r *RNG, d *drawer, op augOp, variant timmVariant, m float64) {
+func (p *Policy) timmStep(r *det.RNG, d *drawer, op augOp, variant timmVariant, m float64) {
 	c := &p.timm
 	switch {
 	case math.IsInf(c.mstd, 1):
@@ -225,29 +220,29 @@ func (p *policy) timmStep(r *RNG, d *drawer, op augOp, variant timmVariant, m fl
 	}
 	interp := p.interp
 	if p.timmRandomInterp() {
-		interp = InterpBilinear
+		interp = kernels.Bilinear
 		if r.Intn(2) == 1 {
-			interp = InterpBicubic
+			interp = kernels.Bicubic
 		}
 	}
 	inc := variant == timmIncreasing
-	geo := Step{Fn: FnAffine, Interp: interp, Fill: p.fill, FillNone: p.fillNone, F: [6]float64{0, 0, 0, 1, 0, 0}}
-	enhance := func(fn Fn) {
-		f := float64(lvl*1.8) + 0.1
+	geo := fn.Step{Fn: fn.Affine, Interp: interp, Fill: p.fill, FillNone: p.fillNone, F: [6]float64{0, 0, 0, 1, 0, 0}}
+	enhance := func(f fn.Fn) {
+		v := float64(lvl*1.8) + 0.1
 		if inc {
-			f = math.Max(0.1, 1+negate(float64(lvl*0.9)))
+			v = math.Max(0.1, 1+negate(float64(lvl*0.9)))
 		}
-		d.emit(Step{Fn: fn, F: [6]float64{f}})
+		d.emit(fn.Step{Fn: f, F: [6]float64{v}})
 	}
 	switch op {
 	case augAutoContrast:
-		d.emit(Step{Fn: FnAutocontrast})
+		d.emit(fn.Step{Fn: fn.Autocontrast})
 	case augEqualize:
-		d.emit(Step{Fn: FnEqualize})
+		d.emit(fn.Step{Fn: fn.Equalize})
 	case augInvert:
-		d.emit(Step{Fn: FnInvert})
+		d.emit(fn.Step{Fn: fn.Invert})
 	case augRotate:
-		d.emit(Step{Fn: FnRotate, F: [6]float64{negate(float64(lvl * 30))}, Interp: interp, Fill: p.fill, FillNone: p.fillNone})
+		d.emit(fn.Step{Fn: fn.Rotate, F: [6]float64{negate(float64(lvl * 30))}, Interp: interp, Fill: p.fill, FillNone: p.fillNone})
 	case augPosterize:
 		bits := int(float64(lvl * 4))
 		switch variant {
@@ -260,7 +255,7 @@ func (p *policy) timmStep(r *RNG, d *drawer, op augOp, variant timmVariant, m fl
 			bits += 4 // _posterize_original_level_to_arg: 4..8
 		}
 		if bits < 8 {
-			d.emit(Step{Fn: FnPosterize, I: [6]int{bits}})
+			d.emit(fn.Step{Fn: fn.Posterize, I: [6]int{bits}})
 		}
 	case augSolarize:
 		thresh := min(256, int(float64(lvl*256))) // timm's min(256, ...)
@@ -268,18 +263,18 @@ func (p *policy) timmStep(r *RNG, d *drawer, op augOp, variant timmVariant, m fl
 			thresh = 256 - thresh
 		}
 		if thresh <= 255 {
-			d.emit(Step{Fn: FnSolarize, F: [6]float64{float64(thresh)}})
+			d.emit(fn.Step{Fn: fn.Solarize, F: [6]float64{float64(thresh)}})
 		}
 	case augSolarizeAdd:
-		d.emit(Step{Fn: FnSolarizeAdd, I: [6]int{min(128, int(float64(lvl*110)))}, F: [6]float64{128}}) // timm's min(128, ...)
+		d.emit(fn.Step{Fn: fn.SolarizeAdd, I: [6]int{min(128, int(float64(lvl*110)))}, F: [6]float64{128}}) // timm's min(128, ...)
 	case augColor:
-		enhance(FnAdjustSaturation)
+		enhance(fn.AdjustSaturation)
 	case augContrast:
-		enhance(FnAdjustContrast)
+		enhance(fn.AdjustContrast)
 	case augBrightness:
-		enhance(FnAdjustBrightness)
+		enhance(fn.AdjustBrightness)
 	case augSharpness:
-		enhance(FnAdjustSharpness)
+		enhance(fn.AdjustSharpness)
 	case augShearX, augShearY:
 		f := negate(float64(lvl * 0.3))
 		geo.F[4+int(op-augShearX)] = det.Atan(f) * 180 / math.Pi
@@ -295,7 +290,7 @@ func (p *policy) timmStep(r *RNG, d *drawer, op augOp, variant timmVariant, m fl
 		// _minmax_level_to_arg(min 0.5, max 1), then desaturate's
 		// ImageEnhance.Color(min(1, max(0, 1 - level)))
 		l := math.Max(0.5, math.Min(1, float64(0.5+float64(0.5*lvl))))
-		d.emit(Step{Fn: FnAdjustSaturation, F: [6]float64{math.Min(1, math.Max(0, 1-l))}})
+		d.emit(fn.Step{Fn: fn.AdjustSaturation, F: [6]float64{math.Min(1, math.Max(0, 1-l))}})
 	case augBlurRand:
 		// gaussian_blur_rand: PIL's GaussianBlur of radius
 		// uniform(0.1, 2 * level), as torchvision's gaussian_blur of that
@@ -303,7 +298,7 @@ func (p *policy) timmStep(r *RNG, d *drawer, op augOp, variant timmVariant, m fl
 		sigma := r.Uniform(0.1, float64(2*math.Max(0, math.Min(1, lvl))))
 		k := 2*int(math.Ceil(float64(3*sigma))) + 1
 		k = min(k, 2*(min(d.w, d.h)-1)+1)
-		d.emit(Step{Fn: FnGaussianBlur, I: [6]int{k, k}, F: [6]float64{sigma, sigma}})
+		d.emit(fn.Step{Fn: fn.GaussianBlur, I: [6]int{k, k}, F: [6]float64{sigma, sigma}})
 	}
 }
 
@@ -312,7 +307,7 @@ func (p *policy) timmStep(r *RNG, d *drawer, op augOp, variant timmVariant, m fl
 // one index at a time by its weight among those not yet chosen (numpy
 // draws them in rounds and keeps the first of each, which gives each
 // ordered choice the same probability).
-func timmChoose(r *RNG, out []int) {
+func timmChoose(r *det.RNG, out []int) {
 	var taken [16]bool
 	for k := range out {
 		total := 0.0
@@ -337,4 +332,4 @@ func timmChoose(r *RNG, out []int) {
 
 // timmRandomInterp reports whether the policy draws bilinear or bicubic
 // per resampling op (timm's default, _RANDOM_INTERPOLATION).
-func (p *policy) timmRandomInterp() bool { return p.timm.random }
+func (p *Policy) timmRandomInterp() bool { return p.timm.random }

@@ -1,19 +1,17 @@
-package pipeline
+package policy
 
-// The augmentation policies: torchvision.transforms.v2's TrivialAugmentWide,
-// RandAugment, AutoAugment and AugMix (their augmentation spaces, magnitude
-// bins, signs, fills and default interpolations), and the compiled policy
-// they share with timm's RandAugment, AutoAugment and AugMix
-// (policies_timm*.go), each under its own name, never mixed up with
-// torchvision's. Each draws functional steps for the kernels, so a policy
-// costs no more than the ops it picks.
+// torchvision's policies: their augmentation spaces, magnitude bins,
+// signs, fills and default interpolations, and the compiled Policy they
+// share with timm's (timm*.go).
 
 import (
 	"fmt"
 	"math"
 	"slices"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // augOp is one operation of a policy's augmentation space.
@@ -49,10 +47,10 @@ type augEntry struct {
 }
 
 // policy is a compiled policy.
-type policy struct {
-	kind     OpKind
+type Policy struct {
+	kind     Kind
 	space    []augEntry
-	interp   Interpolation
+	interp   kernels.Interpolation
 	fill     [3]float64
 	fillNone bool
 	maxSteps int
@@ -118,10 +116,10 @@ func posterizeBits(top, span float32, n int) []float64 {
 
 // tvSpace is torchvision's augmentation space of a policy for n bins on an
 // image of w x h.
-func tvSpace(kind OpKind, n, w, h int) []augEntry {
+func tvSpace(kind Kind, n, w, h int) []augEntry {
 	lin := func(hi float32) []float64 { return linspace32(0, hi, n) }
 	switch kind {
-	case OpTrivialAugmentWide:
+	case TrivialAugmentWide:
 		return []augEntry{
 			{augIdentity, nil, false},
 			{augShearX, lin(0.99), true}, {augShearY, lin(0.99), true},
@@ -133,7 +131,7 @@ func tvSpace(kind OpKind, n, w, h int) []augEntry {
 			{augSolarize, linspace32(1, 0, n), false},
 			{augAutoContrast, nil, false}, {augEqualize, nil, false},
 		}
-	case OpAugMix:
+	case AugMix:
 		return []augEntry{
 			{augShearX, lin(0.3), true}, {augShearY, lin(0.3), true},
 			{augTranslateX, lin(float32(w) / 3), true}, {augTranslateY, lin(float32(h) / 3), true},
@@ -157,15 +155,15 @@ func tvSpace(kind OpKind, n, w, h int) []augEntry {
 		{augSolarize, linspace32(1, 0, n), false},
 		{augAutoContrast, nil, false}, {augEqualize, nil, false},
 	}
-	if kind == OpRandAugment {
+	if kind == RandAugment {
 		return append([]augEntry{{augIdentity, nil, false}}, s...)
 	}
 	return append(s, augEntry{augInvert, nil, false})
 }
 
 // newPolicy compiles a policy op for an output of w x h.
-func newPolicy(op *Op, w, h int) (*policy, error) {
-	p := &policy{kind: op.Kind, interp: op.Interp, fill: op.Fill, fillNone: op.FillNone}
+func New(op *Params, w, h int) (*Policy, error) {
+	p := &Policy{kind: op.Kind, interp: op.Interp, fill: op.Fill, fillNone: op.FillNone}
 	for _, v := range op.Fill {
 		if !(v >= 0 && v <= 255) {
 			return nil, fmt.Errorf("fill %v: want values in 0..255", op.Fill)
@@ -180,14 +178,14 @@ func newPolicy(op *Op, w, h int) (*policy, error) {
 		return nil, fmt.Errorf("interpolation %s: want nearest, bilinear or bicubic", op.Interp)
 	}
 	switch op.Kind {
-	case OpTrivialAugmentWide:
+	case TrivialAugmentWide:
 		if op.Bins < 2 || op.Bins > 1000 {
 			return nil, fmt.Errorf("num_magnitude_bins %d: want 2..1000", op.Bins)
 		}
 		p.bins, p.space, p.maxSteps = op.Bins, tvSpace(op.Kind, op.Bins, w, h), 1
-	case OpRandAugment:
-		if op.NumOps < 0 || op.NumOps > maxPolicyOp {
-			return nil, fmt.Errorf("num_ops %d: want 0..%d", op.NumOps, maxPolicyOp)
+	case RandAugment:
+		if op.NumOps < 0 || op.NumOps > MaxOps {
+			return nil, fmt.Errorf("num_ops %d: want 0..%d", op.NumOps, MaxOps)
 		}
 		if op.Bins < 2 || op.Bins > 1000 {
 			return nil, fmt.Errorf("num_magnitude_bins %d: want 2..1000", op.Bins)
@@ -197,21 +195,21 @@ func newPolicy(op *Op, w, h int) (*policy, error) {
 		}
 		p.numOps, p.magnitude, p.bins = op.NumOps, op.Magnitude, op.Bins
 		p.space, p.maxSteps = tvSpace(op.Kind, op.Bins, w, h), op.NumOps
-	case OpAutoAugment:
+	case AutoAugment:
 		subs, ok := autoAugmentPolicies[op.Policy]
 		if !ok {
 			return nil, fmt.Errorf("policy %q: want imagenet, cifar10 or svhn", op.Policy)
 		}
 		p.subs, p.space, p.maxSteps = subs, tvSpace(op.Kind, 10, w, h), 2
-	case OpAugMix:
+	case AugMix:
 		if op.Severity < 1 || op.Severity > 10 {
 			return nil, fmt.Errorf("severity %d: want 1..10", op.Severity)
 		}
-		if op.MixtureWidth < 1 || op.MixtureWidth > maxPolicyOp {
-			return nil, fmt.Errorf("mixture_width %d: want 1..%d", op.MixtureWidth, maxPolicyOp)
+		if op.MixtureWidth < 1 || op.MixtureWidth > MaxOps {
+			return nil, fmt.Errorf("mixture_width %d: want 1..%d", op.MixtureWidth, MaxOps)
 		}
-		if op.ChainDepth > maxPolicyOp || op.ChainDepth == 0 {
-			return nil, fmt.Errorf("chain_depth %d: want -1 (random 1..3) or 1..%d", op.ChainDepth, maxPolicyOp)
+		if op.ChainDepth > MaxOps || op.ChainDepth == 0 {
+			return nil, fmt.Errorf("chain_depth %d: want -1 (random 1..3) or 1..%d", op.ChainDepth, MaxOps)
 		}
 		if !(op.Alpha > 0 && op.Alpha <= 1e3) {
 			return nil, fmt.Errorf("alpha %v: want > 0", op.Alpha)
@@ -226,22 +224,22 @@ func newPolicy(op *Op, w, h int) (*policy, error) {
 			depth = 3
 		}
 		p.maxSteps = 2 + op.MixtureWidth*(1+depth)
-	case OpTimmRandAugment:
+	case TimmRandAugment:
 		cfg, err := parseTimmConfig(op.Policy)
 		if err != nil {
 			return nil, err
 		}
-		if op.Interp == InterpNearest && !op.RandomInterp {
+		if op.Interp == kernels.Nearest && !op.RandomInterp {
 			return nil, fmt.Errorf("interpolation nearest: timm's RandAugment resamples with bilinear, bicubic or a random choice of the two")
 		}
 		cfg.random = op.RandomInterp
 		p.timm, p.space, p.maxSteps = cfg, timmSpace(cfg), cfg.n
-	case OpTimmAugMix:
+	case TimmAugMix:
 		cfg, err := parseTimmAugMixConfig(op.Policy)
 		if err != nil {
 			return nil, err
 		}
-		if op.Interp == InterpNearest && !op.RandomInterp {
+		if op.Interp == kernels.Nearest && !op.RandomInterp {
 			return nil, fmt.Errorf("interpolation nearest: timm's AugMix resamples with bilinear, bicubic or a random choice of the two")
 		}
 		cfg.random = op.RandomInterp
@@ -254,12 +252,12 @@ func newPolicy(op *Op, w, h int) (*policy, error) {
 			depth = 3
 		}
 		p.maxSteps = 3 + cfg.width*(2+depth) // blended: a fold per chain
-	case OpTimmAutoAugment:
+	case TimmAutoAugment:
 		cfg, err := parseTimmAAConfig(op.Policy)
 		if err != nil {
 			return nil, err
 		}
-		if op.Interp == InterpNearest && !op.RandomInterp {
+		if op.Interp == kernels.Nearest && !op.RandomInterp {
 			return nil, fmt.Errorf("interpolation nearest: timm's AutoAugment resamples with bilinear, bicubic or a random choice of the two")
 		}
 		cfg.random = op.RandomInterp
@@ -279,17 +277,17 @@ func newPolicy(op *Op, w, h int) (*policy, error) {
 }
 
 // draw appends the policy's steps for one sample.
-func (p *policy) draw(r *RNG, d *drawer) {
+func (p *Policy) draw(r *det.RNG, d *drawer) {
 	switch p.kind {
-	case OpTrivialAugmentWide:
+	case TrivialAugmentWide:
 		e := &p.space[r.Intn(len(p.space))]
 		p.emit(d, e, p.magOf(r, e, r.Intn(p.bins)))
-	case OpRandAugment:
+	case RandAugment:
 		for range p.numOps {
 			e := &p.space[r.Intn(len(p.space))]
 			p.emit(d, e, p.magOf(r, e, p.magnitude))
 		}
-	case OpAutoAugment:
+	case AutoAugment:
 		sub := p.subs[r.Intn(len(p.subs))]
 		for _, a := range sub {
 			if !(r.Float64() <= a.p) {
@@ -298,13 +296,13 @@ func (p *policy) draw(r *RNG, d *drawer) {
 			e := p.entry(a.op)
 			p.emit(d, e, p.magOf(r, e, a.bin))
 		}
-	case OpAugMix:
+	case AugMix:
 		p.drawAugMix(r, d)
-	case OpTimmRandAugment:
+	case TimmRandAugment:
 		p.drawTimm(r, d)
-	case OpTimmAugMix:
+	case TimmAugMix:
 		p.drawTimmAugMix(r, d)
-	case OpTimmAutoAugment:
+	case TimmAutoAugment:
 		// timm's AutoAugment.__call__: random.choice of a sub-policy, each
 		// op applied with its probability (AugmentOp: random() > prob skips).
 		for _, a := range p.timm.aa[r.Intn(len(p.timm.aa))] {
@@ -317,7 +315,7 @@ func (p *policy) draw(r *RNG, d *drawer) {
 }
 
 // entry is the space's entry for op.
-func (p *policy) entry(op augOp) *augEntry {
+func (p *Policy) entry(op augOp) *augEntry {
 	for i := range p.space {
 		if p.space[i].op == op {
 			return &p.space[i]
@@ -329,7 +327,7 @@ func (p *policy) entry(op augOp) *augEntry {
 // magOf is the magnitude of bin in e's magnitudes, negated with
 // probability 1/2 (torch.rand(()) <= 0.5) when e is signed; 0 when e takes
 // none.
-func (p *policy) magOf(r *RNG, e *augEntry, bin int) float64 {
+func (p *Policy) magOf(r *det.RNG, e *augEntry, bin int) float64 {
 	if e.mags == nil {
 		return 0
 	}
@@ -342,8 +340,8 @@ func (p *policy) magOf(r *RNG, e *augEntry, bin int) float64 {
 
 // emit appends the step of torchvision's _apply_image_or_video_transform
 // for e at magnitude m.
-func (p *policy) emit(d *drawer, e *augEntry, m float64) {
-	geo := Step{Fn: FnAffine, Interp: p.interp, Fill: p.fill, FillNone: p.fillNone, F: [6]float64{0, 0, 0, 1, 0, 0}}
+func (p *Policy) emit(d *drawer, e *augEntry, m float64) {
+	geo := fn.Step{Fn: fn.Affine, Interp: p.interp, Fill: p.fill, FillNone: p.fillNone, F: [6]float64{0, 0, 0, 1, 0, 0}}
 	switch e.op {
 	case augIdentity:
 	case augShearX:
@@ -361,25 +359,25 @@ func (p *policy) emit(d *drawer, e *augEntry, m float64) {
 		geo.F[2] = math.Trunc(m)
 		d.emit(geo)
 	case augRotate:
-		d.emit(Step{Fn: FnRotate, F: [6]float64{m}, Interp: p.interp, Fill: p.fill, FillNone: p.fillNone})
+		d.emit(fn.Step{Fn: fn.Rotate, F: [6]float64{m}, Interp: p.interp, Fill: p.fill, FillNone: p.fillNone})
 	case augBrightness:
-		d.emit(Step{Fn: FnAdjustBrightness, F: [6]float64{1 + m}})
+		d.emit(fn.Step{Fn: fn.AdjustBrightness, F: [6]float64{1 + m}})
 	case augColor:
-		d.emit(Step{Fn: FnAdjustSaturation, F: [6]float64{1 + m}})
+		d.emit(fn.Step{Fn: fn.AdjustSaturation, F: [6]float64{1 + m}})
 	case augContrast:
-		d.emit(Step{Fn: FnAdjustContrast, F: [6]float64{1 + m}})
+		d.emit(fn.Step{Fn: fn.AdjustContrast, F: [6]float64{1 + m}})
 	case augSharpness:
-		d.emit(Step{Fn: FnAdjustSharpness, F: [6]float64{1 + m}})
+		d.emit(fn.Step{Fn: fn.AdjustSharpness, F: [6]float64{1 + m}})
 	case augPosterize:
-		d.emit(Step{Fn: FnPosterize, I: [6]int{int(m)}})
+		d.emit(fn.Step{Fn: fn.Posterize, I: [6]int{int(m)}})
 	case augSolarize:
-		d.emit(Step{Fn: FnSolarize, F: [6]float64{float64(255 * m)}})
+		d.emit(fn.Step{Fn: fn.Solarize, F: [6]float64{float64(255 * m)}})
 	case augAutoContrast:
-		d.emit(Step{Fn: FnAutocontrast})
+		d.emit(fn.Step{Fn: fn.Autocontrast})
 	case augEqualize:
-		d.emit(Step{Fn: FnEqualize})
+		d.emit(fn.Step{Fn: fn.Equalize})
 	case augInvert:
-		d.emit(Step{Fn: FnInvert})
+		d.emit(fn.Step{Fn: fn.Invert})
 	}
 }
 
@@ -387,15 +385,15 @@ func (p *policy) emit(d *drawer, e *augEntry, m float64) {
 // two-weight Dirichlet) between the image and the mix of mixture_width
 // chains, each of chain_depth (or 1..3) ops at a severity bin below
 // severity.
-func (p *policy) drawAugMix(r *RNG, d *drawer) {
+func (p *Policy) drawAugMix(r *det.RNG, d *drawer) {
 	var m [2]float64
 	r.Dirichlet(p.alpha, m[:])
-	var wbuf [maxPolicyOp]float64
+	var wbuf [MaxOps]float64
 	ws := wbuf[:p.width]
 	r.Dirichlet(p.alpha, ws)
-	d.emit(Step{Fn: FnMixBegin, F: [6]float64{m[0]}})
+	d.emit(fn.Step{Fn: fn.MixBegin, F: [6]float64{m[0]}})
 	for _, w := range ws {
-		d.emit(Step{Fn: FnMixChain, F: [6]float64{float64(w * m[1])}})
+		d.emit(fn.Step{Fn: fn.MixChain, F: [6]float64{float64(w * m[1])}})
 		depth := p.depth
 		if depth <= 0 {
 			depth = 1 + r.Intn(3)
@@ -405,7 +403,7 @@ func (p *policy) drawAugMix(r *RNG, d *drawer) {
 			p.emit(d, e, p.magOf(r, e, r.Intn(p.severity)))
 		}
 	}
-	d.emit(Step{Fn: FnMixEnd})
+	d.emit(fn.Step{Fn: fn.MixEnd})
 }
 
 // autoAugmentPolicies are torchvision's AutoAugmentPolicy sub-policies:
