@@ -278,20 +278,6 @@ func (t *Transform) geomInterpNs() float64 {
 	return 1
 }
 
-// stepNs is what st costs on a w x h image (fn.StepNs).
-func stepNs(st Step, w, h int) float64 { return fn.StepNs(st, w, h) }
-
-// maxNs is the most the node's steps may cost on a w x h image: every op
-// that may apply applied, the most expensive choice of a RandomChoice,
-// a policy's longest draw of its most expensive op: its definition's
-// maxNs, else its one step's cost.
-func (n *node) maxNs(w, h int) float64 {
-	if n.def.maxNs != nil {
-		return n.def.maxNs(n, w, h)
-	}
-	return stepNs(n.step, w, h)
-}
-
 // DefaultMaxSampleCPU is the default of the server's --max-sample-cpu: the
 // most a job's worst sample may be predicted to cost. The presets' worst
 // samples are under 10 ms and torchvision's policies at their defaults

@@ -153,14 +153,6 @@ func (t *Transform) WithStopEpoch(epoch uint64, kinds []OpKind) (*Transform, err
 	return &c, nil
 }
 
-// truncKind is k shortened for a message (a client's string).
-func truncKind(k OpKind) string {
-	if len(k) > 64 {
-		return string(k[:64]) + "…"
-	}
-	return string(k)
-}
-
 // stoppable reports whether ops of kind k may be switched off.
 func stoppable(k OpKind) bool {
 	d := lookupOp(k)

@@ -81,3 +81,11 @@ func init() {
 		params: []param{{name: "labels_getter", typ: pAny, def: "None"}}, anyFormat: true,
 		step: func(*Op) Step { return Step{Fn: FnSanitizeKeypoints} }})
 }
+
+// checkSanitize checks SanitizeBoundingBoxes' bounds.
+func checkSanitize(op *Op) error {
+	if !(op.MinSize >= 1 && op.MinSize <= 1e9) || !(op.MinArea >= 1 && op.MinArea <= 1e9) {
+		return fmt.Errorf("min_size %v, min_area %v: each must be at least 1 (torchvision's bound) and at most 1e9", op.MinSize, op.MinArea)
+	}
+	return nil
+}

@@ -83,7 +83,7 @@ func init() {
 		stays: true, format: formatSize})
 	geometry(opDef{kind: OpResize, doc: "resized to (h, w), or its shorter side to size (then a CenterCrop)",
 		params: []param{size, interp, {name: "max_size", typ: pInt, def: "None"}, antialias},
-		stays:  true, format: func(b *strings.Builder, op *Op) {
+		stays:  true, afterGrow: fixSize, format: func(b *strings.Builder, op *Op) {
 			if op.Size[1] == 0 {
 				fmt.Fprintf(b, "(%d", op.Size[0])
 			} else {
@@ -92,7 +92,7 @@ func init() {
 			formatInterp(b, op)
 		}})
 	geometry(opDef{kind: OpCenterCrop, doc: "the central crop of size (padded where the image is smaller)",
-		params: []param{size}, stays: true, format: formatSize})
+		params: []param{size}, stays: true, afterGrow: fixSize, format: formatSize})
 	geometry(opDef{kind: OpRandomCrop, doc: "a crop of size at a random place, after padding (constant fill)",
 		params: []param{size, {name: "padding", typ: pInts, def: "None"}, {name: "pad_if_needed", typ: pBool, def: "False"}, fill, mode},
 		stays:  true, masks: fillMasks,

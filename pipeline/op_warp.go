@@ -31,6 +31,7 @@ func init() {
 		params: []param{{name: "degrees", typ: pRange}, {name: "interpolation", typ: pInterp, def: "'nearest'"},
 			{name: "expand", typ: pBool, def: "False", field: "Expand"}, {name: "center", typ: pFloats, def: "None"}, {name: "fill", typ: pFillBy, def: "0"}},
 		targets: targetsMove, compile: compileWarp, format: formatNone, masks: warpMasks,
+		grows: func(op *Op) bool { return op.Expand },
 		draw: func(n *node, r *RNG, d *drawer) {
 			op := n.op
 			st := Step{Fn: FnRotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
@@ -220,7 +221,7 @@ func expandBound(op *Op, w, h int) (int, int) {
 // geometry's size (its bound, of a RandomShortestSize's per-sample
 // sizes). The ops compiled for one size may not follow it.
 func (t *Transform) growRotate(rest []Op, first int) error {
-	k := slices.IndexFunc(rest, func(op Op) bool { return expands(&op) })
+	k := slices.IndexFunc(rest, func(op Op) bool { return grows(&op) })
 	if k < 0 {
 		return nil
 	}
@@ -262,15 +263,6 @@ func (t *Transform) growRotate(rest []Op, first int) error {
 	t.geomW, t.geomH, t.room = t.outW, t.outH, room
 	t.outW, t.outH, t.vary = w, h, !fixed
 	return nil
-}
-
-// expands reports whether op is, or holds, a RandomRotation with
-// expand=True.
-func expands(op *Op) bool {
-	if op.Kind == OpRandomRotation && op.Expand {
-		return true
-	}
-	return slices.ContainsFunc(op.Ops, func(o Op) bool { return expands(&o) })
 }
 
 // geomSize is the size the geometry makes: outW x outH, or of a

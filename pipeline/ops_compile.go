@@ -8,6 +8,8 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,7 +55,7 @@ type node struct {
 type compiler struct {
 	w, h  int
 	nodes int
-	grown bool // a RandomRotation with expand=True was compiled (fixSize)
+	grown bool // a RandomRotation with expand=True was compiled (opDef.afterGrow)
 }
 
 // opError is a bad op's error: where it is (its position, through its
@@ -76,8 +78,8 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	if d == nil {
 		return bad("unknown op %q", op.Kind)
 	}
-	if d.geometry && c.grown && depth == 0 && (op.Kind == OpResize || op.Kind == OpCenterCrop) {
-		return fixSize(op, stream, where) // after a RandomRotation with expand=True
+	if d.afterGrow != nil && c.grown && depth == 0 {
+		return d.afterGrow(op, stream, where) // after a RandomRotation with expand=True
 	}
 	if d.geometry {
 		if depth > 0 {
@@ -97,8 +99,17 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	if n.maxSteps > maxSteps {
 		return bad("may draw %d steps per sample: the limit is %d", n.maxSteps, maxSteps)
 	}
-	c.grown = c.grown || depth == 0 && expands(op)
+	c.grown = c.grown || depth == 0 && grows(op)
 	return n, nil
+}
+
+// grows reports whether op is, or holds, an op that grows the image: one
+// whose definition's grows says so (a RandomRotation with expand=True).
+func grows(op *Op) bool {
+	if d := lookupOp(op.Kind); d != nil && d.grows != nil && d.grows(op) {
+		return true
+	}
+	return slices.ContainsFunc(op.Ops, func(o Op) bool { return grows(&o) })
 }
 
 // The helpers the families' definitions share.
@@ -153,29 +164,6 @@ type drawer struct {
 
 func (d *drawer) emit(st Step) { d.steps = append(d.steps, st) }
 
-// drawSteps appends to buf the steps t's ops after the geometry draw for
-// key k, in the order they run, and returns it.
-func (t *Transform) drawSteps(k Key, buf []Step) []Step {
-	return t.drawStepsAt(k, t.outW, t.outH, buf)
-}
-
-// drawStepsAt is drawSteps for a sample of w x h (its own size, of a
-// transform of per-sample sizes).
-func (t *Transform) drawStepsAt(k Key, w, h int, buf []Step) []Step {
-	return t.drawInto(new(drawer), k, w, h, buf)
-}
-
-// drawInto is drawStepsAt with the caller's drawer d, reused.
-func (t *Transform) drawInto(d *drawer, k Key, w, h int, buf []Step) []Step {
-	*d = drawer{k: k, w: w, h: h, steps: buf}
-	for i := range t.post {
-		t.post[i].draw(d)
-	}
-	steps := d.steps
-	d.steps = nil
-	return steps
-}
-
 // draw appends the node's steps for the sample, drawing from its stream,
 // with torchvision.transforms.v2's sampling: its definition's draw.
 func (n *node) draw(d *drawer) {
@@ -183,4 +171,18 @@ func (n *node) draw(d *drawer) {
 	d.r = d.k.Stream(n.stream)
 	n.def.draw(n, &d.r, d)
 	d.r = outer
+}
+
+// stepNs is what st costs on a w x h image (fn.StepNs).
+func stepNs(st Step, w, h int) float64 { return fn.StepNs(st, w, h) }
+
+// maxNs is the most the node's steps may cost on a w x h image: every op
+// that may apply applied, the most expensive choice of a RandomChoice,
+// a policy's longest draw of its most expensive op: its definition's
+// maxNs, else its one step's cost.
+func (n *node) maxNs(w, h int) float64 {
+	if n.def.maxNs != nil {
+		return n.def.maxNs(n, w, h)
+	}
+	return stepNs(n.step, w, h)
 }

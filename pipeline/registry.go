@@ -59,6 +59,12 @@ type opDef struct {
 	// whether it applies, is the step it emits (node.step).
 	compile func(c *compiler, n *node, at compileAt) error
 	step    func(op *Op) Step
+	// grows: the op grows the image past the geometry's size (a
+	// RandomRotation with expand=True); afterGrow compiles a geometry op
+	// that follows such an op at the top level, as a step after the
+	// decode (Resize, CenterCrop: fixSize).
+	grows     func(op *Op) bool
+	afterGrow func(op *Op, stream uint64, where string) (node, error)
 	// draw appends one sample's steps, torchvision's make_params and
 	// transform (nil: a geometry op, drawn by the sample's plan).
 	draw func(n *node, r *RNG, d *drawer)
@@ -132,3 +138,11 @@ const (
 
 // maxSide is the longest side of an image the ops make (fn.MaxSide).
 const maxSide = fn.MaxSide
+
+// truncKind is k shortened for a message (a client's string).
+func truncKind(k OpKind) string {
+	if len(k) > 64 {
+		return string(k[:64]) + "…"
+	}
+	return string(k)
+}

@@ -1,9 +1,10 @@
 package pipeline
 
-// An op's schema: its arguments as torchvision names them, their
-// defaults and bounds. The reference and the Python classes are made from
-// it (OpSchemas), and a NamedOp (an op on the wire by name, with no
-// message of its own) is read through it (NamedOp).
+// An op (Op: its kind and torchvision's arguments) and its schema: its
+// arguments as torchvision names them, their defaults and bounds. The
+// reference and the Python classes are made from it (OpSchemas), and a
+// NamedOp (an op on the wire by name, with no message of its own) is read
+// through it (NamedOp).
 
 import (
 	"fmt"
@@ -276,4 +277,174 @@ func parseDefault(s string) (any, error) {
 		return out, nil
 	}
 	return strconv.ParseFloat(s, 64)
+}
+
+func opsString(ops []Op) string {
+	var b strings.Builder
+	for i := range ops {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		op := &ops[i]
+		b.WriteString(string(op.Kind))
+		format := formatP
+		if d := lookupOp(op.Kind); d != nil && d.format != nil {
+			format = d.format
+		}
+		format(&b, op)
+	}
+	return b.String()
+}
+
+// OpKind names an op, with torchvision.transforms.v2's name and semantics.
+type OpKind string
+
+// The ops a Transform is built from are defined by their families' files
+// (op_*.go), each registered with its schema (registry.go). The geometry
+// (the first op, or Resize then CenterCrop, and detection's) is fused into
+// the decode; every other op runs on the output-sized crop, in the order
+// given.
+
+// Op is one step of a transform, with torchvision's arguments. Each kind
+// reads the fields its doc names; zero fields take torchvision's defaults
+// where the doc says so (RandomResizedCrop scale (0.08, 1) and ratio
+// (3/4, 4/3), say), and the wire (server/transform.go) fills every other
+// default in before a Transform is made. Size is (height, width); Resize
+// with Size[1] == 0 resizes the shorter side to Size[0] keeping the aspect
+// ratio, like Resize(int).
+type Op struct {
+	Kind OpKind
+	// Size: RandomResizedCrop, Resize, CenterCrop, RandomCrop.
+	Size [2]int
+	// Padding: RandomCrop's and Pad's padding (left, top, right,
+	// bottom), and PadIfNeeded RandomCrop's pad_if_needed; their fill is
+	// Fill (constant mode).
+	Padding     [4]int
+	PadIfNeeded bool
+	// Scale: RandomResizedCrop's and RandomErasing's area range;
+	// RandomAffine's scale range ((0, 0): None).
+	Scale [2]float64
+	// Ratio: RandomResizedCrop's and RandomErasing's aspect range.
+	Ratio [2]float64
+	// P: the probability of the Random* ops that have one, and of
+	// RandomApply.
+	P float64
+	// ColorJitter: torchvision's single-number forms, each drawn from
+	// [max(0, 1-x), 1+x] (hue: [-x, x]); 0 is None. With JitterRanges the
+	// (min, max) forms in Jitter are used instead (brightness, contrast,
+	// saturation, hue), a range of (1, 1) ((0, 0) for hue) being None.
+	Brightness, Contrast, Saturation, Hue float64
+	JitterRanges                          bool
+	Jitter                                [4][2]float64
+	// Normalize: output = (pixel/255 - Mean) / Std, as float32.
+	// RandomErasing with RandomValue: the Normalize its noise is drawn
+	// for (zero: ImageNet's).
+	Mean, Std [3]float64
+	// Interp and NoAntialias: the resampling of the geometry,
+	// RandomRotation, RandomAffine and the policies. NoAntialias is
+	// torchvision's antialias=False (the geometry only).
+	Interp      Interpolation
+	NoAntialias bool
+	// Degrees: RandomRotation's and RandomAffine's angle range.
+	Degrees [2]float64
+	// Translate: RandomAffine's (max_dx, max_dy) as fractions of the
+	// size; HasTranslate false is None.
+	Translate    [2]float64
+	HasTranslate bool
+	// Shear: RandomAffine's shear ranges, x (Shear[0:2]) and, when
+	// ShearY, y (Shear[2:4]); HasShear false is None.
+	Shear            [4]float64
+	HasShear, ShearY bool
+	// Fill: RandomRotation's, RandomAffine's and the policies' fill, one
+	// value per channel; FillNone is torchvision's fill=None (the
+	// policies' default), which for bilinear keeps a border pixel's inside
+	// taps instead of blending towards a fill.
+	Fill      [3]float64
+	FillNone  bool
+	FillTyped bool    // a fill per type ({Image: v, Mask: m}): Fill (FillNone) the pixels' alone
+	FillMask  float64 // with FillTyped, the masks' fill (else Fill is every type's; CheckMasks)
+	// Center: RandomRotation's and RandomAffine's center, pixels from the
+	// top left; HasCenter false is None (the image's center).
+	Center    [2]float64
+	HasCenter bool
+	// Expand: RandomRotation's expand (each sample its own size).
+	Expand bool
+	// KernelSize (x, y) and Sigma (min, max): GaussianBlur.
+	KernelSize [2]int
+	Sigma      [2]float64
+	// Threshold: RandomSolarize (0..255). Bits: RandomPosterize.
+	// Factor: RandomAdjustSharpness's sharpness_factor.
+	Threshold float64
+	Bits      int
+	Factor    float64
+	// MinSize and MinArea: SanitizeBoundingBoxes' bounds (each >= 1).
+	MinSize, MinArea float64
+	Sizes            []int // RandomShortestSize's min_size; RandomResize's min_size, max_size
+	MaxSize          int   // RandomShortestSize's max_size (0: None)
+	// SideRange: RandomZoomOut's side_range (min, max), its fill Fill.
+	SideRange [2]float64
+	// RandomIoUCrop: Scale (min_scale, max_scale), Ratio
+	// (min_aspect_ratio, max_aspect_ratio), Options its sampler_options
+	// (the minimal IoUs; one >= 1 leaves the image), Trials its trials.
+	Options []float64
+	Trials  int
+	// BoxFormat: ConvertBoundingBoxFormat's format.
+	BoxFormat  BoxFormat
+	ClampNone  bool    // ClampBoundingBoxes' clamping_mode None: the boxes left
+	Distortion float64 // RandomPerspective's distortion_scale (0..1)
+	// Value: RandomErasing's fill, per channel in pixel units (0..255);
+	// RandomValue is value="random", RandomColor with it one random colour
+	// per box (timm's mode "rand"). MinCount and MaxCount: timm's count of
+	// boxes (0: 1; MaxCount 0: MinCount), each box's area divided by it.
+	Value              [3]float64
+	RandomValue        bool
+	RandomColor        bool
+	MinCount, MaxCount int
+	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops; Probs:
+	// RandomChoice's p (nil: uniform).
+	Ops   []Op
+	Probs []float64
+	// NumOps, Magnitude, Bins: RandAugment's num_ops, magnitude and
+	// num_magnitude_bins (Bins also TrivialAugmentWide's).
+	NumOps, Magnitude, Bins int
+	// Policy: AutoAugment's policy ("imagenet", "cifar10", "svhn");
+	// TimmRandAugment's config string ("rand-m9-mstd0.5-inc1").
+	Policy string
+	// AugMix: severity, mixture_width, chain_depth, alpha, and
+	// all_ops=False as PartialOps.
+	Severity, MixtureWidth, ChainDepth int
+	Alpha                              float64
+	PartialOps                         bool
+	// RandomInterp: TimmRandAugment draws bilinear or bicubic for each
+	// resampling op (timm's default when no interpolation is set);
+	// RandomResizedCrop draws one of the two per sample, after its crop
+	// (timm's RandomResizedCropAndInterpolation(interpolation="random")),
+	// Interp then bilinear.
+	RandomInterp bool
+	// The YOLO family's (op_yolo.go), with ultralytics' names: ImgSz,
+	// YOLOLoadImage's imgsz; YOLOLetterBox's new_shape is Size (h, w),
+	// with auto, scale_fill, scaleup, center and stride; YOLORandomPerspective's
+	// degrees, translate, scale, shear, perspective and size (w, h; 0:
+	// None); YOLORandomHSV's gains; YOLORandomFlip's p (P), direction and
+	// flip_idx.
+	ImgSz                                        int
+	Auto, ScaleFill, ScaleUp, LetterCenter       bool
+	Stride                                       int
+	YDegrees, YTranslate, YScale, YShear, YPersp float64
+	YSize                                        [2]int
+	HGain, SGain, VGain                          float64
+	Direction                                    string
+	FlipIdx                                      []int
+	// Tiles: ultralytics' Mosaic's n (its imgsz is ImgSz; op_mosaic.go).
+	// Mode: YOLOCopyPaste's mode ("flip"); Beta, Areas: YOLOCutMix's.
+	Tiles int
+	Mode  string
+	Beta  float64
+	Areas int
+}
+
+// ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
+// torchvision's single-number form.
+func ColorJitterOp(brightness, contrast, saturation, hue float64) Op {
+	return Op{Kind: OpColorJitter, Brightness: brightness, Contrast: contrast, Saturation: saturation, Hue: hue}
 }

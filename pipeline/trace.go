@@ -149,3 +149,26 @@ func (t *Transform) MaxTraceBytes() int {
 	}
 	return n
 }
+
+// drawSteps appends to buf the steps t's ops after the geometry draw for
+// key k, in the order they run, and returns it.
+func (t *Transform) drawSteps(k Key, buf []Step) []Step {
+	return t.drawStepsAt(k, t.outW, t.outH, buf)
+}
+
+// drawStepsAt is drawSteps for a sample of w x h (its own size, of a
+// transform of per-sample sizes).
+func (t *Transform) drawStepsAt(k Key, w, h int, buf []Step) []Step {
+	return t.drawInto(new(drawer), k, w, h, buf)
+}
+
+// drawInto is drawStepsAt with the caller's drawer d, reused.
+func (t *Transform) drawInto(d *drawer, k Key, w, h int, buf []Step) []Step {
+	*d = drawer{k: k, w: w, h: h, steps: buf}
+	for i := range t.post {
+		t.post[i].draw(d)
+	}
+	steps := d.steps
+	d.steps = nil
+	return steps
+}

@@ -117,14 +117,6 @@ func (t *Transform) iouCrop(op *Op, n int) (int, error) {
 	return j, nil
 }
 
-// checkSanitize checks SanitizeBoundingBoxes' bounds.
-func checkSanitize(op *Op) error {
-	if !(op.MinSize >= 1 && op.MinSize <= 1e9) || !(op.MinArea >= 1 && op.MinArea <= 1e9) {
-		return fmt.Errorf("min_size %v, min_area %v: each must be at least 1 (torchvision's bound) and at most 1e9", op.MinSize, op.MinArea)
-	}
-	return nil
-}
-
 // checkPadding checks a RandomCrop's or Pad's padding and constant fill.
 func checkPadding(op *Op) error {
 	for _, v := range op.Padding {

@@ -30,20 +30,3 @@ func (t *Transform) String() string {
 	b.WriteString("]")
 	return b.String()
 }
-
-func opsString(ops []Op) string {
-	var b strings.Builder
-	for i := range ops {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		op := &ops[i]
-		b.WriteString(string(op.Kind))
-		format := formatP
-		if d := lookupOp(op.Kind); d != nil && d.format != nil {
-			format = d.format
-		}
-		format(&b, op)
-	}
-	return b.String()
-}
