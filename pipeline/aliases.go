@@ -239,3 +239,58 @@ var (
 	FnYOLOFlipLR        = fn.YOLOFlipLR
 	FnYOLOFlipUD        = fn.YOLOFlipUD
 )
+
+// The op table's names (pipeline/ops: Op, its registry, schema, compiler
+// and the families that only draw steps) under the names the root's
+// Transform, geometry families and tests use.
+type (
+	compileAt = CompileAt
+	compiler  = Compiler
+	drawer    = Drawer
+	node      = Node
+	opDef     = Def
+	opScratch = Scratch
+	param     = Param
+)
+
+var (
+	checkFill      = CheckFill
+	checkNormalize = CheckNormalize
+	checkProb      = CheckProb
+	checkSanitize  = CheckSanitize
+	defineOp       = Define
+	drawApplied    = DrawApplied
+	formatNone     = FormatNone
+	formatP        = FormatP
+	grows          = Grows
+	lookupOp       = Lookup
+	opError        = OpError
+	opKinds        = Kinds
+	opsString      = OpsString
+	pParam         = PParam
+	roleOf         = RoleOf
+	stepNs         = StepNs
+	truncKind      = TruncKind
+	errAbandoned   = ErrAbandoned
+	opDefs         = Defs
+)
+
+const (
+	maxOps           = MaxOps
+	maxSide          = MaxSide
+	pBool            = PBool
+	pFill            = PFill
+	pFillBy          = PFillBy
+	pFloat           = PFloat
+	pFloats          = PFloats
+	pInt             = PInt
+	pInterp          = PInterp
+	pInts            = PInts
+	pRange           = PRange
+	pSize            = PSize
+	pString          = PString
+	targetsContainer = TargetsContainer
+	targetsInstances = TargetsInstances
+	targetsMove      = TargetsMove
+	targetsPixels    = TargetsPixels
+)

@@ -182,10 +182,10 @@ func (t *Transform) Cost() Cost {
 		}
 		for i := range v.post {
 			n := &v.post[i]
-			x := n.maxNs(w, h)
+			x := n.MaxNs(w, h)
 			worst += x
 			if x > domNs {
-				dominant, domNs = where+fmt.Sprintf("op %d (%s)", first+i-1, n.op.Kind), x
+				dominant, domNs = where+fmt.Sprintf("op %d (%s)", first+i-1, n.Op.Kind), x
 			}
 		}
 	}
@@ -254,7 +254,7 @@ func (t *Transform) canvasNs(srcPx, px float64, buf *[]Step) (mean, worst float6
 		}
 		mean += float64(sum / costDraws)
 		for i := range t.pre {
-			worst += t.pre[i].maxNs(s, s)
+			worst += t.pre[i].MaxNs(s, s)
 		}
 	}
 	return mean, worst

@@ -414,8 +414,8 @@ func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (_ kernels.Planes
 		if p, err = fn.ApplySized(p, &steps[i], &d.ops.Scratch); err != nil {
 			return p, err
 		}
-		if d.ops.progress != nil {
-			d.ops.progress.Add()
+		if d.ops.Progress != nil {
+			d.ops.Progress.Add()
 		}
 	}
 	if d.ops.Stopped() {

@@ -156,7 +156,7 @@ func (t *Transform) WithStopEpoch(epoch uint64, kinds []OpKind) (*Transform, err
 // stoppable reports whether ops of kind k may be switched off.
 func stoppable(k OpKind) bool {
 	d := lookupOp(k)
-	return d == nil || !d.stays
+	return d == nil || !d.Stays
 }
 
 // cut is t without its ops i where off[i]: the compiled nodes of the
@@ -179,7 +179,7 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 		var out []node
 		steps := 0
 		for _, n := range nodes {
-			i := index(n.op)
+			i := index(n.Op)
 			if i >= 0 {
 				used[i] = true
 				if off[i] {
@@ -187,7 +187,7 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 				}
 			}
 			out = append(out, n)
-			steps += n.maxSteps
+			steps += n.MaxSteps
 		}
 		return out, steps
 	}

@@ -42,14 +42,14 @@ func (t *Transform) compilePre(pre int) error {
 	if t.resize == nil || t.resize.Size[1] == 0 || t.center != nil || t.rrc != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil {
 		return bad("op 0 (RandomPhotometricDistort) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any); move it after the geometry")
 	}
-	c := compiler{w: t.outW, h: t.outH}
+	c := compiler{W: t.outW, H: t.outH}
 	for i := range pre {
-		nd, err := c.compile(&t.ops[i], i, streamPre+uint64(i), 0)
+		nd, err := c.Compile(&t.ops[i], i, streamPre+uint64(i), 0)
 		if err != nil {
 			return err
 		}
 		t.pre = append(t.pre, nd)
-		t.maxPre += nd.maxSteps
+		t.maxPre += nd.MaxSteps
 	}
 	return nil
 }
@@ -61,12 +61,12 @@ func (t *Transform) drawPre(k Key, buf []Step) []Step {
 
 // drawPreInto is drawPre with the caller's drawer d, reused.
 func (t *Transform) drawPreInto(d *drawer, k Key, buf []Step) []Step {
-	*d = drawer{k: k, steps: buf}
+	*d = drawer{K: k, Steps: buf}
 	for i := range t.pre {
-		t.pre[i].draw(d)
+		t.pre[i].Draw(d)
 	}
-	steps := d.steps
-	d.steps = nil
+	steps := d.Steps
+	d.Steps = nil
 	return steps
 }
 

@@ -9,30 +9,30 @@ import (
 const OpGaussianBlur OpKind = "GaussianBlur"
 
 func init() {
-	defineOp(opDef{kind: OpGaussianBlur, doc: "a Gaussian blur of kernel_size (x, y) and sigma drawn uniform in (min, max)",
-		params:  []param{{name: "kernel_size", typ: pSize}, {name: "sigma", typ: pRange, def: "(0.1, 2.0)"}},
-		targets: targetsPixels, anyFormat: true, format: formatNone,
-		compile: func(c *compiler, n *node, at compileAt) error {
-			op := n.op
+	Define(Def{Kind: OpGaussianBlur, Doc: "a Gaussian blur of kernel_size (x, y) and sigma drawn uniform in (min, max)",
+		Params:  []Param{{Name: "kernel_size", Typ: PSize}, {Name: "sigma", Typ: PRange, Def: "(0.1, 2.0)"}},
+		Targets: TargetsPixels, AnyFormat: true, Format: FormatNone,
+		Compile: func(c *Compiler, n *Node, at CompileAt) error {
+			op := n.Op
 			for _, k := range op.KernelSize {
 				if k <= 0 || k%2 == 0 || k > fn.MaxKernel {
-					return opError(at.where, "kernel_size %v: each must be odd, positive and at most %d", op.KernelSize, fn.MaxKernel)
+					return OpError(at.Where, "kernel_size %v: each must be odd, positive and at most %d", op.KernelSize, fn.MaxKernel)
 				}
 			}
-			if op.KernelSize[0]/2 >= c.w || op.KernelSize[1]/2 >= c.h {
-				return opError(at.where, "kernel_size %v on a %dx%d image: torchvision refuses a kernel whose half is not smaller than the image's side", op.KernelSize, c.w, c.h)
+			if op.KernelSize[0]/2 >= c.W || op.KernelSize[1]/2 >= c.H {
+				return OpError(at.Where, "kernel_size %v on a %dx%d image: torchvision refuses a kernel whose half is not smaller than the image's side", op.KernelSize, c.W, c.H)
 			}
 			if !(op.Sigma[0] > 0 && op.Sigma[0] <= op.Sigma[1] && op.Sigma[1] <= 1e4) {
-				return opError(at.where, "sigma %v: want 0 < min <= max (at most 10000)", op.Sigma)
+				return OpError(at.Where, "sigma %v: want 0 < min <= max (at most 10000)", op.Sigma)
 			}
 			return nil
 		},
-		draw: func(n *node, r *RNG, d *drawer) {
-			op := n.op
+		Draw: func(n *Node, r *RNG, d *Drawer) {
+			op := n.Op
 			s := r.Uniform(op.Sigma[0], op.Sigma[1])
-			d.emit(Step{Fn: FnGaussianBlur, I: [6]int{op.KernelSize[0], op.KernelSize[1]}, F: [6]float64{s, s}})
+			d.Emit(Step{Fn: FnGaussianBlur, I: [6]int{op.KernelSize[0], op.KernelSize[1]}, F: [6]float64{s, s}})
 		},
-		maxNs: func(n *node, w, h int) float64 {
-			return stepNs(Step{Fn: FnGaussianBlur, I: [6]int{n.op.KernelSize[0], n.op.KernelSize[1]}}, w, h)
+		MaxNs: func(n *Node, w, h int) float64 {
+			return StepNs(Step{Fn: FnGaussianBlur, I: [6]int{n.Op.KernelSize[0], n.Op.KernelSize[1]}}, w, h)
 		}})
 }

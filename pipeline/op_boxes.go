@@ -28,62 +28,62 @@ const (
 )
 
 func init() {
-	box := func(d opDef) {
-		d.targets, d.needsTargets = targetsInstances, true
-		if d.draw == nil {
-			d.draw = drawAlways
+	box := func(d Def) {
+		d.Targets, d.NeedsTargets = TargetsInstances, true
+		if d.Draw == nil {
+			d.Draw = drawAlways
 		}
-		if d.format == nil {
-			d.format = formatNone
+		if d.Format == nil {
+			d.Format = FormatNone
 		}
-		defineOp(d)
+		Define(d)
 	}
-	box(opDef{kind: OpSanitizeBoundingBoxes, doc: "drops the instances whose boxes are smaller than min_size a side or min_area",
-		params: []param{{name: "min_size", typ: pFloat, def: "1.0"}, {name: "min_area", typ: pFloat, def: "1.0"},
-			{name: "labels_getter", typ: pAny, def: "'default'"}},
-		compile: func(_ *compiler, n *node, at compileAt) error {
-			if err := checkSanitize(n.op); err != nil {
-				return opError(at.where, "%v", err)
+	box(Def{Kind: OpSanitizeBoundingBoxes, Doc: "drops the instances whose boxes are smaller than min_size a side or min_area",
+		Params: []Param{{Name: "min_size", Typ: PFloat, Def: "1.0"}, {Name: "min_area", Typ: PFloat, Def: "1.0"},
+			{Name: "labels_getter", Typ: pAny, Def: "'default'"}},
+		Compile: func(_ *Compiler, n *Node, at CompileAt) error {
+			if err := CheckSanitize(n.Op); err != nil {
+				return OpError(at.Where, "%v", err)
 			}
 			return nil
 		},
-		step:   func(op *Op) Step { return Step{Fn: FnSanitizeBoxes, F: [6]float64{op.MinSize, op.MinArea}} },
-		format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(min_size=%g, min_area=%g)", op.MinSize, op.MinArea) }})
-	box(opDef{kind: OpConvertBoundingBoxFormat, doc: "delivers the boxes in format (XYXY, XYWH or CXCYWH), last",
-		params: []param{{name: "format", typ: pString}},
-		compile: func(_ *compiler, n *node, at compileAt) error {
+		Step:   func(op *Op) Step { return Step{Fn: FnSanitizeBoxes, F: [6]float64{op.MinSize, op.MinArea}} },
+		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(min_size=%g, min_area=%g)", op.MinSize, op.MinArea) }})
+	box(Def{Kind: OpConvertBoundingBoxFormat, Doc: "delivers the boxes in format (XYXY, XYWH or CXCYWH), last",
+		Params: []Param{{Name: "format", Typ: PString}},
+		Compile: func(_ *Compiler, n *Node, at CompileAt) error {
 			if at.depth > 0 {
-				return opError(at.where, "ConvertBoundingBoxFormat inside a container is not supported: it comes last, after every op that moves boxes")
+				return OpError(at.Where, "ConvertBoundingBoxFormat inside a container is not supported: it comes last, after every op that moves boxes")
 			}
-			if n.op.BoxFormat > BoxCXCYWH {
-				return opError(at.where, "format %d: want XYXY, XYWH or CXCYWH", n.op.BoxFormat)
+			if n.Op.BoxFormat > BoxCXCYWH {
+				return OpError(at.Where, "format %d: want XYXY, XYWH or CXCYWH", n.Op.BoxFormat)
 			}
 			return nil
 		},
-		step:   func(op *Op) Step { return Step{Fn: FnConvertBoxFormat, I: [6]int{int(op.BoxFormat)}} },
-		format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", op.BoxFormat) }})
-	box(opDef{kind: OpClampBoundingBoxes, doc: "clamps the boxes to the canvas, in their format (clamping_mode None: leaves them)",
-		params: []param{{name: "clamping_mode", typ: pString, def: "'auto'"}}, anyFormat: true,
-		step: func(*Op) Step { return Step{Fn: FnClampBoxes} },
-		draw: func(n *node, _ *RNG, d *drawer) {
-			if !n.op.ClampNone { // None: torchvision's returns the boxes as they are
-				d.emit(n.step)
+		Step:   func(op *Op) Step { return Step{Fn: FnConvertBoxFormat, I: [6]int{int(op.BoxFormat)}} },
+		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", op.BoxFormat) }})
+	box(Def{Kind: OpClampBoundingBoxes, Doc: "clamps the boxes to the canvas, in their format (clamping_mode None: leaves them)",
+		Params: []Param{{Name: "clamping_mode", Typ: PString, Def: "'auto'"}}, AnyFormat: true,
+		Step: func(*Op) Step { return Step{Fn: FnClampBoxes} },
+		Draw: func(n *Node, _ *RNG, d *Drawer) {
+			if !n.Op.ClampNone { // None: torchvision's returns the boxes as they are
+				d.Emit(n.Step)
 			}
 		},
-		format: func(b *strings.Builder, op *Op) {
+		Format: func(b *strings.Builder, op *Op) {
 			if op.ClampNone {
 				b.WriteString("(None)")
 			}
 		}})
-	box(opDef{kind: OpClampKeyPoints, doc: "clamps the keypoints to the canvas", anyFormat: true,
-		step: func(*Op) Step { return Step{Fn: FnClampKeypoints} }})
-	box(opDef{kind: OpSanitizeKeyPoints, doc: "drops the instances with a keypoint off the canvas",
-		params: []param{{name: "labels_getter", typ: pAny, def: "None"}}, anyFormat: true,
-		step: func(*Op) Step { return Step{Fn: FnSanitizeKeypoints} }})
+	box(Def{Kind: OpClampKeyPoints, Doc: "clamps the keypoints to the canvas", AnyFormat: true,
+		Step: func(*Op) Step { return Step{Fn: FnClampKeypoints} }})
+	box(Def{Kind: OpSanitizeKeyPoints, Doc: "drops the instances with a keypoint off the canvas",
+		Params: []Param{{Name: "labels_getter", Typ: pAny, Def: "None"}}, AnyFormat: true,
+		Step: func(*Op) Step { return Step{Fn: FnSanitizeKeypoints} }})
 }
 
-// checkSanitize checks SanitizeBoundingBoxes' bounds.
-func checkSanitize(op *Op) error {
+// CheckSanitize checks SanitizeBoundingBoxes' bounds.
+func CheckSanitize(op *Op) error {
 	if !(op.MinSize >= 1 && op.MinSize <= 1e9) || !(op.MinArea >= 1 && op.MinArea <= 1e9) {
 		return fmt.Errorf("min_size %v, min_area %v: each must be at least 1 (torchvision's bound) and at most 1e9", op.MinSize, op.MinArea)
 	}

@@ -11,12 +11,12 @@ package pipeline
 const OpRandomChannelPermutation OpKind = "RandomChannelPermutation"
 
 func init() {
-	defineOp(opDef{kind: OpRandomChannelPermutation, doc: "the image's channels in an order drawn uniformly per image",
-		named: true, targets: targetsPixels, anyFormat: true, format: formatNone,
-		step: func(*Op) Step { return Step{Fn: FnPermuteChannels} }, // its cost
-		draw: func(_ *node, r *RNG, d *drawer) {
+	Define(Def{Kind: OpRandomChannelPermutation, Doc: "the image's channels in an order drawn uniformly per image",
+		Named: true, Targets: TargetsPixels, AnyFormat: true, Format: FormatNone,
+		Step: func(*Op) Step { return Step{Fn: FnPermuteChannels} }, // its cost
+		Draw: func(_ *Node, r *RNG, d *Drawer) {
 			var perm [3]int
 			r.Perm(perm[:])
-			d.emit(Step{Fn: FnPermuteChannels, I: [6]int{perm[0], perm[1], perm[2]}})
+			d.Emit(Step{Fn: FnPermuteChannels, I: [6]int{perm[0], perm[1], perm[2]}})
 		}})
 }

@@ -18,80 +18,80 @@ const (
 )
 
 func init() {
-	defineOp(opDef{kind: OpRandomApply, doc: "its ops, in order, with probability p",
-		params:  []param{{name: "transforms", typ: pOps}, pParam(0.5)},
-		targets: targetsContainer, compile: compileContainer,
-		draw: func(n *node, r *RNG, d *drawer) {
-			if r.Float64() < n.op.P {
+	Define(Def{Kind: OpRandomApply, Doc: "its ops, in order, with probability p",
+		Params:  []Param{{Name: "transforms", Typ: pOps}, PParam(0.5)},
+		Targets: TargetsContainer, Compile: compileContainer,
+		Draw: func(n *Node, r *RNG, d *Drawer) {
+			if r.Float64() < n.Op.P {
 				for i := range n.kids {
-					n.kids[i].draw(d)
+					n.kids[i].Draw(d)
 				}
 			}
 		},
-		format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "([%s], p=%g)", opsString(op.Ops), op.P) },
-		maxNs:  sumKidsNs})
-	defineOp(opDef{kind: OpRandomChoice, doc: "one of its ops, drawn with the weights p (None: uniform)",
-		params:  []param{{name: "transforms", typ: pOps}, {name: "p", typ: pFloats, def: "None"}},
-		targets: targetsContainer, compile: compileContainer,
-		draw: func(n *node, r *RNG, d *drawer) {
+		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "([%s], p=%g)", OpsString(op.Ops), op.P) },
+		MaxNs:  sumKidsNs})
+	Define(Def{Kind: OpRandomChoice, Doc: "one of its ops, drawn with the weights p (None: uniform)",
+		Params:  []Param{{Name: "transforms", Typ: pOps}, {Name: "p", Typ: PFloats, Def: "None"}},
+		Targets: TargetsContainer, Compile: compileContainer,
+		Draw: func(n *Node, r *RNG, d *Drawer) {
 			u := r.Float64()
 			i := 0
 			for i < len(n.cum)-1 && u >= n.cum[i] {
 				i++
 			}
-			n.kids[i].draw(d)
+			n.kids[i].Draw(d)
 		},
-		format: formatKids,
-		maxNs: func(n *node, w, h int) float64 {
+		Format: formatKids,
+		MaxNs: func(n *Node, w, h int) float64 {
 			var s float64
 			for i := range n.kids {
-				s = max(s, n.kids[i].maxNs(w, h))
+				s = max(s, n.kids[i].MaxNs(w, h))
 			}
 			return s
 		}})
-	defineOp(opDef{kind: OpRandomOrder, doc: "its ops, each once, in a random order",
-		params:  []param{{name: "transforms", typ: pOps}},
-		targets: targetsContainer, compile: compileContainer,
-		draw: func(n *node, r *RNG, d *drawer) {
-			var perm [maxOps]int
+	Define(Def{Kind: OpRandomOrder, Doc: "its ops, each once, in a random order",
+		Params:  []Param{{Name: "transforms", Typ: pOps}},
+		Targets: TargetsContainer, Compile: compileContainer,
+		Draw: func(n *Node, r *RNG, d *Drawer) {
+			var perm [MaxOps]int
 			p := perm[:len(n.kids)]
 			r.Perm(p)
 			for _, i := range p {
-				n.kids[i].draw(d)
+				n.kids[i].Draw(d)
 			}
 		},
-		format: formatKids, maxNs: sumKidsNs})
+		Format: formatKids, MaxNs: sumKidsNs})
 }
 
-func formatKids(b *strings.Builder, op *Op) { fmt.Fprintf(b, "([%s])", opsString(op.Ops)) }
+func formatKids(b *strings.Builder, op *Op) { fmt.Fprintf(b, "([%s])", OpsString(op.Ops)) }
 
 // sumKidsNs is the most a container that may apply all its ops costs.
-func sumKidsNs(n *node, w, h int) float64 {
+func sumKidsNs(n *Node, w, h int) float64 {
 	var s float64
 	for i := range n.kids {
-		s += n.kids[i].maxNs(w, h)
+		s += n.kids[i].MaxNs(w, h)
 	}
 	return s
 }
 
 // compileContainer compiles RandomApply's, RandomChoice's and
 // RandomOrder's ops.
-func compileContainer(c *compiler, n *node, at compileAt) error {
-	op, where := n.op, at.where
+func compileContainer(c *Compiler, n *Node, at CompileAt) error {
+	op, where := n.Op, at.Where
 	if len(op.Ops) == 0 {
-		return opError(where, "pass at least one op")
+		return OpError(where, "pass at least one op")
 	}
-	if len(op.Ops) > maxOps {
-		return opError(where, "%d ops: the limit is %d", len(op.Ops), maxOps)
+	if len(op.Ops) > MaxOps {
+		return OpError(where, "%d ops: the limit is %d", len(op.Ops), MaxOps)
 	}
 	if at.depth+1 > maxDepth {
-		return opError(where, "containers nested deeper than %d", maxDepth)
+		return OpError(where, "containers nested deeper than %d", maxDepth)
 	}
 	if op.Kind == OpRandomApply && !(op.P >= 0 && op.P <= 1) {
-		return opError(where, "p=%v: want 0 <= p <= 1", op.P)
+		return OpError(where, "p=%v: want 0 <= p <= 1", op.P)
 	}
 	if op.Kind != OpRandomChoice && op.Probs != nil {
-		return opError(where, "only RandomChoice takes a list of p")
+		return OpError(where, "only RandomChoice takes a list of p")
 	}
 	if op.Kind == OpRandomChoice {
 		probs := op.Probs
@@ -102,17 +102,17 @@ func compileContainer(c *compiler, n *node, at compileAt) error {
 			}
 		}
 		if len(probs) != len(op.Ops) {
-			return opError(where, "%d values of p for %d ops", len(probs), len(op.Ops))
+			return OpError(where, "%d values of p for %d ops", len(probs), len(op.Ops))
 		}
 		var total float64
 		for _, p := range probs {
 			if !(p >= 0) || math.IsInf(p, 0) {
-				return opError(where, "p %v: want finite values >= 0", probs)
+				return OpError(where, "p %v: want finite values >= 0", probs)
 			}
 			total += p
 		}
 		if !(total > 0) {
-			return opError(where, "p %v: want a positive sum", probs)
+			return OpError(where, "p %v: want a positive sum", probs)
 		}
 		n.cum = make([]float64, len(probs))
 		var acc float64
@@ -121,18 +121,18 @@ func compileContainer(c *compiler, n *node, at compileAt) error {
 			n.cum[i] = acc / total
 		}
 	}
-	n.kids = make([]node, len(op.Ops))
-	n.maxSteps = 0
+	n.kids = make([]Node, len(op.Ops))
+	n.MaxSteps = 0
 	for i := range op.Ops {
-		kid, err := c.compile(&op.Ops[i], i, n.stream*64+uint64(i)+1, at.depth+1, append(at.path, fmt.Sprintf("op %d (%s)", at.pos, op.Kind))...)
+		kid, err := c.Compile(&op.Ops[i], i, n.Stream*64+uint64(i)+1, at.depth+1, append(at.path, fmt.Sprintf("op %d (%s)", at.pos, op.Kind))...)
 		if err != nil {
 			return err
 		}
 		n.kids[i] = kid
 		if op.Kind == OpRandomChoice {
-			n.maxSteps = max(n.maxSteps, kid.maxSteps)
+			n.MaxSteps = max(n.MaxSteps, kid.MaxSteps)
 		} else {
-			n.maxSteps += kid.maxSteps
+			n.MaxSteps += kid.MaxSteps
 		}
 	}
 	return nil

@@ -17,30 +17,30 @@ const OpRandomErasing OpKind = "RandomErasing"
 const MaxEraseCount = 16
 
 func init() {
-	defineOp(opDef{kind: OpRandomErasing, doc: "with probability p, erases a box (or count boxes) of area in scale and aspect in ratio with value",
-		params: []param{pParam(0.5), {name: "scale", typ: pRange, def: "(0.02, 0.33)"}, {name: "ratio", typ: pRange, def: "(0.3, 3.3)"},
-			{name: "value", typ: pAny, def: "0"}, {name: "inplace", typ: pBool, def: "False"},
-			{name: "noise_mean", typ: pFloats, def: "None", kwOnly: true}, {name: "noise_std", typ: pFloats, def: "None", kwOnly: true},
-			{name: "per_box", typ: pBool, def: "False", kwOnly: true}, {name: "count", typ: pAny, def: "1", kwOnly: true}},
-		targets: targetsPixels, anyFormat: true, compile: compileErasing,
-		draw:  func(n *node, r *RNG, d *drawer) { n.drawErasing(r, d) },
-		maxNs: func(_ *node, w, h int) float64 { return stepNs(Step{Fn: FnErase, I: [6]int{0, 0, h, w}}, w, h) }})
+	Define(Def{Kind: OpRandomErasing, Doc: "with probability p, erases a box (or count boxes) of area in scale and aspect in ratio with value",
+		Params: []Param{PParam(0.5), {Name: "scale", Typ: PRange, Def: "(0.02, 0.33)"}, {Name: "ratio", Typ: PRange, Def: "(0.3, 3.3)"},
+			{Name: "value", Typ: pAny, Def: "0"}, {Name: "inplace", Typ: PBool, Def: "False"},
+			{Name: "noise_mean", Typ: PFloats, Def: "None", kwOnly: true}, {Name: "noise_std", Typ: PFloats, Def: "None", kwOnly: true},
+			{Name: "per_box", Typ: PBool, Def: "False", kwOnly: true}, {Name: "count", Typ: pAny, Def: "1", kwOnly: true}},
+		Targets: TargetsPixels, AnyFormat: true, Compile: compileErasing,
+		Draw:  func(n *Node, r *RNG, d *Drawer) { n.drawErasing(r, d) },
+		MaxNs: func(_ *Node, w, h int) float64 { return StepNs(Step{Fn: FnErase, I: [6]int{0, 0, h, w}}, w, h) }})
 }
 
-func compileErasing(_ *compiler, n *node, at compileAt) error {
-	op, where := n.op, at.where
-	if err := checkProb(op, at); err != nil {
+func compileErasing(_ *Compiler, n *Node, at CompileAt) error {
+	op, where := n.Op, at.Where
+	if err := CheckProb(op, at); err != nil {
 		return err
 	}
 	if !(op.Scale[0] >= 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
-		return opError(where, "scale %v: want 0 <= min <= max <= 1", op.Scale)
+		return OpError(where, "scale %v: want 0 <= min <= max <= 1", op.Scale)
 	}
 	if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
-		return opError(where, "ratio %v: want 0 < min <= max, finite", op.Ratio)
+		return OpError(where, "ratio %v: want 0 < min <= max, finite", op.Ratio)
 	}
 	for _, v := range op.Value {
 		if !(v >= 0 && v <= 255) {
-			return opError(where, "value %v: want pixel values in 0..255 (stoker erases uint8 pixels: a value v after Normalize is 255*(mean + std*v))", op.Value)
+			return OpError(where, "value %v: want pixel values in 0..255 (stoker erases uint8 pixels: a value v after Normalize is 255*(mean + std*v))", op.Value)
 		}
 	}
 	if op.RandomValue {
@@ -48,13 +48,13 @@ func compileErasing(_ *compiler, n *node, at compileAt) error {
 			return err
 		}
 	} else if op.RandomColor {
-		return opError(where, "RandomColor (one random colour per box) needs RandomValue")
+		return OpError(where, "RandomColor (one random colour per box) needs RandomValue")
 	}
 	lo, hi := max(op.MinCount, 1), max(op.MaxCount, op.MinCount, 1)
 	if lo > hi || hi > MaxEraseCount {
-		return opError(where, "count %d..%d: want 1 <= min <= max <= %d", op.MinCount, op.MaxCount, MaxEraseCount)
+		return OpError(where, "count %d..%d: want 1 <= min <= max <= %d", op.MinCount, op.MaxCount, MaxEraseCount)
 	}
-	n.maxSteps = hi
+	n.MaxSteps = hi
 	n.logRatio = [2]float64{det.Log(op.Ratio[0]), det.Log(op.Ratio[1])}
 	return nil
 }
@@ -67,7 +67,7 @@ func checkNoiseNormalize(op *Op, where string) error {
 	}
 	for c := range 3 {
 		if !(op.Std[c] > 0 && op.Std[c] < 1e3 && math.Abs(op.Mean[c]) < 1e3) {
-			return opError(where, "the noise's mean %v and std %v: want finite, std > 0", op.Mean, op.Std)
+			return OpError(where, "the noise's mean %v and std %v: want finite, std > 0", op.Mean, op.Std)
 		}
 	}
 	return nil
@@ -80,8 +80,8 @@ func checkNoiseNormalize(op *Op, where string) error {
 // uniform number of MinCount..MaxCount), each its own ten tries at an area
 // divided by the count; with RandomColor each box one colour, drawn as
 // the pixel a standard normal value per channel is after the Normalize.
-func (n *node) drawErasing(r *RNG, d *drawer) {
-	op := n.op
+func (n *Node) drawErasing(r *RNG, d *Drawer) {
+	op := n.Op
 	if !(r.Float64() < op.P) {
 		return
 	}
@@ -89,15 +89,15 @@ func (n *node) drawErasing(r *RNG, d *drawer) {
 	if op.MaxCount > count {
 		count += r.Intn(op.MaxCount - count + 1)
 	}
-	area := float64(d.w * d.h)
+	area := float64(d.W * d.H)
 	for range count {
 		n.eraseBox(r, d, area, count)
 	}
 }
 
 // eraseBox is one box of drawErasing: ten tries at one that fits.
-func (n *node) eraseBox(r *RNG, d *drawer, area float64, count int) {
-	op := n.op
+func (n *Node) eraseBox(r *RNG, d *Drawer, area float64, count int) {
+	op := n.Op
 	for range 10 {
 		ea := float64(area * r.Uniform(op.Scale[0], op.Scale[1]))
 		if count > 1 {
@@ -106,7 +106,7 @@ func (n *node) eraseBox(r *RNG, d *drawer, area float64, count int) {
 		aspect := det.Exp(r.Uniform(n.logRatio[0], n.logRatio[1]))
 		h := int(math.RoundToEven(math.Sqrt(float64(ea * aspect))))
 		w := int(math.RoundToEven(math.Sqrt(ea / aspect)))
-		if !(h < d.h && w < d.w) {
+		if !(h < d.H && w < d.W) {
 			continue
 		}
 		st := Step{Fn: FnErase, I: [6]int{0, 0, h, w}, Fill: op.Value}
@@ -114,14 +114,14 @@ func (n *node) eraseBox(r *RNG, d *drawer, area float64, count int) {
 			st.Random, st.Seed = true, r.Uint64()
 			st.F = [6]float64{op.Mean[0], op.Mean[1], op.Mean[2], op.Std[0], op.Std[1], op.Std[2]}
 		}
-		st.I[0] = r.Intn(d.h - h + 1)
-		st.I[1] = r.Intn(d.w - w + 1)
+		st.I[0] = r.Intn(d.H - h + 1)
+		st.I[1] = r.Intn(d.W - w + 1)
 		if op.RandomColor {
 			for c := range 3 {
 				st.Fill[c] = normalPixel(r.Normal(), op.Mean[c], op.Std[c])
 			}
 		}
-		d.emit(st)
+		d.Emit(st)
 		return
 	}
 }

@@ -12,10 +12,10 @@ const (
 )
 
 func init() {
-	defineOp(opDef{kind: OpRandomHorizontalFlip, doc: "mirrors the image left to right with probability p",
-		params: []param{pParam(0.5)}, targets: targetsMove,
-		compile: compileP, step: func(*Op) Step { return Step{Fn: FnHorizontalFlip} }, draw: drawApplied})
-	defineOp(opDef{kind: OpRandomVerticalFlip, doc: "mirrors the image top to bottom with probability p",
-		params: []param{pParam(0.5)}, targets: targetsMove,
-		compile: compileP, step: func(*Op) Step { return Step{Fn: FnVerticalFlip} }, draw: drawApplied})
+	Define(Def{Kind: OpRandomHorizontalFlip, Doc: "mirrors the image left to right with probability p",
+		Params: []Param{PParam(0.5)}, Targets: TargetsMove,
+		Compile: compileP, Step: func(*Op) Step { return Step{Fn: FnHorizontalFlip} }, Draw: DrawApplied})
+	Define(Def{Kind: OpRandomVerticalFlip, Doc: "mirrors the image top to bottom with probability p",
+		Params: []Param{PParam(0.5)}, Targets: TargetsMove,
+		Compile: compileP, Step: func(*Op) Step { return Step{Fn: FnVerticalFlip} }, Draw: DrawApplied})
 }

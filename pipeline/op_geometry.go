@@ -60,30 +60,30 @@ const (
 )
 
 func init() {
-	size := param{name: "size", typ: pSize}
-	interp := param{name: "interpolation", typ: pInterp, def: "'bilinear'"}
-	antialias := param{name: "antialias", typ: pBool, def: "True"}
+	size := param{Name: "size", Typ: pSize}
+	interp := param{Name: "interpolation", Typ: pInterp, Def: "'bilinear'"}
+	antialias := param{Name: "antialias", Typ: pBool, Def: "True"}
 	// A fill per type on the ops whose masks follow (Op.FillTyped).
-	fill := param{name: "fill", typ: pFillBy, def: "0"}
-	mode := param{name: "padding_mode", typ: pString, def: "'constant'"}
+	fill := param{Name: "fill", Typ: pFillBy, Def: "0"}
+	mode := param{Name: "padding_mode", Typ: pString, Def: "'constant'"}
 	geometry := func(d opDef) {
-		d.geometry, d.targets = true, targetsMove
-		if d.misplaced == "" {
-			d.misplaced = "a geometry op after other ops: the geometry must be the first op (one RandomResizedCrop, RandomCrop, or Resize then CenterCrop), fused into the decode"
+		d.Geometry, d.Targets = true, targetsMove
+		if d.Misplaced == "" {
+			d.Misplaced = "a geometry op after other ops: the geometry must be the first op (one RandomResizedCrop, RandomCrop, or Resize then CenterCrop), fused into the decode"
 		}
 		defineOp(d)
 	}
 	lsj := func(d opDef) {
-		d.misplaced, d.stays = fmt.Sprintf("%s after other ops is not supported: it is the geometry, first, fused into the decode", d.kind), true
+		d.Misplaced, d.Stays = fmt.Sprintf("%s after other ops is not supported: it is the geometry, first, fused into the decode", d.Kind), true
 		geometry(d)
 	}
-	geometry(opDef{kind: OpRandomResizedCrop, doc: "a random crop of area scale and aspect ratio, resized to size",
-		params: []param{size, {name: "scale", typ: pRange, def: "(0.08, 1.0)"}, {name: "ratio", typ: pRange, def: "(0.75, 1.3333333333333333)"},
+	geometry(opDef{Kind: OpRandomResizedCrop, Doc: "a random crop of area scale and aspect ratio, resized to size",
+		Params: []param{size, {Name: "scale", Typ: pRange, Def: "(0.08, 1.0)"}, {Name: "ratio", Typ: pRange, Def: "(0.75, 1.3333333333333333)"},
 			interp, antialias},
-		stays: true, format: formatSize})
-	geometry(opDef{kind: OpResize, doc: "resized to (h, w), or its shorter side to size (then a CenterCrop)",
-		params: []param{size, interp, {name: "max_size", typ: pInt, def: "None"}, antialias},
-		stays:  true, afterGrow: fixSize, format: func(b *strings.Builder, op *Op) {
+		Stays: true, Format: formatSize})
+	geometry(opDef{Kind: OpResize, Doc: "resized to (h, w), or its shorter side to size (then a CenterCrop)",
+		Params: []param{size, interp, {Name: "max_size", Typ: pInt, Def: "None"}, antialias},
+		Stays:  true, AfterGrow: fixSize, Format: func(b *strings.Builder, op *Op) {
 			if op.Size[1] == 0 {
 				fmt.Fprintf(b, "(%d", op.Size[0])
 			} else {
@@ -91,52 +91,52 @@ func init() {
 			}
 			formatInterp(b, op)
 		}})
-	geometry(opDef{kind: OpCenterCrop, doc: "the central crop of size (padded where the image is smaller)",
-		params: []param{size}, stays: true, afterGrow: fixSize, format: formatSize})
-	geometry(opDef{kind: OpRandomCrop, doc: "a crop of size at a random place, after padding (constant fill)",
-		params: []param{size, {name: "padding", typ: pInts, def: "None"}, {name: "pad_if_needed", typ: pBool, def: "False"}, fill, mode},
-		stays:  true, masks: fillMasks,
-		format: func(b *strings.Builder, op *Op) {
+	geometry(opDef{Kind: OpCenterCrop, Doc: "the central crop of size (padded where the image is smaller)",
+		Params: []param{size}, Stays: true, AfterGrow: fixSize, Format: formatSize})
+	geometry(opDef{Kind: OpRandomCrop, Doc: "a crop of size at a random place, after padding (constant fill)",
+		Params: []param{size, {Name: "padding", Typ: pInts, Def: "None"}, {Name: "pad_if_needed", Typ: pBool, Def: "False"}, fill, mode},
+		Stays:  true, Masks: fillMasks,
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(%dx%d, padding=%v, pad_if_needed=%v, fill=%v)", op.Size[0], op.Size[1], op.Padding, op.PadIfNeeded, op.Fill)
 		}})
-	geometry(opDef{kind: OpPad, doc: "padding with a constant fill, right before or after a RandomCrop or CenterCrop",
-		params: []param{{name: "padding", typ: pInts}, fill, mode},
-		stays:  true, masks: fillMasks,
-		misplaced: "Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)",
-		format:    func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(padding=%v, fill=%v)", op.Padding, op.Fill) }})
-	geometry(opDef{kind: OpRandomZoomOut, doc: "with probability p, the image padded with fill onto a canvas side_range times its size",
-		params: []param{fill, {name: "side_range", typ: pRange, def: "(1.0, 4.0)"}, pParam(0.5)}, masks: fillMasks,
-		misplaced: "RandomZoomOut after other ops is not supported: it is the first op (then Resize(h, w), RandomCrop or CenterCrop), fused into the decode",
-		format: func(b *strings.Builder, op *Op) {
+	geometry(opDef{Kind: OpPad, Doc: "padding with a constant fill, right before or after a RandomCrop or CenterCrop",
+		Params: []param{{Name: "padding", Typ: pInts}, fill, mode},
+		Stays:  true, Masks: fillMasks,
+		Misplaced: "Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)",
+		Format:    func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(padding=%v, fill=%v)", op.Padding, op.Fill) }})
+	geometry(opDef{Kind: OpRandomZoomOut, Doc: "with probability p, the image padded with fill onto a canvas side_range times its size",
+		Params: []param{fill, {Name: "side_range", Typ: pRange, Def: "(1.0, 4.0)"}, pParam(0.5)}, Masks: fillMasks,
+		Misplaced: "RandomZoomOut after other ops is not supported: it is the first op (then Resize(h, w), RandomCrop or CenterCrop), fused into the decode",
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(fill=%v, side_range=%v, p=%g)", op.Fill, op.SideRange, op.P)
 		}})
-	geometry(opDef{kind: OpRandomIoUCrop, doc: "SSD's crop of a minimal IoU with the sample's boxes (then Resize(h, w))",
-		params: []param{{name: "min_scale", typ: pFloat, def: "0.3"}, {name: "max_scale", typ: pFloat, def: "1.0"},
-			{name: "min_aspect_ratio", typ: pFloat, def: "0.5"}, {name: "max_aspect_ratio", typ: pFloat, def: "2.0"},
-			{name: "sampler_options", typ: pFloats, def: "None"}, {name: "trials", typ: pInt, def: "40"}},
-		needsTargets: true,
-		misplaced:    "RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode",
-		format: func(b *strings.Builder, op *Op) {
+	geometry(opDef{Kind: OpRandomIoUCrop, Doc: "SSD's crop of a minimal IoU with the sample's boxes (then Resize(h, w))",
+		Params: []param{{Name: "min_scale", Typ: pFloat, Def: "0.3"}, {Name: "max_scale", Typ: pFloat, Def: "1.0"},
+			{Name: "min_aspect_ratio", Typ: pFloat, Def: "0.5"}, {Name: "max_aspect_ratio", Typ: pFloat, Def: "2.0"},
+			{Name: "sampler_options", Typ: pFloats, Def: "None"}, {Name: "trials", Typ: pInt, Def: "40"}},
+		NeedsTargets: true,
+		Misplaced:    "RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode",
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d)", op.Scale, op.Ratio, op.Options, op.Trials)
 		}})
-	lsj(opDef{kind: OpScaleJitter, doc: "resized by target_size times a scale drawn in scale_range (large-scale jitter)",
-		params: []param{{name: "target_size", typ: pSize}, {name: "scale_range", typ: pRange, def: "(0.1, 2.0)"}, interp, antialias},
-		format: func(b *strings.Builder, op *Op) {
+	lsj(opDef{Kind: OpScaleJitter, Doc: "resized by target_size times a scale drawn in scale_range (large-scale jitter)",
+		Params: []param{{Name: "target_size", Typ: pSize}, {Name: "scale_range", Typ: pRange, Def: "(0.1, 2.0)"}, interp, antialias},
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(%dx%d, scale_range=%v", op.Size[0], op.Size[1], op.Scale)
 			formatInterp(b, op)
 		}})
-	lsj(opDef{kind: OpFixedSizeCrop, doc: "a random crop of at most size, padded on the right and bottom with fill to size",
-		params: []param{size, {name: "fill", typ: pFill, def: "0"}, mode},
-		format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%dx%d, fill=%v)", op.Size[0], op.Size[1], op.Fill) }})
-	lsj(opDef{kind: OpRandomShortestSize, doc: "the shorter side resized to one of min_size, the longer at most max_size",
-		params: []param{{name: "min_size", typ: pInts}, {name: "max_size", typ: pInt, def: "None"}, interp, antialias},
-		format: func(b *strings.Builder, op *Op) {
+	lsj(opDef{Kind: OpFixedSizeCrop, Doc: "a random crop of at most size, padded on the right and bottom with fill to size",
+		Params: []param{size, {Name: "fill", Typ: pFill, Def: "0"}, mode},
+		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%dx%d, fill=%v)", op.Size[0], op.Size[1], op.Fill) }})
+	lsj(opDef{Kind: OpRandomShortestSize, Doc: "the shorter side resized to one of min_size, the longer at most max_size",
+		Params: []param{{Name: "min_size", Typ: pInts}, {Name: "max_size", Typ: pInt, Def: "None"}, interp, antialias},
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(min_size=%v, max_size=%d", op.Sizes, op.MaxSize)
 			formatInterp(b, op)
 		}})
-	lsj(opDef{kind: OpRandomResize, doc: "the shorter side resized to a size drawn in [min_size, max_size)",
-		params: []param{{name: "min_size", typ: pInt}, {name: "max_size", typ: pInt}, interp, antialias},
-		format: func(b *strings.Builder, op *Op) {
+	lsj(opDef{Kind: OpRandomResize, Doc: "the shorter side resized to a size drawn in [min_size, max_size)",
+		Params: []param{{Name: "min_size", Typ: pInt}, {Name: "max_size", Typ: pInt}, interp, antialias},
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(min_size=%d, max_size=%d", op.Sizes[0], op.Sizes[1])
 			formatInterp(b, op)
 		}})
@@ -189,25 +189,25 @@ func fillText(f [3]float64) string {
 // op's name, with the kernels below; the transform's bound is then the
 // largest image before it (growRotate).
 var (
-	postResize     = opDef{kind: OpResize, targets: targetsMove, draw: drawFix}
-	postCenterCrop = opDef{kind: OpCenterCrop, targets: targetsMove, draw: drawFix}
+	postResize     = opDef{Kind: OpResize, Targets: targetsMove, Draw: drawFix}
+	postCenterCrop = opDef{Kind: OpCenterCrop, Targets: targetsMove, Draw: drawFix}
 )
 
 // drawFix emits the node's step; the ops after it draw on its size.
 func drawFix(n *node, _ *RNG, d *drawer) {
-	d.emit(n.step)
-	d.h, d.w = n.step.I[4], n.step.I[5]
+	d.Emit(n.Step)
+	d.H, d.W = n.Step.I[4], n.Step.I[5]
 }
 
 // fixSize compiles op, a Resize or CenterCrop after a RandomRotation with
 // expand=True.
 func fixSize(op *Op, stream uint64, where string) (node, error) {
-	n := node{op: op, stream: stream, maxSteps: 1}
+	n := node{Op: op, Stream: stream, MaxSteps: 1}
 	if op.Kind == OpCenterCrop {
 		if err := checkSize(op, false); err != nil {
 			return n, err
 		}
-		n.def, n.step = &postCenterCrop, Step{Fn: FnCenterCrop, I: [6]int{4: op.Size[0], 5: op.Size[1]}}
+		n.Def, n.Step = &postCenterCrop, Step{Fn: FnCenterCrop, I: [6]int{4: op.Size[0], 5: op.Size[1]}}
 		return n, nil
 	}
 	if err := checkSize(op, true); err != nil {
@@ -219,7 +219,7 @@ func fixSize(op *Op, stream uint64, where string) (node, error) {
 	if err := checkInterp(op, true); err != nil {
 		return n, err
 	}
-	n.def = &postResize
-	n.step = Step{Fn: FnResize, I: [6]int{4: op.Size[0], 5: op.Size[1]}, Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
+	n.Def = &postResize
+	n.Step = Step{Fn: FnResize, I: [6]int{4: op.Size[0], 5: op.Size[1]}, Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
 	return n, nil
 }

@@ -42,39 +42,39 @@ const (
 )
 
 func init() {
-	defineOp(opDef{kind: OpMosaic, doc: "ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114",
-		named: true, geometry: true, targets: targetsMove,
-		params: []param{
-			{name: "imgsz", typ: pInt, def: "640", field: "ImgSz", lo: 32, hi: maxSide / 2},
-			{name: "p", typ: pFloat, def: "1.0", field: "P", lo: 0, hi: 1},
-			{name: "n", typ: pInt, def: "4", field: "Tiles", lo: 4, hi: 9},
+	defineOp(opDef{Kind: OpMosaic, Doc: "ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114",
+		Named: true, Geometry: true, Targets: targetsMove,
+		Params: []param{
+			{Name: "imgsz", Typ: pInt, Def: "640", Field: "ImgSz", Lo: 32, Hi: maxSide / 2},
+			{Name: "p", Typ: pFloat, Def: "1.0", Field: "P", Lo: 0, Hi: 1},
+			{Name: "n", Typ: pInt, Def: "4", Field: "Tiles", Lo: 4, Hi: 9},
 		},
-		misplaced: "YOLOMosaic after other ops is not supported: it is the geometry, first, fused into the decode",
-		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported) },
-		format: func(b *strings.Builder, op *Op) {
+		Misplaced: "YOLOMosaic after other ops is not supported: it is the geometry, first, fused into the decode",
+		Masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported) },
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(imgsz=%d, p=%g, n=%d)", op.ImgSz, op.P, op.Tiles)
 		}})
-	defineOp(opDef{kind: OpMixUp, doc: "ultralytics' MixUp, right after a YOLOMosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same YOLOMosaic, their labels concatenated",
-		named: true, geometry: true, targets: targetsMove,
-		params:    []param{pParam(0)},
-		misplaced: "YOLOMixUp is supported right after a YOLOMosaic only (ultralytics' pre_transform makes its partner)",
-		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOMixUp yet", ErrUnsupported) },
-		format:    formatP})
-	defineOp(opDef{kind: OpCopyPaste, doc: "ultralytics' CopyPaste in flip mode, right after a YOLOMosaic: the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; a segment dataset's",
-		named: true, geometry: true, targets: targetsMove, needsTargets: true,
-		params:    []param{pParam(0.5), {name: "mode", typ: pString, def: "'flip'", field: "Mode"}},
-		misplaced: "YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' pre_transform in flip mode)",
-		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOCopyPaste yet", ErrUnsupported) },
-		format: func(b *strings.Builder, op *Op) {
+	defineOp(opDef{Kind: OpMixUp, Doc: "ultralytics' MixUp, right after a YOLOMosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same YOLOMosaic, their labels concatenated",
+		Named: true, Geometry: true, Targets: targetsMove,
+		Params:    []param{pParam(0)},
+		Misplaced: "YOLOMixUp is supported right after a YOLOMosaic only (ultralytics' pre_transform makes its partner)",
+		Masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOMixUp yet", ErrUnsupported) },
+		Format:    formatP})
+	defineOp(opDef{Kind: OpCopyPaste, Doc: "ultralytics' CopyPaste in flip mode, right after a YOLOMosaic: the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; a segment dataset's",
+		Named: true, Geometry: true, Targets: targetsMove, NeedsTargets: true,
+		Params:    []param{pParam(0.5), {Name: "mode", Typ: pString, Def: "'flip'", Field: "Mode"}},
+		Misplaced: "YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' pre_transform in flip mode)",
+		Masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOCopyPaste yet", ErrUnsupported) },
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(p=%g, mode=%s)", op.P, op.Mode)
 		}})
-	defineOp(opDef{kind: OpCutMix, doc: "ultralytics' CutMix, last of the YOLOMosaic's ops: with probability p, of num_areas boxes drawn (side ratio sqrt(1 - Beta(beta, beta))), one that overlaps no instance takes another sample's pixels (made by the same ops) and its instances there",
-		named: true, geometry: true, targets: targetsMove, needsTargets: true,
-		params: []param{pParam(0), {name: "beta", typ: pFloat, def: "1.0", field: "Beta", lo: 0.01, hi: 100},
-			{name: "num_areas", typ: pInt, def: "3", field: "Areas", lo: 1, hi: 16}},
-		misplaced: "YOLOCutMix is supported last of a YOLOMosaic's ops only (ultralytics' v8_transforms)",
-		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOCutMix yet", ErrUnsupported) },
-		format: func(b *strings.Builder, op *Op) {
+	defineOp(opDef{Kind: OpCutMix, Doc: "ultralytics' CutMix, last of the YOLOMosaic's ops: with probability p, of num_areas boxes drawn (side ratio sqrt(1 - Beta(beta, beta))), one that overlaps no instance takes another sample's pixels (made by the same ops) and its instances there",
+		Named: true, Geometry: true, Targets: targetsMove, NeedsTargets: true,
+		Params: []param{pParam(0), {Name: "beta", Typ: pFloat, Def: "1.0", Field: "Beta", Lo: 0.01, Hi: 100},
+			{Name: "num_areas", Typ: pInt, Def: "3", Field: "Areas", Lo: 1, Hi: 16}},
+		Misplaced: "YOLOCutMix is supported last of a YOLOMosaic's ops only (ultralytics' v8_transforms)",
+		Masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOCutMix yet", ErrUnsupported) },
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(p=%g, beta=%g, num_areas=%d)", op.P, op.Beta, op.Areas)
 		}})
 }

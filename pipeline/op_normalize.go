@@ -11,19 +11,19 @@ import (
 const OpNormalize OpKind = "Normalize"
 
 func init() {
-	defineOp(opDef{kind: OpNormalize, doc: "(pixel/255 - mean) / std as float32, last",
-		params:  []param{{name: "mean", typ: pFloats}, {name: "std", typ: pFloats}, {name: "inplace", typ: pBool, def: "False"}},
-		targets: targetsPixels, stays: true, format: formatNone,
-		compile: func(_ *compiler, _ *node, at compileAt) error {
-			return opError(at.where, "Normalize must come once, last (and not inside a container)")
+	Define(Def{Kind: OpNormalize, Doc: "(pixel/255 - mean) / std as float32, last",
+		Params:  []Param{{Name: "mean", Typ: PFloats}, {Name: "std", Typ: PFloats}, {Name: "inplace", Typ: PBool, Def: "False"}},
+		Targets: TargetsPixels, Stays: true, Format: FormatNone,
+		Compile: func(_ *Compiler, _ *Node, at CompileAt) error {
+			return OpError(at.Where, "Normalize must come once, last (and not inside a container)")
 		}})
 }
 
-// checkNormalize refuses a std whose outputs are not all finite float32s:
+// CheckNormalize refuses a std whose outputs are not all finite float32s:
 // 0, NaN, infinite, or so small (1e-300) that (1 + |mean|) / std, the
 // largest output's size, is over maxNormalized. stoker.normalize and
 // stoker.transforms.Normalize refuse the same.
-func checkNormalize(op *Op) error {
+func CheckNormalize(op *Op) error {
 	for c := 0; c < 3; c++ {
 		if !(op.Std[c] > 0) || math.IsInf(op.Std[c], 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) ||
 			!((1+math.Abs(op.Mean[c]))/op.Std[c] <= maxNormalized) {

@@ -26,42 +26,42 @@ const (
 )
 
 func init() {
-	interp := func(def string) param { return param{name: "interpolation", typ: pInterp, def: def} }
-	fill := func(def string) param { return param{name: "fill", typ: pFill, def: def} }
+	interp := func(def string) Param { return Param{Name: "interpolation", Typ: PInterp, Def: def} }
+	fill := func(def string) Param { return Param{Name: "fill", Typ: PFill, Def: def} }
 	timm := func(kind OpKind, doc, config string) {
-		definePolicy(kind, doc, []param{{name: "config", typ: pString, def: config}, interp("None"), fill("(124, 116, 104)")}, formatPolicy)
+		definePolicy(kind, doc, []Param{{Name: "config", Typ: PString, Def: config}, interp("None"), fill("(124, 116, 104)")}, formatPolicy)
 	}
 	definePolicy(OpTrivialAugmentWide, "one op of its space at a random magnitude bin, per image",
-		[]param{{name: "num_magnitude_bins", typ: pInt, def: "31"}, interp("'nearest'"), fill("None")}, formatNone)
+		[]Param{{Name: "num_magnitude_bins", Typ: PInt, Def: "31"}, interp("'nearest'"), fill("None")}, FormatNone)
 	definePolicy(OpRandAugment, "num_ops ops of its space at one magnitude, per image",
-		[]param{{name: "num_ops", typ: pInt, def: "2"}, {name: "magnitude", typ: pInt, def: "9"},
-			{name: "num_magnitude_bins", typ: pInt, def: "31"}, interp("'nearest'"), fill("None")},
+		[]Param{{Name: "num_ops", Typ: PInt, Def: "2"}, {Name: "magnitude", Typ: PInt, Def: "9"},
+			{Name: "num_magnitude_bins", Typ: PInt, Def: "31"}, interp("'nearest'"), fill("None")},
 		func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(num_ops=%d, magnitude=%d)", op.NumOps, op.Magnitude)
 		})
 	definePolicy(OpAutoAugment, "one sub-policy of the named policy (imagenet, cifar10, svhn), per image",
-		[]param{{name: "policy", typ: pString, def: "'imagenet'"}, interp("'nearest'"), fill("None")}, formatPolicy)
+		[]Param{{Name: "policy", Typ: PString, Def: "'imagenet'"}, interp("'nearest'"), fill("None")}, formatPolicy)
 	definePolicy(OpAugMix, "a Dirichlet-weighted mix of mixture_width chains of random ops, blended with the image",
-		[]param{{name: "severity", typ: pInt, def: "3"}, {name: "mixture_width", typ: pInt, def: "3"},
-			{name: "chain_depth", typ: pInt, def: "-1"}, {name: "alpha", typ: pFloat, def: "1.0"},
-			{name: "all_ops", typ: pBool, def: "True"}, interp("'bilinear'"), fill("None")}, formatNone)
+		[]Param{{Name: "severity", Typ: PInt, Def: "3"}, {Name: "mixture_width", Typ: PInt, Def: "3"},
+			{Name: "chain_depth", Typ: PInt, Def: "-1"}, {Name: "alpha", Typ: PFloat, Def: "1.0"},
+			{Name: "all_ops", Typ: PBool, Def: "True"}, interp("'bilinear'"), fill("None")}, FormatNone)
 	timm(OpTimmRandAugment, "timm's RandAugment of a config string (rand-m9-mstd0.5-inc1)", "'rand-m9-mstd0.5-inc1'")
 	timm(OpTimmAutoAugment, "timm's AutoAugment of a config string (original, v0, 3a, ...)", "'original'")
 	timm(OpTimmAugMix, "timm's AugMix of a config string (augmix-m3-w3)", "'augmix-m3-w3'")
 }
 
-func definePolicy(kind OpKind, doc string, params []param, format func(*strings.Builder, *Op)) {
-	defineOp(opDef{kind: kind, doc: doc, params: params, format: format,
-		compile: func(c *compiler, n *node, at compileAt) error {
-			pol, err := policy.New(policyParams(n.op), c.w, c.h)
+func definePolicy(kind OpKind, doc string, params []Param, format func(*strings.Builder, *Op)) {
+	Define(Def{Kind: kind, Doc: doc, Params: params, Format: format,
+		Compile: func(c *Compiler, n *Node, at CompileAt) error {
+			pol, err := policy.New(policyParams(n.Op), c.W, c.H)
 			if err != nil {
-				return opError(at.where, "%v", err)
+				return OpError(at.Where, "%v", err)
 			}
-			n.pol, n.maxSteps = pol, pol.MaxSteps()
+			n.pol, n.MaxSteps = pol, pol.MaxSteps()
 			return nil
 		},
-		draw:  func(n *node, r *RNG, d *drawer) { d.steps = n.pol.Draw(r, d.w, d.h, d.steps) },
-		maxNs: func(n *node, w, h int) float64 { return n.pol.MaxNs(w, h) }})
+		Draw:  func(n *Node, r *RNG, d *Drawer) { d.Steps = n.pol.Draw(r, d.W, d.H, d.Steps) },
+		MaxNs: func(n *Node, w, h int) float64 { return n.pol.MaxNs(w, h) }})
 }
 
 func formatPolicy(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", op.Policy) }

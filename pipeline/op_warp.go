@@ -27,65 +27,65 @@ const (
 )
 
 func init() {
-	defineOp(opDef{kind: OpRandomRotation, doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill; expand grows the image to hold all of it",
-		params: []param{{name: "degrees", typ: pRange}, {name: "interpolation", typ: pInterp, def: "'nearest'"},
-			{name: "expand", typ: pBool, def: "False", field: "Expand"}, {name: "center", typ: pFloats, def: "None"}, {name: "fill", typ: pFillBy, def: "0"}},
-		targets: targetsMove, compile: compileWarp, format: formatNone, masks: warpMasks,
-		grows: func(op *Op) bool { return op.Expand },
-		draw: func(n *node, r *RNG, d *drawer) {
-			op := n.op
+	defineOp(opDef{Kind: OpRandomRotation, Doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill; expand grows the image to hold all of it",
+		Params: []param{{Name: "degrees", Typ: pRange}, {Name: "interpolation", Typ: pInterp, Def: "'nearest'"},
+			{Name: "expand", Typ: pBool, Def: "False", Field: "Expand"}, {Name: "center", Typ: pFloats, Def: "None"}, {Name: "fill", Typ: pFillBy, Def: "0"}},
+		Targets: targetsMove, Compile: compileWarp, Format: formatNone, Masks: warpMasks,
+		Grows: func(op *Op) bool { return op.Expand },
+		Draw: func(n *node, r *RNG, d *drawer) {
+			op := n.Op
 			st := Step{Fn: FnRotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
 				Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter}
 			if op.Expand { // the ops after it draw on the grown image
 				st.I[0] = 1
-				d.w, d.h = kernels.RotatedSize(d.w, d.h, st.F[0], op.Center, op.HasCenter)
+				d.W, d.H = kernels.RotatedSize(d.W, d.H, st.F[0], op.Center, op.HasCenter)
 			}
-			d.emit(st)
+			d.Emit(st)
 		},
-		maxNs: func(n *node, w, h int) float64 {
-			if n.op.Expand {
-				w, h = expandBound(n.op, w, h)
+		MaxNs: func(n *node, w, h int) float64 {
+			if n.Op.Expand {
+				w, h = expandBound(n.Op, w, h)
 			}
-			return stepNs(Step{Fn: FnRotate, Interp: n.op.Interp}, w, h)
+			return stepNs(Step{Fn: FnRotate, Interp: n.Op.Interp}, w, h)
 		}})
-	defineOp(opDef{kind: OpRandomAffine, doc: "an affine map of drawn angle, translation, scale and shear, about center",
-		params: []param{{name: "degrees", typ: pRange}, {name: "translate", typ: pFloats, def: "None"}, {name: "scale", typ: pFloats, def: "None"},
-			{name: "shear", typ: pFloats, def: "None"}, {name: "interpolation", typ: pInterp, def: "'nearest'"},
-			{name: "fill", typ: pFillBy, def: "0"}, {name: "center", typ: pFloats, def: "None"}},
-		targets: targetsMove, compile: compileWarp, format: formatNone, masks: warpMasks,
-		draw:  func(n *node, r *RNG, d *drawer) { n.drawAffine(r, d) },
-		maxNs: func(n *node, w, h int) float64 { return stepNs(Step{Fn: FnAffine, Interp: n.op.Interp}, w, h) }})
-	defineOp(opDef{kind: OpRandomPerspective, doc: "with probability p, a perspective moving each corner up to distortion_scale of half the side inward",
-		params: []param{{name: "distortion_scale", typ: pFloat, def: "0.5"}, pParam(0.5),
-			{name: "interpolation", typ: pInterp, def: "'bilinear'"}, {name: "fill", typ: pFill, def: "0"}},
-		targets: targetsMove,
-		compile: func(c *compiler, n *node, at compileAt) error {
-			op := n.op
+	defineOp(opDef{Kind: OpRandomAffine, Doc: "an affine map of drawn angle, translation, scale and shear, about center",
+		Params: []param{{Name: "degrees", Typ: pRange}, {Name: "translate", Typ: pFloats, Def: "None"}, {Name: "scale", Typ: pFloats, Def: "None"},
+			{Name: "shear", Typ: pFloats, Def: "None"}, {Name: "interpolation", Typ: pInterp, Def: "'nearest'"},
+			{Name: "fill", Typ: pFillBy, Def: "0"}, {Name: "center", Typ: pFloats, Def: "None"}},
+		Targets: targetsMove, Compile: compileWarp, Format: formatNone, Masks: warpMasks,
+		Draw:  drawAffine,
+		MaxNs: func(n *node, w, h int) float64 { return stepNs(Step{Fn: FnAffine, Interp: n.Op.Interp}, w, h) }})
+	defineOp(opDef{Kind: OpRandomPerspective, Doc: "with probability p, a perspective moving each corner up to distortion_scale of half the side inward",
+		Params: []param{{Name: "distortion_scale", Typ: pFloat, Def: "0.5"}, pParam(0.5),
+			{Name: "interpolation", Typ: pInterp, Def: "'bilinear'"}, {Name: "fill", Typ: pFill, Def: "0"}},
+		Targets: targetsMove,
+		Compile: func(c *compiler, n *node, at compileAt) error {
+			op := n.Op
 			if err := checkProb(op, at); err != nil {
 				return err
 			}
 			if !(op.Distortion >= 0 && op.Distortion <= 1) {
-				return opError(at.where, "distortion_scale %v: want 0..1", op.Distortion)
+				return opError(at.Where, "distortion_scale %v: want 0..1", op.Distortion)
 			}
-			if err := checkFill(op.Fill, at.where); err != nil {
+			if err := checkFill(op.Fill, at.Where); err != nil {
 				return err
 			}
 			if op.Interp != InterpNearest && op.Interp != InterpBilinear {
-				return opError(at.where, "interpolation %s: torchvision's perspective of a tensor is nearest or bilinear", op.Interp)
+				return opError(at.Where, "interpolation %s: torchvision's perspective of a tensor is nearest or bilinear", op.Interp)
 			}
 			return nil
 		},
-		draw: func(n *node, r *RNG, d *drawer) {
-			if r.Float64() < n.op.P { // _RandomApplyTransform's torch.rand(1) >= p skips
-				d.emit(drawPerspective(r, d.w, d.h, n.op))
+		Draw: func(n *node, r *RNG, d *drawer) {
+			if r.Float64() < n.Op.P { // _RandomApplyTransform's torch.rand(1) >= p skips
+				d.Emit(drawPerspective(r, d.W, d.H, n.Op))
 			}
 		},
-		format: func(b *strings.Builder, op *Op) {
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(distortion_scale=%g, p=%g, fill=%v", op.Distortion, op.P, op.Fill)
 			formatInterp(b, op)
 		},
-		maxNs: func(n *node, w, h int) float64 { return stepNs(Step{Fn: FnPerspective, Interp: n.op.Interp}, w, h) },
-		masks: func(*Op) error {
+		MaxNs: func(n *node, w, h int) float64 { return stepNs(Step{Fn: FnPerspective, Interp: n.Op.Interp}, w, h) },
+		Masks: func(*Op) error {
 			return fmt.Errorf("masks through RandomPerspective are not written yet (boxes and keypoints are): ask for targets without \"masks\"")
 		}})
 }
@@ -102,7 +102,7 @@ func warpMasks(op *Op) error {
 
 // compileWarp checks RandomRotation's and RandomAffine's arguments.
 func compileWarp(_ *compiler, n *node, at compileAt) error {
-	op, where := n.op, at.where
+	op, where := n.Op, at.Where
 	if !(op.Degrees[0] <= op.Degrees[1]) || math.Abs(op.Degrees[0]) > 1e6 || math.Abs(op.Degrees[1]) > 1e6 {
 		return opError(where, "degrees %v: want min <= max, finite", op.Degrees)
 	}
@@ -143,13 +143,13 @@ func compileWarp(_ *compiler, n *node, at compileAt) error {
 }
 
 // drawAffine is RandomAffine's make_params.
-func (n *node) drawAffine(r *RNG, d *drawer) {
-	op := n.op
+func drawAffine(n *node, r *RNG, d *drawer) {
+	op := n.Op
 	st := Step{Fn: FnAffine, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter}
 	st.F[0] = r.Uniform(op.Degrees[0], op.Degrees[1])
 	if op.HasTranslate {
-		dx := float64(op.Translate[0] * float64(d.w))
-		dy := float64(op.Translate[1] * float64(d.h))
+		dx := float64(op.Translate[0] * float64(d.W))
+		dy := float64(op.Translate[1] * float64(d.H))
 		st.F[1] = math.RoundToEven(r.Uniform(-dx, dx))
 		st.F[2] = math.RoundToEven(r.Uniform(-dy, dy))
 	}
@@ -163,7 +163,7 @@ func (n *node) drawAffine(r *RNG, d *drawer) {
 			st.F[5] = r.Uniform(op.Shear[2], op.Shear[3])
 		}
 	}
-	d.emit(st)
+	d.Emit(st)
 }
 
 // drawPerspective is RandomPerspective.make_params on a w x h image: each

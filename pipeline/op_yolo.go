@@ -34,55 +34,55 @@ func yoloKind(k OpKind) bool {
 
 func init() {
 	yolo := func(d opDef) {
-		if d.geometry {
-			d.stays = true
-			d.misplaced = fmt.Sprintf("%s after other ops: the YOLO geometry is YOLOLoadImage, then YOLOLetterBox and/or YOLORandomPerspective, first, fused into the decode", d.kind)
+		if d.Geometry {
+			d.Stays = true
+			d.Misplaced = fmt.Sprintf("%s after other ops: the YOLO geometry is YOLOLoadImage, then YOLOLetterBox and/or YOLORandomPerspective, first, fused into the decode", d.Kind)
 		}
-		d.named = true
-		d.masks = func(*Op) error {
+		d.Named = true
+		d.Masks = func(*Op) error {
 			return fmt.Errorf("masks do not follow the YOLO family's ops yet")
 		}
 		defineOp(d)
 	}
-	yolo(opDef{kind: OpYOLOLoadImage, doc: "ultralytics' load_image: the whole image, its long side resized to imgsz (cv2.INTER_LINEAR)",
-		params:   []param{{name: "imgsz", typ: pInt, def: "640", field: "ImgSz", lo: 1, hi: maxSide}},
-		geometry: true, targets: targetsInstances,
-		format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(imgsz=%d)", op.ImgSz) }})
-	yolo(opDef{kind: OpYOLOLetterBox, doc: "ultralytics' LetterBox: resized to fit new_shape (h, w), padded with 114",
-		params: []param{{name: "new_shape", typ: pSize, def: "(640, 640)", field: "Size", lo: 1, hi: maxSide},
-			{name: "auto", typ: pBool, def: "False", field: "Auto"}, {name: "scale_fill", typ: pBool, def: "False", field: "ScaleFill"},
-			{name: "scaleup", typ: pBool, def: "True", field: "ScaleUp"}, {name: "center", typ: pBool, def: "True", field: "LetterCenter"},
-			{name: "stride", typ: pInt, def: "32", field: "Stride", lo: 1, hi: 4096}},
-		geometry: true, targets: targetsInstances,
-		format: func(b *strings.Builder, op *Op) {
+	yolo(opDef{Kind: OpYOLOLoadImage, Doc: "ultralytics' load_image: the whole image, its long side resized to imgsz (cv2.INTER_LINEAR)",
+		Params:   []param{{Name: "imgsz", Typ: pInt, Def: "640", Field: "ImgSz", Lo: 1, Hi: maxSide}},
+		Geometry: true, Targets: targetsInstances,
+		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(imgsz=%d)", op.ImgSz) }})
+	yolo(opDef{Kind: OpYOLOLetterBox, Doc: "ultralytics' LetterBox: resized to fit new_shape (h, w), padded with 114",
+		Params: []param{{Name: "new_shape", Typ: pSize, Def: "(640, 640)", Field: "Size", Lo: 1, Hi: maxSide},
+			{Name: "auto", Typ: pBool, Def: "False", Field: "Auto"}, {Name: "scale_fill", Typ: pBool, Def: "False", Field: "ScaleFill"},
+			{Name: "scaleup", Typ: pBool, Def: "True", Field: "ScaleUp"}, {Name: "center", Typ: pBool, Def: "True", Field: "LetterCenter"},
+			{Name: "stride", Typ: pInt, Def: "32", Field: "Stride", Lo: 1, Hi: 4096}},
+		Geometry: true, Targets: targetsInstances,
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(%dx%d, auto=%v, scale_fill=%v, scaleup=%v, center=%v, stride=%d)", op.Size[0], op.Size[1], op.Auto, op.ScaleFill, op.ScaleUp, op.LetterCenter, op.Stride)
 		}})
-	yolo(opDef{kind: OpYOLORandomPerspective, doc: "ultralytics' RandomPerspective: a random warp into size (w, h; None: the image's), boxes filtered",
-		params: []param{{name: "degrees", typ: pFloat, def: "0.0", field: "YDegrees", lo: 0, hi: 360},
-			{name: "translate", typ: pFloat, def: "0.1", field: "YTranslate", lo: 0, hi: 1},
-			{name: "scale", typ: pFloat, def: "0.5", field: "YScale", lo: 0, hi: 0.99},
-			{name: "shear", typ: pFloat, def: "0.0", field: "YShear", lo: 0, hi: 80},
-			{name: "perspective", typ: pFloat, def: "0.0", field: "YPersp", lo: 0, hi: 0.01},
-			{name: "size", typ: pSize, def: "None", field: "YSize", lo: 1, hi: maxSide}},
-		geometry: true, targets: targetsInstances,
-		format: func(b *strings.Builder, op *Op) {
+	yolo(opDef{Kind: OpYOLORandomPerspective, Doc: "ultralytics' RandomPerspective: a random warp into size (w, h; None: the image's), boxes filtered",
+		Params: []param{{Name: "degrees", Typ: pFloat, Def: "0.0", Field: "YDegrees", Lo: 0, Hi: 360},
+			{Name: "translate", Typ: pFloat, Def: "0.1", Field: "YTranslate", Lo: 0, Hi: 1},
+			{Name: "scale", Typ: pFloat, Def: "0.5", Field: "YScale", Lo: 0, Hi: 0.99},
+			{Name: "shear", Typ: pFloat, Def: "0.0", Field: "YShear", Lo: 0, Hi: 80},
+			{Name: "perspective", Typ: pFloat, Def: "0.0", Field: "YPersp", Lo: 0, Hi: 0.01},
+			{Name: "size", Typ: pSize, Def: "None", Field: "YSize", Lo: 1, Hi: maxSide}},
+		Geometry: true, Targets: targetsInstances,
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(degrees=%g, translate=%g, scale=%g, shear=%g, perspective=%g, size=%v)", op.YDegrees, op.YTranslate, op.YScale, op.YShear, op.YPersp, op.YSize)
 		}})
-	yolo(opDef{kind: OpYOLORandomHSV, doc: "ultralytics' RandomHSV: hue, saturation and value by gains drawn in -+(hgain, sgain, vgain)",
-		params: []param{{name: "hgain", typ: pFloat, def: "0.5", field: "HGain", lo: 0, hi: 1},
-			{name: "sgain", typ: pFloat, def: "0.5", field: "SGain", lo: 0, hi: 1}, {name: "vgain", typ: pFloat, def: "0.5", field: "VGain", lo: 0, hi: 1}},
-		targets: targetsPixels, anyFormat: true,
-		step: func(*Op) Step { return Step{Fn: FnYOLOHSV} }, // its cost
-		compile: func(_ *compiler, n *node, at compileAt) error {
-			for _, g := range []float64{n.op.HGain, n.op.SGain, n.op.VGain} {
+	yolo(opDef{Kind: OpYOLORandomHSV, Doc: "ultralytics' RandomHSV: hue, saturation and value by gains drawn in -+(hgain, sgain, vgain)",
+		Params: []param{{Name: "hgain", Typ: pFloat, Def: "0.5", Field: "HGain", Lo: 0, Hi: 1},
+			{Name: "sgain", Typ: pFloat, Def: "0.5", Field: "SGain", Lo: 0, Hi: 1}, {Name: "vgain", Typ: pFloat, Def: "0.5", Field: "VGain", Lo: 0, Hi: 1}},
+		Targets: targetsPixels, AnyFormat: true,
+		Step: func(*Op) Step { return Step{Fn: FnYOLOHSV} }, // its cost
+		Compile: func(_ *compiler, n *node, at compileAt) error {
+			for _, g := range []float64{n.Op.HGain, n.Op.SGain, n.Op.VGain} {
 				if !(g >= 0 && g <= 1) {
-					return opError(at.where, "gain %v: want 0..1", g)
+					return opError(at.Where, "gain %v: want 0..1", g)
 				}
 			}
 			return nil
 		},
-		draw: func(n *node, r *RNG, d *drawer) {
-			op := n.op
+		Draw: func(n *node, r *RNG, d *drawer) {
+			op := n.Op
 			if op.HGain == 0 && op.SGain == 0 && op.VGain == 0 {
 				return // ultralytics draws nothing then
 			}
@@ -90,38 +90,38 @@ func init() {
 			for i, g := range []float64{op.HGain, op.SGain, op.VGain} {
 				st.F[i] = float64(r.Uniform(-1, 1) * g) // np.random.uniform(-1, 1, 3) * gains
 			}
-			d.emit(st)
+			d.Emit(st)
 		},
-		format: func(b *strings.Builder, op *Op) {
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(hgain=%g, sgain=%g, vgain=%g)", op.HGain, op.SGain, op.VGain)
 		}})
-	yolo(opDef{kind: OpYOLORandomFlip, doc: "ultralytics' RandomFlip: flipped with probability p in direction, keypoints reordered by flip_idx",
-		params: []param{pParam(0.5), {name: "direction", typ: pString, def: "'horizontal'", field: "Direction"},
-			{name: "flip_idx", typ: pInts, def: "None", field: "FlipIdx", lo: 0, hi: 1023}},
-		targets: targetsInstances,
-		compile: func(_ *compiler, n *node, at compileAt) error {
-			if err := checkProb(n.op, at); err != nil {
+	yolo(opDef{Kind: OpYOLORandomFlip, Doc: "ultralytics' RandomFlip: flipped with probability p in direction, keypoints reordered by flip_idx",
+		Params: []param{pParam(0.5), {Name: "direction", Typ: pString, Def: "'horizontal'", Field: "Direction"},
+			{Name: "flip_idx", Typ: pInts, Def: "None", Field: "FlipIdx", Lo: 0, Hi: 1023}},
+		Targets: targetsInstances,
+		Compile: func(_ *compiler, n *node, at compileAt) error {
+			if err := checkProb(n.Op, at); err != nil {
 				return err
 			}
-			if d := n.op.Direction; d != "horizontal" && d != "vertical" {
-				return opError(at.where, "direction %q: want 'horizontal' or 'vertical'", errs.Clip(d, 32))
+			if d := n.Op.Direction; d != "horizontal" && d != "vertical" {
+				return opError(at.Where, "direction %q: want 'horizontal' or 'vertical'", errs.Clip(d, 32))
 			}
-			if len(n.op.FlipIdx) > 1024 {
-				return opError(at.where, "flip_idx of %d keypoints: the limit is 1024", len(n.op.FlipIdx))
+			if len(n.Op.FlipIdx) > 1024 {
+				return opError(at.Where, "flip_idx of %d keypoints: the limit is 1024", len(n.Op.FlipIdx))
 			}
-			for _, j := range n.op.FlipIdx {
-				if j < 0 || j >= len(n.op.FlipIdx) {
-					return opError(at.where, "flip_idx %v: want indices below its length", n.op.FlipIdx)
+			for _, j := range n.Op.FlipIdx {
+				if j < 0 || j >= len(n.Op.FlipIdx) {
+					return opError(at.Where, "flip_idx %v: want indices below its length", n.Op.FlipIdx)
 				}
 			}
-			n.step = Step{Fn: FnYOLOFlipLR, I: [6]int{1: fn.InternFlipIdx(n.op.FlipIdx)}}
-			if n.op.Direction == "vertical" {
-				n.step.Fn = FnYOLOFlipUD
+			n.Step = Step{Fn: FnYOLOFlipLR, I: [6]int{1: fn.InternFlipIdx(n.Op.FlipIdx)}}
+			if n.Op.Direction == "vertical" {
+				n.Step.Fn = FnYOLOFlipUD
 			}
 			return nil
 		},
-		draw: drawApplied, // random.random() < p
-		format: func(b *strings.Builder, op *Op) {
+		Draw: drawApplied, // random.random() < p
+		Format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(p=%g, direction=%s, flip_idx=%v)", op.P, op.Direction, op.FlipIdx)
 		}})
 }

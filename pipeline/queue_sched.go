@@ -264,7 +264,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		}
 		r, i, ch := e.take(q)
 		e.cur[w] = r
-		d.ops.Stop, d.ops.progress = r.stop, r.progress
+		d.ops.Stop, d.ops.Progress = r.stop, r.progress
 		e.mu.Unlock()
 		if r.progress != nil {
 			r.progress.Start()
@@ -353,7 +353,7 @@ func (e *Executor) run(d *Decoder, w int) {
 			e.returned.Add(1) // an abandoned sample's worker is back
 		}
 		e.cur[w] = nil
-		d.ops.Stop, d.ops.progress = nil, nil
+		d.ops.Stop, d.ops.Progress = nil, nil
 		if r.progress != nil {
 			r.progress.Add()
 		}

@@ -26,102 +26,102 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/fn"
 )
 
-// opDef is one op: torchvision.transforms.v2's class, its schema and
+// Def is one op: torchvision.transforms.v2's class, its schema and
 // every part of stoker that knows it.
-type opDef struct {
-	kind OpKind
-	// doc is one line for the reference (docs/reference.md, `stoker ops
+type Def struct {
+	Kind OpKind
+	// Doc is one line for the reference (docs/reference.md, `stoker ops
 	// list`) and the generated Python class.
-	doc string
-	// params is its schema: torchvision's arguments, in its order, with
+	Doc string
+	// Params is its schema: torchvision's arguments, in its order, with
 	// their defaults (python/stoker's classes take the same; a test holds
 	// them to it).
-	params []param
-	// named: it travels on the wire as a NamedOp (its name and params),
+	Params []Param
+	// Named: it travels on the wire as a NamedOp (its name and params),
 	// having no message of its own, and its Python class is generated.
-	named bool
-	// geometry: fused into the decode, parsed by NewTransform (its place
+	Named bool
+	// Geometry: fused into the decode, parsed by NewTransform (its place
 	// there is the geometry's grammar); misplaced says why it cannot stand
 	// after other ops.
-	geometry  bool
-	misplaced string
-	// targets is what it does to a job's targets; needsTargets: refused in
+	Geometry  bool
+	Misplaced string
+	// Targets is what it does to a job's targets; needsTargets: refused in
 	// a job without them; anyFormat: it may follow a
 	// ConvertBoundingBoxFormat (it acts on boxes in their format, or on
 	// pixels alone); stays: stop_epoch may not switch it off (it fixes
 	// the batch's size or type).
-	targets      targetRole
-	needsTargets bool
-	anyFormat    bool
-	stays        bool
-	// compile checks its arguments beyond the schema and precomputes its
+	Targets      targetRole
+	NeedsTargets bool
+	AnyFormat    bool
+	Stays        bool
+	// Compile checks its arguments beyond the schema and precomputes its
 	// node (nil: nothing to check); step, for an op whose only draw is
 	// whether it applies, is the step it emits (node.step).
-	compile func(c *compiler, n *node, at compileAt) error
-	step    func(op *Op) Step
-	// grows: the op grows the image past the geometry's size (a
+	Compile func(c *Compiler, n *Node, at CompileAt) error
+	Step    func(op *Op) Step
+	// Grows: the op grows the image past the geometry's size (a
 	// RandomRotation with expand=True); afterGrow compiles a geometry op
 	// that follows such an op at the top level, as a step after the
 	// decode (Resize, CenterCrop: fixSize).
-	grows     func(op *Op) bool
-	afterGrow func(op *Op, stream uint64, where string) (node, error)
-	// draw appends one sample's steps, torchvision's make_params and
+	Grows     func(op *Op) bool
+	AfterGrow func(op *Op, stream uint64, where string) (Node, error)
+	// Draw appends one sample's steps, torchvision's make_params and
 	// transform (nil: a geometry op, drawn by the sample's plan).
-	draw func(n *node, r *RNG, d *drawer)
-	// format writes String's arguments after the kind (nil: "(p=P)").
-	format func(b *strings.Builder, op *Op)
-	// maxNs is the most its steps may cost on a w x h image (nil: its
+	Draw func(n *Node, r *RNG, d *Drawer)
+	// Format writes String's arguments after the kind (nil: "(p=P)").
+	Format func(b *strings.Builder, op *Op)
+	// MaxNs is the most its steps may cost on a w x h image (nil: its
 	// step's cost).
-	maxNs func(n *node, w, h int) float64
-	// masks refuses an op whose targets' masks cannot follow (nil: they
+	MaxNs func(n *Node, w, h int) float64
+	// Masks refuses an op whose targets' masks cannot follow (nil: they
 	// follow it, or it is not a geometric op).
-	masks func(op *Op) error
+	Masks func(op *Op) error
 }
 
-// compileAt is where an op being compiled stands: where names it in
+// CompileAt is where an op being compiled stands: where names it in
 // errors (its position through its containers); depth, path and pos are
 // a container's, for its ops.
-type compileAt struct {
-	where string
+type CompileAt struct {
+	Where string
 	depth int
 	pos   int
 	path  []string
 }
 
-var opDefs = map[OpKind]*opDef{}
+var Defs = map[OpKind]*Def{}
 
-// defineOp registers an op; family files call it from init.
-func defineOp(d opDef) {
-	if _, dup := opDefs[d.kind]; dup {
-		panic("pipeline: op defined twice: " + string(d.kind))
+// Define registers an op; family files call it from init.
+func Define(d Def) {
+	if _, dup := Defs[d.Kind]; dup {
+		panic("pipeline: op defined twice: " + string(d.Kind))
 	}
-	opDefs[d.kind] = &d
+	Defs[d.Kind] = &d
 }
 
-// lookupOp is k's definition, nil for an unknown kind.
-func lookupOp(k OpKind) *opDef { return opDefs[k] }
+// Lookup is k's definition, nil for an unknown kind.
+func Lookup(k OpKind) *Def { return Defs[k] }
 
-// opKinds are the registered kinds, sorted.
-func opKinds() []OpKind {
-	ks := make([]OpKind, 0, len(opDefs))
-	for k := range opDefs {
+// Kinds are the registered kinds, sorted.
+func Kinds() []OpKind {
+	ks := make([]OpKind, 0, len(Defs))
+	for k := range Defs {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
 	return ks
 }
 
-// roleOf is what op does to targets: a container's is its ops'.
-func roleOf(k OpKind) targetRole {
-	if d := lookupOp(k); d != nil {
-		return d.targets
+// RoleOf is what op does to targets: a container's is its ops'.
+func RoleOf(k OpKind) targetRole {
+	if d := Lookup(k); d != nil {
+		return d.Targets
 	}
 	return targetsRefused
 }
 
 // errUnknownOp is an unknown kind's error.
 func errUnknownOp(k OpKind) error {
-	return fmt.Errorf("%w: unknown op %q", ErrUnsupported, truncKind(k))
+	return fmt.Errorf("%w: unknown op %q", ErrUnsupported, TruncKind(k))
 }
 
 // targetRole says what an op does to a job's targets: its functional
@@ -130,17 +130,17 @@ type targetRole = fn.TargetRole
 
 const (
 	targetsRefused   = fn.TargetsRefused
-	targetsPixels    = fn.TargetsPixels
-	targetsMove      = fn.TargetsMove
-	targetsInstances = fn.TargetsInstances
-	targetsContainer = fn.TargetsContainer
+	TargetsPixels    = fn.TargetsPixels
+	TargetsMove      = fn.TargetsMove
+	TargetsInstances = fn.TargetsInstances
+	TargetsContainer = fn.TargetsContainer
 )
 
-// maxSide is the longest side of an image the ops make (fn.MaxSide).
-const maxSide = fn.MaxSide
+// MaxSide is the longest side of an image the ops make (fn.MaxSide).
+const MaxSide = fn.MaxSide
 
-// truncKind is k shortened for a message (a client's string).
-func truncKind(k OpKind) string {
+// TruncKind is k shortened for a message (a client's string).
+func TruncKind(k OpKind) string {
 	if len(k) > 64 {
 		return string(k[:64]) + "…"
 	}

@@ -18,38 +18,38 @@ import (
 type paramType uint8
 
 const (
-	pFloat  paramType = iota + 1
-	pInt              // an integer
-	pBool             // True or False
-	pRange            // (min, max), or one number x meaning the op's own range about it
-	pSize             // an int, or (h, w)
-	pFill             // a number, or one a channel; None where the op says
-	pInterp           // "nearest", "bilinear" or "bicubic"
-	pString           // a name or a config string
+	PFloat  paramType = iota + 1
+	PInt              // an integer
+	PBool             // True or False
+	PRange            // (min, max), or one number x meaning the op's own range about it
+	PSize             // an int, or (h, w)
+	PFill             // a number, or one a channel; None where the op says
+	PInterp           // "nearest", "bilinear" or "bicubic"
+	PString           // a name or a config string
 	pOps              // a list of ops (a container's)
-	pFloats           // a list of numbers
-	pInts             // a list of integers
+	PFloats           // a list of numbers
+	PInts             // a list of integers
 	pAny              // one of several forms (its doc says which)
-	pFillBy           // a fill, or torchvision's fill per type: {Image: v, Mask: m, "others": o}
+	PFillBy           // a fill, or torchvision's fill per type: {Image: v, Mask: m, "others": o}
 )
 
-var paramTypeNames = [...]string{pFloat: "float", pInt: "int", pBool: "bool", pRange: "range", pSize: "size", pFill: "fill",
-	pInterp: "interpolation", pString: "str", pOps: "ops", pFloats: "floats", pInts: "ints", pAny: "any",
-	pFillBy: "typed_fill"}
+var paramTypeNames = [...]string{PFloat: "float", PInt: "int", PBool: "bool", PRange: "range", PSize: "size", PFill: "fill",
+	PInterp: "interpolation", PString: "str", pOps: "ops", PFloats: "floats", PInts: "ints", pAny: "any",
+	PFillBy: "typed_fill"}
 
-// param is one argument of an op.
-type param struct {
-	name string
-	typ  paramType
-	// def is its default as Python writes it ("0.5", "(0.08, 1.0)",
+// Param is one argument of an op.
+type Param struct {
+	Name string
+	Typ  paramType
+	// Def is its default as Python writes it ("0.5", "(0.08, 1.0)",
 	// "'bilinear'", "None"); "" for a required argument.
-	def string
+	Def string
 	// kwOnly: keyword-only (after torchvision's *).
 	kwOnly bool
-	// field is the Op field a NamedOp's value of it sets ("": a NamedOp
+	// Field is the Op field a NamedOp's value of it sets ("": a NamedOp
 	// may not set it); lo and hi bound its numbers, when hi > lo.
-	field  string
-	lo, hi float64
+	Field  string
+	Lo, Hi float64
 }
 
 // OpSchema is an op as the reference and the clients see it.
@@ -81,26 +81,26 @@ type ParamSchema struct {
 	Max         *float64 `json:"max,omitempty"`
 }
 
-var targetRoleNames = [...]string{targetsRefused: "refused", targetsPixels: "pixels", targetsMove: "moves",
-	targetsInstances: "instances", targetsContainer: "ops"}
+var targetRoleNames = [...]string{targetsRefused: "refused", TargetsPixels: "pixels", TargetsMove: "moves",
+	TargetsInstances: "instances", TargetsContainer: "ops"}
 
 // OpSchemas are the registered ops' schemas, by name.
 func OpSchemas() []OpSchema {
 	var out []OpSchema
-	for _, k := range opKinds() {
-		d := opDefs[k]
-		s := OpSchema{Name: string(k), Doc: d.doc, Place: "after", Targets: targetRoleNames[d.targets],
-			NeedsTargets: d.needsTargets, Named: d.named, Params: []ParamSchema{}}
+	for _, k := range Kinds() {
+		d := Defs[k]
+		s := OpSchema{Name: string(k), Doc: d.Doc, Place: "after", Targets: targetRoleNames[d.Targets],
+			NeedsTargets: d.NeedsTargets, Named: d.Named, Params: []ParamSchema{}}
 		switch {
-		case d.geometry:
+		case d.Geometry:
 			s.Place = "geometry"
-		case d.targets == targetsContainer:
+		case d.Targets == TargetsContainer:
 			s.Place = "container"
 		}
-		for _, p := range d.params {
-			ps := ParamSchema{Name: p.name, Type: paramTypeNames[p.typ], Default: p.def, Required: p.def == "", KeywordOnly: p.kwOnly}
-			if p.hi > p.lo {
-				lo, hi := p.lo, p.hi
+		for _, p := range d.Params {
+			ps := ParamSchema{Name: p.Name, Type: paramTypeNames[p.Typ], Default: p.Def, Required: p.Def == "", KeywordOnly: p.kwOnly}
+			if p.Hi > p.Lo {
+				lo, hi := p.Lo, p.Hi
 				ps.Min, ps.Max = &lo, &hi
 			}
 			s.Params = append(s.Params, ps)
@@ -115,43 +115,43 @@ func OpSchemas() []OpSchema {
 // defaults: a NamedOp from the wire. Only a named op (opDef.named) is read
 // so; every value is checked against its param's type and bounds.
 func NamedOp(kind string, args map[string]any) (Op, error) {
-	d := lookupOp(OpKind(kind))
+	d := Lookup(OpKind(kind))
 	if d == nil {
 		return Op{}, errUnknownOp(OpKind(kind))
 	}
 	bad := func(format string, a ...any) (Op, error) {
 		return Op{}, fmt.Errorf("%w: %s: %s", ErrUnsupported, kind, fmt.Sprintf(format, a...))
 	}
-	if !d.named {
+	if !d.Named {
 		return bad("it has a message of its own on the wire: send that, not a NamedOp")
 	}
-	op := Op{Kind: d.kind}
-	for _, p := range d.params {
-		v, given := args[p.name]
+	op := Op{Kind: d.Kind}
+	for _, p := range d.Params {
+		v, given := args[p.Name]
 		if !given {
-			if p.def == "" {
-				return bad("%s is required", p.name)
+			if p.Def == "" {
+				return bad("%s is required", p.Name)
 			}
 			var err error
-			if v, err = parseDefault(p.def); err != nil {
-				panic(fmt.Sprintf("pipeline: %s's %s default %q: %v", kind, p.name, p.def, err))
+			if v, err = parseDefault(p.Def); err != nil {
+				panic(fmt.Sprintf("pipeline: %s's %s default %q: %v", kind, p.Name, p.Def, err))
 			}
 		}
 		if err := p.set(&op, v); err != nil {
-			return bad("%s: %v", p.name, err)
+			return bad("%s: %v", p.Name, err)
 		}
 	}
 	for name := range args {
-		if !hasParam(d.params, name) {
-			return bad("unknown argument %q", truncKind(OpKind(name)))
+		if !hasParam(d.Params, name) {
+			return bad("unknown argument %q", TruncKind(OpKind(name)))
 		}
 	}
 	return op, nil
 }
 
-func hasParam(ps []param, name string) bool {
+func hasParam(ps []Param, name string) bool {
 	for _, p := range ps {
-		if p.name == name {
+		if p.Name == name {
 			return true
 		}
 	}
@@ -159,14 +159,14 @@ func hasParam(ps []param, name string) bool {
 }
 
 // set sets p's field of op to v, checked against p's type and bounds.
-func (p *param) set(op *Op, v any) error {
-	if p.field == "" {
+func (p *Param) set(op *Op, v any) error {
+	if p.Field == "" {
 		if v == nil {
 			return nil // None where the op has no field: its default
 		}
 		return fmt.Errorf("not settable by name")
 	}
-	f := reflect.ValueOf(op).Elem().FieldByName(p.field)
+	f := reflect.ValueOf(op).Elem().FieldByName(p.Field)
 	if v == nil {
 		return nil // None: the field's zero (the op's doc says what it means)
 	}
@@ -174,8 +174,8 @@ func (p *param) set(op *Op, v any) error {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return fmt.Errorf("%v: want a finite number", x)
 		}
-		if p.hi > p.lo && !(x >= p.lo && x <= p.hi) {
-			return fmt.Errorf("%v: want %v..%v", x, p.lo, p.hi)
+		if p.Hi > p.Lo && !(x >= p.Lo && x <= p.Hi) {
+			return fmt.Errorf("%v: want %v..%v", x, p.Lo, p.Hi)
 		}
 		return nil
 	}
@@ -245,7 +245,7 @@ func (p *param) set(op *Op, v any) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%v: want a %s", v, paramTypeNames[p.typ])
+	return fmt.Errorf("%v: want a %s", v, paramTypeNames[p.Typ])
 }
 
 // parseDefault reads a default's Python literal: None, True, False, a
@@ -279,7 +279,7 @@ func parseDefault(s string) (any, error) {
 	return strconv.ParseFloat(s, 64)
 }
 
-func opsString(ops []Op) string {
+func OpsString(ops []Op) string {
 	var b strings.Builder
 	for i := range ops {
 		if i > 0 {
@@ -287,9 +287,9 @@ func opsString(ops []Op) string {
 		}
 		op := &ops[i]
 		b.WriteString(string(op.Kind))
-		format := formatP
-		if d := lookupOp(op.Kind); d != nil && d.format != nil {
-			format = d.format
+		format := FormatP
+		if d := Lookup(op.Kind); d != nil && d.Format != nil {
+			format = d.Format
 		}
 		format(&b, op)
 	}

@@ -9,22 +9,22 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
-// opScratch is a Decoder's reusable memory for the ops after the
+// Scratch is a Decoder's reusable memory for the ops after the
 // geometry: the kernels' Scratch, whose Stop is the sample's abandoned
 // flag (nil: none), set by an Executor when no one wants the sample any
 // more (its Fill's ctx ended, its queue closed): the C kernels poll it
 // once a row, the steps' loop between steps, and a sample whose flag is
 // set ends with errAbandoned.
-type opScratch struct {
+type Scratch struct {
 	kernels.Scratch
-	// progress is told of each step made (nil: no one asks).
-	progress *batch.Progress
+	// Progress is told of each step made (nil: no one asks).
+	Progress *batch.Progress
 }
 
-// errAbandoned is the error of a sample whose work was abandoned (its
+// ErrAbandoned is the error of a sample whose work was abandoned (its
 // flag, opScratch.Stop, was set): its batch's Fill returns the reason
 // instead, so it never reaches a batch as a sample's error.
-var errAbandoned = errors.New("pipeline: the sample's work was abandoned")
+var ErrAbandoned = errors.New("pipeline: the sample's work was abandoned")
 
 // ApplyTrace runs a trace's steps after the geometry (AppendTrace's JSON,
 // parsed by ParseTrace) on pix, a w x h image as three planes (CHW, uint8),
@@ -47,16 +47,16 @@ func ApplyTrace(pix []byte, w, h int, steps []Step) error {
 // (rotate's expand): it returns the image after them (pix's bytes when it
 // fits in them) and its size.
 func ApplyTraceSized(pix []byte, w, h int, steps []Step) ([]byte, int, int, error) {
-	if w <= 0 || h <= 0 || w > maxSide || h > maxSide || len(pix) != 3*w*h {
-		return nil, 0, 0, fmt.Errorf("%w: %d bytes for a 3x%dx%d image (sides 1..%d)", ErrUnsupported, len(pix), h, w, maxSide)
+	if w <= 0 || h <= 0 || w > MaxSide || h > MaxSide || len(pix) != 3*w*h {
+		return nil, 0, 0, fmt.Errorf("%w: %d bytes for a 3x%dx%d image (sides 1..%d)", ErrUnsupported, len(pix), h, w, MaxSide)
 	}
 	room, cw, ch := 3*w*h, w, h
 	for i := range steps {
 		if err := fn.Check(&steps[i], cw, ch); err != nil {
 			return nil, 0, 0, fmt.Errorf("step %d: %w", i, err)
 		}
-		if cw, ch = fn.Size(&steps[i], cw, ch); cw < 1 || ch < 1 || cw > maxSide || ch > maxSide {
-			return nil, 0, 0, fmt.Errorf("%w: step %d makes a %dx%d image (sides 1..%d)", ErrUnsupported, i, cw, ch, maxSide)
+		if cw, ch = fn.Size(&steps[i], cw, ch); cw < 1 || ch < 1 || cw > MaxSide || ch > MaxSide {
+			return nil, 0, 0, fmt.Errorf("%w: step %d makes a %dx%d image (sides 1..%d)", ErrUnsupported, i, cw, ch, MaxSide)
 		}
 		room = max(room, 3*cw*ch)
 	}

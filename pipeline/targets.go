@@ -187,7 +187,7 @@ func checkConvertLast(ops []Op, first int) error {
 		case conv < 0 && k == OpConvertBoundingBoxFormat:
 			conv = i
 		case conv < 0:
-		case d != nil && (d.targets == targetsPixels || d.anyFormat):
+		case d != nil && (d.Targets == targetsPixels || d.AnyFormat):
 			// Pixels alone, or the targets' clamps and SanitizeKeyPoints (in any format).
 		default:
 			return fmt.Errorf("%w: transform: op %d (%s) after ConvertBoundingBoxFormat (op %d): it must come after every op that moves or drops boxes (convert last)",
@@ -237,7 +237,7 @@ func needsTargets(ops []Op, at string) string {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		if d := lookupOp(op.Kind); d != nil && d.needsTargets {
+		if d := lookupOp(op.Kind); d != nil && d.NeedsTargets {
 			return where
 		}
 		if s := needsTargets(op.Ops, where+": "); s != "" {
@@ -270,7 +270,7 @@ func checkTargetOps(ops []Op, at string) error {
 func kindsMoving() []string {
 	var ks []string
 	for _, k := range opKinds() {
-		if opDefs[k].targets == targetsMove {
+		if opDefs[k].Targets == targetsMove {
 			ks = append(ks, string(k))
 		}
 	}
@@ -305,12 +305,12 @@ func checkMaskOps(ops []Op, at string) error {
 		d := lookupOp(op.Kind)
 		switch {
 		case d == nil:
-		case d.targets == targetsContainer:
+		case d.Targets == targetsContainer:
 			if err := checkMaskOps(op.Ops, where+": "); err != nil {
 				return err
 			}
-		case d.masks != nil:
-			if err := d.masks(op); err != nil {
+		case d.Masks != nil:
+			if err := d.Masks(op); err != nil {
 				return fmt.Errorf("%w: transform: %s: %v", ErrUnsupported, where, err)
 			}
 		}

@@ -164,11 +164,11 @@ func (t *Transform) drawStepsAt(k Key, w, h int, buf []Step) []Step {
 
 // drawInto is drawStepsAt with the caller's drawer d, reused.
 func (t *Transform) drawInto(d *drawer, k Key, w, h int, buf []Step) []Step {
-	*d = drawer{k: k, w: w, h: h, steps: buf}
+	*d = drawer{K: k, W: w, H: h, Steps: buf}
 	for i := range t.post {
-		t.post[i].draw(d)
+		t.post[i].Draw(d)
 	}
-	steps := d.steps
-	d.steps = nil
+	steps := d.Steps
+	d.Steps = nil
 	return steps
 }

@@ -283,19 +283,19 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	if err := t.checkVaryOps(rest); err != nil {
 		return nil, err
 	}
-	c := compiler{w: t.outW, h: t.outH}
+	c := compiler{W: t.outW, H: t.outH}
 	t.post = make([]node, len(rest))
 	for i := range rest {
 		j := i + 1 // position after the geometry
 		if t.hasFlip {
 			j++
 		}
-		nd, err := c.compile(&rest[i], pre+first-1+i, uint64(1+j), 0)
+		nd, err := c.Compile(&rest[i], pre+first-1+i, uint64(1+j), 0)
 		if err != nil {
 			return nil, err
 		}
 		t.post[i] = nd
-		t.maxSteps += nd.maxSteps
+		t.maxSteps += nd.MaxSteps
 	}
 	if t.ops = all; pre > 0 {
 		if err := t.compilePre(pre); err != nil {

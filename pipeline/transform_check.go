@@ -11,7 +11,7 @@ import (
 // geometryKind reports whether k is a geometry op.
 func geometryKind(k OpKind) bool {
 	d := lookupOp(k)
-	return d != nil && d.geometry && k != OpScaleJitter && k != OpFixedSizeCrop && !yoloKind(k) // lsjGeometry and yoloGeometry parse those
+	return d != nil && d.Geometry && k != OpScaleJitter && k != OpFixedSizeCrop && !yoloKind(k) // lsjGeometry and yoloGeometry parse those
 }
 
 // maxZoom bounds RandomZoomOut's side_range: a canvas at most 16 times the
@@ -98,7 +98,7 @@ func (t *Transform) iouCrop(op *Op, n int) (int, error) {
 			if err := checkSanitize(o); err != nil {
 				return bad("op %d (%s): %v", j, o.Kind, err)
 			}
-			t.iouMid = append(t.iouMid, lookupOp(o.Kind).step(o))
+			t.iouMid = append(t.iouMid, lookupOp(o.Kind).Step(o))
 			continue
 		case o.Kind == OpRandomHorizontalFlip && !flip:
 			if !(o.P >= 0 && o.P <= 1) {
