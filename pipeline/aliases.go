@@ -19,6 +19,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
@@ -240,57 +241,141 @@ var (
 	FnYOLOFlipUD        = fn.YOLOFlipUD
 )
 
-// The op table's names (pipeline/ops: Op, its registry, schema, compiler
-// and the families that only draw steps) under the names the root's
-// Transform, geometry families and tests use.
+// OpKind names an op, with torchvision.transforms.v2's name and semantics
+// (ops.OpKind).
+type OpKind = ops.OpKind
+
+// Op is one step of a transform, with torchvision's arguments (ops.Op:
+// its doc says which kind reads which field).
+type Op = ops.Op
+
+// OpSchema is one op's schema (ops.OpSchema): its kind, doc and
+// torchvision's arguments.
+type OpSchema = ops.OpSchema
+
+// ParamSchema is one argument of an op's schema (ops.ParamSchema).
+type ParamSchema = ops.ParamSchema
+
+// The ops of the op table's families (pipeline/ops: blur, boxes, channel
+// permutation, color, containers, erase, flip, normalize, point ops,
+// policies); the geometry's families (op_*.go) define theirs here.
+const (
+	OpGaussianBlur             = ops.OpGaussianBlur
+	OpSanitizeBoundingBoxes    = ops.OpSanitizeBoundingBoxes
+	OpConvertBoundingBoxFormat = ops.OpConvertBoundingBoxFormat
+	OpClampBoundingBoxes       = ops.OpClampBoundingBoxes
+	OpClampKeyPoints           = ops.OpClampKeyPoints
+	OpSanitizeKeyPoints        = ops.OpSanitizeKeyPoints
+	OpRandomChannelPermutation = ops.OpRandomChannelPermutation
+	OpColorJitter              = ops.OpColorJitter
+	OpGrayscale                = ops.OpGrayscale
+	OpRandomGrayscale          = ops.OpRandomGrayscale
+	OpRandomPhotometricDistort = ops.OpRandomPhotometricDistort
+	OpRandomApply              = ops.OpRandomApply
+	OpRandomChoice             = ops.OpRandomChoice
+	OpRandomOrder              = ops.OpRandomOrder
+	OpRandomErasing            = ops.OpRandomErasing
+	OpRandomHorizontalFlip     = ops.OpRandomHorizontalFlip
+	OpRandomVerticalFlip       = ops.OpRandomVerticalFlip
+	OpNormalize                = ops.OpNormalize
+	OpRandomSolarize           = ops.OpRandomSolarize
+	OpRandomPosterize          = ops.OpRandomPosterize
+	OpRandomInvert             = ops.OpRandomInvert
+	OpRandomEqualize           = ops.OpRandomEqualize
+	OpRandomAutocontrast       = ops.OpRandomAutocontrast
+	OpRandomAdjustSharpness    = ops.OpRandomAdjustSharpness
+	OpTrivialAugmentWide       = ops.OpTrivialAugmentWide
+	OpRandAugment              = ops.OpRandAugment
+	OpAutoAugment              = ops.OpAutoAugment
+	OpAugMix                   = ops.OpAugMix
+	OpTimmRandAugment          = ops.OpTimmRandAugment
+	OpTimmAutoAugment          = ops.OpTimmAutoAugment
+	OpTimmAugMix               = ops.OpTimmAugMix
+)
+
+// MaxNesting is how deep a transform's containers (RandomApply,
+// RandomChoice, RandomOrder) may nest inside one another (ops.MaxNesting).
+const MaxNesting = ops.MaxNesting
+
+// MaxEraseCount bounds RandomErasing's count (ops.MaxEraseCount).
+const MaxEraseCount = ops.MaxEraseCount
+
+// ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
+// torchvision's single-number form.
+func ColorJitterOp(brightness, contrast, saturation, hue float64) Op {
+	return ops.ColorJitterOp(brightness, contrast, saturation, hue)
+}
+
+// OpSchemas are the registered ops' schemas, by name (ops.OpSchemas: the
+// op table's families and the geometry's).
+func OpSchemas() []OpSchema { return ops.OpSchemas() }
+
+// NamedOp is the op kind with args, the others at their defaults: a
+// NamedOp from the wire (ops.NamedOp).
+func NamedOp(kind string, args map[string]any) (Op, error) { return ops.NamedOp(kind, args) }
+
+// ApplyTrace runs a trace's steps after the geometry on pix, a w x h
+// image as three planes (CHW, uint8), in place (ops.ApplyTrace).
+func ApplyTrace(pix []byte, w, h int, steps []Step) error { return ops.ApplyTrace(pix, w, h, steps) }
+
+// ApplyTraceSized is ApplyTrace with steps that may change the size
+// (rotate's expand): it returns the image after them and its size
+// (ops.ApplyTraceSized).
+func ApplyTraceSized(pix []byte, w, h int, steps []Step) ([]byte, int, int, error) {
+	return ops.ApplyTraceSized(pix, w, h, steps)
+}
+
+// The op table's internals (pipeline/ops: its registry, schema, compiler
+// and their parts) under the names the root's Transform, geometry
+// families and tests use.
 type (
-	compileAt = CompileAt
-	compiler  = Compiler
-	drawer    = Drawer
-	node      = Node
-	opDef     = Def
-	opScratch = Scratch
-	param     = Param
+	compileAt = ops.CompileAt
+	compiler  = ops.Compiler
+	drawer    = ops.Drawer
+	node      = ops.Node
+	opDef     = ops.Def
+	opScratch = ops.Scratch
+	param     = ops.Param
 )
 
 var (
-	checkFill      = CheckFill
-	checkNormalize = CheckNormalize
-	checkProb      = CheckProb
-	checkSanitize  = CheckSanitize
-	defineOp       = Define
-	drawApplied    = DrawApplied
-	formatNone     = FormatNone
-	formatP        = FormatP
-	grows          = Grows
-	lookupOp       = Lookup
-	opError        = OpError
-	opKinds        = Kinds
-	opsString      = OpsString
-	pParam         = PParam
-	roleOf         = RoleOf
-	stepNs         = StepNs
-	truncKind      = TruncKind
-	errAbandoned   = ErrAbandoned
-	opDefs         = Defs
+	checkFill      = ops.CheckFill
+	checkNormalize = ops.CheckNormalize
+	checkProb      = ops.CheckProb
+	checkSanitize  = ops.CheckSanitize
+	defineOp       = ops.Define
+	drawApplied    = ops.DrawApplied
+	formatNone     = ops.FormatNone
+	formatP        = ops.FormatP
+	grows          = ops.Grows
+	lookupOp       = ops.Lookup
+	opError        = ops.OpError
+	opKinds        = ops.Kinds
+	opsString      = ops.OpsString
+	pParam         = ops.PParam
+	roleOf         = ops.RoleOf
+	stepNs         = ops.StepNs
+	truncKind      = ops.TruncKind
+	errAbandoned   = ops.ErrAbandoned
+	opDefs         = ops.Defs
 )
 
 const (
-	maxOps           = MaxOps
-	maxSide          = MaxSide
-	pBool            = PBool
-	pFill            = PFill
-	pFillBy          = PFillBy
-	pFloat           = PFloat
-	pFloats          = PFloats
-	pInt             = PInt
-	pInterp          = PInterp
-	pInts            = PInts
-	pRange           = PRange
-	pSize            = PSize
-	pString          = PString
-	targetsContainer = TargetsContainer
-	targetsInstances = TargetsInstances
-	targetsMove      = TargetsMove
-	targetsPixels    = TargetsPixels
+	maxOps           = ops.MaxOps
+	maxSide          = ops.MaxSide
+	pBool            = ops.PBool
+	pFill            = ops.PFill
+	pFillBy          = ops.PFillBy
+	pFloat           = ops.PFloat
+	pFloats          = ops.PFloats
+	pInt             = ops.PInt
+	pInterp          = ops.PInterp
+	pInts            = ops.PInts
+	pRange           = ops.PRange
+	pSize            = ops.PSize
+	pString          = ops.PString
+	targetsContainer = ops.TargetsContainer
+	targetsInstances = ops.TargetsInstances
+	targetsMove      = ops.TargetsMove
+	targetsPixels    = ops.TargetsPixels
 )

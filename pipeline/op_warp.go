@@ -3,7 +3,7 @@ package pipeline
 // The warps: torchvision.transforms.v2's RandomRotation, RandomAffine and
 // RandomPerspective, and rotate, affine and perspective, with how they
 // move a job's boxes and keypoints (pipeline/targets) and masks.
-// Floating point as in ops_compile.go.
+// Floating point as in pipeline/ops' compile.go.
 
 import (
 	"fmt"

@@ -7,7 +7,7 @@
 // and the output size it runs at (New). Out: per sample, drawn from the
 // sample's generator (det.RNG), the functional steps (fn.Step) it applies
 // (Draw), at most MaxSteps of them, costing at most MaxNs; so a policy
-// costs no more than the ops it picks. The pipeline's ops (op_policies.go)
+// costs no more than the ops it picks. The op table (pipeline/ops' policies.go)
 // register them as ops; a policy links the functional ops (pipeline/fn),
 // the kernels' names (pipeline/kernels) and the pipeline's internals,
 // never the pipeline's root, its ops or its codec.

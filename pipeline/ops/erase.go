@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 // RandomErasing: torchvision.transforms.v2's (and timm's, with a count of
 // boxes and per-box colours), and erase.
@@ -23,8 +23,8 @@ func init() {
 			{Name: "noise_mean", Typ: PFloats, Def: "None", kwOnly: true}, {Name: "noise_std", Typ: PFloats, Def: "None", kwOnly: true},
 			{Name: "per_box", Typ: PBool, Def: "False", kwOnly: true}, {Name: "count", Typ: pAny, Def: "1", kwOnly: true}},
 		Targets: TargetsPixels, AnyFormat: true, Compile: compileErasing,
-		Draw:  func(n *Node, r *RNG, d *Drawer) { n.drawErasing(r, d) },
-		MaxNs: func(_ *Node, w, h int) float64 { return StepNs(Step{Fn: FnErase, I: [6]int{0, 0, h, w}}, w, h) }})
+		Draw:  func(n *Node, r *det.RNG, d *Drawer) { n.drawErasing(r, d) },
+		MaxNs: func(_ *Node, w, h int) float64 { return StepNs(fn.Step{Fn: fn.Erase, I: [6]int{0, 0, h, w}}, w, h) }})
 }
 
 func compileErasing(_ *Compiler, n *Node, at CompileAt) error {
@@ -80,7 +80,7 @@ func checkNoiseNormalize(op *Op, where string) error {
 // uniform number of MinCount..MaxCount), each its own ten tries at an area
 // divided by the count; with RandomColor each box one colour, drawn as
 // the pixel a standard normal value per channel is after the Normalize.
-func (n *Node) drawErasing(r *RNG, d *Drawer) {
+func (n *Node) drawErasing(r *det.RNG, d *Drawer) {
 	op := n.Op
 	if !(r.Float64() < op.P) {
 		return
@@ -96,7 +96,7 @@ func (n *Node) drawErasing(r *RNG, d *Drawer) {
 }
 
 // eraseBox is one box of drawErasing: ten tries at one that fits.
-func (n *Node) eraseBox(r *RNG, d *Drawer, area float64, count int) {
+func (n *Node) eraseBox(r *det.RNG, d *Drawer, area float64, count int) {
 	op := n.Op
 	for range 10 {
 		ea := float64(area * r.Uniform(op.Scale[0], op.Scale[1]))
@@ -109,7 +109,7 @@ func (n *Node) eraseBox(r *RNG, d *Drawer, area float64, count int) {
 		if !(h < d.H && w < d.W) {
 			continue
 		}
-		st := Step{Fn: FnErase, I: [6]int{0, 0, h, w}, Fill: op.Value}
+		st := fn.Step{Fn: fn.Erase, I: [6]int{0, 0, h, w}, Fill: op.Value}
 		if op.RandomValue && !op.RandomColor {
 			st.Random, st.Seed = true, r.Uint64()
 			st.F = [6]float64{op.Mean[0], op.Mean[1], op.Mean[2], op.Std[0], op.Std[1], op.Std[2]}

@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 // The containers: torchvision.transforms.v2's RandomApply, RandomChoice
 // and RandomOrder. Their ops are compiled as the transform's (never the
@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 const (
@@ -21,7 +23,7 @@ func init() {
 	Define(Def{Kind: OpRandomApply, Doc: "its ops, in order, with probability p",
 		Params:  []Param{{Name: "transforms", Typ: pOps}, PParam(0.5)},
 		Targets: TargetsContainer, Compile: compileContainer,
-		Draw: func(n *Node, r *RNG, d *Drawer) {
+		Draw: func(n *Node, r *det.RNG, d *Drawer) {
 			if r.Float64() < n.Op.P {
 				for i := range n.kids {
 					n.kids[i].Draw(d)
@@ -33,7 +35,7 @@ func init() {
 	Define(Def{Kind: OpRandomChoice, Doc: "one of its ops, drawn with the weights p (None: uniform)",
 		Params:  []Param{{Name: "transforms", Typ: pOps}, {Name: "p", Typ: PFloats, Def: "None"}},
 		Targets: TargetsContainer, Compile: compileContainer,
-		Draw: func(n *Node, r *RNG, d *Drawer) {
+		Draw: func(n *Node, r *det.RNG, d *Drawer) {
 			u := r.Float64()
 			i := 0
 			for i < len(n.cum)-1 && u >= n.cum[i] {
@@ -52,7 +54,7 @@ func init() {
 	Define(Def{Kind: OpRandomOrder, Doc: "its ops, each once, in a random order",
 		Params:  []Param{{Name: "transforms", Typ: pOps}},
 		Targets: TargetsContainer, Compile: compileContainer,
-		Draw: func(n *Node, r *RNG, d *Drawer) {
+		Draw: func(n *Node, r *det.RNG, d *Drawer) {
 			var perm [MaxOps]int
 			p := perm[:len(n.kids)]
 			r.Perm(p)

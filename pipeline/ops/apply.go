@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -32,10 +33,10 @@ var ErrAbandoned = errors.New("pipeline: the sample's work was abandoned")
 // parity tests call them. Geometry steps and Normalize are refused: they
 // are not kernels after the decode. A step that changes the size
 // (rotate's expand) is refused: ApplyTraceSized takes it.
-func ApplyTrace(pix []byte, w, h int, steps []Step) error {
+func ApplyTrace(pix []byte, w, h int, steps []fn.Step) error {
 	out, ow, oh, err := ApplyTraceSized(pix, w, h, steps)
 	if err == nil && (ow != w || oh != h) {
-		return fmt.Errorf("%w: the trace makes a %dx%d image of the %dx%d one: ApplyTraceSized", ErrUnsupported, ow, oh, w, h)
+		return fmt.Errorf("%w: the trace makes a %dx%d image of the %dx%d one: ApplyTraceSized", errs.Unsupported, ow, oh, w, h)
 	}
 	if err == nil && len(out) > 0 && &out[0] != &pix[0] {
 		copy(pix, out)
@@ -46,9 +47,9 @@ func ApplyTrace(pix []byte, w, h int, steps []Step) error {
 // ApplyTraceSized is ApplyTrace with steps that may change the size
 // (rotate's expand): it returns the image after them (pix's bytes when it
 // fits in them) and its size.
-func ApplyTraceSized(pix []byte, w, h int, steps []Step) ([]byte, int, int, error) {
+func ApplyTraceSized(pix []byte, w, h int, steps []fn.Step) ([]byte, int, int, error) {
 	if w <= 0 || h <= 0 || w > MaxSide || h > MaxSide || len(pix) != 3*w*h {
-		return nil, 0, 0, fmt.Errorf("%w: %d bytes for a 3x%dx%d image (sides 1..%d)", ErrUnsupported, len(pix), h, w, MaxSide)
+		return nil, 0, 0, fmt.Errorf("%w: %d bytes for a 3x%dx%d image (sides 1..%d)", errs.Unsupported, len(pix), h, w, MaxSide)
 	}
 	room, cw, ch := 3*w*h, w, h
 	for i := range steps {
@@ -56,7 +57,7 @@ func ApplyTraceSized(pix []byte, w, h int, steps []Step) ([]byte, int, int, erro
 			return nil, 0, 0, fmt.Errorf("step %d: %w", i, err)
 		}
 		if cw, ch = fn.Size(&steps[i], cw, ch); cw < 1 || ch < 1 || cw > MaxSide || ch > MaxSide {
-			return nil, 0, 0, fmt.Errorf("%w: step %d makes a %dx%d image (sides 1..%d)", ErrUnsupported, i, cw, ch, MaxSide)
+			return nil, 0, 0, fmt.Errorf("%w: step %d makes a %dx%d image (sides 1..%d)", errs.Unsupported, i, cw, ch, MaxSide)
 		}
 		room = max(room, 3*cw*ch)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 // The colour ops: torchvision.transforms.v2's ColorJitter,
 // RandomPhotometricDistort (SSD's), Grayscale and RandomGrayscale, and
@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 const (
@@ -23,7 +26,7 @@ const (
 )
 
 // jitterFns are ColorJitter's four adjustments, in its order.
-var jitterFns = [4]Fn{FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue}
+var jitterFns = [4]fn.Fn{fn.AdjustBrightness, fn.AdjustContrast, fn.AdjustSaturation, fn.AdjustHue}
 
 func init() {
 	Define(Def{Kind: OpColorJitter, Doc: "adjusts brightness, contrast, saturation and hue by random factors, in a random order",
@@ -34,12 +37,12 @@ func init() {
 			n.MaxSteps = 4
 			return c.jitter(n, at.Where)
 		},
-		Draw: func(n *Node, r *RNG, d *Drawer) { n.drawJitter(r, d) }, Format: FormatNone,
+		Draw: func(n *Node, r *det.RNG, d *Drawer) { n.drawJitter(r, d) }, Format: FormatNone,
 		MaxNs: func(n *Node, w, h int) float64 {
 			var s float64
 			for i, on := range n.jitOn {
 				if on {
-					s += StepNs(Step{Fn: jitterFns[i]}, w, h)
+					s += StepNs(fn.Step{Fn: jitterFns[i]}, w, h)
 				}
 			}
 			return s
@@ -58,16 +61,16 @@ func init() {
 			n.MaxSteps = 5
 			return c.jitter(n, at.Where)
 		},
-		Draw:   func(n *Node, r *RNG, d *Drawer) { n.drawPhotometric(r, d) },
+		Draw:   func(n *Node, r *det.RNG, d *Drawer) { n.drawPhotometric(r, d) },
 		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%v, p=%g)", op.Jitter, op.P) },
 		MaxNs: func(n *Node, w, h int) float64 { // contrast once, before or after
 			var s float64
-			for _, f := range []Fn{FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnPermuteChannels} {
-				s += StepNs(Step{Fn: f}, w, h)
+			for _, f := range []fn.Fn{fn.AdjustBrightness, fn.AdjustContrast, fn.AdjustSaturation, fn.AdjustHue, fn.PermuteChannels} {
+				s += StepNs(fn.Step{Fn: f}, w, h)
 			}
 			return s
 		}})
-	grayStep := func(*Op) Step { return Step{Fn: FnRGBToGrayscale, I: [6]int{3}} }
+	grayStep := func(*Op) fn.Step { return fn.Step{Fn: fn.RGBToGrayscale, I: [6]int{3}} }
 	Define(Def{Kind: OpGrayscale, Doc: "the image's luma in its three channels",
 		Params:  []Param{{Name: "num_output_channels", Typ: PInt, Def: "3"}},
 		Targets: TargetsPixels, AnyFormat: true, Step: grayStep, Draw: drawAlways, Format: FormatNone})
@@ -110,7 +113,7 @@ func (c *Compiler) jitter(n *Node, where string) error {
 
 // drawJitter is ColorJitter's make_params and transform: a random order of
 // the four adjustments, each factor uniform in its range, None skipped.
-func (n *Node) drawJitter(r *RNG, d *Drawer) {
+func (n *Node) drawJitter(r *det.RNG, d *Drawer) {
 	var order [4]int
 	r.Perm(order[:])
 	var f [4]float64
@@ -121,7 +124,7 @@ func (n *Node) drawJitter(r *RNG, d *Drawer) {
 	}
 	for _, i := range order {
 		if n.jitOn[i] {
-			d.Emit(Step{Fn: jitterFns[i], F: [6]float64{f[i]}})
+			d.Emit(fn.Step{Fn: jitterFns[i], F: [6]float64{f[i]}})
 		}
 	}
 }
@@ -131,7 +134,7 @@ func (n *Node) drawJitter(r *RNG, d *Drawer) {
 // hue, in that order), contrast before or after the middle two at even
 // odds, a channel permutation at p; applied brightness, contrast if
 // before, saturation, hue, contrast if after, the permutation.
-func (n *Node) drawPhotometric(r *RNG, d *Drawer) {
+func (n *Node) drawPhotometric(r *det.RNG, d *Drawer) {
 	var f [4]float64
 	var on [4]bool
 	for i := range 4 {
@@ -145,21 +148,21 @@ func (n *Node) drawPhotometric(r *RNG, d *Drawer) {
 	if permute {
 		r.Perm(perm[:])
 	}
-	emit := func(i int, fn Fn) {
+	emit := func(i int, k fn.Fn) {
 		if on[i] {
-			d.Emit(Step{Fn: fn, F: [6]float64{f[i]}})
+			d.Emit(fn.Step{Fn: k, F: [6]float64{f[i]}})
 		}
 	}
-	emit(0, FnAdjustBrightness)
+	emit(0, fn.AdjustBrightness)
 	if before {
-		emit(1, FnAdjustContrast)
+		emit(1, fn.AdjustContrast)
 	}
-	emit(2, FnAdjustSaturation)
-	emit(3, FnAdjustHue)
+	emit(2, fn.AdjustSaturation)
+	emit(3, fn.AdjustHue)
 	if !before {
-		emit(1, FnAdjustContrast)
+		emit(1, fn.AdjustContrast)
 	}
 	if permute {
-		d.Emit(Step{Fn: FnPermuteChannels, I: [6]int{perm[0], perm[1], perm[2]}})
+		d.Emit(fn.Step{Fn: fn.PermuteChannels, I: [6]int{perm[0], perm[1], perm[2]}})
 	}
 }

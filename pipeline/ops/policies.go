@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 // The policies as ops: torchvision.transforms.v2's TrivialAugmentWide,
 // RandAugment, AutoAugment and AugMix, and timm's RandAugment, AutoAugment
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/policy"
 )
 
@@ -60,7 +61,7 @@ func definePolicy(kind OpKind, doc string, params []Param, format func(*strings.
 			n.pol, n.MaxSteps = pol, pol.MaxSteps()
 			return nil
 		},
-		Draw:  func(n *Node, r *RNG, d *Drawer) { d.Steps = n.pol.Draw(r, d.W, d.H, d.Steps) },
+		Draw:  func(n *Node, r *det.RNG, d *Drawer) { d.Steps = n.pol.Draw(r, d.W, d.H, d.Steps) },
 		MaxNs: func(n *Node, w, h int) float64 { return n.pol.MaxNs(w, h) }})
 }
 

@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 // Normalize: torchvision.transforms.v2's, last: the output becomes
 // float32, (pixel/255 - mean) / std, as the samples are packed.
@@ -6,6 +6,8 @@ package pipeline
 import (
 	"fmt"
 	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 )
 
 const OpNormalize OpKind = "Normalize"
@@ -28,7 +30,7 @@ func CheckNormalize(op *Op) error {
 		if !(op.Std[c] > 0) || math.IsInf(op.Std[c], 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) ||
 			!((1+math.Abs(op.Mean[c]))/op.Std[c] <= maxNormalized) {
 			return fmt.Errorf("%w: transform: Normalize mean %v std %v: want finite mean and finite std > 0, with (1 + |mean|) / std at most %g (float32 outputs that stay finite)",
-				ErrUnsupported, op.Mean, op.Std, maxNormalized)
+				errs.Unsupported, op.Mean, op.Std, maxNormalized)
 		}
 	}
 	return nil

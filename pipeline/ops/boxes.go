@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 // The ops on a job's targets alone: torchvision.transforms.v2's
 // SanitizeBoundingBoxes, ConvertBoundingBoxFormat, ClampBoundingBoxes,
@@ -8,6 +8,10 @@ package pipeline
 import (
 	"fmt"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 const (
@@ -47,7 +51,7 @@ func init() {
 			}
 			return nil
 		},
-		Step:   func(op *Op) Step { return Step{Fn: FnSanitizeBoxes, F: [6]float64{op.MinSize, op.MinArea}} },
+		Step:   func(op *Op) fn.Step { return fn.Step{Fn: fn.SanitizeBoxes, F: [6]float64{op.MinSize, op.MinArea}} },
 		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(min_size=%g, min_area=%g)", op.MinSize, op.MinArea) }})
 	box(Def{Kind: OpConvertBoundingBoxFormat, Doc: "delivers the boxes in format (XYXY, XYWH or CXCYWH), last",
 		Params: []Param{{Name: "format", Typ: PString}},
@@ -55,17 +59,17 @@ func init() {
 			if at.depth > 0 {
 				return OpError(at.Where, "ConvertBoundingBoxFormat inside a container is not supported: it comes last, after every op that moves boxes")
 			}
-			if n.Op.BoxFormat > BoxCXCYWH {
+			if n.Op.BoxFormat > targets.BoxCXCYWH {
 				return OpError(at.Where, "format %d: want XYXY, XYWH or CXCYWH", n.Op.BoxFormat)
 			}
 			return nil
 		},
-		Step:   func(op *Op) Step { return Step{Fn: FnConvertBoxFormat, I: [6]int{int(op.BoxFormat)}} },
+		Step:   func(op *Op) fn.Step { return fn.Step{Fn: fn.ConvertBoxFormat, I: [6]int{int(op.BoxFormat)}} },
 		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", op.BoxFormat) }})
 	box(Def{Kind: OpClampBoundingBoxes, Doc: "clamps the boxes to the canvas, in their format (clamping_mode None: leaves them)",
 		Params: []Param{{Name: "clamping_mode", Typ: PString, Def: "'auto'"}}, AnyFormat: true,
-		Step: func(*Op) Step { return Step{Fn: FnClampBoxes} },
-		Draw: func(n *Node, _ *RNG, d *Drawer) {
+		Step: func(*Op) fn.Step { return fn.Step{Fn: fn.ClampBoxes} },
+		Draw: func(n *Node, _ *det.RNG, d *Drawer) {
 			if !n.Op.ClampNone { // None: torchvision's returns the boxes as they are
 				d.Emit(n.Step)
 			}
@@ -76,10 +80,10 @@ func init() {
 			}
 		}})
 	box(Def{Kind: OpClampKeyPoints, Doc: "clamps the keypoints to the canvas", AnyFormat: true,
-		Step: func(*Op) Step { return Step{Fn: FnClampKeypoints} }})
+		Step: func(*Op) fn.Step { return fn.Step{Fn: fn.ClampKeypoints} }})
 	box(Def{Kind: OpSanitizeKeyPoints, Doc: "drops the instances with a keypoint off the canvas",
 		Params: []Param{{Name: "labels_getter", Typ: pAny, Def: "None"}}, AnyFormat: true,
-		Step: func(*Op) Step { return Step{Fn: FnSanitizeKeypoints} }})
+		Step: func(*Op) fn.Step { return fn.Step{Fn: fn.SanitizeKeypoints} }})
 }
 
 // CheckSanitize checks SanitizeBoundingBoxes' bounds.

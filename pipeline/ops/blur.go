@@ -1,9 +1,10 @@
-package pipeline
+package ops
 
 // GaussianBlur: torchvision.transforms.v2's, and gaussian_blur.
 
 import (
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 const OpGaussianBlur OpKind = "GaussianBlur"
@@ -27,12 +28,12 @@ func init() {
 			}
 			return nil
 		},
-		Draw: func(n *Node, r *RNG, d *Drawer) {
+		Draw: func(n *Node, r *det.RNG, d *Drawer) {
 			op := n.Op
 			s := r.Uniform(op.Sigma[0], op.Sigma[1])
-			d.Emit(Step{Fn: FnGaussianBlur, I: [6]int{op.KernelSize[0], op.KernelSize[1]}, F: [6]float64{s, s}})
+			d.Emit(fn.Step{Fn: fn.GaussianBlur, I: [6]int{op.KernelSize[0], op.KernelSize[1]}, F: [6]float64{s, s}})
 		},
 		MaxNs: func(n *Node, w, h int) float64 {
-			return StepNs(Step{Fn: FnGaussianBlur, I: [6]int{n.Op.KernelSize[0], n.Op.KernelSize[1]}}, w, h)
+			return StepNs(fn.Step{Fn: fn.GaussianBlur, I: [6]int{n.Op.KernelSize[0], n.Op.KernelSize[1]}}, w, h)
 		}})
 }

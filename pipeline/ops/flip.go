@@ -1,4 +1,6 @@
-package pipeline
+package ops
+
+import "github.com/stoker-dev/stoker/pipeline/fn"
 
 // The flips: torchvision.transforms.v2's RandomHorizontalFlip and
 // RandomVerticalFlip, horizontal_flip and vertical_flip. A
@@ -14,8 +16,8 @@ const (
 func init() {
 	Define(Def{Kind: OpRandomHorizontalFlip, Doc: "mirrors the image left to right with probability p",
 		Params: []Param{PParam(0.5)}, Targets: TargetsMove,
-		Compile: compileP, Step: func(*Op) Step { return Step{Fn: FnHorizontalFlip} }, Draw: DrawApplied})
+		Compile: compileP, Step: func(*Op) fn.Step { return fn.Step{Fn: fn.HorizontalFlip} }, Draw: DrawApplied})
 	Define(Def{Kind: OpRandomVerticalFlip, Doc: "mirrors the image top to bottom with probability p",
 		Params: []Param{PParam(0.5)}, Targets: TargetsMove,
-		Compile: compileP, Step: func(*Op) Step { return Step{Fn: FnVerticalFlip} }, Draw: DrawApplied})
+		Compile: compileP, Step: func(*Op) fn.Step { return fn.Step{Fn: fn.VerticalFlip} }, Draw: DrawApplied})
 }

@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 // The ops' compile and draw.
 //
@@ -8,11 +8,13 @@ package pipeline
 
 import (
 	"fmt"
-	"github.com/stoker-dev/stoker/pipeline/fn"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/policy"
 )
 
@@ -46,7 +48,7 @@ type Node struct {
 	// pol: a policy's table.
 	pol *policy.Policy
 	// Step: what an op whose only draw is whether it applies emits.
-	Step Step
+	Step fn.Step
 	// MaxSteps bounds the steps one draw emits.
 	MaxSteps int
 }
@@ -61,7 +63,7 @@ type Compiler struct {
 // OpError is a bad op's error: where it is (its position, through its
 // containers) and what is wrong.
 func OpError(path string, format string, a ...any) error {
-	return fmt.Errorf("%w: transform: %s: %s", ErrUnsupported, path, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%w: transform: %s: %s", errs.Unsupported, path, fmt.Sprintf(format, a...))
 }
 
 // Compile checks op (at position pos of its list; path names its
@@ -132,14 +134,14 @@ func compileP(_ *Compiler, n *Node, at CompileAt) error { return CheckProb(n.Op,
 
 // DrawApplied is the draw of an op that draws only whether it applies:
 // torchvision's _RandomApplyTransform (torch.rand(1) >= p skips).
-func DrawApplied(n *Node, r *RNG, d *Drawer) {
+func DrawApplied(n *Node, r *det.RNG, d *Drawer) {
 	if r.Float64() < n.Op.P {
 		d.Emit(n.Step)
 	}
 }
 
 // drawAlways is the draw of an op that draws nothing.
-func drawAlways(n *Node, _ *RNG, d *Drawer) { d.Emit(n.Step) }
+func drawAlways(n *Node, _ *det.RNG, d *Drawer) { d.Emit(n.Step) }
 
 // CheckFill checks a fill: one value per channel in the uint8 range.
 func CheckFill(fill [3]float64, where string) error {
@@ -156,13 +158,13 @@ func CheckFill(fill [3]float64, where string) error {
 // called through its definition, so what it is handed escapes: a Decoder
 // keeps its drawer (drawInto), and a sample's draw allocates nothing.
 type Drawer struct {
-	K     Key
+	K     det.Key
 	W, H  int
-	Steps []Step
-	r     RNG
+	Steps []fn.Step
+	r     det.RNG
 }
 
-func (d *Drawer) Emit(st Step) { d.Steps = append(d.Steps, st) }
+func (d *Drawer) Emit(st fn.Step) { d.Steps = append(d.Steps, st) }
 
 // Draw appends the node's steps for the sample, drawing from its stream,
 // with torchvision.transforms.v2's sampling: its definition's draw.
@@ -174,7 +176,7 @@ func (n *Node) Draw(d *Drawer) {
 }
 
 // StepNs is what st costs on a w x h image (fn.StepNs).
-func StepNs(st Step, w, h int) float64 { return fn.StepNs(st, w, h) }
+func StepNs(st fn.Step, w, h int) float64 { return fn.StepNs(st, w, h) }
 
 // MaxNs is the most the node's steps may cost on a w x h image: every op
 // that may apply applied, the most expensive choice of a RandomChoice,

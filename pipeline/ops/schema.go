@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 // An op (Op: its kind and torchvision's arguments) and its schema: its
 // arguments as torchvision names them, their defaults and bounds. The
@@ -12,6 +12,11 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // paramType is what an argument holds.
@@ -120,7 +125,7 @@ func NamedOp(kind string, args map[string]any) (Op, error) {
 		return Op{}, errUnknownOp(OpKind(kind))
 	}
 	bad := func(format string, a ...any) (Op, error) {
-		return Op{}, fmt.Errorf("%w: %s: %s", ErrUnsupported, kind, fmt.Sprintf(format, a...))
+		return Op{}, fmt.Errorf("%w: %s: %s", errs.Unsupported, kind, fmt.Sprintf(format, a...))
 	}
 	if !d.Named {
 		return bad("it has a message of its own on the wire: send that, not a NamedOp")
@@ -233,8 +238,8 @@ func (p *Param) set(op *Op, v any) error {
 		}
 	case string:
 		switch {
-		case f.Type() == reflect.TypeOf(Interpolation(0)):
-			in, err := ParseInterpolation(x)
+		case f.Type() == reflect.TypeOf(kernels.Interpolation(0)):
+			in, err := fn.ParseInterpolation(x)
 			if err != nil {
 				return err
 			}
@@ -300,7 +305,8 @@ func OpsString(ops []Op) string {
 type OpKind string
 
 // The ops a Transform is built from are defined by their families' files
-// (op_*.go), each registered with its schema (registry.go). The geometry
+// (this package's, and the geometry's op_*.go in the pipeline's root), each
+// registered with its schema (registry.go). The geometry
 // (the first op, or Resize then CenterCrop, and detection's) is fused into
 // the decode; every other op runs on the output-sized crop, in the order
 // given.
@@ -343,7 +349,7 @@ type Op struct {
 	// Interp and NoAntialias: the resampling of the geometry,
 	// RandomRotation, RandomAffine and the policies. NoAntialias is
 	// torchvision's antialias=False (the geometry only).
-	Interp      Interpolation
+	Interp      kernels.Interpolation
 	NoAntialias bool
 	// Degrees: RandomRotation's and RandomAffine's angle range.
 	Degrees [2]float64
@@ -389,7 +395,7 @@ type Op struct {
 	Options []float64
 	Trials  int
 	// BoxFormat: ConvertBoundingBoxFormat's format.
-	BoxFormat  BoxFormat
+	BoxFormat  targets.BoxFormat
 	ClampNone  bool    // ClampBoundingBoxes' clamping_mode None: the boxes left
 	Distortion float64 // RandomPerspective's distortion_scale (0..1)
 	// Value: RandomErasing's fill, per channel in pixel units (0..255);

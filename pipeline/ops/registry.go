@@ -1,14 +1,15 @@
-package pipeline
+package ops
 
-// The op registry. Every op (a torchvision.transforms.v2 class: opDef) is
-// defined once, in its family's file (op_*.go): its schema (its
+// The op registry. Every op (a torchvision.transforms.v2 class: Def) is
+// defined once, in its family's file (here, or for the geometry's
+// families the pipeline root's op_*.go, which register with Define): its schema (its
 // arguments, their defaults and bounds), how it is checked and compiled,
 // what it draws, its String and its worst cost. Every functional op (a
 // torchvision.transforms.v2.functional kernel: fn.Def) is defined once,
 // in its family's file of pipeline/fn, the room below: the kernel its
 // steps call and how they move a job's targets, its trace entry, its
 // checks and its cost. Everything else reads these tables: the compiler
-// (compile), the draw (node.draw), the kernels' call (fn.Apply), a trace's checks and parse (fn.Check, ParseTrace), the
+// (Compile), the draw (Node.Draw), the kernels' call (fn.Apply), a trace's checks and parse (fn.Check, ParseTrace), the
 // targets (MoveBoxes, MoveKeypoints, MoveTargets, the masks: their
 // kernels are pipeline/targets'), the cost
 // model, String, stop_epoch, the wire's named ops (internal/opspec), the
@@ -24,6 +25,8 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 )
 
 // Def is one op: torchvision.transforms.v2's class, its schema and
@@ -58,7 +61,7 @@ type Def struct {
 	// node (nil: nothing to check); step, for an op whose only draw is
 	// whether it applies, is the step it emits (node.step).
 	Compile func(c *Compiler, n *Node, at CompileAt) error
-	Step    func(op *Op) Step
+	Step    func(op *Op) fn.Step
 	// Grows: the op grows the image past the geometry's size (a
 	// RandomRotation with expand=True); afterGrow compiles a geometry op
 	// that follows such an op at the top level, as a step after the
@@ -67,7 +70,7 @@ type Def struct {
 	AfterGrow func(op *Op, stream uint64, where string) (Node, error)
 	// Draw appends one sample's steps, torchvision's make_params and
 	// transform (nil: a geometry op, drawn by the sample's plan).
-	Draw func(n *Node, r *RNG, d *Drawer)
+	Draw func(n *Node, r *det.RNG, d *Drawer)
 	// Format writes String's arguments after the kind (nil: "(p=P)").
 	Format func(b *strings.Builder, op *Op)
 	// MaxNs is the most its steps may cost on a w x h image (nil: its
@@ -121,7 +124,7 @@ func RoleOf(k OpKind) targetRole {
 
 // errUnknownOp is an unknown kind's error.
 func errUnknownOp(k OpKind) error {
-	return fmt.Errorf("%w: unknown op %q", ErrUnsupported, TruncKind(k))
+	return fmt.Errorf("%w: unknown op %q", errs.Unsupported, TruncKind(k))
 }
 
 // targetRole says what an op does to a job's targets: its functional
