@@ -379,3 +379,42 @@ const (
 	targetsMove      = ops.TargetsMove
 	targetsPixels    = ops.TargetsPixels
 )
+
+// The Transform's and its plan's names the decoder uses (the
+// transform's room: pipeline/transform), under the names the root's files
+// and tests use.
+type (
+	mosaicDraw = MosaicDraw
+	multiDraw  = MultiDraw
+	samplePlan = SamplePlan
+)
+
+var (
+	centerOffset  = CenterOffset
+	cutKey        = CutKey
+	drawYOLOPersp = DrawYOLOPersp
+	expandBound   = ExpandBound
+	maxIoU        = MaxIoU
+	mixKey        = MixKey
+	padCorner     = PadCorner
+	resizeSize    = ResizeSize
+	resizedSize   = ResizedSize
+	rrcParams     = RRCParams
+)
+
+const (
+	canvasNs        = CanvasNs
+	canvasOutNs     = CanvasOutNs
+	canvasTapNs     = CanvasTapNs
+	cropResize      = CropResize
+	decodeNs        = DecodeNs
+	jitterOutNs     = JitterOutNs
+	maxJitter       = MaxJitter
+	maxStepJSON     = MaxStepJSON
+	nominalSourcePx = NominalSourcePx
+	resampleNs      = ResampleNs
+	resizeCrop      = ResizeCrop
+	sampleNs        = SampleNs
+	sizeTrailer     = SizeTrailer
+	streamCrop      = StreamCrop
+)

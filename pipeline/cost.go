@@ -32,21 +32,21 @@ import (
 //	bin/stoker bench cost --data /work/shared/data/photos --samples 300 --reps 200
 
 const (
-	// decodeNs is the decode of one source pixel (entropy decoding,
+	// DecodeNs is the decode of one source pixel (entropy decoding,
 	// IDCT, colour conversion), at the DCT scale a 224 px output of a
 	// photo of ~0.13 MP takes.
-	decodeNs = 2.62
-	// resampleNs is one output pixel of the fused crop and resize
+	DecodeNs = 2.62
+	// ResampleNs is one output pixel of the fused crop and resize
 	// (bilinear, antialiased; interpNs scales it).
-	resampleNs = 0.543
-	// nominalSourcePx is the source a decode is predicted for: about an
+	ResampleNs = 0.543
+	// NominalSourcePx is the source a decode is predicted for: about an
 	// ImageNet photo (the datasets' photos average 0.13 MP), or the
 	// output's size if larger (an upsampled source is the exception),
 	// but for a detection geometry (RandomZoomOut, RandomIoUCrop,
 	// ScaleJitter, FixedSizeCrop), which resizes the whole photo or a crop
 	// of it drawn against its boxes, often up (COCO's 640 px photos to
 	// 640x640 or 1024x1024): the nominal source then.
-	nominalSourcePx = 160_000
+	NominalSourcePx = 160_000
 	// The canvas path (resizeCanvas: a RandomZoomOut's canvas, or the
 	// image's own before a RandomIoUCrop's flip or after the ops before
 	// the geometry, resized by the SIMD resampler from the rows of the
@@ -60,18 +60,18 @@ const (
 	// flip(p=1) + Resize(640) 0.34 to 0.42 ms over IoUCrop + Resize(640),
 	// ZoomOut(p=1) + IoUCrop + Resize(640) 0.75 to 0.80 ms over it (in Go,
 	// with the whole canvas filled: 5.5 and 8.3 ms).
-	canvasOutNs = 0.57
-	canvasTapNs = 0.22
-	canvasNs    = 0.35
-	// jitterOutNs is one output pixel of a ScaleJitter and its
+	CanvasOutNs = 0.57
+	CanvasTapNs = 0.22
+	CanvasNs    = 0.35
+	// JitterOutNs is one output pixel of a ScaleJitter and its
 	// FixedSizeCrop (the resize to the jittered size, the crop of it, the
 	// fill of the rest): 1.2 ns from bench cost's lsj and ScaleJitter(640)
 	// rows, over twice resampleNs (the jittered size is mostly an upsample,
 	// of a 4:3 photo into a square).
-	jitterOutNs = 1.2
-	// sampleNs is each sample's fixed cost: its read from a local file,
+	JitterOutNs = 1.2
+	// SampleNs is each sample's fixed cost: its read from a local file,
 	// the header, the plan, the draws.
-	sampleNs = 10_000
+	SampleNs = 10_000
 )
 
 // costDraws is how many samples' draws the mean is taken over.
@@ -120,13 +120,13 @@ func (t *Transform) Cost() Cost {
 	}
 	var c Cost
 	var mean, worst float64
-	srcPx := float64(nominalSourcePx)
+	srcPx := float64(NominalSourcePx)
 	for _, v := range views {
 		if !v.detGeometry() {
 			srcPx = max(srcPx, float64(v.outW*v.outH))
 		}
 	}
-	mean = sampleNs + float64(decodeNs*srcPx)
+	mean = SampleNs + float64(DecodeNs*srcPx)
 	worst = mean
 	dominant, domNs := "the decode", mean
 	var buf []Step
@@ -137,9 +137,9 @@ func (t *Transform) Cost() Cost {
 		}
 		w, h := v.outW, v.outH
 		px := float64(w * h)
-		perPx := float64(resampleNs)
+		perPx := float64(ResampleNs)
 		if v.jitter != nil || v.fixed != nil {
-			perPx = jitterOutNs
+			perPx = JitterOutNs
 		}
 		geo := float64(perPx * px * v.geomInterpNs())
 		if v.norm != nil {
@@ -170,7 +170,7 @@ func (t *Transform) Cost() Cost {
 		// The mean: the steps of costDraws samples, as drawn.
 		var sum float64
 		for i := range costDraws {
-			buf = v.drawSteps(Key{Seed: 0x5eed, Index: uint64(i), View: uint64(vi)}, buf[:0])
+			buf = v.DrawSteps(Key{Seed: 0x5eed, Index: uint64(i), View: uint64(vi)}, buf[:0])
 			for _, st := range buf {
 				sum += stepNs(st, w, h)
 			}
@@ -225,7 +225,7 @@ func (t *Transform) canvasNs(srcPx, px float64, buf *[]Step) (mean, worst float6
 	side := math.Sqrt(srcPx / px) // the source's side over the output's
 	at := func(r float64) float64 {
 		down := max(1, float64(r*side))
-		return float64(px*float64(canvasOutNs+float64(canvasTapNs*down))) + float64(canvasNs*float64(srcPx*float64(r*r)))
+		return float64(px*float64(CanvasOutNs+float64(CanvasTapNs*down))) + float64(CanvasNs*float64(srcPx*float64(r*r)))
 	}
 	pz, zoomed, hi := 0.0, at(1), 1.0
 	if z := t.zoom; z != nil { // r uniform in side_range: the mean over a grid
@@ -305,19 +305,19 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 	s := float64(t.mosaic.ImgSz)
 	n := float64(t.mosaic.Tiles)
 	side := float64(s * s)
-	canvas := float64(canvasNs * float64(4*side))
-	load := float64(sampleNs + float64(decodeNs*srcPx)) // a partner's read and decode
-	one := float64((n-1)*load) + float64(n*float64(yoloResizeNs*side)) + canvas
-	hit := float64((n-1)*sampleNs) + canvas
+	canvas := float64(CanvasNs * float64(4*side))
+	load := float64(SampleNs + float64(DecodeNs*srcPx)) // a partner's read and decode
+	one := float64((n-1)*load) + float64(n*float64(YOLOResizeNs*side)) + canvas
+	hit := float64((n-1)*SampleNs) + canvas
 	if t.copyPaste != nil { // its mask and paste, about a canvas again
 		one, hit = one+canvas, hit+canvas
 	}
 	mean, worst = float64(t.mosaic.P*hit), one
-	mix := float64(one+load) + float64(canvasOutNs*px)
-	mixHit := float64(hit+sampleNs) + float64(canvasOutNs*px)
+	mix := float64(one+load) + float64(CanvasOutNs*px)
+	mixHit := float64(hit+SampleNs) + float64(CanvasOutNs*px)
 	if t.yolo != nil {
 		mix += t.yolo.ns(srcPx, px)
-		mixHit += float64(yoloWarpNs * px)
+		mixHit += float64(YOLOWarpNs * px)
 	}
 	for _, op := range []*Op{t.mixup, t.cutmix} { // a CutMix's partner is one more such sample
 		if op != nil {

@@ -14,7 +14,7 @@ import (
 // appendTargets appends sample i's targets (of ds), moved through the
 // geometry and steps d drew for its last sample with t, to b.
 func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
-	if t.views != nil {
+	if t.ViewList() != nil {
 		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
 	}
 	vd, t := &d.vd[0], t.AtEpoch(d.epoch)
@@ -29,12 +29,12 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 		return b, err
 	}
 	if tg.WantMasks {
-		tg.StartMasks(vd.plan.srcW, vd.plan.srcH)
+		tg.StartMasks(vd.plan.SrcW, vd.plan.SrcH)
 	}
 	// The geometry's steps, then the ops' (the trace's order), in two
 	// calls: no list of both is made.
 	var geo [6]Step
-	w, h, err := MoveTargets(tg, w0, h0, t.geometrySteps(&vd.plan, geo[:0]))
+	w, h, err := MoveTargets(tg, w0, h0, t.GeometrySteps(&vd.plan, geo[:0]))
 	if err == nil {
 		w, h, err = MoveTargets(tg, w, h, vd.steps)
 	}
@@ -63,20 +63,20 @@ func (d *Decoder) cutmixTargets(ds Targeted, md *multiDraw, all cv.Instances, p 
 	if len(sel) == 0 {
 		return all, fmt.Errorf("targets: YOLOCutMix applied, its labels pick nothing")
 	}
-	if t := md.cutM.idx; len(two.Keypoints) > 0 && len(two.Keypoints[0]) != p || cv.MixedSegments(all, two) {
+	if t := md.CutM.Idx; len(two.Keypoints) > 0 && len(two.Keypoints[0]) != p || cv.MixedSegments(all, two) {
 		return all, fmt.Errorf("%w: cutmix partner (sample %d) has other labels than the sample's (keypoints or polygons)", ErrUnsupported, t[0])
 	}
-	return cv.CutMixInstances(all, two, md.cutArea(md.cutChoice), sel), nil
+	return cv.CutMixInstances(all, two, md.CutArea(md.CutChoice), sel), nil
 }
 
 // cutmixPick is the CutMix partner's instances and those its area takes
 // (cv.CutMixPick), given the sample's instances in.
 func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.Instances, []int, error) {
-	two, _, err := d.preInstances(ds, &md.cutM, &md.cutPP, md)
+	two, _, err := d.preInstances(ds, &md.CutM, &md.CutPP, md)
 	if err != nil {
-		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.cutM.idx[0], err)
+		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.CutM.Idx[0], err)
 	}
-	return two, cv.CutMixPick(md.cutArea(md.cutChoice), two.Boxes, len(in.Segments) > 0), nil
+	return two, cv.CutMixPick(md.CutArea(md.CutChoice), two.Boxes, len(in.Segments) > 0), nil
 }
 
 // sourceTargets sets t to ds's sample i as the plan p starts from, and
@@ -84,10 +84,10 @@ func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.In
 // geometry on a dataset of ultralytics' labels, the loaded image's, with
 // its arithmetic (the load's step then leaves them, a ratio of 1).
 func sourceTargets(ds Targeted, i int, p *samplePlan, t *Instances) (int, int, error) {
-	if u, ok := ds.(dataset.UltralyticsTargeted); ok && p.yolo && !t.WantMasks {
-		return p.ylw, p.ylh, u.UltralyticsTargets(i, p.ylw, p.ylh, t)
+	if u, ok := ds.(dataset.UltralyticsTargeted); ok && p.YOLO && !t.WantMasks {
+		return p.YLW, p.YLH, u.UltralyticsTargets(i, p.YLW, p.YLH, t)
 	}
-	return p.srcW, p.srcH, ds.SourceTargets(i, p.srcW, p.srcH, t)
+	return p.SrcW, p.SrcH, ds.SourceTargets(i, p.SrcW, p.SrcH, t)
 }
 
 // A mosaic's targets (YOLOMosaic, then its YOLORandomPerspective and
@@ -117,7 +117,7 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported)
 	}
 	all, p, err := d.multiInstances(ds, md)
-	if err == nil && md.cutOK {
+	if err == nil && md.CutOK {
 		all, err = d.cutmixTargets(ds, md, all, p)
 	}
 	if err != nil {
@@ -125,12 +125,12 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	}
 	tg := &d.targets
 	tg.Reset()
-	tg.ImageID = int64(md.mo.idx[0])
+	tg.ImageID = int64(md.Mo.Idx[0])
 	tg.P = p
 	if err := setMosaicTargets(&tg.Instances, &all); err != nil {
 		return b, err
 	}
-	w, h, err := MoveTargets(tg, t.outW, t.outH, d.vd[0].steps)
+	w, h, err := MoveTargets(tg, t.OutW(), t.OutH(), d.vd[0].steps)
 	if err != nil {
 		return b, err
 	}
@@ -145,19 +145,19 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 // pre_transform (its CopyPaste, its warp) and its MixUp (the partner's,
 // made the same way, after them), and the keypoints an instance.
 func (d *Decoder) multiInstances(ds Targeted, md *multiDraw) (cv.Instances, int, error) {
-	all, p, err := d.preInstances(ds, &md.mo, &md.pp, md)
-	if err != nil || !md.mix {
+	all, p, err := d.preInstances(ds, &md.Mo, &md.PP, md)
+	if err != nil || !md.Mix {
 		return all, p, err
 	}
-	two, p2, err := d.preInstances(ds, &md.mixM, &md.mixPP, md)
+	two, p2, err := d.preInstances(ds, &md.MixM, &md.MixPP, md)
 	if err != nil {
-		return all, p, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
+		return all, p, fmt.Errorf("mixup partner (sample %d): %w", md.MixM.Idx[0], err)
 	}
 	if p2 != p {
-		return all, p, fmt.Errorf("%w: mixup partner (sample %d) has %d keypoints an instance, the sample %d", ErrUnsupported, md.mixM.idx[0], p2, p)
+		return all, p, fmt.Errorf("%w: mixup partner (sample %d) has %d keypoints an instance, the sample %d", ErrUnsupported, md.MixM.Idx[0], p2, p)
 	}
 	if cv.MixedSegments(all, two) {
-		return all, p, errMixedSegments(append(append([]int{}, md.mo.idx...), md.mixM.idx...))
+		return all, p, errMixedSegments(append(append([]int{}, md.Mo.Idx...), md.MixM.Idx...))
 	}
 	return cv.Concat(all, two), p, nil
 }
@@ -172,22 +172,22 @@ func (d *Decoder) preInstances(ds Targeted, mo *mosaicDraw, pp *cv.PerspectivePa
 	if err != nil {
 		return in, p, err
 	}
-	return md.perspInstances(in, pp), p, nil
+	return md.PerspInstances(in, pp), p, nil
 }
 
 // copyPasteInstances is a mosaic's instances after the CopyPaste that
 // followed it, if any (CopyPaste.apply_instances: the pasted copies
 // after them; the same selection its decode made, of the same labels).
 func copyPasteInstances(in cv.Instances, mo *mosaicDraw) (cv.Instances, error) {
-	if !mo.cp {
+	if !mo.CP {
 		return in, nil
 	}
-	flipped, sel, err := copyPasteSelect(in, mo, mo.cpP)
+	flipped, sel, err := copyPasteSelect(in, mo, mo.CPP)
 	if err != nil {
 		return in, err
 	}
-	if len(sel) != mo.pasted {
-		return in, fmt.Errorf("targets: YOLOCopyPaste pasted %d copies, its labels select %d", mo.pasted, len(sel))
+	if len(sel) != mo.Pasted {
+		return in, fmt.Errorf("targets: YOLOCopyPaste pasted %d copies, its labels select %d", mo.Pasted, len(sel))
 	}
 	return cv.CopyPasteInstances(in, flipped, sel), nil
 }
@@ -234,8 +234,8 @@ func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, int
 	ms.ins = ms.ins[:0]
 	tg := &d.targets
 	p := -1
-	for j, i := range m.idx {
-		w, h := m.sizes[j][0], m.sizes[j][1]
+	for j, i := range m.Idx {
+		w, h := m.Sizes[j][0], m.Sizes[j][1]
 		tg.Reset()
 		tg.WantMasks = false
 		var err error
@@ -254,9 +254,9 @@ func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, int
 		ms.ins = append(ms.ins, cvMosaicInstances(&tg.Instances))
 	}
 	if cv.MixedSegments(ms.ins...) {
-		return cv.Instances{}, 0, errMixedSegments(m.idx)
+		return cv.Instances{}, 0, errMixedSegments(m.Idx)
 	}
-	return cv.MosaicInstances(ms.ins, m.tiles, m.imgsz), max(p, 0), nil
+	return cv.MosaicInstances(ms.ins, m.Tiles, m.Imgsz), max(p, 0), nil
 }
 
 // cvMosaicInstances is t as ultralytics' Instances (cv.Instances): its
@@ -298,7 +298,7 @@ func partnerErr(j int, m *mosaicDraw, err error) error {
 	if j == 0 {
 		return err
 	}
-	return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, m.n-1, m.idx[j], err)
+	return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, m.N-1, m.Idx[j], err)
 }
 
 // SetBoxSource tells d that the next samples it decodes are ds's sample i
@@ -311,15 +311,15 @@ func (d *Decoder) SetBoxSource(ds Targeted, i int) { d.boxSrc, d.boxIdx = ds, i 
 // transform of several views, a JSON list of each view's, in order. It is
 // only meaningful after a Decode that succeeded.
 func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
-	if t = t.AtEpoch(d.epoch); t.views == nil {
+	if t = t.AtEpoch(d.epoch); t.ViewList() == nil {
 		return d.vd[0].appendTrace(b, t)
 	}
 	b = append(b, '[')
-	for v := range t.views {
+	for v := range t.ViewList() {
 		if v > 0 {
 			b = append(b, ',')
 		}
-		b = d.vd[v].appendTrace(b, t.views[v])
+		b = d.vd[v].appendTrace(b, t.ViewList()[v])
 	}
 	return append(b, ']')
 }
@@ -339,10 +339,10 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 		sep()
 		b = st.AppendJSON(b)
 	}
-	geom := t.geometrySteps(&vd.plan, geo[:0])
+	geom := t.GeometrySteps(&vd.plan, geo[:0])
 	if vd.multi != nil { // a Mosaic's sample: its entries are its geometry
 		sep()
-		b, geom = vd.multi.appendJSON(b), nil
+		b, geom = vd.multi.AppendJSON(b), nil
 	}
 	for _, st := range geom {
 		sep()
@@ -352,31 +352,19 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 		sep()
 		b = vd.steps[i].AppendJSON(b)
 	}
-	if t.norm != nil {
+	if t.NormOp() != nil {
 		sep()
 		st := Step{Fn: FnNormalize}
-		copy(st.F[:3], t.norm.Mean[:])
-		copy(st.F[3:], t.norm.Std[:])
+		copy(st.F[:3], t.NormOp().Mean[:])
+		copy(st.F[3:], t.NormOp().Std[:])
 		b = st.AppendJSON(b)
 	}
 	return append(b, ']')
 }
 
-// Trace is the trace a w x h source image would get for key k, drawn
-// without decoding anything (what `stoker ops draw` prints, and what the
-// sampling tests count): the plan's geometry, the steps, normalize (of
-// several views, each view's).
-func (t *Transform) Trace(srcW, srcH int, k Key) ([]byte, error) {
-	return t.TraceBoxes(srcW, srcH, k, nil)
-}
-
-// TraceBoxes is Trace for a source whose boxes (XYXY, in its pixels) are
-// boxes: what a RandomIoUCrop draws against (nil: none, and a transform
-// with one fails).
-func (t *Transform) TraceBoxes(srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error) {
-	if at := t.AtEpoch(k.Epoch); at.mosaic != nil && at.mosaicOn(k) {
-		return nil, fmt.Errorf("%w: a YOLOMosaic's draw needs its partners' images (their sizes): only a decode traces it", ErrUnsupported)
-	}
+// traceBoxes is Transform.TraceBoxes (its Tracer): a Decoder's draw of
+// the sample, without decoding anything.
+func traceBoxes(t *Transform, srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error) {
 	var d Decoder
 	if boxes != nil {
 		d.SetBoxSource(fixedBoxes(boxes), 0)
@@ -396,3 +384,5 @@ func (b fixedBoxes) SourceTargets(i, w, h int, t *Instances) error {
 	}
 	return nil
 }
+
+func init() { Tracer = traceBoxes }

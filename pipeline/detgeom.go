@@ -16,7 +16,7 @@ const maxPre = 4
 
 // streamPre is the RNG stream of op i before the geometry: stream + i,
 // children of the geometry's stream, as streamZoom.
-const streamPre = streamCrop*64 + 3
+const streamPre = StreamCrop*64 + 3
 
 // leadingPre counts the RandomPhotometricDistorts that ops start with.
 func leadingPre(ops []Op) int {
@@ -56,11 +56,11 @@ func (t *Transform) compilePre(pre int) error {
 
 // drawPre appends the steps of t's ops before the geometry for key k.
 func (t *Transform) drawPre(k Key, buf []Step) []Step {
-	return t.drawPreInto(new(drawer), k, buf)
+	return t.DrawPreInto(new(drawer), k, buf)
 }
 
-// drawPreInto is drawPre with the caller's drawer d, reused.
-func (t *Transform) drawPreInto(d *drawer, k Key, buf []Step) []Step {
+// DrawPreInto is drawPre with the caller's drawer d, reused.
+func (t *Transform) DrawPreInto(d *drawer, k Key, buf []Step) []Step {
 	*d = drawer{K: k, Steps: buf}
 	for i := range t.pre {
 		t.pre[i].Draw(d)
@@ -74,14 +74,14 @@ func (t *Transform) drawPreInto(d *drawer, k Key, buf []Step) []Step {
 // stream as a container's children are (stream*64 + 1 + i), which no op
 // uses (the geometry is no container), so that the crop after it keeps
 // stream 1's numbers.
-const streamZoom = streamCrop*64 + 1
+const streamZoom = StreamCrop*64 + 1
 
 // zoomOut is torchvision's RandomZoomOut: with probability p (a draw >= p
 // leaves the image), r uniform in side_range and the canvas int(side * r)
 // a side, the image at (int((canvas_w - w) * u), int((canvas_h - h) *
 // v)). Drawn in float32 from 24-bit uniforms, as torch.rand draws
 // float32s and multiplies a Python number with them in float32.
-func (t *Transform) zoomOut(p *samplePlan, k Key) {
+func (t *Transform) zoomOut(p *SamplePlan, k Key) {
 	r := k.Stream(streamZoom)
 	u := r.Float32
 	if float64(u()) >= t.zoom.P {
@@ -89,35 +89,35 @@ func (t *Transform) zoomOut(p *samplePlan, k Key) {
 	}
 	lo, hi := t.zoom.SideRange[0], t.zoom.SideRange[1]
 	s := float32(lo) + float32(u()*float32(hi-lo))
-	cw, ch := int(float32(p.srcW)*s), int(float32(p.srcH)*s)
-	left, top := int(float32(cw-p.srcW)*u()), int(float32(ch-p.srcH)*u())
-	p.zoomed, p.zoomW, p.zoomH = true, cw, ch
-	p.zoomPad = [4]int{left, top, cw - (left + p.srcW), ch - (top + p.srcH)}
+	cw, ch := int(float32(p.SrcW)*s), int(float32(p.SrcH)*s)
+	left, top := int(float32(cw-p.SrcW)*u()), int(float32(ch-p.SrcH)*u())
+	p.Zoomed, p.ZoomW, p.ZoomH = true, cw, ch
+	p.ZoomPad = [4]int{left, top, cw - (left + p.SrcW), ch - (top + p.SrcH)}
 }
 
 // prePad is the padding before a RandomCrop or CenterCrop and its fill: a
 // Pad's, or a RandomZoomOut's as drawn for p (none when it was not).
-func (t *Transform) prePad(p *samplePlan) ([4]int, [3]float64) {
+func (t *Transform) prePad(p *SamplePlan) ([4]int, [3]float64) {
 	switch {
 	case t.pad != nil:
 		return t.pad.Padding, t.pad.Fill
-	case p.zoomed:
-		return p.zoomPad, t.zoom.Fill
+	case p.Zoomed:
+		return p.ZoomPad, t.zoom.Fill
 	}
 	return [4]int{}, [3]float64{}
 }
 
 // streamPreFlip is the RNG stream of a RandomHorizontalFlip between a
 // RandomIoUCrop and its Resize: a child of the geometry's, as streamZoom.
-const streamPreFlip = streamCrop*64 + 2
+const streamPreFlip = StreamCrop*64 + 2
 
 // iouPlan plans a RandomIoUCrop (after a RandomZoomOut's canvas, if one
 // was drawn) and its Resize: the crop drawn against src's boxes as they
 // are on the canvas (iouParams), resized to the output, flipped before
 // if the flip between them is drawn. Without a zoom or that flip it is a
 // crop and resize of the source (cropResize); else a canvas plan.
-func (t *Transform) iouPlan(p *samplePlan, k Key, src *Targets, scratch *[][4]float32) error {
-	if src == nil && t.iouOn() {
+func (t *Transform) iouPlan(p *SamplePlan, k Key, src *Targets, scratch *[][4]float32) error {
+	if src == nil && t.IoUOn() {
 		return fmt.Errorf("%w: RandomIoUCrop draws its crop against the sample's boxes: a job with targets only (JobSpec.targets)", ErrUnsupported)
 	}
 	var room [][4]float32
@@ -131,33 +131,33 @@ func (t *Transform) iouPlan(p *samplePlan, k Key, src *Targets, scratch *[][4]fl
 	if scratch != nil {
 		*scratch = boxes
 	}
-	W, H := p.srcW, p.srcH
-	if p.zoomed {
-		zp := p.zoomPad
+	W, H := p.SrcW, p.SrcH
+	if p.Zoomed {
+		zp := p.ZoomPad
 		W, H, _ = MoveBoxes(boxes, W, H, []Step{{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}}})
-		p.rcFill = t.zoom.Fill
+		p.RCFill = t.zoom.Fill
 	}
 	var top, left, h, w int
 	var ok bool
-	if t.iouOn() { // else switched off by a stop_epoch: the whole canvas
-		r := k.Stream(streamCrop)
+	if t.IoUOn() { // else switched off by a stop_epoch: the whole canvas
+		r := k.Stream(StreamCrop)
 		var err error
 		if top, left, h, w, ok, err = iouParams(&r, W, H, boxes, t.iou); err != nil {
 			return err
 		}
 	}
-	p.geom, p.iou = cropResize, ok
-	p.cx, p.cy, p.cw, p.ch = 0, 0, W, H
+	p.Geom, p.IoU = CropResize, ok
+	p.CX, p.CY, p.CW, p.CH = 0, 0, W, H
 	if ok {
-		p.cx, p.cy, p.cw, p.ch = left, top, w, h
+		p.CX, p.CY, p.CW, p.CH = left, top, w, h
 	}
 	if t.preFlip > 0 {
 		fr := k.Stream(streamPreFlip)
-		p.preFlip = fr.Float64() < t.preFlip
+		p.PreFlip = fr.Float64() < t.preFlip
 	}
-	p.zoomW, p.zoomH = W, H
-	p.kx, p.ky, p.kw, p.kh = p.cx, p.cy, p.cw, p.ch
-	p.canvas = p.zoomed || p.preFlip || len(t.pre) > 0
+	p.ZoomW, p.ZoomH = W, H
+	p.KX, p.KY, p.KW, p.KH = p.CX, p.CY, p.CW, p.CH
+	p.Canvas = p.Zoomed || p.PreFlip || len(t.pre) > 0
 	return nil
 }
 
@@ -193,7 +193,7 @@ func iouParams(r *RNG, W, H int, boxes [][4]float32, op *Op) (top, left, h, w in
 			if w == 0 || h == 0 {
 				continue
 			}
-			if best, any := maxIoU(boxes, top, left, h, w); any && !(best < float32(least)) {
+			if best, any := MaxIoU(boxes, top, left, h, w); any && !(best < float32(least)) {
 				return top, left, h, w, true, nil
 			}
 		}
@@ -202,10 +202,10 @@ func iouParams(r *RNG, W, H int, boxes [][4]float32, op *Op) (top, left, h, w in
 		ErrUnsupported, W, H, op.Options, maxIoURounds, op.Trials)
 }
 
-// maxIoU is the largest IoU (torchvision's box_iou, float32) of the crop
+// MaxIoU is the largest IoU (torchvision's box_iou, float32) of the crop
 // (left, top, left+w, top+h) with the boxes whose centre is inside it, and
 // whether there is one.
-func maxIoU(boxes [][4]float32, top, left, h, w int) (float32, bool) {
+func MaxIoU(boxes [][4]float32, top, left, h, w int) (float32, bool) {
 	c := [4]float32{float32(left), float32(top), float32(left + w), float32(top + h)}
 	area2 := float32(float32(c[2]-c[0]) * float32(c[3]-c[1]))
 	best, any := float32(0), false

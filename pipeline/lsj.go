@@ -10,9 +10,9 @@ import (
 	"fmt"
 )
 
-// maxJitter bounds ScaleJitter's scale_range: at most 16 times the target
+// MaxJitter bounds ScaleJitter's scale_range: at most 16 times the target
 // size (torchvision's default is (0.1, 2)).
-const maxJitter = 16
+const MaxJitter = 16
 
 // lsjGeometry parses t's geometry when it starts with a ScaleJitter or a
 // FixedSizeCrop (t.jitter, t.fixed, the output size) and returns how many
@@ -27,8 +27,8 @@ func (t *Transform) lsjGeometry() (int, error) {
 		if err := checkSize(op, false); err != nil {
 			return 0, err
 		}
-		if s := op.Scale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= maxJitter) {
-			return bad("ScaleJitter scale_range %v: want 0 < min <= max <= %d", s, maxJitter)
+		if s := op.Scale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= MaxJitter) {
+			return bad("ScaleJitter scale_range %v: want 0 < min <= max <= %d", s, MaxJitter)
 		}
 		if err := checkInterp(op, true); err != nil {
 			return 0, err
@@ -47,9 +47,9 @@ func (t *Transform) lsjGeometry() (int, error) {
 			return 0, err
 		}
 		t.fixed, n = op, n+1
-		t.geom, t.outH, t.outW = cropResize, op.Size[0], op.Size[1]
+		t.geom, t.outH, t.outW = CropResize, op.Size[0], op.Size[1]
 		if t.jitter != nil {
-			t.geom = resizeCrop
+			t.geom = ResizeCrop
 		}
 		if n < len(t.ops) && (geometryKind(t.ops[n].Kind) || t.ops[n].Kind == OpScaleJitter || t.ops[n].Kind == OpFixedSizeCrop) {
 			return bad("op %d (%s) after FixedSizeCrop is not supported: the geometry is ScaleJitter (if any) then FixedSizeCrop", n, t.ops[n].Kind)
@@ -84,45 +84,45 @@ func fixedOffset(r *RNG, op *Op, w, h int) (top, left int) {
 // of at most the crop's size decoded, padded on the right and bottom with
 // the fill (padded, vis) where it is smaller than the crop. Each op draws
 // from a stream of its own.
-func (t *Transform) lsjPlan(p *samplePlan, k Key) error {
-	w, h := p.srcW, p.srcH
+func (t *Transform) lsjPlan(p *SamplePlan, k Key) error {
+	w, h := p.SrcW, p.SrcH
 	if t.jitter != nil {
-		r := k.Stream(streamCrop)
-		w, h = jitterSize(&r, t.jitter, p.srcW, p.srcH)
+		r := k.Stream(StreamCrop)
+		w, h = jitterSize(&r, t.jitter, p.SrcW, p.SrcH)
 		if w < 1 || h < 1 {
 			return fmt.Errorf("%w: ScaleJitter resizes the %dx%d image to %dx%d: a side of 0 pixels (torchvision's resize fails too)",
-				ErrUnsupported, p.srcW, p.srcH, w, h)
+				ErrUnsupported, p.SrcW, p.SrcH, w, h)
 		}
-		p.rw, p.rh = w, h // at most maxSide * maxJitter a side
+		p.RW, p.RH = w, h // at most maxSide * maxJitter a side
 	}
 	r := k.Stream(streamFixed)
 	top, left := fixedOffset(&r, t.fixed, w, h)
 	ch, cw := t.fixed.Size[0], t.fixed.Size[1]
-	p.cx, p.cy, p.cw, p.ch = left, top, cw, ch
-	p.rcFill = t.fixed.Fill
+	p.CX, p.CY, p.CW, p.CH = left, top, cw, ch
+	p.RCFill = t.fixed.Fill
 	if w < cw || h < ch { // padded on the right and bottom
-		p.padded, p.vis = true, true
-		p.vx, p.vy, p.vw, p.vh = left, top, min(w, cw), min(h, ch)
-		p.padL, p.padT = 0, 0
+		p.Padded, p.Vis = true, true
+		p.vx, p.vy, p.VW, p.VH = left, top, min(w, cw), min(h, ch)
+		p.PadL, p.PadT = 0, 0
 	}
 	return nil
 }
 
 // streamFixed is FixedSizeCrop's RNG stream: a child of the geometry's, as
 // streamZoom, so that a ScaleJitter before it keeps stream 1.
-const streamFixed = streamCrop*64 + 4
+const streamFixed = StreamCrop*64 + 4
 
 // lsjSteps are the plan's ScaleJitter and FixedSizeCrop as functional
 // ops: resize to the drawn size, then fixed_size_crop.
-func (t *Transform) lsjSteps(p *samplePlan, buf []Step) []Step {
-	w, h := p.srcW, p.srcH
+func (t *Transform) lsjSteps(p *SamplePlan, buf []Step) []Step {
+	w, h := p.SrcW, p.SrcH
 	if t.jitter != nil {
-		st := Step{Fn: FnResize, Interp: p.interp, Antialias: p.antialias, I: [6]int{4: p.rh, 5: p.rw}}
+		st := Step{Fn: FnResize, Interp: p.Interp, Antialias: p.Antialias, I: [6]int{4: p.RH, 5: p.RW}}
 		buf = append(buf, st)
-		w, h = p.rw, p.rh
+		w, h = p.RW, p.RH
 	}
 	ch, cw := t.fixed.Size[0], t.fixed.Size[1]
-	return append(buf, Step{Fn: FnFixedSizeCrop, I: [6]int{p.cy, p.cx, min(h, ch), min(w, cw), ch, cw}, Fill: t.fixed.Fill})
+	return append(buf, Step{Fn: FnFixedSizeCrop, I: [6]int{p.CY, p.CX, min(h, ch), min(w, cw), ch, cw}, Fill: t.fixed.Fill})
 }
 
 // Per-sample sizes: a transform whose geometry is a RandomShortestSize
@@ -134,25 +134,25 @@ func (t *Transform) lsjSteps(p *samplePlan, buf []Step) []Step {
 // padded to its largest sample instead (PackSizes), as DETR's
 // nested_tensor_from_tensor_list pads it, the sizes beside it.
 
-// sizeTrailer is the bytes after a sample of per-sample size: its height
+// SizeTrailer is the bytes after a sample of per-sample size: its height
 // and width, u32 little-endian each.
-const sizeTrailer = 8
+const SizeTrailer = 8
 
-// compactOut is where a w x h sample is made in its slot (which starts
+// CompactOut is where a w x h sample is made in its slot (which starts
 // slot): all of it, or of per-sample sizes its start, compact.
-func (t *Transform) compactOut(slot []byte, w, h int) []byte {
-	px := slot[:t.viewBytes()]
+func (t *Transform) CompactOut(slot []byte, w, h int) []byte {
+	px := slot[:t.ViewBytes()]
 	if t.vary {
-		px = px[:len(px)-sizeTrailer]
+		px = px[:len(px)-SizeTrailer]
 	}
 	return px[:len(px)/(t.outW*t.outH)*w*h]
 }
 
-// padSample spreads a w x h sample made compact at the start of out (its
+// PadSample spreads a w x h sample made compact at the start of out (its
 // slot: viewBytes) to the bound and writes its size after it.
-func (t *Transform) padSample(out []byte, w, h int) {
-	px := out[:len(out)-sizeTrailer]
-	padCorner(px, w, h, t.outW, t.outH, len(px)/(3*t.outW*t.outH), t.layout)
+func (t *Transform) PadSample(out []byte, w, h int) {
+	px := out[:len(out)-SizeTrailer]
+	PadCorner(px, w, h, t.outW, t.outH, len(px)/(3*t.outW*t.outH), t.layout)
 	binary.LittleEndian.PutUint32(out[len(px):], uint32(h))
 	binary.LittleEndian.PutUint32(out[len(px)+4:], uint32(w))
 }
@@ -197,7 +197,7 @@ func (t *Transform) varySize() error {
 	op := t.resize
 	switch {
 	case op.Kind == OpRandomShortestSize && op.MaxSize > 0:
-		t.geom, t.vary, t.varyGeom, t.outH, t.outW = resizeCrop, true, true, op.MaxSize, op.MaxSize
+		t.geom, t.vary, t.varyGeom, t.outH, t.outW = ResizeCrop, true, true, op.MaxSize, op.MaxSize
 		return nil
 	case op.Kind == OpRandomShortestSize:
 		return fmt.Errorf("%w: transform: RandomShortestSize without max_size gives sizes without a bound (the batch's memory is counted at the largest): give max_size, or a CenterCrop after it", ErrUnsupported)
@@ -229,16 +229,16 @@ func (t *Transform) checkVaryOps(ops []Op) error {
 // Varies reports whether each sample has its own size (at most Size()).
 func (t *Transform) Varies() bool { return t.vary }
 
-// resizeSize is the plan's drawn size for a RandomShortestSize or
+// ResizeSize is the plan's drawn size for a RandomShortestSize or
 // RandomResize (its stream: the geometry's), torchvision's make_params:
 // RandomShortestSize's r = min(min_size / shorter, max_size / longer) in
 // float64 as Python's, each side int(side * r); RandomResize's shorter
 // side a uniform integer in [min_size, max_size), as Resize(int).
-func resizeSize(op *Op, k Key, w, h int) (rw, rh int) {
-	r := k.Stream(streamCrop)
+func ResizeSize(op *Op, k Key, w, h int) (rw, rh int) {
+	r := k.Stream(StreamCrop)
 	if op.Kind == OpRandomResize {
 		s := op.Sizes[0] + r.Intn(op.Sizes[1]-op.Sizes[0])
-		return resizedSize(w, h, [2]int{s, 0})
+		return ResizedSize(w, h, [2]int{s, 0})
 	}
 	s := op.Sizes[r.Intn(len(op.Sizes))]
 	f := float64(s) / float64(min(w, h))
@@ -248,11 +248,11 @@ func resizeSize(op *Op, k Key, w, h int) (rw, rh int) {
 	return int(float64(w) * f), int(float64(h) * f)
 }
 
-// padCorner spreads a w x h sample made compact at the start of out (3
+// PadCorner spreads a w x h sample made compact at the start of out (3
 // channels of elem bytes, in layout) to its place in a bw x bh one, the
 // rest zeros. It works from the last row back, so no row is overwritten
 // before it has moved.
-func padCorner(out []byte, w, h, bw, bh, elem int, layout Layout) {
+func PadCorner(out []byte, w, h, bw, bh, elem int, layout Layout) {
 	planes, rw, brw := 3, w*elem, bw*elem
 	if layout == HWC {
 		planes, rw, brw = 1, 3*w*elem, 3*bw*elem
@@ -279,7 +279,7 @@ func (t *Transform) PackSizes(data []byte, n int) (bh, bw int, sizes [][2]int, p
 	slot := t.SampleBytes()
 	sizes = make([][2]int, n)
 	for i := range n {
-		tr := data[(i+1)*slot-sizeTrailer:]
+		tr := data[(i+1)*slot-SizeTrailer:]
 		h, w := int(binary.LittleEndian.Uint32(tr)), int(binary.LittleEndian.Uint32(tr[4:]))
 		sizes[i] = [2]int{min(h, t.outH), min(w, t.outW)}
 		bh, bw = max(bh, sizes[i][0]), max(bw, sizes[i][1])
@@ -304,11 +304,11 @@ func (t *Transform) PackSizes(data []byte, n int) (bh, bw int, sizes [][2]int, p
 	return bh, bw, sizes, data[:n*bslot]
 }
 
-// sampleSize is the size of p's sample: its own of a transform of
+// SampleSize is the size of p's sample: its own of a transform of
 // per-sample sizes, else the transform's.
-func (t *Transform) sampleSize(p *samplePlan) (w, h int) {
+func (t *Transform) SampleSize(p *SamplePlan) (w, h int) {
 	if t.vary || t.geomW > 0 { // of ops that grow it: the geometry's
-		return p.outW, p.outH
+		return p.OutW, p.OutH
 	}
 	return t.outW, t.outH
 }

@@ -131,12 +131,12 @@ type cutArea struct {
 	cx, cy int
 }
 
-// cutmixDraw is CutMix's draw for key k on a w x h sample: whether it
+// CutMixDraw is CutMix's draw for key k on a w x h sample: whether it
 // applies (random.uniform(0, 1) > p skips it), then each area's ratio
 // (np.random.beta(beta, beta): X/(X+Y) of two Gamma(beta)) and centre
 // (np.random.randint(w), randint(h)), into buf; r goes on to draw the
 // choice among the free areas.
-func (t *Transform) cutmixDraw(k Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r RNG) {
+func (t *Transform) CutMixDraw(k Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r RNG) {
 	if t.cutmix == nil {
 		return false, buf[:0], r
 	}
@@ -229,8 +229,8 @@ func (t *Transform) mosaicPersp(op *Op, n int) error {
 	if op.YSize == [2]int{} {
 		return fmt.Errorf("%w: transform: YOLORandomPerspective after a YOLOMosaic needs its size (w, h): ultralytics' v8_transforms gives (imgsz, imgsz)", ErrUnsupported)
 	}
-	t.yolo = &yoloGeom{load: &Op{Kind: OpYOLOLoadImage, ImgSz: t.mosaic.ImgSz}, persp: op}
-	t.geom, t.outW, t.outH = cropResize, op.YSize[0], op.YSize[1]
+	t.yolo = &yoloGeom{load: &Op{Kind: OpYOLOLoadImage, ImgSz: t.mosaic.ImgSz}, Persp: op}
+	t.geom, t.outW, t.outH = CropResize, op.YSize[0], op.YSize[1]
 	return nil
 }
 
@@ -254,59 +254,59 @@ func (t *Transform) checkMulti() error {
 	return nil
 }
 
-// mosaicOn is the Mosaic's draw of whether it applies to the sample of
+// MosaicOn is the Mosaic's draw of whether it applies to the sample of
 // key k (ultralytics' random.uniform(0, 1) > p leaves it): the first
 // number of the geometry's stream.
-func (t *Transform) mosaicOn(k Key) bool {
-	r := k.Stream(streamCrop)
+func (t *Transform) MosaicOn(k Key) bool {
+	r := k.Stream(StreamCrop)
 	return !(r.Float64() > t.mosaic.P)
 }
 
-// mosaicDraw is what one Mosaic drew: its images (the sample itself
+// MosaicDraw is what one Mosaic drew: its images (the sample itself
 // first, then its partners), each one's load_image size (w, h), the
 // centre and the tiles; cp whether a CopyPaste followed it, pasted the
 // number of copies it pasted.
-type mosaicDraw struct {
-	n, imgsz int
-	idx      []int
-	sizes    [][2]int
-	xc, yc   int
-	tiles    []cv.Tile
-	cp       bool
-	cpP      float64
-	pasted   int
+type MosaicDraw struct {
+	N, Imgsz int
+	Idx      []int
+	Sizes    [][2]int
+	XC, YC   int
+	Tiles    []cv.Tile
+	CP       bool
+	CPP      float64
+	Pasted   int
 }
 
-// multiDraw is what a sample's multi-image geometry drew: its mosaic,
+// MultiDraw is what a sample's multi-image geometry drew: its mosaic,
 // and, when its MixUp was drawn, the ratio and the partner's mosaic (mix.idx[0]
 // the partner).
-type multiDraw struct {
-	mo   mosaicDraw
-	mix  bool
-	mixR float64
-	mixM mosaicDraw
-	// persp: the YOLORandomPerspective after the Mosaic, if any (pp and
+type MultiDraw struct {
+	Mo   MosaicDraw
+	Mix  bool
+	MixR float64
+	MixM MosaicDraw
+	// Persp: the YOLORandomPerspective after the Mosaic, if any (pp and
 	// mixPP its draws for the sample and the MixUp partner), warp its
 	// cv2.warpPerspective (perspective not 0), w and h its size.
-	persp     bool
-	warp      bool
-	w, h      int
-	pp, mixPP cv.PerspectiveParams
-	// cut: a CutMix drew to apply (its partner cutM, warped by cutPP),
+	Persp     bool
+	Warp      bool
+	W, H      int
+	PP, MixPP cv.PerspectiveParams
+	// Cut: a CutMix drew to apply (its partner cutM, warped by cutPP),
 	// cutAreas its areas on the cutW x cutH sample, cutChoice the one
 	// chosen (-1: none free), cutOK whether it took any instance (applied).
-	cut, cutOK bool
-	cutAreas   []cutArea
-	cutW, cutH int
-	cutChoice  int
-	cutM       mosaicDraw
-	cutPP      cv.PerspectiveParams
+	Cut, CutOK bool
+	CutAreas   []cutArea
+	CutW, CutH int
+	CutChoice  int
+	CutM       MosaicDraw
+	CutPP      cv.PerspectiveParams
 }
 
-// cutArea is CutMix's area i (cv.CutMixArea of its draws).
-func (m *multiDraw) cutArea(i int) [4]float32 {
-	a := m.cutAreas[i]
-	return cv.CutMixArea(m.cutW, m.cutH, a.lam, a.cx, a.cy)
+// CutArea is CutMix's area i (cv.CutMixArea of its draws).
+func (m *MultiDraw) CutArea(i int) [4]float32 {
+	a := m.CutAreas[i]
+	return cv.CutMixArea(m.CutW, m.CutH, a.lam, a.cx, a.cy)
 }
 
 // mixView keys a MixUp partner's draws: the partner's index with the
@@ -314,19 +314,19 @@ func (m *multiDraw) cutArea(i int) [4]float32 {
 // is made with draws of its own (ultralytics' pre_transform draws anew).
 const mixView = 1 << 40
 
-// cutKey is the key a CutMix partner j of the sample of key k is made with.
-func cutKey(k Key, j int) Key {
+// CutKey is the key a CutMix partner j of the sample of key k is made with.
+func CutKey(k Key, j int) Key {
 	k.Index, k.View = uint64(j), k.View+cutView
 	return k
 }
 
-// mixKey is the key a MixUp partner j of the sample of key k is made with.
-func mixKey(k Key, j int) Key {
+// MixKey is the key a MixUp partner j of the sample of key k is made with.
+func MixKey(k Key, j int) Key {
 	k.Index, k.View = uint64(j), k.View+mixView
 	return k
 }
 
-// multiPartners appends to buf[:0] the partners the sample of key k reads
+// MultiPartners appends to buf[:0] the partners the sample of key k reads
 // in a dataset of size samples, for t at k's epoch, in the order its
 // decode takes them: its Mosaic's n-1, then, when its MixUp is drawn, the
 // MixUp's partner and that one's Mosaic's n-1. Nil when t has no Mosaic
@@ -335,22 +335,22 @@ func mixKey(k Key, j int) Key {
 // so the epoch's plan is untouched (every index is still the primary
 // sample exactly once an epoch) and a sample's mosaic is the same on any
 // topology and across a resume.
-func (t *Transform) multiPartners(k Key, size int, buf []int) []int {
+func (t *Transform) MultiPartners(k Key, size int, buf []int) []int {
 	t = t.AtEpoch(k.Epoch)
-	if t.mosaic == nil || size < 1 || !t.mosaicOn(k) {
+	if t.mosaic == nil || size < 1 || !t.MosaicOn(k) {
 		return nil
 	}
 	buf = t.mosaicPartners(k, size, buf[:0])
-	if on, _ := t.mixupDraw(k); on {
+	if on, _ := t.MixUpDraw(k); on {
 		j := mixupPartner(k, size)
 		buf = append(buf, j)
-		buf = t.mosaicPartners(mixKey(k, j), size, buf)
+		buf = t.mosaicPartners(MixKey(k, j), size, buf)
 	}
 	if r := k.Stream(cv.CutMixStream + 1); t.cutmix != nil && !(r.Float64() > t.cutmix.P) { // cutmixDraw's first
 		var one [1]int
 		cv.Partners(k, cv.CutMixStream, size, one[:])
 		buf = append(buf, one[0])
-		buf = t.mosaicPartners(cutKey(k, one[0]), size, buf)
+		buf = t.mosaicPartners(CutKey(k, one[0]), size, buf)
 	}
 	return buf
 }
@@ -363,10 +363,10 @@ func (t *Transform) mosaicPartners(k Key, size int, buf []int) []int {
 	return buf
 }
 
-// mixupDraw is MixUp's draw for key k: whether it applies (ultralytics'
+// MixUpDraw is MixUp's draw for key k: whether it applies (ultralytics'
 // random.uniform(0, 1) > p skips it) and its ratio (np.random.beta(32,
 // 32): X/(X+Y) of two Gamma(32) draws).
-func (t *Transform) mixupDraw(k Key) (on bool, r float64) {
+func (t *Transform) MixUpDraw(k Key) (on bool, r float64) {
 	if t.mixup == nil {
 		return false, 0
 	}
@@ -386,17 +386,17 @@ func mixupPartner(k Key, size int) int {
 	return one[0]
 }
 
-// mosaicCentre is Mosaic.get_params' draw for n = 4: yc, then xc, each
+// MosaicCentre is Mosaic.get_params' draw for n = 4: yc, then xc, each
 // int(random.uniform(-border, 2*imgsz + border)) with border -imgsz//2
 // (Python's floor division), from the geometry's stream after mosaicOn's.
 // 9 draws nothing.
-func (t *Transform) mosaicCentre(k Key) (xc, yc int) {
+func (t *Transform) MosaicCentre(k Key) (xc, yc int) {
 	if t.mosaic.Tiles != 4 {
 		return 0, 0
 	}
 	s := t.mosaic.ImgSz
 	border := -((s + 1) / 2) // -s // 2
-	r := k.Stream(streamCrop)
+	r := k.Stream(StreamCrop)
 	r.Float64() // mosaicOn's
 	lo, hi := float64(-border), float64(2*s+border)
 	yc = int(r.Uniform(lo, hi))
@@ -408,69 +408,69 @@ func (t *Transform) mosaicCentre(k Key) (xc, yc int) {
 // sample's first, then its partners), sizes ((w, h) each, as load_image
 // resized it), xc, yc, and after a YOLOCopyPaste copy_paste: the copies
 // it pasted}.
-func (m *mosaicDraw) appendJSON(b []byte) []byte {
+func (m *MosaicDraw) appendJSON(b []byte) []byte {
 	b = append(b, `{"n":`...)
-	b = strconv.AppendInt(b, int64(m.n), 10)
+	b = strconv.AppendInt(b, int64(m.N), 10)
 	b = append(b, `,"imgsz":`...)
-	b = strconv.AppendInt(b, int64(m.imgsz), 10)
+	b = strconv.AppendInt(b, int64(m.Imgsz), 10)
 	b = append(b, `,"indexes":`...)
-	b = fn.AppendInts(b, m.idx)
+	b = fn.AppendInts(b, m.Idx)
 	b = append(b, `,"sizes":[`...)
-	for i, s := range m.sizes {
+	for i, s := range m.Sizes {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = fn.AppendInts(b, s[:])
 	}
 	b = append(b, `],"xc":`...)
-	b = strconv.AppendInt(b, int64(m.xc), 10)
+	b = strconv.AppendInt(b, int64(m.XC), 10)
 	b = append(b, `,"yc":`...)
-	b = strconv.AppendInt(b, int64(m.yc), 10)
-	if m.cp {
+	b = strconv.AppendInt(b, int64(m.YC), 10)
+	if m.CP {
 		b = append(b, `,"copy_paste":`...)
-		b = strconv.AppendInt(b, int64(m.pasted), 10)
+		b = strconv.AppendInt(b, int64(m.Pasted), 10)
 	}
 	return append(b, '}')
 }
 
-// appendJSON appends the sample's multi-image entries to its trace:
+// AppendJSON appends the sample's multi-image entries to its trace:
 // ["mosaic", {its arguments}], then, when its MixUp applied, ["mixup",
 // {"r": the ratio, "mosaic": the partner's mosaic}].
-func (m *multiDraw) appendJSON(b []byte) []byte {
+func (m *MultiDraw) AppendJSON(b []byte) []byte {
 	b = append(b, `["yolo_mosaic",`...)
-	b = m.mo.appendJSON(b)
+	b = m.Mo.appendJSON(b)
 	b = append(b, ']')
-	if m.persp {
+	if m.Persp {
 		b = append(b, ',')
-		st := m.perspStep(&m.pp)
+		st := m.perspStep(&m.PP)
 		b = st.AppendJSON(b)
 	}
-	if m.mix {
+	if m.Mix {
 		b = append(b, `,["yolo_mixup",{"r":`...)
-		b = fn.AppendFloat(b, m.mixR)
+		b = fn.AppendFloat(b, m.MixR)
 		b = append(b, `,"mosaic":`...)
-		b = m.mixM.appendJSON(b)
-		if m.persp {
+		b = m.MixM.appendJSON(b)
+		if m.Persp {
 			b = append(b, `,"perspective":`...)
-			st := m.perspStep(&m.mixPP)
+			st := m.perspStep(&m.MixPP)
 			b = st.AppendJSON(b)
 		}
 		b = append(b, "}]"...)
 	}
-	if m.cut { // ["yolo_cutmix", {"areas": [[lam, cx, cy], ...], "choice", "applied", "mosaic", "perspective"}]
+	if m.Cut { // ["yolo_cutmix", {"areas": [[lam, cx, cy], ...], "choice", "applied", "mosaic", "perspective"}]
 		b = append(b, `,["yolo_cutmix",{"areas":[`...)
-		for i, a := range m.cutAreas {
+		for i, a := range m.CutAreas {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			b = append(fn.AppendFloat(append(b, '['), a.lam), ',')
 			b = append(strconv.AppendInt(append(strconv.AppendInt(b, int64(a.cx), 10), ','), int64(a.cy), 10), ']')
 		}
-		b = strconv.AppendInt(append(b, `],"choice":`...), int64(m.cutChoice), 10)
-		b = strconv.AppendBool(append(b, `,"applied":`...), m.cutOK)
-		b = m.cutM.appendJSON(append(b, `,"mosaic":`...))
-		if m.persp {
-			st := m.perspStep(&m.cutPP)
+		b = strconv.AppendInt(append(b, `],"choice":`...), int64(m.CutChoice), 10)
+		b = strconv.AppendBool(append(b, `,"applied":`...), m.CutOK)
+		b = m.CutM.appendJSON(append(b, `,"mosaic":`...))
+		if m.Persp {
+			st := m.perspStep(&m.CutPP)
 			b = st.AppendJSON(append(b, `,"perspective":`...))
 		}
 		b = append(b, "}]"...)
@@ -480,10 +480,10 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 
 // perspStep is the YOLORandomPerspective's step of draw pp, as yoloSteps
 // writes it.
-func (m *multiDraw) perspStep(pp *cv.PerspectiveParams) Step {
-	st := Step{Fn: FnYOLOPerspective, I: [6]int{4: m.h, 5: m.w}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
+func (m *MultiDraw) perspStep(pp *cv.PerspectiveParams) Step {
+	st := Step{Fn: FnYOLOPerspective, I: [6]int{4: m.H, 5: m.W}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
 		Center: [2]float64{pp.PX, pp.PY}}
-	if m.warp {
+	if m.Warp {
 		st.I[0] = 1
 	}
 	return st

@@ -44,7 +44,7 @@ func init() {
 		},
 		MaxNs: func(n *node, w, h int) float64 {
 			if n.Op.Expand {
-				w, h = expandBound(n.Op, w, h)
+				w, h = ExpandBound(n.Op, w, h)
 			}
 			return stepNs(Step{Fn: FnRotate, Interp: n.Op.Interp}, w, h)
 		}})
@@ -183,7 +183,7 @@ func drawPerspective(r *RNG, w, h int, op *Op) Step {
 	return st
 }
 
-// expandBound bounds the size of op's rotation with expand=True (a
+// ExpandBound bounds the size of op's rotation with expand=True (a
 // RandomRotation's, its angle drawn in Degrees) of a w x h image: a side
 // of the rotated image spans w|cos a| + h|sin a| (the height w|sin a| +
 // h|cos a|), at most the diagonal, reached where the range holds an angle
@@ -191,7 +191,7 @@ func drawPerspective(r *RNG, w, h int, op *Op) Step {
 // at an end; torchvision's size (kernels.RotatedSize: the ceiling of the
 // maximum less the floor of the minimum, in float32) is less than that
 // span plus 2.
-func expandBound(op *Op, w, h int) (int, int) {
+func ExpandBound(op *Op, w, h int) (int, int) {
 	lo, hi := op.Degrees[0], op.Degrees[1]
 	fw, fh := float64(w), float64(h)
 	span := func(a, b float64) float64 { // a's cos weight, b's sin weight
@@ -236,7 +236,7 @@ func (t *Transform) growRotate(rest []Op, first int) error {
 	walk = func(ops []Op) {
 		for i := range ops {
 			if ops[i].Kind == OpRandomRotation && ops[i].Expand {
-				w, h = expandBound(&ops[i], w, h)
+				w, h = ExpandBound(&ops[i], w, h)
 				room, fixed = max(room, 3*w*h), false
 			}
 			walk(ops[i].Ops)

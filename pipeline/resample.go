@@ -20,9 +20,9 @@ import (
 // pixels from its origin (the crop, or the whole image); the output is
 // flipped if the plan says so and packed into out.
 func resampleTorch(src *image.NRGBA, p *samplePlan, layout Layout, out []byte) {
-	sx, sy := p.spans()
-	ax, ay := fn.NewTorchAxis(sx, p.interp, p.antialias), fn.NewTorchAxis(sy, p.interp, p.antialias)
-	w, h := p.outW, p.outH
+	sx, sy := p.Spans()
+	ax, ay := fn.NewTorchAxis(sx, p.Interp, p.Antialias), fn.NewTorchAxis(sy, p.Interp, p.Antialias)
+	w, h := p.OutW, p.OutH
 	// The rows the vertical taps read, horizontally resampled.
 	y0, y1 := math.MaxInt, 0
 	for i, s := range ay.Start {
@@ -42,7 +42,7 @@ func resampleTorch(src *image.NRGBA, p *samplePlan, layout Layout, out []byte) {
 	for y := range h {
 		for x := range w {
 			ox := x
-			if p.flip {
+			if p.Flip {
 				ox = w - 1 - x
 			}
 			for c := range 3 {
@@ -67,7 +67,7 @@ func resampleTorch(src *image.NRGBA, p *samplePlan, layout Layout, out []byte) {
 // crop's rows and columns its taps read; resizeCanvasGo is the same bytes
 // in Go (without cgo, and on the reference path: WithReference).
 func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
-	if p.yolo {
+	if p.YOLO {
 		d.yoloCanvas(dst, p, src, layout)
 		return
 	}
@@ -81,17 +81,17 @@ func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Lay
 // whole in the Decoder's scratch (the fill, the image's part of it, its
 // columns reversed if p.preFlip), then resized (resampleRGBA).
 func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout Layout) {
-	kw, kh, w, h := p.kw, p.kh, p.srcW, p.srcH
+	kw, kh, w, h := p.KW, p.KH, p.SrcW, p.SrcH
 	n := 4 * kw * kh
 	if cap(d.canvas) < n {
 		d.canvas = make([]byte, n)
 	}
-	c, f := d.canvas[:n], p.rcFill
+	c, f := d.canvas[:n], p.RCFill
 	for i := 0; i < n; i += 4 {
 		c[i], c[i+1], c[i+2], c[i+3] = byte(f[0]), byte(f[1]), byte(f[2]), 255
 	}
 	// The image's top-left corner, from the crop's, and its part of the crop.
-	left, top := p.zoomPad[0]-p.kx, p.zoomPad[1]-p.ky
+	left, top := p.ZoomPad[0]-p.KX, p.ZoomPad[1]-p.KY
 	x0, x1, y0, y1 := max(left, 0), min(left+w, kw), max(top, 0), min(top+h, kh)
 	plane := w * h
 	for y := y0; y < y1; y++ {
@@ -104,7 +104,7 @@ func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout L
 				row[4*x], row[4*x+1], row[4*x+2] = src[o], src[plane+o], src[2*plane+o]
 			}
 		}
-		if p.preFlip { // the crop's columns reversed (the fill's rows are the same)
+		if p.PreFlip { // the crop's columns reversed (the fill's rows are the same)
 			for i, j := 0, kw-1; i < j; i, j = i+1, j-1 {
 				a, b := row[4*i:4*i+4], row[4*j:4*j+4]
 				a[0], a[1], a[2], b[0], b[1], b[2] = b[0], b[1], b[2], a[0], a[1], a[2]
@@ -112,7 +112,7 @@ func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout L
 		}
 	}
 	cp := *p
-	cp.geom, cp.srcW, cp.srcH, cp.cx, cp.cy, cp.cw, cp.ch = cropResize, kw, kh, 0, 0, kw, kh
+	cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = cropResize, kw, kh, 0, 0, kw, kh
 	// The image's rows, from the crop's top: the others are the fill's.
 	d.resampleRGBA(c, 4*kw, &cp, layout, dst, top, top+h)
 }
@@ -124,9 +124,9 @@ func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout L
 // The rows outside [img0, img1) are all one colour: their horizontal pass
 // is made once and copied.
 func (d *Decoder) resampleRGBA(src []byte, stride int, p *samplePlan, layout Layout, out []byte, img0, img1 int) {
-	sx, sy := p.spans()
-	ax, ay := fn.NewTorchAxis(sx, p.interp, p.antialias), fn.NewTorchAxis(sy, p.interp, p.antialias)
-	w, h := p.outW, p.outH
+	sx, sy := p.Spans()
+	ax, ay := fn.NewTorchAxis(sx, p.Interp, p.Antialias), fn.NewTorchAxis(sy, p.Interp, p.Antialias)
+	w, h := p.OutW, p.OutH
 	y0, y1 := 1<<62, 0
 	for i, s := range ay.Start {
 		y0, y1 = min(y0, s), max(y1, s+len(ay.K[i]))
@@ -170,7 +170,7 @@ func (d *Decoder) resampleRGBA(src []byte, stride int, p *samplePlan, layout Lay
 				b += int32(mid[o+2]) * k32
 			}
 			ox := x
-			if p.flip {
+			if p.Flip {
 				ox = w - 1 - x
 			}
 			if layout == HWC {
@@ -204,35 +204,35 @@ func (s *yoloScratch) planes(i, w, h int) kernels.Planes {
 // says, on planes.
 func (d *Decoder) yoloCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
 	s := &d.yoloRoom
-	w, h := p.srcW, p.srcH
+	w, h := p.SrcW, p.SrcH
 	cur := kernels.Planes{Pix: src[:3*w*h], W: w, H: h}
 	if layout == HWC {
 		c := s.planes(0, w, h)
 		hwcToCHW(cur.Pix, c.Pix)
 		cur = c
 	}
-	if p.ylw != w || p.ylh != h {
-		c := s.planes(1, p.ylw, p.ylh)
+	if p.YLW != w || p.YLH != h {
+		c := s.planes(1, p.YLW, p.YLH)
 		cv.ResizeLinear(c, cur)
 		cur = c
 	}
 	if d.ops.Stopped() {
 		return // abandoned: the steps' loop ends the sample
 	}
-	if p.ylbOn {
-		gw, gh := p.ylb.Size()
+	if p.YLBOn {
+		gw, gh := p.YLB.Size()
 		c := s.planes(2, gw, gh)
-		room := s.planes(3, p.ylb.UnpadW, p.ylb.UnpadH)
-		cv.LetterBoxImage(c, cur, p.ylb, room.Pix)
+		room := s.planes(3, p.YLB.UnpadW, p.YLB.UnpadH)
+		cv.LetterBoxImage(c, cur, p.YLB, room.Pix)
 		cur = c
 	}
-	if p.ypOn && !d.ops.Stopped() {
-		c := s.planes(3, p.outW, p.outH)
-		m := cv.PerspectiveMatrix(p.yp, cur.W, cur.H, p.outW, p.outH)
-		cv.PerspectiveImage(c, cur, m, p.ypWarp)
+	if p.YPOn && !d.ops.Stopped() {
+		c := s.planes(3, p.OutW, p.OutH)
+		m := cv.PerspectiveMatrix(p.YP, cur.W, cur.H, p.OutW, p.OutH)
+		cv.PerspectiveImage(c, cur, m, p.YPWarp)
 		cur = c
 	}
-	out := dst[:3*p.outW*p.outH]
+	out := dst[:3*p.OutW*p.OutH]
 	if layout == HWC {
 		chwToHWC(cur.Pix, out)
 		return
@@ -252,7 +252,7 @@ func hwcToCHW(hwc, chw []byte) {
 // kernels (cgo builds): yoloResizeNs' and yoloWarpNs' doc, yolo.go.
 func init() {
 	if haveFast {
-		yoloResizeNs, yoloWarpNs = 3, 5
+		YOLOResizeNs, YOLOWarpNs = 3, 5
 		FnYOLOHSV.Def().Ns = 3
 	}
 }

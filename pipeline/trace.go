@@ -54,15 +54,15 @@ func ParseTrace(data []byte) ([]Step, error) {
 	return steps, nil
 }
 
-// geometrySteps are the plan's geometry as functional ops: resized_crop
+// GeometrySteps are the plan's geometry as functional ops: resized_crop
 // (RandomResizedCrop), resize and center_crop (Resize, CenterCrop), then
 // horizontal_flip when a fused flip drew one.
-func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
+func (t *Transform) GeometrySteps(p *SamplePlan, buf []Step) []Step {
 	aa := func(op *Op) Step {
 		return Step{Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
 	}
-	if p.zoomed { // RandomZoomOut: torchvision's pad of its drawn padding
-		zp := p.zoomPad
+	if p.Zoomed { // RandomZoomOut: torchvision's pad of its drawn padding
+		zp := p.ZoomPad
 		buf = append(buf, Step{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill})
 	}
 	switch {
@@ -71,49 +71,49 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 	case t.fixed != nil:
 		buf = t.lsjSteps(p, buf)
 	case t.iou != nil:
-		if p.iou {
-			buf = append(buf, Step{Fn: FnIoUCrop, I: [6]int{p.cy, p.cx, p.ch, p.cw}})
+		if p.IoU {
+			buf = append(buf, Step{Fn: FnIoUCrop, I: [6]int{p.CY, p.CX, p.CH, p.CW}})
 		}
 		for _, st := range t.iouMid {
-			if st.Fn != FnHorizontalFlip || p.preFlip {
+			if st.Fn != FnHorizontalFlip || p.PreFlip {
 				buf = append(buf, st)
 			}
 		}
 		st := aa(t.resize)
-		st.Fn, st.I = FnResize, [6]int{4: p.outH, 5: p.outW}
+		st.Fn, st.I = FnResize, [6]int{4: p.OutH, 5: p.OutW}
 		buf = append(buf, st)
 	case t.rcrop != nil:
 		if t.pad != nil {
 			buf = append(buf, padStep(t.pad))
 		}
 		if p.rcPad != [4]int{} {
-			buf = append(buf, Step{Fn: FnPad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: p.rcFill})
+			buf = append(buf, Step{Fn: FnPad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: p.RCFill})
 		}
 		if p.rcCrop {
-			buf = append(buf, Step{Fn: FnCrop, I: [6]int{p.rcTop, p.rcLeft, t.rcrop.Size[0], t.rcrop.Size[1]}})
+			buf = append(buf, Step{Fn: FnCrop, I: [6]int{p.RCTop, p.RCLeft, t.rcrop.Size[0], t.rcrop.Size[1]}})
 		}
 	case t.rrc != nil:
 		// The plan's filter: RandomInterp draws it per sample.
-		st := Step{Interp: p.interp, Antialias: p.antialias}
-		st.Fn, st.I = FnResizedCrop, [6]int{p.cy, p.cx, p.ch, p.cw, p.outH, p.outW}
+		st := Step{Interp: p.Interp, Antialias: p.Antialias}
+		st.Fn, st.I = FnResizedCrop, [6]int{p.CY, p.CX, p.CH, p.CW, p.OutH, p.OutW}
 		buf = append(buf, st)
 	default:
 		if t.resize != nil {
 			st := aa(t.resize)
-			st.Fn, st.I = FnResize, [6]int{4: p.rh, 5: p.rw}
+			st.Fn, st.I = FnResize, [6]int{4: p.RH, 5: p.RW}
 			buf = append(buf, st)
 		}
 		if t.pad != nil {
 			buf = append(buf, padStep(t.pad))
 		}
 		if t.center != nil {
-			buf = append(buf, Step{Fn: FnCenterCrop, I: [6]int{4: p.ch, 5: p.cw}})
+			buf = append(buf, Step{Fn: FnCenterCrop, I: [6]int{4: p.CH, 5: p.CW}})
 		}
 	}
 	if t.padAfter != nil {
 		buf = append(buf, padStep(t.padAfter))
 	}
-	if p.flip {
+	if p.Flip {
 		buf = append(buf, Step{Fn: FnHorizontalFlip})
 	}
 	return buf
@@ -125,21 +125,21 @@ func padStep(op *Op) Step {
 	return Step{Fn: FnPad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill}
 }
 
-// maxStepJSON bounds one step's JSON: the longest, affine's, with every
+// MaxStepJSON bounds one step's JSON: the longest, affine's, with every
 // number at its longest (24 bytes), is under 380 (TestStepJSONBound).
-const maxStepJSON = 400
+const MaxStepJSON = 400
 
 // MaxTraceBytes bounds one sample's trace: its geometry (two steps and a
 // flip), the steps its ops may draw, and a normalize; of several views,
 // every view's and the list around them.
 func (t *Transform) MaxTraceBytes() int {
 	if t.views == nil {
-		n := (t.maxSteps+4)*maxStepJSON + 2
+		n := (t.maxSteps+4)*MaxStepJSON + 2
 		if t.mosaic != nil { // its entry, and a MixUp's (the partner's mosaic and warp)
-			n += 3 * maxStepJSON
+			n += 3 * MaxStepJSON
 		}
 		if t.cutmix != nil { // a CutMix's: its partner's, and its areas
-			n += 4 * maxStepJSON
+			n += 4 * MaxStepJSON
 		}
 		return n
 	}
@@ -150,20 +150,20 @@ func (t *Transform) MaxTraceBytes() int {
 	return n
 }
 
-// drawSteps appends to buf the steps t's ops after the geometry draw for
+// DrawSteps appends to buf the steps t's ops after the geometry draw for
 // key k, in the order they run, and returns it.
-func (t *Transform) drawSteps(k Key, buf []Step) []Step {
-	return t.drawStepsAt(k, t.outW, t.outH, buf)
+func (t *Transform) DrawSteps(k Key, buf []Step) []Step {
+	return t.DrawStepsAt(k, t.outW, t.outH, buf)
 }
 
-// drawStepsAt is drawSteps for a sample of w x h (its own size, of a
+// DrawStepsAt is drawSteps for a sample of w x h (its own size, of a
 // transform of per-sample sizes).
-func (t *Transform) drawStepsAt(k Key, w, h int, buf []Step) []Step {
-	return t.drawInto(new(drawer), k, w, h, buf)
+func (t *Transform) DrawStepsAt(k Key, w, h int, buf []Step) []Step {
+	return t.DrawInto(new(drawer), k, w, h, buf)
 }
 
-// drawInto is drawStepsAt with the caller's drawer d, reused.
-func (t *Transform) drawInto(d *drawer, k Key, w, h int, buf []Step) []Step {
+// DrawInto is drawStepsAt with the caller's drawer d, reused.
+func (t *Transform) DrawInto(d *drawer, k Key, w, h int, buf []Step) []Step {
 	*d = drawer{K: k, W: w, H: h, Steps: buf}
 	for i := range t.post {
 		t.post[i].Draw(d)
@@ -172,3 +172,26 @@ func (t *Transform) drawInto(d *drawer, k Key, w, h int, buf []Step) []Step {
 	d.Steps = nil
 	return steps
 }
+
+// Trace is the trace a w x h source image would get for key k, drawn
+// without decoding anything (what `stoker ops draw` prints, and what the
+// sampling tests count): the plan's geometry, the steps, normalize (of
+// several views, each view's).
+func (t *Transform) Trace(srcW, srcH int, k Key) ([]byte, error) {
+	return t.TraceBoxes(srcW, srcH, k, nil)
+}
+
+// TraceBoxes is Trace for a source whose boxes (XYXY, in its pixels) are
+// boxes: what a RandomIoUCrop draws against (nil: none, and a transform
+// with one fails).
+func (t *Transform) TraceBoxes(srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error) {
+	if at := t.AtEpoch(k.Epoch); at.mosaic != nil && at.MosaicOn(k) {
+		return nil, fmt.Errorf("%w: a YOLOMosaic's draw needs its partners' images (their sizes): only a decode traces it", ErrUnsupported)
+	}
+	return Tracer(t, srcW, srcH, k, boxes)
+}
+
+// Tracer draws a sample as a decode would, without decoding anything,
+// and returns its trace: the pipeline's Decoder, which fuses the geometry
+// (it sets Tracer as it is initialized).
+var Tracer func(t *Transform, srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error)

@@ -24,12 +24,12 @@ func (l Layout) String() string {
 type geomKind int
 
 const (
-	// cropResize: crop a box of the source, then resize it to the output
+	// CropResize: crop a box of the source, then resize it to the output
 	// (RandomResizedCrop, CenterCrop alone).
-	cropResize geomKind = iota
-	// resizeCrop: resize the whole source, then crop (Resize, Resize +
+	CropResize geomKind = iota
+	// ResizeCrop: resize the whole source, then crop (Resize, Resize +
 	// CenterCrop).
-	resizeCrop
+	ResizeCrop
 )
 
 // Transform is a compiled, validated op list. It is immutable and safe for
@@ -108,7 +108,7 @@ type Transform struct {
 // keep the streams 1, 2 and 3 they always had). An op inside a container
 // draws from its own stream, derived from its container's (node.stream).
 const (
-	streamCrop = 1
+	StreamCrop = 1
 	streamFlip = 2
 )
 
@@ -230,18 +230,18 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	switch {
 	case t.fixed != nil, t.yolo != nil: // lsjGeometry or yoloGeometry set the size
 	case t.mosaic != nil:
-		t.geom, t.outH, t.outW = cropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
+		t.geom, t.outH, t.outW = CropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
 	case t.rcrop != nil:
-		t.geom, t.outH, t.outW = cropResize, t.rcrop.Size[0], t.rcrop.Size[1]
+		t.geom, t.outH, t.outW = CropResize, t.rcrop.Size[0], t.rcrop.Size[1]
 	case t.rrc != nil:
-		t.geom, t.outH, t.outW = cropResize, t.rrc.Size[0], t.rrc.Size[1]
+		t.geom, t.outH, t.outW = CropResize, t.rrc.Size[0], t.rrc.Size[1]
 	case t.center != nil:
-		t.geom, t.outH, t.outW = resizeCrop, t.center.Size[0], t.center.Size[1]
+		t.geom, t.outH, t.outW = ResizeCrop, t.center.Size[0], t.center.Size[1]
 		if t.resize == nil {
-			t.geom = cropResize
+			t.geom = CropResize
 		}
 	case t.resize != nil && t.resize.Size[1] > 0:
-		t.geom, t.outH, t.outW = resizeCrop, t.resize.Size[0], t.resize.Size[1]
+		t.geom, t.outH, t.outW = ResizeCrop, t.resize.Size[0], t.resize.Size[1]
 	case t.resize != nil:
 		if err := t.varySize(); err != nil {
 			return nil, err
@@ -312,6 +312,60 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 // Ops returns the compiled op list, defaults filled in.
 func (t *Transform) Ops() []Op { return append([]Op(nil), t.ops...) }
 
+// The compiled transform's parts the decoder reads (the pipeline's root:
+// it fuses the geometry, draws the steps into its own buffers, packs the
+// samples).
+
+// OutW is the output width (view 0's), OutH its height: Size's.
+func (t *Transform) OutW() int { return t.outW }
+
+// OutH is the output height (view 0's).
+func (t *Transform) OutH() int { return t.outH }
+
+// GeomW is the width the geometry makes when the ops after it grow the
+// image (a RandomRotation with expand=True; 0: no such op).
+func (t *Transform) GeomW() int { return t.geomW }
+
+// MaxSteps bounds the steps one sample draws after the geometry; MaxPre
+// those of the ops before it (detection's photometric ops).
+func (t *Transform) MaxSteps() int { return t.maxSteps }
+
+// MaxPre bounds the steps one sample draws before the geometry.
+func (t *Transform) MaxPre() int { return t.maxPre }
+
+// PreNodes are the compiled ops before the geometry, PostNodes those
+// after it.
+func (t *Transform) PreNodes() []node { return t.pre }
+
+// PostNodes are the compiled ops after the geometry.
+func (t *Transform) PostNodes() []node { return t.post }
+
+// NormOp is the Normalize the samples end in (nil: none, uint8 samples).
+func (t *Transform) NormOp() *Op { return t.norm }
+
+// IoUOp is the RandomIoUCrop of the geometry, if any; JitterOp its
+// ScaleJitter.
+func (t *Transform) IoUOp() *Op { return t.iou }
+
+// JitterOp is the geometry's ScaleJitter, if any.
+func (t *Transform) JitterOp() *Op { return t.jitter }
+
+// MosaicOp is the YOLOMosaic of the multi-image geometry, if any;
+// CopyPasteOp and CutMixOp the YOLOCopyPaste and YOLOCutMix after it.
+func (t *Transform) MosaicOp() *Op { return t.mosaic }
+
+// CopyPasteOp is the YOLOCopyPaste after the mosaic, if any.
+func (t *Transform) CopyPasteOp() *Op { return t.copyPaste }
+
+// CutMixOp is the YOLOCutMix ending the multi-image geometry, if any.
+func (t *Transform) CutMixOp() *Op { return t.cutmix }
+
+// YOLO is the YOLO family's geometry, if any.
+func (t *Transform) YOLO() *yoloGeom { return t.yolo }
+
+// ViewList is a transform of several views' views (nil: one view).
+func (t *Transform) ViewList() []*Transform { return t.views }
+
 // Layout returns the output layout.
 func (t *Transform) Layout() Layout { return t.layout }
 
@@ -334,14 +388,14 @@ func (t *Transform) Shape() [3]int {
 // up.
 func (t *Transform) SampleBytes() int {
 	if t.views == nil {
-		return t.viewBytes()
+		return t.ViewBytes()
 	}
 	n := 0
 	for _, v := range t.views {
-		n += v.viewBytes()
+		n += v.ViewBytes()
 	}
 	return n
 }
 
-// pixelBytes is the size of a sample's uint8 pixels, before Normalize.
-func (t *Transform) pixelBytes() int { return max(3*t.outH*t.outW, t.room) }
+// PixelBytes is the size of a sample's uint8 pixels, before Normalize.
+func (t *Transform) PixelBytes() int { return max(3*t.outH*t.outW, t.room) }

@@ -128,18 +128,18 @@ func (t *Transform) ViewLayout() ViewLayout { return t.vlayout }
 func (t *Transform) setLayout() {
 	t.vlayout = ViewLayout{prefix: make([]int, t.Views()+1)}
 	for v := range t.Views() {
-		t.vlayout.prefix[v+1] = t.vlayout.prefix[v] + t.View(v).viewBytes()
+		t.vlayout.prefix[v+1] = t.vlayout.prefix[v] + t.View(v).ViewBytes()
 	}
 }
 
-// viewBytes is one view's output size.
-func (t *Transform) viewBytes() int {
+// ViewBytes is one view's output size.
+func (t *Transform) ViewBytes() int {
 	n := 3 * t.outH * t.outW
 	if t.norm != nil {
 		n *= 4
 	}
 	if t.vary {
-		n += sizeTrailer // the sample's own size (lsj.go)
+		n += SizeTrailer // the sample's own size (lsj.go)
 	}
 	return n
 }

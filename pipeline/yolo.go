@@ -18,12 +18,12 @@ import (
 // yoloGeom is a transform's YOLO geometry: its ops (lb and persp nil
 // when absent).
 type yoloGeom struct {
-	load, lb, persp *Op
+	load, lb, Persp *Op
 }
 
 // streamYOLOPersp is YOLORandomPerspective's RNG stream: a child of the
 // geometry's, as streamZoom, apart from the ops before the geometry's.
-const streamYOLOPersp = streamCrop*64 + 8
+const streamYOLOPersp = StreamCrop*64 + 8
 
 // yoloGeometry parses t's geometry when it is the YOLO family's and
 // returns how many ops it has (0: another geometry). Its output size is
@@ -62,7 +62,7 @@ func (t *Transform) yoloGeometry() (int, error) {
 		if err := checkYOLOPersp(op); err != nil {
 			return 0, err
 		}
-		g.persp, n = op, n+1
+		g.Persp, n = op, n+1
 		if op.YSize != [2]int{} {
 			t.outW, t.outH = op.YSize[0], op.YSize[1]
 		}
@@ -70,10 +70,10 @@ func (t *Transform) yoloGeometry() (int, error) {
 	if n < len(t.ops) && yoloKind(t.ops[n].Kind) {
 		return bad("op %d (%s): the YOLO geometry is YOLOLoadImage, then YOLOLetterBox, then YOLORandomPerspective, each at most once, in that order", n, t.ops[n].Kind)
 	}
-	if g.lb == nil && (g.persp == nil || g.persp.YSize == [2]int{}) {
+	if g.lb == nil && (g.Persp == nil || g.Persp.YSize == [2]int{}) {
 		return bad("YOLOLoadImage gives each image a size of its own: follow it with YOLOLetterBox (auto=False) or YOLORandomPerspective(size=...), which fix the batch's size")
 	}
-	t.yolo, t.geom = g, cropResize
+	t.yolo, t.geom = g, CropResize
 	return n, nil
 }
 
@@ -95,26 +95,26 @@ func checkYOLOPersp(op *Op) error {
 // (the perspective terms, the angle, the scale, the two shears, the two
 // translations; Python's random.uniform, lo + (hi - lo) * u). A canvas
 // plan: the image decoded at its own size, then yoloCanvas.
-func (t *Transform) yoloPlan(p *samplePlan, k Key) {
+func (t *Transform) yoloPlan(p *SamplePlan, k Key) {
 	g := t.yolo
-	p.yolo, p.canvas = true, true
-	p.zoomW, p.zoomH = p.srcW, p.srcH
-	p.cw, p.ch = p.srcW, p.srcH
-	p.ylw, p.ylh = cv.LoadSize(p.srcW, p.srcH, g.load.ImgSz)
+	p.YOLO, p.Canvas = true, true
+	p.ZoomW, p.ZoomH = p.SrcW, p.SrcH
+	p.CW, p.CH = p.SrcW, p.SrcH
+	p.YLW, p.YLH = cv.LoadSize(p.SrcW, p.SrcH, g.load.ImgSz)
 	if lb := g.lb; lb != nil {
-		p.ylbOn = true
-		p.ylb = cv.LetterBoxParams(cv.LetterBoxArgs{H: lb.Size[0], W: lb.Size[1], Auto: lb.Auto, ScaleFill: lb.ScaleFill,
-			ScaleUp: lb.ScaleUp, Center: lb.LetterCenter, Stride: lb.Stride}, p.ylw, p.ylh)
+		p.YLBOn = true
+		p.YLB = cv.LetterBoxParams(cv.LetterBoxArgs{H: lb.Size[0], W: lb.Size[1], Auto: lb.Auto, ScaleFill: lb.ScaleFill,
+			ScaleUp: lb.ScaleUp, Center: lb.LetterCenter, Stride: lb.Stride}, p.YLW, p.YLH)
 	}
-	if op := g.persp; op != nil {
-		p.yp = drawYOLOPersp(op, k)
-		p.ypOn, p.ypWarp = true, op.YPersp != 0 // ultralytics warps in perspective when its perspective is not 0
+	if op := g.Persp; op != nil {
+		p.YP = DrawYOLOPersp(op, k)
+		p.YPOn, p.YPWarp = true, op.YPersp != 0 // ultralytics warps in perspective when its perspective is not 0
 	}
 }
 
-// drawYOLOPersp is a YOLORandomPerspective's draw for key k (a Mosaic's
+// DrawYOLOPersp is a YOLORandomPerspective's draw for key k (a Mosaic's
 // sample draws it too: decode_multi.go).
-func drawYOLOPersp(op *Op, k Key) (pp cv.PerspectiveParams) {
+func DrawYOLOPersp(op *Op, k Key) (pp cv.PerspectiveParams) {
 	r := k.Stream(streamYOLOPersp)
 	u := r.Uniform
 	pp.PX, pp.PY = u(-op.YPersp, op.YPersp), u(-op.YPersp, op.YPersp)
@@ -127,18 +127,18 @@ func drawYOLOPersp(op *Op, k Key) (pp cv.PerspectiveParams) {
 
 // yoloSteps are the plan's YOLO geometry as functional ops (the trace's,
 // and the targets').
-func (t *Transform) yoloSteps(p *samplePlan, buf []Step) []Step {
-	buf = append(buf, Step{Fn: FnYOLOLoad, I: [6]int{4: p.ylh, 5: p.ylw}})
-	if p.ylbOn {
-		g := p.ylb
+func (t *Transform) yoloSteps(p *SamplePlan, buf []Step) []Step {
+	buf = append(buf, Step{Fn: FnYOLOLoad, I: [6]int{4: p.YLH, 5: p.YLW}})
+	if p.YLBOn {
+		g := p.YLB
 		w, h := g.Size()
 		buf = append(buf, Step{Fn: FnYOLOLetterBox, I: [6]int{g.Top, g.Left, g.UnpadH, g.UnpadW, h, w}, F: [6]float64{g.RatioW, g.RatioH}})
 	}
-	if p.ypOn {
-		pp := p.yp
-		st := Step{Fn: FnYOLOPerspective, I: [6]int{4: p.outH, 5: p.outW}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
+	if p.YPOn {
+		pp := p.YP
+		st := Step{Fn: FnYOLOPerspective, I: [6]int{4: p.OutH, 5: p.OutW}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
 			Center: [2]float64{pp.PX, pp.PY}}
-		if p.ypWarp {
+		if p.YPWarp {
 			st.I[0] = 1
 		}
 		buf = append(buf, st)
@@ -153,29 +153,37 @@ func (t *Transform) yoloSteps(p *samplePlan, buf []Step) []Step {
 // RandomHSV's (FnYOLOHSV's ns, the Go's in its definition): the C's 0.86
 // ms a 640x640 image with AVX-512 VBMI, 1.2 ms with AVX2 (3 ns a pixel),
 // 3.7 ms in scalar C.
-var yoloResizeNs, yoloWarpNs float64 = 15, 100
+var YOLOResizeNs, YOLOWarpNs float64 = 15, 100
 
 // ns is the YOLO geometry's cost on a source of srcPx pixels and an
 // output of px: the load's resize (of about the output's size), the
 // letterbox's copy, the warp's.
 func (g *yoloGeom) ns(srcPx, px float64) float64 {
-	x := float64(yoloResizeNs*px) + float64(canvasNs*srcPx)
+	x := float64(YOLOResizeNs*px) + float64(CanvasNs*srcPx)
 	if g.lb != nil {
-		x += float64(canvasNs * px)
+		x += float64(CanvasNs * px)
 	}
-	if g.persp != nil {
-		x += float64(yoloWarpNs * px)
+	if g.Persp != nil {
+		x += float64(YOLOWarpNs * px)
 	}
 	return x
 }
 
-// perspInstances is a mosaic's instances through the
+// PerspInstances is a mosaic's instances through the
 // YOLORandomPerspective after it, if any (its draw pp):
 // RandomPerspective.apply_instances.
-func (md *multiDraw) perspInstances(in cv.Instances, pp *cv.PerspectiveParams) cv.Instances {
-	if !md.persp {
+func (md *MultiDraw) PerspInstances(in cv.Instances, pp *cv.PerspectiveParams) cv.Instances {
+	if !md.Persp {
 		return in
 	}
-	s := cv.MosaicSize(md.mo.imgsz)
-	return cv.PerspectiveInstances(in, cv.PerspectiveMatrix(*pp, s, s, md.w, md.h), pp.Scale, md.warp, md.w, md.h)
+	s := cv.MosaicSize(md.Mo.Imgsz)
+	return cv.PerspectiveInstances(in, cv.PerspectiveMatrix(*pp, s, s, md.W, md.H), pp.Scale, md.Warp, md.W, md.H)
+}
+
+// PartnersOf is the partner indices of the sample of key k in a dataset
+// of size samples for t (nil when t has no multi-image op at k's epoch),
+// in the order its decode takes them (multiPartners): what a caller of
+// Decode reads and hands to SetPartners.
+func (t *Transform) PartnersOf(k Key, size int) []int {
+	return t.MultiPartners(k, size, nil)
 }
