@@ -15,12 +15,14 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/codec"
 	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // Sentinel errors. Every error this package returns for bad input wraps one
@@ -325,96 +327,136 @@ func ApplyTraceSized(pix []byte, w, h int, steps []Step) ([]byte, int, int, erro
 	return ops.ApplyTraceSized(pix, w, h, steps)
 }
 
-// The op table's internals (pipeline/ops: its registry, schema, compiler
-// and their parts) under the names the root's Transform, geometry
-// families and tests use.
+// The Transform (pipeline/transform: the compiled transform, its
+// geometry's ops and plan, views, presets, the cost model and the
+// targets' checks), under the names the pipeline has always given them.
 type (
-	compileAt = ops.CompileAt
-	compiler  = ops.Compiler
-	drawer    = ops.Drawer
-	node      = ops.Node
-	opDef     = ops.Def
-	opScratch = ops.Scratch
-	param     = ops.Param
+	Cost          = transform.Cost
+	DecodeMode    = transform.DecodeMode
+	Instances     = transform.Instances
+	Interpolation = transform.Interpolation
+	Layout        = transform.Layout
+	Targeted      = transform.Targeted
+	Transform     = transform.Transform
+	ViewGroup     = transform.ViewGroup
+	ViewLayout    = transform.ViewLayout
 )
 
-var (
-	checkFill      = ops.CheckFill
-	checkNormalize = ops.CheckNormalize
-	checkProb      = ops.CheckProb
-	checkSanitize  = ops.CheckSanitize
-	defineOp       = ops.Define
-	drawApplied    = ops.DrawApplied
-	formatNone     = ops.FormatNone
-	formatP        = ops.FormatP
-	grows          = ops.Grows
-	lookupOp       = ops.Lookup
-	opError        = ops.OpError
-	opKinds        = ops.Kinds
-	opsString      = ops.OpsString
-	pParam         = ops.PParam
-	roleOf         = ops.RoleOf
-	stepNs         = ops.StepNs
-	truncKind      = ops.TruncKind
-	errAbandoned   = ops.ErrAbandoned
-	opDefs         = ops.Defs
-)
-
+// The Transform's constants: layouts, decode modes, interpolations, the
+// geometry's op kinds, bounds.
 const (
-	maxOps           = ops.MaxOps
-	maxSide          = ops.MaxSide
-	pBool            = ops.PBool
-	pFill            = ops.PFill
-	pFillBy          = ops.PFillBy
-	pFloat           = ops.PFloat
-	pFloats          = ops.PFloats
-	pInt             = ops.PInt
-	pInterp          = ops.PInterp
-	pInts            = ops.PInts
-	pRange           = ops.PRange
-	pSize            = ops.PSize
-	pString          = ops.PString
-	targetsContainer = ops.TargetsContainer
-	targetsInstances = ops.TargetsInstances
-	targetsMove      = ops.TargetsMove
-	targetsPixels    = ops.TargetsPixels
+	CHW                     = transform.CHW
+	DecodeExact             = transform.DecodeExact
+	DecodeFast              = transform.DecodeFast
+	DefaultMaxSampleCPU     = transform.DefaultMaxSampleCPU
+	FieldTargets            = transform.FieldTargets
+	HWC                     = transform.HWC
+	InterpBicubic           = transform.InterpBicubic
+	InterpBilinear          = transform.InterpBilinear
+	InterpNearest           = transform.InterpNearest
+	MaxViews                = transform.MaxViews
+	OpCenterCrop            = transform.OpCenterCrop
+	OpCopyPaste             = transform.OpCopyPaste
+	OpCutMix                = transform.OpCutMix
+	OpFixedSizeCrop         = transform.OpFixedSizeCrop
+	OpMixUp                 = transform.OpMixUp
+	OpMosaic                = transform.OpMosaic
+	OpPad                   = transform.OpPad
+	OpRandomAffine          = transform.OpRandomAffine
+	OpRandomCrop            = transform.OpRandomCrop
+	OpRandomIoUCrop         = transform.OpRandomIoUCrop
+	OpRandomPerspective     = transform.OpRandomPerspective
+	OpRandomResize          = transform.OpRandomResize
+	OpRandomResizedCrop     = transform.OpRandomResizedCrop
+	OpRandomRotation        = transform.OpRandomRotation
+	OpRandomShortestSize    = transform.OpRandomShortestSize
+	OpRandomZoomOut         = transform.OpRandomZoomOut
+	OpResize                = transform.OpResize
+	OpScaleJitter           = transform.OpScaleJitter
+	OpYOLOLetterBox         = transform.OpYOLOLetterBox
+	OpYOLOLoadImage         = transform.OpYOLOLoadImage
+	OpYOLORandomFlip        = transform.OpYOLORandomFlip
+	OpYOLORandomHSV         = transform.OpYOLORandomHSV
+	OpYOLORandomPerspective = transform.OpYOLORandomPerspective
 )
 
-// The Transform's and its plan's names the decoder uses (the
-// transform's room: pipeline/transform), under the names the root's files
-// and tests use.
-type (
-	mosaicDraw = MosaicDraw
-	multiDraw  = MultiDraw
-	samplePlan = SamplePlan
-)
-
+// The DETR family's and YOLO's stop_epoch op lists
+// (transform.DETRStopOps, transform.YOLOStopOps).
 var (
-	centerOffset  = CenterOffset
-	cutKey        = CutKey
-	drawYOLOPersp = DrawYOLOPersp
-	expandBound   = ExpandBound
-	maxIoU        = MaxIoU
-	mixKey        = MixKey
-	padCorner     = PadCorner
-	resizeSize    = ResizeSize
-	resizedSize   = ResizedSize
-	rrcParams     = RRCParams
+	DETRStopOps = transform.DETRStopOps
+	YOLOStopOps = transform.YOLOStopOps
 )
 
-const (
-	canvasNs        = CanvasNs
-	canvasOutNs     = CanvasOutNs
-	canvasTapNs     = CanvasTapNs
-	cropResize      = CropResize
-	decodeNs        = DecodeNs
-	jitterOutNs     = JitterOutNs
-	maxJitter       = MaxJitter
-	maxStepJSON     = MaxStepJSON
-	nominalSourcePx = NominalSourcePx
-	resampleNs      = ResampleNs
-	resizeCrop      = ResizeCrop
-	sampleNs        = SampleNs
-	sizeTrailer     = SizeTrailer
-	streamCrop      = StreamCrop
-)
+// AppendTrace is transform.AppendTrace.
+func AppendTrace(b []byte, steps []fn.Step) []byte { return transform.AppendTrace(b, steps) }
+
+// CheckMasks is transform.CheckMasks.
+func CheckMasks(t *Transform) error { return transform.CheckMasks(t) }
+
+// CheckOverlapMask is transform.CheckOverlapMask.
+func CheckOverlapMask(t *Transform, ds dataset.Dataset) error {
+	return transform.CheckOverlapMask(t, ds)
+}
+
+// CheckTargets is transform.CheckTargets.
+func CheckTargets(t *Transform) error { return transform.CheckTargets(t) }
+
+// LayoutOf is transform.LayoutOf.
+func LayoutOf(sizes ...int) ViewLayout { return transform.LayoutOf(sizes...) }
+
+// MoveBoxes is transform.MoveBoxes.
+func MoveBoxes(boxes [][4]float32, w int, h int, steps []fn.Step) (int, int, error) {
+	return transform.MoveBoxes(boxes, w, h, steps)
+}
+
+// MoveKeypoints is transform.MoveKeypoints.
+func MoveKeypoints(pts [][2]float32, w int, h int, steps []fn.Step) (int, int, error) {
+	return transform.MoveKeypoints(pts, w, h, steps)
+}
+
+// MoveTargets is transform.MoveTargets.
+func MoveTargets(t *targets.Targets, w int, h int, steps []fn.Step) (int, int, error) {
+	return transform.MoveTargets(t, w, h, steps)
+}
+
+// NeedsTargets is transform.NeedsTargets.
+func NeedsTargets(t *Transform) string { return transform.NeedsTargets(t) }
+
+// NewTransform is transform.NewTransform.
+func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
+	return transform.NewTransform(layout, ops...)
+}
+
+// NewViews is transform.NewViews.
+func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
+	return transform.NewViews(layout, groups...)
+}
+
+// OneView is transform.OneView.
+func OneView(size int) ViewLayout { return transform.OneView(size) }
+
+// ParseDecodeMode is transform.ParseDecodeMode.
+func ParseDecodeMode(s string) (DecodeMode, error) { return transform.ParseDecodeMode(s) }
+
+// ParseInterpolation is transform.ParseInterpolation.
+func ParseInterpolation(s string) (Interpolation, error) { return transform.ParseInterpolation(s) }
+
+// ParseTrace is transform.ParseTrace.
+func ParseTrace(data []byte) ([]fn.Step, error) { return transform.ParseTrace(data) }
+
+// ParseTransform is transform.ParseTransform.
+func ParseTransform(preset string, layout Layout) (*Transform, error) {
+	return transform.ParseTransform(preset, layout)
+}
+
+// Preset is transform.Preset.
+func Preset(name string) ([]Op, error) { return transform.Preset(name) }
+
+// PresetNames is transform.PresetNames.
+func PresetNames() []string { return transform.PresetNames() }
+
+// TargetKeypoints is transform.TargetKeypoints.
+func TargetKeypoints(ds dataset.Dataset) int { return transform.TargetKeypoints(ds) }
+
+// ViewPreset is transform.ViewPreset.
+func ViewPreset(name string) ([]ViewGroup, bool) { return transform.ViewPreset(name) }

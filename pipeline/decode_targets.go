@@ -9,6 +9,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // appendTargets appends sample i's targets (of ds), moved through the
@@ -385,4 +386,4 @@ func (b fixedBoxes) SourceTargets(i, w, h int, t *Instances) error {
 	return nil
 }
 
-func init() { Tracer = traceBoxes }
+func init() { transform.Tracer = traceBoxes }

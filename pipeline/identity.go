@@ -9,10 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sys/cpu"
-
 	"github.com/stoker-dev/stoker/internal/version"
 	"github.com/stoker-dev/stoker/pipeline/codec"
+	"golang.org/x/sys/cpu"
 )
 
 // OutputVersion is the version of what this package's decoders and ops

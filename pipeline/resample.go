@@ -12,6 +12,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // resampleTorch is the reference path's resampling, every filter: torch's
@@ -252,7 +253,7 @@ func hwcToCHW(hwc, chw []byte) {
 // kernels (cgo builds): yoloResizeNs' and yoloWarpNs' doc, yolo.go.
 func init() {
 	if haveFast {
-		YOLOResizeNs, YOLOWarpNs = 3, 5
+		transform.YOLOResizeNs, transform.YOLOWarpNs = 3, 5
 		FnYOLOHSV.Def().Ns = 3
 	}
 }

@@ -32,7 +32,10 @@ const module = "github.com/stoker-dev/stoker"
 //     pipeline/fn, pipeline/kernels and pipeline/internal/... alone, and
 //     pipeline/ops (the op table) of the module pipeline/fn,
 //     pipeline/policy, pipeline/kernels, pipeline/targets,
-//     pipeline/batch and pipeline/internal/... alone;
+//     pipeline/batch and pipeline/internal/... alone, and
+//     pipeline/transform (the Transform) of the module pipeline/ops,
+//     pipeline/fn, pipeline/kernels(/cv), pipeline/targets,
+//     pipeline/dataset and pipeline/internal/... alone;
 //   - pipeline (with its subpackages) imports no gRPC, and of the module
 //     only pipeline's packages and leaves of internal/ (the standard
 //     library only): no arrow back up into internal/work, the server or
@@ -121,6 +124,23 @@ func TestArrows(t *testing.T) {
 	for _, d := range nonStandardDeps(t, "./pipeline/fn") {
 		if d == module+"/pipeline" || strings.HasPrefix(d, module+"/pipeline/codec") {
 			t.Errorf("pipeline/fn links %s: the functional ops take a Step and planes, not the ops or the decoder", d)
+		}
+	}
+	// The Transform (pipeline/transform: the compiled transform, its
+	// geometry's families and plan, views, presets, cost) stands below
+	// the decoder that fuses its plan: of the module it imports the op
+	// table, the functional ops, the kernels, the targets, the datasets'
+	// names and the pipeline's internals, never the root nor the codec.
+	for _, line := range goList(t, "-f", `{{join .Imports " "}}`, "./pipeline/transform") {
+		for _, imp := range strings.Fields(line) {
+			switch {
+			case !strings.HasPrefix(imp, module+"/"):
+			case imp == module+"/pipeline/ops", imp == module+"/pipeline/fn", imp == module+"/pipeline/kernels",
+				imp == module+"/pipeline/kernels/cv", imp == module+"/pipeline/targets", imp == module+"/pipeline/dataset",
+				strings.HasPrefix(imp, module+"/pipeline/internal/"):
+			default:
+				t.Errorf("pipeline/transform imports %s: the Transform draws plans and steps, it knows nothing of the decoder or the codec", imp)
+			}
 		}
 	}
 	// The op table (pipeline/ops: Op, the registry, the schema, the
@@ -268,11 +288,12 @@ func TestLayout(t *testing.T) {
 // until the ops room takes them; the augmentation policies, 59 to 55;
 // the identity's cgo and non-cgo halves, which pipeline/codec answers in
 // both builds, folded into identity.go, 55 to 53; the op table, 53 to
-// 39), on its way
-// to maxRoomFiles.
+// 39; the Transform, 39 to 20, with cpuclock.go folded into
+// queue_sched.go and names.go for the rooms' internals): at
+// maxRoomFiles.
 const (
 	maxRoomFiles         = 20
-	maxPipelineRootFiles = 39
+	maxPipelineRootFiles = 20
 )
 
 // Bounds of pipeline/'s files: a Go file of at most pipelineGoLines

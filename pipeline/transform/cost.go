@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // The cost model: what a sample of a Transform costs in CPU, predicted
@@ -129,7 +131,7 @@ func (t *Transform) Cost() Cost {
 	mean = SampleNs + float64(DecodeNs*srcPx)
 	worst = mean
 	dominant, domNs := "the decode", mean
-	var buf []Step
+	var buf []fn.Step
 	for vi, v := range views {
 		where := ""
 		if len(views) > 1 {
@@ -143,7 +145,7 @@ func (t *Transform) Cost() Cost {
 		}
 		geo := float64(perPx * px * v.geomInterpNs())
 		if v.norm != nil {
-			geo += float64(FnNormalize.Def().Ns * px)
+			geo += float64(fn.Normalize.Def().Ns * px)
 		}
 		mean += geo
 		worst += geo
@@ -170,9 +172,9 @@ func (t *Transform) Cost() Cost {
 		// The mean: the steps of costDraws samples, as drawn.
 		var sum float64
 		for i := range costDraws {
-			buf = v.DrawSteps(Key{Seed: 0x5eed, Index: uint64(i), View: uint64(vi)}, buf[:0])
+			buf = v.DrawSteps(det.Key{Seed: 0x5eed, Index: uint64(i), View: uint64(vi)}, buf[:0])
 			for _, st := range buf {
-				sum += stepNs(st, w, h)
+				sum += optab.StepNs(st, w, h)
 			}
 		}
 		mean += float64(sum / costDraws)
@@ -208,7 +210,7 @@ func (t *Transform) detGeometry() bool {
 // the source when zoomed (r uniform in side_range), else the source. The
 // ops before the geometry run on the source: their drawn steps' mean over
 // costDraws samples, all of them at worst. 0, 0 without a canvas path.
-func (t *Transform) canvasNs(srcPx, px float64, buf *[]Step) (mean, worst float64) {
+func (t *Transform) canvasNs(srcPx, px float64, buf *[]fn.Step) (mean, worst float64) {
 	if t.yolo != nil {
 		x := t.yolo.ns(srcPx, px)
 		return x, x
@@ -247,9 +249,9 @@ func (t *Transform) canvasNs(srcPx, px float64, buf *[]Step) (mean, worst float6
 		s := int(math.Sqrt(srcPx))
 		var sum float64
 		for i := range costDraws {
-			*buf = t.drawPre(Key{Seed: 0x5eed, Index: uint64(i)}, (*buf)[:0])
+			*buf = t.drawPre(det.Key{Seed: 0x5eed, Index: uint64(i)}, (*buf)[:0])
 			for _, st := range *buf {
-				sum += stepNs(st, s, s)
+				sum += optab.StepNs(st, s, s)
 			}
 		}
 		mean += float64(sum / costDraws)
@@ -270,7 +272,7 @@ func nsDuration(x float64) time.Duration {
 
 // geomInterpNs is the geometry's interpolation factor.
 func (t *Transform) geomInterpNs() float64 {
-	for _, op := range []*Op{t.rrc, t.resize, t.center, t.jitter} {
+	for _, op := range []*optab.Op{t.rrc, t.resize, t.center, t.jitter} {
 		if op != nil && op.Kind != OpCenterCrop {
 			return fn.InterpCost(op.Interp)
 		}
@@ -319,7 +321,7 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 		mix += t.yolo.ns(srcPx, px)
 		mixHit += float64(YOLOWarpNs * px)
 	}
-	for _, op := range []*Op{t.mixup, t.cutmix} { // a CutMix's partner is one more such sample
+	for _, op := range []*optab.Op{t.mixup, t.cutmix} { // a CutMix's partner is one more such sample
 		if op != nil {
 			mean += float64(op.P * mixHit)
 			worst += mix

@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 // Floating point in this file: every product that is added or subtracted is
 // wrapped in float64(...), which rounds it and so stops the compiler from
@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // SamplePlan is everything size-dependent or random about one sample: where
@@ -136,13 +139,13 @@ type region struct {
 
 // Plan computes a sample's plan. A CenterCrop larger than the image is
 // padded with zeros, as torchvision pads it (samplePlan.padded).
-func (t *Transform) Plan(srcW, srcH int, k Key) (SamplePlan, error) {
+func (t *Transform) Plan(srcW, srcH int, k det.Key) (SamplePlan, error) {
 	return t.PlanBoxes(srcW, srcH, k, nil, nil)
 }
 
 // PlanBoxes is plan for a sample whose boxes are src (nil: none known;
 // RandomIoUCrop draws against them), scratch the room it may use.
-func (t *Transform) PlanBoxes(srcW, srcH int, k Key, src *Targets, scratch *[][4]float32) (SamplePlan, error) {
+func (t *Transform) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scratch *[][4]float32) (SamplePlan, error) {
 	gw, gh := t.geomSize()
 	p := SamplePlan{Geom: t.geom, SrcW: srcW, SrcH: srcH, OutW: gw, OutH: gh}
 	bicubic := false
@@ -212,7 +215,7 @@ func (t *Transform) PlanBoxes(srcW, srcH int, k Key, src *Targets, scratch *[][4
 		// Only a CenterCrop can pass the image (RandomResizedCrop's box is
 		// inside it): torchvision pads it with zeros.
 		if t.rrc != nil || t.center == nil {
-			return p, fmt.Errorf("%w: image %dx%d: crop %d,%d %dx%d outside it", ErrUnsupported, srcW, srcH, p.CX, p.CY, p.CW, p.CH)
+			return p, fmt.Errorf("%w: image %dx%d: crop %d,%d %dx%d outside it", errs.Unsupported, srcW, srcH, p.CX, p.CY, p.CW, p.CH)
 		}
 		p.Padded = true
 		if p.CW > w {
@@ -236,7 +239,7 @@ func (t *Transform) PlanBoxes(srcW, srcH int, k Key, src *Targets, scratch *[][4
 
 // RRCParams is torchvision's RandomResizedCrop.get_params: ten tries at a
 // random area and log-uniform aspect ratio, then a center crop fallback.
-func RRCParams(r *RNG, W, H int, scale, ratio [2]float64) (x, y, w, h int) {
+func RRCParams(r *det.RNG, W, H int, scale, ratio [2]float64) (x, y, w, h int) {
 	area := float64(W * H)
 	for range 10 {
 		target := area * r.Uniform(scale[0], scale[1])
@@ -311,7 +314,7 @@ func (p *SamplePlan) Region() region {
 // crop of Size at a uniform top, then left, where the padded image is
 // larger. The plan decodes the part of the source inside the crop (a
 // copy: no resampling) and pads it with the fill into place (padCrop).
-func (t *Transform) randomCrop(p *SamplePlan, k Key) error {
+func (t *Transform) randomCrop(p *SamplePlan, k det.Key) error {
 	op := t.rcrop
 	ch, cw := op.Size[0], op.Size[1]
 	pre, _ := t.prePad(p) // the Pad's or the RandomZoomOut's
@@ -329,7 +332,7 @@ func (t *Transform) randomCrop(p *SamplePlan, k Key) error {
 	}
 	if ph < ch || pw < cw {
 		return fmt.Errorf("%w: image %dx%d, padded to %dx%d, is smaller than the %dx%d crop (RandomCrop: pad_if_needed=True pads it, as torchvision's)",
-			ErrUnsupported, p.SrcW, p.SrcH, pw, ph, cw, ch)
+			errs.Unsupported, p.SrcW, p.SrcH, pw, ph, cw, ch)
 	}
 	rng := k.Stream(StreamCrop)
 	top, left := 0, 0
@@ -386,7 +389,7 @@ func (t *Transform) padCropped(p *SamplePlan) error {
 	}
 	if p.Padded && p.RCFill != op.Fill {
 		return fmt.Errorf("%w: image %dx%d: the %dx%d crop pads it with %v, then Pad with %v: two fills in one sample are not supported (give both the same fill; a CenterCrop's is 0)",
-			ErrUnsupported, p.SrcW, p.SrcH, p.CW, p.CH, p.RCFill, op.Fill)
+			errs.Unsupported, p.SrcW, p.SrcH, p.CW, p.CH, p.RCFill, op.Fill)
 	}
 	p.Padded, p.Vis, p.RCFill = true, true, op.Fill
 	p.PadL, p.PadT = p.PadL+op.Padding[0], p.PadT+op.Padding[1]
@@ -409,7 +412,7 @@ func (t *Transform) padCenterCrop(p *SamplePlan) error {
 		}
 		return fmt.Errorf("%w: image %dx%d, padded by %s to %dx%d, is smaller than the %dx%d CenterCrop, which pads it with zeros: "+
 			"%s's fill %v and CenterCrop's zeros in one sample are not supported (%s with fill 0, or pad more)",
-			ErrUnsupported, p.SrcW, p.SrcH, name, pw, ph, cw, ch, name, fill, name)
+			errs.Unsupported, p.SrcW, p.SrcH, name, pw, ph, cw, ch, name, fill, name)
 	}
 	anchor := func(size, crop int) int {
 		if crop > size {

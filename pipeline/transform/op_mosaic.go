@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 // Mosaic: ultralytics' (8.4.190) Mosaic of 4 or 9 images, the sample's
 // own and partners drawn from the dataset, as a geometry op: each image
@@ -25,8 +25,10 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // OpMosaic is ultralytics' Mosaic (imgsz, n, p); OpMixUp its MixUp (p),
@@ -35,53 +37,55 @@ import (
 // OpCopyPaste is its CopyPaste in flip mode (p), right after the Mosaic
 // (v8_transforms' pre_transform: Mosaic, CopyPaste, RandomPerspective).
 const (
-	OpMosaic    OpKind = "YOLOMosaic"
-	OpMixUp     OpKind = "YOLOMixUp"
-	OpCopyPaste OpKind = "YOLOCopyPaste"
-	OpCutMix    OpKind = "YOLOCutMix"
+	OpMosaic    optab.OpKind = "YOLOMosaic"
+	OpMixUp     optab.OpKind = "YOLOMixUp"
+	OpCopyPaste optab.OpKind = "YOLOCopyPaste"
+	OpCutMix    optab.OpKind = "YOLOCutMix"
 )
 
 func init() {
-	defineOp(opDef{Kind: OpMosaic, Doc: "ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114",
-		Named: true, Geometry: true, Targets: targetsMove,
-		Params: []param{
-			{Name: "imgsz", Typ: pInt, Def: "640", Field: "ImgSz", Lo: 32, Hi: maxSide / 2},
-			{Name: "p", Typ: pFloat, Def: "1.0", Field: "P", Lo: 0, Hi: 1},
-			{Name: "n", Typ: pInt, Def: "4", Field: "Tiles", Lo: 4, Hi: 9},
+	optab.Define(optab.Def{Kind: OpMosaic, Doc: "ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114",
+		Named: true, Geometry: true, Targets: optab.TargetsMove,
+		Params: []optab.Param{
+			{Name: "imgsz", Typ: optab.PInt, Def: "640", Field: "ImgSz", Lo: 32, Hi: optab.MaxSide / 2},
+			{Name: "p", Typ: optab.PFloat, Def: "1.0", Field: "P", Lo: 0, Hi: 1},
+			{Name: "n", Typ: optab.PInt, Def: "4", Field: "Tiles", Lo: 4, Hi: 9},
 		},
 		Misplaced: "YOLOMosaic after other ops is not supported: it is the geometry, first, fused into the decode",
-		Masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported) },
-		Format: func(b *strings.Builder, op *Op) {
+		Masks:     func(*optab.Op) error { return fmt.Errorf("%w: masks do not follow YOLOMosaic yet", errs.Unsupported) },
+		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(imgsz=%d, p=%g, n=%d)", op.ImgSz, op.P, op.Tiles)
 		}})
-	defineOp(opDef{Kind: OpMixUp, Doc: "ultralytics' MixUp, right after a YOLOMosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same YOLOMosaic, their labels concatenated",
-		Named: true, Geometry: true, Targets: targetsMove,
-		Params:    []param{pParam(0)},
+	optab.Define(optab.Def{Kind: OpMixUp, Doc: "ultralytics' MixUp, right after a YOLOMosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same YOLOMosaic, their labels concatenated",
+		Named: true, Geometry: true, Targets: optab.TargetsMove,
+		Params:    []optab.Param{optab.PParam(0)},
 		Misplaced: "YOLOMixUp is supported right after a YOLOMosaic only (ultralytics' pre_transform makes its partner)",
-		Masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOMixUp yet", ErrUnsupported) },
-		Format:    formatP})
-	defineOp(opDef{Kind: OpCopyPaste, Doc: "ultralytics' CopyPaste in flip mode, right after a YOLOMosaic: the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; a segment dataset's",
-		Named: true, Geometry: true, Targets: targetsMove, NeedsTargets: true,
-		Params:    []param{pParam(0.5), {Name: "mode", Typ: pString, Def: "'flip'", Field: "Mode"}},
+		Masks:     func(*optab.Op) error { return fmt.Errorf("%w: masks do not follow YOLOMixUp yet", errs.Unsupported) },
+		Format:    optab.FormatP})
+	optab.Define(optab.Def{Kind: OpCopyPaste, Doc: "ultralytics' CopyPaste in flip mode, right after a YOLOMosaic: the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; a segment dataset's",
+		Named: true, Geometry: true, Targets: optab.TargetsMove, NeedsTargets: true,
+		Params:    []optab.Param{optab.PParam(0.5), {Name: "mode", Typ: optab.PString, Def: "'flip'", Field: "Mode"}},
 		Misplaced: "YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' pre_transform in flip mode)",
-		Masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOCopyPaste yet", ErrUnsupported) },
-		Format: func(b *strings.Builder, op *Op) {
+		Masks: func(*optab.Op) error {
+			return fmt.Errorf("%w: masks do not follow YOLOCopyPaste yet", errs.Unsupported)
+		},
+		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(p=%g, mode=%s)", op.P, op.Mode)
 		}})
-	defineOp(opDef{Kind: OpCutMix, Doc: "ultralytics' CutMix, last of the YOLOMosaic's ops: with probability p, of num_areas boxes drawn (side ratio sqrt(1 - Beta(beta, beta))), one that overlaps no instance takes another sample's pixels (made by the same ops) and its instances there",
-		Named: true, Geometry: true, Targets: targetsMove, NeedsTargets: true,
-		Params: []param{pParam(0), {Name: "beta", Typ: pFloat, Def: "1.0", Field: "Beta", Lo: 0.01, Hi: 100},
-			{Name: "num_areas", Typ: pInt, Def: "3", Field: "Areas", Lo: 1, Hi: 16}},
+	optab.Define(optab.Def{Kind: OpCutMix, Doc: "ultralytics' CutMix, last of the YOLOMosaic's ops: with probability p, of num_areas boxes drawn (side ratio sqrt(1 - Beta(beta, beta))), one that overlaps no instance takes another sample's pixels (made by the same ops) and its instances there",
+		Named: true, Geometry: true, Targets: optab.TargetsMove, NeedsTargets: true,
+		Params: []optab.Param{optab.PParam(0), {Name: "beta", Typ: optab.PFloat, Def: "1.0", Field: "Beta", Lo: 0.01, Hi: 100},
+			{Name: "num_areas", Typ: optab.PInt, Def: "3", Field: "Areas", Lo: 1, Hi: 16}},
 		Misplaced: "YOLOCutMix is supported last of a YOLOMosaic's ops only (ultralytics' v8_transforms)",
-		Masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOCutMix yet", ErrUnsupported) },
-		Format: func(b *strings.Builder, op *Op) {
+		Masks:     func(*optab.Op) error { return fmt.Errorf("%w: masks do not follow YOLOCutMix yet", errs.Unsupported) },
+		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(p=%g, beta=%g, num_areas=%d)", op.P, op.Beta, op.Areas)
 		}})
 }
 
 // multiOp takes op n of the multi-image geometry: the Mosaic, its
 // CopyPaste, the YOLORandomPerspective after them, the MixUp.
-func (t *Transform) multiOp(op *Op, n int) error {
+func (t *Transform) multiOp(op *optab.Op, n int) error {
 	var err error
 	switch op.Kind {
 	case OpMosaic:
@@ -108,7 +112,7 @@ func (t *Transform) multiOp(op *Op, n int) error {
 
 // checkCutMix checks a CutMix where it stands: last of the multi-image
 // geometry (after the MixUp, if any), on a Mosaic of p 1.
-func (t *Transform) checkCutMix(op *Op, n int) error {
+func (t *Transform) checkCutMix(op *optab.Op, n int) error {
 	last := t.afterMosaic()
 	if t.yolo != nil {
 		last++
@@ -117,10 +121,10 @@ func (t *Transform) checkCutMix(op *Op, n int) error {
 		last++
 	}
 	if t.mosaic == nil || n != last || t.mosaic.P != 1 {
-		return fmt.Errorf("%w: transform: YOLOCutMix is supported after a YOLOMosaic of p=1 and what v8_transforms puts before it (YOLOCopyPaste, YOLORandomPerspective, YOLOMixUp) only: its partner is made by the same ops", ErrUnsupported)
+		return fmt.Errorf("%w: transform: YOLOCutMix is supported after a YOLOMosaic of p=1 and what v8_transforms puts before it (YOLOCopyPaste, YOLORandomPerspective, YOLOMixUp) only: its partner is made by the same ops", errs.Unsupported)
 	}
 	if !(op.P >= 0 && op.P <= 1) || !(op.Beta > 0 && op.Beta <= 100) || op.Areas < 1 || op.Areas > 16 {
-		return fmt.Errorf("%w: transform: YOLOCutMix p=%v, beta=%v, num_areas=%d: want p 0..1, beta above 0 up to 100, num_areas 1..16", ErrUnsupported, op.P, op.Beta, op.Areas)
+		return fmt.Errorf("%w: transform: YOLOCutMix p=%v, beta=%v, num_areas=%d: want p 0..1, beta above 0 up to 100, num_areas 1..16", errs.Unsupported, op.P, op.Beta, op.Areas)
 	}
 	return nil
 }
@@ -136,7 +140,7 @@ type cutArea struct {
 // (np.random.beta(beta, beta): X/(X+Y) of two Gamma(beta)) and centre
 // (np.random.randint(w), randint(h)), into buf; r goes on to draw the
 // choice among the free areas.
-func (t *Transform) CutMixDraw(k Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r RNG) {
+func (t *Transform) CutMixDraw(k det.Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r det.RNG) {
 	if t.cutmix == nil {
 		return false, buf[:0], r
 	}
@@ -160,15 +164,15 @@ const cutView = 2 << 40
 
 // checkCopyPaste checks a CopyPaste where it stands: right after the
 // Mosaic, in flip mode.
-func (t *Transform) checkCopyPaste(op *Op, n int) error {
+func (t *Transform) checkCopyPaste(op *optab.Op, n int) error {
 	if t.mosaic == nil || n != 1 {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", ErrUnsupported)
+		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", errs.Unsupported)
 	}
 	if op.Mode != "flip" {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: only 'flip' is supported ('mixup', which pastes another sample's segments, is not done yet)", ErrUnsupported, errs.Clip(op.Mode, 32))
+		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: only 'flip' is supported ('mixup', which pastes another sample's segments, is not done yet)", errs.Unsupported, errs.Clip(op.Mode, 32))
 	}
 	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", ErrUnsupported, op.P)
+		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", errs.Unsupported, op.P)
 	}
 	return nil
 }
@@ -184,12 +188,12 @@ func (t *Transform) afterMosaic() int {
 
 // checkMixUp checks a MixUp where it stands: right after the Mosaic, or
 // after its YOLORandomPerspective (ultralytics' pre_transform).
-func (t *Transform) checkMixUp(op *Op, n int) error {
+func (t *Transform) checkMixUp(op *optab.Op, n int) error {
 	if a := t.afterMosaic(); t.mosaic == nil || !(n == a || n == a+1 && t.yolo != nil) {
-		return fmt.Errorf("%w: transform: YOLOMixUp is supported right after a YOLOMosaic only (its partner is made by the same YOLOMosaic, as ultralytics' pre_transform makes it)", ErrUnsupported)
+		return fmt.Errorf("%w: transform: YOLOMixUp is supported right after a YOLOMosaic only (its partner is made by the same YOLOMosaic, as ultralytics' pre_transform makes it)", errs.Unsupported)
 	}
 	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: YOLOMixUp p=%v: want 0..1", ErrUnsupported, op.P)
+		return fmt.Errorf("%w: transform: YOLOMixUp p=%v: want 0..1", errs.Unsupported, op.P)
 	}
 	return nil
 }
@@ -198,17 +202,17 @@ func (t *Transform) checkMixUp(op *Op, n int) error {
 // imgsz within the output bound, p 1 (a mosaic not drawn leaves the image
 // at its load_image size, which only a YOLO RandomPerspective after it
 // could take: not yet).
-func checkMosaic(op *Op, n int) error {
+func checkMosaic(op *optab.Op, n int) error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: transform: YOLOMosaic: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: transform: YOLOMosaic: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	switch {
 	case n > 0:
 		return bad("it must be the first op (the geometry)")
 	case op.Tiles != 4 && op.Tiles != 9:
 		return bad("n=%d: want 4 or 9", op.Tiles)
-	case op.ImgSz < 32 || 2*op.ImgSz > maxSide:
-		return bad("imgsz=%d: want 32..%d", op.ImgSz, maxSide/2)
+	case op.ImgSz < 32 || 2*op.ImgSz > optab.MaxSide:
+		return bad("imgsz=%d: want 32..%d", op.ImgSz, optab.MaxSide/2)
 	}
 	return nil
 }
@@ -219,17 +223,17 @@ func checkMosaic(op *Op, n int) error {
 // same size (the YOLO geometry of YOLOLoadImage(imgsz) then this op), as
 // ultralytics does, and so is every sample once a stop_epoch switches the
 // Mosaic off (close_mosaic).
-func (t *Transform) mosaicPersp(op *Op, n int) error {
+func (t *Transform) mosaicPersp(op *optab.Op, n int) error {
 	if t.mosaic == nil || n != t.afterMosaic() {
-		return fmt.Errorf("%w: transform: YOLORandomPerspective is the YOLO geometry's: after YOLOLoadImage (and YOLOLetterBox), or right after a YOLOMosaic", ErrUnsupported)
+		return fmt.Errorf("%w: transform: YOLORandomPerspective is the YOLO geometry's: after YOLOLoadImage (and YOLOLetterBox), or right after a YOLOMosaic", errs.Unsupported)
 	}
 	if err := checkYOLOPersp(op); err != nil {
 		return err
 	}
 	if op.YSize == [2]int{} {
-		return fmt.Errorf("%w: transform: YOLORandomPerspective after a YOLOMosaic needs its size (w, h): ultralytics' v8_transforms gives (imgsz, imgsz)", ErrUnsupported)
+		return fmt.Errorf("%w: transform: YOLORandomPerspective after a YOLOMosaic needs its size (w, h): ultralytics' v8_transforms gives (imgsz, imgsz)", errs.Unsupported)
 	}
-	t.yolo = &yoloGeom{load: &Op{Kind: OpYOLOLoadImage, ImgSz: t.mosaic.ImgSz}, Persp: op}
+	t.yolo = &yoloGeom{load: &optab.Op{Kind: OpYOLOLoadImage, ImgSz: t.mosaic.ImgSz}, Persp: op}
 	t.geom, t.outW, t.outH = CropResize, op.YSize[0], op.YSize[1]
 	return nil
 }
@@ -243,13 +247,13 @@ func (t *Transform) checkMulti() error {
 		return nil
 	}
 	if t.mosaic.P != 1 && t.yolo == nil {
-		return fmt.Errorf("%w: transform: YOLOMosaic p=%g: a sample it leaves keeps its load_image size; follow it with YOLORandomPerspective(size=...), which fixes the batch's size, or give p=1", ErrUnsupported, t.mosaic.P)
+		return fmt.Errorf("%w: transform: YOLOMosaic p=%g: a sample it leaves keeps its load_image size; follow it with YOLORandomPerspective(size=...), which fixes the batch's size, or give p=1", errs.Unsupported, t.mosaic.P)
 	}
 	if t.copyPaste != nil && t.mosaic.P != 1 {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste after a YOLOMosaic of p=%g is not supported (a sample the Mosaic leaves would be pasted at its load_image size): give the YOLOMosaic p=1", ErrUnsupported, t.mosaic.P)
+		return fmt.Errorf("%w: transform: YOLOCopyPaste after a YOLOMosaic of p=%g is not supported (a sample the Mosaic leaves would be pasted at its load_image size): give the YOLOMosaic p=1", errs.Unsupported, t.mosaic.P)
 	}
 	if t.mixup != nil && t.mosaic.P != 1 {
-		return fmt.Errorf("%w: transform: YOLOMixUp after a YOLOMosaic of p=%g is not supported: give the YOLOMosaic p=1 (ultralytics' default)", ErrUnsupported, t.mosaic.P)
+		return fmt.Errorf("%w: transform: YOLOMixUp after a YOLOMosaic of p=%g is not supported: give the YOLOMosaic p=1 (ultralytics' default)", errs.Unsupported, t.mosaic.P)
 	}
 	return nil
 }
@@ -257,7 +261,7 @@ func (t *Transform) checkMulti() error {
 // MosaicOn is the Mosaic's draw of whether it applies to the sample of
 // key k (ultralytics' random.uniform(0, 1) > p leaves it): the first
 // number of the geometry's stream.
-func (t *Transform) MosaicOn(k Key) bool {
+func (t *Transform) MosaicOn(k det.Key) bool {
 	r := k.Stream(StreamCrop)
 	return !(r.Float64() > t.mosaic.P)
 }
@@ -315,13 +319,13 @@ func (m *MultiDraw) CutArea(i int) [4]float32 {
 const mixView = 1 << 40
 
 // CutKey is the key a CutMix partner j of the sample of key k is made with.
-func CutKey(k Key, j int) Key {
+func CutKey(k det.Key, j int) det.Key {
 	k.Index, k.View = uint64(j), k.View+cutView
 	return k
 }
 
 // MixKey is the key a MixUp partner j of the sample of key k is made with.
-func MixKey(k Key, j int) Key {
+func MixKey(k det.Key, j int) det.Key {
 	k.Index, k.View = uint64(j), k.View+mixView
 	return k
 }
@@ -335,7 +339,7 @@ func MixKey(k Key, j int) Key {
 // so the epoch's plan is untouched (every index is still the primary
 // sample exactly once an epoch) and a sample's mosaic is the same on any
 // topology and across a resume.
-func (t *Transform) MultiPartners(k Key, size int, buf []int) []int {
+func (t *Transform) MultiPartners(k det.Key, size int, buf []int) []int {
 	t = t.AtEpoch(k.Epoch)
 	if t.mosaic == nil || size < 1 || !t.MosaicOn(k) {
 		return nil
@@ -356,7 +360,7 @@ func (t *Transform) MultiPartners(k Key, size int, buf []int) []int {
 }
 
 // mosaicPartners appends the n-1 partners of k's Mosaic to buf.
-func (t *Transform) mosaicPartners(k Key, size int, buf []int) []int {
+func (t *Transform) mosaicPartners(k det.Key, size int, buf []int) []int {
 	at := len(buf)
 	buf = append(buf, make([]int, t.mosaic.Tiles-1)...)
 	cv.Partners(k, cv.MosaicStream, size, buf[at:])
@@ -366,7 +370,7 @@ func (t *Transform) mosaicPartners(k Key, size int, buf []int) []int {
 // MixUpDraw is MixUp's draw for key k: whether it applies (ultralytics'
 // random.uniform(0, 1) > p skips it) and its ratio (np.random.beta(32,
 // 32): X/(X+Y) of two Gamma(32) draws).
-func (t *Transform) MixUpDraw(k Key) (on bool, r float64) {
+func (t *Transform) MixUpDraw(k det.Key) (on bool, r float64) {
 	if t.mixup == nil {
 		return false, 0
 	}
@@ -380,7 +384,7 @@ func (t *Transform) MixUpDraw(k Key) (on bool, r float64) {
 
 // mixupPartner is the MixUp partner of the sample of key k in a dataset
 // of size samples (cv.Partners on the MixUp stream).
-func mixupPartner(k Key, size int) int {
+func mixupPartner(k det.Key, size int) int {
 	var one [1]int
 	cv.Partners(k, cv.MixUpStream, size, one[:])
 	return one[0]
@@ -390,7 +394,7 @@ func mixupPartner(k Key, size int) int {
 // int(random.uniform(-border, 2*imgsz + border)) with border -imgsz//2
 // (Python's floor division), from the geometry's stream after mosaicOn's.
 // 9 draws nothing.
-func (t *Transform) MosaicCentre(k Key) (xc, yc int) {
+func (t *Transform) MosaicCentre(k det.Key) (xc, yc int) {
 	if t.mosaic.Tiles != 4 {
 		return 0, 0
 	}
@@ -480,8 +484,8 @@ func (m *MultiDraw) AppendJSON(b []byte) []byte {
 
 // perspStep is the YOLORandomPerspective's step of draw pp, as yoloSteps
 // writes it.
-func (m *MultiDraw) perspStep(pp *cv.PerspectiveParams) Step {
-	st := Step{Fn: FnYOLOPerspective, I: [6]int{4: m.H, 5: m.W}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
+func (m *MultiDraw) perspStep(pp *cv.PerspectiveParams) fn.Step {
+	st := fn.Step{Fn: fn.YOLOPerspective, I: [6]int{4: m.H, 5: m.W}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
 		Center: [2]float64{pp.PX, pp.PY}}
 	if m.Warp {
 		st.I[0] = 1

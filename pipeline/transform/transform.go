@@ -1,7 +1,11 @@
-package pipeline
+package transform
 
 import (
 	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // Layout is the order of a sample's axes.
@@ -35,33 +39,33 @@ const (
 // Transform is a compiled, validated op list. It is immutable and safe for
 // concurrent use.
 type Transform struct {
-	ops   []Op
+	ops   []optab.Op
 	geom  geomKind
-	rrc   *Op // RandomResizedCrop, if any
-	rcrop *Op // RandomCrop, if any
-	pad   *Op // Pad, if any: first, before a RandomCrop or CenterCrop
+	rrc   *optab.Op // RandomResizedCrop, if any
+	rcrop *optab.Op // RandomCrop, if any
+	pad   *optab.Op // Pad, if any: first, before a RandomCrop or CenterCrop
 	// zoom is a RandomZoomOut, if any: first, before a Resize(h, w), a
 	// RandomCrop or a CenterCrop; its padding is drawn per sample.
-	zoom *Op
+	zoom *optab.Op
 	// iou is a RandomIoUCrop, if any: first or after a RandomZoomOut,
 	// then Resize(h, w); iouMid the SanitizeBoundingBoxes steps and at
 	// most one RandomHorizontalFlip (FnHorizontalFlip, drawn at preFlip)
 	// between them, in order.
-	iou     *Op
-	iouMid  []Step
+	iou     *optab.Op
+	iouMid  []fn.Step
 	preFlip float64
 	// pre are the RandomPhotometricDistorts before the geometry, compiled:
 	// run on the decoded image, before a canvas plan's geometry.
-	pre    []node
+	pre    []optab.Node
 	maxPre int
 	// padAfter is a Pad right after a RandomCrop or a CenterCrop (not
 	// resized), if any: the crop padded into a larger output.
-	padAfter *Op
-	resize   *Op // Resize, if any
-	center   *Op // CenterCrop, if any
+	padAfter *optab.Op
+	resize   *optab.Op // Resize, if any
+	center   *optab.Op // CenterCrop, if any
 	// jitter and fixed: a ScaleJitter and FixedSizeCrop (lsj.go); vary:
 	// each sample's size is its own, outH x outW its bound (lsj.go).
-	jitter, fixed *Op
+	jitter, fixed *optab.Op
 	vary          bool
 	// varyGeom: the geometry's sizes vary (RandomShortestSize); where ops
 	// grow it (growRotate), geomW x geomH its size, room their largest.
@@ -76,9 +80,9 @@ type Transform struct {
 	hasFlip bool
 	// post are the ops after the geometry (and a fused flip), compiled,
 	// in order; maxSteps bounds the steps they draw for one sample.
-	post     []node
+	post     []optab.Node
 	maxSteps int
-	norm     *Op
+	norm     *optab.Op
 	outH     int
 	outW     int
 	layout   Layout
@@ -94,12 +98,12 @@ type Transform struct {
 	stop   *stopEpoch // a stop_epoch (decodemode.go), if any
 	// mosaic is ultralytics' Mosaic, if any: the geometry, its partners
 	// read with the sample (op_mosaic.go, decode_multi.go).
-	mosaic *Op
-	mixup  *Op // ultralytics' MixUp, right after the Mosaic
+	mosaic *optab.Op
+	mixup  *optab.Op // ultralytics' MixUp, right after the Mosaic
 	// copyPaste is ultralytics' CopyPaste in flip mode, right after the
 	// Mosaic (its pre_transform's), if any.
-	copyPaste *Op
-	cutmix    *Op // ultralytics' CutMix, last of the multi-image geometry
+	copyPaste *optab.Op
+	cutmix    *optab.Op // ultralytics' CutMix, last of the multi-image geometry
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
@@ -121,13 +125,13 @@ const (
 // on the output-sized crop (a RandomHorizontalFlip right after the
 // geometry is fused too); Normalize, if any, comes last. The output size
 // must be fixed: Resize of the shorter side needs a CenterCrop after it.
-func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
+func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 	t := &Transform{ops: cloneOps(ops), layout: layout}
 	if layout != CHW && layout != HWC {
-		return nil, fmt.Errorf("%w: layout %d", ErrUnsupported, layout)
+		return nil, fmt.Errorf("%w: layout %d", errs.Unsupported, layout)
 	}
 	bad := func(format string, a ...any) (*Transform, error) {
-		return nil, fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+		return nil, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	// RandomPhotometricDistort before the geometry (compilePre): the
 	// geometry is parsed from the op after them.
@@ -246,7 +250,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		if err := t.varySize(); err != nil {
 			return nil, err
 		}
-	case len(t.ops) > 0 && grows(&t.ops[0]):
+	case len(t.ops) > 0 && optab.Grows(&t.ops[0]):
 		return bad("op 0 is RandomRotation with expand=True: its size follows the image's, which nothing bounds; put a geometry that fixes the size before it (Resize((h, w)), RandomResizedCrop, CenterCrop, or RandomShortestSize with a max_size): each sample is then its own size, at most the rotated bound")
 	case len(t.ops) > 0:
 		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
@@ -257,13 +261,13 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		return nil, err
 	}
 	rest := t.ops[n:]
-	if k := len(rest) - 1; k >= 0 && rest[k].Kind == OpNormalize {
-		if err := checkNormalize(&rest[k]); err != nil {
+	if k := len(rest) - 1; k >= 0 && rest[k].Kind == optab.OpNormalize {
+		if err := optab.CheckNormalize(&rest[k]); err != nil {
 			return nil, err
 		}
 		t.norm, rest = &rest[k], rest[:k]
 	}
-	if len(rest) > 0 && rest[0].Kind == OpRandomHorizontalFlip && t.mosaic == nil { // a mosaic's flip is a step
+	if len(rest) > 0 && rest[0].Kind == optab.OpRandomHorizontalFlip && t.mosaic == nil { // a mosaic's flip is a step
 		if err := checkP(&rest[0], n); err != nil {
 			return nil, err
 		}
@@ -274,8 +278,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	if t.hasFlip {
 		first++
 	}
-	if len(rest) > maxOps {
-		return bad("%d ops after the geometry: the limit is %d", len(rest), maxOps)
+	if len(rest) > optab.MaxOps {
+		return bad("%d ops after the geometry: the limit is %d", len(rest), optab.MaxOps)
 	}
 	if err := checkConvertLast(rest, pre+first-1); err != nil {
 		return nil, err
@@ -283,8 +287,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	if err := t.checkVaryOps(rest); err != nil {
 		return nil, err
 	}
-	c := compiler{W: t.outW, H: t.outH}
-	t.post = make([]node, len(rest))
+	c := optab.Compiler{W: t.outW, H: t.outH}
+	t.post = make([]optab.Node, len(rest))
 	for i := range rest {
 		j := i + 1 // position after the geometry
 		if t.hasFlip {
@@ -310,7 +314,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 }
 
 // Ops returns the compiled op list, defaults filled in.
-func (t *Transform) Ops() []Op { return append([]Op(nil), t.ops...) }
+func (t *Transform) Ops() []optab.Op { return append([]optab.Op(nil), t.ops...) }
 
 // The compiled transform's parts the decoder reads (the pipeline's root:
 // it fuses the geometry, draws the steps into its own buffers, packs the
@@ -335,30 +339,30 @@ func (t *Transform) MaxPre() int { return t.maxPre }
 
 // PreNodes are the compiled ops before the geometry, PostNodes those
 // after it.
-func (t *Transform) PreNodes() []node { return t.pre }
+func (t *Transform) PreNodes() []optab.Node { return t.pre }
 
 // PostNodes are the compiled ops after the geometry.
-func (t *Transform) PostNodes() []node { return t.post }
+func (t *Transform) PostNodes() []optab.Node { return t.post }
 
 // NormOp is the Normalize the samples end in (nil: none, uint8 samples).
-func (t *Transform) NormOp() *Op { return t.norm }
+func (t *Transform) NormOp() *optab.Op { return t.norm }
 
 // IoUOp is the RandomIoUCrop of the geometry, if any; JitterOp its
 // ScaleJitter.
-func (t *Transform) IoUOp() *Op { return t.iou }
+func (t *Transform) IoUOp() *optab.Op { return t.iou }
 
 // JitterOp is the geometry's ScaleJitter, if any.
-func (t *Transform) JitterOp() *Op { return t.jitter }
+func (t *Transform) JitterOp() *optab.Op { return t.jitter }
 
 // MosaicOp is the YOLOMosaic of the multi-image geometry, if any;
 // CopyPasteOp and CutMixOp the YOLOCopyPaste and YOLOCutMix after it.
-func (t *Transform) MosaicOp() *Op { return t.mosaic }
+func (t *Transform) MosaicOp() *optab.Op { return t.mosaic }
 
 // CopyPasteOp is the YOLOCopyPaste after the mosaic, if any.
-func (t *Transform) CopyPasteOp() *Op { return t.copyPaste }
+func (t *Transform) CopyPasteOp() *optab.Op { return t.copyPaste }
 
 // CutMixOp is the YOLOCutMix ending the multi-image geometry, if any.
-func (t *Transform) CutMixOp() *Op { return t.cutmix }
+func (t *Transform) CutMixOp() *optab.Op { return t.cutmix }
 
 // YOLO is the YOLO family's geometry, if any.
 func (t *Transform) YOLO() *yoloGeom { return t.yolo }

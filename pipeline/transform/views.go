@@ -1,8 +1,11 @@
-package pipeline
+package transform
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // MaxViews bounds the views of one transform (turbo.c's STOKER_MAX_VIEWS):
@@ -16,7 +19,7 @@ const MaxViews = 32
 type ViewGroup struct {
 	Name  string
 	Count int
-	Ops   []Op
+	Ops   []optab.Op
 }
 
 // maxViewName bounds a group's name.
@@ -36,7 +39,7 @@ const maxViewName = 64
 // one-view transform.
 func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
 	bad := func(format string, a ...any) (*Transform, error) {
-		return nil, fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+		return nil, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	if len(groups) == 0 {
 		return bad("no views: give at least one (count, transform) pair")
@@ -97,9 +100,9 @@ func groupName(name string) string {
 
 // viewError says which view group an op list's error is in.
 func viewError(g int, name string, err error) error {
-	msg := strings.TrimPrefix(err.Error(), ErrUnsupported.Error()+": ")
+	msg := strings.TrimPrefix(err.Error(), errs.Unsupported.Error()+": ")
 	msg = strings.TrimPrefix(msg, "transform: ")
-	return fmt.Errorf("%w: transform: view group %d%s: %s", ErrUnsupported, g, groupName(name), msg)
+	return fmt.Errorf("%w: transform: view group %d%s: %s", errs.Unsupported, g, groupName(name), msg)
 }
 
 // Views is how many views each sample makes: 1 for a one-view transform.

@@ -1,15 +1,17 @@
-package pipeline
+package transform
 
 import (
 	"fmt"
 	"strings"
+
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // String describes the op list in torchvision terms; a transform of
 // several views, each group's count and op list.
 func (t *Transform) String() string {
 	if t.views == nil {
-		return opsString(t.ops) + t.stopString()
+		return optab.OpsString(t.ops) + t.stopString()
 	}
 	var b strings.Builder
 	b.WriteString("views[")
@@ -24,7 +26,7 @@ func (t *Transform) String() string {
 		if name := t.viewNames[v]; name != "" {
 			fmt.Fprintf(&b, "%s: ", name)
 		}
-		fmt.Fprintf(&b, "%d x (%s)", n, opsString(t.views[v].ops))
+		fmt.Fprintf(&b, "%d x (%s)", n, optab.OpsString(t.views[v].ops))
 		v += n
 	}
 	b.WriteString("]")

@@ -1,10 +1,13 @@
-package pipeline
+package transform
 
 import (
 	"encoding/json"
 	"fmt"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // A trace is what a sample's ops drew, as JSON in torchvision's words: a
@@ -24,7 +27,7 @@ import (
 // docs/transforms.md says what they do.
 
 // AppendTrace appends steps' trace, a JSON list, to b.
-func AppendTrace(b []byte, steps []Step) []byte {
+func AppendTrace(b []byte, steps []fn.Step) []byte {
 	b = append(b, '[')
 	for i := range steps {
 		if i > 0 {
@@ -38,16 +41,16 @@ func AppendTrace(b []byte, steps []Step) []byte {
 // ParseTrace parses a trace (AppendTrace's JSON) back into steps. It is
 // the input of `stoker ops apply` and of tests; it checks names and
 // argument shapes, not ranges (the kernels' callers do that).
-func ParseTrace(data []byte) ([]Step, error) {
+func ParseTrace(data []byte) ([]fn.Step, error) {
 	var pairs [][2]json.RawMessage
 	if err := json.Unmarshal(data, &pairs); err != nil {
-		return nil, fmt.Errorf("%w: trace: %v", ErrUnsupported, err)
+		return nil, fmt.Errorf("%w: trace: %v", errs.Unsupported, err)
 	}
-	steps := make([]Step, 0, len(pairs))
+	steps := make([]fn.Step, 0, len(pairs))
 	for i, p := range pairs {
 		st, err := fn.ParseStep(p)
 		if err != nil {
-			return nil, fmt.Errorf("%w: trace step %d: %v", ErrUnsupported, i, err)
+			return nil, fmt.Errorf("%w: trace step %d: %v", errs.Unsupported, i, err)
 		}
 		steps = append(steps, st)
 	}
@@ -57,13 +60,13 @@ func ParseTrace(data []byte) ([]Step, error) {
 // GeometrySteps are the plan's geometry as functional ops: resized_crop
 // (RandomResizedCrop), resize and center_crop (Resize, CenterCrop), then
 // horizontal_flip when a fused flip drew one.
-func (t *Transform) GeometrySteps(p *SamplePlan, buf []Step) []Step {
-	aa := func(op *Op) Step {
-		return Step{Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
+func (t *Transform) GeometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
+	aa := func(op *optab.Op) fn.Step {
+		return fn.Step{Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
 	}
 	if p.Zoomed { // RandomZoomOut: torchvision's pad of its drawn padding
 		zp := p.ZoomPad
-		buf = append(buf, Step{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill})
+		buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill})
 	}
 	switch {
 	case t.yolo != nil:
@@ -72,57 +75,57 @@ func (t *Transform) GeometrySteps(p *SamplePlan, buf []Step) []Step {
 		buf = t.lsjSteps(p, buf)
 	case t.iou != nil:
 		if p.IoU {
-			buf = append(buf, Step{Fn: FnIoUCrop, I: [6]int{p.CY, p.CX, p.CH, p.CW}})
+			buf = append(buf, fn.Step{Fn: fn.IoUCrop, I: [6]int{p.CY, p.CX, p.CH, p.CW}})
 		}
 		for _, st := range t.iouMid {
-			if st.Fn != FnHorizontalFlip || p.PreFlip {
+			if st.Fn != fn.HorizontalFlip || p.PreFlip {
 				buf = append(buf, st)
 			}
 		}
 		st := aa(t.resize)
-		st.Fn, st.I = FnResize, [6]int{4: p.OutH, 5: p.OutW}
+		st.Fn, st.I = fn.Resize, [6]int{4: p.OutH, 5: p.OutW}
 		buf = append(buf, st)
 	case t.rcrop != nil:
 		if t.pad != nil {
 			buf = append(buf, padStep(t.pad))
 		}
 		if p.rcPad != [4]int{} {
-			buf = append(buf, Step{Fn: FnPad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: p.RCFill})
+			buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: p.RCFill})
 		}
 		if p.rcCrop {
-			buf = append(buf, Step{Fn: FnCrop, I: [6]int{p.RCTop, p.RCLeft, t.rcrop.Size[0], t.rcrop.Size[1]}})
+			buf = append(buf, fn.Step{Fn: fn.Crop, I: [6]int{p.RCTop, p.RCLeft, t.rcrop.Size[0], t.rcrop.Size[1]}})
 		}
 	case t.rrc != nil:
 		// The plan's filter: RandomInterp draws it per sample.
-		st := Step{Interp: p.Interp, Antialias: p.Antialias}
-		st.Fn, st.I = FnResizedCrop, [6]int{p.CY, p.CX, p.CH, p.CW, p.OutH, p.OutW}
+		st := fn.Step{Interp: p.Interp, Antialias: p.Antialias}
+		st.Fn, st.I = fn.ResizedCrop, [6]int{p.CY, p.CX, p.CH, p.CW, p.OutH, p.OutW}
 		buf = append(buf, st)
 	default:
 		if t.resize != nil {
 			st := aa(t.resize)
-			st.Fn, st.I = FnResize, [6]int{4: p.RH, 5: p.RW}
+			st.Fn, st.I = fn.Resize, [6]int{4: p.RH, 5: p.RW}
 			buf = append(buf, st)
 		}
 		if t.pad != nil {
 			buf = append(buf, padStep(t.pad))
 		}
 		if t.center != nil {
-			buf = append(buf, Step{Fn: FnCenterCrop, I: [6]int{4: p.CH, 5: p.CW}})
+			buf = append(buf, fn.Step{Fn: fn.CenterCrop, I: [6]int{4: p.CH, 5: p.CW}})
 		}
 	}
 	if t.padAfter != nil {
 		buf = append(buf, padStep(t.padAfter))
 	}
 	if p.Flip {
-		buf = append(buf, Step{Fn: FnHorizontalFlip})
+		buf = append(buf, fn.Step{Fn: fn.HorizontalFlip})
 	}
 	return buf
 }
 
 // padStep is a Pad's step: torchvision's pad with its padding and fill.
-func padStep(op *Op) Step {
+func padStep(op *optab.Op) fn.Step {
 	pd := op.Padding
-	return Step{Fn: FnPad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill}
+	return fn.Step{Fn: fn.Pad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill}
 }
 
 // MaxStepJSON bounds one step's JSON: the longest, affine's, with every
@@ -152,19 +155,19 @@ func (t *Transform) MaxTraceBytes() int {
 
 // DrawSteps appends to buf the steps t's ops after the geometry draw for
 // key k, in the order they run, and returns it.
-func (t *Transform) DrawSteps(k Key, buf []Step) []Step {
+func (t *Transform) DrawSteps(k det.Key, buf []fn.Step) []fn.Step {
 	return t.DrawStepsAt(k, t.outW, t.outH, buf)
 }
 
 // DrawStepsAt is drawSteps for a sample of w x h (its own size, of a
 // transform of per-sample sizes).
-func (t *Transform) DrawStepsAt(k Key, w, h int, buf []Step) []Step {
-	return t.DrawInto(new(drawer), k, w, h, buf)
+func (t *Transform) DrawStepsAt(k det.Key, w, h int, buf []fn.Step) []fn.Step {
+	return t.DrawInto(new(optab.Drawer), k, w, h, buf)
 }
 
 // DrawInto is drawStepsAt with the caller's drawer d, reused.
-func (t *Transform) DrawInto(d *drawer, k Key, w, h int, buf []Step) []Step {
-	*d = drawer{K: k, W: w, H: h, Steps: buf}
+func (t *Transform) DrawInto(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step) []fn.Step {
+	*d = optab.Drawer{K: k, W: w, H: h, Steps: buf}
 	for i := range t.post {
 		t.post[i].Draw(d)
 	}
@@ -177,16 +180,16 @@ func (t *Transform) DrawInto(d *drawer, k Key, w, h int, buf []Step) []Step {
 // without decoding anything (what `stoker ops draw` prints, and what the
 // sampling tests count): the plan's geometry, the steps, normalize (of
 // several views, each view's).
-func (t *Transform) Trace(srcW, srcH int, k Key) ([]byte, error) {
+func (t *Transform) Trace(srcW, srcH int, k det.Key) ([]byte, error) {
 	return t.TraceBoxes(srcW, srcH, k, nil)
 }
 
 // TraceBoxes is Trace for a source whose boxes (XYXY, in its pixels) are
 // boxes: what a RandomIoUCrop draws against (nil: none, and a transform
 // with one fails).
-func (t *Transform) TraceBoxes(srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error) {
+func (t *Transform) TraceBoxes(srcW, srcH int, k det.Key, boxes [][4]float32) ([]byte, error) {
 	if at := t.AtEpoch(k.Epoch); at.mosaic != nil && at.MosaicOn(k) {
-		return nil, fmt.Errorf("%w: a YOLOMosaic's draw needs its partners' images (their sizes): only a decode traces it", ErrUnsupported)
+		return nil, fmt.Errorf("%w: a YOLOMosaic's draw needs its partners' images (their sizes): only a decode traces it", errs.Unsupported)
 	}
 	return Tracer(t, srcW, srcH, k, boxes)
 }
@@ -194,4 +197,4 @@ func (t *Transform) TraceBoxes(srcW, srcH int, k Key, boxes [][4]float32) ([]byt
 // Tracer draws a sample as a decode would, without decoding anything,
 // and returns its trace: the pipeline's Decoder, which fuses the geometry
 // (it sets Tracer as it is initialized).
-var Tracer func(t *Transform, srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error)
+var Tracer func(t *Transform, srcW, srcH int, k det.Key, boxes [][4]float32) ([]byte, error)

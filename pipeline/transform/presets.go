@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 import (
 	"fmt"
@@ -6,16 +6,18 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // Presets by name: each documented op by op, with its source recipe, in
 // docs/transforms.md. Ops that torchvision's recipes run after Normalize
 // (RandomErasing) erase uint8 pixels here: value 0 after Normalize is the
 // mean colour (124, 116, 104) before it.
-var presets = map[string][]Op{
+var presets = map[string][]optab.Op{
 	"imagenet-train": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}},
-		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 	},
 	"imagenet-eval": {
 		{Kind: OpResize, Size: [2]int{256, 0}},
@@ -25,17 +27,17 @@ var presets = map[string][]Op{
 	// --train-crop-size 176 --auto-augment ta_wide --random-erase 0.1).
 	"tv-resnet50-v2": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{176, 176}},
-		{Kind: OpRandomHorizontalFlip, P: 0.5},
-		{Kind: OpTrivialAugmentWide, Bins: 31, Interp: InterpBilinear, FillNone: true},
-		{Kind: OpRandomErasing, P: 0.1, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: meanColour},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpTrivialAugmentWide, Bins: 31, Interp: InterpBilinear, FillNone: true},
+		{Kind: optab.OpRandomErasing, P: 0.1, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: meanColour},
 	},
 	// DeiT (timm's create_transform with --aa rand-m9-mstd0.5-inc1
 	// --reprob 0.25 --remode pixel, bicubic).
 	"deit": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic},
-		{Kind: OpRandomHorizontalFlip, P: 0.5},
-		{Kind: OpTimmRandAugment, Policy: "rand-m9-mstd0.5-inc1", Interp: InterpBicubic, Fill: meanColour},
-		{Kind: OpRandomErasing, P: 0.25, Scale: [2]float64{0.02, 1.0 / 3}, Ratio: [2]float64{0.3, 1 / 0.3}, RandomValue: true,
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpTimmRandAugment, Policy: "rand-m9-mstd0.5-inc1", Interp: InterpBicubic, Fill: meanColour},
+		{Kind: optab.OpRandomErasing, P: 0.25, Scale: [2]float64{0.02, 1.0 / 3}, Ratio: [2]float64{0.3, 1 / 0.3}, RandomValue: true,
 			Mean: fn.ImagenetMean, Std: fn.ImagenetStd},
 	},
 	// SimCLR's ImageNet augmentation (Chen et al. 2020, appendix A), one
@@ -43,27 +45,27 @@ var presets = map[string][]Op{
 	// of these views (presets_views.go).
 	"simclr-view": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}},
-		{Kind: OpRandomHorizontalFlip, P: 0.5},
-		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.8, 0.8, 0.8, 0.2)}},
-		{Kind: OpRandomGrayscale, P: 0.2},
-		{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.8, 0.8, 0.8, 0.2)}},
+		{Kind: optab.OpRandomGrayscale, P: 0.2},
+		{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}},
 	},
 	// DINO's first global crop (main_dino.py DataAugmentationDINO,
 	// global_crops_scale (0.4, 1)): always blurred.
 	"dino-global": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Scale: [2]float64{0.4, 1}, Interp: InterpBicubic},
-		{Kind: OpRandomHorizontalFlip, P: 0.5},
-		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
-		{Kind: OpRandomGrayscale, P: 0.2},
-		{Kind: OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+		{Kind: optab.OpRandomGrayscale, P: 0.2},
+		{Kind: optab.OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}},
 	},
 	// DINO's local crops (local_crops_scale (0.05, 0.4), 96 px).
 	"dino-local": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{96, 96}, Scale: [2]float64{0.05, 0.4}, Interp: InterpBicubic},
-		{Kind: OpRandomHorizontalFlip, P: 0.5},
-		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
-		{Kind: OpRandomGrayscale, P: 0.2},
-		{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{0.1, 2.0}}}},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+		{Kind: optab.OpRandomGrayscale, P: 0.2},
+		{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{0.1, 2.0}}}},
 	},
 	// open_clip's training transform (image_transform, is_train=True).
 	"clip": {
@@ -76,14 +78,14 @@ var presets = map[string][]Op{
 	// from it on; D-FINE's configs stop at 72, its S and M at 120): the
 	// preset alone never stops.
 	"detr": {
-		{Kind: OpRandomPhotometricDistort, P: 0.5, JitterRanges: true,
+		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, JitterRanges: true,
 			Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
 		{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}},
 		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40},
-		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
-		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: OpResize, Size: [2]int{640, 640}},
-		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 	},
 	// ultralytics' (8.4.190) v8_transforms with its default hyp: Mosaic
 	// (mosaic 1.0, imgsz 640), RandomPerspective (degrees 0, translate 0.1,
@@ -108,8 +110,8 @@ var presets = map[string][]Op{
 	// which leaves it): a job with targets only.
 	"ssdlite": {
 		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40},
-		{Kind: OpRandomHorizontalFlip, P: 0.5},
-		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 		{Kind: OpResize, Size: [2]int{320, 320}, NoAntialias: true},
 	},
 	// Large-scale jitter (the Copy-Paste paper's; torchvision's detection
@@ -121,8 +123,8 @@ var presets = map[string][]Op{
 	"lsj": {
 		{Kind: OpScaleJitter, Size: [2]int{1024, 1024}, Scale: [2]float64{0.1, 2}},
 		{Kind: OpFixedSizeCrop, Size: [2]int{1024, 1024}, Fill: [3]float64{123, 117, 104}},
-		{Kind: OpRandomHorizontalFlip, P: 0.5},
-		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 	},
 	// torchvision's detection references' "multiscale" recipe (Faster
 	// R-CNN's and the other R-CNNs' multi-scale training):
@@ -132,8 +134,8 @@ var presets = map[string][]Op{
 	// job with targets only.
 	"frcnn": {
 		{Kind: OpRandomShortestSize, Sizes: []int{480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800}, MaxSize: 1333},
-		{Kind: OpRandomHorizontalFlip, P: 0.5},
-		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 	},
 	// ultralytics' training transforms of its close_mosaic epochs (Mosaic,
 	// MixUp and CopyPaste off) as its releases before 8.1 made them, at its
@@ -171,20 +173,20 @@ func PresetNames() []string {
 }
 
 // Preset returns the op list of a named one-view preset.
-func Preset(name string) ([]Op, error) {
+func Preset(name string) ([]optab.Op, error) {
 	ops, ok := presets[name]
 	if !ok {
 		if _, views := viewPresets[name]; views {
-			return nil, fmt.Errorf("%w: transform preset %q makes several views: it is not one op list (ViewPreset)", ErrUnsupported, name)
+			return nil, fmt.Errorf("%w: transform preset %q makes several views: it is not one op list (ViewPreset)", errs.Unsupported, name)
 		}
-		return nil, fmt.Errorf("%w: unknown transform preset %q (known: %s)", ErrUnsupported, name, strings.Join(PresetNames(), ", "))
+		return nil, fmt.Errorf("%w: unknown transform preset %q (known: %s)", errs.Unsupported, name, strings.Join(PresetNames(), ", "))
 	}
 	return cloneOps(ops), nil
 }
 
 // cloneOps copies ops deeply (containers' Ops and Probs too).
-func cloneOps(ops []Op) []Op {
-	out := append([]Op(nil), ops...)
+func cloneOps(ops []optab.Op) []optab.Op {
+	out := append([]optab.Op(nil), ops...)
 	for i := range out {
 		out[i].Ops = cloneOps(out[i].Ops)
 		out[i].Probs = append([]float64(nil), out[i].Probs...)

@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 // Large-scale jitter (the Copy-Paste paper's LSJ, torchvision's detection
 // references' "lsj" recipe): ScaleJitter then FixedSizeCrop, fused into
@@ -8,6 +8,11 @@ package pipeline
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // MaxJitter bounds ScaleJitter's scale_range: at most 16 times the target
@@ -19,7 +24,7 @@ const MaxJitter = 16
 // ops it has (0: another geometry).
 func (t *Transform) lsjGeometry() (int, error) {
 	bad := func(format string, a ...any) (int, error) {
-		return 0, fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+		return 0, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	n := 0
 	if n < len(t.ops) && t.ops[n].Kind == OpScaleJitter {
@@ -62,7 +67,7 @@ func (t *Transform) lsjGeometry() (int, error) {
 // lo + u * (hi - lo) (u a 24-bit uniform, in float32 as torch.rand's
 // tensor), r = float32(min(tH / h, tW / w)) * scale, each side
 // int(side * r) in float32.
-func jitterSize(r *RNG, op *Op, w, h int) (nw, nh int) {
+func jitterSize(r *det.RNG, op *optab.Op, w, h int) (nw, nh int) {
 	u := r.Float32()
 	lo, hi := op.Scale[0], op.Scale[1]
 	scale := float32(lo) + float32(u*float32(hi-lo))
@@ -74,7 +79,7 @@ func jitterSize(r *RNG, op *Op, w, h int) (nw, nh int) {
 // fixedOffset is FixedSizeCrop's draw on a w x h image: one uniform r,
 // top int((h - height) * r) and left int((w - width) * r) in float32
 // where the image is larger (0 where it is not).
-func fixedOffset(r *RNG, op *Op, w, h int) (top, left int) {
+func fixedOffset(r *det.RNG, op *optab.Op, w, h int) (top, left int) {
 	u := r.Float32()
 	return int(float32(float32(max(h-op.Size[0], 0)) * u)), int(float32(float32(max(w-op.Size[1], 0)) * u))
 }
@@ -84,14 +89,14 @@ func fixedOffset(r *RNG, op *Op, w, h int) (top, left int) {
 // of at most the crop's size decoded, padded on the right and bottom with
 // the fill (padded, vis) where it is smaller than the crop. Each op draws
 // from a stream of its own.
-func (t *Transform) lsjPlan(p *SamplePlan, k Key) error {
+func (t *Transform) lsjPlan(p *SamplePlan, k det.Key) error {
 	w, h := p.SrcW, p.SrcH
 	if t.jitter != nil {
 		r := k.Stream(StreamCrop)
 		w, h = jitterSize(&r, t.jitter, p.SrcW, p.SrcH)
 		if w < 1 || h < 1 {
 			return fmt.Errorf("%w: ScaleJitter resizes the %dx%d image to %dx%d: a side of 0 pixels (torchvision's resize fails too)",
-				ErrUnsupported, p.SrcW, p.SrcH, w, h)
+				errs.Unsupported, p.SrcW, p.SrcH, w, h)
 		}
 		p.RW, p.RH = w, h // at most maxSide * maxJitter a side
 	}
@@ -114,15 +119,15 @@ const streamFixed = StreamCrop*64 + 4
 
 // lsjSteps are the plan's ScaleJitter and FixedSizeCrop as functional
 // ops: resize to the drawn size, then fixed_size_crop.
-func (t *Transform) lsjSteps(p *SamplePlan, buf []Step) []Step {
+func (t *Transform) lsjSteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 	w, h := p.SrcW, p.SrcH
 	if t.jitter != nil {
-		st := Step{Fn: FnResize, Interp: p.Interp, Antialias: p.Antialias, I: [6]int{4: p.RH, 5: p.RW}}
+		st := fn.Step{Fn: fn.Resize, Interp: p.Interp, Antialias: p.Antialias, I: [6]int{4: p.RH, 5: p.RW}}
 		buf = append(buf, st)
 		w, h = p.RW, p.RH
 	}
 	ch, cw := t.fixed.Size[0], t.fixed.Size[1]
-	return append(buf, Step{Fn: FnFixedSizeCrop, I: [6]int{p.CY, p.CX, min(h, ch), min(w, cw), ch, cw}, Fill: t.fixed.Fill})
+	return append(buf, fn.Step{Fn: fn.FixedSizeCrop, I: [6]int{p.CY, p.CX, min(h, ch), min(w, cw), ch, cw}, Fill: t.fixed.Fill})
 }
 
 // Per-sample sizes: a transform whose geometry is a RandomShortestSize
@@ -159,9 +164,9 @@ func (t *Transform) PadSample(out []byte, w, h int) {
 
 // checkResize checks a Resize, RandomShortestSize or RandomResize, the
 // geometry's op n.
-func (t *Transform) checkResize(op *Op, n int) error {
+func (t *Transform) checkResize(op *optab.Op, n int) error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	switch op.Kind {
 	case OpResize:
@@ -171,16 +176,16 @@ func (t *Transform) checkResize(op *Op, n int) error {
 			return bad("RandomShortestSize min_size of %d sizes: want 1 to 256", len(op.Sizes))
 		}
 		for _, s := range op.Sizes {
-			if s < 1 || s > maxSide {
-				return bad("RandomShortestSize min_size %v: sides must be in 1..%d", op.Sizes, maxSide)
+			if s < 1 || s > optab.MaxSide {
+				return bad("RandomShortestSize min_size %v: sides must be in 1..%d", op.Sizes, optab.MaxSide)
 			}
 		}
-		if op.MaxSize < 0 || op.MaxSize > maxSide {
-			return bad("RandomShortestSize max_size %d: want 1..%d (0: None)", op.MaxSize, maxSide)
+		if op.MaxSize < 0 || op.MaxSize > optab.MaxSide {
+			return bad("RandomShortestSize max_size %d: want 1..%d (0: None)", op.MaxSize, optab.MaxSide)
 		}
 	case OpRandomResize:
-		if len(op.Sizes) != 2 || op.Sizes[0] < 1 || op.Sizes[0] >= op.Sizes[1] || op.Sizes[1] > maxSide+1 {
-			return bad("RandomResize min_size, max_size %v: want 1 <= min_size < max_size <= %d", op.Sizes, maxSide+1)
+		if len(op.Sizes) != 2 || op.Sizes[0] < 1 || op.Sizes[0] >= op.Sizes[1] || op.Sizes[1] > optab.MaxSide+1 {
+			return bad("RandomResize min_size, max_size %v: want 1 <= min_size < max_size <= %d", op.Sizes, optab.MaxSide+1)
 		}
 	}
 	if n > 0 {
@@ -200,24 +205,24 @@ func (t *Transform) varySize() error {
 		t.geom, t.vary, t.varyGeom, t.outH, t.outW = ResizeCrop, true, true, op.MaxSize, op.MaxSize
 		return nil
 	case op.Kind == OpRandomShortestSize:
-		return fmt.Errorf("%w: transform: RandomShortestSize without max_size gives sizes without a bound (the batch's memory is counted at the largest): give max_size, or a CenterCrop after it", ErrUnsupported)
+		return fmt.Errorf("%w: transform: RandomShortestSize without max_size gives sizes without a bound (the batch's memory is counted at the largest): give max_size, or a CenterCrop after it", errs.Unsupported)
 	case op.Kind == OpRandomResize:
-		return fmt.Errorf("%w: transform: RandomResize gives sizes without a bound (its longer side follows the image's aspect): follow it with a CenterCrop, or use RandomShortestSize with a max_size", ErrUnsupported)
+		return fmt.Errorf("%w: transform: RandomResize gives sizes without a bound (its longer side follows the image's aspect): follow it with a CenterCrop, or use RandomShortestSize with a max_size", errs.Unsupported)
 	}
-	return fmt.Errorf("%w: transform: Resize(%d) of the shorter side gives a size that varies per image without a bound; add CenterCrop, give Resize both sides, or use RandomShortestSize with a max_size", ErrUnsupported, op.Size[0])
+	return fmt.Errorf("%w: transform: Resize(%d) of the shorter side gives a size that varies per image without a bound; add CenterCrop, give Resize both sides, or use RandomShortestSize with a max_size", errs.Unsupported, op.Size[0])
 }
 
 // checkVaryOps refuses, after a geometry of per-sample sizes, the ops
 // compiled for one size (the policies, GaussianBlur), inside containers
 // too, and several views.
-func (t *Transform) checkVaryOps(ops []Op) error {
+func (t *Transform) checkVaryOps(ops []optab.Op) error {
 	if !t.vary {
 		return nil
 	}
 	for i := range ops {
 		switch k := ops[i].Kind; k {
-		case OpTrivialAugmentWide, OpRandAugment, OpAutoAugment, OpAugMix, OpTimmRandAugment, OpTimmAutoAugment, OpTimmAugMix, OpGaussianBlur:
-			return fmt.Errorf("%w: transform: %s after a geometry of per-sample sizes (RandomShortestSize) is not supported: it is compiled for one size", ErrUnsupported, k)
+		case optab.OpTrivialAugmentWide, optab.OpRandAugment, optab.OpAutoAugment, optab.OpAugMix, optab.OpTimmRandAugment, optab.OpTimmAutoAugment, optab.OpTimmAugMix, optab.OpGaussianBlur:
+			return fmt.Errorf("%w: transform: %s after a geometry of per-sample sizes (RandomShortestSize) is not supported: it is compiled for one size", errs.Unsupported, k)
 		}
 		if err := t.checkVaryOps(ops[i].Ops); err != nil {
 			return err
@@ -234,7 +239,7 @@ func (t *Transform) Varies() bool { return t.vary }
 // RandomShortestSize's r = min(min_size / shorter, max_size / longer) in
 // float64 as Python's, each side int(side * r); RandomResize's shorter
 // side a uniform integer in [min_size, max_size), as Resize(int).
-func ResizeSize(op *Op, k Key, w, h int) (rw, rh int) {
+func ResizeSize(op *optab.Op, k det.Key, w, h int) (rw, rh int) {
 	r := k.Stream(StreamCrop)
 	if op.Kind == OpRandomResize {
 		s := op.Sizes[0] + r.Intn(op.Sizes[1]-op.Sizes[0])

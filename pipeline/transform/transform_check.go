@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 // The checks NewTransform runs on each op's arguments, as torchvision's
 // constructors check them.
@@ -6,11 +6,15 @@ package pipeline
 import (
 	"fmt"
 	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // geometryKind reports whether k is a geometry op.
-func geometryKind(k OpKind) bool {
-	d := lookupOp(k)
+func geometryKind(k optab.OpKind) bool {
+	d := optab.Lookup(k)
 	return d != nil && d.Geometry && k != OpScaleJitter && k != OpFixedSizeCrop && !yoloKind(k) // lsjGeometry and yoloGeometry parse those
 }
 
@@ -21,9 +25,9 @@ const maxZoom = 16
 // checkZoomOut checks op, the geometry's op n, against a RandomZoomOut:
 // its own arguments (first, p, side_range, fill), and, after it, one
 // Resize(h, w), RandomCrop (its padding of the same fill) or CenterCrop.
-func (t *Transform) checkZoomOut(op *Op, n int) error {
+func (t *Transform) checkZoomOut(op *optab.Op, n int) error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	switch {
 	case op.Kind == OpRandomZoomOut && n > 0:
@@ -43,10 +47,10 @@ func (t *Transform) checkZoomOut(op *Op, n int) error {
 		return nil
 	}
 	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: RandomZoomOut p=%v: want 0 <= p <= 1", ErrUnsupported, op.P)
+		return fmt.Errorf("%w: transform: RandomZoomOut p=%v: want 0 <= p <= 1", errs.Unsupported, op.P)
 	}
 	if sr := op.SideRange; !(sr[0] >= 1 && sr[0] <= sr[1] && sr[1] <= maxZoom) {
-		return fmt.Errorf("%w: transform: RandomZoomOut side_range %v: want 1 <= min <= max <= %d (torchvision's: min >= 1, min <= max)", ErrUnsupported, sr, maxZoom)
+		return fmt.Errorf("%w: transform: RandomZoomOut side_range %v: want 1 <= min <= max <= %d (torchvision's: min >= 1, min <= max)", errs.Unsupported, sr, maxZoom)
 	}
 	return checkPadding(op)
 }
@@ -66,9 +70,9 @@ const (
 // it up to the Resize(h, w) it needs: SanitizeBoundingBoxes and at most
 // one RandomHorizontalFlip (t.iouMid, t.preFlip). It returns the Resize's
 // index.
-func (t *Transform) iouCrop(op *Op, n int) (int, error) {
+func (t *Transform) iouCrop(op *optab.Op, n int) (int, error) {
 	bad := func(format string, a ...any) (int, error) {
-		return 0, fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+		return 0, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	if n > 0 && !(n == 1 && t.zoom != nil) {
 		return bad("RandomIoUCrop must be the first op, or come right after a RandomZoomOut")
@@ -94,18 +98,18 @@ func (t *Transform) iouCrop(op *Op, n int) (int, error) {
 	for ; j < len(t.ops); j++ {
 		o := &t.ops[j]
 		switch {
-		case o.Kind == OpSanitizeBoundingBoxes:
-			if err := checkSanitize(o); err != nil {
+		case o.Kind == optab.OpSanitizeBoundingBoxes:
+			if err := optab.CheckSanitize(o); err != nil {
 				return bad("op %d (%s): %v", j, o.Kind, err)
 			}
-			t.iouMid = append(t.iouMid, lookupOp(o.Kind).Step(o))
+			t.iouMid = append(t.iouMid, optab.Lookup(o.Kind).Step(o))
 			continue
-		case o.Kind == OpRandomHorizontalFlip && !flip:
+		case o.Kind == optab.OpRandomHorizontalFlip && !flip:
 			if !(o.P >= 0 && o.P <= 1) {
 				return bad("op %d (%s): p=%v: want 0 <= p <= 1", j, o.Kind, o.P)
 			}
 			t.preFlip, flip = o.P, true
-			t.iouMid = append(t.iouMid, Step{Fn: FnHorizontalFlip})
+			t.iouMid = append(t.iouMid, fn.Step{Fn: fn.HorizontalFlip})
 			continue
 		}
 		break
@@ -118,21 +122,21 @@ func (t *Transform) iouCrop(op *Op, n int) (int, error) {
 }
 
 // checkPadding checks a RandomCrop's or Pad's padding and constant fill.
-func checkPadding(op *Op) error {
+func checkPadding(op *optab.Op) error {
 	for _, v := range op.Padding {
-		if v < 0 || v > maxSide {
-			return fmt.Errorf("%w: transform: %s padding %v: want 0..%d a side", ErrUnsupported, op.Kind, op.Padding, maxSide)
+		if v < 0 || v > optab.MaxSide {
+			return fmt.Errorf("%w: transform: %s padding %v: want 0..%d a side", errs.Unsupported, op.Kind, op.Padding, optab.MaxSide)
 		}
 	}
 	for _, v := range op.Fill {
 		if !(v >= 0 && v <= 255) || v != math.Trunc(v) {
-			return fmt.Errorf("%w: transform: %s fill %v: want integers 0..255 (uint8 pixels)", ErrUnsupported, op.Kind, op.Fill)
+			return fmt.Errorf("%w: transform: %s fill %v: want integers 0..255 (uint8 pixels)", errs.Unsupported, op.Kind, op.Fill)
 		}
 	}
 	return nil
 }
 
-func checkRRC(op *Op) error {
+func checkRRC(op *optab.Op) error {
 	if op.Scale == [2]float64{} {
 		op.Scale = [2]float64{0.08, 1}
 	}
@@ -143,10 +147,10 @@ func checkRRC(op *Op) error {
 	// an empty area fails the try, as one too large for the image does,
 	// and the ten failed tries fall back to the center crop.
 	if !(op.Scale[0] >= 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
-		return fmt.Errorf("%w: transform: RandomResizedCrop scale %v: want 0 <= lo <= hi <= 1", ErrUnsupported, op.Scale)
+		return fmt.Errorf("%w: transform: RandomResizedCrop scale %v: want 0 <= lo <= hi <= 1", errs.Unsupported, op.Scale)
 	}
 	if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
-		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: want 0 < lo <= hi, finite", ErrUnsupported, op.Ratio)
+		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: want 0 < lo <= hi, finite", errs.Unsupported, op.Ratio)
 	}
 	// When no drawn crop fits, torchvision's fallback crops the whole
 	// height at width height*hi (or the whole width at height width/lo):
@@ -154,7 +158,7 @@ func checkRRC(op *Op) error {
 	// takes would fail every sample as an empty crop.
 	if op.Ratio[1]*maxImageSide < 0.5 || maxImageSide/op.Ratio[0] < 0.5 {
 		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: every crop would be empty (a side of 0 pixels) on any image up to %d pixels a side; want a range that meets [1/%d, %d]",
-			ErrUnsupported, op.Ratio, maxImageSide, maxImageSide, maxImageSide)
+			errs.Unsupported, op.Ratio, maxImageSide, maxImageSide, maxImageSide)
 	}
 	return checkSize(op, false)
 }
@@ -164,33 +168,33 @@ func checkRRC(op *Op) error {
 const maxImageSide = 65535
 
 // checkP checks a RandomHorizontalFlip fused into the decode (op pos).
-func checkP(op *Op, pos int) error {
+func checkP(op *optab.Op, pos int) error {
 	if !(op.P >= 0 && op.P <= 1) { // NaN too
-		return opError(fmt.Sprintf("op %d (%s)", pos, op.Kind), "p=%v: want 0 <= p <= 1", op.P)
+		return optab.OpError(fmt.Sprintf("op %d (%s)", pos, op.Kind), "p=%v: want 0 <= p <= 1", op.P)
 	}
 	return nil
 }
 
 // checkInterp checks a geometry op's interpolation.
-func checkInterp(op *Op, geometry bool) error {
+func checkInterp(op *optab.Op, geometry bool) error {
 	if op.RandomInterp && (op.Kind != OpRandomResizedCrop || op.Interp != InterpBilinear) {
-		return fmt.Errorf("%w: transform: %s: a random interpolation is RandomResizedCrop's, drawing bilinear or bicubic (Interp bilinear), got %s", ErrUnsupported, op.Kind, op.Interp)
+		return fmt.Errorf("%w: transform: %s: a random interpolation is RandomResizedCrop's, drawing bilinear or bicubic (Interp bilinear), got %s", errs.Unsupported, op.Kind, op.Interp)
 	}
 	switch op.Interp {
 	case InterpBilinear, InterpBicubic, InterpNearest:
 		return nil
 	}
-	return fmt.Errorf("%w: transform: %s: interpolation %s: want nearest, bilinear or bicubic", ErrUnsupported, op.Kind, op.Interp)
+	return fmt.Errorf("%w: transform: %s: interpolation %s: want nearest, bilinear or bicubic", errs.Unsupported, op.Kind, op.Interp)
 }
 
-func checkSize(op *Op, shorterOK bool) error {
+func checkSize(op *optab.Op, shorterOK bool) error {
 	h, w := op.Size[0], op.Size[1]
 	if w == 0 && !shorterOK {
 		w = h
 		op.Size[1] = w
 	}
-	if h <= 0 || h > maxSide || w < 0 || w > maxSide {
-		return fmt.Errorf("%w: transform: %s size %v: sides must be in 1..%d", ErrUnsupported, op.Kind, op.Size, maxSide)
+	if h <= 0 || h > optab.MaxSide || w < 0 || w > optab.MaxSide {
+		return fmt.Errorf("%w: transform: %s size %v: sides must be in 1..%d", errs.Unsupported, op.Kind, op.Size, optab.MaxSide)
 	}
 	return nil
 }
@@ -199,10 +203,10 @@ func checkSize(op *Op, shorterOK bool) error {
 // to a size.
 func (t *Transform) checkAlone() error {
 	if t.zoom != nil && t.rcrop == nil && t.center == nil && t.resize == nil {
-		return fmt.Errorf("%w: transform: RandomZoomOut alone gives a size that varies per image: follow it with Resize(h, w), RandomCrop or CenterCrop, which fix the batch's size", ErrUnsupported)
+		return fmt.Errorf("%w: transform: RandomZoomOut alone gives a size that varies per image: follow it with Resize(h, w), RandomCrop or CenterCrop, which fix the batch's size", errs.Unsupported)
 	}
 	if t.pad != nil && t.rcrop == nil && t.center == nil {
-		return fmt.Errorf("%w: transform: Pad alone gives a size that varies per image: follow it with a RandomCrop or CenterCrop, which fix the batch's size", ErrUnsupported)
+		return fmt.Errorf("%w: transform: Pad alone gives a size that varies per image: follow it with a RandomCrop or CenterCrop, which fix the batch's size", errs.Unsupported)
 	}
 	return nil
 }
@@ -213,11 +217,11 @@ func (t *Transform) growPadAfter() error {
 		return nil
 	}
 	pd := t.padAfter.Padding
-	if t.outW += pd[0] + pd[2]; t.outW > maxSide {
-		return fmt.Errorf("%w: transform: Pad after the crop: width %d is more than %d", ErrUnsupported, t.outW, maxSide)
+	if t.outW += pd[0] + pd[2]; t.outW > optab.MaxSide {
+		return fmt.Errorf("%w: transform: Pad after the crop: width %d is more than %d", errs.Unsupported, t.outW, optab.MaxSide)
 	}
-	if t.outH += pd[1] + pd[3]; t.outH > maxSide {
-		return fmt.Errorf("%w: transform: Pad after the crop: height %d is more than %d", ErrUnsupported, t.outH, maxSide)
+	if t.outH += pd[1] + pd[3]; t.outH > optab.MaxSide {
+		return fmt.Errorf("%w: transform: Pad after the crop: height %d is more than %d", errs.Unsupported, t.outH, optab.MaxSide)
 	}
 	return nil
 }

@@ -1,10 +1,11 @@
-package pipeline
+package transform
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -46,7 +47,7 @@ func (t *Transform) geomInterp(p *SamplePlan) error {
 		}
 	}
 	if !op.Interp.Valid() {
-		return fmt.Errorf("%w: transform: %s interpolation %d: want bilinear, nearest or bicubic", ErrUnsupported, op.Kind, op.Interp)
+		return fmt.Errorf("%w: transform: %s interpolation %d: want bilinear, nearest or bicubic", errs.Unsupported, op.Kind, op.Interp)
 	}
 	p.Interp = op.Interp
 	p.Antialias = !op.NoAntialias && op.Interp != InterpNearest

@@ -1,10 +1,14 @@
-package pipeline
+package transform
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // Targets are a detection sample's boxes and labels moved through the
@@ -33,18 +37,18 @@ type Instances = dataset.Instances
 // each box's corners and take their extent, clamped (affineBoxes). Ops on
 // pixels alone leave the boxes. AugMix's chains are an error: targets do
 // not support them.
-func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
+func MoveBoxes(boxes [][4]float32, w, h int, steps []fn.Step) (int, int, error) {
 	for i := range steps {
 		st := &steps[i]
 		d := st.Fn.Def()
 		switch {
-		case d.Role == targetsPixels:
+		case d.Role == optab.TargetsPixels:
 			// color, blur, erase, normalize: torchvision passes a
 			// BoundingBoxes through it (erase warns).
-		case d.Role == targetsInstances:
-			return w, h, fmt.Errorf("%w: %s drops boxes with their labels or changes their format: MoveTargets, not MoveBoxes", ErrUnsupported, st.Fn)
-		case d.Role != targetsMove || d.Boxes == nil:
-			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, st.Fn)
+		case d.Role == optab.TargetsInstances:
+			return w, h, fmt.Errorf("%w: %s drops boxes with their labels or changes their format: MoveTargets, not MoveBoxes", errs.Unsupported, st.Fn)
+		case d.Role != optab.TargetsMove || d.Boxes == nil:
+			return w, h, fmt.Errorf("%w: targets do not support %s yet", errs.Unsupported, st.Fn)
 		default:
 			var err error
 			if w, h, err = d.Boxes(boxes, w, h, st); err != nil {
@@ -60,11 +64,11 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 // SanitizeBoundingBoxes would (Targets.Sanitize), at the clamps and
 // sanitize_keypoints clamps or drops (clampOrSanitize); it returns the
 // canvas after them.
-func MoveTargets(t *Targets, w, h int, steps []Step) (int, int, error) {
+func MoveTargets(t *targets.Targets, w, h int, steps []fn.Step) (int, int, error) {
 	from := 0
 	for i := range steps {
 		d := steps[i].Fn.Def()
-		if d.Role != targetsInstances {
+		if d.Role != optab.TargetsInstances {
 			continue
 		}
 		var err error
@@ -82,11 +86,11 @@ func MoveTargets(t *Targets, w, h int, steps []Step) (int, int, error) {
 // moveXYXY is MoveBoxes of t's boxes, which must be XYXY still where a
 // step moves them (NewTransform puts ConvertBoundingBoxFormat after every
 // such op).
-func moveXYXY(t *Targets, w, h int, steps []Step) (int, int, error) {
-	if t.Format != BoxXYXY {
+func moveXYXY(t *targets.Targets, w, h int, steps []fn.Step) (int, int, error) {
+	if t.Format != targets.BoxXYXY {
 		for i := range steps {
 			if movesBoxes(steps[i].Fn) {
-				return w, h, fmt.Errorf("%w: %s after ConvertBoundingBoxFormat(%s): convert last", ErrUnsupported, steps[i].Fn, t.Format)
+				return w, h, fmt.Errorf("%w: %s after ConvertBoundingBoxFormat(%s): convert last", errs.Unsupported, steps[i].Fn, t.Format)
 			}
 		}
 	}
@@ -95,7 +99,7 @@ func moveXYXY(t *Targets, w, h int, steps []Step) (int, int, error) {
 
 // moveAll is MoveBoxes of t's boxes and MoveKeypoints of its keypoints
 // through the same steps (the canvas the same after them).
-func moveAll(t *Targets, w, h int, steps []Step) (int, int, error) {
+func moveAll(t *targets.Targets, w, h int, steps []fn.Step) (int, int, error) {
 	bw, bh, err := MoveBoxes(t.Boxes, w, h, steps)
 	if err == nil {
 		err = moveMasks(t, steps) // with WantMasks
@@ -127,15 +131,15 @@ func moveAll(t *Targets, w, h int, steps []Step) (int, int, error) {
 // alone leave the points. Any other step is an error: the keypoints do not
 // support it (a geometric op added for boxes alone fails here rather than
 // leave the points behind).
-func MoveKeypoints(pts [][2]float32, w, h int, steps []Step) (int, int, error) {
+func MoveKeypoints(pts [][2]float32, w, h int, steps []fn.Step) (int, int, error) {
 	for i := range steps {
 		st := &steps[i]
 		d := st.Fn.Def()
 		switch {
-		case d.Role == targetsPixels:
+		case d.Role == optab.TargetsPixels:
 			// Pixels alone: torchvision passes a KeyPoints through (erase warns).
-		case d.Role != targetsMove || d.Points == nil:
-			return w, h, fmt.Errorf("%w: targets' keypoints do not support %s yet", ErrUnsupported, st.Fn)
+		case d.Role != optab.TargetsMove || d.Points == nil:
+			return w, h, fmt.Errorf("%w: targets' keypoints do not support %s yet", errs.Unsupported, st.Fn)
 		default:
 			var err error
 			if w, h, err = d.Points(pts, w, h, st); err != nil {
@@ -152,7 +156,7 @@ func MoveKeypoints(pts [][2]float32, w, h int, steps []Step) (int, int, error) {
 // pad (fill 0: an op whose masks' fill is another is refused, CheckMasks),
 // the flips, rotate and affine (nearest, fill 0: turnMasks). Ops on
 // pixels alone leave them; any other step is an error.
-func moveMasks(t *Targets, steps []Step) error {
+func moveMasks(t *targets.Targets, steps []fn.Step) error {
 	if !t.WantMasks {
 		return nil
 	}
@@ -160,12 +164,12 @@ func moveMasks(t *Targets, steps []Step) error {
 		st := &steps[i]
 		d := st.Fn.Def()
 		switch {
-		case d.Role == targetsPixels || d.Role == targetsInstances:
+		case d.Role == optab.TargetsPixels || d.Role == optab.TargetsInstances:
 			// Pixels alone (torchvision passes a Mask through; erase
 			// warns), or boxes alone (MoveTargets drops the masks of
 			// the instances it drops).
-		case d.Role != targetsMove || d.Masks == nil:
-			return fmt.Errorf("%w: targets' masks do not support %s yet", ErrUnsupported, st.Fn)
+		case d.Role != optab.TargetsMove || d.Masks == nil:
+			return fmt.Errorf("%w: targets' masks do not support %s yet", errs.Unsupported, st.Fn)
 		default:
 			if err := d.Masks(t, st); err != nil {
 				return err
@@ -179,28 +183,28 @@ func moveMasks(t *Targets, steps []Step) error {
 // geometry) followed by an op that moves or drops boxes, or a second one:
 // torchvision's would act on the converted boxes, which stoker's targets
 // do not (convert last, as the DETR recipes do).
-func checkConvertLast(ops []Op, first int) error {
+func checkConvertLast(ops []optab.Op, first int) error {
 	conv := -1
 	for i := range ops {
 		k := ops[i].Kind
-		switch d := lookupOp(k); {
-		case conv < 0 && k == OpConvertBoundingBoxFormat:
+		switch d := optab.Lookup(k); {
+		case conv < 0 && k == optab.OpConvertBoundingBoxFormat:
 			conv = i
 		case conv < 0:
-		case d != nil && (d.Targets == targetsPixels || d.AnyFormat):
+		case d != nil && (d.Targets == optab.TargetsPixels || d.AnyFormat):
 			// Pixels alone, or the targets' clamps and SanitizeKeyPoints (in any format).
 		default:
 			return fmt.Errorf("%w: transform: op %d (%s) after ConvertBoundingBoxFormat (op %d): it must come after every op that moves or drops boxes (convert last)",
-				ErrUnsupported, first+i, k, first+conv)
+				errs.Unsupported, first+i, k, first+conv)
 		}
 	}
 	return nil
 }
 
 // movesBoxes reports whether a step moves or drops boxes.
-func movesBoxes(f Fn) bool {
+func movesBoxes(f fn.Fn) bool {
 	d := f.Def()
-	return d.Geometry || d.Role == targetsMove || f == FnSanitizeBoxes || f == FnConvertBoxFormat
+	return d.Geometry || d.Role == optab.TargetsMove || f == fn.SanitizeBoxes || f == fn.ConvertBoxFormat
 }
 
 // CheckTargets refuses a transform whose ops targets do not support yet:
@@ -212,7 +216,7 @@ func movesBoxes(f Fn) bool {
 // RandAugment): torchvision's refuse a BoundingBoxes.
 func CheckTargets(t *Transform) error {
 	if t.views != nil {
-		return fmt.Errorf("%w: targets do not support views (multi-crop) yet", ErrUnsupported)
+		return fmt.Errorf("%w: targets do not support views (multi-crop) yet", errs.Unsupported)
 	}
 	return checkTargetOps(t.ops, "")
 }
@@ -233,11 +237,11 @@ func NeedsTargets(t *Transform) string {
 	return needsTargets(t.ops, "")
 }
 
-func needsTargets(ops []Op, at string) string {
+func needsTargets(ops []optab.Op, at string) string {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		if d := lookupOp(op.Kind); d != nil && d.NeedsTargets {
+		if d := optab.Lookup(op.Kind); d != nil && d.NeedsTargets {
 			return where
 		}
 		if s := needsTargets(op.Ops, where+": "); s != "" {
@@ -247,20 +251,20 @@ func needsTargets(ops []Op, at string) string {
 	return ""
 }
 
-func checkTargetOps(ops []Op, at string) error {
+func checkTargetOps(ops []optab.Op, at string) error {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		switch roleOf(op.Kind) {
-		case targetsContainer:
+		switch optab.RoleOf(op.Kind) {
+		case optab.TargetsContainer:
 			if err := checkTargetOps(op.Ops, where+": "); err != nil {
 				return err
 			}
-		case targetsMove, targetsInstances, targetsPixels:
+		case optab.TargetsMove, optab.TargetsInstances, optab.TargetsPixels:
 			// Moves the boxes (MoveBoxes), drops, clamps or reformats them
 			// (MoveTargets), or pixels alone: the boxes stay.
 		default:
-			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through %s)", ErrUnsupported, where, strings.Join(kindsMoving(), ", "))
+			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through %s)", errs.Unsupported, where, strings.Join(kindsMoving(), ", "))
 		}
 	}
 	return nil
@@ -269,8 +273,8 @@ func checkTargetOps(ops []Op, at string) error {
 // kindsMoving are the ops that move targets.
 func kindsMoving() []string {
 	var ks []string
-	for _, k := range opKinds() {
-		if opDefs[k].Targets == targetsMove {
+	for _, k := range optab.Kinds() {
+		if optab.Defs[k].Targets == optab.TargetsMove {
 			ks = append(ks, string(k))
 		}
 	}
@@ -279,7 +283,7 @@ func kindsMoving() []string {
 
 // TargetKeypoints is the keypoints an instance of ds's targets carries
 // (P): 0 for a dataset without them.
-func TargetKeypoints(ds Dataset) int {
+func TargetKeypoints(ds dataset.Dataset) int {
 	switch d := ds.(type) {
 	case *dataset.COCODataset:
 		return d.Annotations().Keypoints()
@@ -298,20 +302,20 @@ func CheckMasks(t *Transform) error {
 	return checkMaskOps(t.ops, "")
 }
 
-func checkMaskOps(ops []Op, at string) error {
+func checkMaskOps(ops []optab.Op, at string) error {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		d := lookupOp(op.Kind)
+		d := optab.Lookup(op.Kind)
 		switch {
 		case d == nil:
-		case d.Targets == targetsContainer:
+		case d.Targets == optab.TargetsContainer:
 			if err := checkMaskOps(op.Ops, where+": "); err != nil {
 				return err
 			}
 		case d.Masks != nil:
 			if err := d.Masks(op); err != nil {
-				return fmt.Errorf("%w: transform: %s: %v", ErrUnsupported, where, err)
+				return fmt.Errorf("%w: transform: %s: %v", errs.Unsupported, where, err)
 			}
 		}
 	}
@@ -325,28 +329,28 @@ func checkMaskOps(ops []Op, at string) error {
 // transform must start with that geometry (YOLOLoadImage or YOLOMosaic)
 // and move the targets by no other op; and the dataset must be a YOLO
 // segment dataset (label lines of polygons).
-func CheckOverlapMask(t *Transform, ds Dataset) error {
+func CheckOverlapMask(t *Transform, ds dataset.Dataset) error {
 	if d, ok := ds.(*dataset.YOLODataset); !ok || !d.HasSegments() {
-		return fmt.Errorf("%w: overlap_mask: the dataset has no polygons (a YOLO segment dataset's label lines): ultralytics' overlap mask is made of them", ErrUnsupported)
+		return fmt.Errorf("%w: overlap_mask: the dataset has no polygons (a YOLO segment dataset's label lines): ultralytics' overlap mask is made of them", errs.Unsupported)
 	}
 	if t.views != nil || t.yolo == nil && t.mosaic == nil {
-		return fmt.Errorf("%w: overlap_mask: the transform has no YOLO geometry (YOLOLoadImage or YOLOMosaic first): the overlap mask follows ultralytics' ops only", ErrUnsupported)
+		return fmt.Errorf("%w: overlap_mask: the transform has no YOLO geometry (YOLOLoadImage or YOLOMosaic first): the overlap mask follows ultralytics' ops only", errs.Unsupported)
 	}
 	return checkOverlapOps(t.ops, "")
 }
 
-func checkOverlapOps(ops []Op, at string) error {
+func checkOverlapOps(ops []optab.Op, at string) error {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		switch roleOf(op.Kind) {
-		case targetsContainer:
+		switch optab.RoleOf(op.Kind) {
+		case optab.TargetsContainer:
 			if err := checkOverlapOps(op.Ops, where+": "); err != nil {
 				return err
 			}
-		case targetsMove:
+		case optab.TargetsMove:
 			if !strings.HasPrefix(string(op.Kind), "YOLO") {
-				return fmt.Errorf("%w: overlap_mask: transform: %s moves the boxes but not the dataset's polygons: the overlap mask follows ultralytics' ops only (YOLOLoadImage, YOLOLetterBox, YOLORandomPerspective, YOLOMosaic, YOLOMixUp, YOLORandomFlip)", ErrUnsupported, where)
+				return fmt.Errorf("%w: overlap_mask: transform: %s moves the boxes but not the dataset's polygons: the overlap mask follows ultralytics' ops only (YOLOLoadImage, YOLOLetterBox, YOLORandomPerspective, YOLOMosaic, YOLOMixUp, YOLORandomFlip)", errs.Unsupported, where)
 			}
 		}
 	}

@@ -1,4 +1,6 @@
-package pipeline
+package transform
+
+import optab "github.com/stoker-dev/stoker/pipeline/ops"
 
 // Presets of several views, for self-supervised recipes: each documented
 // view by view, with its source, in docs/transforms.md. Their views' op
@@ -28,33 +30,33 @@ var viewPresets = map[string][]ViewGroup{
 	// trained with (DINOv3 fixed it).
 	"dinov2": {
 		{Name: "global", Count: 1, Ops: dinov2Crop(224, 0.32, 1, nil)},
-		{Name: "global", Count: 1, Ops: dinov2Crop(224, 0.32, 1, []Op{dinov2Blur(0.9), {Kind: OpRandomSolarize, Threshold: 128, P: 0.2}})},
-		{Name: "local", Count: 8, Ops: dinov2Crop(96, 0.05, 0.32, []Op{dinov2Blur(0.5)})},
+		{Name: "global", Count: 1, Ops: dinov2Crop(224, 0.32, 1, []optab.Op{dinov2Blur(0.9), {Kind: optab.OpRandomSolarize, Threshold: 128, P: 0.2}})},
+		{Name: "local", Count: 8, Ops: dinov2Crop(96, 0.05, 0.32, []optab.Op{dinov2Blur(0.5)})},
 	},
 }
 
 // dinoGlobal2 is DINO's second global crop: dino-global with its blur
 // applied with p 0.1, then RandomSolarize(128, p 0.2).
 var dinoGlobal2 = append(cloneOps(presets["dino-global"][:4]),
-	Op{Kind: OpRandomApply, P: 0.1, Ops: []Op{{Kind: OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}},
-	Op{Kind: OpRandomSolarize, Threshold: 128, P: 0.2},
+	optab.Op{Kind: optab.OpRandomApply, P: 0.1, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}},
+	optab.Op{Kind: optab.OpRandomSolarize, Threshold: 128, P: 0.2},
 )
 
 // dinov2Crop is one of DINOv2's crops: RandomResizedCrop(size, scale,
 // bicubic), flip, its colour jittering, then extra.
-func dinov2Crop(size int, lo, hi float64, extra []Op) []Op {
-	return append([]Op{
+func dinov2Crop(size int, lo, hi float64, extra []optab.Op) []optab.Op {
+	return append([]optab.Op{
 		{Kind: OpRandomResizedCrop, Size: [2]int{size, size}, Scale: [2]float64{lo, hi}, Interp: InterpBicubic},
-		{Kind: OpRandomHorizontalFlip, P: 0.5},
-		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
-		{Kind: OpRandomGrayscale, P: 0.2},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+		{Kind: optab.OpRandomGrayscale, P: 0.2},
 	}, extra...)
 }
 
 // dinov2Blur is DINOv2's GaussianBlur as it runs: a 9-px blur, sigma 0.1
 // to 2, applied with probability p (its argument's 1 - p).
-func dinov2Blur(p float64) Op {
-	return Op{Kind: OpRandomApply, P: p, Ops: []Op{{Kind: OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{0.1, 2.0}}}}
+func dinov2Blur(p float64) optab.Op {
+	return optab.Op{Kind: optab.OpRandomApply, P: p, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{0.1, 2.0}}}}
 }
 
 // ViewPreset returns the view groups of a named preset of several views,

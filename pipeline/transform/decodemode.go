@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 // A Transform's variants a job sets: its decode mode (WithDecode) and
 // its stop_epoch (WithStopEpoch).
@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // DecodeMode says whether a JPEG may be decoded at a DCT scale before the
@@ -45,7 +49,7 @@ func ParseDecodeMode(s string) (DecodeMode, error) {
 			return DecodeMode(i), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: decode %q: want exact or fast", ErrUnsupported, s)
+	return 0, fmt.Errorf("%w: decode %q: want exact or fast", errs.Unsupported, s)
 }
 
 // WithDecode returns t decoding its JPEGs in mode m (the same ops, the same
@@ -76,13 +80,13 @@ func (t *Transform) DecodeMode() DecodeMode { return t.decode }
 // DETRStopOps are the ops the DETR family's configs switch off at their
 // stop_epoch (D-FINE's configs/dfine/include/dataloader.yml): the stop's
 // default when no op is named.
-var DETRStopOps = []OpKind{OpRandomPhotometricDistort, OpRandomZoomOut, OpRandomIoUCrop}
+var DETRStopOps = []optab.OpKind{optab.OpRandomPhotometricDistort, OpRandomZoomOut, OpRandomIoUCrop}
 
 // YOLOStopOps are the ops ultralytics' close_mosaic switches off
 // (YOLODataset.close_mosaic: mosaic, mixup, copy_paste and cutmix to 0;
 // stoker has them all): the stop's default for a transform with a
 // Mosaic. close_mosaic=N of a run of E epochs is stop_epoch E-N.
-var YOLOStopOps = []OpKind{OpMosaic, OpMixUp, OpCopyPaste, OpCutMix}
+var YOLOStopOps = []optab.OpKind{OpMosaic, OpMixUp, OpCopyPaste, OpCutMix}
 
 // stopEpoch is a transform's switch: from epoch on, after is the
 // transform its samples are made with. In after itself, off is set and
@@ -90,7 +94,7 @@ var YOLOStopOps = []OpKind{OpMosaic, OpMixUp, OpCopyPaste, OpCutMix}
 // canvas; the SanitizeBoundingBoxes and flip before its Resize stay).
 type stopEpoch struct {
 	epoch  uint64
-	kinds  []OpKind
+	kinds  []optab.OpKind
 	after  *Transform
 	off    bool
 	iouOff bool
@@ -103,9 +107,9 @@ type stopEpoch struct {
 // op that fixes the batch's size or dtype (RandomResizedCrop, Resize,
 // CenterCrop, RandomCrop, Pad, ScaleJitter, FixedSizeCrop, Normalize).
 // A transform of several views is refused. t itself is unchanged.
-func (t *Transform) WithStopEpoch(epoch uint64, kinds []OpKind) (*Transform, error) {
+func (t *Transform) WithStopEpoch(epoch uint64, kinds []optab.OpKind) (*Transform, error) {
 	bad := func(format string, a ...any) (*Transform, error) {
-		return nil, fmt.Errorf("%w: stop_epoch: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+		return nil, fmt.Errorf("%w: stop_epoch: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	if t.views != nil {
 		return bad("a transform of several views is not supported")
@@ -120,8 +124,8 @@ func (t *Transform) WithStopEpoch(epoch uint64, kinds []OpKind) (*Transform, err
 			kinds = YOLOStopOps
 		}
 	}
-	if len(kinds) > maxOps {
-		return bad("%d ops named: the limit is %d", len(kinds), maxOps)
+	if len(kinds) > optab.MaxOps {
+		return bad("%d ops named: the limit is %d", len(kinds), optab.MaxOps)
 	}
 	off := make([]bool, len(t.ops))
 	any := false
@@ -134,7 +138,7 @@ func (t *Transform) WithStopEpoch(epoch uint64, kinds []OpKind) (*Transform, err
 		}
 		switch {
 		case !found && named:
-			return bad("%q is not an op of the transform at its top level (%s): name the kinds of its ops, as D-FINE's policy names their classes (an op in a container goes with its container, named)", truncKind(k), t)
+			return bad("%q is not an op of the transform at its top level (%s): name the kinds of its ops, as D-FINE's policy names their classes (an op in a container goes with its container, named)", optab.TruncKind(k), t)
 		case found && !stoppable(k):
 			return bad("%s cannot be switched off: it fixes the batch's size or dtype (switchable: the ops on pixels, the flips, RandomZoomOut, RandomIoUCrop, SanitizeBoundingBoxes and the like)", k)
 		}
@@ -154,8 +158,8 @@ func (t *Transform) WithStopEpoch(epoch uint64, kinds []OpKind) (*Transform, err
 }
 
 // stoppable reports whether ops of kind k may be switched off.
-func stoppable(k OpKind) bool {
-	d := lookupOp(k)
+func stoppable(k optab.OpKind) bool {
+	d := optab.Lookup(k)
 	return d == nil || !d.Stays
 }
 
@@ -166,7 +170,7 @@ func stoppable(k OpKind) bool {
 func (t *Transform) cut(off []bool) (*Transform, error) {
 	a := *t
 	a.stop = nil
-	index := func(op *Op) int {
+	index := func(op *optab.Op) int {
 		for i := range t.ops {
 			if &t.ops[i] == op {
 				return i
@@ -175,8 +179,8 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 		return -1
 	}
 	used := make([]bool, len(t.ops))
-	keep := func(nodes []node) ([]node, int) {
-		var out []node
+	keep := func(nodes []optab.Node) ([]optab.Node, int) {
+		var out []optab.Node
 		steps := 0
 		for _, n := range nodes {
 			i := index(n.Op)
@@ -209,7 +213,7 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 		used[i] = true
 		if off[i] {
 			if t.yolo == nil || a.mixup != nil {
-				return nil, fmt.Errorf("%w: stop_epoch: the YOLOMosaic can be switched off only with a YOLORandomPerspective(size=...) after it, which then takes the image at its load_image size (ultralytics' close_mosaic), and with the YOLOMixUp after it, if any", ErrUnsupported)
+				return nil, fmt.Errorf("%w: stop_epoch: the YOLOMosaic can be switched off only with a YOLORandomPerspective(size=...) after it, which then takes the image at its load_image size (ultralytics' close_mosaic), and with the YOLOMixUp after it, if any", errs.Unsupported)
 			}
 			a.mosaic = nil
 		}
@@ -237,7 +241,7 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 			used[i+1+k] = true
 			if !off[i+1+k] {
 				a.iouMid = append(a.iouMid, st)
-			} else if st.Fn == FnHorizontalFlip {
+			} else if st.Fn == fn.HorizontalFlip {
 				a.preFlip = 0
 			}
 		}
@@ -246,11 +250,11 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 		if !off[i] || used[i] {
 			continue
 		}
-		if t.ops[i].Kind == OpRandomHorizontalFlip && t.hasFlip {
+		if t.ops[i].Kind == optab.OpRandomHorizontalFlip && t.hasFlip {
 			a.flip = 0 // the flip fused after the geometry (its stream stays 2)
 			continue
 		}
-		return nil, fmt.Errorf("%w: stop_epoch: op %d (%s) cannot be switched off where it stands", ErrUnsupported, i, t.ops[i].Kind)
+		return nil, fmt.Errorf("%w: stop_epoch: op %d (%s) cannot be switched off where it stands", errs.Unsupported, i, t.ops[i].Kind)
 	}
 	return &a, nil
 }
@@ -266,7 +270,7 @@ func (t *Transform) AtEpoch(epoch uint64) *Transform {
 
 // StopEpoch is t's stop_epoch and the kinds of the ops it switches off
 // (ok false: none).
-func (t *Transform) StopEpoch() (epoch uint64, kinds []OpKind, ok bool) {
+func (t *Transform) StopEpoch() (epoch uint64, kinds []optab.OpKind, ok bool) {
 	if t.stop == nil || t.stop.off {
 		return 0, nil, false
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 // The warps: torchvision.transforms.v2's RandomRotation, RandomAffine and
 // RandomPerspective, and rotate, affine and perspective, with how they
@@ -13,28 +13,30 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 const (
-	OpRandomRotation OpKind = "RandomRotation"
-	OpRandomAffine   OpKind = "RandomAffine"
+	OpRandomRotation optab.OpKind = "RandomRotation"
+	OpRandomAffine   optab.OpKind = "RandomAffine"
 	// OpRandomPerspective is torchvision's RandomPerspective: with
 	// probability P, the image's corners moved each within Distortion of
 	// half its side inward (drawPerspective), the image resampled so
 	// (Interp, Fill); the targets move with it.
-	OpRandomPerspective OpKind = "RandomPerspective"
+	OpRandomPerspective optab.OpKind = "RandomPerspective"
 )
 
 func init() {
-	defineOp(opDef{Kind: OpRandomRotation, Doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill; expand grows the image to hold all of it",
-		Params: []param{{Name: "degrees", Typ: pRange}, {Name: "interpolation", Typ: pInterp, Def: "'nearest'"},
-			{Name: "expand", Typ: pBool, Def: "False", Field: "Expand"}, {Name: "center", Typ: pFloats, Def: "None"}, {Name: "fill", Typ: pFillBy, Def: "0"}},
-		Targets: targetsMove, Compile: compileWarp, Format: formatNone, Masks: warpMasks,
-		Grows: func(op *Op) bool { return op.Expand },
-		Draw: func(n *node, r *RNG, d *drawer) {
+	optab.Define(optab.Def{Kind: OpRandomRotation, Doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill; expand grows the image to hold all of it",
+		Params: []optab.Param{{Name: "degrees", Typ: optab.PRange}, {Name: "interpolation", Typ: optab.PInterp, Def: "'nearest'"},
+			{Name: "expand", Typ: optab.PBool, Def: "False", Field: "Expand"}, {Name: "center", Typ: optab.PFloats, Def: "None"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
+		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks,
+		Grows: func(op *optab.Op) bool { return op.Expand },
+		Draw: func(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 			op := n.Op
-			st := Step{Fn: FnRotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
+			st := fn.Step{Fn: fn.Rotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
 				Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter}
 			if op.Expand { // the ops after it draw on the grown image
 				st.I[0] = 1
@@ -42,50 +44,54 @@ func init() {
 			}
 			d.Emit(st)
 		},
-		MaxNs: func(n *node, w, h int) float64 {
+		MaxNs: func(n *optab.Node, w, h int) float64 {
 			if n.Op.Expand {
 				w, h = ExpandBound(n.Op, w, h)
 			}
-			return stepNs(Step{Fn: FnRotate, Interp: n.Op.Interp}, w, h)
+			return optab.StepNs(fn.Step{Fn: fn.Rotate, Interp: n.Op.Interp}, w, h)
 		}})
-	defineOp(opDef{Kind: OpRandomAffine, Doc: "an affine map of drawn angle, translation, scale and shear, about center",
-		Params: []param{{Name: "degrees", Typ: pRange}, {Name: "translate", Typ: pFloats, Def: "None"}, {Name: "scale", Typ: pFloats, Def: "None"},
-			{Name: "shear", Typ: pFloats, Def: "None"}, {Name: "interpolation", Typ: pInterp, Def: "'nearest'"},
-			{Name: "fill", Typ: pFillBy, Def: "0"}, {Name: "center", Typ: pFloats, Def: "None"}},
-		Targets: targetsMove, Compile: compileWarp, Format: formatNone, Masks: warpMasks,
-		Draw:  drawAffine,
-		MaxNs: func(n *node, w, h int) float64 { return stepNs(Step{Fn: FnAffine, Interp: n.Op.Interp}, w, h) }})
-	defineOp(opDef{Kind: OpRandomPerspective, Doc: "with probability p, a perspective moving each corner up to distortion_scale of half the side inward",
-		Params: []param{{Name: "distortion_scale", Typ: pFloat, Def: "0.5"}, pParam(0.5),
-			{Name: "interpolation", Typ: pInterp, Def: "'bilinear'"}, {Name: "fill", Typ: pFill, Def: "0"}},
-		Targets: targetsMove,
-		Compile: func(c *compiler, n *node, at compileAt) error {
+	optab.Define(optab.Def{Kind: OpRandomAffine, Doc: "an affine map of drawn angle, translation, scale and shear, about center",
+		Params: []optab.Param{{Name: "degrees", Typ: optab.PRange}, {Name: "translate", Typ: optab.PFloats, Def: "None"}, {Name: "scale", Typ: optab.PFloats, Def: "None"},
+			{Name: "shear", Typ: optab.PFloats, Def: "None"}, {Name: "interpolation", Typ: optab.PInterp, Def: "'nearest'"},
+			{Name: "fill", Typ: optab.PFillBy, Def: "0"}, {Name: "center", Typ: optab.PFloats, Def: "None"}},
+		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks,
+		Draw: drawAffine,
+		MaxNs: func(n *optab.Node, w, h int) float64 {
+			return optab.StepNs(fn.Step{Fn: fn.Affine, Interp: n.Op.Interp}, w, h)
+		}})
+	optab.Define(optab.Def{Kind: OpRandomPerspective, Doc: "with probability p, a perspective moving each corner up to distortion_scale of half the side inward",
+		Params: []optab.Param{{Name: "distortion_scale", Typ: optab.PFloat, Def: "0.5"}, optab.PParam(0.5),
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}, {Name: "fill", Typ: optab.PFill, Def: "0"}},
+		Targets: optab.TargetsMove,
+		Compile: func(c *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 			op := n.Op
-			if err := checkProb(op, at); err != nil {
+			if err := optab.CheckProb(op, at); err != nil {
 				return err
 			}
 			if !(op.Distortion >= 0 && op.Distortion <= 1) {
-				return opError(at.Where, "distortion_scale %v: want 0..1", op.Distortion)
+				return optab.OpError(at.Where, "distortion_scale %v: want 0..1", op.Distortion)
 			}
-			if err := checkFill(op.Fill, at.Where); err != nil {
+			if err := optab.CheckFill(op.Fill, at.Where); err != nil {
 				return err
 			}
 			if op.Interp != InterpNearest && op.Interp != InterpBilinear {
-				return opError(at.Where, "interpolation %s: torchvision's perspective of a tensor is nearest or bilinear", op.Interp)
+				return optab.OpError(at.Where, "interpolation %s: torchvision's perspective of a tensor is nearest or bilinear", op.Interp)
 			}
 			return nil
 		},
-		Draw: func(n *node, r *RNG, d *drawer) {
+		Draw: func(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 			if r.Float64() < n.Op.P { // _RandomApplyTransform's torch.rand(1) >= p skips
 				d.Emit(drawPerspective(r, d.W, d.H, n.Op))
 			}
 		},
-		Format: func(b *strings.Builder, op *Op) {
+		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(distortion_scale=%g, p=%g, fill=%v", op.Distortion, op.P, op.Fill)
 			formatInterp(b, op)
 		},
-		MaxNs: func(n *node, w, h int) float64 { return stepNs(Step{Fn: FnPerspective, Interp: n.Op.Interp}, w, h) },
-		Masks: func(*Op) error {
+		MaxNs: func(n *optab.Node, w, h int) float64 {
+			return optab.StepNs(fn.Step{Fn: fn.Perspective, Interp: n.Op.Interp}, w, h)
+		},
+		Masks: func(*optab.Op) error {
 			return fmt.Errorf("masks through RandomPerspective are not written yet (boxes and keypoints are): ask for targets without \"masks\"")
 		}})
 }
@@ -93,7 +99,7 @@ func init() {
 // warpMasks refuses a rotation or affine whose masks' fill is not 0:
 // torchvision fills a Mask with the op's fill too (None: 0), or with a
 // fill per type's Mask value.
-func warpMasks(op *Op) error {
+func warpMasks(op *optab.Op) error {
 	if op.FillNone && !op.FillTyped {
 		return nil
 	}
@@ -101,19 +107,19 @@ func warpMasks(op *Op) error {
 }
 
 // compileWarp checks RandomRotation's and RandomAffine's arguments.
-func compileWarp(_ *compiler, n *node, at compileAt) error {
+func compileWarp(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 	op, where := n.Op, at.Where
 	if !(op.Degrees[0] <= op.Degrees[1]) || math.Abs(op.Degrees[0]) > 1e6 || math.Abs(op.Degrees[1]) > 1e6 {
-		return opError(where, "degrees %v: want min <= max, finite", op.Degrees)
+		return optab.OpError(where, "degrees %v: want min <= max, finite", op.Degrees)
 	}
-	if err := checkFill(op.Fill, where); err != nil {
+	if err := optab.CheckFill(op.Fill, where); err != nil {
 		return err
 	}
 	if op.Interp != InterpNearest && op.Interp != InterpBilinear {
-		return opError(where, "interpolation %s: torchvision rotates and shears tensors with nearest or bilinear", op.Interp)
+		return optab.OpError(where, "interpolation %s: torchvision rotates and shears tensors with nearest or bilinear", op.Interp)
 	}
 	if op.HasCenter && !(math.Abs(op.Center[0]) <= 1e6 && math.Abs(op.Center[1]) <= 1e6) {
-		return opError(where, "center %v: want finite", op.Center)
+		return optab.OpError(where, "center %v: want finite", op.Center)
 	}
 	if op.Kind == OpRandomRotation {
 		return nil
@@ -121,12 +127,12 @@ func compileWarp(_ *compiler, n *node, at compileAt) error {
 	if op.HasTranslate {
 		for _, t := range op.Translate {
 			if !(t >= 0 && t <= 1) {
-				return opError(where, "translate %v: each must be in 0..1", op.Translate)
+				return optab.OpError(where, "translate %v: each must be in 0..1", op.Translate)
 			}
 		}
 	}
 	if op.Scale != [2]float64{} && !(op.Scale[0] > 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 100) {
-		return opError(where, "scale %v: want 0 < min <= max", op.Scale)
+		return optab.OpError(where, "scale %v: want 0 < min <= max", op.Scale)
 	}
 	if op.HasShear {
 		k := 2
@@ -135,7 +141,7 @@ func compileWarp(_ *compiler, n *node, at compileAt) error {
 		}
 		for i := 0; i < k; i += 2 {
 			if !(op.Shear[i] <= op.Shear[i+1]) || math.Abs(op.Shear[i]) > 1e6 || math.Abs(op.Shear[i+1]) > 1e6 {
-				return opError(where, "shear %v: want min <= max, finite", op.Shear[:k])
+				return optab.OpError(where, "shear %v: want min <= max, finite", op.Shear[:k])
 			}
 		}
 	}
@@ -143,9 +149,9 @@ func compileWarp(_ *compiler, n *node, at compileAt) error {
 }
 
 // drawAffine is RandomAffine's make_params.
-func drawAffine(n *node, r *RNG, d *drawer) {
+func drawAffine(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 	op := n.Op
-	st := Step{Fn: FnAffine, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter}
+	st := fn.Step{Fn: fn.Affine, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter}
 	st.F[0] = r.Uniform(op.Degrees[0], op.Degrees[1])
 	if op.HasTranslate {
 		dx := float64(op.Translate[0] * float64(d.W))
@@ -170,11 +176,11 @@ func drawAffine(n *node, r *RNG, d *drawer) {
 // corner's x and y drawn as torch.randint over its band, bound =
 // int(distortion_scale * (side // 2)) + 1 pixels from its edge, in its
 // order (top left, top right, bottom right, bottom left; x then y).
-func drawPerspective(r *RNG, w, h int, op *Op) Step {
+func drawPerspective(r *det.RNG, w, h int, op *optab.Op) fn.Step {
 	bw := int(float64(op.Distortion*float64(w/2))) + 1
 	bh := int(float64(op.Distortion*float64(h/2))) + 1
 	randint := func(lo, hi int) int { return lo + r.Intn(hi-lo) }
-	st := Step{Fn: FnPerspective, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone}
+	st := fn.Step{Fn: fn.Perspective, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone}
 	st.I[0] = fn.PackPoint(randint(0, bw), randint(0, bh))
 	st.I[1] = fn.PackPoint(randint(w-bw, w), randint(0, bh))
 	st.I[2] = fn.PackPoint(randint(w-bw, w), randint(h-bh, h))
@@ -191,7 +197,7 @@ func drawPerspective(r *RNG, w, h int, op *Op) Step {
 // at an end; torchvision's size (kernels.RotatedSize: the ceiling of the
 // maximum less the floor of the minimum, in float32) is less than that
 // span plus 2.
-func ExpandBound(op *Op, w, h int) (int, int) {
+func ExpandBound(op *optab.Op, w, h int) (int, int) {
 	lo, hi := op.Degrees[0], op.Degrees[1]
 	fw, fh := float64(w), float64(h)
 	span := func(a, b float64) float64 { // a's cos weight, b's sin weight
@@ -220,20 +226,20 @@ func ExpandBound(op *Op, w, h int) (int, int) {
 // sizes of lsj.go), outH x outW their bound. geomW x geomH keeps the
 // geometry's size (its bound, of a RandomShortestSize's per-sample
 // sizes). The ops compiled for one size may not follow it.
-func (t *Transform) growRotate(rest []Op, first int) error {
-	k := slices.IndexFunc(rest, func(op Op) bool { return grows(&op) })
+func (t *Transform) growRotate(rest []optab.Op, first int) error {
+	k := slices.IndexFunc(rest, func(op optab.Op) bool { return optab.Grows(&op) })
 	if k < 0 {
 		return nil
 	}
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: transform: op %d (RandomRotation with expand=True): %s", ErrUnsupported, first+k, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: transform: op %d (RandomRotation with expand=True): %s", errs.Unsupported, first+k, fmt.Sprintf(format, a...))
 	}
 	if t.mosaic != nil || t.yolo != nil {
 		return bad("after a Mosaic or a YOLO geometry is not supported (their sizes are fixed)")
 	}
 	w, h, room, fixed := t.outW, t.outH, 3*t.outW*t.outH, !t.vary
-	var walk func(ops []Op)
-	walk = func(ops []Op) {
+	var walk func(ops []optab.Op)
+	walk = func(ops []optab.Op) {
 		for i := range ops {
 			if ops[i].Kind == OpRandomRotation && ops[i].Expand {
 				w, h = ExpandBound(&ops[i], w, h)
@@ -256,8 +262,8 @@ func (t *Transform) growRotate(rest []Op, first int) error {
 			}
 		}
 		walk(rest[i : i+1])
-		if w > maxSide || h > maxSide {
-			return bad("its bound %dx%d of the %dx%d image is more than %d a side", w, h, t.outW, t.outH, maxSide)
+		if w > optab.MaxSide || h > optab.MaxSide {
+			return bad("its bound %dx%d of the %dx%d image is more than %d a side", w, h, t.outW, t.outH, optab.MaxSide)
 		}
 	}
 	t.geomW, t.geomH, t.room = t.outW, t.outH, room

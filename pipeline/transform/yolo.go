@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 // The YOLO geometry (op_yolo.go's ops): YOLOLoadImage, then a
 // YOLOLetterBox and/or a YOLORandomPerspective, run in the decode's canvas
@@ -12,13 +12,18 @@ package pipeline
 
 import (
 	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // yoloGeom is a transform's YOLO geometry: its ops (lb and persp nil
 // when absent).
 type yoloGeom struct {
-	load, lb, Persp *Op
+	load, lb, Persp *optab.Op
 }
 
 // streamYOLOPersp is YOLORandomPerspective's RNG stream: a child of the
@@ -33,7 +38,7 @@ const streamYOLOPersp = StreamCrop*64 + 8
 // size, which is refused.
 func (t *Transform) yoloGeometry() (int, error) {
 	bad := func(format string, a ...any) (int, error) {
-		return 0, fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+		return 0, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	if len(t.ops) == 0 || !yoloKind(t.ops[0].Kind) {
 		return 0, nil
@@ -42,8 +47,8 @@ func (t *Transform) yoloGeometry() (int, error) {
 		return bad("%s first: the YOLO geometry starts with YOLOLoadImage(imgsz) (ultralytics' load_image), then YOLOLetterBox and/or YOLORandomPerspective", t.ops[0].Kind)
 	}
 	g := &yoloGeom{load: &t.ops[0]}
-	if s := g.load.ImgSz; s < 1 || s > maxSide {
-		return bad("YOLOLoadImage imgsz %d: want 1..%d", s, maxSide)
+	if s := g.load.ImgSz; s < 1 || s > optab.MaxSide {
+		return bad("YOLOLoadImage imgsz %d: want 1..%d", s, optab.MaxSide)
 	}
 	n := 1
 	if n < len(t.ops) && t.ops[n].Kind == OpYOLOLetterBox {
@@ -51,8 +56,8 @@ func (t *Transform) yoloGeometry() (int, error) {
 		if op.Auto {
 			return bad("YOLOLetterBox auto=True pads to a multiple of stride only, a size of each image's own: use auto=False, which fixes the batch's size")
 		}
-		if op.Size[0] < 1 || op.Size[1] < 1 || op.Size[0] > maxSide || op.Size[1] > maxSide || op.Stride < 1 {
-			return bad("YOLOLetterBox new_shape %v, stride %d: want sides in 1..%d and a stride of at least 1", op.Size, op.Stride, maxSide)
+		if op.Size[0] < 1 || op.Size[1] < 1 || op.Size[0] > optab.MaxSide || op.Size[1] > optab.MaxSide || op.Stride < 1 {
+			return bad("YOLOLetterBox new_shape %v, stride %d: want sides in 1..%d and a stride of at least 1", op.Size, op.Stride, optab.MaxSide)
 		}
 		g.lb, n = op, n+1
 		t.outH, t.outW = op.Size[0], op.Size[1]
@@ -78,14 +83,14 @@ func (t *Transform) yoloGeometry() (int, error) {
 }
 
 // checkYOLOPersp checks a YOLORandomPerspective's arguments.
-func checkYOLOPersp(op *Op) error {
+func checkYOLOPersp(op *optab.Op) error {
 	in := func(v, lo, hi float64) bool { return v >= lo && v <= hi }
 	if !in(op.YDegrees, 0, 360) || !in(op.YTranslate, 0, 1) || !in(op.YScale, 0, 0.99) || !in(op.YShear, 0, 80) || !in(op.YPersp, 0, 0.01) {
 		return fmt.Errorf("%w: transform: YOLORandomPerspective degrees=%v translate=%v scale=%v shear=%v perspective=%v: want degrees 0..360, translate 0..1, scale 0..0.99, shear 0..80, perspective 0..0.01",
-			ErrUnsupported, op.YDegrees, op.YTranslate, op.YScale, op.YShear, op.YPersp)
+			errs.Unsupported, op.YDegrees, op.YTranslate, op.YScale, op.YShear, op.YPersp)
 	}
-	if s := op.YSize; s != [2]int{} && (s[0] < 1 || s[1] < 1 || s[0] > maxSide || s[1] > maxSide) {
-		return fmt.Errorf("%w: transform: YOLORandomPerspective size %v: want sides in 1..%d", ErrUnsupported, s, maxSide)
+	if s := op.YSize; s != [2]int{} && (s[0] < 1 || s[1] < 1 || s[0] > optab.MaxSide || s[1] > optab.MaxSide) {
+		return fmt.Errorf("%w: transform: YOLORandomPerspective size %v: want sides in 1..%d", errs.Unsupported, s, optab.MaxSide)
 	}
 	return nil
 }
@@ -95,7 +100,7 @@ func checkYOLOPersp(op *Op) error {
 // (the perspective terms, the angle, the scale, the two shears, the two
 // translations; Python's random.uniform, lo + (hi - lo) * u). A canvas
 // plan: the image decoded at its own size, then yoloCanvas.
-func (t *Transform) yoloPlan(p *SamplePlan, k Key) {
+func (t *Transform) yoloPlan(p *SamplePlan, k det.Key) {
 	g := t.yolo
 	p.YOLO, p.Canvas = true, true
 	p.ZoomW, p.ZoomH = p.SrcW, p.SrcH
@@ -114,7 +119,7 @@ func (t *Transform) yoloPlan(p *SamplePlan, k Key) {
 
 // DrawYOLOPersp is a YOLORandomPerspective's draw for key k (a Mosaic's
 // sample draws it too: decode_multi.go).
-func DrawYOLOPersp(op *Op, k Key) (pp cv.PerspectiveParams) {
+func DrawYOLOPersp(op *optab.Op, k det.Key) (pp cv.PerspectiveParams) {
 	r := k.Stream(streamYOLOPersp)
 	u := r.Uniform
 	pp.PX, pp.PY = u(-op.YPersp, op.YPersp), u(-op.YPersp, op.YPersp)
@@ -127,16 +132,16 @@ func DrawYOLOPersp(op *Op, k Key) (pp cv.PerspectiveParams) {
 
 // yoloSteps are the plan's YOLO geometry as functional ops (the trace's,
 // and the targets').
-func (t *Transform) yoloSteps(p *SamplePlan, buf []Step) []Step {
-	buf = append(buf, Step{Fn: FnYOLOLoad, I: [6]int{4: p.YLH, 5: p.YLW}})
+func (t *Transform) yoloSteps(p *SamplePlan, buf []fn.Step) []fn.Step {
+	buf = append(buf, fn.Step{Fn: fn.YOLOLoad, I: [6]int{4: p.YLH, 5: p.YLW}})
 	if p.YLBOn {
 		g := p.YLB
 		w, h := g.Size()
-		buf = append(buf, Step{Fn: FnYOLOLetterBox, I: [6]int{g.Top, g.Left, g.UnpadH, g.UnpadW, h, w}, F: [6]float64{g.RatioW, g.RatioH}})
+		buf = append(buf, fn.Step{Fn: fn.YOLOLetterBox, I: [6]int{g.Top, g.Left, g.UnpadH, g.UnpadW, h, w}, F: [6]float64{g.RatioW, g.RatioH}})
 	}
 	if p.YPOn {
 		pp := p.YP
-		st := Step{Fn: FnYOLOPerspective, I: [6]int{4: p.OutH, 5: p.OutW}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
+		st := fn.Step{Fn: fn.YOLOPerspective, I: [6]int{4: p.OutH, 5: p.OutW}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
 			Center: [2]float64{pp.PX, pp.PY}}
 		if p.YPWarp {
 			st.I[0] = 1
@@ -184,6 +189,6 @@ func (md *MultiDraw) PerspInstances(in cv.Instances, pp *cv.PerspectiveParams) c
 // of size samples for t (nil when t has no multi-image op at k's epoch),
 // in the order its decode takes them (multiPartners): what a caller of
 // Decode reads and hands to SetPartners.
-func (t *Transform) PartnersOf(k Key, size int) []int {
+func (t *Transform) PartnersOf(k det.Key, size int) []int {
 	return t.MultiPartners(k, size, nil)
 }

@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 // The detection recipes' geometry (RandomZoomOut, RandomIoUCrop and the
 // flip before their Resize): their draws, and the canvas a zoom or a flip
@@ -8,6 +8,10 @@ package pipeline
 import (
 	"fmt"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
@@ -19,9 +23,9 @@ const maxPre = 4
 const streamPre = StreamCrop*64 + 3
 
 // leadingPre counts the RandomPhotometricDistorts that ops start with.
-func leadingPre(ops []Op) int {
+func leadingPre(ops []optab.Op) int {
 	n := 0
-	for n < len(ops) && ops[n].Kind == OpRandomPhotometricDistort {
+	for n < len(ops) && ops[n].Kind == optab.OpRandomPhotometricDistort {
 		n++
 	}
 	return n
@@ -34,7 +38,7 @@ func leadingPre(ops []Op) int {
 // Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any).
 func (t *Transform) compilePre(pre int) error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	if pre > maxPre {
 		return bad("%d ops before the geometry: the limit is %d", pre, maxPre)
@@ -42,7 +46,7 @@ func (t *Transform) compilePre(pre int) error {
 	if t.resize == nil || t.resize.Size[1] == 0 || t.center != nil || t.rrc != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil {
 		return bad("op 0 (RandomPhotometricDistort) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any); move it after the geometry")
 	}
-	c := compiler{W: t.outW, H: t.outH}
+	c := optab.Compiler{W: t.outW, H: t.outH}
 	for i := range pre {
 		nd, err := c.Compile(&t.ops[i], i, streamPre+uint64(i), 0)
 		if err != nil {
@@ -55,13 +59,13 @@ func (t *Transform) compilePre(pre int) error {
 }
 
 // drawPre appends the steps of t's ops before the geometry for key k.
-func (t *Transform) drawPre(k Key, buf []Step) []Step {
-	return t.DrawPreInto(new(drawer), k, buf)
+func (t *Transform) drawPre(k det.Key, buf []fn.Step) []fn.Step {
+	return t.DrawPreInto(new(optab.Drawer), k, buf)
 }
 
 // DrawPreInto is drawPre with the caller's drawer d, reused.
-func (t *Transform) DrawPreInto(d *drawer, k Key, buf []Step) []Step {
-	*d = drawer{K: k, Steps: buf}
+func (t *Transform) DrawPreInto(d *optab.Drawer, k det.Key, buf []fn.Step) []fn.Step {
+	*d = optab.Drawer{K: k, Steps: buf}
 	for i := range t.pre {
 		t.pre[i].Draw(d)
 	}
@@ -81,7 +85,7 @@ const streamZoom = StreamCrop*64 + 1
 // a side, the image at (int((canvas_w - w) * u), int((canvas_h - h) *
 // v)). Drawn in float32 from 24-bit uniforms, as torch.rand draws
 // float32s and multiplies a Python number with them in float32.
-func (t *Transform) zoomOut(p *SamplePlan, k Key) {
+func (t *Transform) zoomOut(p *SamplePlan, k det.Key) {
 	r := k.Stream(streamZoom)
 	u := r.Float32
 	if float64(u()) >= t.zoom.P {
@@ -116,9 +120,9 @@ const streamPreFlip = StreamCrop*64 + 2
 // are on the canvas (iouParams), resized to the output, flipped before
 // if the flip between them is drawn. Without a zoom or that flip it is a
 // crop and resize of the source (cropResize); else a canvas plan.
-func (t *Transform) iouPlan(p *SamplePlan, k Key, src *Targets, scratch *[][4]float32) error {
+func (t *Transform) iouPlan(p *SamplePlan, k det.Key, src *targets.Targets, scratch *[][4]float32) error {
 	if src == nil && t.IoUOn() {
-		return fmt.Errorf("%w: RandomIoUCrop draws its crop against the sample's boxes: a job with targets only (JobSpec.targets)", ErrUnsupported)
+		return fmt.Errorf("%w: RandomIoUCrop draws its crop against the sample's boxes: a job with targets only (JobSpec.targets)", errs.Unsupported)
 	}
 	var room [][4]float32
 	if scratch != nil {
@@ -134,7 +138,7 @@ func (t *Transform) iouPlan(p *SamplePlan, k Key, src *Targets, scratch *[][4]fl
 	W, H := p.SrcW, p.SrcH
 	if p.Zoomed {
 		zp := p.ZoomPad
-		W, H, _ = MoveBoxes(boxes, W, H, []Step{{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}}})
+		W, H, _ = MoveBoxes(boxes, W, H, []fn.Step{{Fn: fn.Pad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}}})
 		p.RCFill = t.zoom.Fill
 	}
 	var top, left, h, w int
@@ -170,7 +174,7 @@ func (t *Transform) iouPlan(p *SamplePlan, k Key, src *Targets, scratch *[][4]fl
 // uniforms, as torch.rand's and the box ops' float32. A crop of a side
 // 0 (torchvision divides by it) fails its trial; maxIoURounds rounds
 // without a crop fail the sample (torchvision's loops on).
-func iouParams(r *RNG, W, H int, boxes [][4]float32, op *Op) (top, left, h, w int, ok bool, err error) {
+func iouParams(r *det.RNG, W, H int, boxes [][4]float32, op *optab.Op) (top, left, h, w int, ok bool, err error) {
 	u := r.Float32
 	lo, d := float32(op.Scale[0]), float32(op.Scale[1]-op.Scale[0])
 	for range maxIoURounds {
@@ -199,7 +203,7 @@ func iouParams(r *RNG, W, H int, boxes [][4]float32, op *Op) (top, left, h, w in
 		}
 	}
 	return 0, 0, 0, 0, false, fmt.Errorf("%w: RandomIoUCrop found no crop of the %dx%d image meeting its options %v in %d rounds of %d trials (torchvision's would loop on)",
-		ErrUnsupported, W, H, op.Options, maxIoURounds, op.Trials)
+		errs.Unsupported, W, H, op.Options, maxIoURounds, op.Trials)
 }
 
 // MaxIoU is the largest IoU (torchvision's box_iou, float32) of the crop
