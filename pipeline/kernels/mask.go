@@ -330,47 +330,96 @@ func RotateExpandIndex(idx []int32, w, h int, angle float64, center [2]float64, 
 // pixels of one fill value, from a run of the masks' own (of length 0 when
 // the first pixel is a fill's; two fills side by side have one of length 0
 // between them), each fill run's value appended to vals. Where no pixel is
-// such a fill it appends nothing at all.
-func FillRuns(runs []uint32, vals []byte, base []int32, bw int, ys, xs []int32) ([]uint32, []byte) {
+// such a fill it appends nothing at all. row is scratch (a byte a column,
+// its room reused and returned). Without a base, a row is its map entry's:
+// every row from the source is the same, and each fill code's, so a row is
+// made once for a run of rows alike.
+func FillRuns(runs []uint32, vals, row []byte, base []int32, bw int, ys, xs []int32) ([]uint32, []byte, []byte) {
 	n0, v0 := len(runs), len(vals)
-	var cur byte // the run's value: 0, the masks' own
-	var run uint32
-	filled := false
+	e := fillRuns{runs: runs, vals: vals}
+	row = append(row[:0], make([]byte, len(xs))...)
+	// pat is the row's runs (value, length), kept for the rows alike.
+	var pat []uint32
+	prev, made := int32(0), false
 	for _, y := range ys {
-		for _, x := range xs {
-			var c int32
-			switch {
-			case y < 0 || x < 0:
-				c = min(y, x)
-			case len(base) > 0:
-				c = base[int(y)*bw+int(x)]
+		if len(base) == 0 && made && (y == prev || y >= 0 && prev >= 0) { // the row before again
+			for q := 0; q < len(pat); q += 2 {
+				e.push(byte(pat[q]), pat[q+1])
 			}
-			var p byte
-			if c < 0 {
-				p = FillValue(c)
+			continue
+		}
+		switch {
+		case y < 0:
+			for j, x := range xs {
+				row[j] = FillValue(min(y, x))
 			}
-			if p == cur {
-				run++
-				continue
-			}
-			runs = append(runs, run)
-			if cur != 0 {
-				vals = append(vals, cur)
-				if p != 0 { // one fill after another: none of the masks' own between
-					runs = append(runs, 0)
+		case len(base) == 0:
+			for j, x := range xs {
+				row[j] = 0
+				if x < 0 {
+					row[j] = FillValue(x)
 				}
 			}
-			cur, run, filled = p, 1, true
+		default:
+			b := base[int(y)*bw:]
+			for j, x := range xs {
+				c := x
+				if x >= 0 {
+					c = b[x]
+				}
+				row[j] = 0
+				if c < 0 {
+					row[j] = FillValue(c)
+				}
+			}
+		}
+		prev, made, pat = y, true, pat[:0]
+		for j := 0; j < len(row); {
+			v, k := row[j], j+1
+			for k < len(row) && row[k] == v {
+				k++
+			}
+			e.push(v, uint32(k-j))
+			if len(base) == 0 {
+				pat = append(pat, uint32(v), uint32(k-j))
+			}
+			j = k
 		}
 	}
-	if !filled {
-		return runs[:n0], vals[:v0]
+	if !e.filled {
+		return runs[:n0], vals[:v0], row
 	}
-	runs = append(runs, run)
-	if cur != 0 {
-		vals = append(vals, cur)
+	e.runs = append(e.runs, e.run)
+	if e.cur != 0 {
+		e.vals = append(e.vals, e.cur)
 	}
-	return runs, vals
+	return e.runs, e.vals, row
+}
+
+// fillRuns builds FillRuns' runs: cur is the run's value (0, the masks'
+// own), run its length so far; filled: a fill run was started.
+type fillRuns struct {
+	runs   []uint32
+	vals   []byte
+	cur    byte
+	run    uint32
+	filled bool
+}
+
+// push adds n pixels of value v.
+func (e *fillRuns) push(v byte, n uint32) {
+	if v == e.cur {
+		e.run += n
+		return
+	}
+	e.runs = append(e.runs, e.run)
+	if e.cur != 0 {
+		e.vals = append(e.vals, e.cur)
+		if v != 0 { // one fill after another: none of the masks' own between
+			e.runs = append(e.runs, 0)
+		}
+	}
+	e.cur, e.run, e.filled = v, n, true
 }
 
 // ApplyFill sets the pixels of mask (row-major, a byte a pixel) that

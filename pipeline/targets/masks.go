@@ -36,6 +36,7 @@ type maskMaps struct {
 	filled   bool
 	fillRuns []uint32
 	fillVals []byte
+	fillRow  []byte
 }
 
 // StartMasks sets t's maps to the w x h source image's.

@@ -111,7 +111,7 @@ func (t *Targets) AppendMasks(b []byte, base int, limit int64) ([]byte, error) {
 	}
 	m.fillRuns, m.fillVals = m.fillRuns[:0], m.fillVals[:0]
 	if m.filled {
-		m.fillRuns, m.fillVals = kernels.FillRuns(m.fillRuns, m.fillVals, m.base, m.bw, m.ys, m.xs)
+		m.fillRuns, m.fillVals, m.fillRow = kernels.FillRuns(m.fillRuns, m.fillVals, m.fillRow, m.base, m.bw, m.ys, m.xs)
 		if len(m.fillRuns) > 0 {
 			if size += FillBlockSize(len(m.fillRuns)); size > limit {
 				return b, &dataset.TargetsTooLarge{At: size}
