@@ -37,7 +37,7 @@ func init() {
 		Draw: func(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 			op := n.Op
 			st := fn.Step{Fn: fn.Rotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
-				Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter}
+				Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(op), Center: op.Center, HasCenter: op.HasCenter}
 			if op.Expand { // the ops after it draw on the grown image
 				st.I[0] = 1
 				d.W, d.H = kernels.RotatedSize(d.W, d.H, st.F[0], op.Center, op.HasCenter)
@@ -96,9 +96,9 @@ func init() {
 		}})
 }
 
-// warpMasks refuses a rotation or affine whose masks' fill is not 0:
-// torchvision fills a Mask with the op's fill too (None: 0), or with a
-// fill per type's Mask value.
+// warpMasks refuses a rotation or affine whose masks' fill is not a
+// Mask's value (fillMasks): torchvision fills a Mask with the op's fill
+// too (None: 0), or with a fill per type's Mask value.
 func warpMasks(op *optab.Op) error {
 	if op.FillNone && !op.FillTyped {
 		return nil
@@ -151,7 +151,7 @@ func compileWarp(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 // drawAffine is RandomAffine's make_params.
 func drawAffine(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 	op := n.Op
-	st := fn.Step{Fn: fn.Affine, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter}
+	st := fn.Step{Fn: fn.Affine, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(op), Center: op.Center, HasCenter: op.HasCenter}
 	st.F[0] = r.Uniform(op.Degrees[0], op.Degrees[1])
 	if op.HasTranslate {
 		dx := float64(op.Translate[0] * float64(d.W))

@@ -66,7 +66,7 @@ func (t *Transform) GeometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 	}
 	if p.Zoomed { // RandomZoomOut: torchvision's pad of its drawn padding
 		zp := p.ZoomPad
-		buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill})
+		buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill, MaskFill: maskFill(t.zoom)})
 	}
 	switch {
 	case t.yolo != nil:
@@ -90,7 +90,7 @@ func (t *Transform) GeometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 			buf = append(buf, padStep(t.pad))
 		}
 		if p.rcPad != [4]int{} {
-			buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: p.RCFill})
+			buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: p.RCFill, MaskFill: maskFill(t.rcrop)})
 		}
 		if p.rcCrop {
 			buf = append(buf, fn.Step{Fn: fn.Crop, I: [6]int{p.RCTop, p.RCLeft, t.rcrop.Size[0], t.rcrop.Size[1]}})
@@ -125,7 +125,7 @@ func (t *Transform) GeometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 // padStep is a Pad's step: torchvision's pad with its padding and fill.
 func padStep(op *optab.Op) fn.Step {
 	pd := op.Padding
-	return fn.Step{Fn: fn.Pad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill}
+	return fn.Step{Fn: fn.Pad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill, MaskFill: maskFill(op)}
 }
 
 // MaxStepJSON bounds one step's JSON: the longest, affine's, with every
