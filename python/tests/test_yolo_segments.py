@@ -30,7 +30,7 @@ os.environ.setdefault("YOLO_OFFLINE", "1")
 from ultralytics.cfg import DEFAULT_CFG  # noqa: E402
 from ultralytics.data import augment  # noqa: E402
 from ultralytics.data.dataset import YOLODataset  # noqa: E402
-from ultralytics.data.utils import polygon2mask, polygons2masks_overlap  # noqa: E402
+from ultralytics.data.utils import polygon2mask, polygons2masks, polygons2masks_overlap  # noqa: E402
 
 import stoker  # noqa: E402
 from stoker import transforms as T  # noqa: E402
@@ -229,6 +229,40 @@ def test_overlap_masks_of_polygons_are_ultralytics(stoker_bin: Path) -> None:
         segs = segs.astype(np.float32)
         cases += [(segs, w, h, 1), (segs, w - w % 4, h - h % 4, 4), (segs, w, h, 4)]
     assert assert_overlap_is_ultralytics(stoker_bin, cases, "random polygons") > 0
+
+
+def test_instance_masks_of_polygons_are_ultralytics(stoker_bin: Path) -> None:
+    """Format(mask_overlap=False)'s masks: stoker's kernel
+    (cv.AppendPolygonMasks, through `stoker ops cv`) against ultralytics'
+    polygons2masks, one mask an instance in their order, at ratios 1
+    (the fill alone), 2 (cv2.resize's halving), 3 and 4 (its linear path),
+    on sizes their multiples or not, the polygons as above."""
+    rng = np.random.default_rng(6)
+    cases: List[Any] = []
+    for k in range(30):
+        w, h = int(rng.integers(24, 200)), int(rng.integers(24, 200))
+        n, pts = int(rng.integers(1, 7)), int(rng.integers(3, 40))
+        segs = rng.uniform(-0.3, 1.3, (n, pts, 2)) * np.array([w, h])
+        if k % 5 == 0:
+            segs[0] = segs[0, :1]  # a point
+        if k % 7 == 0:
+            segs[-1, :, 1] = segs[-1, 0, 1]  # a horizontal line
+        if k % 3 == 0:
+            segs = np.clip(segs, 0, [w, h])
+        segs = segs.astype(np.float32)
+        cases += [(segs, w, h, 1), (segs, w - w % 2, h - h % 2, 2), (segs, w, h, 3), (segs, w, h, 4)]
+    wire = [{"op": "polygons2masks", "images": [], "dw": w, "dh": h, "ratio": r,
+             "labels": [labels_to_wire(np.zeros((len(s), 4)), np.zeros(len(s)), s)]} for s, w, h, r in cases]
+    set_px = 0
+    for (s, w, h, r), res in zip(cases, run_cv(stoker_bin, wire)):
+        assert "error" not in res or not res["error"], res
+        got = np.asarray(res.get("mask", []), np.int64).reshape(len(s), h // r, w // r)
+        want = polygons2masks((h, w), list(s), color=1, downsample_ratio=r)
+        assert want.dtype == np.uint8 and want.shape == got.shape
+        d = got != want
+        assert not d.any(), f"{len(s)} segments, {w}x{h}/{r}: {int(d.sum())} of {d.size} mask pixels differ"
+        set_px += int(want.sum())
+    assert set_px > 0
 
 
 def test_overlap_masks_of_served_segments_are_ultralytics(seg: Any, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
