@@ -236,7 +236,7 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 	}
 	tg.W, tg.H = w, h
 	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
-		return tg.AppendOverlap(b, fs.TargetsMax())
+		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
 	}
 	base := len(b)
 	if b = AppendTargets(b, tg); tg.WantMasks {

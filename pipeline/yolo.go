@@ -298,7 +298,7 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	}
 	tg.W, tg.H = w, h
 	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
-		return tg.AppendOverlap(b, fs.TargetsMax())
+		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
 	}
 	return AppendTargets(b, tg), nil
 }

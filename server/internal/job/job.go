@@ -599,7 +599,9 @@ func targetsOf(spec *stokerv1.JobSpec, j *Job) error {
 	} else if slices.Contains(tf, "masks") {
 		err = pipeline.CheckMasks(j.t)
 	} else if slices.Contains(tf, "overlap_mask") {
-		err = pipeline.CheckOverlapMask(j.t, j.ds)
+		if err = pipeline.CheckOverlapMask(j.t, j.ds); err == nil {
+			err = checkMaskRatio(j.t, spec)
+		}
 	}
 	if err != nil {
 		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
