@@ -373,11 +373,17 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 		mix += t.yolo.ns(srcPx, px)
 		mixHit += float64(yoloWarpNs * px)
 	}
+	pres, presWorst := 1.0, 1.0 // the pre_transforms made: the sample's, and its partners'
 	for _, op := range []*Op{t.mixup, t.cutmix} { // a CutMix's partner is one more such sample
 		if op != nil {
 			mean += float64(op.P * mixHit)
 			worst += mix
+			pres, presWorst = pres+op.P, presWorst+1
 		}
+	}
+	if cp := t.copyPasteMix; cp != nil { // CopyPaste in mixup mode: each pre_transform's partner, and its mask and paste
+		mean += float64(pres * cp.P * float64(mixHit+canvasOutNs*px))
+		worst += float64(presWorst * float64(mix+canvasOutNs*px))
 	}
 	return mean, worst
 }

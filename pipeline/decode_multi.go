@@ -40,9 +40,10 @@ type multiState struct {
 	canvas, mix, cut []byte
 	drawn            multiDraw
 	ins              []cv.Instances
-	// cpMask and cpPts: a CopyPaste's mask and a segment's points.
-	cpMask []byte
-	cpPts  [][2]int32
+	// cpMask and cpPts: a CopyPaste's mask and a segment's points; cpImg
+	// a CopyPaste's partner in mixup mode.
+	cpMask, cpImg []byte
+	cpPts         [][2]int32
 }
 
 // SetPartners hands the Decoder the partners of the next sample it
@@ -264,6 +265,9 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	if err := d.preInto(img, data, int(k.Index), pi, pd, at, k, &dr.mo, &dr.pp); err != nil {
 		return err
 	}
+	if err := d.copyPasteMix(img, at, k, take, &dr.cpm, &dr.mo, &dr.pp, dr); err != nil {
+		return err
+	}
 	if on, r := at.mixupDraw(k); on { // its partner is the one handed (multiPartners drew it)
 		mi, md, err := take(1)
 		if err != nil {
@@ -278,6 +282,9 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 			return err
 		}
 		if err := d.preInto(mc, md[0], mi[0], pi, pd, at, mixKey(k, mi[0]), &dr.mixM, &dr.mixPP); err != nil {
+			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
+		}
+		if err := d.copyPasteMix(mc, at, mixKey(k, mi[0]), take, &dr.mixCPM, &dr.mixM, &dr.mixPP, dr); err != nil {
 			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
 		}
 		dr.mix, dr.mixR = true, r
@@ -299,6 +306,9 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 			return err
 		}
 		if err := d.preInto(cc, cd[0], ci[0], pi, pd, at, cutKey(k, ci[0]), &dr.cutM, &dr.cutPP); err != nil {
+			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
+		}
+		if err := d.copyPasteMix(cc, at, cutKey(k, ci[0]), take, &dr.cutCPM, &dr.cutM, &dr.cutPP, dr); err != nil {
 			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
 		}
 		dr.cut = true

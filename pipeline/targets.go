@@ -415,7 +415,7 @@ func (d *Decoder) cutmixTargets(ds Targeted, md *multiDraw, all cv.Instances, p 
 // cutmixPick is the CutMix partner's instances and those its area takes
 // (cv.CutMixPick), given the sample's instances in.
 func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.Instances, []int, error) {
-	two, _, err := d.preInstances(ds, &md.cutM, &md.cutPP, md)
+	two, _, err := d.preMixInstances(ds, &md.cutM, &md.cutPP, &md.cutCPM, md)
 	if err != nil {
 		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.cutM.idx[0], err)
 	}

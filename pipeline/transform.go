@@ -253,6 +253,9 @@ type Transform struct {
 	// Mosaic (its pre_transform's), if any.
 	copyPaste *Op
 	cutmix    *Op // ultralytics' CutMix, last of the multi-image geometry
+	// copyPasteMix is ultralytics' CopyPaste in mixup mode, right after
+	// the Mosaic's YOLORandomPerspective (copypaste_mix.go), if any.
+	copyPasteMix *Op
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
