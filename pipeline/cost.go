@@ -373,7 +373,9 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 		mix += t.yolo.ns(srcPx, px)
 		mixHit += float64(yoloWarpNs * px)
 	}
-	pres, presWorst := 1.0, 1.0 // the pre_transforms made: the sample's, and its partners'
+	// pres and presWorst: the pre_transforms made, the sample's and its
+	// partners', in the mean and at worst.
+	pres, presWorst := 1.0, 1.0
 	for _, op := range []*Op{t.mixup, t.cutmix} { // a CutMix's partner is one more such sample
 		if op != nil {
 			mean += float64(op.P * mixHit)
