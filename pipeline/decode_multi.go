@@ -426,54 +426,6 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 	return nil
 }
 
-// copyPaste is ultralytics' CopyPaste in flip mode on the mosaic img
-// (its draw mo), when t has one: the mosaic's instances (the sample's
-// labels: the Decoder's box source), the copies it pastes (copyPasteSelect),
-// their segments filled into a mask (cv.CopyPasteMask), and the mirrored
-// mosaic's pixels copied where it is set (cv2.copyTo). Nothing pasted
-// leaves img as it is.
-func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) error {
-	mo.cp, mo.pasted = t.copyPaste != nil, 0
-	if !mo.cp {
-		return nil
-	}
-	mo.cpP = t.copyPaste.P
-	if d.boxSrc == nil {
-		return fmt.Errorf("%w: YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", ErrUnsupported)
-	}
-	in, _, err := d.mosaicInstances(d.boxSrc, mo)
-	if err != nil {
-		return err
-	}
-	flipped, sel, err := copyPasteSelect(in, mo, t.copyPaste.P)
-	if err != nil || len(sel) == 0 {
-		return err
-	}
-	m := &d.multi
-	n := img.W * img.H
-	if cap(m.cpMask) < n {
-		m.cpMask = make([]byte, n)
-	}
-	mask := m.cpMask[:n]
-	m.cpPts = cv.CopyPasteMask(mask, img.W, img.H, flipped, sel, m.cpPts)
-	cv.CopyPasteImage(img, mask)
-	mo.pasted = len(sel)
-	return nil
-}
-
-// copyPasteSelect is CopyPaste.get_params in flip mode on a mosaic's
-// instances in (its 2*imgsz canvas): their mirrored copies and those it
-// pastes (cv.CopyPasteSelect). A mosaic of boxes without segments is
-// refused: ultralytics' CopyPaste skips it silently, leaving a job that
-// asked for it without it.
-func copyPasteSelect(in cv.Instances, mo *mosaicDraw, p float64) (cv.Instances, []int, error) {
-	if len(in.Boxes) > 0 && len(in.Segments) == 0 && p > 0 {
-		return cv.Instances{}, nil, fmt.Errorf("%w: YOLOCopyPaste: the mosaic of samples %v has boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", ErrUnsupported, mo.idx)
-	}
-	flipped, sel := cv.CopyPasteSelect(in, cv.MosaicSize(mo.imgsz), p)
-	return flipped, sel, nil
-}
-
 // cutmix is CutMix.get_params and apply_image on the sample img (its
 // instances after its pre_transform and MixUp) with the partner part (its
 // draw md, r the stream to draw the area's choice from): of the areas

@@ -164,21 +164,6 @@ func (t *Transform) cutmixDraw(k Key, w, h int, buf []cutArea) (on bool, areas [
 // cutView keys a CutMix partner's draws, as mixView a MixUp's.
 const cutView = 2 << 40
 
-// checkCopyPaste checks a CopyPaste where it stands: right after the
-// Mosaic, in flip mode.
-func (t *Transform) checkCopyPaste(op *Op, n int) error {
-	if t.mosaic == nil || n != 1 {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", ErrUnsupported)
-	}
-	if op.Mode != "flip" {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: want 'flip' (right after the YOLOMosaic) or 'mixup' (after its YOLORandomPerspective)", ErrUnsupported, truncateString(op.Mode, 32))
-	}
-	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", ErrUnsupported, op.P)
-	}
-	return nil
-}
-
 // afterMosaic is the position of the first op after the Mosaic's
 // pre_transform ops that come before its warp (its CopyPaste, if any).
 func (t *Transform) afterMosaic() int {
@@ -317,9 +302,7 @@ type multiDraw struct {
 	cutChoice  int
 	cutM       mosaicDraw
 	cutPP      cv.PerspectiveParams
-	// cpm, mixCPM and cutCPM: a CopyPaste in mixup mode's draws for the
-	// sample's, the MixUp partner's and the CutMix partner's
-	// pre_transform (copypaste_mix.go).
+	// A CopyPaste in mixup mode's draws: the sample's, the partners'.
 	cpm, mixCPM, cutCPM cpMixDraw
 }
 
@@ -373,19 +356,6 @@ func (t *Transform) multiPartners(k Key, size int, buf []int) []int {
 		cv.Partners(k, cv.CutMixStream, size, one[:])
 		buf = append(buf, one[0])
 		buf = t.prePartners(cutKey(k, one[0]), size, buf)
-	}
-	return buf
-}
-
-// prePartners appends the partners of k's pre_transform to buf: its
-// Mosaic's n-1, then, when a CopyPaste in mixup mode draws to apply, its
-// partner and that one's Mosaic's n-1 (copypaste_mix.go).
-func (t *Transform) prePartners(k Key, size int, buf []int) []int {
-	buf = t.mosaicPartners(k, size, buf)
-	if t.copyPasteMixOn(k) {
-		j := copyPasteMixPartner(k, size)
-		buf = append(buf, j)
-		buf = t.mosaicPartners(copyPasteKey(k, j), size, buf)
 	}
 	return buf
 }
@@ -480,10 +450,7 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 		st := m.perspStep(&m.pp)
 		b = st.AppendJSON(b)
 	}
-	if m.cpm.on {
-		b = m.cpm.appendJSON(append(b, `,["yolo_copy_paste",`...), m)
-		b = append(b, ']')
-	}
+	b = m.cpm.appendJSON(b, `,["yolo_copy_paste",`, "]", m)
 	if m.mix {
 		b = append(b, `,["yolo_mixup",{"r":`...)
 		b = fn.AppendFloat(b, m.mixR)
@@ -494,9 +461,7 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 			st := m.perspStep(&m.mixPP)
 			b = st.AppendJSON(b)
 		}
-		if m.mixCPM.on {
-			b = m.mixCPM.appendJSON(append(b, `,"copy_paste":`...), m)
-		}
+		b = m.mixCPM.appendJSON(b, `,"copy_paste":`, "", m)
 		b = append(b, "}]"...)
 	}
 	if m.cut { // ["yolo_cutmix", {"areas": [[lam, cx, cy], ...], "choice", "applied", "mosaic", "perspective"}]
@@ -515,9 +480,7 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 			st := m.perspStep(&m.cutPP)
 			b = st.AppendJSON(append(b, `,"perspective":`...))
 		}
-		if m.cutCPM.on {
-			b = m.cutCPM.appendJSON(append(b, `,"copy_paste":`...), m)
-		}
+		b = m.cutCPM.appendJSON(b, `,"copy_paste":`, "", m)
 		b = append(b, "}]"...)
 	}
 	return b

@@ -1,0 +1,44 @@
+package cv
+
+// Format(mask_overlap=False)'s masks: polygons2masks' one mask an
+// instance, of the regions instanceMasks makes for the overlap mask
+// (polymask.go), as bits.
+
+// PolygonMaskBits is the bytes AppendPolygonMasks appends for k masks of
+// a w x h image at ratio r: their bits, padded to a multiple of 4 bytes.
+func PolygonMaskBits(w, h, k, r int) int64 {
+	n := int64(k) * int64(w/r) * int64(h/r)
+	return ((n+7)/8 + 3) / 4 * 4
+}
+
+// AppendPolygonMasks appends polygons2masks((h, w), segments, color=1,
+// downsample_ratio=r) (Format(mask_overlap=False)'s masks: one h/r x w/r
+// mask an instance, in the instances' order, each its polygon filled as
+// PolygonsToMasksOverlap fills it, 0 or 1) as bits: the K masks
+// row-major one after the other, pixel n the bit n%8 of byte n/8 (numpy's
+// packbits(bitorder="little")), then zeros to a multiple of 4 bytes.
+func AppendPolygonMasks(b []byte, segs [][][2]float32, w, h, r int) []byte {
+	regs, _ := instanceMasks(segs, w, h, r)
+	return appendMaskBits(b, regs, w/r, h/r)
+}
+
+// appendMaskBits appends the regions' masks (of mw x mh) as
+// AppendPolygonMasks lays them out.
+func appendMaskBits(b []byte, regs []region, mw, mh int) []byte {
+	base := len(b)
+	n := int64(len(regs)) * int64(mw) * int64(mh)
+	b = append(b, make([]byte, ((n+7)/8+3)/4*4)...)
+	bits := b[base:]
+	for k := range regs {
+		rg := &regs[k]
+		rw := rg.x1 - rg.x0
+		at := k * mw * mh
+		for j, v := range rg.px {
+			if v != 0 {
+				n := at + (rg.y0+j/rw)*mw + rg.x0 + j%rw
+				bits[n>>3] |= 1 << (n & 7)
+			}
+		}
+	}
+	return b
+}
