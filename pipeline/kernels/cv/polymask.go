@@ -339,7 +339,10 @@ type region struct {
 // cv2.resize to w/r x h/r) as a region, and its area (the mask's sum).
 func instanceMasks(segs [][][2]float32, w, h, r int) ([]region, []uint64) {
 	mw, mh := w/r, h/r
-	if mw > 0 && mh > 0 && !(mw == w && mh == h) && !(w == 2*mw && h == 2*mh) {
+	switch {
+	case r == 1:
+		return fillRegions(segs, w, h)
+	case mw > 0 && mh > 0 && !(mw == w && mh == h) && !(w == 2*mw && h == 2*mh):
 		return overlapRegions(segs, w, h, mw, mh)
 	}
 	return instanceMasksFull(segs, w, h, r)

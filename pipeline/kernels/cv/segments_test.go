@@ -40,7 +40,8 @@ func TestConcatResamplesSegments(t *testing.T) {
 // on the whole image (polygonsToMasksOverlapFull), mask and order, for
 // polygons that cross the image's sides, lie wholly off it, are a point
 // or a line, at ratios 3, 4 and 5 on sizes not their multiples; and so
-// are the instances' own masks (Format(mask_overlap=False)'s, as bits).
+// are the instances' own masks (Format(mask_overlap=False)'s, as bits),
+// and both at ratio 1 (fillRegions).
 func TestOverlapRegionsIsTheWholeImages(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for c := range 300 {
@@ -77,6 +78,16 @@ func TestOverlapRegionsIsTheWholeImages(t *testing.T) {
 		wb := appendMaskBits(nil, full, w/r, h/r)
 		if !bytes.Equal(gb, wb) || !bytes.Equal(AppendPolygonMasks(nil, segs, w, h, r), wb) {
 			t.Fatalf("case %d (%dx%d/%d, %d polygons): the instances' masks differ from the whole image's", c, w, h, r, len(segs))
+		}
+		// At ratio 1, each instance kept to its polygon's extent
+		// (fillRegions) against the whole image's.
+		fr, fa := fillRegions(segs, w, h)
+		full1, fa1 := instanceMasksFull(segs, w, h, 1)
+		gm1, go1 := overlapOf(fr, fa, w, h)
+		wm1, wo1 := overlapOf(full1, fa1, w, h)
+		if !slices.Equal(fa, fa1) || !slices.Equal(go1, wo1) || !slices.Equal(gm1, wm1) ||
+			!bytes.Equal(appendMaskBits(nil, fr, w, h), appendMaskBits(nil, full1, w, h)) {
+			t.Fatalf("case %d (%dx%d/1, %d polygons): the regions differ from the whole image's", c, w, h, len(segs))
 		}
 	}
 }
