@@ -206,6 +206,13 @@ func movesBoxes(f Fn) bool {
 
 // appendTargets appends sample i's targets (of ds), moved through the
 // geometry and steps d drew for its last sample with t, to b.
+// AppendTargets appends sample i's targets (of ds, with fs's options)
+// made after the Decoder's last decode of it with t, as the executor
+// makes them: for a benchmark of their cost (bench cost).
+func (d *Decoder) AppendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
+	return d.appendTargets(b, t, ds, i, fs)
+}
+
 func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
 	if t.views != nil {
 		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
