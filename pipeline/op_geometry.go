@@ -11,6 +11,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -157,22 +158,35 @@ func formatInterp(b *strings.Builder, op *Op) {
 	b.WriteString(")")
 }
 
-// fillMasks refuses a padding op whose masks' fill is not 0: a fill per
-// type's Mask value (FillTyped), else its one fill, every type's.
+// fillMasks refuses a padding op whose masks' fill is not a uint8 Mask's
+// value: a fill per type's Mask value (FillTyped) that is not an integer
+// 0..255, or a plain fill (every type's) of several values (torchvision's
+// pad_mask refuses it) or not an integer.
 func fillMasks(op *Op) error {
-	if op.FillTyped && op.FillMask != 0 || !op.FillTyped && op.Fill != [3]float64{} {
-		return errMaskFill(op)
+	if op.FillTyped {
+		if v := op.FillMask; !(v >= 0 && v <= 255) || v != math.Trunc(v) {
+			return fmt.Errorf("mask fill %v: want an integer 0..255 (a uint8 Mask's value)", v)
+		}
+		return nil
+	}
+	if f := op.Fill; f[0] != f[1] || f[1] != f[2] || f[0] != math.Trunc(f[0]) {
+		return fmt.Errorf("fill %v with masks: torchvision fills a Mask with the op's fill too, one integer 0..255 "+
+			"(pad_mask refuses a fill of several values); give one, or a fill per type, {tv_tensors.Image: %v, tv_tensors.Mask: m}",
+			f, fillText(f))
 	}
 	return nil
 }
 
-// errMaskFill is the error of an op whose fill a job's masks cannot take.
-func errMaskFill(op *Op) error {
-	if op.FillTyped {
-		return fmt.Errorf("mask fill %v: masks are filled with 0 only (a Mask fill of 1 or more is not written yet)", op.FillMask)
+// maskFill is op's fill of a job's masks (fillMasks checked it): its fill
+// per type's Mask value, else its one fill (None: 0).
+func (op *Op) maskFill() uint8 {
+	switch {
+	case op.FillTyped:
+		return uint8(op.FillMask)
+	case op.FillNone:
+		return 0
 	}
-	return fmt.Errorf("fill %v with masks: torchvision fills a Mask with the op's fill too: masks are filled with 0 only; "+
-		"use fill=0, or a fill per type, {tv_tensors.Image: %v, tv_tensors.Mask: 0}, for the pixels alone", op.Fill, fillText(op.Fill))
+	return uint8(op.Fill[0])
 }
 
 // fillText is a fill as Python writes it: one number, or a tuple of three.

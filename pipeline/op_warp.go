@@ -34,7 +34,7 @@ func init() {
 		draw: func(n *node, r *RNG, d *drawer) {
 			op := n.op
 			st := Step{Fn: FnRotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
-				Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter}
+				Fill: op.Fill, FillNone: op.FillNone, MaskFill: op.maskFill(), Center: op.Center, HasCenter: op.HasCenter}
 			if op.Expand { // the ops after it draw on the grown image
 				st.I[0] = 1
 				d.w, d.h = kernels.RotatedSize(d.w, d.h, st.F[0], op.Center, op.HasCenter)
@@ -89,9 +89,9 @@ func init() {
 		}})
 }
 
-// warpMasks refuses a rotation or affine whose masks' fill is not 0:
-// torchvision fills a Mask with the op's fill too (None: 0), or with a
-// fill per type's Mask value.
+// warpMasks refuses a rotation or affine whose masks' fill is not a
+// Mask's value (fillMasks): torchvision fills a Mask with the op's fill
+// too (None: 0), or with a fill per type's Mask value.
 func warpMasks(op *Op) error {
 	if op.FillNone && !op.FillTyped {
 		return nil
@@ -144,7 +144,7 @@ func compileWarp(_ *compiler, n *node, at compileAt) error {
 // drawAffine is RandomAffine's make_params.
 func (n *node) drawAffine(r *RNG, d *drawer) {
 	op := n.op
-	st := Step{Fn: FnAffine, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter}
+	st := Step{Fn: FnAffine, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, MaskFill: op.maskFill(), Center: op.Center, HasCenter: op.HasCenter}
 	st.F[0] = r.Uniform(op.Degrees[0], op.Degrees[1])
 	if op.HasTranslate {
 		dx := float64(op.Translate[0] * float64(d.w))

@@ -150,9 +150,9 @@ func MoveKeypoints(pts [][2]float32, w, h int, steps []Step) (int, int, error) {
 // moveMasks moves t's mask maps through steps, as torchvision's Mask
 // kernels move a tv_tensors.Mask: resized_crop (crop, then resize_mask's
 // nearest), resize, center_crop, crop (RandomCrop's, RandomIoUCrop's),
-// pad (fill 0: an op whose masks' fill is another is refused, CheckMasks),
-// the flips, rotate and affine (nearest, fill 0: turnMasks). Ops on
-// pixels alone leave them; any other step is an error.
+// pad (the step's MaskFill), the flips, rotate and affine (nearest, the
+// step's MaskFill: turnMasks). Ops on pixels alone leave them; any other
+// step is an error.
 func moveMasks(t *Targets, steps []Step) error {
 	if !t.WantMasks {
 		return nil
@@ -340,9 +340,10 @@ func TargetKeypoints(ds Dataset) int {
 
 // CheckMasks refuses a transform whose geometry masks do not follow: a
 // Pad, RandomCrop, RandomZoomOut, RandomRotation or RandomAffine whose
-// masks' fill is not 0 (torchvision fills a Mask with a plain fill too;
-// a fill per type, Op.FillTyped, gives the masks their own). A
-// FixedSizeCrop pads masks with 0, as the detection references' does.
+// masks' fill is not one integer 0..255 (torchvision fills a Mask with a
+// plain fill too; a fill per type, Op.FillTyped, gives the masks their
+// own), or a RandomPerspective. A FixedSizeCrop pads masks with 0, as the
+// detection references' does.
 func CheckMasks(t *Transform) error {
 	return checkMaskOps(t.ops, "")
 }

@@ -63,7 +63,7 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 	}
 	if p.zoomed { // RandomZoomOut: torchvision's pad of its drawn padding
 		zp := p.zoomPad
-		buf = append(buf, Step{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill})
+		buf = append(buf, Step{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill, MaskFill: t.zoom.maskFill()})
 	}
 	switch {
 	case t.yolo != nil:
@@ -87,7 +87,7 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 			buf = append(buf, padStep(t.pad))
 		}
 		if p.rcPad != [4]int{} {
-			buf = append(buf, Step{Fn: FnPad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: p.rcFill})
+			buf = append(buf, Step{Fn: FnPad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: p.rcFill, MaskFill: t.rcrop.maskFill()})
 		}
 		if p.rcCrop {
 			buf = append(buf, Step{Fn: FnCrop, I: [6]int{p.rcTop, p.rcLeft, t.rcrop.Size[0], t.rcrop.Size[1]}})
@@ -122,7 +122,7 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 // padStep is a Pad's step: torchvision's pad with its padding and fill.
 func padStep(op *Op) Step {
 	pd := op.Padding
-	return Step{Fn: FnPad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill}
+	return Step{Fn: FnPad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill, MaskFill: op.maskFill()}
 }
 
 // AppendTrace appends the trace of the last sample d decoded with t (a

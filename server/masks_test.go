@@ -110,16 +110,100 @@ func TestMasksAnyTopology(t *testing.T) {
 	}
 }
 
+// TestMasksFillAnyTopology: masks padded and rotated with a Mask fill of
+// 255 (a fill per type, the pixels' 9) come with each sample's fill
+// block: every instance's mask on the 32x32 canvas 0, 1 or 255, the pad's
+// border and the rotation's corners 255; the same bytes on a lone server
+// and over 3 verified peers.
+func TestMasksFillAnyTopology(t *testing.T) {
+	ann, counts := photosMasks(t)
+	cfg := func() Config {
+		return Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1}
+	}
+	m := 255.0
+	job := smallJob("det", 8)
+	job.Job.Targets = true
+	job.Job.TargetFields = []string{"boxes", "labels", "masks"}
+	job.Job.Transform.Ops = []*pb.Op{{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 24, Width: 24}}}, typedPad(9, m),
+		{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: 20, Max: 40}, Fill: []float64{9}, MaskFill: &m}}}}
+	var alone epoch
+	for _, n := range []int{0, 3} {
+		e := topology(t, cfg, n)
+		ep := e.collect(t, job)
+		seen, filled := 0, 0
+		for _, b := range ep.batches {
+			h := b.hdr
+			for i, v := range h.GetFields()[0].GetValues() {
+				le := binary.LittleEndian
+				idx := h.GetIndices()[i]
+				k := int(le.Uint32(v[16:]))
+				at := (24 + 25*k + 3) / 4 * 4
+				if k != counts[idx] || len(v) < at+4*k {
+					t.Fatalf("%d peers: sample %d: %d instances, %d bytes", n, idx, k, len(v))
+				}
+				lens := make([]int, k)
+				total := 0
+				for j := range k {
+					lens[j] = int(le.Uint32(v[at+4*j:]))
+					total += lens[j]
+				}
+				runs, rest := v[at+4*k:at+4*k+4*total], v[at+4*k+4*total:]
+				if k > 0 && len(rest) < 4 {
+					t.Fatalf("%d peers: sample %d: no fill block after its masks", n, idx)
+				}
+				var fr []uint32
+				var fv []byte
+				if len(rest) > 0 {
+					f := int(le.Uint32(rest))
+					for j := range f {
+						fr = append(fr, le.Uint32(rest[4+4*j:]))
+					}
+					fv = rest[4+4*f : 4+4*f+f/2]
+				}
+				for j := range k {
+					r := make([]uint32, lens[j])
+					for q := range r {
+						r[q] = le.Uint32(runs[4*q:])
+					}
+					runs = runs[4*lens[j]:]
+					px, ok := kernels.MaskFromRuns(nil, r, 32*32)
+					if !ok || !kernels.ApplyFill(px, fr, fv) {
+						t.Fatalf("%d peers: sample %d: mask %d's runs or fill runs do not cover 32x32", n, idx, j)
+					}
+					for q, p := range px {
+						if p != 0 && p != 1 && p != 255 {
+							t.Fatalf("%d peers: sample %d: mask %d's pixel %d is %d", n, idx, j, q, p)
+						}
+					}
+					if px[0] != 255 || px[32*32-1] != 255 {
+						t.Errorf("%d peers: sample %d: mask %d's corners %d and %d, want the fill 255", n, idx, j, px[0], px[32*32-1])
+					}
+					filled++
+				}
+				seen++
+			}
+		}
+		if seen != len(counts) || filled == 0 {
+			t.Errorf("%d peers: %d samples, %d masks; want %d samples, some masks", n, seen, filled, len(counts))
+		}
+		if n == 0 {
+			alone = ep
+			continue
+		}
+		sameAsAlone(t, e, n, ep, alone)
+	}
+}
+
 // TestMasksRefused: target_fields with an unknown name, a name twice,
 // keypoints the dataset lacks, without targets; max_targets_bytes without
-// masks or past a batch's bound; masks with a rotation or a pad of
-// another fill than 0, or with a RandomPerspective: refused at open,
-// saying which.
+// masks or past a batch's bound; masks with a rotation or a pad of a fill
+// of several values (pad_mask refuses it), a Mask fill past a byte, or
+// with a RandomPerspective: refused at open, saying which.
 func TestMasksRefused(t *testing.T) {
 	ann, _ := photosMasks(t)
 	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1})
-	rot := &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}, Fill: []float64{3}}}}
-	pad := &pb.Op{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{5}}}}
+	rot := &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}, Fill: []float64{3, 4, 5}}}}
+	pad := &pb.Op{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{5, 6, 7}}}}
 	center := &pb.Op{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32, Width: 32}}}
 	masks := []string{"boxes", "masks"}
 	for _, c := range []struct {
@@ -136,11 +220,12 @@ func TestMasksRefused(t *testing.T) {
 		{"without targets", false, masks, 0, nil, "target_fields without targets"},
 		{"bound without masks", true, []string{"boxes"}, 4096, nil, "max_targets_bytes 4096 without masks"},
 		{"bound too large", true, masks, 8 << 20, nil, "max_targets_bytes 8388608: a batch of 8 samples"},
-		{"rotation fill", true, masks, 0, []*pb.Op{rrcOp(32), rot}, "RandomRotation (op 1): fill [3 3 3] with masks"},
-		{"pad fill", true, masks, 0, []*pb.Op{pad, center}, "Pad (op 0): fill [5 5 5] with masks"},
+		{"rotation fill", true, masks, 0, []*pb.Op{rrcOp(32), rot}, "RandomRotation (op 1): fill [3 4 5] with masks"},
+		{"pad fill", true, masks, 0, []*pb.Op{pad, center}, "Pad (op 0): fill [5 6 7] with masks"},
 		{"perspective", true, masks, 0, []*pb.Op{rrcOp(32), {Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{}}}},
 			"RandomPerspective (op 1): masks through RandomPerspective are not written yet"},
-		{"mask fill", true, masks, 0, []*pb.Op{typedPad(5, 1), center}, "Pad (op 0): mask fill 1: masks are filled with 0 only"},
+		{"mask fill past a byte", true, masks, 0, []*pb.Op{typedPad(5, 256), center}, "mask_fill 256: want an integer 0..255"},
+		{"mask fill negative", true, masks, 0, []*pb.Op{typedPad(5, -1), center}, "mask_fill -1: want an integer 0..255"},
 		{"mask fill not a byte", true, masks, 0, []*pb.Op{typedPad(5, 0.5), center}, "mask_fill 0.5: want an integer 0..255"},
 	} {
 		job := smallJob("det", 8)

@@ -20,8 +20,10 @@ import (
 // byte, P above it, wordMasks when masks follow), K x 16 bytes of boxes, K
 // x 8 of labels, K x P x 8 of keypoints, K crowd flags, K x P
 // visibilities; with masks, zeros to a multiple of 4, K u32 run counts and
-// the runs (u32); with the overlap mask (wordOverlap, never with masks),
-// zeros to a multiple of 4, then its H/r x W/r map (uint8, int32 past 255
+// the runs (u32), and where a Mask fill other than 0 filled pixels the
+// fill block (u32 F, F u32 runs, F/2 values, zeros to a multiple of 4);
+// with the overlap mask (wordOverlap, never with masks), zeros to a
+// multiple of 4, then its H/r x W/r map (uint8, int32 past 255
 // instances; r the job's mask_ratio) and zeros to a multiple of 4, or,
 // with mask_overlap false, K such masks as bits, zeros to a multiple of 4.
 const (
@@ -46,6 +48,8 @@ type sample struct {
 	// The byte offsets of its arrays in the encoding.
 	labels, points, crowd, vis, counts, runs int
 	nruns                                    int
+	// fill is where the fill block starts (the encoding's end: none).
+	fill int
 	// omap is where the overlap mask starts.
 	omap int
 }
@@ -135,12 +139,23 @@ func parse(v []byte, ov Overlap) (sample, error) {
 	for j := range int(k) {
 		total += int64(le.Uint32(v[s.counts+4*j:]))
 	}
-	if int64(s.runs)+4*total != int64(len(v)) {
-		return s, fmt.Errorf("%d bytes for %d masks of %d runs, want %d", len(v), k, total, int64(s.runs)+4*total)
+	end := int64(s.runs) + 4*total
+	if end > int64(len(v)) || end < int64(len(v)) && end+4 > int64(len(v)) {
+		return s, fmt.Errorf("%d bytes for %d masks of %d runs, want %d (and a fill block)", len(v), k, total, end)
 	}
-	s.nruns = int(total)
+	s.nruns, s.fill = int(total), int(end)
+	if s.fill < len(v) {
+		f := int64(le.Uint32(v[s.fill:]))
+		if want := end + fillBlockBytes(f); want != int64(len(v)) {
+			return s, fmt.Errorf("%d bytes for %d masks of %d runs and a fill block of %d runs, want %d", len(v), k, total, f, want)
+		}
+	}
 	return s, nil
 }
+
+// fillBlockBytes is the bytes of a fill block of f runs: F, the runs and
+// their f/2 values padded to a multiple of 4 (pipeline's FillBlockSize).
+func fillBlockBytes(f int64) int64 { return 4 + 4*f + (f/2+3)/4*4 }
 
 // Pack packs a batch's targets, vals[i] sample i's encoding, into a
 // BatchTargets, its arrays slices of buf (grown as needed, returned for
@@ -153,7 +168,7 @@ func Pack(vals [][]byte, masks bool, ov Overlap, buf []byte) (*stokerv1.BatchTar
 	overlap := ov.On()
 	n := len(vals)
 	ss := make([]sample, n)
-	var k, kp, runs, om int
+	var k, kp, runs, om, fills int
 	hasP := false
 	for i, v := range vals {
 		s, err := parse(v, ov)
@@ -173,13 +188,16 @@ func Pack(vals [][]byte, masks bool, ov Overlap, buf []byte) (*stokerv1.BatchTar
 		k += int(s.k)
 		kp += int(s.k) * int(s.p)
 		runs += s.nruns
+		if masks {
+			fills += len(v) - s.fill
+		}
 		if overlap {
 			om += len(v) - s.omap
 		}
 		hasP = hasP || s.p != 0
 	}
-	if k > math.MaxUint32 || runs > math.MaxUint32 {
-		return nil, buf, fmt.Errorf("%d instances and %d runs: over the wire's uint32 offsets", k, runs)
+	if k > math.MaxUint32 || runs > math.MaxUint32 || fills > math.MaxUint32 {
+		return nil, buf, fmt.Errorf("%d instances, %d runs and %d bytes of fill blocks: over the wire's uint32 offsets", k, runs, fills)
 	}
 	bt := &stokerv1.BatchTargets{
 		Offsets:  make([]uint32, n+1),
@@ -201,6 +219,9 @@ func Pack(vals [][]byte, masks bool, ov Overlap, buf []byte) (*stokerv1.BatchTar
 	if masks {
 		size += 4*(k+1) + 4*runs
 	}
+	if fills > 0 {
+		size += 4*(n+1) + fills
+	}
 	size += om
 	if cap(buf) < size {
 		buf = make([]byte, size)
@@ -214,12 +235,15 @@ func Pack(vals [][]byte, masks bool, ov Overlap, buf []byte) (*stokerv1.BatchTar
 	}
 	boxes, labels, crowd := take(16*k), take(8*k), take(k)
 	points, vis := take(8*kp), take(kp)
-	var moff, mruns []byte
+	var moff, mruns, foff, mfills []byte
 	if masks {
 		moff, mruns = take(4*(k+1)), take(4*runs)
 	}
+	if fills > 0 {
+		foff, mfills = take(4*(n+1)), take(fills)
+	}
 	omaps := take(om)
-	var o, op, or, oo int
+	var o, op, or, oo, of int
 	for i, s := range ss {
 		v, sk, skp := vals[i], int(s.k), int(s.k)*int(s.p)
 		bt.Offsets[i] = uint32(o)
@@ -237,7 +261,11 @@ func Pack(vals [][]byte, masks bool, ov Overlap, buf []byte) (*stokerv1.BatchTar
 				le.PutUint32(moff[4*(o+j):], uint32(or))
 				or += int(le.Uint32(v[s.counts+4*j:]))
 			}
-			copy(mruns[4*(or-s.nruns):], v[s.runs:])
+			copy(mruns[4*(or-s.nruns):], v[s.runs:s.fill])
+		}
+		if fills > 0 {
+			le.PutUint32(foff[4*i:], uint32(of))
+			of += copy(mfills[of:], v[s.fill:])
 		}
 		if overlap {
 			oo += copy(omaps[oo:], v[s.omap:])
@@ -248,6 +276,10 @@ func Pack(vals [][]byte, masks bool, ov Overlap, buf []byte) (*stokerv1.BatchTar
 	if masks {
 		le.PutUint32(moff[4*k:], uint32(or))
 		bt.MaskOffsets, bt.MaskRuns = moff, mruns
+	}
+	if fills > 0 {
+		le.PutUint32(foff[4*n:], uint32(of))
+		bt.MaskFillOffsets, bt.MaskFills = foff, mfills
 	}
 	if overlap {
 		bt.OverlapMasks = omaps

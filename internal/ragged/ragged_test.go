@@ -56,6 +56,30 @@ func encode(r *rand.Rand, i, k, p int, format pipeline.BoxFormat, masks bool) []
 	return b
 }
 
+// withFill is v, a sample's encoding with masks on a w x h canvas, with a
+// fill block of random runs and values (1..255) after its masks.
+func withFill(r *rand.Rand, v []byte) []byte {
+	h, w := le.Uint32(v), le.Uint32(v[4:])
+	var runs []uint32
+	var vals []byte
+	for left := h * w; left > 0; {
+		n := min(left, uint32(r.IntN(200)))
+		runs, left = append(runs, n), left-n
+		if len(runs)%2 == 0 {
+			vals = append(vals, byte(1+r.IntN(255)))
+		}
+	}
+	v = le.AppendUint32(v, uint32(len(runs)))
+	for _, n := range runs {
+		v = le.AppendUint32(v, n)
+	}
+	v = append(v, vals...)
+	for len(v)%4 != 0 {
+		v = append(v, 0)
+	}
+	return v
+}
+
 // batchOf is a batch of n samples' encodings, sample i with ks[i]
 // instances (P keypoints each when p, sample 3's P other where pVaries).
 func batchOf(r *rand.Rand, ks []int, p int, pVaries, masks bool) [][]byte {
@@ -78,19 +102,27 @@ func TestPackUnpack(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	ks := []int{7, 0, 3, 7, 1, 0, 12, 7}
 	for _, c := range []struct {
-		name           string
-		p              int
-		pVaries, masks bool
-	}{{"boxes", 0, false, false}, {"keypoints", 17, false, false}, {"keypoints of their own", 4, true, false},
-		{"masks", 0, false, true}, {"keypoints and masks", 17, false, true}} {
+		name                  string
+		p                     int
+		pVaries, masks, fills bool
+	}{{"boxes", 0, false, false, false}, {"keypoints", 17, false, false, false}, {"keypoints of their own", 4, true, false, false},
+		{"masks", 0, false, true, false}, {"keypoints and masks", 17, false, true, false}, {"masks and fills", 3, false, true, true}} {
 		vals := batchOf(r, ks, c.p, c.pVaries, c.masks)
+		if c.fills {
+			for i := range vals {
+				if i%3 == 0 {
+					vals[i] = withFill(r, vals[i])
+				}
+			}
+		}
 		bt, buf, err := Pack(vals, c.masks, Overlap{}, nil)
 		if err != nil {
 			t.Fatalf("%s: Pack: %v", c.name, err)
 		}
 		var boxes, labels, crowd, points, vis []byte
 		var moff []uint32
-		var runs []byte
+		var runs, fills []byte
+		var foff []uint32
 		total := uint32(0)
 		var size int64
 		for i, v := range vals {
@@ -116,7 +148,20 @@ func TestPackUnpack(t *testing.T) {
 				total += le.Uint32(v[s.counts+4*j:])
 			}
 			if c.masks {
-				runs = append(runs, v[s.runs:]...)
+				runs = append(runs, v[s.runs:s.fill]...)
+				foff = append(foff, uint32(len(fills)))
+				fills = append(fills, v[s.fill:]...)
+			}
+		}
+		if foff = append(foff, uint32(len(fills))); len(fills) == 0 {
+			foff = nil
+		}
+		if c.fills != (len(fills) > 0) || !bytes.Equal(bt.GetMaskFills(), fills) || len(bt.GetMaskFillOffsets()) != 4*len(foff) {
+			t.Errorf("%s: mask_fills of %d bytes and %d offsets, want the samples' %d bytes and %d", c.name, len(bt.GetMaskFills()), len(bt.GetMaskFillOffsets())/4, len(fills), len(foff))
+		}
+		for i, o := range foff {
+			if got := le.Uint32(bt.GetMaskFillOffsets()[4*i:]); got != o {
+				t.Errorf("%s: mask fill offset %d is %d, want %d", c.name, i, got, o)
 			}
 		}
 		if n := len(ks); bt.GetOffsets()[n] != uint32(len(labels)/8) || len(bt.GetOffsets()) != n+1 {
@@ -194,6 +239,7 @@ func TestPackRefuses(t *testing.T) {
 func TestUnpackHostile(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	vals := batchOf(r, []int{2, 3, 0, 4}, 5, false, true)
+	vals[1] = withFill(r, vals[1])
 	bt, _, err := Pack(vals, true, Overlap{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -219,6 +265,20 @@ func TestUnpackHostile(t *testing.T) {
 			le.PutUint32(b.MaskOffsets[len(b.MaskOffsets)-4:], 1<<31)
 		}, true, 1 << 20, "mask offsets end at 2147483648"},
 		{"masks not asked", func(*stokerv1.BatchTargets) {}, false, 1 << 20, "masks true, the job asks for masks false"},
+		{"fill offsets short", func(b *stokerv1.BatchTargets) { b.MaskFillOffsets = b.MaskFillOffsets[:8] }, true, 1 << 20, "mask_fill_offsets of 8 bytes, want 20"},
+		{"fill offsets go down", func(b *stokerv1.BatchTargets) {
+			b.MaskFillOffsets = bytes.Clone(b.MaskFillOffsets)
+			le.PutUint32(b.MaskFillOffsets[12:], 0)
+		}, true, 1 << 20, "mask fill offsets at sample 3"},
+		{"fill offsets past the fills", func(b *stokerv1.BatchTargets) {
+			b.MaskFillOffsets = bytes.Clone(b.MaskFillOffsets)
+			le.PutUint32(b.MaskFillOffsets[16:], 1<<20)
+		}, true, 1 << 20, "mask fill offsets end at 1048576"},
+		{"fill block spoilt", func(b *stokerv1.BatchTargets) {
+			b.MaskFills = bytes.Clone(b.MaskFills)
+			le.PutUint32(b.MaskFills, 3)
+		}, true, 1 << 20, "sample 1's fill block"},
+		{"fills without offsets", func(b *stokerv1.BatchTargets) { b.MaskFillOffsets = nil }, true, 1 << 20, "mask_fills of"},
 		{"format", func(b *stokerv1.BatchTargets) { b.BoxFormat = 7 }, true, 1 << 20, "box format 7"},
 		{"over the bound", func(*stokerv1.BatchTargets) {}, true, 100, "over the job's bound of 100"},
 		{"none", nil, true, 1 << 20, "without its targets"},

@@ -14,11 +14,11 @@ const SlotAlign = 64
 // SlotRoom is what a slot keeps after a batch's pixels (pixels bytes, at
 // their largest) for its targets' arrays, when each sample's targets take
 // at most sampleMax bytes (FieldSet.TargetsMax) in a batch of batch
-// samples: their bound and the alignment of eight arrays, but never more
+// samples: their bound and the alignment of ten arrays, but never more
 // than an eighth of the pixels, so that the ring grows by 12.5% at most;
 // a batch whose arrays do not fit has them in its header (ToSlot).
 func SlotRoom(pixels, batch, sampleMax int64) int64 {
-	room := min(Size(batch*sampleMax)+8*SlotAlign, pixels/8)
+	room := min(Size(batch*sampleMax)+10*SlotAlign, pixels/8)
 	return alignUp(room)
 }
 
@@ -40,6 +40,7 @@ func arrays(bt *stokerv1.BatchTargets, in *stokerv1.TargetsInSlot) []struct {
 		{"keypoints", &bt.Keypoints, &in.Keypoints}, {"keypoints_visibility", &bt.KeypointsVisibility, &in.KeypointsVisibility},
 		{"mask_offsets", &bt.MaskOffsets, &in.MaskOffsets}, {"mask_runs", &bt.MaskRuns, &in.MaskRuns},
 		{"overlap_masks", &bt.OverlapMasks, &in.OverlapMasks},
+		{"mask_fill_offsets", &bt.MaskFillOffsets, &in.MaskFillOffsets}, {"mask_fills", &bt.MaskFills, &in.MaskFills},
 	}
 }
 

@@ -96,7 +96,8 @@ func TestFromSlotHostile(t *testing.T) {
 		rg := func(o, n uint64) *stokerv1.SlotRange { return &stokerv1.SlotRange{Offset: o, Length: n} }
 		return &stokerv1.BatchTargets{Offsets: []uint32{0, 2}, InSlot: &stokerv1.TargetsInSlot{
 			Boxes: rg(64, 32), Labels: rg(128, 16), Iscrowd: rg(192, 2), Keypoints: rg(256, 0),
-			KeypointsVisibility: rg(256, 0), MaskOffsets: rg(256, 0), MaskRuns: rg(256, 0), OverlapMasks: rg(256, 0)}}
+			KeypointsVisibility: rg(256, 0), MaskOffsets: rg(256, 0), MaskRuns: rg(256, 0), OverlapMasks: rg(256, 0),
+			MaskFillOffsets: rg(256, 0), MaskFills: rg(256, 0)}}
 	}
 	slot := make([]byte, 256)
 	if err := FromSlot(ok(), slot, 64); err != nil {
@@ -132,7 +133,7 @@ func TestFromSlotHostile(t *testing.T) {
 // at most an eighth of the pixels, a multiple of SlotAlign.
 func TestSlotRoom(t *testing.T) {
 	for _, c := range []struct{ pixels, batch, max, want int64 }{
-		{64 * 3 * 640 * 640, 64, 16 << 10, alignUp(Size(64*16<<10) + 8*SlotAlign)},
+		{64 * 3 * 640 * 640, 64, 16 << 10, alignUp(Size(64*16<<10) + 10*SlotAlign)},
 		{8 * 3 * 32 * 32, 8, 16 << 10, 8 * 3 * 32 * 32 / 8},
 		{7, 1, 16 << 10, 0},
 		{9 * 8, 1, 16 << 10, SlotAlign},

@@ -66,12 +66,16 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, ov Overlap, max int64,
 		{"keypoints", len(bt.GetKeypoints()), 8 * kp}, {"keypoints_visibility", len(bt.GetKeypointsVisibility()), kp},
 		{"mask_offsets", len(bt.GetMaskOffsets()), 0}, {"mask_runs", len(bt.GetMaskRuns()), 0},
 		{"overlap_masks", len(bt.GetOverlapMasks()), om},
+		{"mask_fill_offsets", len(bt.GetMaskFillOffsets()), 0}, {"mask_fills", len(bt.GetMaskFills()), 0},
 	}
-	var moff, runs []byte
+	var moff, runs, foff, fills []byte
 	if masks {
 		moff, runs = bt.GetMaskOffsets(), bt.GetMaskRuns()
 		want[5].size = 4 * (k + 1)
 		want[6].size = int64(len(runs)) / 4 * 4
+		if foff, fills = bt.GetMaskFillOffsets(), bt.GetMaskFills(); len(foff) > 0 {
+			want[8].size, want[9].size = 4*int64(n+1), int64(len(fills))
+		}
 	}
 	for _, w := range want {
 		if int64(w.got) != w.size {
@@ -94,6 +98,28 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, ov Overlap, max int64,
 			return fmt.Errorf("targets: mask offsets end at %d, mask_runs holds %d runs", prev, len(runs)/4)
 		}
 	}
+	if len(foff) > 0 {
+		prev := uint32(0)
+		for i := range n + 1 {
+			o := le.Uint32(foff[4*i:])
+			switch {
+			case i == 0 && o != 0:
+				return fmt.Errorf("targets: mask fill offsets start at %d, want 0", o)
+			case o < prev || o%4 != 0:
+				return fmt.Errorf("targets: mask fill offsets at sample %d: %d after %d, want non-decreasing multiples of 4", i, o, prev)
+			}
+			prev = o
+		}
+		if int64(prev) != int64(len(fills)) {
+			return fmt.Errorf("targets: mask fill offsets end at %d, mask_fills holds %d bytes", prev, len(fills))
+		}
+		for i := range n { // each sample's block: F and its runs and values
+			f0, f1 := int64(le.Uint32(foff[4*i:])), int64(le.Uint32(foff[4*(i+1):]))
+			if f1 > f0 && (f1-f0 < 4 || fillBlockBytes(int64(le.Uint32(fills[f0:]))) != f1-f0) {
+				return fmt.Errorf("targets: sample %d's fill block of %d bytes does not add up", i, f1-f0)
+			}
+		}
+	}
 	var op, oo int64
 	for i := range n {
 		a, b := int64(off[i]), int64(off[i+1])
@@ -103,10 +129,14 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, ov Overlap, max int64,
 			p = int64(ps[i])
 		}
 		size := header + 25*sk + 9*sk*p
-		var r0, r1 int64
+		var r0, r1, f0, f1 int64
 		if masks {
 			r0, r1 = int64(le.Uint32(moff[4*a:])), int64(le.Uint32(moff[4*b:]))
 			size = (size+3)/4*4 + 4*sk + 4*(r1-r0)
+			if len(foff) > 0 {
+				f0, f1 = int64(le.Uint32(foff[4*i:])), int64(le.Uint32(foff[4*(i+1):]))
+				size += f1 - f0
+			}
 		}
 		var ob int64
 		if overlap {
@@ -144,6 +174,7 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, ov Overlap, max int64,
 				v = le.AppendUint32(v, le.Uint32(moff[4*(j+1):])-le.Uint32(moff[4*j:]))
 			}
 			v = append(v, runs[4*r0:4*r1]...)
+			v = append(v, fills[f0:f1]...)
 		}
 		if overlap {
 			for (len(v)-base)%4 != 0 {

@@ -29,7 +29,7 @@ var (
 			return w, h, nil
 		},
 		Masks: func(t *targets.Targets, st *Step) error {
-			t.CropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
+			t.CropMasks(st.I[0], st.I[1], st.I[2], st.I[3], 0)
 			t.ResizeMasks(st.I[4], st.I[5])
 			return nil
 		}})
@@ -62,7 +62,7 @@ var (
 		},
 		Masks: func(t *targets.Targets, st *Step) error {
 			mw, mh := t.MaskCanvas()
-			t.CropMasks(targets.CenterCropStart(mh, st.I[4]), targets.CenterCropStart(mw, st.I[5]), st.I[4], st.I[5])
+			t.CropMasks(targets.CenterCropStart(mh, st.I[4]), targets.CenterCropStart(mw, st.I[5]), st.I[4], st.I[5], 0)
 			return nil
 		}})
 	// Pad and Crop are RandomCrop's and Pad's geometry (torchvision's
@@ -85,11 +85,10 @@ var (
 			return w + st.I[0] + st.I[2], h + st.I[1] + st.I[3], nil
 		},
 		Masks: func(t *targets.Targets, st *Step) error {
-			// With 0: the step's Fill is the pixels', and CheckMasks
-			// refused an op whose masks' fill is another.
+			// With the Mask's fill: the step's Fill is the pixels'.
 			l, tp := st.I[0], st.I[1]
 			mw, mh := t.MaskCanvas()
-			t.CropMasks(-tp, -l, mh+tp+st.I[3], mw+l+st.I[2])
+			t.CropMasks(-tp, -l, mh+tp+st.I[3], mw+l+st.I[2], st.MaskFill)
 			return nil
 		}})
 	Crop = define(Def{name: "crop", args: []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}},
@@ -137,7 +136,7 @@ func cropPoints(pts [][2]float32, _, _ int, st *Step) (int, int, error) {
 }
 
 func cropStepMasks(t *targets.Targets, st *Step) error {
-	t.CropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
+	t.CropMasks(st.I[0], st.I[1], st.I[2], st.I[3], 0) // crop_mask pads with 0
 	return nil
 }
 
@@ -214,7 +213,7 @@ func fixedSizeCropTargets(t *targets.Targets, w, h int, st *Step) (int, int) {
 	top, left, ch, cw := st.I[0], st.I[1], st.I[2], st.I[3]
 	if ch != h || cw != w {
 		if t.WantMasks {
-			t.CropMasks(top, left, ch, cw)
+			t.CropMasks(top, left, ch, cw, 0)
 		}
 		targets.CropBoxes(t.Boxes, top, left, ch, cw)
 		targets.ShiftPoints(t.Points, -left, -top)
@@ -230,7 +229,7 @@ func fixedSizeCropTargets(t *targets.Targets, w, h int, st *Step) (int, int) {
 		t.CutPoints(n)
 	}
 	if t.WantMasks { // the references' pad of the Masks: 0, right and bottom
-		t.CropMasks(0, 0, st.I[4], st.I[5])
+		t.CropMasks(0, 0, st.I[4], st.I[5], 0)
 	}
 	return st.I[5], st.I[4]
 }

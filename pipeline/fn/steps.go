@@ -45,6 +45,10 @@ type Step struct {
 	// bilinear interpolation: a pixel near the border keeps the weighted sum
 	// of its inside taps, where a fill darkens it by their weight once more.
 	FillNone bool
+	// MaskFill is pad's, rotate's and affine's fill of a job's masks (a
+	// tv_tensors.Mask's value): the op's fill per type's Mask value, else
+	// its one fill (None: 0). Not in the trace, whose fill is the pixels'.
+	MaskFill uint8
 	// Center is rotate's and affine's center (pixels from the top left;
 	// torchvision's `center`); HasCenter false is None: the image's center.
 	Center    [2]float64

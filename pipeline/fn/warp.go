@@ -160,15 +160,15 @@ func perspectiveError(st *Step) error {
 }
 
 // turnMasks moves t's masks through a rotate or affine step (nearest,
-// fill 0, as rotate_mask and affine_mask): the step's Fill is the
-// pixels', and CheckMasks refused an op whose masks' fill is not 0.
+// with the Mask's fill, st.MaskFill, as rotate_mask and affine_mask): the
+// step's Fill is the pixels'.
 func turnMasks(t *targets.Targets, st *Step, rotate bool) error {
 	if rotate {
-		t.RotateMasks(st.F[0], st.Center, st.HasCenter, st.I[0] != 0)
+		t.RotateMasks(st.F[0], st.Center, st.HasCenter, st.I[0] != 0, st.MaskFill)
 		return nil
 	}
 	a := kernels.AffineParams{Angle: st.F[0], TX: st.F[1], TY: st.F[2], Scale: st.F[3], ShearX: st.F[4], ShearY: st.F[5],
 		Center: st.Center, HasCenter: st.HasCenter}
-	t.AffineMasks(&a)
+	t.AffineMasks(&a, st.MaskFill)
 	return nil
 }

@@ -2,13 +2,26 @@ package kernels
 
 // Instance masks through the separable geometry, as
 // torchvision.transforms.v2 moves a tv_tensors.Mask: crops (out of the
-// image: zeros, as crop_mask pads), pads (fill 0), flips and nearest
-// resizes each take an output row (column) from one input row (column) or
-// from none. So a chain of them is one map an axis, from the output's
-// rows (columns) to the source mask's (-1: none, the fill 0), and the
-// output mask is the source sampled through the two maps (MaskRuns).
+// image: zeros, as crop_mask pads), pads (with the Mask's fill), flips and
+// nearest resizes each take an output row (column) from one input row
+// (column) or from none. So a chain of them is one map an axis, from the
+// output's rows (columns) to the source mask's (negative: none, a fill
+// code, FillCode), and the output mask is the source sampled through the
+// two maps (MaskRuns), the fill's pixels 0 there and their values apart
+// (FillRuns).
 
 import "math"
+
+// FillCode is the map entry of the fill v put in by a sample's gen-th
+// filling step (a crop past the canvas, a pad, a rotate, an affine: each
+// its own gen, counted up from 0): negative, and lower for a later step.
+// A pixel whose row and column are both fills takes the later step's (the
+// lower code: CanvasIndex), since that step filled the whole row or
+// column over what the earlier left.
+func FillCode(gen int, v uint8) int32 { return -1 - (int32(gen)<<8 | int32(v)) }
+
+// FillValue is the fill a map entry c < 0 (FillCode's) stands for.
+func FillValue(c int32) uint8 { return uint8(-1 - c) }
 
 // AxisIdentity is the map of an axis of n pixels before any op: dst[i] =
 // i. It reuses dst's room.
@@ -22,14 +35,15 @@ func AxisIdentity(dst []int32, n int) []int32 {
 
 // AxisCrop is crop_mask along an axis of len(m) pixels: the n pixels from
 // start on (start may be negative, and start+n past the end: those
-// pixels are the fill, -1, as torchvision's crop pads a Mask with zeros).
-// A pad of before and after pixels is AxisCrop(m, -before,
-// len(m)+before+after). It reuses dst's room (dst must not share m's).
-func AxisCrop(dst, m []int32, start, n int) []int32 {
+// pixels are the fill, fill's code (FillCode), as torchvision's crop pads
+// a Mask with zeros and pad_mask with its fill). A pad of before and after
+// pixels is AxisCrop(m, -before, len(m)+before+after). It reuses dst's
+// room (dst must not share m's).
+func AxisCrop(dst, m []int32, start, n int, fill int32) []int32 {
 	dst = dst[:0]
 	for i := range n {
 		j := start + i
-		v := int32(-1)
+		v := fill
 		if j >= 0 && j < len(m) {
 			v = m[j]
 		}
@@ -71,7 +85,8 @@ func AxisResize(dst, m []int32, n int) []int32 {
 
 // MaskRuns samples the source mask src (row-major, srcW columns, nonzero
 // set; rows[y] false when its row y has no pixel set, or rows nil)
-// through the maps ys (the output's rows) and xs (its columns), and
+// through the maps ys (the output's rows) and xs (its columns), a fill's
+// pixel 0 whatever its value (FillRuns gives those), and
 // appends the output's run lengths to dst: row-major over the len(ys) x
 // len(xs) output, alternating runs of 0 and 1 from a run of 0 (of length
 // 0 when the first pixel is set), the last run the one that ends the
@@ -185,16 +200,18 @@ func MaskFromRuns(dst []byte, runs []uint32, n int) ([]byte, bool) {
 // CanvasIndex materializes the maps ys and xs into one index a canvas
 // pixel, row-major over len(ys) x len(xs), appended to dst[:0]: the source
 // pixel each comes from (as MaskRuns indexes src, srcW columns, through
-// base when there is one), -1 for the fill. A rotation or an affine map is not
-// separable: it moves this index (AffineIndex), which then is the base of
-// identity maps.
+// base when there is one), a fill's code (FillCode) for the fill: a pixel
+// whose row and column are both fills the later's (the lower code). A
+// rotation or an affine map is not separable: it moves this index
+// (AffineIndex), which then is the base of identity maps.
 func CanvasIndex(dst, base []int32, bw, srcW int, ys, xs []int32) []int32 {
 	dst = dst[:0]
 	for _, y := range ys {
 		for _, x := range xs {
-			i := int32(-1)
+			var i int32
 			switch {
 			case y < 0 || x < 0:
+				i = min(y, x)
 			case len(base) > 0:
 				i = base[int(y)*bw+int(x)]
 			default:
@@ -206,12 +223,13 @@ func CanvasIndex(dst, base []int32, bw, srcW int, ys, xs []int32) []int32 {
 	return dst
 }
 
-// RotateIndex is rotate_mask (expand=False, fill 0) of a w x h canvas of
-// indices (CanvasIndex's), as Rotate moves a plane with NEAREST: the
+// RotateIndex is rotate_mask (expand=False) of a w x h canvas of
+// indices (CanvasIndex's), as Rotate moves a plane with NEAREST, fill
+// (a FillCode) where the source is not: the
 // fast paths of 0, 180, and 90 or 270 degrees of a square canvas about
 // its centre, else grid_sample's nearest through the inverse matrix. tmp
 // is scratch (its room reused); the result is idx's (or tmp's) room.
-func RotateIndex(idx []int32, w, h int, angle float64, center [2]float64, hasCenter bool, tmp []int32) ([]int32, []int32) {
+func RotateIndex(idx []int32, w, h int, angle float64, center [2]float64, hasCenter bool, fill int32, tmp []int32) ([]int32, []int32) {
 	angle = pyMod(angle, 360)
 	if !hasCenter {
 		switch {
@@ -238,33 +256,34 @@ func RotateIndex(idx []int32, w, h int, angle float64, center [2]float64, hasCen
 		}
 	}
 	m := inverseAffine(w, h, center, hasCenter, -angle, [2]float64{}, 1, [2]float64{})
-	return affineIndex(idx, w, h, &m, tmp)
+	return affineIndex(idx, w, h, &m, fill, tmp)
 }
 
-// AffineIndex is affine_mask (NEAREST, fill 0) of a w x h canvas of
-// indices, as Affine moves a plane; a's Interp and Fill are not read.
-func AffineIndex(idx []int32, w, h int, a *AffineParams, tmp []int32) ([]int32, []int32) {
+// AffineIndex is affine_mask (NEAREST) of a w x h canvas of indices, as
+// Affine moves a plane, fill (a FillCode) where the source is not; a's
+// Interp and Fill are not read.
+func AffineIndex(idx []int32, w, h int, a *AffineParams, fill int32, tmp []int32) ([]int32, []int32) {
 	m := inverseAffine(w, h, a.Center, a.HasCenter, a.Angle, [2]float64{a.TX, a.TY}, a.Scale, [2]float64{a.ShearX, a.ShearY})
-	return affineIndex(idx, w, h, &m, tmp)
+	return affineIndex(idx, w, h, &m, fill, tmp)
 }
 
 // affineIndex is nearestAffine on indices: each output pixel takes the
-// index at the point m sends it to, rounded half to even, or -1 (the fill
-// 0) where that is outside. It returns the moved index (tmp's room) and
-// idx's room for the next scratch.
-func affineIndex(idx []int32, w, h int, m *[6]float64, tmp []int32) ([]int32, []int32) {
-	return affineIndexTo(idx, w, h, newAffineGrid(m, w, h), w, h, tmp[:0]), idx
+// index at the point m sends it to, rounded half to even, or fill where
+// that is outside. It returns the moved index (tmp's room) and idx's room
+// for the next scratch.
+func affineIndex(idx []int32, w, h int, m *[6]float64, fill int32, tmp []int32) ([]int32, []int32) {
+	return affineIndexTo(idx, w, h, newAffineGrid(m, w, h), w, h, fill, tmp[:0]), idx
 }
 
 // affineIndexTo appends to tmp the ow x oh output of affineIndex over the
 // grid g (an output of another size: rotate's expand).
-func affineIndexTo(idx []int32, w, h int, g affineGrid, ow, oh int, tmp []int32) []int32 {
+func affineIndexTo(idx []int32, w, h int, g affineGrid, ow, oh int, fill int32, tmp []int32) []int32 {
 	fw, fh := float32(w)-0.5, float32(h)-0.5
 	for y := 0; y < oh; y++ {
 		rx, ry := g.row(y)
 		for x := 0; x < ow; x++ {
 			ix, iy := g.at(x, rx, ry)
-			v := int32(-1)
+			v := fill
 			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
 				if xi, yi := int(roundEven32(ix)), int(roundEven32(iy)); xi < w && yi < h {
 					v = idx[yi*w+xi]
@@ -276,14 +295,15 @@ func affineIndexTo(idx []int32, w, h int, g affineGrid, ow, oh int, tmp []int32)
 	return tmp
 }
 
-// RotateExpandIndex is rotate_mask(expand=True, fill 0) of a w x h canvas
-// of indices, as RotateExpand moves a plane with NEAREST: it returns the
-// moved canvas (of RotatedSize), its size, and the room for scratch.
-func RotateExpandIndex(idx []int32, w, h int, angle float64, center [2]float64, hasCenter bool, tmp []int32) ([]int32, int, int, []int32) {
+// RotateExpandIndex is rotate_mask(expand=True) of a w x h canvas of
+// indices, as RotateExpand moves a plane with NEAREST, fill (a FillCode)
+// where the source is not: it returns the moved canvas (of RotatedSize),
+// its size, and the room for scratch.
+func RotateExpandIndex(idx []int32, w, h int, angle float64, center [2]float64, hasCenter bool, fill int32, tmp []int32) ([]int32, int, int, []int32) {
 	ow, oh := RotatedSize(w, h, angle, center, hasCenter)
 	a := pyMod(angle, 360)
 	if ow == w && oh == h && !(!hasCenter && (a == 90 || a == 270) && w != h) {
-		idx, tmp = RotateIndex(idx, w, h, angle, center, hasCenter, tmp)
+		idx, tmp = RotateIndex(idx, w, h, angle, center, hasCenter, fill, tmp)
 		return idx, w, h, tmp
 	}
 	tmp = tmp[:0]
@@ -300,5 +320,129 @@ func RotateExpandIndex(idx []int32, w, h int, angle float64, center [2]float64, 
 		return tmp, ow, oh, idx
 	}
 	m := inverseAffine(w, h, center, hasCenter, -a, [2]float64{}, 1, [2]float64{})
-	return affineIndexTo(idx, w, h, newAffineGridTo(&m, w, h, ow, oh), ow, oh, tmp), ow, oh, idx
+	return affineIndexTo(idx, w, h, newAffineGridTo(&m, w, h, ow, oh), ow, oh, fill, tmp), ow, oh, idx
+}
+
+// FillRuns appends to runs where the len(ys) x len(xs) canvas of the maps
+// (through base, bw columns, when there is one) is a fill of a value other
+// than 0, which MaskRuns gives as 0: row-major runs alternating between
+// pixels that are the masks' own (a source pixel, or a fill of 0) and
+// pixels of one fill value, from a run of the masks' own (of length 0 when
+// the first pixel is a fill's; two fills side by side have one of length 0
+// between them), each fill run's value appended to vals. Where no pixel is
+// such a fill it appends nothing at all. row is scratch (a byte a column,
+// its room reused and returned). Without a base, a row is its map entry's:
+// every row from the source is the same, and each fill code's, so a row is
+// made once for a run of rows alike.
+func FillRuns(runs []uint32, vals, row []byte, base []int32, bw int, ys, xs []int32) ([]uint32, []byte, []byte) {
+	n0, v0 := len(runs), len(vals)
+	e := fillRuns{runs: runs, vals: vals}
+	row = append(row[:0], make([]byte, len(xs))...)
+	// pat is the row's runs (value, length), kept for the rows alike.
+	var pat []uint32
+	prev, made := int32(0), false
+	for _, y := range ys {
+		if len(base) == 0 && made && (y == prev || y >= 0 && prev >= 0) { // the row before again
+			for q := 0; q < len(pat); q += 2 {
+				e.push(byte(pat[q]), pat[q+1])
+			}
+			continue
+		}
+		switch {
+		case y < 0:
+			for j, x := range xs {
+				row[j] = FillValue(min(y, x))
+			}
+		case len(base) == 0:
+			for j, x := range xs {
+				row[j] = 0
+				if x < 0 {
+					row[j] = FillValue(x)
+				}
+			}
+		default:
+			b := base[int(y)*bw:]
+			for j, x := range xs {
+				c := x
+				if x >= 0 {
+					c = b[x]
+				}
+				row[j] = 0
+				if c < 0 {
+					row[j] = FillValue(c)
+				}
+			}
+		}
+		prev, made, pat = y, true, pat[:0]
+		for j := 0; j < len(row); {
+			v, k := row[j], j+1
+			for k < len(row) && row[k] == v {
+				k++
+			}
+			e.push(v, uint32(k-j))
+			if len(base) == 0 {
+				pat = append(pat, uint32(v), uint32(k-j))
+			}
+			j = k
+		}
+	}
+	if !e.filled {
+		return runs[:n0], vals[:v0], row
+	}
+	e.runs = append(e.runs, e.run)
+	if e.cur != 0 {
+		e.vals = append(e.vals, e.cur)
+	}
+	return e.runs, e.vals, row
+}
+
+// fillRuns builds FillRuns' runs: cur is the run's value (0, the masks'
+// own), run its length so far; filled: a fill run was started.
+type fillRuns struct {
+	runs   []uint32
+	vals   []byte
+	cur    byte
+	run    uint32
+	filled bool
+}
+
+// push adds n pixels of value v.
+func (e *fillRuns) push(v byte, n uint32) {
+	if v == e.cur {
+		e.run += n
+		return
+	}
+	e.runs = append(e.runs, e.run)
+	if e.cur != 0 {
+		e.vals = append(e.vals, e.cur)
+		if v != 0 { // one fill after another: none of the masks' own between
+			e.runs = append(e.runs, 0)
+		}
+	}
+	e.cur, e.run, e.filled = v, n, true
+}
+
+// ApplyFill sets the pixels of mask (row-major, a byte a pixel) that
+// FillRuns' runs and vals say are a fill to its value; ok is false when
+// the runs do not cover exactly len(mask) pixels or the values are not one
+// a fill run.
+func ApplyFill(mask []byte, runs []uint32, vals []byte) bool {
+	at, f := 0, 0
+	for j, r := range runs {
+		if int(r) > len(mask)-at {
+			return false
+		}
+		if j%2 == 1 {
+			if f >= len(vals) {
+				return false
+			}
+			v := vals[f]
+			f++
+			for q := at; q < at+int(r); q++ {
+				mask[q] = v
+			}
+		}
+		at += int(r)
+	}
+	return at == len(mask) && f == len(vals)
 }

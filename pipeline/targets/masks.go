@@ -13,8 +13,9 @@ import (
 
 // maskMaps are a sample's masks' geometry so far: the canvas' rows (ys)
 // and columns (xs) each as the source image's row (column) it comes from,
-// -1 for the fill (0). Crops, pads, flips and nearest resizes are each
-// such a map an axis, so any chain of them is one (kernels.AxisCrop).
+// or a fill's code (kernels.FillCode: its value and its step). Crops,
+// pads, flips and nearest resizes are each such a map an axis, so any
+// chain of them is one (kernels.AxisCrop).
 type maskMaps struct {
 	ys, xs, tmp []int32
 	// base, after a rotate or an affine (not separable), is the canvas it
@@ -28,6 +29,14 @@ type maskMaps struct {
 	rows        []bool   // which of its rows have a pixel set
 	runs        []uint32 // an instance's runs on the canvas
 	lens        []uint32 // the runs of each instance
+	// gen counts the filling steps so far (each its own FillCode); filled:
+	// one of them had a fill other than 0, so the canvas may have pixels
+	// of it (fillRuns and fillVals, kernels.FillRuns).
+	gen      int
+	filled   bool
+	fillRuns []uint32
+	fillVals []byte
+	fillRow  []byte
 }
 
 // StartMasks sets t's maps to the w x h source image's.
@@ -35,31 +44,40 @@ func (t *Targets) StartMasks(w, h int) {
 	m := &t.mm
 	m.ys, m.xs = kernels.AxisIdentity(m.ys, h), kernels.AxisIdentity(m.xs, w)
 	m.base, m.bw, m.srcW, m.srcH = m.base[:0], 0, w, h // empty: no base
+	m.gen, m.filled = 0, false
+}
+
+// fill is the code of the next filling step's fill v (kernels.FillCode).
+func (m *maskMaps) fill(v uint8) int32 {
+	m.gen++
+	m.filled = m.filled || v != 0
+	return kernels.FillCode(m.gen, v)
 }
 
 // RotateMasks moves the masks through a rotate step of angle about center
 // (the canvas' unless hasCenter), growing the canvas with expand (nearest,
-// fill 0, as rotate_mask): the maps so far made into a canvas index, moved
-// by the step as a plane, the base of identity maps.
-func (t *Targets) RotateMasks(angle float64, center [2]float64, hasCenter, expand bool) {
+// fill where the canvas was not, as rotate_mask with the Mask's fill): the
+// maps so far made into a canvas index, moved by the step as a plane, the
+// base of identity maps.
+func (t *Targets) RotateMasks(angle float64, center [2]float64, hasCenter, expand bool, fill uint8) {
 	m := &t.mm
 	w, h := len(m.xs), len(m.ys)
 	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
 	if expand { // the canvas grows
-		idx, w, h, m.tmp = kernels.RotateExpandIndex(idx, w, h, angle, center, hasCenter, m.tmp)
+		idx, w, h, m.tmp = kernels.RotateExpandIndex(idx, w, h, angle, center, hasCenter, m.fill(fill), m.tmp)
 	} else {
-		idx, m.tmp = kernels.RotateIndex(idx, w, h, angle, center, hasCenter, m.tmp)
+		idx, m.tmp = kernels.RotateIndex(idx, w, h, angle, center, hasCenter, m.fill(fill), m.tmp)
 	}
 	t.turned(idx, w, h)
 }
 
-// AffineMasks moves the masks through an affine step (nearest, fill 0, as
-// affine_mask), as RotateMasks does.
-func (t *Targets) AffineMasks(a *kernels.AffineParams) {
+// AffineMasks moves the masks through an affine step (nearest, with the
+// Mask's fill, as affine_mask), as RotateMasks does.
+func (t *Targets) AffineMasks(a *kernels.AffineParams, fill uint8) {
 	m := &t.mm
 	w, h := len(m.xs), len(m.ys)
 	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
-	idx, m.tmp = kernels.AffineIndex(idx, w, h, a, m.tmp)
+	idx, m.tmp = kernels.AffineIndex(idx, w, h, a, m.fill(fill), m.tmp)
 	t.turned(idx, w, h)
 }
 
@@ -73,13 +91,14 @@ func (t *Targets) turned(idx []int32, w, h int) {
 
 // CropMasks crops the maps to the height x width canvas from (top,
 // left), either of which may be negative (a pad's): what falls outside
-// the canvas before is the fill, as torchvision's crop_mask and pad_mask
-// (fill 0) make it.
-func (t *Targets) CropMasks(top, left, height, width int) {
+// the canvas before is the fill, as torchvision's crop_mask (0) and
+// pad_mask (the Mask's fill) make it.
+func (t *Targets) CropMasks(top, left, height, width int, fill uint8) {
 	m := &t.mm
-	m.tmp = kernels.AxisCrop(m.tmp, m.ys, top, height)
+	c := m.fill(fill)
+	m.tmp = kernels.AxisCrop(m.tmp, m.ys, top, height, c)
 	m.ys, m.tmp = m.tmp, m.ys
-	m.tmp = kernels.AxisCrop(m.tmp, m.xs, left, width)
+	m.tmp = kernels.AxisCrop(m.tmp, m.xs, left, width, c)
 	m.xs, m.tmp = m.tmp, m.xs
 }
 

@@ -74,7 +74,13 @@ func AppendTargets(b []byte, t *Targets) []byte {
 // source mask sampled through the maps (kernels.MaskRuns), after the
 // targets' other bytes padded with zeros to a multiple of 4 (base is
 // where the targets start in b): K u32 run counts, then every instance's
-// runs (u32), row-major over the canvas from a run of 0. limit bounds the
+// runs (u32), row-major over the canvas from a run of 0, a fill's pixels
+// 0. Where a pad, a rotate or an affine filled pixels with a Mask fill
+// other than 0, the fill block follows (none else: the bytes of masks
+// filled with 0): u32 N, N u32 runs (kernels.FillRuns: alternating the
+// masks' own pixels and a fill's, from the masks' own), then each fill
+// run's value (a byte, N/2 of them) and zeros to a multiple of 4; every
+// instance's mask takes those values there. limit bounds the
 // targets' bytes: past it the sample fails (dataset.TargetsTooLarge, which
 // the field set words as its field over the bound) before more is made.
 func (t *Targets) AppendMasks(b []byte, base int, limit int64) ([]byte, error) {
@@ -103,6 +109,15 @@ func (t *Targets) AppendMasks(b []byte, base int, limit int64) ([]byte, error) {
 			return b, &dataset.TargetsTooLarge{At: size}
 		}
 	}
+	m.fillRuns, m.fillVals = m.fillRuns[:0], m.fillVals[:0]
+	if m.filled {
+		m.fillRuns, m.fillVals, m.fillRow = kernels.FillRuns(m.fillRuns, m.fillVals, m.fillRow, m.base, m.bw, m.ys, m.xs)
+		if len(m.fillRuns) > 0 {
+			if size += FillBlockSize(len(m.fillRuns)); size > limit {
+				return b, &dataset.TargetsTooLarge{At: size}
+			}
+		}
+	}
 	le := binary.LittleEndian
 	for _, n := range m.lens {
 		b = le.AppendUint32(b, n)
@@ -110,7 +125,23 @@ func (t *Targets) AppendMasks(b []byte, base int, limit int64) ([]byte, error) {
 	for _, r := range m.runs {
 		b = le.AppendUint32(b, r)
 	}
+	if len(m.fillRuns) > 0 {
+		b = le.AppendUint32(b, uint32(len(m.fillRuns)))
+		for _, r := range m.fillRuns {
+			b = le.AppendUint32(b, r)
+		}
+		b = append(b, m.fillVals...)
+		for (len(b)-base)%4 != 0 {
+			b = append(b, 0)
+		}
+	}
 	return b, nil
+}
+
+// FillBlockSize is the bytes of a fill block of n runs (AppendMasks): N,
+// the runs, and their n/2 values padded to a multiple of 4.
+func FillBlockSize(n int) int64 {
+	return 4 + 4*int64(n) + (int64(n/2)+3)/4*4
 }
 
 // TargetsSize is the bytes AppendTargets writes for k instances of p

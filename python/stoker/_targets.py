@@ -10,7 +10,11 @@ labels [K] int64, iscrowd [K] uint8; per sample its canvas (h, w), image id and
 P (keypoints an instance), the keypoints (x, y) float32 and their visibilities
 uint8 sample after sample; with masks, K + 1 run offsets and the runs (u32):
 each instance's mask on its sample's canvas, row-major, alternating runs of 0
-and 1 from a run of 0; with the overlap mask (ultralytics' yolov8-seg one), each
+and 1 from a run of 0, and where a Mask fill other than 0 filled a sample's
+pixels (a pad's, a rotation's, an affine's) its fill block (N + 1 byte offsets
+and the blocks: u32 F, F u32 runs alternating the masks' own pixels and a
+fill's, F // 2 uint8 values, zeros to a multiple of 4), whose values every
+instance's mask of the sample takes; with the overlap mask (ultralytics' yolov8-seg one), each
 sample's index map, its canvas divided by 4, uint8 (int32 past 255 instances),
 padded to 4 bytes, the instances in its order. Each sample's tensors are views into the batch's arrays:
 over gRPC one copy of each array a batch out of protobuf's immutable bytes,
@@ -55,7 +59,7 @@ def target_names(value: Union[bool, Sequence[str]]) -> Tuple[bool, Tuple[str, ..
 #: The byte arrays of a BatchTargets, in the wire's order: in its header,
 #: or in its slot where BatchTargets.in_slot says.
 ARRAYS = ("boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "mask_offsets", "mask_runs",
-          "overlap_masks")
+          "overlap_masks", "mask_fill_offsets", "mask_fills")
 
 #: A slot's bytes a batch's targets are read from: a uint8 array of the
 #: slot's bytes from ``base`` on (the slot's own memory, or a copy of its
@@ -127,7 +131,8 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     canvas_size (H, W)) and "keypoints_visibility" (uint8 [K, P]: COCO's v,
     0 not labelled, 1 labelled but not visible, 2 visible; the KeyPoints
     class has no visibility, and the geometry does not change it); with
-    masks, "masks" (tv_tensors.Mask [K, H, W] uint8, 0 or 1); with the
+    masks, "masks" (tv_tensors.Mask [K, H, W] uint8, 0 or 1, and a Mask
+    fill's value where a pad, rotation or affine filled it); with the
     overlap mask, "overlap_mask" ([H // r, W // r] uint8, r the job's
     mask_ratio, 4 by default; int32 past 255 instances: ultralytics'
     polygons2masks_overlap map, 0 or an instance's position in the sample's
@@ -178,7 +183,9 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     sizes = {"boxes": 16 * k, "labels": 8 * k, "iscrowd": k, "keypoints": 8 * kp, "keypoints_visibility": kp,
              "mask_offsets": 4 * (k + 1) if bt.masks else 0,
              "mask_runs": len(got["mask_runs"]) // 4 * 4 if bt.masks else 0,
-             "overlap_masks": int(_overlap_sizes(canvas, ks, ratio, per_instance).sum()) if bt.overlap_mask else 0}
+             "overlap_masks": int(_overlap_sizes(canvas, ks, ratio, per_instance).sum()) if bt.overlap_mask else 0,
+             "mask_fill_offsets": 4 * (n + 1) if bt.masks and len(got["mask_fill_offsets"]) else 0,
+             "mask_fills": len(got["mask_fills"]) if bt.masks and len(got["mask_fill_offsets"]) else 0}
     raw = {name: (got[name], size) for name, size in sizes.items()}
     for name, (b, size) in raw.items():
         if len(b) != size:
@@ -204,7 +211,10 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     if len(ps) and want & {"keypoints", "keypoints_visibility"}:
         pts = arr("keypoints", "<f4").split((2 * pk).tolist())
         vs = arr("keypoints_visibility", "u1").split(pk.tolist())
-    masks = _masks(raw["mask_offsets"][0], raw["mask_runs"][0], canvas, ks, k, bad, torch) if bt.masks and "masks" in want else None
+    masks = None
+    if bt.masks and "masks" in want:
+        masks = _masks(raw["mask_offsets"][0], raw["mask_runs"][0], canvas, ks, k, bad, torch,
+                       raw["mask_fill_offsets"][0], raw["mask_fills"][0])
     overlap = None
     if bt.overlap_mask and "overlap_mask" in want:
         ob = arr("overlap_masks", "u1").split(_overlap_sizes(canvas, ks, ratio, per_instance).tolist())
@@ -263,12 +273,48 @@ def _overlap_sizes(canvas: Any, ks: Any, ratio: int = OVERLAP_RATIO, per_instanc
     return (px + 3) // 4 * 4
 
 
+def _fill_maps(fill_offsets: np.ndarray, fills: np.ndarray, canvas: Any, bad: Any) -> List[Optional[np.ndarray]]:
+    """Each sample's fill map (uint8 [H * W]: a Mask fill's value where
+    its fill block puts one, 0 where the masks' own runs hold), None for a
+    sample without a block; every offset, run and value checked first."""
+    n = len(canvas) // 2
+    if not len(fill_offsets):
+        if len(fills):
+            raise bad(f"mask_fills of {len(fills)} bytes without mask_fill_offsets")
+        return [None] * n
+    foff = fill_offsets.view("<u4").astype(np.int64)
+    if foff[0] != 0 or (np.diff(foff) < 0).any() or (foff % 4).any() or foff[-1] != len(fills):
+        raise bad(f"mask fill offsets {foff.tolist()} for mask_fills of {len(fills)} bytes: want 0, non-decreasing "
+                  "multiples of 4, the last its length")
+    hw = canvas.tolist()
+    out: List[Optional[np.ndarray]] = []
+    for i in range(n):
+        f0, f1 = int(foff[i]), int(foff[i + 1])
+        if f0 == f1:
+            out.append(None)
+            continue
+        block = fills[f0:f1]
+        f = int(block[:4].view("<u4")[0]) if len(block) >= 4 else -1
+        if f < 0 or 4 + 4 * f + (f // 2 + 3) // 4 * 4 != len(block):
+            raise bad(f"sample {i}'s fill block of {len(block)} bytes does not add up")
+        runs = block[4:4 + 4 * f].view("<u4").astype(np.int64)
+        vals = block[4 + 4 * f:4 + 4 * f + f // 2]
+        area = hw[2 * i] * hw[2 * i + 1]
+        if int(runs.sum()) != area or (vals == 0).any():
+            raise bad(f"sample {i}'s fill runs cover {int(runs.sum())} pixels of {area}, values {vals.tolist()}")
+        per = np.zeros(f, dtype=np.uint8)
+        per[1::2] = vals
+        out.append(np.repeat(per, runs))
+    return out
+
+
 def _masks(mask_offsets: np.ndarray, mask_runs: np.ndarray, canvas: Any, ks: Any, k: int, bad: Any,
-           torch: Any) -> List[Any]:
+           torch: Any, fill_offsets: Optional[np.ndarray] = None, fills: Optional[np.ndarray] = None) -> List[Any]:
     """A batch's masks: each sample's tv_tensors.Mask [K, H, W] uint8,
     decoded from the runs (uint8 arrays of u32: each instance's alternating 0
     and 1 from a run of 0, row-major over its sample's H x W), every run
-    checked first."""
+    checked first; where the sample has a fill block (fill_offsets and
+    fills), its fill's values over every instance's mask."""
     from torchvision import tv_tensors
 
     moff = mask_offsets.view("<u4").astype(np.int64)
@@ -295,9 +341,15 @@ def _masks(mask_offsets: np.ndarray, mask_runs: np.ndarray, canvas: Any, ks: Any
     # (64 samples' masks of 512 x 512: 120 MiB) is fresh pages every batch.
     kl, hw = ks.tolist(), canvas.tolist()
     at = np.concatenate(([0], np.cumsum(ks)))
+    empty = np.zeros(0, dtype=np.uint8)
+    fmaps = _fill_maps(empty if fill_offsets is None else fill_offsets, empty if fills is None else fills, canvas, bad)
     out = []
     for i, kk in enumerate(kl):
         r0, r1 = int(moff[at[i]]), int(moff[at[i + 1]])
-        m = np.repeat(parity[r0:r1], runs[r0:r1]).reshape(kk, hw[2 * i], hw[2 * i + 1])
-        out.append(tv_tensors.Mask(torch.from_numpy(m)))
+        m = np.repeat(parity[r0:r1], runs[r0:r1]).reshape(kk, hw[2 * i] * hw[2 * i + 1])
+        fm = fmaps[i]
+        if fm is not None and kk:
+            where = fm != 0
+            m[:, where] = fm[where]
+        out.append(tv_tensors.Mask(torch.from_numpy(m.reshape(kk, hw[2 * i], hw[2 * i + 1]))))
     return out

@@ -119,8 +119,8 @@ def replay_masks(masks: torch.Tensor, boxes: tv_tensors.BoundingBoxes, trace: Li
             m = F.crop(m, **kw)
             continue
         if name in ("pad", "rotate", "affine") and kw.get("fill") is not None:
-            assert all(v == 0 for v in kw["fill"]), kw  # masks: fill 0 only (else refused)
-            kw["fill"] = 0  # the Mask kernels take a number
+            assert len(set(kw["fill"])) == 1, kw  # a Mask's fill is one number (pad_mask refuses more)
+            kw["fill"] = int(kw["fill"][0])  # the Mask kernels take a number
         kw.pop("interpolation", None)  # resize_mask: NEAREST
         kw.pop("antialias", None)
         m = getattr(F, name)(m, **kw)
@@ -253,8 +253,10 @@ def test_masks_over_the_bound_fail_alone(server: str) -> None:
 
 
 @pytest.mark.parametrize("ops,targets,what", [
-    ([T.Resize((32, 32)), T.RandomRotation(10, fill=3)], ("boxes", "masks"), "RandomRotation (op 1): fill [3 3 3] with masks"),
-    ([T.Pad(4, fill=7), T.CenterCrop(64)], ("masks",), "Pad (op 0): fill [7 7 7] with masks"),
+    # A fill of several values: torchvision's pad_mask refuses it (a plain
+    # fill of one value fills the masks too: test_targets_mask_fill).
+    ([T.Resize((32, 32)), T.RandomRotation(10, fill=(3, 4, 5))], ("boxes", "masks"), "RandomRotation (op 1): fill [3 4 5] with masks"),
+    ([T.Pad(4, fill=(7, 7, 8)), T.CenterCrop(64)], ("masks",), "Pad (op 0): fill [7 7 8] with masks"),
     ([T.RandomZoomOut(fill=(1, 2, 3)), T.Resize((32, 32))], ("masks",), "RandomZoomOut (op 0): fill [1 2 3] with masks"),
 ])
 def test_masks_refused(server: str, ops: List[Any], targets: Any, what: str) -> None:

@@ -158,6 +158,56 @@ def test_decodes_a_packed_batch() -> None:
         targets_of(spoil(keypoints_per_instance=[], keypoints=b"", keypoints_visibility=b""), 3, torch, ("boxes", "keypoints"))
 
 
+def fill_block(runs: List[int], vals: List[int]) -> bytes:
+    """A sample's fill block: F, the runs, the values padded to 4 bytes."""
+    b = np.array([len(runs)] + runs, dtype="<u4").tobytes() + bytes(vals)
+    return b + bytes(-len(b) % 4)
+
+
+def with_fills() -> pb.BatchTargets:
+    """batch_targets with fill blocks: sample 0's (2x3) its first column
+    255 and its last pixel 7, sample 2's (2x2) its second row 1."""
+    bt = batch_targets()
+    b0, b2 = fill_block([0, 1, 2, 1, 1, 1], [255, 255, 7]), fill_block([2, 2], [1])
+    bt.mask_fill_offsets = np.array([0, len(b0), len(b0), len(b0) + len(b2)], dtype="<u4").tobytes()
+    bt.mask_fills = b0 + b2
+    return bt
+
+
+def test_decodes_fill_blocks() -> None:
+    """Each sample's fill block sets its values over every instance's mask;
+    a sample without one keeps its runs."""
+    out = targets_of(with_fills(), 3, torch)
+    assert out[0]["masks"].tolist() == [[[255, 1, 1], [255, 0, 7]], [[255, 0, 0], [255, 0, 7]]]
+    assert out[2]["masks"].tolist() == [[[1, 0], [1, 1]]] and out[1]["masks"].shape == (0, 1, 1)
+    assert out[0]["masks"].dtype == torch.uint8
+
+
+def spoil_fills(offsets: List[int], fills: Any = None) -> pb.BatchTargets:
+    bt = with_fills()
+    bt.mask_fill_offsets = np.array(offsets, dtype="<u4").tobytes()
+    if fills is not None:
+        bt.mask_fills = fills
+    return bt
+
+
+@pytest.mark.parametrize("bt,match", [
+    (spoil_fills([0, 36, 32, 44]), r"mask fill offsets \[0, 36, 32, 44\]"),
+    (spoil_fills([0, 36, 36, 40]), r"mask fill offsets \[0, 36, 36, 40\] for mask_fills of 48 bytes"),
+    (spoil_fills([0, 36, 36]), r"mask_fill_offsets of 12 bytes, want 16"),
+    (spoil_fills([0, 32, 32, 52], fill_block([0, 1, 2, 1, 1, 1], [255, 255, 7]) + fill_block([2, 1], [1]) + bytes(4)),
+     r"sample 2's fill block of 20 bytes does not add up"),
+    (spoil_fills([0, 32, 32, 48], fill_block([0, 1, 2, 1, 1, 1], [255, 255, 7]) + fill_block([2, 1], [1])),
+     r"sample 2's fill runs cover 3 pixels of 4"),
+    (spoil_fills([0, 32, 32, 48], fill_block([0, 1, 2, 1, 1, 1], [255, 0, 7]) + fill_block([2, 2], [1])),
+     r"sample 0's fill runs cover 6 pixels of 6, values \[255, 0, 7\]"),
+    (spoil_fills([], b"\0" * 8), r"mask_fills of 8 bytes, want 0"),
+])
+def test_hostile_fill_blocks_are_refused(bt: Any, match: str) -> None:
+    with pytest.raises(StokerError, match=r"batch 4: targets: " + match):
+        targets_of(bt, 3, torch, number=4)
+
+
 def spoil(**changes: Any) -> pb.BatchTargets:
     bt = batch_targets()
     for k, v in changes.items():

@@ -145,7 +145,8 @@ def test_targets_hold_the_slot_until_they_go(server: str) -> None:
 def fake_slot(bt: pb.BatchTargets, pixels: int) -> Tuple[np.ndarray, pb.BatchTargets]:
     """A slot of ``pixels`` bytes of pixels, bt's arrays after them each at
     a multiple of 64, as the server writes it; bt with in_slot."""
-    names = ("boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "mask_offsets", "mask_runs", "overlap_masks")
+    names = ("boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "mask_offsets", "mask_runs", "overlap_masks",
+             "mask_fill_offsets", "mask_fills")
     out = pb.BatchTargets()
     out.CopyFrom(bt)
     at, parts = (pixels + 63) // 64 * 64, {}

@@ -6257,10 +6257,11 @@ type BatchTargets struct {
 	MaskOffsets []byte `protobuf:"bytes,12,opt,name=mask_offsets,json=maskOffsets,proto3" json:"mask_offsets,omitempty"`
 	// With masks: uint32 runs, each instance's over its sample's h x w
 	// canvas, row-major, alternating runs of 0 and 1 from a run of 0
-	// (summing to h x w).
+	// (summing to h x w), a fill's pixels 0 (mask_fills gives a fill other
+	// than 0).
 	MaskRuns []byte `protobuf:"bytes,13,opt,name=mask_runs,json=maskRuns,proto3" json:"mask_runs,omitempty"`
 	// Shared-memory delivery (BatchHeader.slot, asked for by
-	// ShmRequest.targets_in_slot): the arrays boxes to mask_runs are not
+	// ShmRequest.targets_in_slot): the byte arrays (boxes to mask_fills) are not
 	// above (they are empty) but in the batch's slot, after its pixels,
 	// where this says. Absent: they are above. A server puts them in the
 	// slot when they fit in what the slot has after the pixels, else above.
@@ -6283,12 +6284,26 @@ type BatchTargets struct {
 	// n / 8 (numpy's packbits(bitorder="little")), its bytes padded with
 	// zeros to a multiple of 4.
 	OverlapMasks []byte `protobuf:"bytes,16,opt,name=overlap_masks,json=overlapMasks,proto3" json:"overlap_masks,omitempty"`
+	// With masks, where a sample's pad, rotation or affine filled its masks
+	// with a Mask fill other than 0: N + 1 uint32 byte offsets into
+	// mask_fills, 0, non-decreasing, multiples of 4, the last its length
+	// (sample i's fill block is [mask_fill_offsets[i],
+	// mask_fill_offsets[i+1]), empty for a sample without one). Empty when no
+	// sample of the batch has one (the masks are the runs alone).
+	MaskFillOffsets []byte `protobuf:"bytes,17,opt,name=mask_fill_offsets,json=maskFillOffsets,proto3" json:"mask_fill_offsets,omitempty"`
+	// The samples' fill blocks: uint32 F, then F uint32 runs over the
+	// sample's h x w canvas, row-major, alternating the masks' own pixels
+	// and a fill's from a run of the masks' own (summing to h x w), then
+	// each fill run's value (F // 2 uint8, none 0) and zeros to a multiple
+	// of 4. Every instance's mask of the sample takes a fill run's value
+	// over its pixels.
+	MaskFills []byte `protobuf:"bytes,18,opt,name=mask_fills,json=maskFills,proto3" json:"mask_fills,omitempty"`
 	// With overlap_mask: the job's mask_ratio (JobSpec.mask_ratio, 0 there
 	// made 4).
-	MaskRatio uint32 `protobuf:"varint,17,opt,name=mask_ratio,json=maskRatio,proto3" json:"mask_ratio,omitempty"`
+	MaskRatio uint32 `protobuf:"varint,19,opt,name=mask_ratio,json=maskRatio,proto3" json:"mask_ratio,omitempty"`
 	// With overlap_mask: the job's mask_overlap, absent meaning true (one
 	// map a sample; false: one mask an instance).
-	MaskOverlap   *bool `protobuf:"varint,18,opt,name=mask_overlap,json=maskOverlap,proto3,oneof" json:"mask_overlap,omitempty"`
+	MaskOverlap   *bool `protobuf:"varint,20,opt,name=mask_overlap,json=maskOverlap,proto3,oneof" json:"mask_overlap,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6435,6 +6450,20 @@ func (x *BatchTargets) GetOverlapMasks() []byte {
 	return nil
 }
 
+func (x *BatchTargets) GetMaskFillOffsets() []byte {
+	if x != nil {
+		return x.MaskFillOffsets
+	}
+	return nil
+}
+
+func (x *BatchTargets) GetMaskFills() []byte {
+	if x != nil {
+		return x.MaskFills
+	}
+	return nil
+}
+
 func (x *BatchTargets) GetMaskRatio() uint32 {
 	if x != nil {
 		return x.MaskRatio
@@ -6464,6 +6493,8 @@ type TargetsInSlot struct {
 	MaskOffsets         *SlotRange             `protobuf:"bytes,6,opt,name=mask_offsets,json=maskOffsets,proto3" json:"mask_offsets,omitempty"`
 	MaskRuns            *SlotRange             `protobuf:"bytes,7,opt,name=mask_runs,json=maskRuns,proto3" json:"mask_runs,omitempty"`
 	OverlapMasks        *SlotRange             `protobuf:"bytes,8,opt,name=overlap_masks,json=overlapMasks,proto3" json:"overlap_masks,omitempty"`
+	MaskFillOffsets     *SlotRange             `protobuf:"bytes,9,opt,name=mask_fill_offsets,json=maskFillOffsets,proto3" json:"mask_fill_offsets,omitempty"`
+	MaskFills           *SlotRange             `protobuf:"bytes,10,opt,name=mask_fills,json=maskFills,proto3" json:"mask_fills,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -6550,6 +6581,20 @@ func (x *TargetsInSlot) GetMaskRuns() *SlotRange {
 func (x *TargetsInSlot) GetOverlapMasks() *SlotRange {
 	if x != nil {
 		return x.OverlapMasks
+	}
+	return nil
+}
+
+func (x *TargetsInSlot) GetMaskFillOffsets() *SlotRange {
+	if x != nil {
+		return x.MaskFillOffsets
+	}
+	return nil
+}
+
+func (x *TargetsInSlot) GetMaskFills() *SlotRange {
+	if x != nil {
+		return x.MaskFills
 	}
 	return nil
 }
@@ -9262,7 +9307,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fields\x12!\n" +
 	"\fsample_sizes\x18< \x03(\rR\vsampleSizes\x121\n" +
 	"\atargets\x18F \x01(\v2\x17.stoker.v1.BatchTargetsR\atargetsB\a\n" +
-	"\x05_slot\"\xf4\x04\n" +
+	"\x05_slot\"\xbf\x05\n" +
 	"\fBatchTargets\x12\x18\n" +
 	"\aoffsets\x18\x01 \x03(\rR\aoffsets\x12\x16\n" +
 	"\x06canvas\x18\x02 \x03(\rR\x06canvas\x12\x1b\n" +
@@ -9281,11 +9326,14 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tmask_runs\x18\r \x01(\fR\bmaskRuns\x121\n" +
 	"\ain_slot\x18\x0e \x01(\v2\x18.stoker.v1.TargetsInSlotR\x06inSlot\x12!\n" +
 	"\foverlap_mask\x18\x0f \x01(\bR\voverlapMask\x12#\n" +
-	"\roverlap_masks\x18\x10 \x01(\fR\foverlapMasks\x12\x1d\n" +
+	"\roverlap_masks\x18\x10 \x01(\fR\foverlapMasks\x12*\n" +
+	"\x11mask_fill_offsets\x18\x11 \x01(\fR\x0fmaskFillOffsets\x12\x1d\n" +
 	"\n" +
-	"mask_ratio\x18\x11 \x01(\rR\tmaskRatio\x12&\n" +
-	"\fmask_overlap\x18\x12 \x01(\bH\x00R\vmaskOverlap\x88\x01\x01B\x0f\n" +
-	"\r_mask_overlap\"\xbd\x03\n" +
+	"mask_fills\x18\x12 \x01(\fR\tmaskFills\x12\x1d\n" +
+	"\n" +
+	"mask_ratio\x18\x13 \x01(\rR\tmaskRatio\x12&\n" +
+	"\fmask_overlap\x18\x14 \x01(\bH\x00R\vmaskOverlap\x88\x01\x01B\x0f\n" +
+	"\r_mask_overlap\"\xb4\x04\n" +
 	"\rTargetsInSlot\x12*\n" +
 	"\x05boxes\x18\x01 \x01(\v2\x14.stoker.v1.SlotRangeR\x05boxes\x12,\n" +
 	"\x06labels\x18\x02 \x01(\v2\x14.stoker.v1.SlotRangeR\x06labels\x12.\n" +
@@ -9294,7 +9342,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x14keypoints_visibility\x18\x05 \x01(\v2\x14.stoker.v1.SlotRangeR\x13keypointsVisibility\x127\n" +
 	"\fmask_offsets\x18\x06 \x01(\v2\x14.stoker.v1.SlotRangeR\vmaskOffsets\x121\n" +
 	"\tmask_runs\x18\a \x01(\v2\x14.stoker.v1.SlotRangeR\bmaskRuns\x129\n" +
-	"\roverlap_masks\x18\b \x01(\v2\x14.stoker.v1.SlotRangeR\foverlapMasks\";\n" +
+	"\roverlap_masks\x18\b \x01(\v2\x14.stoker.v1.SlotRangeR\foverlapMasks\x12@\n" +
+	"\x11mask_fill_offsets\x18\t \x01(\v2\x14.stoker.v1.SlotRangeR\x0fmaskFillOffsets\x123\n" +
+	"\n" +
+	"mask_fills\x18\n" +
+	" \x01(\v2\x14.stoker.v1.SlotRangeR\tmaskFills\";\n" +
 	"\tSlotRange\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x04R\x06length\"\x1b\n" +
@@ -9735,39 +9787,41 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	74,  // 117: stoker.v1.TargetsInSlot.mask_offsets:type_name -> stoker.v1.SlotRange
 	74,  // 118: stoker.v1.TargetsInSlot.mask_runs:type_name -> stoker.v1.SlotRange
 	74,  // 119: stoker.v1.TargetsInSlot.overlap_masks:type_name -> stoker.v1.SlotRange
-	82,  // 120: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	86,  // 121: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	87,  // 122: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	88,  // 123: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	84,  // 124: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	85,  // 125: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 126: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	91,  // 127: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	93,  // 128: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	78,  // 129: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	95,  // 130: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	90,  // 131: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	92,  // 132: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	71,  // 133: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	94,  // 134: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	98,  // 135: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	100, // 136: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	99,  // 137: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 138: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	80,  // 139: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 140: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	96,  // 141: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	83,  // 142: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	68,  // 143: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	81,  // 144: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 145: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	97,  // 146: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	89,  // 147: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	143, // [143:148] is the sub-list for method output_type
-	138, // [138:143] is the sub-list for method input_type
-	138, // [138:138] is the sub-list for extension type_name
-	138, // [138:138] is the sub-list for extension extendee
-	0,   // [0:138] is the sub-list for field type_name
+	74,  // 120: stoker.v1.TargetsInSlot.mask_fill_offsets:type_name -> stoker.v1.SlotRange
+	74,  // 121: stoker.v1.TargetsInSlot.mask_fills:type_name -> stoker.v1.SlotRange
+	82,  // 122: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	86,  // 123: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	87,  // 124: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	88,  // 125: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	84,  // 126: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	85,  // 127: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 128: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	91,  // 129: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	93,  // 130: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	78,  // 131: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	95,  // 132: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	90,  // 133: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	92,  // 134: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	71,  // 135: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	94,  // 136: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	98,  // 137: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	100, // 138: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	99,  // 139: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 140: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	80,  // 141: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 142: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	96,  // 143: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	83,  // 144: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	68,  // 145: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	81,  // 146: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 147: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	97,  // 148: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	89,  // 149: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	145, // [145:150] is the sub-list for method output_type
+	140, // [140:145] is the sub-list for method input_type
+	140, // [140:140] is the sub-list for extension type_name
+	140, // [140:140] is the sub-list for extension extendee
+	0,   // [0:140] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }

@@ -950,7 +950,7 @@ class BatchHeader(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., decode: _Optional[_Union[Decode, str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ..., fields: _Optional[_Iterable[_Union[FieldValues, _Mapping]]] = ..., sample_sizes: _Optional[_Iterable[int]] = ..., targets: _Optional[_Union[BatchTargets, _Mapping]] = ...) -> None: ...
 
 class BatchTargets(_message.Message):
-    __slots__ = ("offsets", "canvas", "image_ids", "keypoints_per_instance", "box_format", "boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "masks", "mask_offsets", "mask_runs", "in_slot", "overlap_mask", "overlap_masks", "mask_ratio", "mask_overlap")
+    __slots__ = ("offsets", "canvas", "image_ids", "keypoints_per_instance", "box_format", "boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "masks", "mask_offsets", "mask_runs", "in_slot", "overlap_mask", "overlap_masks", "mask_fill_offsets", "mask_fills", "mask_ratio", "mask_overlap")
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
     CANVAS_FIELD_NUMBER: _ClassVar[int]
     IMAGE_IDS_FIELD_NUMBER: _ClassVar[int]
@@ -967,6 +967,8 @@ class BatchTargets(_message.Message):
     IN_SLOT_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_MASK_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_MASKS_FIELD_NUMBER: _ClassVar[int]
+    MASK_FILL_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    MASK_FILLS_FIELD_NUMBER: _ClassVar[int]
     MASK_RATIO_FIELD_NUMBER: _ClassVar[int]
     MASK_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     offsets: _containers.RepeatedScalarFieldContainer[int]
@@ -985,12 +987,14 @@ class BatchTargets(_message.Message):
     in_slot: TargetsInSlot
     overlap_mask: bool
     overlap_masks: bytes
+    mask_fill_offsets: bytes
+    mask_fills: bytes
     mask_ratio: int
     mask_overlap: bool
-    def __init__(self, offsets: _Optional[_Iterable[int]] = ..., canvas: _Optional[_Iterable[int]] = ..., image_ids: _Optional[_Iterable[int]] = ..., keypoints_per_instance: _Optional[_Iterable[int]] = ..., box_format: _Optional[int] = ..., boxes: _Optional[bytes] = ..., labels: _Optional[bytes] = ..., iscrowd: _Optional[bytes] = ..., keypoints: _Optional[bytes] = ..., keypoints_visibility: _Optional[bytes] = ..., masks: _Optional[bool] = ..., mask_offsets: _Optional[bytes] = ..., mask_runs: _Optional[bytes] = ..., in_slot: _Optional[_Union[TargetsInSlot, _Mapping]] = ..., overlap_mask: _Optional[bool] = ..., overlap_masks: _Optional[bytes] = ..., mask_ratio: _Optional[int] = ..., mask_overlap: _Optional[bool] = ...) -> None: ...
+    def __init__(self, offsets: _Optional[_Iterable[int]] = ..., canvas: _Optional[_Iterable[int]] = ..., image_ids: _Optional[_Iterable[int]] = ..., keypoints_per_instance: _Optional[_Iterable[int]] = ..., box_format: _Optional[int] = ..., boxes: _Optional[bytes] = ..., labels: _Optional[bytes] = ..., iscrowd: _Optional[bytes] = ..., keypoints: _Optional[bytes] = ..., keypoints_visibility: _Optional[bytes] = ..., masks: _Optional[bool] = ..., mask_offsets: _Optional[bytes] = ..., mask_runs: _Optional[bytes] = ..., in_slot: _Optional[_Union[TargetsInSlot, _Mapping]] = ..., overlap_mask: _Optional[bool] = ..., overlap_masks: _Optional[bytes] = ..., mask_fill_offsets: _Optional[bytes] = ..., mask_fills: _Optional[bytes] = ..., mask_ratio: _Optional[int] = ..., mask_overlap: _Optional[bool] = ...) -> None: ...
 
 class TargetsInSlot(_message.Message):
-    __slots__ = ("boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "mask_offsets", "mask_runs", "overlap_masks")
+    __slots__ = ("boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "mask_offsets", "mask_runs", "overlap_masks", "mask_fill_offsets", "mask_fills")
     BOXES_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     ISCROWD_FIELD_NUMBER: _ClassVar[int]
@@ -999,6 +1003,8 @@ class TargetsInSlot(_message.Message):
     MASK_OFFSETS_FIELD_NUMBER: _ClassVar[int]
     MASK_RUNS_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_MASKS_FIELD_NUMBER: _ClassVar[int]
+    MASK_FILL_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    MASK_FILLS_FIELD_NUMBER: _ClassVar[int]
     boxes: SlotRange
     labels: SlotRange
     iscrowd: SlotRange
@@ -1007,7 +1013,9 @@ class TargetsInSlot(_message.Message):
     mask_offsets: SlotRange
     mask_runs: SlotRange
     overlap_masks: SlotRange
-    def __init__(self, boxes: _Optional[_Union[SlotRange, _Mapping]] = ..., labels: _Optional[_Union[SlotRange, _Mapping]] = ..., iscrowd: _Optional[_Union[SlotRange, _Mapping]] = ..., keypoints: _Optional[_Union[SlotRange, _Mapping]] = ..., keypoints_visibility: _Optional[_Union[SlotRange, _Mapping]] = ..., mask_offsets: _Optional[_Union[SlotRange, _Mapping]] = ..., mask_runs: _Optional[_Union[SlotRange, _Mapping]] = ..., overlap_masks: _Optional[_Union[SlotRange, _Mapping]] = ...) -> None: ...
+    mask_fill_offsets: SlotRange
+    mask_fills: SlotRange
+    def __init__(self, boxes: _Optional[_Union[SlotRange, _Mapping]] = ..., labels: _Optional[_Union[SlotRange, _Mapping]] = ..., iscrowd: _Optional[_Union[SlotRange, _Mapping]] = ..., keypoints: _Optional[_Union[SlotRange, _Mapping]] = ..., keypoints_visibility: _Optional[_Union[SlotRange, _Mapping]] = ..., mask_offsets: _Optional[_Union[SlotRange, _Mapping]] = ..., mask_runs: _Optional[_Union[SlotRange, _Mapping]] = ..., overlap_masks: _Optional[_Union[SlotRange, _Mapping]] = ..., mask_fill_offsets: _Optional[_Union[SlotRange, _Mapping]] = ..., mask_fills: _Optional[_Union[SlotRange, _Mapping]] = ...) -> None: ...
 
 class SlotRange(_message.Message):
     __slots__ = ("offset", "length")
