@@ -385,8 +385,8 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 		}
 	}
 	if cp := t.copyPasteMix; cp != nil { // CopyPaste in mixup mode: each pre_transform's partner, and its mask and paste
-		mean += float64(pres * cp.P * float64(mixHit+canvasOutNs*px))
-		worst += float64(presWorst * float64(mix+canvasOutNs*px))
+		mean += float64(pres * cp.P * float64(mixHit+float64(canvasOutNs*px)))
+		worst += float64(presWorst * float64(mix+float64(canvasOutNs*px)))
 	}
 	return mean, worst
 }
@@ -459,11 +459,11 @@ func (t *Transform) CostWith(tc TargetCost) Cost {
 		}
 		images, worst = n*pre, n*preWorst
 	}
-	mean, most := images*nominalInstances*per, worst*nominalInstances*per
+	mean, most := float64(images*nominalInstances*per), float64(worst*nominalInstances*per)
 	if tc.Mask {
 		r := float64(max(tc.MaskRatio, 1))
 		px := float64(t.outW * t.outH)
-		m := maskPxNs * px * (0.9 + 1.5/(r*r)) // ratio 4: maskPxNs; 1: 2.4 of it
+		m := float64(maskPxNs * px * (0.9 + 1.5/(r*r))) // ratio 4: maskPxNs; 1: 2.4 of it
 		mean, most = mean+m, most+m
 	}
 	c.Mean += nsDuration(mean)
