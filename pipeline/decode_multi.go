@@ -40,9 +40,10 @@ type multiState struct {
 	canvas, mix, cut []byte
 	drawn            multiDraw
 	ins              []cv.Instances
-	// cpMask and cpPts: a CopyPaste's mask and a segment's points.
-	cpMask []byte
-	cpPts  [][2]int32
+	// cpMask and cpPts: a CopyPaste's mask and a segment's points; cpImg
+	// a CopyPaste's partner in mixup mode.
+	cpMask, cpImg []byte
+	cpPts         [][2]int32
 }
 
 // SetPartners hands the Decoder the partners of the next sample it
@@ -264,6 +265,9 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	if err := d.preInto(img, data, int(k.Index), pi, pd, at, k, &dr.mo, &dr.pp); err != nil {
 		return err
 	}
+	if err := d.copyPasteMix(img, at, k, take, &dr.cpm, &dr.mo, &dr.pp, dr); err != nil {
+		return err
+	}
 	if on, r := at.mixupDraw(k); on { // its partner is the one handed (multiPartners drew it)
 		mi, md, err := take(1)
 		if err != nil {
@@ -278,6 +282,9 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 			return err
 		}
 		if err := d.preInto(mc, md[0], mi[0], pi, pd, at, mixKey(k, mi[0]), &dr.mixM, &dr.mixPP); err != nil {
+			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
+		}
+		if err := d.copyPasteMix(mc, at, mixKey(k, mi[0]), take, &dr.mixCPM, &dr.mixM, &dr.mixPP, dr); err != nil {
 			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
 		}
 		dr.mix, dr.mixR = true, r
@@ -299,6 +306,9 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 			return err
 		}
 		if err := d.preInto(cc, cd[0], ci[0], pi, pd, at, cutKey(k, ci[0]), &dr.cutM, &dr.cutPP); err != nil {
+			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
+		}
+		if err := d.copyPasteMix(cc, at, cutKey(k, ci[0]), take, &dr.cutCPM, &dr.cutM, &dr.cutPP, dr); err != nil {
 			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
 		}
 		dr.cut = true
@@ -414,54 +424,6 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 	}
 	cv.MosaicImage(canvas, m.pl, tiles)
 	return nil
-}
-
-// copyPaste is ultralytics' CopyPaste in flip mode on the mosaic img
-// (its draw mo), when t has one: the mosaic's instances (the sample's
-// labels: the Decoder's box source), the copies it pastes (copyPasteSelect),
-// their segments filled into a mask (cv.CopyPasteMask), and the mirrored
-// mosaic's pixels copied where it is set (cv2.copyTo). Nothing pasted
-// leaves img as it is.
-func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) error {
-	mo.cp, mo.pasted = t.copyPaste != nil, 0
-	if !mo.cp {
-		return nil
-	}
-	mo.cpP = t.copyPaste.P
-	if d.boxSrc == nil {
-		return fmt.Errorf("%w: YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", ErrUnsupported)
-	}
-	in, _, err := d.mosaicInstances(d.boxSrc, mo)
-	if err != nil {
-		return err
-	}
-	flipped, sel, err := copyPasteSelect(in, mo, t.copyPaste.P)
-	if err != nil || len(sel) == 0 {
-		return err
-	}
-	m := &d.multi
-	n := img.W * img.H
-	if cap(m.cpMask) < n {
-		m.cpMask = make([]byte, n)
-	}
-	mask := m.cpMask[:n]
-	m.cpPts = cv.CopyPasteMask(mask, img.W, img.H, flipped, sel, m.cpPts)
-	cv.CopyPasteImage(img, mask)
-	mo.pasted = len(sel)
-	return nil
-}
-
-// copyPasteSelect is CopyPaste.get_params in flip mode on a mosaic's
-// instances in (its 2*imgsz canvas): their mirrored copies and those it
-// pastes (cv.CopyPasteSelect). A mosaic of boxes without segments is
-// refused: ultralytics' CopyPaste skips it silently, leaving a job that
-// asked for it without it.
-func copyPasteSelect(in cv.Instances, mo *mosaicDraw, p float64) (cv.Instances, []int, error) {
-	if len(in.Boxes) > 0 && len(in.Segments) == 0 && p > 0 {
-		return cv.Instances{}, nil, fmt.Errorf("%w: YOLOCopyPaste: the mosaic of samples %v has boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", ErrUnsupported, mo.idx)
-	}
-	flipped, sel := cv.CopyPasteSelect(in, cv.MosaicSize(mo.imgsz), p)
-	return flipped, sel, nil
 }
 
 // cutmix is CutMix.get_params and apply_image on the sample img (its

@@ -59,10 +59,10 @@ func init() {
 		misplaced: "YOLOMixUp is supported right after a YOLOMosaic only (ultralytics' pre_transform makes its partner)",
 		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOMixUp yet", ErrUnsupported) },
 		format:    formatP})
-	defineOp(opDef{kind: OpCopyPaste, doc: "ultralytics' CopyPaste in flip mode, right after a YOLOMosaic: the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; a segment dataset's",
+	defineOp(opDef{kind: OpCopyPaste, doc: "ultralytics' CopyPaste: in flip mode, right after a YOLOMosaic, the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; in mixup mode, after the YOLOMosaic's YOLORandomPerspective, with probability p, the copies taken so from another sample made by the same Mosaic and warp; a segment dataset's",
 		named: true, geometry: true, targets: targetsMove, needsTargets: true,
 		params:    []param{pParam(0.5), {name: "mode", typ: pString, def: "'flip'", field: "Mode"}},
-		misplaced: "YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' pre_transform in flip mode)",
+		misplaced: "YOLOCopyPaste is supported right after a YOLOMosaic (flip mode) or its YOLORandomPerspective (mixup mode) only (ultralytics' pre_transform)",
 		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOCopyPaste yet", ErrUnsupported) },
 		format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(p=%g, mode=%s)", op.P, op.Mode)
@@ -94,7 +94,11 @@ func (t *Transform) multiOp(op *Op, n int) error {
 			t.mixup = op
 		}
 	case OpCopyPaste:
-		if err = t.checkCopyPaste(op, n); err == nil {
+		if op.Mode == "mixup" {
+			if err = t.checkCopyPasteMix(op, n); err == nil {
+				t.copyPasteMix = op
+			}
+		} else if err = t.checkCopyPaste(op, n); err == nil {
 			t.copyPaste = op
 		}
 	case OpCutMix:
@@ -113,6 +117,9 @@ func (t *Transform) checkCutMix(op *Op, n int) error {
 		last++
 	}
 	if t.mixup != nil {
+		last++
+	}
+	if t.copyPasteMix != nil {
 		last++
 	}
 	if t.mosaic == nil || n != last || t.mosaic.P != 1 {
@@ -157,21 +164,6 @@ func (t *Transform) cutmixDraw(k Key, w, h int, buf []cutArea) (on bool, areas [
 // cutView keys a CutMix partner's draws, as mixView a MixUp's.
 const cutView = 2 << 40
 
-// checkCopyPaste checks a CopyPaste where it stands: right after the
-// Mosaic, in flip mode.
-func (t *Transform) checkCopyPaste(op *Op, n int) error {
-	if t.mosaic == nil || n != 1 {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", ErrUnsupported)
-	}
-	if op.Mode != "flip" {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: only 'flip' is supported ('mixup', which pastes another sample's segments, is not done yet)", ErrUnsupported, truncateString(op.Mode, 32))
-	}
-	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", ErrUnsupported, op.P)
-	}
-	return nil
-}
-
 // afterMosaic is the position of the first op after the Mosaic's
 // pre_transform ops that come before its warp (its CopyPaste, if any).
 func (t *Transform) afterMosaic() int {
@@ -184,7 +176,14 @@ func (t *Transform) afterMosaic() int {
 // checkMixUp checks a MixUp where it stands: right after the Mosaic, or
 // after its YOLORandomPerspective (ultralytics' pre_transform).
 func (t *Transform) checkMixUp(op *Op, n int) error {
-	if a := t.afterMosaic(); t.mosaic == nil || !(n == a || n == a+1 && t.yolo != nil) {
+	a := t.afterMosaic()
+	if t.yolo != nil {
+		a++
+	}
+	if t.copyPasteMix != nil {
+		a++
+	}
+	if t.mosaic == nil || n != a {
 		return fmt.Errorf("%w: transform: YOLOMixUp is supported right after a YOLOMosaic only (its partner is made by the same YOLOMosaic, as ultralytics' pre_transform makes it)", ErrUnsupported)
 	}
 	if !(op.P >= 0 && op.P <= 1) {
@@ -247,6 +246,9 @@ func (t *Transform) checkMulti() error {
 	if t.copyPaste != nil && t.mosaic.P != 1 {
 		return fmt.Errorf("%w: transform: YOLOCopyPaste after a YOLOMosaic of p=%g is not supported (a sample the Mosaic leaves would be pasted at its load_image size): give the YOLOMosaic p=1", ErrUnsupported, t.mosaic.P)
 	}
+	if t.copyPasteMix != nil && t.mosaic.P != 1 {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste mode 'mixup' after a YOLOMosaic of p=%g is not supported: give the YOLOMosaic p=1 (its partner is made by the same Mosaic)", ErrUnsupported, t.mosaic.P)
+	}
 	if t.mixup != nil && t.mosaic.P != 1 {
 		return fmt.Errorf("%w: transform: YOLOMixUp after a YOLOMosaic of p=%g is not supported: give the YOLOMosaic p=1 (ultralytics' default)", ErrUnsupported, t.mosaic.P)
 	}
@@ -300,6 +302,8 @@ type multiDraw struct {
 	cutChoice  int
 	cutM       mosaicDraw
 	cutPP      cv.PerspectiveParams
+	// A CopyPaste in mixup mode's draws: the sample's, the partners'.
+	cpm, mixCPM, cutCPM cpMixDraw
 }
 
 // cutArea is CutMix's area i (cv.CutMixArea of its draws).
@@ -327,8 +331,10 @@ func mixKey(k Key, j int) Key {
 
 // multiPartners appends to buf[:0] the partners the sample of key k reads
 // in a dataset of size samples, for t at k's epoch, in the order its
-// decode takes them: its Mosaic's n-1, then, when its MixUp is drawn, the
-// MixUp's partner and that one's Mosaic's n-1. Nil when t has no Mosaic
+// decode takes them: its pre_transform's (prePartners: its Mosaic's n-1,
+// and a CopyPaste in mixup mode's), then, when its MixUp is drawn, the
+// MixUp's partner and that one's pre_transform's, then a CutMix's
+// likewise. Nil when t has no Mosaic
 // then. They are read, not consumed: pure functions of the key (the
 // seed, epoch, index, view and copy), drawn from streams of their own,
 // so the epoch's plan is untouched (every index is still the primary
@@ -339,17 +345,17 @@ func (t *Transform) multiPartners(k Key, size int, buf []int) []int {
 	if t.mosaic == nil || size < 1 || !t.mosaicOn(k) {
 		return nil
 	}
-	buf = t.mosaicPartners(k, size, buf[:0])
+	buf = t.prePartners(k, size, buf[:0])
 	if on, _ := t.mixupDraw(k); on {
 		j := mixupPartner(k, size)
 		buf = append(buf, j)
-		buf = t.mosaicPartners(mixKey(k, j), size, buf)
+		buf = t.prePartners(mixKey(k, j), size, buf)
 	}
 	if r := k.Stream(cv.CutMixStream + 1); t.cutmix != nil && !(r.Float64() > t.cutmix.P) { // cutmixDraw's first
 		var one [1]int
 		cv.Partners(k, cv.CutMixStream, size, one[:])
 		buf = append(buf, one[0])
-		buf = t.mosaicPartners(cutKey(k, one[0]), size, buf)
+		buf = t.prePartners(cutKey(k, one[0]), size, buf)
 	}
 	return buf
 }
@@ -444,6 +450,7 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 		st := m.perspStep(&m.pp)
 		b = st.AppendJSON(b)
 	}
+	b = m.cpm.appendJSON(b, `,["yolo_copy_paste",`, "]", m)
 	if m.mix {
 		b = append(b, `,["yolo_mixup",{"r":`...)
 		b = fn.AppendFloat(b, m.mixR)
@@ -454,6 +461,7 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 			st := m.perspStep(&m.mixPP)
 			b = st.AppendJSON(b)
 		}
+		b = m.mixCPM.appendJSON(b, `,"copy_paste":`, "", m)
 		b = append(b, "}]"...)
 	}
 	if m.cut { // ["yolo_cutmix", {"areas": [[lam, cx, cy], ...], "choice", "applied", "mosaic", "perspective"}]
@@ -472,6 +480,7 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 			st := m.perspStep(&m.cutPP)
 			b = st.AppendJSON(append(b, `,"perspective":`...))
 		}
+		b = m.cutCPM.appendJSON(b, `,"copy_paste":`, "", m)
 		b = append(b, "}]"...)
 	}
 	return b

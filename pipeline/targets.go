@@ -206,6 +206,13 @@ func movesBoxes(f Fn) bool {
 
 // appendTargets appends sample i's targets (of ds), moved through the
 // geometry and steps d drew for its last sample with t, to b.
+// AppendTargets appends sample i's targets (of ds, with fs's options)
+// made after the Decoder's last decode of it with t, as the executor
+// makes them: for a benchmark of their cost (bench cost).
+func (d *Decoder) AppendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
+	return d.appendTargets(b, t, ds, i, fs)
+}
+
 func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
 	if t.views != nil {
 		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
@@ -236,7 +243,7 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 	}
 	tg.W, tg.H = w, h
 	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
-		return tg.AppendOverlap(b, fs.TargetsMax())
+		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
 	}
 	base := len(b)
 	if b = AppendTargets(b, tg); tg.WantMasks {
@@ -416,7 +423,7 @@ func (d *Decoder) cutmixTargets(ds Targeted, md *multiDraw, all cv.Instances, p 
 // cutmixPick is the CutMix partner's instances and those its area takes
 // (cv.CutMixPick), given the sample's instances in.
 func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.Instances, []int, error) {
-	two, _, err := d.preInstances(ds, &md.cutM, &md.cutPP, md)
+	two, _, err := d.preMixInstances(ds, &md.cutM, &md.cutPP, &md.cutCPM, md)
 	if err != nil {
 		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.cutM.idx[0], err)
 	}

@@ -249,10 +249,10 @@ type Transform struct {
 	// read with the sample (op_mosaic.go, decode_multi.go).
 	mosaic *Op
 	mixup  *Op // ultralytics' MixUp, right after the Mosaic
-	// copyPaste is ultralytics' CopyPaste in flip mode, right after the
-	// Mosaic (its pre_transform's), if any.
-	copyPaste *Op
-	cutmix    *Op // ultralytics' CutMix, last of the multi-image geometry
+	// copyPaste and copyPasteMix: ultralytics' CopyPaste in flip mode, right
+	// after the Mosaic, and in mixup mode, after its warp (op_yolo.go).
+	copyPaste, copyPasteMix *Op
+	cutmix                  *Op // ultralytics' CutMix, last of the multi-image geometry
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j

@@ -298,7 +298,7 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	}
 	tg.W, tg.H = w, h
 	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
-		return tg.AppendOverlap(b, fs.TargetsMax())
+		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
 	}
 	return AppendTargets(b, tg), nil
 }
@@ -307,11 +307,11 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 // pre_transform (its CopyPaste, its warp) and its MixUp (the partner's,
 // made the same way, after them), and the keypoints an instance.
 func (d *Decoder) multiInstances(ds Targeted, md *multiDraw) (cv.Instances, int, error) {
-	all, p, err := d.preInstances(ds, &md.mo, &md.pp, md)
+	all, p, err := d.preMixInstances(ds, &md.mo, &md.pp, &md.cpm, md)
 	if err != nil || !md.mix {
 		return all, p, err
 	}
-	two, p2, err := d.preInstances(ds, &md.mixM, &md.mixPP, md)
+	two, p2, err := d.preMixInstances(ds, &md.mixM, &md.mixPP, &md.mixCPM, md)
 	if err != nil {
 		return all, p, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
 	}
