@@ -249,6 +249,10 @@ func coefsForm(blocks []int16, simd int) []byte {
 // 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI and VNNI).
 func SIMDBest() int { return int(C.stoker_simd_best()) }
 
+// SIMDDefault is the level decodes use unless Knobs.SIMDMax says
+// otherwise: SIMDBest, but AVX2 (3) at most on Intel CPUs (passes.c).
+func SIMDDefault() int { return int(C.stoker_simd_default()) }
+
 // TurboVersions are LIBJPEG_TURBO_VERSION_NUMBER (0 for a libjpeg that is
 // not libjpeg-turbo) and JPEG_LIB_VERSION of the headers built against.
 func TurboVersions() (turbo, lib int) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"image/jpeg"
 	"image/png"
+	"os"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
@@ -67,7 +68,8 @@ func TestScratchPNGExact(t *testing.T) {
 }
 
 // TestScratchSIMDSame: a JPEG resized (bilinear, antialiased, at a DCT
-// scale) is the same bytes at every SIMD level the CPU has and with none.
+// scale) is the same bytes at every SIMD level the CPU has, with none and
+// at the default level (SIMDMax 0: SIMDDefault).
 func TestScratchSIMDSame(t *testing.T) {
 	const w, h = 160, 120
 	var buf bytes.Buffer
@@ -77,16 +79,13 @@ func TestScratchSIMDSame(t *testing.T) {
 	s := newScratch(t)
 	var want []byte
 	for level := -1; level <= SIMDBest(); level++ {
-		if level == 0 {
-			continue
-		}
 		out := make([]byte, 3*40*30)
 		j := Job{SrcW: w, SrcH: h, Comps: 3, MaxScans: 100, MaxMemory: 64 << 20, Knobs: Knobs{SIMDMax: level}}
 		s.Set(&j, []Geometry{whole(w, h, 40, 30, 0, true)}, []int{0}, len(out))
 		if err := s.Err(s.Decode(buf.Bytes(), out, nil, nil)); err != nil {
 			t.Fatalf("SIMD level %d: %v", level, err)
 		}
-		if st := s.Stats(); st.ScaleM == 8 || (level > 0 && st.SIMD != level) || (level < 0 && st.SIMD != 0) {
+		if st := s.Stats(); st.ScaleM == 8 || (level > 0 && st.SIMD != level) || (level < 0 && st.SIMD != 0) || (level == 0 && st.SIMD != SIMDDefault()) {
 			t.Errorf("SIMD level %d: stats %+v: want a DCT scale under 8/8 and the level asked for", level, st)
 		}
 		if want == nil {
@@ -95,7 +94,27 @@ func TestScratchSIMDSame(t *testing.T) {
 			t.Errorf("SIMD level %d: other bytes than with none", level)
 		}
 	}
-	t.Logf("levels none and 1..%d: the same bytes", SIMDBest())
+	t.Logf("levels none and 1..%d and the default (%d): the same bytes", SIMDBest(), SIMDDefault())
+}
+
+// TestSIMDDefault: decodes use the CPU's best SIMD level, but AVX2 (3) at
+// most on an Intel CPU (its vendor read from /proc/cpuinfo where there is
+// one).
+func TestSIMDDefault(t *testing.T) {
+	best, def := SIMDBest(), SIMDDefault()
+	if def != best && (def != 3 || best <= 3) {
+		t.Fatalf("default level %d, best %d: want the best, or 3 where the best is over 3", def, best)
+	}
+	info, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		t.Logf("no /proc/cpuinfo (%v): the vendor not checked; best %d, default %d", err, best, def)
+		return
+	}
+	intel := bytes.Contains(info, []byte("GenuineIntel"))
+	if (intel && best > 3 && def != 3) || (!intel && def != best) {
+		t.Fatalf("Intel %v, best level %d: default %d", intel, best, def)
+	}
+	t.Logf("Intel %v: best level %d, default %d", intel, best, def)
 }
 
 // TestScratchOutputLength: C is told the output buffer's length and

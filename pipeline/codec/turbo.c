@@ -303,14 +303,15 @@ typedef struct {
  * four outputs or 64 bytes, 5 AVX-512 VBMI and VNNI: the horizontal pass
  * with one load and a byte permutation per pair of taps, both passes
  * multiplying and adding in one instruction; each measured faster than
- * the level below, BENCHMARKS.md), and its reports zeroed. */
+ * the level below, BENCHMARKS.md, pass for pass; the default is AVX2 on
+ * Intel: stoker_simd_default), and its reports zeroed. */
 void stoker_begin_decode(stoker_turbo *t) {
   stoker_job *jb = &t->job;
-  int simd = stoker_simd_best();
+  int simd = stoker_simd_default(), best = stoker_simd_best();
   if (jb->simd_max < 0)
     simd = 0;
-  else if (jb->simd_max > 0 && simd > jb->simd_max)
-    simd = jb->simd_max;
+  else if (jb->simd_max > 0)
+    simd = jb->simd_max < best ? jb->simd_max : best;
   t->simd = jb->simd_used = simd;
   t->msg[0] = 0;
   t->code = STOKER_CORRUPT;
