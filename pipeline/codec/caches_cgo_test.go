@@ -328,7 +328,7 @@ func BenchmarkCoefIdentity(b *testing.B) {
 }
 
 // TestCoefFormSIMDSame: the coefficient cache's form of a block is the same
-// bytes at every SIMD level (VBMI2's masks and compress, SSSE3's
+// bytes at every SIMD level (VBMI2's compress, SSSE3's
 // shuffles, scalar code), on blocks at the edges of its narrow and wide
 // forms: AC values at +-127 (narrow) and +-128, -32768 and 32767 (wide),
 // a DC anywhere (it never makes a block wide), and random sparse blocks.

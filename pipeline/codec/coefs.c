@@ -218,6 +218,18 @@ __attribute__((target("ssse3"))) static const uint8_t *get_narrow_ssse3(const ui
 /* low_bytes is a mask of the first n bytes (n < 64). */
 VBMI2 static inline __mmask64 low_bytes(int n) { return n ? ~0ull >> (64 - n) : 0; }
 
+/* put_narrow_vbmi2 is put_narrow_ssse3 for the whole block at once: its
+ * 64 coefficients narrowed to bytes (they fit: the block is not wide), the
+ * nonzero ones gathered by one vpcompressb, stored in a masked store of
+ * just their bytes. */
+VBMI2 static uint8_t *put_narrow_vbmi2(uint8_t *p, const JCOEF *c, uint64_t m) {
+  int n = __builtin_popcountll(m);
+  __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_loadu_si512((const void *)c))),
+                                 _mm512_cvtepi16_epi8(_mm512_loadu_si512((const void *)(c + 32))), 1);
+  _mm512_mask_storeu_epi8(p, low_bytes(n), _mm512_maskz_compress_epi8(m, b));
+  return p + n;
+}
+
 /* get_narrow_vbmi2 is get_narrow_ssse3 for the whole block at once: a
  * masked load of its n bytes, one vpexpandb to their places (zeros
  * elsewhere), sign-extended to 16 bits. */
@@ -230,56 +242,12 @@ VBMI2 static const uint8_t *get_narrow_vbmi2(const uint8_t *p, JCOEF *c, uint64_
 }
 #endif
 
-#if defined(__x86_64__)
-/* put_block_vbmi2 is put_block at level 5, the whole block in registers:
- * its nonzero mask and its width (an AC coefficient outside [-127, 127])
- * from two 32-lane compares each, where nonzero and wide take 8 and 16
- * SSE2 steps; a narrow block's 64 coefficients narrowed to bytes (they
- * fit), the nonzero ones gathered by one vpcompressb and stored by a
- * masked store of just their bytes. The same form as the other levels. */
-VBMI2 static uint8_t *put_block_vbmi2(uint8_t *p, const JCOEF *c) {
-  __m512i lo = _mm512_loadu_si512((const void *)c), hi = _mm512_loadu_si512((const void *)(c + 32));
-  const __m512i lim = _mm512_set1_epi16(127);
-  uint64_t m = ((uint64_t)_mm512_test_epi16_mask(lo, lo) | (uint64_t)_mm512_test_epi16_mask(hi, hi) << 32) & ~WIDE;
-  /* |v| > 127 unsigned: -32768's absolute value, 0x8000, counts too */
-  uint64_t w = ((uint64_t)_mm512_cmpgt_epu16_mask(_mm512_abs_epi16(lo), lim) |
-                (uint64_t)_mm512_cmpgt_epu16_mask(_mm512_abs_epi16(hi), lim) << 32) & ~WIDE;
-  uint64_t k = m | (w ? WIDE : 0);
-  int16_t dc = c[0];
-  int n;
-  memcpy(p, &dc, 2);
-  memcpy(p + 2, &k, 8);
-  p += 10;
-  if (w) {
-    while (m) {
-      int16_t v = c[__builtin_ctzll(m)];
-      m &= m - 1;
-      memcpy(p, &v, 2);
-      p += 2;
-    }
-    return p;
-  }
-  n = __builtin_popcountll(m);
-  _mm512_mask_storeu_epi8(p, low_bytes(n),
-                          _mm512_maskz_compress_epi8(m, _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(lo)),
-                                                                           _mm512_cvtepi16_epi8(hi), 1)));
-  return p + n;
-}
-#endif
-
 /* put_block appends c's form at p and returns the end; at SIMD level 2 or
- * more (coefs_attach), by byte shuffles, at 5 by compressing bytes
- * (put_block_vbmi2). */
+ * more (coefs_attach), by byte shuffles, at 5 by compressing bytes. */
 static inline uint8_t *put_block(uint8_t *p, const JCOEF *c, int simd) {
-  uint64_t m, k;
+  uint64_t m = nonzero(c) & ~WIDE, k;
   int16_t dc = c[0];
-  int w;
-#if defined(__x86_64__)
-  if (simd >= 5)
-    return put_block_vbmi2(p, c);
-#endif
-  m = nonzero(c) & ~WIDE;
-  w = wide(c);
+  int w = wide(c);
   memcpy(p, &dc, 2);
   k = m | (w ? WIDE : 0);
   memcpy(p + 2, &k, 8);
@@ -293,6 +261,10 @@ static inline uint8_t *put_block(uint8_t *p, const JCOEF *c, int simd) {
     }
     return p;
   }
+#if defined(__x86_64__)
+  if (simd >= 5)
+    return put_narrow_vbmi2(p, c, m);
+#endif
 #if defined(__SSE2__)
   if (simd >= 2)
     return put_narrow_ssse3(p, c, m);
@@ -374,13 +346,10 @@ int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
 }
 
 size_t stoker_coefs_form(const JCOEF *blocks, int n, int simd, uint8_t *out) {
-  stoker_coefbuf b;
+  int level = simd >= 5 && cpu_vbmi2 ? 5 : simd >= 2 ? 2 : 0, i;
   uint8_t *p = out;
-  int i;
-  memset(&b, 0, sizeof b);
-  b.simd = simd >= 5 && cpu_vbmi2 ? 5 : simd >= 2 ? 2 : 0;
   for (i = 0; i < n; i++)
-    p = put_block(p, blocks + 64 * i, b.simd);
+    p = put_block(p, blocks + 64 * i, level);
   return (size_t)(p - out);
 }
 
