@@ -49,8 +49,9 @@ func (d *Decoder) knobs() *fastKnobs {
 	return &defaults
 }
 
-// simdBest is the best SIMD level the resampler uses on this CPU (0 none,
-// 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512).
+// simdBest is the best SIMD level the resampler can use on this CPU (0
+// none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI and VNNI);
+// decodes use codec.SIMDDefault unless their knobs say otherwise.
 func simdBest() int { return codec.SIMDBest() }
 
 // free releases the scratch; it is idempotent.
