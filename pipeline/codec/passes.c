@@ -674,13 +674,14 @@ int stoker_simd_best(void) {
 }
 
 /* stoker_simd_default is the best level, but AVX2 (3) at most on Intel
- * CPUs. There the AVX-512 levels, faster pass for pass, cost the process
- * more CPU in all than they save: on a Sapphire-Rapids-class Xeon (AMX,
- * AVX-512 FP16) `imagenet-train` ran its first epoch and its later ones
- * faster per CPU-second with AVX2 (BENCHMARKS.md), the Huffman decoder and
- * libjpeg's IDCT included, which use no AVX-512: the core runs them at a
- * lower clock after 512-bit work. AMD's Zen 4 keeps its clock: the best
- * level there. */
+ * CPUs. There the AVX-512 levels, faster pass for pass, cost a job of one
+ * or two views more CPU in all than they save: on a Sapphire-Rapids-class
+ * Xeon (AMX, AVX-512 FP16) `imagenet-train` ran its first epoch and its
+ * later ones faster per CPU-second with AVX2 (BENCHMARKS.md), the Huffman
+ * decoder and libjpeg's IDCT included, which use no AVX-512: most likely
+ * the core runs them at a lower clock after 512-bit multiplies. Jobs of
+ * many views, mostly resampling, run at the best level (turbo.c,
+ * STOKER_SIMD_VIEWS). AMD's Zen 4 keeps its clock: the best level there. */
 int stoker_simd_default(void) {
   int simd = stoker_simd_best();
   return cpu_intel && simd > 3 ? 3 : simd;

@@ -249,8 +249,9 @@ func coefsForm(blocks []int16, simd int) []byte {
 // 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI and VNNI).
 func SIMDBest() int { return int(C.stoker_simd_best()) }
 
-// SIMDDefault is the level decodes use unless Knobs.SIMDMax says
-// otherwise: SIMDBest, but AVX2 (3) at most on Intel CPUs (passes.c).
+// SIMDDefault is the level decodes of one or two views use unless
+// Knobs.SIMDMax says otherwise: SIMDBest, but AVX2 (3) at most on Intel
+// CPUs (passes.c). Jobs of three views or more use SIMDBest (turbo.c).
 func SIMDDefault() int { return int(C.stoker_simd_default()) }
 
 // TurboVersions are LIBJPEG_TURBO_VERSION_NUMBER (0 for a libjpeg that is

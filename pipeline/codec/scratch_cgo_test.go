@@ -117,6 +117,52 @@ func TestSIMDDefault(t *testing.T) {
 	t.Logf("Intel %v: best level %d, default %d", intel, best, def)
 }
 
+// TestSIMDViews: at the default level (SIMDMax 0) a job of one or two
+// views decodes at SIMDDefault, one of three or more at SIMDBest (their
+// resampling outweighs the decode: turbo.c), each the same bytes as at
+// every other level.
+func TestSIMDViews(t *testing.T) {
+	const w, h = 160, 120
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, picture(w, h), &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
+	s := newScratch(t)
+	for _, n := range []int{1, 2, 3, 4} {
+		var want []byte
+		for _, level := range []int{0, -1, SIMDBest()} {
+			gs := make([]Geometry, n)
+			offs := make([]int, n)
+			for v := range gs {
+				gs[v] = whole(w, h, 40+8*v, 30, 0, true)
+				if v > 0 {
+					offs[v] = offs[v-1] + 3*gs[v-1].OutW*gs[v-1].OutH
+				}
+			}
+			out := make([]byte, offs[n-1]+3*gs[n-1].OutW*gs[n-1].OutH)
+			j := Job{SrcW: w, SrcH: h, Comps: 3, MaxScans: 100, MaxMemory: 64 << 20, Knobs: Knobs{SIMDMax: level}}
+			s.Set(&j, gs, offs, len(out))
+			if err := s.Err(s.Decode(buf.Bytes(), out, nil, nil)); err != nil {
+				t.Fatalf("%d views, SIMD level %d: %v", n, level, err)
+			}
+			if level == 0 {
+				lv := SIMDDefault()
+				if n >= 3 {
+					lv = SIMDBest()
+				}
+				if got := s.Stats().SIMD; got != lv {
+					t.Errorf("%d views at the default level: level %d, want %d", n, got, lv)
+				}
+			}
+			if want == nil {
+				want = out
+			} else if !bytes.Equal(out, want) {
+				t.Errorf("%d views: SIMD level %d makes other bytes than the default", n, level)
+			}
+		}
+	}
+}
+
 // TestScratchOutputLength: C is told the output buffer's length and
 // refuses a view that would write past it, or a job without views,
 // whatever the caller checked before.

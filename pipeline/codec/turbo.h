@@ -81,7 +81,8 @@ typedef struct {
   int ifast;     /* dct_method = JDCT_IFAST */
   int no_region; /* decode whole rows from the top, no crop or skip (tests) */
   int libjpeg_huff; /* use libjpeg's own Huffman decoder, not huff.c's */
-  int simd_max;  /* 0: the default level (stoker_simd_default); n > 0:
+  int simd_max;  /* 0: the default level (stoker_simd_default; the best
+                    for a job of 3 views or more, turbo.c); n > 0:
                     level n, at most the CPU's best; -1: none (tests: the
                     bytes must not change) */
   int index;     /* 1: keep a decoder index (baseline files through huff.c) */
