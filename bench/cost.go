@@ -158,11 +158,12 @@ func runCost(args []string) error {
 
 	// The geometry and the presets: thread CPU per sample, after a pass
 	// that warms the caches.
-	measure := func(t *pipeline.Transform) float64 {
+	measureWith := func(t *pipeline.Transform, fset *pipeline.FieldSet) float64 {
 		d := pipeline.NewDecoder()
 		defer d.Close()
 		out := make([]byte, t.SampleBytes())
-		targets := boxes != nil && pipeline.NeedsTargets(t) != ""
+		targets := boxes != nil && (pipeline.NeedsTargets(t) != "" || fset != nil)
+		var tb []byte
 		var partners [][]byte
 		pass := func(epoch uint64) {
 			for i, p := range photos {
@@ -180,6 +181,12 @@ func runCost(args []string) error {
 				if err := d.Decode(p, t, k, out); err != nil {
 					panic(fmt.Sprintf("sample %d: %v", i, err))
 				}
+				if fset != nil { // the targets too, as a job asking for them makes them
+					var err error
+					if tb, err = d.AppendTargets(tb[:0], t, boxes, i, fset); err != nil {
+						panic(fmt.Sprintf("sample %d's targets: %v", i, err))
+					}
+				}
 			}
 		}
 		pass(0)
@@ -187,6 +194,7 @@ func runCost(args []string) error {
 		pass(1)
 		return float64(pipeline.ThreadCPUClock()-c0) / float64(len(photos))
 	}
+	measure := func(t *pipeline.Transform) float64 { return measureWith(t, nil) }
 	rrc := func(s int) *pipeline.Transform {
 		t, err := pipeline.NewTransform(pipeline.CHW, pipeline.Op{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{s, s}})
 		if err != nil {
@@ -281,6 +289,42 @@ func runCost(args []string) error {
 		c := nt.t.Cost()
 		got := measure(nt.t)
 		res.Transforms = append(res.Transforms, costRow{nt.name, float64(c.Mean) / 1e6, float64(c.Max) / 1e6, got / 1e6, float64(c.Mean) / got})
+	}
+	// On a YOLO segment dataset, the YOLO presets with their targets: the
+	// polygons carried, and ultralytics' overlap mask (at ratio 4 and 1)
+	// made of them, priced by CostWith.
+	if tg, ok := boxes.(pipeline.Dataset); ok && boxes != nil {
+		for _, p := range []string{"yolo", "yolo-letterbox"} {
+			t, err := pipeline.ParseTransform(p, pipeline.CHW)
+			if err != nil {
+				return err
+			}
+			for _, m := range []struct {
+				name  string
+				mask  bool
+				ratio int
+			}{{" + targets (polygons)", false, 0}, {" + targets + overlap mask", true, 4}, {" + targets + overlap mask (ratio 1)", true, 1}} {
+				name := p + m.name
+				fset, err := pipeline.NewFieldSet(tg, []string{pipeline.FieldTargets}, 1<<20, "bench")
+				if err != nil {
+					return err
+				}
+				if m.mask {
+					if pipeline.CheckOverlapMask(t, tg) != nil {
+						continue
+					}
+					fset.SetOverlapMask(1 << 24)
+					fset.SetMaskFormat(m.ratio, true)
+				}
+				tc := pipeline.TargetCostOf(t, tg, fset)
+				if !tc.Segments || !only.MatchString(name) {
+					continue
+				}
+				c := t.CostWith(tc)
+				got := measureWith(t, fset)
+				res.Transforms = append(res.Transforms, costRow{name, float64(c.Mean) / 1e6, float64(c.Max) / 1e6, got / 1e6, float64(c.Mean) / got})
+			}
+		}
 	}
 
 	fmt.Printf("stoker bench cost: %s, %d photos (%.0f px on average), one thread, %s\n", *data, n, res.MeanSourcePx, time.Now().UTC().Format("2006-01-02"))

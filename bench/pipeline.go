@@ -40,6 +40,8 @@ func runBench(args []string) error {
 	partnerBudget := fs.Int64("partner-budget", 0, "memory for the partner cache (as stoker serve's --partner-budget: a YOLOMosaic's load_image'd images); 0: serve's default here, a sixteenth of its default --memory-budget; -1: none")
 	annotations := fs.String("annotations", "", "a COCO annotations file for --data's images (as stoker serve's --annotations): every batch asks for its targets (boxes and labels moved with the pixels), as a job with targets does; needed by the detection presets (detr, lsj)")
 	overlap := fs.Bool("overlap-mask", false, "with --annotations of a YOLO segment dataset (its data.yaml) and a YOLO transform, every sample's targets carry ultralytics' overlap mask too, as a job asking for targets \"overlap_mask\" does")
+	maskRatio := fs.Int("mask-ratio", 4, "with --overlap-mask, its Format's mask_ratio (as a job's mask_ratio)")
+	maskOverlap := fs.Bool("mask-overlap", true, "with --overlap-mask, its Format's mask_overlap: false makes one mask an instance (as a job's mask_overlap=False)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args[1:])
 	if *data == "" {
@@ -83,7 +85,13 @@ func runBench(args []string) error {
 		if err := pipeline.CheckOverlapMask(t, ds); err != nil {
 			return fmt.Errorf("bench pipeline: --overlap-mask: %w", err)
 		}
+		if *maskRatio < 1 {
+			return fmt.Errorf("bench pipeline: --mask-ratio %d: want at least 1", *maskRatio)
+		}
 		fset.SetOverlapMask(1 << 20)
+		fset.SetMaskFormat(*maskRatio, *maskOverlap)
+	} else if *maskRatio != 4 || !*maskOverlap {
+		return errors.New("bench pipeline: --mask-ratio and --mask-overlap need --overlap-mask")
 	}
 	opts := []pipeline.Option{pipeline.WithReference(*reference), pipeline.WithDCTScaling(sc)}
 	var ix *pipeline.Index

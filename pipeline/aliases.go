@@ -336,6 +336,7 @@ type (
 	Instances     = transform.Instances
 	Interpolation = transform.Interpolation
 	Layout        = transform.Layout
+	TargetCost    = transform.TargetCost
 	Targeted      = transform.Targeted
 	Transform     = transform.Transform
 	ViewGroup     = transform.ViewGroup
@@ -454,6 +455,12 @@ func Preset(name string) ([]Op, error) { return transform.Preset(name) }
 
 // PresetNames is transform.PresetNames.
 func PresetNames() []string { return transform.PresetNames() }
+
+// TargetCostOf is what the targets of a job with field set fs on ds add
+// to t's samples (transform.TargetCostOf).
+func TargetCostOf(t *Transform, ds dataset.Dataset, fs *FieldSet) TargetCost {
+	return transform.TargetCostOf(t, ds, fs)
+}
 
 // TargetKeypoints is transform.TargetKeypoints.
 func TargetKeypoints(ds dataset.Dataset) int { return transform.TargetKeypoints(ds) }

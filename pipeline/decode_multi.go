@@ -40,9 +40,10 @@ type multiState struct {
 	canvas, mix, cut []byte
 	drawn            multiDraw
 	ins              []cv.Instances
-	// cpMask and cpPts: a CopyPaste's mask and a segment's points.
-	cpMask []byte
-	cpPts  [][2]int32
+	// cpMask and cpPts: a CopyPaste's mask and a segment's points; cpImg
+	// a CopyPaste's partner in mixup mode.
+	cpMask, cpImg []byte
+	cpPts         [][2]int32
 }
 
 // SetPartners hands the Decoder the partners of the next sample it
@@ -256,6 +257,9 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	if err := d.preInto(img, data, int(k.Index), pi, pd, at, k, &dr.Mo, &dr.PP); err != nil {
 		return err
 	}
+	if err := d.copyPasteMix(img, at, k, take, &dr.CPM, &dr.Mo, &dr.PP, dr); err != nil {
+		return err
+	}
 	if on, r := at.MixUpDraw(k); on { // its partner is the one handed (multiPartners drew it)
 		mi, md, err := take(1)
 		if err != nil {
@@ -270,6 +274,9 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 			return err
 		}
 		if err := d.preInto(mc, md[0], mi[0], pi, pd, at, mixKey(k, mi[0]), &dr.MixM, &dr.MixPP); err != nil {
+			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
+		}
+		if err := d.copyPasteMix(mc, at, mixKey(k, mi[0]), take, &dr.MixCPM, &dr.MixM, &dr.MixPP, dr); err != nil {
 			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
 		}
 		dr.Mix, dr.MixR = true, r
@@ -291,6 +298,9 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 			return err
 		}
 		if err := d.preInto(cc, cd[0], ci[0], pi, pd, at, cutKey(k, ci[0]), &dr.CutM, &dr.CutPP); err != nil {
+			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
+		}
+		if err := d.copyPasteMix(cc, at, cutKey(k, ci[0]), take, &dr.CutCPM, &dr.CutM, &dr.CutPP, dr); err != nil {
 			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
 		}
 		dr.Cut = true

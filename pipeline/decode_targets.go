@@ -8,12 +8,20 @@ import (
 	"fmt"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // appendTargets appends sample i's targets (of ds), moved through the
 // geometry and steps d drew for its last sample with t, to b.
+// AppendTargets appends sample i's targets (of ds, with fs's options)
+// made after the Decoder's last decode of it with t, as the executor
+// makes them: for a benchmark of their cost (bench cost).
+func (d *Decoder) AppendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
+	return d.appendTargets(b, t, ds, i, fs)
+}
+
 func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
 	if t.ViewList() != nil {
 		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
@@ -44,7 +52,7 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 	}
 	tg.W, tg.H = w, h
 	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
-		return tg.AppendOverlap(b, fs.TargetsMax())
+		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
 	}
 	base := len(b)
 	if b = AppendTargets(b, tg); tg.WantMasks {
@@ -73,7 +81,7 @@ func (d *Decoder) cutmixTargets(ds Targeted, md *multiDraw, all cv.Instances, p 
 // cutmixPick is the CutMix partner's instances and those its area takes
 // (cv.CutMixPick), given the sample's instances in.
 func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.Instances, []int, error) {
-	two, _, err := d.preInstances(ds, &md.CutM, &md.CutPP, md)
+	two, _, err := d.preMixInstances(ds, &md.CutM, &md.CutPP, &md.CutCPM, md)
 	if err != nil {
 		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.CutM.Idx[0], err)
 	}
@@ -137,7 +145,7 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	}
 	tg.W, tg.H = w, h
 	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
-		return tg.AppendOverlap(b, fs.TargetsMax())
+		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
 	}
 	return AppendTargets(b, tg), nil
 }
@@ -146,11 +154,11 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 // pre_transform (its CopyPaste, its warp) and its MixUp (the partner's,
 // made the same way, after them), and the keypoints an instance.
 func (d *Decoder) multiInstances(ds Targeted, md *multiDraw) (cv.Instances, int, error) {
-	all, p, err := d.preInstances(ds, &md.Mo, &md.PP, md)
+	all, p, err := d.preMixInstances(ds, &md.Mo, &md.PP, &md.CPM, md)
 	if err != nil || !md.Mix {
 		return all, p, err
 	}
-	two, p2, err := d.preInstances(ds, &md.MixM, &md.MixPP, md)
+	two, p2, err := d.preMixInstances(ds, &md.MixM, &md.MixPP, &md.MixCPM, md)
 	if err != nil {
 		return all, p, fmt.Errorf("mixup partner (sample %d): %w", md.MixM.Idx[0], err)
 	}
@@ -387,3 +395,98 @@ func (b fixedBoxes) SourceTargets(i, w, h int, t *Instances) error {
 }
 
 func init() { transform.Tracer = traceBoxes }
+
+// copyPasteMix is CopyPaste in mixup mode on img, the pre_transform of
+// key k (its mosaic mo, warped by pp) already made, when t has one and it
+// draws to apply: its partner (the next handed, take) made by the Mosaic
+// and the warp, its instances chosen against img's (copyPasteMixSelect),
+// their polygons filled into a mask (cv.CopyPasteMask) and the partner's
+// pixels copied there (cv2.copyTo).
+func (d *Decoder) copyPasteMix(img kernels.Planes, t *Transform, k Key, take func(int) ([]int, [][]byte, error),
+	cp *transform.CPMixDraw, mo *mosaicDraw, pp *cv.PerspectiveParams, md *multiDraw) error {
+	*cp = transform.CPMixDraw{Mo: cp.Mo, On: t.CopyPasteMixOn(k)}
+	if !cp.On {
+		return nil
+	}
+	cp.P = t.CopyPasteMixOp().P
+	ci, cd, err := take(1)
+	if err != nil {
+		return err
+	}
+	pi, pd, err := take(t.MosaicOp().Tiles - 1)
+	if err != nil {
+		return err
+	}
+	m := &d.multi
+	n := img.W * img.H
+	if cap(m.cpImg) < 3*n {
+		m.cpImg = make([]byte, 3*n)
+	}
+	part := kernels.Planes{Pix: m.cpImg[:3*n], W: img.W, H: img.H}
+	if err := d.preInto(part, cd[0], ci[0], pi, pd, t, transform.CopyPasteKey(k, ci[0]), &cp.Mo, &cp.PP); err != nil {
+		return fmt.Errorf("copy_paste partner (sample %d): %w", ci[0], err)
+	}
+	if d.boxSrc == nil {
+		return fmt.Errorf("%w: YOLOCopyPaste pastes another sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", ErrUnsupported)
+	}
+	in, _, err := d.preInstances(d.boxSrc, mo, pp, md)
+	if err != nil {
+		return err
+	}
+	cp.Applied = len(in.Boxes) > 0
+	two, sel, err := d.copyPasteMixSelect(d.boxSrc, in, cp, md)
+	if err != nil || len(sel) == 0 {
+		return err
+	}
+	if cap(m.cpMask) < n {
+		m.cpMask = make([]byte, n)
+	}
+	mask := m.cpMask[:n]
+	m.cpPts = cv.CopyPasteMask(mask, img.W, img.H, two, sel, m.cpPts)
+	cv.CopyPasteFrom(img, part, mask)
+	cp.Pasted = len(sel)
+	return nil
+}
+
+// copyPasteMixSelect is CopyPaste.get_params in mixup mode on the
+// instances in of a pre_transform whose CopyPaste drew cp, of ds's
+// labels: the partner's instances (its mosaic, warped) and those it
+// pastes (cv.CopyPasteMixSelect); none when in has none (ultralytics'
+// returns such a sample untouched). Boxes without polygons are refused,
+// as in flip mode.
+func (d *Decoder) copyPasteMixSelect(ds Targeted, in cv.Instances, cp *transform.CPMixDraw, md *multiDraw) (cv.Instances, []int, error) {
+	if len(in.Boxes) == 0 {
+		return cv.Instances{}, nil, nil
+	}
+	two, _, err := d.preInstances(ds, &cp.Mo, &cp.PP, md)
+	if err != nil {
+		return two, nil, fmt.Errorf("copy_paste partner (sample %d): %w", cp.Mo.Idx[0], err)
+	}
+	for _, x := range []cv.Instances{in, two} {
+		if len(x.Boxes) > 0 && len(x.Segments) == 0 {
+			return two, nil, fmt.Errorf("%w: YOLOCopyPaste: the samples %v and %v have boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", ErrUnsupported, md.Mo.Idx, cp.Mo.Idx)
+		}
+	}
+	if len(two.Keypoints) > 0 || len(in.Keypoints) > 0 {
+		return two, nil, fmt.Errorf("%w: YOLOCopyPaste mode 'mixup' on a dataset with keypoints is not supported", ErrUnsupported)
+	}
+	return two, cv.CopyPasteMixSelect(in, two, cp.P), nil
+}
+
+// preMixInstances is one pre_transform's instances: its mosaic's (mo),
+// pasted by a CopyPaste in flip mode, warped (pp), then with what its
+// CopyPaste in mixup mode pasted (cp, nil: none), after them.
+func (d *Decoder) preMixInstances(ds Targeted, mo *mosaicDraw, pp *cv.PerspectiveParams, cp *transform.CPMixDraw, md *multiDraw) (cv.Instances, int, error) {
+	in, p, err := d.preInstances(ds, mo, pp, md)
+	if err != nil || cp == nil || !cp.On {
+		return in, p, err
+	}
+	two, sel, err := d.copyPasteMixSelect(ds, in, cp, md)
+	if err != nil {
+		return in, p, err
+	}
+	if len(sel) != cp.Pasted {
+		return in, p, fmt.Errorf("targets: YOLOCopyPaste pasted %d of its partner's instances, its labels select %d", cp.Pasted, len(sel))
+	}
+	return cv.CopyPasteInstances(in, two, sel), p, nil
+}

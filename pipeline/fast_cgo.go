@@ -26,9 +26,10 @@ type fastState struct {
 // decodes have no others. A test gives a Decoder its own through
 // testKnobs (knobs_cgo_test.go): the Decoder holds none. They are the C
 // decode's own (codec.Knobs): merged chroma, JDCT_IFAST, whole rows,
-// libjpeg's Huffman decoder, the SIMD level's bound (SIMDMax: 0 the best
-// the CPU has; n > 0 at most n (1: SSE2, no SSSE3; 2: SSSE3, no AVX2; 3:
-// AVX2, no AVX-512); -1 none), the index's spacing and a forced index.
+// libjpeg's Huffman decoder, the SIMD level (SIMDMax: 0 the default, the
+// best the CPU has but AVX2 at most on Intel; n > 0 level n, at most the
+// best (1: SSE2, no SSSE3; 2: SSSE3, no AVX2; 3: AVX2, no AVX-512); -1
+// none), the index's spacing and a forced index.
 type fastKnobs = codec.Knobs
 
 // defaults are the knobs of every decode in production, never written.
@@ -48,8 +49,9 @@ func (d *Decoder) knobs() *fastKnobs {
 	return &defaults
 }
 
-// simdBest is the best SIMD level the resampler uses on this CPU (0 none,
-// 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512).
+// simdBest is the best SIMD level the resampler can use on this CPU (0
+// none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI and VNNI);
+// decodes use codec.SIMDDefault unless their knobs say otherwise.
 func simdBest() int { return codec.SIMDBest() }
 
 // free releases the scratch; it is idempotent.

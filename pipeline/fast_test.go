@@ -377,7 +377,7 @@ func fastSynthAndPhotos(t *testing.T, n int) []fastSynthJPEG {
 func TestFastSIMDSame(t *testing.T) {
 	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 4)
-	levels := []int{0, 4, 3, 2, 1, -1} // the best the CPU has, at most AVX-512 (without VBMI), AVX2, SSSE3, SSE2, none
+	levels := []int{0, 5, 4, 3, 2, 1, -1} // the default, the best the CPU has (at most VBMI), at most AVX-512 (without VBMI), AVX2, SSSE3, SSE2, none
 	decs := make([]*Decoder, len(levels))
 	for i, l := range levels {
 		decs[i] = NewDecoder()

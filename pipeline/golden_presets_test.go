@@ -22,13 +22,15 @@ import (
 // them from goldenPresetsFast's wherever a crop had been DCT-scaled, and
 // OutputVersion 5 those of the presets with a bilinear geometry
 // (imagenet-*, simclr*, tv-resnet50-v2), whose filter became torch's.
+// OutputVersion 7 changed deit's and tv-resnet50-v2's (their policies'
+// rotate and affine: the grid summed in MKL's order), in both modes.
 // detr's, ssdlite's, lsj's and frcnn's cover their targets too (made from
 // boxedDataset's boxes); frcnn's samples are each its own size, in slots
 // padded to its bound (1333x1333), its size after it.
 var goldenPresets = map[string][2]string{
 	"clip":           {"fe4b1beab4dcd14c057f348e325f49b02b8143e8a0ce5da979418adf81f119db", "ed96c86c3e7dac049be9c473b8b5cc728dba8450ae96020239048f4a559be3b2"},
 	"detr":           {"cdab82c14300f5ef357b68f8fea9e350579e1f00437476c3bdcde792fe072b56", "b575d027cc62aedaac9720e8d5c6c47b9dd0b8c4738803274e5f8dafa47506c8"},
-	"deit":           {"37e9c876215412d6901b6530e470f1d18c13f81ee36038c094368cba43fc2a2b", "2210e0a70523dd3d8f522313c75dcf62321760aa26678682eecd94a1428831db"},
+	"deit":           {"07e600edca9c76f7b534e1b1a5cb11d00fd6aedcd4f6fdf0cd0bb6cb7a294b94", "8e553103da58fd13330707bf4ce40f2ff756b816718254f630d10bca820495fc"},
 	"dino":           {"3c50df635bcee51a4cf66b3914e89e98cdaa601977a27fa261c40b9d6526448d", "524211245d11565672e735f328567e55b55534696fe904b1f0e9f8039179b199"},
 	"dino-global":    {"bf48f6640e43f7e27da0215fe8de354b1f499fbcd43c649f2298178ac43e4401", "65813f1d58c52c6318826f7fab347fbcb693c06244fc5e4644b7d051df772594"},
 	"dino-local":     {"ca5f119003a105d1f3998ed2bb681d3b873b1d3521e6f08f4504274e69cdfc6b", "ab802f72d810a7c83f67ae563538d738507be9d2b1af56ad49430e81b039efd7"},
@@ -40,7 +42,7 @@ var goldenPresets = map[string][2]string{
 	"simclr":         {"bc9b6fdd591500eec00681e0a781bacfdacc913b7c719848f166dfccddbf05e5", "6b0c075314f164928e2d859aac5ae61b39d7fdd565f4e69d79b4e17c1af3c283"},
 	"simclr-view":    {"70cce4b1741c0f59df5a2b68e40bb121f206704a37c079255b2b67a1a89fe7f2", "fe5de1dc02a6834b2ad8f651021dbf53447445cea824d429b662a8a850b328f3"},
 	"ssdlite":        {"f1ca29f6513809c989a0140164cf96042da549536bbcb25f3457ead5ccc6819f", "8d18ccfd1c69967d173582503df48505da7701538c94ec7d8b38eececa3cfe82"},
-	"tv-resnet50-v2": {"9078ffc17fcb2c200d11f7ed42bf45a1d852556d8c0efc5a3f7a1a960d293c25", "3eab75ac59d6259ac81a85e2256174251512d8b999ac2583f338654bb6ad5baf"},
+	"tv-resnet50-v2": {"199ca782aabd971141cadfea2b59456173246111dcd6cf68e3e24dae4f6074ad", "de8bade1d7ee3ab7265b931a7af49f83b88c4f9abd44bea86bdafb5f736b34c8"},
 	"yolo":           {"03c5a612766a6b16267c259a2d35835a01f9cc187975f504f64574257c3b7613", "0415a466464e34f8bd6832edc839a37cfc9f02c4fef5c5e98efac5fd04661f1d"},
 	"yolo-letterbox": {"79ff6cbd75f948438ee23d605e6583463b7483a555b9766a1c07c3cbb8fab880", "5a16f0dbe31b96e452bb756c435a85c8afeba7f09eaf6cfdb8b02f2f3a119684"},
 }
@@ -54,7 +56,7 @@ var goldenPresets = map[string][2]string{
 var goldenPresetsFast = map[string][2]string{
 	"clip":           {"127ef4487ae3e941e2d45cf76490e39253a474b4a8478e42655012fad1b785e3", "e666dd6c24d1e99d0fdc309aa87b599f9d07b15ab60de07a272c602f568c83fa"},
 	"detr":           {"cdab82c14300f5ef357b68f8fea9e350579e1f00437476c3bdcde792fe072b56", "b575d027cc62aedaac9720e8d5c6c47b9dd0b8c4738803274e5f8dafa47506c8"},
-	"deit":           {"0a527fbd7c42f59aecce5acdad3033e703022e33bba64d4e42796875daed77c7", "c21ae7aba028c86a44be2c1af0a0bd15f93cb34253d9477d5597ee6c6d6d86f2"},
+	"deit":           {"4d2f2e771befcac32b098085cbecd96ab0dacd5c9c37189a8cbdf798cfa53db6", "45bf0b1ac0342d87a8299f5d4c8e2f16ac011a41b27ab93ecdd8089d0869ead5"},
 	"dino":           {"deb8d29e35e06140a86903e859eefd827fe73d95a59e947851ee7fd2d69daa6e", "3442d5c041304a7e597ce1f898ba332bbafe6cf98286393ee0ed58db35af2fef"},
 	"dino-global":    {"4d6c08aaa546d18cc6ba6f33e861bf8b9c4e45f085574fb90b41a31e7dcc7bdb", "1a7ec67b4b77ee1dcdf156f4c7f674d851034e60288efca1c88bc90d1ba554ad"},
 	"dino-local":     {"a0fca7faa7123249ffcecaae7c183244957ff383bf17ff84096db7c378453564", "1d658b660a40a38e5d06e568ff157713d8567dfbd016ee2791db4f5ad2e80dca"},
@@ -66,7 +68,7 @@ var goldenPresetsFast = map[string][2]string{
 	"simclr":         {"bc9b6fdd591500eec00681e0a781bacfdacc913b7c719848f166dfccddbf05e5", "c970510d961f16884aa691ed8a9c1c451fb17e624def34c9b8cb75e44c63e3ee"},
 	"simclr-view":    {"ed384ad7639e6017c5891fea4e9c4c39aa0f426043ce1f7009e4d2ccf02bc5b8", "5c5a3189cd87c719b3b783efefb22bd28b867fb2149d22c7007440cae4942e6e"},
 	"ssdlite":        {"f1ca29f6513809c989a0140164cf96042da549536bbcb25f3457ead5ccc6819f", "8d18ccfd1c69967d173582503df48505da7701538c94ec7d8b38eececa3cfe82"},
-	"tv-resnet50-v2": {"0313ce0e95d26b5f11c329ff908ae9d14a064e6c18a4fe98b321ff5fcf6c1894", "e2d7c8bcecc87cad51eca82b00df6691819573d02b7c264221c40cbc23fa0499"},
+	"tv-resnet50-v2": {"0313ce0e95d26b5f11c329ff908ae9d14a064e6c18a4fe98b321ff5fcf6c1894", "b9c5e89168d3f0d40262bd8c2258d49d502bf01fc3c806d1f128273b09d56726"},
 	"yolo":           {"03c5a612766a6b16267c259a2d35835a01f9cc187975f504f64574257c3b7613", "0415a466464e34f8bd6832edc839a37cfc9f02c4fef5c5e98efac5fd04661f1d"},
 	"yolo-letterbox": {"79ff6cbd75f948438ee23d605e6583463b7483a555b9766a1c07c3cbb8fab880", "5a16f0dbe31b96e452bb756c435a85c8afeba7f09eaf6cfdb8b02f2f3a119684"},
 }

@@ -34,8 +34,14 @@ import (
 // YOLOMosaic's (and YOLOMixUp's) partners are drawn from the sample's
 // window of the epoch's global shuffle order (cv.PartnerWindow), not
 // from the whole dataset, in sets of 256 samples or more (smaller sets
-// draw as before: the golden presets are unchanged).
-const OutputVersion = 6
+// draw as before: the golden presets are unchanged). Version 7: rotate's
+// and affine's grid (and their masks') is summed in torch's order for 67
+// output points or more, MKL's sgemm's on its AVX-512 path (fma(Y, r1,
+// X*r0) + r2, kernels' affineGrid), where it was summed unfused: one ulp
+// apart on about a third of the points, which moved about one nearest
+// pixel in two 400 px images and about 90 bilinear ones by a level (deit's
+// and tv-resnet50-v2's golden presets, whose policies rotate and shear).
+const OutputVersion = 7
 
 // Decode paths, as Identity.Path names them.
 const (

@@ -73,16 +73,18 @@ type (
 )
 
 var (
-	centerOffset  = transform.CenterOffset
-	cutKey        = transform.CutKey
-	drawYOLOPersp = transform.DrawYOLOPersp
-	expandBound   = transform.ExpandBound
-	maxIoU        = transform.MaxIoU
-	mixKey        = transform.MixKey
-	padCorner     = transform.PadCorner
-	resizeSize    = transform.ResizeSize
-	resizedSize   = transform.ResizedSize
-	rrcParams     = transform.RRCParams
+	centerOffset        = transform.CenterOffset
+	copyPasteKey        = transform.CopyPasteKey
+	copyPasteMixPartner = transform.CopyPasteMixPartner
+	cutKey              = transform.CutKey
+	drawYOLOPersp       = transform.DrawYOLOPersp
+	expandBound         = transform.ExpandBound
+	maxIoU              = transform.MaxIoU
+	mixKey              = transform.MixKey
+	padCorner           = transform.PadCorner
+	resizeSize          = transform.ResizeSize
+	resizedSize         = transform.ResizedSize
+	rrcParams           = transform.RRCParams
 )
 
 const (

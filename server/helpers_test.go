@@ -277,9 +277,18 @@ func targetsAsField(h *pb.BatchHeader) error {
 	}
 	n := len(h.GetIndices())
 	fv := &pb.FieldValues{Name: "targets", Values: make([][]byte, n)}
-	if err := ragged.Unpack(bt, n, bt.GetMasks(), bt.GetOverlapMask(), 1<<30, func(int) []byte { return nil }, func(i int, v []byte) { fv.Values[i] = v }); err != nil {
+	if err := ragged.Unpack(bt, n, bt.GetMasks(), overlapOf(bt), 1<<30, func(int) []byte { return nil }, func(i int, v []byte) { fv.Values[i] = v }); err != nil {
 		return fmt.Errorf("batch %d: %v", h.GetNumber(), err)
 	}
 	h.Fields, h.Targets = append(h.Fields, fv), nil
 	return nil
+}
+
+// overlapOf is the mask a batch's targets say they carry (the tests trust
+// their own server's).
+func overlapOf(bt *pb.BatchTargets) ragged.Overlap {
+	if !bt.GetOverlapMask() {
+		return ragged.Overlap{}
+	}
+	return ragged.Overlap{Ratio: int(bt.GetMaskRatio()), Instances: bt.MaskOverlap != nil && !*bt.MaskOverlap}
 }

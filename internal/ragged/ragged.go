@@ -22,17 +22,16 @@ import (
 // visibilities; with masks, zeros to a multiple of 4, K u32 run counts and
 // the runs (u32), and where a Mask fill other than 0 filled pixels the
 // fill block (u32 F, F u32 runs, F/2 values, zeros to a multiple of 4);
-// with the overlap mask (wordOverlap, never with masks),
-// zeros to a multiple of 4, then its H/4 x W/4 map (uint8, int32 past 255
-// instances) and zeros to a multiple of 4.
+// with the overlap mask (wordOverlap, never with masks), zeros to a
+// multiple of 4, then its H/r x W/r map (uint8, int32 past 255
+// instances; r the job's mask_ratio) and zeros to a multiple of 4, or,
+// with mask_overlap false, K such masks as bits, zeros to a multiple of 4.
 const (
 	header      = 24
 	wordMasks   = 1 << 31
 	wordOverlap = 1 << 30
 	// maxP bounds P (the word's bits 8 to 29).
 	maxP = 1<<22 - 1
-	// overlapRatio is the overlap mask's downsample (pipeline.OverlapRatio).
-	overlapRatio = 4
 	// formats is the boxes' formats (XYXY, XYWH, CXCYWH).
 	formats = 3
 )
@@ -55,18 +54,46 @@ type sample struct {
 	omap int
 }
 
-// overlapBytes is the bytes of a sample's overlap mask of k instances on
-// an h x w canvas, padded to a multiple of 4.
-func overlapBytes(h, w, k int64) int64 {
-	n := (h / overlapRatio) * (w / overlapRatio)
+// Overlap is the ultralytics Format mask a job asks for (target_fields
+// "overlap_mask"): Ratio its mask_ratio (0: none asked), Instances its
+// mask_overlap=False (one mask an instance, as bits, in place of the map).
+type Overlap struct {
+	Ratio     int
+	Instances bool
+}
+
+// OverlapOf is the mask a job's field set asks for (pipeline.FieldSet's).
+func OverlapOf(fs interface {
+	OverlapMask() bool
+	MaskRatio() int
+	MaskOverlap() bool
+}) Overlap {
+	if !fs.OverlapMask() {
+		return Overlap{}
+	}
+	return Overlap{Ratio: fs.MaskRatio(), Instances: !fs.MaskOverlap()}
+}
+
+// On says whether the job asks for it.
+func (o Overlap) On() bool { return o.Ratio > 0 }
+
+// bytes is the bytes of a sample's mask of k instances on an h x w
+// canvas, padded to a multiple of 4 (pipeline/targets' MaskSize).
+func (o Overlap) bytes(h, w, k int64) int64 {
+	r := int64(o.Ratio)
+	n := (h / r) * (w / r)
+	if o.Instances {
+		return ((k*n+7)/8 + 3) / 4 * 4
+	}
 	if k > 255 {
 		n *= 4
 	}
 	return (n + 3) / 4 * 4
 }
 
-// parse parses one sample's encoding, checking that its lengths add up.
-func parse(v []byte) (sample, error) {
+// parse parses one sample's encoding, checking that its lengths add up
+// (ov: the mask the job asks for, for its size).
+func parse(v []byte, ov Overlap) (sample, error) {
 	var s sample
 	if len(v) < header {
 		return s, fmt.Errorf("%d bytes, want at least %d", len(v), header)
@@ -87,9 +114,12 @@ func parse(v []byte) (sample, error) {
 	if s.masks && s.overlap {
 		return s, fmt.Errorf("masks and the overlap mask together")
 	}
+	if s.overlap && !ov.On() {
+		return s, nil // the caller refuses it (a mask the job does not ask for)
+	}
 	if s.overlap {
 		s.omap = int(size+3) / 4 * 4
-		if want := int64(s.omap) + overlapBytes(int64(s.h), int64(s.w), k); want != int64(len(v)) {
+		if want := int64(s.omap) + ov.bytes(int64(s.h), int64(s.w), k); want != int64(len(v)) {
 			return s, fmt.Errorf("%d bytes for %d instances of %d keypoints and an overlap mask of %dx%d, want %d", len(v), k, p, s.w, s.h, want)
 		}
 		return s, nil
@@ -132,15 +162,16 @@ func fillBlockBytes(f int64) int64 { return 4 + 4*f + (f/2+3)/4*4 }
 // reuse): what goes on the wire in place of the per-sample bytes. Every
 // sample has the same boxes' format, and masks exactly when the job asks
 // for them (masks: a batch of no samples says so too), and the overlap
-// mask exactly when the job asks for it (overlap); else an error, as for
-// an encoding whose lengths do not add up.
-func Pack(vals [][]byte, masks, overlap bool, buf []byte) (*stokerv1.BatchTargets, []byte, error) {
+// mask exactly when the job asks for it (ov, whose ratio and mode give its
+// size); else an error, as for an encoding whose lengths do not add up.
+func Pack(vals [][]byte, masks bool, ov Overlap, buf []byte) (*stokerv1.BatchTargets, []byte, error) {
+	overlap := ov.On()
 	n := len(vals)
 	ss := make([]sample, n)
 	var k, kp, runs, om, fills int
 	hasP := false
 	for i, v := range vals {
-		s, err := parse(v)
+		s, err := parse(v, ov)
 		if err != nil {
 			return nil, buf, fmt.Errorf("sample %d's targets: %v", i, err)
 		}
@@ -174,6 +205,10 @@ func Pack(vals [][]byte, masks, overlap bool, buf []byte) (*stokerv1.BatchTarget
 		ImageIds: make([]int64, n),
 	}
 	bt.Masks, bt.OverlapMask = masks, overlap
+	if overlap {
+		mo := !ov.Instances
+		bt.MaskRatio, bt.MaskOverlap = uint32(ov.Ratio), &mo
+	}
 	if n > 0 {
 		bt.BoxFormat = ss[0].format
 	}

@@ -115,7 +115,7 @@ func TestPackUnpack(t *testing.T) {
 				}
 			}
 		}
-		bt, buf, err := Pack(vals, c.masks, false, nil)
+		bt, buf, err := Pack(vals, c.masks, Overlap{}, nil)
 		if err != nil {
 			t.Fatalf("%s: Pack: %v", c.name, err)
 		}
@@ -126,7 +126,7 @@ func TestPackUnpack(t *testing.T) {
 		total := uint32(0)
 		var size int64
 		for i, v := range vals {
-			s, err := parse(v)
+			s, err := parse(v, Overlap{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +200,7 @@ func TestPackUnpack(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := make([][]byte, len(vals))
-		if err := Unpack(&got, len(vals), c.masks, false, 1<<20, func(i int) []byte { return out[i][:0] }, func(i int, v []byte) { out[i] = v }); err != nil {
+		if err := Unpack(&got, len(vals), c.masks, Overlap{}, 1<<20, func(i int) []byte { return out[i][:0] }, func(i int, v []byte) { out[i] = v }); err != nil {
 			t.Fatalf("%s: Unpack: %v", c.name, err)
 		}
 		for i := range vals {
@@ -226,7 +226,7 @@ func TestPackRefuses(t *testing.T) {
 		{"formats", [][]byte{good[0], encode(r, 1, 2, 0, pipeline.BoxXYXY, false)}, "boxes' format 0, sample 0's 2"},
 		{"masks", [][]byte{good[0], encode(r, 1, 2, 0, pipeline.BoxCXCYWH, true)}, "sample 1's targets: masks true, the job asks for masks false"},
 	} {
-		if _, _, err := Pack(c.vals, false, false, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := Pack(c.vals, false, Overlap{}, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Pack: %v, want an error with %q", c.name, err, c.want)
 		}
 	}
@@ -240,7 +240,7 @@ func TestUnpackHostile(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	vals := batchOf(r, []int{2, 3, 0, 4}, 5, false, true)
 	vals[1] = withFill(r, vals[1])
-	bt, _, err := Pack(vals, true, false, nil)
+	bt, _, err := Pack(vals, true, Overlap{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestUnpackHostile(t *testing.T) {
 			c.spoil(b)
 		}
 		put := 0
-		err := Unpack(b, len(vals), c.masks, false, c.max, func(int) []byte { return nil }, func(int, []byte) { put++ })
+		err := Unpack(b, len(vals), c.masks, Overlap{}, c.max, func(int) []byte { return nil }, func(int, []byte) { put++ })
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Unpack: %v, want an error with %q", c.name, err, c.want)
 		}
@@ -303,11 +303,11 @@ func TestUnpackHostile(t *testing.T) {
 // offsets [0] and empty arrays, masks as the job asks, and unpacks.
 func TestPackNoSamples(t *testing.T) {
 	for _, masks := range []bool{false, true} {
-		bt, _, err := Pack(nil, masks, false, nil)
+		bt, _, err := Pack(nil, masks, Overlap{}, nil)
 		if err != nil || len(bt.GetOffsets()) != 1 || bt.GetMasks() != masks {
 			t.Fatalf("masks %v: Pack: %v, %v", masks, bt, err)
 		}
-		if err := Unpack(bt, 0, masks, false, 100, nil, nil); err != nil {
+		if err := Unpack(bt, 0, masks, Overlap{}, 100, nil, nil); err != nil {
 			t.Errorf("masks %v: Unpack: %v", masks, err)
 		}
 	}
@@ -321,7 +321,7 @@ func TestPackMatchesTargetsSize(t *testing.T) {
 	if int64(len(v)) != pipeline.TargetsSize(5, 3) {
 		t.Fatalf("%d bytes, TargetsSize %d: the layout differs from the pipeline's", len(v), pipeline.TargetsSize(5, 3))
 	}
-	_, buf, err := Pack([][]byte{v}, false, false, nil)
+	_, buf, err := Pack([][]byte{v}, false, Overlap{}, nil)
 	if err != nil || int64(len(buf)) != pipeline.TargetsSize(5, 3)-header {
 		t.Fatalf("Pack: %d bytes, %v; want %d", len(buf), err, pipeline.TargetsSize(5, 3)-header)
 	}
@@ -330,8 +330,16 @@ func TestPackMatchesTargetsSize(t *testing.T) {
 // TestPackUnpackOverlap: with the overlap mask, each sample's map (uint8,
 // int32 past 255 instances, padded to 4 bytes) goes into overlap_masks
 // back to back, and comes back, through the header and through a slot; a
-// sample of another kind, or a map of another size, is refused.
+// sample of another kind, or a map of another size, is refused; so at
+// another mask_ratio (3, 1) and with mask_overlap=False (one mask an
+// instance, as bits), and a batch of the job's other ratio or mode.
 func TestPackUnpackOverlap(t *testing.T) {
+	for _, ov := range []Overlap{{Ratio: 4}, {Ratio: 3}, {Ratio: 1}, {Ratio: 4, Instances: true}, {Ratio: 3, Instances: true}} {
+		testPackUnpackOverlap(t, ov)
+	}
+}
+
+func testPackUnpackOverlap(t *testing.T, ov Overlap) {
 	r := rand.New(rand.NewPCG(3, 4))
 	ks := []int{3, 0, 300, 1, 7}
 	vals := make([][]byte, len(ks))
@@ -344,22 +352,25 @@ func TestPackUnpackOverlap(t *testing.T) {
 		for len(v)%4 != 0 {
 			v = append(v, 0)
 		}
-		m := make([]byte, pipeline.OverlapMaskSize(tg.W, tg.H, k))
+		m := make([]byte, ov.bytes(int64(tg.H), int64(tg.W), int64(k)))
+		if ov.Ratio == 4 && !ov.Instances && int64(len(m)) != pipeline.OverlapMaskSize(tg.W, tg.H, k) {
+			t.Fatalf("%d bytes, pipeline.OverlapMaskSize %d", len(m), pipeline.OverlapMaskSize(tg.W, tg.H, k))
+		}
 		for j := range m {
 			m[j] = byte(r.IntN(256))
 		}
 		vals[i] = append(v, m...)
 	}
-	bt, _, err := Pack(vals, false, true, nil)
+	bt, _, err := Pack(vals, false, ov, nil)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%+v: %v", ov, err)
 	}
-	if !bt.GetOverlapMask() || len(bt.GetOverlapMasks()) == 0 {
+	if !bt.GetOverlapMask() || len(bt.GetOverlapMasks()) == 0 || int(bt.GetMaskRatio()) != ov.Ratio || bt.GetMaskOverlap() == ov.Instances {
 		t.Fatalf("overlap %v, %d bytes", bt.GetOverlapMask(), len(bt.GetOverlapMasks()))
 	}
 	check := func(bt *stokerv1.BatchTargets, where string) {
 		out := make([][]byte, len(vals))
-		if err := Unpack(bt, len(vals), false, true, 1<<20, func(i int) []byte { return nil }, func(i int, v []byte) { out[i] = v }); err != nil {
+		if err := Unpack(bt, len(vals), false, ov, 1<<20, func(i int) []byte { return nil }, func(i int, v []byte) { out[i] = v }); err != nil {
 			t.Fatalf("%s: %v", where, err)
 		}
 		for i := range vals {
@@ -375,18 +386,23 @@ func TestPackUnpackOverlap(t *testing.T) {
 		t.Fatal("does not fit the slot")
 	}
 	if err := FromSlot(viaSlot, slot, 100); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%+v: %v", ov, err)
 	}
 	check(viaSlot, "slot")
-	if _, _, err := Pack(vals, false, false, nil); err == nil || !strings.Contains(err.Error(), "overlap mask true") {
+	if _, _, err := Pack(vals, false, Overlap{}, nil); err == nil || !strings.Contains(err.Error(), "overlap mask true") {
 		t.Errorf("a job without it: %v", err)
 	}
-	if _, _, err := Pack([][]byte{vals[0][:len(vals[0])-4]}, false, true, nil); err == nil || !strings.Contains(err.Error(), "overlap mask of") {
+	if _, _, err := Pack([][]byte{vals[0][:len(vals[0])-4]}, false, ov, nil); err == nil || !strings.Contains(err.Error(), "overlap mask of") {
 		t.Errorf("a short map: %v", err)
 	}
 	short := proto.Clone(bt).(*stokerv1.BatchTargets)
 	short.OverlapMasks = short.OverlapMasks[4:]
-	if err := Unpack(short, len(vals), false, true, 1<<20, func(int) []byte { return nil }, func(int, []byte) {}); err == nil || !strings.Contains(err.Error(), "overlap_masks") {
+	if err := Unpack(short, len(vals), false, ov, 1<<20, func(int) []byte { return nil }, func(int, []byte) {}); err == nil || !strings.Contains(err.Error(), "overlap_masks") {
 		t.Errorf("short overlap_masks: %v", err)
+	}
+	for _, other := range []Overlap{{Ratio: ov.Ratio + 1, Instances: ov.Instances}, {Ratio: ov.Ratio, Instances: !ov.Instances}} {
+		if err := Unpack(bt, len(vals), false, other, 1<<20, func(int) []byte { return nil }, func(int, []byte) {}); err == nil || !strings.Contains(err.Error(), "mask_ratio") {
+			t.Errorf("%+v: a batch of %+v: %v", other, ov, err)
+		}
 	}
 }

@@ -32,7 +32,7 @@ func TestToSlotFromSlot(t *testing.T) {
 		{"too large", 17, true, []int{9, 9}, 64, false},
 	} {
 		vals := batchOf(r, c.ks, c.p, false, c.masks)
-		bt, _, err := Pack(vals, c.masks, false, nil)
+		bt, _, err := Pack(vals, c.masks, Overlap{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,10 +14,11 @@ import (
 // the per-sample lists must be n long, the offsets start at 0, never go
 // down and end at the arrays' lengths, every array be exactly as long as
 // they say, the boxes' format one of three, masks as the job asks
-// (masks), the overlap mask as the job asks (overlap), and no sample's
+// (masks), the overlap mask as the job asks (ov: its ratio and mode too), and no sample's
 // encoding over max bytes (the job's bound of a sample's targets). The
 // first that is not is the error, naming it.
-func Unpack(bt *stokerv1.BatchTargets, n int, masks, overlap bool, max int64, dst func(i int) []byte, put func(i int, v []byte)) error {
+func Unpack(bt *stokerv1.BatchTargets, n int, masks bool, ov Overlap, max int64, dst func(i int) []byte, put func(i int, v []byte)) error {
+	overlap := ov.On()
 	if bt == nil {
 		return errors.New("a batch without its targets (BatchHeader.targets)")
 	}
@@ -37,6 +38,8 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks, overlap bool, max int64, ds
 		return fmt.Errorf("targets: overlap mask %v, the job asks for it %v", bt.GetOverlapMask(), overlap)
 	case masks && overlap:
 		return errors.New("targets: masks and the overlap mask together")
+	case overlap && (int(bt.GetMaskRatio()) != ov.Ratio || (bt.MaskOverlap == nil || *bt.MaskOverlap) == ov.Instances):
+		return fmt.Errorf("targets: mask_ratio %d, mask_overlap %v, the job asks for %d, %v", bt.GetMaskRatio(), bt.MaskOverlap == nil || *bt.MaskOverlap, ov.Ratio, !ov.Instances)
 	}
 	var kp, om int64
 	for i := range n {
@@ -50,7 +53,7 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks, overlap bool, max int64, ds
 			kp += int64(off[i+1]-off[i]) * int64(ps[i])
 		}
 		if overlap {
-			om += overlapBytes(int64(canvas[2*i]), int64(canvas[2*i+1]), int64(off[i+1]-off[i]))
+			om += ov.bytes(int64(canvas[2*i]), int64(canvas[2*i+1]), int64(off[i+1]-off[i]))
 		}
 	}
 	k := int64(off[n])
@@ -137,7 +140,7 @@ func Unpack(bt *stokerv1.BatchTargets, n int, masks, overlap bool, max int64, ds
 		}
 		var ob int64
 		if overlap {
-			ob = overlapBytes(int64(canvas[2*i]), int64(canvas[2*i+1]), sk)
+			ob = ov.bytes(int64(canvas[2*i]), int64(canvas[2*i+1]), sk)
 			size = (size+3)/4*4 + ob
 		}
 		if size > max {

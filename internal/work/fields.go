@@ -68,7 +68,7 @@ func takeFields(fs *pipeline.FieldSet, h *stokerv1.BatchHeader, n int, b *pipeli
 // first (ragged.Unpack).
 func takeTargets(fs *pipeline.FieldSet, bt *stokerv1.BatchTargets, n int, b *pipeline.Batch) error {
 	nf, t := fs.Len(), fs.TargetsAt()
-	return ragged.Unpack(bt, n, fs.Masks(), fs.OverlapMask(), fs.TargetsMax(),
+	return ragged.Unpack(bt, n, fs.Masks(), ragged.OverlapOf(fs), fs.TargetsMax(),
 		func(i int) []byte { return b.Fields[i*nf+t].Data[:0] },
 		func(i int, v []byte) { b.Fields[i*nf+t] = pipeline.Field{Data: v, Has: true} })
 }

@@ -5,6 +5,7 @@ package codec
 import (
 	"bytes"
 	"hash/maphash"
+	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -324,4 +325,61 @@ func BenchmarkCoefIdentity(b *testing.B) {
 		}
 	})
 	_ = sink
+}
+
+// TestCoefFormSIMDSame: the coefficient cache's form of a block is the same
+// bytes at every SIMD level (VBMI2's compress, SSSE3's
+// shuffles, scalar code), on blocks at the edges of its narrow and wide
+// forms: AC values at +-127 (narrow) and +-128, -32768 and 32767 (wide),
+// a DC anywhere (it never makes a block wide), and random sparse blocks.
+func TestCoefFormSIMDSame(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 48))
+	var blocks []int16
+	add := func(f func(b []int16)) {
+		b := make([]int16, 64)
+		f(b)
+		blocks = append(blocks, b...)
+	}
+	add(func(b []int16) {})                               // all zero
+	add(func(b []int16) { b[0] = -32768 })                // a DC alone, however large
+	add(func(b []int16) { b[0], b[63] = 2047, 127 })      // narrow at the edge
+	add(func(b []int16) { b[1], b[62] = -127, 127 })      // narrow at both edges
+	add(func(b []int16) { b[5] = 128 })                   // wide
+	add(func(b []int16) { b[33] = -128 })                 // wide, in the upper half
+	add(func(b []int16) { b[63], b[40] = -32768, 32767 }) // wide at the extremes
+	add(func(b []int16) { b[0], b[1] = 300, -1 })         // the DC's size is not the AC's
+	add(func(b []int16) {                                 // every lane nonzero
+		for i := range b {
+			b[i] = int16(i - 32)
+		}
+	})
+	for range 2000 {
+		add(func(b []int16) {
+			for range rng.IntN(40) {
+				v := int16(rng.IntN(255) - 127)
+				if rng.IntN(50) == 0 {
+					v = int16(rng.IntN(65536) - 32768)
+				}
+				b[rng.IntN(64)] = v
+			}
+		})
+	}
+	want := coefsForm(blocks, 0)
+	if len(want) == 0 {
+		t.Fatal("no form written")
+	}
+	for _, level := range []int{1, 2, 3, 4, 5} {
+		if got := coefsForm(blocks, level); !bytes.Equal(got, want) {
+			n := min(len(got), len(want))
+			at := n
+			for i := range n {
+				if got[i] != want[i] {
+					at = i
+					break
+				}
+			}
+			t.Errorf("SIMD level %d (the CPU's best %d): %d bytes, scalar %d, first difference at byte %d", level, SIMDBest(), len(got), len(want), at)
+		}
+	}
+	t.Logf("%d blocks, %d bytes at every level up to %d", len(blocks)/64, len(want), SIMDBest())
 }

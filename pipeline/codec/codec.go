@@ -99,8 +99,9 @@ type Knobs struct {
 	IFast    bool // JDCT_IFAST
 	NoRegion bool // decode whole rows from the top: no crop, no skip
 	LibHuff  bool // libjpeg's own Huffman decoder instead of huff.c's
-	// SIMDMax bounds the SIMD level: 0 the best the CPU has; n > 0 at
-	// most n; -1 none.
+	// SIMDMax sets the SIMD level: 0 the default (the best the CPU has,
+	// AVX2 at most on Intel for jobs of one or two views: passes.c,
+	// turbo.c); n > 0 level n, at most the CPU's best; -1 none.
 	SIMDMax int
 	IxPx    int // decoder index checkpoint spacing in pixels; 0: the default
 	// ForceIndex, when set, is the decoder index every decode is given

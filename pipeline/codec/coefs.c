@@ -345,6 +345,14 @@ int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
   return 1;
 }
 
+size_t stoker_coefs_form(const JCOEF *blocks, int n, int simd, uint8_t *out) {
+  int level = simd >= 5 && cpu_vbmi2 ? 5 : simd >= 2 ? 2 : 0, i;
+  uint8_t *p = out;
+  for (i = 0; i < n; i++)
+    p = put_block(p, blocks + 64 * i, level);
+  return (size_t)(p - out);
+}
+
 void coefs_get(const stoker_coefs *c, const stoker_coefbuf *b, long mcu,
                JBLOCKROW *data) {
   const uint8_t *p = c->at[mcu];

@@ -107,6 +107,11 @@ int coefs_attach(stoker_coefs *c, stoker_coefbuf *b, long nmcu, int blocks,
  * decode may still add); 1: stored. When they do not, room becomes 0. */
 int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
               size_t *room);
+/* stoker_coefs_form writes n blocks' form (64 coefficients each, natural
+ * order) into out (n * (2 + 8 + 63 * 2 + 8) bytes) as coefs_put stores it
+ * at SIMD level simd, and returns its length: for tests, that every level
+ * makes the same bytes. */
+size_t stoker_coefs_form(const JCOEF *blocks, int n, int simd, uint8_t *out);
 /* coefs_get writes a stored MCU's coefficients into zeroed blocks, as the
  * decode's b unpacks them. */
 void coefs_get(const stoker_coefs *c, const stoker_coefbuf *b, long mcu,

@@ -644,7 +644,7 @@ void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
  * and AVX-512 F and BW (0 off x86): the horizontal pass and the
  * coefficient cache's packing use SSSE3, the horizontal and vertical
  * passes AVX2 and AVX-512, at the decode's SIMD level. */
-static int cpu_ssse3, cpu_avx2, cpu_avx512, cpu_vbmi;
+static int cpu_ssse3, cpu_avx2, cpu_avx512, cpu_vbmi, cpu_intel;
 
 __attribute__((constructor)) static void cpu_init(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -653,6 +653,7 @@ __attribute__((constructor)) static void cpu_init(void) {
   cpu_avx2 = __builtin_cpu_supports("avx2");
   cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
   cpu_vbmi = cpu_avx512 && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni");
+  cpu_intel = __builtin_cpu_is("intel");
 #endif
 }
 
@@ -670,5 +671,19 @@ int stoker_simd_best(void) {
   if (simd == 4 && cpu_vbmi)
     simd = 5;
   return simd;
+}
+
+/* stoker_simd_default is the best level, but AVX2 (3) at most on Intel
+ * CPUs. There the AVX-512 levels, faster pass for pass, cost a job of one
+ * or two views more CPU in all than they save: on a Sapphire-Rapids-class
+ * Xeon (AMX, AVX-512 FP16) `imagenet-train` ran its first epoch and its
+ * later ones faster per CPU-second with AVX2 (BENCHMARKS.md), the Huffman
+ * decoder and libjpeg's IDCT included, which use no AVX-512: most likely
+ * the core runs them at a lower clock after 512-bit multiplies. Jobs of
+ * many views, mostly resampling, run at the best level (turbo.c,
+ * STOKER_SIMD_VIEWS). AMD's Zen 4 keeps its clock: the best level there. */
+int stoker_simd_default(void) {
+  int simd = stoker_simd_best();
+  return cpu_intel && simd > 3 ? 3 : simd;
 }
 

@@ -232,9 +232,27 @@ func coefsFree(p unsafe.Pointer)        { C.stoker_coefs_free((*C.stoker_coefs)(
 func coefsBytes(p unsafe.Pointer) int64 { return int64(C.stoker_coefs_bytes((*C.stoker_coefs)(p))) }
 func coefsMCUs(p unsafe.Pointer) int64  { return int64((*C.stoker_coefs)(p).nmcu) }
 
+// coefsForm is the form coefs_put stores blocks in (64 coefficients
+// each, natural order) at SIMD level simd (the best the CPU has at most):
+// for tests, that every level makes the same bytes.
+func coefsForm(blocks []int16, simd int) []byte {
+	n := len(blocks) / 64
+	if n == 0 {
+		return nil
+	}
+	out := make([]byte, n*(2+8+63*2+8))
+	l := C.stoker_coefs_form((*C.JCOEF)(unsafe.Pointer(&blocks[0])), C.int(n), C.int(simd), (*C.uint8_t)(unsafe.Pointer(&out[0])))
+	return out[:l]
+}
+
 // SIMDBest is the best SIMD level the resampler uses on this CPU (0 none,
 // 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI and VNNI).
 func SIMDBest() int { return int(C.stoker_simd_best()) }
+
+// SIMDDefault is the level decodes of one or two views use unless
+// Knobs.SIMDMax says otherwise: SIMDBest, but AVX2 (3) at most on Intel
+// CPUs (passes.c). Jobs of three views or more use SIMDBest (turbo.c).
+func SIMDDefault() int { return int(C.stoker_simd_default()) }
 
 // TurboVersions are LIBJPEG_TURBO_VERSION_NUMBER (0 for a libjpeg that is
 // not libjpeg-turbo) and JPEG_LIB_VERSION of the headers built against.

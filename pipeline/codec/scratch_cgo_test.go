@@ -7,6 +7,7 @@ import (
 	"errors"
 	"image/jpeg"
 	"image/png"
+	"os"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
@@ -67,7 +68,8 @@ func TestScratchPNGExact(t *testing.T) {
 }
 
 // TestScratchSIMDSame: a JPEG resized (bilinear, antialiased, at a DCT
-// scale) is the same bytes at every SIMD level the CPU has and with none.
+// scale) is the same bytes at every SIMD level the CPU has, with none and
+// at the default level (SIMDMax 0: SIMDDefault).
 func TestScratchSIMDSame(t *testing.T) {
 	const w, h = 160, 120
 	var buf bytes.Buffer
@@ -77,16 +79,13 @@ func TestScratchSIMDSame(t *testing.T) {
 	s := newScratch(t)
 	var want []byte
 	for level := -1; level <= SIMDBest(); level++ {
-		if level == 0 {
-			continue
-		}
 		out := make([]byte, 3*40*30)
 		j := Job{SrcW: w, SrcH: h, Comps: 3, MaxScans: 100, MaxMemory: 64 << 20, Knobs: Knobs{SIMDMax: level}}
 		s.Set(&j, []Geometry{whole(w, h, 40, 30, 0, true)}, []int{0}, len(out))
 		if err := s.Err(s.Decode(buf.Bytes(), out, nil, nil)); err != nil {
 			t.Fatalf("SIMD level %d: %v", level, err)
 		}
-		if st := s.Stats(); st.ScaleM == 8 || (level > 0 && st.SIMD != level) || (level < 0 && st.SIMD != 0) {
+		if st := s.Stats(); st.ScaleM == 8 || (level > 0 && st.SIMD != level) || (level < 0 && st.SIMD != 0) || (level == 0 && st.SIMD != SIMDDefault()) {
 			t.Errorf("SIMD level %d: stats %+v: want a DCT scale under 8/8 and the level asked for", level, st)
 		}
 		if want == nil {
@@ -95,7 +94,73 @@ func TestScratchSIMDSame(t *testing.T) {
 			t.Errorf("SIMD level %d: other bytes than with none", level)
 		}
 	}
-	t.Logf("levels none and 1..%d: the same bytes", SIMDBest())
+	t.Logf("levels none and 1..%d and the default (%d): the same bytes", SIMDBest(), SIMDDefault())
+}
+
+// TestSIMDDefault: decodes use the CPU's best SIMD level, but AVX2 (3) at
+// most on an Intel CPU (its vendor read from /proc/cpuinfo where there is
+// one).
+func TestSIMDDefault(t *testing.T) {
+	best, def := SIMDBest(), SIMDDefault()
+	if def != best && (def != 3 || best <= 3) {
+		t.Fatalf("default level %d, best %d: want the best, or 3 where the best is over 3", def, best)
+	}
+	info, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		t.Logf("no /proc/cpuinfo (%v): the vendor not checked; best %d, default %d", err, best, def)
+		return
+	}
+	intel := bytes.Contains(info, []byte("GenuineIntel"))
+	if (intel && best > 3 && def != 3) || (!intel && def != best) {
+		t.Fatalf("Intel %v, best level %d: default %d", intel, best, def)
+	}
+	t.Logf("Intel %v: best level %d, default %d", intel, best, def)
+}
+
+// TestSIMDViews: at the default level (SIMDMax 0) a job of one or two
+// views decodes at SIMDDefault, one of three or more at SIMDBest (their
+// resampling outweighs the decode: turbo.c), each the same bytes as at
+// every other level.
+func TestSIMDViews(t *testing.T) {
+	const w, h = 160, 120
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, picture(w, h), &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
+	s := newScratch(t)
+	for _, n := range []int{1, 2, 3, 4} {
+		var want []byte
+		for _, level := range []int{0, -1, SIMDBest()} {
+			gs := make([]Geometry, n)
+			offs := make([]int, n)
+			for v := range gs {
+				gs[v] = whole(w, h, 40+8*v, 30, 0, true)
+				if v > 0 {
+					offs[v] = offs[v-1] + 3*gs[v-1].OutW*gs[v-1].OutH
+				}
+			}
+			out := make([]byte, offs[n-1]+3*gs[n-1].OutW*gs[n-1].OutH)
+			j := Job{SrcW: w, SrcH: h, Comps: 3, MaxScans: 100, MaxMemory: 64 << 20, Knobs: Knobs{SIMDMax: level}}
+			s.Set(&j, gs, offs, len(out))
+			if err := s.Err(s.Decode(buf.Bytes(), out, nil, nil)); err != nil {
+				t.Fatalf("%d views, SIMD level %d: %v", n, level, err)
+			}
+			if level == 0 {
+				lv := SIMDDefault()
+				if n >= 3 {
+					lv = SIMDBest()
+				}
+				if got := s.Stats().SIMD; got != lv {
+					t.Errorf("%d views at the default level: level %d, want %d", n, got, lv)
+				}
+			}
+			if want == nil {
+				want = out
+			} else if !bytes.Equal(out, want) {
+				t.Errorf("%d views: SIMD level %d makes other bytes than the default", n, level)
+			}
+		}
+	}
 }
 
 // TestScratchOutputLength: C is told the output buffer's length and

@@ -120,7 +120,7 @@ static long fill_coefs(j_decompress_ptr s, jvirt_barray_ptr *coefs, stoker_coefs
   if (blocks > D_MAX_BLOCKS_IN_MCU)
     return 0;
   memset(dummy, 0, sizeof dummy);
-  if (!coefs_attach(cc, b, mpr * mrows, blocks, stoker_simd_best(), &room))
+  if (!coefs_attach(cc, b, mpr * mrows, blocks, stoker_simd_default(), &room))
     return 0;
   for (mr = 0; mr < mrows && room; mr++) {
     for (ci = 0; ci < nc; ci++) {

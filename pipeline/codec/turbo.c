@@ -71,6 +71,13 @@
  * BENCHMARKS.md against row starts alone and other spacings. */
 #define STOKER_IX_PX 64
 
+/* A job of this many views or more runs at the CPU's best SIMD level,
+ * AVX-512 included on Intel, where fewer take stoker_simd_default's AVX2:
+ * its resampling outweighs its decode. Measured on a Sapphire-Rapids-class
+ * Xeon (BENCHMARKS.md): one view (imagenet-train) and two (simclr) faster
+ * per CPU-second with AVX2, ten (dinov2) with AVX-512. */
+#define STOKER_SIMD_VIEWS 3
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -303,14 +310,16 @@ typedef struct {
  * four outputs or 64 bytes, 5 AVX-512 VBMI and VNNI: the horizontal pass
  * with one load and a byte permutation per pair of taps, both passes
  * multiplying and adding in one instruction; each measured faster than
- * the level below, BENCHMARKS.md), and its reports zeroed. */
+ * the level below, BENCHMARKS.md, pass for pass; the default is AVX2 on
+ * Intel, stoker_simd_default, but the best for a job of STOKER_SIMD_VIEWS
+ * views or more), and its reports zeroed. */
 void stoker_begin_decode(stoker_turbo *t) {
   stoker_job *jb = &t->job;
-  int simd = stoker_simd_best();
+  int best = stoker_simd_best(), simd = jb->nviews >= STOKER_SIMD_VIEWS ? best : stoker_simd_default();
   if (jb->simd_max < 0)
     simd = 0;
-  else if (jb->simd_max > 0 && simd > jb->simd_max)
-    simd = jb->simd_max;
+  else if (jb->simd_max > 0)
+    simd = jb->simd_max < best ? jb->simd_max : best;
   t->simd = jb->simd_used = simd;
   t->msg[0] = 0;
   t->code = STOKER_CORRUPT;

@@ -81,8 +81,10 @@ typedef struct {
   int ifast;     /* dct_method = JDCT_IFAST */
   int no_region; /* decode whole rows from the top, no crop or skip (tests) */
   int libjpeg_huff; /* use libjpeg's own Huffman decoder, not huff.c's */
-  int simd_max;  /* 0: the best SIMD level the CPU has; n > 0: at most
-                    level n; -1: none (tests: the bytes must not change) */
+  int simd_max;  /* 0: the default level (stoker_simd_default; the best
+                    for a job of 3 views or more, turbo.c); n > 0:
+                    level n, at most the CPU's best; -1: none (tests: the
+                    bytes must not change) */
   int index;     /* 1: keep a decoder index (baseline files through huff.c) */
   int ix_px;     /* checkpoint spacing in pixels; 0: the default */
   /* The file's coefficient cache (a stoker_coefs, huff.h; NULL: none) and
@@ -142,9 +144,12 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
  * half made. It is kept only for the call. stoker_stopped says whether the
  * current call's flag is set (formats.c, pngrows.c poll it). */
 int stoker_stopped(const stoker_turbo *t);
-/* stoker_simd_best is the SIMD level stoker_decode uses by default on this
- * CPU (stoker_job.simd_used). */
+/* stoker_simd_best is the best SIMD level of this CPU (a job's simd_max
+ * may ask for any level up to it); stoker_simd_default the level
+ * stoker_decode uses by default (stoker_job.simd_used): the best, but AVX2
+ * (3) at most on Intel CPUs (passes.c). */
 int stoker_simd_best(void);
+int stoker_simd_default(void);
 /* stoker_index_copy copies the last decode's index (job.ix_bytes) to dst
  * and returns how many of its known checkpoints are not sure. */
 unsigned stoker_index_copy(stoker_turbo *t, unsigned char *dst);

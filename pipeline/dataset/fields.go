@@ -90,8 +90,11 @@ type FieldSet struct {
 	masks bool
 	tmax  int64
 	// overlap: FieldTargets carries ultralytics' overlap mask
-	// (SetOverlapMask), bounded by tmax too.
-	overlap bool
+	// (SetOverlapMask), bounded by tmax too; ratio and instances its
+	// Format's mask_ratio (0: 4) and mask_overlap=False (SetMaskFormat).
+	overlap   bool
+	ratio     int
+	instances bool
 }
 
 // SetMasks has FieldTargets carry the instances' masks, the field then
@@ -105,6 +108,26 @@ func (s *FieldSet) SetMasks(maxBytes int64) {
 func (s *FieldSet) SetOverlapMask(maxBytes int64) {
 	s.overlap, s.tmax = true, maxBytes
 }
+
+// SetMaskFormat sets the overlap mask's Format options: mask_ratio (the
+// downsample, at least 1) and mask_overlap (false: one mask an instance,
+// polygons2masks', in place of the overlap mask).
+func (s *FieldSet) SetMaskFormat(ratio int, overlap bool) {
+	s.ratio, s.instances = ratio, !overlap
+}
+
+// MaskRatio is the overlap mask's mask_ratio (SetMaskFormat's; 4, Format's
+// default, unset).
+func (s *FieldSet) MaskRatio() int {
+	if s == nil || s.ratio == 0 {
+		return 4
+	}
+	return s.ratio
+}
+
+// MaskOverlap is the overlap mask's mask_overlap (SetMaskFormat's; true
+// unset).
+func (s *FieldSet) MaskOverlap() bool { return s == nil || !s.instances }
 
 // Masks says whether FieldTargets carries masks (false for a nil set).
 func (s *FieldSet) Masks() bool { return s != nil && s.masks }

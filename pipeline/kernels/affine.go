@@ -5,11 +5,12 @@ import "math"
 // Resampling for rotate and affine: one pass, each output pixel sampled
 // at the point the inverse matrix takes it to, with torchvision's tensor
 // arithmetic reproduced operation by operation so that the bytes are
-// torch's (python/tests/test_parity_geometry_kernels.py: identical on
-// x86-64 with torch 2.15). torchvision builds a float32 grid
-// (_affine_grid: the matrix divided by half the size, times the pixel's
-// offset from the center, summed in order without fusing, as MKL's sgemm
-// does), then grid_sample (align_corners=False, zeros padding), compiled
+// torch's (python/tests/test_parity_geometry_kernels.py,
+// test_rotate_large.py: identical on x86-64 with torch 2.15). torchvision
+// builds a float32 grid (_affine_grid: the matrix divided by half the
+// size, times the pixel's offset from the center, a bmm of the output's
+// N points by it: affineGrid says in which order torch sums them), then
+// grid_sample (align_corners=False, zeros padding), compiled
 // with contraction, unnormalizes each point as fma(g+1, size/2, -0.5) and
 // sums the taps times their weights with fused multiply-adds; it samples a
 // channel of ones the same way as the mask, blends the fill through it,
@@ -23,12 +24,31 @@ import "math"
 // rounds once, to float32 (a point farther away is outside either way).
 
 // affineGrid maps output pixels to the points they sample, in input pixels.
+//
+// torch's bmm of the N x 3 points [X, Y, 1] by the 3 x 2 matrix sums each
+// coordinate in one of two orders (torch 2.15, x86-64): below
+// torchBLASPoints points, in its own loop, (X*r0 + Y*r1) + r2, every step
+// rounded; from there on in MKL's sgemm, which on a CPU where MKL takes
+// its AVX-512 path fuses the second product: fma(Y, r1, X*r0) + r2 (fused).
+// MKL's AVX2, AVX and SSE4.2 paths (and MKL_CBWR=COMPATIBLE) sum the
+// large grid unfused, as the small one; stoker's bytes do not depend on
+// the CPU it runs on, and follow the AVX-512 path, as the boxes' matmul
+// does (targets/affine.go). The two orders differ by one ulp of the grid
+// on about a third of the points, which moves a nearest pixel only when
+// its point is within an ulp of a pixel edge (python/tests/
+// test_rotate_large.py measures both).
 type affineGrid struct {
 	r0x, r1x, r2x float32 // torchvision's rescaled theta, x row
 	r0y, r1y, r2y float32 // y row
 	halfW, halfH  float64 // grid_sample's size/2 (exact)
 	cx, cy        float64 // (size-1)/2: the output grid's center
+	fused         bool    // MKL's order: ow*oh >= torchBLASPoints
 }
+
+// torchBLASPoints is the fewest output points whose grid torch's bmm
+// hands to the BLAS: it keeps to its own loop while contraction (3) x
+// rows (the points) x columns (2) is below 400.
+const torchBLASPoints = 67
 
 func newAffineGrid(m *[6]float64, w, h int) affineGrid { return newAffineGridTo(m, w, h, w, h) }
 
@@ -42,20 +62,33 @@ func newAffineGridTo(m *[6]float64, w, h, ow, oh int) affineGrid {
 		r0y: float32(m[3]) / hh, r1y: float32(m[4]) / hh, r2y: float32(m[5]) / hh,
 		halfW: float64(w) / 2, halfH: float64(h) / 2,
 		cx: float64(ow-1) * 0.5, cy: float64(oh-1) * 0.5,
+		fused: ow*oh >= torchBLASPoints,
 	}
 }
 
-// row returns output row y's share of the grid: Y times the second column.
-func (g *affineGrid) row(y int) (rx, ry float32) {
-	Y := float32(float64(y) - g.cy) // a half-integer or integer: exact
-	return float32(Y * g.r1x), float32(Y * g.r1y)
+// gridRow is one output row's share of the grid.
+type gridRow struct {
+	Y      float32 // the row's offset from the center
+	rx, ry float32 // Y times the second column, rounded (the unfused order)
 }
 
-// at returns the point output pixel x of the row (rx, ry) samples.
-func (g *affineGrid) at(x int, rx, ry float32) (ix, iy float32) {
+// row returns output row y's share of the grid.
+func (g *affineGrid) row(y int) gridRow {
+	Y := float32(float64(y) - g.cy) // a half-integer or integer: exact
+	return gridRow{Y: Y, rx: float32(Y * g.r1x), ry: float32(Y * g.r1y)}
+}
+
+// at returns the point output pixel x of the row r samples.
+func (g *affineGrid) at(x int, r gridRow) (ix, iy float32) {
 	X := float32(float64(x) - g.cx)
-	gx := float32(float32(float32(X*g.r0x)+rx) + g.r2x)
-	gy := float32(float32(float32(X*g.r0y)+ry) + g.r2y)
+	var gx, gy float32
+	if g.fused {
+		gx = float32(fma32(r.Y, g.r1x, float32(X*g.r0x)) + g.r2x)
+		gy = float32(fma32(r.Y, g.r1y, float32(X*g.r0y)) + g.r2y)
+	} else {
+		gx = float32(float32(float32(X*g.r0x)+r.rx) + g.r2x)
+		gy = float32(float32(float32(X*g.r0y)+r.ry) + g.r2y)
+	}
 	return unnormalize(gx, g.halfW), unnormalize(gy, g.halfH)
 }
 
@@ -141,10 +174,10 @@ func nearestAffine(p Planes, src []byte, w, h int, g *affineGrid, fb [3]uint8) {
 	o0, o1, o2 := p.Pix[:on:on], p.Pix[on:2*on:2*on], p.Pix[2*on:3*on:3*on]
 	s0, s1, s2 := src[:n:n], src[n:2*n:2*n], src[2*n:3*n:3*n]
 	for y := 0; y < p.H; y++ {
-		rx, ry := g.row(y)
+		r := g.row(y)
 		for x := 0; x < p.W; x++ {
 			o := y*p.W + x
-			ix, iy := g.at(x, rx, ry)
+			ix, iy := g.at(x, r)
 			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
 				xi, yi := int(roundEven32(ix)), int(roundEven32(iy))
 				if xi < w && yi < h {
@@ -174,10 +207,10 @@ func bilinearAffineFrom(p Planes, src []byte, sw, sh int, g *affineGrid, f [3]fl
 	w, h := p.W, p.H
 	b := newBilinearTapsFrom(p, src, sw, sh, f, fb, noFill)
 	for y := 0; y < h; y++ {
-		rx, ry := g.row(y)
+		r := g.row(y)
 		for x := 0; x < w; x++ {
 			o := y*w + x
-			ix, iy := g.at(x, rx, ry)
+			ix, iy := g.at(x, r)
 			b.at(o, ix, iy)
 		}
 	}

@@ -39,10 +39,10 @@ func bicubicAffine(p Planes, src []byte, g *affineGrid, f [3]float32, fb [3]uint
 	w, h, n := p.W, p.H, p.W*p.H
 	fw, fh := float32(w)+1, float32(h)+1
 	for y := 0; y < h; y++ {
-		rx, ry := g.row(y)
+		r := g.row(y)
 		for x := 0; x < w; x++ {
 			o := y*w + x
-			ix, iy := g.at(x, rx, ry)
+			ix, iy := g.at(x, r)
 			if !(ix >= -2 && ix < fw && iy >= -2 && iy < fh) { // no tap inside (or NaN)
 				p.Pix[o], p.Pix[n+o], p.Pix[2*n+o] = fb[0], fb[1], fb[2]
 				continue

@@ -139,18 +139,31 @@ __attribute__((target("avx2"))) static inline __m256i round_u8(__m256 v) {
   return _mm256_and_si256(i, _mm256_set1_epi32(0xff));
 }
 
-/* grid holds one row's constants. */
+/* grid holds one row's constants; fused is affineGrid's (MKL's order:
+ * fma(Y, r1, X*r0) + r2; else (X*r0 + Y*r1) + r2, rx and ry the row's
+ * Y*r1). */
 typedef struct {
-  __m256 r0x, r2x, r0y, r2y, rx, ry, halfW, halfH;
+  __m256 r0x, r1x, r2x, r0y, r1y, r2y, Y, rx, ry, halfW, halfH;
+  int fused;
 } grid;
+
+/* TORCH_BLAS_POINTS is affine.go's torchBLASPoints: the fewest output
+ * points whose grid torch's bmm sums in MKL's order. */
+#define TORCH_BLAS_POINTS 67
 
 /* points returns the points output pixels x..x+7 of the row sample
  * (affineGrid.at). */
 __attribute__((target("avx2,fma"))) static inline void points(const grid *g, float x0, __m256 *ix, __m256 *iy) {
   const __m256 one = _mm256_set1_ps(1.0f), mhalf = _mm256_set1_ps(-0.5f);
   __m256 X = _mm256_add_ps(_mm256_set1_ps(x0), _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7)); /* exact */
-  __m256 gx = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(X, g->r0x), g->rx), g->r2x);
-  __m256 gy = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(X, g->r0y), g->ry), g->r2y);
+  __m256 gx, gy;
+  if (g->fused) {
+    gx = _mm256_add_ps(_mm256_fmadd_ps(g->Y, g->r1x, _mm256_mul_ps(X, g->r0x)), g->r2x);
+    gy = _mm256_add_ps(_mm256_fmadd_ps(g->Y, g->r1y, _mm256_mul_ps(X, g->r0y)), g->r2y);
+  } else {
+    gx = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(X, g->r0x), g->rx), g->r2x);
+    gy = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(X, g->r0y), g->ry), g->r2y);
+  }
   *ix = _mm256_fmadd_ps(_mm256_add_ps(gx, one), g->halfW, mhalf);
   *iy = _mm256_fmadd_ps(_mm256_add_ps(gy, one), g->halfH, mhalf);
 }
@@ -306,9 +319,12 @@ __attribute__((target("avx2,fma"))) static void affine_avx2(const uint32_t *rgbx
   const float cx = (float)((ow - 1) * 0.5), cy = (float)((oh - 1) * 0.5); /* exact */
   grid g = {
       .r0x = _mm256_set1_ps(prm[0]),
+      .r1x = _mm256_set1_ps(prm[1]),
       .r2x = _mm256_set1_ps(prm[2]),
       .r0y = _mm256_set1_ps(prm[3]),
+      .r1y = _mm256_set1_ps(prm[4]),
       .r2y = _mm256_set1_ps(prm[5]),
+      .fused = (long long)ow * oh >= TORCH_BLAS_POINTS,
       .halfW = _mm256_set1_ps((float)w / 2),
       .halfH = _mm256_set1_ps((float)h / 2),
   };
@@ -327,6 +343,7 @@ __attribute__((target("avx2,fma"))) static void affine_avx2(const uint32_t *rgbx
     if (stop && *stop)
       return;
     float rx = Y * prm[1], ry = Y * prm[4];
+    g.Y = _mm256_set1_ps(Y);
     g.rx = _mm256_set1_ps(rx);
     g.ry = _mm256_set1_ps(ry);
     for (int x = 0; x < ow; x += 8) {

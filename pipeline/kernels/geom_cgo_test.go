@@ -20,7 +20,8 @@ func TestAffineCMatchesGo(t *testing.T) {
 		t.Skip("this CPU has no AVX2 and FMA: the C resampling never runs here")
 	}
 	r := det.Seeded(15)
-	sizes := append(append([][2]int(nil), geomSizes...), [2]int{224, 224}, [2]int{100, 1}, [2]int{1, 100})
+	sizes := append(append([][2]int(nil), geomSizes...), [2]int{224, 224}, [2]int{100, 1}, [2]int{1, 100},
+		[2]int{6, 11}, [2]int{4, 17}, [2]int{9, 8}) // 66, 68 and 72 points: the grid's two orders (affineGrid)
 	var sc, sg Scratch
 	cases := 0
 	for _, sz := range sizes {

@@ -185,3 +185,34 @@ func TestDegToRad(t *testing.T) {
 		t.Fatalf("degToRad = %v", degToRad)
 	}
 }
+
+// TestAffineGridTorchOrder: the grid is torch's, bit for bit, at points
+// where its two orders of summing differ (recorded from torchvision
+// 0.29.2's _affine_grid on torch 2.15, x86-64, MKL on its AVX-512 path):
+// below 67 points torch's own loop, unfused; from 67 on MKL's sgemm,
+// fma(Y, r1, X*r0) + r2 (python/tests/test_rotate_large.py checks the
+// whole grids and the pixels against torchvision).
+func TestAffineGridTorchOrder(t *testing.T) {
+	m := [6]float64{0.8730000257492065, -0.4876999855041504, 0.1234000027179718, 0.4876999855041504, 0.8730000257492065, -0.056699998676776886}
+	for _, c := range []struct {
+		w, h   int
+		points [][4]uint32 // x, y, torch's grid x and y (float32 bits)
+	}{
+		{300, 300, [][4]uint32{{2, 0, 0xbebe3c32, 0xbfacce1a}, {258, 65, 0x3f683324, 0xbe0ebe70}, {152, 151, 0x3c2bf605, 0x3c8701c4}, {49, 234, 0xbf5bdbf5, 0x3e289ace}}},
+		{8, 8, [][4]uint32{{1, 0, 0xbdb44d07, 0xbf8a9b3d}, {7, 1, 0x3f8cbda5, 0xbe08418c}}}, // 64 points: unfused
+		{6, 11, [][4]uint32{{4, 0, 0x3fa52e03, 0xbf2bc27d}, {1, 2, 0x3dbd193e, 0xbf1e978d}}},
+		{4, 17, [][4]uint32{{2, 2, 0x3fdf1c43, 0xbf181ea7}, {0, 5, 0x3e0dd2f1, 0xbecd3c9a}}}, // 68 points: fused
+		{9, 8, [][4]uint32{{1, 0, 0xbe337633, 0xbf9268dc}, {2, 0, 0x3c998dec, 0xbf82cd9f}}},
+	} {
+		g := newAffineGrid(&m, c.w, c.h)
+		for _, p := range c.points {
+			x, y := int(p[0]), int(p[1])
+			ix, iy := g.at(x, g.row(y))
+			wx := unnormalize(math.Float32frombits(p[2]), g.halfW)
+			wy := unnormalize(math.Float32frombits(p[3]), g.halfH)
+			if ix != wx || iy != wy {
+				t.Errorf("%dx%d (%d, %d): point (%v, %v), torch's (%v, %v)", c.w, c.h, x, y, ix, iy, wx, wy)
+			}
+		}
+	}
+}

@@ -280,9 +280,9 @@ func affineIndex(idx []int32, w, h int, m *[6]float64, fill int32, tmp []int32) 
 func affineIndexTo(idx []int32, w, h int, g affineGrid, ow, oh int, fill int32, tmp []int32) []int32 {
 	fw, fh := float32(w)-0.5, float32(h)-0.5
 	for y := 0; y < oh; y++ {
-		rx, ry := g.row(y)
+		r := g.row(y)
 		for x := 0; x < ow; x++ {
-			ix, iy := g.at(x, rx, ry)
+			ix, iy := g.at(x, r)
 			v := fill
 			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
 				if xi, yi := int(roundEven32(ix)), int(roundEven32(iy)); xi < w && yi < h {

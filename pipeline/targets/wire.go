@@ -153,34 +153,58 @@ func TargetsSize(k, p int) int64 {
 // OverlapMaskSize is the bytes of the overlap mask of k instances on a w x
 // h canvas after the targets (padded to a multiple of 4 each side): one
 // byte a pixel of its w/4 x h/4 map, four past 255 instances.
-func OverlapMaskSize(w, h, k int) int64 {
-	n := int64(w/OverlapRatio) * int64(h/OverlapRatio)
+func OverlapMaskSize(w, h, k int) int64 { return MaskSize(w, h, k, OverlapRatio, true) }
+
+// MaskSize is the bytes of ultralytics' Format mask of k instances on a w
+// x h canvas at mask_ratio ratio after the targets (padded to a multiple
+// of 4): with overlap one byte a pixel of its w/ratio x h/ratio map, four
+// past 255 instances; without, k such masks, a bit a pixel
+// (cv.PolygonMaskBits).
+func MaskSize(w, h, k, ratio int, overlap bool) int64 {
+	if !overlap {
+		return cv.PolygonMaskBits(w, h, k, ratio)
+	}
+	n := int64(w/ratio) * int64(h/ratio)
 	if k > 255 {
 		n *= 4
 	}
 	return (n + 3) / 4 * 4
 }
 
-// AppendOverlap appends t's encoding with ultralytics' overlap mask
-// (Format(return_mask=True, mask_ratio=4, mask_overlap=True)): its
-// instances ordered as polygons2masks_overlap orders them (by their
-// masks' area, largest first: Format's instances[sorted_idx] and
+// AppendOverlap appends t's encoding with ultralytics' Format(return_mask=True,
+// mask_ratio=ratio, mask_overlap=overlap) mask. With overlap, the overlap
+// mask: its instances ordered as polygons2masks_overlap orders them (by
+// their masks' area, largest first: Format's instances[sorted_idx] and
 // cls[sorted_idx]), then, after zeros to a multiple of 4, the map
-// (cv.PolygonsToMasksOverlap of the segments on the W x H canvas), row-major,
-// uint8 (int32 little-endian past 255 instances, as ultralytics), and
-// zeros to a multiple of 4. limit bounds the bytes (TargetsTooLarge).
-func (t *Targets) AppendOverlap(b []byte, limit int64) ([]byte, error) {
+// (cv.PolygonsToMasksOverlap of the segments on the W x H canvas),
+// row-major, uint8 (int32 little-endian past 255 instances, as
+// ultralytics), and zeros to a multiple of 4. Without, polygons2masks'
+// one mask an instance, the instances in their order, after zeros to a
+// multiple of 4: cv.AppendPolygonMasks' bits. A ratio past the canvas'
+// smaller side (a mask of no pixels) is refused, as ultralytics' Format
+// refuses it. limit bounds the bytes (TargetsTooLarge).
+func (t *Targets) AppendOverlap(b []byte, ratio int, overlap bool, limit int64) ([]byte, error) {
 	k := len(t.Boxes)
 	if len(t.Segments) != k {
 		return b, fmt.Errorf("%w: overlap_mask: %d instances with %d polygons: the overlap mask needs a segment dataset's polygons for every instance", errs.Unsupported, k, len(t.Segments))
 	}
-	size := (TargetsSize(k, t.P)+3)/4*4 + OverlapMaskSize(t.W, t.H, k)
+	if ratio < 1 || ratio > min(t.W, t.H) {
+		return b, fmt.Errorf("%w: overlap_mask: mask_ratio=%d downsamples the %dx%d canvas to zero size; use mask_ratio <= %d", errs.Unsupported, ratio, t.W, t.H, min(t.W, t.H))
+	}
+	size := (TargetsSize(k, t.P)+3)/4*4 + MaskSize(t.W, t.H, k, ratio, overlap)
 	if size > limit {
 		return b, &dataset.TargetsTooLarge{At: size}
 	}
-	m, order := cv.PolygonsToMasksOverlap(t.Segments, t.W, t.H, OverlapRatio)
-	t.reorder(order)
 	base := len(b)
+	if !overlap {
+		b = AppendTargets(b, t)
+		for (len(b)-base)%4 != 0 {
+			b = append(b, 0)
+		}
+		return cv.AppendPolygonMasks(b, t.Segments, t.W, t.H, ratio), nil
+	}
+	m, order := cv.PolygonsToMasksOverlap(t.Segments, t.W, t.H, ratio)
+	t.reorder(order)
 	b = AppendTargets(b, t)
 	for (len(b)-base)%4 != 0 {
 		b = append(b, 0)

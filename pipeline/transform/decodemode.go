@@ -224,6 +224,12 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 			a.copyPaste = nil
 		}
 	}
+	if i := index(t.copyPasteMix); i >= 0 { // CopyPaste in mixup mode, likewise
+		used[i] = true
+		if off[i] || a.mosaic == nil {
+			a.copyPasteMix = nil
+		}
+	}
 	if i := index(t.cutmix); i >= 0 { // and CutMix, likewise
 		used[i] = true
 		if off[i] || a.mosaic == nil {

@@ -62,10 +62,10 @@ func init() {
 		Misplaced: "YOLOMixUp is supported right after a YOLOMosaic only (ultralytics' pre_transform makes its partner)",
 		Masks:     func(*optab.Op) error { return fmt.Errorf("%w: masks do not follow YOLOMixUp yet", errs.Unsupported) },
 		Format:    optab.FormatP})
-	optab.Define(optab.Def{Kind: OpCopyPaste, Doc: "ultralytics' CopyPaste in flip mode, right after a YOLOMosaic: the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; a segment dataset's",
+	optab.Define(optab.Def{Kind: OpCopyPaste, Doc: "ultralytics' CopyPaste: in flip mode, right after a YOLOMosaic, the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; in mixup mode, after the YOLOMosaic's YOLORandomPerspective, with probability p, the copies taken so from another sample made by the same Mosaic and warp; a segment dataset's",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, NeedsTargets: true,
 		Params:    []optab.Param{optab.PParam(0.5), {Name: "mode", Typ: optab.PString, Def: "'flip'", Field: "Mode"}},
-		Misplaced: "YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' pre_transform in flip mode)",
+		Misplaced: "YOLOCopyPaste is supported right after a YOLOMosaic (flip mode) or its YOLORandomPerspective (mixup mode) only (ultralytics' pre_transform)",
 		Masks: func(*optab.Op) error {
 			return fmt.Errorf("%w: masks do not follow YOLOCopyPaste yet", errs.Unsupported)
 		},
@@ -99,7 +99,11 @@ func (t *Transform) multiOp(op *optab.Op, n int) error {
 			t.mixup = op
 		}
 	case OpCopyPaste:
-		if err = t.checkCopyPaste(op, n); err == nil {
+		if op.Mode == "mixup" {
+			if err = t.checkCopyPasteMix(op, n); err == nil {
+				t.copyPasteMix = op
+			}
+		} else if err = t.checkCopyPaste(op, n); err == nil {
 			t.copyPaste = op
 		}
 	case OpCutMix:
@@ -118,6 +122,9 @@ func (t *Transform) checkCutMix(op *optab.Op, n int) error {
 		last++
 	}
 	if t.mixup != nil {
+		last++
+	}
+	if t.copyPasteMix != nil {
 		last++
 	}
 	if t.mosaic == nil || n != last || t.mosaic.P != 1 {
@@ -162,34 +169,17 @@ func (t *Transform) CutMixDraw(k det.Key, w, h int, buf []cutArea) (on bool, are
 // cutView keys a CutMix partner's draws, as mixView a MixUp's.
 const cutView = 2 << 40
 
-// checkCopyPaste checks a CopyPaste where it stands: right after the
-// Mosaic, in flip mode.
-func (t *Transform) checkCopyPaste(op *optab.Op, n int) error {
-	if t.mosaic == nil || n != 1 {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", errs.Unsupported)
-	}
-	if op.Mode != "flip" {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: only 'flip' is supported ('mixup', which pastes another sample's segments, is not done yet)", errs.Unsupported, errs.Clip(op.Mode, 32))
-	}
-	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", errs.Unsupported, op.P)
-	}
-	return nil
-}
-
-// afterMosaic is the position of the first op after the Mosaic's
-// pre_transform ops that come before its warp (its CopyPaste, if any).
-func (t *Transform) afterMosaic() int {
-	if t.copyPaste != nil {
-		return 2
-	}
-	return 1
-}
-
 // checkMixUp checks a MixUp where it stands: right after the Mosaic, or
 // after its YOLORandomPerspective (ultralytics' pre_transform).
 func (t *Transform) checkMixUp(op *optab.Op, n int) error {
-	if a := t.afterMosaic(); t.mosaic == nil || !(n == a || n == a+1 && t.yolo != nil) {
+	a := t.afterMosaic()
+	if t.yolo != nil {
+		a++
+	}
+	if t.copyPasteMix != nil {
+		a++
+	}
+	if t.mosaic == nil || n != a {
 		return fmt.Errorf("%w: transform: YOLOMixUp is supported right after a YOLOMosaic only (its partner is made by the same YOLOMosaic, as ultralytics' pre_transform makes it)", errs.Unsupported)
 	}
 	if !(op.P >= 0 && op.P <= 1) {
@@ -252,6 +242,9 @@ func (t *Transform) checkMulti() error {
 	if t.copyPaste != nil && t.mosaic.P != 1 {
 		return fmt.Errorf("%w: transform: YOLOCopyPaste after a YOLOMosaic of p=%g is not supported (a sample the Mosaic leaves would be pasted at its load_image size): give the YOLOMosaic p=1", errs.Unsupported, t.mosaic.P)
 	}
+	if t.copyPasteMix != nil && t.mosaic.P != 1 {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste mode 'mixup' after a YOLOMosaic of p=%g is not supported: give the YOLOMosaic p=1 (its partner is made by the same Mosaic)", errs.Unsupported, t.mosaic.P)
+	}
 	if t.mixup != nil && t.mosaic.P != 1 {
 		return fmt.Errorf("%w: transform: YOLOMixUp after a YOLOMosaic of p=%g is not supported: give the YOLOMosaic p=1 (ultralytics' default)", errs.Unsupported, t.mosaic.P)
 	}
@@ -305,6 +298,8 @@ type MultiDraw struct {
 	CutChoice  int
 	CutM       MosaicDraw
 	CutPP      cv.PerspectiveParams
+	// A CopyPaste in mixup mode's draws: the sample's, the partners'.
+	CPM, MixCPM, CutCPM CPMixDraw
 }
 
 // CutArea is CutMix's area i (cv.CutMixArea of its draws).
@@ -332,8 +327,10 @@ func MixKey(k det.Key, j int) det.Key {
 
 // MultiPartners appends to buf[:0] the partners the sample of key k reads
 // in a dataset of size samples, for t at k's epoch, in the order its
-// decode takes them: its Mosaic's n-1, then, when its MixUp is drawn, the
-// MixUp's partner and that one's Mosaic's n-1. Nil when t has no Mosaic
+// decode takes them: its pre_transform's (prePartners: its Mosaic's n-1,
+// and a CopyPaste in mixup mode's), then, when its MixUp is drawn, the
+// MixUp's partner and that one's pre_transform's, then a CutMix's
+// likewise. Nil when t has no Mosaic
 // then. They are read, not consumed: pure functions of the key (the
 // seed, epoch, index, view and copy), drawn from streams of their own,
 // so the epoch's plan is untouched (every index is still the primary
@@ -344,17 +341,17 @@ func (t *Transform) MultiPartners(k det.Key, size int, buf []int) []int {
 	if t.mosaic == nil || size < 1 || !t.MosaicOn(k) {
 		return nil
 	}
-	buf = t.mosaicPartners(k, size, buf[:0])
+	buf = t.prePartners(k, size, buf[:0])
 	if on, _ := t.MixUpDraw(k); on {
 		j := mixupPartner(k, size)
 		buf = append(buf, j)
-		buf = t.mosaicPartners(MixKey(k, j), size, buf)
+		buf = t.prePartners(MixKey(k, j), size, buf)
 	}
 	if r := k.Stream(cv.CutMixStream + 1); t.cutmix != nil && !(r.Float64() > t.cutmix.P) { // cutmixDraw's first
 		var one [1]int
 		cv.Partners(k, cv.CutMixStream, size, one[:])
 		buf = append(buf, one[0])
-		buf = t.mosaicPartners(CutKey(k, one[0]), size, buf)
+		buf = t.prePartners(CutKey(k, one[0]), size, buf)
 	}
 	return buf
 }
@@ -449,6 +446,7 @@ func (m *MultiDraw) AppendJSON(b []byte) []byte {
 		st := m.perspStep(&m.PP)
 		b = st.AppendJSON(b)
 	}
+	b = m.CPM.appendJSON(b, `,["yolo_copy_paste",`, "]", m)
 	if m.Mix {
 		b = append(b, `,["yolo_mixup",{"r":`...)
 		b = fn.AppendFloat(b, m.MixR)
@@ -459,6 +457,7 @@ func (m *MultiDraw) AppendJSON(b []byte) []byte {
 			st := m.perspStep(&m.MixPP)
 			b = st.AppendJSON(b)
 		}
+		b = m.MixCPM.appendJSON(b, `,"copy_paste":`, "", m)
 		b = append(b, "}]"...)
 	}
 	if m.Cut { // ["yolo_cutmix", {"areas": [[lam, cx, cy], ...], "choice", "applied", "mosaic", "perspective"}]
@@ -477,6 +476,7 @@ func (m *MultiDraw) AppendJSON(b []byte) []byte {
 			st := m.perspStep(&m.CutPP)
 			b = st.AppendJSON(append(b, `,"perspective":`...))
 		}
+		b = m.CutCPM.appendJSON(b, `,"copy_paste":`, "", m)
 		b = append(b, "}]"...)
 	}
 	return b

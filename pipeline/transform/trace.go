@@ -144,6 +144,9 @@ func (t *Transform) MaxTraceBytes() int {
 		if t.cutmix != nil { // a CutMix's: its partner's, and its areas
 			n += 4 * MaxStepJSON
 		}
+		if t.copyPasteMix != nil { // a CopyPaste's in mixup mode: its partner's, for each pre_transform
+			n += 9 * MaxStepJSON
+		}
 		return n
 	}
 	n := 2

@@ -100,10 +100,10 @@ type Transform struct {
 	// read with the sample (op_mosaic.go, decode_multi.go).
 	mosaic *optab.Op
 	mixup  *optab.Op // ultralytics' MixUp, right after the Mosaic
-	// copyPaste is ultralytics' CopyPaste in flip mode, right after the
-	// Mosaic (its pre_transform's), if any.
-	copyPaste *optab.Op
-	cutmix    *optab.Op // ultralytics' CutMix, last of the multi-image geometry
+	// copyPaste and copyPasteMix: ultralytics' CopyPaste in flip mode, right
+	// after the Mosaic, and in mixup mode, after its warp (op_yolo.go).
+	copyPaste, copyPasteMix *optab.Op
+	cutmix                  *optab.Op // ultralytics' CutMix, last of the multi-image geometry
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j

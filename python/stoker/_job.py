@@ -71,10 +71,14 @@ class Job:
     # bound of a sample's targets with masks (None: the server's).
     target_fields: Tuple[str, ...] = ()
     max_targets_bytes: Optional[int] = None
+    # The "overlap_mask" target's Format options (0, None: ultralytics'
+    # defaults, mask_ratio=4 and mask_overlap=True).
+    mask_ratio: int = 0
+    mask_overlap: Optional[bool] = None
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
-        return pb.JobSpec(
+        spec = pb.JobSpec(
             dataset=self.dataset,
             transform=self.transform,
             batch_size=self.batch_size,
@@ -101,7 +105,11 @@ class Job:
             stop_ops=self.stop_ops,
             target_fields=self.target_fields,
             max_targets_bytes=self.max_targets_bytes or 0,
+            mask_ratio=self.mask_ratio,
         )
+        if self.mask_overlap is not None:
+            spec.mask_overlap = self.mask_overlap
+        return spec
 
     def _error_limit(self) -> Optional[pb.SampleErrorLimit]:
         m = self.max_sample_errors

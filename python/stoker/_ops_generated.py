@@ -296,7 +296,7 @@ class RandomChannelPermutation(NamedOp):
 
 
 class YOLOCopyPaste(NamedOp):
-    """Ultralytics' CopyPaste in flip mode, right after a YOLOMosaic: the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; a segment dataset's."""
+    """Ultralytics' CopyPaste: in flip mode, right after a YOLOMosaic, the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; in mixup mode, after the YOLOMosaic's YOLORandomPerspective, with probability p, the copies taken so from another sample made by the same Mosaic and warp; a segment dataset's."""
 
     _name = "YOLOCopyPaste"
     _params = SCHEMA["YOLOCopyPaste"]

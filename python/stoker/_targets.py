@@ -33,7 +33,7 @@ FORMATS = ("XYXY", "XYWH", "CXCYWH")
 # The keys Loader(targets=(...)) may name: torchvision's, and "overlap_mask",
 # ultralytics' Format(return_mask=True, mask_ratio=4, mask_overlap=True) mask.
 NAMES = ("boxes", "labels", "iscrowd", "image_id", "keypoints", "keypoints_visibility", "masks", "overlap_mask")
-#: Ultralytics' Format's mask_ratio: the overlap mask is the canvas divided by it.
+#: Ultralytics' Format's default mask_ratio: the overlap mask is the canvas divided by it.
 OVERLAP_RATIO = 4
 
 
@@ -133,10 +133,12 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     class has no visibility, and the geometry does not change it); with
     masks, "masks" (tv_tensors.Mask [K, H, W] uint8, 0 or 1, and a Mask
     fill's value where a pad, rotation or affine filled it); with the
-    overlap mask, "overlap_mask" ([H // 4, W // 4] uint8, int32 past 255
-    instances: ultralytics' polygons2masks_overlap map, 0 or an instance's
-    position in the sample's order plus 1; the instances then in its area
-    order, as Format reorders them). names: the keys
+    overlap mask, "overlap_mask" ([H // r, W // r] uint8, r the job's
+    mask_ratio, 4 by default; int32 past 255 instances: ultralytics'
+    polygons2masks_overlap map, 0 or an instance's position in the sample's
+    order plus 1; the instances then in its area order, as Format reorders
+    them; with mask_overlap False, polygons2masks' [K, H // r, W // r]
+    uint8, 0 or 1, the instances in their order). names: the keys
     to keep (all but none). Every tensor is a view into the batch's arrays:
     of ``tail`` (its slot's bytes, kept alive by them) when the arrays are
     in its shared-memory slot (``bt.in_slot``), else of one copy of each
@@ -173,11 +175,15 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     pk = ks * ps if len(ps) else np.zeros(n, dtype=np.int64)
     kp = int(pk.sum())
     in_slot = bt.HasField("in_slot")
+    # The overlap mask's Format options: mask_ratio (0 from a server
+    # before it: 4) and mask_overlap (absent: True).
+    ratio = int(bt.mask_ratio) or OVERLAP_RATIO
+    per_instance = bt.HasField("mask_overlap") and not bt.mask_overlap
     got = arrays_of(bt, tail, number)
     sizes = {"boxes": 16 * k, "labels": 8 * k, "iscrowd": k, "keypoints": 8 * kp, "keypoints_visibility": kp,
              "mask_offsets": 4 * (k + 1) if bt.masks else 0,
              "mask_runs": len(got["mask_runs"]) // 4 * 4 if bt.masks else 0,
-             "overlap_masks": int(_overlap_sizes(canvas, ks).sum()) if bt.overlap_mask else 0,
+             "overlap_masks": int(_overlap_sizes(canvas, ks, ratio, per_instance).sum()) if bt.overlap_mask else 0,
              "mask_fill_offsets": 4 * (n + 1) if bt.masks and len(got["mask_fill_offsets"]) else 0,
              "mask_fills": len(got["mask_fills"]) if bt.masks and len(got["mask_fill_offsets"]) else 0}
     raw = {name: (got[name], size) for name, size in sizes.items()}
@@ -211,11 +217,16 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
                        raw["mask_fill_offsets"][0], raw["mask_fills"][0])
     overlap = None
     if bt.overlap_mask and "overlap_mask" in want:
-        ob = arr("overlap_masks", "u1").split(_overlap_sizes(canvas, ks).tolist())
+        ob = arr("overlap_masks", "u1").split(_overlap_sizes(canvas, ks, ratio, per_instance).tolist())
         overlap = []
         cl = canvas.tolist()
         for i in range(n):
-            h, w = cl[2 * i] // OVERLAP_RATIO, cl[2 * i + 1] // OVERLAP_RATIO
+            h, w = cl[2 * i] // ratio, cl[2 * i + 1] // ratio
+            if per_instance:  # the bits of K masks: unpacked (a copy a sample)
+                px = kl[i] * h * w
+                bits = np.unpackbits(ob[i].numpy(), count=px, bitorder="little")
+                overlap.append(torch.from_numpy(bits).view(kl[i], h, w))
+                continue
             m = ob[i][:h * w * (4 if kl[i] > 255 else 1)]
             overlap.append((m.view(torch.int32) if kl[i] > 255 else m).view(h, w))
     box_format = tv_tensors.BoundingBoxFormat[FORMATS[fmt]]
@@ -251,10 +262,14 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     return out
 
 
-def _overlap_sizes(canvas: Any, ks: Any) -> Any:
-    """Each sample's bytes of overlap_masks: its canvas // 4, a byte a pixel
-    (four past 255 instances), padded to a multiple of 4."""
-    px = (canvas[0::2] // OVERLAP_RATIO) * (canvas[1::2] // OVERLAP_RATIO) * np.where(ks > 255, 4, 1)
+def _overlap_sizes(canvas: Any, ks: Any, ratio: int = OVERLAP_RATIO, per_instance: bool = False) -> Any:
+    """Each sample's bytes of overlap_masks: its canvas // ratio, a byte a
+    pixel (four past 255 instances), or with per_instance (mask_overlap
+    False) K such masks a bit a pixel, padded to a multiple of 4."""
+    px = (canvas[0::2] // ratio) * (canvas[1::2] // ratio)
+    if per_instance:
+        return ((ks * px + 7) // 8 + 3) // 4 * 4
+    px = px * np.where(ks > 255, 4, 1)
     return (px + 3) // 4 * 4
 
 

@@ -317,6 +317,15 @@ class Loader:
             mask_overlap=True)``'s: ``[H // 4, W // 4]`` uint8 (int32 past
             255 instances), the boxes, labels and keypoints in its order;
             only with the YOLO ops on a YOLO segment dataset.
+        mask_ratio: with ``"overlap_mask"`` among ``targets``, its
+            Format's ``mask_ratio`` (a positive int, at most the output's
+            smaller side): the masks are ``[H // mask_ratio, W //
+            mask_ratio]``. None: 4, ultralytics' default.
+        mask_overlap: with ``"overlap_mask"`` among ``targets``, its
+            Format's ``mask_overlap``: True (None: the default) the one
+            index map; False ``polygons2masks``' one mask an instance,
+            ``targets[i]["overlap_mask"]`` then ``[K, H // mask_ratio, W //
+            mask_ratio]`` uint8 (0 or 1) in the instances' own order.
         max_targets_bytes: with ``"masks"`` or ``"overlap_mask"`` among
             ``targets``, the bound of a sample's targets with them, in bytes (a sample
             over it fails by itself). None: 1 MiB, or what a batch's
@@ -416,6 +425,8 @@ class Loader:
         stop_ops: Optional[Sequence[Union[str, type]]] = None,
         image_list: bool = False,
         max_targets_bytes: Optional[int] = None,
+        mask_ratio: Optional[int] = None,
+        mask_overlap: Optional[bool] = None,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -473,6 +484,11 @@ class Loader:
         if self.max_targets_bytes is not None and not {"masks", "overlap_mask"} & set(self.target_fields):
             raise ValueError("max_targets_bytes bounds the targets with their masks: it needs targets=(..., 'masks') "
                              "or targets=(..., 'overlap_mask')")
+        self.mask_ratio = None if mask_ratio is None else _args.integer("mask_ratio", mask_ratio, 1, 1 << 14)
+        self.mask_overlap = _args.optional_boolean("mask_overlap", mask_overlap)
+        if (self.mask_ratio is not None or self.mask_overlap is not None) and "overlap_mask" not in self.target_fields:
+            raise ValueError("mask_ratio and mask_overlap are the options of ultralytics' Format mask: they need "
+                             "targets=(..., 'overlap_mask')")
         self.image_list = _args.boolean("image_list", image_list)
         if "targets" in self.fields:
             raise ValueError("fields: 'targets' is asked for with targets=True, not as a field")
@@ -636,7 +652,8 @@ class Loader:
                    max_sample_errors=self.max_sample_errors, repeats=self.repeats, fields=self.fields,
                    max_field_bytes=self.max_field_bytes, mix=mix, cpu_weight=self.cpu_weight, decode=self.decode,
                    targets=self.targets, stop_epoch=self.stop_epoch, stop_ops=self.stop_ops,
-                   target_fields=self.target_fields, max_targets_bytes=self.max_targets_bytes)
+                   target_fields=self.target_fields, max_targets_bytes=self.max_targets_bytes,
+                   mask_ratio=self.mask_ratio or 0, mask_overlap=self.mask_overlap)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for

@@ -24,13 +24,16 @@ Tolerances (issue 35):
   check lifted (grid_sample's bicubic, the mask's blend), clamped to 0..255;
   bilinear's tolerances, the interior two pixels in.
 
-stoker follows torch's arithmetic for nearest and bilinear, but not every
-case is identical: on the x86-64 CI machine (torch 2.15's CPU build)
-test_affine found 2,867 of 3,240 cases identical, the others off by one
-level on a few pixels (bilinear) or by a pixel whose sampling point is on
-an edge (nearest), where torch's vectorized grid rounds otherwise; the
-tolerances above hold them. Bicubic's sums are unfused, within 1e-4 of
-torch's. The tests print, per op, how many cases were
+stoker follows torch's arithmetic for nearest and bilinear, its grid
+summed as torch's bmm sums it with MKL on its AVX-512 path (the x86-64
+machine these tests run on, torch 2.15's CPU build): there every nearest
+and bilinear case is identical (rotate 3,143 of 3,240 cases identical,
+affine 3,129, rotate(expand=True) all 1,608; the others bicubic). Where
+torch's MKL takes its AVX2 path (a CPU without AVX-512) its grid is one
+ulp apart on some points, and a few pixels differ: by one level
+(bilinear) or a pixel whose sampling point is on an edge (nearest); the
+tolerances above hold them (test_rotate_large.py measures that case).
+Bicubic's sums are unfused, within 1e-4 of torch's. The tests print, per op, how many cases were
 identical and the worst case (`pytest -s` shows it).
 """
 

@@ -59,6 +59,19 @@ RECIPES: Dict[str, Dict[str, Any]] = {
     # CutMix (v8_transforms' cutmix) on the warped mosaic, its partner made the same way.
     "cutmix": {"persp": PERSP, "cutmix": True,
                "ops": [T.YOLOMosaic(IMGSZ), T.YOLORandomPerspective(size=IMGSZ, **PERSP), T.YOLOCutMix(1.0, num_areas=5)]},
+    # copy_paste_mode="mixup": the copies taken from another sample made by
+    # the Mosaic and the warp, appended to the pre_transform; every time,
+    # every eligible copy.
+    "mixup-mode": {"cpm": 1.0, "persp": PERSP,
+                   "ops": [T.YOLOMosaic(IMGSZ), T.YOLORandomPerspective(size=IMGSZ, **PERSP),
+                           T.YOLOCopyPaste(1.0, mode="mixup")]},
+    # yolov8-seg with copy_paste=0.5 in mixup mode, mixup and cutmix on: the
+    # MixUp's and CutMix's partners made by the same pre_transform, their
+    # own CopyPaste (and its partner) included; a Mosaic of 9.
+    "segment-mixup-mode": {"cpm": 0.5, "persp": PERSP, "cutmix": True,
+                           "ops": [T.YOLOMosaic(IMGSZ, n=9), T.YOLORandomPerspective(size=IMGSZ, **PERSP),
+                                   T.YOLOCopyPaste(0.5, mode="mixup"), T.YOLOMixUp(0.5), T.YOLOCutMix(0.5),
+                                   T.YOLORandomHSV(0.015, 0.7, 0.4), T.YOLORandomFlip(0.5, direction="horizontal")]},
     # All of them: yolov8-seg with copy_paste, mixup and cutmix on.
     "segment-cutmix": {"p": 0.5, "persp": PERSP, "cutmix": True,
                        "ops": [T.YOLOMosaic(IMGSZ), T.YOLOCopyPaste(0.5), T.YOLORandomPerspective(size=IMGSZ, **PERSP),
@@ -67,15 +80,50 @@ RECIPES: Dict[str, Dict[str, Any]] = {
 }
 
 
-def pre(ds: YOLODataset, r: Dict[str, Any], m: Dict[str, Any]) -> List[Any]:
+def pre(ds: YOLODataset, r: Dict[str, Any], m: Dict[str, Any], cp: Any = None,
+        monkeypatch: Any = None) -> List[Any]:
     """v8_transforms' pre_transform of a sample whose mosaic is m: Mosaic,
-    CopyPaste (flip), and RandomPerspective where the recipe has one."""
+    CopyPaste (flip), and RandomPerspective where the recipe has one; in
+    mixup mode, then CopyPaste(mode="mixup") as the trace's entry cp says
+    (copy_paste_mixup)."""
     ops: List[Any] = [mosaic(ds, m, IMGSZ)]
     if "p" in r:
         ops.append(augment.CopyPaste(p=r["p"], mode="flip"))
     if "persp" in r:
         ops.append(augment.RandomPerspective(size=(IMGSZ, IMGSZ), **r["persp"]))
+    if "cpm" in r:
+        ops.append(copy_paste_mixup(ds, r, cp, monkeypatch))
     return ops
+
+
+def copy_paste_mixup(ds: YOLODataset, r: Dict[str, Any], cp: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """ultralytics' CopyPaste(mode="mixup") as v8_transforms appends it to
+    the pre_transform (its partner made by Compose([Mosaic, affine])), with
+    the draws of the trace's entry cp forced in a context of its own (it
+    runs inside a MixUp's or CutMix's forced pre_transform too): not drawn
+    (None), its p draws 1.0 (skipped; a sample without instances draws
+    nothing); drawn on a sample without instances (applied false), it must
+    draw nothing; else its p 0.0, its partner, the partner's Mosaic (p and
+    centre) and warp, and its argsort stable. The copies it pastes must be
+    as many as stoker's."""
+    def run(labels: Dict[str, Any]) -> Dict[str, Any]:
+        if cp is None:
+            op = augment.CopyPaste(ds, p=r["cpm"], mode="mixup")
+            return forced(monkeypatch, op, labels, [1.0])
+        m2 = cp["mosaic"]
+        op = augment.CopyPaste(ds, pre_transform=augment.Compose([mosaic(ds, m2, IMGSZ), augment.RandomPerspective(
+            size=(IMGSZ, IMGSZ), **r["persp"])]), p=r["cpm"], mode="mixup")
+        op.get_indexes = lambda: m2["indexes"][0]
+        before = len(labels["instances"])
+        if not cp["applied"]:
+            assert before == 0, cp
+            return forced(monkeypatch, op, labels, [], exact=True)
+        draws = [0.0, 0.0, *centre(m2), *persp_draws(cp["perspective"][1])]
+        with stable_argsort(monkeypatch):
+            out = forced(monkeypatch, op, labels, draws, exact=True)
+        assert len(out["instances"]) - before == cp["pasted"], f"ultralytics pasted {len(out['instances']) - before}, stoker {cp}"
+        return out
+    return run
 
 
 def pasted(labels: Dict[str, Any], m: Dict[str, Any], before: int) -> None:
@@ -104,10 +152,17 @@ def rebuild(ds: YOLODataset, r: Dict[str, Any], idx: int, trace: List[Any], monk
         assert rest[0][0] == "yolo_random_perspective", trace
         labels = warp(persp[0], rest[0][1], labels, monkeypatch)
         rest = rest[1:]
+    if "cpm" in r:
+        cp = None
+        if rest and rest[0][0] == "yolo_copy_paste":
+            cp, rest = rest[0][1], rest[1:]
+            assert cp["mode"] == "mixup", cp
+        labels = copy_paste_mixup(ds, r, cp, monkeypatch)(labels)
     if rest and rest[0][0] == "yolo_mixup":
         mx = rest[0][1]
         assert ("copy_paste" in mx["mosaic"]) == ("p" in r), mx
-        labels = mixup(ds, labels, mx, pre(ds, r, mx["mosaic"]), monkeypatch, stable_sort=stable_sort)
+        labels = mixup(ds, labels, mx, pre(ds, r, mx["mosaic"], mx.get("copy_paste"), monkeypatch), monkeypatch,
+                       stable_sort=stable_sort)
         rest = rest[1:]
     if rest and rest[0][0] == "yolo_cutmix":
         labels = cutmix(ds, r, labels, rest[0][1], monkeypatch)
@@ -126,7 +181,8 @@ def cutmix(ds: YOLODataset, r: Dict[str, Any], labels: Dict[str, Any], cm: Dict[
     if "persp" in r:
         draws += persp_draws(cm["perspective"][1])
     op = next(o for o in r["ops"] if isinstance(o, T.YOLOCutMix))
-    cut = augment.CutMix(ds, pre_transform=augment.Compose(pre(ds, r, m3)), p=1.0, beta=op.beta, num_areas=op.num_areas)
+    cut = augment.CutMix(ds, pre_transform=augment.Compose(pre(ds, r, m3, cm.get("copy_paste"), monkeypatch)), p=1.0,
+                         beta=op.beta, num_areas=op.num_areas)
     cut.get_indexes = lambda: m3["indexes"][0]
     lams = iter([a[0] for a in cm["areas"]])
     ints = iter([v for a in cm["areas"] for v in (a[1], a[2])])
@@ -151,7 +207,7 @@ def test_copy_paste_is_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch, re
     r = RECIPES[recipe]
     ds = dataset(out, IMGSZ)
     hsv = "persp" in r
-    seen, copies, mixed, instances, reordered, cuts = 0, 0, 0, 0, 0, 0
+    seen, copies, mixed, instances, reordered, cuts, nested = 0, 0, 0, 0, 0, 0, 0
     with stoker.Loader(addr, "seg", batch_size=4, transform=T.Compose(r["ops"]), targets=True, trace=True,
                        return_indices=True, pin_memory=False, timeout=300, seed=29) as ld:
         for b in ld:
@@ -160,6 +216,8 @@ def test_copy_paste_is_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch, re
                 trace = b.trace[i]
                 want = rebuild(ds, r, idx, trace, monkeypatch)
                 copies += trace[0][1].get("copy_paste", 0)
+                copies += sum(s[1]["pasted"] for s in trace if s[0] == "yolo_copy_paste")
+                nested += sum(1 for s in trace if s[0] in ("yolo_mixup", "yolo_cutmix") and "copy_paste" in s[1])
                 cuts += any(s[0] == "yolo_cutmix" and s[1]["applied"] for s in trace)
                 mixed += any(s[0] == "yolo_mixup" for s in trace)
                 where = f"{recipe} sample {idx} ({trace[0][1]})"
@@ -175,9 +233,12 @@ def test_copy_paste_is_ultralytics(seg: Any, monkeypatch: pytest.MonkeyPatch, re
                     assert np.array_equal(dflt["img"], want["img"]), f"{where}: numpy's argsort, pixels"
                     reordered += int(not np.array_equal(di.bboxes.astype(np.float32), wb))
         assert not list(ld.sample_errors)
-    assert seen == N and (copies > 0 or "p" not in r) and (cuts > 0 or "cutmix" not in r), (seen, copies, cuts)
+    assert seen == N and (copies > 0 or not {"p", "cpm"} & set(r)) and (cuts > 0 or "cutmix" not in r), (seen, copies, cuts)
     note = f"; {reordered} samples whose copies numpy's default argsort orders otherwise" if r.get("p") == 1.0 else ""
-    print(f"\n{recipe}: {copies} copies pasted in {seen} samples ({mixed} mixed, {cuts} cut), {instances} instances{note}")
+    if "cpm" in r and r["cpm"] < 1:  # a MixUp's or CutMix's partner pasted by a CopyPaste of its own
+        assert nested > 0, nested
+    print(f"\n{recipe}: {copies} copies pasted in {seen} samples ({mixed} mixed, {cuts} cut, {nested} partners "
+          f"with a CopyPaste of their own), {instances} instances{note}")
 
 
 def test_copy_paste_of_boxes_is_refused(pose: Any) -> None:

@@ -30,7 +30,7 @@ os.environ.setdefault("YOLO_OFFLINE", "1")
 from ultralytics.cfg import DEFAULT_CFG  # noqa: E402
 from ultralytics.data import augment  # noqa: E402
 from ultralytics.data.dataset import YOLODataset  # noqa: E402
-from ultralytics.data.utils import polygon2mask, polygons2masks_overlap  # noqa: E402
+from ultralytics.data.utils import polygon2mask, polygons2masks, polygons2masks_overlap  # noqa: E402
 
 import stoker  # noqa: E402
 from stoker import transforms as T  # noqa: E402
@@ -231,6 +231,40 @@ def test_overlap_masks_of_polygons_are_ultralytics(stoker_bin: Path) -> None:
     assert assert_overlap_is_ultralytics(stoker_bin, cases, "random polygons") > 0
 
 
+def test_instance_masks_of_polygons_are_ultralytics(stoker_bin: Path) -> None:
+    """Format(mask_overlap=False)'s masks: stoker's kernel
+    (cv.AppendPolygonMasks, through `stoker ops cv`) against ultralytics'
+    polygons2masks, one mask an instance in their order, at ratios 1
+    (the fill alone), 2 (cv2.resize's halving), 3 and 4 (its linear path),
+    on sizes their multiples or not, the polygons as above."""
+    rng = np.random.default_rng(6)
+    cases: List[Any] = []
+    for k in range(30):
+        w, h = int(rng.integers(24, 200)), int(rng.integers(24, 200))
+        n, pts = int(rng.integers(1, 7)), int(rng.integers(3, 40))
+        segs = rng.uniform(-0.3, 1.3, (n, pts, 2)) * np.array([w, h])
+        if k % 5 == 0:
+            segs[0] = segs[0, :1]  # a point
+        if k % 7 == 0:
+            segs[-1, :, 1] = segs[-1, 0, 1]  # a horizontal line
+        if k % 3 == 0:
+            segs = np.clip(segs, 0, [w, h])
+        segs = segs.astype(np.float32)
+        cases += [(segs, w, h, 1), (segs, w - w % 2, h - h % 2, 2), (segs, w, h, 3), (segs, w, h, 4)]
+    wire = [{"op": "polygons2masks", "images": [], "dw": w, "dh": h, "ratio": r,
+             "labels": [labels_to_wire(np.zeros((len(s), 4)), np.zeros(len(s)), s)]} for s, w, h, r in cases]
+    set_px = 0
+    for (s, w, h, r), res in zip(cases, run_cv(stoker_bin, wire)):
+        assert "error" not in res or not res["error"], res
+        got = np.asarray(res.get("mask", []), np.int64).reshape(len(s), h // r, w // r)
+        want = polygons2masks((h, w), list(s), color=1, downsample_ratio=r)
+        assert want.dtype == np.uint8 and want.shape == got.shape
+        d = got != want
+        assert not d.any(), f"{len(s)} segments, {w}x{h}/{r}: {int(d.sum())} of {d.size} mask pixels differ"
+        set_px += int(want.sum())
+    assert set_px > 0
+
+
 def test_overlap_masks_of_served_segments_are_ultralytics(seg: Any, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """yolov8-seg's masks (Format(return_mask=True, mask_ratio=4,
     mask_overlap=True)) of the segments ultralytics makes for the served
@@ -263,37 +297,47 @@ def served_order(gb: np.ndarray, wb: np.ndarray, where: str) -> List[int]:
     return order
 
 
-def assert_format_is_ultralytics(t: Dict[str, Any], want: Dict[str, Any], where: str) -> int:
+def assert_format_is_ultralytics(t: Dict[str, Any], want: Dict[str, Any], where: str, ratio: int = 4,
+                                 overlap: bool = True) -> int:
     """The served overlap_mask and the instances' order against ultralytics'
-    Format(return_mask=True, mask_ratio=4, mask_overlap=True) of the same
-    sample (want: the rebuilt labels before Format). Exact, but for
+    Format(return_mask=True, mask_ratio=ratio, mask_overlap=overlap) of the
+    same sample (want: the rebuilt labels before Format). Exact, but for
     instances of equal area, which numpy's argsort may order otherwise (see
     assert_overlap_is_ultralytics): there the served order must still be by
     area, and each pixel name the same instance or one of the same area.
-    Returns 1 where such a tie was met."""
+    Returns 1 where such a tie was met. Without overlap (one mask an
+    instance, the instances in their order) exact, ties or not."""
     h, w = want["img"].shape[:2]
     inst = want["instances"]
     inst.convert_bbox("xyxy")
     wb, cls, segs = inst.bboxes.astype(np.float32), want["cls"].reshape(-1).astype(np.int64), inst.segments
-    fmt = augment.Format(bbox_format="xyxy", normalize=False, return_mask=True, mask_ratio=4, mask_overlap=True,
-                         batch_idx=True)
+    fmt = augment.Format(bbox_format="xyxy", normalize=False, return_mask=True, mask_ratio=ratio,
+                         mask_overlap=overlap, batch_idx=True)
     import copy
     f = fmt(copy.deepcopy(want))
     wm = f["masks"].numpy()
-    assert wm.shape == (1, h // 4, w // 4), f"{where}: ultralytics' mask {wm.shape}"
-    wm = wm[0]
     gm = t["overlap_mask"].numpy()
     k = len(wb)
-    assert gm.shape == (h // 4, w // 4) and gm.dtype == (np.int32 if k > 255 else np.uint8), f"{where}: {gm.shape} {gm.dtype}"
     gb, gl = t["boxes"].numpy(), t["labels"].numpy()
     assert len(gb) == k, f"{where}: {len(gb)} instances, ultralytics {k}"
     fb, fc = f["bboxes"].numpy(), f["cls"].numpy().reshape(-1).astype(np.int64)
+    if not overlap:
+        assert wm.shape == (k, h // ratio, w // ratio), f"{where}: ultralytics' masks {wm.shape}"
+        assert gm.shape == wm.shape and gm.dtype == np.uint8, f"{where}: {gm.shape} {gm.dtype}"
+        np.testing.assert_allclose(gb, fb, rtol=0, atol=1e-3, err_msg=f"{where}: boxes (in the instances' order)")
+        assert gl.tolist() == fc.tolist(), f"{where}: classes"
+        d = gm != wm.astype(np.uint8)
+        assert not d.any(), f"{where}: {int(d.sum())} of {d.size} instance mask pixels differ"
+        return 0
+    assert wm.shape == (1, h // ratio, w // ratio), f"{where}: ultralytics' mask {wm.shape}"
+    wm = wm[0]
+    assert gm.shape == (h // ratio, w // ratio) and gm.dtype == (np.int32 if k > 255 else np.uint8), f"{where}: {gm.shape} {gm.dtype}"
     if k == 0:
         assert not gm.any() and not wm.any(), where
         return 0
     order = served_order(gb, wb, where)
     assert gl.tolist() == cls[order].tolist(), f"{where}: labels not in the served boxes' order"
-    index = polygons2masks_overlap((h, w), list(segs), downsample_ratio=4)[1].tolist()
+    index = polygons2masks_overlap((h, w), list(segs), downsample_ratio=ratio)[1].tolist()
     np.testing.assert_array_equal(fb, wb[index], err_msg=f"{where}: Format's boxes are not instances[sorted_idx]")
     if order == index:
         np.testing.assert_allclose(gb, fb, rtol=0, atol=1e-3, err_msg=f"{where}: boxes")
@@ -301,7 +345,7 @@ def assert_format_is_ultralytics(t: Dict[str, Any], want: Dict[str, Any], where:
         d = gm.astype(np.int64) != wm.astype(np.int64)
         assert not d.any(), f"{where}: {int(d.sum())} of {d.size} overlap mask pixels differ"
         return 0
-    areas = np.array([int(polygon2mask((h, w), [q.reshape(-1)], downsample_ratio=4).sum()) for q in segs])
+    areas = np.array([int(polygon2mask((h, w), [q.reshape(-1)], downsample_ratio=ratio).sum()) for q in segs])
     assert areas[order].tolist() == areas[index].tolist(), f"{where}: order {order}, ultralytics {index}"
     ids = lambda m, o: np.where(m > 0, np.asarray([-1, *o])[m], -1)  # noqa: E731
     gi, wi = ids(gm.astype(np.int64), order), ids(wm.astype(np.int64), index)
@@ -311,13 +355,22 @@ def assert_format_is_ultralytics(t: Dict[str, Any], want: Dict[str, Any], where:
     return 1
 
 
-@pytest.mark.parametrize("recipe,transport", [("segment", "grpc"), ("segment", "shm"), ("mosaic9", "grpc"),
-                                              ("letterbox", "shm"), ("perspective-size", "grpc")])
-def test_served_overlap_mask_is_ultralytics_format(seg: Any, monkeypatch: pytest.MonkeyPatch, recipe: str, transport: str) -> None:
-    """Loader(targets=(..., "overlap_mask")): per sample the [H/4, W/4] map
-    and the boxes and labels in its order, against ultralytics' own Format
-    of the sample rebuilt with stoker's draws forced; through plain gRPC and
-    through shared memory (the targets' arrays in the slot)."""
+@pytest.mark.parametrize("recipe,transport,ratio,overlap", [
+    ("segment", "grpc", None, None), ("segment", "shm", None, None), ("mosaic9", "grpc", None, None),
+    ("letterbox", "shm", None, None), ("perspective-size", "grpc", None, None),
+    # Format's other options: mask_ratio other than 4 (1: the fill alone,
+    # 2: cv2.resize's halving, 3: its linear path on sizes not its
+    # multiple), and mask_overlap=False (one mask an instance, as bits).
+    ("segment", "shm", 3, None), ("segment", "grpc", 4, False), ("segment", "shm", 2, False),
+    ("letterbox", "grpc", 1, False), ("mosaic9", "shm", 3, False)])
+def test_served_overlap_mask_is_ultralytics_format(seg: Any, monkeypatch: pytest.MonkeyPatch, recipe: str, transport: str,
+                                                   ratio: Any, overlap: Any) -> None:
+    """Loader(targets=(..., "overlap_mask"), mask_ratio=..., mask_overlap=...):
+    per sample the [H/r, W/r] map and the boxes and labels in its order (or,
+    with mask_overlap=False, the [K, H/r, W/r] masks, the instances in
+    theirs), against ultralytics' own Format of the sample rebuilt with
+    stoker's draws forced; through plain gRPC and through shared memory
+    (the targets' arrays in the slot)."""
     import stoker._buffers as buffers
 
     addr, out = seg
@@ -333,13 +386,15 @@ def test_served_overlap_mask_is_ultralytics_format(seg: Any, monkeypatch: pytest
     monkeypatch.setattr(buffers, "targets_of", tap)
     seen, ties, instances = 0, 0, 0
     with stoker.Loader(addr, "seg", batch_size=4, transform=T.Compose(ops_of(r)), targets=("boxes", "labels", "overlap_mask"),
-                       trace=True, return_indices=True, pin_memory=False, timeout=300, seed=17, transport=transport) as ld:
+                       trace=True, return_indices=True, pin_memory=False, timeout=300, seed=17, transport=transport,
+                       mask_ratio=ratio, mask_overlap=overlap) as ld:
         for b in ld:
             _, targets, indices = b
             for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
                 assert list(t) == ["boxes", "labels", "overlap_mask"]
                 want = rebuild(ds, r, idx, b.trace[i], monkeypatch)
-                ties += assert_format_is_ultralytics(t, want, f"{recipe}/{transport} sample {idx}")
+                ties += assert_format_is_ultralytics(t, want, f"{recipe}/{transport}/{ratio}/{overlap} sample {idx}",
+                                                     ratio or 4, overlap is not False)
                 instances += len(t["boxes"])
                 seen += 1
         assert not list(ld.sample_errors)
@@ -365,3 +420,31 @@ def test_overlap_mask_refused(seg: Any, ops: List[Any], targets: Any, what: str)
                            timeout=60) as ld:
             next(iter(ld))
     assert e.value.code == "INVALID_ARGUMENT" and what in str(e.value), str(e.value)
+
+
+def test_mask_options_refused(seg: Any) -> None:
+    """mask_ratio and mask_overlap: a ratio past the output's smaller side
+    (Format's own check: masks of no pixels) is the server's
+    INVALID_ARGUMENT at open, naming the bound; a ratio not a positive int,
+    a mask_overlap not a bool, or either without "overlap_mask", the
+    client's error before anything is sent (the server's own refusals of a
+    JobSpec from another client: server/maskformat_test.go)."""
+    from stoker._errors import StokerError
+
+    addr, _ = seg
+    ops = ops_of(RECIPES["letterbox"])  # a 320 x 320 output
+    with pytest.raises(StokerError) as e:
+        with stoker.Loader(addr, "seg", batch_size=4, transform=T.Compose(ops), targets=("boxes", "overlap_mask"),
+                           mask_ratio=321, pin_memory=False, timeout=60) as ld:
+            next(iter(ld))
+    assert e.value.code == "INVALID_ARGUMENT" and \
+        "mask_ratio=321 downsamples the transform's 320x320 output to zero size; use mask_ratio <= 320" in str(e.value), \
+        str(e.value)
+    for kw, err, what in [({"mask_ratio": 0}, ValueError, "mask_ratio must be in 1.."),
+                          ({"mask_ratio": 2.0}, TypeError, "mask_ratio must be an int"),
+                          ({"mask_overlap": 1}, TypeError, "mask_overlap must be a bool")]:
+        with pytest.raises(err, match=what):
+            stoker.Loader(addr, "seg", batch_size=4, transform=T.Compose(ops), targets=("boxes", "overlap_mask"), **kw)
+    for kw in ({"mask_ratio": 2}, {"mask_overlap": False}):
+        with pytest.raises(ValueError, match="they need targets=\\(..., 'overlap_mask'\\)"):
+            stoker.Loader(addr, "seg", batch_size=4, transform=T.Compose(ops), targets=("boxes",), **kw)

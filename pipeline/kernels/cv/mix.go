@@ -58,12 +58,27 @@ func ioa(b1, b2 [4]float32) float32 {
 func CopyPasteSelect(in Instances, w int, p float64) (Instances, []int) {
 	flipped := in.Clone()
 	FlipInstances(&flipped, w)
-	type cand struct {
+	return flipped, selectCopies(in, flipped, p)
+}
+
+// CopyPasteMixSelect is CopyPaste.get_params in mixup mode: the indices
+// of the instances of another sample (from, made by the pre_transform)
+// to paste onto instances in, chosen as CopyPasteSelect chooses the
+// mirrored copies (IoA with every instance of in below 0.30, by their
+// largest IoA, the first round(p * count)).
+func CopyPasteMixSelect(in, from Instances, p float64) []int {
+	return selectCopies(in, from, p)
+}
+
+// selectCopies is CopyPaste.get_params' choice of the copies of cand to
+// paste onto in.
+func selectCopies(in, cand Instances, p float64) []int {
+	type cnd struct {
 		i   int
 		max float32
 	}
-	var cands []cand
-	for i, b2 := range flipped.Boxes {
+	var cands []cnd
+	for i, b2 := range cand.Boxes {
 		ok, m := true, float32(0)
 		for j, b1 := range in.Boxes {
 			v := ioa(b2, b1)
@@ -73,7 +88,7 @@ func CopyPasteSelect(in Instances, w int, p float64) (Instances, []int) {
 			}
 		}
 		if ok {
-			cands = append(cands, cand{i, m})
+			cands = append(cands, cnd{i, m})
 		}
 	}
 	sort.SliceStable(cands, func(a, b int) bool { return cands[a].max < cands[b].max })
@@ -82,7 +97,7 @@ func CopyPasteSelect(in Instances, w int, p float64) (Instances, []int) {
 	for _, c := range cands[:k] {
 		sel = append(sel, c.i)
 	}
-	return flipped, sel
+	return sel
 }
 
 // CopyPasteInstances is CopyPaste.apply_instances: in, then the selected
@@ -202,6 +217,21 @@ func CopyPasteMask(m []byte, w, h int, flipped Instances, sel []int, pts [][2]in
 		FillPoly(m, w, h, pts)
 	}
 	return pts
+}
+
+// CopyPasteFrom is CopyPaste.apply_image in mixup mode given its mask:
+// the pixels of p where it is set take src's (the other sample's, of p's
+// size: cv2.copyTo), in place.
+func CopyPasteFrom(p, src kernels.Planes, mask []byte) {
+	n := p.W * p.H
+	for c := 0; c < 3; c++ {
+		dst, from := p.Pix[c*n:(c+1)*n], src.Pix[c*n:(c+1)*n]
+		for i, m := range mask[:n] {
+			if m != 0 {
+				dst[i] = from[i]
+			}
+		}
+	}
 }
 
 // CopyPasteImage is CopyPaste.apply_image given its mask (one byte a pixel,

@@ -11,6 +11,8 @@ const (
 	MixUpStream = 0x6d69787570 // "mixup"
 	// CutMixStream draws a cutmix's partner.
 	CutMixStream = 0x6375746d6978 // "cutmix"
+	// CopyPasteStream draws a CopyPaste's partner (its mixup mode).
+	CopyPasteStream = 0x6370617374 // "cpast"
 )
 
 // PartnerWindow is how many positions of the epoch's order a sample's

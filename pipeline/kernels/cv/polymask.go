@@ -302,19 +302,65 @@ func resizeMask(dst []byte, dw, dh int, src []byte, sw, sh int) {
 // first (ties in index order, as numpy's argsort keeps them for up to 16;
 // its unstable sort may order more ties otherwise).
 func PolygonsToMasksOverlap(segs [][][2]float32, w, h, r int) (masks []int32, order []int) {
+	regs, areas := instanceMasks(segs, w, h, r)
+	return overlapOf(regs, areas, w/r, h/r)
+}
+
+// overlapOf is the index map of the instances' masks (regs, of mw x mh)
+// and their order, by area (areas) largest first.
+func overlapOf(regs []region, areas []uint64, mw, mh int) (masks []int32, order []int) {
+	order = make([]int, len(regs))
+	for k := range order {
+		order[k] = k
+	}
+	sortByArea(order, areas)
+	masks = make([]int32, mw*mh)
+	for i, k := range order {
+		rg := &regs[k]
+		rw := rg.x1 - rg.x0
+		for j, v := range rg.px {
+			if v != 0 {
+				masks[(rg.y0+j/rw)*mw+rg.x0+j%rw] = int32(i + 1) // np.maximum with (i+1): later (smaller) wins
+			}
+		}
+	}
+	return masks, order
+}
+
+// region is one instance's mask at the output size: its columns [x0,
+// x1) and rows [y0, y1), 0 elsewhere.
+type region struct {
+	x0, x1, y0, y1 int
+	px             []byte
+}
+
+// instanceMasks is each segment's polygon2mask((h, w), [segment],
+// downsample_ratio=r) (its points truncated to int32, cv2.fillPoly, then
+// cv2.resize to w/r x h/r) as a region, and its area (the mask's sum).
+func instanceMasks(segs [][][2]float32, w, h, r int) ([]region, []uint64) {
 	mw, mh := w/r, h/r
-	if mw > 0 && mh > 0 && !(mw == w && mh == h) && !(w == 2*mw && h == 2*mh) {
+	switch {
+	case r == 1:
+		return fillRegions(segs, w, h)
+	case mw > 0 && mh > 0 && !(mw == w && mh == h) && !(w == 2*mw && h == 2*mh):
 		return overlapRegions(segs, w, h, mw, mh)
 	}
-	return polygonsToMasksOverlapFull(segs, w, h, r)
+	return instanceMasksFull(segs, w, h, r)
 }
 
 // polygonsToMasksOverlapFull is PolygonsToMasksOverlap the plain way: each
 // instance filled on the whole image, the whole image resized.
 func polygonsToMasksOverlapFull(segs [][][2]float32, w, h, r int) (masks []int32, order []int) {
+	regs, areas := instanceMasksFull(segs, w, h, r)
+	return overlapOf(regs, areas, w/r, h/r)
+}
+
+// instanceMasksFull is instanceMasks the plain way: each instance filled
+// on the whole image, the whole image resized (its region the whole map).
+func instanceMasksFull(segs [][][2]float32, w, h, r int) ([]region, []uint64) {
 	mw, mh := w/r, h/r
 	full := make([]byte, w*h)
-	small := make([][]byte, len(segs))
+	regs := make([]region, len(segs))
 	areas := make([]uint64, len(segs))
 	pts := make([][2]int32, 0, 1000)
 	for k, s := range segs {
@@ -324,26 +370,13 @@ func polygonsToMasksOverlapFull(segs [][][2]float32, w, h, r int) (masks []int32
 			pts = append(pts, [2]int32{int32(p[0]), int32(p[1])}) // np.asarray(..., dtype=np.int32): truncated
 		}
 		FillPoly(full, w, h, pts)
-		small[k] = make([]byte, mw*mh)
-		resizeMask(small[k], mw, mh, full, w, h)
-		for _, v := range small[k] {
+		regs[k] = region{x1: mw, y1: mh, px: make([]byte, mw*mh)}
+		resizeMask(regs[k].px, mw, mh, full, w, h)
+		for _, v := range regs[k].px {
 			areas[k] += uint64(v)
 		}
 	}
-	order = make([]int, len(segs))
-	for k := range order {
-		order[k] = k
-	}
-	sortByArea(order, areas)
-	masks = make([]int32, mw*mh)
-	for i, k := range order {
-		for j, v := range small[k] {
-			if v != 0 {
-				masks[j] = int32(i + 1) // np.maximum with (i+1): later (smaller) wins
-			}
-		}
-	}
-	return masks, order
+	return regs, areas
 }
 
 // sortByArea orders order by areas, largest first, ties in index order:
@@ -352,20 +385,16 @@ func sortByArea(order []int, areas []uint64) {
 	sort.SliceStable(order, func(a, b int) bool { return -areas[order[a]] < -areas[order[b]] })
 }
 
-// overlapRegions is PolygonsToMasksOverlap through cv2.resize's linear
-// path (mw x mh neither the image nor its half), each instance's work
-// kept to its polygon's extent: the fill writes only the rows between its
-// points' least and greatest y and the columns between their least and
-// greatest x (clipped to the image), so the downsampled mask is 0 wherever
-// its taps read nothing of those (the taps of an all-zero neighbourhood
-// sum to 0, rounded down), and only the output rows and columns whose taps
-// do are computed, with the same arithmetic (resizeMask's). The image is
-// cleared back after each instance, its rows only.
-func overlapRegions(segs [][][2]float32, w, h, mw, mh int) (masks []int32, order []int) {
-	type region struct {
-		x0, x1, y0, y1 int // output columns [x0, x1), rows [y0, y1)
-		px             []byte
-	}
+// overlapRegions is instanceMasks through cv2.resize's linear path (mw x
+// mh neither the image nor its half), each instance's work kept to its
+// polygon's extent: the fill writes only the rows between its points'
+// least and greatest y and the columns between their least and greatest x
+// (clipped to the image), so the downsampled mask is 0 wherever its taps
+// read nothing of those (the taps of an all-zero neighbourhood sum to 0,
+// rounded down), and only the output rows and columns whose taps do are
+// computed, with the same arithmetic (resizeMask's). The image is cleared
+// back after each instance, its rows only.
+func overlapRegions(segs [][][2]float32, w, h, mw, mh int) ([]region, []uint64) {
 	tx, ty := resizeTaps(mw, w, true), resizeTaps(mh, h, false)
 	full := make([]byte, w*h)
 	regs := make([]region, len(segs))
@@ -428,22 +457,7 @@ func overlapRegions(segs [][][2]float32, w, h, mw, mh int) (masks []int32, order
 		regs[k] = rg
 		clear(full[sy0*w : (sy1+1)*w])
 	}
-	order = make([]int, len(segs))
-	for k := range order {
-		order[k] = k
-	}
-	sortByArea(order, areas)
-	masks = make([]int32, mw*mh)
-	for i, k := range order {
-		rg := &regs[k]
-		rw := rg.x1 - rg.x0
-		for j, v := range rg.px {
-			if v != 0 {
-				masks[(rg.y0+j/rw)*mw+rg.x0+j%rw] = int32(i + 1) // np.maximum with (i+1): later (smaller) wins
-			}
-		}
-	}
-	return masks, order
+	return regs, areas
 }
 
 // hrowSpan is hrow's horizontal pass of one source row for the outputs

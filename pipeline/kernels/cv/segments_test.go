@@ -1,6 +1,7 @@
 package cv
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -38,7 +39,9 @@ func TestConcatResamplesSegments(t *testing.T) {
 // instance within each polygon's extent (overlapRegions) is the one made
 // on the whole image (polygonsToMasksOverlapFull), mask and order, for
 // polygons that cross the image's sides, lie wholly off it, are a point
-// or a line, at ratios 3, 4 and 5 on sizes not their multiples.
+// or a line, at ratios 3, 4 and 5 on sizes not their multiples; and so
+// are the instances' own masks (Format(mask_overlap=False)'s, as bits),
+// and both at ratio 1 (fillRegions).
 func TestOverlapRegionsIsTheWholeImages(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for c := range 300 {
@@ -62,10 +65,29 @@ func TestOverlapRegionsIsTheWholeImages(t *testing.T) {
 		if w/r == 0 || h/r == 0 {
 			continue
 		}
-		gm, gord := overlapRegions(segs, w, h, w/r, h/r)
+		regs, areas := overlapRegions(segs, w, h, w/r, h/r)
+		gm, gord := overlapOf(regs, areas, w/r, h/r)
 		wm, word := polygonsToMasksOverlapFull(segs, w, h, r)
 		if !slices.Equal(gord, word) || !slices.Equal(gm, wm) {
 			t.Fatalf("case %d (%dx%d/%d, %d polygons): order %v, want %v; masks equal %v", c, w, h, r, len(segs), gord, word, slices.Equal(gm, wm))
+		}
+		// Format(mask_overlap=False)'s masks, as bits: each instance's
+		// region the whole image's.
+		gb := appendMaskBits(nil, regs, w/r, h/r)
+		full, _ := instanceMasksFull(segs, w, h, r)
+		wb := appendMaskBits(nil, full, w/r, h/r)
+		if !bytes.Equal(gb, wb) || !bytes.Equal(AppendPolygonMasks(nil, segs, w, h, r), wb) {
+			t.Fatalf("case %d (%dx%d/%d, %d polygons): the instances' masks differ from the whole image's", c, w, h, r, len(segs))
+		}
+		// At ratio 1, each instance kept to its polygon's extent
+		// (fillRegions) against the whole image's.
+		fr, fa := fillRegions(segs, w, h)
+		full1, fa1 := instanceMasksFull(segs, w, h, 1)
+		gm1, go1 := overlapOf(fr, fa, w, h)
+		wm1, wo1 := overlapOf(full1, fa1, w, h)
+		if !slices.Equal(fa, fa1) || !slices.Equal(go1, wo1) || !slices.Equal(gm1, wm1) ||
+			!bytes.Equal(appendMaskBits(nil, fr, w, h), appendMaskBits(nil, full1, w, h)) {
+			t.Fatalf("case %d (%dx%d/1, %d polygons): the regions differ from the whole image's", c, w, h, len(segs))
 		}
 	}
 }

@@ -582,15 +582,28 @@ type JobSpec struct {
 	// torchvision's: "overlap_mask", ultralytics' yolov8-seg mask
 	// (Format(return_mask=True, mask_ratio=4, mask_overlap=True)): one index
 	// map a sample, the instances then in its area order; only with the
-	// YOLO ops on a segment dataset, not with "masks".
+	// YOLO ops on a segment dataset, not with "masks". mask_ratio and
+	// mask_overlap set its Format's other options.
 	TargetFields []string `protobuf:"bytes,153,rep,name=target_fields,json=targetFields,proto3" json:"target_fields,omitempty"`
 	// The bound of a sample's targets when they carry masks or the overlap
 	// mask, in bytes (a sample over it fails alone, naming the field). 0:
 	// 1 MiB, or what a batch's 32 MiB of fields leaves a sample if less.
 	// Without them the targets are bounded as any field (max_field_bytes).
 	MaxTargetsBytes uint64 `protobuf:"varint,154,opt,name=max_targets_bytes,json=maxTargetsBytes,proto3" json:"max_targets_bytes,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The "overlap_mask" target's Format(mask_ratio=...): the masks are the
+	// canvas divided by it (h // mask_ratio x w // mask_ratio). 0: 4,
+	// ultralytics' default. Past the canvas' smaller side (a mask of no
+	// pixels), or without "overlap_mask", it is refused (INVALID_ARGUMENT;
+	// a sample whose own canvas is smaller fails alone).
+	MaskRatio uint32 `protobuf:"varint,155,opt,name=mask_ratio,json=maskRatio,proto3" json:"mask_ratio,omitempty"`
+	// The "overlap_mask" target's Format(mask_overlap=...): absent or true,
+	// the one index map (polygons2masks_overlap, the instances in its area
+	// order); false, one mask an instance in the instances' order
+	// (polygons2masks), BatchTargets.overlap_masks' layout says how.
+	// Without "overlap_mask" it is refused.
+	MaskOverlap   *bool `protobuf:"varint,156,opt,name=mask_overlap,json=maskOverlap,proto3,oneof" json:"mask_overlap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -810,6 +823,20 @@ func (x *JobSpec) GetMaxTargetsBytes() uint64 {
 		return x.MaxTargetsBytes
 	}
 	return 0
+}
+
+func (x *JobSpec) GetMaskRatio() uint32 {
+	if x != nil {
+		return x.MaskRatio
+	}
+	return 0
+}
+
+func (x *JobSpec) GetMaskOverlap() bool {
+	if x != nil && x.MaskOverlap != nil {
+		return *x.MaskOverlap
+	}
+	return false
 }
 
 // MixPart is one dataset of a mix and its weight.
@@ -6241,13 +6268,20 @@ type BatchTargets struct {
 	InSlot *TargetsInSlot `protobuf:"bytes,14,opt,name=in_slot,json=inSlot,proto3" json:"in_slot,omitempty"`
 	// The job asked for the overlap mask (JobSpec.target_fields
 	// "overlap_mask"): each sample's in overlap_masks, and its instances
-	// (boxes to keypoints_visibility) in the mask's order.
+	// (boxes to keypoints_visibility) in the mask's order (with
+	// mask_overlap, the default).
 	OverlapMask bool `protobuf:"varint,15,opt,name=overlap_mask,json=overlapMask,proto3" json:"overlap_mask,omitempty"`
 	// With overlap_mask: each sample's index map, sample after sample, its
-	// canvas (h, w) divided by 4 (h // 4 rows of w // 4), row-major, uint8
+	// canvas (h, w) divided by mask_ratio (4 by default: h // 4 rows of
+	// w // 4), row-major, uint8
 	// (int32 little-endian when the sample has over 255 instances), 0 where
 	// no instance is, else the position plus 1 of the last instance (in the
 	// sample's order) covering the pixel; each sample's bytes padded with
+	// zeros to a multiple of 4. With mask_overlap false: each sample's K
+	// masks (K its instances, in their order, not reordered), each
+	// h // mask_ratio rows of w // mask_ratio, 0 or 1, row-major one after
+	// the other, as bits: pixel n of the sample's is bit n % 8 of its byte
+	// n / 8 (numpy's packbits(bitorder="little")), its bytes padded with
 	// zeros to a multiple of 4.
 	OverlapMasks []byte `protobuf:"bytes,16,opt,name=overlap_masks,json=overlapMasks,proto3" json:"overlap_masks,omitempty"`
 	// With masks, where a sample's pad, rotation or affine filled its masks
@@ -6263,7 +6297,13 @@ type BatchTargets struct {
 	// each fill run's value (F // 2 uint8, none 0) and zeros to a multiple
 	// of 4. Every instance's mask of the sample takes a fill run's value
 	// over its pixels.
-	MaskFills     []byte `protobuf:"bytes,18,opt,name=mask_fills,json=maskFills,proto3" json:"mask_fills,omitempty"`
+	MaskFills []byte `protobuf:"bytes,18,opt,name=mask_fills,json=maskFills,proto3" json:"mask_fills,omitempty"`
+	// With overlap_mask: the job's mask_ratio (JobSpec.mask_ratio, 0 there
+	// made 4).
+	MaskRatio uint32 `protobuf:"varint,19,opt,name=mask_ratio,json=maskRatio,proto3" json:"mask_ratio,omitempty"`
+	// With overlap_mask: the job's mask_overlap, absent meaning true (one
+	// map a sample; false: one mask an instance).
+	MaskOverlap   *bool `protobuf:"varint,20,opt,name=mask_overlap,json=maskOverlap,proto3,oneof" json:"mask_overlap,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6422,6 +6462,20 @@ func (x *BatchTargets) GetMaskFills() []byte {
 		return x.MaskFills
 	}
 	return nil
+}
+
+func (x *BatchTargets) GetMaskRatio() uint32 {
+	if x != nil {
+		return x.MaskRatio
+	}
+	return 0
+}
+
+func (x *BatchTargets) GetMaskOverlap() bool {
+	if x != nil && x.MaskOverlap != nil {
+		return *x.MaskOverlap
+	}
+	return false
 }
 
 // TargetsInSlot is where a batch's target arrays lie in its shared-memory
@@ -8789,7 +8843,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xd3\a\n" +
+	"\x03msg\"\xad\b\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -8824,7 +8878,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"stop_epoch\x18\x97\x01 \x01(\x04R\tstopEpoch\x12\x1a\n" +
 	"\bstop_ops\x18\x98\x01 \x03(\tR\astopOps\x12$\n" +
 	"\rtarget_fields\x18\x99\x01 \x03(\tR\ftargetFields\x12+\n" +
-	"\x11max_targets_bytes\x18\x9a\x01 \x01(\x04R\x0fmaxTargetsBytes\";\n" +
+	"\x11max_targets_bytes\x18\x9a\x01 \x01(\x04R\x0fmaxTargetsBytes\x12\x1e\n" +
+	"\n" +
+	"mask_ratio\x18\x9b\x01 \x01(\rR\tmaskRatio\x12'\n" +
+	"\fmask_overlap\x18\x9c\x01 \x01(\bH\x00R\vmaskOverlap\x88\x01\x01B\x0f\n" +
+	"\r_mask_overlap\";\n" +
 	"\aMixPart\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x16\n" +
 	"\x06weight\x18\x02 \x01(\x01R\x06weight\"D\n" +
@@ -9249,7 +9307,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fields\x12!\n" +
 	"\fsample_sizes\x18< \x03(\rR\vsampleSizes\x121\n" +
 	"\atargets\x18F \x01(\v2\x17.stoker.v1.BatchTargetsR\atargetsB\a\n" +
-	"\x05_slot\"\xe7\x04\n" +
+	"\x05_slot\"\xbf\x05\n" +
 	"\fBatchTargets\x12\x18\n" +
 	"\aoffsets\x18\x01 \x03(\rR\aoffsets\x12\x16\n" +
 	"\x06canvas\x18\x02 \x03(\rR\x06canvas\x12\x1b\n" +
@@ -9271,7 +9329,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\roverlap_masks\x18\x10 \x01(\fR\foverlapMasks\x12*\n" +
 	"\x11mask_fill_offsets\x18\x11 \x01(\fR\x0fmaskFillOffsets\x12\x1d\n" +
 	"\n" +
-	"mask_fills\x18\x12 \x01(\fR\tmaskFills\"\xb4\x04\n" +
+	"mask_fills\x18\x12 \x01(\fR\tmaskFills\x12\x1d\n" +
+	"\n" +
+	"mask_ratio\x18\x13 \x01(\rR\tmaskRatio\x12&\n" +
+	"\fmask_overlap\x18\x14 \x01(\bH\x00R\vmaskOverlap\x88\x01\x01B\x0f\n" +
+	"\r_mask_overlap\"\xb4\x04\n" +
 	"\rTargetsInSlot\x12*\n" +
 	"\x05boxes\x18\x01 \x01(\v2\x14.stoker.v1.SlotRangeR\x05boxes\x12,\n" +
 	"\x06labels\x18\x02 \x01(\v2\x14.stoker.v1.SlotRangeR\x06labels\x12.\n" +
@@ -9772,6 +9834,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*FeedRequest_Credit)(nil),
 		(*FeedRequest_Shm)(nil),
 	}
+	file_stoker_v1_stoker_proto_msgTypes[1].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[12].OneofWrappers = []any{
 		(*Op_RandomResizedCrop)(nil),
 		(*Op_Resize)(nil),
@@ -9861,6 +9924,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*FeedResponse_Shm)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[65].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[66].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[77].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),

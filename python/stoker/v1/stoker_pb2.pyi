@@ -74,7 +74,7 @@ class FeedRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., shm: _Optional[_Union[ShmAccept, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats", "fields", "max_field_bytes", "mix", "mix_samples", "cpu_weight", "decode", "targets", "stop_epoch", "stop_ops", "target_fields", "max_targets_bytes")
+    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats", "fields", "max_field_bytes", "mix", "mix_samples", "cpu_weight", "decode", "targets", "stop_epoch", "stop_ops", "target_fields", "max_targets_bytes", "mask_ratio", "mask_overlap")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     TRANSFORM_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +102,8 @@ class JobSpec(_message.Message):
     STOP_OPS_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELDS_FIELD_NUMBER: _ClassVar[int]
     MAX_TARGETS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MASK_RATIO_FIELD_NUMBER: _ClassVar[int]
+    MASK_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     fingerprint: str
     transform: TransformSpec
@@ -129,7 +131,9 @@ class JobSpec(_message.Message):
     stop_ops: _containers.RepeatedScalarFieldContainer[str]
     target_fields: _containers.RepeatedScalarFieldContainer[str]
     max_targets_bytes: int
-    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ..., fields: _Optional[_Iterable[str]] = ..., max_field_bytes: _Optional[int] = ..., mix: _Optional[_Iterable[_Union[MixPart, _Mapping]]] = ..., mix_samples: _Optional[int] = ..., cpu_weight: _Optional[float] = ..., decode: _Optional[_Union[Decode, str]] = ..., targets: _Optional[bool] = ..., stop_epoch: _Optional[int] = ..., stop_ops: _Optional[_Iterable[str]] = ..., target_fields: _Optional[_Iterable[str]] = ..., max_targets_bytes: _Optional[int] = ...) -> None: ...
+    mask_ratio: int
+    mask_overlap: bool
+    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ..., fields: _Optional[_Iterable[str]] = ..., max_field_bytes: _Optional[int] = ..., mix: _Optional[_Iterable[_Union[MixPart, _Mapping]]] = ..., mix_samples: _Optional[int] = ..., cpu_weight: _Optional[float] = ..., decode: _Optional[_Union[Decode, str]] = ..., targets: _Optional[bool] = ..., stop_epoch: _Optional[int] = ..., stop_ops: _Optional[_Iterable[str]] = ..., target_fields: _Optional[_Iterable[str]] = ..., max_targets_bytes: _Optional[int] = ..., mask_ratio: _Optional[int] = ..., mask_overlap: _Optional[bool] = ...) -> None: ...
 
 class MixPart(_message.Message):
     __slots__ = ("dataset", "weight")
@@ -946,7 +950,7 @@ class BatchHeader(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., decode: _Optional[_Union[Decode, str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ..., fields: _Optional[_Iterable[_Union[FieldValues, _Mapping]]] = ..., sample_sizes: _Optional[_Iterable[int]] = ..., targets: _Optional[_Union[BatchTargets, _Mapping]] = ...) -> None: ...
 
 class BatchTargets(_message.Message):
-    __slots__ = ("offsets", "canvas", "image_ids", "keypoints_per_instance", "box_format", "boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "masks", "mask_offsets", "mask_runs", "in_slot", "overlap_mask", "overlap_masks", "mask_fill_offsets", "mask_fills")
+    __slots__ = ("offsets", "canvas", "image_ids", "keypoints_per_instance", "box_format", "boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "masks", "mask_offsets", "mask_runs", "in_slot", "overlap_mask", "overlap_masks", "mask_fill_offsets", "mask_fills", "mask_ratio", "mask_overlap")
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
     CANVAS_FIELD_NUMBER: _ClassVar[int]
     IMAGE_IDS_FIELD_NUMBER: _ClassVar[int]
@@ -965,6 +969,8 @@ class BatchTargets(_message.Message):
     OVERLAP_MASKS_FIELD_NUMBER: _ClassVar[int]
     MASK_FILL_OFFSETS_FIELD_NUMBER: _ClassVar[int]
     MASK_FILLS_FIELD_NUMBER: _ClassVar[int]
+    MASK_RATIO_FIELD_NUMBER: _ClassVar[int]
+    MASK_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     offsets: _containers.RepeatedScalarFieldContainer[int]
     canvas: _containers.RepeatedScalarFieldContainer[int]
     image_ids: _containers.RepeatedScalarFieldContainer[int]
@@ -983,7 +989,9 @@ class BatchTargets(_message.Message):
     overlap_masks: bytes
     mask_fill_offsets: bytes
     mask_fills: bytes
-    def __init__(self, offsets: _Optional[_Iterable[int]] = ..., canvas: _Optional[_Iterable[int]] = ..., image_ids: _Optional[_Iterable[int]] = ..., keypoints_per_instance: _Optional[_Iterable[int]] = ..., box_format: _Optional[int] = ..., boxes: _Optional[bytes] = ..., labels: _Optional[bytes] = ..., iscrowd: _Optional[bytes] = ..., keypoints: _Optional[bytes] = ..., keypoints_visibility: _Optional[bytes] = ..., masks: _Optional[bool] = ..., mask_offsets: _Optional[bytes] = ..., mask_runs: _Optional[bytes] = ..., in_slot: _Optional[_Union[TargetsInSlot, _Mapping]] = ..., overlap_mask: _Optional[bool] = ..., overlap_masks: _Optional[bytes] = ..., mask_fill_offsets: _Optional[bytes] = ..., mask_fills: _Optional[bytes] = ...) -> None: ...
+    mask_ratio: int
+    mask_overlap: bool
+    def __init__(self, offsets: _Optional[_Iterable[int]] = ..., canvas: _Optional[_Iterable[int]] = ..., image_ids: _Optional[_Iterable[int]] = ..., keypoints_per_instance: _Optional[_Iterable[int]] = ..., box_format: _Optional[int] = ..., boxes: _Optional[bytes] = ..., labels: _Optional[bytes] = ..., iscrowd: _Optional[bytes] = ..., keypoints: _Optional[bytes] = ..., keypoints_visibility: _Optional[bytes] = ..., masks: _Optional[bool] = ..., mask_offsets: _Optional[bytes] = ..., mask_runs: _Optional[bytes] = ..., in_slot: _Optional[_Union[TargetsInSlot, _Mapping]] = ..., overlap_mask: _Optional[bool] = ..., overlap_masks: _Optional[bytes] = ..., mask_fill_offsets: _Optional[bytes] = ..., mask_fills: _Optional[bytes] = ..., mask_ratio: _Optional[int] = ..., mask_overlap: _Optional[bool] = ...) -> None: ...
 
 class TargetsInSlot(_message.Message):
     __slots__ = ("boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "mask_offsets", "mask_runs", "overlap_masks", "mask_fill_offsets", "mask_fills")

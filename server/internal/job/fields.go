@@ -96,6 +96,7 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 			fs.SetMasks(tb)
 		} else {
 			fs.SetOverlapMask(tb)
+			fs.SetMaskFormat(maskFormatOf(spec))
 		}
 	}
 	return fs, nil
@@ -137,10 +138,40 @@ func targetFieldsOf(spec *stokerv1.JobSpec, ds pipeline.Dataset) (masks, overlap
 	switch {
 	case masks && overlap:
 		return false, false, errMasksAndOverlap
+	case !overlap && (spec.GetMaskRatio() != 0 || spec.MaskOverlap != nil):
+		return false, false, status.Error(codes.InvalidArgument, "mask_ratio or mask_overlap without \"overlap_mask\" in target_fields: they are the options of ultralytics' Format mask (targets=(..., \"overlap_mask\"))")
+	case spec.GetMaskRatio() > maxMaskRatio:
+		return false, false, status.Errorf(codes.InvalidArgument, "mask_ratio %d: at most %d (the masks' downsample; ultralytics' default is 4)", spec.GetMaskRatio(), maxMaskRatio)
 	case !masks && !overlap && spec.GetMaxTargetsBytes() != 0:
 		return false, false, status.Errorf(codes.InvalidArgument, "max_targets_bytes %d without masks: it bounds the targets that carry masks (target_fields \"masks\" or \"overlap_mask\"); the others are bounded by max_field_bytes", spec.GetMaxTargetsBytes())
 	}
 	return masks, overlap, nil
+}
+
+// maxMaskRatio bounds JobSpec.mask_ratio before the canvas does (it
+// must not exceed the canvas' smaller side: Format's own check).
+const maxMaskRatio = 1 << 14
+
+// maskFormatOf is spec's overlap mask's mask_ratio (0: ultralytics'
+// default, 4) and mask_overlap (absent: true).
+func maskFormatOf(spec *stokerv1.JobSpec) (ratio int, overlap bool) {
+	ratio = int(spec.GetMaskRatio())
+	if ratio == 0 {
+		ratio = 4
+	}
+	return ratio, spec.MaskOverlap == nil || spec.GetMaskOverlap()
+}
+
+// checkMaskRatio refuses a mask_ratio past the smaller side of t's
+// output (the masks would have no pixels), as ultralytics' Format does;
+// a transform whose samples have sizes of their own is checked per
+// sample (targets.AppendOverlap).
+func checkMaskRatio(t *pipeline.Transform, spec *stokerv1.JobSpec) error {
+	r, _ := maskFormatOf(spec)
+	if h, w := t.Size(); !t.Varies() && h > 0 && w > 0 && r > min(h, w) {
+		return fmt.Errorf("%w: overlap_mask: mask_ratio=%d downsamples the transform's %dx%d output to zero size; use mask_ratio <= %d", pipeline.ErrUnsupported, r, w, h, min(h, w))
+	}
+	return nil
 }
 
 // fieldBytes bounds what one batch's fields hold, and its targets'
@@ -226,7 +257,7 @@ func packTargets(fs *pipeline.FieldSet, b *pipeline.Batch) (*stokerv1.BatchTarge
 		}
 		vals[i] = f.Data
 	}
-	bt, buf, err := ragged.Pack(vals, fs.Masks(), fs.OverlapMask(), b.Packed)
+	bt, buf, err := ragged.Pack(vals, fs.Masks(), ragged.OverlapOf(fs), b.Packed)
 	b.Packed = buf
 	return bt, err
 }

@@ -239,6 +239,13 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if j.fields, err = fieldsOf(spec, j.name, j.ds, bs); err != nil {
 		return nil, err
 	}
+	if tc := pipeline.TargetCostOf(j.t, j.ds, j.fields); tc != (pipeline.TargetCost{}) {
+		// A segment dataset's polygons (and the overlap mask) cost the targets CPU of their own.
+		j.cost = j.t.CostWith(tc)
+		if err := checkCost(j.cost, env.MaxSampleCPU); err != nil {
+			return nil, err
+		}
+	}
 	if n := proto.Size(spec); n > maxSpecBytes {
 		return nil, status.Errorf(codes.InvalidArgument, "job spec of %d bytes (its known fields): the limit is %d", n, maxSpecBytes)
 	}
@@ -599,7 +606,9 @@ func targetsOf(spec *stokerv1.JobSpec, j *Job) error {
 	} else if slices.Contains(tf, "masks") {
 		err = pipeline.CheckMasks(j.t)
 	} else if slices.Contains(tf, "overlap_mask") {
-		err = pipeline.CheckOverlapMask(j.t, j.ds)
+		if err = pipeline.CheckOverlapMask(j.t, j.ds); err == nil {
+			err = checkMaskRatio(j.t, spec)
+		}
 	}
 	if err != nil {
 		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))

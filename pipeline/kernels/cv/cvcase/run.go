@@ -21,6 +21,7 @@ import (
 //	copypaste         images[0], labels[0], p: the mask given as images[1]'s first plane, or without images[1]
 //	                  rasterized from the selected segments (cv.CopyPasteMask); ints: the selected
 //	polygons2masks_overlap  labels[0]'s segments on a dw x dh image, ratio: mask (dh/ratio x dw/ratio), ints: the order
+//	polygons2masks    labels[0]'s segments on a dw x dh image, ratio: mask (K x dh/ratio x dw/ratio, 0 or 1: cv.AppendPolygonMasks' bits)
 func Run(c *Case) (res Result) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -44,7 +45,7 @@ func Run(c *Case) (res Result) {
 		ins = append(ins, in)
 	}
 	need := map[string]int{"resize": 1, "warp_affine": 1, "warp_perspective": 1, "hsv": 1, "perspective_matrix": 1,
-		"perspective": 1, "letterbox": 1, "mosaic": 4, "mixup": 2, "copypaste": 1, "polygons2masks_overlap": 0}
+		"perspective": 1, "letterbox": 1, "mosaic": 4, "mixup": 2, "copypaste": 1, "polygons2masks_overlap": 0, "polygons2masks": 0}
 	k, ok := need[c.Op]
 	if !ok {
 		return Result{Error: fmt.Sprintf("unknown op %q", c.Op)}
@@ -148,6 +149,16 @@ func Run(c *Case) (res Result) {
 		}
 		m, order := cv.PolygonsToMasksOverlap(ins[0].Segments, c.DW, c.DH, c.Ratio)
 		return Result{Mask: m, Ints: order}
+	case "polygons2masks":
+		if len(ins) != 1 || c.DW < 1 || c.DH < 1 || c.DW > 1<<14 || c.DH > 1<<14 || c.Ratio < 1 || c.Ratio > min(c.DW, c.DH) {
+			return Result{Error: "polygons2masks: want one labels, dw and dh 1..16384, ratio 1..min(dw, dh)"}
+		}
+		bits := cv.AppendPolygonMasks(nil, ins[0].Segments, c.DW, c.DH, c.Ratio)
+		m := make([]int32, len(ins[0].Segments)*(c.DW/c.Ratio)*(c.DH/c.Ratio))
+		for n := range m {
+			m[n] = int32(bits[n>>3] >> (n & 7) & 1)
+		}
+		return Result{Mask: m}
 	}
 	return Result{Error: "unreachable"}
 }

@@ -1,0 +1,133 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMosaicCopyPasteMixup: YOLOCopyPaste mode 'mixup' after the Mosaic's
+// warp takes its copies from the partner its key draws (the trace's
+// yolo_copy_paste names it: copyPasteMixPartner, among PartnersOf's), made
+// by the Mosaic and warp with draws of its own: the targets are those of
+// the same transform without it, then the partner's pasted instances; a
+// MixUp's partner draws a CopyPaste of its own; bytes, traces and targets
+// are the same over any batch split and workers. A CopyPaste in mixup
+// mode before the warp, beside one in flip mode or after a Mosaic of p
+// below 1 is refused; a stop_epoch switches it off with the Mosaic.
+func TestMosaicCopyPasteMixup(t *testing.T) {
+	files := mosaicPNGs(t, 11)
+	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2}
+	mo := Op{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
+	persp := Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
+	cpm := Op{Kind: OpCopyPaste, P: 1, Mode: "mixup"}
+	plain, err := NewTransform(CHW, mo, persp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := NewTransform(CHW, mo, persp, cpm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := segMem{yoloMem: yoloMem{memDataset{files}, -1}}
+	_, _, tg0, errs0 := fillMosaic(t, ds, plain, 2, plan, 4, 1)
+	data, traces, tg, errs := fillMosaic(t, ds, cp, 2, plan, 4, 2)
+	pasted := 0
+	for i, idx := range plan {
+		if errs[i] != "" || errs0[i] != "" {
+			t.Fatalf("sample %d: %s%s", idx, errs[i], errs0[i])
+		}
+		var steps [][]json.RawMessage
+		if err := json.Unmarshal(traces[i], &steps); err != nil {
+			t.Fatal(err)
+		}
+		var c struct {
+			Applied bool
+			Pasted  int
+			Mosaic  struct{ Indexes []int }
+		}
+		if len(steps) < 3 || string(steps[2][0]) != `"yolo_copy_paste"` || json.Unmarshal(steps[2][1], &c) != nil {
+			t.Fatalf("sample %d: trace %s has no yolo_copy_paste third", idx, traces[i])
+		}
+		k := Key{Seed: 5, Epoch: 2, Index: uint64(idx)}
+		j := copyPasteMixPartner(k, len(files))
+		if len(c.Mosaic.Indexes) != 4 || c.Mosaic.Indexes[0] != j || !slices.Contains(cp.PartnersOf(k, len(files)), j) {
+			t.Fatalf("sample %d: the partner's mosaic %v, its partner %d, PartnersOf %v", idx, c.Mosaic.Indexes, j, cp.PartnersOf(k, len(files)))
+		}
+		got, base := parseKpTargets(t, tg[i]), parseKpTargets(t, tg0[i])
+		if !c.Applied && len(base.boxes) > 0 || len(got.boxes) != len(base.boxes)+c.Pasted || !slices.Equal(got.boxes[:len(base.boxes)], base.boxes) {
+			t.Fatalf("sample %d: %d instances, %d without the CopyPaste and %d pasted (%+v)", idx, len(got.boxes), len(base.boxes), c.Pasted, c)
+		}
+		pasted += c.Pasted
+	}
+	if pasted == 0 {
+		t.Fatal("nothing pasted")
+	}
+	data2, traces2, tg2, _ := fillMosaic(t, ds, cp, 2, plan, 3, 1)
+	for i := range plan {
+		if !bytes.Equal(data[i], data2[i]) || !bytes.Equal(traces[i], traces2[i]) || !bytes.Equal(tg[i], tg2[i]) {
+			t.Fatalf("sample %d: another split and workers made other bytes", plan[i])
+		}
+	}
+	// A MixUp's partner draws a CopyPaste of its own.
+	mixed, err := NewTransform(CHW, mo, persp, cpm, Op{Kind: OpMixUp, P: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, traces, _, errs = fillMosaic(t, ds, mixed, 2, plan, 4, 2)
+	own := 0
+	for i := range plan {
+		if errs[i] != "" {
+			t.Fatalf("sample %d: %s", plan[i], errs[i])
+		}
+		own += strings.Count(string(traces[i]), `"copy_paste":{"mode":"mixup"`)
+	}
+	if own != len(plan) {
+		t.Errorf("%d MixUp partners with a CopyPaste of their own, want %d", own, len(plan))
+	}
+	for _, ops := range [][]Op{{mo, cpm, persp}, {mo, {Kind: OpCopyPaste, P: 1, Mode: "flip"}, persp, cpm},
+		{{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, persp, cpm}, {mo, persp, {Kind: OpCopyPaste, P: 1, Mode: "both"}}} {
+		if _, err := NewTransform(CHW, ops...); err == nil || !strings.Contains(err.Error(), "YOLOCopyPaste") {
+			t.Errorf("%v: %v, want YOLOCopyPaste refused", ops, err)
+		}
+	}
+	st, err := cp.WithStopEpoch(1, []OpKind{OpMosaic, OpCopyPaste})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := st.AtEpoch(1); at.CopyPasteMixOp() != nil || at.MosaicOp() != nil || st.AtEpoch(0).CopyPasteMixOp() == nil {
+		t.Error("stop_epoch did not switch the CopyPaste off with the Mosaic")
+	}
+}
+
+// TestCostWithTargets: a YOLO segment dataset's targets add to the
+// yolo preset's predicted cost (CostWith): the polygons, then the overlap
+// mask, more at ratio 1 than at 4, and a MixUp's partners' polygons by
+// its p; nothing for a transform of views or without them.
+func TestCostWithTargets(t *testing.T) {
+	tr, err := ParseTransform("yolo", CHW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := tr.Cost()
+	if got := tr.CostWith(TargetCost{}); got != base {
+		t.Errorf("no targets: %v, want Cost's %v", got, base)
+	}
+	seg := tr.CostWith(TargetCost{Segments: true})
+	m4 := tr.CostWith(TargetCost{Segments: true, Mask: true, MaskRatio: 4})
+	m1 := tr.CostWith(TargetCost{Segments: true, Mask: true, MaskRatio: 1})
+	if !(base.Mean < seg.Mean && seg.Mean < m4.Mean && m4.Mean < m1.Mean) || !(base.Max < seg.Max && seg.Max < m4.Max && m4.Max < m1.Max) {
+		t.Errorf("mean %v, %v, %v, %v; worst %v, %v, %v, %v: want each more than the last", base.Mean, seg.Mean, m4.Mean, m1.Mean, base.Max, seg.Max, m4.Max, m1.Max)
+	}
+	mo := Op{Kind: OpMosaic, ImgSz: 640, Tiles: 4, P: 1}
+	persp := Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{640, 640}}
+	plain, _ := NewTransform(CHW, mo, persp)
+	mixed, _ := NewTransform(CHW, mo, persp, Op{Kind: OpMixUp, P: 0.5})
+	d := func(x *Transform) time.Duration { return x.CostWith(TargetCost{Segments: true}).Mean - x.Cost().Mean }
+	if d(mixed) <= d(plain) {
+		t.Errorf("a MixUp's partners' polygons: %v, without it %v", d(mixed), d(plain))
+	}
+}
