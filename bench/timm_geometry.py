@@ -3,7 +3,7 @@
 timm's Rotate, ShearX/Y and TranslateXRel/YRel (timm.data.auto_augment)
 are PIL affine transforms; stoker runs them as torchvision's functional
 rotate and affine (the trace its TimmRandAugment draws: see
-pipeline/policies.go). This applies both to the same pixels: the committed
+pipeline/policy/timm.go). This applies both to the same pixels: the committed
 photos (testdata/photos), centre-cropped to 224 x 224, at timm's
 arguments for a magnitude (DeiT's m9 by default: 27 degrees, shear 0.27,
 translation 0.405 of the side), both signs, with the fill timm's
@@ -54,7 +54,7 @@ def photos() -> list:
 def cases(m: float):
     """(name, timm's op and argument, stoker's trace step) for each op and
     sign at magnitude m, as timm's level functions and stoker's draw
-    (policies.go) compute them."""
+    (pipeline/policy/timm.go) compute them."""
     deg = m / 10 * 30
     shear = m / 10 * 0.3
     pct = m / 10 * 0.45

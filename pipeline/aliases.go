@@ -15,11 +15,14 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/codec"
 	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // Sentinel errors. Every error this package returns for bad input wraps one
@@ -239,3 +242,228 @@ var (
 	FnYOLOFlipLR        = fn.YOLOFlipLR
 	FnYOLOFlipUD        = fn.YOLOFlipUD
 )
+
+// OpKind names an op, with torchvision.transforms.v2's name and semantics
+// (ops.OpKind).
+type OpKind = ops.OpKind
+
+// Op is one step of a transform, with torchvision's arguments (ops.Op:
+// its doc says which kind reads which field).
+type Op = ops.Op
+
+// OpSchema is one op's schema (ops.OpSchema): its kind, doc and
+// torchvision's arguments.
+type OpSchema = ops.OpSchema
+
+// ParamSchema is one argument of an op's schema (ops.ParamSchema).
+type ParamSchema = ops.ParamSchema
+
+// The ops of the op table's families (pipeline/ops: blur, boxes, channel
+// permutation, color, containers, erase, flip, normalize, point ops,
+// policies); the geometry's families (op_*.go) define theirs here.
+const (
+	OpGaussianBlur             = ops.OpGaussianBlur
+	OpSanitizeBoundingBoxes    = ops.OpSanitizeBoundingBoxes
+	OpConvertBoundingBoxFormat = ops.OpConvertBoundingBoxFormat
+	OpClampBoundingBoxes       = ops.OpClampBoundingBoxes
+	OpClampKeyPoints           = ops.OpClampKeyPoints
+	OpSanitizeKeyPoints        = ops.OpSanitizeKeyPoints
+	OpRandomChannelPermutation = ops.OpRandomChannelPermutation
+	OpColorJitter              = ops.OpColorJitter
+	OpGrayscale                = ops.OpGrayscale
+	OpRandomGrayscale          = ops.OpRandomGrayscale
+	OpRandomPhotometricDistort = ops.OpRandomPhotometricDistort
+	OpRandomApply              = ops.OpRandomApply
+	OpRandomChoice             = ops.OpRandomChoice
+	OpRandomOrder              = ops.OpRandomOrder
+	OpRandomErasing            = ops.OpRandomErasing
+	OpRandomHorizontalFlip     = ops.OpRandomHorizontalFlip
+	OpRandomVerticalFlip       = ops.OpRandomVerticalFlip
+	OpNormalize                = ops.OpNormalize
+	OpRandomSolarize           = ops.OpRandomSolarize
+	OpRandomPosterize          = ops.OpRandomPosterize
+	OpRandomInvert             = ops.OpRandomInvert
+	OpRandomEqualize           = ops.OpRandomEqualize
+	OpRandomAutocontrast       = ops.OpRandomAutocontrast
+	OpRandomAdjustSharpness    = ops.OpRandomAdjustSharpness
+	OpTrivialAugmentWide       = ops.OpTrivialAugmentWide
+	OpRandAugment              = ops.OpRandAugment
+	OpAutoAugment              = ops.OpAutoAugment
+	OpAugMix                   = ops.OpAugMix
+	OpTimmRandAugment          = ops.OpTimmRandAugment
+	OpTimmAutoAugment          = ops.OpTimmAutoAugment
+	OpTimmAugMix               = ops.OpTimmAugMix
+)
+
+// MaxNesting is how deep a transform's containers (RandomApply,
+// RandomChoice, RandomOrder) may nest inside one another (ops.MaxNesting).
+const MaxNesting = ops.MaxNesting
+
+// MaxEraseCount bounds RandomErasing's count (ops.MaxEraseCount).
+const MaxEraseCount = ops.MaxEraseCount
+
+// ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
+// torchvision's single-number form.
+func ColorJitterOp(brightness, contrast, saturation, hue float64) Op {
+	return ops.ColorJitterOp(brightness, contrast, saturation, hue)
+}
+
+// OpSchemas are the registered ops' schemas, by name (ops.OpSchemas: the
+// op table's families and the geometry's).
+func OpSchemas() []OpSchema { return ops.OpSchemas() }
+
+// NamedOp is the op kind with args, the others at their defaults: a
+// NamedOp from the wire (ops.NamedOp).
+func NamedOp(kind string, args map[string]any) (Op, error) { return ops.NamedOp(kind, args) }
+
+// ApplyTrace runs a trace's steps after the geometry on pix, a w x h
+// image as three planes (CHW, uint8), in place (ops.ApplyTrace).
+func ApplyTrace(pix []byte, w, h int, steps []Step) error { return ops.ApplyTrace(pix, w, h, steps) }
+
+// ApplyTraceSized is ApplyTrace with steps that may change the size
+// (rotate's expand): it returns the image after them and its size
+// (ops.ApplyTraceSized).
+func ApplyTraceSized(pix []byte, w, h int, steps []Step) ([]byte, int, int, error) {
+	return ops.ApplyTraceSized(pix, w, h, steps)
+}
+
+// The Transform (pipeline/transform: the compiled transform, its
+// geometry's ops and plan, views, presets, the cost model and the
+// targets' checks), under the names the pipeline has always given them.
+type (
+	Cost          = transform.Cost
+	DecodeMode    = transform.DecodeMode
+	Instances     = transform.Instances
+	Interpolation = transform.Interpolation
+	Layout        = transform.Layout
+	TargetCost    = transform.TargetCost
+	Targeted      = transform.Targeted
+	Transform     = transform.Transform
+	ViewGroup     = transform.ViewGroup
+	ViewLayout    = transform.ViewLayout
+)
+
+// The Transform's constants: layouts, decode modes, interpolations, the
+// geometry's op kinds, bounds.
+const (
+	CHW                     = transform.CHW
+	DecodeExact             = transform.DecodeExact
+	DecodeFast              = transform.DecodeFast
+	DefaultMaxSampleCPU     = transform.DefaultMaxSampleCPU
+	FieldTargets            = transform.FieldTargets
+	HWC                     = transform.HWC
+	InterpBicubic           = transform.InterpBicubic
+	InterpBilinear          = transform.InterpBilinear
+	InterpNearest           = transform.InterpNearest
+	MaxViews                = transform.MaxViews
+	OpCenterCrop            = transform.OpCenterCrop
+	OpCopyPaste             = transform.OpCopyPaste
+	OpCutMix                = transform.OpCutMix
+	OpFixedSizeCrop         = transform.OpFixedSizeCrop
+	OpMixUp                 = transform.OpMixUp
+	OpMosaic                = transform.OpMosaic
+	OpPad                   = transform.OpPad
+	OpRandomAffine          = transform.OpRandomAffine
+	OpRandomCrop            = transform.OpRandomCrop
+	OpRandomIoUCrop         = transform.OpRandomIoUCrop
+	OpRandomPerspective     = transform.OpRandomPerspective
+	OpRandomResize          = transform.OpRandomResize
+	OpRandomResizedCrop     = transform.OpRandomResizedCrop
+	OpRandomRotation        = transform.OpRandomRotation
+	OpRandomShortestSize    = transform.OpRandomShortestSize
+	OpRandomZoomOut         = transform.OpRandomZoomOut
+	OpResize                = transform.OpResize
+	OpScaleJitter           = transform.OpScaleJitter
+	OpYOLOLetterBox         = transform.OpYOLOLetterBox
+	OpYOLOLoadImage         = transform.OpYOLOLoadImage
+	OpYOLORandomFlip        = transform.OpYOLORandomFlip
+	OpYOLORandomHSV         = transform.OpYOLORandomHSV
+	OpYOLORandomPerspective = transform.OpYOLORandomPerspective
+)
+
+// The DETR family's and YOLO's stop_epoch op lists
+// (transform.DETRStopOps, transform.YOLOStopOps).
+var (
+	DETRStopOps = transform.DETRStopOps
+	YOLOStopOps = transform.YOLOStopOps
+)
+
+// AppendTrace is transform.AppendTrace.
+func AppendTrace(b []byte, steps []fn.Step) []byte { return transform.AppendTrace(b, steps) }
+
+// CheckMasks is transform.CheckMasks.
+func CheckMasks(t *Transform) error { return transform.CheckMasks(t) }
+
+// CheckOverlapMask is transform.CheckOverlapMask.
+func CheckOverlapMask(t *Transform, ds dataset.Dataset) error {
+	return transform.CheckOverlapMask(t, ds)
+}
+
+// CheckTargets is transform.CheckTargets.
+func CheckTargets(t *Transform) error { return transform.CheckTargets(t) }
+
+// LayoutOf is transform.LayoutOf.
+func LayoutOf(sizes ...int) ViewLayout { return transform.LayoutOf(sizes...) }
+
+// MoveBoxes is transform.MoveBoxes.
+func MoveBoxes(boxes [][4]float32, w int, h int, steps []fn.Step) (int, int, error) {
+	return transform.MoveBoxes(boxes, w, h, steps)
+}
+
+// MoveKeypoints is transform.MoveKeypoints.
+func MoveKeypoints(pts [][2]float32, w int, h int, steps []fn.Step) (int, int, error) {
+	return transform.MoveKeypoints(pts, w, h, steps)
+}
+
+// MoveTargets is transform.MoveTargets.
+func MoveTargets(t *targets.Targets, w int, h int, steps []fn.Step) (int, int, error) {
+	return transform.MoveTargets(t, w, h, steps)
+}
+
+// NeedsTargets is transform.NeedsTargets.
+func NeedsTargets(t *Transform) string { return transform.NeedsTargets(t) }
+
+// NewTransform is transform.NewTransform.
+func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
+	return transform.NewTransform(layout, ops...)
+}
+
+// NewViews is transform.NewViews.
+func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
+	return transform.NewViews(layout, groups...)
+}
+
+// OneView is transform.OneView.
+func OneView(size int) ViewLayout { return transform.OneView(size) }
+
+// ParseDecodeMode is transform.ParseDecodeMode.
+func ParseDecodeMode(s string) (DecodeMode, error) { return transform.ParseDecodeMode(s) }
+
+// ParseInterpolation is transform.ParseInterpolation.
+func ParseInterpolation(s string) (Interpolation, error) { return transform.ParseInterpolation(s) }
+
+// ParseTrace is transform.ParseTrace.
+func ParseTrace(data []byte) ([]fn.Step, error) { return transform.ParseTrace(data) }
+
+// ParseTransform is transform.ParseTransform.
+func ParseTransform(preset string, layout Layout) (*Transform, error) {
+	return transform.ParseTransform(preset, layout)
+}
+
+// Preset is transform.Preset.
+func Preset(name string) ([]Op, error) { return transform.Preset(name) }
+
+// PresetNames is transform.PresetNames.
+func PresetNames() []string { return transform.PresetNames() }
+
+// TargetCostOf is what the targets of a job with field set fs on ds add
+// to t's samples (transform.TargetCostOf).
+func TargetCostOf(t *Transform, ds dataset.Dataset, fs *FieldSet) TargetCost {
+	return transform.TargetCostOf(t, ds, fs)
+}
+
+// TargetKeypoints is transform.TargetKeypoints.
+func TargetKeypoints(ds dataset.Dataset) int { return transform.TargetKeypoints(ds) }
+
+// ViewPreset is transform.ViewPreset.
+func ViewPreset(name string) ([]ViewGroup, bool) { return transform.ViewPreset(name) }

@@ -25,21 +25,21 @@ func TestCanvasFastIsGo(t *testing.T) {
 	interps := []Interpolation{InterpBilinear, InterpBicubic, InterpNearest}
 	for i := range 300 {
 		w, h := 1+rng.IntN(90), 1+rng.IntN(90)
-		p := samplePlan{srcW: w, srcH: h, interp: interps[rng.IntN(3)], antialias: rng.IntN(4) != 0,
-			flip: rng.IntN(2) == 0, preFlip: rng.IntN(2) == 0, canvas: true}
-		p.zoomW, p.zoomH = w, h
+		p := samplePlan{SrcW: w, SrcH: h, Interp: interps[rng.IntN(3)], Antialias: rng.IntN(4) != 0,
+			Flip: rng.IntN(2) == 0, PreFlip: rng.IntN(2) == 0, Canvas: true}
+		p.ZoomW, p.ZoomH = w, h
 		if rng.IntN(4) != 0 { // zoomed: the image somewhere on a larger canvas
-			p.zoomed = true
-			p.zoomW, p.zoomH = w+rng.IntN(3*w+1), h+rng.IntN(3*h+1)
-			l, tp := rng.IntN(p.zoomW-w+1), rng.IntN(p.zoomH-h+1)
-			p.zoomPad = [4]int{l, tp, p.zoomW - w - l, p.zoomH - h - tp}
-			p.rcFill = [3]float64{float64(rng.IntN(256)), float64(rng.IntN(256)), float64(rng.IntN(256))}
+			p.Zoomed = true
+			p.ZoomW, p.ZoomH = w+rng.IntN(3*w+1), h+rng.IntN(3*h+1)
+			l, tp := rng.IntN(p.ZoomW-w+1), rng.IntN(p.ZoomH-h+1)
+			p.ZoomPad = [4]int{l, tp, p.ZoomW - w - l, p.ZoomH - h - tp}
+			p.RCFill = [3]float64{float64(rng.IntN(256)), float64(rng.IntN(256)), float64(rng.IntN(256))}
 		}
-		p.kw, p.kh = 1+rng.IntN(p.zoomW), 1+rng.IntN(p.zoomH)
-		p.kx, p.ky = rng.IntN(p.zoomW-p.kw+1), rng.IntN(p.zoomH-p.kh+1)
-		p.outW, p.outH = 1+rng.IntN(2*p.kw+8), 1+rng.IntN(2*p.kh+8)
+		p.KW, p.KH = 1+rng.IntN(p.ZoomW), 1+rng.IntN(p.ZoomH)
+		p.KX, p.KY = rng.IntN(p.ZoomW-p.KW+1), rng.IntN(p.ZoomH-p.KH+1)
+		p.OutW, p.OutH = 1+rng.IntN(2*p.KW+8), 1+rng.IntN(2*p.KH+8)
 		if rng.IntN(3) == 0 { // a downscale by a lot: wide antialiased taps
-			p.outW, p.outH = 1+rng.IntN(8), 1+rng.IntN(8)
+			p.OutW, p.OutH = 1+rng.IntN(8), 1+rng.IntN(8)
 		}
 		src := make([]byte, 3*w*h)
 		for j := range src {
@@ -47,9 +47,9 @@ func TestCanvasFastIsGo(t *testing.T) {
 		}
 		for _, layout := range []Layout{CHW, HWC} {
 			name := fmt.Sprintf("case %d: %dx%d on %dx%d at %v, crop %d,%d %dx%d to %dx%d, %v aa %v flip %v preflip %v %v",
-				i, w, h, p.zoomW, p.zoomH, p.zoomPad, p.kx, p.ky, p.kw, p.kh, p.outW, p.outH, p.interp, p.antialias, p.flip, p.preFlip, layout)
+				i, w, h, p.ZoomW, p.ZoomH, p.ZoomPad, p.KX, p.KY, p.KW, p.KH, p.OutW, p.OutH, p.Interp, p.Antialias, p.Flip, p.PreFlip, layout)
 			g := NewDecoder()
-			want := make([]byte, 3*p.outW*p.outH)
+			want := make([]byte, 3*p.OutW*p.OutH)
 			pg := p
 			g.canvasWhole(want, &pg, src, layout)
 			goCrop := make([]byte, len(want))
@@ -91,18 +91,18 @@ func diffCount(a, b []byte) int {
 // p.preFlip, then the crop resized (resampleRGBA): the reference of
 // TestCanvasFastIsGo.
 func (d *Decoder) canvasWhole(dst []byte, p *samplePlan, src []byte, layout Layout) {
-	cw, ch, w, h := p.zoomW, p.zoomH, p.srcW, p.srcH
+	cw, ch, w, h := p.ZoomW, p.ZoomH, p.SrcW, p.SrcH
 	n := 4 * cw * ch
 	if cap(d.canvas) < n {
 		d.canvas = make([]byte, n)
 	}
-	c, f := d.canvas[:n], p.rcFill
+	c, f := d.canvas[:n], p.RCFill
 	for i := 0; i < n; i += 4 {
 		c[i], c[i+1], c[i+2], c[i+3] = byte(f[0]), byte(f[1]), byte(f[2]), 255
 	}
 	plane := w * h
 	for y := range h {
-		row := c[4*((p.zoomPad[1]+y)*cw+p.zoomPad[0]):][:4*w]
+		row := c[4*((p.ZoomPad[1]+y)*cw+p.ZoomPad[0]):][:4*w]
 		for x := range w {
 			o := y*w + x
 			if layout == HWC {
@@ -112,18 +112,18 @@ func (d *Decoder) canvasWhole(dst []byte, p *samplePlan, src []byte, layout Layo
 			}
 		}
 	}
-	if p.preFlip { // the crop's columns reversed, row by row
-		for y := p.ky; y < p.ky+p.kh; y++ {
-			row := c[4*(y*cw+p.kx):][:4*p.kw]
-			for i, j := 0, p.kw-1; i < j; i, j = i+1, j-1 {
+	if p.PreFlip { // the crop's columns reversed, row by row
+		for y := p.KY; y < p.KY+p.KH; y++ {
+			row := c[4*(y*cw+p.KX):][:4*p.KW]
+			for i, j := 0, p.KW-1; i < j; i, j = i+1, j-1 {
 				a, b := row[4*i:4*i+4], row[4*j:4*j+4]
 				a[0], a[1], a[2], b[0], b[1], b[2] = b[0], b[1], b[2], a[0], a[1], a[2]
 			}
 		}
 	}
 	cp := *p
-	cp.geom, cp.srcW, cp.srcH, cp.cx, cp.cy, cp.cw, cp.ch = cropResize, cw, ch, p.kx, p.ky, p.kw, p.kh
+	cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = cropResize, cw, ch, p.KX, p.KY, p.KW, p.KH
 	// The image's rows, from the crop's top: the others are the fill's.
-	top := p.zoomPad[1] - p.ky
-	d.resampleRGBA(c[4*(p.ky*cw+p.kx):], 4*cw, &cp, layout, dst, top, top+h)
+	top := p.ZoomPad[1] - p.KY
+	d.resampleRGBA(c[4*(p.KY*cw+p.KX):], 4*cw, &cp, layout, dst, top, top+h)
 }

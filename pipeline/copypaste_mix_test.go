@@ -98,7 +98,7 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if at := st.AtEpoch(1); at.copyPasteMix != nil || at.mosaic != nil || st.AtEpoch(0).copyPasteMix == nil {
+	if at := st.AtEpoch(1); at.CopyPasteMixOp() != nil || at.MosaicOp() != nil || st.AtEpoch(0).CopyPasteMixOp() == nil {
 		t.Error("stop_epoch did not switch the CopyPaste off with the Mosaic")
 	}
 }

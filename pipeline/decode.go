@@ -145,7 +145,7 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 	off := 0
 	for v := range t.Views() {
 		d.offs = append(d.offs, off)
-		off += t.View(v).viewBytes()
+		off += t.View(v).ViewBytes()
 	}
 	return d.decodeAt(data, t, k, out, d.offs)
 }
@@ -153,7 +153,7 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 // decodeAt is Decode with view v going to out[offs[v]:], View(v)'s
 // sample size long: a sample's place in a batch buffer (ViewLayout).
 func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []int) error {
-	if at := t.AtEpoch(k.Epoch); at.mosaic != nil && at.mosaicOn(k) {
+	if at := t.AtEpoch(k.Epoch); at.MosaicOp() != nil && at.MosaicOn(k) {
 		return d.decodeMosaic(data, t, k, out, offs)
 	}
 	d.multi.partners, d.multi.pdata = nil, nil
@@ -176,13 +176,13 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	padded := false
 	for i := range d.plans {
 		p := &d.plans[i]
-		padded = padded || p.padded || p.canvas
-		if px := int64(p.zoomW) * int64(p.zoomH); p.canvas && px > d.opts.pixelBudget {
+		padded = padded || p.Padded || p.Canvas
+		if px := int64(p.ZoomW) * int64(p.ZoomH); p.Canvas && px > d.opts.pixelBudget {
 			return fmt.Errorf("%w: RandomZoomOut's canvas of the %dx%d image is %dx%d, %d pixels, over the budget of %d",
-				ErrTooLarge, p.srcW, p.srcH, p.zoomW, p.zoomH, px, d.opts.pixelBudget)
+				ErrTooLarge, p.SrcW, p.SrcH, p.ZoomW, p.ZoomH, px, d.opts.pixelBudget)
 		}
 	}
-	direct = direct && !padded && !t.vary && t.geomW == 0 // per-sample sizes: made compact, then padCorner; grown: in room
+	direct = direct && !padded && !t.Varies() && t.GeomW() == 0 // per-sample sizes: made compact, then padCorner; grown: in room
 	// Where the decode writes: straight into out, or the views back to
 	// back in d.pix when they are not yet the output's bytes.
 	dst, doffs, plans := out, offs, d.plans
@@ -191,16 +191,16 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		n := 0
 		for v := range t.Views() {
 			d.soffs = append(d.soffs, n)
-			n += t.View(v).pixelBytes()
+			n += t.View(v).PixelBytes()
 		}
 		d.voffs = d.voffs[:0]
 		if padded {
 			d.dplans = append(d.dplans[:0], d.plans...)
 			for v := range d.dplans {
-				if p := &d.plans[v]; p.padded || p.canvas {
-					d.dplans[v] = p.visible()
+				if p := &d.plans[v]; p.Padded || p.Canvas {
+					d.dplans[v] = p.Visible()
 					d.voffs = append(d.voffs, n)
-					n += 3 * d.dplans[v].outW * d.dplans[v].outH
+					n += 3 * d.dplans[v].OutW * d.dplans[v].OutH
 				} else {
 					d.voffs = append(d.voffs, d.soffs[v])
 				}
@@ -223,22 +223,22 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	}
 	if padded {
 		for v := range d.plans {
-			if p := &d.plans[v]; p.canvas {
+			if p := &d.plans[v]; p.Canvas {
 				vp := &d.dplans[v]
 				if pre := d.vd[v].pre; len(pre) > 0 {
-					if _, err := d.applyGuarded(pre, kernels.Planes{Pix: dst[d.voffs[v]:][:3*vp.outW*vp.outH], W: vp.outW, H: vp.outH}); err != nil {
+					if _, err := d.applyGuarded(pre, kernels.Planes{Pix: dst[d.voffs[v]:][:3*vp.OutW*vp.OutH], W: vp.OutW, H: vp.OutH}); err != nil {
 						return err
 					}
 				}
-				d.resizeCanvas(dst[d.soffs[v]:][:3*p.outW*p.outH], p, dst[d.voffs[v]:][:3*vp.outW*vp.outH], decLayout)
-			} else if p.padded {
+				d.resizeCanvas(dst[d.soffs[v]:][:3*p.OutW*p.OutH], p, dst[d.voffs[v]:][:3*vp.OutW*vp.OutH], decLayout)
+			} else if p.Padded {
 				vp := &d.dplans[v]
-				x, y := p.padAt()
-				vw, vh := vp.outW, vp.outH
-				if p.vis && (p.vw < 1 || p.vh < 1) {
+				x, y := p.PadAt()
+				vw, vh := vp.OutW, vp.OutH
+				if p.Vis && (p.VW < 1 || p.VH < 1) {
 					vw, vh = 0, 0 // all padding
 				}
-				padInto(dst[d.soffs[v]:][:3*p.outW*p.outH], p.outW, p.outH, dst[d.voffs[v]:][:3*vp.outW*vp.outH], vw, vh, x, y, p.rcFill, decLayout)
+				padInto(dst[d.soffs[v]:][:3*p.OutW*p.OutH], p.OutW, p.OutH, dst[d.voffs[v]:][:3*vp.OutW*vp.OutH], vw, vh, x, y, p.RCFill, decLayout)
 			}
 		}
 		doffs = d.soffs
@@ -250,20 +250,20 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	}
 	for v := range t.Views() {
 		vt := t.View(v)
-		w, h := vt.sampleSize(&d.plans[v])
+		w, h := vt.SampleSize(&d.plans[v])
 		pix := dst[doffs[v]:][:3*w*h]
-		if vt.vary || vt.geomW > 0 { // room for the steps that grow it (rotate's expand), up to the bound
-			pix = dst[doffs[v]:][: 3*w*h : vt.pixelBytes()]
+		if vt.Varies() || vt.GeomW() > 0 { // room for the steps that grow it (rotate's expand), up to the bound
+			pix = dst[doffs[v]:][: 3*w*h : vt.PixelBytes()]
 		}
 		w, h, err := d.finishView(vt, &d.vd[v], pix, decLayout, direct, out[offs[v]:], w, h)
-		if err == nil && !vt.vary && (w != vt.outW || h != vt.outH) {
-			err = fmt.Errorf("%w: the ops made a %dx%d image, not the transform's %dx%d", ErrUnsupported, w, h, vt.outW, vt.outH)
+		if err == nil && !vt.Varies() && (w != vt.OutW() || h != vt.OutH()) {
+			err = fmt.Errorf("%w: the ops made a %dx%d image, not the transform's %dx%d", ErrUnsupported, w, h, vt.OutW(), vt.OutH())
 		}
 		if err != nil {
 			return err
 		}
-		if vt.vary {
-			vt.padSample(out[offs[v]:][:vt.viewBytes()], w, h)
+		if vt.Varies() {
+			vt.PadSample(out[offs[v]:][:vt.ViewBytes()], w, h)
 		}
 	}
 	if timed {
@@ -285,26 +285,26 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 		d.vd = append(d.vd[:cap(d.vd)], make([]viewDraw, nv-cap(d.vd))...)
 	}
 	d.vd, d.plans = d.vd[:nv], d.plans[:0]
-	direct, decLayout = true, t.layout
+	direct, decLayout = true, t.Layout()
 	for v := range nv {
 		vt, kv := t.View(v), k
 		kv.View += uint64(v)
 		var src *Targets
-		if vt.iou != nil && vt.iouOn() && d.boxSrc != nil {
+		if vt.IoUOp() != nil && vt.IoUOn() && d.boxSrc != nil {
 			src = &d.boxes
 			src.Reset()
 			if err := d.boxSrc.SourceTargets(d.boxIdx, hd.w, hd.h, &src.Instances); err != nil {
 				return false, 0, fmt.Errorf("targets: %w", err)
 			}
 		}
-		p, err := vt.planBoxes(hd.w, hd.h, kv, src, &d.boxRoom)
+		p, err := vt.PlanBoxes(hd.w, hd.h, kv, src, &d.boxRoom)
 		// RandomResizedCrop's fallback (torchvision's formula) rounds a
 		// side to zero on images much thinner than its ratio range: (3,
 		// 4) on a 1x10 image, say. Neither path can resample an empty
 		// crop (the reference path would return a sample of stale
 		// bytes).
-		if err == nil && (p.cw < 1 || p.ch < 1) {
-			err = fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", ErrUnsupported, hd.w, hd.h, p.cw, p.ch)
+		if err == nil && (p.CW < 1 || p.CH < 1) {
+			err = fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", ErrUnsupported, hd.w, hd.h, p.CW, p.CH)
 		}
 		if err != nil {
 			if nv > 1 {
@@ -312,29 +312,29 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 			}
 			return false, 0, err
 		}
-		p.exact = t.decode == DecodeExact
+		p.Exact = t.DecodeMode() == DecodeExact
 		vd := &d.vd[v]
 		vd.plan, vd.steps, vd.multi = p, vd.steps[:0], nil
-		if len(vt.post) > 0 {
-			if cap(vd.steps) < vt.maxSteps {
-				vd.steps = make([]Step, 0, vt.maxSteps)
+		if len(vt.PostNodes()) > 0 {
+			if cap(vd.steps) < vt.MaxSteps() {
+				vd.steps = make([]Step, 0, vt.MaxSteps())
 			}
-			w, h := vt.sampleSize(&p)
-			vd.steps = vt.drawInto(&d.drawer, kv, w, h, vd.steps)
+			w, h := vt.SampleSize(&p)
+			vd.steps = vt.DrawInto(&d.drawer, kv, w, h, vd.steps)
 		}
 		vd.pre = vd.pre[:0]
-		if len(vt.pre) > 0 {
-			if cap(vd.pre) < vt.maxPre {
-				vd.pre = make([]Step, 0, vt.maxPre)
+		if len(vt.PreNodes()) > 0 {
+			if cap(vd.pre) < vt.MaxPre() {
+				vd.pre = make([]Step, 0, vt.MaxPre())
 			}
-			if vd.pre = vt.drawPreInto(&d.drawer, kv, vd.pre); len(vd.pre) > 0 {
+			if vd.pre = vt.DrawPreInto(&d.drawer, kv, vd.pre); len(vd.pre) > 0 {
 				direct, decLayout = false, CHW // the steps run on planes
 			}
 		}
-		if vt.norm != nil {
+		if vt.NormOp() != nil {
 			direct = false
 		}
-		if len(vd.steps) > 0 && t.layout == HWC {
+		if len(vd.steps) > 0 && t.Layout() == HWC {
 			direct, decLayout = false, CHW
 		}
 		d.plans = append(d.plans, p)
@@ -369,14 +369,14 @@ func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout L
 	if direct {
 		return w, h, nil
 	}
-	return w, h, d.packView(t, pix, decLayout, t.compactOut(slot, w, h))
+	return w, h, d.packView(t, pix, decLayout, t.CompactOut(slot, w, h))
 }
 
 // packView makes a view's output out from its pixels pix (in decLayout):
 // packed to the transform's layout, normalized or copied.
 func (d *Decoder) packView(t *Transform, pix []byte, decLayout Layout, out []byte) error {
-	if decLayout != t.layout { // planes to HWC
-		if t.norm == nil {
+	if decLayout != t.Layout() { // planes to HWC
+		if t.NormOp() == nil {
 			chwToHWC(pix, out)
 			return nil
 		}
@@ -386,8 +386,8 @@ func (d *Decoder) packView(t *Transform, pix []byte, decLayout Layout, out []byt
 		chwToHWC(pix, d.chw[:len(pix)])
 		pix = d.chw[:len(pix)]
 	}
-	if t.norm != nil {
-		normalize(pix, out, t.layout, t.norm)
+	if t.NormOp() != nil {
+		normalize(pix, out, t.Layout(), t.NormOp())
 	} else {
 		copy(out, pix)
 	}
@@ -414,8 +414,8 @@ func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (_ kernels.Planes
 		if p, err = fn.ApplySized(p, &steps[i], &d.ops.Scratch); err != nil {
 			return p, err
 		}
-		if d.ops.progress != nil {
-			d.ops.progress.Add()
+		if d.ops.Progress != nil {
+			d.ops.Progress.Add()
 		}
 	}
 	if d.ops.Stopped() {

@@ -55,21 +55,13 @@ func (d *Decoder) SetPartners(idx []int, data [][]byte) {
 	d.multi.partners, d.multi.pdata = idx, data
 }
 
-// PartnersOf is the partner indices of the sample of key k in a dataset
-// of size samples for t (nil when t has no multi-image op at k's epoch),
-// in the order its decode takes them (multiPartners): what a caller of
-// Decode reads and hands to SetPartners.
-func (t *Transform) PartnersOf(k Key, size int) []int {
-	return t.multiPartners(k, size, nil)
-}
-
 // readPartners reads the partners of sample idx (key k) of ds for t into
 // bufs (reused), as the executor does in the sample's lease: nil, nil
 // when t draws none. A partner that cannot be read fails the sample,
 // naming the partner (its store's fault stays the store's: the error
 // wraps it).
 func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([]int, [][]byte, error) {
-	idx = t.multiPartners(k, ds.Len(), idx)
+	idx = t.MultiPartners(k, ds.Len(), idx)
 	if idx == nil {
 		return nil, nil, nil
 	}
@@ -90,8 +82,8 @@ func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([
 // partnerHints are the partners the samples indices (of copies, nil:
 // none) of epoch will read, in the order they will be read, for a
 // Prefetcher: nil when t has no Mosaic then.
-func (t *Transform) partnerHints(seed, epoch uint64, indices []int64, copies []uint32, size int) []int64 {
-	if t.AtEpoch(epoch).mosaic == nil {
+func partnerHints(t *Transform, seed, epoch uint64, indices []int64, copies []uint32, size int) []int64 {
+	if t.AtEpoch(epoch).MosaicOp() == nil {
 		return nil
 	}
 	var out []int64
@@ -101,7 +93,7 @@ func (t *Transform) partnerHints(seed, epoch uint64, indices []int64, copies []u
 		if copies != nil {
 			k.Copy = uint64(copies[i])
 		}
-		buf = t.multiPartners(k, size, buf)
+		buf = t.MultiPartners(k, size, buf)
 		for _, p := range buf {
 			out = append(out, int64(p))
 		}
@@ -134,8 +126,8 @@ func (d *Decoder) wholeHeader(data []byte) (header, error) {
 // 3*w*h bytes.
 func (d *Decoder) decodeWholeInto(data []byte, hd *header, dst []byte) (kernels.Planes, error) {
 	m := &d.multi
-	m.plan[0] = samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cw: hd.w, ch: hd.h, outW: hd.w, outH: hd.h,
-		interp: InterpBilinear, antialias: true, exact: true}
+	m.plan[0] = samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: hd.w, OutH: hd.h,
+		Interp: InterpBilinear, Antialias: true, Exact: true}
 	if err := d.decodeGuarded(data, hd, m.plan[:], CHW, dst, m.off[:]); err != nil {
 		return kernels.Planes{}, err
 	}
@@ -231,16 +223,16 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	if len(idx) != len(pdata) {
 		return fmt.Errorf("%w: %d partners and %d files (SetPartners before Decode)", ErrUnsupported, len(idx), len(pdata))
 	}
-	n := at.mosaic.Tiles
+	n := at.MosaicOp().Tiles
 	dr := &m.drawn
-	dr.mix, dr.persp = false, at.yolo != nil
-	if dr.persp {
-		dr.warp, dr.w, dr.h = at.yolo.persp.YPersp != 0, at.outW, at.outH
+	dr.Mix, dr.Persp = false, at.YOLO() != nil
+	if dr.Persp {
+		dr.Warp, dr.W, dr.H = at.YOLO().Persp.YPersp != 0, at.OutW(), at.OutH()
 	}
-	w, h := at.outW, at.outH
+	w, h := at.OutW(), at.OutH()
 	np := 3 * w * h
 	// Planes of bytes out as they are made: made in out itself (no copy).
-	direct := at.layout == CHW && at.norm == nil && !at.vary
+	direct := at.Layout() == CHW && at.NormOp() == nil && !at.Varies()
 	var img kernels.Planes
 	if direct {
 		img = kernels.Planes{Pix: out[offs[0]:][:np], W: w, H: h}
@@ -262,13 +254,13 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	if err != nil {
 		return err
 	}
-	if err := d.preInto(img, data, int(k.Index), pi, pd, at, k, &dr.mo, &dr.pp); err != nil {
+	if err := d.preInto(img, data, int(k.Index), pi, pd, at, k, &dr.Mo, &dr.PP); err != nil {
 		return err
 	}
-	if err := d.copyPasteMix(img, at, k, take, &dr.cpm, &dr.mo, &dr.pp, dr); err != nil {
+	if err := d.copyPasteMix(img, at, k, take, &dr.CPM, &dr.Mo, &dr.PP, dr); err != nil {
 		return err
 	}
-	if on, r := at.mixupDraw(k); on { // its partner is the one handed (multiPartners drew it)
+	if on, r := at.MixUpDraw(k); on { // its partner is the one handed (multiPartners drew it)
 		mi, md, err := take(1)
 		if err != nil {
 			return err
@@ -281,18 +273,18 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		if err != nil {
 			return err
 		}
-		if err := d.preInto(mc, md[0], mi[0], pi, pd, at, mixKey(k, mi[0]), &dr.mixM, &dr.mixPP); err != nil {
+		if err := d.preInto(mc, md[0], mi[0], pi, pd, at, mixKey(k, mi[0]), &dr.MixM, &dr.MixPP); err != nil {
 			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
 		}
-		if err := d.copyPasteMix(mc, at, mixKey(k, mi[0]), take, &dr.mixCPM, &dr.mixM, &dr.mixPP, dr); err != nil {
+		if err := d.copyPasteMix(mc, at, mixKey(k, mi[0]), take, &dr.MixCPM, &dr.MixM, &dr.MixPP, dr); err != nil {
 			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
 		}
-		dr.mix, dr.mixR = true, r
+		dr.Mix, dr.MixR = true, r
 		cv.MixUp(img, mc, r, cv.Instances{}, cv.Instances{})
 	}
-	dr.cut, dr.cutOK, dr.cutChoice = false, false, -1
-	if on, areas, r := at.cutmixDraw(k, w, h, dr.cutAreas); on { // its partner the one handed next
-		dr.cutAreas, dr.cutW, dr.cutH = areas, w, h
+	dr.Cut, dr.CutOK, dr.CutChoice = false, false, -1
+	if on, areas, r := at.CutMixDraw(k, w, h, dr.CutAreas); on { // its partner the one handed next
+		dr.CutAreas, dr.CutW, dr.CutH = areas, w, h
 		ci, cd, err := take(1)
 		if err != nil {
 			return err
@@ -305,13 +297,13 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		if err != nil {
 			return err
 		}
-		if err := d.preInto(cc, cd[0], ci[0], pi, pd, at, cutKey(k, ci[0]), &dr.cutM, &dr.cutPP); err != nil {
+		if err := d.preInto(cc, cd[0], ci[0], pi, pd, at, cutKey(k, ci[0]), &dr.CutM, &dr.CutPP); err != nil {
 			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
 		}
-		if err := d.copyPasteMix(cc, at, cutKey(k, ci[0]), take, &dr.cutCPM, &dr.cutM, &dr.cutPP, dr); err != nil {
+		if err := d.copyPasteMix(cc, at, cutKey(k, ci[0]), take, &dr.CutCPM, &dr.CutM, &dr.CutPP, dr); err != nil {
 			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
 		}
-		dr.cut = true
+		dr.Cut = true
 		if err := d.cutmix(img, cc, dr, &r); err != nil {
 			return err
 		}
@@ -324,16 +316,16 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	}
 	d.vd = d.vd[:1]
 	vd := &d.vd[0]
-	vd.plan = samplePlan{geom: cropResize, srcW: w, srcH: h, cw: w, ch: h, outW: w, outH: h, exact: true}
+	vd.plan = samplePlan{Geom: cropResize, SrcW: w, SrcH: h, CW: w, CH: h, OutW: w, OutH: h, Exact: true}
 	vd.steps, vd.pre, vd.multi = vd.steps[:0], vd.pre[:0], dr
-	if len(at.post) > 0 {
-		if cap(vd.steps) < at.maxSteps {
-			vd.steps = make([]Step, 0, at.maxSteps)
+	if len(at.PostNodes()) > 0 {
+		if cap(vd.steps) < at.MaxSteps() {
+			vd.steps = make([]Step, 0, at.MaxSteps())
 		}
-		vd.steps = at.drawInto(&d.drawer, k, w, h, vd.steps)
+		vd.steps = at.DrawInto(&d.drawer, k, w, h, vd.steps)
 	}
 	d.plans = append(d.plans[:0], vd.plan)
-	_, _, err = d.finishView(at, vd, img.Pix, CHW, direct, out[offs[0]:][:at.viewBytes()], w, h)
+	_, _, err = d.finishView(at, vd, img.Pix, CHW, direct, out[offs[0]:][:at.ViewBytes()], w, h)
 	return err
 }
 
@@ -341,19 +333,19 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 // its Mosaic with its partners, then the YOLORandomPerspective after it,
 // if any (its draw into pp), from the mosaic's canvas to dst's size.
 func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, mo *mosaicDraw, pp *cv.PerspectiveParams) error {
-	if t.yolo == nil {
+	if t.YOLO() == nil {
 		if err := d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo, nil); err != nil {
 			return err
 		}
 		return d.copyPaste(dst, t, mo)
 	}
 	m := &d.multi
-	s := cv.MosaicSize(t.mosaic.ImgSz)
+	s := cv.MosaicSize(t.MosaicOp().ImgSz)
 	if cap(m.canvas) < 3*s*s {
 		m.canvas = make([]byte, 3*s*s)
 	}
 	canvas := kernels.Planes{Pix: m.canvas[:3*s*s], W: s, H: s}
-	op := t.yolo.persp
+	op := t.YOLO().Persp
 	*pp = drawYOLOPersp(op, k)
 	persp := op.YPersp != 0
 	mat := cv.PerspectiveMatrix(*pp, s, s, dst.W, dst.H)
@@ -361,7 +353,7 @@ func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int,
 	// a quarter of it): the rest keeps an earlier sample's bytes, unread.
 	var within *cv.Rect
 	if r, ok := cv.PerspectiveFootprint(mat, persp, s, s, dst.W, dst.H); ok && !fullCanvas {
-		if t.copyPaste != nil { // a pasted pixel is its mirror's: made too
+		if t.CopyPasteOp() != nil { // a pasted pixel is its mirror's: made too
 			r.X0, r.X1 = min(r.X0, s-r.X1), max(r.X1, s-r.X0)
 		}
 		within = &r
@@ -388,15 +380,15 @@ var fullCanvas bool
 // within r only when r is not nil (the rest of canvas left as it was).
 func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, dr *mosaicDraw, r *cv.Rect) error {
 	m := &d.multi
-	n, s := t.mosaic.Tiles, t.mosaic.ImgSz
+	n, s := t.MosaicOp().Tiles, t.MosaicOp().ImgSz
 	defer d.release()
 	for len(m.imgs) < n {
 		m.imgs = append(m.imgs, nil)
 	}
 	m.pl = m.pl[:0]
-	dr.n, dr.imgsz = n, s
-	dr.idx = append(append(dr.idx[:0], self), pidx...)
-	dr.sizes = dr.sizes[:0]
+	dr.N, dr.Imgsz = n, s
+	dr.Idx = append(append(dr.Idx[:0], self), pidx...)
+	dr.Sizes = dr.Sizes[:0]
 	for j := range n {
 		src := data
 		if j > 0 {
@@ -410,20 +402,68 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 			return err
 		}
 		m.pl = append(m.pl, p)
-		dr.sizes = append(dr.sizes, [2]int{p.W, p.H})
+		dr.Sizes = append(dr.Sizes, [2]int{p.W, p.H})
 	}
-	dr.xc, dr.yc = t.mosaicCentre(k)
-	tiles, err := cv.MosaicLayout(n, s, dr.xc, dr.yc, dr.sizes)
+	dr.XC, dr.YC = t.MosaicCentre(k)
+	tiles, err := cv.MosaicLayout(n, s, dr.XC, dr.YC, dr.Sizes)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
-	dr.tiles = tiles
+	dr.Tiles = tiles
 	if r != nil {
 		cv.MosaicImageIn(canvas, m.pl, tiles, *r)
 		return nil
 	}
 	cv.MosaicImage(canvas, m.pl, tiles)
 	return nil
+}
+
+// copyPaste is ultralytics' CopyPaste in flip mode on the mosaic img
+// (its draw mo), when t has one: the mosaic's instances (the sample's
+// labels: the Decoder's box source), the copies it pastes (copyPasteSelect),
+// their segments filled into a mask (cv.CopyPasteMask), and the mirrored
+// mosaic's pixels copied where it is set (cv2.copyTo). Nothing pasted
+// leaves img as it is.
+func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) error {
+	mo.CP, mo.Pasted = t.CopyPasteOp() != nil, 0
+	if !mo.CP {
+		return nil
+	}
+	mo.CPP = t.CopyPasteOp().P
+	if d.boxSrc == nil {
+		return fmt.Errorf("%w: YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", ErrUnsupported)
+	}
+	in, _, err := d.mosaicInstances(d.boxSrc, mo)
+	if err != nil {
+		return err
+	}
+	flipped, sel, err := copyPasteSelect(in, mo, t.CopyPasteOp().P)
+	if err != nil || len(sel) == 0 {
+		return err
+	}
+	m := &d.multi
+	n := img.W * img.H
+	if cap(m.cpMask) < n {
+		m.cpMask = make([]byte, n)
+	}
+	mask := m.cpMask[:n]
+	m.cpPts = cv.CopyPasteMask(mask, img.W, img.H, flipped, sel, m.cpPts)
+	cv.CopyPasteImage(img, mask)
+	mo.Pasted = len(sel)
+	return nil
+}
+
+// copyPasteSelect is CopyPaste.get_params in flip mode on a mosaic's
+// instances in (its 2*imgsz canvas): their mirrored copies and those it
+// pastes (cv.CopyPasteSelect). A mosaic of boxes without segments is
+// refused: ultralytics' CopyPaste skips it silently, leaving a job that
+// asked for it without it.
+func copyPasteSelect(in cv.Instances, mo *mosaicDraw, p float64) (cv.Instances, []int, error) {
+	if len(in.Boxes) > 0 && len(in.Segments) == 0 && p > 0 {
+		return cv.Instances{}, nil, fmt.Errorf("%w: YOLOCopyPaste: the mosaic of samples %v has boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", ErrUnsupported, mo.Idx)
+	}
+	flipped, sel := cv.CopyPasteSelect(in, cv.MosaicSize(mo.Imgsz), p)
+	return flipped, sel, nil
 }
 
 // cutmix is CutMix.get_params and apply_image on the sample img (its
@@ -440,20 +480,20 @@ func (d *Decoder) cutmix(img, part kernels.Planes, md *multiDraw, r *RNG) error 
 	if err != nil {
 		return err
 	}
-	boxes := make([][4]float32, len(md.cutAreas))
+	boxes := make([][4]float32, len(md.CutAreas))
 	for i := range boxes {
-		boxes[i] = md.cutArea(i)
+		boxes[i] = md.CutArea(i)
 	}
 	free := cv.CutMixFree(boxes, in.Boxes)
 	if len(free) == 0 {
 		return nil
 	}
-	md.cutChoice = free[r.Intn(len(free))]
+	md.CutChoice = free[r.Intn(len(free))]
 	_, sel, err := d.cutmixPick(d.boxSrc, md, in)
 	if err != nil || len(sel) == 0 {
 		return err
 	}
-	md.cutOK = true
-	cv.CutMixImage(img, part, boxes[md.cutChoice])
+	md.CutOK = true
+	cv.CutMixImage(img, part, boxes[md.CutChoice])
 	return nil
 }

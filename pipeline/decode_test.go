@@ -57,7 +57,7 @@ func pyRoundHalf(x int) int {
 // the reference tests' first step, done without the plan's fused geometry.
 func torchResizeNRGBA(src *image.NRGBA, w, h int) *image.NRGBA {
 	b := src.Bounds()
-	p := samplePlan{geom: cropResize, srcW: b.Dx(), srcH: b.Dy(), cw: b.Dx(), ch: b.Dy(), outW: w, outH: h, antialias: true}
+	p := samplePlan{Geom: cropResize, SrcW: b.Dx(), SrcH: b.Dy(), CW: b.Dx(), CH: b.Dy(), OutW: w, OutH: h, Antialias: true}
 	rgb := make([]byte, 3*w*h)
 	resampleTorch(src, &p, HWC, rgb)
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
@@ -119,12 +119,12 @@ func TestReferenceTrain(t *testing.T) {
 	flips := 0
 	for i := range uint64(4) {
 		k := Key{Seed: 3, Index: i}
-		p, err := train.plan(src.Bounds().Dx(), src.Bounds().Dy(), k)
+		p, err := train.Plan(src.Bounds().Dx(), src.Bounds().Dy(), k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		img := torchResizeNRGBA(imaging.Crop(src, image.Rect(p.cx, p.cy, p.cx+p.cw, p.cy+p.ch)), 224, 224)
-		if p.flip {
+		img := torchResizeNRGBA(imaging.Crop(src, image.Rect(p.CX, p.CY, p.CX+p.CW, p.CY+p.CH)), 224, 224)
+		if p.Flip {
 			img = imaging.FlipH(img)
 			flips++
 		}
@@ -135,7 +135,7 @@ func TestReferenceTrain(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("key %+v: differs from crop (%d,%d %dx%d) + resize + flip %v", k, p.cx, p.cy, p.cw, p.ch, p.flip)
+			t.Errorf("key %+v: differs from crop (%d,%d %dx%d) + resize + flip %v", k, p.CX, p.CY, p.CW, p.CH, p.Flip)
 		}
 	}
 	if flips == 0 || flips == 4 {
@@ -207,7 +207,7 @@ func TestStepsWiring(t *testing.T) {
 		if err := d.Decode(data, plain, k, want); err != nil {
 			t.Fatal(err)
 		}
-		steps := withOps.drawSteps(k, nil)
+		steps := withOps.DrawSteps(k, nil)
 		drew += len(steps)
 		var s kernels.Scratch
 		for j := range steps {
@@ -221,7 +221,7 @@ func TestStepsWiring(t *testing.T) {
 			t.Errorf("key %d: the sample differs from its steps run on the plain sample", i)
 		}
 		wantF := make([]byte, full.SampleBytes())
-		normalize(want, wantF, CHW, full.norm)
+		normalize(want, wantF, CHW, full.NormOp())
 		gotF := make([]byte, full.SampleBytes())
 		if err := d.Decode(data, full, k, gotF); err != nil {
 			t.Fatal(err)
@@ -589,7 +589,7 @@ func TestPad(t *testing.T) {
 					if !bytes.Equal(got, want) {
 						t.Fatalf("%s ref=%v %s %s sample %d: not torchvision's ops of the trace %s", enc, ref, layout, opsString(ops), i, trace)
 					}
-					if d.plans[0].padded {
+					if d.plans[0].Padded {
 						padded++
 					}
 				}

@@ -63,8 +63,8 @@ func (f *fastState) free() {
 // decodeFast decodes the plan's one view into out (3*outH*outW bytes):
 // decodeFastViews with one view at 0.
 func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layout, out []byte) error {
-	if len(out) != 3*p.outW*p.outH {
-		return fmt.Errorf("%w: fast path: %d output bytes for %dx%d", ErrUnsupported, len(out), p.outW, p.outH)
+	if len(out) != 3*p.OutW*p.OutH {
+		return fmt.Errorf("%w: fast path: %d output bytes for %dx%d", ErrUnsupported, len(out), p.OutW, p.OutH)
 	}
 	return d.decodeFastViews(data, hd, []samplePlan{*p}, layout, out, []int{0})
 }
@@ -83,8 +83,8 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 		return fmt.Errorf("%w: fast path: %d views at %d offsets: want 1..%d", ErrUnsupported, len(ps), len(offs), codec.MaxViews)
 	}
 	for v := range ps {
-		if n := 3 * ps[v].outW * ps[v].outH; len(data) == 0 || offs[v] < 0 || offs[v]+n > len(out) {
-			return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for view %d of %dx%d at %d", ErrUnsupported, len(data), len(out), v, ps[v].outW, ps[v].outH, offs[v])
+		if n := 3 * ps[v].OutW * ps[v].OutH; len(data) == 0 || offs[v] < 0 || offs[v]+n > len(out) {
+			return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for view %d of %dx%d at %d", ErrUnsupported, len(data), len(out), v, ps[v].OutW, ps[v].OutH, offs[v])
 		}
 	}
 	gs, j := f.job(&d.opts, hd, ps, layout, d.knobs())
@@ -126,17 +126,17 @@ func (f *fastState) job(o *options, hd *header, ps []samplePlan, layout Layout, 
 	scalable := false
 	for i := range ps {
 		p := &ps[i]
-		r := p.region()
-		sx, sy := p.spans()
+		r := p.Region()
+		sx, sy := p.Spans()
 		gs[i] = codec.Geometry{
-			Box:  codec.Box{X: r.bx, Y: r.by, W: r.bw, H: r.bh},
-			Clip: codec.Clip{X0: r.x0, Y0: r.y0, X1: r.x1, Y1: r.y1},
+			Box:  codec.Box{X: r.BX, Y: r.BY, W: r.BW, H: r.BH},
+			Clip: codec.Clip{X0: r.X0, Y0: r.Y0, X1: r.X1, Y1: r.Y1},
 			SX:   codec.Span{Base: sx.Base, In: sx.In, Out: sx.Out, Off: sx.Off},
 			SY:   codec.Span{Base: sy.Base, In: sy.In, Out: sy.Out, Off: sy.Off},
-			OutW: p.outW, OutH: p.outH,
-			Interp: int(p.interp), Antialias: p.antialias, Flip: p.flip,
+			OutW: p.OutW, OutH: p.OutH,
+			Interp: int(p.Interp), Antialias: p.Antialias, Flip: p.Flip,
 		}
-		scalable = scalable || p.dctScalable()
+		scalable = scalable || p.DCTScalable()
 	}
 	j := codec.Job{SrcW: hd.w, SrcH: hd.h, Comps: hd.comps, HWC: layout == HWC,
 		// libjpeg's own allocations (progressive coefficient buffers

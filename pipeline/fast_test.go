@@ -340,7 +340,7 @@ func TestFastRegionExact(t *testing.T) {
 				}
 				for i, p := range fastEdgePlans(hd.w, hd.h) {
 					layout := Layout(i / 2 % 2) // flip alternates with i % 2
-					a := make([]byte, 3*p.outW*p.outH)
+					a := make([]byte, 3*p.OutW*p.OutH)
 					b := make([]byte, len(a))
 					if err := region.decodeFast(img.data, &hd, &p, layout, a); err != nil {
 						t.Fatalf("%s %+v: %v", img.name, p, err)
@@ -351,7 +351,7 @@ func TestFastRegionExact(t *testing.T) {
 					}
 					if !bytes.Equal(a, b) {
 						t.Errorf("%s crop %d,%d %dx%d -> %dx%d flip=%v scale %d/8 %s: region decode differs from whole-row decode (MAD %.3f)",
-							img.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, p.flip, st.scaleM, layout, fastMAD(a, b))
+							img.name, p.CX, p.CY, p.CW, p.CH, p.OutW, p.OutH, p.Flip, st.scaleM, layout, fastMAD(a, b))
 					}
 					checked++
 				}
@@ -395,7 +395,7 @@ func TestFastSIMDSame(t *testing.T) {
 			layout := Layout(i / 2 % 2)
 			var outs [][]byte
 			for _, d := range decs {
-				out := make([]byte, 3*p.outW*p.outH)
+				out := make([]byte, 3*p.OutW*p.OutH)
 				if err := d.decodeFast(img.data, &hd, &p, layout, out); err != nil {
 					t.Fatal(err)
 				}
@@ -404,7 +404,7 @@ func TestFastSIMDSame(t *testing.T) {
 			}
 			for k := 1; k < len(outs); k++ {
 				if !bytes.Equal(outs[0], outs[k]) {
-					t.Errorf("%s crop %d,%d %dx%d -> %dx%d %s: SIMD level %d and %d differ (MAD %.3f)", img.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, layout, levels[0], levels[k], fastMAD(outs[0], outs[k]))
+					t.Errorf("%s crop %d,%d %dx%d -> %dx%d %s: SIMD level %d and %d differ (MAD %.3f)", img.name, p.CX, p.CY, p.CW, p.CH, p.OutW, p.OutH, layout, levels[0], levels[k], fastMAD(outs[0], outs[k]))
 				}
 			}
 			n++
@@ -451,7 +451,7 @@ func TestFastRowsSkewed(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, p := range fastEdgePlans(hd.w, hd.h) {
-			out := make([]byte, 3*p.outW*p.outH)
+			out := make([]byte, 3*p.OutW*p.OutH)
 			if err := d.decodeFast(img.data, &hd, &p, Layout(i/2%2), out); err != nil {
 				t.Fatal(err)
 			}
@@ -525,7 +525,7 @@ func fastEdgePlans(w, h int) []samplePlan {
 		cx, cy = min(max(cx, 0), w-1), min(max(cy, 0), h-1)
 		cw, ch = max(1, min(cw, w-cx)), max(1, min(ch, h-cy))
 		for i, o := range [][2]int{{cw, ch}, {max(1, cw*5/2), max(1, ch*3/2)}, {max(1, cw*2/3), max(1, ch*3/4)}, {max(1, cw/9), max(1, ch/9)}, {24, 24}} {
-			ps = append(ps, samplePlan{geom: cropResize, srcW: w, srcH: h, cx: cx, cy: cy, cw: cw, ch: ch, outW: o[0], outH: o[1], flip: i%2 == 1, antialias: true})
+			ps = append(ps, samplePlan{Geom: cropResize, SrcW: w, SrcH: h, CX: cx, CY: cy, CW: cw, CH: ch, OutW: o[0], OutH: o[1], Flip: i%2 == 1, Antialias: true})
 		}
 	}
 	hw, hh := max(1, w/2), max(1, h/2)
@@ -544,8 +544,8 @@ func fastEdgePlans(w, h int) []samplePlan {
 	for _, size := range []int{max(1, min(w, h)/2), 256} {
 		rw, rh := resizedSize(w, h, [2]int{size, 0})
 		cw, ch := min(rw, 224), min(rh, 224)
-		ps = append(ps, samplePlan{geom: resizeCrop, srcW: w, srcH: h, rw: rw, rh: rh, antialias: true,
-			cx: centerOffset(rw, cw), cy: centerOffset(rh, ch), cw: cw, ch: ch, outW: cw, outH: ch})
+		ps = append(ps, samplePlan{Geom: resizeCrop, SrcW: w, SrcH: h, RW: rw, RH: rh, Antialias: true,
+			CX: centerOffset(rw, cw), CY: centerOffset(rh, ch), CW: cw, CH: ch, OutW: cw, OutH: ch})
 	}
 	return ps
 }
@@ -707,7 +707,7 @@ func TestFastErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cw: hd.w, ch: hd.h, outW: 64, outH: 64, antialias: true}
+	whole := samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: 64, OutH: 64, Antialias: true}
 	cut := append(bytes.Clone(good[:len(good)*3/10]), 0xFF, 0xD9)
 	if err := d.decodeFast(cut, &hd, &whole, CHW, make([]byte, 3*64*64)); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("truncated with an EOI: got %v, want an error wrapping %v", err, ErrCorrupt)
@@ -764,7 +764,7 @@ func TestFastDCTScaleChoice(t *testing.T) {
 	} {
 		d := NewDecoder(WithDCTScaling(c.s))
 		cw, ch := c.crop[0], c.crop[1]
-		p := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cx: (hd.w - cw) / 2, cy: (hd.h - ch) / 2, cw: cw, ch: ch, outW: 100, outH: 100, antialias: true}
+		p := samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CX: (hd.w - cw) / 2, CY: (hd.h - ch) / 2, CW: cw, CH: ch, OutW: 100, OutH: 100, Antialias: true}
 		if err := d.decodeFast(data, &hd, &p, CHW, make([]byte, 3*100*100)); err != nil {
 			t.Fatal(err)
 		}

@@ -21,8 +21,8 @@ func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, la
 		return fmt.Errorf("%w: fast path: %d views at %d offsets: want 1..%d", ErrUnsupported, len(ps), len(offs), codec.MaxViews)
 	}
 	for v := range ps {
-		if n := 3 * ps[v].outW * ps[v].outH; len(data) == 0 || offs[v] < 0 || offs[v]+n > len(out) {
-			return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for view %d of %dx%d at %d", ErrUnsupported, len(data), len(out), v, ps[v].outW, ps[v].outH, offs[v])
+		if n := 3 * ps[v].OutW * ps[v].OutH; len(data) == 0 || offs[v] < 0 || offs[v]+n > len(out) {
+			return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for view %d of %dx%d at %d", ErrUnsupported, len(data), len(out), v, ps[v].OutW, ps[v].OutH, offs[v])
 		}
 	}
 	f.setJob(&d.opts, hd, ps, offs, len(out), layout, d.knobs())
@@ -47,15 +47,15 @@ func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, la
 // scratch out of memory): resizeCanvasGo then.
 func (d *Decoder) resizeCanvasFast(dst []byte, p *samplePlan, src []byte, layout Layout) bool {
 	f := &d.fast
-	if f.open() != nil || len(dst) == 0 || len(src) < 3*p.srcW*p.srcH {
+	if f.open() != nil || len(dst) == 0 || len(src) < 3*p.SrcW*p.SrcH {
 		return false
 	}
 	cp := *p
-	cp.geom, cp.srcW, cp.srcH, cp.cx, cp.cy, cp.cw, cp.ch = cropResize, p.kw, p.kh, 0, 0, p.kw, p.kh
+	cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = cropResize, p.KW, p.KH, 0, 0, p.KW, p.KH
 	ps := [1]samplePlan{cp}
-	f.setJob(&d.opts, &header{w: p.kw, h: p.kh, comps: 3}, ps[:], canvasOff[:], len(dst), layout, d.knobs())
-	rc := f.s.Canvas(src, p.srcW, p.srcH, layout == HWC, p.zoomPad[0]-p.kx, p.zoomPad[1]-p.ky, p.preFlip,
-		[3]byte{byte(p.rcFill[0]), byte(p.rcFill[1]), byte(p.rcFill[2])}, dst)
+	f.setJob(&d.opts, &header{w: p.KW, h: p.KH, comps: 3}, ps[:], canvasOff[:], len(dst), layout, d.knobs())
+	rc := f.s.Canvas(src, p.SrcW, p.SrcH, layout == HWC, p.ZoomPad[0]-p.KX, p.ZoomPad[1]-p.KY, p.PreFlip,
+		[3]byte{byte(p.RCFill[0]), byte(p.RCFill[1]), byte(p.RCFill[2])}, dst)
 	return rc == codec.OK
 }
 

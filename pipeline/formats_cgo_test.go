@@ -141,7 +141,7 @@ func TestWebPMatchesTorchvision(t *testing.T) {
 				if err := d.Decode(data, tr, Key{}, got); err != nil {
 					t.Fatal(err)
 				}
-				y0, x0 := d.vd[0].plan.cy, d.vd[0].plan.cx
+				y0, x0 := d.vd[0].plan.CY, d.vd[0].plan.CX
 				var exp []byte
 				for y := y0; y < y0+s[0]; y++ {
 					exp = append(exp, want[3*(y*w+x0):3*(y*w+x0+s[1])]...)
@@ -276,8 +276,8 @@ func TestWholeDecodeIdentity(t *testing.T) {
 			}
 			return out
 		}
-		d.multi.plan[0] = samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cw: hd.w, ch: hd.h, outW: hd.w, outH: hd.h,
-			interp: InterpBilinear, antialias: true, exact: true}
+		d.multi.plan[0] = samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: hd.w, OutH: hd.h,
+			Interp: InterpBilinear, Antialias: true, Exact: true}
 		if err := d.decodeGuarded(data, &hd, d.multi.plan[:], HWC, out, d.multi.off[:]); err != nil {
 			t.Fatal(err)
 		}

@@ -142,18 +142,18 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 	if err != nil {
 		return fail(err)
 	}
-	p, err := t.plan(hd.w, hd.h, Key{})
+	p, err := t.Plan(hd.w, hd.h, Key{})
 	if err != nil {
 		return fail(err)
 	}
 	if j.Op == "resized_crop" {
-		p.cx, p.cy, p.cw, p.ch = j.Left, j.Top, j.Width, j.Height
-		if p.cx < 0 || p.cy < 0 || p.cw < 1 || p.ch < 1 || p.cx+p.cw > hd.w || p.cy+p.ch > hd.h {
+		p.CX, p.CY, p.CW, p.CH = j.Left, j.Top, j.Width, j.Height
+		if p.CX < 0 || p.CY < 0 || p.CW < 1 || p.CH < 1 || p.CX+p.CW > hd.w || p.CY+p.CH > hd.h {
 			return fail(fmt.Errorf("box %+v outside the %dx%d image", j, hd.w, hd.h))
 		}
 	}
-	out := make([]byte, 3*p.outW*p.outH)
-	if p.padded {
+	out := make([]byte, 3*p.OutW*p.OutH)
+	if p.Padded {
 		// A center_crop larger than the image: the Decoder pads it (no
 		// box of the job's to put in: its geometry is the transform's).
 		if err := d.Decode(data, t, Key{}, out); err != nil {
@@ -162,7 +162,7 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 	} else if err := d.decodeGuarded(data, &hd, []samplePlan{p}, HWC, out, []int{0}); err != nil {
 		return fail(err)
 	}
-	res := geomResult{H: p.outH, W: p.outW, ScaleM: 8}
+	res := geomResult{H: p.OutH, W: p.OutW, ScaleM: 8}
 	if j.Path != "ref" && hd.comps != 4 {
 		res.ScaleM = d.fast.stats().scaleM
 	}
@@ -182,12 +182,12 @@ func geomTransform(d *Decoder, j geomJob, data []byte) ([]byte, geomResult) {
 		return fail(err)
 	}
 	k := Key{Seed: j.Seed, Index: j.Index}
-	p, err := t.plan(hd.w, hd.h, k)
+	p, err := t.Plan(hd.w, hd.h, k)
 	if err != nil {
 		return fail(err)
 	}
 	if len(j.WantCrop) == 2 {
-		for ; p.rcTop != j.WantCrop[0] || p.rcLeft != j.WantCrop[1]; p, err = t.plan(hd.w, hd.h, k) {
+		for ; p.RCTop != j.WantCrop[0] || p.RCLeft != j.WantCrop[1]; p, err = t.Plan(hd.w, hd.h, k) {
 			if k.Index++; err != nil || k.Index > j.Index+1_000_000 {
 				return fail(fmt.Errorf("no RandomCrop at %v in a million samples (%v)", j.WantCrop, err))
 			}
@@ -201,5 +201,5 @@ func geomTransform(d *Decoder, j geomJob, data []byte) ([]byte, geomResult) {
 	if err != nil {
 		return fail(err)
 	}
-	return out, geomResult{H: p.outH, W: p.outW, ScaleM: 8, Trace: tr, Index: k.Index}
+	return out, geomResult{H: p.OutH, W: p.OutW, ScaleM: 8, Trace: tr, Index: k.Index}
 }

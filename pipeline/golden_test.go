@@ -58,14 +58,14 @@ func TestGoldenPlans(t *testing.T) {
 		{2000, 100, Key{Seed: 7, Epoch: 3, Index: 5}, 933, 0, 133, 100, true}, // no try fits: the center fallback
 		{640, 480, Key{Seed: 1 << 63, Epoch: 1 << 40, Index: 1<<64 - 2}, 258, 16, 331, 440, true},
 	} {
-		p, err := tr.plan(tc.w, tc.h, tc.k)
+		p, err := tr.Plan(tc.w, tc.h, tc.k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.cx != tc.cx || p.cy != tc.cy || p.cw != tc.cw || p.ch != tc.ch || p.flip != tc.flip {
+		if p.CX != tc.cx || p.CY != tc.cy || p.CW != tc.cw || p.CH != tc.ch || p.Flip != tc.flip {
 			t.Errorf("%dx%d %+v: crop (%d,%d %dx%d) flip %v, want (%d,%d %dx%d) flip %v; new golden line:\n{%d, %d, Key{%d, %d, %d}, %d, %d, %d, %d, %v},",
-				tc.w, tc.h, tc.k, p.cx, p.cy, p.cw, p.ch, p.flip, tc.cx, tc.cy, tc.cw, tc.ch, tc.flip,
-				tc.w, tc.h, tc.k.Seed, tc.k.Epoch, tc.k.Index, p.cx, p.cy, p.cw, p.ch, p.flip)
+				tc.w, tc.h, tc.k, p.CX, p.CY, p.CW, p.CH, p.Flip, tc.cx, tc.cy, tc.cw, tc.ch, tc.flip,
+				tc.w, tc.h, tc.k.Seed, tc.k.Epoch, tc.k.Index, p.CX, p.CY, p.CW, p.CH, p.Flip)
 		}
 	}
 }

@@ -37,7 +37,7 @@ func TestHuffmanExact(t *testing.T) {
 		}
 		plans := fastEdgePlans(hd.w, hd.h)
 		for k := range 8 {
-			p, err := tr.plan(hd.w, hd.h, Key{Seed: 7, Index: uint64(k)})
+			p, err := tr.Plan(hd.w, hd.h, Key{Seed: 7, Index: uint64(k)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestHuffmanExact(t *testing.T) {
 		}
 		for i, p := range plans {
 			layout := Layout(i % 2)
-			a, b := make([]byte, 3*p.outW*p.outH), make([]byte, 3*p.outW*p.outH)
+			a, b := make([]byte, 3*p.OutW*p.OutH), make([]byte, 3*p.OutW*p.OutH)
 			if err := ours.decodeFast(img.data, &hd, &p, layout, a); err != nil {
 				t.Fatalf("%s: huff.c: %v", img.name, err)
 			}
@@ -58,7 +58,7 @@ func TestHuffmanExact(t *testing.T) {
 				t.Fatalf("%s: libjpeg: %v", img.name, err)
 			}
 			if !bytes.Equal(a, b) {
-				t.Errorf("%s crop %d,%d %dx%d -> %dx%d: huff.c and libjpeg differ (MAD %.3f)", img.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, fastMAD(a, b))
+				t.Errorf("%s crop %d,%d %dx%d -> %dx%d: huff.c and libjpeg differ (MAD %.3f)", img.name, p.CX, p.CY, p.CW, p.CH, p.OutW, p.OutH, fastMAD(a, b))
 			}
 			n++
 		}

@@ -9,10 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sys/cpu"
-
 	"github.com/stoker-dev/stoker/internal/version"
 	"github.com/stoker-dev/stoker/pipeline/codec"
+	"golang.org/x/sys/cpu"
 )
 
 // OutputVersion is the version of what this package's decoders and ops
@@ -110,7 +109,7 @@ var localIdentity = sync.OnceValue(func() Identity {
 	if haveFast {
 		id.Path = PathTurbo
 		id.SIMD = turboSIMD()
-		id.Turbo, id.JPEGLib = turboVersions()
+		id.Turbo, id.JPEGLib = codec.TurboVersions()
 	}
 	return id
 })
@@ -200,3 +199,12 @@ func turboSIMD() string {
 // JPEGLinked says how libjpeg-turbo is linked: "static", "shared", or ""
 // without cgo (codec.JPEGLinked).
 const JPEGLinked = codec.JPEGLinked
+
+// ResamplerSIMD is the SIMD stoker's own resampler (pipeline/codec's
+// resize.c and passes.c) uses on this CPU: "ssse3" (both passes), "sse2"
+// (the vertical pass) or "none" (and without cgo, which has no C
+// resampler). Informational, as Identity.SIMD: every level makes the same
+// bytes.
+func ResamplerSIMD() string {
+	return [...]string{"none", "sse2", "ssse3"}[min(max(codec.SIMDBest(), 0), 2)]
+}

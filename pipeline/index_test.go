@@ -48,7 +48,7 @@ func randomPlans(r *rand.Rand, w, h, n int) []samplePlan {
 		if r.IntN(4) == 0 {
 			ow, oh = max(1, cw/(1+r.IntN(9))), max(1, ch/(1+r.IntN(9)))
 		}
-		ps = append(ps, samplePlan{geom: cropResize, srcW: w, srcH: h, cx: cx, cy: cy, cw: cw, ch: ch, outW: ow, outH: oh, flip: r.IntN(2) == 0, antialias: true})
+		ps = append(ps, samplePlan{Geom: cropResize, SrcW: w, SrcH: h, CX: cx, CY: cy, CW: cw, CH: ch, OutW: ow, OutH: oh, Flip: r.IntN(2) == 0, Antialias: true})
 	}
 	return ps
 }
@@ -97,7 +97,7 @@ func TestIndexExact(t *testing.T) {
 				plans := append(randomPlans(r, hd.w, hd.h, knobs.crops), edges[:min(len(edges), knobs.edges)]...)
 				for i, p := range plans {
 					layout := Layout(i % 2)
-					a, b := make([]byte, 3*p.outW*p.outH), make([]byte, 3*p.outW*p.outH)
+					a, b := make([]byte, 3*p.OutW*p.OutH), make([]byte, 3*p.OutW*p.OutH)
 					if err := warm.decodeFast(img.data, &hd, &p, layout, a); err != nil {
 						t.Fatalf("%s %+v: with index: %v", img.name, p, err)
 					}
@@ -107,7 +107,7 @@ func TestIndexExact(t *testing.T) {
 					}
 					if !bytes.Equal(a, b) {
 						t.Fatalf("%s crop %d,%d %dx%d -> %dx%d flip=%v scale %d/8: index decode differs from a decode without (MAD %.3f; %+v)",
-							img.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, p.flip, st.scaleM, fastMAD(a, b), st)
+							img.name, p.CX, p.CY, p.CW, p.CH, p.OutW, p.OutH, p.Flip, st.scaleM, fastMAD(a, b), st)
 					}
 					if st.huff != !hd.progressive {
 						t.Fatalf("%s: huff.c used %v, progressive %v", img.name, st.huff, hd.progressive)
@@ -158,7 +158,7 @@ func TestIndexRestartCold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cx: hd.w / 2, cy: hd.h - 40, cw: 60, ch: 40, outW: 60, outH: 40, antialias: true}
+	p := samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CX: hd.w / 2, CY: hd.h - 40, CW: 60, CH: 40, OutW: 60, OutH: 40, Antialias: true}
 	ours, theirs := NewDecoder(), NewDecoder()
 	defer ours.Close()
 	defer theirs.Close()

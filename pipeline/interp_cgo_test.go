@@ -26,7 +26,7 @@ var torchFilters = []struct {
 // see them.
 func identityNRGBA(t *testing.T, d *Decoder, data []byte, hd *header) *image.NRGBA {
 	t.Helper()
-	p := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cw: hd.w, ch: hd.h, outW: hd.w, outH: hd.h, antialias: true}
+	p := samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: hd.w, OutH: hd.h, Antialias: true}
 	rgb := make([]byte, 3*hd.w*hd.h)
 	if err := d.decodeFast(data, hd, &p, HWC, rgb); err != nil {
 		t.Fatal(err)
@@ -62,8 +62,8 @@ func TestTorchFiltersFastMatchGo(t *testing.T) {
 		for i, p := range fastEdgePlans(hd.w, hd.h) {
 			layout := Layout(i / 2 % 2)
 			for _, f := range torchFilters {
-				p.interp, p.antialias = f.interp, f.aa
-				got := make([]byte, 3*p.outW*p.outH)
+				p.Interp, p.Antialias = f.interp, f.aa
+				got := make([]byte, 3*p.OutW*p.OutH)
 				if err := full.decodeFast(img.data, &hd, &p, layout, got); err != nil {
 					t.Fatal(err)
 				}
@@ -71,14 +71,14 @@ func TestTorchFiltersFastMatchGo(t *testing.T) {
 				resampleRef(src, &p, layout, want)
 				if !bytes.Equal(got, want) {
 					t.Errorf("%s %s crop %d,%d %dx%d -> %dx%d flip=%v %s (resize %dx%d): fast path and resampleTorch differ (MAD %.3f)",
-						img.name, f.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, p.flip, layout, p.rw, p.rh, fastMAD(got, want))
+						img.name, f.name, p.CX, p.CY, p.CW, p.CH, p.OutW, p.OutH, p.Flip, layout, p.RW, p.RH, fastMAD(got, want))
 				}
 				if !f.aa {
 					if err := pow2.decodeFast(img.data, &hd, &p, layout, got); err != nil {
 						t.Fatal(err)
 					}
 					if m := pow2.fast.stats().scaleM; m != 8 {
-						t.Errorf("%s %s crop %dx%d -> %dx%d: DCT scale %d/8, want none", img.name, f.name, p.cw, p.ch, p.outW, p.outH, m)
+						t.Errorf("%s %s crop %dx%d -> %dx%d: DCT scale %d/8, want none", img.name, f.name, p.CW, p.CH, p.OutW, p.OutH, m)
 					}
 				}
 				n++
@@ -112,10 +112,10 @@ func TestFastSIMDSameFilters(t *testing.T) {
 			for i, p := range fastEdgePlans(hd.w, hd.h) {
 				layout := Layout(i / 2 % 2)
 				for _, f := range torchFilters {
-					p.interp, p.antialias = f.interp, f.aa
+					p.Interp, p.Antialias = f.interp, f.aa
 					var outs [][]byte
 					for _, d := range decs {
-						out := make([]byte, 3*p.outW*p.outH)
+						out := make([]byte, 3*p.OutW*p.OutH)
 						if err := d.decodeFast(img.data, &hd, &p, layout, out); err != nil {
 							t.Fatal(err)
 						}
@@ -126,7 +126,7 @@ func TestFastSIMDSameFilters(t *testing.T) {
 					}
 					for k := 1; k < len(outs); k++ {
 						if !bytes.Equal(outs[0], outs[k]) {
-							t.Errorf("%s %s crop %d,%d %dx%d -> %dx%d %s: SIMD levels %d and %d differ (MAD %.3f)", img.name, f.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, layout, levels[0], levels[k], fastMAD(outs[0], outs[k]))
+							t.Errorf("%s %s crop %d,%d %dx%d -> %dx%d %s: SIMD levels %d and %d differ (MAD %.3f)", img.name, f.name, p.CX, p.CY, p.CW, p.CH, p.OutW, p.OutH, layout, levels[0], levels[k], fastMAD(outs[0], outs[k]))
 						}
 					}
 					n++
@@ -159,8 +159,8 @@ func TestFastRegionExactFilters(t *testing.T) {
 		for i, p := range fastEdgePlans(hd.w, hd.h) {
 			layout := Layout(i / 2 % 2)
 			for _, f := range torchFilters {
-				p.interp, p.antialias = f.interp, f.aa
-				a, b := make([]byte, 3*p.outW*p.outH), make([]byte, 3*p.outW*p.outH)
+				p.Interp, p.Antialias = f.interp, f.aa
+				a, b := make([]byte, 3*p.OutW*p.OutH), make([]byte, 3*p.OutW*p.OutH)
 				if err := region.decodeFast(img.data, &hd, &p, layout, a); err != nil {
 					t.Fatal(err)
 				}
@@ -168,7 +168,7 @@ func TestFastRegionExactFilters(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(a, b) {
-					t.Errorf("%s %s crop %d,%d %dx%d -> %dx%d: region decode differs from whole-row decode (MAD %.3f)", img.name, f.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, fastMAD(a, b))
+					t.Errorf("%s %s crop %d,%d %dx%d -> %dx%d: region decode differs from whole-row decode (MAD %.3f)", img.name, f.name, p.CX, p.CY, p.CW, p.CH, p.OutW, p.OutH, fastMAD(a, b))
 				}
 				n++
 			}

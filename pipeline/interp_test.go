@@ -64,12 +64,12 @@ func TestPlanInterp(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		p, err := tr.plan(120, 90, Key{Index: 3})
+		p, err := tr.Plan(120, 90, Key{Index: 3})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if p.interp != tc.interp || p.antialias != tc.aa {
-			t.Errorf("%s: plan filter %v antialias %v, want %v %v", tc.name, p.interp, p.antialias, tc.interp, tc.aa)
+		if p.Interp != tc.interp || p.Antialias != tc.aa {
+			t.Errorf("%s: plan filter %v antialias %v, want %v %v", tc.name, p.Interp, p.Antialias, tc.interp, tc.aa)
 		}
 	}
 	if _, err := NewTransform(CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Interp: 7}); !errors.Is(err, ErrUnsupported) {
@@ -86,17 +86,17 @@ func TestRegionClipHoldsSupport(t *testing.T) {
 			interp Interpolation
 			aa     bool
 		}{{InterpNearest, false}, {InterpBilinear, false}, {InterpBilinear, true}, {InterpBicubic, true}, {InterpBicubic, false}} {
-			p := samplePlan{geom: resizeCrop, srcW: sz[0], srcH: sz[1], interp: f.interp, antialias: f.aa}
-			p.rw, p.rh = resizedSize(sz[0], sz[1], [2]int{sz[2], 0})
-			p.cw, p.ch = sz[3], sz[3]
-			p.cx, p.cy = centerOffset(p.rw, p.cw), centerOffset(p.rh, p.ch)
-			p.outW, p.outH = p.cw, p.ch
-			r := p.region()
-			sx, sy := p.spans()
+			p := samplePlan{Geom: resizeCrop, SrcW: sz[0], SrcH: sz[1], Interp: f.interp, Antialias: f.aa}
+			p.RW, p.RH = resizedSize(sz[0], sz[1], [2]int{sz[2], 0})
+			p.CW, p.CH = sz[3], sz[3]
+			p.CX, p.CY = centerOffset(p.RW, p.CW), centerOffset(p.RH, p.CH)
+			p.OutW, p.OutH = p.CW, p.CH
+			r := p.Region()
+			sx, sy := p.Spans()
 			for _, ax := range []struct {
 				s      fn.Span
 				c0, c1 int
-			}{{sx, r.x0, r.x1}, {sy, r.y0, r.y1}} {
+			}{{sx, r.X0, r.X1}, {sy, r.Y0, r.Y1}} {
 				a := fn.NewTorchAxis(ax.s, f.interp, f.aa)
 				for i, st := range a.Start {
 					if st < ax.c0 || st+len(a.K[i]) > ax.c1 {
@@ -145,19 +145,19 @@ func TestGoldenInterpTorch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := tr.plan(131, 97, Key{})
+		p, err := tr.Plan(131, 97, Key{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tc.box != [4]int{} {
-			p.cy, p.cx, p.ch, p.cw = tc.box[0], tc.box[1], tc.box[2], tc.box[3]
+			p.CY, p.CX, p.CH, p.CW = tc.box[0], tc.box[1], tc.box[2], tc.box[3]
 		}
-		p.flip = tc.flip
+		p.Flip = tc.flip
 		hd, err := parseHeader(data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := make([]byte, tr.pixelBytes())
+		out := make([]byte, tr.PixelBytes())
 		if err := d.decodeGuarded(data, &hd, []samplePlan{p}, CHW, out, []int{0}); err != nil {
 			t.Fatal(err)
 		}

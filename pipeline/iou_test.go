@@ -27,26 +27,26 @@ func TestIoUCropDraws(t *testing.T) {
 		tr := mustTransform(t, CHW, op, resize)
 		crops := 0
 		for i := range uint64(2000) {
-			p, err := tr.planBoxes(W, H, Key{Seed: 9, Index: i}, &boxes, nil)
+			p, err := tr.PlanBoxes(W, H, Key{Seed: 9, Index: i}, &boxes, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !p.iou {
-				if p.cx != 0 || p.cy != 0 || p.cw != W || p.ch != H || len(op.Options) == 1 {
+			if !p.IoU {
+				if p.CX != 0 || p.CY != 0 || p.CW != W || p.CH != H || len(op.Options) == 1 {
 					t.Fatalf("key %d: no crop, plan %+v", i, p)
 				}
 				continue
 			}
 			crops++
-			if p.cx < 0 || p.cy < 0 || p.cx+p.cw > W || p.cy+p.ch > H || p.cw < 149 || p.ch < 112 {
-				t.Fatalf("key %d: crop %d,%d %dx%d", i, p.cx, p.cy, p.cw, p.ch)
+			if p.CX < 0 || p.CY < 0 || p.CX+p.CW > W || p.CY+p.CH > H || p.CW < 149 || p.CH < 112 {
+				t.Fatalf("key %d: crop %d,%d %dx%d", i, p.CX, p.CY, p.CW, p.CH)
 			}
-			if ar := float64(p.cw) / float64(p.ch); ar < 0.5 || ar > 2 {
-				t.Fatalf("key %d: crop %dx%d, aspect %v", i, p.cw, p.ch, ar)
+			if ar := float64(p.CW) / float64(p.CH); ar < 0.5 || ar > 2 {
+				t.Fatalf("key %d: crop %dx%d, aspect %v", i, p.CW, p.CH, ar)
 			}
-			best, any := maxIoU(boxes.Boxes, p.cy, p.cx, p.ch, p.cw)
+			best, any := maxIoU(boxes.Boxes, p.CY, p.CX, p.CH, p.CW)
 			if !any || (len(op.Options) == 1 && best < 0.5) {
-				t.Fatalf("key %d: crop %d,%d %dx%d: best IoU %v (a box inside: %v)", i, p.cx, p.cy, p.cw, p.ch, best, any)
+				t.Fatalf("key %d: crop %d,%d %dx%d: best IoU %v (a box inside: %v)", i, p.CX, p.CY, p.CW, p.CH, best, any)
 			}
 		}
 		if crops < 1500 || (len(op.Options) == 1 && crops != 2000) {
@@ -55,17 +55,17 @@ func TestIoUCropDraws(t *testing.T) {
 	}
 	leave := iouOp()
 	leave.Options = []float64{1}
-	p, err := mustTransform(t, CHW, leave, resize).planBoxes(W, H, Key{}, &boxes, nil)
-	if err != nil || p.iou {
+	p, err := mustTransform(t, CHW, leave, resize).PlanBoxes(W, H, Key{}, &boxes, nil)
+	if err != nil || p.IoU {
 		t.Errorf("options [1]: %+v, %v", p, err)
 	}
-	if _, err := mustTransform(t, CHW, iouOp(), resize).plan(W, H, Key{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "a job with targets only") {
+	if _, err := mustTransform(t, CHW, iouOp(), resize).Plan(W, H, Key{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "a job with targets only") {
 		t.Errorf("no boxes: %v", err)
 	}
 	// No crop can meet an IoU of 0.9 with no box: the sample fails.
 	none := iouOp()
 	none.Options, none.Trials = []float64{0.9}, 2
-	if _, err := mustTransform(t, CHW, none, resize).planBoxes(W, H, Key{}, &Targets{}, nil); err == nil || !strings.Contains(err.Error(), "found no crop") {
+	if _, err := mustTransform(t, CHW, none, resize).PlanBoxes(W, H, Key{}, &Targets{}, nil); err == nil || !strings.Contains(err.Error(), "found no crop") {
 		t.Errorf("no boxes to meet: %v", err)
 	}
 }

@@ -33,40 +33,40 @@ func TestScaleJitterDraws(t *testing.T) {
 	var sum float64
 	crops, pads, flips := 0, 0, 0
 	for i := range uint64(keys) {
-		p, err := tr.plan(W, H, Key{Seed: 3, Index: i})
+		p, err := tr.Plan(W, H, Key{Seed: 3, Index: i})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := float64(p.rw) / W / base
-		if s < 0.1-0.01 || s > 2+1e-9 || p.rh < int(float64(H)*base*0.1)-1 || p.rh > int(float64(H)*base*2) {
-			t.Fatalf("key %d: resized to %dx%d: scale %v outside (0.1, 2)", i, p.rw, p.rh, s)
+		s := float64(p.RW) / W / base
+		if s < 0.1-0.01 || s > 2+1e-9 || p.RH < int(float64(H)*base*0.1)-1 || p.RH > int(float64(H)*base*2) {
+			t.Fatalf("key %d: resized to %dx%d: scale %v outside (0.1, 2)", i, p.RW, p.RH, s)
 		}
-		if rw, rh := float64(p.rw)/W, float64(p.rh)/H; rw-rh > 1.0/H || rh-rw > 1.0/W {
-			t.Fatalf("key %d: %dx%d is not one ratio of %dx%d", i, p.rw, p.rh, W, H)
+		if rw, rh := float64(p.RW)/W, float64(p.RH)/H; rw-rh > 1.0/H || rh-rw > 1.0/W {
+			t.Fatalf("key %d: %dx%d is not one ratio of %dx%d", i, p.RW, p.RH, W, H)
 		}
 		sum += s
-		offW, offH := max(p.rw-300, 0), max(p.rh-300, 0)
-		if p.cx < 0 || p.cx > offW || p.cy < 0 || p.cy > offH {
-			t.Fatalf("key %d: crop at %d,%d of %dx%d", i, p.cx, p.cy, p.rw, p.rh)
+		offW, offH := max(p.RW-300, 0), max(p.RH-300, 0)
+		if p.CX < 0 || p.CX > offW || p.CY < 0 || p.CY > offH {
+			t.Fatalf("key %d: crop at %d,%d of %dx%d", i, p.CX, p.CY, p.RW, p.RH)
 		}
 		if offW > 0 && offH > 0 { // one r: top/offH and left/offW agree
-			if d := float64(p.cx)/float64(offW) - float64(p.cy)/float64(offH); d > 1.0/float64(offH)+1e-9 || d < -1.0/float64(offW)-1e-9 {
-				t.Fatalf("key %d: left %d of %d, top %d of %d: not one r", i, p.cx, offW, p.cy, offH)
+			if d := float64(p.CX)/float64(offW) - float64(p.CY)/float64(offH); d > 1.0/float64(offH)+1e-9 || d < -1.0/float64(offW)-1e-9 {
+				t.Fatalf("key %d: left %d of %d, top %d of %d: not one r", i, p.CX, offW, p.CY, offH)
 			}
 		}
 		if offW > 0 || offH > 0 {
 			crops++
 		}
-		if p.padded != (p.rw < 300 || p.rh < 300) || (p.padded && (p.padL != 0 || p.padT != 0 || p.rcFill != [3]float64{1, 2, 3})) {
-			t.Fatalf("key %d: %dx%d padded %v at %d,%d fill %v", i, p.rw, p.rh, p.padded, p.padL, p.padT, p.rcFill)
+		if p.Padded != (p.RW < 300 || p.RH < 300) || (p.Padded && (p.PadL != 0 || p.PadT != 0 || p.RCFill != [3]float64{1, 2, 3})) {
+			t.Fatalf("key %d: %dx%d padded %v at %d,%d fill %v", i, p.RW, p.RH, p.Padded, p.PadL, p.PadT, p.RCFill)
 		}
-		if p.padded {
+		if p.Padded {
 			pads++
 		}
-		steps := tr.geometrySteps(&p, nil)
-		want := []Step{{Fn: FnResize, I: [6]int{4: p.rh, 5: p.rw}, Antialias: true},
-			{Fn: FnFixedSizeCrop, I: [6]int{p.cy, p.cx, min(p.rh, 300), min(p.rw, 300), 300, 300}, Fill: [3]float64{1, 2, 3}}}
-		if p.flip {
+		steps := tr.GeometrySteps(&p, nil)
+		want := []Step{{Fn: FnResize, I: [6]int{4: p.RH, 5: p.RW}, Antialias: true},
+			{Fn: FnFixedSizeCrop, I: [6]int{p.CY, p.CX, min(p.RH, 300), min(p.RW, 300), 300, 300}, Fill: [3]float64{1, 2, 3}}}
+		if p.Flip {
 			flips++
 			want = append(want, Step{Fn: FnHorizontalFlip})
 		}
@@ -139,10 +139,10 @@ func TestLSJDecode(t *testing.T) {
 						t.Fatal(err)
 					}
 					p := d.vd[0].plan
-					rw, rh := p.srcW, p.srcH
+					rw, rh := p.SrcW, p.SrcH
 					whole := make([]byte, 3*rw*rh)
-					if tr.jitter != nil {
-						rw, rh = p.rw, p.rh
+					if tr.JitterOp() != nil {
+						rw, rh = p.RW, p.RH
 						rs := mustTransform(t, HWC, Op{Kind: OpResize, Size: [2]int{rh, rw}})
 						whole = make([]byte, rs.SampleBytes())
 						err = d.Decode(data, rs, Key{}, whole)
@@ -157,11 +157,11 @@ func TestLSJDecode(t *testing.T) {
 						for x := range 240 {
 							v := fill
 							if x < min(rw, 240) && y < min(rh, 240) {
-								o := 3 * ((p.cy+y)*rw + p.cx + x)
+								o := 3 * ((p.CY+y)*rw + p.CX + x)
 								v = [3]float64{float64(whole[o]), float64(whole[o+1]), float64(whole[o+2])}
 							}
 							ox := x
-							if p.flip {
+							if p.Flip {
 								ox = 239 - x
 							}
 							for ch := range 3 {
@@ -176,11 +176,11 @@ func TestLSJDecode(t *testing.T) {
 					if !bytes.Equal(got, want) {
 						mx, mean := diffStats(got, want)
 						t.Errorf("%s %s %s key %d (%dx%d at %d,%d, flip %v): not the resized image cropped and padded (max %v, mean %v)",
-							c.name, layout, opsString(ops), i, rw, rh, p.cx, p.cy, p.flip, mx, mean)
+							c.name, layout, opsString(ops), i, rw, rh, p.CX, p.CY, p.Flip, mx, mean)
 					}
-					kinds[map[bool]string{true: "padded", false: "cropped"}[p.padded]]++
+					kinds[map[bool]string{true: "padded", false: "cropped"}[p.Padded]]++
 				}
-				if tr.jitter != nil && (kinds["padded"] == 0 || kinds["cropped"] == 0) {
+				if tr.JitterOp() != nil && (kinds["padded"] == 0 || kinds["cropped"] == 0) {
 					t.Errorf("%s: 8 keys drew %v", opsString(ops), kinds)
 				}
 				d.Close()
@@ -217,7 +217,7 @@ func TestLSJRefused(t *testing.T) {
 	}
 	// A side resized to 0 pixels fails its sample, as torchvision's resize.
 	tr := mustTransform(t, CHW, with(jit, func(o *Op) { o.Size = [2]int{8, 8}; o.Scale = [2]float64{0.01, 0.01} }), crop)
-	if _, err := tr.plan(40, 30, Key{}); err == nil || !strings.Contains(err.Error(), "a side of 0 pixels") {
+	if _, err := tr.Plan(40, 30, Key{}); err == nil || !strings.Contains(err.Error(), "a side of 0 pixels") {
 		t.Errorf("a side of 0: %v", err)
 	}
 }
@@ -240,14 +240,14 @@ func TestLSJEdges(t *testing.T) {
 				}
 				for _, wh := range sizes {
 					for k := range uint64(4) {
-						p, err := tr.plan(wh[0], wh[1], Key{Seed: 9, Index: k})
+						p, err := tr.Plan(wh[0], wh[1], Key{Seed: 9, Index: k})
 						if err != nil {
 							if !errors.Is(err, ErrUnsupported) {
 								t.Fatalf("%dx%d: %v", wh[0], wh[1], err)
 							}
 							continue
 						}
-						steps := tr.geometrySteps(&p, nil)
+						steps := tr.GeometrySteps(&p, nil)
 						if back, err := ParseTrace(AppendTrace(nil, steps)); err != nil || !slices.Equal(back, steps) {
 							t.Fatalf("%dx%d: trace %v parsed back as %v (%v)", wh[0], wh[1], steps, back, err)
 						}

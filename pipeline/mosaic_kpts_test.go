@@ -427,7 +427,7 @@ func TestMosaicCopyPaste(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.AtEpoch(2).copyPaste == nil || st.AtEpoch(3).copyPaste != nil || (st.AtEpoch(3).mosaic == nil) != (kinds == nil) {
+		if st.AtEpoch(2).CopyPasteOp() == nil || st.AtEpoch(3).CopyPasteOp() != nil || (st.AtEpoch(3).MosaicOp() == nil) != (kinds == nil) {
 			t.Errorf("stop_epoch %v: CopyPaste not switched off at epoch 3 alone", kinds)
 		}
 	}

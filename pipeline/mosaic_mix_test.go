@@ -401,7 +401,7 @@ func TestMosaicCutMix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.AtEpoch(2).cutmix == nil || st.AtEpoch(3).cutmix != nil || NeedsTargets(cm) != "YOLOCutMix (op 2)" {
+	if st.AtEpoch(2).CutMixOp() == nil || st.AtEpoch(3).CutMixOp() != nil || NeedsTargets(cm) != "YOLOCutMix (op 2)" {
 		t.Error("stop_epoch does not switch CutMix off, or it does not need targets")
 	}
 }

@@ -29,7 +29,7 @@ func TestPhotometricDraws(t *testing.T) {
 	before, contrast := 0, 0
 	perms := map[[3]int]int{}
 	for i := range uint64(keys) {
-		steps := tr.drawSteps(Key{Seed: 4, Index: i}, nil)
+		steps := tr.DrawSteps(Key{Seed: 4, Index: i}, nil)
 		last, sawSat := -1, false
 		for _, st := range steps {
 			rank := map[Fn]int{FnAdjustBrightness: 0, FnAdjustContrast: 1, FnAdjustSaturation: 2, FnAdjustHue: 3, FnPermuteChannels: 4}[st.Fn]

@@ -40,7 +40,7 @@ func TestProgressiveDecoderExact(t *testing.T) {
 		}
 		for i, p := range fastEdgePlans(hd.w, hd.h) {
 			layout := Layout(i / 2 % 2)
-			want := make([]byte, 3*p.outW*p.outH)
+			want := make([]byte, 3*p.OutW*p.OutH)
 			got := make([]byte, len(want))
 			all, wantAll := make([]byte, len(want)), make([]byte, len(want))
 			errLibAll := libWhole.decodeFast(f.data, &hd, &p, layout, wantAll)
@@ -59,7 +59,7 @@ func TestProgressiveDecoderExact(t *testing.T) {
 			}
 			if errAll == nil && !bytes.Equal(all, wantAll) {
 				t.Fatalf("%s crop %d,%d %dx%d -> %dx%d %s: phuff.c's whole decode differs from libjpeg's (MAD %.3f)",
-					f.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, layout, fastMAD(all, wantAll))
+					f.name, p.CX, p.CY, p.CW, p.CH, p.OutW, p.OutH, layout, fastMAD(all, wantAll))
 			}
 			if errLib != nil {
 				libFailed++
@@ -77,7 +77,7 @@ func TestProgressiveDecoderExact(t *testing.T) {
 			}
 			if !bytes.Equal(got, want) {
 				t.Fatalf("%s crop %d,%d %dx%d -> %dx%d %s: %d of %d MCUs decoded: differs from libjpeg's (MAD %.3f)",
-					f.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, layout, st.progDecoded, st.progMCUs, fastMAD(got, want))
+					f.name, p.CX, p.CY, p.CW, p.CH, p.OutW, p.OutH, layout, st.progDecoded, st.progMCUs, fastMAD(got, want))
 			}
 			if err := plain.decodeFast(f.data, &hd, &p, layout, got); err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("%s plan %d: without SIMD: %v, or the bytes differ from libjpeg's", f.name, i, err)
@@ -126,7 +126,7 @@ func TestProgressiveDecoderMutated(t *testing.T) {
 			continue
 		}
 		p := fastEdgePlans(hd.w, hd.h)[0]
-		got, want := make([]byte, 3*p.outW*p.outH), make([]byte, 3*p.outW*p.outH)
+		got, want := make([]byte, 3*p.OutW*p.OutH), make([]byte, 3*p.OutW*p.OutH)
 		errOurs := ours.decodeFast(data, &hd, &p, CHW, got)
 		errLib := lib.decodeFast(data, &hd, &p, CHW, want)
 		switch {

@@ -152,17 +152,17 @@ func TestPlanGeometry(t *testing.T) {
 		{"center 257x259", center, 257, 259, 0, 0, 16, 18, 224, 224}, // 16.5 -> 16, 17.5 -> 18
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := tc.tr.plan(tc.W, tc.H, Key{})
+			p, err := tc.tr.Plan(tc.W, tc.H, Key{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.rw != tc.rw || p.rh != tc.rh || p.cx != tc.cx || p.cy != tc.cy || p.cw != tc.cw || p.ch != tc.ch {
+			if p.RW != tc.rw || p.RH != tc.rh || p.CX != tc.cx || p.CY != tc.cy || p.CW != tc.cw || p.CH != tc.ch {
 				t.Errorf("plan resize %dx%d crop (%d,%d %dx%d), want resize %dx%d crop (%d,%d %dx%d)",
-					p.rw, p.rh, p.cx, p.cy, p.cw, p.ch, tc.rw, tc.rh, tc.cx, tc.cy, tc.cw, tc.ch)
+					p.RW, p.RH, p.CX, p.CY, p.CW, p.CH, tc.rw, tc.rh, tc.cx, tc.cy, tc.cw, tc.ch)
 			}
-			g := p.region()
-			if g.x0 < 0 || g.y0 < 0 || g.x1 > tc.W || g.y1 > tc.H ||
-				g.bx < float64(g.x0) || g.by < float64(g.y0) || g.bx+g.bw > float64(g.x1) || g.by+g.bh > float64(g.y1) {
+			g := p.Region()
+			if g.X0 < 0 || g.Y0 < 0 || g.X1 > tc.W || g.Y1 > tc.H ||
+				g.BX < float64(g.X0) || g.BY < float64(g.Y0) || g.BX+g.BW > float64(g.X1) || g.BY+g.BH > float64(g.Y1) {
 				t.Errorf("region %+v: box not within the clip rectangle inside %dx%d", g, tc.W, tc.H)
 			}
 		})
@@ -170,11 +170,11 @@ func TestPlanGeometry(t *testing.T) {
 	// An image narrower than a CenterCrop is padded, as torchvision pads
 	// it: (224 - 100) // 2 columns of zeros on the left; the rows are
 	// cropped from the middle (TestCenterCropPads checks the pixels).
-	p, err := center.plan(100, 300, Key{})
-	if err != nil || !p.padded || p.padL != 62 || p.padT != 0 {
+	p, err := center.Plan(100, 300, Key{})
+	if err != nil || !p.Padded || p.PadL != 62 || p.PadT != 0 {
 		t.Errorf("100x300 under CenterCrop(224): %+v, %v; want padded 62 columns on the left", p, err)
 	}
-	if v := p.visible(); v.cx != 0 || v.cw != 100 || v.outW != 100 || v.cy != 38 || v.ch != 224 || v.outH != 224 {
+	if v := p.Visible(); v.CX != 0 || v.CW != 100 || v.OutW != 100 || v.CY != 38 || v.CH != 224 || v.OutH != 224 {
 		t.Errorf("100x300 under CenterCrop(224): decodes %+v, want the 100x224 middle", v)
 	}
 }
@@ -192,13 +192,13 @@ func TestPlanGolden(t *testing.T) {
 		{Key{Seed: 0, Epoch: 0, Index: 0}, 2, 58, 213, 264, false},
 		{Key{Seed: 7, Epoch: 1, Index: 5}, 20, 4, 443, 349, true},
 	} {
-		p, err := tr.plan(500, 375, tc.k)
+		p, err := tr.Plan(500, 375, tc.k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.cx != tc.cx || p.cy != tc.cy || p.cw != tc.cw || p.ch != tc.ch || p.flip != tc.flip {
+		if p.CX != tc.cx || p.CY != tc.cy || p.CW != tc.cw || p.CH != tc.ch || p.Flip != tc.flip {
 			t.Errorf("%+v: crop (%d,%d %dx%d) flip %v, want (%d,%d %dx%d) flip %v",
-				tc.k, p.cx, p.cy, p.cw, p.ch, p.flip, tc.cx, tc.cy, tc.cw, tc.ch, tc.flip)
+				tc.k, p.CX, p.CY, p.CW, p.CH, p.Flip, tc.cx, tc.cy, tc.cw, tc.ch, tc.flip)
 		}
 	}
 }
@@ -211,13 +211,13 @@ func TestPlanDeterminism(t *testing.T) {
 	distinct := map[[4]int]bool{}
 	for i := range uint64(200) {
 		k := Key{Seed: 9, Epoch: 1, Index: i}
-		a, _ := tr.plan(320, 240, k)
-		b, _ := tr.plan(320, 240, k)
+		a, _ := tr.Plan(320, 240, k)
+		b, _ := tr.Plan(320, 240, k)
 		if a != b {
 			t.Fatalf("key %+v: two plans differ: %+v vs %+v", k, a, b)
 		}
-		distinct[[4]int{a.cx, a.cy, a.cw, a.ch}] = true
-		sa, sb := tr.drawSteps(k, nil), tr.drawSteps(k, nil)
+		distinct[[4]int{a.CX, a.CY, a.CW, a.CH}] = true
+		sa, sb := tr.DrawSteps(k, nil), tr.DrawSteps(k, nil)
 		if !slices.Equal(sa, sb) || len(sa) != 3 {
 			t.Fatalf("key %+v: steps %v and %v: want the same 3 (brightness, contrast, saturation)", k, sa, sb)
 		}
@@ -236,8 +236,8 @@ func TestPlanDeterminism(t *testing.T) {
 		t.Errorf("200 keys gave only %d distinct crop boxes", len(distinct))
 	}
 	// The next epoch crops differently.
-	a, _ := tr.plan(320, 240, Key{Seed: 9, Epoch: 1, Index: 0})
-	b, _ := tr.plan(320, 240, Key{Seed: 9, Epoch: 2, Index: 0})
+	a, _ := tr.Plan(320, 240, Key{Seed: 9, Epoch: 1, Index: 0})
+	b, _ := tr.Plan(320, 240, Key{Seed: 9, Epoch: 2, Index: 0})
 	if a == b {
 		t.Errorf("epochs 1 and 2 made the same plan")
 	}
@@ -249,8 +249,8 @@ func TestFlipRate(t *testing.T) {
 		flips := 0
 		const n = 4000
 		for i := range uint64(n) {
-			pl, _ := tr.plan(16, 16, Key{Seed: 2, Index: i})
-			if pl.flip {
+			pl, _ := tr.Plan(16, 16, Key{Seed: 2, Index: i})
+			if pl.Flip {
 				flips++
 			}
 		}

@@ -30,7 +30,7 @@ func TestPoliciesBicubic(t *testing.T) {
 			warps := 0
 			for i := range uint64(400) {
 				k := Key{Seed: 3, Index: i}
-				a, b := trBil.drawSteps(k, nil), trBic.drawSteps(k, nil)
+				a, b := trBil.DrawSteps(k, nil), trBic.DrawSteps(k, nil)
 				if len(a) != len(b) {
 					t.Fatalf("key %d: %d steps bilinear, %d bicubic", i, len(a), len(b))
 				}

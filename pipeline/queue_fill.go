@@ -118,7 +118,7 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 		p.Prefetch(indices)
 	}
 	if p, ok := ds.(Prefetcher); ok { // a Mosaic's partners, after the samples (decode_multi.go)
-		if hint := t.partnerHints(seed, epoch, indices, b.Copies, ds.Len()); len(hint) > 0 {
+		if hint := partnerHints(t, seed, epoch, indices, b.Copies, ds.Len()); len(hint) > 0 {
 			p.Prefetch(hint)
 		}
 	}

@@ -32,10 +32,10 @@ func decodeRefViews(data []byte, ps []samplePlan, layout Layout, out []byte, off
 	}
 	for v := range ps {
 		p := &ps[v]
-		if b := src.Bounds(); b.Dx() != p.srcW || b.Dy() != p.srcH {
-			return fmt.Errorf("%w: decoded size %dx%d differs from the header's %dx%d", ErrCorrupt, b.Dx(), b.Dy(), p.srcW, p.srcH)
+		if b := src.Bounds(); b.Dx() != p.SrcW || b.Dy() != p.SrcH {
+			return fmt.Errorf("%w: decoded size %dx%d differs from the header's %dx%d", ErrCorrupt, b.Dx(), b.Dy(), p.SrcW, p.SrcH)
 		}
-		resampleRef(src, p, layout, out[offs[v]:][:3*p.outW*p.outH])
+		resampleRef(src, p, layout, out[offs[v]:][:3*p.OutW*p.OutH])
 	}
 	return nil
 }
@@ -46,8 +46,8 @@ func decodeRefViews(data []byte, ps []samplePlan, layout Layout, out []byte, off
 // flipped and packed into out.
 func resampleRef(src image.Image, p *samplePlan, layout Layout, out []byte) {
 	var img *image.NRGBA
-	if p.geom == cropResize {
-		img = imaging.Crop(src, image.Rect(p.cx, p.cy, p.cx+p.cw, p.cy+p.ch).Add(src.Bounds().Min))
+	if p.Geom == cropResize {
+		img = imaging.Crop(src, image.Rect(p.CX, p.CY, p.CX+p.CW, p.CY+p.CH).Add(src.Bounds().Min))
 	} else {
 		img = imaging.Clone(src)
 	}

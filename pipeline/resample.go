@@ -10,6 +10,9 @@ import (
 	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // resampleTorch is the reference path's resampling, every filter: torch's
@@ -18,9 +21,9 @@ import (
 // pixels from its origin (the crop, or the whole image); the output is
 // flipped if the plan says so and packed into out.
 func resampleTorch(src *image.NRGBA, p *samplePlan, layout Layout, out []byte) {
-	sx, sy := p.spans()
-	ax, ay := fn.NewTorchAxis(sx, p.interp, p.antialias), fn.NewTorchAxis(sy, p.interp, p.antialias)
-	w, h := p.outW, p.outH
+	sx, sy := p.Spans()
+	ax, ay := fn.NewTorchAxis(sx, p.Interp, p.Antialias), fn.NewTorchAxis(sy, p.Interp, p.Antialias)
+	w, h := p.OutW, p.OutH
 	// The rows the vertical taps read, horizontally resampled.
 	y0, y1 := math.MaxInt, 0
 	for i, s := range ay.Start {
@@ -40,7 +43,7 @@ func resampleTorch(src *image.NRGBA, p *samplePlan, layout Layout, out []byte) {
 	for y := range h {
 		for x := range w {
 			ox := x
-			if p.flip {
+			if p.Flip {
 				ox = w - 1 - x
 			}
 			for c := range 3 {
@@ -52,5 +55,205 @@ func resampleTorch(src *image.NRGBA, p *samplePlan, layout Layout, out []byte) {
 				}
 			}
 		}
+	}
+}
+
+// resizeCanvas is a RandomZoomOut's canvas resized (torchvision's pad,
+// then resize; a RandomIoUCrop's crop of it, flipped if p.preFlip,
+// between): the image src, decoded at its own size in layout, put at
+// (zoomPad[0], zoomPad[1]) on a zoomW x zoomH canvas of p.rcFill, whose
+// part kx, ky, kw, kh torch's kernels (resampleTorch) resize, and flip if
+// p says so, into dst.
+// With cgo the resampler does it (resizeCanvasFast), making only the
+// crop's rows and columns its taps read; resizeCanvasGo is the same bytes
+// in Go (without cgo, and on the reference path: WithReference).
+func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
+	if p.YOLO {
+		d.yoloCanvas(dst, p, src, layout)
+		return
+	}
+	if !d.opts.reference && d.resizeCanvasFast(dst, p, src, layout) {
+		return
+	}
+	d.resizeCanvasGo(dst, p, src, layout)
+}
+
+// resizeCanvasGo is resizeCanvas in Go: the crop of the canvas made
+// whole in the Decoder's scratch (the fill, the image's part of it, its
+// columns reversed if p.preFlip), then resized (resampleRGBA).
+func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout Layout) {
+	kw, kh, w, h := p.KW, p.KH, p.SrcW, p.SrcH
+	n := 4 * kw * kh
+	if cap(d.canvas) < n {
+		d.canvas = make([]byte, n)
+	}
+	c, f := d.canvas[:n], p.RCFill
+	for i := 0; i < n; i += 4 {
+		c[i], c[i+1], c[i+2], c[i+3] = byte(f[0]), byte(f[1]), byte(f[2]), 255
+	}
+	// The image's top-left corner, from the crop's, and its part of the crop.
+	left, top := p.ZoomPad[0]-p.KX, p.ZoomPad[1]-p.KY
+	x0, x1, y0, y1 := max(left, 0), min(left+w, kw), max(top, 0), min(top+h, kh)
+	plane := w * h
+	for y := y0; y < y1; y++ {
+		row := c[4*y*kw:][:4*kw]
+		for x := x0; x < x1; x++ {
+			o := (y-top)*w + x - left
+			if layout == HWC {
+				row[4*x], row[4*x+1], row[4*x+2] = src[3*o], src[3*o+1], src[3*o+2]
+			} else {
+				row[4*x], row[4*x+1], row[4*x+2] = src[o], src[plane+o], src[2*plane+o]
+			}
+		}
+		if p.PreFlip { // the crop's columns reversed (the fill's rows are the same)
+			for i, j := 0, kw-1; i < j; i, j = i+1, j-1 {
+				a, b := row[4*i:4*i+4], row[4*j:4*j+4]
+				a[0], a[1], a[2], b[0], b[1], b[2] = b[0], b[1], b[2], a[0], a[1], a[2]
+			}
+		}
+	}
+	cp := *p
+	cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = cropResize, kw, kh, 0, 0, kw, kh
+	// The image's rows, from the crop's top: the others are the fill's.
+	d.resampleRGBA(c, 4*kw, &cp, layout, dst, top, top+h)
+}
+
+// resampleRGBA is resampleTorch (torch's uint8 kernels, the horizontal
+// pass first, rounded and clamped, then the vertical; the same sums, so
+// the same bytes) on RGBA rows of stride bytes from src, the crop's
+// top-left pixel, without its per-tap calls: the canvas path's resize.
+// The rows outside [img0, img1) are all one colour: their horizontal pass
+// is made once and copied.
+func (d *Decoder) resampleRGBA(src []byte, stride int, p *samplePlan, layout Layout, out []byte, img0, img1 int) {
+	sx, sy := p.Spans()
+	ax, ay := fn.NewTorchAxis(sx, p.Interp, p.Antialias), fn.NewTorchAxis(sy, p.Interp, p.Antialias)
+	w, h := p.OutW, p.OutH
+	y0, y1 := 1<<62, 0
+	for i, s := range ay.Start {
+		y0, y1 = min(y0, s), max(y1, s+len(ay.K[i]))
+	}
+	n := (y1 - y0) * w * 3
+	if cap(d.mid) < n {
+		d.mid = make([]byte, n)
+	}
+	mid := d.mid[:n]
+	hr, vr := int32(1)<<(ax.Prec-1), int32(1)<<(ay.Prec-1)
+	fillRow := -1 // a fill row's pass, once made
+	for y := y0; y < y1; y++ {
+		row, m := src[y*stride:], mid[(y-y0)*w*3:]
+		if fill := y < img0 || y >= img1; fill && fillRow >= 0 {
+			copy(m[:3*w], mid[(fillRow-y0)*w*3:][:3*w])
+			continue
+		} else if fill {
+			fillRow = y
+		}
+		for x := range w {
+			r, g, b := hr, hr, hr
+			px := row[4*ax.Start[x]:]
+			for j, k := range ax.K[x] {
+				k32 := int32(k)
+				r += int32(px[4*j]) * k32
+				g += int32(px[4*j+1]) * k32
+				b += int32(px[4*j+2]) * k32
+			}
+			m[3*x], m[3*x+1], m[3*x+2] = clamp8(r>>ax.Prec), clamp8(g>>ax.Prec), clamp8(b>>ax.Prec)
+		}
+	}
+	plane := w * h
+	for y := range h {
+		taps, base := ay.K[y], (ay.Start[y]-y0)*w*3
+		for x := range w {
+			r, g, b := vr, vr, vr
+			for j, k := range taps {
+				k32, o := int32(k), base+(j*w+x)*3
+				r += int32(mid[o]) * k32
+				g += int32(mid[o+1]) * k32
+				b += int32(mid[o+2]) * k32
+			}
+			ox := x
+			if p.Flip {
+				ox = w - 1 - x
+			}
+			if layout == HWC {
+				o := 3 * (y*w + ox)
+				out[o], out[o+1], out[o+2] = clamp8(r>>ay.Prec), clamp8(g>>ay.Prec), clamp8(b>>ay.Prec)
+			} else {
+				o := y*w + ox
+				out[o], out[plane+o], out[2*plane+o] = clamp8(r>>ay.Prec), clamp8(g>>ay.Prec), clamp8(b>>ay.Prec)
+			}
+		}
+	}
+}
+
+// clamp8 is a sum shifted back, clamped to 0..255 (torchAxis.sum's end).
+func clamp8(v int32) byte { return byte(min(max(v, 0), 255)) }
+
+// yoloScratch is a Decoder's room for the YOLO geometry's images.
+type yoloScratch [4][]byte
+
+// planes is slot i as a w x h image.
+func (s *yoloScratch) planes(i, w, h int) kernels.Planes {
+	if cap(s[i]) < 3*w*h {
+		s[i] = make([]byte, 3*w*h)
+	}
+	return kernels.Planes{Pix: s[i][:3*w*h], W: w, H: h}
+}
+
+// yoloCanvas makes a YOLO plan's output into dst (p.outW x p.outH, in
+// layout) from src, the whole image at its own size in layout: loaded
+// (cv.ResizeLinear to the loaded size), letterboxed, warped, as the plan
+// says, on planes.
+func (d *Decoder) yoloCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
+	s := &d.yoloRoom
+	w, h := p.SrcW, p.SrcH
+	cur := kernels.Planes{Pix: src[:3*w*h], W: w, H: h}
+	if layout == HWC {
+		c := s.planes(0, w, h)
+		hwcToCHW(cur.Pix, c.Pix)
+		cur = c
+	}
+	if p.YLW != w || p.YLH != h {
+		c := s.planes(1, p.YLW, p.YLH)
+		cv.ResizeLinear(c, cur)
+		cur = c
+	}
+	if d.ops.Stopped() {
+		return // abandoned: the steps' loop ends the sample
+	}
+	if p.YLBOn {
+		gw, gh := p.YLB.Size()
+		c := s.planes(2, gw, gh)
+		room := s.planes(3, p.YLB.UnpadW, p.YLB.UnpadH)
+		cv.LetterBoxImage(c, cur, p.YLB, room.Pix)
+		cur = c
+	}
+	if p.YPOn && !d.ops.Stopped() {
+		c := s.planes(3, p.OutW, p.OutH)
+		m := cv.PerspectiveMatrix(p.YP, cur.W, cur.H, p.OutW, p.OutH)
+		cv.PerspectiveImage(c, cur, m, p.YPWarp)
+		cur = c
+	}
+	out := dst[:3*p.OutW*p.OutH]
+	if layout == HWC {
+		chwToHWC(cur.Pix, out)
+		return
+	}
+	copy(out, cur.Pix)
+}
+
+// hwcToCHW unpacks interleaved pixels into three planes.
+func hwcToCHW(hwc, chw []byte) {
+	n := len(chw) / 3
+	for i := range n {
+		chw[i], chw[n+i], chw[2*n+i] = hwc[3*i], hwc[3*i+1], hwc[3*i+2]
+	}
+}
+
+// The YOLO geometry's kernels' cost where the decoder links the C
+// kernels (cgo builds): yoloResizeNs' and yoloWarpNs' doc, yolo.go.
+func init() {
+	if haveFast {
+		transform.YOLOResizeNs, transform.YOLOWarpNs = 3, 5
+		FnYOLOHSV.Def().Ns = 3
 	}
 }

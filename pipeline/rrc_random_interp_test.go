@@ -18,26 +18,26 @@ func TestRandomResizedCropRandomInterp(t *testing.T) {
 	bicubic := 0
 	for i := range uint64(n) {
 		k := Key{Seed: 9, Index: i}
-		a, err := trBase.plan(500, 375, k)
+		a, err := trBase.Plan(500, 375, k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := trRand.plan(500, 375, k)
+		b, err := trRand.Plan(500, 375, k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if [4]int{a.cx, a.cy, a.cw, a.ch} != [4]int{b.cx, b.cy, b.cw, b.ch} {
-			t.Fatalf("key %d: crop %v, the bilinear op's %v", i, [4]int{b.cx, b.cy, b.cw, b.ch}, [4]int{a.cx, a.cy, a.cw, a.ch})
+		if [4]int{a.CX, a.CY, a.CW, a.CH} != [4]int{b.CX, b.CY, b.CW, b.CH} {
+			t.Fatalf("key %d: crop %v, the bilinear op's %v", i, [4]int{b.CX, b.CY, b.CW, b.CH}, [4]int{a.CX, a.CY, a.CW, a.CH})
 		}
-		if !b.antialias || (b.interp != InterpBilinear && b.interp != InterpBicubic) {
-			t.Fatalf("key %d: %s antialias %v", i, b.interp, b.antialias)
+		if !b.Antialias || (b.Interp != InterpBilinear && b.Interp != InterpBicubic) {
+			t.Fatalf("key %d: %s antialias %v", i, b.Interp, b.Antialias)
 		}
-		if b.interp == InterpBicubic {
+		if b.Interp == InterpBicubic {
 			bicubic++
 		}
-		st := trRand.geometrySteps(&b, nil)
-		if st[0].Fn != FnResizedCrop || st[0].Interp != b.interp || !st[0].Antialias {
-			t.Fatalf("key %d: trace step %+v for a %s plan", i, st[0], b.interp)
+		st := trRand.GeometrySteps(&b, nil)
+		if st[0].Fn != FnResizedCrop || st[0].Interp != b.Interp || !st[0].Antialias {
+			t.Fatalf("key %d: trace step %+v for a %s plan", i, st[0], b.Interp)
 		}
 	}
 	// Binomial(2000, 1/2): sd 22; the seeds are fixed.

@@ -166,7 +166,7 @@ func TestStopEpochPixels(t *testing.T) {
 					t.Fatal(err)
 				}
 				trace := string(d.AppendTrace(nil, stop))
-				if d.vd[0].plan.preFlip {
+				if d.vd[0].plan.PreFlip {
 					flipped++
 					if !strings.Contains(trace, "horizontal_flip") {
 						t.Errorf("%s %s sample %d: flipped, trace %s", mode, c.name, i, trace)

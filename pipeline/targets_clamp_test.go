@@ -124,7 +124,7 @@ func TestClampOpsCompile(t *testing.T) {
 			t.Errorf("%s: %v", tc.op.Kind, err)
 		}
 		var got []Fn
-		for _, st := range tr.drawSteps(Key{Seed: 1}, nil) {
+		for _, st := range tr.DrawSteps(Key{Seed: 1}, nil) {
 			if st.Fn != FnAdjustBrightness {
 				got = append(got, st.Fn)
 			}

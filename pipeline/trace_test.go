@@ -59,7 +59,7 @@ func TestTraceRoundTrip(t *testing.T) {
 	tr := mustTransform(t, CHW, recipeOps()...)
 	seen := map[Fn]bool{}
 	for i := range uint64(300) {
-		steps := tr.drawSteps(Key{Seed: 1, Index: i}, nil)
+		steps := tr.DrawSteps(Key{Seed: 1, Index: i}, nil)
 		js := AppendTrace(nil, steps)
 		if !json.Valid(js) {
 			t.Fatalf("key %d: invalid JSON %s", i, js)
@@ -118,18 +118,18 @@ func TestParseTraceRefuses(t *testing.T) {
 func TestDrawNoAlloc(t *testing.T) {
 	allocTest(t)
 	tr := mustTransform(t, CHW, recipeOps()...)
-	buf := make([]Step, 0, tr.maxSteps)
+	buf := make([]Step, 0, tr.MaxSteps())
 	i := uint64(0)
 	var d drawer // a Decoder's, reused
 	allocs := testing.AllocsPerRun(200, func() {
-		buf = tr.drawInto(&d, Key{Seed: 3, Index: i}, tr.outW, tr.outH, buf[:0])
+		buf = tr.DrawInto(&d, Key{Seed: 3, Index: i}, tr.OutW(), tr.OutH(), buf[:0])
 		i++
 	})
 	if allocs != 0 {
 		t.Errorf("drawSteps allocates %.1f times a sample", allocs)
 	}
-	if len(buf) > tr.maxSteps {
-		t.Errorf("drew %d steps, over the bound of %d", len(buf), tr.maxSteps)
+	if len(buf) > tr.MaxSteps() {
+		t.Errorf("drew %d steps, over the bound of %d", len(buf), tr.MaxSteps())
 	}
 }
 

@@ -28,22 +28,22 @@ func TestZoomOutDraws(t *testing.T) {
 		tr := mustTransform(t, CHW, Op{Kind: OpRandomZoomOut, P: 0.6, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{1, 2, 3}}, tc.next)
 		drawn := 0
 		for i := range uint64(keys) {
-			p, err := tr.plan(W, H, Key{Seed: 5, Index: i})
+			p, err := tr.Plan(W, H, Key{Seed: 5, Index: i})
 			if err != nil {
 				t.Fatal(err)
 			}
-			steps := tr.geometrySteps(&p, nil)
-			if !p.zoomed {
+			steps := tr.GeometrySteps(&p, nil)
+			if !p.Zoomed {
 				if len(steps) > 0 && steps[0].Fn == FnPad {
 					t.Fatalf("key %d: not zoomed, traced %v", i, steps)
 				}
 				continue
 			}
 			drawn++
-			pd := p.zoomPad
+			pd := p.ZoomPad
 			cw, ch := W+pd[0]+pd[2], H+pd[1]+pd[3]
-			if min(pd[0], pd[1], pd[2], pd[3]) < 0 || cw != p.zoomW || ch != p.zoomH {
-				t.Fatalf("key %d: padding %v, canvas %dx%d (plan %dx%d)", i, pd, cw, ch, p.zoomW, p.zoomH)
+			if min(pd[0], pd[1], pd[2], pd[3]) < 0 || cw != p.ZoomW || ch != p.ZoomH {
+				t.Fatalf("key %d: padding %v, canvas %dx%d (plan %dx%d)", i, pd, cw, ch, p.ZoomW, p.ZoomH)
 			}
 			if cw < 750 || cw > 1500 || ch < 562 || ch > 1125 {
 				t.Fatalf("key %d: canvas %dx%d outside side_range (1.5, 3) of %dx%d", i, cw, ch, W, H)
@@ -120,28 +120,28 @@ func TestZoomOutDecode(t *testing.T) {
 					t.Fatal(err)
 				}
 				p := d.vd[0].plan
-				if !p.canvas || p.zoomW*p.zoomH <= p.srcW*p.srcH {
+				if !p.Canvas || p.ZoomW*p.ZoomH <= p.SrcW*p.SrcH {
 					t.Fatalf("plan %+v: not a canvas", p)
 				}
 				// The canvas, by the Pad path: HWC, then resampled.
-				canvas := mustTransform(t, HWC, Op{Kind: OpPad, Padding: p.zoomPad, Fill: fill}, Op{Kind: OpCenterCrop, Size: [2]int{p.zoomH, p.zoomW}})
+				canvas := mustTransform(t, HWC, Op{Kind: OpPad, Padding: p.ZoomPad, Fill: fill}, Op{Kind: OpCenterCrop, Size: [2]int{p.ZoomH, p.ZoomW}})
 				pix := make([]byte, canvas.SampleBytes())
 				if err := d.Decode(data, canvas, Key{}, pix); err != nil {
 					t.Fatal(err)
 				}
-				img := image.NewNRGBA(image.Rect(0, 0, p.zoomW, p.zoomH))
-				for j := range p.zoomW * p.zoomH {
+				img := image.NewNRGBA(image.Rect(0, 0, p.ZoomW, p.ZoomH))
+				for j := range p.ZoomW * p.ZoomH {
 					copy(img.Pix[4*j:], pix[3*j:3*j+3])
 				}
 				cp := p
-				cp.geom, cp.srcW, cp.srcH, cp.cx, cp.cy, cp.cw, cp.ch = cropResize, p.zoomW, p.zoomH, 0, 0, p.zoomW, p.zoomH
+				cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = cropResize, p.ZoomW, p.ZoomH, 0, 0, p.ZoomW, p.ZoomH
 				want := make([]byte, len(got))
 				resampleTorch(img, &cp, layout, want)
 				if !bytes.Equal(got, want) {
 					mx, mean := diffStats(got, want)
 					t.Errorf("%s %s key %d: not the Pad path's canvas resized (max %v, mean %v)", c.name, layout, i, mx, mean)
 				}
-				if p.flip {
+				if p.Flip {
 					flips++
 				}
 			}

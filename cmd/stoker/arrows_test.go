@@ -26,8 +26,16 @@ const module = "github.com/stoker-dev/stoker"
 //     pipeline/internal/errs and pipeline/codec/index alone,
 //     pipeline/codec/index nothing of the module,
 //     pipeline/dataset neither the pipeline's root nor its kernels, and
-//     pipeline/targets neither the root nor the codec, and pipeline/fn
-//     (the functional ops) neither the root nor the codec;
+//     pipeline/targets neither the root nor the codec, pipeline/fn
+//     (the functional ops) neither the root nor the codec, and
+//     pipeline/policy (the augmentation policies) of the module
+//     pipeline/fn, pipeline/kernels and pipeline/internal/... alone, and
+//     pipeline/ops (the op table) of the module pipeline/fn,
+//     pipeline/policy, pipeline/kernels, pipeline/targets,
+//     pipeline/batch and pipeline/internal/... alone, and
+//     pipeline/transform (the Transform) of the module pipeline/ops,
+//     pipeline/fn, pipeline/kernels(/cv), pipeline/targets,
+//     pipeline/dataset and pipeline/internal/... alone;
 //   - pipeline (with its subpackages) imports no gRPC, and of the module
 //     only pipeline's packages and leaves of internal/ (the standard
 //     library only): no arrow back up into internal/work, the server or
@@ -116,6 +124,57 @@ func TestArrows(t *testing.T) {
 	for _, d := range nonStandardDeps(t, "./pipeline/fn") {
 		if d == module+"/pipeline" || strings.HasPrefix(d, module+"/pipeline/codec") {
 			t.Errorf("pipeline/fn links %s: the functional ops take a Step and planes, not the ops or the decoder", d)
+		}
+	}
+	// The Transform (pipeline/transform: the compiled transform, its
+	// geometry's families and plan, views, presets, cost) stands below
+	// the decoder that fuses its plan: of the module it imports the op
+	// table, the functional ops, the kernels, the targets, the datasets'
+	// names and the pipeline's internals, never the root nor the codec.
+	for _, line := range goList(t, "-f", `{{join .Imports " "}}`, "./pipeline/transform") {
+		for _, imp := range strings.Fields(line) {
+			switch {
+			case !strings.HasPrefix(imp, module+"/"):
+			case imp == module+"/pipeline/ops", imp == module+"/pipeline/fn", imp == module+"/pipeline/kernels",
+				imp == module+"/pipeline/kernels/cv", imp == module+"/pipeline/targets", imp == module+"/pipeline/dataset",
+				strings.HasPrefix(imp, module+"/pipeline/internal/"):
+			default:
+				t.Errorf("pipeline/transform imports %s: the Transform draws plans and steps, it knows nothing of the decoder or the codec", imp)
+			}
+		}
+	}
+	// The op table (pipeline/ops: Op, the registry, the schema, the
+	// compiler and the families that only draw steps) stands below the
+	// Transform and its geometry, which the root keeps: of the module it
+	// imports the functional ops, the policies, the kernels', targets' and
+	// batch's names and the pipeline's internals, never the root nor the
+	// codec.
+	for _, line := range goList(t, "-f", `{{join .Imports " "}}`, "./pipeline/ops") {
+		for _, imp := range strings.Fields(line) {
+			switch {
+			case !strings.HasPrefix(imp, module+"/"):
+			case imp == module+"/pipeline/fn", imp == module+"/pipeline/policy", imp == module+"/pipeline/kernels",
+				imp == module+"/pipeline/targets", imp == module+"/pipeline/batch",
+				strings.HasPrefix(imp, module+"/pipeline/internal/"):
+			default:
+				t.Errorf("pipeline/ops imports %s: the op table draws functional steps, it knows nothing of the Transform, the decoder or the codec", imp)
+			}
+		}
+	}
+	// The augmentation policies (pipeline/policy: torchvision's and
+	// timm's) draw functional steps: of the module they import the
+	// functional ops, the kernels' names and the pipeline's internals
+	// alone, never the ops that register them as ops, the root or the
+	// codec.
+	for _, line := range goList(t, "-f", `{{join .Imports " "}}`, "./pipeline/policy") {
+		for _, imp := range strings.Fields(line) {
+			switch {
+			case !strings.HasPrefix(imp, module+"/"):
+			case imp == module+"/pipeline/fn", imp == module+"/pipeline/kernels",
+				strings.HasPrefix(imp, module+"/pipeline/internal/"):
+			default:
+				t.Errorf("pipeline/policy imports %s: a policy draws functional steps (pipeline/fn), it knows nothing of the ops, the decoder or the codec", imp)
+			}
 		}
 	}
 	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./pipeline/...") {
@@ -224,11 +283,17 @@ func TestLayout(t *testing.T) {
 // codec's C and its link flags, 81 to 70; the decoder index, 70 to 68;
 // the coefficient cache, the transcodes' bookkeeping and the decodes that
 // use them, 68 to 64; the targets' kernels and wire, 64 to 61; the
-// functional ops, 61 to 60), on its way
-// to maxRoomFiles.
+// functional ops, 61 to 60; the per-thread CPU clock's system calls, 60
+// to 58; the Decoder's targets and trace out of the ops' files, 59,
+// until the ops room takes them; the augmentation policies, 59 to 55;
+// the identity's cgo and non-cgo halves, which pipeline/codec answers in
+// both builds, folded into identity.go, 55 to 53; the op table, 53 to
+// 39; the Transform, 39 to 20, with cpuclock.go folded into
+// queue_sched.go and names.go for the rooms' internals): at
+// maxRoomFiles.
 const (
 	maxRoomFiles         = 20
-	maxPipelineRootFiles = 60
+	maxPipelineRootFiles = 20
 )
 
 // Bounds of pipeline/'s files: a Go file of at most pipelineGoLines

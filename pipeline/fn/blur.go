@@ -1,7 +1,7 @@
 package fn
 
 // gaussian_blur: GaussianBlur's functional op (the class is
-// pipeline's op_blur.go).
+// pipeline/ops' blur.go).
 
 import (
 	"github.com/stoker-dev/stoker/pipeline/kernels"

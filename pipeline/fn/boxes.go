@@ -1,7 +1,7 @@
 package fn
 
 // The targets' functional ops: sanitize, convert and clamp a job's
-// boxes and keypoints (the classes are pipeline's op_boxes.go).
+// boxes and keypoints (the classes are pipeline/ops' boxes.go).
 
 import (
 	"github.com/stoker-dev/stoker/pipeline/targets"

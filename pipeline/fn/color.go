@@ -2,7 +2,7 @@ package fn
 
 // The colour's functional ops: adjust_brightness, adjust_contrast,
 // adjust_saturation, adjust_hue, rgb_to_grayscale, permute_channels (the
-// classes are pipeline's op_color.go and op_channelperm.go).
+// classes are pipeline/ops' color.go and channelperm.go).
 
 import (
 	"github.com/stoker-dev/stoker/pipeline/kernels"

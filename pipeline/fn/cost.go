@@ -19,3 +19,14 @@ func InterpCost(i kernels.Interpolation) float64 {
 	}
 	return 1
 }
+
+// StepNs is what st costs on a w x h image: its definition's ns a pixel,
+// or its Cost.
+func StepNs(st Step, w, h int) float64 {
+	d := st.Fn.Def()
+	px := float64(w) * float64(h)
+	if d.Cost != nil {
+		return d.Cost(&st, d.Ns, px)
+	}
+	return d.Ns * px
+}

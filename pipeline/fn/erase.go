@@ -1,7 +1,7 @@
 package fn
 
-// erase: RandomErasing's functional op (the class is pipeline's
-// op_erase.go), and the ImageNet statistics its value="random" and the
+// erase: RandomErasing's functional op (the class is pipeline/ops'
+// erase.go), and the ImageNet statistics its value="random" and the
 // presets use.
 
 import (

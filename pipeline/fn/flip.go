@@ -2,7 +2,7 @@ package fn
 
 // horizontal_flip and vertical_flip, with their boxes' and keypoints'
 // moves (the classes, RandomHorizontalFlip and RandomVerticalFlip, are
-// pipeline's op_flip.go).
+// pipeline/ops' flip.go).
 
 import (
 	"github.com/stoker-dev/stoker/pipeline/kernels"

@@ -1,7 +1,7 @@
 package fn
 
-// normalize: the packing's functional op (the class is pipeline's
-// op_normalize.go).
+// normalize: the packing's functional op (the class is
+// pipeline/ops' normalize.go).
 
 // Normalize is the packing's, no kernel after the decode; it costs an
 // output pixel as float32 (a decode with it over one without).

@@ -2,7 +2,7 @@ package fn
 
 // The point ops: adjust_sharpness, solarize, posterize, invert,
 // equalize, autocontrast and timm's solarize_add (the classes are
-// pipeline's op_point.go).
+// pipeline/ops' point.go).
 
 import (
 	"github.com/stoker-dev/stoker/pipeline/kernels"

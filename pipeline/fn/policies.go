@@ -1,6 +1,7 @@
 package fn
 
-// AugMix's functional ops (the policies are pipeline's op_policies.go).
+// AugMix's functional ops (the policies are pipeline/policy, drawn as ops
+// by pipeline/ops' policies.go).
 
 import (
 	"github.com/stoker-dev/stoker/pipeline/kernels"

@@ -87,7 +87,7 @@ def open_clip(tv, rgb=None):
     return tv.Compose([*ops, tv.ToTensor(), tv.Normalize(mean=OPENAI[0], std=OPENAI[1])])
 
 
-# The recipes in stoker's classes: the presets' ops (pipeline/transform.go).
+# The recipes in stoker's classes: the presets' ops (pipeline/transform/presets.go).
 JITTER_DINO = T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8)
 PRESET_OPS = {
     "tv-resnet50-v2": [T.RandomResizedCrop(176), T.RandomHorizontalFlip(),

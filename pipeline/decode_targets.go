@@ -1,0 +1,492 @@
+package pipeline
+
+// A sample's targets and trace as the decoder drew them: the Decoder's
+// side of targets.go, yolo.go and trace.go (their moves and steps are the
+// ops'), and a Transform's Trace, which draws a decode without decoding.
+
+import (
+	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/transform"
+)
+
+// appendTargets appends sample i's targets (of ds), moved through the
+// geometry and steps d drew for its last sample with t, to b.
+// AppendTargets appends sample i's targets (of ds, with fs's options)
+// made after the Decoder's last decode of it with t, as the executor
+// makes them: for a benchmark of their cost (bench cost).
+func (d *Decoder) AppendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
+	return d.appendTargets(b, t, ds, i, fs)
+}
+
+func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
+	if t.ViewList() != nil {
+		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
+	}
+	vd, t := &d.vd[0], t.AtEpoch(d.epoch)
+	if vd.multi != nil {
+		return d.appendMosaicTargets(b, t, ds, fs, vd.multi)
+	}
+	tg := &d.targets
+	tg.Reset()
+	tg.WantMasks = fs.Masks()
+	w0, h0, err := sourceTargets(ds, i, &vd.plan, &tg.Instances)
+	if err != nil {
+		return b, err
+	}
+	if tg.WantMasks {
+		tg.StartMasks(vd.plan.SrcW, vd.plan.SrcH)
+	}
+	// The geometry's steps, then the ops' (the trace's order), in two
+	// calls: no list of both is made.
+	var geo [6]Step
+	w, h, err := MoveTargets(tg, w0, h0, t.GeometrySteps(&vd.plan, geo[:0]))
+	if err == nil {
+		w, h, err = MoveTargets(tg, w, h, vd.steps)
+	}
+	if err != nil {
+		return b, err
+	}
+	tg.W, tg.H = w, h
+	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
+		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
+	}
+	base := len(b)
+	if b = AppendTargets(b, tg); tg.WantMasks {
+		return tg.AppendMasks(b, base, fs.TargetsMax())
+	}
+	return b, nil
+}
+
+// cutmixTargets is all (the sample's instances, p keypoints each) after
+// the CutMix that applied (CutMix.apply_instances): the partner's picked
+// instances moved into the area, after them.
+func (d *Decoder) cutmixTargets(ds Targeted, md *multiDraw, all cv.Instances, p int) (cv.Instances, error) {
+	two, sel, err := d.cutmixPick(ds, md, all)
+	if err != nil {
+		return all, err
+	}
+	if len(sel) == 0 {
+		return all, fmt.Errorf("targets: YOLOCutMix applied, its labels pick nothing")
+	}
+	if t := md.CutM.Idx; len(two.Keypoints) > 0 && len(two.Keypoints[0]) != p || cv.MixedSegments(all, two) {
+		return all, fmt.Errorf("%w: cutmix partner (sample %d) has other labels than the sample's (keypoints or polygons)", ErrUnsupported, t[0])
+	}
+	return cv.CutMixInstances(all, two, md.CutArea(md.CutChoice), sel), nil
+}
+
+// cutmixPick is the CutMix partner's instances and those its area takes
+// (cv.CutMixPick), given the sample's instances in.
+func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.Instances, []int, error) {
+	two, _, err := d.preMixInstances(ds, &md.CutM, &md.CutPP, &md.CutCPM, md)
+	if err != nil {
+		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.CutM.Idx[0], err)
+	}
+	return two, cv.CutMixPick(md.CutArea(md.CutChoice), two.Boxes, len(in.Segments) > 0), nil
+}
+
+// sourceTargets sets t to ds's sample i as the plan p starts from, and
+// returns the canvas they are on: the source image's, but for a YOLO
+// geometry on a dataset of ultralytics' labels, the loaded image's, with
+// its arithmetic (the load's step then leaves them, a ratio of 1).
+func sourceTargets(ds Targeted, i int, p *samplePlan, t *Instances) (int, int, error) {
+	if u, ok := ds.(dataset.UltralyticsTargeted); ok && p.YOLO && !t.WantMasks {
+		return p.YLW, p.YLH, u.UltralyticsTargets(i, p.YLW, p.YLH, t)
+	}
+	return p.SrcW, p.SrcH, ds.SourceTargets(i, p.SrcW, p.SrcH, t)
+}
+
+// A mosaic's targets (YOLOMosaic, then its YOLORandomPerspective and
+// YOLOMixUp, decode_multi.go): the labels of each of its images as
+// ultralytics' Instances holds them (boxes XYXY in pixels of the image's
+// load_image size, a segment dataset's polygons resampled to 1000 points
+// and keypoints (x, y, visibility) likewise), moved as ultralytics 8.4.190
+// moves them: Mosaic._update_labels (add_padding of the tile's padw, padh
+// to boxes, segments and keypoints alike), _cat_labels (concatenated,
+// segments of unequal lengths resampled to the longest, Instances.clip to
+// the 2*imgsz canvas: a keypoint outside it gets visibility 0, then is
+// clipped; remove_zero_area_boxes drops an instance with its segment and
+// keypoints), RandomPerspective.apply_instances (segments through M, each
+// box their segment2box and the segment clipped to it; the keypoints
+// through M, those leaving the output made invisible, clipped;
+// box_candidates, of area ratio 0.01 with segments, drops the instance
+// whole), MixUp.apply_instances (the partner's after the sample's), then
+// the steps after the geometry (RandomFlip with its flip_idx, ...). Masks
+// are refused.
+//
+// appendMosaicTargets is appendTargets for a sample the last decode made
+// as a mosaic (md): its mosaic's instances (mosaicInstances), then its
+// MixUp partner's after them (MixUp.apply_instances), then moved by the
+// steps after the geometry.
+func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *FieldSet, md *multiDraw) ([]byte, error) {
+	if fs.Masks() {
+		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported)
+	}
+	all, p, err := d.multiInstances(ds, md)
+	if err == nil && md.CutOK {
+		all, err = d.cutmixTargets(ds, md, all, p)
+	}
+	if err != nil {
+		return b, err
+	}
+	tg := &d.targets
+	tg.Reset()
+	tg.ImageID = int64(md.Mo.Idx[0])
+	tg.P = p
+	if err := setMosaicTargets(&tg.Instances, &all); err != nil {
+		return b, err
+	}
+	w, h, err := MoveTargets(tg, t.OutW(), t.OutH(), d.vd[0].steps)
+	if err != nil {
+		return b, err
+	}
+	tg.W, tg.H = w, h
+	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
+		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
+	}
+	return AppendTargets(b, tg), nil
+}
+
+// multiInstances is a mosaic's instances after the ops of its
+// pre_transform (its CopyPaste, its warp) and its MixUp (the partner's,
+// made the same way, after them), and the keypoints an instance.
+func (d *Decoder) multiInstances(ds Targeted, md *multiDraw) (cv.Instances, int, error) {
+	all, p, err := d.preMixInstances(ds, &md.Mo, &md.PP, &md.CPM, md)
+	if err != nil || !md.Mix {
+		return all, p, err
+	}
+	two, p2, err := d.preMixInstances(ds, &md.MixM, &md.MixPP, &md.MixCPM, md)
+	if err != nil {
+		return all, p, fmt.Errorf("mixup partner (sample %d): %w", md.MixM.Idx[0], err)
+	}
+	if p2 != p {
+		return all, p, fmt.Errorf("%w: mixup partner (sample %d) has %d keypoints an instance, the sample %d", ErrUnsupported, md.MixM.Idx[0], p2, p)
+	}
+	if cv.MixedSegments(all, two) {
+		return all, p, errMixedSegments(append(append([]int{}, md.Mo.Idx...), md.MixM.Idx...))
+	}
+	return cv.Concat(all, two), p, nil
+}
+
+// preInstances is one pre_transform's instances: its mosaic's (mo),
+// pasted, warped (pp).
+func (d *Decoder) preInstances(ds Targeted, mo *mosaicDraw, pp *cv.PerspectiveParams, md *multiDraw) (cv.Instances, int, error) {
+	in, p, err := d.mosaicInstances(ds, mo)
+	if err == nil {
+		in, err = copyPasteInstances(in, mo)
+	}
+	if err != nil {
+		return in, p, err
+	}
+	return md.PerspInstances(in, pp), p, nil
+}
+
+// copyPasteInstances is a mosaic's instances after the CopyPaste that
+// followed it, if any (CopyPaste.apply_instances: the pasted copies
+// after them; the same selection its decode made, of the same labels).
+func copyPasteInstances(in cv.Instances, mo *mosaicDraw) (cv.Instances, error) {
+	if !mo.CP {
+		return in, nil
+	}
+	flipped, sel, err := copyPasteSelect(in, mo, mo.CPP)
+	if err != nil {
+		return in, err
+	}
+	if len(sel) != mo.Pasted {
+		return in, fmt.Errorf("targets: YOLOCopyPaste pasted %d copies, its labels select %d", mo.Pasted, len(sel))
+	}
+	return cv.CopyPasteInstances(in, flipped, sel), nil
+}
+
+// setMosaicTargets appends in's instances to t (reset, its P set): boxes
+// and classes, segments where it has them, and with P, each instance's P
+// keypoints and their visibilities (ultralytics' float visibility, 0, 1
+// or 2, as COCO's v).
+func setMosaicTargets(t *dataset.Instances, in *cv.Instances) error {
+	if t.P > 0 && len(in.Keypoints) != len(in.Boxes) {
+		return fmt.Errorf("targets: a mosaic of %d instances with %d keypoint sets", len(in.Boxes), len(in.Keypoints))
+	}
+	if len(in.Segments) > 0 {
+		if len(in.Segments) != len(in.Boxes) {
+			return fmt.Errorf("targets: a mosaic of %d instances with %d segments", len(in.Boxes), len(in.Segments))
+		}
+		t.Segments = append(t.Segments, in.Segments...)
+	}
+	for q := range in.Boxes {
+		t.Add(in.Boxes[q], in.Cls[q], false)
+		if t.P == 0 {
+			continue
+		}
+		kp := in.Keypoints[q]
+		if len(kp) != t.P {
+			return fmt.Errorf("targets: a mosaic instance of %d keypoints, the dataset's have %d", len(kp), t.P)
+		}
+		for _, k := range kp {
+			t.Points = append(t.Points, [2]float32{k[0], k[1]})
+			t.Vis = append(t.Vis, uint8(k[2]))
+		}
+	}
+	return nil
+}
+
+// mosaicInstances is one mosaic's instances and the keypoints an
+// instance (0: none): each image's in pixels of its load_image size (a
+// YOLO dataset's from its normalized labels with ultralytics' arithmetic,
+// UltralyticsTargets, another's its SourceTargets at that size), moved by
+// its tile, concatenated, clipped and the empty dropped
+// (cv.MosaicInstances).
+func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, int, error) {
+	ms := &d.multi
+	ms.ins = ms.ins[:0]
+	tg := &d.targets
+	p := -1
+	for j, i := range m.Idx {
+		w, h := m.Sizes[j][0], m.Sizes[j][1]
+		tg.Reset()
+		tg.WantMasks = false
+		var err error
+		if u, ok := ds.(dataset.UltralyticsTargeted); ok {
+			err = u.UltralyticsTargets(i, w, h, &tg.Instances)
+		} else {
+			err = ds.SourceTargets(i, w, h, &tg.Instances)
+		}
+		if err != nil {
+			return cv.Instances{}, 0, partnerErr(j, m, err)
+		}
+		if p >= 0 && tg.P != p {
+			return cv.Instances{}, 0, partnerErr(j, m, fmt.Errorf("%w: %d keypoints an instance, the mosaic's first image %d", ErrUnsupported, tg.P, p))
+		}
+		p = tg.P
+		ms.ins = append(ms.ins, cvMosaicInstances(&tg.Instances))
+	}
+	if cv.MixedSegments(ms.ins...) {
+		return cv.Instances{}, 0, errMixedSegments(m.Idx)
+	}
+	return cv.MosaicInstances(ms.ins, m.Tiles, m.Imgsz), max(p, 0), nil
+}
+
+// cvMosaicInstances is t as ultralytics' Instances (cv.Instances): its
+// boxes, labels, segments and, with keypoints, each instance's (x, y,
+// visibility);
+// a copy, t being the Decoder's scratch.
+func cvMosaicInstances(t *dataset.Instances) cv.Instances {
+	in := cv.Instances{Boxes: append([][4]float32{}, t.Boxes...), Cls: append([]int64{}, t.Labels...)}
+	if len(t.Segments) > 0 {
+		// The segments are the dataset's fresh ones (UltralyticsTargets
+		// makes them for each call): no copy.
+		in.Segments = append([][][2]float32{}, t.Segments...)
+	}
+	if t.P == 0 {
+		return in
+	}
+	in.Keypoints = make([][][3]float32, len(t.Boxes))
+	for k := range in.Keypoints {
+		kp := make([][3]float32, t.P)
+		for j := range kp {
+			q := k*t.P + j
+			kp[j] = [3]float32{t.Points[q][0], t.Points[q][1], float32(t.Vis[q])}
+		}
+		in.Keypoints[k] = kp
+	}
+	return in
+}
+
+// errMixedSegments refuses a mosaic (of the images idx) of segment lines
+// and box lines: ultralytics' Instances.concatenate pairs the segments it
+// has with the wrong boxes then (and its segment task refuses such a
+// dataset).
+func errMixedSegments(idx []int) error {
+	return fmt.Errorf("%w: a mosaic of samples %v mixes label files of polygons with label files of boxes alone: give every image of a segment dataset polygons", ErrUnsupported, idx)
+}
+
+// partnerErr names the mosaic's image j in err (0: the sample's own).
+func partnerErr(j int, m *mosaicDraw, err error) error {
+	if j == 0 {
+		return err
+	}
+	return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, m.N-1, m.Idx[j], err)
+}
+
+// SetBoxSource tells d that the next samples it decodes are ds's sample i
+// (until the next call; nil: none), whose boxes a RandomIoUCrop draws
+// against.
+func (d *Decoder) SetBoxSource(ds Targeted, i int) { d.boxSrc, d.boxIdx = ds, i }
+
+// AppendTrace appends the trace of the last sample d decoded with t (a
+// JSON list of [op, {arguments}] pairs: see AppendTrace) to b; of a
+// transform of several views, a JSON list of each view's, in order. It is
+// only meaningful after a Decode that succeeded.
+func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
+	if t = t.AtEpoch(d.epoch); t.ViewList() == nil {
+		return d.vd[0].appendTrace(b, t)
+	}
+	b = append(b, '[')
+	for v := range t.ViewList() {
+		if v > 0 {
+			b = append(b, ',')
+		}
+		b = d.vd[v].appendTrace(b, t.ViewList()[v])
+	}
+	return append(b, ']')
+}
+
+// appendTrace appends one view's trace, as drawn for t, to b.
+func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
+	var geo [6]Step
+	b = append(b, '[')
+	n := 0
+	sep := func() {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+	}
+	for _, st := range vd.pre {
+		sep()
+		b = st.AppendJSON(b)
+	}
+	geom := t.GeometrySteps(&vd.plan, geo[:0])
+	if vd.multi != nil { // a Mosaic's sample: its entries are its geometry
+		sep()
+		b, geom = vd.multi.AppendJSON(b), nil
+	}
+	for _, st := range geom {
+		sep()
+		b = st.AppendJSON(b)
+	}
+	for i := range vd.steps {
+		sep()
+		b = vd.steps[i].AppendJSON(b)
+	}
+	if t.NormOp() != nil {
+		sep()
+		st := Step{Fn: FnNormalize}
+		copy(st.F[:3], t.NormOp().Mean[:])
+		copy(st.F[3:], t.NormOp().Std[:])
+		b = st.AppendJSON(b)
+	}
+	return append(b, ']')
+}
+
+// traceBoxes is Transform.TraceBoxes (its Tracer): a Decoder's draw of
+// the sample, without decoding anything.
+func traceBoxes(t *Transform, srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error) {
+	var d Decoder
+	if boxes != nil {
+		d.SetBoxSource(fixedBoxes(boxes), 0)
+	}
+	if _, _, err := d.draw(t, &header{w: srcW, h: srcH}, k); err != nil {
+		return nil, err
+	}
+	return d.AppendTrace(nil, t), nil
+}
+
+// fixedBoxes is a Targeted of one sample's boxes, label 0 each.
+type fixedBoxes [][4]float32
+
+func (b fixedBoxes) SourceTargets(i, w, h int, t *Instances) error {
+	for _, bx := range b {
+		t.Add(bx, 0, false)
+	}
+	return nil
+}
+
+func init() { transform.Tracer = traceBoxes }
+
+// copyPasteMix is CopyPaste in mixup mode on img, the pre_transform of
+// key k (its mosaic mo, warped by pp) already made, when t has one and it
+// draws to apply: its partner (the next handed, take) made by the Mosaic
+// and the warp, its instances chosen against img's (copyPasteMixSelect),
+// their polygons filled into a mask (cv.CopyPasteMask) and the partner's
+// pixels copied there (cv2.copyTo).
+func (d *Decoder) copyPasteMix(img kernels.Planes, t *Transform, k Key, take func(int) ([]int, [][]byte, error),
+	cp *transform.CPMixDraw, mo *mosaicDraw, pp *cv.PerspectiveParams, md *multiDraw) error {
+	*cp = transform.CPMixDraw{Mo: cp.Mo, On: t.CopyPasteMixOn(k)}
+	if !cp.On {
+		return nil
+	}
+	cp.P = t.CopyPasteMixOp().P
+	ci, cd, err := take(1)
+	if err != nil {
+		return err
+	}
+	pi, pd, err := take(t.MosaicOp().Tiles - 1)
+	if err != nil {
+		return err
+	}
+	m := &d.multi
+	n := img.W * img.H
+	if cap(m.cpImg) < 3*n {
+		m.cpImg = make([]byte, 3*n)
+	}
+	part := kernels.Planes{Pix: m.cpImg[:3*n], W: img.W, H: img.H}
+	if err := d.preInto(part, cd[0], ci[0], pi, pd, t, transform.CopyPasteKey(k, ci[0]), &cp.Mo, &cp.PP); err != nil {
+		return fmt.Errorf("copy_paste partner (sample %d): %w", ci[0], err)
+	}
+	if d.boxSrc == nil {
+		return fmt.Errorf("%w: YOLOCopyPaste pastes another sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", ErrUnsupported)
+	}
+	in, _, err := d.preInstances(d.boxSrc, mo, pp, md)
+	if err != nil {
+		return err
+	}
+	cp.Applied = len(in.Boxes) > 0
+	two, sel, err := d.copyPasteMixSelect(d.boxSrc, in, cp, md)
+	if err != nil || len(sel) == 0 {
+		return err
+	}
+	if cap(m.cpMask) < n {
+		m.cpMask = make([]byte, n)
+	}
+	mask := m.cpMask[:n]
+	m.cpPts = cv.CopyPasteMask(mask, img.W, img.H, two, sel, m.cpPts)
+	cv.CopyPasteFrom(img, part, mask)
+	cp.Pasted = len(sel)
+	return nil
+}
+
+// copyPasteMixSelect is CopyPaste.get_params in mixup mode on the
+// instances in of a pre_transform whose CopyPaste drew cp, of ds's
+// labels: the partner's instances (its mosaic, warped) and those it
+// pastes (cv.CopyPasteMixSelect); none when in has none (ultralytics'
+// returns such a sample untouched). Boxes without polygons are refused,
+// as in flip mode.
+func (d *Decoder) copyPasteMixSelect(ds Targeted, in cv.Instances, cp *transform.CPMixDraw, md *multiDraw) (cv.Instances, []int, error) {
+	if len(in.Boxes) == 0 {
+		return cv.Instances{}, nil, nil
+	}
+	two, _, err := d.preInstances(ds, &cp.Mo, &cp.PP, md)
+	if err != nil {
+		return two, nil, fmt.Errorf("copy_paste partner (sample %d): %w", cp.Mo.Idx[0], err)
+	}
+	for _, x := range []cv.Instances{in, two} {
+		if len(x.Boxes) > 0 && len(x.Segments) == 0 {
+			return two, nil, fmt.Errorf("%w: YOLOCopyPaste: the samples %v and %v have boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", ErrUnsupported, md.Mo.Idx, cp.Mo.Idx)
+		}
+	}
+	if len(two.Keypoints) > 0 || len(in.Keypoints) > 0 {
+		return two, nil, fmt.Errorf("%w: YOLOCopyPaste mode 'mixup' on a dataset with keypoints is not supported", ErrUnsupported)
+	}
+	return two, cv.CopyPasteMixSelect(in, two, cp.P), nil
+}
+
+// preMixInstances is one pre_transform's instances: its mosaic's (mo),
+// pasted by a CopyPaste in flip mode, warped (pp), then with what its
+// CopyPaste in mixup mode pasted (cp, nil: none), after them.
+func (d *Decoder) preMixInstances(ds Targeted, mo *mosaicDraw, pp *cv.PerspectiveParams, cp *transform.CPMixDraw, md *multiDraw) (cv.Instances, int, error) {
+	in, p, err := d.preInstances(ds, mo, pp, md)
+	if err != nil || cp == nil || !cp.On {
+		return in, p, err
+	}
+	two, sel, err := d.copyPasteMixSelect(ds, in, cp, md)
+	if err != nil {
+		return in, p, err
+	}
+	if len(sel) != cp.Pasted {
+		return in, p, fmt.Errorf("targets: YOLOCopyPaste pasted %d of its partner's instances, its labels select %d", cp.Pasted, len(sel))
+	}
+	return cv.CopyPasteInstances(in, two, sel), p, nil
+}

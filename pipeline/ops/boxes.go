@@ -1,0 +1,95 @@
+package ops
+
+// The ops on a job's targets alone: torchvision.transforms.v2's
+// SanitizeBoundingBoxes, ConvertBoundingBoxFormat, ClampBoundingBoxes,
+// ClampKeyPoints and SanitizeKeyPoints. Each is refused in a job without
+// targets; MoveTargets runs their steps between the moves.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/targets"
+)
+
+const (
+	// OpSanitizeBoundingBoxes drops a job's degenerate target boxes with
+	// their instances; the pixels are untouched.
+	OpSanitizeBoundingBoxes OpKind = "SanitizeBoundingBoxes"
+	// OpConvertBoundingBoxFormat delivers a job's target boxes in
+	// BoxFormat, after every op that moves or drops them.
+	OpConvertBoundingBoxFormat OpKind = "ConvertBoundingBoxFormat"
+	// OpClampBoundingBoxes clamps the boxes to the canvas, in their
+	// format; Op.ClampNone (clamping_mode None) leaves them.
+	OpClampBoundingBoxes OpKind = "ClampBoundingBoxes"
+	// OpClampKeyPoints clamps the keypoints to the canvas.
+	OpClampKeyPoints OpKind = "ClampKeyPoints"
+	// OpSanitizeKeyPoints drops the instances with a keypoint off the
+	// canvas.
+	OpSanitizeKeyPoints OpKind = "SanitizeKeyPoints"
+)
+
+func init() {
+	box := func(d Def) {
+		d.Targets, d.NeedsTargets = TargetsInstances, true
+		if d.Draw == nil {
+			d.Draw = drawAlways
+		}
+		if d.Format == nil {
+			d.Format = FormatNone
+		}
+		Define(d)
+	}
+	box(Def{Kind: OpSanitizeBoundingBoxes, Doc: "drops the instances whose boxes are smaller than min_size a side or min_area",
+		Params: []Param{{Name: "min_size", Typ: PFloat, Def: "1.0"}, {Name: "min_area", Typ: PFloat, Def: "1.0"},
+			{Name: "labels_getter", Typ: pAny, Def: "'default'"}},
+		Compile: func(_ *Compiler, n *Node, at CompileAt) error {
+			if err := CheckSanitize(n.Op); err != nil {
+				return OpError(at.Where, "%v", err)
+			}
+			return nil
+		},
+		Step:   func(op *Op) fn.Step { return fn.Step{Fn: fn.SanitizeBoxes, F: [6]float64{op.MinSize, op.MinArea}} },
+		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(min_size=%g, min_area=%g)", op.MinSize, op.MinArea) }})
+	box(Def{Kind: OpConvertBoundingBoxFormat, Doc: "delivers the boxes in format (XYXY, XYWH or CXCYWH), last",
+		Params: []Param{{Name: "format", Typ: PString}},
+		Compile: func(_ *Compiler, n *Node, at CompileAt) error {
+			if at.depth > 0 {
+				return OpError(at.Where, "ConvertBoundingBoxFormat inside a container is not supported: it comes last, after every op that moves boxes")
+			}
+			if n.Op.BoxFormat > targets.BoxCXCYWH {
+				return OpError(at.Where, "format %d: want XYXY, XYWH or CXCYWH", n.Op.BoxFormat)
+			}
+			return nil
+		},
+		Step:   func(op *Op) fn.Step { return fn.Step{Fn: fn.ConvertBoxFormat, I: [6]int{int(op.BoxFormat)}} },
+		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", op.BoxFormat) }})
+	box(Def{Kind: OpClampBoundingBoxes, Doc: "clamps the boxes to the canvas, in their format (clamping_mode None: leaves them)",
+		Params: []Param{{Name: "clamping_mode", Typ: PString, Def: "'auto'"}}, AnyFormat: true,
+		Step: func(*Op) fn.Step { return fn.Step{Fn: fn.ClampBoxes} },
+		Draw: func(n *Node, _ *det.RNG, d *Drawer) {
+			if !n.Op.ClampNone { // None: torchvision's returns the boxes as they are
+				d.Emit(n.Step)
+			}
+		},
+		Format: func(b *strings.Builder, op *Op) {
+			if op.ClampNone {
+				b.WriteString("(None)")
+			}
+		}})
+	box(Def{Kind: OpClampKeyPoints, Doc: "clamps the keypoints to the canvas", AnyFormat: true,
+		Step: func(*Op) fn.Step { return fn.Step{Fn: fn.ClampKeypoints} }})
+	box(Def{Kind: OpSanitizeKeyPoints, Doc: "drops the instances with a keypoint off the canvas",
+		Params: []Param{{Name: "labels_getter", Typ: pAny, Def: "None"}}, AnyFormat: true,
+		Step: func(*Op) fn.Step { return fn.Step{Fn: fn.SanitizeKeypoints} }})
+}
+
+// CheckSanitize checks SanitizeBoundingBoxes' bounds.
+func CheckSanitize(op *Op) error {
+	if !(op.MinSize >= 1 && op.MinSize <= 1e9) || !(op.MinArea >= 1 && op.MinArea <= 1e9) {
+		return fmt.Errorf("min_size %v, min_area %v: each must be at least 1 (torchvision's bound) and at most 1e9", op.MinSize, op.MinArea)
+	}
+	return nil
+}

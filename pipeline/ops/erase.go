@@ -1,0 +1,135 @@
+package ops
+
+// RandomErasing: torchvision.transforms.v2's (and timm's, with a count of
+// boxes and per-box colours), and erase.
+
+import (
+	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+)
+
+const OpRandomErasing OpKind = "RandomErasing"
+
+// MaxEraseCount bounds RandomErasing's boxes per sample (timm's
+// max_count).
+const MaxEraseCount = 16
+
+func init() {
+	Define(Def{Kind: OpRandomErasing, Doc: "with probability p, erases a box (or count boxes) of area in scale and aspect in ratio with value",
+		Params: []Param{PParam(0.5), {Name: "scale", Typ: PRange, Def: "(0.02, 0.33)"}, {Name: "ratio", Typ: PRange, Def: "(0.3, 3.3)"},
+			{Name: "value", Typ: pAny, Def: "0"}, {Name: "inplace", Typ: PBool, Def: "False"},
+			{Name: "noise_mean", Typ: PFloats, Def: "None", kwOnly: true}, {Name: "noise_std", Typ: PFloats, Def: "None", kwOnly: true},
+			{Name: "per_box", Typ: PBool, Def: "False", kwOnly: true}, {Name: "count", Typ: pAny, Def: "1", kwOnly: true}},
+		Targets: TargetsPixels, AnyFormat: true, Compile: compileErasing,
+		Draw:  func(n *Node, r *det.RNG, d *Drawer) { n.drawErasing(r, d) },
+		MaxNs: func(_ *Node, w, h int) float64 { return StepNs(fn.Step{Fn: fn.Erase, I: [6]int{0, 0, h, w}}, w, h) }})
+}
+
+func compileErasing(_ *Compiler, n *Node, at CompileAt) error {
+	op, where := n.Op, at.Where
+	if err := CheckProb(op, at); err != nil {
+		return err
+	}
+	if !(op.Scale[0] >= 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
+		return OpError(where, "scale %v: want 0 <= min <= max <= 1", op.Scale)
+	}
+	if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
+		return OpError(where, "ratio %v: want 0 < min <= max, finite", op.Ratio)
+	}
+	for _, v := range op.Value {
+		if !(v >= 0 && v <= 255) {
+			return OpError(where, "value %v: want pixel values in 0..255 (stoker erases uint8 pixels: a value v after Normalize is 255*(mean + std*v))", op.Value)
+		}
+	}
+	if op.RandomValue {
+		if err := checkNoiseNormalize(op, where); err != nil {
+			return err
+		}
+	} else if op.RandomColor {
+		return OpError(where, "RandomColor (one random colour per box) needs RandomValue")
+	}
+	lo, hi := max(op.MinCount, 1), max(op.MaxCount, op.MinCount, 1)
+	if lo > hi || hi > MaxEraseCount {
+		return OpError(where, "count %d..%d: want 1 <= min <= max <= %d", op.MinCount, op.MaxCount, MaxEraseCount)
+	}
+	n.MaxSteps = hi
+	n.logRatio = [2]float64{det.Log(op.Ratio[0]), det.Log(op.Ratio[1])}
+	return nil
+}
+
+// checkNoiseNormalize fills in and checks the Normalize RandomErasing's
+// noise is drawn for.
+func checkNoiseNormalize(op *Op, where string) error {
+	if op.Std == [3]float64{} && op.Mean == [3]float64{} {
+		op.Mean, op.Std = fn.ImagenetMean, fn.ImagenetStd
+	}
+	for c := range 3 {
+		if !(op.Std[c] > 0 && op.Std[c] < 1e3 && math.Abs(op.Mean[c]) < 1e3) {
+			return OpError(where, "the noise's mean %v and std %v: want finite, std > 0", op.Mean, op.Std)
+		}
+	}
+	return nil
+}
+
+// drawErasing is RandomErasing's forward and make_params: with
+// probability p, ten tries at a box of random area and log-uniform aspect
+// that fits; none fitting erases nothing, as torchvision's fallback (v
+// None) does. With a count (timm's RandomErasing), that many boxes (or a
+// uniform number of MinCount..MaxCount), each its own ten tries at an area
+// divided by the count; with RandomColor each box one colour, drawn as
+// the pixel a standard normal value per channel is after the Normalize.
+func (n *Node) drawErasing(r *det.RNG, d *Drawer) {
+	op := n.Op
+	if !(r.Float64() < op.P) {
+		return
+	}
+	count := max(op.MinCount, 1)
+	if op.MaxCount > count {
+		count += r.Intn(op.MaxCount - count + 1)
+	}
+	area := float64(d.W * d.H)
+	for range count {
+		n.eraseBox(r, d, area, count)
+	}
+}
+
+// eraseBox is one box of drawErasing: ten tries at one that fits.
+func (n *Node) eraseBox(r *det.RNG, d *Drawer, area float64, count int) {
+	op := n.Op
+	for range 10 {
+		ea := float64(area * r.Uniform(op.Scale[0], op.Scale[1]))
+		if count > 1 {
+			ea /= float64(count) // timm's uniform(min_area, max_area) * area / count
+		}
+		aspect := det.Exp(r.Uniform(n.logRatio[0], n.logRatio[1]))
+		h := int(math.RoundToEven(math.Sqrt(float64(ea * aspect))))
+		w := int(math.RoundToEven(math.Sqrt(ea / aspect)))
+		if !(h < d.H && w < d.W) {
+			continue
+		}
+		st := fn.Step{Fn: fn.Erase, I: [6]int{0, 0, h, w}, Fill: op.Value}
+		if op.RandomValue && !op.RandomColor {
+			st.Random, st.Seed = true, r.Uint64()
+			st.F = [6]float64{op.Mean[0], op.Mean[1], op.Mean[2], op.Std[0], op.Std[1], op.Std[2]}
+		}
+		st.I[0] = r.Intn(d.H - h + 1)
+		st.I[1] = r.Intn(d.W - w + 1)
+		if op.RandomColor {
+			for c := range 3 {
+				st.Fill[c] = normalPixel(r.Normal(), op.Mean[c], op.Std[c])
+			}
+		}
+		d.Emit(st)
+		return
+	}
+}
+
+// normalPixel is the uint8 pixel a Normalize of mean and std (in [0, 1]
+// units) turns into about z: round(255 * (mean + std * z)), clamped to
+// 0..255, as eraseRandom's tables draw it.
+func normalPixel(z, mean, std float64) float64 {
+	v := math.Floor(float64(255*float64(mean+float64(std*z))) + 0.5)
+	return math.Max(0, math.Min(255, v))
+}

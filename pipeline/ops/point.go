@@ -1,0 +1,76 @@
+package ops
+
+// The point ops with a probability of their own: torchvision.transforms.v2's
+// RandomSolarize, RandomPosterize, RandomInvert, RandomEqualize,
+// RandomAutocontrast and RandomAdjustSharpness, and their functional ops
+// (with timm's solarize_add, which its policies draw).
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+)
+
+const (
+	OpRandomSolarize        OpKind = "RandomSolarize"
+	OpRandomPosterize       OpKind = "RandomPosterize"
+	OpRandomInvert          OpKind = "RandomInvert"
+	OpRandomEqualize        OpKind = "RandomEqualize"
+	OpRandomAutocontrast    OpKind = "RandomAutocontrast"
+	OpRandomAdjustSharpness OpKind = "RandomAdjustSharpness"
+)
+
+func init() {
+	point := func(kind OpKind, doc string, params []Param, step func(op *Op) fn.Step, check func(n *Node, at CompileAt) error) {
+		Define(Def{Kind: kind, Doc: doc, Params: params, Targets: TargetsPixels, AnyFormat: true, Step: step, Draw: DrawApplied,
+			Compile: func(_ *Compiler, n *Node, at CompileAt) error {
+				if err := CheckProb(n.Op, at); err != nil {
+					return err
+				}
+				if check != nil {
+					return check(n, at)
+				}
+				return nil
+			}})
+	}
+	point(OpRandomSolarize, "inverts the pixels at or above threshold, with probability p",
+		[]Param{{Name: "threshold", Typ: PFloat, Field: "Threshold", Lo: 0, Hi: 255}, PParam(0.5)},
+		func(op *Op) fn.Step { return fn.Step{Fn: fn.Solarize, F: [6]float64{op.Threshold}} },
+		func(n *Node, at CompileAt) error {
+			if !(n.Op.Threshold >= 0 && n.Op.Threshold <= 255) {
+				return OpError(at.Where, "threshold %v: want 0..255 (the uint8 image's range)", n.Op.Threshold)
+			}
+			return nil
+		})
+	point(OpRandomPosterize, "keeps the top bits of each channel, with probability p",
+		[]Param{{Name: "bits", Typ: PInt, Field: "Bits", Lo: 0, Hi: 8}, PParam(0.5)},
+		func(op *Op) fn.Step { return fn.Step{Fn: fn.Posterize, I: [6]int{op.Bits}} },
+		func(n *Node, at CompileAt) error {
+			if n.Op.Bits < 0 || n.Op.Bits > 8 {
+				return OpError(at.Where, "bits %d: want 0..8", n.Op.Bits)
+			}
+			return nil
+		})
+	point(OpRandomInvert, "inverts the image with probability p", []Param{PParam(0.5)},
+		func(*Op) fn.Step { return fn.Step{Fn: fn.Invert} }, nil)
+	point(OpRandomEqualize, "equalizes each channel's histogram with probability p", []Param{PParam(0.5)},
+		func(*Op) fn.Step { return fn.Step{Fn: fn.Equalize} }, nil)
+	point(OpRandomAutocontrast, "stretches each channel to 0..255 with probability p", []Param{PParam(0.5)},
+		func(*Op) fn.Step { return fn.Step{Fn: fn.Autocontrast} }, nil)
+	point(OpRandomAdjustSharpness, "sharpens (or blurs, below 1) by sharpness_factor with probability p",
+		[]Param{{Name: "sharpness_factor", Typ: PFloat, Field: "Factor", Lo: 0, Hi: 1e3}, PParam(0.5)},
+		func(op *Op) fn.Step { return fn.Step{Fn: fn.AdjustSharpness, F: [6]float64{op.Factor}} },
+		func(n *Node, at CompileAt) error {
+			if !(n.Op.Factor >= 0 && n.Op.Factor <= 1e3) {
+				return OpError(at.Where, "sharpness_factor %v: want 0 <= x <= 1000", n.Op.Factor)
+			}
+			return nil
+		})
+}
+
+// FormatNone writes no arguments: String shows the kind alone.
+func FormatNone(*strings.Builder, *Op) {}
+
+// FormatP writes "(p=P)", String's default.
+func FormatP(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(p=%g)", op.P) }

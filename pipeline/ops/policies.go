@@ -1,0 +1,76 @@
+package ops
+
+// The policies as ops: torchvision.transforms.v2's TrivialAugmentWide,
+// RandAugment, AutoAugment and AugMix, and timm's RandAugment, AutoAugment
+// and AugMix (pipeline/policy holds their spaces and draws), with AugMix's
+// blending steps. Targets do not follow them: torchvision's own refuse a
+// BoundingBoxes.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/policy"
+)
+
+// Policies: torchvision's, and timm's under their own names
+// (pipeline/policy's kinds).
+const (
+	OpTrivialAugmentWide = OpKind(policy.TrivialAugmentWide)
+	OpRandAugment        = OpKind(policy.RandAugment)
+	OpAutoAugment        = OpKind(policy.AutoAugment)
+	OpAugMix             = OpKind(policy.AugMix)
+	OpTimmRandAugment    = OpKind(policy.TimmRandAugment)
+	OpTimmAutoAugment    = OpKind(policy.TimmAutoAugment)
+	OpTimmAugMix         = OpKind(policy.TimmAugMix)
+)
+
+func init() {
+	interp := func(def string) Param { return Param{Name: "interpolation", Typ: PInterp, Def: def} }
+	fill := func(def string) Param { return Param{Name: "fill", Typ: PFill, Def: def} }
+	timm := func(kind OpKind, doc, config string) {
+		definePolicy(kind, doc, []Param{{Name: "config", Typ: PString, Def: config}, interp("None"), fill("(124, 116, 104)")}, formatPolicy)
+	}
+	definePolicy(OpTrivialAugmentWide, "one op of its space at a random magnitude bin, per image",
+		[]Param{{Name: "num_magnitude_bins", Typ: PInt, Def: "31"}, interp("'nearest'"), fill("None")}, FormatNone)
+	definePolicy(OpRandAugment, "num_ops ops of its space at one magnitude, per image",
+		[]Param{{Name: "num_ops", Typ: PInt, Def: "2"}, {Name: "magnitude", Typ: PInt, Def: "9"},
+			{Name: "num_magnitude_bins", Typ: PInt, Def: "31"}, interp("'nearest'"), fill("None")},
+		func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(num_ops=%d, magnitude=%d)", op.NumOps, op.Magnitude)
+		})
+	definePolicy(OpAutoAugment, "one sub-policy of the named policy (imagenet, cifar10, svhn), per image",
+		[]Param{{Name: "policy", Typ: PString, Def: "'imagenet'"}, interp("'nearest'"), fill("None")}, formatPolicy)
+	definePolicy(OpAugMix, "a Dirichlet-weighted mix of mixture_width chains of random ops, blended with the image",
+		[]Param{{Name: "severity", Typ: PInt, Def: "3"}, {Name: "mixture_width", Typ: PInt, Def: "3"},
+			{Name: "chain_depth", Typ: PInt, Def: "-1"}, {Name: "alpha", Typ: PFloat, Def: "1.0"},
+			{Name: "all_ops", Typ: PBool, Def: "True"}, interp("'bilinear'"), fill("None")}, FormatNone)
+	timm(OpTimmRandAugment, "timm's RandAugment of a config string (rand-m9-mstd0.5-inc1)", "'rand-m9-mstd0.5-inc1'")
+	timm(OpTimmAutoAugment, "timm's AutoAugment of a config string (original, v0, 3a, ...)", "'original'")
+	timm(OpTimmAugMix, "timm's AugMix of a config string (augmix-m3-w3)", "'augmix-m3-w3'")
+}
+
+func definePolicy(kind OpKind, doc string, params []Param, format func(*strings.Builder, *Op)) {
+	Define(Def{Kind: kind, Doc: doc, Params: params, Format: format,
+		Compile: func(c *Compiler, n *Node, at CompileAt) error {
+			pol, err := policy.New(policyParams(n.Op), c.W, c.H)
+			if err != nil {
+				return OpError(at.Where, "%v", err)
+			}
+			n.pol, n.MaxSteps = pol, pol.MaxSteps()
+			return nil
+		},
+		Draw:  func(n *Node, r *det.RNG, d *Drawer) { d.Steps = n.pol.Draw(r, d.W, d.H, d.Steps) },
+		MaxNs: func(n *Node, w, h int) float64 { return n.pol.MaxNs(w, h) }})
+}
+
+func formatPolicy(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", op.Policy) }
+
+// policyParams is op's arguments as its policy reads them.
+func policyParams(op *Op) *policy.Params {
+	return &policy.Params{Kind: policy.Kind(op.Kind), Interp: op.Interp, RandomInterp: op.RandomInterp,
+		Fill: op.Fill, FillNone: op.FillNone, NumOps: op.NumOps, Magnitude: op.Magnitude, Bins: op.Bins,
+		Policy: op.Policy, Severity: op.Severity, MixtureWidth: op.MixtureWidth, ChainDepth: op.ChainDepth,
+		Alpha: op.Alpha, PartialOps: op.PartialOps}
+}

@@ -1,0 +1,151 @@
+package ops
+
+// The op registry. Every op (a torchvision.transforms.v2 class: Def) is
+// defined once, in its family's file (here, or for the geometry's
+// families the pipeline root's op_*.go, which register with Define): its schema (its
+// arguments, their defaults and bounds), how it is checked and compiled,
+// what it draws, its String and its worst cost. Every functional op (a
+// torchvision.transforms.v2.functional kernel: fn.Def) is defined once,
+// in its family's file of pipeline/fn, the room below: the kernel its
+// steps call and how they move a job's targets, its trace entry, its
+// checks and its cost. Everything else reads these tables: the compiler
+// (Compile), the draw (Node.Draw), the kernels' call (fn.Apply), a trace's checks and parse (fn.Check, ParseTrace), the
+// targets (MoveBoxes, MoveKeypoints, MoveTargets, the masks: their
+// kernels are pipeline/targets'), the cost
+// model, String, stop_epoch, the wire's named ops (internal/opspec), the
+// reference (`stoker ops list`, docs/reference.md) and the Python client's
+// classes (python/stoker/_ops_generated.py, generated from OpSchemas, and
+// a test that holds the hand-written ones to it). Adding an op is one
+// family file here, its functional op's in pipeline/fn, its kernel and
+// its tests.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+)
+
+// Def is one op: torchvision.transforms.v2's class, its schema and
+// every part of stoker that knows it.
+type Def struct {
+	Kind OpKind
+	// Doc is one line for the reference (docs/reference.md, `stoker ops
+	// list`) and the generated Python class.
+	Doc string
+	// Params is its schema: torchvision's arguments, in its order, with
+	// their defaults (python/stoker's classes take the same; a test holds
+	// them to it).
+	Params []Param
+	// Named: it travels on the wire as a NamedOp (its name and params),
+	// having no message of its own, and its Python class is generated.
+	Named bool
+	// Geometry: fused into the decode, parsed by NewTransform (its place
+	// there is the geometry's grammar); misplaced says why it cannot stand
+	// after other ops.
+	Geometry  bool
+	Misplaced string
+	// Targets is what it does to a job's targets; needsTargets: refused in
+	// a job without them; anyFormat: it may follow a
+	// ConvertBoundingBoxFormat (it acts on boxes in their format, or on
+	// pixels alone); stays: stop_epoch may not switch it off (it fixes
+	// the batch's size or type).
+	Targets      targetRole
+	NeedsTargets bool
+	AnyFormat    bool
+	Stays        bool
+	// Compile checks its arguments beyond the schema and precomputes its
+	// node (nil: nothing to check); step, for an op whose only draw is
+	// whether it applies, is the step it emits (node.step).
+	Compile func(c *Compiler, n *Node, at CompileAt) error
+	Step    func(op *Op) fn.Step
+	// Grows: the op grows the image past the geometry's size (a
+	// RandomRotation with expand=True); afterGrow compiles a geometry op
+	// that follows such an op at the top level, as a step after the
+	// decode (Resize, CenterCrop: fixSize).
+	Grows     func(op *Op) bool
+	AfterGrow func(op *Op, stream uint64, where string) (Node, error)
+	// Draw appends one sample's steps, torchvision's make_params and
+	// transform (nil: a geometry op, drawn by the sample's plan).
+	Draw func(n *Node, r *det.RNG, d *Drawer)
+	// Format writes String's arguments after the kind (nil: "(p=P)").
+	Format func(b *strings.Builder, op *Op)
+	// MaxNs is the most its steps may cost on a w x h image (nil: its
+	// step's cost).
+	MaxNs func(n *Node, w, h int) float64
+	// Masks refuses an op whose targets' masks cannot follow (nil: they
+	// follow it, or it is not a geometric op).
+	Masks func(op *Op) error
+}
+
+// CompileAt is where an op being compiled stands: where names it in
+// errors (its position through its containers); depth, path and pos are
+// a container's, for its ops.
+type CompileAt struct {
+	Where string
+	depth int
+	pos   int
+	path  []string
+}
+
+var Defs = map[OpKind]*Def{}
+
+// Define registers an op; family files call it from init.
+func Define(d Def) {
+	if _, dup := Defs[d.Kind]; dup {
+		panic("pipeline: op defined twice: " + string(d.Kind))
+	}
+	Defs[d.Kind] = &d
+}
+
+// Lookup is k's definition, nil for an unknown kind.
+func Lookup(k OpKind) *Def { return Defs[k] }
+
+// Kinds are the registered kinds, sorted.
+func Kinds() []OpKind {
+	ks := make([]OpKind, 0, len(Defs))
+	for k := range Defs {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// RoleOf is what op does to targets: a container's is its ops'.
+func RoleOf(k OpKind) targetRole {
+	if d := Lookup(k); d != nil {
+		return d.Targets
+	}
+	return targetsRefused
+}
+
+// errUnknownOp is an unknown kind's error.
+func errUnknownOp(k OpKind) error {
+	return fmt.Errorf("%w: unknown op %q", errs.Unsupported, TruncKind(k))
+}
+
+// targetRole says what an op does to a job's targets: its functional
+// ops' role (fn.TargetRole), a container's its ops'.
+type targetRole = fn.TargetRole
+
+const (
+	targetsRefused   = fn.TargetsRefused
+	TargetsPixels    = fn.TargetsPixels
+	TargetsMove      = fn.TargetsMove
+	TargetsInstances = fn.TargetsInstances
+	TargetsContainer = fn.TargetsContainer
+)
+
+// MaxSide is the longest side of an image the ops make (fn.MaxSide).
+const MaxSide = fn.MaxSide
+
+// TruncKind is k shortened for a message (a client's string).
+func TruncKind(k OpKind) string {
+	if len(k) > 64 {
+		return string(k[:64]) + "…"
+	}
+	return string(k)
+}

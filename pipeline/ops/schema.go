@@ -1,0 +1,456 @@
+package ops
+
+// An op (Op: its kind and torchvision's arguments) and its schema: its
+// arguments as torchvision names them, their defaults and bounds. The
+// reference and the Python classes are made from it (OpSchemas), and a
+// NamedOp (an op on the wire by name, with no message of its own) is read
+// through it (NamedOp).
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/targets"
+)
+
+// paramType is what an argument holds.
+type paramType uint8
+
+const (
+	PFloat  paramType = iota + 1
+	PInt              // an integer
+	PBool             // True or False
+	PRange            // (min, max), or one number x meaning the op's own range about it
+	PSize             // an int, or (h, w)
+	PFill             // a number, or one a channel; None where the op says
+	PInterp           // "nearest", "bilinear" or "bicubic"
+	PString           // a name or a config string
+	pOps              // a list of ops (a container's)
+	PFloats           // a list of numbers
+	PInts             // a list of integers
+	pAny              // one of several forms (its doc says which)
+	PFillBy           // a fill, or torchvision's fill per type: {Image: v, Mask: m, "others": o}
+)
+
+var paramTypeNames = [...]string{PFloat: "float", PInt: "int", PBool: "bool", PRange: "range", PSize: "size", PFill: "fill",
+	PInterp: "interpolation", PString: "str", pOps: "ops", PFloats: "floats", PInts: "ints", pAny: "any",
+	PFillBy: "typed_fill"}
+
+// Param is one argument of an op.
+type Param struct {
+	Name string
+	Typ  paramType
+	// Def is its default as Python writes it ("0.5", "(0.08, 1.0)",
+	// "'bilinear'", "None"); "" for a required argument.
+	Def string
+	// kwOnly: keyword-only (after torchvision's *).
+	kwOnly bool
+	// Field is the Op field a NamedOp's value of it sets ("": a NamedOp
+	// may not set it); lo and hi bound its numbers, when hi > lo.
+	Field  string
+	Lo, Hi float64
+}
+
+// OpSchema is an op as the reference and the clients see it.
+type OpSchema struct {
+	Name string `json:"name"`
+	Doc  string `json:"doc"`
+	// Place: "geometry" (fused into the decode, first), "after" (on the
+	// decoded crop, in order) or "container".
+	Place string `json:"place"`
+	// Targets: what it does to a job's targets: "pixels" (leaves them),
+	// "moves", "instances" (drops, clamps or reformats them), "ops" (a
+	// container: its ops'), "refused".
+	Targets      string `json:"targets"`
+	NeedsTargets bool   `json:"needs_targets,omitempty"`
+	// Named: on the wire as a NamedOp, its Python class generated.
+	Named  bool          `json:"named,omitempty"`
+	Params []ParamSchema `json:"params"`
+}
+
+// ParamSchema is one argument of an OpSchema.
+type ParamSchema struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Default is Python's literal; absent for a required argument.
+	Default     string   `json:"default,omitempty"`
+	Required    bool     `json:"required,omitempty"`
+	KeywordOnly bool     `json:"keyword_only,omitempty"`
+	Min         *float64 `json:"min,omitempty"`
+	Max         *float64 `json:"max,omitempty"`
+}
+
+var targetRoleNames = [...]string{targetsRefused: "refused", TargetsPixels: "pixels", TargetsMove: "moves",
+	TargetsInstances: "instances", TargetsContainer: "ops"}
+
+// OpSchemas are the registered ops' schemas, by name.
+func OpSchemas() []OpSchema {
+	var out []OpSchema
+	for _, k := range Kinds() {
+		d := Defs[k]
+		s := OpSchema{Name: string(k), Doc: d.Doc, Place: "after", Targets: targetRoleNames[d.Targets],
+			NeedsTargets: d.NeedsTargets, Named: d.Named, Params: []ParamSchema{}}
+		switch {
+		case d.Geometry:
+			s.Place = "geometry"
+		case d.Targets == TargetsContainer:
+			s.Place = "container"
+		}
+		for _, p := range d.Params {
+			ps := ParamSchema{Name: p.Name, Type: paramTypeNames[p.Typ], Default: p.Def, Required: p.Def == "", KeywordOnly: p.kwOnly}
+			if p.Hi > p.Lo {
+				lo, hi := p.Lo, p.Hi
+				ps.Min, ps.Max = &lo, &hi
+			}
+			s.Params = append(s.Params, ps)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// NamedOp is the op kind with args (torchvision's argument names; each a
+// float64, a []float64, a string or a bool), the others at their
+// defaults: a NamedOp from the wire. Only a named op (opDef.named) is read
+// so; every value is checked against its param's type and bounds.
+func NamedOp(kind string, args map[string]any) (Op, error) {
+	d := Lookup(OpKind(kind))
+	if d == nil {
+		return Op{}, errUnknownOp(OpKind(kind))
+	}
+	bad := func(format string, a ...any) (Op, error) {
+		return Op{}, fmt.Errorf("%w: %s: %s", errs.Unsupported, kind, fmt.Sprintf(format, a...))
+	}
+	if !d.Named {
+		return bad("it has a message of its own on the wire: send that, not a NamedOp")
+	}
+	op := Op{Kind: d.Kind}
+	for _, p := range d.Params {
+		v, given := args[p.Name]
+		if !given {
+			if p.Def == "" {
+				return bad("%s is required", p.Name)
+			}
+			var err error
+			if v, err = parseDefault(p.Def); err != nil {
+				panic(fmt.Sprintf("pipeline: %s's %s default %q: %v", kind, p.Name, p.Def, err))
+			}
+		}
+		if err := p.set(&op, v); err != nil {
+			return bad("%s: %v", p.Name, err)
+		}
+	}
+	for name := range args {
+		if !hasParam(d.Params, name) {
+			return bad("unknown argument %q", TruncKind(OpKind(name)))
+		}
+	}
+	return op, nil
+}
+
+func hasParam(ps []Param, name string) bool {
+	for _, p := range ps {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// set sets p's field of op to v, checked against p's type and bounds.
+func (p *Param) set(op *Op, v any) error {
+	if p.Field == "" {
+		if v == nil {
+			return nil // None where the op has no field: its default
+		}
+		return fmt.Errorf("not settable by name")
+	}
+	f := reflect.ValueOf(op).Elem().FieldByName(p.Field)
+	if v == nil {
+		return nil // None: the field's zero (the op's doc says what it means)
+	}
+	num := func(x float64) error {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%v: want a finite number", x)
+		}
+		if p.Hi > p.Lo && !(x >= p.Lo && x <= p.Hi) {
+			return fmt.Errorf("%v: want %v..%v", x, p.Lo, p.Hi)
+		}
+		return nil
+	}
+	switch x := v.(type) {
+	case float64:
+		if err := num(x); err != nil {
+			return err
+		}
+		switch f.Kind() {
+		case reflect.Float64:
+			f.SetFloat(x)
+			return nil
+		case reflect.Int:
+			if x != math.Trunc(x) || math.Abs(x) > 1<<30 {
+				return fmt.Errorf("%v: want an integer", x)
+			}
+			f.SetInt(int64(x))
+			return nil
+		case reflect.Array: // a size: (x, x)
+			return p.set(op, []float64{x, x})
+		}
+	case []float64:
+		if f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Int && len(x) == 1 && f.Len() == 2 {
+			x = []float64{x[0], x[0]} // a size of one number: (x, x)
+		}
+		if fk := f.Kind(); (fk == reflect.Slice || (fk == reflect.Array && f.Len() == len(x))) && f.Type().Elem().Kind() == reflect.Int {
+			if f.Kind() == reflect.Slice {
+				f.Set(reflect.MakeSlice(f.Type(), len(x), len(x)))
+			}
+			for i, e := range x {
+				if err := num(e); err != nil {
+					return err
+				}
+				if e != math.Trunc(e) {
+					return fmt.Errorf("%v: want integers", x)
+				}
+				f.Index(i).SetInt(int64(e))
+			}
+			return nil
+		}
+		if f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Float64 && f.Len() == len(x) {
+			for i, e := range x {
+				if err := num(e); err != nil {
+					return err
+				}
+				f.Index(i).SetFloat(e)
+			}
+			return nil
+		}
+		return fmt.Errorf("%d values: want %d", len(x), f.Len())
+	case bool:
+		if f.Kind() == reflect.Bool {
+			f.SetBool(x)
+			return nil
+		}
+	case string:
+		switch {
+		case f.Type() == reflect.TypeOf(kernels.Interpolation(0)):
+			in, err := fn.ParseInterpolation(x)
+			if err != nil {
+				return err
+			}
+			f.Set(reflect.ValueOf(in))
+			return nil
+		case f.Kind() == reflect.String:
+			f.SetString(x)
+			return nil
+		}
+	}
+	return fmt.Errorf("%v: want a %s", v, paramTypeNames[p.Typ])
+}
+
+// parseDefault reads a default's Python literal: None, True, False, a
+// number, a quoted string or a tuple of numbers.
+func parseDefault(s string) (any, error) {
+	switch s {
+	case "None":
+		return nil, nil
+	case "True":
+		return true, nil
+	case "False":
+		return false, nil
+	}
+	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
+		return s[1 : len(s)-1], nil
+	}
+	if strings.HasPrefix(s, "(") && strings.HasSuffix(s, ")") {
+		var out []float64
+		for _, e := range strings.Split(strings.Trim(s, "()"), ",") {
+			if e = strings.TrimSpace(e); e == "" {
+				continue
+			}
+			x, err := strconv.ParseFloat(e, 64)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, x)
+		}
+		return out, nil
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
+func OpsString(ops []Op) string {
+	var b strings.Builder
+	for i := range ops {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		op := &ops[i]
+		b.WriteString(string(op.Kind))
+		format := FormatP
+		if d := Lookup(op.Kind); d != nil && d.Format != nil {
+			format = d.Format
+		}
+		format(&b, op)
+	}
+	return b.String()
+}
+
+// OpKind names an op, with torchvision.transforms.v2's name and semantics.
+type OpKind string
+
+// The ops a Transform is built from are defined by their families' files
+// (this package's, and the geometry's op_*.go in the pipeline's root), each
+// registered with its schema (registry.go). The geometry
+// (the first op, or Resize then CenterCrop, and detection's) is fused into
+// the decode; every other op runs on the output-sized crop, in the order
+// given.
+
+// Op is one step of a transform, with torchvision's arguments. Each kind
+// reads the fields its doc names; zero fields take torchvision's defaults
+// where the doc says so (RandomResizedCrop scale (0.08, 1) and ratio
+// (3/4, 4/3), say), and the wire (server/transform.go) fills every other
+// default in before a Transform is made. Size is (height, width); Resize
+// with Size[1] == 0 resizes the shorter side to Size[0] keeping the aspect
+// ratio, like Resize(int).
+type Op struct {
+	Kind OpKind
+	// Size: RandomResizedCrop, Resize, CenterCrop, RandomCrop.
+	Size [2]int
+	// Padding: RandomCrop's and Pad's padding (left, top, right,
+	// bottom), and PadIfNeeded RandomCrop's pad_if_needed; their fill is
+	// Fill (constant mode).
+	Padding     [4]int
+	PadIfNeeded bool
+	// Scale: RandomResizedCrop's and RandomErasing's area range;
+	// RandomAffine's scale range ((0, 0): None).
+	Scale [2]float64
+	// Ratio: RandomResizedCrop's and RandomErasing's aspect range.
+	Ratio [2]float64
+	// P: the probability of the Random* ops that have one, and of
+	// RandomApply.
+	P float64
+	// ColorJitter: torchvision's single-number forms, each drawn from
+	// [max(0, 1-x), 1+x] (hue: [-x, x]); 0 is None. With JitterRanges the
+	// (min, max) forms in Jitter are used instead (brightness, contrast,
+	// saturation, hue), a range of (1, 1) ((0, 0) for hue) being None.
+	Brightness, Contrast, Saturation, Hue float64
+	JitterRanges                          bool
+	Jitter                                [4][2]float64
+	// Normalize: output = (pixel/255 - Mean) / Std, as float32.
+	// RandomErasing with RandomValue: the Normalize its noise is drawn
+	// for (zero: ImageNet's).
+	Mean, Std [3]float64
+	// Interp and NoAntialias: the resampling of the geometry,
+	// RandomRotation, RandomAffine and the policies. NoAntialias is
+	// torchvision's antialias=False (the geometry only).
+	Interp      kernels.Interpolation
+	NoAntialias bool
+	// Degrees: RandomRotation's and RandomAffine's angle range.
+	Degrees [2]float64
+	// Translate: RandomAffine's (max_dx, max_dy) as fractions of the
+	// size; HasTranslate false is None.
+	Translate    [2]float64
+	HasTranslate bool
+	// Shear: RandomAffine's shear ranges, x (Shear[0:2]) and, when
+	// ShearY, y (Shear[2:4]); HasShear false is None.
+	Shear            [4]float64
+	HasShear, ShearY bool
+	// Fill: RandomRotation's, RandomAffine's and the policies' fill, one
+	// value per channel; FillNone is torchvision's fill=None (the
+	// policies' default), which for bilinear keeps a border pixel's inside
+	// taps instead of blending towards a fill.
+	Fill      [3]float64
+	FillNone  bool
+	FillTyped bool    // a fill per type ({Image: v, Mask: m}): Fill (FillNone) the pixels' alone
+	FillMask  float64 // with FillTyped, the masks' fill (else Fill is every type's; CheckMasks)
+	// Center: RandomRotation's and RandomAffine's center, pixels from the
+	// top left; HasCenter false is None (the image's center).
+	Center    [2]float64
+	HasCenter bool
+	// Expand: RandomRotation's expand (each sample its own size).
+	Expand bool
+	// KernelSize (x, y) and Sigma (min, max): GaussianBlur.
+	KernelSize [2]int
+	Sigma      [2]float64
+	// Threshold: RandomSolarize (0..255). Bits: RandomPosterize.
+	// Factor: RandomAdjustSharpness's sharpness_factor.
+	Threshold float64
+	Bits      int
+	Factor    float64
+	// MinSize and MinArea: SanitizeBoundingBoxes' bounds (each >= 1).
+	MinSize, MinArea float64
+	Sizes            []int // RandomShortestSize's min_size; RandomResize's min_size, max_size
+	MaxSize          int   // RandomShortestSize's max_size (0: None)
+	// SideRange: RandomZoomOut's side_range (min, max), its fill Fill.
+	SideRange [2]float64
+	// RandomIoUCrop: Scale (min_scale, max_scale), Ratio
+	// (min_aspect_ratio, max_aspect_ratio), Options its sampler_options
+	// (the minimal IoUs; one >= 1 leaves the image), Trials its trials.
+	Options []float64
+	Trials  int
+	// BoxFormat: ConvertBoundingBoxFormat's format.
+	BoxFormat  targets.BoxFormat
+	ClampNone  bool    // ClampBoundingBoxes' clamping_mode None: the boxes left
+	Distortion float64 // RandomPerspective's distortion_scale (0..1)
+	// Value: RandomErasing's fill, per channel in pixel units (0..255);
+	// RandomValue is value="random", RandomColor with it one random colour
+	// per box (timm's mode "rand"). MinCount and MaxCount: timm's count of
+	// boxes (0: 1; MaxCount 0: MinCount), each box's area divided by it.
+	Value              [3]float64
+	RandomValue        bool
+	RandomColor        bool
+	MinCount, MaxCount int
+	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops; Probs:
+	// RandomChoice's p (nil: uniform).
+	Ops   []Op
+	Probs []float64
+	// NumOps, Magnitude, Bins: RandAugment's num_ops, magnitude and
+	// num_magnitude_bins (Bins also TrivialAugmentWide's).
+	NumOps, Magnitude, Bins int
+	// Policy: AutoAugment's policy ("imagenet", "cifar10", "svhn");
+	// TimmRandAugment's config string ("rand-m9-mstd0.5-inc1").
+	Policy string
+	// AugMix: severity, mixture_width, chain_depth, alpha, and
+	// all_ops=False as PartialOps.
+	Severity, MixtureWidth, ChainDepth int
+	Alpha                              float64
+	PartialOps                         bool
+	// RandomInterp: TimmRandAugment draws bilinear or bicubic for each
+	// resampling op (timm's default when no interpolation is set);
+	// RandomResizedCrop draws one of the two per sample, after its crop
+	// (timm's RandomResizedCropAndInterpolation(interpolation="random")),
+	// Interp then bilinear.
+	RandomInterp bool
+	// The YOLO family's (op_yolo.go), with ultralytics' names: ImgSz,
+	// YOLOLoadImage's imgsz; YOLOLetterBox's new_shape is Size (h, w),
+	// with auto, scale_fill, scaleup, center and stride; YOLORandomPerspective's
+	// degrees, translate, scale, shear, perspective and size (w, h; 0:
+	// None); YOLORandomHSV's gains; YOLORandomFlip's p (P), direction and
+	// flip_idx.
+	ImgSz                                        int
+	Auto, ScaleFill, ScaleUp, LetterCenter       bool
+	Stride                                       int
+	YDegrees, YTranslate, YScale, YShear, YPersp float64
+	YSize                                        [2]int
+	HGain, SGain, VGain                          float64
+	Direction                                    string
+	FlipIdx                                      []int
+	// Tiles: ultralytics' Mosaic's n (its imgsz is ImgSz; op_mosaic.go).
+	// Mode: YOLOCopyPaste's mode ("flip"); Beta, Areas: YOLOCutMix's.
+	Tiles int
+	Mode  string
+	Beta  float64
+	Areas int
+}
+
+// ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
+// torchvision's single-number form.
+func ColorJitterOp(brightness, contrast, saturation, hue float64) Op {
+	return Op{Kind: OpColorJitter, Brightness: brightness, Contrast: contrast, Saturation: saturation, Hue: hue}
+}

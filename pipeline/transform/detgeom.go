@@ -1,0 +1,232 @@
+package transform
+
+// The detection recipes' geometry (RandomZoomOut, RandomIoUCrop and the
+// flip before their Resize): their draws, and the canvas a zoom or a flip
+// before the resize makes, resized in Go. Floating point as in plan.go:
+// every product that is added is rounded first.
+
+import (
+	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/targets"
+)
+
+// maxPre bounds the ops before the geometry.
+const maxPre = 4
+
+// streamPre is the RNG stream of op i before the geometry: stream + i,
+// children of the geometry's stream, as streamZoom.
+const streamPre = StreamCrop*64 + 3
+
+// leadingPre counts the RandomPhotometricDistorts that ops start with.
+func leadingPre(ops []optab.Op) int {
+	n := 0
+	for n < len(ops) && ops[n].Kind == optab.OpRandomPhotometricDistort {
+		n++
+	}
+	return n
+}
+
+// compilePre compiles t's first pre ops (RandomPhotometricDistort: ops on
+// pixels alone, whose draws do not depend on the image's size), which run
+// on the image decoded at its own size before the geometry: every sample
+// then takes the canvas path, which needs a geometry that ends in
+// Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any).
+func (t *Transform) compilePre(pre int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+	}
+	if pre > maxPre {
+		return bad("%d ops before the geometry: the limit is %d", pre, maxPre)
+	}
+	if t.resize == nil || t.resize.Size[1] == 0 || t.center != nil || t.rrc != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil {
+		return bad("op 0 (RandomPhotometricDistort) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any); move it after the geometry")
+	}
+	c := optab.Compiler{W: t.outW, H: t.outH}
+	for i := range pre {
+		nd, err := c.Compile(&t.ops[i], i, streamPre+uint64(i), 0)
+		if err != nil {
+			return err
+		}
+		t.pre = append(t.pre, nd)
+		t.maxPre += nd.MaxSteps
+	}
+	return nil
+}
+
+// drawPre appends the steps of t's ops before the geometry for key k.
+func (t *Transform) drawPre(k det.Key, buf []fn.Step) []fn.Step {
+	return t.DrawPreInto(new(optab.Drawer), k, buf)
+}
+
+// DrawPreInto is drawPre with the caller's drawer d, reused.
+func (t *Transform) DrawPreInto(d *optab.Drawer, k det.Key, buf []fn.Step) []fn.Step {
+	*d = optab.Drawer{K: k, Steps: buf}
+	for i := range t.pre {
+		t.pre[i].Draw(d)
+	}
+	steps := d.Steps
+	d.Steps = nil
+	return steps
+}
+
+// streamZoom is RandomZoomOut's RNG stream: a child of the geometry's
+// stream as a container's children are (stream*64 + 1 + i), which no op
+// uses (the geometry is no container), so that the crop after it keeps
+// stream 1's numbers.
+const streamZoom = StreamCrop*64 + 1
+
+// zoomOut is torchvision's RandomZoomOut: with probability p (a draw >= p
+// leaves the image), r uniform in side_range and the canvas int(side * r)
+// a side, the image at (int((canvas_w - w) * u), int((canvas_h - h) *
+// v)). Drawn in float32 from 24-bit uniforms, as torch.rand draws
+// float32s and multiplies a Python number with them in float32.
+func (t *Transform) zoomOut(p *SamplePlan, k det.Key) {
+	r := k.Stream(streamZoom)
+	u := r.Float32
+	if float64(u()) >= t.zoom.P {
+		return
+	}
+	lo, hi := t.zoom.SideRange[0], t.zoom.SideRange[1]
+	s := float32(lo) + float32(u()*float32(hi-lo))
+	cw, ch := int(float32(p.SrcW)*s), int(float32(p.SrcH)*s)
+	left, top := int(float32(cw-p.SrcW)*u()), int(float32(ch-p.SrcH)*u())
+	p.Zoomed, p.ZoomW, p.ZoomH = true, cw, ch
+	p.ZoomPad = [4]int{left, top, cw - (left + p.SrcW), ch - (top + p.SrcH)}
+}
+
+// prePad is the padding before a RandomCrop or CenterCrop and its fill: a
+// Pad's, or a RandomZoomOut's as drawn for p (none when it was not).
+func (t *Transform) prePad(p *SamplePlan) ([4]int, [3]float64) {
+	switch {
+	case t.pad != nil:
+		return t.pad.Padding, t.pad.Fill
+	case p.Zoomed:
+		return p.ZoomPad, t.zoom.Fill
+	}
+	return [4]int{}, [3]float64{}
+}
+
+// streamPreFlip is the RNG stream of a RandomHorizontalFlip between a
+// RandomIoUCrop and its Resize: a child of the geometry's, as streamZoom.
+const streamPreFlip = StreamCrop*64 + 2
+
+// iouPlan plans a RandomIoUCrop (after a RandomZoomOut's canvas, if one
+// was drawn) and its Resize: the crop drawn against src's boxes as they
+// are on the canvas (iouParams), resized to the output, flipped before
+// if the flip between them is drawn. Without a zoom or that flip it is a
+// crop and resize of the source (cropResize); else a canvas plan.
+func (t *Transform) iouPlan(p *SamplePlan, k det.Key, src *targets.Targets, scratch *[][4]float32) error {
+	if src == nil && t.IoUOn() {
+		return fmt.Errorf("%w: RandomIoUCrop draws its crop against the sample's boxes: a job with targets only (JobSpec.targets)", errs.Unsupported)
+	}
+	var room [][4]float32
+	if scratch != nil {
+		room = *scratch
+	}
+	boxes := room[:0]
+	if src != nil {
+		boxes = append(boxes, src.Boxes...)
+	}
+	if scratch != nil {
+		*scratch = boxes
+	}
+	W, H := p.SrcW, p.SrcH
+	if p.Zoomed {
+		zp := p.ZoomPad
+		W, H, _ = MoveBoxes(boxes, W, H, []fn.Step{{Fn: fn.Pad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}}})
+		p.RCFill = t.zoom.Fill
+	}
+	var top, left, h, w int
+	var ok bool
+	if t.IoUOn() { // else switched off by a stop_epoch: the whole canvas
+		r := k.Stream(StreamCrop)
+		var err error
+		if top, left, h, w, ok, err = iouParams(&r, W, H, boxes, t.iou); err != nil {
+			return err
+		}
+	}
+	p.Geom, p.IoU = CropResize, ok
+	p.CX, p.CY, p.CW, p.CH = 0, 0, W, H
+	if ok {
+		p.CX, p.CY, p.CW, p.CH = left, top, w, h
+	}
+	if t.preFlip > 0 {
+		fr := k.Stream(streamPreFlip)
+		p.PreFlip = fr.Float64() < t.preFlip
+	}
+	p.ZoomW, p.ZoomH = W, H
+	p.KX, p.KY, p.KW, p.KH = p.CX, p.CY, p.CW, p.CH
+	p.Canvas = p.Zoomed || p.PreFlip || len(t.pre) > 0
+	return nil
+}
+
+// iouParams is torchvision's RandomIoUCrop.make_params on a W x H canvas
+// with boxes (XYXY): rounds of a uniform option (the minimal IoU; one >=
+// 1 is no crop, ok false) and trials of a crop (each side times a scale
+// uniform in (min_scale, max_scale), its aspect within range, at a uniform
+// place, not empty) until one has a box whose centre is inside it and
+// whose IoU with it is at least the option's. In float32 from 24-bit
+// uniforms, as torch.rand's and the box ops' float32. A crop of a side
+// 0 (torchvision divides by it) fails its trial; maxIoURounds rounds
+// without a crop fail the sample (torchvision's loops on).
+func iouParams(r *det.RNG, W, H int, boxes [][4]float32, op *optab.Op) (top, left, h, w int, ok bool, err error) {
+	u := r.Float32
+	lo, d := float32(op.Scale[0]), float32(op.Scale[1]-op.Scale[0])
+	for range maxIoURounds {
+		least := op.Options[r.Intn(len(op.Options))]
+		if least >= 1 {
+			return 0, 0, 0, 0, false, nil
+		}
+		for range op.Trials {
+			sw := lo + float32(d*u())
+			sh := lo + float32(d*u())
+			w, h = int(float32(W)*sw), int(float32(H)*sh)
+			if h == 0 {
+				continue
+			}
+			if ar := float64(w) / float64(h); !(op.Ratio[0] <= ar && ar <= op.Ratio[1]) {
+				continue
+			}
+			left = int(float32(W-w) * u())
+			top = int(float32(H-h) * u())
+			if w == 0 || h == 0 {
+				continue
+			}
+			if best, any := MaxIoU(boxes, top, left, h, w); any && !(best < float32(least)) {
+				return top, left, h, w, true, nil
+			}
+		}
+	}
+	return 0, 0, 0, 0, false, fmt.Errorf("%w: RandomIoUCrop found no crop of the %dx%d image meeting its options %v in %d rounds of %d trials (torchvision's would loop on)",
+		errs.Unsupported, W, H, op.Options, maxIoURounds, op.Trials)
+}
+
+// MaxIoU is the largest IoU (torchvision's box_iou, float32) of the crop
+// (left, top, left+w, top+h) with the boxes whose centre is inside it, and
+// whether there is one.
+func MaxIoU(boxes [][4]float32, top, left, h, w int) (float32, bool) {
+	c := [4]float32{float32(left), float32(top), float32(left + w), float32(top + h)}
+	area2 := float32(float32(c[2]-c[0]) * float32(c[3]-c[1]))
+	best, any := float32(0), false
+	for k := range boxes {
+		b := &boxes[k]
+		if !targets.BoxWithin(b, top, left, h, w) {
+			continue
+		}
+		area1 := float32(float32(b[2]-b[0]) * float32(b[3]-b[1]))
+		iw := max(min(b[2], c[2])-max(b[0], c[0]), 0)
+		ih := max(min(b[3], c[3])-max(b[1], c[1]), 0)
+		inter := float32(iw * ih)
+		iou := inter / ((area1 + area2) - inter)
+		if !any || iou > best || iou != iou {
+			best = iou
+		}
+		any = true
+	}
+	return best, any
+}

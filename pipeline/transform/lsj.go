@@ -1,0 +1,322 @@
+package transform
+
+// Large-scale jitter (the Copy-Paste paper's LSJ, torchvision's detection
+// references' "lsj" recipe): ScaleJitter then FixedSizeCrop, fused into
+// the decode. Drawn in float32 as torch.rand and its products with Python
+// numbers are: every product rounded to float32 before it is used.
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+)
+
+// MaxJitter bounds ScaleJitter's scale_range: at most 16 times the target
+// size (torchvision's default is (0.1, 2)).
+const MaxJitter = 16
+
+// lsjGeometry parses t's geometry when it starts with a ScaleJitter or a
+// FixedSizeCrop (t.jitter, t.fixed, the output size) and returns how many
+// ops it has (0: another geometry).
+func (t *Transform) lsjGeometry() (int, error) {
+	bad := func(format string, a ...any) (int, error) {
+		return 0, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+	}
+	n := 0
+	if n < len(t.ops) && t.ops[n].Kind == OpScaleJitter {
+		op := &t.ops[n]
+		if err := checkSize(op, false); err != nil {
+			return 0, err
+		}
+		if s := op.Scale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= MaxJitter) {
+			return bad("ScaleJitter scale_range %v: want 0 < min <= max <= %d", s, MaxJitter)
+		}
+		if err := checkInterp(op, true); err != nil {
+			return 0, err
+		}
+		t.jitter, n = op, n+1
+		if n == len(t.ops) || t.ops[n].Kind != OpFixedSizeCrop {
+			return bad("ScaleJitter gives a size that varies per image: follow it with FixedSizeCrop, which fixes the batch's size")
+		}
+	}
+	if n < len(t.ops) && t.ops[n].Kind == OpFixedSizeCrop {
+		op := &t.ops[n]
+		if err := checkSize(op, false); err != nil {
+			return 0, err
+		}
+		if err := checkPadding(op); err != nil {
+			return 0, err
+		}
+		t.fixed, n = op, n+1
+		t.geom, t.outH, t.outW = CropResize, op.Size[0], op.Size[1]
+		if t.jitter != nil {
+			t.geom = ResizeCrop
+		}
+		if n < len(t.ops) && (geometryKind(t.ops[n].Kind) || t.ops[n].Kind == OpScaleJitter || t.ops[n].Kind == OpFixedSizeCrop) {
+			return bad("op %d (%s) after FixedSizeCrop is not supported: the geometry is ScaleJitter (if any) then FixedSizeCrop", n, t.ops[n].Kind)
+		}
+	}
+	return n, nil
+}
+
+// jitterSize is ScaleJitter.make_params for a w x h image: the scale
+// lo + u * (hi - lo) (u a 24-bit uniform, in float32 as torch.rand's
+// tensor), r = float32(min(tH / h, tW / w)) * scale, each side
+// int(side * r) in float32.
+func jitterSize(r *det.RNG, op *optab.Op, w, h int) (nw, nh int) {
+	u := r.Float32()
+	lo, hi := op.Scale[0], op.Scale[1]
+	scale := float32(lo) + float32(u*float32(hi-lo))
+	base := min(float64(op.Size[0])/float64(h), float64(op.Size[1])/float64(w))
+	f := float32(float32(base) * scale)
+	return int(float32(float32(w) * f)), int(float32(float32(h) * f))
+}
+
+// fixedOffset is FixedSizeCrop's draw on a w x h image: one uniform r,
+// top int((h - height) * r) and left int((w - width) * r) in float32
+// where the image is larger (0 where it is not).
+func fixedOffset(r *det.RNG, op *optab.Op, w, h int) (top, left int) {
+	u := r.Float32()
+	return int(float32(float32(max(h-op.Size[0], 0)) * u)), int(float32(float32(max(w-op.Size[1], 0)) * u))
+}
+
+// lsjPlan plans ScaleJitter (if any) and FixedSizeCrop: the image resized
+// to rw x rh (resizeCrop; not resized: cropResize), its window at (cx, cy)
+// of at most the crop's size decoded, padded on the right and bottom with
+// the fill (padded, vis) where it is smaller than the crop. Each op draws
+// from a stream of its own.
+func (t *Transform) lsjPlan(p *SamplePlan, k det.Key) error {
+	w, h := p.SrcW, p.SrcH
+	if t.jitter != nil {
+		r := k.Stream(StreamCrop)
+		w, h = jitterSize(&r, t.jitter, p.SrcW, p.SrcH)
+		if w < 1 || h < 1 {
+			return fmt.Errorf("%w: ScaleJitter resizes the %dx%d image to %dx%d: a side of 0 pixels (torchvision's resize fails too)",
+				errs.Unsupported, p.SrcW, p.SrcH, w, h)
+		}
+		p.RW, p.RH = w, h // at most maxSide * maxJitter a side
+	}
+	r := k.Stream(streamFixed)
+	top, left := fixedOffset(&r, t.fixed, w, h)
+	ch, cw := t.fixed.Size[0], t.fixed.Size[1]
+	p.CX, p.CY, p.CW, p.CH = left, top, cw, ch
+	p.RCFill = t.fixed.Fill
+	if w < cw || h < ch { // padded on the right and bottom
+		p.Padded, p.Vis = true, true
+		p.vx, p.vy, p.VW, p.VH = left, top, min(w, cw), min(h, ch)
+		p.PadL, p.PadT = 0, 0
+	}
+	return nil
+}
+
+// streamFixed is FixedSizeCrop's RNG stream: a child of the geometry's, as
+// streamZoom, so that a ScaleJitter before it keeps stream 1.
+const streamFixed = StreamCrop*64 + 4
+
+// lsjSteps are the plan's ScaleJitter and FixedSizeCrop as functional
+// ops: resize to the drawn size, then fixed_size_crop.
+func (t *Transform) lsjSteps(p *SamplePlan, buf []fn.Step) []fn.Step {
+	w, h := p.SrcW, p.SrcH
+	if t.jitter != nil {
+		st := fn.Step{Fn: fn.Resize, Interp: p.Interp, Antialias: p.Antialias, I: [6]int{4: p.RH, 5: p.RW}}
+		buf = append(buf, st)
+		w, h = p.RW, p.RH
+	}
+	ch, cw := t.fixed.Size[0], t.fixed.Size[1]
+	return append(buf, fn.Step{Fn: fn.FixedSizeCrop, I: [6]int{p.CY, p.CX, min(h, ch), min(w, cw), ch, cw}, Fill: t.fixed.Fill})
+}
+
+// Per-sample sizes: a transform whose geometry is a RandomShortestSize
+// with a max_size and no CenterCrop after it (t.vary). Each sample is
+// made at its own size, then padded with zeros on the right and bottom
+// to the bound, outH x outW (padCorner), its size after it (sizeTrailer):
+// the slot every buffer, budget and ring counts, which every maker (a
+// peer too) sends and a verified peer's is compared by. A batch is sent
+// padded to its largest sample instead (PackSizes), as DETR's
+// nested_tensor_from_tensor_list pads it, the sizes beside it.
+
+// SizeTrailer is the bytes after a sample of per-sample size: its height
+// and width, u32 little-endian each.
+const SizeTrailer = 8
+
+// CompactOut is where a w x h sample is made in its slot (which starts
+// slot): all of it, or of per-sample sizes its start, compact.
+func (t *Transform) CompactOut(slot []byte, w, h int) []byte {
+	px := slot[:t.ViewBytes()]
+	if t.vary {
+		px = px[:len(px)-SizeTrailer]
+	}
+	return px[:len(px)/(t.outW*t.outH)*w*h]
+}
+
+// PadSample spreads a w x h sample made compact at the start of out (its
+// slot: viewBytes) to the bound and writes its size after it.
+func (t *Transform) PadSample(out []byte, w, h int) {
+	px := out[:len(out)-SizeTrailer]
+	PadCorner(px, w, h, t.outW, t.outH, len(px)/(3*t.outW*t.outH), t.layout)
+	binary.LittleEndian.PutUint32(out[len(px):], uint32(h))
+	binary.LittleEndian.PutUint32(out[len(px)+4:], uint32(w))
+}
+
+// checkResize checks a Resize, RandomShortestSize or RandomResize, the
+// geometry's op n.
+func (t *Transform) checkResize(op *optab.Op, n int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+	}
+	switch op.Kind {
+	case OpResize:
+		return checkSize(op, true)
+	case OpRandomShortestSize:
+		if len(op.Sizes) == 0 || len(op.Sizes) > 256 {
+			return bad("RandomShortestSize min_size of %d sizes: want 1 to 256", len(op.Sizes))
+		}
+		for _, s := range op.Sizes {
+			if s < 1 || s > optab.MaxSide {
+				return bad("RandomShortestSize min_size %v: sides must be in 1..%d", op.Sizes, optab.MaxSide)
+			}
+		}
+		if op.MaxSize < 0 || op.MaxSize > optab.MaxSide {
+			return bad("RandomShortestSize max_size %d: want 1..%d (0: None)", op.MaxSize, optab.MaxSide)
+		}
+	case OpRandomResize:
+		if len(op.Sizes) != 2 || op.Sizes[0] < 1 || op.Sizes[0] >= op.Sizes[1] || op.Sizes[1] > optab.MaxSide+1 {
+			return bad("RandomResize min_size, max_size %v: want 1 <= min_size < max_size <= %d", op.Sizes, optab.MaxSide+1)
+		}
+	}
+	if n > 0 {
+		return bad("%s must come first (before a CenterCrop, if any): its size is drawn on the image", op.Kind)
+	}
+	return nil
+}
+
+// varySize sets the output of a geometry that resizes without a crop
+// after it: RandomShortestSize with a max_size makes each sample its own
+// size, at most max_size a side. The others are refused: their size has
+// no bound a batch's memory could be counted by.
+func (t *Transform) varySize() error {
+	op := t.resize
+	switch {
+	case op.Kind == OpRandomShortestSize && op.MaxSize > 0:
+		t.geom, t.vary, t.varyGeom, t.outH, t.outW = ResizeCrop, true, true, op.MaxSize, op.MaxSize
+		return nil
+	case op.Kind == OpRandomShortestSize:
+		return fmt.Errorf("%w: transform: RandomShortestSize without max_size gives sizes without a bound (the batch's memory is counted at the largest): give max_size, or a CenterCrop after it", errs.Unsupported)
+	case op.Kind == OpRandomResize:
+		return fmt.Errorf("%w: transform: RandomResize gives sizes without a bound (its longer side follows the image's aspect): follow it with a CenterCrop, or use RandomShortestSize with a max_size", errs.Unsupported)
+	}
+	return fmt.Errorf("%w: transform: Resize(%d) of the shorter side gives a size that varies per image without a bound; add CenterCrop, give Resize both sides, or use RandomShortestSize with a max_size", errs.Unsupported, op.Size[0])
+}
+
+// checkVaryOps refuses, after a geometry of per-sample sizes, the ops
+// compiled for one size (the policies, GaussianBlur), inside containers
+// too, and several views.
+func (t *Transform) checkVaryOps(ops []optab.Op) error {
+	if !t.vary {
+		return nil
+	}
+	for i := range ops {
+		switch k := ops[i].Kind; k {
+		case optab.OpTrivialAugmentWide, optab.OpRandAugment, optab.OpAutoAugment, optab.OpAugMix, optab.OpTimmRandAugment, optab.OpTimmAutoAugment, optab.OpTimmAugMix, optab.OpGaussianBlur:
+			return fmt.Errorf("%w: transform: %s after a geometry of per-sample sizes (RandomShortestSize) is not supported: it is compiled for one size", errs.Unsupported, k)
+		}
+		if err := t.checkVaryOps(ops[i].Ops); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Varies reports whether each sample has its own size (at most Size()).
+func (t *Transform) Varies() bool { return t.vary }
+
+// ResizeSize is the plan's drawn size for a RandomShortestSize or
+// RandomResize (its stream: the geometry's), torchvision's make_params:
+// RandomShortestSize's r = min(min_size / shorter, max_size / longer) in
+// float64 as Python's, each side int(side * r); RandomResize's shorter
+// side a uniform integer in [min_size, max_size), as Resize(int).
+func ResizeSize(op *optab.Op, k det.Key, w, h int) (rw, rh int) {
+	r := k.Stream(StreamCrop)
+	if op.Kind == OpRandomResize {
+		s := op.Sizes[0] + r.Intn(op.Sizes[1]-op.Sizes[0])
+		return ResizedSize(w, h, [2]int{s, 0})
+	}
+	s := op.Sizes[r.Intn(len(op.Sizes))]
+	f := float64(s) / float64(min(w, h))
+	if op.MaxSize > 0 {
+		f = min(f, float64(op.MaxSize)/float64(max(w, h)))
+	}
+	return int(float64(w) * f), int(float64(h) * f)
+}
+
+// PadCorner spreads a w x h sample made compact at the start of out (3
+// channels of elem bytes, in layout) to its place in a bw x bh one, the
+// rest zeros. It works from the last row back, so no row is overwritten
+// before it has moved.
+func PadCorner(out []byte, w, h, bw, bh, elem int, layout Layout) {
+	planes, rw, brw := 3, w*elem, bw*elem
+	if layout == HWC {
+		planes, rw, brw = 1, 3*w*elem, 3*bw*elem
+	}
+	for c := planes - 1; c >= 0; c-- {
+		for y := h - 1; y >= 0; y-- {
+			src, dst := (c*h+y)*rw, (c*bh+y)*brw
+			copy(out[dst:dst+rw], out[src:src+rw])
+			clear(out[dst+rw : dst+brw])
+		}
+		clear(out[(c*bh+h)*brw : (c+1)*bh*brw])
+	}
+}
+
+// PackSizes packs n samples of a transform of per-sample sizes, each in
+// its slot of SampleBytes (padded to the bound, its size after it), into
+// n samples padded to the largest height and width among them, in place:
+// it returns that size (bh, bw), each sample's (h, w) and the packed
+// data[:n*3*bh*bw] (times 4 of float32). Each sample's rows move towards
+// the start, so none is overwritten before it has moved. A size past the
+// bound (a peer's lie: the server checks what a verified peer sends, not
+// every peer's) is taken as the bound.
+func (t *Transform) PackSizes(data []byte, n int) (bh, bw int, sizes [][2]int, packed []byte) {
+	slot := t.SampleBytes()
+	sizes = make([][2]int, n)
+	for i := range n {
+		tr := data[(i+1)*slot-SizeTrailer:]
+		h, w := int(binary.LittleEndian.Uint32(tr)), int(binary.LittleEndian.Uint32(tr[4:]))
+		sizes[i] = [2]int{min(h, t.outH), min(w, t.outW)}
+		bh, bw = max(bh, sizes[i][0]), max(bw, sizes[i][1])
+	}
+	elem := 1
+	if t.norm != nil {
+		elem = 4
+	}
+	planes, rw, brw, rows, brows := 3, t.outW*elem, bw*elem, t.outH, bh
+	if t.layout == HWC {
+		planes, rw, brw = 1, 3*t.outW*elem, 3*bw*elem
+	}
+	bslot := planes * brows * brw
+	for i := range n {
+		for c := range planes {
+			for y := range brows {
+				src, dst := i*slot+(c*rows+y)*rw, i*bslot+(c*brows+y)*brw
+				copy(data[dst:dst+brw], data[src:src+brw])
+			}
+		}
+	}
+	return bh, bw, sizes, data[:n*bslot]
+}
+
+// SampleSize is the size of p's sample: its own of a transform of
+// per-sample sizes, else the transform's.
+func (t *Transform) SampleSize(p *SamplePlan) (w, h int) {
+	if t.vary || t.geomW > 0 { // of ops that grow it: the geometry's
+		return p.OutW, p.OutH
+	}
+	return t.outW, t.outH
+}
+
+// FixedSizeCrop's boxes (large-scale jitter, lsj.go), as torchvision's
+// FixedSizeCrop moves a tv_tensors.BoundingBoxes, in float32.

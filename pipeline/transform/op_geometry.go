@@ -1,0 +1,245 @@
+package transform
+
+// The geometry: the ops fused into the decode (torchvision.transforms.v2's
+// RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad, and detection's
+// RandomZoomOut, RandomIoUCrop, ScaleJitter, FixedSizeCrop,
+// RandomShortestSize, RandomResize), and their functional ops with how they
+// move a job's targets (the box, keypoint and mask kernels of crop, resize,
+// center_crop, pad). NewTransform parses where they stand (transform.go,
+// lsj.go, detgeom.go: the geometry's grammar); the sample's plan draws them
+// (plan.go).
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+)
+
+const (
+	OpRandomResizedCrop optab.OpKind = "RandomResizedCrop"
+	OpResize            optab.OpKind = "Resize"
+	OpCenterCrop        optab.OpKind = "CenterCrop"
+	OpRandomCrop        optab.OpKind = "RandomCrop"
+	OpPad               optab.OpKind = "Pad"
+	// OpRandomZoomOut pads the image onto a random larger canvas (SSD's
+	// zoom out); first, before Resize(h, w), RandomCrop or CenterCrop.
+	OpRandomZoomOut optab.OpKind = "RandomZoomOut"
+	// OpRandomIoUCrop is SSD's IoU crop, drawn against the sample's boxes
+	// (a job with targets only); first or after a RandomZoomOut, then
+	// Resize(h, w).
+	OpRandomIoUCrop optab.OpKind = "RandomIoUCrop"
+)
+
+const (
+	// OpScaleJitter is torchvision.transforms.v2's ScaleJitter: the image
+	// resized by min(Size[0]/h, Size[1]/w) (Size the target_size as
+	// (height, width)) times a scale uniform in Scale (scale_range), each
+	// side truncated; Interp and NoAntialias its resampling. A geometry
+	// op, first, then FixedSizeCrop.
+	OpScaleJitter optab.OpKind = "ScaleJitter"
+	// OpFixedSizeCrop is torchvision's FixedSizeCrop (its detection
+	// references' and prototype transforms'): a crop of at most Size
+	// (height, width) at one uniform r (top int((h - height) * r), left
+	// int((w - width) * r) where the image is larger), padded on the right
+	// and bottom with Fill to Size; the target boxes it leaves empty are
+	// dropped with their labels. A geometry op: first, or after a
+	// ScaleJitter.
+	OpFixedSizeCrop optab.OpKind = "FixedSizeCrop"
+	// OpRandomShortestSize is torchvision.transforms.v2's
+	// RandomShortestSize: the shorter side resized to one of Sizes
+	// (min_size), drawn uniformly, the longer at most MaxSize (max_size;
+	// 0: None), each side truncated; Interp and NoAntialias its
+	// resampling. A geometry op, first; without a CenterCrop after it each
+	// sample has its own size (sizes.go), MaxSize its bound.
+	OpRandomShortestSize optab.OpKind = "RandomShortestSize"
+	// OpRandomResize is torchvision.transforms.v2's RandomResize: the
+	// shorter side resized to a size uniform in [Sizes[0], Sizes[1])
+	// (min_size, max_size), the longer scaled and truncated (Resize(int)).
+	// A geometry op, first, then a CenterCrop: the longer side has no
+	// bound of its own.
+	OpRandomResize optab.OpKind = "RandomResize"
+)
+
+func init() {
+	size := optab.Param{Name: "size", Typ: optab.PSize}
+	interp := optab.Param{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}
+	antialias := optab.Param{Name: "antialias", Typ: optab.PBool, Def: "True"}
+	// A fill per type on the ops whose masks follow (Op.FillTyped).
+	fill := optab.Param{Name: "fill", Typ: optab.PFillBy, Def: "0"}
+	mode := optab.Param{Name: "padding_mode", Typ: optab.PString, Def: "'constant'"}
+	geometry := func(d optab.Def) {
+		d.Geometry, d.Targets = true, optab.TargetsMove
+		if d.Misplaced == "" {
+			d.Misplaced = "a geometry op after other ops: the geometry must be the first op (one RandomResizedCrop, RandomCrop, or Resize then CenterCrop), fused into the decode"
+		}
+		optab.Define(d)
+	}
+	lsj := func(d optab.Def) {
+		d.Misplaced, d.Stays = fmt.Sprintf("%s after other ops is not supported: it is the geometry, first, fused into the decode", d.Kind), true
+		geometry(d)
+	}
+	geometry(optab.Def{Kind: OpRandomResizedCrop, Doc: "a random crop of area scale and aspect ratio, resized to size",
+		Params: []optab.Param{size, {Name: "scale", Typ: optab.PRange, Def: "(0.08, 1.0)"}, {Name: "ratio", Typ: optab.PRange, Def: "(0.75, 1.3333333333333333)"},
+			interp, antialias},
+		Stays: true, Format: formatSize})
+	geometry(optab.Def{Kind: OpResize, Doc: "resized to (h, w), or its shorter side to size (then a CenterCrop)",
+		Params: []optab.Param{size, interp, {Name: "max_size", Typ: optab.PInt, Def: "None"}, antialias},
+		Stays:  true, AfterGrow: fixSize, Format: func(b *strings.Builder, op *optab.Op) {
+			if op.Size[1] == 0 {
+				fmt.Fprintf(b, "(%d", op.Size[0])
+			} else {
+				fmt.Fprintf(b, "(%dx%d", op.Size[0], op.Size[1])
+			}
+			formatInterp(b, op)
+		}})
+	geometry(optab.Def{Kind: OpCenterCrop, Doc: "the central crop of size (padded where the image is smaller)",
+		Params: []optab.Param{size}, Stays: true, AfterGrow: fixSize, Format: formatSize})
+	geometry(optab.Def{Kind: OpRandomCrop, Doc: "a crop of size at a random place, after padding (constant fill)",
+		Params: []optab.Param{size, {Name: "padding", Typ: optab.PInts, Def: "None"}, {Name: "pad_if_needed", Typ: optab.PBool, Def: "False"}, fill, mode},
+		Stays:  true, Masks: fillMasks,
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(%dx%d, padding=%v, pad_if_needed=%v, fill=%v)", op.Size[0], op.Size[1], op.Padding, op.PadIfNeeded, op.Fill)
+		}})
+	geometry(optab.Def{Kind: OpPad, Doc: "padding with a constant fill, right before or after a RandomCrop or CenterCrop",
+		Params: []optab.Param{{Name: "padding", Typ: optab.PInts}, fill, mode},
+		Stays:  true, Masks: fillMasks,
+		Misplaced: "Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)",
+		Format:    func(b *strings.Builder, op *optab.Op) { fmt.Fprintf(b, "(padding=%v, fill=%v)", op.Padding, op.Fill) }})
+	geometry(optab.Def{Kind: OpRandomZoomOut, Doc: "with probability p, the image padded with fill onto a canvas side_range times its size",
+		Params: []optab.Param{fill, {Name: "side_range", Typ: optab.PRange, Def: "(1.0, 4.0)"}, optab.PParam(0.5)}, Masks: fillMasks,
+		Misplaced: "RandomZoomOut after other ops is not supported: it is the first op (then Resize(h, w), RandomCrop or CenterCrop), fused into the decode",
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(fill=%v, side_range=%v, p=%g)", op.Fill, op.SideRange, op.P)
+		}})
+	geometry(optab.Def{Kind: OpRandomIoUCrop, Doc: "SSD's crop of a minimal IoU with the sample's boxes (then Resize(h, w))",
+		Params: []optab.Param{{Name: "min_scale", Typ: optab.PFloat, Def: "0.3"}, {Name: "max_scale", Typ: optab.PFloat, Def: "1.0"},
+			{Name: "min_aspect_ratio", Typ: optab.PFloat, Def: "0.5"}, {Name: "max_aspect_ratio", Typ: optab.PFloat, Def: "2.0"},
+			{Name: "sampler_options", Typ: optab.PFloats, Def: "None"}, {Name: "trials", Typ: optab.PInt, Def: "40"}},
+		NeedsTargets: true,
+		Misplaced:    "RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode",
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d)", op.Scale, op.Ratio, op.Options, op.Trials)
+		}})
+	lsj(optab.Def{Kind: OpScaleJitter, Doc: "resized by target_size times a scale drawn in scale_range (large-scale jitter)",
+		Params: []optab.Param{{Name: "target_size", Typ: optab.PSize}, {Name: "scale_range", Typ: optab.PRange, Def: "(0.1, 2.0)"}, interp, antialias},
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(%dx%d, scale_range=%v", op.Size[0], op.Size[1], op.Scale)
+			formatInterp(b, op)
+		}})
+	lsj(optab.Def{Kind: OpFixedSizeCrop, Doc: "a random crop of at most size, padded on the right and bottom with fill to size",
+		Params: []optab.Param{size, {Name: "fill", Typ: optab.PFill, Def: "0"}, mode},
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(%dx%d, fill=%v)", op.Size[0], op.Size[1], op.Fill)
+		}})
+	lsj(optab.Def{Kind: OpRandomShortestSize, Doc: "the shorter side resized to one of min_size, the longer at most max_size",
+		Params: []optab.Param{{Name: "min_size", Typ: optab.PInts}, {Name: "max_size", Typ: optab.PInt, Def: "None"}, interp, antialias},
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(min_size=%v, max_size=%d", op.Sizes, op.MaxSize)
+			formatInterp(b, op)
+		}})
+	lsj(optab.Def{Kind: OpRandomResize, Doc: "the shorter side resized to a size drawn in [min_size, max_size)",
+		Params: []optab.Param{{Name: "min_size", Typ: optab.PInt}, {Name: "max_size", Typ: optab.PInt}, interp, antialias},
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(min_size=%d, max_size=%d", op.Sizes[0], op.Sizes[1])
+			formatInterp(b, op)
+		}})
+}
+
+// formatSize writes "(HxW" and the interpolation.
+func formatSize(b *strings.Builder, op *optab.Op) {
+	fmt.Fprintf(b, "(%dx%d", op.Size[0], op.Size[1])
+	formatInterp(b, op)
+}
+
+// formatInterp ends String's arguments: the interpolation unless
+// bilinear, then ")".
+func formatInterp(b *strings.Builder, op *optab.Op) {
+	if op.Interp != InterpBilinear {
+		fmt.Fprintf(b, ", %s", op.Interp)
+	}
+	b.WriteString(")")
+}
+
+// fillMasks refuses a padding op whose masks' fill is not a uint8 Mask's
+// value: a fill per type's Mask value (FillTyped) that is not an integer
+// 0..255, or a plain fill (every type's) of several values (torchvision's
+// pad_mask refuses it) or not an integer.
+func fillMasks(op *optab.Op) error {
+	if op.FillTyped {
+		if v := op.FillMask; !(v >= 0 && v <= 255) || v != math.Trunc(v) {
+			return fmt.Errorf("mask fill %v: want an integer 0..255 (a uint8 Mask's value)", v)
+		}
+		return nil
+	}
+	if f := op.Fill; f[0] != f[1] || f[1] != f[2] || f[0] != math.Trunc(f[0]) {
+		return fmt.Errorf("fill %v with masks: torchvision fills a Mask with the op's fill too, one integer 0..255 "+
+			"(pad_mask refuses a fill of several values); give one, or a fill per type, {tv_tensors.Image: %v, tv_tensors.Mask: m}",
+			f, fillText(f))
+	}
+	return nil
+}
+
+// maskFill is op's fill of a job's masks (fillMasks checked it): its fill
+// per type's Mask value, else its one fill (None: 0).
+func maskFill(op *optab.Op) uint8 {
+	switch {
+	case op.FillTyped:
+		return uint8(op.FillMask)
+	case op.FillNone:
+		return 0
+	}
+	return uint8(op.Fill[0])
+}
+
+// fillText is a fill as Python writes it: one number, or a tuple of three.
+func fillText(f [3]float64) string {
+	if f[0] == f[1] && f[1] == f[2] {
+		return fmt.Sprint(f[0])
+	}
+	return fmt.Sprintf("(%v, %v, %v)", f[0], f[1], f[2])
+}
+
+// A Resize((h, w)) or a CenterCrop after a RandomRotation with
+// expand=True (at the top level, after the geometry) fixes the size the
+// rotation grew: a step after the decode (fixSize), of the functional
+// op's name, with the kernels below; the transform's bound is then the
+// largest image before it (growRotate).
+var (
+	postResize     = optab.Def{Kind: OpResize, Targets: optab.TargetsMove, Draw: drawFix}
+	postCenterCrop = optab.Def{Kind: OpCenterCrop, Targets: optab.TargetsMove, Draw: drawFix}
+)
+
+// drawFix emits the node's step; the ops after it draw on its size.
+func drawFix(n *optab.Node, _ *det.RNG, d *optab.Drawer) {
+	d.Emit(n.Step)
+	d.H, d.W = n.Step.I[4], n.Step.I[5]
+}
+
+// fixSize compiles op, a Resize or CenterCrop after a RandomRotation with
+// expand=True.
+func fixSize(op *optab.Op, stream uint64, where string) (optab.Node, error) {
+	n := optab.Node{Op: op, Stream: stream, MaxSteps: 1}
+	if op.Kind == OpCenterCrop {
+		if err := checkSize(op, false); err != nil {
+			return n, err
+		}
+		n.Def, n.Step = &postCenterCrop, fn.Step{Fn: fn.CenterCrop, I: [6]int{4: op.Size[0], 5: op.Size[1]}}
+		return n, nil
+	}
+	if err := checkSize(op, true); err != nil {
+		return n, err
+	}
+	if op.Size[1] == 0 || op.MaxSize != 0 {
+		return n, optab.OpError(where, "Resize(%d) of the shorter side after a RandomRotation with expand=True: give both sides, Resize((h, w))", op.Size[0])
+	}
+	if err := checkInterp(op, true); err != nil {
+		return n, err
+	}
+	n.Def = &postResize
+	n.Step = fn.Step{Fn: fn.Resize, I: [6]int{4: op.Size[0], 5: op.Size[1]}, Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
+	return n, nil
+}

@@ -1,0 +1,211 @@
+package transform
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+)
+
+// Presets by name: each documented op by op, with its source recipe, in
+// docs/transforms.md. Ops that torchvision's recipes run after Normalize
+// (RandomErasing) erase uint8 pixels here: value 0 after Normalize is the
+// mean colour (124, 116, 104) before it.
+var presets = map[string][]optab.Op{
+	"imagenet-train": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+	},
+	"imagenet-eval": {
+		{Kind: OpResize, Size: [2]int{256, 0}},
+		{Kind: OpCenterCrop, Size: [2]int{224, 224}},
+	},
+	// torchvision's ResNet-50 "v2" recipe (references/classification,
+	// --train-crop-size 176 --auto-augment ta_wide --random-erase 0.1).
+	"tv-resnet50-v2": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{176, 176}},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpTrivialAugmentWide, Bins: 31, Interp: InterpBilinear, FillNone: true},
+		{Kind: optab.OpRandomErasing, P: 0.1, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: meanColour},
+	},
+	// DeiT (timm's create_transform with --aa rand-m9-mstd0.5-inc1
+	// --reprob 0.25 --remode pixel, bicubic).
+	"deit": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpTimmRandAugment, Policy: "rand-m9-mstd0.5-inc1", Interp: InterpBicubic, Fill: meanColour},
+		{Kind: optab.OpRandomErasing, P: 0.25, Scale: [2]float64{0.02, 1.0 / 3}, Ratio: [2]float64{0.3, 1 / 0.3}, RandomValue: true,
+			Mean: fn.ImagenetMean, Std: fn.ImagenetStd},
+	},
+	// SimCLR's ImageNet augmentation (Chen et al. 2020, appendix A), one
+	// view: s = 1, blur kernel 10% of the side. The preset "simclr" is two
+	// of these views (presets_views.go).
+	"simclr-view": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.8, 0.8, 0.8, 0.2)}},
+		{Kind: optab.OpRandomGrayscale, P: 0.2},
+		{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}},
+	},
+	// DINO's first global crop (main_dino.py DataAugmentationDINO,
+	// global_crops_scale (0.4, 1)): always blurred.
+	"dino-global": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Scale: [2]float64{0.4, 1}, Interp: InterpBicubic},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+		{Kind: optab.OpRandomGrayscale, P: 0.2},
+		{Kind: optab.OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}},
+	},
+	// DINO's local crops (local_crops_scale (0.05, 0.4), 96 px).
+	"dino-local": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{96, 96}, Scale: [2]float64{0.05, 0.4}, Interp: InterpBicubic},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+		{Kind: optab.OpRandomGrayscale, P: 0.2},
+		{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{0.1, 2.0}}}},
+	},
+	// open_clip's training transform (image_transform, is_train=True).
+	"clip": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Scale: [2]float64{0.9, 1}, Interp: InterpBicubic},
+	},
+	// The DETR family's (RT-DETR v2, D-FINE, DEIM) before its stop_epoch,
+	// with torchvision.transforms.v2's defaults: a job with targets only
+	// (RandomIoUCrop draws against the boxes). Its stop_epoch is the
+	// job's (JobSpec.stop_epoch: WithStopEpoch, D-FINE's three ops off
+	// from it on; D-FINE's configs stop at 72, its S and M at 120): the
+	// preset alone never stops.
+	"detr": {
+		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, JitterRanges: true,
+			Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
+		{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}},
+		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40},
+		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpResize, Size: [2]int{640, 640}},
+		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+	},
+	// ultralytics' (8.4.190) v8_transforms with its default hyp: Mosaic
+	// (mosaic 1.0, imgsz 640), RandomPerspective (degrees 0, translate 0.1,
+	// scale 0.5, shear 0, perspective 0) into (640, 640), RandomHSV (0.015,
+	// 0.7, 0.4), RandomFlip horizontal 0.5; mixup, copy_paste and flipud
+	// are 0 there, so their ops, which would never apply, are left out.
+	// close_mosaic=10 of a run of E epochs is the job's stop_epoch E-10
+	// (its default stop_ops, YOLOStopOps, switch the Mosaic off: each
+	// image load_image'd, then warped to 640x640).
+	"yolo": {
+		{Kind: OpMosaic, ImgSz: 640, Tiles: 4, P: 1},
+		{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{640, 640}},
+		{Kind: OpYOLORandomHSV, HGain: 0.015, SGain: 0.7, VGain: 0.4},
+		{Kind: OpYOLORandomFlip, P: 0.5, Direction: "horizontal"},
+	},
+	// torchvision's detection references' "ssdlite" recipe (SSDlite320's
+	// DetectionPresetTrain: RandomIoUCrop, the flip, and the
+	// SanitizeBoundingBoxes() their v2 pipeline ends with), then the
+	// model's own resize to 320x320 (its GeneralizedRCNNTransform's
+	// fixed_size: bilinear, no antialias), made here so that a batch has
+	// one size (the model's resize is then of an image of its size already,
+	// which leaves it): a job with targets only.
+	"ssdlite": {
+		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: OpResize, Size: [2]int{320, 320}, NoAntialias: true},
+	},
+	// Large-scale jitter (the Copy-Paste paper's; torchvision's detection
+	// references' "lsj", for Mask R-CNN): ScaleJitter to 1024x1024 at
+	// scale_range (0.1, 2), antialiased, FixedSizeCrop(1024) padded with
+	// their fill, the mean (123, 117, 104), the flip, and the
+	// SanitizeBoundingBoxes() their v2 pipeline ends with: a job with
+	// targets only.
+	"lsj": {
+		{Kind: OpScaleJitter, Size: [2]int{1024, 1024}, Scale: [2]float64{0.1, 2}},
+		{Kind: OpFixedSizeCrop, Size: [2]int{1024, 1024}, Fill: [3]float64{123, 117, 104}},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+	},
+	// torchvision's detection references' "multiscale" recipe (Faster
+	// R-CNN's and the other R-CNNs' multi-scale training):
+	// RandomShortestSize(min_size=(480, 512, ..., 800), max_size=1333),
+	// the flip, and the SanitizeBoundingBoxes() their v2 pipeline ends
+	// with: per-sample sizes (each batch padded to its largest sample), a
+	// job with targets only.
+	"frcnn": {
+		{Kind: OpRandomShortestSize, Sizes: []int{480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800}, MaxSize: 1333},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+	},
+	// ultralytics' training transforms of its close_mosaic epochs (Mosaic,
+	// MixUp and CopyPaste off) as its releases before 8.1 made them, at its
+	// default hyperparameters: load_image to 640, LetterBox(640,
+	// scaleup=False) (RandomPerspective's pre_transform then), RandomPerspective
+	// (translate 0.1, scale 0.5), RandomHSV(0.015, 0.7, 0.4), RandomFlip
+	// horizontal 0.5 (op_yolo.go). 8.4.190's warps the loaded image to 640x640
+	// instead, without a LetterBox: YOLORandomPerspective(size=640) after
+	// YOLOLoadImage (docs/detection.md).
+	"yolo-letterbox": {
+		{Kind: OpYOLOLoadImage, ImgSz: 640},
+		{Kind: OpYOLOLetterBox, Size: [2]int{640, 640}, LetterCenter: true, Stride: 32},
+		{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5},
+		{Kind: OpYOLORandomHSV, HGain: 0.015, SGain: 0.7, VGain: 0.4},
+		{Kind: OpYOLORandomFlip, P: 0.5, Direction: "horizontal"},
+	},
+}
+
+// meanColour is ImageNet's mean as uint8 pixels: what torchvision's
+// RandomErasing(value=0) after Normalize writes, and timm's img_mean fill.
+var meanColour = [3]float64{124, 116, 104}
+
+// PresetNames lists the named presets, sorted: one-view presets and
+// presets of several views (ViewPreset).
+func PresetNames() []string {
+	names := make([]string, 0, len(presets)+len(viewPresets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	for n := range viewPresets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Preset returns the op list of a named one-view preset.
+func Preset(name string) ([]optab.Op, error) {
+	ops, ok := presets[name]
+	if !ok {
+		if _, views := viewPresets[name]; views {
+			return nil, fmt.Errorf("%w: transform preset %q makes several views: it is not one op list (ViewPreset)", errs.Unsupported, name)
+		}
+		return nil, fmt.Errorf("%w: unknown transform preset %q (known: %s)", errs.Unsupported, name, strings.Join(PresetNames(), ", "))
+	}
+	return cloneOps(ops), nil
+}
+
+// cloneOps copies ops deeply (containers' Ops and Probs too).
+func cloneOps(ops []optab.Op) []optab.Op {
+	out := append([]optab.Op(nil), ops...)
+	for i := range out {
+		out[i].Ops = cloneOps(out[i].Ops)
+		out[i].Probs = append([]float64(nil), out[i].Probs...)
+		out[i].Options = append([]float64(nil), out[i].Options...)
+		out[i].Sizes = append([]int(nil), out[i].Sizes...)
+		out[i].FlipIdx = append([]int(nil), out[i].FlipIdx...)
+	}
+	return out
+}
+
+// ParseTransform returns a preset's transform (of several views for a
+// ViewPreset's name).
+func ParseTransform(preset string, layout Layout) (*Transform, error) {
+	if groups, ok := ViewPreset(preset); ok {
+		return NewViews(layout, groups...)
+	}
+	ops, err := Preset(preset)
+	if err != nil {
+		return nil, err
+	}
+	return NewTransform(layout, ops...)
+}

@@ -1,0 +1,405 @@
+package transform
+
+import (
+	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+)
+
+// Layout is the order of a sample's axes.
+type Layout int
+
+// Layouts. CHW is the default, what torch models take.
+const (
+	CHW Layout = iota
+	HWC
+)
+
+func (l Layout) String() string {
+	if l == HWC {
+		return "HWC"
+	}
+	return "CHW"
+}
+
+// geomKind says how the geometry ops compose.
+type geomKind int
+
+const (
+	// CropResize: crop a box of the source, then resize it to the output
+	// (RandomResizedCrop, CenterCrop alone).
+	CropResize geomKind = iota
+	// ResizeCrop: resize the whole source, then crop (Resize, Resize +
+	// CenterCrop).
+	ResizeCrop
+)
+
+// Transform is a compiled, validated op list. It is immutable and safe for
+// concurrent use.
+type Transform struct {
+	ops   []optab.Op
+	geom  geomKind
+	rrc   *optab.Op // RandomResizedCrop, if any
+	rcrop *optab.Op // RandomCrop, if any
+	pad   *optab.Op // Pad, if any: first, before a RandomCrop or CenterCrop
+	// zoom is a RandomZoomOut, if any: first, before a Resize(h, w), a
+	// RandomCrop or a CenterCrop; its padding is drawn per sample.
+	zoom *optab.Op
+	// iou is a RandomIoUCrop, if any: first or after a RandomZoomOut,
+	// then Resize(h, w); iouMid the SanitizeBoundingBoxes steps and at
+	// most one RandomHorizontalFlip (FnHorizontalFlip, drawn at preFlip)
+	// between them, in order.
+	iou     *optab.Op
+	iouMid  []fn.Step
+	preFlip float64
+	// pre are the RandomPhotometricDistorts before the geometry, compiled:
+	// run on the decoded image, before a canvas plan's geometry.
+	pre    []optab.Node
+	maxPre int
+	// padAfter is a Pad right after a RandomCrop or a CenterCrop (not
+	// resized), if any: the crop padded into a larger output.
+	padAfter *optab.Op
+	resize   *optab.Op // Resize, if any
+	center   *optab.Op // CenterCrop, if any
+	// jitter and fixed: a ScaleJitter and FixedSizeCrop (lsj.go); vary:
+	// each sample's size is its own, outH x outW its bound (lsj.go).
+	jitter, fixed *optab.Op
+	vary          bool
+	// varyGeom: the geometry's sizes vary (RandomShortestSize); where ops
+	// grow it (growRotate), geomW x geomH its size, room their largest.
+	varyGeom           bool
+	geomW, geomH, room int
+	// yolo is a YOLO geometry (yolo.go): YOLOLoadImage, then a
+	// YOLOLetterBox and/or a YOLORandomPerspective.
+	yolo *yoloGeom
+	// flip is the p of a RandomHorizontalFlip right after the geometry:
+	// fused into the decode (the resampler's coefficients run backwards).
+	flip    float64
+	hasFlip bool
+	// post are the ops after the geometry (and a fused flip), compiled,
+	// in order; maxSteps bounds the steps they draw for one sample.
+	post     []optab.Node
+	maxSteps int
+	norm     *optab.Op
+	outH     int
+	outW     int
+	layout   Layout
+	// views are a transform of several views' (NewViews), each a one-view
+	// transform, and their groups' names; nil for a one-view transform.
+	// outH, outW and norm are then view 0's.
+	views     []*Transform
+	viewNames []string
+	vlayout   ViewLayout
+	// decode is how the fast path decodes a JPEG before the geometry
+	// (WithDecode): DecodeExact, the zero value, or DecodeFast.
+	decode DecodeMode
+	stop   *stopEpoch // a stop_epoch (decodemode.go), if any
+	// mosaic is ultralytics' Mosaic, if any: the geometry, its partners
+	// read with the sample (op_mosaic.go, decode_multi.go).
+	mosaic *optab.Op
+	mixup  *optab.Op // ultralytics' MixUp, right after the Mosaic
+	// copyPaste and copyPasteMix: ultralytics' CopyPaste in flip mode, right
+	// after the Mosaic, and in mixup mode, after its warp (op_yolo.go).
+	copyPaste, copyPasteMix *optab.Op
+	cutmix                  *optab.Op // ultralytics' CutMix, last of the multi-image geometry
+}
+
+// RNG streams: the geometry draws from stream 1 and the op at position j
+// after it (a fused flip is position 1) from stream 1+j, so that ops never
+// shift each other's numbers (crop, flip and a ColorJitter after the flip
+// keep the streams 1, 2 and 3 they always had). An op inside a container
+// draws from its own stream, derived from its container's (node.stream).
+const (
+	StreamCrop = 1
+	streamFlip = 2
+)
+
+// NewTransform validates ops and compiles them. The geometry comes first
+// (one RandomResizedCrop, or Resize and/or CenterCrop, in that order, or
+// a RandomCrop; a Pad may come right before a RandomCrop or a CenterCrop,
+// or right after one that is not resized; a RandomZoomOut right before a
+// Resize(h, w), a RandomCrop or a CenterCrop) and
+// is fused into the decode; every other op follows it, in the order given,
+// on the output-sized crop (a RandomHorizontalFlip right after the
+// geometry is fused too); Normalize, if any, comes last. The output size
+// must be fixed: Resize of the shorter side needs a CenterCrop after it.
+func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
+	t := &Transform{ops: cloneOps(ops), layout: layout}
+	if layout != CHW && layout != HWC {
+		return nil, fmt.Errorf("%w: layout %d", errs.Unsupported, layout)
+	}
+	bad := func(format string, a ...any) (*Transform, error) {
+		return nil, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+	}
+	// RandomPhotometricDistort before the geometry (compilePre): the
+	// geometry is parsed from the op after them.
+	all, pre := t.ops, leadingPre(t.ops)
+	t.ops = t.ops[pre:]
+	n, err := t.lsjGeometry() // ops of the geometry: a ScaleJitter and FixedSizeCrop's (lsj.go)
+	if err == nil && n == 0 {
+		n, err = t.yoloGeometry() // or the YOLO family's (yolo.go)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for n < len(t.ops) && (geometryKind(t.ops[n].Kind) || t.mosaic != nil && t.ops[n].Kind == OpYOLORandomPerspective) {
+		op := &t.ops[n]
+		if err := t.checkZoomOut(op, n); err != nil {
+			return nil, err
+		}
+		switch op.Kind {
+		case OpMosaic, OpYOLORandomPerspective, OpMixUp, OpCopyPaste, OpCutMix: // a YOLORandomPerspective after a Mosaic (yoloGeometry parses it after a YOLOLoadImage)
+			if err := t.multiOp(op, n); err != nil {
+				return nil, err
+			}
+		case OpRandomZoomOut:
+			t.zoom = op
+		case OpRandomIoUCrop:
+			k, err := t.iouCrop(op, n)
+			if err != nil {
+				return nil, err
+			}
+			n = k // the Resize after it is next
+			continue
+		case OpPad:
+			if n > 0 && (t.padAfter != nil || t.rrc != nil || t.resize != nil || (t.rcrop == nil && t.center == nil)) {
+				return bad("Pad after a resampling geometry (RandomResizedCrop, Resize) or twice after the crop is not supported: Pad comes first, or right after a RandomCrop or CenterCrop")
+			}
+			if err := checkPadding(op); err != nil {
+				return nil, err
+			}
+			if n == 0 {
+				t.pad = op
+			} else {
+				t.padAfter = op
+			}
+		case OpRandomCrop:
+			if n > 0 && (n > 1 || (t.pad == nil && t.zoom == nil) || t.padAfter != nil) {
+				return bad("RandomCrop must be the only geometry op (after a Pad or a RandomZoomOut, if any) and come first")
+			}
+			if err := checkSize(op, false); err != nil {
+				return nil, err
+			}
+			if err := checkPadding(op); err != nil {
+				return nil, err
+			}
+			if t.pad != nil && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.pad.Fill {
+				return bad("Pad fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.pad.Fill, op.Fill)
+			}
+			t.rcrop = op
+		case OpRandomResizedCrop:
+			if t.pad != nil {
+				return bad("Pad before RandomResizedCrop is not supported: Pad may come before a RandomCrop or CenterCrop only")
+			}
+			if n > 0 {
+				return bad("RandomResizedCrop must be the only geometry op and come first")
+			}
+			if err := checkRRC(op); err != nil {
+				return nil, err
+			}
+			t.rrc = op
+		case OpResize, OpRandomShortestSize, OpRandomResize:
+			if t.pad != nil {
+				return bad("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
+			}
+			if n > 0 && !(t.zoom != nil && n == 1) && t.iou == nil {
+				return bad("Resize must come first (after a RandomZoomOut, if any), before CenterCrop")
+			}
+			if err := t.checkResize(op, n); err != nil {
+				return nil, err
+			}
+			t.resize = op
+		case OpCenterCrop:
+			if t.rrc != nil || t.rcrop != nil || t.center != nil || t.padAfter != nil {
+				return bad("CenterCrop must follow Resize or Pad (if any) and come before the other ops")
+			}
+			if err := checkSize(op, false); err != nil {
+				return nil, err
+			}
+			t.center = op
+		}
+		if err := checkInterp(op, true); err != nil {
+			return nil, err
+		}
+		n++
+	}
+	if err := t.checkMulti(); err != nil {
+		return nil, err
+	}
+	if err := t.checkAlone(); err != nil {
+		return nil, err
+	}
+	switch {
+	case t.fixed != nil, t.yolo != nil: // lsjGeometry or yoloGeometry set the size
+	case t.mosaic != nil:
+		t.geom, t.outH, t.outW = CropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
+	case t.rcrop != nil:
+		t.geom, t.outH, t.outW = CropResize, t.rcrop.Size[0], t.rcrop.Size[1]
+	case t.rrc != nil:
+		t.geom, t.outH, t.outW = CropResize, t.rrc.Size[0], t.rrc.Size[1]
+	case t.center != nil:
+		t.geom, t.outH, t.outW = ResizeCrop, t.center.Size[0], t.center.Size[1]
+		if t.resize == nil {
+			t.geom = CropResize
+		}
+	case t.resize != nil && t.resize.Size[1] > 0:
+		t.geom, t.outH, t.outW = ResizeCrop, t.resize.Size[0], t.resize.Size[1]
+	case t.resize != nil:
+		if err := t.varySize(); err != nil {
+			return nil, err
+		}
+	case len(t.ops) > 0 && optab.Grows(&t.ops[0]):
+		return bad("op 0 is RandomRotation with expand=True: its size follows the image's, which nothing bounds; put a geometry that fixes the size before it (Resize((h, w)), RandomResizedCrop, CenterCrop, or RandomShortestSize with a max_size): each sample is then its own size, at most the rotated bound")
+	case len(t.ops) > 0:
+		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
+	default:
+		return bad("no geometry op: a batch needs a fixed size (RandomResizedCrop, Resize(h, w) or CenterCrop)")
+	}
+	if err := t.growPadAfter(); err != nil {
+		return nil, err
+	}
+	rest := t.ops[n:]
+	if k := len(rest) - 1; k >= 0 && rest[k].Kind == optab.OpNormalize {
+		if err := optab.CheckNormalize(&rest[k]); err != nil {
+			return nil, err
+		}
+		t.norm, rest = &rest[k], rest[:k]
+	}
+	if len(rest) > 0 && rest[0].Kind == optab.OpRandomHorizontalFlip && t.mosaic == nil { // a mosaic's flip is a step
+		if err := checkP(&rest[0], n); err != nil {
+			return nil, err
+		}
+		t.flip, t.hasFlip = rest[0].P, true
+		rest = rest[1:]
+	}
+	first := n + 1 // the position of rest[0] in ops
+	if t.hasFlip {
+		first++
+	}
+	if len(rest) > optab.MaxOps {
+		return bad("%d ops after the geometry: the limit is %d", len(rest), optab.MaxOps)
+	}
+	if err := checkConvertLast(rest, pre+first-1); err != nil {
+		return nil, err
+	}
+	if err := t.checkVaryOps(rest); err != nil {
+		return nil, err
+	}
+	c := optab.Compiler{W: t.outW, H: t.outH}
+	t.post = make([]optab.Node, len(rest))
+	for i := range rest {
+		j := i + 1 // position after the geometry
+		if t.hasFlip {
+			j++
+		}
+		nd, err := c.Compile(&rest[i], pre+first-1+i, uint64(1+j), 0)
+		if err != nil {
+			return nil, err
+		}
+		t.post[i] = nd
+		t.maxSteps += nd.MaxSteps
+	}
+	if t.ops = all; pre > 0 {
+		if err := t.compilePre(pre); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.growRotate(rest, pre+first-1); err != nil {
+		return nil, err
+	}
+	t.setLayout()
+	return t, nil
+}
+
+// Ops returns the compiled op list, defaults filled in.
+func (t *Transform) Ops() []optab.Op { return append([]optab.Op(nil), t.ops...) }
+
+// The compiled transform's parts the decoder reads (the pipeline's root:
+// it fuses the geometry, draws the steps into its own buffers, packs the
+// samples).
+
+// OutW is the output width (view 0's), OutH its height: Size's.
+func (t *Transform) OutW() int { return t.outW }
+
+// OutH is the output height (view 0's).
+func (t *Transform) OutH() int { return t.outH }
+
+// GeomW is the width the geometry makes when the ops after it grow the
+// image (a RandomRotation with expand=True; 0: no such op).
+func (t *Transform) GeomW() int { return t.geomW }
+
+// MaxSteps bounds the steps one sample draws after the geometry; MaxPre
+// those of the ops before it (detection's photometric ops).
+func (t *Transform) MaxSteps() int { return t.maxSteps }
+
+// MaxPre bounds the steps one sample draws before the geometry.
+func (t *Transform) MaxPre() int { return t.maxPre }
+
+// PreNodes are the compiled ops before the geometry, PostNodes those
+// after it.
+func (t *Transform) PreNodes() []optab.Node { return t.pre }
+
+// PostNodes are the compiled ops after the geometry.
+func (t *Transform) PostNodes() []optab.Node { return t.post }
+
+// NormOp is the Normalize the samples end in (nil: none, uint8 samples).
+func (t *Transform) NormOp() *optab.Op { return t.norm }
+
+// IoUOp is the RandomIoUCrop of the geometry, if any; JitterOp its
+// ScaleJitter.
+func (t *Transform) IoUOp() *optab.Op { return t.iou }
+
+// JitterOp is the geometry's ScaleJitter, if any.
+func (t *Transform) JitterOp() *optab.Op { return t.jitter }
+
+// MosaicOp is the YOLOMosaic of the multi-image geometry, if any;
+// CopyPasteOp and CutMixOp the YOLOCopyPaste and YOLOCutMix after it.
+func (t *Transform) MosaicOp() *optab.Op { return t.mosaic }
+
+// CopyPasteOp is the YOLOCopyPaste after the mosaic, if any.
+func (t *Transform) CopyPasteOp() *optab.Op { return t.copyPaste }
+
+// CutMixOp is the YOLOCutMix ending the multi-image geometry, if any.
+func (t *Transform) CutMixOp() *optab.Op { return t.cutmix }
+
+// YOLO is the YOLO family's geometry, if any.
+func (t *Transform) YOLO() *yoloGeom { return t.yolo }
+
+// ViewList is a transform of several views' views (nil: one view).
+func (t *Transform) ViewList() []*Transform { return t.views }
+
+// Layout returns the output layout.
+func (t *Transform) Layout() Layout { return t.layout }
+
+// Size returns the output height and width (view 0's, of several views).
+func (t *Transform) Size() (h, w int) { return t.outH, t.outW }
+
+// Float reports whether samples are float32 (the transform ends in Normalize).
+func (t *Transform) Float() bool { return t.norm != nil }
+
+// Shape returns a sample's shape in its layout: [C, H, W] or [H, W, C]
+// (view 0's, of several views: View(v).Shape() is view v's).
+func (t *Transform) Shape() [3]int {
+	if t.layout == HWC {
+		return [3]int{t.outH, t.outW, 3}
+	}
+	return [3]int{3, t.outH, t.outW}
+}
+
+// SampleBytes is the size of one output sample: its views' sizes added
+// up.
+func (t *Transform) SampleBytes() int {
+	if t.views == nil {
+		return t.ViewBytes()
+	}
+	n := 0
+	for _, v := range t.views {
+		n += v.ViewBytes()
+	}
+	return n
+}
+
+// PixelBytes is the size of a sample's uint8 pixels, before Normalize.
+func (t *Transform) PixelBytes() int { return max(3*t.outH*t.outW, t.room) }
