@@ -405,14 +405,9 @@ func overlapRegions(segs [][][2]float32, w, h, mw, mh int) ([]region, []uint64) 
 		if len(s) == 0 {
 			continue
 		}
-		pts = pts[:0]
-		minX, minY, maxX, maxY := int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)
-		for _, p := range s {
-			q := [2]int32{int32(p[0]), int32(p[1])} // np.asarray(..., dtype=np.int32): truncated
-			pts = append(pts, q)
-			minX, maxX, minY, maxY = min(minX, q[0]), max(maxX, q[0]), min(minY, q[1]), max(maxY, q[1])
-		}
-		if maxX < 0 || maxY < 0 || int(minX) >= w || int(minY) >= h {
+		var minX, minY, maxX, maxY int32
+		var on bool
+		if pts, minX, minY, maxX, maxY, on = polyPoints(pts[:0], s, w, h); !on {
 			continue // wholly off the image: nothing drawn
 		}
 		FillPoly(full, w, h, pts)
@@ -470,4 +465,18 @@ func hrowSpan(row []int32, src []byte, tx linearTaps, x0, x1 int) {
 	for x := max(x0, tx.edge); x < x1; x++ {
 		row[x] = int32(src[tx.ofs[x]]) * resizeCoefScale
 	}
+}
+
+// polyPoints appends polygon s's vertices to pts as cv2.fillPoly takes
+// them (np.asarray(..., dtype=np.int32): truncated), with their least and
+// greatest x and y; on is false when the polygon lies wholly off the w x h
+// image (nothing is drawn).
+func polyPoints(pts [][2]int32, s [][2]float32, w, h int) (_ [][2]int32, minX, minY, maxX, maxY int32, on bool) {
+	minX, minY, maxX, maxY = int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)
+	for _, p := range s {
+		q := [2]int32{int32(p[0]), int32(p[1])}
+		pts = append(pts, q)
+		minX, maxX, minY, maxY = min(minX, q[0]), max(maxX, q[0]), min(minY, q[1]), max(maxY, q[1])
+	}
+	return pts, minX, minY, maxX, maxY, !(maxX < 0 || maxY < 0 || int(minX) >= w || int(minY) >= h)
 }

@@ -4,8 +4,6 @@ package cv
 // instance, of the regions instanceMasks makes for the overlap mask
 // (polymask.go), as bits; and those regions at ratio 1.
 
-import "math"
-
 // PolygonMaskBits is the bytes AppendPolygonMasks appends for k masks of
 // a w x h image at ratio r: their bits, padded to a multiple of 4 bytes.
 func PolygonMaskBits(w, h, k, r int) int64 {
@@ -58,14 +56,9 @@ func fillRegions(segs [][][2]float32, w, h int) ([]region, []uint64) {
 		if len(s) == 0 {
 			continue
 		}
-		pts = pts[:0]
-		minX, minY, maxX, maxY := int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)
-		for _, p := range s {
-			q := [2]int32{int32(p[0]), int32(p[1])} // np.asarray(..., dtype=np.int32): truncated
-			pts = append(pts, q)
-			minX, maxX, minY, maxY = min(minX, q[0]), max(maxX, q[0]), min(minY, q[1]), max(maxY, q[1])
-		}
-		if maxX < 0 || maxY < 0 || int(minX) >= w || int(minY) >= h {
+		var minX, minY, maxX, maxY int32
+		var on bool
+		if pts, minX, minY, maxX, maxY, on = polyPoints(pts[:0], s, w, h); !on {
 			continue // wholly off the image: nothing drawn
 		}
 		FillPoly(full, w, h, pts)
