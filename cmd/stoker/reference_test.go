@@ -125,7 +125,7 @@ func renderReference(t *testing.T) string {
 	}
 	b.WriteString("\n## Ops\n\n" +
 		"The ops a transform is made of, as `stoker ops list --json` prints them from the server's op registry\n" +
-		"(`pipeline/op_*.go`): where each stands (the geometry, fused into the decode, first; the ops after it, in\n" +
+		"(`pipeline/ops`, `pipeline/transform`): where each stands (the geometry, fused into the decode, first; the ops after it, in\n" +
 		"order; the containers), what it does to a job's targets, and its arguments with torchvision's\n" +
 		"defaults. `stoker.transforms` has a class of each name taking the same arguments (a test holds them\n" +
 		"to this table); a *named* op travels as a `NamedOp`. What they do, with examples:\n" +
