@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"strings"
 	"testing"
 
@@ -20,50 +19,17 @@ import (
 // peers (whose BatchTargets carry the ratio and the mode, checked against
 // the job's), none quarantined.
 func TestMaskFormatAnyTopology(t *testing.T) {
-	images, yaml := photosSegments(t)
-	cfg := func() Config {
-		return Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 1}
-	}
 	no := false
-	job := smallJob("seg", 4)
-	job.Job.Targets = true
-	job.Job.TargetFields = []string{"boxes", "labels", "overlap_mask"}
-	job.Job.MaskRatio, job.Job.MaskOverlap = 3, &no
-	job.Job.Transform.Ops = []*pb.Op{namedOp("YOLOMosaic", numArg("imgsz", 64), numArg("p", 1)),
-		namedOp("YOLORandomFlip", numArg("p", 0.5))}
-	var alone epoch
-	for _, n := range []int{0, 3} {
-		e := topology(t, cfg, n)
-		ep := e.collect(t, job)
-		seen, set := 0, 0
-		for _, b := range ep.batches {
-			h := b.hdr
-			fs := h.GetFields()
-			if len(fs) != 1 || fs[0].GetName() != "targets" {
-				t.Fatalf("%d peers: batch %d: fields %v", n, h.GetNumber(), fs)
-			}
-			for i, v := range fs[0].GetValues() {
-				le := binary.LittleEndian
-				hh, ww, k, word := int(le.Uint32(v)), int(le.Uint32(v[4:])), int(le.Uint32(v[16:])), le.Uint32(v[20:])
-				at := (24 + 25*k + 3) / 4 * 4
-				if word != 1<<30 || int64(len(v)) != int64(at)+targets.MaskSize(ww, hh, k, 3, false) || k == 0 {
-					t.Fatalf("%d peers: sample %d: %d instances on %dx%d, word %#x, %d bytes", n, h.GetIndices()[i], k, ww, hh, word, len(v))
-				}
-				for _, m := range v[at:] {
-					set += btoi(m != 0)
-				}
-				seen++
-			}
+	segMasksAnyTopology(t, 3, &no, func(n, i, k, ww, hh int, v []byte, at int) int {
+		if int64(len(v)) != int64(at)+targets.MaskSize(ww, hh, k, 3, false) || k == 0 {
+			t.Fatalf("%d peers: sample %d: %d instances on %dx%d, %d bytes", n, i, k, ww, hh, len(v))
 		}
-		if seen != 8 || set == 0 {
-			t.Errorf("%d peers: %d samples, %d mask bytes set; want 8 samples, some set", n, seen, set)
+		set := 0
+		for _, m := range v[at:] {
+			set += btoi(m != 0)
 		}
-		if n == 0 {
-			alone = ep
-			continue
-		}
-		sameAsAlone(t, e, n, ep, alone)
-	}
+		return set
+	})
 }
 
 // TestMaskFormatRefused: mask_ratio or mask_overlap without

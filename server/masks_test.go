@@ -384,6 +384,31 @@ func photosSegments(t *testing.T) (images, yaml string) {
 // set); the same bytes on a lone server and over 3 verified peers (the
 // peers' arrays unpacked and compared byte for byte), none quarantined.
 func TestOverlapMaskAnyTopology(t *testing.T) {
+	segMasksAnyTopology(t, 0, nil, func(n, i, k, ww, hh int, v []byte, at int) int {
+		if int64(len(v)) != int64(at)+pipeline.OverlapMaskSize(ww, hh, k) || k > 255 {
+			t.Fatalf("%d peers: sample %d: %d instances on %dx%d, %d bytes", n, i, k, ww, hh, len(v))
+		}
+		set := 0
+		for _, m := range v[at : at+(hh/4)*(ww/4)] {
+			if int(m) > k {
+				t.Fatalf("%d peers: sample %d: a map value %d of %d instances", n, i, m, k)
+			}
+			set += btoi(m != 0)
+		}
+		return set
+	})
+}
+
+// segMasksAnyTopology serves a job for "boxes", "labels" and
+// "overlap_mask" (with ratio and overlap, the job's mask_ratio and
+// mask_overlap) through a YOLOMosaic and a flip on photosSegments' set,
+// alone and over 3 verified peers. Each sample's targets must carry the
+// overlap bit; check is given the sample (n peers, its index, its k
+// instances on ww x hh, its bytes v, at: where its masks start) and
+// returns how many mask bytes are set. 8 samples must come, some bytes
+// set, and the peers' epochs must be the lone server's, byte for byte.
+func segMasksAnyTopology(t *testing.T, ratio uint32, overlap *bool, check func(n, i, k, ww, hh int, v []byte, at int) int) {
+	t.Helper()
 	images, yaml := photosSegments(t)
 	cfg := func() Config {
 		return Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 1}
@@ -391,6 +416,7 @@ func TestOverlapMaskAnyTopology(t *testing.T) {
 	job := smallJob("seg", 4)
 	job.Job.Targets = true
 	job.Job.TargetFields = []string{"boxes", "labels", "overlap_mask"}
+	job.Job.MaskRatio, job.Job.MaskOverlap = ratio, overlap
 	job.Job.Transform.Ops = []*pb.Op{namedOp("YOLOMosaic", numArg("imgsz", 64), numArg("p", 1)),
 		namedOp("YOLORandomFlip", numArg("p", 0.5))}
 	var alone epoch
@@ -407,21 +433,15 @@ func TestOverlapMaskAnyTopology(t *testing.T) {
 			for i, v := range fs[0].GetValues() {
 				le := binary.LittleEndian
 				hh, ww, k, word := int(le.Uint32(v)), int(le.Uint32(v[4:])), int(le.Uint32(v[16:])), le.Uint32(v[20:])
-				at := (24 + 25*k + 3) / 4 * 4
-				if word != 1<<30 || int64(len(v)) != int64(at)+pipeline.OverlapMaskSize(ww, hh, k) || k > 255 {
-					t.Fatalf("%d peers: sample %d: %d instances on %dx%d, word %#x, %d bytes", n, h.GetIndices()[i], k, ww, hh, word, len(v))
+				if word != 1<<30 {
+					t.Fatalf("%d peers: sample %d: %d instances on %dx%d, word %#x: want the overlap bit", n, h.GetIndices()[i], k, ww, hh, word)
 				}
-				for _, m := range v[at : at+(hh/4)*(ww/4)] {
-					if int(m) > k {
-						t.Fatalf("%d peers: sample %d: a map value %d of %d instances", n, h.GetIndices()[i], m, k)
-					}
-					set += btoi(m != 0)
-				}
+				set += check(n, int(h.GetIndices()[i]), k, ww, hh, v, (24+25*k+3)/4*4)
 				seen++
 			}
 		}
 		if seen != 8 || set == 0 {
-			t.Errorf("%d peers: %d samples, %d map pixels set; want 8 samples, some set", n, seen, set)
+			t.Errorf("%d peers: %d samples, %d mask bytes set; want 8 samples, some set", n, seen, set)
 		}
 		if n == 0 {
 			alone = ep
