@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stoker-dev/stoker/internal/racebuild"
 	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
+	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
 )
 
 // decoderKinds are the two ways a Decoder can be made: the default (the
@@ -24,11 +24,7 @@ var decoderKinds = []struct {
 
 func mustTransform(t testing.TB, layout Layout, ops ...Op) *Transform {
 	t.Helper()
-	tr, err := NewTransform(layout, ops...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
+	return testkit.Must[*Transform](t)(NewTransform(layout, ops...))
 }
 
 // identity is a transform that copies a w x h image's pixels unchanged:
@@ -99,9 +95,7 @@ func exactTest(t *testing.T) {
 // EXACT_TESTS lists it too.
 func exactSerialTest(t *testing.T) {
 	t.Helper()
-	if racebuild.Enabled {
-		t.Skip("an exactness test: make test-go runs it without -race (EXACT_TESTS)")
-	}
+	testkit.Exact(t)
 }
 
 // allocTest marks t as counting allocations, which under -asan (make
@@ -109,9 +103,7 @@ func exactSerialTest(t *testing.T) {
 // allocate differently there. It skips under -asan.
 func allocTest(t *testing.T) {
 	t.Helper()
-	if racebuild.ASan {
-		t.Skip("counts allocations: under -asan they are the instrumentation's")
-	}
+	testkit.Alloc(t)
 }
 
 // The files the tests write, pipeline/internal/testfiles' (pipeline/

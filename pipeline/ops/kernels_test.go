@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 import (
 	"bytes"
@@ -16,32 +16,32 @@ import (
 
 // kernelCases are steps of every photometric kernel, with arguments that
 // change pixels.
-var kernelCases = []Step{
-	{Fn: FnAdjustBrightness, F: [6]float64{1.3}},
-	{Fn: FnAdjustBrightness, F: [6]float64{0.4}},
-	{Fn: FnAdjustContrast, F: [6]float64{1.7}},
-	{Fn: FnAdjustSaturation, F: [6]float64{0.6}},
-	{Fn: FnAdjustSaturation, F: [6]float64{2.5}},
-	{Fn: FnAdjustHue, F: [6]float64{0.1}},
-	{Fn: FnAdjustHue, F: [6]float64{-0.45}},
-	{Fn: FnAdjustSharpness, F: [6]float64{1.7}},
-	{Fn: FnAdjustSharpness, F: [6]float64{0.2}},
-	{Fn: FnRGBToGrayscale, I: [6]int{3}},
-	{Fn: FnSolarize, F: [6]float64{128}},
-	{Fn: FnSolarizeAdd, I: [6]int{40}, F: [6]float64{128}},
-	{Fn: FnPosterize, I: [6]int{3}},
-	{Fn: FnInvert},
-	{Fn: FnEqualize},
-	{Fn: FnAutocontrast},
-	{Fn: FnGaussianBlur, I: [6]int{9, 9}, F: [6]float64{1.2, 1.2}},
-	{Fn: FnGaussianBlur, I: [6]int{23, 5}, F: [6]float64{3, 0.7}},
+var kernelCases = []fn.Step{
+	{Fn: fn.AdjustBrightness, F: [6]float64{1.3}},
+	{Fn: fn.AdjustBrightness, F: [6]float64{0.4}},
+	{Fn: fn.AdjustContrast, F: [6]float64{1.7}},
+	{Fn: fn.AdjustSaturation, F: [6]float64{0.6}},
+	{Fn: fn.AdjustSaturation, F: [6]float64{2.5}},
+	{Fn: fn.AdjustHue, F: [6]float64{0.1}},
+	{Fn: fn.AdjustHue, F: [6]float64{-0.45}},
+	{Fn: fn.AdjustSharpness, F: [6]float64{1.7}},
+	{Fn: fn.AdjustSharpness, F: [6]float64{0.2}},
+	{Fn: fn.RGBToGrayscale, I: [6]int{3}},
+	{Fn: fn.Solarize, F: [6]float64{128}},
+	{Fn: fn.SolarizeAdd, I: [6]int{40}, F: [6]float64{128}},
+	{Fn: fn.Posterize, I: [6]int{3}},
+	{Fn: fn.Invert},
+	{Fn: fn.Equalize},
+	{Fn: fn.Autocontrast},
+	{Fn: fn.GaussianBlur, I: [6]int{9, 9}, F: [6]float64{1.2, 1.2}},
+	{Fn: fn.GaussianBlur, I: [6]int{23, 5}, F: [6]float64{3, 0.7}},
 }
 
 // noiseImage is the photometric kernels' test image
 // (pipeline/internal/testfiles').
 var noiseImage = testfiles.SmoothNoise
 
-func applyOne(pix []byte, w, h int, st Step, s *kernels.Scratch) {
+func applyOne(pix []byte, w, h int, st fn.Step, s *kernels.Scratch) {
 	if err := fn.Check(&st, w, h); err != nil {
 		panic(err)
 	}
@@ -122,12 +122,12 @@ func TestKernelsOddSizes(t *testing.T) {
 			if !bytes.Equal(buf[len(src):], []byte{7, 7, 7, 7}) {
 				t.Errorf("%dx%d %v: wrote past the image", w, h, st.Fn)
 			}
-			if st.Fn == FnAdjustSharpness && (w <= 2 || h <= 2) && !bytes.Equal(buf[:len(src)], src) {
+			if st.Fn == fn.AdjustSharpness && (w <= 2 || h <= 2) && !bytes.Equal(buf[:len(src)], src) {
 				t.Errorf("%dx%d %v: torchvision leaves images 2 pixels or fewer across as they are", w, h, st.Fn)
 			}
 		}
 		// A constant image stays constant under the blur and sharpness.
-		for _, st := range []Step{kernelCases[7], kernelCases[16], kernelCases[17]} {
+		for _, st := range []fn.Step{kernelCases[7], kernelCases[16], kernelCases[17]} {
 			pix := bytes.Repeat([]byte{77}, 3*w*h)
 			var s kernels.Scratch
 			applyOne(pix, w, h, st, &s)
@@ -143,19 +143,19 @@ func TestKernelsOddSizes(t *testing.T) {
 // no panic.
 func TestKernelsOutOfRangeArguments(t *testing.T) {
 	const w, h = 13, 11
-	for _, st := range []Step{
-		{Fn: FnAdjustBrightness, F: [6]float64{-1}},
-		{Fn: FnAdjustBrightness, F: [6]float64{1e9}},
-		{Fn: FnAdjustContrast, F: [6]float64{-3}},
-		{Fn: FnAdjustSaturation, F: [6]float64{-1e9}},
-		{Fn: FnAdjustSharpness, F: [6]float64{1e9}},
-		{Fn: FnAdjustHue, F: [6]float64{7.3}},
-		{Fn: FnAdjustHue, F: [6]float64{-1e9}},
-		{Fn: FnSolarize, F: [6]float64{300}},
-		{Fn: FnSolarize, F: [6]float64{-1e9}},
-		{Fn: FnSolarizeAdd, I: [6]int{1 << 30}, F: [6]float64{1e9}},
-		{Fn: FnSolarizeAdd, I: [6]int{-1 << 30}, F: [6]float64{200}},
-		{Fn: FnGaussianBlur, I: [6]int{16383, 1}, F: [6]float64{1e6, 1e-9}},
+	for _, st := range []fn.Step{
+		{Fn: fn.AdjustBrightness, F: [6]float64{-1}},
+		{Fn: fn.AdjustBrightness, F: [6]float64{1e9}},
+		{Fn: fn.AdjustContrast, F: [6]float64{-3}},
+		{Fn: fn.AdjustSaturation, F: [6]float64{-1e9}},
+		{Fn: fn.AdjustSharpness, F: [6]float64{1e9}},
+		{Fn: fn.AdjustHue, F: [6]float64{7.3}},
+		{Fn: fn.AdjustHue, F: [6]float64{-1e9}},
+		{Fn: fn.Solarize, F: [6]float64{300}},
+		{Fn: fn.Solarize, F: [6]float64{-1e9}},
+		{Fn: fn.SolarizeAdd, I: [6]int{1 << 30}, F: [6]float64{1e9}},
+		{Fn: fn.SolarizeAdd, I: [6]int{-1 << 30}, F: [6]float64{200}},
+		{Fn: fn.GaussianBlur, I: [6]int{16383, 1}, F: [6]float64{1e6, 1e-9}},
 	} {
 		pix := noiseImage(w, h, 3)
 		var s kernels.Scratch
