@@ -1,7 +1,7 @@
 package pipeline
 
 // A sample's targets and trace as the decoder drew them: the Decoder's
-// side of targets.go, yolo.go and trace.go (their moves and steps are the
+// side of targets.go, op_yolo.go and trace.go (their moves and steps are the
 // ops'), and a Transform's Trace, which draws a decode without decoding.
 
 import (

@@ -77,7 +77,7 @@ type SamplePlan struct {
 	// canvas), preFlip when the RandomHorizontalFlip before the Resize
 	// was drawn; either with a zoom, or preFlip, makes a canvas plan.
 	IoU, PreFlip bool
-	// YOLO: a YOLO geometry's canvas plan (yolo.go): the image loaded at
+	// YOLO: a YOLO geometry's canvas plan (op_yolo.go): the image loaded at
 	// ylw x ylh, letterboxed by ylb (ylbOn), warped by yp (ypOn) into
 	// the output (cv2.warpPerspective with ypWarp, else cv2.warpAffine).
 	YOLO, YLBOn, YPOn, YPWarp bool

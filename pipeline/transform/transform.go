@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
@@ -71,7 +72,7 @@ type Transform struct {
 	// grow it (growRotate), geomW x geomH its size, room their largest.
 	varyGeom           bool
 	geomW, geomH, room int
-	// yolo is a YOLO geometry (yolo.go): YOLOLoadImage, then a
+	// yolo is a YOLO geometry (op_yolo.go): YOLOLoadImage, then a
 	// YOLOLetterBox and/or a YOLORandomPerspective.
 	yolo *yoloGeom
 	// flip is the p of a RandomHorizontalFlip right after the geometry:
@@ -139,7 +140,7 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 	t.ops = t.ops[pre:]
 	n, err := t.lsjGeometry() // ops of the geometry: a ScaleJitter and FixedSizeCrop's (lsj.go)
 	if err == nil && n == 0 {
-		n, err = t.yoloGeometry() // or the YOLO family's (yolo.go)
+		n, err = t.yoloGeometry() // or the YOLO family's (op_yolo.go)
 	}
 	if err != nil {
 		return nil, err
@@ -403,3 +404,29 @@ func (t *Transform) SampleBytes() int {
 
 // PixelBytes is the size of a sample's uint8 pixels, before Normalize.
 func (t *Transform) PixelBytes() int { return max(3*t.outH*t.outW, t.room) }
+
+// String describes the op list in torchvision terms; a transform of
+// several views, each group's count and op list.
+func (t *Transform) String() string {
+	if t.views == nil {
+		return optab.OpsString(t.ops) + t.stopString()
+	}
+	var b strings.Builder
+	b.WriteString("views[")
+	for v := 0; v < len(t.views); {
+		n := 1
+		for v+n < len(t.views) && t.views[v+n] == t.views[v] {
+			n++
+		}
+		if v > 0 {
+			b.WriteString("; ")
+		}
+		if name := t.viewNames[v]; name != "" {
+			fmt.Fprintf(&b, "%s: ", name)
+		}
+		fmt.Fprintf(&b, "%d x (%s)", n, optab.OpsString(t.views[v].ops))
+		v += n
+	}
+	b.WriteString("]")
+	return b.String()
+}
