@@ -97,7 +97,7 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if at := st.AtEpoch(1); at.CopyPasteMixOp() != nil || at.MosaicOp() != nil || st.AtEpoch(0).CopyPasteMixOp() == nil {
+	if at := st.Sampler().AtEpoch(1); at.Sampler().CopyPasteMixOp() != nil || at.Sampler().MosaicOp() != nil || st.Sampler().AtEpoch(0).Sampler().CopyPasteMixOp() == nil {
 		t.Error("stop_epoch did not switch the CopyPaste off with the Mosaic")
 	}
 }

@@ -33,7 +33,7 @@ func TestScaleJitterDraws(t *testing.T) {
 	var sum float64
 	crops, pads, flips := 0, 0, 0
 	for i := range uint64(keys) {
-		p, err := tr.Plan(W, H, Key{Seed: 3, Index: i})
+		p, err := tr.Sampler().Plan(W, H, Key{Seed: 3, Index: i})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestScaleJitterDraws(t *testing.T) {
 		if p.Padded {
 			pads++
 		}
-		steps := tr.GeometrySteps(&p, nil)
+		steps := tr.Sampler().GeometrySteps(&p, nil)
 		want := []Step{{Fn: FnResize, I: [6]int{4: p.RH, 5: p.RW}, Antialias: true},
 			{Fn: FnFixedSizeCrop, I: [6]int{p.CY, p.CX, min(p.RH, 300), min(p.RW, 300), 300, 300}, Fill: [3]float64{1, 2, 3}}}
 		if p.Flip {
@@ -112,7 +112,7 @@ func TestLSJDecode(t *testing.T) {
 					p := d.vd[0].plan
 					rw, rh := p.SrcW, p.SrcH
 					whole := make([]byte, 3*rw*rh)
-					if tr.JitterOp() != nil {
+					if tr.Sampler().JitterOp() != nil {
 						rw, rh = p.RW, p.RH
 						rs := mustTransform(t, HWC, Op{Kind: OpResize, Size: [2]int{rh, rw}})
 						whole = make([]byte, rs.SampleBytes())
@@ -151,7 +151,7 @@ func TestLSJDecode(t *testing.T) {
 					}
 					kinds[map[bool]string{true: "padded", false: "cropped"}[p.Padded]]++
 				}
-				if tr.JitterOp() != nil && (kinds["padded"] == 0 || kinds["cropped"] == 0) {
+				if tr.Sampler().JitterOp() != nil && (kinds["padded"] == 0 || kinds["cropped"] == 0) {
 					t.Errorf("%s: 8 keys drew %v", opsString(ops), kinds)
 				}
 				d.Close()
@@ -188,7 +188,7 @@ func TestLSJRefused(t *testing.T) {
 	}
 	// A side resized to 0 pixels fails its sample, as torchvision's resize.
 	tr := mustTransform(t, CHW, with(jit, func(o *Op) { o.Size = [2]int{8, 8}; o.Scale = [2]float64{0.01, 0.01} }), crop)
-	if _, err := tr.Plan(40, 30, Key{}); err == nil || !strings.Contains(err.Error(), "a side of 0 pixels") {
+	if _, err := tr.Sampler().Plan(40, 30, Key{}); err == nil || !strings.Contains(err.Error(), "a side of 0 pixels") {
 		t.Errorf("a side of 0: %v", err)
 	}
 }
@@ -211,14 +211,14 @@ func TestLSJEdges(t *testing.T) {
 				}
 				for _, wh := range sizes {
 					for k := range uint64(4) {
-						p, err := tr.Plan(wh[0], wh[1], Key{Seed: 9, Index: k})
+						p, err := tr.Sampler().Plan(wh[0], wh[1], Key{Seed: 9, Index: k})
 						if err != nil {
 							if !errors.Is(err, ErrUnsupported) {
 								t.Fatalf("%dx%d: %v", wh[0], wh[1], err)
 							}
 							continue
 						}
-						steps := tr.GeometrySteps(&p, nil)
+						steps := tr.Sampler().GeometrySteps(&p, nil)
 						if back, err := ParseTrace(AppendTrace(nil, steps)); err != nil || !slices.Equal(back, steps) {
 							t.Fatalf("%dx%d: trace %v parsed back as %v (%v)", wh[0], wh[1], steps, back, err)
 						}

@@ -58,7 +58,7 @@ func TestTraceRoundTrip(t *testing.T) {
 	tr := mustTransform(t, CHW, recipeOps()...)
 	seen := map[Fn]bool{}
 	for i := range uint64(300) {
-		steps := tr.DrawSteps(Key{Seed: 1, Index: i}, nil)
+		steps := tr.Sampler().DrawSteps(Key{Seed: 1, Index: i}, nil)
 		js := AppendTrace(nil, steps)
 		if !json.Valid(js) {
 			t.Fatalf("key %d: invalid JSON %s", i, js)
@@ -99,18 +99,18 @@ func TestTraceRoundTrip(t *testing.T) {
 func TestDrawNoAlloc(t *testing.T) {
 	allocTest(t)
 	tr := mustTransform(t, CHW, recipeOps()...)
-	buf := make([]Step, 0, tr.MaxSteps())
+	buf := make([]Step, 0, tr.Sampler().MaxSteps())
 	i := uint64(0)
 	var d drawer // a Decoder's, reused
 	allocs := testing.AllocsPerRun(200, func() {
-		buf = tr.DrawInto(&d, Key{Seed: 3, Index: i}, tr.OutW(), tr.OutH(), buf[:0])
+		buf = tr.Sampler().DrawInto(&d, Key{Seed: 3, Index: i}, tr.Sampler().OutW(), tr.Sampler().OutH(), buf[:0])
 		i++
 	})
 	if allocs != 0 {
 		t.Errorf("drawSteps allocates %.1f times a sample", allocs)
 	}
-	if len(buf) > tr.MaxSteps() {
-		t.Errorf("drew %d steps, over the bound of %d", len(buf), tr.MaxSteps())
+	if len(buf) > tr.Sampler().MaxSteps() {
+		t.Errorf("drew %d steps, over the bound of %d", len(buf), tr.Sampler().MaxSteps())
 	}
 }
 
