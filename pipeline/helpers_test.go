@@ -9,6 +9,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
+	"github.com/stoker-dev/stoker/pipeline/internal/testops"
 )
 
 // decoderKinds are the two ways a Decoder can be made: the default (the
@@ -22,10 +23,17 @@ var decoderKinds = []struct {
 	{"reference", []Option{WithReference(true)}},
 }
 
-func mustTransform(t testing.TB, layout Layout, ops ...Op) *Transform {
-	t.Helper()
-	return testkit.Must[*Transform](t)(NewTransform(layout, ops...))
-}
+// mustTransform is NewTransform's Transform, or t's end; and the op lists
+// the root's tests share with pipeline/transform's
+// (pipeline/internal/testops).
+var (
+	mustTransform   = testops.MustTransform
+	recipeOps       = testops.Recipe
+	tvPolicies      = testops.TVPolicies
+	lsjOps          = testops.LSJ
+	letterboxRecipe = testops.Letterbox
+	mosaicMixUp     = testops.MosaicMixUp
+)
 
 // identity is a transform that copies a w x h image's pixels unchanged:
 // CenterCrop of the whole image, no resize, HWC.
