@@ -1,8 +1,8 @@
 // Package testkit holds what the pipeline's tests and its rooms' tests
-// (pipeline/ops, pipeline/transform, pipeline/kernels) share beside the
-// files they decode (pipeline/internal/testfiles): the skips of the
-// exactness and allocation tests and a test's must. One copy, so every
-// room's tests skip and fail alike.
+// (pipeline/fn, pipeline/transform, pipeline/kernels, pipeline/policy)
+// share beside the files they decode (pipeline/internal/testfiles): the
+// skips of the exactness and allocation tests and a test's must. One
+// copy, so every room's tests skip and fail alike.
 package testkit
 
 import (

@@ -1,4 +1,4 @@
-package ops
+package fn
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
@@ -16,36 +15,36 @@ import (
 
 // kernelCases are steps of every photometric kernel, with arguments that
 // change pixels.
-var kernelCases = []fn.Step{
-	{Fn: fn.AdjustBrightness, F: [6]float64{1.3}},
-	{Fn: fn.AdjustBrightness, F: [6]float64{0.4}},
-	{Fn: fn.AdjustContrast, F: [6]float64{1.7}},
-	{Fn: fn.AdjustSaturation, F: [6]float64{0.6}},
-	{Fn: fn.AdjustSaturation, F: [6]float64{2.5}},
-	{Fn: fn.AdjustHue, F: [6]float64{0.1}},
-	{Fn: fn.AdjustHue, F: [6]float64{-0.45}},
-	{Fn: fn.AdjustSharpness, F: [6]float64{1.7}},
-	{Fn: fn.AdjustSharpness, F: [6]float64{0.2}},
-	{Fn: fn.RGBToGrayscale, I: [6]int{3}},
-	{Fn: fn.Solarize, F: [6]float64{128}},
-	{Fn: fn.SolarizeAdd, I: [6]int{40}, F: [6]float64{128}},
-	{Fn: fn.Posterize, I: [6]int{3}},
-	{Fn: fn.Invert},
-	{Fn: fn.Equalize},
-	{Fn: fn.Autocontrast},
-	{Fn: fn.GaussianBlur, I: [6]int{9, 9}, F: [6]float64{1.2, 1.2}},
-	{Fn: fn.GaussianBlur, I: [6]int{23, 5}, F: [6]float64{3, 0.7}},
+var kernelCases = []Step{
+	{Fn: AdjustBrightness, F: [6]float64{1.3}},
+	{Fn: AdjustBrightness, F: [6]float64{0.4}},
+	{Fn: AdjustContrast, F: [6]float64{1.7}},
+	{Fn: AdjustSaturation, F: [6]float64{0.6}},
+	{Fn: AdjustSaturation, F: [6]float64{2.5}},
+	{Fn: AdjustHue, F: [6]float64{0.1}},
+	{Fn: AdjustHue, F: [6]float64{-0.45}},
+	{Fn: AdjustSharpness, F: [6]float64{1.7}},
+	{Fn: AdjustSharpness, F: [6]float64{0.2}},
+	{Fn: RGBToGrayscale, I: [6]int{3}},
+	{Fn: Solarize, F: [6]float64{128}},
+	{Fn: SolarizeAdd, I: [6]int{40}, F: [6]float64{128}},
+	{Fn: Posterize, I: [6]int{3}},
+	{Fn: Invert},
+	{Fn: Equalize},
+	{Fn: Autocontrast},
+	{Fn: GaussianBlur, I: [6]int{9, 9}, F: [6]float64{1.2, 1.2}},
+	{Fn: GaussianBlur, I: [6]int{23, 5}, F: [6]float64{3, 0.7}},
 }
 
 // noiseImage is the photometric kernels' test image
 // (pipeline/internal/testfiles').
 var noiseImage = testfiles.SmoothNoise
 
-func applyOne(pix []byte, w, h int, st fn.Step, s *kernels.Scratch) {
-	if err := fn.Check(&st, w, h); err != nil {
+func applyOne(pix []byte, w, h int, st Step, s *kernels.Scratch) {
+	if err := Check(&st, w, h); err != nil {
 		panic(err)
 	}
-	fn.Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, s)
+	Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, s)
 }
 
 // TestKernelsDeterministic runs each kernel twice, on fresh and on used
@@ -99,7 +98,7 @@ func TestKernelsNoAlloc(t *testing.T) {
 		applyOne(pix, w, h, st, &s)
 		allocs := testing.AllocsPerRun(5, func() {
 			copy(pix, src)
-			fn.Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
+			Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
 		})
 		if allocs != 0 {
 			t.Errorf("%v: %v allocations per run", st.Fn, allocs)
@@ -122,12 +121,12 @@ func TestKernelsOddSizes(t *testing.T) {
 			if !bytes.Equal(buf[len(src):], []byte{7, 7, 7, 7}) {
 				t.Errorf("%dx%d %v: wrote past the image", w, h, st.Fn)
 			}
-			if st.Fn == fn.AdjustSharpness && (w <= 2 || h <= 2) && !bytes.Equal(buf[:len(src)], src) {
+			if st.Fn == AdjustSharpness && (w <= 2 || h <= 2) && !bytes.Equal(buf[:len(src)], src) {
 				t.Errorf("%dx%d %v: torchvision leaves images 2 pixels or fewer across as they are", w, h, st.Fn)
 			}
 		}
 		// A constant image stays constant under the blur and sharpness.
-		for _, st := range []fn.Step{kernelCases[7], kernelCases[16], kernelCases[17]} {
+		for _, st := range []Step{kernelCases[7], kernelCases[16], kernelCases[17]} {
 			pix := bytes.Repeat([]byte{77}, 3*w*h)
 			var s kernels.Scratch
 			applyOne(pix, w, h, st, &s)
@@ -143,24 +142,24 @@ func TestKernelsOddSizes(t *testing.T) {
 // no panic.
 func TestKernelsOutOfRangeArguments(t *testing.T) {
 	const w, h = 13, 11
-	for _, st := range []fn.Step{
-		{Fn: fn.AdjustBrightness, F: [6]float64{-1}},
-		{Fn: fn.AdjustBrightness, F: [6]float64{1e9}},
-		{Fn: fn.AdjustContrast, F: [6]float64{-3}},
-		{Fn: fn.AdjustSaturation, F: [6]float64{-1e9}},
-		{Fn: fn.AdjustSharpness, F: [6]float64{1e9}},
-		{Fn: fn.AdjustHue, F: [6]float64{7.3}},
-		{Fn: fn.AdjustHue, F: [6]float64{-1e9}},
-		{Fn: fn.Solarize, F: [6]float64{300}},
-		{Fn: fn.Solarize, F: [6]float64{-1e9}},
-		{Fn: fn.SolarizeAdd, I: [6]int{1 << 30}, F: [6]float64{1e9}},
-		{Fn: fn.SolarizeAdd, I: [6]int{-1 << 30}, F: [6]float64{200}},
-		{Fn: fn.GaussianBlur, I: [6]int{16383, 1}, F: [6]float64{1e6, 1e-9}},
+	for _, st := range []Step{
+		{Fn: AdjustBrightness, F: [6]float64{-1}},
+		{Fn: AdjustBrightness, F: [6]float64{1e9}},
+		{Fn: AdjustContrast, F: [6]float64{-3}},
+		{Fn: AdjustSaturation, F: [6]float64{-1e9}},
+		{Fn: AdjustSharpness, F: [6]float64{1e9}},
+		{Fn: AdjustHue, F: [6]float64{7.3}},
+		{Fn: AdjustHue, F: [6]float64{-1e9}},
+		{Fn: Solarize, F: [6]float64{300}},
+		{Fn: Solarize, F: [6]float64{-1e9}},
+		{Fn: SolarizeAdd, I: [6]int{1 << 30}, F: [6]float64{1e9}},
+		{Fn: SolarizeAdd, I: [6]int{-1 << 30}, F: [6]float64{200}},
+		{Fn: GaussianBlur, I: [6]int{16383, 1}, F: [6]float64{1e6, 1e-9}},
 	} {
 		pix := noiseImage(w, h, 3)
 		var s kernels.Scratch
-		// Past fn.Check, which refuses these: the kernels alone must
+		// Past Check, which refuses these: the kernels alone must
 		// still give a defined result, never a crash.
-		fn.Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
+		Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
 	}
 }
