@@ -230,7 +230,9 @@ func (p *Param) set(op *Op, v any) error {
 			}
 			return nil
 		}
-		return fmt.Errorf("%d values: want %d", len(x), f.Len())
+		if k := f.Kind(); k == reflect.Array || k == reflect.Slice {
+			return fmt.Errorf("%d values: want %d", len(x), f.Len())
+		}
 	case bool:
 		if f.Kind() == reflect.Bool {
 			f.SetBool(x)

@@ -1,0 +1,145 @@
+package ops
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+)
+
+// TestRegistrySchemas holds this room's table to what the reference, the
+// Python classes and NamedOp read from it: each definition under its own
+// kind, argument names unique, every default a literal parseDefault reads,
+// and a number's default inside the argument's own bounds. (The geometry's
+// families register from pipeline/transform; its tests check them the
+// same way through OpSchemas.)
+func TestRegistrySchemas(t *testing.T) {
+	kinds := Kinds()
+	if len(kinds) == 0 {
+		t.Fatal("no op registered in pipeline/ops")
+	}
+	for _, k := range kinds {
+		d := Defs[k]
+		if d.Kind != k {
+			t.Errorf("%s is registered as %s", k, d.Kind)
+		}
+		if d.Doc == "" {
+			t.Errorf("%s: no doc line for the reference", k)
+		}
+		seen := map[string]bool{}
+		for _, p := range d.Params {
+			if seen[p.Name] {
+				t.Errorf("%s: argument %s twice", k, p.Name)
+			}
+			seen[p.Name] = true
+			if p.Def == "" {
+				continue
+			}
+			v, err := parseDefault(p.Def)
+			if err != nil {
+				t.Errorf("%s.%s: default %q: %v", k, p.Name, p.Def, err)
+				continue
+			}
+			if p.Hi <= p.Lo {
+				continue
+			}
+			var nums []float64
+			switch x := v.(type) {
+			case float64:
+				nums = []float64{x}
+			case []float64:
+				nums = x
+			}
+			for _, x := range nums {
+				if x < p.Lo || x > p.Hi {
+					t.Errorf("%s.%s: default %s outside its bounds %v..%v", k, p.Name, p.Def, p.Lo, p.Hi)
+				}
+			}
+		}
+	}
+}
+
+// TestNamedOpsAtDefaults: every named op of this room is read from the
+// wire with its required arguments alone, and what it reads compiles.
+func TestNamedOpsAtDefaults(t *testing.T) {
+	named := 0
+	for _, k := range Kinds() {
+		d := Defs[k]
+		if !d.Named {
+			continue
+		}
+		args := map[string]any{}
+		for _, p := range d.Params {
+			if p.Def == "" {
+				t.Logf("%s: %s is required, skipped here (its own tests give it)", k, p.Name)
+				args = nil
+				break
+			}
+		}
+		if args == nil {
+			continue
+		}
+		named++
+		op, err := NamedOp(string(k), args)
+		if err != nil {
+			t.Errorf("NamedOp(%s) at its defaults: %v", k, err)
+			continue
+		}
+		if op.Kind != k {
+			t.Errorf("NamedOp(%s) gave a %s", k, op.Kind)
+		}
+	}
+	if named == 0 {
+		t.Fatal("no named op with defaults in pipeline/ops: the test checks nothing")
+	}
+}
+
+// TestNamedOpRefusals: what a client may get wrong in a NamedOp is
+// refused with errs.Unsupported, naming the op and what is wrong.
+func TestNamedOpRefusals(t *testing.T) {
+	if _, err := NamedOp("NoSuchOp", nil); err == nil || !strings.Contains(err.Error(), "NoSuchOp") {
+		t.Errorf("an unknown op: %v, want an error naming it", err)
+	}
+	cases := []struct {
+		kind OpKind
+		args map[string]any
+		want string
+	}{
+		{OpRandomChannelPermutation, map[string]any{"no_such_arg": 1.0}, "no_such_arg"},
+		// An op with a message of its own is not read by name.
+		{OpRandomEqualize, nil, "message of its own"},
+	}
+	for _, c := range cases {
+		_, err := NamedOp(string(c.kind), c.args)
+		if err == nil {
+			t.Errorf("NamedOp(%s, %v): accepted", c.kind, c.args)
+			continue
+		}
+		if !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), string(c.kind)) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NamedOp(%s, %v): %v, want errs.Unsupported naming %s and %q", c.kind, c.args, err, c.kind, c.want)
+		}
+	}
+}
+
+// TestParamSet: a value set by name is checked against its argument's
+// type and bounds before it reaches the op.
+func TestParamSet(t *testing.T) {
+	p := Param{Name: "p", Typ: PFloat, Def: "0.5", Field: "P", Lo: 0, Hi: 1}
+	var op Op
+	if err := p.set(&op, 0.25); err != nil || op.P != 0.25 {
+		t.Fatalf("p=0.25: %v, op.P %v", err, op.P)
+	}
+	for _, bad := range []any{1.5, -0.1, math.NaN(), math.Inf(1), "x", true, []float64{0.1, 0.2}} {
+		op := Op{P: 0.25}
+		if err := p.set(&op, bad); err == nil {
+			t.Errorf("p=%v: accepted", bad)
+		} else if op.P != 0.25 {
+			t.Errorf("p=%v: refused (%v) but the op was changed to %v", bad, err, op.P)
+		}
+	}
+	if err := (&Param{Name: "x", Typ: PFloat}).set(&op, 1.0); err == nil {
+		t.Error("an argument with no field took a value")
+	}
+}
