@@ -12,7 +12,7 @@
 extern const int stoker_natural[64 + 32];
 
 static inline void refill_slow(stoker_bits *b) {
-  while (b->n <= 56) {
+  while (b->n < 56) {
     unsigned c = 0;
     if (!b->marker && b->p < b->end) {
       c = *b->p;
@@ -34,7 +34,8 @@ static inline void refill_slow(stoker_bits *b) {
   }
 }
 
-/* refill makes n >= 56. The fast path loads eight bytes and, when none is
+/* refill makes 56 <= n <= 63 (huff.c refills whatever n is left: n at 64
+ * would shift by 64). The fast path loads eight bytes and, when none is
  * 0xFF, takes as many whole bytes as fit; the bits it loads past those are
  * the stream's own next bits, so loading them again later changes nothing
  * (F. Giesen, "Reading bits in far too many ways", variant 4). */

@@ -51,12 +51,14 @@ const int stoker_natural[64 + 32] = {
 /* Fast entries (uint64). AC: one table lookup decodes one coefficient, or
  * two, or one and the end of the block, in one format so that the hot loop
  * does not branch on which:
- *   bits 0-4 total bits, 5-9 bits of the first symbol alone, 10-13 run 1,
- *   14-17 run 2, bit 18 a second coefficient (k advances past it), bit 19
- *   the end of the block follows, bit 20 set in every entry but raw ones,
- *   bit 21 raw (below), 22-25 the code's length, 26-29 the magnitude's
- *   bits, 32-47 value 1, 48-63 value 2 (0 without a second coefficient: it
- *   is stored at the next position, which is zero anyway).
+ *   bits 0-4 total bits (bit 5 zero: see consume_e), 6-10 bits of the
+ *   first symbol alone, 11-14 run 1, 15-18 run 2, bit 19 a second
+ *   coefficient (k advances past it), bit 20 the end of the block follows,
+ *   bit 21 set in every entry but raw ones, bit 22 raw (below), 23-26 the
+ *   code's length, 27-30 the magnitude's bits, bit 31 (F_GO) set in the
+ *   entries the decoder's run of lookups takes (F_OK without the end of
+ *   the block), 32-47 value 1, 48-63 value 2 (0 without a second
+ *   coefficient: it is stored at the next position, which is zero anyway).
  * The end of a block alone is a zero stored at the next position and the
  * end flag; ZRL is a zero after a run of 15.
  * Raw: the code fits in LB bits but its magnitude bits do not (a large
@@ -67,24 +69,25 @@ const int stoker_natural[64 + 32] = {
  * at most 11 + 10, a DC one 11 + 11). F_OK is clear in it: the decoder
  * takes entries with F_OK in its hot loop and raw ones on a path of their
  * own (a decode that reads past a block uses the skip entries, below).
- * DC: bits 0-4 total bits, bit 20 set, bits 32-47 the difference; or raw. */
-#define F_TWO (1ull << 18)
-#define F_EOB (1ull << 19)
-#define F_OK (1ull << 20)
-#define F_RAW (1ull << 21)
+ * DC: bits 0-4 total bits, bit 21 set, bits 32-47 the difference; or raw. */
+#define F_TWO (1ull << 19)
+#define F_EOB (1ull << 20)
+#define F_OK (1ull << 21)
+#define F_RAW (1ull << 22)
+#define F_GO (1ull << 31)
 
 static uint64_t entry(int total, int len1, int r1, int r2, int two, int eob,
                       int v1, int v2) {
-  return (uint64_t)total | (uint64_t)len1 << 5 | (uint64_t)r1 << 10 |
-         (uint64_t)r2 << 14 | (two ? F_TWO : 0) | (eob ? F_EOB : 0) | F_OK |
+  return (uint64_t)total | (uint64_t)len1 << 6 | (uint64_t)r1 << 11 |
+         (uint64_t)r2 << 15 | (two ? F_TWO : 0) | (eob ? F_EOB : F_GO) | F_OK |
          (uint64_t)(uint16_t)v1 << 32 | (uint64_t)(uint16_t)v2 << 48;
 }
 
 /* raw_entry: a symbol of code length l, run r and s magnitude bits whose
  * magnitude lies past the LB-bit window. */
 static uint64_t raw_entry(int l, int r, int s) {
-  return (entry(l + s, l + s, r, 0, 0, 0, 0, 0) & ~F_OK) | F_RAW |
-         (uint64_t)l << 22 | (uint64_t)s << 26;
+  return (entry(l + s, l + s, r, 0, 0, 0, 0, 0) & ~(F_OK | F_GO)) | F_RAW |
+         (uint64_t)l << 23 | (uint64_t)s << 27;
 }
 
 /* sym decodes the code at the top of the LB-bit window w of which avail
@@ -143,8 +146,14 @@ static uint64_t fast_ac(const stoker_htab *t, unsigned i) {
  *   block follows it.
  * k advances past the last coefficient. The decoder takes an entry only
  * when that coefficient lands before 63 (one there ends the block, and
- * what follows is the next block's). 0: none (a code longer than LB). */
+ * what follows is the next block's). None (a code longer than LB): 0 bits,
+ * the offset 63 (S_NONE), so that the test of where the last coefficient
+ * lands sends it to the general path. A coefficient alone whose magnitude
+ * runs past the window (more bits than a run of lookups may take between
+ * refills) is S_NONE too, with its bits and, in bits 12-15, its run: the
+ * general path takes it from there. */
 #define S_EOB (1u << 11)
+#define S_NONE (63u << 5)
 
 static uint16_t skip_ac(const stoker_htab *t, unsigned i) {
   int used = 0, pos = 0, last = 0, n = 0, eob = 0, l, rs, r, s;
@@ -160,11 +169,8 @@ static uint16_t skip_ac(const stoker_htab *t, unsigned i) {
       break;
     }
     if (used + l + s > STOKER_LB || pos + r > 61) {
-      if (!n && s <= 10) { /* alone, its magnitude past the window */
-        used = l + s;
-        last = r;
-        n = 1;
-      }
+      if (!n && s <= 10) /* alone, its magnitude past the window */
+        return (uint16_t)((l + s) | S_NONE | r << 12);
       break;
     }
     used += l + s;
@@ -173,7 +179,7 @@ static uint16_t skip_ac(const stoker_htab *t, unsigned i) {
     n++;
   }
   if (!n && !eob)
-    return 0;
+    return S_NONE;
   return (uint16_t)(used | last << 5 | (eob ? S_EOB : 0));
 }
 
@@ -246,10 +252,20 @@ static int restart(stoker_huff *h, j_decompress_ptr ci) {
   return 1;
 }
 
+/* consume_e consumes a fast entry's total bits (bits 0-4; bit 5 is
+ * zero). The shift takes the entry as it is (x86 shifts mask the count to
+ * six bits, so the compiler drops the mask): one instruction less between
+ * a lookup and the next. The bit count takes the count masked otherwise,
+ * so that the two do not share one masked value. */
+static inline void consume_e(stoker_bits *b, uint64_t e) {
+  b->buf <<= (e & 63);
+  b->n -= (int)(e & 31);
+}
+
 /* raw_value is a raw entry's value (see the fast entries): the magnitude
  * bits after its code, at the top of the buffer. */
 static inline int raw_value(const stoker_bits *b, uint64_t e) {
-  int l = (int)(e >> 22) & 15, s = (int)(e >> 26) & 15;
+  int l = (int)(e >> 23) & 15, s = (int)(e >> 27) & 15;
   return extend((unsigned)((b->buf << l) >> (64 - s)), s);
 }
 
@@ -268,7 +284,8 @@ decode_blocks_(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data,
     JCOEF *block = store ? MCU_data[blkn][0] : NULL;
     const stoker_htab *dc = h->dc[blkn], *ac = h->ac[blkn];
     int c = ci->MCU_membership[blkn], s, k;
-    uint64_t e;
+    unsigned x = 0;
+    uint64_t e = 0;
     if (b.n < 32)
       refill(&b);
     e = dc->fast[peek(&b, STOKER_LB)];
@@ -276,7 +293,7 @@ decode_blocks_(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data,
       int d = (int16_t)(e >> 32);
       if (e & F_RAW)
         d = raw_value(&b, e);
-      consume(&b, (int)(e & 31));
+      consume_e(&b, e);
       h->pred[c] += d;
     } else {
       s = decode_sym(&b, dc, &bad);
@@ -289,46 +306,89 @@ decode_blocks_(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data,
     if (store)
       block[0] = (JCOEF)h->pred[c];
     for (k = 1; k < 64;) {
-      int rs, r;
-      if (b.n < 32)
-        refill(&b);
+      int rs, r, at;
+      /* At least 56 bits after a refill: a run of five lookups of up to
+       * LB bits each, with no test of the bits left between them (a
+       * branch the data decides, where the lookups' chain waits on every
+       * misprediction). An entry that is not one of those (raw, longer
+       * codes, the end of the block) leaves the run for the paths below,
+       * which refill as they need. */
+      refill(&b);
       if (!store) {
-        unsigned x = ac->skip[peek(&b, STOKER_LB)];
-        if (x && k + (int)((x >> 5) & 63) < 63) {
-          consume(&b, (int)(x & 31));
-          k += (int)((x >> 5) & 63) + 1;
-          if (x & S_EOB)
-            break;
-          continue;
-        }
-        goto general;
-      }
-      e = ac->fast[peek(&b, STOKER_LB)];
-      if (__builtin_expect((e & F_OK) != 0, 1)) {
-        k += (int)(e >> 10) & 15;
-        if (store)
-          block[stoker_natural[k]] = (JCOEF)(int16_t)(e >> 32);
-        if (++k >= 64) { /* the block ended: what follows is not ours */
-          consume(&b, (int)(e >> 5) & 31);
-          break;
-        }
-        consume(&b, (int)(e & 31));
-        k += (int)(e >> 14) & 15;
-        if (store)
-          block[stoker_natural[k]] = (JCOEF)(int16_t)(e >> 48);
-        k += (int)(e >> 18) & 1;
-        if (e & F_EOB)
-          break;
+        /* The skip entries: an entry that is none has its last
+         * coefficient at 63, so that one test sends it and a block's last
+         * coefficient to the general path. k stays below 63 here. */
+#define SKIP_STEP                                                              \
+  x = ac->skip[peek(&b, STOKER_LB)];                                           \
+  if (k + (int)((x >> 5) & 63) >= 63)                                          \
+    goto general;                                                              \
+  consume(&b, (int)(x & 31));                                                  \
+  k += (int)((x >> 5) & 63) + 1;                                               \
+  if (x & S_EOB)                                                               \
+    break;
+        SKIP_STEP SKIP_STEP SKIP_STEP SKIP_STEP SKIP_STEP
+#undef SKIP_STEP
         continue;
       }
-      if (store && (e & F_RAW)) {
-        k += (int)(e >> 10) & 15;
+      /* The coefficient entries that go on (F_GO): one or two
+       * coefficients, no end of block. A first coefficient at 63 (or past
+       * it, corrupt) ends the block, as does k at 64 from the entry
+       * before (a second coefficient at 63): both go to last. */
+#define STORE_STEP                                                             \
+  e = ac->fast[peek(&b, STOKER_LB)];                                           \
+  if (!(e & F_GO))                                                             \
+    goto slow;                                                                 \
+  at = k + ((int)(e >> 11) & 15);                                              \
+  if (at >= 63)                                                                \
+    goto last;                                                                 \
+  block[stoker_natural[at]] = (JCOEF)(int16_t)(e >> 32);                       \
+  consume_e(&b, e);                                                            \
+  k = at + 1 + ((int)(e >> 15) & 15);                                          \
+  block[stoker_natural[k]] = (JCOEF)(int16_t)(e >> 48);                        \
+  k += (int)(e >> 19) & 1;
+      if (store) {
+        STORE_STEP STORE_STEP STORE_STEP STORE_STEP STORE_STEP
+        continue;
+      }
+#undef STORE_STEP
+    last:
+      if (k >= 64)
+        break;
+      block[stoker_natural[at]] = (JCOEF)(int16_t)(e >> 32);
+      consume(&b, (int)(e >> 6) & 31); /* what follows is not ours */
+      k = at + 1;
+      break;
+    slow:
+      if (k >= 64)
+        break;
+      if (b.n < 32)
+        refill(&b);
+      if (e & F_OK) { /* the end of the block follows */
+        k += (int)(e >> 11) & 15;
+        block[stoker_natural[k]] = (JCOEF)(int16_t)(e >> 32);
+        if (++k >= 64) { /* the block ended: what follows is not ours */
+          consume(&b, (int)(e >> 6) & 31);
+          break;
+        }
+        consume_e(&b, e);
+        break;
+      }
+      if (e & F_RAW) {
+        k += (int)(e >> 11) & 15;
         block[stoker_natural[k]] = (JCOEF)raw_value(&b, e);
-        consume(&b, (int)(e & 31));
+        consume_e(&b, e);
         k++;
         continue;
       }
     general:
+      if (b.n < 32)
+        refill(&b);
+      if (!store && (x & S_NONE) == S_NONE && (x & 31) && k + (int)(x >> 12) < 63) {
+        /* a coefficient whose magnitude runs past the window */
+        consume(&b, (int)(x & 31));
+        k += (int)(x >> 12) + 1;
+        continue;
+      }
       rs = decode_sym(&b, ac, &bad);
       r = rs >> 4;
       s = rs & 15;

@@ -19,7 +19,7 @@ typedef struct {
   uint64_t fast[1 << STOKER_LB];
   /* AC, for reading past a block (its coefficients not kept): as many
    * whole symbols as fit in LB bits, to the end of the block at most. See
-   * huff.c for the layout. 0: none. */
+   * huff.c for the layout (none: S_NONE there). */
   uint16_t skip[1 << STOKER_LB];
   int32_t maxcode[18];              /* largest code of each length, -1: none */
   int32_t valoff[17];               /* huffval index minus code, per length */
