@@ -36,6 +36,10 @@ type options struct {
 	index       *Index        // WithIndex
 	coefs       *CoefCache    // WithCoefCache
 	partners    *PartnerCache // WithPartnerCache
+	// scratch and scratchWait: where the counted scratch is reserved
+	// (WithScratchBudget, scratch.go).
+	scratch     ScratchBudget
+	scratchWait time.Duration
 }
 
 // Option configures a Decoder (and, through NewExecutor, an Executor's
@@ -105,6 +109,11 @@ type Decoder struct {
 	// multi: the multi-image geometry's partners and scratch
 	// (decode_multi.go).
 	multi multiState
+	// scratchHeld is the reservation in opts.scratch, at least what
+	// scratchBytes counts (scratch.go); trimmed the Executor's trim
+	// generation the Decoder last let its scratch go at.
+	scratchHeld int64
+	trimmed     uint64
 }
 
 // viewDraw is what one view of the last sample drew: its geometry's plan
@@ -128,7 +137,10 @@ func NewDecoder(opts ...Option) *Decoder {
 }
 
 // Close frees the Decoder's scratch. The Decoder must not be used after.
-func (d *Decoder) Close() { d.fast.free() }
+func (d *Decoder) Close() {
+	d.fast.free()
+	d.dropScratch()
+}
 
 // Fast reports whether this build has the libjpeg-turbo path.
 func Fast() bool { return haveFast }

@@ -48,7 +48,8 @@ type Server struct {
 
 	tokens   tokens
 	budget   *limits.Budget
-	workMem  *workClients // what Work streams hold of budget, by client (rpc.LimitID)
+	scratch  *scratchAccount // the workers' sample scratch in budget (scratch.go)
+	workMem  *workClients    // what Work streams hold of budget, by client (rpc.LimitID)
 	peerDial func(addr string) []work.Option
 	jobs     sync.WaitGroup // coordinators and Work streams still running
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
@@ -174,6 +175,7 @@ func newServer(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server
 		budget:   limits.NewBudget((cfg.MemoryBudget - cfg.coefCache - cfg.partnerCache - byteCache - readAhead) / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
 	}
+	s.scratch = &scratchAccount{b: s.budget}
 	s.refusals.log, s.refusals.m = log, m.refusals
 	s.workMem = newWorkClients(s.budget, workMemoryPerClient(cfg.MaxWorkMemoryPerClient, s.budget.Limit()), &s.refusals, m.workMemory)
 	return s, nil
@@ -276,8 +278,12 @@ func (s *Server) startExecutor(reg prometheus.Registerer) error {
 		read.Observe(r.Seconds())
 		decode.Observe(d.Seconds())
 	}))
+	opts = append(opts, pipeline.WithScratchBudget(s.scratch, scratchWait))
 	s.exec = pipeline.NewExecutor(cfg.Workers, opts...)
 	exec := s.exec
+	if err := registerAll(reg, scratchMetrics(s.budget, s.scratch)); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	if err := registerAll(reg, []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_samples_abandoned_total",
 			Help: "Samples told to stop while a worker was making them: their batch's lease was cancelled or timed out, its stream ended, or its job closed."},
