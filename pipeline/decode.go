@@ -36,9 +36,7 @@ type options struct {
 	index       *Index        // WithIndex
 	coefs       *CoefCache    // WithCoefCache
 	partners    *PartnerCache // WithPartnerCache
-	// scratch and scratchWait: where the counted scratch is reserved
-	// (WithScratchBudget, scratch.go).
-	scratch     ScratchBudget
+	scratch     ScratchBudget // WithScratchBudget (header.go), waiting up to scratchWait
 	scratchWait time.Duration
 }
 
@@ -109,11 +107,8 @@ type Decoder struct {
 	// multi: the multi-image geometry's partners and scratch
 	// (decode_multi.go).
 	multi multiState
-	// scratchHeld is the reservation in opts.scratch, at least what
-	// scratchBytes counts (scratch.go); trimmed the Executor's trim
-	// generation the Decoder last let its scratch go at.
-	scratchHeld int64
-	trimmed     uint64
+	// scratch is its counted scratch's reservation (header.go).
+	scratch scratchState
 }
 
 // viewDraw is what one view of the last sample drew: its geometry's plan

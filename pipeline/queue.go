@@ -323,7 +323,7 @@ func (q *Queue) Close() {
 	}
 }
 
-// trimIdle has the workers let their counted scratch go (scratch.go) as
+// trimIdle has the workers let their counted scratch go (header.go) as
 // a job's queue closes: the sleeping ones now, the others when they next
 // find nothing to do. e.mu is held; a sleeping worker touches its Decoder
 // only once it holds e.mu again.
@@ -331,8 +331,7 @@ func (e *Executor) trimIdle() {
 	e.trimGen++
 	for _, d := range e.asleep {
 		if d != nil {
-			d.dropScratch()
-			d.trimmed = e.trimGen
+			d.trimScratch(e.trimGen)
 		}
 	}
 }

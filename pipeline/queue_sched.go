@@ -259,9 +259,8 @@ func (e *Executor) run(d *Decoder, w int) {
 			if e.closed {
 				break
 			}
-			if d.trimmed != e.trimGen { // a queue closed since its last trim
-				d.dropScratch()
-				d.trimmed = e.trimGen
+			if d.scratch.trimmed != e.trimGen { // a queue closed since its last trim
+				d.trimScratch(e.trimGen)
 			}
 			e.asleep[w] = d
 			e.sleeping++
@@ -312,7 +311,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		}
 		if err == nil {
 			// The scratch the memory budget counts, reserved from the
-			// headers before any of it is made (scratch.go).
+			// headers before any of it is made (header.go).
 			err = d.reserveScratch(data, r.t, k, pdata, r.fset)
 		}
 		if err == nil && r.fset != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"

@@ -133,7 +133,7 @@ func (t *Targets) MaskCanvas() (w, h int) { return len(t.mm.xs), len(t.mm.ys) }
 // ScratchBytes is what t holds of the masks' scratch (the maps, the
 // canvas indexes after a rotation or an affine, the source mask, the runs
 // and the fill block's), in bytes: a worker's, counted in the server's
-// memory budget (the pipeline's scratch.go).
+// memory budget (the pipeline's header.go).
 func (t *Targets) ScratchBytes() int64 {
 	m := &t.mm
 	n := 4 * (cap(m.ys) + cap(m.xs) + cap(m.tmp) + cap(m.base) + cap(m.spare) + cap(m.runs) + cap(m.lens) + cap(m.fillRuns))
