@@ -122,15 +122,17 @@ func (d *Decoder) trimScratch(gen uint64) {
 	d.scratch.trimmed = gen
 }
 
-// ScratchFloor is the counted scratch one sample of t needs whatever its
-// image's size (the output's, a Mosaic's imgsz and the YOLO ops' alone,
-// fs the fields its targets carry): a job whose floor the memory budget
-// cannot hold can make no sample, and is refused when it opens.
-func ScratchFloor(t *Transform, fs *FieldSet) int64 {
-	n := scratchBound(t, t.MosaicOp() != nil, false, 0, 0, 0, 0, fs)
+// SampleScratch is the counted scratch a sample of t needs at most for
+// images (its own and its partners') of at most w x h, fs the fields its
+// targets carry; with w and h 0, what it needs whatever its image's size
+// (the output's, a Mosaic's imgsz and the YOLO ops' alone). A job one of
+// whose samples the memory budget cannot hold is refused when it opens.
+func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
+	px := int64(w) * int64(h)
+	n := scratchBound(t, t.MosaicOp() != nil, false, w, h, px, 0, fs)
 	if e, _, ok := t.StopEpoch(); ok { // the ops after stop_epoch
 		at := t.AtEpoch(e)
-		n = max(n, scratchBound(at, at.MosaicOp() != nil, false, 0, 0, 0, 0, fs))
+		n = max(n, scratchBound(at, at.MosaicOp() != nil, false, w, h, px, 0, fs))
 	}
 	return n
 }

@@ -78,13 +78,26 @@ func scratchMetrics(b *limits.Budget, a *scratchAccount) []prometheus.Collector 
 // checkScratch refuses a job one of whose samples needs more scratch
 // than the batch budget could ever give it: what is not in use but for
 // the workers' scratch (which they give back when idle). The job's own
-// batch buffers are reserved already.
+// batch buffers are reserved already. Its samples' images are as large
+// as its dataset's annotations say (COCO's list every image's size);
+// where they do not say (a YOLO or WebDataset set), only the scratch at
+// the output's size is checked here, and each sample reserves its own
+// from its header.
 func (s *Server) checkScratch(j *job.Job) error {
-	need := pipeline.ScratchFloor(j.Transform(), j.Fields())
+	var w, h int
+	if b, ok := j.Data().(interface{ ImageBound() (int, int) }); ok {
+		w, h = b.ImageBound()
+	}
+	need := pipeline.SampleScratch(j.Transform(), j.Fields(), w, h)
 	room := s.budget.Limit() - s.budget.InUse() + s.scratch.Held()
 	if need <= room {
 		return nil
 	}
-	return fmt.Errorf("%w: a sample of the job's transform needs %d bytes of worker scratch (its masks', Mosaic's or YOLO kernels' at the output's size, before its image's own), "+
-		"and the batch budget has %d of its %d bytes left beside the job's batch buffers and the other streams' (--memory-budget)", limits.ErrMemoryBudget, need, room, s.budget.Limit())
+	what := "at the output's size (a Mosaic's imgsz, the masks' canvas), before its image's own"
+	if w > 0 && h > 0 {
+		what = fmt.Sprintf("for images of up to %dx%d, as its dataset's annotations give them", w, h)
+	}
+	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (masks, Mosaic, YOLO kernels) %s, "+
+		"and the batch budget has %d of its %d bytes left beside the job's batch buffers and the other streams' (--memory-budget)",
+		limits.ErrMemoryBudget, need, what, room, s.budget.Limit())
 }

@@ -113,46 +113,69 @@ func TestScratchInBudget(t *testing.T) {
 	}
 }
 
-// TestScratchRefusedAtOpen: a job one of whose samples needs more scratch
-// than the batch budget has beside its batch buffers (a Mosaic of imgsz
-// 640: its canvas, images and warp planes, tens of MB) is refused when it
-// opens, RESOURCE_EXHAUSTED, naming the sizes and --memory-budget; the
-// budget is back to zero after.
+// TestScratchRefusedAtOpen: a job one of whose samples needs more
+// scratch than the batch budget has beside its batch buffers is refused
+// when it opens, RESOURCE_EXHAUSTED, naming the sizes and
+// --memory-budget: a Mosaic of imgsz 640 (its canvas, images and warp
+// planes, tens of MB, whatever its images), and masks rotated on a COCO
+// set whose annotations give its images' sizes (a few MB for its
+// largest, which the output's 32x32 alone would not need). The budget is
+// back to what it held before after.
 func TestScratchRefusedAtOpen(t *testing.T) {
 	images, yaml := photosSegments(t)
-	e := startServer(t, Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 2, MemoryBudget: 24 << 20, PartnerBudget: -1})
-	base := e.srv.budget.InUse() // the annotations, for good
-	job := smallJob("seg", 1)
-	job.Job.Transform.Ops = []*pb.Op{namedOp("YOLOMosaic", numArg("imgsz", 640), numArg("p", 1)),
+	ann, _ := photosMasks(t)
+	mosaic := smallJob("seg", 1)
+	mosaic.Job.Transform.Ops = []*pb.Op{namedOp("YOLOMosaic", numArg("imgsz", 640), numArg("p", 1)),
 		namedOp("YOLORandomPerspective", &pb.NamedArg{Name: "size", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: []float64{640, 640}}}})}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	_, err := e.feedStream(t, ctx, job).Recv()
-	if status.Code(err) != codes.ResourceExhausted {
-		t.Fatalf("got %v, want RESOURCE_EXHAUSTED", err)
+	masks := smallJob("det", 4)
+	masks.Job.Targets = true
+	masks.Job.TargetFields = []string{"boxes", "labels", "masks"}
+	masks.Job.Transform.Ops = append(masks.Job.Transform.Ops,
+		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}})
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		job  *pb.OpenJob
+		says string
+	}{
+		{"mosaic", Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 2, MemoryBudget: 24 << 20, PartnerBudget: -1},
+			mosaic, "at the output's size"},
+		{"coco-masks", Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 2, MemoryBudget: 24 << 20},
+			masks, "for images of up to 478x466, as its dataset's annotations give them"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := startServer(t, c.cfg)
+			base := e.srv.budget.InUse() // the annotations, for good
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			_, err := e.feedStream(t, ctx, c.job).Recv()
+			if status.Code(err) != codes.ResourceExhausted {
+				t.Fatalf("got %v, want RESOURCE_EXHAUSTED", err)
+			}
+			for _, want := range []string{"bytes of worker scratch", c.says, "--memory-budget"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			waitUntil(t, "the budget back to what it held before", func() bool { return e.srv.budget.InUse() == base })
+		})
 	}
-	for _, want := range []string{"worker scratch", "bytes", "--memory-budget"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
-		}
-	}
-	waitUntil(t, "the budget back to the annotations'", func() bool { return e.srv.budget.InUse() == base })
 }
 
-// TestScratchPerSample: a job whose scratch at its output's size fits the
-// budget but whose samples' images do not (masks of 300-500 pixel photos
-// rotated on a budget of a few hundred KB beside the batch buffers) gets
-// per-sample errors naming the memory budget and the sizes, not an
-// over-committed budget nor a crash; the budget is back to zero after.
+// TestScratchPerSample: a job on a set that does not give its images'
+// sizes (a YOLO one), whose scratch at its output's size fits the budget
+// but whose samples' images do not (the YOLO kernels' planes of 300-500
+// pixel photos, loaded to 32, on a budget of a few hundred KB), gets
+// per-sample errors naming the memory budget and the sizes, reserved from
+// each image's header before it is decoded: no over-committed budget, no
+// crash. The budget is back to what it held before after.
 func TestScratchPerSample(t *testing.T) {
-	ann, _ := photosMasks(t)
-	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 2, MemoryBudget: 24 << 20})
+	images, yaml := photosSegments(t)
+	e := startServer(t, Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 2, MemoryBudget: 400 << 10})
 	base := e.srv.budget.InUse() // the annotations, for good
-	job := smallJob("det", 4)
-	job.Job.Targets = true
-	job.Job.TargetFields = []string{"boxes", "labels", "masks"}
-	job.Job.Transform.Ops = append(job.Job.Transform.Ops,
-		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}})
+	job := smallJob("seg", 1)
+	job.Job.Transform.Ops = []*pb.Op{namedOp("YOLOLoadImage", numArg("imgsz", 32)),
+		namedOp("YOLOLetterBox", &pb.NamedArg{Name: "new_shape", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: []float64{32, 32}}}})}
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	ep, err := readEpoch(e.feedStream(t, ctx, job))
@@ -170,11 +193,11 @@ func TestScratchPerSample(t *testing.T) {
 	}
 	t.Logf("%d errors, the first: %s", len(msgs), msgs[0])
 	for _, m := range msgs {
-		for _, want := range []string{"memory budget", "scratch", "bytes", "--memory-budget"} {
+		for _, want := range []string{"memory budget", "worker scratch", "image needs", "bytes", "--memory-budget"} {
 			if !strings.Contains(m, want) {
 				t.Fatalf("error %q does not say %q", m, want)
 			}
 		}
 	}
-	waitUntil(t, "the budget back to the annotations'", func() bool { return e.srv.budget.InUse() == base && e.srv.scratch.Held() == 0 })
+	waitUntil(t, "the budget back to what it held before", func() bool { return e.srv.budget.InUse() == base && e.srv.scratch.Held() == 0 })
 }
