@@ -49,7 +49,7 @@ func parseHeader(data []byte) (header, error) {
 // A Decoder holds a reservation (scratch.held) at least what it keeps of
 // that scratch. Before a sample is decoded (its header and its partners'
 // parsed, nothing of it made) the reservation grows to the bound of what
-// the sample may hold (scratchBound), waiting up to the budget's wait for
+// the sample may hold (scratchParts.after), waiting up to the budget's wait for
 // others to give bytes back; a sample that does not fit fails with the
 // budget's error (the sizes named). After it, the reservation is set to
 // what the Decoder keeps: the excess given back, and a sample that kept
@@ -86,18 +86,45 @@ func WithScratchBudget(b ScratchBudget, wait time.Duration) Option {
 	return func(o *options) { o.scratch, o.scratchWait = b, wait }
 }
 
-// scratchBytes is what the Decoder keeps of the counted scratch, in bytes.
-func (d *Decoder) scratchBytes() int64 {
-	n := d.targets.ScratchBytes()
+// scratchParts are the counted scratch's parts, in bytes: what a Decoder
+// keeps of each (scratchBytes), or what a sample needs of each
+// (scratchBound); transient, what a sample makes and drops (the overlap
+// mask's canvas), is never kept.
+type scratchParts struct {
+	maskSrc, maskMaps, maskRuns int64 // the source mask, the maps and canvas indexes, the runs
+	full, imgs, canvas, others  int64 // a Mosaic's image decoded whole, its images, its canvas, MixUp's, CutMix's and CopyPaste's
+	yolo                        int64 // the YOLO kernels' planes
+	transient                   int64
+}
+
+// sum is the parts' bytes.
+func (p scratchParts) sum() int64 {
+	return p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.transient
+}
+
+// after is what a Decoder keeping p (transient none) holds at most while
+// it makes a sample that needs need: each part the larger of the two, as
+// each buffer grows only to what the sample asks of it.
+func (p *scratchParts) after(need *scratchParts) int64 {
+	return max(p.maskSrc, need.maskSrc) + max(p.maskMaps, need.maskMaps) + max(p.maskRuns, need.maskRuns) +
+		max(p.full, need.full) + max(p.imgs, need.imgs) + max(p.canvas, need.canvas) + max(p.others, need.others) +
+		max(p.yolo, need.yolo) + need.transient
+}
+
+// scratchBytes is what the Decoder keeps of the counted scratch.
+func (d *Decoder) scratchBytes() scratchParts {
+	var p scratchParts
+	p.maskSrc, p.maskMaps, p.maskRuns = d.targets.ScratchBytes()
 	m := &d.multi
-	n += int64(cap(m.full) + cap(m.canvas) + cap(m.mix) + cap(m.cut) + cap(m.cpMask) + cap(m.cpImg) + 8*cap(m.cpPts))
+	p.full, p.canvas = int64(cap(m.full)), int64(cap(m.canvas))
 	for _, b := range m.imgs[:cap(m.imgs)] {
-		n += int64(cap(b))
+		p.imgs += int64(cap(b))
 	}
+	p.others = int64(cap(m.mix) + cap(m.cut) + cap(m.cpMask) + cap(m.cpImg) + 8*cap(m.cpPts))
 	for _, b := range d.yoloRoom {
-		n += int64(cap(b))
+		p.yolo += int64(cap(b))
 	}
-	return n
+	return p
 }
 
 // dropScratch lets the counted scratch go and gives its reservation back.
@@ -129,64 +156,82 @@ func (d *Decoder) trimScratch(gen uint64) {
 // whose samples the memory budget cannot hold is refused when it opens.
 func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 	px := int64(w) * int64(h)
-	n := scratchBound(t, t.MosaicOp() != nil, false, w, h, px, 0, fs)
+	p := scratchBound(t, t.MosaicOp() != nil, false, w, h, px, fs)
+	n := p.sum()
 	if e, _, ok := t.StopEpoch(); ok { // the ops after stop_epoch
 		at := t.AtEpoch(e)
-		n = max(n, scratchBound(at, at.MosaicOp() != nil, false, w, h, px, 0, fs))
+		p = scratchBound(at, at.MosaicOp() != nil, false, w, h, px, fs)
+		n = max(n, p.sum())
 	}
 	return n
 }
 
 // scratchBound bounds the counted scratch a sample of at (its transform
-// at the sample's epoch; mosaic: its Mosaic applies) holds while it is
-// made: its image w x h, its partners' largest ppx pixels (np of them),
-// fs the fields its targets carry; cached: the load_image'd images are a
+// at the sample's epoch; mosaic: its Mosaic applies) needs while it is
+// made, by part: its image w x h, its partners' largest ppx pixels, fs the
+// fields its targets carry; cached: the load_image'd images are a
 // partner cache's (counted there). Each buffer is counted at the size the
-// sample asks of it; the runs of masks, whose number the pixels bound
-// only loosely, at four 4-byte entries a canvas row and column (what
-// masks of a few regions take): more is taken after (settleScratch).
-func scratchBound(at *Transform, mosaic, cached bool, w, h int, ppx int64, np int, fs *FieldSet) int64 {
+// sample asks of it (an image decoded whole at the largest of the
+// sample's and its partners', though one already imgsz needs none); the
+// runs of masks, whose number the pixels bound only loosely, at 64 KiB
+// (masks of a few regions take less): more is taken after
+// (settleScratch).
+func scratchBound(at *Transform, mosaic, cached bool, w, h int, ppx int64, fs *FieldSet) scratchParts {
+	var p scratchParts
 	src := int64(w) * int64(h)
 	out := int64(at.OutW()) * int64(at.OutH())
-	big := max(src, out)
-	var n int64
 	if mo := at.MosaicOp(); mosaic && mo != nil {
 		s := int64(mo.ImgSz)
 		side := 2 * s
 		if mo.Tiles == 9 {
 			side = 3 * s
 		}
-		imgs := int64(max(mo.Tiles, np+1))
-		if cached {
-			imgs = 0
+		// The images load_image'd (the partner cache's, when there is
+		// one), one image decoded whole, the canvas; a MixUp's and a
+		// CutMix's partner made at the output's size; a CopyPaste's
+		// partner image, mask and points.
+		if !cached {
+			p.imgs = 3 * int64(mo.Tiles) * s * s
 		}
-		canvas := side * side
-		// The images load_image'd, the canvas, one image decoded whole,
-		// a MixUp's, CutMix's and CopyPaste's images, CopyPaste's mask
-		// and points, and the warp's planes after the canvas.
-		n += 3*(imgs*s*s+canvas+max(src, ppx)+3*max(out, s*s)) + max(out, canvas) + 8*max(out, s*s)
-		n += 4 * 3 * max(out, canvas)
+		p.full, p.canvas = 3*max(src, ppx), 3*side*side
+		if at.MixUpOp() != nil {
+			p.others += 3 * out
+		}
+		if at.CutMixOp() != nil {
+			p.others += 3 * out
+		}
+		if at.CopyPasteOp() != nil || at.CopyPasteMixOp() != nil {
+			p.others += 3*out + out + 8*out
+		}
 	} else if g := at.YOLO(); g != nil {
+		// The planes: the image unpacked from HWC, loaded (at most imgsz
+		// a side), letterboxed and warped (at most the output's, or the
+		// loaded size unpadded).
 		s := int64(g.ImgSz())
-		n += 3*src + 3*s*s + 2*3*max(out, s*s)
+		if at.Layout() == HWC {
+			p.yolo += 3 * src
+		}
+		p.yolo += 3*s*s + 2*3*max(out, s*s)
 	}
 	if fs.Masks() {
-		// The source mask and its rows; the maps; with a rotation or an
-		// affine the three canvas indexes (the canvas at most twice the
-		// larger of the source and the output: an expand's); the runs
-		// and a fill block's.
-		lines := int64(w+h) + int64(at.OutW()+at.OutH())
-		n += src + 4*4*lines + 64<<10
+		// The source mask and its rows; the maps of rows and columns
+		// (ys, xs and a spare) and, with a rotation or an affine (after
+		// the geometry, on a canvas at most the largest image the ops
+		// make), three canvas indexes of 4 bytes a pixel; the runs and
+		// a fill block's.
+		p.maskSrc = src + int64(h)
+		p.maskMaps = 3 * 4 * int64(max(w, at.OutW())+max(h, at.OutH()))
 		if at.Turns() {
-			n += 3 * 4 * 2 * big
+			p.maskMaps += 3 * 4 * int64(at.PixelBytes()/3)
 		}
+		p.maskRuns = 64 << 10
 	}
 	if fs.OverlapMask() {
 		// PolygonsToMasksOverlap's canvas (4 bytes a pixel) and a
 		// polygon mask's: made and dropped within the sample.
-		n += 5 * max(out, big)
+		p.transient = 5 * out
 	}
-	return n
+	return p
 }
 
 // reserveScratch grows the Decoder's reservation to what a sample of t
@@ -213,7 +258,9 @@ func (d *Decoder) reserveScratch(data []byte, t *Transform, k Key, pdata [][]byt
 		ppx = max(ppx, int64(pw)*int64(ph))
 	}
 	at := t.AtEpoch(k.Epoch)
-	need := scratchBound(at, at.MosaicOp() != nil && at.MosaicOn(k), d.opts.partners != nil, w, h, ppx, len(pdata), fs)
+	bound := scratchBound(at, at.MosaicOp() != nil && at.MosaicOn(k), d.opts.partners != nil, w, h, ppx, fs)
+	kept := d.scratchBytes()
+	need := kept.after(&bound)
 	if need <= d.scratch.held {
 		return nil
 	}
@@ -226,7 +273,7 @@ func (d *Decoder) reserveScratch(data []byte, t *Transform, k Key, pdata [][]byt
 		// What this worker keeps from its last samples may be what is
 		// missing: let it go and take the whole bound if it fits.
 		d.dropScratch()
-		if b.Try(need) {
+		if need = bound.sum(); b.Try(need) {
 			err = nil
 		}
 	}
@@ -245,8 +292,7 @@ func (d *Decoder) settleScratch(err error) error {
 	if b == nil {
 		return err
 	}
-	kept := d.scratchBytes()
-
+	kept := d.scratchBytes().sum()
 	switch {
 	case kept < d.scratch.held:
 		b.Release(d.scratch.held - kept)

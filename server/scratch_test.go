@@ -10,7 +10,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/coord"
+	jobpkg "github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // gauge is the value of the gauge name in reg (-1 when it is not there).
@@ -95,11 +98,17 @@ func TestScratchInBudget(t *testing.T) {
 				t.Fatalf("sample errors %v", errs)
 			}
 			// The job is open (its stream is): its workers keep their
-			// scratch, reserved.
-			scratch, inUse := gauge(t, e.reg, "stoker_sample_scratch_bytes"), gauge(t, e.reg, "stoker_memory_budget_in_use_bytes")
-			if scratch <= 0 || inUse < scratch+float64(base) {
-				t.Fatalf("while the job runs: scratch gauge %v, budget in use %v (%d of it the annotations'): want scratch above 0, within the budget in use", scratch, inUse, base)
-			}
+			// scratch, reserved. (The two gauges are read apart: while
+			// workers make the window's next batches one may move
+			// between the reads, so they are read again until the workers
+			// rest.)
+			waitUntilState(t, "the job's scratch above 0 and within the budget in use", func() string {
+				return fmt.Sprintf("scratch gauge %v, budget in use %v (%d of it the annotations'), %d samples running", gauge(t, e.reg, "stoker_sample_scratch_bytes"),
+					gauge(t, e.reg, "stoker_memory_budget_in_use_bytes"), base, e.srv.exec.Running())
+			}, func() bool {
+				scratch := gauge(t, e.reg, "stoker_sample_scratch_bytes")
+				return scratch > 0 && gauge(t, e.reg, "stoker_memory_budget_in_use_bytes") >= scratch+float64(base)
+			})
 			cancel()
 			waitUntilState(t, "the scratch and the budget back to zero", func() string {
 				return fmt.Sprintf("scratch %v, in use %v (%d of it the annotations')", gauge(t, e.reg, "stoker_sample_scratch_bytes"), gauge(t, e.reg, "stoker_memory_budget_in_use_bytes"), base)
@@ -113,13 +122,31 @@ func TestScratchInBudget(t *testing.T) {
 	}
 }
 
-// TestScratchRefusedAtOpen: a job one of whose samples needs more
-// scratch than the batch budget has beside its batch buffers is refused
-// when it opens, RESOURCE_EXHAUSTED, naming the sizes and
-// --memory-budget: a Mosaic of imgsz 640 (its canvas, images and warp
-// planes, tens of MB, whatever its images), and masks rotated on a COCO
-// set whose annotations give its images' sizes (a few MB for its
-// largest, which the output's 32x32 alone would not need). The budget is
+// budgetFor is a --memory-budget whose batch budget has room of free
+// bytes beside the annotations of cfg's datasets and the two batch
+// buffers job reserves when it opens, sized on a probe server of cfg
+// (the job's sizes as that server compiles them); need is what one of
+// its samples needs of worker scratch for images of w x h
+// (pipeline.SampleScratch).
+func budgetFor(t *testing.T, cfg Config, job *pb.OpenJob, w, h int, room func(need int64) int64) (budget, need int64) {
+	t.Helper()
+	probe := startServer(t, cfg)
+	j, err := probe.srv.newJob(job.Job, jobpkg.Origin{Stream: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	need = pipeline.SampleScratch(j.Transform(), j.Fields(), w, h)
+	b := probe.srv.budget.InUse() + coord.ReservedBytes(j.BatchBytes()) + room(need)
+	return (b/3 + 1) * 4, need // the batch budget is 3/4 of it (no caches at this size)
+}
+
+// TestScratchRefusedAtOpen: a job one of whose samples needs more scratch
+// than the batch budget has beside its batch buffers is refused when it
+// opens, RESOURCE_EXHAUSTED, naming the sizes and --memory-budget: a
+// Mosaic of imgsz 640 (its canvas and images, about 10 MB, whatever its
+// images), and masks on a COCO set whose annotations give its images'
+// sizes (its largest's source mask, which the output's 32x32 alone would
+// not need); the budget has half of what the sample needs. The budget is
 // back to what it held before after.
 func TestScratchRefusedAtOpen(t *testing.T) {
 	images, yaml := photosSegments(t)
@@ -136,23 +163,30 @@ func TestScratchRefusedAtOpen(t *testing.T) {
 		name string
 		cfg  Config
 		job  *pb.OpenJob
+		w, h int // the largest image, as the annotations say (0: they do not)
 		says string
 	}{
-		{"mosaic", Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 2, MemoryBudget: 24 << 20, PartnerBudget: -1},
-			mosaic, "at the output's size"},
-		{"coco-masks", Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 2, MemoryBudget: 24 << 20},
-			masks, "for images of up to 478x466, as its dataset's annotations give them"},
+		{"mosaic", Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 2, PartnerBudget: -1},
+			mosaic, 0, 0, "at the output's size"},
+		{"coco-masks", Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 2},
+			masks, 478, 466, "for images of up to 478x466, as its dataset's annotations give them"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := startServer(t, c.cfg)
+			cfg := c.cfg
+			var need int64
+			cfg.MemoryBudget, need = budgetFor(t, cfg, c.job, c.w, c.h, func(need int64) int64 { return need / 2 })
+			if floor, _ := budgetFor(t, cfg, c.job, 0, 0, func(need int64) int64 { return need }); c.w > 0 && floor >= cfg.MemoryBudget {
+				t.Fatalf("the output's scratch alone (a budget of %d) does not fit %d: the test is not of the images' sizes", floor, cfg.MemoryBudget)
+			}
+			e := startServer(t, cfg)
 			base := e.srv.budget.InUse() // the annotations, for good
 			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()
 			_, err := e.feedStream(t, ctx, c.job).Recv()
 			if status.Code(err) != codes.ResourceExhausted {
-				t.Fatalf("got %v, want RESOURCE_EXHAUSTED", err)
+				t.Fatalf("got %v, want RESOURCE_EXHAUSTED (a sample needs %d bytes of scratch)", err, need)
 			}
-			for _, want := range []string{"bytes of worker scratch", c.says, "--memory-budget"} {
+			for _, want := range []string{fmt.Sprintf("needs %d bytes of worker scratch", need), c.says, "--memory-budget"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not say %q", err, want)
 				}
@@ -164,8 +198,9 @@ func TestScratchRefusedAtOpen(t *testing.T) {
 
 // TestScratchPerSample: a job on a set that does not give its images'
 // sizes (a YOLO one), whose scratch at its output's size fits the budget
-// but whose samples' images do not (the YOLO kernels' planes of 300-500
-// pixel photos, loaded to 32, on a budget of a few hundred KB), gets
+// but whose samples' images do not (a Mosaic of imgsz 32 decodes each of
+// its 300-500 pixel photos whole before load_image's resize, on a budget
+// of a few hundred KB), gets
 // per-sample errors naming the memory budget and the sizes, reserved from
 // each image's header before it is decoded: no over-committed budget, no
 // crash. The budget is back to what it held before after.
@@ -174,8 +209,7 @@ func TestScratchPerSample(t *testing.T) {
 	e := startServer(t, Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 2, MemoryBudget: 400 << 10})
 	base := e.srv.budget.InUse() // the annotations, for good
 	job := smallJob("seg", 1)
-	job.Job.Transform.Ops = []*pb.Op{namedOp("YOLOLoadImage", numArg("imgsz", 32)),
-		namedOp("YOLOLetterBox", &pb.NamedArg{Name: "new_shape", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: []float64{32, 32}}}})}
+	job.Job.Transform.Ops = []*pb.Op{namedOp("YOLOMosaic", numArg("imgsz", 32), numArg("p", 1))}
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	ep, err := readEpoch(e.feedStream(t, ctx, job))
@@ -193,7 +227,7 @@ func TestScratchPerSample(t *testing.T) {
 	}
 	t.Logf("%d errors, the first: %s", len(msgs), msgs[0])
 	for _, m := range msgs {
-		for _, want := range []string{"memory budget", "worker scratch", "image needs", "bytes", "--memory-budget"} {
+		for _, want := range []string{"memory budget", "worker scratch", "image and 3 partners of up to", "bytes", "--memory-budget"} {
 			if !strings.Contains(m, want) {
 				t.Fatalf("error %q does not say %q", m, want)
 			}

@@ -130,14 +130,17 @@ func (t *Targets) FlipMasksY() { kernels.AxisFlip(t.mm.ys) }
 // MaskCanvas is the masks' canvas so far: its width and height.
 func (t *Targets) MaskCanvas() (w, h int) { return len(t.mm.xs), len(t.mm.ys) }
 
-// ScratchBytes is what t holds of the masks' scratch (the maps, the
-// canvas indexes after a rotation or an affine, the source mask, the runs
-// and the fill block's), in bytes: a worker's, counted in the server's
-// memory budget (the pipeline's header.go).
-func (t *Targets) ScratchBytes() int64 {
+// ScratchBytes is what t holds of the masks' scratch, in bytes, in three
+// parts: the source mask and its rows (src); the maps and, after a
+// rotation or an affine, the canvas indexes (maps); the runs and the fill
+// block's (runs). A worker's, counted in the server's memory budget (the
+// pipeline's header.go).
+func (t *Targets) ScratchBytes() (src, maps, runs int64) {
 	m := &t.mm
-	n := 4 * (cap(m.ys) + cap(m.xs) + cap(m.tmp) + cap(m.base) + cap(m.spare) + cap(m.runs) + cap(m.lens) + cap(m.fillRuns))
-	return int64(n + cap(m.src) + cap(m.rows) + cap(m.fillVals) + cap(m.fillRow))
+	src = int64(cap(m.src) + cap(m.rows))
+	maps = 4 * int64(cap(m.ys)+cap(m.xs)+cap(m.tmp)+cap(m.base)+cap(m.spare))
+	runs = 4*int64(cap(m.runs)+cap(m.lens)+cap(m.fillRuns)) + int64(cap(m.fillVals)+cap(m.fillRow))
+	return src, maps, runs
 }
 
 // DropScratch lets the masks' scratch go (ScratchBytes is 0 after); the

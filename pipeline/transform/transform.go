@@ -364,6 +364,9 @@ func (t *Transform) CopyPasteOp() *optab.Op { return t.copyPaste }
 // CutMixOp is the YOLOCutMix ending the multi-image geometry, if any.
 func (t *Transform) CutMixOp() *optab.Op { return t.cutmix }
 
+// MixUpOp is t's YOLOMixUp (nil: none).
+func (t *Transform) MixUpOp() *optab.Op { return t.mixup }
+
 // YOLO is the YOLO family's geometry, if any.
 func (t *Transform) YOLO() *yoloGeom { return t.yolo }
 
