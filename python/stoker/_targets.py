@@ -55,6 +55,9 @@ def target_names(value: Union[bool, Sequence[str]]) -> Tuple[bool, Tuple[str, ..
             raise ValueError(f"targets: unknown name {n!r}: want some of {', '.join(NAMES)}")
     if len(set(names)) != len(names):
         raise ValueError(f"targets: a name asked for twice in {names!r}")
+    if "sem_masks" in names and "masks" in names:
+        raise ValueError('targets: "sem_masks" is made from ultralytics\' overlap mask, which "masks" (torchvision\'s, '
+                         'in the boxes\' order) cannot come with: ask for one')
     return True, names
 
 

@@ -26,7 +26,7 @@ from ultralytics.utils.instance import Instances  # noqa: E402
 
 import stoker  # noqa: E402
 from stoker import transforms as T  # noqa: E402
-from stoker._targets import sem_mask, server_fields  # noqa: E402
+from stoker._targets import sem_mask, server_fields, target_names  # noqa: E402
 from test_yolo_segments import IMGSZ, N, RECIPES, dataset, ops_of, rebuild, seg, served_order  # noqa: E402,F401
 
 
@@ -70,10 +70,13 @@ def test_sem_mask_is_ultralytics_format(overlap: bool) -> None:
 
 
 def test_server_fields() -> None:
-    """"sem_masks" is asked of the server as the overlap mask and the labels."""
+    """"sem_masks" is asked of the server as the overlap mask and the labels;
+    with "masks" (which the overlap mask cannot come with) it is refused."""
     assert server_fields(("boxes", "sem_masks")) == ("boxes", "labels", "overlap_mask")
     assert server_fields(("sem_masks", "labels", "overlap_mask")) == ("labels", "overlap_mask")
     assert server_fields(("boxes", "labels")) == ("boxes", "labels")
+    with pytest.raises(ValueError, match='"sem_masks" is made from ultralytics\' overlap mask'):
+        target_names(("masks", "sem_masks"))
 
 
 @pytest.mark.parametrize("recipe,transport,ratio,overlap", [
