@@ -233,7 +233,10 @@ SHARE_TESTS = $(shell awk '$(SHARE_AWK)' server/*_test.go | paste -sd'|')
 
 # The pipeline's pure-Go build (CGO_ENABLED=0: the _nocgo.go files, Go's
 # decoders and kernels in place of the C) runs the tests of the pipeline
-# package and of pipeline/kernels that compile without cgo, less those
+# package, of pipeline/kernels and of the rooms whose tests run the
+# kernels (pipeline/fn, pipeline/transform: a step's kernel, a trace's
+# steps applied, the pure-Go build's cost prices) that compile without
+# cgo, less those
 # whose code and checks are the same without cgo, which the -race run has
 # run: the tests of the files named in NOCGO_SAME (the executor's
 # scheduling, fields: no decoded pixel
@@ -252,7 +255,7 @@ test-go: stores ## Go tests (-race) of the module and of deploy/, the pipeline's
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_KERNEL_TESTS))$$' ./pipeline/kernels/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CODEC_TESTS))$$' ./pipeline/codec/ ./pipeline/codec/index/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(SHARE_TESTS))$$' ./server/ </dev/null
-	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ ./pipeline/kernels/ </dev/null
+	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ </dev/null
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...
 
 # The arm64 build with cgo: the pipeline's C cross-compiled with
@@ -273,7 +276,8 @@ cross-arm64: apt-arm64 ## the arm64 build with cgo (the C cross-compiled, arm64 
 # The pipeline's C (pipeline/codec's turbo.c, resize.c, passes.c, huff.c,
 # phuff.c, coefs.c, transcode.c, pngrows.c, formats.c, which the pipeline
 # package's tests drive, and pipeline/kernels' kernels.c, kernels_color.c,
-# geom.c) under AddressSanitizer (go test -asan: Go's allocations too) and
+# geom.c, which its tests and pipeline/fn's and pipeline/transform's
+# drive) under AddressSanitizer (go test -asan: Go's allocations too) and
 # UndefinedBehaviorSanitizer (CGO_CFLAGS), in the packages' tests,
 # the fuzz targets' seeds among them: any report ends the test binary with
 # an error (UBSan: -fno-sanitize-recover). The system's libjpeg-turbo,
@@ -282,7 +286,7 @@ cross-arm64: apt-arm64 ## the arm64 build with cgo (the C cross-compiled, arm64 
 ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=undefined -fno-sanitize-recover=undefined
 test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and UndefinedBehaviorSanitizer (go test -asan)
 	CGO_ENABLED=1 CGO_CFLAGS='$(ASAN_CFLAGS)' CGO_LDFLAGS='-fsanitize=undefined' ASAN_OPTIONS=halt_on_error=1 \
-		go test -asan -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ ./pipeline/codec/ ./pipeline/kernels/ </dev/null
+		go test -asan -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ ./pipeline/codec/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ </dev/null
 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestMosaicCopyPasteMixup: YOLOCopyPaste mode 'mixup' after the Mosaic's
@@ -98,36 +97,7 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if at := st.AtEpoch(1); at.CopyPasteMixOp() != nil || at.MosaicOp() != nil || st.AtEpoch(0).CopyPasteMixOp() == nil {
+	if at := st.Sampler().AtEpoch(1); at.Sampler().CopyPasteMixOp() != nil || at.Sampler().MosaicOp() != nil || st.Sampler().AtEpoch(0).Sampler().CopyPasteMixOp() == nil {
 		t.Error("stop_epoch did not switch the CopyPaste off with the Mosaic")
-	}
-}
-
-// TestCostWithTargets: a YOLO segment dataset's targets add to the
-// yolo preset's predicted cost (CostWith): the polygons, then the overlap
-// mask, more at ratio 1 than at 4, and a MixUp's partners' polygons by
-// its p; nothing for a transform of views or without them.
-func TestCostWithTargets(t *testing.T) {
-	tr, err := ParseTransform("yolo", CHW)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := tr.Cost()
-	if got := tr.CostWith(TargetCost{}); got != base {
-		t.Errorf("no targets: %v, want Cost's %v", got, base)
-	}
-	seg := tr.CostWith(TargetCost{Segments: true})
-	m4 := tr.CostWith(TargetCost{Segments: true, Mask: true, MaskRatio: 4})
-	m1 := tr.CostWith(TargetCost{Segments: true, Mask: true, MaskRatio: 1})
-	if !(base.Mean < seg.Mean && seg.Mean < m4.Mean && m4.Mean < m1.Mean) || !(base.Max < seg.Max && seg.Max < m4.Max && m4.Max < m1.Max) {
-		t.Errorf("mean %v, %v, %v, %v; worst %v, %v, %v, %v: want each more than the last", base.Mean, seg.Mean, m4.Mean, m1.Mean, base.Max, seg.Max, m4.Max, m1.Max)
-	}
-	mo := Op{Kind: OpMosaic, ImgSz: 640, Tiles: 4, P: 1}
-	persp := Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{640, 640}}
-	plain, _ := NewTransform(CHW, mo, persp)
-	mixed, _ := NewTransform(CHW, mo, persp, Op{Kind: OpMixUp, P: 0.5})
-	d := func(x *Transform) time.Duration { return x.CostWith(TargetCost{Segments: true}).Mean - x.Cost().Mean }
-	if d(mixed) <= d(plain) {
-		t.Errorf("a MixUp's partners' polygons: %v, without it %v", d(mixed), d(plain))
 	}
 }

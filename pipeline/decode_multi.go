@@ -61,7 +61,7 @@ func (d *Decoder) SetPartners(idx []int, data [][]byte) {
 // naming the partner (its store's fault stays the store's: the error
 // wraps it).
 func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([]int, [][]byte, error) {
-	idx = t.MultiPartners(k, ds.Len(), idx)
+	idx = t.Sampler().MultiPartners(k, ds.Len(), idx)
 	if idx == nil {
 		return nil, nil, nil
 	}
@@ -83,7 +83,7 @@ func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([
 // none) of epoch will read, in the order they will be read, for a
 // Prefetcher: nil when t has no Mosaic then.
 func partnerHints(t *Transform, seed, epoch uint64, indices []int64, copies []uint32, size int) []int64 {
-	if t.AtEpoch(epoch).MosaicOp() == nil {
+	if t.Sampler().AtEpoch(epoch).Sampler().MosaicOp() == nil {
 		return nil
 	}
 	var out []int64
@@ -93,7 +93,7 @@ func partnerHints(t *Transform, seed, epoch uint64, indices []int64, copies []ui
 		if copies != nil {
 			k.Copy = uint64(copies[i])
 		}
-		buf = t.MultiPartners(k, size, buf)
+		buf = t.Sampler().MultiPartners(k, size, buf)
 		for _, p := range buf {
 			out = append(out, int64(p))
 		}
@@ -215,7 +215,7 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	m := &d.multi
 	idx, pdata := m.partners, m.pdata
 	m.partners, m.pdata = nil, nil
-	at := t.AtEpoch(k.Epoch)
+	at := t.Sampler().AtEpoch(k.Epoch).Sampler()
 	d.epoch = k.Epoch
 	if t.Views() != 1 {
 		return fmt.Errorf("%w: YOLOMosaic in a transform of several views is not supported", ErrUnsupported)
@@ -254,10 +254,10 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	if err != nil {
 		return err
 	}
-	if err := d.preInto(img, data, int(k.Index), pi, pd, at, k, &dr.Mo, &dr.PP); err != nil {
+	if err := d.preInto(img, data, int(k.Index), pi, pd, at.Transform, k, &dr.Mo, &dr.PP); err != nil {
 		return err
 	}
-	if err := d.copyPasteMix(img, at, k, take, &dr.CPM, &dr.Mo, &dr.PP, dr); err != nil {
+	if err := d.copyPasteMix(img, at.Transform, k, take, &dr.CPM, &dr.Mo, &dr.PP, dr); err != nil {
 		return err
 	}
 	if on, r := at.MixUpDraw(k); on { // its partner is the one handed (multiPartners drew it)
@@ -273,10 +273,10 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		if err != nil {
 			return err
 		}
-		if err := d.preInto(mc, md[0], mi[0], pi, pd, at, mixKey(k, mi[0]), &dr.MixM, &dr.MixPP); err != nil {
+		if err := d.preInto(mc, md[0], mi[0], pi, pd, at.Transform, mixKey(k, mi[0]), &dr.MixM, &dr.MixPP); err != nil {
 			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
 		}
-		if err := d.copyPasteMix(mc, at, mixKey(k, mi[0]), take, &dr.MixCPM, &dr.MixM, &dr.MixPP, dr); err != nil {
+		if err := d.copyPasteMix(mc, at.Transform, mixKey(k, mi[0]), take, &dr.MixCPM, &dr.MixM, &dr.MixPP, dr); err != nil {
 			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
 		}
 		dr.Mix, dr.MixR = true, r
@@ -297,10 +297,10 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		if err != nil {
 			return err
 		}
-		if err := d.preInto(cc, cd[0], ci[0], pi, pd, at, cutKey(k, ci[0]), &dr.CutM, &dr.CutPP); err != nil {
+		if err := d.preInto(cc, cd[0], ci[0], pi, pd, at.Transform, cutKey(k, ci[0]), &dr.CutM, &dr.CutPP); err != nil {
 			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
 		}
-		if err := d.copyPasteMix(cc, at, cutKey(k, ci[0]), take, &dr.CutCPM, &dr.CutM, &dr.CutPP, dr); err != nil {
+		if err := d.copyPasteMix(cc, at.Transform, cutKey(k, ci[0]), take, &dr.CutCPM, &dr.CutM, &dr.CutPP, dr); err != nil {
 			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
 		}
 		dr.Cut = true
@@ -325,7 +325,7 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		vd.steps = at.DrawInto(&d.drawer, k, w, h, vd.steps)
 	}
 	d.plans = append(d.plans[:0], vd.plan)
-	_, _, err = d.finishView(at, vd, img.Pix, CHW, direct, out[offs[0]:][:at.ViewBytes()], w, h)
+	_, _, err = d.finishView(at.Transform, vd, img.Pix, CHW, direct, out[offs[0]:][:at.ViewBytes()], w, h)
 	return err
 }
 
@@ -333,19 +333,19 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 // its Mosaic with its partners, then the YOLORandomPerspective after it,
 // if any (its draw into pp), from the mosaic's canvas to dst's size.
 func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, mo *mosaicDraw, pp *cv.PerspectiveParams) error {
-	if t.YOLO() == nil {
+	if t.Sampler().YOLO() == nil {
 		if err := d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo, nil); err != nil {
 			return err
 		}
 		return d.copyPaste(dst, t, mo)
 	}
 	m := &d.multi
-	s := cv.MosaicSize(t.MosaicOp().ImgSz)
+	s := cv.MosaicSize(t.Sampler().MosaicOp().ImgSz)
 	if cap(m.canvas) < 3*s*s {
 		m.canvas = make([]byte, 3*s*s)
 	}
 	canvas := kernels.Planes{Pix: m.canvas[:3*s*s], W: s, H: s}
-	op := t.YOLO().Persp
+	op := t.Sampler().YOLO().Persp
 	*pp = drawYOLOPersp(op, k)
 	persp := op.YPersp != 0
 	mat := cv.PerspectiveMatrix(*pp, s, s, dst.W, dst.H)
@@ -353,7 +353,7 @@ func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int,
 	// a quarter of it): the rest keeps an earlier sample's bytes, unread.
 	var within *cv.Rect
 	if r, ok := cv.PerspectiveFootprint(mat, persp, s, s, dst.W, dst.H); ok && !fullCanvas {
-		if t.CopyPasteOp() != nil { // a pasted pixel is its mirror's: made too
+		if t.Sampler().CopyPasteOp() != nil { // a pasted pixel is its mirror's: made too
 			r.X0, r.X1 = min(r.X0, s-r.X1), max(r.X1, s-r.X0)
 		}
 		within = &r
@@ -380,7 +380,7 @@ var fullCanvas bool
 // within r only when r is not nil (the rest of canvas left as it was).
 func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, dr *mosaicDraw, r *cv.Rect) error {
 	m := &d.multi
-	n, s := t.MosaicOp().Tiles, t.MosaicOp().ImgSz
+	n, s := t.Sampler().MosaicOp().Tiles, t.Sampler().MosaicOp().ImgSz
 	defer d.release()
 	for len(m.imgs) < n {
 		m.imgs = append(m.imgs, nil)
@@ -404,7 +404,7 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 		m.pl = append(m.pl, p)
 		dr.Sizes = append(dr.Sizes, [2]int{p.W, p.H})
 	}
-	dr.XC, dr.YC = t.MosaicCentre(k)
+	dr.XC, dr.YC = t.Sampler().MosaicCentre(k)
 	tiles, err := cv.MosaicLayout(n, s, dr.XC, dr.YC, dr.Sizes)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnsupported, err)
@@ -425,11 +425,11 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 // mosaic's pixels copied where it is set (cv2.copyTo). Nothing pasted
 // leaves img as it is.
 func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) error {
-	mo.CP, mo.Pasted = t.CopyPasteOp() != nil, 0
+	mo.CP, mo.Pasted = t.Sampler().CopyPasteOp() != nil, 0
 	if !mo.CP {
 		return nil
 	}
-	mo.CPP = t.CopyPasteOp().P
+	mo.CPP = t.Sampler().CopyPasteOp().P
 	if d.boxSrc == nil {
 		return fmt.Errorf("%w: YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", ErrUnsupported)
 	}
@@ -437,7 +437,7 @@ func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) er
 	if err != nil {
 		return err
 	}
-	flipped, sel, err := copyPasteSelect(in, mo, t.CopyPasteOp().P)
+	flipped, sel, err := copyPasteSelect(in, mo, t.Sampler().CopyPasteOp().P)
 	if err != nil || len(sel) == 0 {
 		return err
 	}

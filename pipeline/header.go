@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // format is an image's file format (codec.Format).
@@ -156,10 +157,11 @@ func (d *Decoder) trimScratch(gen uint64) {
 // whose samples the memory budget cannot hold is refused when it opens.
 func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 	px := int64(w) * int64(h)
-	p := scratchBound(t, t.MosaicOp() != nil, false, w, h, px, fs)
+	st := t.Sampler()
+	p := scratchBound(st, st.MosaicOp() != nil, false, w, h, px, fs)
 	n := p.sum()
 	if e, _, ok := t.StopEpoch(); ok { // the ops after stop_epoch
-		at := t.AtEpoch(e)
+		at := st.AtEpoch(e).Sampler()
 		p = scratchBound(at, at.MosaicOp() != nil, false, w, h, px, fs)
 		n = max(n, p.sum())
 	}
@@ -176,7 +178,7 @@ func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 // runs of masks, whose number the pixels bound only loosely, at 64 KiB
 // (masks of a few regions take less): more is taken after
 // (settleScratch).
-func scratchBound(at *Transform, mosaic, cached bool, w, h int, ppx int64, fs *FieldSet) scratchParts {
+func scratchBound(at transform.Sampler, mosaic, cached bool, w, h int, ppx int64, fs *FieldSet) scratchParts {
 	var p scratchParts
 	src := int64(w) * int64(h)
 	out := int64(at.OutW()) * int64(at.OutH())
@@ -257,7 +259,7 @@ func (d *Decoder) reserveScratch(data []byte, t *Transform, k Key, pdata [][]byt
 		pw, ph := size(p)
 		ppx = max(ppx, int64(pw)*int64(ph))
 	}
-	at := t.AtEpoch(k.Epoch)
+	at := t.Sampler().AtEpoch(k.Epoch).Sampler()
 	bound := scratchBound(at, at.MosaicOp() != nil && at.MosaicOn(k), d.opts.partners != nil, w, h, ppx, fs)
 	kept := d.scratchBytes()
 	need := kept.after(&bound)

@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stoker-dev/stoker/internal/racebuild"
 	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
+	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
+	"github.com/stoker-dev/stoker/pipeline/internal/testops"
 )
 
 // decoderKinds are the two ways a Decoder can be made: the default (the
@@ -22,14 +23,17 @@ var decoderKinds = []struct {
 	{"reference", []Option{WithReference(true)}},
 }
 
-func mustTransform(t testing.TB, layout Layout, ops ...Op) *Transform {
-	t.Helper()
-	tr, err := NewTransform(layout, ops...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
-}
+// mustTransform is NewTransform's Transform, or t's end; and the op lists
+// the root's tests share with pipeline/transform's
+// (pipeline/internal/testops).
+var (
+	mustTransform   = testops.MustTransform
+	recipeOps       = testops.Recipe
+	tvPolicies      = testops.TVPolicies
+	lsjOps          = testops.LSJ
+	letterboxRecipe = testops.Letterbox
+	mosaicMixUp     = testops.MosaicMixUp
+)
 
 // identity is a transform that copies a w x h image's pixels unchanged:
 // CenterCrop of the whole image, no resize, HWC.
@@ -99,9 +103,7 @@ func exactTest(t *testing.T) {
 // EXACT_TESTS lists it too.
 func exactSerialTest(t *testing.T) {
 	t.Helper()
-	if racebuild.Enabled {
-		t.Skip("an exactness test: make test-go runs it without -race (EXACT_TESTS)")
-	}
+	testkit.Exact(t)
 }
 
 // allocTest marks t as counting allocations, which under -asan (make
@@ -109,9 +111,7 @@ func exactSerialTest(t *testing.T) {
 // allocate differently there. It skips under -asan.
 func allocTest(t *testing.T) {
 	t.Helper()
-	if racebuild.ASan {
-		t.Skip("counts allocations: under -asan they are the instrumentation's")
-	}
+	testkit.Alloc(t)
 }
 
 // The files the tests write, pipeline/internal/testfiles' (pipeline/

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -297,33 +296,5 @@ func TestMosaicBadPartner(t *testing.T) {
 		if failed == 0 {
 			t.Fatalf("no sample drew partner 4: pick another plan")
 		}
-	}
-}
-
-// TestMosaicRefused: Mosaic's arguments and place are checked.
-func TestMosaicRefused(t *testing.T) {
-	for _, ops := range [][]Op{
-		{{Kind: OpMosaic, ImgSz: 64, Tiles: 5, P: 1}},
-		{{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 0.5}},
-		{{Kind: OpResize, Size: [2]int{64, 64}}, {Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1}},
-	} {
-		if _, err := NewTransform(CHW, ops...); err == nil || !errors.Is(err, ErrUnsupported) {
-			t.Errorf("%v: %v", ops, err)
-		}
-	}
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tr.Trace(100, 80, Key{}); err == nil || !strings.Contains(err.Error(), "partners") {
-		t.Errorf("a Mosaic traced without its partners: %v", err)
-	}
-	mo := []Op{{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1}}
-	if _, err := NewViews(CHW, ViewGroup{Count: 2, Ops: mo}, ViewGroup{Count: 1, Ops: mo}); err == nil || !strings.Contains(err.Error(), "several views") {
-		t.Errorf("a Mosaic in views: %v", err)
-	}
-	op, err := NamedOp("YOLOMosaic", map[string]any{"imgsz": 320.0})
-	if err != nil || op.ImgSz != 320 || op.Tiles != 4 || op.P != 1 {
-		t.Fatalf("NamedOp: %+v, %v", op, err)
 	}
 }

@@ -2,99 +2,10 @@ package pipeline
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"fmt"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
-
-// TestPermutationIndex: Index is At's inverse, on sizes of one walk and
-// of many.
-func TestPermutationIndex(t *testing.T) {
-	for _, n := range []uint64{1, 2, 3, 7, 100, 129, 1000, 4097} {
-		p := EpochPermutation(n, 11, 4)
-		seen := make([]bool, n)
-		for i := range n {
-			x := p.At(i)
-			if x >= n || seen[x] {
-				t.Fatalf("n=%d: At(%d)=%d is not a bijection's", n, i, x)
-			}
-			seen[x] = true
-			if j := p.Index(x); j != i {
-				t.Fatalf("n=%d: Index(At(%d)=%d) = %d", n, i, x, j)
-			}
-		}
-	}
-}
-
-// mosaicMixUp is a Mosaic of 4 (imgsz s) with MixUp(0.5) after it.
-func mosaicMixUp(t *testing.T, s int) *Transform {
-	t.Helper()
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: s, Tiles: 4, P: 1}, Op{Kind: OpMixUp, P: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
-}
-
-// TestPartnersInWindow: a sample's partners (its mosaic's, its MixUp
-// partner and that one's mosaic's) are in its window of the epoch's global
-// shuffle order (cv.PartnerWindow positions; the last window takes the
-// remainder), spread over it, and change with the epoch; a dataset of
-// fewer than two windows draws them over the whole dataset as before
-// (uniform indices: the yolo preset's bytes on small sets are unchanged).
-func TestPartnersInWindow(t *testing.T) {
-	tr := mosaicMixUp(t, 32)
-	const w = cv.PartnerWindow
-	for _, n := range []int{100, 2*w - 1, 2 * w, 5*w + 77} {
-		for _, e := range []uint64{0, 3} {
-			perm := EpochPermutation(uint64(n), 9, e)
-			blocks := max(n/w, 1)
-			block := func(i int) int { return min(int(perm.Index(uint64(i)))/w, blocks-1) }
-			spread := map[int]map[int]bool{}
-			for i := range n {
-				k := Key{Seed: 9, Epoch: e, Index: uint64(i)}
-				ps := tr.PartnersOf(k, n)
-				if len(ps) < 3 {
-					t.Fatalf("n=%d: sample %d has partners %v", n, i, ps)
-				}
-				b := block(i)
-				if spread[b] == nil {
-					spread[b] = map[int]bool{}
-				}
-				for _, p := range ps {
-					if p < 0 || p >= n {
-						t.Fatalf("n=%d: partner %d out of the dataset", n, p)
-					}
-					if blocks > 1 && block(p) != b {
-						t.Fatalf("n=%d epoch %d: sample %d (window %d) has partner %d of window %d", n, e, i, b, p, block(p))
-					}
-					spread[b][p] = true
-				}
-				if blocks == 1 {
-					var want [3]int
-					cv.Partners(k, cv.MosaicStream, n, want[:])
-					r := k.Stream(cv.MosaicStream)
-					if want != [3]int{r.Intn(n), r.Intn(n), r.Intn(n)} {
-						t.Fatalf("n=%d: a dataset of one window draws %v, not uniform indices", n, want)
-					}
-				}
-			}
-			for b, ps := range spread {
-				if size := min(w, n); len(ps) < size*3/4 {
-					t.Errorf("n=%d window %d: %d distinct partners of about %d samples", n, b, len(ps), size)
-				}
-			}
-		}
-		k := Key{Seed: 9, Epoch: 1, Index: 5}
-		if a, b := tr.PartnersOf(k, n), tr.PartnersOf(Key{Seed: 9, Epoch: 2, Index: 5}, n); fmt.Sprint(a) == fmt.Sprint(b) {
-			t.Errorf("n=%d: the same partners %v in epochs 1 and 2", n, a)
-		}
-	}
-}
 
 // fillPartners is fillMosaic with opts, every sample made: a sample's
 // error fails the test.
@@ -155,24 +66,5 @@ func TestPartnerCacheSameBytes(t *testing.T) {
 	}
 	if st := tiny.Stats(); st.Evicted == 0 || st.Bytes > st.Budget || st.Hits == 0 {
 		t.Errorf("tiny cache: %+v: want evictions within the budget", st)
-	}
-}
-
-// TestPartnersGolden pins the windowed draw (the yolo preset's goldens
-// are of a set of one window, drawn as before): the partners of every
-// sample of a set of 1000 (seven windows), epochs 0 and 5, a Mosaic of 4
-// with MixUp(0.5). A change means the mosaics trainers get changed.
-func TestPartnersGolden(t *testing.T) {
-	tr := mosaicMixUp(t, 32)
-	h := sha256.New()
-	for _, e := range []uint64{0, 5} {
-		for i := range 1000 {
-			for _, p := range tr.PartnersOf(Key{Seed: 3, Epoch: e, Index: uint64(i)}, 1000) {
-				binary.Write(h, binary.LittleEndian, uint32(p))
-			}
-		}
-	}
-	if got, want := hex.EncodeToString(h.Sum(nil)), "02a4526d28cd6ab2b662adeabfaf8d3df09bd44b1cfe819688183081ea75caa9"; got != want {
-		t.Errorf("partners' hash %s, want %s", got, want)
 	}
 }

@@ -250,7 +250,7 @@ func hwcToCHW(hwc, chw []byte) {
 }
 
 // The YOLO geometry's kernels' cost where the decoder links the C
-// kernels (cgo builds): yoloResizeNs' and yoloWarpNs' doc, yolo.go.
+// kernels (cgo builds): yoloResizeNs' and yoloWarpNs' doc, pipeline/transform/op_yolo.go.
 func init() {
 	if haveFast {
 		transform.YOLOResizeNs, transform.YOLOWarpNs = 3, 5

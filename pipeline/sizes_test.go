@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -131,96 +129,5 @@ func checkCorner(t *testing.T, got, want []byte, w, h, bw, bh int, layout Layout
 				}
 			}
 		}
-	}
-}
-
-// TestPadCornerFloat spreads float32 samples (Normalize's 4-byte
-// elements) as it does bytes.
-func TestPadCornerFloat(t *testing.T) {
-	w, h, bw, bh := 3, 2, 5, 4
-	src := make([]byte, 4*3*w*h)
-	for i := range src {
-		src[i] = byte(i + 1)
-	}
-	out := make([]byte, 4*3*bw*bh)
-	copy(out, src)
-	padCorner(out, w, h, bw, bh, 4, CHW)
-	for c := range 3 {
-		for y := range bh {
-			row := out[4*((c*bh+y)*bw) : 4*((c*bh+y+1)*bw)]
-			want := make([]byte, 4*bw)
-			if y < h {
-				copy(want, src[4*((c*h+y)*w):4*((c*h+y+1)*w)])
-			}
-			if !bytes.Equal(row, want) {
-				t.Fatalf("channel %d row %d: %v, want %v", c, y, row, want)
-			}
-		}
-	}
-}
-
-// TestPerSampleSizesRefused: sizes without a bound, or ops compiled for
-// one size after them, are refused saying why.
-func TestPerSampleSizesRefused(t *testing.T) {
-	for _, c := range []struct {
-		ops  []Op
-		want string
-	}{
-		{[]Op{{Kind: OpRandomShortestSize, Sizes: []int{480, 800}}}, "without max_size"},
-		{[]Op{{Kind: OpRandomResize, Sizes: []int{480, 800}}}, "RandomResize gives sizes without a bound"},
-		{[]Op{{Kind: OpResize, Size: [2]int{256, 0}}}, "RandomShortestSize with a max_size"},
-		{[]Op{{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}, {Kind: OpGaussianBlur, KernelSize: [2]int{3, 3}, Sigma: [2]float64{0.1, 2}}}, "compiled for one size"},
-		{[]Op{{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}, {Kind: OpTrivialAugmentWide, Bins: 31}}, "compiled for one size"},
-		{[]Op{{Kind: OpRandomShortestSize, MaxSize: 600}}, "min_size of 0 sizes"},
-		{[]Op{{Kind: OpRandomShortestSize, Sizes: []int{0}, MaxSize: 600}}, "sides must be in"},
-		{[]Op{{Kind: OpRandomResize, Sizes: []int{800, 480}}, {Kind: OpCenterCrop, Size: [2]int{224, 224}}}, "min_size < max_size"},
-		{[]Op{{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}}, {Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}}, "must come first"},
-		{[]Op{{Kind: OpRandomHorizontalFlip, P: 0.5}, {Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}}, "the first op must be the geometry"},
-		{[]Op{{Kind: OpRandomPhotometricDistort, P: 0.5, JitterRanges: true, Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
-			{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}}, "needs a geometry that ends in Resize((h, w))"},
-	} {
-		_, err := NewTransform(CHW, c.ops...)
-		if err == nil || !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: error %v, want one saying %q", c.ops, err, c.want)
-		}
-	}
-	vt, err := NewViews(CHW, ViewGroup{Count: 2, Ops: []Op{{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}}})
-	if err == nil || !strings.Contains(err.Error(), "several views") {
-		t.Errorf("two views of per-sample sizes: %v, %v; want refused", vt, err)
-	}
-	// A CenterCrop after them fixes the size: no per-sample sizes.
-	for _, op := range []Op{{Kind: OpRandomShortestSize, Sizes: []int{480}}, {Kind: OpRandomResize, Sizes: []int{256, 320}}} {
-		tr, err := NewTransform(CHW, op, Op{Kind: OpCenterCrop, Size: [2]int{224, 224}})
-		if err != nil || tr.Varies() {
-			t.Errorf("%s then CenterCrop: %v, varies %v", op.Kind, err, tr != nil && tr.Varies())
-		}
-	}
-}
-
-// BenchmarkPackSizes packs a batch of 8 frcnn samples (slots of the
-// 1333x1333 bound) of COCO-like sizes to its largest, 800x1333 here: the
-// copy the Feed stream makes before it sends a batch.
-func BenchmarkPackSizes(b *testing.B) {
-	tr, err := Preset("frcnn")
-	if err != nil {
-		b.Fatal(err)
-	}
-	t, err := NewTransform(CHW, tr...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sizes := [][2]int{{800, 1066}, {800, 1201}, {1333, 800}, {800, 1333}, {640, 1066}, {800, 800}, {576, 1024}, {800, 1199}}
-	slot := t.SampleBytes()
-	data := make([]byte, len(sizes)*slot)
-	fill := func() {
-		for i, s := range sizes {
-			binary.LittleEndian.PutUint32(data[(i+1)*slot-8:], uint32(s[0]))
-			binary.LittleEndian.PutUint32(data[(i+1)*slot-4:], uint32(s[1]))
-		}
-	}
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		fill()
-		t.PackSizes(data, len(sizes))
 	}
 }

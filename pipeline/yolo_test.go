@@ -6,36 +6,12 @@ import (
 	_ "image/jpeg"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
-
-// yoloOps is the yolo-letterbox recipe's ops, named as a client sends
-// them (NamedOp, its defaults filled in).
-func yoloOps(t *testing.T, specs ...any) []Op {
-	t.Helper()
-	var ops []Op
-	for i := 0; i < len(specs); i += 2 {
-		op, err := NamedOp(specs[i].(string), specs[i+1].(map[string]any))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ops = append(ops, op)
-	}
-	return ops
-}
-
-func letterboxRecipe(t *testing.T) []Op {
-	return yoloOps(t, "YOLOLoadImage", map[string]any{}, "YOLOLetterBox", map[string]any{"new_shape": 640.0, "scaleup": false},
-		"YOLORandomPerspective", map[string]any{"translate": 0.1, "scale": 0.5, "degrees": 3.0, "shear": 2.0},
-		"YOLORandomHSV", map[string]any{"hgain": 0.015, "sgain": 0.7, "vgain": 0.4},
-		"YOLORandomFlip", map[string]any{"p": 0.5})
-}
 
 func yoloPhotos(t *testing.T, n int) [][]byte {
 	t.Helper()
@@ -221,68 +197,5 @@ func TestYOLOTargets(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// TestYOLOGeometryRefused: the YOLO geometry's grammar, and its ops'
-// arguments, refused with what to do.
-func TestYOLOGeometryRefused(t *testing.T) {
-	load := Op{Kind: OpYOLOLoadImage, ImgSz: 640}
-	lb := Op{Kind: OpYOLOLetterBox, Size: [2]int{640, 640}, Stride: 32}
-	persp := Op{Kind: OpYOLORandomPerspective, YScale: 0.5}
-	for _, c := range []struct {
-		ops  []Op
-		want string
-	}{
-		{[]Op{lb}, "starts with YOLOLoadImage"},
-		{[]Op{load}, "size of its own"},
-		{[]Op{load, persp}, "size of its own"},
-		{[]Op{load, persp, lb}, "in that order"},
-		{[]Op{load, {Kind: OpYOLOLetterBox, Size: [2]int{640, 640}, Stride: 32, Auto: true}}, "auto=True"},
-		{[]Op{load, lb, {Kind: OpYOLORandomPerspective, YScale: 1.5}}, "scale 0..0.99"},
-		{[]Op{load, lb, {Kind: OpYOLORandomFlip, P: 0.5, Direction: "sideways"}}, "direction"},
-		{[]Op{load, lb, {Kind: OpYOLORandomFlip, P: 0.5, Direction: "horizontal", FlipIdx: []int{0, 2}}}, "flip_idx"},
-		{[]Op{load, lb, {Kind: OpColorJitter, Brightness: 0.1}, load}, "YOLOLoadImage after other ops"},
-		{[]Op{{Kind: OpResize, Size: [2]int{64, 64}}, lb}, "YOLOLetterBox after other ops"},
-	} {
-		_, err := NewTransform(CHW, c.ops...)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want an error saying %q", opsString(c.ops), err, c.want)
-		}
-	}
-	if _, err := NewTransform(CHW, load, Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YSize: [2]int{320, 256}}); err != nil {
-		t.Errorf("YOLORandomPerspective(size=(320, 256)) as the geometry: %v", err)
-	}
-}
-
-// TestYOLONamedArgs: the named ops' arguments as the wire gives them (a
-// size of one number or two, a flip_idx list, None), and masks refused.
-func TestYOLONamedArgs(t *testing.T) {
-	ops := yoloOps(t, "YOLOLoadImage", map[string]any{"imgsz": 320.0}, "YOLOLetterBox", map[string]any{"new_shape": []float64{256, 384}},
-		"YOLORandomPerspective", map[string]any{"size": []float64{300}, "perspective": 0.001},
-		"YOLORandomFlip", map[string]any{"flip_idx": []float64{1, 0, 2}, "direction": "vertical"})
-	if ops[0].ImgSz != 320 || ops[1].Size != [2]int{256, 384} || !ops[1].ScaleUp || !ops[1].LetterCenter || ops[1].Stride != 32 ||
-		ops[2].YSize != [2]int{300, 300} || ops[2].YScale != 0.5 || ops[3].P != 0.5 || !slices.Equal(ops[3].FlipIdx, []int{1, 0, 2}) {
-		t.Fatalf("%s", opsString(ops))
-	}
-	def := yoloOps(t, "YOLORandomPerspective", map[string]any{}, "YOLORandomFlip", map[string]any{})
-	if def[0].YSize != [2]int{} || def[1].FlipIdx != nil || def[1].Direction != "horizontal" {
-		t.Fatalf("defaults: %s", opsString(def))
-	}
-	if _, err := NamedOp("YOLORandomFlip", map[string]any{"flip_idx": []float64{0.5}}); err == nil {
-		t.Error("flip_idx [0.5] accepted")
-	}
-	tf, err := NewTransform(CHW, ops...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h, w := tf.Size(); h != 300 || w != 300 {
-		t.Fatalf("size %dx%d, want the perspective's 300x300", w, h)
-	}
-	if err := CheckMasks(tf); err == nil || !strings.Contains(err.Error(), "masks do not follow") {
-		t.Errorf("masks with the YOLO ops: %v", err)
-	}
-	if err := CheckTargets(tf); err != nil {
-		t.Errorf("targets with the YOLO ops: %v", err)
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/stoker-dev/stoker/internal/racebuild"
 	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
+	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
 )
 
 // exactTest marks t as an exactness test: arithmetic on one goroutine (a
@@ -15,9 +15,7 @@ import (
 // (EXACT_TESTS).
 func exactTest(t *testing.T) {
 	t.Helper()
-	if racebuild.Enabled {
-		t.Skip("an exactness test: make test-go runs it without -race (EXACT_TESTS)")
-	}
+	testkit.Exact(t)
 }
 
 // noiseImage is the photometric kernels' test image

@@ -3,9 +3,9 @@ package policy
 import (
 	"testing"
 
-	"github.com/stoker-dev/stoker/internal/racebuild"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -13,9 +13,7 @@ import (
 // allocates nothing (a Decoder draws every sample's steps), and never
 // draws more than MaxSteps, which MaxNs prices.
 func TestDrawNoAlloc(t *testing.T) {
-	if racebuild.ASan {
-		t.Skip("counts allocations: under -asan they are the instrumentation's")
-	}
+	testkit.Alloc(t)
 	for _, p := range []Params{
 		{Kind: TrivialAugmentWide, Bins: 31, Interp: kernels.Nearest},
 		{Kind: RandAugment, NumOps: 2, Magnitude: 9, Bins: 31, Interp: kernels.Nearest},

@@ -77,7 +77,7 @@ type SamplePlan struct {
 	// canvas), preFlip when the RandomHorizontalFlip before the Resize
 	// was drawn; either with a zoom, or preFlip, makes a canvas plan.
 	IoU, PreFlip bool
-	// YOLO: a YOLO geometry's canvas plan (yolo.go): the image loaded at
+	// YOLO: a YOLO geometry's canvas plan (op_yolo.go): the image loaded at
 	// ylw x ylh, letterboxed by ylb (ylbOn), warped by yp (ypOn) into
 	// the output (cv2.warpPerspective with ypWarp, else cv2.warpAffine).
 	YOLO, YLBOn, YPOn, YPWarp bool
@@ -139,13 +139,13 @@ type region struct {
 
 // Plan computes a sample's plan. A CenterCrop larger than the image is
 // padded with zeros, as torchvision pads it (samplePlan.padded).
-func (t *Transform) Plan(srcW, srcH int, k det.Key) (SamplePlan, error) {
+func (t Sampler) Plan(srcW, srcH int, k det.Key) (SamplePlan, error) {
 	return t.PlanBoxes(srcW, srcH, k, nil, nil)
 }
 
 // PlanBoxes is plan for a sample whose boxes are src (nil: none known;
 // RandomIoUCrop draws against them), scratch the room it may use.
-func (t *Transform) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scratch *[][4]float32) (SamplePlan, error) {
+func (t Sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scratch *[][4]float32) (SamplePlan, error) {
 	gw, gh := t.geomSize()
 	p := SamplePlan{Geom: t.geom, SrcW: srcW, SrcH: srcH, OutW: gw, OutH: gh}
 	bicubic := false

@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
@@ -71,7 +72,7 @@ type Transform struct {
 	// grow it (growRotate), geomW x geomH its size, room their largest.
 	varyGeom           bool
 	geomW, geomH, room int
-	// yolo is a YOLO geometry (yolo.go): YOLOLoadImage, then a
+	// yolo is a YOLO geometry (op_yolo.go): YOLOLoadImage, then a
 	// YOLOLetterBox and/or a YOLORandomPerspective.
 	yolo *yoloGeom
 	// flip is the p of a RandomHorizontalFlip right after the geometry:
@@ -106,6 +107,18 @@ type Transform struct {
 	cutmix                  *optab.Op // ultralytics' CutMix, last of the multi-image geometry
 }
 
+// Sampler is the side of a Transform that the pipeline's Decoder reads
+// as it decodes a sample: the sample's plan (Plan, PlanBoxes,
+// SampleSize), its draws (DrawInto, the multi-image ops' draws and
+// partners), the compiled nodes, the transform of an epoch (AtEpoch) and
+// the output's layout in a slot. A user of the package needs none of it:
+// the Transform's own methods say what a job gets (Size, Shape,
+// SampleBytes, Cost, Trace, String).
+type Sampler struct{ *Transform }
+
+// Sampler is t's side for the Decoder.
+func (t *Transform) Sampler() Sampler { return Sampler{t} }
+
 // RNG streams: the geometry draws from stream 1 and the op at position j
 // after it (a fused flip is position 1) from stream 1+j, so that ops never
 // shift each other's numbers (crop, flip and a ColorJitter after the flip
@@ -139,7 +152,7 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 	t.ops = t.ops[pre:]
 	n, err := t.lsjGeometry() // ops of the geometry: a ScaleJitter and FixedSizeCrop's (lsj.go)
 	if err == nil && n == 0 {
-		n, err = t.yoloGeometry() // or the YOLO family's (yolo.go)
+		n, err = t.yoloGeometry() // or the YOLO family's (op_yolo.go)
 	}
 	if err != nil {
 		return nil, err
@@ -321,57 +334,57 @@ func (t *Transform) Ops() []optab.Op { return append([]optab.Op(nil), t.ops...) 
 // samples).
 
 // OutW is the output width (view 0's), OutH its height: Size's.
-func (t *Transform) OutW() int { return t.outW }
+func (t Sampler) OutW() int { return t.outW }
 
 // OutH is the output height (view 0's).
-func (t *Transform) OutH() int { return t.outH }
+func (t Sampler) OutH() int { return t.outH }
 
 // GeomW is the width the geometry makes when the ops after it grow the
 // image (a RandomRotation with expand=True; 0: no such op).
-func (t *Transform) GeomW() int { return t.geomW }
+func (t Sampler) GeomW() int { return t.geomW }
 
 // MaxSteps bounds the steps one sample draws after the geometry; MaxPre
 // those of the ops before it (detection's photometric ops).
-func (t *Transform) MaxSteps() int { return t.maxSteps }
+func (t Sampler) MaxSteps() int { return t.maxSteps }
 
 // MaxPre bounds the steps one sample draws before the geometry.
-func (t *Transform) MaxPre() int { return t.maxPre }
+func (t Sampler) MaxPre() int { return t.maxPre }
 
 // PreNodes are the compiled ops before the geometry, PostNodes those
 // after it.
-func (t *Transform) PreNodes() []optab.Node { return t.pre }
+func (t Sampler) PreNodes() []optab.Node { return t.pre }
 
 // PostNodes are the compiled ops after the geometry.
-func (t *Transform) PostNodes() []optab.Node { return t.post }
+func (t Sampler) PostNodes() []optab.Node { return t.post }
 
 // NormOp is the Normalize the samples end in (nil: none, uint8 samples).
-func (t *Transform) NormOp() *optab.Op { return t.norm }
+func (t Sampler) NormOp() *optab.Op { return t.norm }
 
 // IoUOp is the RandomIoUCrop of the geometry, if any; JitterOp its
 // ScaleJitter.
-func (t *Transform) IoUOp() *optab.Op { return t.iou }
+func (t Sampler) IoUOp() *optab.Op { return t.iou }
 
 // JitterOp is the geometry's ScaleJitter, if any.
-func (t *Transform) JitterOp() *optab.Op { return t.jitter }
+func (t Sampler) JitterOp() *optab.Op { return t.jitter }
 
 // MosaicOp is the YOLOMosaic of the multi-image geometry, if any;
 // CopyPasteOp and CutMixOp the YOLOCopyPaste and YOLOCutMix after it.
-func (t *Transform) MosaicOp() *optab.Op { return t.mosaic }
+func (t Sampler) MosaicOp() *optab.Op { return t.mosaic }
 
 // CopyPasteOp is the YOLOCopyPaste after the mosaic, if any.
-func (t *Transform) CopyPasteOp() *optab.Op { return t.copyPaste }
+func (t Sampler) CopyPasteOp() *optab.Op { return t.copyPaste }
 
 // CutMixOp is the YOLOCutMix ending the multi-image geometry, if any.
-func (t *Transform) CutMixOp() *optab.Op { return t.cutmix }
+func (t Sampler) CutMixOp() *optab.Op { return t.cutmix }
 
-// MixUpOp is t's YOLOMixUp (nil: none).
-func (t *Transform) MixUpOp() *optab.Op { return t.mixup }
+// MixUpOp is the YOLOMixUp after the mosaic, if any.
+func (t Sampler) MixUpOp() *optab.Op { return t.mixup }
 
 // YOLO is the YOLO family's geometry, if any.
-func (t *Transform) YOLO() *yoloGeom { return t.yolo }
+func (t Sampler) YOLO() *yoloGeom { return t.yolo }
 
 // ViewList is a transform of several views' views (nil: one view).
-func (t *Transform) ViewList() []*Transform { return t.views }
+func (t Sampler) ViewList() []*Transform { return t.views }
 
 // Layout returns the output layout.
 func (t *Transform) Layout() Layout { return t.layout }
@@ -395,14 +408,40 @@ func (t *Transform) Shape() [3]int {
 // up.
 func (t *Transform) SampleBytes() int {
 	if t.views == nil {
-		return t.ViewBytes()
+		return t.Sampler().ViewBytes()
 	}
 	n := 0
 	for _, v := range t.views {
-		n += v.ViewBytes()
+		n += v.Sampler().ViewBytes()
 	}
 	return n
 }
 
 // PixelBytes is the size of a sample's uint8 pixels, before Normalize.
 func (t *Transform) PixelBytes() int { return max(3*t.outH*t.outW, t.room) }
+
+// String describes the op list in torchvision terms; a transform of
+// several views, each group's count and op list.
+func (t *Transform) String() string {
+	if t.views == nil {
+		return optab.OpsString(t.ops) + t.stopString()
+	}
+	var b strings.Builder
+	b.WriteString("views[")
+	for v := 0; v < len(t.views); {
+		n := 1
+		for v+n < len(t.views) && t.views[v+n] == t.views[v] {
+			n++
+		}
+		if v > 0 {
+			b.WriteString("; ")
+		}
+		if name := t.viewNames[v]; name != "" {
+			fmt.Fprintf(&b, "%s: ", name)
+		}
+		fmt.Fprintf(&b, "%d x (%s)", n, optab.OpsString(t.views[v].ops))
+		v += n
+	}
+	b.WriteString("]")
+	return b.String()
+}

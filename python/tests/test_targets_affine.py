@@ -43,7 +43,7 @@ import stoker
 from stoker import transforms as T
 from test_targets import N, coco_sources, det, replay, server, yolo_sources  # noqa: F401 (the fixtures)
 
-GOLDEN = Path(__file__).resolve().parents[2] / "pipeline" / "testdata" / "targets_affine.json"
+GOLDEN = Path(__file__).resolve().parents[2] / "pipeline" / "transform" / "testdata" / "targets_affine.json"
 
 
 def golden_cases() -> List[Dict[str, Any]]:

@@ -4,7 +4,7 @@
    geometry (flips, crop, center_crop, pad, resize, resized_crop, rotate,
    affine) on tv_tensors.KeyPoints (float32) over a grid of explicit
    parameters and 1 to 34 points (torch.matmul's three summation orders:
-   one point, fewer than 16, more) make pipeline/testdata/targets_kpts.json,
+   one point, fewer than 16, more) make pipeline/transform/testdata/targets_kpts.json,
    which the Go test TestKeypointsGolden holds the server's arithmetic to,
    bit for bit. Here the file is checked to be what torchvision computes
    now (STOKER_UPDATE_GOLDEN=1 rewrites it).
@@ -44,7 +44,7 @@ from stoker import transforms as T
 from stoker._local import LocalServer
 from test_targets import GEOMETRY, N, PIXELS, coco_sources, det, replay, server, yolo_labels  # noqa: F401 (the fixtures)
 
-GOLDEN = Path(__file__).resolve().parents[2] / "pipeline" / "testdata" / "targets_kpts.json"
+GOLDEN = Path(__file__).resolve().parents[2] / "pipeline" / "transform" / "testdata" / "targets_kpts.json"
 P = 5  # mkdata's stars: five tips
 
 
@@ -118,7 +118,7 @@ def test_golden_file_is_torchvisions() -> None:
     if os.environ.get("STOKER_UPDATE_GOLDEN") == "1":
         doc = {"torch": torch.__version__, "torchvision": torchvision.__version__,
                "what": "python/tests/test_targets_kpts.py: torchvision.transforms.v2.functional's geometry on float32 "
-                       "KeyPoints; pipeline/targets_kpts_test.go checks the server's",
+                       "KeyPoints; pipeline/transform/targets_kpts_test.go checks the server's",
                "cases": cases}
         GOLDEN.write_text(json.dumps(doc, indent=None, separators=(",", ":")) + "\n")
     doc = json.loads(GOLDEN.read_text())

@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 import (
 	"encoding/binary"
@@ -7,6 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // TestMoveBoxes checks the box kernels one by one against their
@@ -17,40 +22,40 @@ func TestMoveBoxes(t *testing.T) {
 	clamp := func(v float32, m int) float32 { return min(max(v, 0), float32(m)) }
 	for _, tc := range []struct {
 		name   string
-		steps  []Step
+		steps  []fn.Step
 		w, h   int
 		expect func(b [4]float32) [4]float32
 	}{
-		{"crop", []Step{{Fn: FnCrop, I: [6]int{15, 7, 60, 80}}}, 80, 60, func(b [4]float32) [4]float32 {
+		{"crop", []fn.Step{{Fn: fn.Crop, I: [6]int{15, 7, 60, 80}}}, 80, 60, func(b [4]float32) [4]float32 {
 			return [4]float32{clamp(b[0]-7, 80), clamp(b[1]-15, 60), clamp(b[2]-7, 80), clamp(b[3]-15, 60)}
 		}},
-		{"crop past the image", []Step{{Fn: FnCrop, I: [6]int{-10, -20, 300, 300}}}, 300, 300, func(b [4]float32) [4]float32 {
+		{"crop past the image", []fn.Step{{Fn: fn.Crop, I: [6]int{-10, -20, 300, 300}}}, 300, 300, func(b [4]float32) [4]float32 {
 			return [4]float32{clamp(b[0]+20, 300), clamp(b[1]+10, 300), clamp(b[2]+20, 300), clamp(b[3]+10, 300)}
 		}},
-		{"pad", []Step{{Fn: FnPad, I: [6]int{3, 4, 5, 6}}}, 208, 110, func(b [4]float32) [4]float32 {
+		{"pad", []fn.Step{{Fn: fn.Pad, I: [6]int{3, 4, 5, 6}}}, 208, 110, func(b [4]float32) [4]float32 {
 			return [4]float32{clamp(b[0]+3, 208), clamp(b[1]+4, 110), clamp(b[2]+3, 208), clamp(b[3]+4, 110)}
 		}},
-		{"resize", []Step{{Fn: FnResize, I: [6]int{4: 33, 5: 70}}}, 70, 33, func(b [4]float32) [4]float32 {
+		{"resize", []fn.Step{{Fn: fn.Resize, I: [6]int{4: 33, 5: 70}}}, 70, 33, func(b [4]float32) [4]float32 {
 			rx, ry := float32(70.0/200), float32(33.0/100)
 			return [4]float32{b[0] * rx, b[1] * ry, b[2] * rx, b[3] * ry} // not clamped
 		}},
-		{"resize to the same size", []Step{{Fn: FnResize, I: [6]int{4: 100, 5: 200}}}, 200, 100, func(b [4]float32) [4]float32 { return b }},
-		{"hflip", []Step{{Fn: FnHorizontalFlip}}, 200, 100, func(b [4]float32) [4]float32 {
+		{"resize to the same size", []fn.Step{{Fn: fn.Resize, I: [6]int{4: 100, 5: 200}}}, 200, 100, func(b [4]float32) [4]float32 { return b }},
+		{"hflip", []fn.Step{{Fn: fn.HorizontalFlip}}, 200, 100, func(b [4]float32) [4]float32 {
 			return [4]float32{200 - b[2], b[1], 200 - b[0], b[3]}
 		}},
-		{"vflip", []Step{{Fn: FnVerticalFlip}}, 200, 100, func(b [4]float32) [4]float32 {
+		{"vflip", []fn.Step{{Fn: fn.VerticalFlip}}, 200, 100, func(b [4]float32) [4]float32 {
 			return [4]float32{b[0], 100 - b[3], b[2], 100 - b[1]}
 		}},
-		{"center_crop", []Step{{Fn: FnCenterCrop, I: [6]int{4: 51, 5: 121}}}, 121, 51, func(b [4]float32) [4]float32 {
+		{"center_crop", []fn.Step{{Fn: fn.CenterCrop, I: [6]int{4: 51, 5: 121}}}, 121, 51, func(b [4]float32) [4]float32 {
 			// round((100-51)/2) = 24 (half to even), round((200-121)/2) = 40
 			return [4]float32{clamp(b[0]-40, 121), clamp(b[1]-24, 51), clamp(b[2]-40, 121), clamp(b[3]-24, 51)}
 		}},
-		{"resized_crop", []Step{{Fn: FnResizedCrop, I: [6]int{10, 20, 50, 100, 64, 64}}}, 64, 64, func(b [4]float32) [4]float32 {
+		{"resized_crop", []fn.Step{{Fn: fn.ResizedCrop, I: [6]int{10, 20, 50, 100, 64, 64}}}, 64, 64, func(b [4]float32) [4]float32 {
 			r := float32(64.0 / 100)
 			q := float32(64.0 / 50)
 			return [4]float32{clamp(b[0]-20, 100) * r, clamp(b[1]-10, 50) * q, clamp(b[2]-20, 100) * r, clamp(b[3]-10, 50) * q}
 		}},
-		{"photometric", []Step{{Fn: FnAdjustBrightness, F: [6]float64{1.3}}, {Fn: FnErase, I: [6]int{1, 2, 3, 4}}, {Fn: FnNormalize}}, 200, 100,
+		{"photometric", []fn.Step{{Fn: fn.AdjustBrightness, F: [6]float64{1.3}}, {Fn: fn.Erase, I: [6]int{1, 2, 3, 4}}, {Fn: fn.Normalize}}, 200, 100,
 			func(b [4]float32) [4]float32 { return b }},
 	} {
 		boxes := append([][4]float32(nil), src...)
@@ -69,25 +74,25 @@ func TestMoveBoxes(t *testing.T) {
 	}
 	// A flip twice is the identity, on any canvas.
 	boxes := append([][4]float32(nil), src...)
-	if _, _, err := MoveBoxes(boxes, 200, 100, []Step{{Fn: FnHorizontalFlip}, {Fn: FnVerticalFlip}, {Fn: FnHorizontalFlip}, {Fn: FnVerticalFlip}}); err != nil || boxes[0] != src[0] {
+	if _, _, err := MoveBoxes(boxes, 200, 100, []fn.Step{{Fn: fn.HorizontalFlip}, {Fn: fn.VerticalFlip}, {Fn: fn.HorizontalFlip}, {Fn: fn.VerticalFlip}}); err != nil || boxes[0] != src[0] {
 		t.Errorf("four flips: %v %v", boxes, err)
 	}
-	for _, fn := range []Fn{FnMixBegin, FnMixChain} {
-		_, _, err := MoveBoxes(boxes, 200, 100, []Step{{Fn: fn}})
-		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), fn.String()) {
-			t.Errorf("%s: %v, want it refused by name", fn.String(), err)
+	for _, f := range []fn.Fn{fn.MixBegin, fn.MixChain} {
+		_, _, err := MoveBoxes(boxes, 200, 100, []fn.Step{{Fn: f}})
+		if !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), f.String()) {
+			t.Errorf("%s: %v, want it refused by name", f.String(), err)
 		}
 	}
 }
 
 // TestAppendTargets checks the wire layout docs/detection.md gives.
 func TestAppendTargets(t *testing.T) {
-	tg := Targets{Instances: Instances{ImageID: -7}, W: 640, H: 480}
+	tg := targets.Targets{Instances: Instances{ImageID: -7}, W: 640, H: 480}
 	tg.Add([4]float32{1, 2, 3, 4}, 5, false)
 	tg.Add([4]float32{float32(math.Inf(1)), -0.5, 6, 7}, 1<<40, true)
-	b := AppendTargets(nil, &tg)
+	b := targets.AppendTargets(nil, &tg)
 	le := binary.LittleEndian
-	if int64(len(b)) != TargetsSize(2, 0) || len(b) != 24+2*25 {
+	if int64(len(b)) != targets.TargetsSize(2, 0) || len(b) != 24+2*25 {
 		t.Fatalf("%d bytes", len(b))
 	}
 	if le.Uint32(b) != 480 || le.Uint32(b[4:]) != 640 || int64(le.Uint64(b[8:])) != -7 || le.Uint32(b[16:]) != 2 || le.Uint32(b[20:]) != 0 {
@@ -111,11 +116,11 @@ func TestAppendTargets(t *testing.T) {
 // TestCheckTargets refuses the ops targets do not support yet, naming
 // them, wherever they are; the rest pass.
 func TestCheckTargets(t *testing.T) {
-	rrc := Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}}
-	ok, err := NewTransform(CHW, rrc, Op{Kind: OpRandomHorizontalFlip, P: 0.5}, Op{Kind: OpRandomVerticalFlip, P: 0.5},
-		Op{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.4, 0.1)}}, Op{Kind: OpRandomGrayscale, P: 0.2},
-		Op{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}},
-		Op{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpRandomAffine, Degrees: [2]float64{-10, 10}, Scale: [2]float64{0.5, 2}}}})
+	rrc := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}}
+	ok, err := NewTransform(CHW, rrc, optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, optab.Op{Kind: optab.OpRandomVerticalFlip, P: 0.5},
+		optab.Op{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.4, 0.1)}}, optab.Op{Kind: optab.OpRandomGrayscale, P: 0.2},
+		optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}},
+		optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: OpRandomAffine, Degrees: [2]float64{-10, 10}, Scale: [2]float64{0.5, 2}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,19 +128,19 @@ func TestCheckTargets(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 	for _, tc := range []struct {
-		op   Op
+		op   optab.Op
 		name string
 	}{
-		{Op{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}}, {Kind: OpTrivialAugmentWide, Bins: 31}}},
+		{optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}}, {Kind: optab.OpTrivialAugmentWide, Bins: 31}}},
 			"RandomApply (op 1): TrivialAugmentWide (op 1)"},
-		{Op{Kind: OpTrivialAugmentWide, Bins: 31}, "TrivialAugmentWide"},
+		{optab.Op{Kind: optab.OpTrivialAugmentWide, Bins: 31}, "TrivialAugmentWide"},
 	} {
 		tr, err := NewTransform(CHW, rrc, tc.op)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		err = CheckTargets(tr)
-		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), "targets do not support it yet") {
+		if !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), "targets do not support it yet") {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
@@ -149,14 +154,14 @@ func BenchmarkTargets(b *testing.B) {
 		f := float32(k)
 		src[k] = [4]float32{f * 10, f * 5, f*10 + 40, f*5 + 30}
 	}
-	steps := []Step{{Fn: FnResizedCrop, I: [6]int{10, 20, 300, 280, 224, 224}}, {Fn: FnHorizontalFlip}, {Fn: FnAdjustBrightness}}
-	tg := Targets{Instances: Instances{Boxes: make([][4]float32, 20), Labels: make([]int64, 20), Crowd: make([]uint8, 20)}}
+	steps := []fn.Step{{Fn: fn.ResizedCrop, I: [6]int{10, 20, 300, 280, 224, 224}}, {Fn: fn.HorizontalFlip}, {Fn: fn.AdjustBrightness}}
+	tg := targets.Targets{Instances: Instances{Boxes: make([][4]float32, 20), Labels: make([]int64, 20), Crowd: make([]uint8, 20)}}
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
 		copy(tg.Boxes, src)
 		tg.W, tg.H, _ = MoveBoxes(tg.Boxes, 640, 480, steps)
-		buf = AppendTargets(buf[:0], &tg)
+		buf = targets.AppendTargets(buf[:0], &tg)
 	}
 }
 
@@ -168,7 +173,7 @@ func BenchmarkTargets(b *testing.B) {
 // after the steps that follow it.
 func TestSanitize(t *testing.T) {
 	nan := float32(math.NaN())
-	tg := Targets{Instances: Instances{
+	tg := targets.Targets{Instances: Instances{
 		Boxes: [][4]float32{
 			{10, 10, 20, 20},      // kept
 			{10, 10, 10.5, 30},    // 0.5 wide: dropped
@@ -182,7 +187,7 @@ func TestSanitize(t *testing.T) {
 		Labels: []int64{0, 1, 2, 3, 4, 5, 6, 7},
 		Crowd:  []uint8{1, 0, 0, 1, 0, 0, 0, 1},
 	}}
-	w, h, err := MoveTargets(&tg, 200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}})
+	w, h, err := MoveTargets(&tg, 200, 100, []fn.Step{{Fn: fn.SanitizeBoxes, F: [6]float64{1, 1}}})
 	if err != nil || w != 200 || h != 100 {
 		t.Fatalf("Move: %dx%d, %v", w, h, err)
 	}
@@ -193,12 +198,12 @@ func TestSanitize(t *testing.T) {
 	// min_area 2 drops the 1x1 box and the 1.875 one; then a resize by
 	// 1/4 after the sanitize leaves the survivor's box at 2.5 wide, which a
 	// sanitize there would have dropped at min_size 3.
-	tg2 := Targets{Instances: Instances{Boxes: [][4]float32{{0, 0, 1, 1}, {30, 40, 31.25, 41.5}, {0, 0, 10, 40}}, Labels: []int64{1, 2, 3}, Crowd: []uint8{0, 0, 0}}}
-	w, h, err = MoveTargets(&tg2, 200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 2}}, {Fn: FnResize, I: [6]int{4: 25, 5: 50}}})
+	tg2 := targets.Targets{Instances: Instances{Boxes: [][4]float32{{0, 0, 1, 1}, {30, 40, 31.25, 41.5}, {0, 0, 10, 40}}, Labels: []int64{1, 2, 3}, Crowd: []uint8{0, 0, 0}}}
+	w, h, err = MoveTargets(&tg2, 200, 100, []fn.Step{{Fn: fn.SanitizeBoxes, F: [6]float64{1, 2}}, {Fn: fn.Resize, I: [6]int{4: 25, 5: 50}}})
 	if err != nil || w != 50 || h != 25 || !slices.Equal(tg2.Labels, []int64{3}) || tg2.Boxes[0] != [4]float32{0, 0, 2.5, 10} {
 		t.Errorf("sanitize then resize: %dx%d %v labels %v boxes %v", w, h, err, tg2.Labels, tg2.Boxes)
 	}
-	if _, _, err := MoveBoxes(tg.Boxes, 200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}}); !errors.Is(err, ErrUnsupported) {
+	if _, _, err := MoveBoxes(tg.Boxes, 200, 100, []fn.Step{{Fn: fn.SanitizeBoxes, F: [6]float64{1, 1}}}); !errors.Is(err, errs.Unsupported) {
 		t.Errorf("MoveBoxes of a sanitize step: %v, want ErrUnsupported (it cannot drop labels)", err)
 	}
 }

@@ -1,9 +1,13 @@
-package pipeline
+package transform
 
 import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // fallbackBox is torchvision's RandomResizedCrop fallback, written out from
@@ -43,8 +47,8 @@ func TestRRCProperties(t *testing.T) {
 		fallbacks := 0
 		const keys = 3000
 		for i := range uint64(keys) {
-			r := Key{Seed: 11, Index: i}.Stream(streamCrop)
-			x, y, w, h := rrcParams(&r, tc.W, tc.H, tc.scale, tc.ratio)
+			r := det.Key{Seed: 11, Index: i}.Stream(StreamCrop)
+			x, y, w, h := RRCParams(&r, tc.W, tc.H, tc.scale, tc.ratio)
 			if x < 0 || y < 0 || w <= 0 || h <= 0 || x+w > tc.W || y+h > tc.H {
 				t.Fatalf("%dx%d key %d: box (%d,%d %dx%d) not inside the image", tc.W, tc.H, i, x, y, w, h)
 			}
@@ -92,8 +96,8 @@ func TestRRCFallback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for i := range uint64(20) {
-				r := Key{Index: i}.Stream(streamCrop)
-				x, y, w, h := rrcParams(&r, tc.W, tc.H, tc.scale, tc.ratio)
+				r := det.Key{Index: i}.Stream(StreamCrop)
+				x, y, w, h := RRCParams(&r, tc.W, tc.H, tc.scale, tc.ratio)
 				if x != tc.x || y != tc.y || w != tc.w || h != tc.h {
 					t.Fatalf("key %d: box (%d,%d %dx%d), want (%d,%d %dx%d)", i, x, y, w, h, tc.x, tc.y, tc.w, tc.h)
 				}
@@ -112,7 +116,7 @@ func TestCenterOffset(t *testing.T) {
 		{227, 224, 2}, // 1.5 -> 2
 		{341, 224, 58},
 	} {
-		if got := centerOffset(tc.size, tc.crop); got != tc.want {
+		if got := CenterOffset(tc.size, tc.crop); got != tc.want {
 			t.Errorf("centerOffset(%d, %d) = %d, want %d", tc.size, tc.crop, got, tc.want)
 		}
 	}
@@ -132,7 +136,7 @@ func TestResizedSize(t *testing.T) {
 		{300, 299, [2]int{256, 0}, 256, 256}, // 256*300/299 = 256.86
 		{500, 375, [2]int{100, 200}, 200, 100},
 	} {
-		if rw, rh := resizedSize(tc.W, tc.H, tc.size); rw != tc.rw || rh != tc.rh {
+		if rw, rh := ResizedSize(tc.W, tc.H, tc.size); rw != tc.rw || rh != tc.rh {
 			t.Errorf("resizedSize(%dx%d, %v) = %dx%d, want %dx%d", tc.W, tc.H, tc.size, rw, rh, tc.rw, tc.rh)
 		}
 	}
@@ -140,7 +144,7 @@ func TestResizedSize(t *testing.T) {
 
 func TestPlanGeometry(t *testing.T) {
 	eval, _ := ParseTransform("imagenet-eval", CHW)
-	center := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{224, 224}})
+	center := mustTransform(t, CHW, optab.Op{Kind: OpCenterCrop, Size: [2]int{224, 224}})
 	for _, tc := range []struct {
 		name                   string
 		tr                     *Transform
@@ -152,7 +156,7 @@ func TestPlanGeometry(t *testing.T) {
 		{"center 257x259", center, 257, 259, 0, 0, 16, 18, 224, 224}, // 16.5 -> 16, 17.5 -> 18
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := tc.tr.Plan(tc.W, tc.H, Key{})
+			p, err := tc.tr.Sampler().Plan(tc.W, tc.H, det.Key{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +174,7 @@ func TestPlanGeometry(t *testing.T) {
 	// An image narrower than a CenterCrop is padded, as torchvision pads
 	// it: (224 - 100) // 2 columns of zeros on the left; the rows are
 	// cropped from the middle (TestCenterCropPads checks the pixels).
-	p, err := center.Plan(100, 300, Key{})
+	p, err := center.Sampler().Plan(100, 300, det.Key{})
 	if err != nil || !p.Padded || p.PadL != 62 || p.PadT != 0 {
 		t.Errorf("100x300 under CenterCrop(224): %+v, %v; want padded 62 columns on the left", p, err)
 	}
@@ -184,15 +188,15 @@ func TestPlanGeometry(t *testing.T) {
 func TestPlanGolden(t *testing.T) {
 	tr, _ := ParseTransform("imagenet-train", CHW)
 	for _, tc := range []struct {
-		k              Key
+		k              det.Key
 		cx, cy, cw, ch int
 		flip           bool
 	}{
-		{Key{Seed: 42, Epoch: 3, Index: 1000}, 62, 17, 212, 186, false},
-		{Key{Seed: 0, Epoch: 0, Index: 0}, 2, 58, 213, 264, false},
-		{Key{Seed: 7, Epoch: 1, Index: 5}, 20, 4, 443, 349, true},
+		{det.Key{Seed: 42, Epoch: 3, Index: 1000}, 62, 17, 212, 186, false},
+		{det.Key{Seed: 0, Epoch: 0, Index: 0}, 2, 58, 213, 264, false},
+		{det.Key{Seed: 7, Epoch: 1, Index: 5}, 20, 4, 443, 349, true},
 	} {
-		p, err := tr.Plan(500, 375, tc.k)
+		p, err := tr.Sampler().Plan(500, 375, tc.k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,23 +209,23 @@ func TestPlanGolden(t *testing.T) {
 
 func TestPlanDeterminism(t *testing.T) {
 	tr := mustTransform(t, CHW,
-		Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}},
-		Op{Kind: OpRandomHorizontalFlip, P: 0.5},
-		Op{Kind: OpColorJitter, Brightness: 0.4, Contrast: 0.4, Saturation: 0.4})
+		optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}},
+		optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		optab.Op{Kind: optab.OpColorJitter, Brightness: 0.4, Contrast: 0.4, Saturation: 0.4})
 	distinct := map[[4]int]bool{}
 	for i := range uint64(200) {
-		k := Key{Seed: 9, Epoch: 1, Index: i}
-		a, _ := tr.Plan(320, 240, k)
-		b, _ := tr.Plan(320, 240, k)
+		k := det.Key{Seed: 9, Epoch: 1, Index: i}
+		a, _ := tr.Sampler().Plan(320, 240, k)
+		b, _ := tr.Sampler().Plan(320, 240, k)
 		if a != b {
 			t.Fatalf("key %+v: two plans differ: %+v vs %+v", k, a, b)
 		}
 		distinct[[4]int{a.CX, a.CY, a.CW, a.CH}] = true
-		sa, sb := tr.DrawSteps(k, nil), tr.DrawSteps(k, nil)
+		sa, sb := tr.Sampler().DrawSteps(k, nil), tr.Sampler().DrawSteps(k, nil)
 		if !slices.Equal(sa, sb) || len(sa) != 3 {
 			t.Fatalf("key %+v: steps %v and %v: want the same 3 (brightness, contrast, saturation)", k, sa, sb)
 		}
-		seen := map[Fn]bool{}
+		seen := map[fn.Fn]bool{}
 		for _, st := range sa {
 			if f := st.F[0]; f < 0.6 || f > 1.4 {
 				t.Errorf("jitter factor of %s = %v, outside [0.6, 1.4]", st.Fn, f)
@@ -236,8 +240,8 @@ func TestPlanDeterminism(t *testing.T) {
 		t.Errorf("200 keys gave only %d distinct crop boxes", len(distinct))
 	}
 	// The next epoch crops differently.
-	a, _ := tr.Plan(320, 240, Key{Seed: 9, Epoch: 1, Index: 0})
-	b, _ := tr.Plan(320, 240, Key{Seed: 9, Epoch: 2, Index: 0})
+	a, _ := tr.Sampler().Plan(320, 240, det.Key{Seed: 9, Epoch: 1, Index: 0})
+	b, _ := tr.Sampler().Plan(320, 240, det.Key{Seed: 9, Epoch: 2, Index: 0})
 	if a == b {
 		t.Errorf("epochs 1 and 2 made the same plan")
 	}
@@ -245,11 +249,11 @@ func TestPlanDeterminism(t *testing.T) {
 
 func TestFlipRate(t *testing.T) {
 	for _, p := range []float64{0, 0.25, 0.5, 1} {
-		tr := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{8, 8}}, Op{Kind: OpRandomHorizontalFlip, P: p})
+		tr := mustTransform(t, CHW, optab.Op{Kind: OpCenterCrop, Size: [2]int{8, 8}}, optab.Op{Kind: optab.OpRandomHorizontalFlip, P: p})
 		flips := 0
 		const n = 4000
 		for i := range uint64(n) {
-			pl, _ := tr.Plan(16, 16, Key{Seed: 2, Index: i})
+			pl, _ := tr.Sampler().Plan(16, 16, det.Key{Seed: 2, Index: i})
 			if pl.Flip {
 				flips++
 			}

@@ -1,7 +1,11 @@
-package pipeline
+package transform
 
 import (
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // TestRandomResizedCropRandomInterp: RandomInterp (timm's
@@ -10,19 +14,19 @@ import (
 // RandomResizedCrop's, key for key; about half of each; the trace's
 // resized_crop says which; antialiased either way.
 func TestRandomResizedCropRandomInterp(t *testing.T) {
-	base := Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}}
+	base := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}}
 	rnd := base
 	rnd.RandomInterp = true
 	trBase, trRand := mustTransform(t, CHW, base), mustTransform(t, CHW, rnd)
 	const n = 2000
 	bicubic := 0
 	for i := range uint64(n) {
-		k := Key{Seed: 9, Index: i}
-		a, err := trBase.Plan(500, 375, k)
+		k := det.Key{Seed: 9, Index: i}
+		a, err := trBase.Sampler().Plan(500, 375, k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := trRand.Plan(500, 375, k)
+		b, err := trRand.Sampler().Plan(500, 375, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,8 +39,8 @@ func TestRandomResizedCropRandomInterp(t *testing.T) {
 		if b.Interp == InterpBicubic {
 			bicubic++
 		}
-		st := trRand.GeometrySteps(&b, nil)
-		if st[0].Fn != FnResizedCrop || st[0].Interp != b.Interp || !st[0].Antialias {
+		st := trRand.Sampler().GeometrySteps(&b, nil)
+		if st[0].Fn != fn.ResizedCrop || st[0].Interp != b.Interp || !st[0].Antialias {
 			t.Fatalf("key %d: trace step %+v for a %s plan", i, st[0], b.Interp)
 		}
 	}
@@ -45,7 +49,7 @@ func TestRandomResizedCropRandomInterp(t *testing.T) {
 		t.Fatalf("%d of %d samples bicubic, want about half", bicubic, n)
 	}
 	// Only RandomResizedCrop draws it, and only with Interp bilinear.
-	for _, bad := range []Op{
+	for _, bad := range []optab.Op{
 		{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Interp: InterpBicubic, RandomInterp: true},
 		{Kind: OpResize, Size: [2]int{32, 32}, RandomInterp: true},
 	} {

@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // geomNoise and geomSizes are the geometric kernels' test images and
@@ -24,7 +25,7 @@ var (
 func at(pix []byte, w, h, c, x, y int) byte { return pix[c*w*h+y*w+x] }
 
 // geomRun applies one step to a copy of pix.
-func geomRun(pix []byte, w, h int, st Step) []byte {
+func geomRun(pix []byte, w, h int, st fn.Step) []byte {
 	out := append([]byte(nil), pix...)
 	var s kernels.Scratch
 	fn.Apply(kernels.Planes{Pix: out, W: w, H: h}, &st, &s)
@@ -37,15 +38,15 @@ func TestGeomIdentity(t *testing.T) {
 		w, h := sz[0], sz[1]
 		src := geomNoise(w, h, 7)
 		for _, interp := range []Interpolation{InterpNearest, InterpBilinear, InterpBicubic} {
-			for _, st := range []Step{
-				{Fn: FnRotate, F: [6]float64{0}},
-				{Fn: FnRotate, F: [6]float64{360}},
-				{Fn: FnRotate, F: [6]float64{-720}},
-				{Fn: FnRotate, F: [6]float64{0}, HasCenter: true, Center: [2]float64{float64(w) / 2, float64(h) / 2}},
-				{Fn: FnAffine, F: [6]float64{0, 0, 0, 1, 0, 0}},
-				{Fn: FnAffine, F: [6]float64{0, 0, 0, 1, 0, 0}, FillNone: true},
-				{Fn: FnAffine, F: [6]float64{0, 0, 0, 1, 0, 0}, Fill: [3]float64{255, 0, 128}},
-				{Fn: FnAffine, F: [6]float64{0, 0, 0, 1, 0, 0}, HasCenter: true, Center: [2]float64{3, -5}},
+			for _, st := range []fn.Step{
+				{Fn: fn.Rotate, F: [6]float64{0}},
+				{Fn: fn.Rotate, F: [6]float64{360}},
+				{Fn: fn.Rotate, F: [6]float64{-720}},
+				{Fn: fn.Rotate, F: [6]float64{0}, HasCenter: true, Center: [2]float64{float64(w) / 2, float64(h) / 2}},
+				{Fn: fn.Affine, F: [6]float64{0, 0, 0, 1, 0, 0}},
+				{Fn: fn.Affine, F: [6]float64{0, 0, 0, 1, 0, 0}, FillNone: true},
+				{Fn: fn.Affine, F: [6]float64{0, 0, 0, 1, 0, 0}, Fill: [3]float64{255, 0, 128}},
+				{Fn: fn.Affine, F: [6]float64{0, 0, 0, 1, 0, 0}, HasCenter: true, Center: [2]float64{3, -5}},
 			} {
 				st.Interp = interp
 				if got := geomRun(src, w, h, st); !bytes.Equal(got, src) {
@@ -53,7 +54,7 @@ func TestGeomIdentity(t *testing.T) {
 				}
 			}
 		}
-		for _, st := range []Step{{Fn: FnErase, I: [6]int{0, 0, 0, 0}}, {Fn: FnErase, I: [6]int{0, 0, h, 0}}} {
+		for _, st := range []fn.Step{{Fn: fn.Erase, I: [6]int{0, 0, 0, 0}}, {Fn: fn.Erase, I: [6]int{0, 0, h, 0}}} {
 			if got := geomRun(src, w, h, st); !bytes.Equal(got, src) {
 				t.Errorf("%dx%d: an empty erase changed the image", w, h)
 			}
@@ -66,19 +67,19 @@ func TestGeomInverses(t *testing.T) {
 	for _, sz := range append(geomSizes, [2]int{224, 224}) {
 		w, h := sz[0], sz[1]
 		src := geomNoise(w, h, 8)
-		seqs := [][]Step{
-			{{Fn: FnHorizontalFlip}, {Fn: FnHorizontalFlip}},
-			{{Fn: FnVerticalFlip}, {Fn: FnVerticalFlip}},
-			{{Fn: FnRotate, F: [6]float64{180}}, {Fn: FnRotate, F: [6]float64{-180}}},
-			{{Fn: FnRotate, F: [6]float64{180}}, {Fn: FnHorizontalFlip}, {Fn: FnVerticalFlip}},
+		seqs := [][]fn.Step{
+			{{Fn: fn.HorizontalFlip}, {Fn: fn.HorizontalFlip}},
+			{{Fn: fn.VerticalFlip}, {Fn: fn.VerticalFlip}},
+			{{Fn: fn.Rotate, F: [6]float64{180}}, {Fn: fn.Rotate, F: [6]float64{-180}}},
+			{{Fn: fn.Rotate, F: [6]float64{180}}, {Fn: fn.HorizontalFlip}, {Fn: fn.VerticalFlip}},
 		}
 		if w == h {
-			seqs = append(seqs, []Step{{Fn: FnRotate, F: [6]float64{90}}, {Fn: FnRotate, F: [6]float64{270}}},
-				[]Step{{Fn: FnRotate, F: [6]float64{-90}}, {Fn: FnRotate, F: [6]float64{450}}})
+			seqs = append(seqs, []fn.Step{{Fn: fn.Rotate, F: [6]float64{90}}, {Fn: fn.Rotate, F: [6]float64{270}}},
+				[]fn.Step{{Fn: fn.Rotate, F: [6]float64{-90}}, {Fn: fn.Rotate, F: [6]float64{450}}})
 		}
 		for _, seq := range seqs {
 			got := append([]byte(nil), src...)
-			if err := ApplyTrace(got, w, h, seq); err != nil {
+			if err := optab.ApplyTrace(got, w, h, seq); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, src) {
@@ -96,8 +97,8 @@ func TestRotateFastPathsMatchResampling(t *testing.T) {
 		src := geomNoise(n, n, 9)
 		for _, angle := range []float64{90, 180, 270, -90} {
 			for _, interp := range []Interpolation{InterpNearest, InterpBilinear, InterpBicubic} {
-				fast := geomRun(src, n, n, Step{Fn: FnRotate, F: [6]float64{angle}, Interp: interp})
-				slow := geomRun(src, n, n, Step{Fn: FnRotate, F: [6]float64{angle}, Interp: interp,
+				fast := geomRun(src, n, n, fn.Step{Fn: fn.Rotate, F: [6]float64{angle}, Interp: interp})
+				slow := geomRun(src, n, n, fn.Step{Fn: fn.Rotate, F: [6]float64{angle}, Interp: interp,
 					HasCenter: true, Center: [2]float64{float64(n) / 2, float64(n) / 2}})
 				if !bytes.Equal(fast, slow) {
 					t.Errorf("%dx%d rotate %v %s: the fast path differs from resampling", n, n, angle, interp)
@@ -116,7 +117,7 @@ func TestAffineTranslate(t *testing.T) {
 		for _, d := range [][2]int{{1, 0}, {-2, 3}, {0, -1}, {w, 0}, {-w - 1, h}} {
 			for _, interp := range []Interpolation{InterpNearest, InterpBilinear, InterpBicubic} {
 				fill := [3]float64{255, 0, 128}
-				got := geomRun(src, w, h, Step{Fn: FnAffine, F: [6]float64{0, float64(d[0]), float64(d[1]), 1, 0, 0}, Interp: interp, Fill: fill})
+				got := geomRun(src, w, h, fn.Step{Fn: fn.Affine, F: [6]float64{0, float64(d[0]), float64(d[1]), 1, 0, 0}, Interp: interp, Fill: fill})
 				for c := range 3 {
 					for y := range h {
 						for x := range w {
@@ -137,21 +138,21 @@ func TestAffineTranslate(t *testing.T) {
 }
 
 // geomGoldenSteps are the steps TestGeomGolden hashes the results of.
-func geomGoldenSteps() []Step {
-	var steps []Step
+func geomGoldenSteps() []fn.Step {
+	var steps []fn.Step
 	for _, interp := range []Interpolation{InterpNearest, InterpBilinear, InterpBicubic} {
 		for _, angle := range []float64{-180, -45, 12.25, 30.5, 90, 179.9} {
-			steps = append(steps, Step{Fn: FnRotate, F: [6]float64{angle}, Interp: interp, Fill: [3]float64{255, 0, 128}},
-				Step{Fn: FnRotate, F: [6]float64{angle}, Interp: interp, FillNone: true})
+			steps = append(steps, fn.Step{Fn: fn.Rotate, F: [6]float64{angle}, Interp: interp, Fill: [3]float64{255, 0, 128}},
+				fn.Step{Fn: fn.Rotate, F: [6]float64{angle}, Interp: interp, FillNone: true})
 		}
 		for _, f := range [][6]float64{{10, 5, 3, 1.1, 8, 2}, {0, 0, 0, 0.5, 0, 0}, {-170, -7.5, 0.5, 1.5, -20, 30}, {0, 0.5, 0.5, 1, 0, 0}} {
-			steps = append(steps, Step{Fn: FnAffine, F: f, Interp: interp, Fill: [3]float64{0, 127.5, 128.5}},
-				Step{Fn: FnAffine, F: f, Interp: interp, FillNone: true, HasCenter: true})
+			steps = append(steps, fn.Step{Fn: fn.Affine, F: f, Interp: interp, Fill: [3]float64{0, 127.5, 128.5}},
+				fn.Step{Fn: fn.Affine, F: f, Interp: interp, FillNone: true, HasCenter: true})
 		}
 	}
-	return append(steps, Step{Fn: FnHorizontalFlip}, Step{Fn: FnVerticalFlip},
-		Step{Fn: FnErase, I: [6]int{1, 2, 5, 6}, Fill: [3]float64{1, 2, 3}},
-		Step{Fn: FnErase, I: [6]int{0, 1, 6, 5}, Random: true, Seed: 3, F: [6]float64{0.485, 0.456, 0.406, 0.229, 0.224, 0.225}})
+	return append(steps, fn.Step{Fn: fn.HorizontalFlip}, fn.Step{Fn: fn.VerticalFlip},
+		fn.Step{Fn: fn.Erase, I: [6]int{1, 2, 5, 6}, Fill: [3]float64{1, 2, 3}},
+		fn.Step{Fn: fn.Erase, I: [6]int{0, 1, 6, 5}, Random: true, Seed: 3, F: [6]float64{0.485, 0.456, 0.406, 0.229, 0.224, 0.225}})
 }
 
 // TestGeomGolden pins the kernels' bytes: the same hash on every machine,
@@ -196,7 +197,7 @@ func TestGeomTrace(t *testing.T) {
 			return nil, err
 		}
 		out := append([]byte(nil), src...)
-		return out, ApplyTrace(out, w, h, steps)
+		return out, optab.ApplyTrace(out, w, h, steps)
 	}
 	// fill null is None, and round-trips as null
 	steps, err := ParseTrace([]byte(`[["rotate",{"angle":30.0,"interpolation":"bilinear","expand":false,"center":null,"fill":null}]]`))
@@ -236,14 +237,14 @@ func TestGeomTrace(t *testing.T) {
 	}
 }
 
-func ExampleApplyTrace_rotate() {
+func ExampleParseTrace_rotate() {
 	pix := []byte{ // 2x2, three planes
 		1, 2, 3, 4,
 		5, 6, 7, 8,
 		9, 10, 11, 12,
 	}
 	steps, _ := ParseTrace([]byte(`[["rotate",{"angle":90.0,"interpolation":"nearest"}]]`))
-	if err := ApplyTrace(pix, 2, 2, steps); err != nil {
+	if err := optab.ApplyTrace(pix, 2, 2, steps); err != nil {
 		fmt.Println(err)
 	}
 	fmt.Println(pix)

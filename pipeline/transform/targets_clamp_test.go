@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 import (
 	"errors"
@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
@@ -14,32 +18,32 @@ import (
 // back), so it may follow a ConvertBoundingBoxFormat.
 func TestClampBoxesEveryFormat(t *testing.T) {
 	for _, tc := range []struct {
-		f       BoxFormat
+		f       targets.BoxFormat
 		in, out [4]float32
 	}{
-		{BoxXYXY, [4]float32{-1.5, 2, 25, 11}, [4]float32{0, 2, 20, 10}},
+		{targets.BoxXYXY, [4]float32{-1.5, 2, 25, 11}, [4]float32{0, 2, 20, 10}},
 		// XYXY (-1.5, 2, 8.5, 11), clamped (0, 2, 8.5, 10).
-		{BoxXYWH, [4]float32{-1.5, 2, 10, 9}, [4]float32{0, 2, 8.5, 8}},
+		{targets.BoxXYWH, [4]float32{-1.5, 2, 10, 9}, [4]float32{0, 2, 8.5, 8}},
 		// XYXY (-2, 3, 8, 7), clamped (0, 3, 8, 7): cx (0 * 2 + 8) / 2.
-		{BoxCXCYWH, [4]float32{3, 5, 10, 4}, [4]float32{4, 5, 8, 4}},
+		{targets.BoxCXCYWH, [4]float32{3, 5, 10, 4}, [4]float32{4, 5, 8, 4}},
 		// Inside, yet the round trip through XYXY rounds w and h, as
 		// torchvision's F.clamp_bounding_boxes gives them.
-		{BoxCXCYWH, [4]float32{10.1, 5.3, 3.7, 2.9}, [4]float32{10.1, 5.3, 3.6999998092651367, 2.8999998569488525}},
+		{targets.BoxCXCYWH, [4]float32{10.1, 5.3, 3.7, 2.9}, [4]float32{10.1, 5.3, 3.6999998092651367, 2.8999998569488525}},
 	} {
-		tg := Targets{Format: tc.f}
+		tg := targets.Targets{Format: tc.f}
 		tg.Add(tc.in, 1, false)
-		w, h, err := MoveTargets(&tg, 20, 10, []Step{{Fn: FnClampBoxes}})
+		w, h, err := MoveTargets(&tg, 20, 10, []fn.Step{{Fn: fn.ClampBoxes}})
 		if err != nil || w != 20 || h != 10 || tg.Boxes[0] != tc.out {
 			t.Errorf("%s %v: %v (%dx%d, %v), want %v", tc.f, tc.in, tg.Boxes[0], w, h, err, tc.out)
 		}
 	}
 	nan := float32(math.NaN())
 	b := [][4]float32{{nan, -1, 3, 4}}
-	targets.ClampBoxesAs(b, BoxXYXY, 20, 10)
+	targets.ClampBoxesAs(b, targets.BoxXYXY, 20, 10)
 	if !math.IsNaN(float64(b[0][0])) || b[0][1] != 0 {
 		t.Errorf("a NaN stays NaN (torch.clamp): %v", b[0])
 	}
-	if _, _, err := MoveBoxes(b, 20, 10, []Step{{Fn: FnClampBoxes}}); !errors.Is(err, ErrUnsupported) {
+	if _, _, err := MoveBoxes(b, 20, 10, []fn.Step{{Fn: fn.ClampBoxes}}); !errors.Is(err, errs.Unsupported) {
 		t.Errorf("MoveBoxes of a clamp: %v, want MoveTargets's", err)
 	}
 }
@@ -49,8 +53,8 @@ func TestClampBoxesEveryFormat(t *testing.T) {
 // point outside [0, W) x [0, H) (or NaN) whole: box, label, crowd flag,
 // points and visibilities.
 func TestClampAndSanitizeKeypoints(t *testing.T) {
-	mk := func() *Targets {
-		tg := &Targets{}
+	mk := func() *targets.Targets {
+		tg := &targets.Targets{}
 		tg.P = 2
 		tg.Add([4]float32{1, 1, 5, 5}, 1, false)
 		addPoints(tg, []float64{0, 0, 0, 19.5, 9.75, 2}) // inside, on the edges' near side
@@ -65,7 +69,7 @@ func TestClampAndSanitizeKeypoints(t *testing.T) {
 		return tg
 	}
 	tg := mk()
-	if _, _, err := MoveTargets(tg, 20, 10, []Step{{Fn: FnSanitizeKeypoints}}); err != nil {
+	if _, _, err := MoveTargets(tg, 20, 10, []fn.Step{{Fn: fn.SanitizeKeypoints}}); err != nil {
 		t.Fatal(err)
 	}
 	wantPts := [][2]float32{{0, 0}, {19.5, 9.75}, {3, 4}, {5, 6}}
@@ -81,22 +85,22 @@ func TestClampAndSanitizeKeypoints(t *testing.T) {
 	// Clamped first, every instance stays (the NaN too: clamp keeps it,
 	// and the sanitize then drops it).
 	tg = mk()
-	if _, _, err := MoveTargets(tg, 20, 10, []Step{{Fn: FnClampKeypoints}}); err != nil {
+	if _, _, err := MoveTargets(tg, 20, 10, []fn.Step{{Fn: fn.ClampKeypoints}}); err != nil {
 		t.Fatal(err)
 	}
 	if tg.Points[3] != [2]float32{19, 5} || tg.Points[8] != [2]float32{3, 0} || tg.Points[1] != [2]float32{19, 9} {
 		t.Errorf("clamped: %v", tg.Points)
 	}
-	if _, _, err := MoveTargets(tg, 20, 10, []Step{{Fn: FnSanitizeKeypoints}}); err != nil || len(tg.Labels) != 4 {
+	if _, _, err := MoveTargets(tg, 20, 10, []fn.Step{{Fn: fn.SanitizeKeypoints}}); err != nil || len(tg.Labels) != 4 {
 		t.Errorf("sanitized after the clamp: %v %v", tg.Labels, err)
 	}
 	// A dataset without keypoints: the clamp leaves it, the sanitize fails.
-	var none Targets
+	var none targets.Targets
 	none.Add([4]float32{1, 1, 5, 5}, 1, false)
-	if _, _, err := MoveTargets(&none, 20, 10, []Step{{Fn: FnClampKeypoints}}); err != nil || len(none.Boxes) != 1 {
+	if _, _, err := MoveTargets(&none, 20, 10, []fn.Step{{Fn: fn.ClampKeypoints}}); err != nil || len(none.Boxes) != 1 {
 		t.Errorf("clamp without keypoints: %v", err)
 	}
-	if _, _, err := MoveTargets(&none, 20, 10, []Step{{Fn: FnSanitizeKeypoints}}); err == nil || !strings.Contains(err.Error(), "no keypoints") {
+	if _, _, err := MoveTargets(&none, 20, 10, []fn.Step{{Fn: fn.SanitizeKeypoints}}); err == nil || !strings.Contains(err.Error(), "no keypoints") {
 		t.Errorf("sanitize without keypoints: %v", err)
 	}
 }
@@ -105,27 +109,27 @@ func TestClampAndSanitizeKeypoints(t *testing.T) {
 // ConvertBoundingBoxFormat, draw their one step (ClampBoundingBoxes(None)
 // none) and are refused where a job has no targets.
 func TestClampOpsCompile(t *testing.T) {
-	resize := Op{Kind: OpResize, Size: [2]int{32, 32}}
-	conv := Op{Kind: OpConvertBoundingBoxFormat, BoxFormat: BoxCXCYWH}
+	resize := optab.Op{Kind: OpResize, Size: [2]int{32, 32}}
+	conv := optab.Op{Kind: optab.OpConvertBoundingBoxFormat, BoxFormat: targets.BoxCXCYWH}
 	for _, tc := range []struct {
-		op   Op
-		want []Fn
+		op   optab.Op
+		want []fn.Fn
 	}{
-		{Op{Kind: OpClampBoundingBoxes}, []Fn{FnConvertBoxFormat, FnClampBoxes}},
-		{Op{Kind: OpClampBoundingBoxes, ClampNone: true}, []Fn{FnConvertBoxFormat}},
-		{Op{Kind: OpClampKeyPoints}, []Fn{FnConvertBoxFormat, FnClampKeypoints}},
-		{Op{Kind: OpSanitizeKeyPoints}, []Fn{FnConvertBoxFormat, FnSanitizeKeypoints}},
+		{optab.Op{Kind: optab.OpClampBoundingBoxes}, []fn.Fn{fn.ConvertBoxFormat, fn.ClampBoxes}},
+		{optab.Op{Kind: optab.OpClampBoundingBoxes, ClampNone: true}, []fn.Fn{fn.ConvertBoxFormat}},
+		{optab.Op{Kind: optab.OpClampKeyPoints}, []fn.Fn{fn.ConvertBoxFormat, fn.ClampKeypoints}},
+		{optab.Op{Kind: optab.OpSanitizeKeyPoints}, []fn.Fn{fn.ConvertBoxFormat, fn.SanitizeKeypoints}},
 	} {
-		tr := mustTransform(t, CHW, resize, conv, tc.op, Op{Kind: OpColorJitter, Brightness: 0.2})
+		tr := mustTransform(t, CHW, resize, conv, tc.op, optab.Op{Kind: optab.OpColorJitter, Brightness: 0.2})
 		if s := NeedsTargets(mustTransform(t, CHW, resize, tc.op)); !strings.Contains(s, string(tc.op.Kind)) {
 			t.Errorf("%s: NeedsTargets %q", tc.op.Kind, s)
 		}
 		if err := CheckTargets(tr); err != nil {
 			t.Errorf("%s: %v", tc.op.Kind, err)
 		}
-		var got []Fn
-		for _, st := range tr.DrawSteps(Key{Seed: 1}, nil) {
-			if st.Fn != FnAdjustBrightness {
+		var got []fn.Fn
+		for _, st := range tr.Sampler().DrawSteps(det.Key{Seed: 1}, nil) {
+			if st.Fn != fn.AdjustBrightness {
 				got = append(got, st.Fn)
 			}
 		}

@@ -1,4 +1,4 @@
-package pipeline
+package transform
 
 import (
 	"encoding/binary"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // TestKeypointsGolden holds the keypoint maths to the float32 bits
@@ -38,7 +40,7 @@ func TestKeypointsGolden(t *testing.T) {
 	if len(doc.Cases) < 50 {
 		t.Fatalf("%d cases", len(doc.Cases))
 	}
-	fns := map[Fn]bool{}
+	fns := map[fn.Fn]bool{}
 	for i, c := range doc.Cases {
 		st, err := fn.ParseStep(c.Step)
 		if err != nil {
@@ -46,7 +48,7 @@ func TestKeypointsGolden(t *testing.T) {
 		}
 		fns[st.Fn] = true
 		pts := append([][2]float32(nil), c.Points...)
-		w, h, err := MoveKeypoints(pts, c.W, c.H, []Step{st})
+		w, h, err := MoveKeypoints(pts, c.W, c.H, []fn.Step{st})
 		if err != nil || h != c.Canvas[0] || w != c.Canvas[1] {
 			t.Fatalf("case %d (%s): %dx%d %v, want %dx%d", i, st.Fn, w, h, err, c.Canvas[1], c.Canvas[0])
 		}
@@ -69,24 +71,24 @@ func TestMoveKeypoints(t *testing.T) {
 	src := [][2]float32{{0, 0}, {10.5, 20.25}, {199, 99}, {-3, 250}}
 	for _, tc := range []struct {
 		name  string
-		steps []Step
+		steps []fn.Step
 		w, h  int
 		want  [][2]float32
 	}{
-		{"hflip", []Step{{Fn: FnHorizontalFlip}}, 200, 100, [][2]float32{{199, 0}, {188.5, 20.25}, {0, 99}, {202, 250}}},
-		{"vflip", []Step{{Fn: FnVerticalFlip}}, 200, 100, [][2]float32{{0, 99}, {10.5, 78.75}, {199, 0}, {-3, -151}}},
-		{"crop", []Step{{Fn: FnCrop, I: [6]int{5, 10, 50, 60}}}, 60, 50, [][2]float32{{-10, -5}, {0.5, 15.25}, {189, 94}, {-13, 245}}},
-		{"iou_crop", []Step{{Fn: FnIoUCrop, I: [6]int{5, 10, 50, 60}}}, 60, 50, [][2]float32{{-10, -5}, {0.5, 15.25}, {189, 94}, {-13, 245}}},
-		{"pad", []Step{{Fn: FnPad, I: [6]int{1, 2, 3, 4}}}, 204, 106, [][2]float32{{1, 2}, {11.5, 22.25}, {200, 101}, {-2, 252}}},
-		{"resize", []Step{{Fn: FnResize, I: [6]int{4: 50, 5: 400}}}, 400, 50, [][2]float32{{0, 0}, {21, 10.125}, {398, 49.5}, {-6, 125}}},
-		{"resize same", []Step{{Fn: FnResize, I: [6]int{4: 100, 5: 200}}}, 200, 100, src},
+		{"hflip", []fn.Step{{Fn: fn.HorizontalFlip}}, 200, 100, [][2]float32{{199, 0}, {188.5, 20.25}, {0, 99}, {202, 250}}},
+		{"vflip", []fn.Step{{Fn: fn.VerticalFlip}}, 200, 100, [][2]float32{{0, 99}, {10.5, 78.75}, {199, 0}, {-3, -151}}},
+		{"crop", []fn.Step{{Fn: fn.Crop, I: [6]int{5, 10, 50, 60}}}, 60, 50, [][2]float32{{-10, -5}, {0.5, 15.25}, {189, 94}, {-13, 245}}},
+		{"iou_crop", []fn.Step{{Fn: fn.IoUCrop, I: [6]int{5, 10, 50, 60}}}, 60, 50, [][2]float32{{-10, -5}, {0.5, 15.25}, {189, 94}, {-13, 245}}},
+		{"pad", []fn.Step{{Fn: fn.Pad, I: [6]int{1, 2, 3, 4}}}, 204, 106, [][2]float32{{1, 2}, {11.5, 22.25}, {200, 101}, {-2, 252}}},
+		{"resize", []fn.Step{{Fn: fn.Resize, I: [6]int{4: 50, 5: 400}}}, 400, 50, [][2]float32{{0, 0}, {21, 10.125}, {398, 49.5}, {-6, 125}}},
+		{"resize same", []fn.Step{{Fn: fn.Resize, I: [6]int{4: 100, 5: 200}}}, 200, 100, src},
 		// center_crop's anchor: round((100 - 51) / 2) = 24 (half to even), round((200 - 61) / 2) = 70.
-		{"center_crop", []Step{{Fn: FnCenterCrop, I: [6]int{4: 51, 5: 61}}}, 61, 51, [][2]float32{{-70, -24}, {-59.5, -3.75}, {129, 75}, {-73, 226}}},
-		{"resized_crop", []Step{{Fn: FnResizedCrop, I: [6]int{10, 20, 50, 100, 25, 50}}}, 50, 25, [][2]float32{{-10, -5}, {-4.75, 5.125}, {89.5, 44.5}, {-11.5, 120}}},
-		{"pixels", []Step{{Fn: FnAdjustBrightness, F: [6]float64{1.5}}, {Fn: FnErase, I: [6]int{1, 1, 5, 5}}, {Fn: FnNormalize}}, 200, 100, src},
-		{"flip twice", []Step{{Fn: FnHorizontalFlip}, {Fn: FnVerticalFlip}, {Fn: FnHorizontalFlip}, {Fn: FnVerticalFlip}}, 200, 100, src},
-		{"pad crop", []Step{{Fn: FnPad, I: [6]int{7, 9, 1, 1}}, {Fn: FnCrop, I: [6]int{9, 7, 100, 200}}}, 200, 100, src},
-		{"rotate 0", []Step{{Fn: FnRotate}}, 200, 100, src},
+		{"center_crop", []fn.Step{{Fn: fn.CenterCrop, I: [6]int{4: 51, 5: 61}}}, 61, 51, [][2]float32{{-70, -24}, {-59.5, -3.75}, {129, 75}, {-73, 226}}},
+		{"resized_crop", []fn.Step{{Fn: fn.ResizedCrop, I: [6]int{10, 20, 50, 100, 25, 50}}}, 50, 25, [][2]float32{{-10, -5}, {-4.75, 5.125}, {89.5, 44.5}, {-11.5, 120}}},
+		{"pixels", []fn.Step{{Fn: fn.AdjustBrightness, F: [6]float64{1.5}}, {Fn: fn.Erase, I: [6]int{1, 1, 5, 5}}, {Fn: fn.Normalize}}, 200, 100, src},
+		{"flip twice", []fn.Step{{Fn: fn.HorizontalFlip}, {Fn: fn.VerticalFlip}, {Fn: fn.HorizontalFlip}, {Fn: fn.VerticalFlip}}, 200, 100, src},
+		{"pad crop", []fn.Step{{Fn: fn.Pad, I: [6]int{7, 9, 1, 1}}, {Fn: fn.Crop, I: [6]int{9, 7, 100, 200}}}, 200, 100, src},
+		{"rotate 0", []fn.Step{{Fn: fn.Rotate}}, 200, 100, src},
 	} {
 		pts := append([][2]float32(nil), src...)
 		w, h, err := MoveKeypoints(pts, 200, 100, tc.steps)
@@ -100,17 +102,17 @@ func TestMoveKeypoints(t *testing.T) {
 			}
 		}
 	}
-	for _, fn := range []Fn{FnMixBegin, FnMixChain, FnSanitizeBoxes, FnConvertBoxFormat, Fn(fn.Count())} {
+	for _, f := range []fn.Fn{fn.MixBegin, fn.MixChain, fn.SanitizeBoxes, fn.ConvertBoxFormat, fn.Fn(fn.Count())} {
 		pts := append([][2]float32(nil), src...)
-		if _, _, err := MoveKeypoints(pts, 200, 100, []Step{{Fn: fn}}); !errors.Is(err, ErrUnsupported) {
-			t.Errorf("%s: %v, want ErrUnsupported", fn, err)
+		if _, _, err := MoveKeypoints(pts, 200, 100, []fn.Step{{Fn: f}}); !errors.Is(err, errs.Unsupported) {
+			t.Errorf("%s: %v, want ErrUnsupported", f, err)
 		}
 	}
 	// A point turned about a given center by 90 degrees (torchvision's
 	// rotate is counter-clockwise on the image: (x, y) about (cx, cy) goes
 	// to (cx + (y - cy), cy - (x - cx))).
 	pts := [][2]float32{{30, 10}}
-	if _, _, err := MoveKeypoints(pts, 200, 100, []Step{{Fn: FnRotate, F: [6]float64{90}, Center: [2]float64{20, 20}, HasCenter: true}}); err != nil ||
+	if _, _, err := MoveKeypoints(pts, 200, 100, []fn.Step{{Fn: fn.Rotate, F: [6]float64{90}, Center: [2]float64{20, 20}, HasCenter: true}}); err != nil ||
 		math.Abs(float64(pts[0][0]-10)) > 1e-5 || math.Abs(float64(pts[0][1]-10)) > 1e-5 {
 		t.Errorf("rotate 90 about (20, 20): %v %v, want about (10, 10)", pts, err)
 	}
@@ -119,7 +121,7 @@ func TestMoveKeypoints(t *testing.T) {
 // TestTargetsKeypoints: Move moves the keypoints with the boxes, and a
 // sanitize drops the instances' points with their boxes.
 func TestTargetsKeypoints(t *testing.T) {
-	var tg Targets
+	var tg targets.Targets
 	tg.P = 2
 	tg.Add([4]float32{10, 10, 20, 20}, 1, false) // kept
 	addPoints(&tg, []float64{12, 13, 2, 0, 0, 0})
@@ -127,7 +129,7 @@ func TestTargetsKeypoints(t *testing.T) {
 	addPoints(&tg, nil)
 	tg.Add([4]float32{30, 40, 90, 80}, 3, true) // kept
 	addPoints(&tg, []float64{31.5, 41, 1, 89, 79, 2})
-	w, h, err := MoveTargets(&tg, 200, 100, []Step{{Fn: FnHorizontalFlip}, {Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}, {Fn: FnPad, I: [6]int{1, 2, 0, 0}}})
+	w, h, err := MoveTargets(&tg, 200, 100, []fn.Step{{Fn: fn.HorizontalFlip}, {Fn: fn.SanitizeBoxes, F: [6]float64{1, 1}}, {Fn: fn.Pad, I: [6]int{1, 2, 0, 0}}})
 	if err != nil || w != 201 || h != 102 {
 		t.Fatalf("%dx%d %v", w, h, err)
 	}
@@ -144,7 +146,7 @@ func TestTargetsKeypoints(t *testing.T) {
 		t.Errorf("visibilities %v", tg.Vis)
 	}
 	// A step the keypoints do not support is an error of the whole move.
-	if _, _, err := MoveTargets(&tg, 200, 100, []Step{{Fn: FnMixBegin}}); !errors.Is(err, ErrUnsupported) {
+	if _, _, err := MoveTargets(&tg, 200, 100, []fn.Step{{Fn: fn.MixBegin}}); !errors.Is(err, errs.Unsupported) {
 		t.Errorf("%v", err)
 	}
 }
@@ -153,20 +155,20 @@ func TestTargetsKeypoints(t *testing.T) {
 // (docs/detection.md) and that TargetsSize is exact; without keypoints
 // the bytes are those of before them (TestAppendTargets).
 func TestAppendTargetsKeypoints(t *testing.T) {
-	tg := Targets{Instances: Instances{ImageID: 9}, W: 64, H: 48}
+	tg := targets.Targets{Instances: Instances{ImageID: 9}, W: 64, H: 48}
 	tg.P = 3
 	tg.Add([4]float32{1, 2, 3, 4}, 5, true)
 	addPoints(&tg, []float64{1.5, 2.5, 2, 0, 0, 0, -7, 1e9, 1})
 	tg.Add([4]float32{5, 6, 7, 8}, 6, false)
 	addPoints(&tg, []float64{9, 10, 1, 11, 12, 2, 13, 14, 2})
-	tg.Format = BoxCXCYWH
-	b := AppendTargets(nil, &tg)
+	tg.Format = targets.BoxCXCYWH
+	b := targets.AppendTargets(nil, &tg)
 	le := binary.LittleEndian
 	k, p := 2, 3
-	if int64(len(b)) != TargetsSize(k, p) || len(b) != 24+25*k+9*k*p {
-		t.Fatalf("%d bytes, TargetsSize %d", len(b), TargetsSize(k, p))
+	if int64(len(b)) != targets.TargetsSize(k, p) || len(b) != 24+25*k+9*k*p {
+		t.Fatalf("%d bytes, TargetsSize %d", len(b), targets.TargetsSize(k, p))
 	}
-	if le.Uint32(b[16:]) != 2 || le.Uint32(b[20:]) != uint32(BoxCXCYWH)|3<<8 {
+	if le.Uint32(b[16:]) != 2 || le.Uint32(b[20:]) != uint32(targets.BoxCXCYWH)|3<<8 {
 		t.Errorf("header % x", b[:24])
 	}
 	for j, pt := range tg.Points {
@@ -183,9 +185,9 @@ func TestAppendTargetsKeypoints(t *testing.T) {
 		t.Errorf("label 1: %d", l)
 	}
 	// Without keypoints: 24 + 25K, the format word the format alone.
-	var plain Targets
+	var plain targets.Targets
 	plain.Add([4]float32{1, 2, 3, 4}, 5, true)
-	if b := AppendTargets(nil, &plain); len(b) != 24+25 || le.Uint32(b[20:]) != 0 || int64(len(b)) != TargetsSize(1, 0) {
+	if b := targets.AppendTargets(nil, &plain); len(b) != 24+25 || le.Uint32(b[20:]) != 0 || int64(len(b)) != targets.TargetsSize(1, 0) {
 		t.Errorf("without keypoints: %d bytes, % x", len(b), b[:24])
 	}
 }
@@ -193,7 +195,7 @@ func TestAppendTargetsKeypoints(t *testing.T) {
 // addPoints appends one instance's tg.P points from COCO-style (x, y, v)
 // triplets, (0, 0) with visibility 0 past them, as pipeline/dataset's COCO
 // source gives them (its TestSourceKeypoints checks that side).
-func addPoints(tg *Targets, kp []float64) {
+func addPoints(tg *targets.Targets, kp []float64) {
 	for j := range tg.P {
 		if 3*j+2 < len(kp) {
 			tg.Points = append(tg.Points, [2]float32{float32(kp[3*j]), float32(kp[3*j+1])})

@@ -1,4 +1,4 @@
-package pipeline
+package fn
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
@@ -17,24 +16,24 @@ import (
 // kernelCases are steps of every photometric kernel, with arguments that
 // change pixels.
 var kernelCases = []Step{
-	{Fn: FnAdjustBrightness, F: [6]float64{1.3}},
-	{Fn: FnAdjustBrightness, F: [6]float64{0.4}},
-	{Fn: FnAdjustContrast, F: [6]float64{1.7}},
-	{Fn: FnAdjustSaturation, F: [6]float64{0.6}},
-	{Fn: FnAdjustSaturation, F: [6]float64{2.5}},
-	{Fn: FnAdjustHue, F: [6]float64{0.1}},
-	{Fn: FnAdjustHue, F: [6]float64{-0.45}},
-	{Fn: FnAdjustSharpness, F: [6]float64{1.7}},
-	{Fn: FnAdjustSharpness, F: [6]float64{0.2}},
-	{Fn: FnRGBToGrayscale, I: [6]int{3}},
-	{Fn: FnSolarize, F: [6]float64{128}},
-	{Fn: FnSolarizeAdd, I: [6]int{40}, F: [6]float64{128}},
-	{Fn: FnPosterize, I: [6]int{3}},
-	{Fn: FnInvert},
-	{Fn: FnEqualize},
-	{Fn: FnAutocontrast},
-	{Fn: FnGaussianBlur, I: [6]int{9, 9}, F: [6]float64{1.2, 1.2}},
-	{Fn: FnGaussianBlur, I: [6]int{23, 5}, F: [6]float64{3, 0.7}},
+	{Fn: AdjustBrightness, F: [6]float64{1.3}},
+	{Fn: AdjustBrightness, F: [6]float64{0.4}},
+	{Fn: AdjustContrast, F: [6]float64{1.7}},
+	{Fn: AdjustSaturation, F: [6]float64{0.6}},
+	{Fn: AdjustSaturation, F: [6]float64{2.5}},
+	{Fn: AdjustHue, F: [6]float64{0.1}},
+	{Fn: AdjustHue, F: [6]float64{-0.45}},
+	{Fn: AdjustSharpness, F: [6]float64{1.7}},
+	{Fn: AdjustSharpness, F: [6]float64{0.2}},
+	{Fn: RGBToGrayscale, I: [6]int{3}},
+	{Fn: Solarize, F: [6]float64{128}},
+	{Fn: SolarizeAdd, I: [6]int{40}, F: [6]float64{128}},
+	{Fn: Posterize, I: [6]int{3}},
+	{Fn: Invert},
+	{Fn: Equalize},
+	{Fn: Autocontrast},
+	{Fn: GaussianBlur, I: [6]int{9, 9}, F: [6]float64{1.2, 1.2}},
+	{Fn: GaussianBlur, I: [6]int{23, 5}, F: [6]float64{3, 0.7}},
 }
 
 // noiseImage is the photometric kernels' test image
@@ -42,10 +41,10 @@ var kernelCases = []Step{
 var noiseImage = testfiles.SmoothNoise
 
 func applyOne(pix []byte, w, h int, st Step, s *kernels.Scratch) {
-	if err := fn.Check(&st, w, h); err != nil {
+	if err := Check(&st, w, h); err != nil {
 		panic(err)
 	}
-	fn.Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, s)
+	Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, s)
 }
 
 // TestKernelsDeterministic runs each kernel twice, on fresh and on used
@@ -99,7 +98,7 @@ func TestKernelsNoAlloc(t *testing.T) {
 		applyOne(pix, w, h, st, &s)
 		allocs := testing.AllocsPerRun(5, func() {
 			copy(pix, src)
-			fn.Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
+			Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
 		})
 		if allocs != 0 {
 			t.Errorf("%v: %v allocations per run", st.Fn, allocs)
@@ -122,7 +121,7 @@ func TestKernelsOddSizes(t *testing.T) {
 			if !bytes.Equal(buf[len(src):], []byte{7, 7, 7, 7}) {
 				t.Errorf("%dx%d %v: wrote past the image", w, h, st.Fn)
 			}
-			if st.Fn == FnAdjustSharpness && (w <= 2 || h <= 2) && !bytes.Equal(buf[:len(src)], src) {
+			if st.Fn == AdjustSharpness && (w <= 2 || h <= 2) && !bytes.Equal(buf[:len(src)], src) {
 				t.Errorf("%dx%d %v: torchvision leaves images 2 pixels or fewer across as they are", w, h, st.Fn)
 			}
 		}
@@ -144,23 +143,23 @@ func TestKernelsOddSizes(t *testing.T) {
 func TestKernelsOutOfRangeArguments(t *testing.T) {
 	const w, h = 13, 11
 	for _, st := range []Step{
-		{Fn: FnAdjustBrightness, F: [6]float64{-1}},
-		{Fn: FnAdjustBrightness, F: [6]float64{1e9}},
-		{Fn: FnAdjustContrast, F: [6]float64{-3}},
-		{Fn: FnAdjustSaturation, F: [6]float64{-1e9}},
-		{Fn: FnAdjustSharpness, F: [6]float64{1e9}},
-		{Fn: FnAdjustHue, F: [6]float64{7.3}},
-		{Fn: FnAdjustHue, F: [6]float64{-1e9}},
-		{Fn: FnSolarize, F: [6]float64{300}},
-		{Fn: FnSolarize, F: [6]float64{-1e9}},
-		{Fn: FnSolarizeAdd, I: [6]int{1 << 30}, F: [6]float64{1e9}},
-		{Fn: FnSolarizeAdd, I: [6]int{-1 << 30}, F: [6]float64{200}},
-		{Fn: FnGaussianBlur, I: [6]int{16383, 1}, F: [6]float64{1e6, 1e-9}},
+		{Fn: AdjustBrightness, F: [6]float64{-1}},
+		{Fn: AdjustBrightness, F: [6]float64{1e9}},
+		{Fn: AdjustContrast, F: [6]float64{-3}},
+		{Fn: AdjustSaturation, F: [6]float64{-1e9}},
+		{Fn: AdjustSharpness, F: [6]float64{1e9}},
+		{Fn: AdjustHue, F: [6]float64{7.3}},
+		{Fn: AdjustHue, F: [6]float64{-1e9}},
+		{Fn: Solarize, F: [6]float64{300}},
+		{Fn: Solarize, F: [6]float64{-1e9}},
+		{Fn: SolarizeAdd, I: [6]int{1 << 30}, F: [6]float64{1e9}},
+		{Fn: SolarizeAdd, I: [6]int{-1 << 30}, F: [6]float64{200}},
+		{Fn: GaussianBlur, I: [6]int{16383, 1}, F: [6]float64{1e6, 1e-9}},
 	} {
 		pix := noiseImage(w, h, 3)
 		var s kernels.Scratch
-		// Past fn.Check, which refuses these: the kernels alone must
+		// Past Check, which refuses these: the kernels alone must
 		// still give a defined result, never a crash.
-		fn.Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
+		Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
 	}
 }

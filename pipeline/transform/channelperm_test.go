@@ -1,9 +1,14 @@
-package pipeline
+package transform
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // TestRandomChannelPermutation: the op made from its definition alone
@@ -12,11 +17,11 @@ import (
 // perm[c] to plane c, traced and parsed back, with the targets left
 // alone, and the names a NamedOp may not use refused.
 func TestRandomChannelPermutation(t *testing.T) {
-	op, err := NamedOp("RandomChannelPermutation", nil)
+	op, err := optab.NamedOp("RandomChannelPermutation", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := mustTransform(t, CHW, Op{Kind: OpResize, Size: [2]int{4, 4}}, op)
+	tr := mustTransform(t, CHW, optab.Op{Kind: OpResize, Size: [2]int{4, 4}}, op)
 	if got := tr.String(); got != "Resize(4x4), RandomChannelPermutation" {
 		t.Errorf("String: %q", got)
 	}
@@ -25,10 +30,10 @@ func TestRandomChannelPermutation(t *testing.T) {
 	}
 	const n = 60000
 	counts := map[[3]int]int{}
-	var d drawer
+	var d optab.Drawer
 	for i := range n {
-		steps := tr.DrawInto(&d, Key{Seed: 7, Index: uint64(i)}, 4, 4, nil)
-		if len(steps) != 1 || steps[0].Fn != FnPermuteChannels {
+		steps := tr.Sampler().DrawInto(&d, det.Key{Seed: 7, Index: uint64(i)}, 4, 4, nil)
+		if len(steps) != 1 || steps[0].Fn != fn.PermuteChannels {
 			t.Fatalf("sample %d drew %+v, want one permute_channels step", i, steps)
 		}
 		counts[[3]int(steps[0].I[:3])]++
@@ -46,7 +51,7 @@ func TestRandomChannelPermutation(t *testing.T) {
 	}
 
 	// The step's kernel and trace: plane c of the output is plane perm[c].
-	steps := tr.DrawInto(&d, Key{Seed: 7, Index: 1}, 4, 4, nil)
+	steps := tr.Sampler().DrawInto(&d, det.Key{Seed: 7, Index: 1}, 4, 4, nil)
 	parsed, err := ParseTrace(AppendTrace(nil, steps))
 	if err != nil || len(parsed) != 1 || parsed[0] != steps[0] {
 		t.Fatalf("trace %s parsed to %+v, %v", AppendTrace(nil, steps), parsed, err)
@@ -55,7 +60,7 @@ func TestRandomChannelPermutation(t *testing.T) {
 	for i := range pix {
 		pix[i] = byte(i / 16 * 100)
 	}
-	if err := ApplyTrace(pix, 4, 4, parsed); err != nil {
+	if err := optab.ApplyTrace(pix, 4, 4, parsed); err != nil {
 		t.Fatal(err)
 	}
 	for c := range 3 {
@@ -73,7 +78,7 @@ func TestRandomChannelPermutation(t *testing.T) {
 		{"RandomSolarize", map[string]any{"threshold": 128.0}, "a message of its own"},
 		{"NoSuchOp", nil, "unknown op"},
 	} {
-		if _, err := NamedOp(tc.kind, tc.args); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tc.msg) {
+		if _, err := optab.NamedOp(tc.kind, tc.args); !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("NamedOp(%s, %v): %v, want an error saying %q", tc.kind, tc.args, err, tc.msg)
 		}
 	}

@@ -1,7 +1,11 @@
-package pipeline
+package transform
 
 import (
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // TestPoliciesBicubic: torchvision's four policies take bicubic, as
@@ -10,12 +14,12 @@ import (
 // for sample (the interpolation draws nothing); every rotate and affine
 // step carries bicubic, and the steps run on pixels.
 func TestPoliciesBicubic(t *testing.T) {
-	rrc := Op{Kind: OpRandomResizedCrop, Size: [2]int{24, 32}}
-	policies := []Op{
-		{Kind: OpTrivialAugmentWide, Bins: 31},
-		{Kind: OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31},
-		{Kind: OpAutoAugment, Policy: "imagenet"},
-		{Kind: OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1},
+	rrc := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{24, 32}}
+	policies := []optab.Op{
+		{Kind: optab.OpTrivialAugmentWide, Bins: 31},
+		{Kind: optab.OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31},
+		{Kind: optab.OpAutoAugment, Policy: "imagenet"},
+		{Kind: optab.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1},
 	}
 	for _, pol := range policies {
 		t.Run(string(pol.Kind), func(t *testing.T) {
@@ -29,14 +33,14 @@ func TestPoliciesBicubic(t *testing.T) {
 			}
 			warps := 0
 			for i := range uint64(400) {
-				k := Key{Seed: 3, Index: i}
-				a, b := trBil.DrawSteps(k, nil), trBic.DrawSteps(k, nil)
+				k := det.Key{Seed: 3, Index: i}
+				a, b := trBil.Sampler().DrawSteps(k, nil), trBic.Sampler().DrawSteps(k, nil)
 				if len(a) != len(b) {
 					t.Fatalf("key %d: %d steps bilinear, %d bicubic", i, len(a), len(b))
 				}
 				for j := range b {
 					want := a[j]
-					if b[j].Fn == FnRotate || b[j].Fn == FnAffine {
+					if b[j].Fn == fn.Rotate || b[j].Fn == fn.Affine {
 						warps++
 						if b[j].Interp != InterpBicubic {
 							t.Fatalf("key %d step %d: %s with %s, want bicubic", i, j, b[j].Fn, b[j].Interp)
@@ -47,14 +51,14 @@ func TestPoliciesBicubic(t *testing.T) {
 						t.Fatalf("key %d step %d: bicubic draws %+v, bilinear %+v", i, j, b[j], a[j])
 					}
 				}
-				var geo []Step
+				var geo []fn.Step
 				for _, st := range b {
 					if !st.Fn.Geometry() {
 						geo = append(geo, st)
 					}
 				}
 				out := append([]byte(nil), pix...)
-				if err := ApplyTrace(out, 32, 24, geo); err != nil {
+				if err := optab.ApplyTrace(out, 32, 24, geo); err != nil {
 					t.Fatalf("key %d: %v", i, err)
 				}
 			}
@@ -64,7 +68,7 @@ func TestPoliciesBicubic(t *testing.T) {
 		})
 	}
 	// Other values are refused.
-	bad := Op{Kind: OpTrivialAugmentWide, Bins: 31, Interp: Interpolation(9)}
+	bad := optab.Op{Kind: optab.OpTrivialAugmentWide, Bins: 31, Interp: Interpolation(9)}
 	if _, err := NewTransform(CHW, rrc, bad); err == nil {
 		t.Fatal("interpolation 9 accepted")
 	}

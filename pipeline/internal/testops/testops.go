@@ -1,0 +1,122 @@
+// Package testops holds the op lists the pipeline's tests and
+// pipeline/transform's external tests (package transform_test) share: a
+// recipe of every drawing op, torchvision's policies, the large-scale
+// jitter, the YOLO family by name, a Mosaic with MixUp. One copy, so a
+// test that decodes (the root's) and one that draws without decoding
+// (pipeline/transform's) hold the same ops. It imports pipeline/transform,
+// so that room's internal tests cannot use it.
+package testops
+
+import (
+	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/targets"
+	"github.com/stoker-dev/stoker/pipeline/transform"
+)
+
+// Recipe is a transform with one op of every kind that draws, in
+// containers and policies too.
+func Recipe() []optab.Op {
+	return []optab.Op{
+		{Kind: transform.OpRandomResizedCrop, Size: [2]int{32, 24}, Interp: transform.InterpBicubic},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+		{Kind: optab.OpRandomGrayscale, P: 0.2},
+		{Kind: optab.OpRandomChoice, Ops: []optab.Op{
+			{Kind: optab.OpGaussianBlur, KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}},
+			{Kind: optab.OpRandomSolarize, P: 1, Threshold: 128},
+			{Kind: optab.OpGrayscale},
+		}},
+		{Kind: optab.OpRandomOrder, Ops: []optab.Op{{Kind: optab.OpRandomInvert, P: 0.5}, {Kind: optab.OpRandomVerticalFlip, P: 0.5}}},
+		{Kind: transform.OpRandomRotation, Degrees: [2]float64{-10, 10}, Interp: transform.InterpBilinear, Fill: [3]float64{1, 2, 3}},
+		{Kind: transform.OpRandomAffine, Degrees: [2]float64{-5, 5}, HasTranslate: true, Translate: [2]float64{0.1, 0.1},
+			Scale: [2]float64{0.9, 1.1}, HasShear: true, ShearY: true, Shear: [4]float64{-5, 5, -3, 3}, HasCenter: true, Center: [2]float64{3, 4}},
+		{Kind: optab.OpTrivialAugmentWide, Bins: 31},
+		{Kind: optab.OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31},
+		{Kind: optab.OpAutoAugment, Policy: "imagenet"},
+		{Kind: optab.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1},
+		{Kind: optab.OpTimmRandAugment, Policy: "rand-m9-mstd0.5-inc1", RandomInterp: true, Fill: [3]float64{124, 116, 104}},
+		{Kind: optab.OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true},
+		{Kind: optab.OpTimmAutoAugment, Policy: "v0r-mstd0.5", Interp: transform.InterpBilinear, Fill: [3]float64{124, 116, 104}},
+		{Kind: optab.OpTimmAugMix, Policy: "augmix-m5-w2-d1", RandomInterp: true, Fill: [3]float64{124, 116, 104}},
+		{Kind: optab.OpTimmAugMix, Policy: "augmix-m3-w2-d1-b1", Interp: transform.InterpBilinear, Fill: [3]float64{124, 116, 104}},
+		{Kind: optab.OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true, RandomColor: true,
+			MinCount: 1, MaxCount: 3},
+		{Kind: optab.OpRandomPosterize, P: 0.5, Bits: 3},
+		{Kind: optab.OpRandomEqualize, P: 0.5}, {Kind: optab.OpRandomAutocontrast, P: 0.5},
+		{Kind: optab.OpRandomAdjustSharpness, P: 0.5, Factor: 2},
+		{Kind: transform.OpRandomPerspective, P: 0.5, Distortion: 0.5, Interp: transform.InterpBilinear, Fill: [3]float64{1, 2, 3}},
+		{Kind: transform.OpYOLORandomHSV, HGain: 0.5, SGain: 0.5, VGain: 0.5},
+		{Kind: transform.OpYOLORandomFlip, P: 0.5, Direction: "horizontal", FlipIdx: []int{1, 0, 2}},
+		{Kind: transform.OpYOLORandomFlip, P: 0.5, Direction: "vertical"},
+		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1.5, MinArea: 2},
+		{Kind: optab.OpConvertBoundingBoxFormat, BoxFormat: targets.BoxCXCYWH},
+		{Kind: optab.OpClampBoundingBoxes}, {Kind: optab.OpClampKeyPoints}, {Kind: optab.OpSanitizeKeyPoints},
+		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, JitterRanges: true, Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
+		{Kind: optab.OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd},
+	}
+}
+
+// TVPolicies are torchvision's policies at their defaults (and the
+// reference recipes' settings), after a 224 px RandomResizedCrop.
+func TVPolicies() map[string]optab.Op {
+	return map[string]optab.Op{
+		"AugMix":             {Kind: optab.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1},
+		"TrivialAugmentWide": {Kind: optab.OpTrivialAugmentWide, Bins: 31, Interp: transform.InterpNearest},
+		"RandAugment":        {Kind: optab.OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31, Interp: transform.InterpNearest},
+		"AutoAugment":        {Kind: optab.OpAutoAugment, Policy: "imagenet", Interp: transform.InterpNearest},
+	}
+}
+
+// LSJ is the large-scale-jitter geometry on a small target (so that
+// both the crop and the padding happen), with a flip.
+func LSJ(target, crop int, fill [3]float64) []optab.Op {
+	return []optab.Op{
+		{Kind: transform.OpScaleJitter, Size: [2]int{target, target}, Scale: [2]float64{0.1, 2}},
+		{Kind: transform.OpFixedSizeCrop, Size: [2]int{crop, crop}, Fill: fill},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+	}
+}
+
+// Named is ops given as a client sends them, by name and arguments
+// (name, args, name, args, ...: NamedOp, the defaults filled in).
+func Named(t testing.TB, specs ...any) []optab.Op {
+	t.Helper()
+	var ops []optab.Op
+	for i := 0; i < len(specs); i += 2 {
+		op, err := optab.NamedOp(specs[i].(string), specs[i+1].(map[string]any))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// Letterbox is the yolo-letterbox recipe's ops, named as a client sends
+// them.
+func Letterbox(t testing.TB) []optab.Op {
+	return Named(t, "YOLOLoadImage", map[string]any{}, "YOLOLetterBox", map[string]any{"new_shape": 640.0, "scaleup": false},
+		"YOLORandomPerspective", map[string]any{"translate": 0.1, "scale": 0.5, "degrees": 3.0, "shear": 2.0},
+		"YOLORandomHSV", map[string]any{"hgain": 0.015, "sgain": 0.7, "vgain": 0.4},
+		"YOLORandomFlip", map[string]any{"p": 0.5})
+}
+
+// MosaicMixUp is a Mosaic of 4 (imgsz s) with MixUp(0.5) after it.
+func MosaicMixUp(t testing.TB, s int) *transform.Transform {
+	t.Helper()
+	tr, err := transform.NewTransform(transform.CHW, optab.Op{Kind: transform.OpMosaic, ImgSz: s, Tiles: 4, P: 1}, optab.Op{Kind: transform.OpMixUp, P: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// MustTransform is NewTransform's Transform, or t's end.
+func MustTransform(t testing.TB, layout transform.Layout, ops ...optab.Op) *transform.Transform {
+	t.Helper()
+	return testkit.Must[*transform.Transform](t)(transform.NewTransform(layout, ops...))
+}

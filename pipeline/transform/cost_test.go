@@ -1,0 +1,116 @@
+package transform
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+)
+
+// TestCostScales: a blur costs in proportion to its taps and its pixels;
+// an op under RandomApply(p) costs p of it on average and all of it at
+// worst; a RandomChoice costs its most expensive choice at worst.
+func TestCostScales(t *testing.T) {
+	rrc := func(s int) optab.Op { return optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{s, s}} }
+	blur := func(k int) optab.Op {
+		return optab.Op{Kind: optab.OpGaussianBlur, KernelSize: [2]int{k, k}, Sigma: [2]float64{1, 1}}
+	}
+	base := mustTransform(t, CHW, rrc(224)).Cost()
+	b9 := mustTransform(t, CHW, rrc(224), blur(9)).Cost()
+	b99 := mustTransform(t, CHW, rrc(224), blur(99)).Cost()
+	d9, d99 := b9.Max-base.Max, b99.Max-base.Max
+	if r := float64(d99) / float64(d9); r < 10.5 || r > 11.5 {
+		t.Errorf("blur 99 over blur 9: %.2f times, want 11 (the taps' ratio)", r)
+	}
+	half := mustTransform(t, CHW, rrc(224), optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{blur(99)}}).Cost()
+	if half.Max != b99.Max {
+		t.Errorf("RandomApply(0.5) of a blur: worst %v, want the blur's %v", half.Max, b99.Max)
+	}
+	if m := float64(half.Mean-base.Mean) / float64(d99); m < 0.3 || m > 0.7 {
+		t.Errorf("RandomApply(0.5) of a blur: mean %.2f of the blur's, want about 0.5", m)
+	}
+	choice := mustTransform(t, CHW, rrc(224), optab.Op{Kind: optab.OpRandomChoice, Ops: []optab.Op{blur(9), blur(99)}}).Cost()
+	if choice.Max != b99.Max {
+		t.Errorf("RandomChoice of two blurs: worst %v, want the larger's %v", choice.Max, b99.Max)
+	}
+	big := mustTransform(t, CHW, rrc(448), blur(99)).Cost()
+	if r := float64(big.Max-mustTransform(t, CHW, rrc(448)).Cost().Max) / float64(d99); r < 3.9 || r > 4.1 {
+		t.Errorf("blur at 448 px over 224: %.2f times, want 4", r)
+	}
+}
+
+// TestCostDetection: a detection geometry's decode is priced at the
+// nominal source whatever its output (a RandomResizedCrop's at the
+// output's size when larger); the canvas path (resizeCanvas) costs its
+// output pixels, more for a canvas larger than the output (the taps), and
+// its canvas, r*r times the source when zoomed: E[r*r] on average times
+// the zoom's p, the largest r at worst; a flip between RandomIoUCrop and
+// Resize takes the path at its p; a ScaleJitter costs per output pixel.
+func TestCostDetection(t *testing.T) {
+	const src, out = float64(NominalSourcePx), float64(640 * 640)
+	resize := optab.Op{Kind: OpResize, Size: [2]int{640, 640}}
+	iou := optab.Op{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}
+	zoom := func(p float64) optab.Op { return optab.Op{Kind: OpRandomZoomOut, P: p, SideRange: [2]float64{1, 4}} }
+	ns := func(d time.Duration) float64 { return float64(d.Nanoseconds()) }
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 2+want*1e-9 { // Durations are whole ns
+			t.Errorf("%s: %.0f ns, want %.0f", what, got, want)
+		}
+	}
+	base := mustTransform(t, CHW, iou, resize).Cost()
+	rrc := mustTransform(t, CHW, optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{640, 640}}).Cost()
+	near("RandomResizedCrop(640) over IoUCrop + Resize(640): the decode of the output's size over the nominal's",
+		ns(rrc.Mean-base.Mean), DecodeNs*(out-src))
+	near("IoUCrop + Resize(640)", ns(base.Mean), SampleNs+DecodeNs*src+ResampleNs*out)
+	// The canvas of the source alone (r = 1), upsampled to the output.
+	flat := CanvasOutNs*out + CanvasTapNs*out + CanvasNs*src
+	z1 := mustTransform(t, CHW, zoom(1), iou, resize).Cost()
+	if m := ns(z1.Mean - base.Mean); m < flat+CanvasNs*src*6 || m > flat+CanvasNs*src*6+CanvasTapNs*out*2 {
+		t.Errorf("ZoomOut(p=1): mean %.0f ns more, want the canvas path at 7 times the source on average (E[r*r]) and taps for r > 1.6", m)
+	}
+	// r = 4: the canvas 16 times the source, 2.5 times the output a side.
+	near("ZoomOut(p=1): worst", ns(z1.Max-base.Max), CanvasOutNs*out+CanvasTapNs*out*4*math.Sqrt(src/out)+CanvasNs*src*16)
+	zh := mustTransform(t, CHW, zoom(0.5), iou, resize).Cost()
+	if m := ns(zh.Mean-base.Mean) / ns(z1.Mean-base.Mean); m < 0.49 || m > 0.51 {
+		t.Errorf("ZoomOut(p=0.5): %.3f of ZoomOut(p=1)'s mean canvas, want 0.5", m)
+	}
+	flip := mustTransform(t, CHW, iou, optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, resize).Cost()
+	near("a flip between IoUCrop and Resize: worst", ns(flip.Max-base.Max), flat)
+	if m := (ns(flip.Mean) - ns(base.Mean)) / flat; m < 0.45 || m > 0.6 {
+		t.Errorf("a flip (p=0.5) between IoUCrop and Resize: mean %.2f of the canvas path, want about 0.5 (and its flip)", m)
+	}
+	lsj := mustTransform(t, CHW, optab.Op{Kind: OpScaleJitter, Size: [2]int{1024, 1024}, Scale: [2]float64{0.1, 2}},
+		optab.Op{Kind: OpFixedSizeCrop, Size: [2]int{1024, 1024}}).Cost()
+	near("ScaleJitter + FixedSizeCrop(1024)", ns(lsj.Mean), SampleNs+DecodeNs*src+JitterOutNs*1024*1024)
+}
+
+// TestCostWithTargets: a YOLO segment dataset's targets add to the
+// yolo preset's predicted cost (CostWith): the polygons, then the overlap
+// mask, more at ratio 1 than at 4, and a MixUp's partners' polygons by
+// its p; nothing for a transform of views or without them.
+func TestCostWithTargets(t *testing.T) {
+	tr, err := ParseTransform("yolo", CHW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := tr.Cost()
+	if got := tr.CostWith(TargetCost{}); got != base {
+		t.Errorf("no targets: %v, want Cost's %v", got, base)
+	}
+	seg := tr.CostWith(TargetCost{Segments: true})
+	m4 := tr.CostWith(TargetCost{Segments: true, Mask: true, MaskRatio: 4})
+	m1 := tr.CostWith(TargetCost{Segments: true, Mask: true, MaskRatio: 1})
+	if !(base.Mean < seg.Mean && seg.Mean < m4.Mean && m4.Mean < m1.Mean) || !(base.Max < seg.Max && seg.Max < m4.Max && m4.Max < m1.Max) {
+		t.Errorf("mean %v, %v, %v, %v; worst %v, %v, %v, %v: want each more than the last", base.Mean, seg.Mean, m4.Mean, m1.Mean, base.Max, seg.Max, m4.Max, m1.Max)
+	}
+	mo := optab.Op{Kind: OpMosaic, ImgSz: 640, Tiles: 4, P: 1}
+	persp := optab.Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{640, 640}}
+	plain, _ := NewTransform(CHW, mo, persp)
+	mixed, _ := NewTransform(CHW, mo, persp, optab.Op{Kind: OpMixUp, P: 0.5})
+	d := func(x *Transform) time.Duration { return x.CostWith(TargetCost{Segments: true}).Mean - x.Cost().Mean }
+	if d(mixed) <= d(plain) {
+		t.Errorf("a MixUp's partners' polygons: %v, without it %v", d(mixed), d(plain))
+	}
+}

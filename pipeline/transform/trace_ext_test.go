@@ -1,0 +1,74 @@
+package transform_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
+)
+
+// TestTraceRoundTrip: a trace parses back into the steps it was made of,
+// for every step the recipe draws.
+func TestTraceRoundTrip(t *testing.T) {
+	tr := mustTransform(t, transform.CHW, recipeOps()...)
+	seen := map[fn.Fn]bool{}
+	for i := range uint64(300) {
+		steps := tr.Sampler().DrawSteps(det.Key{Seed: 1, Index: i}, nil)
+		js := transform.AppendTrace(nil, steps)
+		if !json.Valid(js) {
+			t.Fatalf("key %d: invalid JSON %s", i, js)
+		}
+		back, err := transform.ParseTrace(js)
+		if err != nil {
+			t.Fatalf("key %d: %v\n%s", i, err, js)
+		}
+		for j := range steps {
+			seen[steps[j].Fn] = true
+			// A random erase's noise seed and normalization are not in the
+			// trace ("v": "random").
+			if steps[j].Fn == fn.Erase && steps[j].Random {
+				steps[j].Seed, steps[j].F = 0, [6]float64{}
+			}
+			// Nor is the masks' fill (the trace's fill is the pixels').
+			steps[j].MaskFill = 0
+		}
+		if !slices.Equal(back, steps) {
+			t.Fatalf("key %d: parsed %+v\nwant %+v\nfrom %s", i, back, steps, js)
+		}
+	}
+	for f := fn.Fn(1); int(f) < fn.Count(); f++ {
+		// RandomCrop's pad and crop are geometry, traced from the plan
+		// (TestRandomCrop parses and replays them).
+		if f == fn.Normalize || f == fn.HorizontalFlip || f.Geometry() {
+			continue
+		}
+		if !seen[f] {
+			t.Errorf("300 samples of the recipe drew no %s", f)
+		}
+	}
+}
+
+// TestDrawNoAlloc: drawing a sample's steps allocates nothing once the
+// buffer is big enough, with a reused drawer (the executor's hot path:
+// a Decoder's).
+func TestDrawNoAlloc(t *testing.T) {
+	allocTest(t)
+	tr := mustTransform(t, transform.CHW, recipeOps()...)
+	buf := make([]fn.Step, 0, tr.Sampler().MaxSteps())
+	i := uint64(0)
+	var d optab.Drawer // a Decoder's, reused
+	allocs := testing.AllocsPerRun(200, func() {
+		buf = tr.Sampler().DrawInto(&d, det.Key{Seed: 3, Index: i}, tr.Sampler().OutW(), tr.Sampler().OutH(), buf[:0])
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("drawSteps allocates %.1f times a sample", allocs)
+	}
+	if len(buf) > tr.Sampler().MaxSteps() {
+		t.Errorf("drew %d steps, over the bound of %d", len(buf), tr.Sampler().MaxSteps())
+	}
+}

@@ -1,0 +1,220 @@
+package transform
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+)
+
+func TestPresets(t *testing.T) {
+	for _, name := range PresetNames() {
+		for _, layout := range []Layout{CHW, HWC} {
+			tr, err := ParseTransform(name, layout)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			side := map[string]int{"tv-resnet50-v2": 176, "dino-local": 96, "detr": 640, "ssdlite": 320, "lsj": 1024, "frcnn": 1333, "yolo": 640, "yolo-letterbox": 640}[name]
+			if side == 0 {
+				side = 224
+			}
+			if h, w := tr.Size(); h != side || w != side || tr.Varies() != (name == "frcnn") {
+				t.Errorf("%s: size %dx%d, varies %v; want %dx%d", name, h, w, tr.Varies(), side, side)
+			}
+			bytes := 3 * side * side
+			if tr.Varies() {
+				bytes += 8 // each sample's size after its pixels
+			}
+			if _, views := ViewPreset(name); views {
+				bytes = 0 // TestViewPresets checks their views
+				for v := range tr.Views() {
+					bytes += tr.View(v).SampleBytes()
+				}
+			}
+			if tr.Float() || tr.Layout() != layout || tr.SampleBytes() != bytes {
+				t.Errorf("%s: float %v layout %v bytes %d", name, tr.Float(), tr.Layout(), tr.SampleBytes())
+			}
+		}
+	}
+	if _, err := ParseTransform("imagenet-test", CHW); !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), "imagenet-train") {
+		t.Errorf("unknown preset: %v, want ErrUnsupported listing the known presets", err)
+	}
+	// Preset returns a copy: changing it must not change the preset.
+	ops, _ := Preset("imagenet-train")
+	ops[0].Size = [2]int{1, 1}
+	if again, _ := Preset("imagenet-train"); again[0].Size != [2]int{224, 224} {
+		t.Errorf("Preset shares its op list with callers")
+	}
+}
+
+func TestTransformDefaults(t *testing.T) {
+	tr := mustTransform(t, CHW, optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{160, 0}})
+	op := tr.Ops()[0]
+	if op.Scale != [2]float64{0.08, 1} || op.Ratio != [2]float64{3.0 / 4, 4.0 / 3} {
+		t.Errorf("RandomResizedCrop defaults: scale %v ratio %v", op.Scale, op.Ratio)
+	}
+	if h, w := tr.Size(); h != 160 || w != 160 {
+		t.Errorf("RandomResizedCrop(160): size %dx%d, want a square", h, w)
+	}
+	if s := tr.String(); s != "RandomResizedCrop(160x160)" {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+// TestTransformRejects: every bad op list is an error that wraps
+// ErrUnsupported and says what is wrong.
+func TestTransformRejects(t *testing.T) {
+	rrc := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}}
+	cc := optab.Op{Kind: OpCenterCrop, Size: [2]int{224, 224}}
+	resize := optab.Op{Kind: OpResize, Size: [2]int{256, 0}}
+	flip := optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}
+	norm := optab.Op{Kind: optab.OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.2, 0.2, 0.2}}
+	jit := optab.Op{Kind: optab.OpColorJitter, Brightness: 0.4}
+	for _, tc := range []struct {
+		name   string
+		layout Layout
+		ops    []optab.Op
+		msg    string // the error must contain this
+	}{
+		{"no ops", CHW, nil, "no geometry op"},
+		{"flip only", CHW, []optab.Op{flip}, "the first op must be the geometry"},
+		{"resize shorter side alone", CHW, []optab.Op{resize}, "add CenterCrop"},
+		{"two RandomResizedCrop", CHW, []optab.Op{rrc, rrc}, "only geometry op"},
+		{"RandomResizedCrop and CenterCrop", CHW, []optab.Op{rrc, cc}, "CenterCrop must follow"},
+		{"CenterCrop and RandomResizedCrop", CHW, []optab.Op{cc, rrc}, "only geometry op"},
+		{"CenterCrop before Resize", CHW, []optab.Op{cc, resize}, "Resize must come first"},
+		{"two Resize", CHW, []optab.Op{resize, resize, cc}, "Resize must come first"},
+		{"two CenterCrop", CHW, []optab.Op{cc, cc}, "CenterCrop must follow"},
+		{"geometry after flip", CHW, []optab.Op{flip, rrc}, "op 0 is RandomHorizontalFlip: the first op must be the geometry"},
+		{"flip after Normalize", CHW, []optab.Op{rrc, norm, flip}, "op 1 (Normalize): Normalize must come once, last"},
+		{"jitter after Normalize", CHW, []optab.Op{rrc, norm, jit}, "Normalize must come once, last"},
+		{"two Normalize", CHW, []optab.Op{rrc, norm, norm}, "Normalize must come once"},
+		{"flip p=2", CHW, []optab.Op{rrc, {Kind: optab.OpRandomHorizontalFlip, P: 2}}, "p=2"},
+		{"flip p<0", CHW, []optab.Op{rrc, {Kind: optab.OpRandomHorizontalFlip, P: -0.1}}, "p=-0.1"},
+		{"flip p NaN", CHW, []optab.Op{rrc, {Kind: optab.OpRandomHorizontalFlip, P: math.NaN()}}, "p=NaN"},
+		{"size 0", CHW, []optab.Op{{Kind: OpRandomResizedCrop}}, "sides must be in 1..4096"},
+		{"size over 4096", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{4097, 224}}}, "sides must be in 1..4096"},
+		{"width over 4096", CHW, []optab.Op{{Kind: OpCenterCrop, Size: [2]int{224, 5000}}}, "sides must be in 1..4096"},
+		{"negative width", CHW, []optab.Op{{Kind: OpResize, Size: [2]int{224, -1}}}, "sides must be in 1..4096"},
+		{"resize 0", CHW, []optab.Op{{Kind: OpResize}, cc}, "sides must be in 1..4096"},
+		{"scale above 1", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{0.5, 1.5}}}, "scale"},
+		{"scale reversed", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{0.9, 0.1}}}, "scale"},
+		{"scale NaN", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{math.NaN(), 1}}}, "scale"},
+		{"ratio zero", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{0, 1}}}, "ratio"},
+		{"ratio infinite", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1, math.Inf(1)}}}, "ratio"},
+		{"Normalize std Inf", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Std: [3]float64{0.2, math.Inf(1), 0.2}}}, "want finite mean and finite std > 0"},
+		{"ratio degenerate", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1e-300, 1e-299}}}, "every crop would be empty"},
+		{"ratio degenerate high", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1e6, 1e7}}}, "every crop would be empty"},
+		{"Normalize std tiny", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Std: [3]float64{0.2, 1e-300, 0.2}}}, "want finite mean and finite std > 0"},
+		{"Normalize mean huge", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Mean: [3]float64{1e300}, Std: [3]float64{1, 1, 1}}}, "want finite mean and finite std > 0"},
+		{"ratio reversed", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{2, 1}}}, "ratio"},
+		{"Normalize std 0", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Std: [3]float64{0.2, 0, 0.2}}}, "want finite mean and finite std > 0"},
+		{"Normalize std NaN", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Std: [3]float64{0.2, math.NaN(), 0.2}}}, "want finite mean and finite std > 0"},
+		{"Normalize mean Inf", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Mean: [3]float64{math.Inf(1)}, Std: [3]float64{1, 1, 1}}}, "want finite mean and finite std > 0"},
+		{"jitter negative", CHW, []optab.Op{rrc, {Kind: optab.OpColorJitter, Contrast: -1}}, "op 1 (ColorJitter): contrast -1"},
+		{"jitter NaN", CHW, []optab.Op{rrc, {Kind: optab.OpColorJitter, Saturation: math.NaN()}}, "op 1 (ColorJitter): saturation NaN"},
+		{"hue over 0.5", CHW, []optab.Op{rrc, optab.ColorJitterOp(0, 0, 0, 0.6)}, "hue [-0.6 0.6]"},
+		{"jitter range reversed", CHW, []optab.Op{rrc, {Kind: optab.OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{1.2, 0.8}, {1, 1}, {1, 1}, {0, 0}}}}, "brightness [1.2 0.8]"},
+		{"two Normalize", CHW, []optab.Op{rrc, norm, jit, norm}, "op 1 (Normalize): Normalize must come once, last"},
+		{"blur kernel even", CHW, []optab.Op{rrc, {Kind: optab.OpGaussianBlur, KernelSize: [2]int{4, 3}, Sigma: [2]float64{0.1, 2}}}, "op 1 (GaussianBlur): kernel_size [4 3]"},
+		{"blur sigma 0", CHW, []optab.Op{rrc, {Kind: optab.OpGaussianBlur, KernelSize: [2]int{3, 3}, Sigma: [2]float64{0, 2}}}, "sigma"},
+		{"solarize p", CHW, []optab.Op{rrc, {Kind: optab.OpRandomSolarize, Threshold: 128, P: 1.5}}, "op 1 (RandomSolarize): p=1.5"},
+		{"solarize threshold", CHW, []optab.Op{rrc, {Kind: optab.OpRandomSolarize, Threshold: 300, P: 1}}, "threshold 300"},
+		{"posterize bits", CHW, []optab.Op{rrc, {Kind: optab.OpRandomPosterize, Bits: 9, P: 1}}, "bits 9"},
+		{"op in RandomApply", CHW, []optab.Op{rrc, {Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{jit, {Kind: optab.OpRandomGrayscale, P: -1}}}}, "op 1 (RandomApply) > op 1 (RandomGrayscale): p=-1"},
+		{"empty RandomApply", CHW, []optab.Op{rrc, {Kind: optab.OpRandomApply, P: 0.8}}, "pass at least one op"},
+		{"geometry in a container", CHW, []optab.Op{rrc, {Kind: optab.OpRandomChoice, Ops: []optab.Op{rrc}}}, "a geometry op inside a container"},
+		{"geometry second", CHW, []optab.Op{rrc, flip, rrc}, "op 2 (RandomResizedCrop): a geometry op after other ops"},
+		{"choice p count", CHW, []optab.Op{rrc, {Kind: optab.OpRandomChoice, Ops: []optab.Op{jit, flip}, Probs: []float64{1}}}, "1 values of p for 2 ops"},
+		{"RandAugment magnitude", CHW, []optab.Op{rrc, {Kind: optab.OpRandAugment, NumOps: 2, Magnitude: 31, Bins: 31}}, "magnitude 31"},
+		{"AutoAugment policy", CHW, []optab.Op{rrc, {Kind: optab.OpAutoAugment, Policy: "cifar100"}}, `policy "cifar100"`},
+		{"timm config", CHW, []optab.Op{rrc, {Kind: optab.OpTimmRandAugment, Policy: "rand-m9-x3", Interp: InterpBicubic}}, `unknown section "x"`},
+		{"rotation bicubic", CHW, []optab.Op{rrc, {Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}, Interp: InterpBicubic}}, "interpolation bicubic"},
+		{"erasing value", CHW, []optab.Op{rrc, {Kind: optab.OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: [3]float64{-1, 0, 0}}}, "value"},
+		{"nested too deep", CHW, []optab.Op{rrc, nest(5)}, "nested deeper than 4"},
+		{"unknown op", CHW, []optab.Op{rrc, {Kind: "GaussianBlurry"}}, `unknown op "GaussianBlurry"`},
+		{"bad layout", Layout(7), []optab.Op{rrc}, "layout 7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := NewTransform(tc.layout, tc.ops...)
+			if err == nil {
+				t.Fatalf("accepted: %v", tr)
+			}
+			if !errors.Is(err, errs.Unsupported) {
+				t.Errorf("error %q does not wrap ErrUnsupported", err)
+			}
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %q does not say %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+func TestTransformAccepts(t *testing.T) {
+	norm := optab.Op{Kind: optab.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
+	for _, tc := range []struct {
+		name string
+		ops  []optab.Op
+		h, w int
+	}{
+		{"resize both sides", []optab.Op{{Kind: OpResize, Size: [2]int{100, 200}}}, 100, 200},
+		{"resize and crop", []optab.Op{{Kind: OpResize, Size: [2]int{256, 0}}, {Kind: OpCenterCrop, Size: [2]int{224, 0}}}, 224, 224},
+		{"center crop alone", []optab.Op{{Kind: OpCenterCrop, Size: [2]int{30, 40}}}, 30, 40},
+		{"max side", []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{4096, 1}}}, 4096, 1},
+		{"full chain", []optab.Op{
+			{Kind: OpRandomResizedCrop, Size: [2]int{64, 48}},
+			{Kind: optab.OpRandomHorizontalFlip, P: 1},
+			{Kind: optab.OpColorJitter, Brightness: 0.4, Contrast: 0.4, Saturation: 0.4},
+			norm,
+		}, 64, 48},
+		{"flip p=0", []optab.Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, {Kind: optab.OpRandomHorizontalFlip}}, 8, 8},
+		{"any order", []optab.Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, optab.ColorJitterOp(0.4, 0, 0, 0.1), {Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+			{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, {Kind: OpRandomRotation, Degrees: [2]float64{-5, 5}}, norm}, 8, 8},
+		{"nested", []optab.Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, nest(4)}, 8, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := mustTransform(t, CHW, tc.ops...)
+			if h, w := tr.Size(); h != tc.h || w != tc.w {
+				t.Errorf("size %dx%d, want %dx%d", h, w, tc.h, tc.w)
+			}
+		})
+	}
+}
+
+func TestSampleShape(t *testing.T) {
+	rrc := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{20, 30}}
+	norm := optab.Op{Kind: optab.OpNormalize, Std: [3]float64{1, 1, 1}}
+	for _, tc := range []struct {
+		layout Layout
+		ops    []optab.Op
+		shape  [3]int
+		bytes  int
+		float  bool
+	}{
+		{CHW, []optab.Op{rrc}, [3]int{3, 20, 30}, 3 * 20 * 30, false},
+		{HWC, []optab.Op{rrc}, [3]int{20, 30, 3}, 3 * 20 * 30, false},
+		{CHW, []optab.Op{rrc, norm}, [3]int{3, 20, 30}, 4 * 3 * 20 * 30, true},
+		{HWC, []optab.Op{rrc, norm}, [3]int{20, 30, 3}, 4 * 3 * 20 * 30, true},
+	} {
+		tr := mustTransform(t, tc.layout, tc.ops...)
+		if tr.Shape() != tc.shape || tr.SampleBytes() != tc.bytes || tr.Float() != tc.float {
+			t.Errorf("%v %v: shape %v bytes %d float %v, want %v %d %v", tc.layout, tr, tr.Shape(), tr.SampleBytes(), tr.Float(), tc.shape, tc.bytes, tc.float)
+		}
+	}
+	if CHW.String() != "CHW" || HWC.String() != "HWC" {
+		t.Errorf("layout names %s %s", CHW, HWC)
+	}
+}
+
+// nest is depth RandomApply containers, one inside the other, around a
+// RandomInvert.
+func nest(depth int) optab.Op {
+	op := optab.Op{Kind: optab.OpRandomInvert, P: 0.5}
+	for range depth {
+		op = optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{op}}
+	}
+	return op
+}
