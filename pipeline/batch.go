@@ -106,6 +106,10 @@ type Executor struct {
 	// cur is the request each worker is making a sample of (nil: none),
 	// under mu: Queue.Close abandons its queue's.
 	cur []*fillReq
+	// asleep is each worker's Decoder while it sleeps (nil: awake), under
+	// mu; trimGen counts the queues closed, for their scratch (trimIdle).
+	asleep  []*Decoder
+	trimGen uint64
 	// abandoned counts samples told to stop while running; returned,
 	// those of them whose worker came back from them (Abandoned).
 	abandoned, returned atomic.Int64
@@ -175,7 +179,7 @@ func NewExecutor(workers int, opts ...Option) *Executor {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}, stages: o.stages, cur: make([]*fillReq, workers), cpu: o.cpu}
+	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}, stages: o.stages, cur: make([]*fillReq, workers), asleep: make([]*Decoder, workers), cpu: o.cpu}
 	e.work.L = &e.mu
 	for w := range workers {
 		e.wg.Add(1)

@@ -36,6 +36,8 @@ type options struct {
 	index       *Index        // WithIndex
 	coefs       *CoefCache    // WithCoefCache
 	partners    *PartnerCache // WithPartnerCache
+	scratch     ScratchBudget // WithScratchBudget (header.go), waiting up to scratchWait
+	scratchWait time.Duration
 }
 
 // Option configures a Decoder (and, through NewExecutor, an Executor's
@@ -105,6 +107,8 @@ type Decoder struct {
 	// multi: the multi-image geometry's partners and scratch
 	// (decode_multi.go).
 	multi multiState
+	// scratch is its counted scratch's reservation (header.go).
+	scratch scratchState
 }
 
 // viewDraw is what one view of the last sample drew: its geometry's plan
@@ -128,7 +132,10 @@ func NewDecoder(opts ...Option) *Decoder {
 }
 
 // Close frees the Decoder's scratch. The Decoder must not be used after.
-func (d *Decoder) Close() { d.fast.free() }
+func (d *Decoder) Close() {
+	d.fast.free()
+	d.dropScratch()
+}
 
 // Fast reports whether this build has the libjpeg-turbo path.
 func Fast() bool { return haveFast }

@@ -1,6 +1,13 @@
 package pipeline
 
-import "github.com/stoker-dev/stoker/pipeline/codec"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/transform"
+)
 
 // format is an image's file format (codec.Format).
 type format = codec.Format
@@ -28,4 +35,277 @@ type header struct {
 func parseHeader(data []byte) (header, error) {
 	h, err := codec.ParseHeader(data)
 	return header{format: h.Format, w: h.W, h: h.H, comps: h.Comps, progressive: h.Progressive}, err
+}
+
+// A worker's scratch that the server's memory budget counts: the masks'
+// (the source mask, a byte a pixel; the maps and, after a rotation or an
+// affine, the canvas indexes, 4 bytes a canvas pixel; the runs and a fill
+// block's), the multi-image geometry's (a Mosaic's images load_image'd
+// when there is no partner cache, one image decoded whole, the canvas, a
+// MixUp's, CutMix's or CopyPaste's image and mask) and the YOLO kernels'
+// (their planes between load, letterbox and warp). The decoder's other
+// scratch (the decode's pixels, libjpeg's) and the files' bytes are not
+// counted here.
+//
+// A Decoder holds a reservation (scratch.held) at least what it keeps of
+// that scratch. Before a sample is decoded (its header and its partners'
+// parsed, nothing of it made) the reservation grows to the bound of what
+// the sample may hold (scratchParts.after), waiting up to the budget's wait for
+// others to give bytes back; a sample that does not fit fails with the
+// budget's error (the sizes named). After it, the reservation is set to
+// what the Decoder keeps: the excess given back, and a sample that kept
+// more than its bound (a pathological mask's runs) takes the difference
+// if it fits, else fails and its scratch is let go: nothing is kept past
+// its sample unreserved. A worker lets its scratch go, and gives the reservation back,
+// when a job's queue closes and it is idle (Executor.trimIdle), so that
+// the budget's scratch returns to zero once no job runs.
+
+// scratchState is a Decoder's reservation: held, at least what
+// scratchBytes counts; trimmed, the Executor's trim generation it last let
+// its scratch go at (Executor.trimIdle).
+type scratchState struct {
+	held    int64
+	trimmed uint64
+}
+
+// ScratchBudget is where an Executor's workers reserve the scratch the
+// memory budget counts (the server's limits.Budget).
+type ScratchBudget interface {
+	// Acquire takes n bytes, waiting up to wait for others to give some
+	// back; its error names what needed them and the budget's numbers.
+	Acquire(ctx context.Context, n int64, wait time.Duration, what string) error
+	// Try takes n bytes if they fit now.
+	Try(n int64) bool
+	// Release gives n bytes back.
+	Release(n int64)
+}
+
+// WithScratchBudget has a Decoder (an Executor's workers) reserve its
+// counted scratch in b, a sample waiting up to wait for bytes others give
+// back before it fails. Default: none (nothing reserved).
+func WithScratchBudget(b ScratchBudget, wait time.Duration) Option {
+	return func(o *options) { o.scratch, o.scratchWait = b, wait }
+}
+
+// scratchParts are the counted scratch's parts, in bytes: what a Decoder
+// keeps of each (scratchBytes), or what a sample needs of each
+// (scratchBound); transient, what a sample makes and drops (the overlap
+// mask's canvas), is never kept.
+type scratchParts struct {
+	maskSrc, maskMaps, maskRuns int64 // the source mask, the maps and canvas indexes, the runs
+	full, imgs, canvas, others  int64 // a Mosaic's image decoded whole, its images, its canvas, MixUp's, CutMix's and CopyPaste's
+	yolo                        int64 // the YOLO kernels' planes
+	transient                   int64
+}
+
+// sum is the parts' bytes.
+func (p scratchParts) sum() int64 {
+	return p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.transient
+}
+
+// after is what a Decoder keeping p (transient none) holds at most while
+// it makes a sample that needs need: each part the larger of the two, as
+// each buffer grows only to what the sample asks of it.
+func (p *scratchParts) after(need *scratchParts) int64 {
+	return max(p.maskSrc, need.maskSrc) + max(p.maskMaps, need.maskMaps) + max(p.maskRuns, need.maskRuns) +
+		max(p.full, need.full) + max(p.imgs, need.imgs) + max(p.canvas, need.canvas) + max(p.others, need.others) +
+		max(p.yolo, need.yolo) + need.transient
+}
+
+// scratchBytes is what the Decoder keeps of the counted scratch.
+func (d *Decoder) scratchBytes() scratchParts {
+	var p scratchParts
+	p.maskSrc, p.maskMaps, p.maskRuns = d.targets.ScratchBytes()
+	m := &d.multi
+	p.full, p.canvas = int64(cap(m.full)), int64(cap(m.canvas))
+	for _, b := range m.imgs[:cap(m.imgs)] {
+		p.imgs += int64(cap(b))
+	}
+	p.others = int64(cap(m.mix) + cap(m.cut) + cap(m.cpMask) + cap(m.cpImg) + 8*cap(m.cpPts))
+	for _, b := range d.yoloRoom {
+		p.yolo += int64(cap(b))
+	}
+	return p
+}
+
+// dropScratch lets the counted scratch go and gives its reservation back.
+func (d *Decoder) dropScratch() {
+	d.targets.DropScratch()
+	m := &d.multi
+	m.full, m.canvas, m.mix, m.cut, m.cpMask, m.cpImg, m.cpPts = nil, nil, nil, nil, nil, nil, nil
+	clear(m.imgs[:cap(m.imgs)])
+	d.yoloRoom = yoloScratch{}
+	if d.opts.scratch != nil && d.scratch.held > 0 {
+		d.opts.scratch.Release(d.scratch.held)
+	}
+	d.scratch.held = 0
+}
+
+// trimScratch is dropScratch for an idle worker whose scratch is counted
+// (a Decoder without a ScratchBudget keeps its scratch).
+func (d *Decoder) trimScratch(gen uint64) {
+	if d.opts.scratch != nil {
+		d.dropScratch()
+	}
+	d.scratch.trimmed = gen
+}
+
+// SampleScratch is the counted scratch a sample of t needs at most for
+// images (its own and its partners') of at most w x h, fs the fields its
+// targets carry; with w and h 0, what it needs whatever its image's size
+// (the output's, a Mosaic's imgsz and the YOLO ops' alone). A job one of
+// whose samples the memory budget cannot hold is refused when it opens.
+func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
+	px := int64(w) * int64(h)
+	st := t.Sampler()
+	p := scratchBound(st, st.MosaicOp() != nil, false, w, h, px, fs)
+	n := p.sum()
+	if e, _, ok := t.StopEpoch(); ok { // the ops after stop_epoch
+		at := st.AtEpoch(e).Sampler()
+		p = scratchBound(at, at.MosaicOp() != nil, false, w, h, px, fs)
+		n = max(n, p.sum())
+	}
+	return n
+}
+
+// scratchBound bounds the counted scratch a sample of at (its transform
+// at the sample's epoch; mosaic: its Mosaic applies) needs while it is
+// made, by part: its image w x h, its partners' largest ppx pixels, fs the
+// fields its targets carry; cached: the load_image'd images are a
+// partner cache's (counted there). Each buffer is counted at the size the
+// sample asks of it (an image decoded whole at the largest of the
+// sample's and its partners', though one already imgsz needs none); the
+// runs of masks, whose number the pixels bound only loosely, at 64 KiB
+// (masks of a few regions take less): more is taken after
+// (settleScratch).
+func scratchBound(at transform.Sampler, mosaic, cached bool, w, h int, ppx int64, fs *FieldSet) scratchParts {
+	var p scratchParts
+	src := int64(w) * int64(h)
+	out := int64(at.OutW()) * int64(at.OutH())
+	if mo := at.MosaicOp(); mosaic && mo != nil {
+		s := int64(mo.ImgSz)
+		side := 2 * s
+		if mo.Tiles == 9 {
+			side = 3 * s
+		}
+		// The images load_image'd (the partner cache's, when there is
+		// one), one image decoded whole, the canvas; a MixUp's and a
+		// CutMix's partner made at the output's size; a CopyPaste's
+		// partner image, mask and points.
+		if !cached {
+			p.imgs = 3 * int64(mo.Tiles) * s * s
+		}
+		p.full, p.canvas = 3*max(src, ppx), 3*side*side
+		if at.MixUpOp() != nil {
+			p.others += 3 * out
+		}
+		if at.CutMixOp() != nil {
+			p.others += 3 * out
+		}
+		if at.CopyPasteOp() != nil || at.CopyPasteMixOp() != nil {
+			p.others += 3*out + out + 8*out
+		}
+	} else if g := at.YOLO(); g != nil {
+		// The planes: the image unpacked from HWC, loaded (at most imgsz
+		// a side), letterboxed and warped (at most the output's, or the
+		// loaded size unpadded).
+		s := int64(g.ImgSz())
+		if at.Layout() == HWC {
+			p.yolo += 3 * src
+		}
+		p.yolo += 3*s*s + 2*3*max(out, s*s)
+	}
+	if fs.Masks() {
+		// The source mask and its rows; the maps of rows and columns
+		// (ys, xs and a spare) and, with a rotation or an affine (after
+		// the geometry, on a canvas at most the largest image the ops
+		// make), three canvas indexes of 4 bytes a pixel; the runs and
+		// a fill block's.
+		p.maskSrc = src + int64(h)
+		p.maskMaps = 3 * 4 * int64(max(w, at.OutW())+max(h, at.OutH()))
+		if at.Turns() {
+			p.maskMaps += 3 * 4 * int64(at.PixelBytes()/3)
+		}
+		p.maskRuns = 64 << 10
+	}
+	if fs.OverlapMask() {
+		// PolygonsToMasksOverlap's canvas (4 bytes a pixel) and a
+		// polygon mask's: made and dropped within the sample.
+		p.transient = 5 * out
+	}
+	return p
+}
+
+// reserveScratch grows the Decoder's reservation to what a sample of t
+// at k (data its file, pdata its partners') may hold, before any of it
+// is made; its error (the budget's, wrapped) fails the sample.
+func (d *Decoder) reserveScratch(data []byte, t *Transform, k Key, pdata [][]byte, fs *FieldSet) error {
+	b := d.opts.scratch
+	if b == nil {
+		return nil
+	}
+	// A header that does not parse, or over the pixel budget, fails the
+	// decode with its own error: the bound counts no image then.
+	size := func(data []byte) (int, int) {
+		hd, err := parseHeader(data)
+		if err != nil || int64(hd.w)*int64(hd.h) > d.opts.pixelBudget {
+			return 0, 0
+		}
+		return hd.w, hd.h
+	}
+	w, h := size(data)
+	var ppx int64
+	for _, p := range pdata {
+		pw, ph := size(p)
+		ppx = max(ppx, int64(pw)*int64(ph))
+	}
+	at := t.Sampler().AtEpoch(k.Epoch).Sampler()
+	bound := scratchBound(at, at.MosaicOp() != nil && at.MosaicOn(k), d.opts.partners != nil, w, h, ppx, fs)
+	kept := d.scratchBytes()
+	need := kept.after(&bound)
+	if need <= d.scratch.held {
+		return nil
+	}
+	what := fmt.Sprintf("a sample's worker scratch (masks, Mosaic, YOLO kernels) for its %dx%d image", w, h)
+	if len(pdata) > 0 {
+		what += fmt.Sprintf(" and %d partners of up to %d pixels", len(pdata), ppx)
+	}
+	err := b.Acquire(context.Background(), need-d.scratch.held, d.opts.scratchWait, what)
+	if err != nil && d.scratch.held > 0 {
+		// What this worker keeps from its last samples may be what is
+		// missing: let it go and take the whole bound if it fits.
+		d.dropScratch()
+		if need = bound.sum(); b.Try(need) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sample scratch: %w", err)
+	}
+	d.scratch.held = need
+	return nil
+}
+
+// settleScratch sets the reservation to what the Decoder keeps after a
+// sample: the excess given back; more kept than reserved taken if it
+// fits, else the scratch let go and the sample failed (err, when nil).
+func (d *Decoder) settleScratch(err error) error {
+	b := d.opts.scratch
+	if b == nil {
+		return err
+	}
+	kept := d.scratchBytes().sum()
+	switch {
+	case kept < d.scratch.held:
+		b.Release(d.scratch.held - kept)
+	case kept > d.scratch.held && !b.Try(kept-d.scratch.held):
+		over := kept - d.scratch.held
+		d.dropScratch()
+		if err == nil {
+			err = fmt.Errorf("sample scratch: the sample kept %d bytes of scratch, %d more than reserved, and the memory budget does not have them (--memory-budget)", kept, over)
+		}
+		return err
+	}
+	d.scratch.held = kept
+	return err
 }

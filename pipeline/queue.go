@@ -302,6 +302,7 @@ func (q *Queue) Close() {
 		for q.head != nil {
 			e.drop(q.head, ErrClosed)
 		}
+		e.trimIdle()
 		// Its samples running stop too: nothing of the job is wanted.
 		for _, r := range e.cur {
 			if r != nil && r.q == q {
@@ -319,5 +320,18 @@ func (q *Queue) Close() {
 	e.mu.Unlock()
 	if drained != nil {
 		<-drained
+	}
+}
+
+// trimIdle has the workers let their counted scratch go (header.go) as
+// a job's queue closes: the sleeping ones now, the others when they next
+// find nothing to do. e.mu is held; a sleeping worker touches its Decoder
+// only once it holds e.mu again.
+func (e *Executor) trimIdle() {
+	e.trimGen++
+	for _, d := range e.asleep {
+		if d != nil {
+			d.trimScratch(e.trimGen)
+		}
 	}
 }

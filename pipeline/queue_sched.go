@@ -259,9 +259,14 @@ func (e *Executor) run(d *Decoder, w int) {
 			if e.closed {
 				break
 			}
+			if d.scratch.trimmed != e.trimGen { // a queue closed since its last trim
+				d.trimScratch(e.trimGen)
+			}
+			e.asleep[w] = d
 			e.sleeping++
 			slept := time.Now()
 			e.work.Wait()
+			e.asleep[w] = nil
 			e.idle.Add(int64(time.Since(slept)))
 			continue
 		}
@@ -285,6 +290,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		}
 		var data []byte
 		var err error
+		var pdata [][]byte
 		if r.fset != nil {
 			// A field over its bound fails the sample before anything
 			// of it is read (a 100 MB .json is never read).
@@ -300,9 +306,13 @@ func (e *Executor) run(d *Decoder, w int) {
 		if err == nil {
 			// A multi-image op's partners, read in the sample's lease
 			// (decode_multi.go): none for most transforms.
-			var pdata [][]byte
 			pidx, pdata, err = readPartners(r.ds, r.t, k, pidx, &pbufs)
 			d.SetPartners(pidx, pdata)
+		}
+		if err == nil {
+			// The scratch the memory budget counts, reserved from the
+			// headers before any of it is made (header.go).
+			err = d.reserveScratch(data, r.t, k, pdata, r.fset)
 		}
 		if err == nil && r.fset != nil {
 			n := r.fset.Len()
@@ -336,6 +346,7 @@ func (e *Executor) run(d *Decoder, w int) {
 				})
 			}
 		}
+		err = d.settleScratch(err)
 		if e.stages != nil {
 			made := time.Since(t1)
 			st = StageTimes{Queue: t0.Sub(r.queued), Read: t1.Sub(t0), Decode: max(made-d.post, 0), Transform: min(d.post, made)}

@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/source"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // openDataset opens Config.Datasets[name]: a local path, or an
@@ -123,4 +126,36 @@ func (c Config) datasetErrors() []error {
 		}
 	}
 	return errs
+}
+
+// openDatasets opens the configured datasets, within ctx. The caller
+// closes those opened when it fails.
+func (s *Server) openDatasets(ctx context.Context, reg prometheus.Registerer) error {
+	storeMetrics, err := source.NewMetrics(reg)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	for _, name := range s.names {
+		// A listing may take what batches leave of the budget (the
+		// process's own quarter): it is done before any batch is made.
+		ds, err := openDataset(ctx, s.cfg, name, storeMetrics, s.remote.ranges, s.budget.Limit()/3, s.log)
+		if err != nil {
+			return fmt.Errorf("dataset %s: %w", name, err)
+		}
+		if a, ok := ds.(interface{ AnnotationBytes() int64 }); ok {
+			// The parsed annotations live as long as the server: taken out
+			// of the batch budget for good.
+			if n := a.AnnotationBytes(); !s.budget.Try(n) {
+				ds.Close()
+				return fmt.Errorf("dataset %s: its annotations take %d bytes in memory, more than the batch budget has (%d): raise --memory-budget", name, n, s.budget.Limit()-s.budget.InUse())
+			}
+		}
+		if capped, ok := ds.(interface{ SetMaxFileSize(int64) }); ok && s.cfg.MaxFileSize > 0 {
+			capped.SetMaxFileSize(s.cfg.MaxFileSize)
+		}
+		s.datasets[name] = ds
+		s.log.Info("dataset open", "dataset", name, "format", job.Format(ds), "size", ds.Len(),
+			"classes", len(ds.Classes()), "fingerprint", ds.Fingerprint())
+	}
+	return nil
 }

@@ -101,6 +101,11 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 		s.refusals.refuse("memory_budget", "job refused: memory budget", "job", id, "err", err)
 		return toStatus(err)
 	}
+	if err := s.checkScratch(j); err != nil {
+		mem.Close()
+		s.refusals.refuse("memory_budget", "job refused: memory budget", "job", id, "err", err)
+		return toStatus(err)
+	}
 	log = log.With("rank", j.Rank(), "world_size", j.World())
 	log.Info("job open", "epoch", st.Epoch, "epochs", st.Epochs, "batch_size", j.Spec().GetBatchSize(),
 		"start_batch", st.Start, "skip", len(st.Skip), "consumed", st.Consumed, "transform", j.Transform().String(), "credits", st.Credits,

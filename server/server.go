@@ -19,7 +19,6 @@ import (
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
-	"github.com/stoker-dev/stoker/pipeline/source"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/job"
@@ -48,7 +47,8 @@ type Server struct {
 
 	tokens   tokens
 	budget   *limits.Budget
-	workMem  *workClients // what Work streams hold of budget, by client (rpc.LimitID)
+	scratch  *scratchAccount // the workers' sample scratch in budget (scratch.go)
+	workMem  *workClients    // what Work streams hold of budget, by client (rpc.LimitID)
 	peerDial func(addr string) []work.Option
 	jobs     sync.WaitGroup // coordinators and Work streams still running
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
@@ -174,6 +174,7 @@ func newServer(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server
 		budget:   limits.NewBudget((cfg.MemoryBudget - cfg.coefCache - cfg.partnerCache - byteCache - readAhead) / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
 	}
+	s.scratch = &scratchAccount{b: s.budget}
 	s.refusals.log, s.refusals.m = log, m.refusals
 	s.workMem = newWorkClients(s.budget, workMemoryPerClient(cfg.MaxWorkMemoryPerClient, s.budget.Limit()), &s.refusals, m.workMemory)
 	return s, nil
@@ -194,38 +195,6 @@ func (s *Server) dialing(reg prometheus.Registerer) error {
 	}
 	if err := reg.Register(newRemoteCollector(s.remote)); err != nil {
 		return fmt.Errorf("metrics: %w", err)
-	}
-	return nil
-}
-
-// openDatasets opens the configured datasets, within ctx. The caller
-// closes those opened when it fails.
-func (s *Server) openDatasets(ctx context.Context, reg prometheus.Registerer) error {
-	storeMetrics, err := source.NewMetrics(reg)
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	for _, name := range s.names {
-		// A listing may take what batches leave of the budget (the
-		// process's own quarter): it is done before any batch is made.
-		ds, err := openDataset(ctx, s.cfg, name, storeMetrics, s.remote.ranges, s.budget.Limit()/3, s.log)
-		if err != nil {
-			return fmt.Errorf("dataset %s: %w", name, err)
-		}
-		if a, ok := ds.(interface{ AnnotationBytes() int64 }); ok {
-			// The parsed annotations live as long as the server: taken out
-			// of the batch budget for good.
-			if n := a.AnnotationBytes(); !s.budget.Try(n) {
-				ds.Close()
-				return fmt.Errorf("dataset %s: its annotations take %d bytes in memory, more than the batch budget has (%d): raise --memory-budget", name, n, s.budget.Limit()-s.budget.InUse())
-			}
-		}
-		if capped, ok := ds.(interface{ SetMaxFileSize(int64) }); ok && s.cfg.MaxFileSize > 0 {
-			capped.SetMaxFileSize(s.cfg.MaxFileSize)
-		}
-		s.datasets[name] = ds
-		s.log.Info("dataset open", "dataset", name, "format", job.Format(ds), "size", ds.Len(),
-			"classes", len(ds.Classes()), "fingerprint", ds.Fingerprint())
 	}
 	return nil
 }
@@ -276,8 +245,12 @@ func (s *Server) startExecutor(reg prometheus.Registerer) error {
 		read.Observe(r.Seconds())
 		decode.Observe(d.Seconds())
 	}))
+	opts = append(opts, pipeline.WithScratchBudget(s.scratch, scratchWait))
 	s.exec = pipeline.NewExecutor(cfg.Workers, opts...)
 	exec := s.exec
+	if err := registerAll(reg, scratchMetrics(s.budget, s.scratch)); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	if err := registerAll(reg, []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_samples_abandoned_total",
 			Help: "Samples told to stop while a worker was making them: their batch's lease was cancelled or timed out, its stream ended, or its job closed."},

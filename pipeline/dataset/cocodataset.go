@@ -140,6 +140,17 @@ func errMissingImages(missing []string, n int, annName, dir string) error {
 		ErrUnsupported, nMissing, n, annName, dir, strings.Join(missing, ", "), more)
 }
 
+// ImageBound is the largest width and the largest height its annotations
+// give its images: the most a sample's image is where the files are what
+// the annotations say (a mask must be its image's size).
+func (d *COCODataset) ImageBound() (w, h int) {
+	for i := range d.ann.Len() {
+		im := d.ann.Image(i)
+		w, h = max(w, im.Width), max(h, im.Height)
+	}
+	return w, h
+}
+
 // Annotations is the parsed annotations file.
 func (d *COCODataset) Annotations() *annot.COCO { return d.ann }
 

@@ -129,3 +129,20 @@ func (t *Targets) FlipMasksY() { kernels.AxisFlip(t.mm.ys) }
 
 // MaskCanvas is the masks' canvas so far: its width and height.
 func (t *Targets) MaskCanvas() (w, h int) { return len(t.mm.xs), len(t.mm.ys) }
+
+// ScratchBytes is what t holds of the masks' scratch, in bytes, in three
+// parts: the source mask and its rows (src); the maps and, after a
+// rotation or an affine, the canvas indexes (maps); the runs and the fill
+// block's (runs). A worker's, counted in the server's memory budget (the
+// pipeline's header.go).
+func (t *Targets) ScratchBytes() (src, maps, runs int64) {
+	m := &t.mm
+	src = int64(cap(m.src) + cap(m.rows))
+	maps = 4 * int64(cap(m.ys)+cap(m.xs)+cap(m.tmp)+cap(m.base)+cap(m.spare))
+	runs = 4*int64(cap(m.runs)+cap(m.lens)+cap(m.fillRuns)) + int64(cap(m.fillVals)+cap(m.fillRow))
+	return src, maps, runs
+}
+
+// DropScratch lets the masks' scratch go (ScratchBytes is 0 after); the
+// next StartMasks makes it again.
+func (t *Targets) DropScratch() { t.mm = maskMaps{} }

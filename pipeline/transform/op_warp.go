@@ -279,3 +279,15 @@ func (t *Transform) geomSize() (w, h int) {
 	}
 	return t.outW, t.outH
 }
+
+// Turns says whether t's ops (at the top level) have a RandomRotation or
+// a RandomAffine: what moves masks through canvas indexes (4 bytes a
+// canvas pixel) rather than maps of rows and columns.
+func (t Sampler) Turns() bool {
+	for i := range t.ops {
+		if k := t.ops[i].Kind; k == OpRandomRotation || k == OpRandomAffine {
+			return true
+		}
+	}
+	return false
+}

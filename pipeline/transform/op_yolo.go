@@ -443,3 +443,6 @@ func (md *MultiDraw) PerspInstances(in cv.Instances, pp *cv.PerspectiveParams) c
 func (t *Transform) PartnersOf(k det.Key, size int) []int {
 	return t.Sampler().MultiPartners(k, size, nil)
 }
+
+// ImgSz is YOLOLoadImage's imgsz: the long side it loads an image to.
+func (g *yoloGeom) ImgSz() int { return g.load.ImgSz }

@@ -377,6 +377,9 @@ func (t Sampler) CopyPasteOp() *optab.Op { return t.copyPaste }
 // CutMixOp is the YOLOCutMix ending the multi-image geometry, if any.
 func (t Sampler) CutMixOp() *optab.Op { return t.cutmix }
 
+// MixUpOp is the YOLOMixUp after the mosaic, if any.
+func (t Sampler) MixUpOp() *optab.Op { return t.mixup }
+
 // YOLO is the YOLO family's geometry, if any.
 func (t Sampler) YOLO() *yoloGeom { return t.yolo }
 

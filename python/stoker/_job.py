@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple, Union
 
 from stoker._state import Resume
+from stoker._targets import server_fields
 from stoker.v1 import stoker_pb2 as pb
 
 __all__ = ["Job", "layout_enum", "FAIL_POLICIES"]
@@ -103,7 +104,7 @@ class Job:
             targets=self.targets,
             stop_epoch=self.stop_epoch,
             stop_ops=self.stop_ops,
-            target_fields=self.target_fields,
+            target_fields=server_fields(self.target_fields),
             max_targets_bytes=self.max_targets_bytes or 0,
             mask_ratio=self.mask_ratio,
         )

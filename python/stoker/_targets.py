@@ -31,8 +31,10 @@ from stoker._errors import StokerError
 
 FORMATS = ("XYXY", "XYWH", "CXCYWH")
 # The keys Loader(targets=(...)) may name: torchvision's, and "overlap_mask",
-# ultralytics' Format(return_mask=True, mask_ratio=4, mask_overlap=True) mask.
-NAMES = ("boxes", "labels", "iscrowd", "image_id", "keypoints", "keypoints_visibility", "masks", "overlap_mask")
+# ultralytics' Format(return_mask=True, mask_ratio=4, mask_overlap=True) mask,
+# and "sem_masks", Format's semantic map of classes (made here from the
+# overlap mask and the labels: sem_mask).
+NAMES = ("boxes", "labels", "iscrowd", "image_id", "keypoints", "keypoints_visibility", "masks", "overlap_mask", "sem_masks")
 #: Ultralytics' Format's default mask_ratio: the overlap mask is the canvas divided by it.
 OVERLAP_RATIO = 4
 
@@ -53,7 +55,43 @@ def target_names(value: Union[bool, Sequence[str]]) -> Tuple[bool, Tuple[str, ..
             raise ValueError(f"targets: unknown name {n!r}: want some of {', '.join(NAMES)}")
     if len(set(names)) != len(names):
         raise ValueError(f"targets: a name asked for twice in {names!r}")
+    if "sem_masks" in names and "masks" in names:
+        raise ValueError('targets: "sem_masks" is made from ultralytics\' overlap mask, which "masks" (torchvision\'s, '
+                         'in the boxes\' order) cannot come with: ask for one')
     return True, names
+
+
+def server_fields(names: Sequence[str]) -> Tuple[str, ...]:
+    """The targets' keys a job asks the server for: names, but for
+    "sem_masks", which the client makes from "overlap_mask" and "labels"
+    (asked for in its place, once)."""
+    if "sem_masks" not in names:
+        return tuple(names)
+    out = [n for n in names if n != "sem_masks"]
+    for n in ("labels", "overlap_mask"):
+        if n not in out:
+            out.append(n)
+    return tuple(out)
+
+
+def sem_mask(overlap: Any, labels: Any, per_instance: bool, h: int, w: int, torch: Any) -> Any:
+    """ultralytics' Format(return_mask=True)'s ``sem_masks`` of one sample
+    (8.4.190): ``[h, w]`` float32, each pixel its instance's class, from its
+    overlap mask (``[h, w]``, 0 or an instance's position plus 1) or, with
+    ``per_instance`` (mask_overlap False), its ``[K, h, w]`` masks, and its
+    labels (its classes, in the masks' order). With the overlap mask a
+    pixel of none takes the last instance's class, as Format's indexing of
+    the classes by the mask less 1 (-1) gives it; with one mask an
+    instance, the smallest (fewest pixels; the first of equal ones)
+    covering the pixel wins, and a pixel of none is 0. No instance: all 0."""
+    if not len(labels):
+        return torch.zeros(h, w)
+    cls = labels.to(torch.float32)
+    if not per_instance:
+        return cls[overlap.long() - 1]
+    weights = overlap.sum(dim=(1, 2), dtype=torch.int64)
+    key = torch.where(overlap.bool(), weights[:, None, None], weights.max() + 1)
+    return cls[key.min(0).indices] * overlap.any(0)
 
 
 #: The byte arrays of a BatchTargets, in the wire's order: in its header,
@@ -202,8 +240,9 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
     # copy), only the keys asked for made.
     want = set(names) if names else set(NAMES)
     kl = ks.tolist()
+    sem = "sem_masks" in want and bool(bt.overlap_mask)  # made from the overlap mask and the labels
     bx = arr("boxes", "<f4").view(k, 4).split(kl) if "boxes" in want else None
-    lb = arr("labels", "<i8").split(kl) if "labels" in want else None
+    lb = arr("labels", "<i8").split(kl) if "labels" in want or sem else None
     cr = None
     if "iscrowd" in want:
         cr = torch.from_numpy(raw["iscrowd"][0].astype(np.int64)).split(kl)
@@ -216,7 +255,7 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
         masks = _masks(raw["mask_offsets"][0], raw["mask_runs"][0], canvas, ks, k, bad, torch,
                        raw["mask_fill_offsets"][0], raw["mask_fills"][0])
     overlap = None
-    if bt.overlap_mask and "overlap_mask" in want:
+    if bt.overlap_mask and ("overlap_mask" in want or sem):
         ob = arr("overlap_masks", "u1").split(_overlap_sizes(canvas, ks, ratio, per_instance).tolist())
         overlap = []
         cl = canvas.tolist()
@@ -237,7 +276,7 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
         t: Dict[str, Any] = {}
         if bx is not None:
             t["boxes"] = tv_tensors.BoundingBoxes(bx[i], format=box_format, canvas_size=size)
-        if lb is not None:
+        if lb is not None and "labels" in want:
             t["labels"] = lb[i]
         if cr is not None:
             t["iscrowd"] = cr[i]
@@ -250,8 +289,10 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
                 t["keypoints_visibility"] = vs[i].view(kl[i], pl[i])
         if masks is not None:
             t["masks"] = masks[i]
-        if overlap is not None:
+        if overlap is not None and "overlap_mask" in want:
             t["overlap_mask"] = overlap[i]
+        if sem:
+            t["sem_masks"] = sem_mask(overlap[i], lb[i], per_instance, hw[2 * i] // ratio, hw[2 * i + 1] // ratio, torch)
         if names:
             if len(t) != len(names):
                 missing = [m for m in names if m not in t]

@@ -317,7 +317,13 @@ class Loader:
             mask_overlap=True)``'s: ``[H // 4, W // 4]`` uint8 (int32 past
             255 instances), the boxes, labels and keypoints in its order;
             only with the YOLO ops on a YOLO segment dataset.
-        mask_ratio: with ``"overlap_mask"`` among ``targets``, its
+            ``"sem_masks"`` Format's semantic map of classes (ultralytics
+            8.4's): ``[H // mask_ratio, W // mask_ratio]`` float32, each
+            pixel its instance's class, made here from the overlap mask
+            and the labels (which the server sends for it), as Format
+            makes it (with the overlap mask a pixel of no instance takes
+            the last instance's class, as Format's indexing gives it).
+        mask_ratio: with ``"overlap_mask"`` (or ``"sem_masks"``) among ``targets``, its
             Format's ``mask_ratio`` (a positive int, at most the output's
             smaller side): the masks are ``[H // mask_ratio, W //
             mask_ratio]``. None: 4, ultralytics' default.
@@ -481,14 +487,14 @@ class Loader:
         self.fields = _args.fields(fields)
         self.targets, self.target_fields = target_names(targets)
         self.max_targets_bytes = None if max_targets_bytes is None else _args.integer("max_targets_bytes", max_targets_bytes, 1, (1 << 64) - 1)
-        if self.max_targets_bytes is not None and not {"masks", "overlap_mask"} & set(self.target_fields):
+        if self.max_targets_bytes is not None and not {"masks", "overlap_mask", "sem_masks"} & set(self.target_fields):
             raise ValueError("max_targets_bytes bounds the targets with their masks: it needs targets=(..., 'masks') "
                              "or targets=(..., 'overlap_mask')")
         self.mask_ratio = None if mask_ratio is None else _args.integer("mask_ratio", mask_ratio, 1, 1 << 14)
         self.mask_overlap = _args.optional_boolean("mask_overlap", mask_overlap)
-        if (self.mask_ratio is not None or self.mask_overlap is not None) and "overlap_mask" not in self.target_fields:
+        if (self.mask_ratio is not None or self.mask_overlap is not None) and not {"overlap_mask", "sem_masks"} & set(self.target_fields):
             raise ValueError("mask_ratio and mask_overlap are the options of ultralytics' Format mask: they need "
-                             "targets=(..., 'overlap_mask')")
+                             "targets=(..., 'overlap_mask') or targets=(..., 'sem_masks')")
         self.image_list = _args.boolean("image_list", image_list)
         if "targets" in self.fields:
             raise ValueError("fields: 'targets' is asked for with targets=True, not as a field")

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/server/internal/job"
+	"github.com/stoker-dev/stoker/server/internal/limits"
+)
+
+// scratchWait is how long a sample waits for the budget to have the
+// bytes of its scratch (pipeline.WithScratchBudget) before it fails.
+const scratchWait = time.Second
+
+// scratchAccount is the workers' scratch in the batch budget
+// (pipeline.ScratchBudget): the masks', the Mosaic's and the YOLO
+// kernels' (pipeline/scratch.go), counted apart for its gauge.
+type scratchAccount struct {
+	b    *limits.Budget
+	held atomic.Int64
+	// over counts the samples that kept more than their bound reserved
+	// (Try: the difference taken after), for the tests.
+	over atomic.Int64
+}
+
+// Acquire takes n bytes of b, waiting up to wait.
+func (a *scratchAccount) Acquire(ctx context.Context, n int64, wait time.Duration, what string) error {
+	if err := a.b.Acquire(ctx, n, wait, what); err != nil {
+		return err
+	}
+	a.held.Add(n)
+	return nil
+}
+
+// Try takes n bytes of b if they fit now.
+func (a *scratchAccount) Try(n int64) bool {
+	a.over.Add(1)
+	if !a.b.Try(n) {
+		return false
+	}
+	a.held.Add(n)
+	return true
+}
+
+// Release gives n bytes back.
+func (a *scratchAccount) Release(n int64) {
+	a.held.Add(-n)
+	a.b.Release(n)
+}
+
+// Held is the workers' scratch reserved now.
+func (a *scratchAccount) Held() int64 { return a.held.Load() }
+
+var _ pipeline.ScratchBudget = (*scratchAccount)(nil)
+
+// scratchMetrics are the budget's gauges: its bytes in use (batch
+// buffers, rings, Work memory, annotations and the workers' scratch) and
+// the scratch alone.
+func scratchMetrics(b *limits.Budget, a *scratchAccount) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_memory_budget_in_use_bytes",
+			Help: "Bytes of the batch budget (what --memory-budget leaves after the caches) in use: batch buffers, rings, Work memory, annotations and the workers' sample scratch."},
+			func() float64 { return float64(b.InUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_memory_budget_limit_bytes",
+			Help: "The batch budget's bytes."},
+			func() float64 { return float64(b.Limit()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_sample_scratch_bytes",
+			Help: "Of stoker_memory_budget_in_use_bytes, the workers' scratch for masks, Mosaics and the YOLO kernels, reserved from each sample's header before it is made."},
+			func() float64 { return float64(a.Held()) }),
+	}
+}
+
+// checkScratch refuses a job one of whose samples needs more scratch
+// than the batch budget could ever give it: what is not in use but for
+// the workers' scratch (which they give back when idle). The job's own
+// batch buffers are reserved already. Its samples' images are as large
+// as its dataset's annotations say (COCO's list every image's size);
+// where they do not say (a YOLO or WebDataset set), only the scratch at
+// the output's size is checked here, and each sample reserves its own
+// from its header.
+func (s *Server) checkScratch(j *job.Job) error {
+	var w, h int
+	if b, ok := j.Data().(interface{ ImageBound() (int, int) }); ok {
+		w, h = b.ImageBound()
+	}
+	need := pipeline.SampleScratch(j.Transform(), j.Fields(), w, h)
+	room := s.budget.Limit() - s.budget.InUse() + s.scratch.Held()
+	if need <= room {
+		return nil
+	}
+	what := "at the output's size (a Mosaic's imgsz, the masks' canvas), before its image's own"
+	if w > 0 && h > 0 {
+		what = fmt.Sprintf("for images of up to %dx%d, as its dataset's annotations give them", w, h)
+	}
+	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (masks, Mosaic, YOLO kernels) %s, "+
+		"and the batch budget has %d of its %d bytes left beside the job's batch buffers and the other streams' (--memory-budget)",
+		limits.ErrMemoryBudget, need, what, room, s.budget.Limit())
+}

@@ -1,0 +1,237 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/coord"
+	jobpkg "github.com/stoker-dev/stoker/server/internal/job"
+)
+
+// gauge is the value of the gauge name in reg (-1 when it is not there).
+func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+// scratchJobs are jobs whose samples need the counted scratch: masks
+// rotated, a Mosaic with the overlap mask (with and without the partner
+// cache), the YOLO geometry's kernels.
+func scratchJobs(t *testing.T) []struct {
+	name string
+	cfg  Config
+	job  *pb.OpenJob
+} {
+	ann, _ := photosMasks(t)
+	images, yaml := photosSegments(t)
+	masks := smallJob("det", 4)
+	masks.Job.Targets = true
+	masks.Job.TargetFields = []string{"boxes", "labels", "masks"}
+	masks.Job.Transform.Ops = append(masks.Job.Transform.Ops,
+		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}, Expand: true}}},
+		&pb.Op{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 40, Width: 40}}})
+	mosaic := smallJob("seg", 4)
+	mosaic.Job.Targets = true
+	mosaic.Job.TargetFields = []string{"boxes", "labels", "overlap_mask"}
+	mosaic.Job.Transform.Ops = []*pb.Op{namedOp("YOLOMosaic", numArg("imgsz", 96), numArg("p", 1)),
+		namedOp("YOLORandomPerspective", &pb.NamedArg{Name: "size", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: []float64{96, 96}}}}),
+		namedOp("YOLOMixUp", numArg("p", 1))}
+	yolo := smallJob("seg", 4)
+	yolo.Job.Transform.Ops = []*pb.Op{namedOp("YOLOLoadImage", numArg("imgsz", 160)),
+		namedOp("YOLOLetterBox", &pb.NamedArg{Name: "new_shape", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: []float64{128, 160}}}})}
+	det := Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 2, MemoryBudget: 256 << 20}
+	seg := Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 2, MemoryBudget: 256 << 20}
+	cached := seg
+	cached.PartnerBudget = 32 << 20
+	noCache := seg
+	noCache.PartnerBudget = -1
+	return []struct {
+		name string
+		cfg  Config
+		job  *pb.OpenJob
+	}{{"masks", det, masks}, {"mosaic", noCache, mosaic}, {"mosaic-cached", cached, mosaic}, {"yolo", seg, yolo}}
+}
+
+// TestScratchInBudget: a job whose samples need the workers' scratch for
+// masks, a Mosaic (and MixUp) or the YOLO kernels has it reserved in the
+// memory budget while it runs: after its first batch the scratch gauge
+// (stoker_sample_scratch_bytes) is above zero and within the budget's in
+// use (stoker_memory_budget_in_use_bytes); no sample kept more than its
+// bound from its header reserved; once the stream has ended both are
+// back to zero.
+func TestScratchInBudget(t *testing.T) {
+	for _, c := range scratchJobs(t) {
+		t.Run(c.name, func(t *testing.T) {
+			e := startServer(t, c.cfg)
+			base := e.srv.budget.InUse() // the annotations, for good
+			job := c.job
+			job.Credits, job.Epochs = 1, 0 // epoch after epoch: the job runs until the stream ends
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			stream := e.feedStream(t, ctx, job)
+			first, err := stream.Recv()
+			if err != nil || first.GetJob() == nil {
+				t.Fatalf("first message %v, %v; want JobInfo", first, err)
+			}
+			b, end, err := readBatch(stream, first.GetJob().GetMaxChunkBytes())
+			if err != nil || end != nil {
+				t.Fatalf("first batch: %v (end %v)", err, end)
+			}
+			if errs := b.hdr.GetErrors(); len(errs) != 0 {
+				t.Fatalf("sample errors %v", errs)
+			}
+			// The job is open (its stream is): its workers keep their
+			// scratch, reserved. (The two gauges are read apart: while
+			// workers make the window's next batches one may move
+			// between the reads, so they are read again until the workers
+			// rest.)
+			waitUntilState(t, "the job's scratch above 0 and within the budget in use", func() string {
+				return fmt.Sprintf("scratch gauge %v, budget in use %v (%d of it the annotations'), %d samples running", gauge(t, e.reg, "stoker_sample_scratch_bytes"),
+					gauge(t, e.reg, "stoker_memory_budget_in_use_bytes"), base, e.srv.exec.Running())
+			}, func() bool {
+				scratch := gauge(t, e.reg, "stoker_sample_scratch_bytes")
+				return scratch > 0 && gauge(t, e.reg, "stoker_memory_budget_in_use_bytes") >= scratch+float64(base)
+			})
+			cancel()
+			waitUntilState(t, "the scratch and the budget back to zero", func() string {
+				return fmt.Sprintf("scratch %v, in use %v (%d of it the annotations')", gauge(t, e.reg, "stoker_sample_scratch_bytes"), gauge(t, e.reg, "stoker_memory_budget_in_use_bytes"), base)
+			}, func() bool {
+				return gauge(t, e.reg, "stoker_sample_scratch_bytes") == 0 && e.srv.budget.InUse() == base
+			})
+			if n := e.srv.scratch.over.Load(); n != 0 {
+				t.Errorf("%d samples kept more scratch than their bound reserved", n)
+			}
+		})
+	}
+}
+
+// budgetFor is a --memory-budget whose batch budget has room of free
+// bytes beside the annotations of cfg's datasets and the two batch
+// buffers job reserves when it opens, sized on a probe server of cfg
+// (the job's sizes as that server compiles them); need is what one of
+// its samples needs of worker scratch for images of w x h
+// (pipeline.SampleScratch).
+func budgetFor(t *testing.T, cfg Config, job *pb.OpenJob, w, h int, room func(need int64) int64) (budget, need int64) {
+	t.Helper()
+	probe := startServer(t, cfg)
+	j, err := probe.srv.newJob(job.Job, jobpkg.Origin{Stream: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	need = pipeline.SampleScratch(j.Transform(), j.Fields(), w, h)
+	b := probe.srv.budget.InUse() + coord.ReservedBytes(j.BatchBytes()) + room(need)
+	return (b/3 + 1) * 4, need // the batch budget is 3/4 of it (no caches at this size)
+}
+
+// TestScratchRefusedAtOpen: a job one of whose samples needs more scratch
+// than the batch budget has beside its batch buffers is refused when it
+// opens, RESOURCE_EXHAUSTED, naming the sizes and --memory-budget: a
+// Mosaic of imgsz 640 (its canvas and images, about 10 MB, whatever its
+// images), and masks on a COCO set whose annotations give its images'
+// sizes (its largest's source mask, which the output's 32x32 alone would
+// not need); the budget has half of what the sample needs. The budget is
+// back to what it held before after.
+func TestScratchRefusedAtOpen(t *testing.T) {
+	images, yaml := photosSegments(t)
+	ann, _ := photosMasks(t)
+	mosaic := smallJob("seg", 1)
+	mosaic.Job.Transform.Ops = []*pb.Op{namedOp("YOLOMosaic", numArg("imgsz", 640), numArg("p", 1)),
+		namedOp("YOLORandomPerspective", &pb.NamedArg{Name: "size", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: []float64{640, 640}}}})}
+	masks := smallJob("det", 4)
+	masks.Job.Targets = true
+	masks.Job.TargetFields = []string{"boxes", "labels", "masks"}
+	masks.Job.Transform.Ops = append(masks.Job.Transform.Ops,
+		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}})
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		job  *pb.OpenJob
+		w, h int // the largest image, as the annotations say (0: they do not)
+		says string
+	}{
+		{"mosaic", Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 2, PartnerBudget: -1},
+			mosaic, 0, 0, "at the output's size"},
+		{"coco-masks", Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 2},
+			masks, 478, 466, "for images of up to 478x466, as its dataset's annotations give them"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg
+			var need int64
+			cfg.MemoryBudget, need = budgetFor(t, cfg, c.job, c.w, c.h, func(need int64) int64 { return need / 2 })
+			if floor, _ := budgetFor(t, cfg, c.job, 0, 0, func(need int64) int64 { return need }); c.w > 0 && floor >= cfg.MemoryBudget {
+				t.Fatalf("the output's scratch alone (a budget of %d) does not fit %d: the test is not of the images' sizes", floor, cfg.MemoryBudget)
+			}
+			e := startServer(t, cfg)
+			base := e.srv.budget.InUse() // the annotations, for good
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			_, err := e.feedStream(t, ctx, c.job).Recv()
+			if status.Code(err) != codes.ResourceExhausted {
+				t.Fatalf("got %v, want RESOURCE_EXHAUSTED (a sample needs %d bytes of scratch)", err, need)
+			}
+			for _, want := range []string{fmt.Sprintf("needs %d bytes of worker scratch", need), c.says, "--memory-budget"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			waitUntil(t, "the budget back to what it held before", func() bool { return e.srv.budget.InUse() == base })
+		})
+	}
+}
+
+// TestScratchPerSample: a job on a set that does not give its images'
+// sizes (a YOLO one), whose scratch at its output's size fits the budget
+// but whose samples' images do not (a Mosaic of imgsz 32 decodes each of
+// its 300-500 pixel photos whole before load_image's resize, on a budget
+// of a few hundred KB), gets
+// per-sample errors naming the memory budget and the sizes, reserved from
+// each image's header before it is decoded: no over-committed budget, no
+// crash. The budget is back to what it held before after.
+func TestScratchPerSample(t *testing.T) {
+	images, yaml := photosSegments(t)
+	e := startServer(t, Config{Datasets: map[string]string{"seg": images}, Annotations: map[string]string{"seg": yaml}, Workers: 2, MemoryBudget: 400 << 10})
+	base := e.srv.budget.InUse() // the annotations, for good
+	job := smallJob("seg", 1)
+	job.Job.Transform.Ops = []*pb.Op{namedOp("YOLOMosaic", numArg("imgsz", 32), numArg("p", 1))}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	ep, err := readEpoch(e.feedStream(t, ctx, job))
+	var msgs []string
+	for _, b := range ep.batches {
+		for _, se := range b.hdr.GetErrors() {
+			msgs = append(msgs, se.GetReason())
+		}
+	}
+	if err != nil {
+		msgs = append(msgs, err.Error()) // the job's error limit ended it
+	}
+	if len(msgs) == 0 {
+		t.Fatalf("no sample errors, stream end %v: want the samples refused their scratch", err)
+	}
+	t.Logf("%d errors, the first: %s", len(msgs), msgs[0])
+	for _, m := range msgs {
+		for _, want := range []string{"memory budget", "worker scratch", "image and 3 partners of up to", "bytes", "--memory-budget"} {
+			if !strings.Contains(m, want) {
+				t.Fatalf("error %q does not say %q", m, want)
+			}
+		}
+	}
+	waitUntil(t, "the budget back to what it held before", func() bool { return e.srv.budget.InUse() == base && e.srv.scratch.Held() == 0 })
+}
