@@ -232,6 +232,9 @@ EXACT_CODEC_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/codec/*_test.go pipeline
 # -race.
 SHARE_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\tshareTest[(]t[)]/ { print n }
 SHARE_TESTS = $(shell awk '$(SHARE_AWK)' server/*_test.go | paste -sd'|')
+# internal/fmacheck's tests run compilers and read their listings (a
+# million lines of assembly) on one goroutine: they skip under -race
+# (notUnderRace) and the package runs once without it.
 
 # The pipeline's pure-Go build (CGO_ENABLED=0: the _nocgo.go files, Go's
 # decoders and kernels in place of the C) runs the tests of the pipeline
@@ -255,6 +258,7 @@ test-go: stores ## Go tests (-race) of the module and of deploy/, the pipeline's
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CV_TESTS))$$' ./pipeline/kernels/cv/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CODEC_TESTS))$$' ./pipeline/codec/ ./pipeline/codec/index/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(SHARE_TESTS))$$' ./server/ </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./internal/fmacheck/ </dev/null
 	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ ./pipeline/kernels/ </dev/null
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...
 
