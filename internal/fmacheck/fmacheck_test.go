@@ -51,6 +51,19 @@ func notUnderRace(t *testing.T) {
 	}
 }
 
+// besideTheOthers is notUnderRace for a test that runs in parallel with
+// the package's other parallel test, after its sequential ones: the
+// GOAMD64=v3 build (amd64, its own packages in the go build cache) and
+// the C files' compiles (gcc, one at a time, one core), whose CPU then
+// overlaps. The arm64 tests stay sequential, one after the other: the
+// second finds what the first compiled in the go build cache, where
+// side by side both would compile it.
+func besideTheOthers(t *testing.T) {
+	t.Helper()
+	notUnderRace(t)
+	t.Parallel()
+}
+
 // root is the module's root directory.
 func root(t *testing.T) string {
 	dir, err := filepath.Abs(filepath.Join("..", ".."))
@@ -318,7 +331,7 @@ func runAllGoldens(t *testing.T, what string, runner []string, bins map[string]s
 // runs v3 code, its golden tests give the very hashes of the default
 // build.
 func TestAMD64v3SameBytes(t *testing.T) {
-	notUnderRace(t)
+	besideTheOthers(t)
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("GOAMD64=v3 builds are for amd64 machines; this is %s (the arm64 listing is checked by TestARM64NoFusedMultiplyAdd)", runtime.GOARCH)
 	}
@@ -407,7 +420,7 @@ func TestARM64GoldenUnderQemu(t *testing.T) {
 // the intrinsics the source names. cgo refuses -ffp-contract in #cgo
 // CFLAGS, hence pragmas.
 func TestCNoContraction(t *testing.T) {
-	notUnderRace(t)
+	besideTheOthers(t)
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("-mfma is an x86-64 flag; this is %s", runtime.GOARCH)
 	}
