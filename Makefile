@@ -216,20 +216,25 @@ GO_TEST_TIMEOUT ?= 30m
 # against its reference, bytes against bytes, huge-file checksums), where
 # the race detector has nothing to find and costs 10 to 100 times the time.
 # Each calls exactTest(t) first (pipeline/helpers_test.go,
-# pipeline/kernels/kernels_test.go), or the pipeline's exactSerialTest(t),
-# which skip it under -race; test-go runs them once more, without -race:
-# every test runs once. The pipeline's exactTest runs its test in parallel
-# with the others (they are CPU-bound and independent; this run has the
+# pipeline/kernels/kernels_test.go, pipeline/kernels/cv/exact_test.go),
+# or the pipeline's exactSerialTest(t), which skip it under -race; test-go
+# runs them once more, without -race: every test runs once. The
+# pipeline's and pipeline/kernels/cv's exactTest run their tests in
+# parallel with the others (they are CPU-bound and independent; this run has the
 # machine to itself).
 EXACT_AWK := /^func / { n = "" } /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\texact(Serial)?Test[(]t[)]/ && n != "" { print n }
 EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
 EXACT_KERNEL_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/*_test.go | paste -sd'|')
+EXACT_CV_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/cv/*_test.go | paste -sd'|')
 EXACT_CODEC_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/codec/*_test.go pipeline/codec/index/*_test.go | paste -sd'|')
 # The server's CPU share measurements (shareTest: the race detector slows
 # the Go between a trainer's batches, not the attacks' C) run once, without
 # -race.
 SHARE_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\tshareTest[(]t[)]/ { print n }
 SHARE_TESTS = $(shell awk '$(SHARE_AWK)' server/*_test.go | paste -sd'|')
+# internal/fmacheck's tests run compilers and read their listings (a
+# million lines of assembly) on one goroutine: they skip under -race
+# (notUnderRace) and the package runs once without it.
 
 # The pipeline's pure-Go build (CGO_ENABLED=0: the _nocgo.go files, Go's
 # decoders and kernels in place of the C) runs the tests of the pipeline
@@ -253,8 +258,10 @@ test-go: stores ## Go tests (-race) of the module and of deploy/, the pipeline's
 	cd deploy && go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_TESTS))$$' ./pipeline/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_KERNEL_TESTS))$$' ./pipeline/kernels/ </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CV_TESTS))$$' ./pipeline/kernels/cv/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CODEC_TESTS))$$' ./pipeline/codec/ ./pipeline/codec/index/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(SHARE_TESTS))$$' ./server/ </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./internal/fmacheck/ </dev/null
 	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ </dev/null
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...
 

@@ -93,6 +93,25 @@ func processTest(t testing.TB, d time.Duration) context.Context {
 	return testCtx(t, d)
 }
 
+// waitingTest marks t as a test that spends most of its time waiting on
+// a stoker process's clock, not on the CPU: the coordinator's back-off
+// between a failing batch's tries (0.1 s doubling, 8 tries: some 25 s),
+// a fault proxy's hold, idle store connections' timeout. Such tests run
+// in parallel with each other (go test's -parallel, GOMAXPROCS of them
+// at a time), after the package's sequential tests, so that their waits
+// overlap. They check no time and no CPU share, only what the processes
+// answer, and take their store's variables through serveConfig.env and
+// runIndexCmd's env (s3Store, faultProxy), never t.Setenv. Call it
+// first: before processTest, whose deadline would run while the test
+// waits for its turn.
+func waitingTest(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs stoker serve and versitygw processes")
+	}
+	t.Parallel()
+}
+
 // hangGuard bounds a wait for something a stoker serve process does (its
 // address, a log line, a metric, its exit): the wait returns as soon as it
 // happens, so the bound only turns a hang into a failure, and is generous
@@ -237,6 +256,10 @@ type serveConfig struct {
 	root string
 	attr *syscall.SysProcAttr
 	args []string // more flags
+	// env is more environment for the process, after this process's own:
+	// a parallel test's store endpoint and credentials (t.Setenv, which
+	// the sequential tests use, cannot be called in a parallel one).
+	env []string
 	// wrap, when set, is a command that runs the binary: wrap[0] is run
 	// with wrap[1:], the binary and its arguments (strace, for one).
 	wrap []string
@@ -306,6 +329,9 @@ func launchServe(t testing.TB, c serveConfig) *serveProc {
 	p.cmd.Stderr = p.logs
 	p.cmd.Stdout = p.logs
 	p.cmd.SysProcAttr = c.attr
+	if len(c.env) > 0 {
+		p.cmd.Env = append(os.Environ(), c.env...)
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", c.name, err)
 	}

@@ -92,29 +92,51 @@ func epochSums(t *testing.T, ctx context.Context, addr string, spec *stokerv1.Jo
 // the test starts inherit them).
 func s3Env(t *testing.T) *storetest.S3 {
 	t.Helper()
+	s := s3Store(t)
+	setEnv(t, s.Env())
+	return s
+}
+
+// s3Store is s3Env for a parallel test: it sets no variable of this
+// process (t.Setenv cannot be called in a parallel test, and the tests
+// running beside it have stores of their own); the test hands s.Env() to
+// the stoker processes it starts (serveConfig.env, runIndexCmd's env).
+func s3Store(t *testing.T) *storetest.S3 {
+	t.Helper()
 	s := storetest.StartS3(t, t.TempDir())
 	s.CreateBucket(t, "bkt")
-	for _, kv := range s.Env() {
+	return s
+}
+
+// setEnv sets this process's variables to env's KEY=value pairs for the
+// test.
+func setEnv(t *testing.T, env []string) {
+	t.Helper()
+	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	return s
 }
 
 // proxied starts a fault proxy (seed, plan) in front of s and points this
 // process's AWS variables at it, for the stoker processes the test starts.
 func proxied(t *testing.T, s *storetest.S3, seed uint64, plan faultproxy.Plan) *faultproxy.Proxy {
 	t.Helper()
+	p, env := faultProxy(t, s, seed, plan)
+	setEnv(t, env)
+	return p
+}
+
+// faultProxy is proxied for a parallel test: it returns the variables that
+// point a stoker process at the proxy instead of setting them.
+func faultProxy(t *testing.T, s *storetest.S3, seed uint64, plan faultproxy.Plan) (*faultproxy.Proxy, []string) {
+	t.Helper()
 	p, err := faultproxy.New(s.Endpoint, seed, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	for _, kv := range s.EnvFor(p.URL()) {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	return p
+	return p, s.EnvFor(p.URL())
 }
 
 // TestIndexAndServeSources: the same job's epochs, batch for batch
@@ -348,17 +370,15 @@ func TestServeStoreStalls(t *testing.T) {
 // UNAVAILABLE naming the bucket and answer; then, the proxy healed, the
 // next epoch whole.
 func storeDownEpoch(t *testing.T, fault faultproxy.Kind, args []string, answer string) {
-	if testing.Short() {
-		t.Skip("runs stoker serve and versitygw processes")
-	}
+	waitingTest(t)
 	ctx := processTest(t, 3*time.Minute)
 	const n = 16
 	data := writeDataset(t, n, 2, 0)
-	s := s3Env(t)
+	s := s3Store(t)
 	s.PutTree(t, "bkt", "if/", data)
-	runIndexCmd(t, ctx, nil, s.URL("bkt", "if/"))
-	p := proxied(t, s, 1, faultproxy.Plan{})
-	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2, args: args})
+	runIndexCmd(t, ctx, s.Env(), s.URL("bkt", "if/"))
+	p, env := faultProxy(t, s, 1, faultproxy.Plan{})
+	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2, args: args, env: env})
 	if err := p.SetPlan(faultproxy.Plan{Down: fault}); err != nil {
 		t.Fatal(err)
 	}
@@ -386,26 +406,24 @@ func storeDownEpoch(t *testing.T, fault faultproxy.Kind, args []string, answer s
 // use), and so is its heap less what the byte cache holds, within
 // heapSlack (a fraction of the bytes read from the store).
 func TestServeStoreFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs stoker serve and versitygw processes")
-	}
+	waitingTest(t)
 	ctx := processTest(t, 4*time.Minute)
 	const n = 48
 	data := writeDataset(t, n, 3, 0)
-	s := s3Env(t)
+	s := s3Store(t)
 	s.PutTree(t, "bkt", "if/", data)
-	runIndexCmd(t, ctx, nil, s.URL("bkt", "if/"))
+	runIndexCmd(t, ctx, s.Env(), s.URL("bkt", "if/"))
 	spec := testJob(8, 7)
 
 	local := startServe(t, ctx, serveConfig{name: "local", dataset: data, workers: 2})
 	_, want := epochSums(t, ctx, local.addr, spec, n)
 
-	p := proxied(t, s, 7, faultproxy.Plan{
+	p, env := faultProxy(t, s, 7, faultproxy.Plan{
 		Rates: map[faultproxy.Kind]float64{faultproxy.SlowDown: 0.1, faultproxy.TooManyRequests: 0.05,
 			faultproxy.Reset: 0.05, faultproxy.Truncate: 0.05, faultproxy.Stall: 0.03},
 		StallFor: 300 * time.Millisecond, Only: faultproxy.ObjectGETs,
 	})
-	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2, args: []string{"--pprof"}})
+	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2, args: []string{"--pprof"}, env: env})
 	before := srv.metric(t, ctx, "go_goroutines")
 	heapBefore := heapLessCache(t, ctx, srv)
 	// Two jobs: the first reads through the faults, the second mostly from

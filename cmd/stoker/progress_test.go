@@ -169,20 +169,18 @@ func TestIndexProgressPlain(t *testing.T) {
 // start logs none (internal/progress's unit tests); the wait is the
 // threshold's, a constant the binary has no flag for.
 func TestServeStartProgress(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs stoker serve and versitygw processes")
-	}
+	waitingTest(t)
 	ctx := processTest(t, 3*time.Minute)
 	data := writeDataset(t, 24, 3, 0)
 	shards := t.TempDir()
 	names, bytes := writeShards(t, data, shards, 5)
-	s := s3Env(t)
+	s := s3Store(t)
 	s.PutTree(t, "bkt", "wds/", shards)
 	// The phase's time runs from its first figures, the first shard read,
 	// to its last, the held shard's: the hold leaves the other shards
 	// (loopback reads of 2 MB) 5 s to be read and still be over it.
 	held := "wds/" + filepath.Base(names[len(names)-1])
-	proxied(t, s, 1, faultproxy.Plan{
+	_, env := faultProxy(t, s, 1, faultproxy.Plan{
 		Down:     faultproxy.Stall,
 		StallFor: progress.DefaultEvery + 5*time.Second,
 		Only: func(r *http.Request) bool {
@@ -190,7 +188,7 @@ func TestServeStartProgress(t *testing.T) {
 			return r.Method == http.MethodGet && key == held
 		},
 	})
-	srv := startServe(t, ctx, serveConfig{name: "serve", dataset: s.URL("bkt", "wds/"), workers: 1})
+	srv := startServe(t, ctx, serveConfig{name: "serve", dataset: s.URL("bkt", "wds/"), workers: 1, env: env})
 	// The dataset is open before the server listens.
 	lines := srv.findLogs("opening dataset", map[string]string{"dataset": "ds"})
 	if len(lines) == 0 {

@@ -16,22 +16,20 @@ import (
 // and saying how to resume, and, the store back, the epoch resumed from
 // the next batch is byte for byte the clean epoch's rest.
 func TestServeStoreOutageNoPad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs stoker serve and versitygw processes")
-	}
+	waitingTest(t)
 	ctx := processTest(t, 4*time.Minute)
 	const n = 64
 	data := writeDataset(t, n, 4, 0)
-	s := s3Env(t)
+	s := s3Store(t)
 	s.PutTree(t, "bkt", "if/", data)
-	runIndexCmd(t, ctx, nil, s.URL("bkt", "if/"))
+	runIndexCmd(t, ctx, s.Env(), s.URL("bkt", "if/"))
 	spec := testJob(4, 11)
 	local := startServe(t, ctx, serveConfig{name: "local", dataset: data, workers: 2})
 	_, want := epochSums(t, ctx, local.addr, spec, n)
 
-	p := proxied(t, s, 1, faultproxy.Plan{})
+	p, env := faultProxy(t, s, 1, faultproxy.Plan{})
 	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2,
-		args: []string{"--store-attempts=2", "--store-timeout=2s"}})
+		args: []string{"--store-attempts=2", "--store-timeout=2s"}, env: env})
 	// The epoch's first batches, read into the byte cache.
 	warm, cancel := context.WithCancel(ctx)
 	runEpoch(warm, srv.addr, spec, consumeOpts{credits: 1, after: func(k int) {

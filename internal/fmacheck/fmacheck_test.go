@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/internal/racebuild"
 )
 
 const module = "github.com/stoker-dev/stoker"
@@ -33,6 +35,34 @@ var (
 // pipeline's fmaProbe, x*y + z as the build compiles it, which the
 // handshake's identity reports (pipeline/identity.go).
 const probe = module + "/pipeline.fmaProbe"
+
+// notUnderRace skips t under -race. These tests run compilers and read
+// what they write (the listings: a million lines of assembly for
+// pipeline/... and internal/...) on one goroutine, where the race
+// detector has nothing to find and multiplies the reading's time by ten
+// (3 s a listing without it, 30 s with it, on a loaded 2-core machine);
+// the go commands and the golden test binaries they run are built
+// without -race whatever this binary is. make test-go runs the package
+// once more without -race.
+func notUnderRace(t *testing.T) {
+	t.Helper()
+	if racebuild.Enabled {
+		t.Skip("reads the compiler's listings: make test-go runs internal/fmacheck without -race")
+	}
+}
+
+// besideTheOthers is notUnderRace for a test that runs in parallel with
+// the package's other parallel test, after its sequential ones: the
+// GOAMD64=v3 build (amd64, its own packages in the go build cache) and
+// the C files' compiles (gcc, one at a time, one core), whose CPU then
+// overlaps. The arm64 tests stay sequential, one after the other: the
+// second finds what the first compiled in the go build cache, where
+// side by side both would compile it.
+func besideTheOthers(t *testing.T) {
+	t.Helper()
+	notUnderRace(t)
+	t.Parallel()
+}
 
 // root is the module's root directory.
 func root(t *testing.T) string {
@@ -222,12 +252,17 @@ func checkListing(t *testing.T, what, listing string, fused *regexp.Regexp, fusi
 	return explicit
 }
 
+// arm64Env is the pure-Go arm64 build's environment (the _nocgo.go twins
+// of the C).
+var arm64Env = []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}
+
 // TestARM64NoFusedMultiplyAdd: pipeline/... and internal/... compiled for
 // arm64 (pure Go: CGO_ENABLED=0, the _nocgo.go twins of the C) hold no
 // multiply-add the compiler fused and call no function of package math
 // that fuses.
 func TestARM64NoFusedMultiplyAdd(t *testing.T) {
-	env := []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}
+	notUnderRace(t)
+	env := arm64Env
 	fusing := fusingMath(t, "arm64", env, fusedARM64)
 	for _, f := range []string{"math.Atan", "math.Erfc", "math.Exp", "math.Log"} {
 		if !fusing[f] {
@@ -296,6 +331,7 @@ func runAllGoldens(t *testing.T, what string, runner []string, bins map[string]s
 // runs v3 code, its golden tests give the very hashes of the default
 // build.
 func TestAMD64v3SameBytes(t *testing.T) {
+	besideTheOthers(t)
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("GOAMD64=v3 builds are for amd64 machines; this is %s (the arm64 listing is checked by TestARM64NoFusedMultiplyAdd)", runtime.GOARCH)
 	}
@@ -362,11 +398,15 @@ func runGoldens(t *testing.T, what string, runner []string, g goldenPkg, bin str
 // qemu-aarch64 (make apt-test installs qemu-user) it skips and says so.
 // The cgo build is not run under qemu here.
 func TestARM64GoldenUnderQemu(t *testing.T) {
+	notUnderRace(t)
 	qemu, err := exec.LookPath("qemu-aarch64")
 	if err != nil {
 		t.Skip("no qemu-aarch64 (Debian's qemu-user, which make apt-test installs): the arm64 golden tests did not run")
 	}
-	bins, _ := buildGoldens(t, []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"})
+	// The module's packages with -S, as TestARM64NoFusedMultiplyAdd
+	// compiles them: the same compile flags, so the go build cache has
+	// them (the listing is not read here).
+	bins, _ := buildGoldens(t, arm64Env, "-gcflags="+module+"/...=-S")
 	if _, ran := runAllGoldens(t, "arm64 under qemu", []string{qemu}, bins); !ran {
 		t.Fatal("the arm64 test binary did not run under qemu")
 	}
@@ -380,6 +420,7 @@ func TestARM64GoldenUnderQemu(t *testing.T) {
 // the intrinsics the source names. cgo refuses -ffp-contract in #cgo
 // CFLAGS, hence pragmas.
 func TestCNoContraction(t *testing.T) {
+	besideTheOthers(t)
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("-mfma is an x86-64 flag; this is %s", runtime.GOARCH)
 	}
@@ -436,6 +477,7 @@ func TestCNoContraction(t *testing.T) {
 // apt-arm64's packages, which make test does not install (make
 // cross-arm64 runs it): without them it skips and says so.
 func TestARM64CgoGoldenUnderQemu(t *testing.T) {
+	notUnderRace(t)
 	qemu, err := exec.LookPath("qemu-aarch64")
 	if err != nil {
 		t.Skip("no qemu-aarch64 (Debian's qemu-user: make apt-test, make apt-arm64): the arm64 cgo golden tests did not run")

@@ -226,6 +226,22 @@ def stoker_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pipeline package's test binary, which drives explicit geometry
+    (pipeline/geomdrive_cgo_test.go): built once a session for the modules
+    that drive it (test_parity_geometry.py, test_parity_formats.py,
+    test_parity_tv_grids.py), where each built and linked its own."""
+    if shutil.which("go") is None:
+        pytest.fail("go is not on PATH: the geometry driver is the pipeline package's test binary")
+    out = tmp_path_factory.mktemp("geomdrive") / "pipeline.test"
+    r = subprocess.run(["go", "test", "-c", "-o", str(out), "./pipeline"], cwd=REPO, capture_output=True,
+                       text=True, timeout=900, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        pytest.fail(f"go test -c ./pipeline failed:\n{r.stderr}")
+    return out
+
+
+@pytest.fixture(scope="session")
 def server(stoker_bin: Path, data_dirs: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Starts `stoker serve` on 127.0.0.1:0 and yields its address."""
     log = tmp_path_factory.mktemp("server") / "server.log"

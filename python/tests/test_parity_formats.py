@@ -31,7 +31,7 @@ from typing import List
 import numpy as np
 import pytest
 
-from test_parity_geometry import FILTERS, MAX, MEAN, PHOTOS, _boxes, _run, _torchvision, driver  # noqa: F401
+from test_parity_geometry import FILTERS, MAX, MEAN, PHOTOS, _boxes, _run, _torchvision
 
 #: Adam7's passes: (x0, y0, dx, dy).
 ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
@@ -108,7 +108,7 @@ def _decoded(path: Path) -> "object":
     return img
 
 
-def test_decoded_pixels_equal_decode_image(driver: Path, files: List[Path], tmp_path: Path) -> None:  # noqa: F811
+def test_decoded_pixels_equal_decode_image(driver: Path, files: List[Path], tmp_path: Path) -> None:
     """The whole image, and boxes of it (each the box's own pixels: a crop
     decodes only the rows, and for WebP the columns, the box needs)."""
     jobs = []
@@ -128,7 +128,7 @@ def test_decoded_pixels_equal_decode_image(driver: Path, files: List[Path], tmp_
     assert not bad, "decoded pixels differ from torchvision's decode_image:\n" + "\n".join(bad)
 
 
-def test_resized_crop_matches_torchvision(driver: Path, files: List[Path], tmp_path: Path) -> None:  # noqa: F811
+def test_resized_crop_matches_torchvision(driver: Path, files: List[Path], tmp_path: Path) -> None:
     jobs = []
     for f in files:
         _, h, w = _decoded(f).shape

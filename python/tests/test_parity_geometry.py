@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Dict, Iterator, List, Tuple
@@ -58,19 +57,6 @@ MEAN, MAX = 0.0, 0
 #: differ by up to 17 levels each: the scaled IDCT's average of a few
 #: pixels is not the filter's).
 DCT_MEAN, DCT_MAX, DCT_MIN_SIDE = 3.0, 40, 16
-
-
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The pipeline package's test binary, which drives explicit geometry."""
-    if shutil.which("go") is None:
-        pytest.fail("go is not on PATH: the geometry driver is the pipeline package's test binary")
-    out = tmp_path_factory.mktemp("geomdrive") / "pipeline.test"
-    r = subprocess.run(["go", "test", "-c", "-o", str(out), "./pipeline"], cwd=REPO, capture_output=True,
-                       text=True, timeout=900, stdin=subprocess.DEVNULL)
-    if r.returncode != 0:
-        pytest.fail(f"go test -c ./pipeline failed:\n{r.stderr}")
-    return out
 
 
 def _synthetic(rng: np.random.Generator, h: int, w: int, kind: str) -> np.ndarray:

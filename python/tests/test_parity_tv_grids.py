@@ -42,7 +42,7 @@ How each point runs:
   pad, RandomCrop, RandomResizedCrop), which ``ops apply`` refuses (it is no
   kernel after the decode): the image written as a PNG (lossless, decoded by
   libpng as torchvision's decode_image does) and decoded by the pipeline
-  package's test binary (test_parity_geometry.py's driver; its "transform"
+  package's test binary (conftest.py's driver fixture; its "transform"
   job runs the pipeline's ops for one sample and returns the trace; F.crop at
   a grid point is the RandomCrop of the same padding drawn at that position);
 - the transforms whose draws torchvision's tests check (ColorJitter,
@@ -87,7 +87,6 @@ from torchvision.transforms.v2 import functional as F
 
 from stoker.transforms import from_torchvision, to_spec
 from stoker.v1 import stoker_pb2 as pb
-from test_parity_geometry import driver  # noqa: F401  (the fixture: the pipeline package's test binary)
 
 pytestmark = pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")
 
@@ -511,7 +510,7 @@ def decoded(kernel: str, label: str, img: torch.Tensor, tv: Any, tol: Tol,
     return p
 
 
-def test_geometry_decode(driver: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_geometry_decode(driver: Path, tmp_path: Path) -> None:
     """TestResize, TestResizedCrop, TestCenterCrop, TestCrop, TestPad:
     their correctness parameters (and, for resize and resized_crop, the
     interpolations and antialias of test_kernel_image), decoded by the
@@ -714,7 +713,7 @@ def test_sampling(stoker_bin: Path) -> None:
     settle(pts, "sampling (draws replayed)")
 
 
-def test_sampling_decode(driver: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_sampling_decode(driver: Path, tmp_path: Path) -> None:
     """TestResizedCrop.test_transform (scale, ratio; v1's tolerance, atol
     1) and TestCrop.test_transform_image_correctness (size, fill,
     padding_mode with pad_if_needed; exact), seeds 0..4 as samples 0..4:

@@ -97,6 +97,7 @@ func randomWarp(r *rand.Rand, w, h int) (m [9]float64, persp bool) {
 // perspective, odd output sizes (tails of every length), borders, on noise
 // and photos.
 func TestWarpCMatchesGo(t *testing.T) {
+	exactTest(t)
 	if cSIMD < 3 {
 		t.Logf("vector paths up to %d here (2: AVX-512F, 3: and VBMI): the others are not compared", cSIMD)
 	}
@@ -152,6 +153,7 @@ func firstDiff(a, b []byte) int {
 // of random bytes (hues past 179 too); and on noise of odd and tiny sizes
 // (the vector loop's tail) and photos.
 func TestHSVCMatchesGo(t *testing.T) {
+	exactTest(t)
 	all := kernels.Planes{Pix: make([]byte, 3<<24), W: 4096, H: 4096}
 	n := 1 << 24
 	for i := 0; i < n; i++ {
@@ -195,6 +197,7 @@ func TestHSVCMatchesGo(t *testing.T) {
 // shrinking and growing each side by odd factors, to and from one pixel,
 // on noise and photos.
 func TestResizeCMatchesGo(t *testing.T) {
+	exactTest(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	for i, src := range cTestImages(t) {
 		for k := 0; k < 16; k++ {
@@ -229,6 +232,7 @@ func TestResizeCMatchesGo(t *testing.T) {
 // in float where the coordinates are >= 1, in double where not: both
 // must round as warpGo's fma32), on noise, every path the CPU has.
 func TestWarpCSmallFractions(t *testing.T) {
+	exactTest(t)
 	src := cTestImages(t)[8]
 	r := rand.New(rand.NewPCG(3, 4))
 	for k := 0; k < 64; k++ {
@@ -264,6 +268,7 @@ func TestWarpCSmallFractions(t *testing.T) {
 // subnormals; and it says so for the matrices the YOLO ops draw (the
 // float path is taken).
 func TestFMAExact(t *testing.T) {
+	exactTest(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	rnd := func() float32 {
 		switch r.IntN(12) {
@@ -318,6 +323,7 @@ func TestFMAExact(t *testing.T) {
 // smooth ones too; and it is not always so for y < 1 (ay then with bits
 // under 2^-23), which the vector path leaves to double.
 func TestWarpYLerpExact(t *testing.T) {
+	exactTest(t)
 	r := rand.New(rand.NewPCG(7, 8))
 	coord := func(lo float64) float32 { // a float >= lo, of a binade up to 2^12
 		return float32(lo + r.Float64()*math.Ldexp(1, r.IntN(13)))

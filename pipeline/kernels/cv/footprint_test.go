@@ -16,6 +16,7 @@ import (
 // of a mosaic's size; and the rectangle is smaller than the source for
 // most of ultralytics' default draws.
 func TestPerspectiveFootprint(t *testing.T) {
+	exactTest(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	u := func(a, b float64) float64 { return a + (b-a)*r.Float64() }
 	clipped, fallback, tight := 0, 0, 0
@@ -110,6 +111,7 @@ func naiveMosaic(imgs []kernels.Planes, tiles []Tile, cs int) kernels.Planes {
 // copied in, in order; within its rectangle MosaicImageIn is that canvas
 // and outside it leaves the canvas as it was, for layouts of 4 and 9.
 func TestMosaicImageIn(t *testing.T) {
+	exactTest(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := range 200 {
 		n, s := 4, 8+r.IntN(40)

@@ -1,0 +1,23 @@
+package cv
+
+import (
+	"testing"
+
+	"github.com/stoker-dev/stoker/internal/racebuild"
+)
+
+// exactTest marks t as an exactness test: arithmetic on one goroutine (the
+// C paths against the Go ones byte for byte, a footprint or a mosaic
+// against its naive reference, exact sums in math/big), where the race
+// detector has nothing to find and costs 10 to 100 times the time. It
+// skips under -race; make test-go runs it once more, without -race
+// (EXACT_CV_TESTS, read from these calls: nothing may go between the
+// test's opening line and the call). It runs in parallel with the other
+// exactness tests: each has its own images and state.
+func exactTest(t *testing.T) {
+	t.Helper()
+	if racebuild.Enabled {
+		t.Skip("an exactness test: make test-go runs it without -race (EXACT_CV_TESTS)")
+	}
+	t.Parallel()
+}
