@@ -282,8 +282,8 @@ func TestARM64NoFusedMultiplyAdd(t *testing.T) {
 // pipeline/kernels', run through the root's tests, which link them);
 // pipeline/internal/det's RNG and deterministic maths.
 var goldenTests = []goldenPkg{
-	{"./pipeline/", "TestGoldenPlans|TestGoldenBatchReference|TestGoldenBatchFast|TestGoldenPresets|TestGoldenInterpTorch|" +
-		"TestGeomGolden|TestPlanGolden", 5},
+	{"./pipeline/", "TestGoldenPlans|TestGoldenBatchReference|TestGoldenBatchFast|TestGoldenPresets|TestGoldenInterpTorch", 3},
+	{"./pipeline/transform/", "TestGeomGolden|TestPlanGolden", 2},
 	{"./pipeline/internal/det/", "TestRNGGolden|TestDetMathGolden|TestDetTrigGolden|TestDetAtanErfcGolden", 4},
 }
 
