@@ -253,14 +253,20 @@ func (d *Decoder) reserveScratch(data []byte, t *Transform, k Key, pdata [][]byt
 		}
 		return hd.w, hd.h
 	}
-	w, h := size(data)
-	var ppx int64
-	for _, p := range pdata {
-		pw, ph := size(p)
-		ppx = max(ppx, int64(pw)*int64(ph))
-	}
 	at := t.Sampler().AtEpoch(k.Epoch).Sampler()
-	bound := scratchBound(at, at.MosaicOp() != nil && at.MosaicOn(k), d.opts.partners != nil, w, h, ppx, fs)
+	mosaic := at.MosaicOp() != nil && at.MosaicOn(k)
+	var w, h int
+	var ppx int64
+	// Only the Mosaic's, the YOLO kernels' and the masks' bounds depend
+	// on the images' sizes: another job's samples parse no header here.
+	if mosaic || at.YOLO() != nil || fs.Masks() {
+		w, h = size(data)
+		for _, p := range pdata {
+			pw, ph := size(p)
+			ppx = max(ppx, int64(pw)*int64(ph))
+		}
+	}
+	bound := scratchBound(at, mosaic, d.opts.partners != nil, w, h, ppx, fs)
 	kept := d.scratchBytes()
 	need := kept.after(&bound)
 	if need <= d.scratch.held {
