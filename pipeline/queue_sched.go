@@ -243,6 +243,22 @@ func (e *Executor) finished(r *fillReq, st *StageTimes, ch charge, cost float64)
 	}
 }
 
+// workerYield is how often a busy worker gives up its P between samples
+// (runtime.Gosched). A worker that always has work never blocks, so to the
+// runtime it is one goroutine running without a break, and sysmon preempts
+// any goroutine that runs 10 ms on one schedule tick. A worker is almost
+// always inside a cgo call when that happens, where a preemption cannot
+// land: sysmon takes the P away from the call instead (handoffp), wakes a
+// thread for it, sets the goroutine to be preempted once it is back in Go
+// (a locked worker, as the server's with a CPUClock, then hands its P to
+// another thread and sleeps until one hands it back), and, having taken a
+// P, polls every 20 us again for the next millisecond or more. A yield at
+// least every few milliseconds starts a new schedule tick first, so none
+// of that happens: a first epoch on small photos 3% (an unlocked worker,
+// as stoker bench pipeline's) to 13% (a locked one) fewer CPU-seconds an
+// image (BENCHMARKS.md). Under 10 ms with a sample's time to spare.
+const workerYield = 5 * time.Millisecond
+
 // run is a worker: it takes samples by the schedule until the Executor is
 // closed and no queue has any left.
 func (e *Executor) run(d *Decoder, w int) {
@@ -252,6 +268,7 @@ func (e *Executor) run(d *Decoder, w int) {
 	var buf []byte
 	var pidx []int     // a sample's partners (readPartners)
 	var pbufs [][]byte // and their bytes' buffers, reused
+	yielded := time.Now()
 	e.mu.Lock()
 	for {
 		q := e.pick()
@@ -267,13 +284,18 @@ func (e *Executor) run(d *Decoder, w int) {
 			slept := time.Now()
 			e.work.Wait()
 			e.asleep[w] = nil
-			e.idle.Add(int64(time.Since(slept)))
+			yielded = time.Now() // it blocked: a new schedule tick
+			e.idle.Add(int64(yielded.Sub(slept)))
 			continue
 		}
 		r, i, ch := e.take(q)
 		e.cur[w] = r
 		d.ops.Stop, d.ops.Progress = r.stop, r.progress
 		e.mu.Unlock()
+		if now := time.Now(); now.Sub(yielded) >= workerYield {
+			yielded = now
+			runtime.Gosched()
+		}
 		if r.progress != nil {
 			r.progress.Start()
 		}
