@@ -1,0 +1,92 @@
+//go:build linux
+
+package dataset
+
+import (
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// rootReader reads a dataset's files below its root directory with four
+// system calls a file, where os.Root's OpenFile and an *os.File take seven
+// (the parent directory opened and closed again, the file offered to the
+// network poller, which refuses regular files) and allocate an *os.File
+// with a finalizer: openat2 with RESOLVE_BENEATH (the kernel refuses any
+// path, symbolic link or ".." that leads out of the root, as os.Root
+// does), fstat, read and close. It only ever succeeds: anything it does
+// not take (an error, a file that is not regular, a size other than the
+// index's or over the cap, a short read, a kernel without openat2, an
+// absolute symbolic link, which RESOLVE_BENEATH refuses even when it
+// resolves inside) is left to the os.Root path, which opens the file again
+// and says what is wrong in its own words. On the first epoch over small
+// photos the seven calls were about 1% of the CPU (BENCHMARKS.md).
+type rootReader struct {
+	dir *os.File        // the root directory, opened through the dataset's os.Root
+	rc  syscall.RawConn // dir's: Control holds the descriptor open while it runs
+}
+
+// newRootReader opens root's directory for fast reads; nil (no fast
+// path) where it cannot.
+func newRootReader(root *os.Root) *rootReader {
+	dir, err := root.Open(".")
+	if err != nil {
+		return nil
+	}
+	rc, err := dir.SyscallConn()
+	if err != nil {
+		dir.Close()
+		return nil
+	}
+	return &rootReader{dir: dir, rc: rc}
+}
+
+func (r *rootReader) close() {
+	if r != nil {
+		r.dir.Close()
+	}
+}
+
+var beneath = unix.OpenHow{
+	Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY,
+	Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+}
+
+// read reads name, of want bytes (at most max), into buf (grown as
+// readCapped grows it); ok false where the os.Root path must.
+func (r *rootReader) read(name string, want, max int64, buf []byte) (out []byte, ok bool) {
+	if r == nil || want > max {
+		return nil, false
+	}
+	ctl := func(dirfd uintptr) {
+		fd, err := unix.Openat2(int(dirfd), name, &beneath)
+		if err != nil {
+			return
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != want {
+			return
+		}
+		if int64(cap(buf)) < want {
+			buf = make([]byte, want, want+want/4)
+		}
+		buf = buf[:want]
+		for n := 0; n < len(buf); {
+			m, err := unix.Read(fd, buf[n:])
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil || m <= 0 {
+				return
+			}
+			n += m
+		}
+		out, ok = buf, true
+	}
+	if r.rc.Control(ctl) != nil {
+		return nil, false
+	}
+	return out, ok
+}
