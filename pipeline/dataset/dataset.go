@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/beneath"
 )
 
 // DefaultMaxFileSize is the per-file size cap: larger files are refused
@@ -142,7 +144,7 @@ func open(dir string, progress func(IndexProgress)) (Dataset, error) {
 // links can reach outside the root, and only regular files are read.
 type ImageFolder struct {
 	root    *os.Root
-	fast    *rootReader // reads below root in fewer system calls (nil: none)
+	fast    *beneath.Reader // reads below root in fewer system calls (nil: none)
 	classes []string
 	files   []string // relative to root
 	labels  []int32
@@ -169,7 +171,7 @@ func openImageFolder(dir string, progress func(IndexProgress)) (*ImageFolder, er
 		root.Close()
 		return nil, err
 	}
-	d := &ImageFolder{root: root, fast: newRootReader(root), maxSize: DefaultMaxFileSize, classes: ix.classes, files: ix.files, labels: ix.labels, sizes: ix.sizes}
+	d := &ImageFolder{root: root, fast: beneath.New(root), maxSize: DefaultMaxFileSize, classes: ix.classes, files: ix.files, labels: ix.labels, sizes: ix.sizes}
 	h := newIndexHash("imagefolder", d.classes)
 	for i, f := range d.files {
 		h.add(f, d.sizes[i], int64(d.labels[i]))
@@ -321,7 +323,7 @@ func (d *ImageFolder) Fingerprint() string { return d.fp }
 
 // Close implements Dataset.
 func (d *ImageFolder) Close() error {
-	d.fast.close()
+	d.fast.Close()
 	return d.root.Close()
 }
 
@@ -330,7 +332,7 @@ func (d *ImageFolder) Read(i int, buf []byte) ([]byte, error) {
 	if i < 0 || i >= len(d.files) {
 		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, len(d.files))
 	}
-	if b, ok := d.fast.read(d.files[i], d.sizes[i], d.maxSize, buf); ok {
+	if b, ok := d.fast.Read(d.files[i], d.sizes[i], d.maxSize, buf); ok {
 		return b, nil
 	}
 	// Non-blocking: opening a FIFO for reading blocks until a writer comes,

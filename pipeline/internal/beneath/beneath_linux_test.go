@@ -1,26 +1,29 @@
 //go:build linux
 
-package dataset
+package beneath
 
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 )
 
-// TestRootReader: the fast path reads a plain file and a link that stays
+// TestReader: the fast path reads a plain file and a link that stays
 // inside the root, and leaves everything else to os.Root (whose refusals
-// TestImageFolderSymlinks and TestImageFolderNonRegular check): a link out
+// pipeline/dataset's TestImageFolderSymlinks and TestImageFolderNonRegular
+// check): a link out
 // of the root (relative or absolute), an absolute link back inside, a
 // FIFO (without blocking), a directory, a size other than the one asked
 // for, a size over the cap, and any read once the dataset is closed.
-func TestRootReader(t *testing.T) {
+func TestReader(t *testing.T) {
 	outside := t.TempDir()
-	writeTree(t, outside, map[string][]byte{"secret.jpg": []byte("outside")})
+	testfiles.WriteTree(t, outside, map[string][]byte{"secret.jpg": []byte("outside")})
 	root := t.TempDir()
-	writeTree(t, root, map[string][]byte{"a/real.jpg": []byte("inside"), "b/other.jpg": []byte("other class"), "a/dir.jpg/x": []byte("x")})
+	testfiles.WriteTree(t, root, map[string][]byte{"a/real.jpg": []byte("inside"), "b/other.jpg": []byte("other class"), "a/dir.jpg/x": []byte("x")})
 	for name, target := range map[string]string{
 		"a/in.jpg":      "../b/other.jpg",
 		"a/out-rel.jpg": "../../" + filepath.Base(outside) + "/secret.jpg",
@@ -39,7 +42,7 @@ func TestRootReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	rr := newRootReader(r)
+	rr := New(r)
 	if rr == nil {
 		t.Fatal("no fast path on Linux")
 	}
@@ -60,55 +63,32 @@ func TestRootReader(t *testing.T) {
 		{"a/real.jpg", 6, 5, ""},
 		{"a/missing.jpg", 6, 100, ""},
 	} {
-		got, ok := withTimeoutRead(t, func() ([]byte, bool) { return rr.read(tc.name, tc.size, tc.max, make([]byte, 0, 2)) })
+		got, ok := withTimeoutRead(t, func() ([]byte, bool) { return rr.Read(tc.name, tc.size, tc.max, make([]byte, 0, 2)) })
 		if ok != (tc.want != "") || string(got) != tc.want {
 			t.Errorf("read(%s, size %d, cap %d) = %q, %v; want %q", tc.name, tc.size, tc.max, got, ok, tc.want)
 		}
 	}
-	rr.close()
-	if got, ok := rr.read("a/real.jpg", 6, 100, nil); ok {
+	rr.Close()
+	if got, ok := rr.Read("a/real.jpg", 6, 100, nil); ok {
 		t.Errorf("read after close = %q, true", got)
 	}
 }
 
+// withTimeoutRead runs f and fails the test if it does not return in a
+// minute: a FIFO opened for reading without O_NONBLOCK would block.
 func withTimeoutRead(t *testing.T, f func() ([]byte, bool)) ([]byte, bool) {
 	t.Helper()
-	var b []byte
-	var ok bool
-	withTimeout(t, func() error { b, ok = f(); return nil })
-	return b, ok
-}
-
-// BenchmarkImageFolderRead: a file of 48 KiB (the shared photo set's mean)
-// read from the page cache, through the fast path and through os.Root's.
-func BenchmarkImageFolderRead(b *testing.B) {
-	root := b.TempDir()
-	files := map[string][]byte{}
-	for c := range 16 {
-		for i := range 16 {
-			files[filepath.Join(string(rune('a'+c)), strconv.Itoa(i)+".jpg")] = make([]byte, 48<<10)
-		}
+	type res struct {
+		b  []byte
+		ok bool
 	}
-	writeTree(b, root, files)
-	d, err := OpenImageFolder(root)
-	if err != nil {
-		b.Fatal(err)
+	done := make(chan res, 1)
+	go func() { b, ok := f(); done <- res{b, ok} }()
+	select {
+	case r := <-done:
+		return r.b, r.ok
+	case <-time.After(time.Minute):
+		t.Fatal("blocked: still waiting after a minute")
+		return nil, false
 	}
-	defer d.Close()
-	fast := d.fast
-	for _, tc := range []struct {
-		name string
-		fast *rootReader
-	}{{"openat2", fast}, {"os.Root", nil}} {
-		b.Run(tc.name, func(b *testing.B) {
-			d.fast = tc.fast
-			var buf []byte
-			for i := 0; b.Loop(); i++ {
-				if buf, err = d.Read(i%d.Len(), buf); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-	d.fast = fast
 }
