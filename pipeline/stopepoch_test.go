@@ -113,13 +113,13 @@ func TestStopEpochDetr(t *testing.T) {
 	}
 	// The cost model is the whole recipe's, an upper bound of the epochs
 	// after the stop.
-	if c, ca := stop.Cost(), stop.Sampler().AtEpoch(5).Cost(); c != full.Cost() || ca.Max > c.Max || ca.Mean > c.Mean {
+	if c, ca := stop.Cost(), stop.Sampler(sk).AtEpoch(5).Cost(); c != full.Cost() || ca.Max > c.Max || ca.Mean > c.Mean {
 		t.Errorf("cost %v, after the stop %v, the preset's %v", c, ca, full.Cost())
 	}
-	if stop.MaxTraceBytes() < stop.Sampler().AtEpoch(5).MaxTraceBytes() {
+	if stop.MaxTraceBytes() < stop.Sampler(sk).AtEpoch(5).MaxTraceBytes() {
 		t.Error("the trace bound is not the whole recipe's")
 	}
-	if stop.Sampler().AtEpoch(4) != stop || stop.Sampler().AtEpoch(5) == stop || stop.Sampler().AtEpoch(1<<63) != stop.Sampler().AtEpoch(5) {
+	if stop.Sampler(sk).AtEpoch(4) != stop || stop.Sampler(sk).AtEpoch(5) == stop || stop.Sampler(sk).AtEpoch(1<<63) != stop.Sampler(sk).AtEpoch(5) {
 		t.Error("AtEpoch: the recipe before epoch 5, the variant from it on")
 	}
 }
@@ -145,8 +145,8 @@ func TestStopEpochPixels(t *testing.T) {
 			t.Fatal(err)
 		}
 		stop = stop.WithDecode(mode)
-		if stop.Sampler().AtEpoch(1).DecodeMode() != mode {
-			t.Fatalf("WithDecode(%s) left the variant after the stop with %s", mode, stop.Sampler().AtEpoch(1).DecodeMode())
+		if stop.Sampler(sk).AtEpoch(1).DecodeMode() != mode {
+			t.Fatalf("WithDecode(%s) left the variant after the stop with %s", mode, stop.Sampler(sk).AtEpoch(1).DecodeMode())
 		}
 		for _, c := range decoderKinds {
 			d := NewDecoder(c.opts...)

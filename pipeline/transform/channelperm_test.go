@@ -32,7 +32,7 @@ func TestRandomChannelPermutation(t *testing.T) {
 	counts := map[[3]int]int{}
 	var d optab.Drawer
 	for i := range n {
-		steps := tr.Sampler().DrawInto(&d, det.Key{Seed: 7, Index: uint64(i)}, 4, 4, nil)
+		steps := tr.sampler().DrawInto(&d, det.Key{Seed: 7, Index: uint64(i)}, 4, 4, nil)
 		if len(steps) != 1 || steps[0].Fn != fn.PermuteChannels {
 			t.Fatalf("sample %d drew %+v, want one permute_channels step", i, steps)
 		}
@@ -51,7 +51,7 @@ func TestRandomChannelPermutation(t *testing.T) {
 	}
 
 	// The step's kernel and trace: plane c of the output is plane perm[c].
-	steps := tr.Sampler().DrawInto(&d, det.Key{Seed: 7, Index: 1}, 4, 4, nil)
+	steps := tr.sampler().DrawInto(&d, det.Key{Seed: 7, Index: 1}, 4, 4, nil)
 	parsed, err := ParseTrace(AppendTrace(nil, steps))
 	if err != nil || len(parsed) != 1 || parsed[0] != steps[0] {
 		t.Fatalf("trace %s parsed to %+v, %v", AppendTrace(nil, steps), parsed, err)

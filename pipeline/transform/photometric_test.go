@@ -30,7 +30,7 @@ func TestPhotometricDraws(t *testing.T) {
 	before, contrast := 0, 0
 	perms := map[[3]int]int{}
 	for i := range uint64(keys) {
-		steps := tr.Sampler().DrawSteps(det.Key{Seed: 4, Index: i}, nil)
+		steps := tr.sampler().DrawSteps(det.Key{Seed: 4, Index: i}, nil)
 		last, sawSat := -1, false
 		for _, st := range steps {
 			rank := map[fn.Fn]int{fn.AdjustBrightness: 0, fn.AdjustContrast: 1, fn.AdjustSaturation: 2, fn.AdjustHue: 3, fn.PermuteChannels: 4}[st.Fn]

@@ -34,7 +34,7 @@ func TestPoliciesBicubic(t *testing.T) {
 			warps := 0
 			for i := range uint64(400) {
 				k := det.Key{Seed: 3, Index: i}
-				a, b := trBil.Sampler().DrawSteps(k, nil), trBic.Sampler().DrawSteps(k, nil)
+				a, b := trBil.sampler().DrawSteps(k, nil), trBic.sampler().DrawSteps(k, nil)
 				if len(a) != len(b) {
 					t.Fatalf("key %d: %d steps bilinear, %d bicubic", i, len(a), len(b))
 				}
