@@ -32,7 +32,8 @@ const (
 
 // sk opens a Transform's side for the Decoder, t.Sampler(sk): its plan,
 // draws and compiled nodes, which only the root reads (TestArrows lets
-// the root alone import pipeline/internal/samplerkey).
+// only the root, pipeline/transform and the tests' testops import
+// pipeline/internal/samplerkey).
 var sk samplerkey.Key
 
 // The Transform's and its plan's names the decoder uses

@@ -411,6 +411,13 @@ func (t *Transform) yoloSteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 // 3.7 ms in scalar C.
 var YOLOResizeNs, YOLOWarpNs float64 = 15, 100
 
+// The C's prices where cgo links it (cv.HaveC).
+func init() {
+	if cv.HaveC {
+		YOLOResizeNs, YOLOWarpNs = 3, 5
+	}
+}
+
 // ns is the YOLO geometry's cost on a source of srcPx pixels and an
 // output of px: the load's resize (of about the output's size), the
 // letterbox's copy, the warp's.

@@ -3,7 +3,8 @@
 // the compiled nodes, the transform of an epoch). Being internal, only
 // the pipeline's own packages can name a Key, and TestArrows lets the
 // pipeline's root alone import it (besides pipeline/transform, which
-// asks for it): a server, a command or a client reads a Transform
+// asks for it, and the tests' pipeline/internal/testops, whose Tracer is
+// the Decoder's draw): a server, a command or a client reads a Transform
 // through its own methods (Size, Shape, Cost, Trace, String, ...).
 package samplerkey
 
