@@ -5,39 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
-	"github.com/stoker-dev/stoker/pipeline/kernels"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 func photometricOp() optab.Op {
 	return optab.Op{Kind: optab.OpRandomPhotometricDistort, P: 0.5, JitterRanges: true,
 		Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}
-}
-
-// TestPermuteChannels: output channel c is input channel perm[c]
-// (torchvision's image[:, perm]), for every permutation.
-func TestPermuteChannels(t *testing.T) {
-	for _, pm := range [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
-		p := kernels.Planes{Pix: make([]byte, 3*6), W: 3, H: 2}
-		for i := range p.Pix {
-			p.Pix[i] = byte(i)
-		}
-		orig := append([]byte(nil), p.Pix...)
-		fn.Apply(p, &fn.Step{Fn: fn.PermuteChannels, I: [6]int{pm[0], pm[1], pm[2]}}, nil)
-		for c := range 3 {
-			if string(p.Plane(c)) != string(orig[6*pm[c]:6*pm[c]+6]) {
-				t.Errorf("%v: plane %d is %v", pm, c, p.Plane(c))
-			}
-		}
-		if err := fn.Check(&fn.Step{Fn: fn.PermuteChannels, I: [6]int{pm[0], pm[1], pm[2]}}, 3, 2); err != nil {
-			t.Error(err)
-		}
-	}
-	if err := fn.Check(&fn.Step{Fn: fn.PermuteChannels, I: [6]int{0, 0, 3}}, 3, 2); err == nil {
-		t.Error("permutation [0 0 3] taken")
-	}
 }
 
 // TestPhotometricPlaces: before the geometry only when it ends in
