@@ -282,18 +282,22 @@ cross-arm64: apt-arm64 ## the arm64 build with cgo (the C cross-compiled, arm64 
 
 # The pipeline's C (pipeline/codec's turbo.c, resize.c, passes.c, huff.c,
 # phuff.c, coefs.c, transcode.c, pngrows.c, formats.c, which the pipeline
-# package's tests drive, and pipeline/kernels' kernels.c, kernels_color.c,
-# geom.c, which its tests and pipeline/fn's and pipeline/transform's
-# drive) under AddressSanitizer (go test -asan: Go's allocations too) and
+# package's tests drive, pipeline/kernels' kernels.c, kernels_color.c,
+# geom.c, which its tests and pipeline/fn's, pipeline/ops', pipeline/policy's
+# and pipeline/transform's drive, and pipeline/kernels/cv's cv.c, the YOLO
+# family's) under AddressSanitizer (go test -asan: Go's allocations too) and
 # UndefinedBehaviorSanitizer (CGO_CFLAGS), in the packages' tests,
 # the fuzz targets' seeds among them: any report ends the test binary with
 # an error (UBSan: -fno-sanitize-recover). The system's libjpeg-turbo,
 # libpng, libwebp and zlib are not instrumented. Slow: not part of make
-# test.
+# test. The pipeline package's binary alone ran 42 min on a shared 2-core
+# machine (the kernels' 3.3 min, cv's 13): past GO_TEST_TIMEOUT's 30 min,
+# so its own bound, ASAN_TEST_TIMEOUT.
 ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=undefined -fno-sanitize-recover=undefined
+ASAN_TEST_TIMEOUT ?= 120m
 test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and UndefinedBehaviorSanitizer (go test -asan)
 	CGO_ENABLED=1 CGO_CFLAGS='$(ASAN_CFLAGS)' CGO_LDFLAGS='-fsanitize=undefined' ASAN_OPTIONS=halt_on_error=1 \
-		go test -asan -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ ./pipeline/codec/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ </dev/null
+		go test -asan -count=1 -timeout $(ASAN_TEST_TIMEOUT) ./pipeline/ ./pipeline/codec/ ./pipeline/kernels/ ./pipeline/kernels/cv/ ./pipeline/fn/ ./pipeline/ops/ ./pipeline/policy/ ./pipeline/transform/ </dev/null
 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null

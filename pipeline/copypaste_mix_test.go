@@ -97,7 +97,7 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if at := st.Sampler().AtEpoch(1); at.Sampler().CopyPasteMixOp() != nil || at.Sampler().MosaicOp() != nil || st.Sampler().AtEpoch(0).Sampler().CopyPasteMixOp() == nil {
+	if at := st.Sampler(sk).AtEpoch(1); at.Sampler(sk).CopyPasteMixOp() != nil || at.Sampler(sk).MosaicOp() != nil || st.Sampler(sk).AtEpoch(0).Sampler(sk).CopyPasteMixOp() == nil {
 		t.Error("stop_epoch did not switch the CopyPaste off with the Mosaic")
 	}
 }

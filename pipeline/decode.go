@@ -152,7 +152,7 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 	off := 0
 	for v := range t.Views() {
 		d.offs = append(d.offs, off)
-		off += t.View(v).Sampler().ViewBytes()
+		off += t.View(v).Sampler(sk).ViewBytes()
 	}
 	return d.decodeAt(data, t, k, out, d.offs)
 }
@@ -160,7 +160,7 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 // decodeAt is Decode with view v going to out[offs[v]:], View(v)'s
 // sample size long: a sample's place in a batch buffer (ViewLayout).
 func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []int) error {
-	if at := t.Sampler().AtEpoch(k.Epoch).Sampler(); at.MosaicOp() != nil && at.MosaicOn(k) {
+	if at := t.Sampler(sk).AtEpoch(k.Epoch).Sampler(sk); at.MosaicOp() != nil && at.MosaicOn(k) {
 		return d.decodeMosaic(data, t, k, out, offs)
 	}
 	d.multi.partners, d.multi.pdata = nil, nil
@@ -189,7 +189,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 				ErrTooLarge, p.SrcW, p.SrcH, p.ZoomW, p.ZoomH, px, d.opts.pixelBudget)
 		}
 	}
-	direct = direct && !padded && !t.Varies() && t.Sampler().GeomW() == 0 // per-sample sizes: made compact, then padCorner; grown: in room
+	direct = direct && !padded && !t.Varies() && t.Sampler(sk).GeomW() == 0 // per-sample sizes: made compact, then padCorner; grown: in room
 	// Where the decode writes: straight into out, or the views back to
 	// back in d.pix when they are not yet the output's bytes.
 	dst, doffs, plans := out, offs, d.plans
@@ -256,7 +256,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		t0 = time.Now()
 	}
 	for v := range t.Views() {
-		vt := t.View(v).Sampler()
+		vt := t.View(v).Sampler(sk)
 		w, h := vt.SampleSize(&d.plans[v])
 		pix := dst[doffs[v]:][:3*w*h]
 		if vt.Varies() || vt.GeomW() > 0 { // room for the steps that grow it (rotate's expand), up to the bound
@@ -285,7 +285,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 // ops need) and the layout it decodes to: planes for ops, which an HWC
 // output gets packed after them.
 func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout Layout, err error) {
-	t = t.Sampler().AtEpoch(k.Epoch) // without the ops a stop_epoch switched off
+	t = t.Sampler(sk).AtEpoch(k.Epoch) // without the ops a stop_epoch switched off
 	d.epoch = k.Epoch
 	nv := t.Views()
 	if cap(d.vd) < nv {
@@ -294,7 +294,7 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 	d.vd, d.plans = d.vd[:nv], d.plans[:0]
 	direct, decLayout = true, t.Layout()
 	for v := range nv {
-		vt, kv := t.View(v).Sampler(), k
+		vt, kv := t.View(v).Sampler(sk), k
 		kv.View += uint64(v)
 		var src *Targets
 		if vt.IoUOp() != nil && vt.IoUOn() && d.boxSrc != nil {
@@ -376,14 +376,14 @@ func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout L
 	if direct {
 		return w, h, nil
 	}
-	return w, h, d.packView(t, pix, decLayout, t.Sampler().CompactOut(slot, w, h))
+	return w, h, d.packView(t, pix, decLayout, t.Sampler(sk).CompactOut(slot, w, h))
 }
 
 // packView makes a view's output out from its pixels pix (in decLayout):
 // packed to the transform's layout, normalized or copied.
 func (d *Decoder) packView(t *Transform, pix []byte, decLayout Layout, out []byte) error {
 	if decLayout != t.Layout() { // planes to HWC
-		if t.Sampler().NormOp() == nil {
+		if t.Sampler(sk).NormOp() == nil {
 			chwToHWC(pix, out)
 			return nil
 		}
@@ -393,8 +393,8 @@ func (d *Decoder) packView(t *Transform, pix []byte, decLayout Layout, out []byt
 		chwToHWC(pix, d.chw[:len(pix)])
 		pix = d.chw[:len(pix)]
 	}
-	if t.Sampler().NormOp() != nil {
-		normalize(pix, out, t.Layout(), t.Sampler().NormOp())
+	if t.Sampler(sk).NormOp() != nil {
+		normalize(pix, out, t.Layout(), t.Sampler(sk).NormOp())
 	} else {
 		copy(out, pix)
 	}

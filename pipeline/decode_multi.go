@@ -61,7 +61,7 @@ func (d *Decoder) SetPartners(idx []int, data [][]byte) {
 // naming the partner (its store's fault stays the store's: the error
 // wraps it).
 func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([]int, [][]byte, error) {
-	idx = t.Sampler().MultiPartners(k, ds.Len(), idx)
+	idx = t.Sampler(sk).MultiPartners(k, ds.Len(), idx)
 	if idx == nil {
 		return nil, nil, nil
 	}
@@ -83,7 +83,7 @@ func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([
 // none) of epoch will read, in the order they will be read, for a
 // Prefetcher: nil when t has no Mosaic then.
 func partnerHints(t *Transform, seed, epoch uint64, indices []int64, copies []uint32, size int) []int64 {
-	if t.Sampler().AtEpoch(epoch).Sampler().MosaicOp() == nil {
+	if t.Sampler(sk).AtEpoch(epoch).Sampler(sk).MosaicOp() == nil {
 		return nil
 	}
 	var out []int64
@@ -93,7 +93,7 @@ func partnerHints(t *Transform, seed, epoch uint64, indices []int64, copies []ui
 		if copies != nil {
 			k.Copy = uint64(copies[i])
 		}
-		buf = t.Sampler().MultiPartners(k, size, buf)
+		buf = t.Sampler(sk).MultiPartners(k, size, buf)
 		for _, p := range buf {
 			out = append(out, int64(p))
 		}
@@ -215,7 +215,7 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	m := &d.multi
 	idx, pdata := m.partners, m.pdata
 	m.partners, m.pdata = nil, nil
-	at := t.Sampler().AtEpoch(k.Epoch).Sampler()
+	at := t.Sampler(sk).AtEpoch(k.Epoch).Sampler(sk)
 	d.epoch = k.Epoch
 	if t.Views() != 1 {
 		return fmt.Errorf("%w: YOLOMosaic in a transform of several views is not supported", ErrUnsupported)
@@ -333,19 +333,19 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 // its Mosaic with its partners, then the YOLORandomPerspective after it,
 // if any (its draw into pp), from the mosaic's canvas to dst's size.
 func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, mo *mosaicDraw, pp *cv.PerspectiveParams) error {
-	if t.Sampler().YOLO() == nil {
+	if t.Sampler(sk).YOLO() == nil {
 		if err := d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo, nil); err != nil {
 			return err
 		}
 		return d.copyPaste(dst, t, mo)
 	}
 	m := &d.multi
-	s := cv.MosaicSize(t.Sampler().MosaicOp().ImgSz)
+	s := cv.MosaicSize(t.Sampler(sk).MosaicOp().ImgSz)
 	if cap(m.canvas) < 3*s*s {
 		m.canvas = make([]byte, 3*s*s)
 	}
 	canvas := kernels.Planes{Pix: m.canvas[:3*s*s], W: s, H: s}
-	op := t.Sampler().YOLO().Persp
+	op := t.Sampler(sk).YOLO().Persp
 	*pp = drawYOLOPersp(op, k)
 	persp := op.YPersp != 0
 	mat := cv.PerspectiveMatrix(*pp, s, s, dst.W, dst.H)
@@ -353,7 +353,7 @@ func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int,
 	// a quarter of it): the rest keeps an earlier sample's bytes, unread.
 	var within *cv.Rect
 	if r, ok := cv.PerspectiveFootprint(mat, persp, s, s, dst.W, dst.H); ok && !fullCanvas {
-		if t.Sampler().CopyPasteOp() != nil { // a pasted pixel is its mirror's: made too
+		if t.Sampler(sk).CopyPasteOp() != nil { // a pasted pixel is its mirror's: made too
 			r.X0, r.X1 = min(r.X0, s-r.X1), max(r.X1, s-r.X0)
 		}
 		within = &r
@@ -380,7 +380,7 @@ var fullCanvas bool
 // within r only when r is not nil (the rest of canvas left as it was).
 func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, dr *mosaicDraw, r *cv.Rect) error {
 	m := &d.multi
-	n, s := t.Sampler().MosaicOp().Tiles, t.Sampler().MosaicOp().ImgSz
+	n, s := t.Sampler(sk).MosaicOp().Tiles, t.Sampler(sk).MosaicOp().ImgSz
 	defer d.release()
 	for len(m.imgs) < n {
 		m.imgs = append(m.imgs, nil)
@@ -404,7 +404,7 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 		m.pl = append(m.pl, p)
 		dr.Sizes = append(dr.Sizes, [2]int{p.W, p.H})
 	}
-	dr.XC, dr.YC = t.Sampler().MosaicCentre(k)
+	dr.XC, dr.YC = t.Sampler(sk).MosaicCentre(k)
 	tiles, err := cv.MosaicLayout(n, s, dr.XC, dr.YC, dr.Sizes)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnsupported, err)
@@ -425,11 +425,11 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 // mosaic's pixels copied where it is set (cv2.copyTo). Nothing pasted
 // leaves img as it is.
 func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) error {
-	mo.CP, mo.Pasted = t.Sampler().CopyPasteOp() != nil, 0
+	mo.CP, mo.Pasted = t.Sampler(sk).CopyPasteOp() != nil, 0
 	if !mo.CP {
 		return nil
 	}
-	mo.CPP = t.Sampler().CopyPasteOp().P
+	mo.CPP = t.Sampler(sk).CopyPasteOp().P
 	if d.boxSrc == nil {
 		return fmt.Errorf("%w: YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", ErrUnsupported)
 	}
@@ -437,7 +437,7 @@ func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) er
 	if err != nil {
 		return err
 	}
-	flipped, sel, err := copyPasteSelect(in, mo, t.Sampler().CopyPasteOp().P)
+	flipped, sel, err := copyPasteSelect(in, mo, t.Sampler(sk).CopyPasteOp().P)
 	if err != nil || len(sel) == 0 {
 		return err
 	}

@@ -23,10 +23,10 @@ func (d *Decoder) AppendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 }
 
 func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
-	if t.Sampler().ViewList() != nil {
+	if t.Sampler(sk).ViewList() != nil {
 		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
 	}
-	vd, t := &d.vd[0], t.Sampler().AtEpoch(d.epoch)
+	vd, t := &d.vd[0], t.Sampler(sk).AtEpoch(d.epoch)
 	if vd.multi != nil {
 		return d.appendMosaicTargets(b, t, ds, fs, vd.multi)
 	}
@@ -43,7 +43,7 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 	// The geometry's steps, then the ops' (the trace's order), in two
 	// calls: no list of both is made.
 	var geo [6]Step
-	w, h, err := MoveTargets(tg, w0, h0, t.Sampler().GeometrySteps(&vd.plan, geo[:0]))
+	w, h, err := MoveTargets(tg, w0, h0, t.Sampler(sk).GeometrySteps(&vd.plan, geo[:0]))
 	if err == nil {
 		w, h, err = MoveTargets(tg, w, h, vd.steps)
 	}
@@ -139,7 +139,7 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	if err := setMosaicTargets(&tg.Instances, &all); err != nil {
 		return b, err
 	}
-	w, h, err := MoveTargets(tg, t.Sampler().OutW(), t.Sampler().OutH(), d.vd[0].steps)
+	w, h, err := MoveTargets(tg, t.Sampler(sk).OutW(), t.Sampler(sk).OutH(), d.vd[0].steps)
 	if err != nil {
 		return b, err
 	}
@@ -320,15 +320,15 @@ func (d *Decoder) SetBoxSource(ds Targeted, i int) { d.boxSrc, d.boxIdx = ds, i 
 // transform of several views, a JSON list of each view's, in order. It is
 // only meaningful after a Decode that succeeded.
 func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
-	if t = t.Sampler().AtEpoch(d.epoch); t.Sampler().ViewList() == nil {
+	if t = t.Sampler(sk).AtEpoch(d.epoch); t.Sampler(sk).ViewList() == nil {
 		return d.vd[0].appendTrace(b, t)
 	}
 	b = append(b, '[')
-	for v := range t.Sampler().ViewList() {
+	for v := range t.Sampler(sk).ViewList() {
 		if v > 0 {
 			b = append(b, ',')
 		}
-		b = d.vd[v].appendTrace(b, t.Sampler().ViewList()[v])
+		b = d.vd[v].appendTrace(b, t.Sampler(sk).ViewList()[v])
 	}
 	return append(b, ']')
 }
@@ -348,7 +348,7 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 		sep()
 		b = st.AppendJSON(b)
 	}
-	geom := t.Sampler().GeometrySteps(&vd.plan, geo[:0])
+	geom := t.Sampler(sk).GeometrySteps(&vd.plan, geo[:0])
 	if vd.multi != nil { // a Mosaic's sample: its entries are its geometry
 		sep()
 		b, geom = vd.multi.AppendJSON(b), nil
@@ -361,11 +361,11 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 		sep()
 		b = vd.steps[i].AppendJSON(b)
 	}
-	if t.Sampler().NormOp() != nil {
+	if t.Sampler(sk).NormOp() != nil {
 		sep()
 		st := Step{Fn: FnNormalize}
-		copy(st.F[:3], t.Sampler().NormOp().Mean[:])
-		copy(st.F[3:], t.Sampler().NormOp().Std[:])
+		copy(st.F[:3], t.Sampler(sk).NormOp().Mean[:])
+		copy(st.F[3:], t.Sampler(sk).NormOp().Std[:])
 		b = st.AppendJSON(b)
 	}
 	return append(b, ']')
@@ -404,16 +404,16 @@ func init() { transform.Tracer = traceBoxes }
 // pixels copied there (cv2.copyTo).
 func (d *Decoder) copyPasteMix(img kernels.Planes, t *Transform, k Key, take func(int) ([]int, [][]byte, error),
 	cp *transform.CPMixDraw, mo *mosaicDraw, pp *cv.PerspectiveParams, md *multiDraw) error {
-	*cp = transform.CPMixDraw{Mo: cp.Mo, On: t.Sampler().CopyPasteMixOn(k)}
+	*cp = transform.CPMixDraw{Mo: cp.Mo, On: t.Sampler(sk).CopyPasteMixOn(k)}
 	if !cp.On {
 		return nil
 	}
-	cp.P = t.Sampler().CopyPasteMixOp().P
+	cp.P = t.Sampler(sk).CopyPasteMixOp().P
 	ci, cd, err := take(1)
 	if err != nil {
 		return err
 	}
-	pi, pd, err := take(t.Sampler().MosaicOp().Tiles - 1)
+	pi, pd, err := take(t.Sampler(sk).MosaicOp().Tiles - 1)
 	if err != nil {
 		return err
 	}

@@ -119,7 +119,7 @@ func TestReferenceTrain(t *testing.T) {
 	flips := 0
 	for i := range uint64(4) {
 		k := Key{Seed: 3, Index: i}
-		p, err := train.Sampler().Plan(src.Bounds().Dx(), src.Bounds().Dy(), k)
+		p, err := train.Sampler(sk).Plan(src.Bounds().Dx(), src.Bounds().Dy(), k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +207,7 @@ func TestStepsWiring(t *testing.T) {
 		if err := d.Decode(data, plain, k, want); err != nil {
 			t.Fatal(err)
 		}
-		steps := withOps.Sampler().DrawSteps(k, nil)
+		steps := withOps.Sampler(sk).DrawSteps(k, nil)
 		drew += len(steps)
 		var s kernels.Scratch
 		for j := range steps {
@@ -221,7 +221,7 @@ func TestStepsWiring(t *testing.T) {
 			t.Errorf("key %d: the sample differs from its steps run on the plain sample", i)
 		}
 		wantF := make([]byte, full.SampleBytes())
-		normalize(want, wantF, CHW, full.Sampler().NormOp())
+		normalize(want, wantF, CHW, full.Sampler(sk).NormOp())
 		gotF := make([]byte, full.SampleBytes())
 		if err := d.Decode(data, full, k, gotF); err != nil {
 			t.Fatal(err)

@@ -142,7 +142,7 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 	if err != nil {
 		return fail(err)
 	}
-	p, err := t.Sampler().Plan(hd.w, hd.h, Key{})
+	p, err := t.Sampler(sk).Plan(hd.w, hd.h, Key{})
 	if err != nil {
 		return fail(err)
 	}
@@ -182,12 +182,12 @@ func geomTransform(d *Decoder, j geomJob, data []byte) ([]byte, geomResult) {
 		return fail(err)
 	}
 	k := Key{Seed: j.Seed, Index: j.Index}
-	p, err := t.Sampler().Plan(hd.w, hd.h, k)
+	p, err := t.Sampler(sk).Plan(hd.w, hd.h, k)
 	if err != nil {
 		return fail(err)
 	}
 	if len(j.WantCrop) == 2 {
-		for ; p.RCTop != j.WantCrop[0] || p.RCLeft != j.WantCrop[1]; p, err = t.Sampler().Plan(hd.w, hd.h, k) {
+		for ; p.RCTop != j.WantCrop[0] || p.RCLeft != j.WantCrop[1]; p, err = t.Sampler(sk).Plan(hd.w, hd.h, k) {
 			if k.Index++; err != nil || k.Index > j.Index+1_000_000 {
 				return fail(fmt.Errorf("no RandomCrop at %v in a million samples (%v)", j.WantCrop, err))
 			}

@@ -17,7 +17,7 @@ func TestFastOutputLength(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := smallTrain(t)
-	p, err := tr.Sampler().Plan(hd.w, hd.h, Key{Seed: 5})
+	p, err := tr.Sampler(sk).Plan(hd.w, hd.h, Key{Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

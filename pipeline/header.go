@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
-	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // format is an image's file format (codec.Format).
@@ -157,12 +156,11 @@ func (d *Decoder) trimScratch(gen uint64) {
 // whose samples the memory budget cannot hold is refused when it opens.
 func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 	px := int64(w) * int64(h)
-	st := t.Sampler()
-	p := scratchBound(st, st.MosaicOp() != nil, false, w, h, px, fs)
+	p := scratchBound(t, t.Sampler(sk).MosaicOp() != nil, false, w, h, px, fs)
 	n := p.sum()
 	if e, _, ok := t.StopEpoch(); ok { // the ops after stop_epoch
-		at := st.AtEpoch(e).Sampler()
-		p = scratchBound(at, at.MosaicOp() != nil, false, w, h, px, fs)
+		at := t.Sampler(sk).AtEpoch(e)
+		p = scratchBound(at, at.Sampler(sk).MosaicOp() != nil, false, w, h, px, fs)
 		n = max(n, p.sum())
 	}
 	return n
@@ -178,7 +176,8 @@ func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 // runs of masks, whose number the pixels bound only loosely, at 64 KiB
 // (masks of a few regions take less): more is taken after
 // (settleScratch).
-func scratchBound(at transform.Sampler, mosaic, cached bool, w, h int, ppx int64, fs *FieldSet) scratchParts {
+func scratchBound(t *Transform, mosaic, cached bool, w, h int, ppx int64, fs *FieldSet) scratchParts {
+	at := t.Sampler(sk)
 	var p scratchParts
 	src := int64(w) * int64(h)
 	out := int64(at.OutW()) * int64(at.OutH())
@@ -253,7 +252,8 @@ func (d *Decoder) reserveScratch(data []byte, t *Transform, k Key, pdata [][]byt
 		}
 		return hd.w, hd.h
 	}
-	at := t.Sampler().AtEpoch(k.Epoch).Sampler()
+	t = t.Sampler(sk).AtEpoch(k.Epoch)
+	at := t.Sampler(sk)
 	mosaic := at.MosaicOp() != nil && at.MosaicOn(k)
 	var w, h int
 	var ppx int64
@@ -266,7 +266,7 @@ func (d *Decoder) reserveScratch(data []byte, t *Transform, k Key, pdata [][]byt
 			ppx = max(ppx, int64(pw)*int64(ph))
 		}
 	}
-	bound := scratchBound(at, mosaic, d.opts.partners != nil, w, h, ppx, fs)
+	bound := scratchBound(t, mosaic, d.opts.partners != nil, w, h, ppx, fs)
 	kept := d.scratchBytes()
 	need := kept.after(&bound)
 	if need <= d.scratch.held {

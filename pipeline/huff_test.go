@@ -37,7 +37,7 @@ func TestHuffmanExact(t *testing.T) {
 		}
 		plans := fastEdgePlans(hd.w, hd.h)
 		for k := range 8 {
-			p, err := tr.Sampler().Plan(hd.w, hd.h, Key{Seed: 7, Index: uint64(k)})
+			p, err := tr.Sampler(sk).Plan(hd.w, hd.h, Key{Seed: 7, Index: uint64(k)})
 			if err != nil {
 				t.Fatal(err)
 			}

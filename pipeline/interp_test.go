@@ -45,7 +45,7 @@ func TestGoldenInterpTorch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := tr.Sampler().Plan(131, 97, Key{})
+		p, err := tr.Sampler(sk).Plan(131, 97, Key{})
 		if err != nil {
 			t.Fatal(err)
 		}

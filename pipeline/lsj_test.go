@@ -34,7 +34,7 @@ func TestLSJDecode(t *testing.T) {
 					p := d.vd[0].plan
 					rw, rh := p.SrcW, p.SrcH
 					whole := make([]byte, 3*rw*rh)
-					if tr.Sampler().JitterOp() != nil {
+					if tr.Sampler(sk).JitterOp() != nil {
 						rw, rh = p.RW, p.RH
 						rs := mustTransform(t, HWC, Op{Kind: OpResize, Size: [2]int{rh, rw}})
 						whole = make([]byte, rs.SampleBytes())
@@ -73,7 +73,7 @@ func TestLSJDecode(t *testing.T) {
 					}
 					kinds[map[bool]string{true: "padded", false: "cropped"}[p.Padded]]++
 				}
-				if tr.Sampler().JitterOp() != nil && (kinds["padded"] == 0 || kinds["cropped"] == 0) {
+				if tr.Sampler(sk).JitterOp() != nil && (kinds["padded"] == 0 || kinds["cropped"] == 0) {
 					t.Errorf("%s: 8 keys drew %v", opsString(ops), kinds)
 				}
 				d.Close()
@@ -100,14 +100,14 @@ func TestLSJEdges(t *testing.T) {
 				}
 				for _, wh := range sizes {
 					for k := range uint64(4) {
-						p, err := tr.Sampler().Plan(wh[0], wh[1], Key{Seed: 9, Index: k})
+						p, err := tr.Sampler(sk).Plan(wh[0], wh[1], Key{Seed: 9, Index: k})
 						if err != nil {
 							if !errors.Is(err, ErrUnsupported) {
 								t.Fatalf("%dx%d: %v", wh[0], wh[1], err)
 							}
 							continue
 						}
-						steps := tr.Sampler().GeometrySteps(&p, nil)
+						steps := tr.Sampler(sk).GeometrySteps(&p, nil)
 						if back, err := ParseTrace(AppendTrace(nil, steps)); err != nil || !slices.Equal(back, steps) {
 							t.Fatalf("%dx%d: trace %v parsed back as %v (%v)", wh[0], wh[1], steps, back, err)
 						}

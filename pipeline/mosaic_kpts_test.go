@@ -427,7 +427,7 @@ func TestMosaicCopyPaste(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Sampler().AtEpoch(2).Sampler().CopyPasteOp() == nil || st.Sampler().AtEpoch(3).Sampler().CopyPasteOp() != nil || (st.Sampler().AtEpoch(3).Sampler().MosaicOp() == nil) != (kinds == nil) {
+		if st.Sampler(sk).AtEpoch(2).Sampler(sk).CopyPasteOp() == nil || st.Sampler(sk).AtEpoch(3).Sampler(sk).CopyPasteOp() != nil || (st.Sampler(sk).AtEpoch(3).Sampler(sk).MosaicOp() == nil) != (kinds == nil) {
 			t.Errorf("stop_epoch %v: CopyPaste not switched off at epoch 3 alone", kinds)
 		}
 	}

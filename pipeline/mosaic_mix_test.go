@@ -401,7 +401,7 @@ func TestMosaicCutMix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Sampler().AtEpoch(2).Sampler().CutMixOp() == nil || st.Sampler().AtEpoch(3).Sampler().CutMixOp() != nil || NeedsTargets(cm) != "YOLOCutMix (op 2)" {
+	if st.Sampler(sk).AtEpoch(2).Sampler(sk).CutMixOp() == nil || st.Sampler(sk).AtEpoch(3).Sampler(sk).CutMixOp() != nil || NeedsTargets(cm) != "YOLOCutMix (op 2)" {
 		t.Error("stop_epoch does not switch CutMix off, or it does not need targets")
 	}
 }

@@ -6,6 +6,7 @@ package pipeline
 // the rooms were carved, unexported.
 
 import (
+	"github.com/stoker-dev/stoker/pipeline/internal/samplerkey"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
@@ -28,6 +29,12 @@ var (
 const (
 	maxSide = ops.MaxSide
 )
+
+// sk opens a Transform's side for the Decoder, t.Sampler(sk): its plan,
+// draws and compiled nodes, which only the root reads (TestArrows lets
+// only the root, pipeline/transform and the tests' testops import
+// pipeline/internal/samplerkey).
+var sk samplerkey.Key
 
 // The Transform's and its plan's names the decoder uses
 // (pipeline/transform).

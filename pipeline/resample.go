@@ -12,7 +12,6 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
-	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // resampleTorch is the reference path's resampling, every filter: torch's
@@ -246,14 +245,5 @@ func hwcToCHW(hwc, chw []byte) {
 	n := len(chw) / 3
 	for i := range n {
 		chw[i], chw[n+i], chw[2*n+i] = hwc[3*i], hwc[3*i+1], hwc[3*i+2]
-	}
-}
-
-// The YOLO geometry's kernels' cost where the decoder links the C
-// kernels (cgo builds): yoloResizeNs' and yoloWarpNs' doc, pipeline/transform/op_yolo.go.
-func init() {
-	if haveFast {
-		transform.YOLOResizeNs, transform.YOLOWarpNs = 3, 5
-		FnYOLOHSV.Def().Ns = 3
 	}
 }

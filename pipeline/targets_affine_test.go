@@ -38,7 +38,7 @@ func TestRotateExpandDecode(t *testing.T) {
 		if err := d.Decode(data, vary, k, out); err != nil {
 			t.Fatal(err)
 		}
-		steps := vary.Sampler().DrawStepsAt(k, 37, 30, nil)
+		steps := vary.Sampler(sk).DrawStepsAt(k, 37, 30, nil)
 		want, w, h, err := ApplyTraceSized(append([]byte(nil), src...), 37, 30, steps)
 		if err != nil {
 			t.Fatal(err)

@@ -1,9 +1,72 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/testops"
 )
+
+// TestTracerHook: pipeline/internal/testops' TraceBoxes, the Tracer
+// pipeline/transform's tests draw through (their binary does not link
+// this package, whose Decoder is the Tracer everywhere else), is the
+// Decoder's trace byte for byte, errors alike: over every preset, the
+// recipes the tests share, a stop_epoch's epochs before and after, a
+// fast decode mode, and several views.
+func TestTracerHook(t *testing.T) {
+	trs := map[string]*Transform{}
+	for _, name := range PresetNames() {
+		tr, err := ParseTransform(name, CHW)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trs[name] = tr
+	}
+	trs["recipe"] = mustTransform(t, HWC, recipeOps()...)
+	trs["lsj"] = mustTransform(t, CHW, lsjOps(96, 64, [3]float64{1, 2, 3})...)
+	trs["letterbox"] = mustTransform(t, CHW, letterboxRecipe(t)...)
+	for name, op := range tvPolicies() {
+		trs[name] = mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}}, Op{Kind: OpRandomHorizontalFlip, P: 0.5}, op)
+	}
+	stop, err := trs["detr"].WithStopEpoch(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trs["detr stopped at 1"] = stop
+	trs["detr fast"] = trs["detr"].WithDecode(DecodeFast)
+	trs["empty crop"] = mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{3, 4}})
+	boxes := [][4]float32{{40, 60, 200, 300}, {300, 100, 620, 460}, {10, 10, 30, 40}}
+	for name, tr := range trs {
+		compared, mosaics, refused := 0, 0, 0
+		for i := range uint64(24) {
+			for _, size := range [][2]int{{640, 480}, {1, 10}} {
+				k := Key{Seed: 5, Epoch: i % 3, Index: i}
+				want, err := tr.TraceBoxes(size[0], size[1], k, boxes)
+				if err != nil && strings.Contains(err.Error(), "needs its partners' images") {
+					mosaics++
+					continue // a Mosaic's draw: refused before the Tracer
+				}
+				got, err2 := testops.TraceBoxes(tr, size[0], size[1], k, boxes)
+				if !bytes.Equal(got, want) || (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
+					t.Fatalf("%s, %dx%d, key %+v: testops' trace %s (%v), the Decoder's %s (%v)", name, size[0], size[1], k, got, err2, want, err)
+				}
+				compared++
+				if err != nil {
+					refused++
+				}
+			}
+		}
+		bad := compared == 0 && mosaics == 0 || compared > 0 && refused == compared
+		if name == "empty crop" {
+			bad = refused == 0 // its 1x10 images' crops are empty
+		}
+		if bad {
+			t.Errorf("%s: %d traces compared, %d of them refused (%d Mosaic draws)", name, compared, refused, mosaics)
+		}
+	}
+}
 
 // TestFillTraces: a batch asked for traces carries each sample's: the
 // geometry first (its crop and size), then the steps, then normalize; a

@@ -158,7 +158,7 @@ func TestTranscodeSameBytes(t *testing.T) {
 			if NeedsTargets(tr) != "" {
 				continue // detr: its samples need their boxes (TestGoldenPresets)
 			}
-			if tr.Sampler().MosaicOp() != nil {
+			if tr.Sampler(sk).MosaicOp() != nil {
 				continue // yolo: its samples need their partners (TestGoldenPresets)
 			}
 			trs = append(trs, tr.WithDecode(mode))

@@ -36,6 +36,9 @@ const module = "github.com/stoker-dev/stoker"
 //     pipeline/transform (the Transform) of the module pipeline/ops,
 //     pipeline/fn, pipeline/kernels(/cv), pipeline/targets,
 //     pipeline/dataset and pipeline/internal/... alone;
+//   - only the root, pipeline/transform and the tests'
+//     pipeline/internal/testops import pipeline/internal/samplerkey, the
+//     key to a Transform's side for the Decoder (Transform.Sampler);
 //   - pipeline (with its subpackages) imports no gRPC, and of the module
 //     only pipeline's packages and leaves of internal/ (the standard
 //     library only): no arrow back up into internal/work, the server or
@@ -174,6 +177,25 @@ func TestArrows(t *testing.T) {
 				strings.HasPrefix(imp, module+"/pipeline/internal/"):
 			default:
 				t.Errorf("pipeline/policy imports %s: a policy draws functional steps (pipeline/fn), it knows nothing of the ops, the decoder or the codec", imp)
+			}
+		}
+	}
+	// A Transform's side for the Decoder (Transform.Sampler: a sample's
+	// plan, draws and compiled nodes) opens with a key of
+	// pipeline/internal/samplerkey: of the packages, only the root, whose
+	// Decoder reads it, pipeline/transform, which asks for it, and the
+	// tests' pipeline/internal/testops (never linked into the binary: its
+	// Tracer is the Decoder's draw for pipeline/transform's tests) import
+	// it (internal/ keeps the rest of the module out).
+	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		switch pkg {
+		case module + "/pipeline", module + "/pipeline/transform", module + "/pipeline/internal/testops":
+			continue
+		}
+		for _, imp := range strings.Fields(imports) {
+			if imp == module+"/pipeline/internal/samplerkey" {
+				t.Errorf("%s imports %s: only the pipeline's root reads a Transform's side for the Decoder", pkg, imp)
 			}
 		}
 	}

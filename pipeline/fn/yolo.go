@@ -56,7 +56,10 @@ var (
 		}})
 	// YOLOHSV is RandomHSV's: the drawn gains r (uniform(-1, 1) times
 	// hgain, sgain, vgain), through OpenCV's BGR2HSV, the LUTs, HSV2BGR.
-	YOLOHSV = define(Def{name: "yolo_random_hsv", args: []arg{{"r", argFloat, 0, 3}}, Ns: 25, // BenchmarkKernels: 9-22 ms a 640x640
+	// Its price is the Go's (BenchmarkKernels: 9-22 ms a 640x640), or
+	// the C's where cgo links it (cv.HaveC; pipeline/transform's
+	// op_yolo.go: 3 ns a pixel).
+	YOLOHSV = define(Def{name: "yolo_random_hsv", args: []arg{{"r", argFloat, 0, 3}}, Ns: yoloHSVNs[b2i(cv.HaveC)],
 		kernel: func(p kernels.Planes, st *Step, _ *kernels.Scratch) { cv.RandomHSV(p, [3]float64(st.F[:3])) },
 		Role:   TargetsPixels})
 	// YOLOFlipLR and YOLOFlipUD are RandomFlip's (np.fliplr,
@@ -293,4 +296,15 @@ func setCVInstances(t *targets.Targets, out cv.Instances) {
 	if len(t.Segments) > n {
 		t.Segments = t.Segments[:n]
 	}
+}
+
+// yoloHSVNs is yolo_random_hsv's price a pixel: its Go's, its C's.
+var yoloHSVNs = [2]float64{25, 3}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

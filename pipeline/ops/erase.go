@@ -50,7 +50,10 @@ func compileErasing(_ *Compiler, n *Node, at CompileAt) error {
 	} else if op.RandomColor {
 		return OpError(where, "RandomColor (one random colour per box) needs RandomValue")
 	}
-	lo, hi := max(op.MinCount, 1), max(op.MaxCount, op.MinCount, 1)
+	lo, hi := max(op.MinCount, 1), op.MaxCount // as the wire reads them (internal/opspec)
+	if hi == 0 {
+		hi = lo
+	}
 	if lo > hi || hi > MaxEraseCount {
 		return OpError(where, "count %d..%d: want 1 <= min <= max <= %d", op.MinCount, op.MaxCount, MaxEraseCount)
 	}

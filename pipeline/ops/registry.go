@@ -2,7 +2,7 @@ package ops
 
 // The op registry. Every op (a torchvision.transforms.v2 class: Def) is
 // defined once, in its family's file (here, or for the geometry's
-// families the pipeline root's op_*.go, which register with Define): its schema (its
+// families pipeline/transform's op_*.go, which register with Define): its schema (its
 // arguments, their defaults and bounds), how it is checked and compiled,
 // what it draws, its String and its worst cost. Every functional op (a
 // torchvision.transforms.v2.functional kernel: fn.Def) is defined once,

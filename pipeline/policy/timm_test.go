@@ -5,6 +5,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // TestTimmConfigSections: timm's rand_augment_transform's sections as timm
@@ -141,6 +145,54 @@ func TestTimmAugMixConfig(t *testing.T) {
 		_, err := parseTimmAugMixConfig(tc.s)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", tc.s, err, tc.want)
+		}
+	}
+}
+
+// TestTimmMagnitudeClamps: past m10 (mmax > 10) every argument is what
+// timm's level functions give, clamps included: SolarizeAdd's addition at
+// most 128 (min(128, ...)), Solarize's threshold min(256, ...) so the
+// increasing one's never negative, and the increasing Posterize's bits
+// never negative; the magnitude itself within [0, mmax].
+func TestTimmMagnitudeClamps(t *testing.T) {
+	for _, cfg := range []string{"rand-m15-mmax15-inc1", "rand-m30-mmax30", "rand-m12-mmax15-mstd0.5-inc1", "rand-m30-mmax30-tweights-n15"} {
+		pol, err := New(&Params{Kind: TimmRandAugment, Policy: cfg, Interp: kernels.Bilinear}, 16, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[fn.Fn]bool{}
+		for i := range 4000 {
+			// The stream a Transform's op right after its geometry draws
+			// from (pipeline/ops' Node.Draw).
+			r := det.Key{Seed: 1, Index: uint64(i)}.Stream(2)
+			for _, st := range pol.Draw(&r, 16, 16, nil) {
+				seen[st.Fn] = true
+				switch st.Fn {
+				case fn.SolarizeAdd:
+					if st.I[0] < 0 || st.I[0] > 128 {
+						t.Fatalf("%s: solarize_add addition %d: timm's is min(128, level * 110)", cfg, st.I[0])
+					}
+				case fn.Solarize:
+					if st.F[0] < 0 || st.F[0] > 255 {
+						t.Fatalf("%s: solarize threshold %v", cfg, st.F[0])
+					}
+				case fn.Posterize:
+					if st.I[0] < 0 || st.I[0] > 7 {
+						t.Fatalf("%s: posterize bits %d", cfg, st.I[0])
+					}
+				case fn.Rotate:
+					if limit := 30 * 3.0; math.Abs(st.F[0]) > limit {
+						t.Fatalf("%s: rotate %v past %v", cfg, st.F[0], limit)
+					}
+				}
+			}
+		}
+		for _, f := range []fn.Fn{fn.SolarizeAdd, fn.Posterize, fn.Rotate} {
+			// Posterize at m30 keeps int(3 * 4) >= 8 bits: timm returns the
+			// image as it is, and no step is drawn.
+			if !seen[f] && !(f == fn.Posterize && cfg == "rand-m30-mmax30") {
+				t.Errorf("%s: no %s drawn in 4000 samples", cfg, f.String())
+			}
 		}
 	}
 }

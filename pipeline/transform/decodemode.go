@@ -267,7 +267,7 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 
 // AtEpoch is the transform epoch's samples are made with: t, or from its
 // stop_epoch on the variant without the ops it switches off.
-func (t Sampler) AtEpoch(epoch uint64) *Transform {
+func (t sampler) AtEpoch(epoch uint64) *Transform {
 	if s := t.stop; s != nil && s.after != nil && epoch >= s.epoch {
 		return s.after
 	}
@@ -285,7 +285,7 @@ func (t *Transform) StopEpoch() (epoch uint64, kinds []optab.OpKind, ok bool) {
 
 // IoUOn reports whether t's RandomIoUCrop draws its crop (not switched
 // off by a stop_epoch).
-func (t Sampler) IoUOn() bool { return t.stop == nil || !t.stop.iouOff }
+func (t sampler) IoUOn() bool { return t.stop == nil || !t.stop.iouOff }
 
 // stopString describes t's stop_epoch for String ("" for none).
 func (t *Transform) stopString() string {

@@ -145,7 +145,7 @@ const SizeTrailer = 8
 
 // CompactOut is where a w x h sample is made in its slot (which starts
 // slot): all of it, or of per-sample sizes its start, compact.
-func (t Sampler) CompactOut(slot []byte, w, h int) []byte {
+func (t sampler) CompactOut(slot []byte, w, h int) []byte {
 	px := slot[:t.ViewBytes()]
 	if t.vary {
 		px = px[:len(px)-SizeTrailer]
@@ -155,7 +155,7 @@ func (t Sampler) CompactOut(slot []byte, w, h int) []byte {
 
 // PadSample spreads a w x h sample made compact at the start of out (its
 // slot: viewBytes) to the bound and writes its size after it.
-func (t Sampler) PadSample(out []byte, w, h int) {
+func (t sampler) PadSample(out []byte, w, h int) {
 	px := out[:len(out)-SizeTrailer]
 	PadCorner(px, w, h, t.outW, t.outH, len(px)/(3*t.outW*t.outH), t.layout)
 	binary.LittleEndian.PutUint32(out[len(px):], uint32(h))
@@ -311,7 +311,7 @@ func (t *Transform) PackSizes(data []byte, n int) (bh, bw int, sizes [][2]int, p
 
 // SampleSize is the size of p's sample: its own of a transform of
 // per-sample sizes, else the transform's.
-func (t Sampler) SampleSize(p *SamplePlan) (w, h int) {
+func (t sampler) SampleSize(p *SamplePlan) (w, h int) {
 	if t.vary || t.geomW > 0 { // of ops that grow it: the geometry's
 		return p.OutW, p.OutH
 	}

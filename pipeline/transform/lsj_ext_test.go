@@ -27,7 +27,7 @@ func TestScaleJitterDraws(t *testing.T) {
 	var sum float64
 	crops, pads, flips := 0, 0, 0
 	for i := range uint64(keys) {
-		p, err := tr.Sampler().Plan(W, H, det.Key{Seed: 3, Index: i})
+		p, err := tr.Sampler(sk).Plan(W, H, det.Key{Seed: 3, Index: i})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestScaleJitterDraws(t *testing.T) {
 		if p.Padded {
 			pads++
 		}
-		steps := tr.Sampler().GeometrySteps(&p, nil)
+		steps := tr.Sampler(sk).GeometrySteps(&p, nil)
 		want := []fn.Step{{Fn: fn.Resize, I: [6]int{4: p.RH, 5: p.RW}, Antialias: true},
 			{Fn: fn.FixedSizeCrop, I: [6]int{p.CY, p.CX, min(p.RH, 300), min(p.RW, 300), 300, 300}, Fill: [3]float64{1, 2, 3}}}
 		if p.Flip {
@@ -108,7 +108,7 @@ func TestLSJRefused(t *testing.T) {
 	}
 	// A side resized to 0 pixels fails its sample, as torchvision's resize.
 	tr := mustTransform(t, transform.CHW, with(jit, func(o *optab.Op) { o.Size = [2]int{8, 8}; o.Scale = [2]float64{0.01, 0.01} }), crop)
-	if _, err := tr.Sampler().Plan(40, 30, det.Key{}); err == nil || !strings.Contains(err.Error(), "a side of 0 pixels") {
+	if _, err := tr.Sampler(sk).Plan(40, 30, det.Key{}); err == nil || !strings.Contains(err.Error(), "a side of 0 pixels") {
 		t.Errorf("a side of 0: %v", err)
 	}
 }

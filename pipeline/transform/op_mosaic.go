@@ -147,7 +147,7 @@ type cutArea struct {
 // (np.random.beta(beta, beta): X/(X+Y) of two Gamma(beta)) and centre
 // (np.random.randint(w), randint(h)), into buf; r goes on to draw the
 // choice among the free areas.
-func (t Sampler) CutMixDraw(k det.Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r det.RNG) {
+func (t sampler) CutMixDraw(k det.Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r det.RNG) {
 	if t.cutmix == nil {
 		return false, buf[:0], r
 	}
@@ -254,7 +254,7 @@ func (t *Transform) checkMulti() error {
 // MosaicOn is the Mosaic's draw of whether it applies to the sample of
 // key k (ultralytics' random.uniform(0, 1) > p leaves it): the first
 // number of the geometry's stream.
-func (t Sampler) MosaicOn(k det.Key) bool {
+func (t sampler) MosaicOn(k det.Key) bool {
 	r := k.Stream(StreamCrop)
 	return !(r.Float64() > t.mosaic.P)
 }
@@ -336,8 +336,8 @@ func MixKey(k det.Key, j int) det.Key {
 // so the epoch's plan is untouched (every index is still the primary
 // sample exactly once an epoch) and a sample's mosaic is the same on any
 // topology and across a resume.
-func (t Sampler) MultiPartners(k det.Key, size int, buf []int) []int {
-	t = t.AtEpoch(k.Epoch).Sampler()
+func (t sampler) MultiPartners(k det.Key, size int, buf []int) []int {
+	t = t.AtEpoch(k.Epoch).sampler()
 	if t.mosaic == nil || size < 1 || !t.MosaicOn(k) {
 		return nil
 	}
@@ -367,7 +367,7 @@ func (t *Transform) mosaicPartners(k det.Key, size int, buf []int) []int {
 // MixUpDraw is MixUp's draw for key k: whether it applies (ultralytics'
 // random.uniform(0, 1) > p skips it) and its ratio (np.random.beta(32,
 // 32): X/(X+Y) of two Gamma(32) draws).
-func (t Sampler) MixUpDraw(k det.Key) (on bool, r float64) {
+func (t sampler) MixUpDraw(k det.Key) (on bool, r float64) {
 	if t.mixup == nil {
 		return false, 0
 	}
@@ -391,7 +391,7 @@ func mixupPartner(k det.Key, size int) int {
 // int(random.uniform(-border, 2*imgsz + border)) with border -imgsz//2
 // (Python's floor division), from the geometry's stream after mosaicOn's.
 // 9 draws nothing.
-func (t Sampler) MosaicCentre(k det.Key) (xc, yc int) {
+func (t sampler) MosaicCentre(k det.Key) (xc, yc int) {
 	if t.mosaic.Tiles != 4 {
 		return 0, 0
 	}

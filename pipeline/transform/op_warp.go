@@ -283,7 +283,7 @@ func (t *Transform) geomSize() (w, h int) {
 // Turns says whether t's ops (at the top level) have a RandomRotation or
 // a RandomAffine: what moves masks through canvas indexes (4 bytes a
 // canvas pixel) rather than maps of rows and columns.
-func (t Sampler) Turns() bool {
+func (t sampler) Turns() bool {
 	for i := range t.ops {
 		if k := t.ops[i].Kind; k == OpRandomRotation || k == OpRandomAffine {
 			return true

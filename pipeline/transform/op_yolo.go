@@ -168,7 +168,7 @@ func (t *Transform) checkCopyPaste(op *optab.Op, n int) error {
 // partner and that one's Mosaic's n-1.
 func (t *Transform) prePartners(k det.Key, size int, buf []int) []int {
 	buf = t.mosaicPartners(k, size, buf)
-	if t.Sampler().CopyPasteMixOn(k) {
+	if t.sampler().CopyPasteMixOn(k) {
 		j := CopyPasteMixPartner(k, size)
 		buf = append(buf, j)
 		buf = t.mosaicPartners(CopyPasteKey(k, j), size, buf)
@@ -209,12 +209,12 @@ func (t *Transform) checkCopyPasteMix(op *optab.Op, n int) error {
 }
 
 // CopyPasteMixOp is t's CopyPaste in mixup mode, if any.
-func (t Sampler) CopyPasteMixOp() *optab.Op { return t.copyPasteMix }
+func (t sampler) CopyPasteMixOp() *optab.Op { return t.copyPasteMix }
 
 // CopyPasteMixOn is a CopyPaste in mixup mode's draw for the
 // pre_transform of key k: whether it applies (BaseMixTransform's
 // random.uniform(0, 1) > p skips it; p 0 never does).
-func (t Sampler) CopyPasteMixOn(k det.Key) bool {
+func (t sampler) CopyPasteMixOn(k det.Key) bool {
 	if t.copyPasteMix == nil || t.copyPasteMix.P == 0 {
 		return false
 	}
@@ -411,6 +411,13 @@ func (t *Transform) yoloSteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 // 3.7 ms in scalar C.
 var YOLOResizeNs, YOLOWarpNs float64 = 15, 100
 
+// The C's prices where cgo links it (cv.HaveC).
+func init() {
+	if cv.HaveC {
+		YOLOResizeNs, YOLOWarpNs = 3, 5
+	}
+}
+
 // ns is the YOLO geometry's cost on a source of srcPx pixels and an
 // output of px: the load's resize (of about the output's size), the
 // letterbox's copy, the warp's.
@@ -441,7 +448,7 @@ func (md *MultiDraw) PerspInstances(in cv.Instances, pp *cv.PerspectiveParams) c
 // in the order its decode takes them (multiPartners): what a caller of
 // Decode reads and hands to SetPartners.
 func (t *Transform) PartnersOf(k det.Key, size int) []int {
-	return t.Sampler().MultiPartners(k, size, nil)
+	return t.sampler().MultiPartners(k, size, nil)
 }
 
 // ImgSz is YOLOLoadImage's imgsz: the long side it loads an image to.

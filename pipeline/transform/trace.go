@@ -60,7 +60,7 @@ func ParseTrace(data []byte) ([]fn.Step, error) {
 // GeometrySteps are the plan's geometry as functional ops: resized_crop
 // (RandomResizedCrop), resize and center_crop (Resize, CenterCrop), then
 // horizontal_flip when a fused flip drew one.
-func (t Sampler) GeometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
+func (t sampler) GeometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 	aa := func(op *optab.Op) fn.Step {
 		return fn.Step{Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
 	}
@@ -158,18 +158,18 @@ func (t *Transform) MaxTraceBytes() int {
 
 // DrawSteps appends to buf the steps t's ops after the geometry draw for
 // key k, in the order they run, and returns it.
-func (t Sampler) DrawSteps(k det.Key, buf []fn.Step) []fn.Step {
+func (t sampler) DrawSteps(k det.Key, buf []fn.Step) []fn.Step {
 	return t.DrawStepsAt(k, t.outW, t.outH, buf)
 }
 
 // DrawStepsAt is drawSteps for a sample of w x h (its own size, of a
 // transform of per-sample sizes).
-func (t Sampler) DrawStepsAt(k det.Key, w, h int, buf []fn.Step) []fn.Step {
+func (t sampler) DrawStepsAt(k det.Key, w, h int, buf []fn.Step) []fn.Step {
 	return t.DrawInto(new(optab.Drawer), k, w, h, buf)
 }
 
 // DrawInto is drawStepsAt with the caller's drawer d, reused.
-func (t Sampler) DrawInto(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step) []fn.Step {
+func (t sampler) DrawInto(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step) []fn.Step {
 	*d = optab.Drawer{K: k, W: w, H: h, Steps: buf}
 	for i := range t.post {
 		t.post[i].Draw(d)
@@ -191,7 +191,7 @@ func (t *Transform) Trace(srcW, srcH int, k det.Key) ([]byte, error) {
 // boxes: what a RandomIoUCrop draws against (nil: none, and a transform
 // with one fails).
 func (t *Transform) TraceBoxes(srcW, srcH int, k det.Key, boxes [][4]float32) ([]byte, error) {
-	if at := t.Sampler().AtEpoch(k.Epoch); at.mosaic != nil && at.Sampler().MosaicOn(k) {
+	if at := t.sampler().AtEpoch(k.Epoch); at.mosaic != nil && at.sampler().MosaicOn(k) {
 		return nil, fmt.Errorf("%w: a YOLOMosaic's draw needs its partners' images (their sizes): only a decode traces it", errs.Unsupported)
 	}
 	return Tracer(t, srcW, srcH, k, boxes)

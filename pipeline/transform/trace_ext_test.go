@@ -17,7 +17,7 @@ func TestTraceRoundTrip(t *testing.T) {
 	tr := mustTransform(t, transform.CHW, recipeOps()...)
 	seen := map[fn.Fn]bool{}
 	for i := range uint64(300) {
-		steps := tr.Sampler().DrawSteps(det.Key{Seed: 1, Index: i}, nil)
+		steps := tr.Sampler(sk).DrawSteps(det.Key{Seed: 1, Index: i}, nil)
 		js := transform.AppendTrace(nil, steps)
 		if !json.Valid(js) {
 			t.Fatalf("key %d: invalid JSON %s", i, js)
@@ -58,17 +58,17 @@ func TestTraceRoundTrip(t *testing.T) {
 func TestDrawNoAlloc(t *testing.T) {
 	allocTest(t)
 	tr := mustTransform(t, transform.CHW, recipeOps()...)
-	buf := make([]fn.Step, 0, tr.Sampler().MaxSteps())
+	buf := make([]fn.Step, 0, tr.Sampler(sk).MaxSteps())
 	i := uint64(0)
 	var d optab.Drawer // a Decoder's, reused
 	allocs := testing.AllocsPerRun(200, func() {
-		buf = tr.Sampler().DrawInto(&d, det.Key{Seed: 3, Index: i}, tr.Sampler().OutW(), tr.Sampler().OutH(), buf[:0])
+		buf = tr.Sampler(sk).DrawInto(&d, det.Key{Seed: 3, Index: i}, tr.Sampler(sk).OutW(), tr.Sampler(sk).OutH(), buf[:0])
 		i++
 	})
 	if allocs != 0 {
 		t.Errorf("drawSteps allocates %.1f times a sample", allocs)
 	}
-	if len(buf) > tr.Sampler().MaxSteps() {
-		t.Errorf("drew %d steps, over the bound of %d", len(buf), tr.Sampler().MaxSteps())
+	if len(buf) > tr.Sampler(sk).MaxSteps() {
+		t.Errorf("drew %d steps, over the bound of %d", len(buf), tr.Sampler(sk).MaxSteps())
 	}
 }

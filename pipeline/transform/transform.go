@@ -6,6 +6,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/internal/samplerkey"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
@@ -107,17 +108,22 @@ type Transform struct {
 	cutmix                  *optab.Op // ultralytics' CutMix, last of the multi-image geometry
 }
 
-// Sampler is the side of a Transform that the pipeline's Decoder reads
+// sampler is the side of a Transform that the pipeline's Decoder reads
 // as it decodes a sample: the sample's plan (Plan, PlanBoxes,
 // SampleSize), its draws (DrawInto, the multi-image ops' draws and
 // partners), the compiled nodes, the transform of an epoch (AtEpoch) and
 // the output's layout in a slot. A user of the package needs none of it:
 // the Transform's own methods say what a job gets (Size, Shape,
-// SampleBytes, Cost, Trace, String).
-type Sampler struct{ *Transform }
+// SampleBytes, Cost, Trace, String). Unexported, it is reached through
+// Sampler, which only the pipeline's root holds the key to.
+type sampler struct{ *Transform }
 
-// Sampler is t's side for the Decoder.
-func (t *Transform) Sampler() Sampler { return Sampler{t} }
+// Sampler is t's side for the Decoder; its key (pipeline/internal/samplerkey)
+// only the pipeline's root imports (TestArrows).
+func (t *Transform) Sampler(samplerkey.Key) sampler { return sampler{t} }
+
+// sampler is t's side for the Decoder, within this package.
+func (t *Transform) sampler() sampler { return sampler{t} }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
 // after it (a fused flip is position 1) from stream 1+j, so that ops never
@@ -334,57 +340,57 @@ func (t *Transform) Ops() []optab.Op { return append([]optab.Op(nil), t.ops...) 
 // samples).
 
 // OutW is the output width (view 0's), OutH its height: Size's.
-func (t Sampler) OutW() int { return t.outW }
+func (t sampler) OutW() int { return t.outW }
 
 // OutH is the output height (view 0's).
-func (t Sampler) OutH() int { return t.outH }
+func (t sampler) OutH() int { return t.outH }
 
 // GeomW is the width the geometry makes when the ops after it grow the
 // image (a RandomRotation with expand=True; 0: no such op).
-func (t Sampler) GeomW() int { return t.geomW }
+func (t sampler) GeomW() int { return t.geomW }
 
 // MaxSteps bounds the steps one sample draws after the geometry; MaxPre
 // those of the ops before it (detection's photometric ops).
-func (t Sampler) MaxSteps() int { return t.maxSteps }
+func (t sampler) MaxSteps() int { return t.maxSteps }
 
 // MaxPre bounds the steps one sample draws before the geometry.
-func (t Sampler) MaxPre() int { return t.maxPre }
+func (t sampler) MaxPre() int { return t.maxPre }
 
 // PreNodes are the compiled ops before the geometry, PostNodes those
 // after it.
-func (t Sampler) PreNodes() []optab.Node { return t.pre }
+func (t sampler) PreNodes() []optab.Node { return t.pre }
 
 // PostNodes are the compiled ops after the geometry.
-func (t Sampler) PostNodes() []optab.Node { return t.post }
+func (t sampler) PostNodes() []optab.Node { return t.post }
 
 // NormOp is the Normalize the samples end in (nil: none, uint8 samples).
-func (t Sampler) NormOp() *optab.Op { return t.norm }
+func (t sampler) NormOp() *optab.Op { return t.norm }
 
 // IoUOp is the RandomIoUCrop of the geometry, if any; JitterOp its
 // ScaleJitter.
-func (t Sampler) IoUOp() *optab.Op { return t.iou }
+func (t sampler) IoUOp() *optab.Op { return t.iou }
 
 // JitterOp is the geometry's ScaleJitter, if any.
-func (t Sampler) JitterOp() *optab.Op { return t.jitter }
+func (t sampler) JitterOp() *optab.Op { return t.jitter }
 
 // MosaicOp is the YOLOMosaic of the multi-image geometry, if any;
 // CopyPasteOp and CutMixOp the YOLOCopyPaste and YOLOCutMix after it.
-func (t Sampler) MosaicOp() *optab.Op { return t.mosaic }
+func (t sampler) MosaicOp() *optab.Op { return t.mosaic }
 
 // CopyPasteOp is the YOLOCopyPaste after the mosaic, if any.
-func (t Sampler) CopyPasteOp() *optab.Op { return t.copyPaste }
+func (t sampler) CopyPasteOp() *optab.Op { return t.copyPaste }
 
 // CutMixOp is the YOLOCutMix ending the multi-image geometry, if any.
-func (t Sampler) CutMixOp() *optab.Op { return t.cutmix }
+func (t sampler) CutMixOp() *optab.Op { return t.cutmix }
 
 // MixUpOp is the YOLOMixUp after the mosaic, if any.
-func (t Sampler) MixUpOp() *optab.Op { return t.mixup }
+func (t sampler) MixUpOp() *optab.Op { return t.mixup }
 
 // YOLO is the YOLO family's geometry, if any.
-func (t Sampler) YOLO() *yoloGeom { return t.yolo }
+func (t sampler) YOLO() *yoloGeom { return t.yolo }
 
 // ViewList is a transform of several views' views (nil: one view).
-func (t Sampler) ViewList() []*Transform { return t.views }
+func (t sampler) ViewList() []*Transform { return t.views }
 
 // Layout returns the output layout.
 func (t *Transform) Layout() Layout { return t.layout }
@@ -408,11 +414,11 @@ func (t *Transform) Shape() [3]int {
 // up.
 func (t *Transform) SampleBytes() int {
 	if t.views == nil {
-		return t.Sampler().ViewBytes()
+		return t.sampler().ViewBytes()
 	}
 	n := 0
 	for _, v := range t.views {
-		n += v.Sampler().ViewBytes()
+		n += v.sampler().ViewBytes()
 	}
 	return n
 }

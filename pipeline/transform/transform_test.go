@@ -65,7 +65,11 @@ func TestTransformDefaults(t *testing.T) {
 }
 
 // TestTransformRejects: every bad op list is an error that wraps
-// ErrUnsupported and says what is wrong.
+// ErrUnsupported and says what is wrong. The ops' own arguments are
+// pipeline/ops' to refuse (its tests: TestColorJitterRefused,
+// TestBlurRefused, TestContainerRefused, TestNormalizeChecked, ...):
+// here one of each ("jitter negative", "Normalize std 0") shows their
+// errors come through NewTransform with the op's place in the list.
 func TestTransformRejects(t *testing.T) {
 	rrc := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}}
 	cc := optab.Op{Kind: OpCenterCrop, Size: [2]int{224, 224}}
@@ -105,37 +109,15 @@ func TestTransformRejects(t *testing.T) {
 		{"scale NaN", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{math.NaN(), 1}}}, "scale"},
 		{"ratio zero", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{0, 1}}}, "ratio"},
 		{"ratio infinite", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1, math.Inf(1)}}}, "ratio"},
-		{"Normalize std Inf", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Std: [3]float64{0.2, math.Inf(1), 0.2}}}, "want finite mean and finite std > 0"},
 		{"ratio degenerate", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1e-300, 1e-299}}}, "every crop would be empty"},
 		{"ratio degenerate high", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1e6, 1e7}}}, "every crop would be empty"},
-		{"Normalize std tiny", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Std: [3]float64{0.2, 1e-300, 0.2}}}, "want finite mean and finite std > 0"},
-		{"Normalize mean huge", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Mean: [3]float64{1e300}, Std: [3]float64{1, 1, 1}}}, "want finite mean and finite std > 0"},
 		{"ratio reversed", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{2, 1}}}, "ratio"},
 		{"Normalize std 0", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Std: [3]float64{0.2, 0, 0.2}}}, "want finite mean and finite std > 0"},
-		{"Normalize std NaN", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Std: [3]float64{0.2, math.NaN(), 0.2}}}, "want finite mean and finite std > 0"},
-		{"Normalize mean Inf", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Mean: [3]float64{math.Inf(1)}, Std: [3]float64{1, 1, 1}}}, "want finite mean and finite std > 0"},
 		{"jitter negative", CHW, []optab.Op{rrc, {Kind: optab.OpColorJitter, Contrast: -1}}, "op 1 (ColorJitter): contrast -1"},
-		{"jitter NaN", CHW, []optab.Op{rrc, {Kind: optab.OpColorJitter, Saturation: math.NaN()}}, "op 1 (ColorJitter): saturation NaN"},
-		{"hue over 0.5", CHW, []optab.Op{rrc, optab.ColorJitterOp(0, 0, 0, 0.6)}, "hue [-0.6 0.6]"},
-		{"jitter range reversed", CHW, []optab.Op{rrc, {Kind: optab.OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{1.2, 0.8}, {1, 1}, {1, 1}, {0, 0}}}}, "brightness [1.2 0.8]"},
 		{"two Normalize", CHW, []optab.Op{rrc, norm, jit, norm}, "op 1 (Normalize): Normalize must come once, last"},
-		{"blur kernel even", CHW, []optab.Op{rrc, {Kind: optab.OpGaussianBlur, KernelSize: [2]int{4, 3}, Sigma: [2]float64{0.1, 2}}}, "op 1 (GaussianBlur): kernel_size [4 3]"},
-		{"blur sigma 0", CHW, []optab.Op{rrc, {Kind: optab.OpGaussianBlur, KernelSize: [2]int{3, 3}, Sigma: [2]float64{0, 2}}}, "sigma"},
-		{"solarize p", CHW, []optab.Op{rrc, {Kind: optab.OpRandomSolarize, Threshold: 128, P: 1.5}}, "op 1 (RandomSolarize): p=1.5"},
-		{"solarize threshold", CHW, []optab.Op{rrc, {Kind: optab.OpRandomSolarize, Threshold: 300, P: 1}}, "threshold 300"},
-		{"posterize bits", CHW, []optab.Op{rrc, {Kind: optab.OpRandomPosterize, Bits: 9, P: 1}}, "bits 9"},
-		{"op in RandomApply", CHW, []optab.Op{rrc, {Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{jit, {Kind: optab.OpRandomGrayscale, P: -1}}}}, "op 1 (RandomApply) > op 1 (RandomGrayscale): p=-1"},
-		{"empty RandomApply", CHW, []optab.Op{rrc, {Kind: optab.OpRandomApply, P: 0.8}}, "pass at least one op"},
 		{"geometry in a container", CHW, []optab.Op{rrc, {Kind: optab.OpRandomChoice, Ops: []optab.Op{rrc}}}, "a geometry op inside a container"},
 		{"geometry second", CHW, []optab.Op{rrc, flip, rrc}, "op 2 (RandomResizedCrop): a geometry op after other ops"},
-		{"choice p count", CHW, []optab.Op{rrc, {Kind: optab.OpRandomChoice, Ops: []optab.Op{jit, flip}, Probs: []float64{1}}}, "1 values of p for 2 ops"},
-		{"RandAugment magnitude", CHW, []optab.Op{rrc, {Kind: optab.OpRandAugment, NumOps: 2, Magnitude: 31, Bins: 31}}, "magnitude 31"},
-		{"AutoAugment policy", CHW, []optab.Op{rrc, {Kind: optab.OpAutoAugment, Policy: "cifar100"}}, `policy "cifar100"`},
-		{"timm config", CHW, []optab.Op{rrc, {Kind: optab.OpTimmRandAugment, Policy: "rand-m9-x3", Interp: InterpBicubic}}, `unknown section "x"`},
 		{"rotation bicubic", CHW, []optab.Op{rrc, {Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}, Interp: InterpBicubic}}, "interpolation bicubic"},
-		{"erasing value", CHW, []optab.Op{rrc, {Kind: optab.OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: [3]float64{-1, 0, 0}}}, "value"},
-		{"nested too deep", CHW, []optab.Op{rrc, nest(5)}, "nested deeper than 4"},
-		{"unknown op", CHW, []optab.Op{rrc, {Kind: "GaussianBlurry"}}, `unknown op "GaussianBlurry"`},
 		{"bad layout", Layout(7), []optab.Op{rrc}, "layout 7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,7 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/testops"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
@@ -69,5 +74,68 @@ func TestYOLONamedArgs(t *testing.T) {
 	}
 	if err := transform.CheckTargets(tf); err != nil {
 		t.Errorf("targets with the YOLO ops: %v", err)
+	}
+}
+
+// TestYOLOTargets: the targets through the recipe's trace are the cv
+// kernels' moves of the source boxes (load's scale, LetterBoxInstances,
+// PerspectiveInstances, the flip), labels and keypoints with them.
+func TestYOLOTargets(t *testing.T) {
+	ops := testops.Letterbox(t)
+	ops[4].FlipIdx = []int{1, 0}
+	tf, err := transform.NewTransform(transform.CHW, ops...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const W, H = 800, 533
+	for i := range 40 {
+		k := det.Key{Seed: 3, Index: uint64(i)}
+		var tg targets.Targets
+		tg.P = 2
+		for j := range 5 {
+			x, y := float32(37*j+5*i), float32(29*j+3)
+			tg.Add([4]float32{x, y, x + 150, y + 90}, int64(j), j == 2)
+			tg.Points = append(tg.Points, [2]float32{x + 10, y + 20}, [2]float32{x + 140, y + 1})
+			tg.Vis = append(tg.Vis, 2, 1)
+		}
+		trace, err := tf.Trace(W, H, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps, err := transform.ParseTrace(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := fn.CVInstances(&tg)
+		lw, lh := cv.LoadSize(W, H, 640)
+		in.Scale(float32(float64(lw)/W), float32(float64(lh)/H), false)
+		g := cv.LetterBoxParams(cv.LetterBoxArgs{H: 640, W: 640, Center: true, Stride: 32}, lw, lh)
+		cv.LetterBoxInstances(&in, g)
+		pp := fn.PerspectiveOf(&steps[2])
+		out := cv.PerspectiveInstances(in, cv.PerspectiveMatrix(pp, 640, 640, 640, 640), pp.Scale, false, 640, 640)
+		flipped := steps[len(steps)-1].Fn == fn.YOLOFlipLR
+		if flipped {
+			cv.FlipInstances(&out, 640)
+			for _, kp := range out.Keypoints {
+				kp[0], kp[1] = kp[1], kp[0]
+			}
+		}
+		w, h, err := transform.MoveTargets(&tg, W, H, steps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w != 640 || h != 640 || len(tg.Boxes) != len(out.Boxes) {
+			t.Fatalf("sample %d: %dx%d with %d boxes, want 640x640 with %d", i, w, h, len(tg.Boxes), len(out.Boxes))
+		}
+		for n, idx := range out.Cls {
+			if tg.Boxes[n] != out.Boxes[n] || tg.Labels[n] != idx || (tg.Crowd[n] == 1) != (idx == 2) {
+				t.Fatalf("sample %d: instance %d: %v label %d, want %v label %d", i, n, tg.Boxes[n], tg.Labels[n], out.Boxes[n], idx)
+			}
+			for j, p := range out.Keypoints[n] {
+				if tg.Points[2*n+j] != [2]float32{p[0], p[1]} || tg.Vis[2*n+j] != uint8(p[2]) {
+					t.Fatalf("sample %d: instance %d point %d: %v %d, want %v", i, n, j, tg.Points[2*n+j], tg.Vis[2*n+j], p)
+				}
+			}
+		}
 	}
 }

@@ -15,6 +15,10 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
+// HaveC: the kernels run cv.c's C, as the cost model prices them
+// (pipeline/transform's YOLO geometry, pipeline/fn's yolo_random_hsv).
+const HaveC = true
+
 // cSIMD is the best vector path of cv.c's warp on this CPU: 0 none, 1
 // AVX2 and FMA, 2 those and AVX-512F, 3 those and AVX-512BW and VBMI
 // (HSV's 512-bit path from 2 on where the CPU has VBMI).

@@ -1,0 +1,14 @@
+// Package samplerkey is the key to a Transform's side for the Decoder
+// (pipeline/transform's Transform.Sampler: a sample's plan, its draws,
+// the compiled nodes, the transform of an epoch). Being internal, only
+// the pipeline's own packages can name a Key, and TestArrows lets the
+// pipeline's root alone import it (besides pipeline/transform, which
+// asks for it, and the tests' pipeline/internal/testops, whose Tracer is
+// the Decoder's draw): a server, a command or a client reads a Transform
+// through its own methods (Size, Shape, Cost, Trace, String, ...).
+package samplerkey
+
+// Key opens Transform.Sampler; it has no size. Its field, unexported,
+// keeps a value of it from being written outside the pipeline under
+// another type's name (a struct{}{} is not a Key).
+type Key struct{ key struct{} }
