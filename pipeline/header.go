@@ -238,8 +238,9 @@ func scratchBound(at transform.Sampler, mosaic, cached bool, w, h int, ppx int64
 
 // reserveScratch grows the Decoder's reservation to what a sample of t
 // at k (data its file, pdata its partners') may hold, before any of it
-// is made; its error (the budget's, wrapped) fails the sample.
-func (d *Decoder) reserveScratch(data []byte, t *Transform, k Key, pdata [][]byte, fs *FieldSet) error {
+// is made, waiting under ctx (its Fill's, ended when the job closes); its
+// error (the budget's or ctx's, wrapped) fails the sample.
+func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform, k Key, pdata [][]byte, fs *FieldSet) error {
 	b := d.opts.scratch
 	if b == nil {
 		return nil
@@ -276,7 +277,7 @@ func (d *Decoder) reserveScratch(data []byte, t *Transform, k Key, pdata [][]byt
 	if len(pdata) > 0 {
 		what += fmt.Sprintf(" and %d partners of up to %d pixels", len(pdata), ppx)
 	}
-	err := b.Acquire(context.Background(), need-d.scratch.held, d.opts.scratchWait, what)
+	err := b.Acquire(ctx, need-d.scratch.held, d.opts.scratchWait, what)
 	if err != nil && d.scratch.held > 0 {
 		// What this worker keeps from its last samples may be what is
 		// missing: let it go and take the whole bound if it fits.
