@@ -32,7 +32,7 @@ func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 }
 
 // scratchJobs are jobs whose samples need the counted scratch: masks
-// rotated, a Mosaic with the overlap mask (with and without the partner
+// rotated (then resized) and through a perspective, a Mosaic with the overlap mask (with and without the partner
 // cache), the YOLO geometry's kernels.
 func scratchJobs(t *testing.T) []struct {
 	name string
@@ -47,6 +47,12 @@ func scratchJobs(t *testing.T) []struct {
 	masks.Job.Transform.Ops = append(masks.Job.Transform.Ops,
 		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}, Expand: true}}},
 		&pb.Op{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 40, Width: 40}}})
+	persp := smallJob("det", 4)
+	persp.Job.Targets = true
+	persp.Job.TargetFields = []string{"boxes", "labels", "masks"}
+	one := 1.0
+	persp.Job.Transform.Ops = append(persp.Job.Transform.Ops,
+		&pb.Op{Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{P: &one}}})
 	mosaic := smallJob("seg", 4)
 	mosaic.Job.Targets = true
 	mosaic.Job.TargetFields = []string{"boxes", "labels", "overlap_mask"}
@@ -66,7 +72,7 @@ func scratchJobs(t *testing.T) []struct {
 		name string
 		cfg  Config
 		job  *pb.OpenJob
-	}{{"masks", det, masks}, {"mosaic", noCache, mosaic}, {"mosaic-cached", cached, mosaic}, {"yolo", seg, yolo}}
+	}{{"masks", det, masks}, {"masks-perspective", det, persp}, {"mosaic", noCache, mosaic}, {"mosaic-cached", cached, mosaic}, {"yolo", seg, yolo}}
 }
 
 // TestScratchInBudget: a job whose samples need the workers' scratch for

@@ -81,6 +81,17 @@ func (t *Targets) AffineMasks(a *kernels.AffineParams, fill uint8) {
 	t.turned(idx, w, h)
 }
 
+// PerspectiveMasks moves the masks through a perspective step (nearest,
+// with the Mask's fill, as perspective_mask), coeffs the step's
+// (kernels.PerspectiveCoeffs), as RotateMasks does.
+func (t *Targets) PerspectiveMasks(coeffs *[8]float32, fill uint8) {
+	m := &t.mm
+	w, h := len(m.xs), len(m.ys)
+	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
+	idx, m.tmp = kernels.PerspectiveIndex(idx, w, h, coeffs, m.fill(fill), m.tmp)
+	t.turned(idx, w, h)
+}
+
 // turned makes idx, the w x h canvas a rotate or affine left, the maps'
 // base, under identity maps.
 func (t *Targets) turned(idx []int32, w, h int) {

@@ -61,7 +61,7 @@ func init() {
 		}})
 	optab.Define(optab.Def{Kind: OpRandomPerspective, Doc: "with probability p, a perspective moving each corner up to distortion_scale of half the side inward",
 		Params: []optab.Param{{Name: "distortion_scale", Typ: optab.PFloat, Def: "0.5"}, optab.PParam(0.5),
-			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}, {Name: "fill", Typ: optab.PFill, Def: "0"}},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Targets: optab.TargetsMove,
 		Compile: func(c *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 			op := n.Op
@@ -91,12 +91,10 @@ func init() {
 		MaxNs: func(n *optab.Node, w, h int) float64 {
 			return optab.StepNs(fn.Step{Fn: fn.Perspective, Interp: n.Op.Interp}, w, h)
 		},
-		Masks: func(*optab.Op) error {
-			return fmt.Errorf("masks through RandomPerspective are not written yet (boxes and keypoints are): ask for targets without \"masks\"")
-		}})
+		Masks: warpMasks})
 }
 
-// warpMasks refuses a rotation or affine whose masks' fill is not a
+// warpMasks refuses a rotation, affine or perspective whose masks' fill is not a
 // Mask's value (fillMasks): torchvision fills a Mask with the op's fill
 // too (None: 0), or with a fill per type's Mask value.
 func warpMasks(op *optab.Op) error {
@@ -180,7 +178,7 @@ func drawPerspective(r *det.RNG, w, h int, op *optab.Op) fn.Step {
 	bw := int(float64(op.Distortion*float64(w/2))) + 1
 	bh := int(float64(op.Distortion*float64(h/2))) + 1
 	randint := func(lo, hi int) int { return lo + r.Intn(hi-lo) }
-	st := fn.Step{Fn: fn.Perspective, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone}
+	st := fn.Step{Fn: fn.Perspective, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(op)}
 	st.I[0] = fn.PackPoint(randint(0, bw), randint(0, bh))
 	st.I[1] = fn.PackPoint(randint(w-bw, w), randint(0, bh))
 	st.I[2] = fn.PackPoint(randint(w-bw, w), randint(h-bh, h))
@@ -280,12 +278,12 @@ func (t *Transform) geomSize() (w, h int) {
 	return t.outW, t.outH
 }
 
-// Turns says whether t's ops (at the top level) have a RandomRotation or
-// a RandomAffine: what moves masks through canvas indexes (4 bytes a
-// canvas pixel) rather than maps of rows and columns.
+// Turns says whether t's ops (at the top level) have a RandomRotation, a
+// RandomAffine or a RandomPerspective: what moves masks through canvas
+// indexes (4 bytes a canvas pixel) rather than maps of rows and columns.
 func (t Sampler) Turns() bool {
 	for i := range t.ops {
-		if k := t.ops[i].Kind; k == OpRandomRotation || k == OpRandomAffine {
+		if k := t.ops[i].Kind; k == OpRandomRotation || k == OpRandomAffine || k == OpRandomPerspective {
 			return true
 		}
 	}
