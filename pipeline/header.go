@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
@@ -37,15 +38,20 @@ func parseHeader(data []byte) (header, error) {
 	return header{format: h.Format, w: h.W, h: h.H, comps: h.Comps, progressive: h.Progressive}, err
 }
 
-// A worker's scratch that the server's memory budget counts: the masks'
-// (the source mask, a byte a pixel; the maps and, after a rotation or an
-// affine, the canvas indexes, 4 bytes a canvas pixel; the runs and a fill
-// block's), the multi-image geometry's (a Mosaic's images load_image'd
-// when there is no partner cache, one image decoded whole, the canvas, a
-// MixUp's, CutMix's or CopyPaste's image and mask) and the YOLO kernels'
-// (their planes between load, letterbox and warp). The decoder's other
-// scratch (the decode's pixels, libjpeg's) and the files' bytes are not
-// counted here.
+// A worker's scratch that the server's memory budget counts: the decode's
+// own pixels (a sample made apart before its output's bytes: each view's
+// pixels, the visible part of a crop past the image or of a canvas, the
+// planes packed to HWC before Normalize) and a RandomZoomOut's canvas
+// made whole in Go (the reference path's: the C path resamples it row by
+// row); the masks'
+// (the source mask, a byte a pixel; the maps and, after a rotation, an
+// affine or a perspective, the canvas indexes, 4 bytes a canvas pixel; the
+// runs and a fill block's), the multi-image geometry's (a Mosaic's images
+// load_image'd when there is no partner cache, one image decoded whole,
+// the canvas, a MixUp's, CutMix's or CopyPaste's image and mask) and the
+// YOLO kernels' (their planes between load, letterbox and warp).
+// libjpeg's own scratch (C memory), the steps' kernels' and the files'
+// bytes are not counted here.
 //
 // A Decoder holds a reservation (scratch.held) at least what it keeps of
 // that scratch. Before a sample is decoded (its header and its partners'
@@ -92,6 +98,7 @@ func WithScratchBudget(b ScratchBudget, wait time.Duration) Option {
 // (scratchBound); transient, what a sample makes and drops (the overlap
 // mask's canvas), is never kept.
 type scratchParts struct {
+	pix, zoom                   int64 // the decode's own pixels (d.pix, d.chw); a RandomZoomOut's canvas in Go (d.canvas, d.mid)
 	maskSrc, maskMaps, maskRuns int64 // the source mask, the maps and canvas indexes, the runs
 	full, imgs, canvas, others  int64 // a Mosaic's image decoded whole, its images, its canvas, MixUp's, CutMix's and CopyPaste's
 	yolo                        int64 // the YOLO kernels' planes
@@ -100,14 +107,15 @@ type scratchParts struct {
 
 // sum is the parts' bytes.
 func (p scratchParts) sum() int64 {
-	return p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.transient
+	return p.pix + p.zoom + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.transient
 }
 
 // after is what a Decoder keeping p (transient none) holds at most while
 // it makes a sample that needs need: each part the larger of the two, as
 // each buffer grows only to what the sample asks of it.
 func (p *scratchParts) after(need *scratchParts) int64 {
-	return max(p.maskSrc, need.maskSrc) + max(p.maskMaps, need.maskMaps) + max(p.maskRuns, need.maskRuns) +
+	return max(p.pix, need.pix) + max(p.zoom, need.zoom) +
+		max(p.maskSrc, need.maskSrc) + max(p.maskMaps, need.maskMaps) + max(p.maskRuns, need.maskRuns) +
 		max(p.full, need.full) + max(p.imgs, need.imgs) + max(p.canvas, need.canvas) + max(p.others, need.others) +
 		max(p.yolo, need.yolo) + need.transient
 }
@@ -115,6 +123,7 @@ func (p *scratchParts) after(need *scratchParts) int64 {
 // scratchBytes is what the Decoder keeps of the counted scratch.
 func (d *Decoder) scratchBytes() scratchParts {
 	var p scratchParts
+	p.pix, p.zoom = int64(cap(d.pix)+cap(d.chw)), int64(cap(d.canvas)+cap(d.mid))
 	p.maskSrc, p.maskMaps, p.maskRuns = d.targets.ScratchBytes()
 	m := &d.multi
 	p.full, p.canvas = int64(cap(m.full)), int64(cap(m.canvas))
@@ -131,6 +140,7 @@ func (d *Decoder) scratchBytes() scratchParts {
 // dropScratch lets the counted scratch go and gives its reservation back.
 func (d *Decoder) dropScratch() {
 	d.targets.DropScratch()
+	d.pix, d.chw, d.canvas, d.mid = nil, nil, nil, nil
 	m := &d.multi
 	m.full, m.canvas, m.mix, m.cut, m.cpMask, m.cpImg, m.cpPts = nil, nil, nil, nil, nil, nil, nil
 	clear(m.imgs[:cap(m.imgs)])
@@ -158,11 +168,11 @@ func (d *Decoder) trimScratch(gen uint64) {
 func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 	px := int64(w) * int64(h)
 	st := t.Sampler()
-	p := scratchBound(st, st.MosaicOp() != nil, false, w, h, px, fs)
+	p := scratchBound(st, st.MosaicOp() != nil, false, !haveFast, w, h, px, fs)
 	n := p.sum()
 	if e, _, ok := t.StopEpoch(); ok { // the ops after stop_epoch
 		at := st.AtEpoch(e).Sampler()
-		p = scratchBound(at, at.MosaicOp() != nil, false, w, h, px, fs)
+		p = scratchBound(at, at.MosaicOp() != nil, false, !haveFast, w, h, px, fs)
 		n = max(n, p.sum())
 	}
 	return n
@@ -172,16 +182,18 @@ func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 // at the sample's epoch; mosaic: its Mosaic applies) needs while it is
 // made, by part: its image w x h, its partners' largest ppx pixels, fs the
 // fields its targets carry; cached: the load_image'd images are a
-// partner cache's (counted there). Each buffer is counted at the size the
-// sample asks of it (an image decoded whole at the largest of the
-// sample's and its partners', though one already imgsz needs none); the
-// runs of masks, whose number the pixels bound only loosely, at 64 KiB
-// (masks of a few regions take less): more is taken after
-// (settleScratch).
-func scratchBound(at transform.Sampler, mosaic, cached bool, w, h int, ppx int64, fs *FieldSet) scratchParts {
+// partner cache's (counted there); goCanvas: a RandomZoomOut's canvas is
+// made whole in Go (the reference path, a build without cgo). Each buffer
+// is counted at the size the sample asks of it (an image decoded whole at
+// the largest of the sample's and its partners', though one already
+// imgsz needs none); the runs of masks, whose number the pixels bound
+// only loosely, at 64 KiB (masks of a few regions take less): more is
+// taken after (settleScratch).
+func scratchBound(at transform.Sampler, mosaic, cached, goCanvas bool, w, h int, ppx int64, fs *FieldSet) scratchParts {
 	var p scratchParts
 	src := int64(w) * int64(h)
 	out := int64(at.OutW()) * int64(at.OutH())
+	p.pix, p.zoom = decodeBound(at, mosaic, goCanvas, w, h)
 	if mo := at.MosaicOp(); mosaic && mo != nil {
 		s := int64(mo.ImgSz)
 		side := 2 * s
@@ -236,6 +248,74 @@ func scratchBound(at transform.Sampler, mosaic, cached bool, w, h int, ppx int64
 	return p
 }
 
+// decodeBound bounds the decode's own pixels a sample of at (mosaic: its
+// Mosaic applies) holds for a w x h image (decodeAt, decodeMosaic): when a
+// view is made apart from the output (Staged), every view's pixels
+// (PixelBytes), each view's visible part decoded apart where its geometry
+// may pad (MayPad: the image at its own size, or the output's), and the
+// planes packed to HWC before Normalize; a Mosaic's canvas when it is not
+// made in the output. zoom is a canvas made whole in Go (goCanvas): RGBA
+// at the largest RandomZoomOut canvas (side_range's maximum of each side,
+// rounded up), and its resize's rows.
+func decodeBound(at transform.Sampler, mosaic, goCanvas bool, w, h int) (pix, zoom int64) {
+	src := 3 * int64(w) * int64(h)
+	if mosaic {
+		if at.Layout() != CHW || at.NormOp() != nil || at.Varies() {
+			pix = int64(at.PixelBytes())
+			if at.Layout() == HWC && at.NormOp() != nil {
+				pix *= 2
+			}
+		}
+		return pix, 0
+	}
+	vs := at.ViewList()
+	view := func(i int) transform.Sampler { // view i of the len(vs) (nil: at alone)
+		if vs == nil {
+			return at
+		}
+		return vs[i].Sampler()
+	}
+	nv := max(len(vs), 1)
+	staged := false
+	for i := range nv {
+		staged = staged || view(i).Staged()
+	}
+	var chw int64
+	for i := range nv {
+		vt := view(i)
+		pb := int64(vt.PixelBytes())
+		if staged {
+			pix += pb
+			if vt.MayPad() {
+				pix += max(src, pb)
+			}
+			if vt.Layout() == HWC && vt.NormOp() != nil {
+				chw = max(chw, pb)
+			}
+		}
+		if goCanvas && vt.MayPad() && w > 0 && h > 0 {
+			s := max(vt.ZoomSide(), 1)
+			cw, ch := int64(math.Ceil(s*float64(w)))+1, int64(math.Ceil(s*float64(h)))+1
+			zoom = max(zoom, 4*cw*ch+3*int64(vt.OutW())*ch)
+		}
+	}
+	return pix + chw, zoom
+}
+
+// mayPad says whether a view of at may decode its visible part apart
+// (transform.Sampler.MayPad): its bound depends on the image's size.
+func mayPad(at transform.Sampler) bool {
+	if vs := at.ViewList(); vs != nil {
+		for _, v := range vs {
+			if v.Sampler().MayPad() {
+				return true
+			}
+		}
+		return false
+	}
+	return at.MayPad()
+}
+
 // reserveScratch grows the Decoder's reservation to what a sample of t
 // at k (data its file, pdata its partners') may hold, before any of it
 // is made, waiting under ctx (its Fill's, ended when the job closes); its
@@ -258,22 +338,23 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform,
 	mosaic := at.MosaicOp() != nil && at.MosaicOn(k)
 	var w, h int
 	var ppx int64
-	// Only the Mosaic's, the YOLO kernels' and the masks' bounds depend
-	// on the images' sizes: another job's samples parse no header here.
-	if mosaic || at.YOLO() != nil || fs.Masks() {
+	// Only the Mosaic's, the YOLO kernels', the masks' and a padded or
+	// canvas geometry's bounds depend on the images' sizes: another job's
+	// samples parse no header here.
+	if mosaic || at.YOLO() != nil || fs.Masks() || mayPad(at) {
 		w, h = size(data)
 		for _, p := range pdata {
 			pw, ph := size(p)
 			ppx = max(ppx, int64(pw)*int64(ph))
 		}
 	}
-	bound := scratchBound(at, mosaic, d.opts.partners != nil, w, h, ppx, fs)
+	bound := scratchBound(at, mosaic, d.opts.partners != nil, !haveFast || d.opts.reference, w, h, ppx, fs)
 	kept := d.scratchBytes()
 	need := kept.after(&bound)
 	if need <= d.scratch.held {
 		return nil
 	}
-	what := fmt.Sprintf("a sample's worker scratch (masks, Mosaic, YOLO kernels) for its %dx%d image", w, h)
+	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, Mosaic, YOLO kernels) for its %dx%d image", w, h)
 	if len(pdata) > 0 {
 		what += fmt.Sprintf(" and %d partners of up to %d pixels", len(pdata), ppx)
 	}

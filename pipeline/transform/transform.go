@@ -417,6 +417,35 @@ func (t *Transform) SampleBytes() int {
 	return n
 }
 
+// Staged says whether a Decoder may make a sample of t (this view) in
+// its own pixels before the output's bytes, not straight into them:
+// Normalize, ops before the geometry, per-sample or grown sizes, steps
+// on an HWC output, or a geometry that may decode the image apart first
+// (MayPad).
+func (t Sampler) Staged() bool {
+	return t.norm != nil || len(t.pre) > 0 || t.vary || t.geomW > 0 || (t.layout == HWC && len(t.post) > 0) || t.MayPad()
+}
+
+// MayPad says whether t's geometry may decode a sample's visible part
+// apart, then pad or paste it into place: a crop that may pass the image
+// (CenterCrop, RandomCrop, Pad, FixedSizeCrop) or a canvas (RandomZoomOut,
+// RandomIoUCrop's flip, the ops before the geometry, the YOLO geometry's
+// letterbox). That part is at most the image at its own size or the
+// output's.
+func (t Sampler) MayPad() bool {
+	return t.center != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil || t.zoom != nil || t.iou != nil ||
+		t.fixed != nil || t.yolo != nil || len(t.pre) > 0
+}
+
+// ZoomSide is the largest side a RandomZoomOut's canvas takes of the
+// image's (its side_range's maximum; 0: no RandomZoomOut).
+func (t Sampler) ZoomSide() float64 {
+	if t.zoom == nil {
+		return 0
+	}
+	return t.zoom.SideRange[1]
+}
+
 // PixelBytes is the size of a sample's uint8 pixels, before Normalize.
 func (t *Transform) PixelBytes() int { return max(3*t.outH*t.outW, t.room) }
 
