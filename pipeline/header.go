@@ -235,8 +235,11 @@ func scratchBound(at transform.Sampler, mosaic, cached, goCanvas bool, w, h int,
 		// a fill block's.
 		p.maskSrc = src + int64(h)
 		p.maskMaps = 3 * 4 * int64(max(w, at.OutW())+max(h, at.OutH()))
+		if at.Whole() { // the maps of the rotated canvas: its sides at most the image's sum, and 2
+			p.maskMaps = 3 * 4 * int64(2*(w+h+2)+at.OutW()+at.OutH())
+		}
 		if at.Turns() {
-			p.maskMaps += 3 * 4 * int64(at.PixelBytes()/3)
+			p.maskMaps += 3 * 4 * int64(at.RoomFor(w, h)/3)
 		}
 		p.maskRuns = 64 << 10
 	}
@@ -283,7 +286,7 @@ func decodeBound(at transform.Sampler, mosaic, goCanvas bool, w, h int) (pix, zo
 	var chw int64
 	for i := range nv {
 		vt := view(i)
-		pb := int64(vt.PixelBytes())
+		pb := int64(vt.RoomFor(w, h))
 		if staged {
 			pix += pb
 			if vt.MayPad() {
@@ -302,18 +305,31 @@ func decodeBound(at transform.Sampler, mosaic, goCanvas bool, w, h int) (pix, zo
 	return pix + chw, zoom
 }
 
-// mayPad says whether a view of at may decode its visible part apart
-// (transform.Sampler.MayPad): its bound depends on the image's size.
-func mayPad(at transform.Sampler) bool {
+// addRoom is n and the room a sample of vt is made in for its image hd
+// (transform.Sampler.RoomFor); an image whose room (a RandomRotation with
+// expand=True first: its rotation's bound) is over the pixel budget
+// fails, naming it.
+func (d *Decoder) addRoom(n int, vt transform.Sampler, hd *header) (int, error) {
+	room := vt.RoomFor(hd.w, hd.h)
+	if px := int64(room / 3); px > d.opts.pixelBudget {
+		return n, fmt.Errorf("%w: the ops' largest image of the %dx%d image is %d pixels, over the budget of %d", ErrTooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
+	}
+	return n + room, nil
+}
+
+// bySize says whether a view of at may decode its visible part apart
+// (transform.Sampler.MayPad) or is made in a room of its image's
+// (Whole): its bound depends on the image's size.
+func bySize(at transform.Sampler) bool {
 	if vs := at.ViewList(); vs != nil {
 		for _, v := range vs {
-			if v.Sampler().MayPad() {
+			if s := v.Sampler(); s.MayPad() || s.Whole() {
 				return true
 			}
 		}
 		return false
 	}
-	return at.MayPad()
+	return at.MayPad() || at.Whole()
 }
 
 // reserveScratch grows the Decoder's reservation to what a sample of t
@@ -338,10 +354,10 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform,
 	mosaic := at.MosaicOp() != nil && at.MosaicOn(k)
 	var w, h int
 	var ppx int64
-	// Only the Mosaic's, the YOLO kernels', the masks' and a padded or
-	// canvas geometry's bounds depend on the images' sizes: another job's
-	// samples parse no header here.
-	if mosaic || at.YOLO() != nil || fs.Masks() || mayPad(at) {
+	// Only the Mosaic's, the YOLO kernels', the masks', a padded or
+	// canvas geometry's and a whole image's room depend on the images'
+	// sizes: another job's samples parse no header here.
+	if mosaic || at.YOLO() != nil || fs.Masks() || bySize(at) {
 		w, h = size(data)
 		for _, p := range pdata {
 			pw, ph := size(p)

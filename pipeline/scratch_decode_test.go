@@ -20,7 +20,8 @@ func (b *countBudget) Release(n int64)  { b.held -= n }
 // TestDecodeScratchInBound: the decode's own pixels (a sample made apart
 // before its output: Normalize, an HWC output with steps, a crop past the
 // image, a RandomZoomOut's canvas, and that canvas made whole on the
-// reference path) are counted in the sample's reservation from its
+// reference path, a RandomRotation with expand=True first: its room the
+// image's rotation) are counted in the sample's reservation from its
 // header: after each of 12 photos the Decoder keeps at most the bound of
 // that image's sample or what it kept before, part by part, and the
 // budget holds what it keeps;
@@ -44,6 +45,7 @@ func TestDecodeScratchInBound(t *testing.T) {
 		{"center-past", CHW, []Op{{Kind: OpCenterCrop, Size: [2]int{600, 640}}}, false, false},
 		{"zoom-out", CHW, []Op{zoom, {Kind: OpResize, Size: [2]int{64, 80}}}, false, false},
 		{"zoom-out-reference", CHW, []Op{zoom, {Kind: OpResize, Size: [2]int{64, 80}}}, true, false},
+		{"rotate-expand-first", CHW, []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: OpResize, Size: [2]int{64, 80}}}, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr := mustTransform(t, c.layout, c.ops...)

@@ -37,7 +37,8 @@ func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 }
 
 // scratchJobs are jobs whose samples need the counted scratch: masks
-// rotated (then resized) and through a perspective, a Mosaic with the overlap mask (with and without the partner
+// rotated (then resized; the image whole, first) and through a
+// perspective, a Mosaic with the overlap mask (with and without the partner
 // cache), the YOLO geometry's kernels.
 func scratchJobs(t *testing.T) []struct {
 	name string
@@ -58,6 +59,10 @@ func scratchJobs(t *testing.T) []struct {
 	one := 1.0
 	persp.Job.Transform.Ops = append(persp.Job.Transform.Ops,
 		&pb.Op{Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{P: &one}}})
+	first := smallJob("det", 4)
+	first.Job.Targets = true
+	first.Job.TargetFields = []string{"boxes", "labels", "masks"}
+	first.Job.Transform.Ops = []*pb.Op{rotFirst, {Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 40, Width: 40}}}}
 	mosaic := smallJob("seg", 4)
 	mosaic.Job.Targets = true
 	mosaic.Job.TargetFields = []string{"boxes", "labels", "overlap_mask"}
@@ -77,7 +82,7 @@ func scratchJobs(t *testing.T) []struct {
 		name string
 		cfg  Config
 		job  *pb.OpenJob
-	}{{"masks", det, masks}, {"masks-perspective", det, persp}, {"mosaic", noCache, mosaic}, {"mosaic-cached", cached, mosaic}, {"yolo", seg, yolo}}
+	}{{"masks", det, masks}, {"masks-perspective", det, persp}, {"masks-rotate-first", det, first}, {"mosaic", noCache, mosaic}, {"mosaic-cached", cached, mosaic}, {"yolo", seg, yolo}}
 }
 
 // TestScratchInBudget: a job whose samples need the workers' scratch for
@@ -247,6 +252,10 @@ func TestScratchPerSample(t *testing.T) {
 	waitUntil(t, "the budget back to what it held before", func() bool { return e.srv.budget.InUse() == base && e.srv.scratch.Held() == 0 })
 }
 
+// rotFirst is a RandomRotation with expand=True, first: the image whole
+// at its own size rotated.
+var rotFirst = &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -45, Max: 45}, Expand: true}}}
+
 // photoSizes are the smallest and the largest of testdata/photos' images,
 // in pixels, and the largest's size.
 func photoSizes(t *testing.T) (minPx, maxPx int64, maxW, maxH int) {
@@ -285,8 +294,10 @@ func photoSizes(t *testing.T) (minPx, maxPx int64, maxW, maxH int) {
 // (9216 bytes, pipeline.SampleScratch); a RandomZoomOut then Resize (the
 // image decoded at its own size, then pasted on the canvas and resized)
 // by the 64x80 image's planes and the image's own (between the smallest
-// and the largest photo's), within the bound at the largest photo; the
-// budget in use rises with it. Once the stream has ended both are back
+// and the largest photo's), within the bound at the largest photo; a
+// RandomRotation with expand=True first, then a Resize, by the room of
+// the image rotated (at least the image's own planes), within the bound
+// at the largest photo; the budget in use rises with it. Once the stream has ended both are back
 // to zero.
 func TestScratchDecodePixels(t *testing.T) {
 	minPx, maxPx, maxW, maxH := photoSizes(t)
@@ -304,6 +315,8 @@ func TestScratchDecodePixels(t *testing.T) {
 			func(int64) int64 { return 3 * 48 * 64 }, func(int64) int64 { return 3 * 48 * 64 }},
 		{"zoom-out", []*pb.Op{zoom, resize(64, 80)},
 			func(int64) int64 { return 3*64*80 + 3*minPx }, func(b int64) int64 { return b }},
+		{"rotate-expand-first", []*pb.Op{rotFirst, resize(64, 80)},
+			func(int64) int64 { return 3 * minPx }, func(b int64) int64 { return b }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			job := smallJob("photos", 4)
@@ -344,4 +357,42 @@ func TestScratchDecodePixels(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestScratchRotateFirstPerSample: a RandomRotation with expand=True
+// first (the image whole at its own size, rotated, then a Resize) on a
+// budget whose scratch at the output's size fits, so the job opens, but
+// whose photos' rotated rooms (about 1 MB each) do not: every sample
+// fails naming the memory budget, its image's size and --memory-budget,
+// reserved from its header before it is decoded; the budget is back to
+// what it held before after.
+func TestScratchRotateFirstPerSample(t *testing.T) {
+	e := startServer(t, Config{Datasets: map[string]string{"photos": "../testdata/photos"}, Workers: 2, MemoryBudget: 400 << 10})
+	base := e.srv.budget.InUse()
+	job := smallJob("photos", 1)
+	job.Job.Transform.Ops = []*pb.Op{rotFirst, {Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	ep, err := readEpoch(e.feedStream(t, ctx, job))
+	var msgs []string
+	for _, b := range ep.batches {
+		for _, se := range b.hdr.GetErrors() {
+			msgs = append(msgs, se.GetReason())
+		}
+	}
+	if err != nil {
+		msgs = append(msgs, err.Error()) // the job's error limit ended it
+	}
+	if len(msgs) == 0 {
+		t.Fatalf("no sample errors, stream end %v: want the samples refused their rotated room", err)
+	}
+	t.Logf("%d errors, the first: %s", len(msgs), msgs[0])
+	for _, m := range msgs {
+		for _, want := range []string{"memory budget", "worker scratch (decoded pixels", "image", "--memory-budget"} {
+			if !strings.Contains(m, want) {
+				t.Fatalf("error %q does not say %q", m, want)
+			}
+		}
+	}
+	waitUntil(t, "the budget back to what it held before", func() bool { return e.srv.budget.InUse() == base && e.srv.scratch.Held() == 0 })
 }

@@ -72,6 +72,11 @@ type Transform struct {
 	// grow it (growRotate), geomW x geomH its size, room their largest.
 	varyGeom           bool
 	geomW, geomH, room int
+	// whole: the geometry is the image whole at its own size (a
+	// RandomRotation with expand=True first); grow the ops after it, whose
+	// room is each sample's (RoomFor).
+	whole bool
+	grow  []optab.Op
 	// yolo is a YOLO geometry (op_yolo.go): YOLOLoadImage, then a
 	// YOLOLetterBox and/or a YOLORandomPerspective.
 	yolo *yoloGeom
@@ -264,7 +269,9 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 			return nil, err
 		}
 	case len(t.ops) > 0 && optab.Grows(&t.ops[0]):
-		return bad("op 0 is RandomRotation with expand=True: its size follows the image's, which nothing bounds; put a geometry that fixes the size before it (Resize((h, w)), RandomResizedCrop, CenterCrop, or RandomShortestSize with a max_size): each sample is then its own size, at most the rotated bound")
+		// The image whole at its own size, each sample's, then the ops:
+		// growRotate wants a Resize((h, w)) or CenterCrop after them.
+		t.geom, t.whole, t.vary, t.varyGeom, t.outW, t.outH = CropResize, true, true, true, 1, 1
 	case len(t.ops) > 0:
 		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
 	default:
