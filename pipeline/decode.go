@@ -198,7 +198,10 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		n := 0
 		for v := range t.Views() {
 			d.soffs = append(d.soffs, n)
-			n += t.View(v).PixelBytes()
+			var err error
+			if n, err = d.addRoom(n, t.View(v), &hd); err != nil {
+				return err
+			}
 		}
 		d.voffs = d.voffs[:0]
 		if padded {
@@ -260,7 +263,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		w, h := vt.SampleSize(&d.plans[v])
 		pix := dst[doffs[v]:][:3*w*h]
 		if vt.Varies() || vt.GeomW() > 0 { // room for the steps that grow it (rotate's expand), up to the bound
-			pix = dst[doffs[v]:][: 3*w*h : vt.PixelBytes()]
+			pix = dst[doffs[v]:][: 3*w*h : vt.RoomFor(hd.w, hd.h)]
 		}
 		w, h, err := d.finishView(vt.Transform, &d.vd[v], pix, decLayout, direct, out[offs[v]:], w, h)
 		if err == nil && !vt.Varies() && (w != vt.OutW() || h != vt.OutH()) {

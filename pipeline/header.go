@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
@@ -36,15 +37,20 @@ func parseHeader(data []byte) (header, error) {
 	return header{format: h.Format, w: h.W, h: h.H, comps: h.Comps, progressive: h.Progressive}, err
 }
 
-// A worker's scratch that the server's memory budget counts: the masks'
-// (the source mask, a byte a pixel; the maps and, after a rotation or an
-// affine, the canvas indexes, 4 bytes a canvas pixel; the runs and a fill
-// block's), the multi-image geometry's (a Mosaic's images load_image'd
-// when there is no partner cache, one image decoded whole, the canvas, a
-// MixUp's, CutMix's or CopyPaste's image and mask) and the YOLO kernels'
-// (their planes between load, letterbox and warp). The decoder's other
-// scratch (the decode's pixels, libjpeg's) and the files' bytes are not
-// counted here.
+// A worker's scratch that the server's memory budget counts: the decode's
+// own pixels (a sample made apart before its output's bytes: each view's
+// pixels, the visible part of a crop past the image or of a canvas, the
+// planes packed to HWC before Normalize) and a RandomZoomOut's canvas
+// made whole in Go (the reference path's: the C path resamples it row by
+// row); the masks'
+// (the source mask, a byte a pixel; the maps and, after a rotation, an
+// affine or a perspective, the canvas indexes, 4 bytes a canvas pixel; the
+// runs and a fill block's), the multi-image geometry's (a Mosaic's images
+// load_image'd when there is no partner cache, one image decoded whole,
+// the canvas, a MixUp's, CutMix's or CopyPaste's image and mask) and the
+// YOLO kernels' (their planes between load, letterbox and warp).
+// libjpeg's own scratch (C memory), the steps' kernels' and the files'
+// bytes are not counted here.
 //
 // A Decoder holds a reservation (scratch.held) at least what it keeps of
 // that scratch. Before a sample is decoded (its header and its partners'
@@ -91,6 +97,7 @@ func WithScratchBudget(b ScratchBudget, wait time.Duration) Option {
 // (scratchBound); transient, what a sample makes and drops (the overlap
 // mask's canvas), is never kept.
 type scratchParts struct {
+	pix, zoom                   int64 // the decode's own pixels (d.pix, d.chw); a RandomZoomOut's canvas in Go (d.canvas, d.mid)
 	maskSrc, maskMaps, maskRuns int64 // the source mask, the maps and canvas indexes, the runs
 	full, imgs, canvas, others  int64 // a Mosaic's image decoded whole, its images, its canvas, MixUp's, CutMix's and CopyPaste's
 	yolo                        int64 // the YOLO kernels' planes
@@ -99,14 +106,15 @@ type scratchParts struct {
 
 // sum is the parts' bytes.
 func (p scratchParts) sum() int64 {
-	return p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.transient
+	return p.pix + p.zoom + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.transient
 }
 
 // after is what a Decoder keeping p (transient none) holds at most while
 // it makes a sample that needs need: each part the larger of the two, as
 // each buffer grows only to what the sample asks of it.
 func (p *scratchParts) after(need *scratchParts) int64 {
-	return max(p.maskSrc, need.maskSrc) + max(p.maskMaps, need.maskMaps) + max(p.maskRuns, need.maskRuns) +
+	return max(p.pix, need.pix) + max(p.zoom, need.zoom) +
+		max(p.maskSrc, need.maskSrc) + max(p.maskMaps, need.maskMaps) + max(p.maskRuns, need.maskRuns) +
 		max(p.full, need.full) + max(p.imgs, need.imgs) + max(p.canvas, need.canvas) + max(p.others, need.others) +
 		max(p.yolo, need.yolo) + need.transient
 }
@@ -114,6 +122,7 @@ func (p *scratchParts) after(need *scratchParts) int64 {
 // scratchBytes is what the Decoder keeps of the counted scratch.
 func (d *Decoder) scratchBytes() scratchParts {
 	var p scratchParts
+	p.pix, p.zoom = int64(cap(d.pix)+cap(d.chw)), int64(cap(d.canvas)+cap(d.mid))
 	p.maskSrc, p.maskMaps, p.maskRuns = d.targets.ScratchBytes()
 	m := &d.multi
 	p.full, p.canvas = int64(cap(m.full)), int64(cap(m.canvas))
@@ -130,6 +139,7 @@ func (d *Decoder) scratchBytes() scratchParts {
 // dropScratch lets the counted scratch go and gives its reservation back.
 func (d *Decoder) dropScratch() {
 	d.targets.DropScratch()
+	d.pix, d.chw, d.canvas, d.mid = nil, nil, nil, nil
 	m := &d.multi
 	m.full, m.canvas, m.mix, m.cut, m.cpMask, m.cpImg, m.cpPts = nil, nil, nil, nil, nil, nil, nil
 	clear(m.imgs[:cap(m.imgs)])
@@ -156,11 +166,11 @@ func (d *Decoder) trimScratch(gen uint64) {
 // whose samples the memory budget cannot hold is refused when it opens.
 func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 	px := int64(w) * int64(h)
-	p := scratchBound(t, t.Sampler(sk).MosaicOp() != nil, false, w, h, px, fs)
+	p := scratchBound(t, t.Sampler(sk).MosaicOp() != nil, false, !haveFast, w, h, px, fs)
 	n := p.sum()
 	if e, _, ok := t.StopEpoch(); ok { // the ops after stop_epoch
 		at := t.Sampler(sk).AtEpoch(e)
-		p = scratchBound(at, at.Sampler(sk).MosaicOp() != nil, false, w, h, px, fs)
+		p = scratchBound(at, at.Sampler(sk).MosaicOp() != nil, false, !haveFast, w, h, px, fs)
 		n = max(n, p.sum())
 	}
 	return n
@@ -170,17 +180,19 @@ func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 // at the sample's epoch; mosaic: its Mosaic applies) needs while it is
 // made, by part: its image w x h, its partners' largest ppx pixels, fs the
 // fields its targets carry; cached: the load_image'd images are a
-// partner cache's (counted there). Each buffer is counted at the size the
-// sample asks of it (an image decoded whole at the largest of the
-// sample's and its partners', though one already imgsz needs none); the
-// runs of masks, whose number the pixels bound only loosely, at 64 KiB
-// (masks of a few regions take less): more is taken after
-// (settleScratch).
-func scratchBound(t *Transform, mosaic, cached bool, w, h int, ppx int64, fs *FieldSet) scratchParts {
+// partner cache's (counted there); goCanvas: a RandomZoomOut's canvas is
+// made whole in Go (the reference path, a build without cgo). Each buffer
+// is counted at the size the sample asks of it (an image decoded whole at
+// the largest of the sample's and its partners', though one already
+// imgsz needs none); the runs of masks, whose number the pixels bound
+// only loosely, at 64 KiB (masks of a few regions take less): more is
+// taken after (settleScratch).
+func scratchBound(t *Transform, mosaic, cached, goCanvas bool, w, h int, ppx int64, fs *FieldSet) scratchParts {
 	at := t.Sampler(sk)
 	var p scratchParts
 	src := int64(w) * int64(h)
 	out := int64(at.OutW()) * int64(at.OutH())
+	p.pix, p.zoom = decodeBound(t, mosaic, goCanvas, w, h)
 	if mo := at.MosaicOp(); mosaic && mo != nil {
 		s := int64(mo.ImgSz)
 		side := 2 * s
@@ -222,8 +234,11 @@ func scratchBound(t *Transform, mosaic, cached bool, w, h int, ppx int64, fs *Fi
 		// a fill block's.
 		p.maskSrc = src + int64(h)
 		p.maskMaps = 3 * 4 * int64(max(w, at.OutW())+max(h, at.OutH()))
+		if at.Whole() { // the maps of the rotated canvas: its sides at most the image's sum, and 2
+			p.maskMaps = 3 * 4 * int64(2*(w+h+2)+at.OutW()+at.OutH())
+		}
 		if at.Turns() {
-			p.maskMaps += 3 * 4 * int64(at.PixelBytes()/3)
+			p.maskMaps += 3 * 4 * int64(at.RoomFor(w, h)/3)
 		}
 		p.maskRuns = 64 << 10
 	}
@@ -235,10 +250,94 @@ func scratchBound(t *Transform, mosaic, cached bool, w, h int, ppx int64, fs *Fi
 	return p
 }
 
+// decodeBound bounds the decode's own pixels a sample of at (mosaic: its
+// Mosaic applies) holds for a w x h image (decodeAt, decodeMosaic): when a
+// view is made apart from the output (Staged), every view's pixels
+// (PixelBytes), each view's visible part decoded apart where its geometry
+// may pad (MayPad: the image at its own size, or the output's), and the
+// planes packed to HWC before Normalize; a Mosaic's canvas when it is not
+// made in the output. zoom is a canvas made whole in Go (goCanvas): RGBA
+// at the largest RandomZoomOut canvas (side_range's maximum of each side,
+// rounded up), and its resize's rows.
+func decodeBound(t *Transform, mosaic, goCanvas bool, w, h int) (pix, zoom int64) {
+	at := t.Sampler(sk)
+	src := 3 * int64(w) * int64(h)
+	if mosaic {
+		if at.Layout() != CHW || at.NormOp() != nil || at.Varies() {
+			pix = int64(at.PixelBytes())
+			if at.Layout() == HWC && at.NormOp() != nil {
+				pix *= 2
+			}
+		}
+		return pix, 0
+	}
+	vs := at.ViewList()
+	view := func(i int) *Transform { // view i of the len(vs) (nil: t alone)
+		if vs == nil {
+			return t
+		}
+		return vs[i]
+	}
+	nv := max(len(vs), 1)
+	staged := false
+	for i := range nv {
+		staged = staged || view(i).Sampler(sk).Staged()
+	}
+	var chw int64
+	for i := range nv {
+		vt := view(i).Sampler(sk)
+		pb := int64(vt.RoomFor(w, h))
+		if staged {
+			pix += pb
+			if vt.MayPad() {
+				pix += max(src, pb)
+			}
+			if vt.Layout() == HWC && vt.NormOp() != nil {
+				chw = max(chw, pb)
+			}
+		}
+		if goCanvas && vt.MayPad() && w > 0 && h > 0 {
+			s := max(vt.ZoomSide(), 1)
+			cw, ch := int64(math.Ceil(s*float64(w)))+1, int64(math.Ceil(s*float64(h)))+1
+			zoom = max(zoom, 4*cw*ch+3*int64(vt.OutW())*ch)
+		}
+	}
+	return pix + chw, zoom
+}
+
+// addRoom is n and the room a sample of vt is made in for its image hd
+// (the sampler's RoomFor); an image whose room (a RandomRotation with
+// expand=True first: its rotation's bound) is over the pixel budget
+// fails, naming it.
+func (d *Decoder) addRoom(n int, vt *Transform, hd *header) (int, error) {
+	room := vt.Sampler(sk).RoomFor(hd.w, hd.h)
+	if px := int64(room / 3); px > d.opts.pixelBudget {
+		return n, fmt.Errorf("%w: the ops' largest image of the %dx%d image is %d pixels, over the budget of %d", ErrTooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
+	}
+	return n + room, nil
+}
+
+// bySize says whether a view of at may decode its visible part apart
+// (the sampler's MayPad) or is made in a room of its image's
+// (Whole): its bound depends on the image's size.
+func bySize(t *Transform) bool {
+	at := t.Sampler(sk)
+	if vs := at.ViewList(); vs != nil {
+		for _, v := range vs {
+			if s := v.Sampler(sk); s.MayPad() || s.Whole() {
+				return true
+			}
+		}
+		return false
+	}
+	return at.MayPad() || at.Whole()
+}
+
 // reserveScratch grows the Decoder's reservation to what a sample of t
 // at k (data its file, pdata its partners') may hold, before any of it
-// is made; its error (the budget's, wrapped) fails the sample.
-func (d *Decoder) reserveScratch(data []byte, t *Transform, k Key, pdata [][]byte, fs *FieldSet) error {
+// is made, waiting under ctx (its Fill's, ended when the job closes); its
+// error (the budget's or ctx's, wrapped) fails the sample.
+func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform, k Key, pdata [][]byte, fs *FieldSet) error {
 	b := d.opts.scratch
 	if b == nil {
 		return nil
@@ -257,26 +356,27 @@ func (d *Decoder) reserveScratch(data []byte, t *Transform, k Key, pdata [][]byt
 	mosaic := at.MosaicOp() != nil && at.MosaicOn(k)
 	var w, h int
 	var ppx int64
-	// Only the Mosaic's, the YOLO kernels' and the masks' bounds depend
-	// on the images' sizes: another job's samples parse no header here.
-	if mosaic || at.YOLO() != nil || fs.Masks() {
+	// Only the Mosaic's, the YOLO kernels', the masks', a padded or
+	// canvas geometry's and a whole image's room depend on the images'
+	// sizes: another job's samples parse no header here.
+	if mosaic || at.YOLO() != nil || fs.Masks() || bySize(t) {
 		w, h = size(data)
 		for _, p := range pdata {
 			pw, ph := size(p)
 			ppx = max(ppx, int64(pw)*int64(ph))
 		}
 	}
-	bound := scratchBound(t, mosaic, d.opts.partners != nil, w, h, ppx, fs)
+	bound := scratchBound(t, mosaic, d.opts.partners != nil, !haveFast || d.opts.reference, w, h, ppx, fs)
 	kept := d.scratchBytes()
 	need := kept.after(&bound)
 	if need <= d.scratch.held {
 		return nil
 	}
-	what := fmt.Sprintf("a sample's worker scratch (masks, Mosaic, YOLO kernels) for its %dx%d image", w, h)
+	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, Mosaic, YOLO kernels) for its %dx%d image", w, h)
 	if len(pdata) > 0 {
 		what += fmt.Sprintf(" and %d partners of up to %d pixels", len(pdata), ppx)
 	}
-	err := b.Acquire(context.Background(), need-d.scratch.held, d.opts.scratchWait, what)
+	err := b.Acquire(ctx, need-d.scratch.held, d.opts.scratchWait, what)
 	if err != nil && d.scratch.held > 0 {
 		// What this worker keeps from its last samples may be what is
 		// missing: let it go and take the whole bound if it fits.

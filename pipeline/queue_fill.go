@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
@@ -47,6 +48,55 @@ type fillReq struct {
 	// progress is told of its work (batch.ProgressOf the Fill's ctx;
 	// nil: no one asks).
 	progress *batch.Progress
+	// ctx is the Fill's; wait, the context a sample waits under for its
+	// scratch (reserveScratch): ctx's, ended too when r is abandoned.
+	ctx  context.Context
+	wait waitCtx
+}
+
+// waitCtx is the context a sample of a fillReq waits under for the
+// memory budget (reserveScratch): its Fill's context (the job's or the
+// stream's), ended too when the request is abandoned (its queue closed,
+// Executor.abandon), so a closed job stops waiting at once. Its own
+// context is made only when a wait asks for Done (the budget had not the
+// bytes at once): a Fill allocates nothing for it otherwise.
+type waitCtx struct {
+	r      *fillReq
+	ctx    context.Context // under r.q.e.mu: made by Done, ended by abandon or release
+	cancel context.CancelFunc
+}
+
+func (c *waitCtx) Deadline() (time.Time, bool) { return c.r.ctx.Deadline() }
+func (c *waitCtx) Value(key any) any           { return c.r.ctx.Value(key) }
+
+// Done is the Fill's context's Done, or a child's ended by abandon too.
+func (c *waitCtx) Done() <-chan struct{} {
+	e := c.r.q.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c.ctx == nil {
+		c.ctx, c.cancel = context.WithCancel(c.r.ctx)
+		if atomic.LoadInt32(c.r.stop) != 0 {
+			c.cancel()
+		}
+	}
+	return c.ctx.Done()
+}
+
+// Err is the Fill's context's error, or context.Canceled once r is
+// abandoned.
+func (c *waitCtx) Err() error {
+	if atomic.LoadInt32(c.r.stop) != 0 {
+		return context.Canceled
+	}
+	return c.r.ctx.Err()
+}
+
+// end ends the wait context made, if any. e.mu is held.
+func (c *waitCtx) end() {
+	if c.cancel != nil {
+		c.cancel()
+	}
 }
 
 // fillReqs recycles fillReqs with their errs and done channel, so a Fill
@@ -130,6 +180,7 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	}
 	r := fillReqs.Get().(*fillReq)
 	r.q, r.ds, r.t, r.seed, r.epoch, r.indices, r.data, r.size, r.place = q, ds, t, seed, epoch, indices, b.Data, size, place
+	r.ctx, r.wait.r = ctx, r
 	r.layout = t.ViewLayout()
 	r.copies = b.Copies
 	r.errs = slices.Grow(r.errs[:0], n)[:n]
@@ -200,6 +251,7 @@ func (r *fillReq) at(i int) int {
 func (r *fillReq) release() {
 	clear(r.errs)
 	*r.stop = 0 // no worker holds r: done was received
+	r.wait.end()
 	*r = fillReq{errs: r.errs[:0], good: r.good[:0], done: r.done, stop: r.stop}
 	fillReqs.Put(r)
 }

@@ -115,6 +115,7 @@ func (e *Executor) abandon(r *fillReq, err error) {
 	if atomic.LoadInt32(r.stop) == 0 {
 		atomic.StoreInt32(r.stop, 1)
 		e.abandoned.Add(int64(r.running))
+		r.wait.end() // a sample waiting for its scratch stops waiting
 	}
 }
 
@@ -334,7 +335,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		if err == nil {
 			// The scratch the memory budget counts, reserved from the
 			// headers before any of it is made (header.go).
-			err = d.reserveScratch(data, r.t, k, pdata, r.fset)
+			err = d.reserveScratch(&r.wait, data, r.t, k, pdata, r.fset)
 		}
 		if err == nil && r.fset != nil {
 			n := r.fset.Len()

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
@@ -81,4 +83,69 @@ func bool2int(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestRotateExpandFirstDecode: a RandomRotation with expand=True first,
+// before any geometry, rotates the image whole at its own size, then a
+// CenterCrop or Resize((h, w)) after it fixes the size: each sample is its
+// steps (rotate, then the crop or resize) applied to the image decoded
+// whole, byte for byte. Its room is the sample's own: an image whose
+// rotation's bound is over the Decoder's pixel budget fails, naming it
+// (the image itself within it). Without a Resize or CenterCrop after the
+// last rotation it is refused: nothing bounds the size.
+func TestRotateExpandFirstDecode(t *testing.T) {
+	const w, h = 53, 41
+	data := encodePNG(testPicture(w, h))
+	rot := Op{Kind: OpRandomRotation, Degrees: [2]float64{-180, 180}, Expand: true, Interp: InterpBilinear, Fill: [3]float64{7, 8, 9}}
+	whole := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{h, w}})
+	d := NewDecoder()
+	defer d.Close()
+	src := make([]byte, whole.SampleBytes())
+	if err := d.Decode(data, whole, Key{}, src); err != nil {
+		t.Fatal(err)
+	}
+	for _, fix := range []Op{{Kind: OpCenterCrop, Size: [2]int{33, 31}}, {Kind: OpResize, Size: [2]int{30, 37}, Interp: InterpBilinear}} {
+		tr := mustTransform(t, CHW, rot, fix)
+		if th, tw := tr.Size(); tr.Varies() || th != fix.Size[0] || tw != fix.Size[1] {
+			t.Fatalf("%s: size %dx%d (varies %v), want %v", fix.Kind, tw, th, tr.Varies(), fix.Size)
+		}
+		grown := 0
+		for i := range uint64(12) {
+			k := Key{Seed: 5, Index: i}
+			out := make([]byte, tr.SampleBytes())
+			if err := d.Decode(data, tr, k, out); err != nil {
+				t.Fatal(err)
+			}
+			steps := tr.Sampler(sk).DrawStepsAt(k, w, h, nil)
+			if len(steps) != 2 || steps[0].Fn != FnRotate {
+				t.Fatalf("%s sample %d: steps %v, want the rotation and the %s", fix.Kind, i, steps, fix.Kind)
+			}
+			turned, rw, rh, err := ApplyTraceSized(append(make([]byte, 0, tr.Sampler(sk).RoomFor(w, h)), src...), w, h, steps[:1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := fn.Apply(kernels.Planes{Pix: append(make([]byte, 0, 3*max(rw*rh, 33*37)), turned...), W: rw, H: rh}, &steps[1], nil)
+			if ww, wh := p.W, p.H; ww != fix.Size[1] || wh != fix.Size[0] || string(p.Pix) != string(out) {
+				t.Fatalf("%s sample %d: differs from the steps on the image decoded whole (%dx%d)", fix.Kind, i, p.W, p.H)
+			}
+			grown += bool2int(rw != w || rh != h)
+			if 3*rw*rh > tr.Sampler(sk).RoomFor(w, h) {
+				t.Fatalf("sample %d: rotated to %dx%d, over the room %d", i, rw, rh, tr.Sampler(sk).RoomFor(w, h))
+			}
+		}
+		if grown < 8 {
+			t.Fatalf("%s: %d of 12 samples grown", fix.Kind, grown)
+		}
+		small := NewDecoder(WithPixelBudget(w * h))
+		err := small.Decode(data, tr, Key{Seed: 5}, make([]byte, tr.SampleBytes()))
+		small.Close()
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "largest image of the 53x41 image") {
+			t.Fatalf("%s: a rotation's room over the pixel budget: %v, want ErrTooLarge naming it", fix.Kind, err)
+		}
+	}
+	for _, ops := range [][]Op{{rot}, {rot, {Kind: OpResize, Size: [2]int{30, 37}}, rot}, {rot, {Kind: OpRandomHorizontalFlip, P: 0.5}}} {
+		if _, err := NewTransform(CHW, ops...); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "nothing bounds") {
+			t.Errorf("%d ops, the rotation first, nothing fixing the size after the last: %v, want refused", len(ops), err)
+		}
+	}
 }

@@ -197,8 +197,8 @@ func TestMasksFillAnyTopology(t *testing.T) {
 // TestMasksRefused: target_fields with an unknown name, a name twice,
 // keypoints the dataset lacks, without targets; max_targets_bytes without
 // masks or past a batch's bound; masks with a rotation or a pad of a fill
-// of several values (pad_mask refuses it), a Mask fill past a byte, or
-// with a RandomPerspective: refused at open, saying which.
+// of several values (pad_mask refuses it) or a perspective's, a Mask
+// fill past a byte: refused at open, saying which.
 func TestMasksRefused(t *testing.T) {
 	ann, _ := photosMasks(t)
 	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1})
@@ -222,8 +222,8 @@ func TestMasksRefused(t *testing.T) {
 		{"bound too large", true, masks, 8 << 20, nil, "max_targets_bytes 8388608: a batch of 8 samples"},
 		{"rotation fill", true, masks, 0, []*pb.Op{rrcOp(32), rot}, "RandomRotation (op 1): fill [3 4 5] with masks"},
 		{"pad fill", true, masks, 0, []*pb.Op{pad, center}, "Pad (op 0): fill [5 6 7] with masks"},
-		{"perspective", true, masks, 0, []*pb.Op{rrcOp(32), {Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{}}}},
-			"RandomPerspective (op 1): masks through RandomPerspective are not written yet"},
+		{"perspective fill", true, masks, 0, []*pb.Op{rrcOp(32), {Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{Fill: []float64{3, 4, 5}}}}},
+			"RandomPerspective (op 1): fill [3 4 5] with masks"},
 		{"mask fill past a byte", true, masks, 0, []*pb.Op{typedPad(5, 256), center}, "mask_fill 256: want an integer 0..255"},
 		{"mask fill negative", true, masks, 0, []*pb.Op{typedPad(5, -1), center}, "mask_fill -1: want an integer 0..255"},
 		{"mask fill not a byte", true, masks, 0, []*pb.Op{typedPad(5, 0.5), center}, "mask_fill 0.5: want an integer 0..255"},
@@ -248,10 +248,10 @@ func typedPad(fill, mask float64) *pb.Op {
 	return &pb.Op{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{fill}, MaskFill: &mask}}}
 }
 
-// TestMasksFillPerType: a Pad, a RandomZoomOut and a RandomRotation with a
-// fill per type ({Image: v, Mask: 0}) give masks byte for byte those of
-// the same job with fill 0, and pixels that differ (the fill is the
-// pixels').
+// TestMasksFillPerType: a Pad, a RandomZoomOut, a RandomRotation and a
+// RandomPerspective with a fill per type ({Image: v, Mask: 0}) give masks
+// byte for byte those of the same job with fill 0, and pixels that differ
+// (the fill is the pixels').
 func TestMasksFillPerType(t *testing.T) {
 	ann, _ := photosMasks(t)
 	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1})
@@ -265,6 +265,10 @@ func TestMasksFillPerType(t *testing.T) {
 	rot := func(fill []float64, mask *float64) *pb.Op {
 		return &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: 20, Max: 40}, Fill: fill, MaskFill: mask}}}
 	}
+	persp := func(fill []float64, mask *float64) *pb.Op {
+		p := 1.0
+		return &pb.Op{Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{P: &p, Fill: fill, MaskFill: mask}}}
+	}
 	for _, c := range []struct {
 		name        string
 		typed, zero []*pb.Op
@@ -272,6 +276,7 @@ func TestMasksFillPerType(t *testing.T) {
 		{"pad", []*pb.Op{crop40, typedPad(200, 0)}, []*pb.Op{crop40, {Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}}}}}},
 		{"zoom out", []*pb.Op{zoom([]float64{123, 117, 104}, &zero), resize}, []*pb.Op{zoom(nil, nil), resize}},
 		{"rotation", []*pb.Op{rrcOp(48), rot([]float64{9}, &zero)}, []*pb.Op{rrcOp(48), rot(nil, nil)}},
+		{"perspective", []*pb.Op{rrcOp(48), persp([]float64{9}, &zero)}, []*pb.Op{rrcOp(48), persp(nil, nil)}},
 	} {
 		run := func(ops []*pb.Op) epoch {
 			job := smallJob("det", 8)

@@ -18,8 +18,9 @@ import (
 const scratchWait = time.Second
 
 // scratchAccount is the workers' scratch in the batch budget
-// (pipeline.ScratchBudget): the masks', the Mosaic's and the YOLO
-// kernels' (pipeline/scratch.go), counted apart for its gauge.
+// (pipeline.ScratchBudget): the decode's own pixels, the masks', the
+// Mosaic's and the YOLO kernels' (pipeline/header.go), counted apart for
+// its gauge.
 type scratchAccount struct {
 	b    *limits.Budget
 	held atomic.Int64
@@ -70,7 +71,7 @@ func scratchMetrics(b *limits.Budget, a *scratchAccount) []prometheus.Collector 
 			Help: "The batch budget's bytes."},
 			func() float64 { return float64(b.Limit()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_sample_scratch_bytes",
-			Help: "Of stoker_memory_budget_in_use_bytes, the workers' scratch for masks, Mosaics and the YOLO kernels, reserved from each sample's header before it is made."},
+			Help: "Of stoker_memory_budget_in_use_bytes, the workers' scratch for the decoded pixels, masks, Mosaics and the YOLO kernels, reserved from each sample's header before it is made."},
 			func() float64 { return float64(a.Held()) }),
 	}
 }
@@ -97,7 +98,7 @@ func (s *Server) checkScratch(j *job.Job) error {
 	if w > 0 && h > 0 {
 		what = fmt.Sprintf("for images of up to %dx%d, as its dataset's annotations give them", w, h)
 	}
-	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (masks, Mosaic, YOLO kernels) %s, "+
+	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (decoded pixels, masks, Mosaic, YOLO kernels) %s, "+
 		"and the batch budget has %d of its %d bytes left beside the job's batch buffers and the other streams' (--memory-budget)",
 		limits.ErrMemoryBudget, need, what, room, s.budget.Limit())
 }

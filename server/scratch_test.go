@@ -3,6 +3,11 @@ package server
 import (
 	"context"
 	"fmt"
+	"image/jpeg"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -32,7 +37,8 @@ func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 }
 
 // scratchJobs are jobs whose samples need the counted scratch: masks
-// rotated, a Mosaic with the overlap mask (with and without the partner
+// rotated (then resized; the image whole, first) and through a
+// perspective, a Mosaic with the overlap mask (with and without the partner
 // cache), the YOLO geometry's kernels.
 func scratchJobs(t *testing.T) []struct {
 	name string
@@ -47,6 +53,16 @@ func scratchJobs(t *testing.T) []struct {
 	masks.Job.Transform.Ops = append(masks.Job.Transform.Ops,
 		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}, Expand: true}}},
 		&pb.Op{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 40, Width: 40}}})
+	persp := smallJob("det", 4)
+	persp.Job.Targets = true
+	persp.Job.TargetFields = []string{"boxes", "labels", "masks"}
+	one := 1.0
+	persp.Job.Transform.Ops = append(persp.Job.Transform.Ops,
+		&pb.Op{Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{P: &one}}})
+	first := smallJob("det", 4)
+	first.Job.Targets = true
+	first.Job.TargetFields = []string{"boxes", "labels", "masks"}
+	first.Job.Transform.Ops = []*pb.Op{rotFirst, {Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 40, Width: 40}}}}
 	mosaic := smallJob("seg", 4)
 	mosaic.Job.Targets = true
 	mosaic.Job.TargetFields = []string{"boxes", "labels", "overlap_mask"}
@@ -66,7 +82,7 @@ func scratchJobs(t *testing.T) []struct {
 		name string
 		cfg  Config
 		job  *pb.OpenJob
-	}{{"masks", det, masks}, {"mosaic", noCache, mosaic}, {"mosaic-cached", cached, mosaic}, {"yolo", seg, yolo}}
+	}{{"masks", det, masks}, {"masks-perspective", det, persp}, {"masks-rotate-first", det, first}, {"mosaic", noCache, mosaic}, {"mosaic-cached", cached, mosaic}, {"yolo", seg, yolo}}
 }
 
 // TestScratchInBudget: a job whose samples need the workers' scratch for
@@ -228,6 +244,151 @@ func TestScratchPerSample(t *testing.T) {
 	t.Logf("%d errors, the first: %s", len(msgs), msgs[0])
 	for _, m := range msgs {
 		for _, want := range []string{"memory budget", "worker scratch", "image and 3 partners of up to", "bytes", "--memory-budget"} {
+			if !strings.Contains(m, want) {
+				t.Fatalf("error %q does not say %q", m, want)
+			}
+		}
+	}
+	waitUntil(t, "the budget back to what it held before", func() bool { return e.srv.budget.InUse() == base && e.srv.scratch.Held() == 0 })
+}
+
+// rotFirst is a RandomRotation with expand=True, first: the image whole
+// at its own size rotated.
+var rotFirst = &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -45, Max: 45}, Expand: true}}}
+
+// photoSizes are the smallest and the largest of testdata/photos' images,
+// in pixels, and the largest's size.
+func photoSizes(t *testing.T) (minPx, maxPx int64, maxW, maxH int) {
+	t.Helper()
+	minPx = math.MaxInt64
+	err := filepath.WalkDir("../testdata/photos", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || filepath.Ext(path) != ".jpg" {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		c, err := jpeg.DecodeConfig(f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		px := int64(c.Width) * int64(c.Height)
+		minPx = min(minPx, px)
+		if px > maxPx {
+			maxPx, maxW, maxH = px, c.Width, c.Height
+		}
+		return nil
+	})
+	if err != nil || maxPx == 0 {
+		t.Fatalf("photos: %v (%d pixels at most)", err, maxPx)
+	}
+	return minPx, maxPx, maxW, maxH
+}
+
+// TestScratchDecodePixels: the decode's own pixels are counted in the
+// memory budget on a real server of one worker: a Resize then Normalize
+// (made in the worker's planes, then normalized into the batch) raises
+// the scratch gauge by exactly its bound, the 48x64 image's 3 planes
+// (9216 bytes, pipeline.SampleScratch); a RandomZoomOut then Resize (the
+// image decoded at its own size, then pasted on the canvas and resized)
+// by the 64x80 image's planes and the image's own (between the smallest
+// and the largest photo's), within the bound at the largest photo; a
+// RandomRotation with expand=True first, then a Resize, by the room of
+// the image rotated (at least the image's own planes), within the bound
+// at the largest photo; the budget in use rises with it. Once the stream has ended both are back
+// to zero.
+func TestScratchDecodePixels(t *testing.T) {
+	minPx, maxPx, maxW, maxH := photoSizes(t)
+	p := 1.0
+	norm := &pb.Op{Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229, 0.224, 0.225}}}}
+	resize := func(h, w uint32) *pb.Op { return &pb.Op{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: h, Width: w}}} }
+	zoom := &pb.Op{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{P: &p, SideRange: &pb.Range{Min: 1.5, Max: 3}}}}
+	cfg := Config{Datasets: map[string]string{"photos": "../testdata/photos"}, Workers: 1, MemoryBudget: 256 << 20}
+	for _, c := range []struct {
+		name   string
+		ops    []*pb.Op
+		lo, hi func(bound int64) int64 // what the gauge may read, of the bound at the largest photo
+	}{
+		{"resize-normalize", []*pb.Op{resize(48, 64), norm},
+			func(int64) int64 { return 3 * 48 * 64 }, func(int64) int64 { return 3 * 48 * 64 }},
+		{"zoom-out", []*pb.Op{zoom, resize(64, 80)},
+			func(int64) int64 { return 3*64*80 + 3*minPx }, func(b int64) int64 { return b }},
+		{"rotate-expand-first", []*pb.Op{rotFirst, resize(64, 80)},
+			func(int64) int64 { return 3 * minPx }, func(b int64) int64 { return b }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			job := smallJob("photos", 4)
+			job.Job.Transform.Ops = c.ops
+			job.Credits, job.Epochs = 1, 0 // the job runs until the stream ends
+			e := startServer(t, cfg)
+			j, err := e.srv.newJob(job.Job, jobpkg.Origin{Stream: "probe"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bound := pipeline.SampleScratch(j.Transform(), nil, maxW, maxH)
+			if c.name == "zoom-out" && bound != 3*64*80+max(3*maxPx, 3*64*80) {
+				t.Fatalf("the bound at the largest photo (%dx%d) is %d, want its planes and the output's", maxW, maxH, bound)
+			}
+			lo, hi := c.lo(bound), c.hi(bound)
+			base := e.srv.budget.InUse()
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			stream := e.feedStream(t, ctx, job)
+			if first, err := stream.Recv(); err != nil || first.GetJob() == nil {
+				t.Fatalf("first message %v, %v; want JobInfo", first, err)
+			}
+			if _, end, err := readBatch(stream, 1<<30); err != nil || end != nil {
+				t.Fatalf("first batch: %v (end %v)", err, end)
+			}
+			waitUntilState(t, fmt.Sprintf("the scratch gauge within [%d, %d] and in the budget in use", lo, hi), func() string {
+				return fmt.Sprintf("scratch gauge %v, budget in use %v (%d before the job)", gauge(t, e.reg, "stoker_sample_scratch_bytes"),
+					gauge(t, e.reg, "stoker_memory_budget_in_use_bytes"), base)
+			}, func() bool {
+				s := gauge(t, e.reg, "stoker_sample_scratch_bytes")
+				return s >= float64(lo) && s <= float64(hi) && gauge(t, e.reg, "stoker_memory_budget_in_use_bytes") >= s+float64(base)
+			})
+			cancel()
+			waitUntilState(t, "the scratch and the budget back to zero", func() string {
+				return fmt.Sprintf("scratch %v, in use %v (%d before the job)", gauge(t, e.reg, "stoker_sample_scratch_bytes"), gauge(t, e.reg, "stoker_memory_budget_in_use_bytes"), base)
+			}, func() bool {
+				return gauge(t, e.reg, "stoker_sample_scratch_bytes") == 0 && e.srv.budget.InUse() == base
+			})
+		})
+	}
+}
+
+// TestScratchRotateFirstPerSample: a RandomRotation with expand=True
+// first (the image whole at its own size, rotated, then a Resize) on a
+// budget whose scratch at the output's size fits, so the job opens, but
+// whose photos' rotated rooms (about 1 MB each) do not: every sample
+// fails naming the memory budget, its image's size and --memory-budget,
+// reserved from its header before it is decoded; the budget is back to
+// what it held before after.
+func TestScratchRotateFirstPerSample(t *testing.T) {
+	e := startServer(t, Config{Datasets: map[string]string{"photos": "../testdata/photos"}, Workers: 2, MemoryBudget: 400 << 10})
+	base := e.srv.budget.InUse()
+	job := smallJob("photos", 1)
+	job.Job.Transform.Ops = []*pb.Op{rotFirst, {Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	ep, err := readEpoch(e.feedStream(t, ctx, job))
+	var msgs []string
+	for _, b := range ep.batches {
+		for _, se := range b.hdr.GetErrors() {
+			msgs = append(msgs, se.GetReason())
+		}
+	}
+	if err != nil {
+		msgs = append(msgs, err.Error()) // the job's error limit ended it
+	}
+	if len(msgs) == 0 {
+		t.Fatalf("no sample errors, stream end %v: want the samples refused their rotated room", err)
+	}
+	t.Logf("%d errors, the first: %s", len(msgs), msgs[0])
+	for _, m := range msgs {
+		for _, want := range []string{"memory budget", "worker scratch (decoded pixels", "image", "--memory-budget"} {
 			if !strings.Contains(m, want) {
 				t.Fatalf("error %q does not say %q", m, want)
 			}

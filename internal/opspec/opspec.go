@@ -297,6 +297,7 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		if op.FillNone && len(r.GetFill()) > 0 {
 			return bad("set fill or fill_none, not both")
 		}
+		err = maskFill(&op, r.MaskFill, where)
 	case *stokerv1.Op_ClampKeyPoints:
 		op = pipeline.Op{Kind: pipeline.OpClampKeyPoints}
 	case *stokerv1.Op_SanitizeKeyPoints:

@@ -89,8 +89,8 @@ var (
 	// Perspective is torchvision's perspective: startpoints the canvas'
 	// corners ((0, 0) to (I[4], I[5])), endpoints I[0:4] (one corner each,
 	// packed: PackPoint), Interp, Fill. Bilinear, Go only (no C kernel):
-	// about 8x Affine's C, timed against it on 224 px. Its masks are not
-	// written (CheckMasks refuses them).
+	// about 8x Affine's C, timed against it on 224 px. Its masks move as
+	// perspective_mask moves them (nearest, the Mask's fill, MaskFill).
 	Perspective = define(Def{name: "perspective", args: []arg{{"startpoints", argStartCorners, 4, 1}, {"endpoints", argCorners, 0, 1},
 		{"interpolation", argInterp, 0, 1}, {"fill", argFill, 0, 1}},
 		Ns: 30, Cost: warpCost,
@@ -119,6 +119,15 @@ var (
 		Points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
 			start, end := st.corners()
 			return w, h, targets.PerspectivePoints(pts, start, end)
+		},
+		Masks: func(t *targets.Targets, st *Step) error {
+			start, end := st.corners()
+			c, err := kernels.PerspectiveCoeffs(&start, &end)
+			if err != nil { // Check refused it: the pixels' kernel fails alike
+				return perspectiveError(st)
+			}
+			t.PerspectiveMasks(&c, st.MaskFill)
+			return nil
 		}})
 )
 

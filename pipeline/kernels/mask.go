@@ -160,6 +160,12 @@ func MaskRuns(dst []uint32, src []byte, srcW int, rows []bool, base []int32, bw 
 // (rows[:0]); ok is false when the runs do not cover h*w pixels exactly.
 func RowMajor(dst []byte, rows []bool, counts []uint32, h, w int) ([]byte, []bool, bool) {
 	n := h * w
+	if cap(dst) < n { // exactly: the memory budget counts what is kept
+		dst = make([]byte, 0, n)
+	}
+	if cap(rows) < h {
+		rows = make([]bool, 0, h)
+	}
 	dst = append(dst[:0], make([]byte, n)...)
 	rows = append(rows[:0], make([]bool, h)...)
 	p, set := 0, false

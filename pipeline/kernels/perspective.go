@@ -20,13 +20,7 @@ import (
 // less 1.
 func Perspective(p Planes, coeffs *[8]float32, interp Interpolation, fill [3]float64, noFill bool, s *Scratch) {
 	w, h := p.W, p.H
-	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
-	g := perspGrid{
-		r0x: coeffs[0] / hw, r1x: coeffs[1] / hw, r2x: coeffs[2] / hw,
-		r0y: coeffs[3] / hh, r1y: coeffs[4] / hh, r2y: coeffs[5] / hh,
-		c6: coeffs[6], c7: coeffs[7],
-		halfW: float64(w) / 2, halfH: float64(h) / 2,
-	}
+	g := newPerspGrid(coeffs, w, h)
 	var f [3]float32
 	var fb [3]uint8 // a pixel with no tap inside gets the fill (0 if none)
 	if !noFill {
@@ -59,6 +53,44 @@ func Perspective(p Planes, coeffs *[8]float32, interp Interpolation, fill [3]flo
 			}
 			b.at(o, ix, iy)
 		}
+	}
+}
+
+// PerspectiveIndex is perspective_mask (NEAREST) of a w x h canvas of
+// indices (CanvasIndex's), as Perspective moves a plane with Nearest:
+// each output pixel takes the index at the point coeffs send it to,
+// rounded half to even, or fill (a FillCode) where that is outside. tmp
+// is scratch (its room reused); it returns the moved canvas (tmp's room)
+// and idx's room for the next scratch.
+func PerspectiveIndex(idx []int32, w, h int, coeffs *[8]float32, fill int32, tmp []int32) ([]int32, []int32) {
+	g := newPerspGrid(coeffs, w, h)
+	fw, fh := float32(w)-0.5, float32(h)-0.5
+	tmp = tmp[:0]
+	for y := 0; y < h; y++ {
+		Y := float32(y) + 0.5
+		for x := 0; x < w; x++ {
+			ix, iy := g.at(float32(x)+0.5, Y)
+			v := fill
+			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
+				if xi, yi := int(roundEven32(ix)), int(roundEven32(iy)); xi < w && yi < h {
+					v = idx[yi*w+xi]
+				}
+			}
+			tmp = append(tmp, v)
+		}
+	}
+	return tmp, idx
+}
+
+// newPerspGrid is _perspective_grid's theta1 and theta2 for coeffs on a
+// w x h image.
+func newPerspGrid(coeffs *[8]float32, w, h int) perspGrid {
+	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
+	return perspGrid{
+		r0x: coeffs[0] / hw, r1x: coeffs[1] / hw, r2x: coeffs[2] / hw,
+		r0y: coeffs[3] / hh, r1y: coeffs[4] / hh, r2y: coeffs[5] / hh,
+		c6: coeffs[6], c7: coeffs[7],
+		halfW: float64(w) / 2, halfH: float64(h) / 2,
 	}
 }
 

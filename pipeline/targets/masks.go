@@ -7,6 +7,7 @@ package targets
 
 import (
 	"math"
+	"slices"
 
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
@@ -62,6 +63,11 @@ func (m *maskMaps) fill(v uint8) int32 {
 func (t *Targets) RotateMasks(angle float64, center [2]float64, hasCenter, expand bool, fill uint8) {
 	m := &t.mm
 	w, h := len(m.xs), len(m.ys)
+	ow, oh := w, h
+	if expand {
+		ow, oh = kernels.RotatedSize(w, h, angle, center, hasCenter)
+	}
+	m.canvasRoom(w*h, max(w*h, ow*oh))
 	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
 	if expand { // the canvas grows
 		idx, w, h, m.tmp = kernels.RotateExpandIndex(idx, w, h, angle, center, hasCenter, m.fill(fill), m.tmp)
@@ -76,9 +82,48 @@ func (t *Targets) RotateMasks(angle float64, center [2]float64, hasCenter, expan
 func (t *Targets) AffineMasks(a *kernels.AffineParams, fill uint8) {
 	m := &t.mm
 	w, h := len(m.xs), len(m.ys)
+	m.canvasRoom(w*h, w*h)
 	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
 	idx, m.tmp = kernels.AffineIndex(idx, w, h, a, m.fill(fill), m.tmp)
 	t.turned(idx, w, h)
+}
+
+// PerspectiveMasks moves the masks through a perspective step (nearest,
+// with the Mask's fill, as perspective_mask), coeffs the step's
+// (kernels.PerspectiveCoeffs), as RotateMasks does.
+func (t *Targets) PerspectiveMasks(coeffs *[8]float32, fill uint8) {
+	m := &t.mm
+	w, h := len(m.xs), len(m.ys)
+	m.canvasRoom(w*h, w*h)
+	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
+	idx, m.tmp = kernels.PerspectiveIndex(idx, w, h, coeffs, m.fill(fill), m.tmp)
+	t.turned(idx, w, h)
+}
+
+// canvasRoom gives the canvas indexes' scratch (spare, the canvas index
+// made of the maps; tmp, the moved one) room for n and moved entries,
+// allocated exactly when they grow (not by append's doubling), and, at a
+// sample's first canvas, the three buffers let go when their largest two
+// cannot serve: the memory budget bounds what a sample keeps by its
+// canvas' pixels, so what is kept is at most what the last samples'
+// bounds allowed or this one's.
+func (m *maskMaps) canvasRoom(n, moved int) {
+	if len(m.base) == 0 { // no canvas yet this sample: the largest two of the three serve, else two made exactly
+		b := [3][]int32{m.spare, m.tmp, m.base}
+		slices.SortFunc(b[:], func(x, y []int32) int { return cap(y) - cap(x) })
+		if cap(b[0]) < max(n, moved) || cap(b[1]) < n {
+			m.tmp, m.spare, m.base = make([]int32, 0, max(n, moved)), make([]int32, 0, n), nil
+			return
+		}
+		m.tmp, m.spare, m.base = b[0], b[1], b[2][:0]
+		return
+	}
+	if cap(m.spare) < n {
+		m.spare = make([]int32, 0, n)
+	}
+	if cap(m.tmp) < max(n, moved) {
+		m.tmp = make([]int32, 0, max(n, moved))
+	}
 }
 
 // turned makes idx, the w x h canvas a rotate or affine left, the maps'

@@ -59,6 +59,20 @@ func (m refMask) flip(horizontal bool) refMask {
 	return out
 }
 
+// perspective is perspective_mask through coeffs: the image kernel
+// (NEAREST, the Mask's fill) on a plane of it in every channel.
+func (m refMask) perspective(coeffs *[8]float32, fill byte) refMask {
+	f := float64(fill)
+	pix := make([]byte, 3*m.w*m.h)
+	for c := range 3 {
+		copy(pix[c*m.w*m.h:], m.px)
+	}
+	p := kernels.Planes{Pix: pix, W: m.w, H: m.h}
+	var s kernels.Scratch
+	kernels.Perspective(p, coeffs, kernels.Nearest, [3]float64{f, f, f}, false, &s)
+	return refMask{p.W, p.H, append([]byte(nil), p.Plane(0)...)}
+}
+
 // turn is rotate_mask (turn nil) or affine_mask of a (a's Fill set here).
 func (m refMask) turn(angle float64, center [2]float64, hasCenter, expand bool, a *kernels.AffineParams, fill byte) refMask {
 	f := float64(fill)
@@ -156,15 +170,15 @@ func decodeMasks(t *testing.T, b []byte, at, k, w, h int) ([][]byte, bool) {
 
 // TestMaskFillThroughChains moves random masks through random chains of
 // pads of a Mask fill (0, 1, 255, any byte), crops, flips, nearest
-// resizes, rotations (expanding too) and affines of a fill, as
+// resizes, rotations (expanding too), affines and perspectives of a fill, as
 // torchvision's Mask kernels move them an op at a time: AppendMasks gives
 // those masks byte for byte (the fill block's values over the runs), no
 // fill block where every fill was 0 (the bytes of masks filled with 0),
 // and a bound one byte short of them fails the sample.
 func TestMaskFillThroughChains(t *testing.T) {
 	r := rand.New(rand.NewPCG(46, 255))
-	fills := 0
-	for trial := range 200 {
+	fills, perspectives := 0, 0
+	for trial := range 300 {
 		w, h := 2+r.IntN(30), 2+r.IntN(30)
 		tg := &Targets{}
 		tg.WantMasks = true
@@ -186,7 +200,7 @@ func TestMaskFillThroughChains(t *testing.T) {
 		for range 1 + r.IntN(6) {
 			fill := []byte{0, 1, 255, byte(r.IntN(256))}[r.IntN(4)]
 			cw, ch := tg.MaskCanvas()
-			switch op := r.IntN(7); op {
+			switch op := r.IntN(8); op {
 			case 0: // pad
 				l, tp, rt, b := r.IntN(5), r.IntN(5), r.IntN(5), r.IntN(5)
 				tg.CropMasks(-tp, -l, ch+tp+b, cw+l+rt, fill)
@@ -233,6 +247,21 @@ func TestMaskFillThroughChains(t *testing.T) {
 					refs[j] = refs[j].turn(0, [2]float64{}, false, false, &a, fill)
 				}
 				filled = filled || fill != 0
+			case 7: // a perspective's corners, each moved inward up to half the side
+				start := [4][2]int{{0, 0}, {cw - 1, 0}, {cw - 1, ch - 1}, {0, ch - 1}}
+				bw, bh := cw/2+1, ch/2+1
+				end := [4][2]int{{r.IntN(bw), r.IntN(bh)}, {cw - 1 - r.IntN(bw), r.IntN(bh)},
+					{cw - 1 - r.IntN(bw), ch - 1 - r.IntN(bh)}, {r.IntN(bw), ch - 1 - r.IntN(bh)}}
+				c, err := kernels.PerspectiveCoeffs(&start, &end)
+				if err != nil { // corners in a line: no perspective (a sample's fails)
+					continue
+				}
+				perspectives++
+				tg.PerspectiveMasks(&c, fill)
+				for j := range refs {
+					refs[j] = refs[j].perspective(&c, fill)
+				}
+				filled = filled || fill != 0
 			}
 		}
 		tg.W, tg.H = tg.MaskCanvas()
@@ -258,7 +287,7 @@ func TestMaskFillThroughChains(t *testing.T) {
 			t.Fatalf("trial %d: a bound one byte short of %d: %v", trial, len(b), err)
 		}
 	}
-	if fills < 50 {
-		t.Errorf("%d of 200 chains had a fill block: the test draws too few fills", fills)
+	if fills < 50 || perspectives < 50 {
+		t.Errorf("of 300 chains %d had a fill block, %d perspectives drawn: the test draws too few", fills, perspectives)
 	}
 }

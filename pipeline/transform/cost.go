@@ -170,6 +170,10 @@ func (t *Transform) Cost() Cost {
 				dominant, domNs = where+"op 0 (YOLOMosaic): its partners' decodes and its canvas", x
 			}
 		}
+		if v.whole { // the ops run on the image whole (a rotation with expand=True first): at the nominal source
+			s := int(math.Sqrt(srcPx))
+			w, h = max(w, s), max(h, s)
+		}
 		// The mean: the steps of costDraws samples, as drawn.
 		var sum float64
 		for i := range costDraws {

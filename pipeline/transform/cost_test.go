@@ -114,3 +114,17 @@ func TestCostWithTargets(t *testing.T) {
 		t.Errorf("a MixUp's partners' polygons: %v, without it %v", d(mixed), d(plain))
 	}
 }
+
+// TestCostRotateFirst: a RandomRotation with expand=True first runs on
+// the image whole, so the cost model prices it (and the Resize after
+// it) at the nominal source, not at the 32 px output: more than the same
+// rotation after a Resize to 32 px.
+func TestCostRotateFirst(t *testing.T) {
+	rot := optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{-30, 30}, Expand: true, Interp: InterpBilinear}
+	fix := optab.Op{Kind: OpResize, Size: [2]int{32, 32}, Interp: InterpBilinear}
+	first := mustTransform(t, CHW, rot, fix).Cost()
+	after := mustTransform(t, CHW, fix, rot, fix).Cost()
+	if first.Max <= after.Max {
+		t.Fatalf("the rotation first costs %v at worst, after a 32 px Resize %v: want it priced on the image whole", first.Max, after.Max)
+	}
+}

@@ -31,7 +31,7 @@ func ParseInterpolation(s string) (Interpolation, error) { return fn.ParseInterp
 func (t *Transform) geomInterp(p *SamplePlan) error {
 	op := t.center
 	switch {
-	case t.yolo != nil: // the image at its own size: no resampling
+	case t.yolo != nil, t.whole: // the image at its own size: no resampling
 		p.Interp, p.Antialias = InterpBilinear, true
 		return nil
 	case t.rcrop != nil:

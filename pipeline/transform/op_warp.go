@@ -61,7 +61,7 @@ func init() {
 		}})
 	optab.Define(optab.Def{Kind: OpRandomPerspective, Doc: "with probability p, a perspective moving each corner up to distortion_scale of half the side inward",
 		Params: []optab.Param{{Name: "distortion_scale", Typ: optab.PFloat, Def: "0.5"}, optab.PParam(0.5),
-			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}, {Name: "fill", Typ: optab.PFill, Def: "0"}},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Targets: optab.TargetsMove,
 		Compile: func(c *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 			op := n.Op
@@ -91,12 +91,10 @@ func init() {
 		MaxNs: func(n *optab.Node, w, h int) float64 {
 			return optab.StepNs(fn.Step{Fn: fn.Perspective, Interp: n.Op.Interp}, w, h)
 		},
-		Masks: func(*optab.Op) error {
-			return fmt.Errorf("masks through RandomPerspective are not written yet (boxes and keypoints are): ask for targets without \"masks\"")
-		}})
+		Masks: warpMasks})
 }
 
-// warpMasks refuses a rotation or affine whose masks' fill is not a
+// warpMasks refuses a rotation, affine or perspective whose masks' fill is not a
 // Mask's value (fillMasks): torchvision fills a Mask with the op's fill
 // too (None: 0), or with a fill per type's Mask value.
 func warpMasks(op *optab.Op) error {
@@ -180,7 +178,7 @@ func drawPerspective(r *det.RNG, w, h int, op *optab.Op) fn.Step {
 	bw := int(float64(op.Distortion*float64(w/2))) + 1
 	bh := int(float64(op.Distortion*float64(h/2))) + 1
 	randint := func(lo, hi int) int { return lo + r.Intn(hi-lo) }
-	st := fn.Step{Fn: fn.Perspective, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone}
+	st := fn.Step{Fn: fn.Perspective, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(op)}
 	st.I[0] = fn.PackPoint(randint(0, bw), randint(0, bh))
 	st.I[1] = fn.PackPoint(randint(w-bw, w), randint(0, bh))
 	st.I[2] = fn.PackPoint(randint(w-bw, w), randint(h-bh, h))
@@ -237,6 +235,9 @@ func (t *Transform) growRotate(rest []optab.Op, first int) error {
 	if t.mosaic != nil || t.yolo != nil {
 		return bad("after a Mosaic or a YOLO geometry is not supported (their sizes are fixed)")
 	}
+	if t.whole {
+		return t.growWhole(rest, bad)
+	}
 	w, h, room, fixed := t.outW, t.outH, 3*t.outW*t.outH, !t.vary
 	var walk func(ops []optab.Op)
 	walk = func(ops []optab.Op) {
@@ -271,6 +272,78 @@ func (t *Transform) growRotate(rest []optab.Op, first int) error {
 	return nil
 }
 
+// growWhole is growRotate for a transform whose geometry is the image
+// whole (the rotation first): nothing bounds the image's size before a
+// sample's header says it, so a Resize((h, w)) or CenterCrop at the top
+// level after the last rotation must fix the size; the room a sample is
+// made in is its own (RoomFor), counted in the memory budget's scratch
+// from its header.
+func (t *Transform) growWhole(rest []optab.Op, bad func(string, ...any) error) error {
+	w, h, fixed := 0, 0, false
+	for i := range rest {
+		if k := rest[i].Kind; k == OpResize || k == OpCenterCrop { // fixSize
+			h, w, fixed = rest[i].Size[0], rest[i].Size[1], true
+			continue
+		}
+		if growsAny(rest[i : i+1]) {
+			fixed = false
+		}
+	}
+	if !fixed {
+		return bad("first, before any geometry, it needs a Resize((h, w)) or CenterCrop at the top level after it: " +
+			"each sample would be its own size, which nothing bounds (or put a geometry that fixes the size before it)")
+	}
+	t.grow = slices.Clone(rest)
+	t.geomW, t.geomH, t.room = 1, 1, 0 // the geometry's size is each sample's (SampleSize)
+	t.outW, t.outH, t.vary = w, h, false
+	return nil
+}
+
+// growsAny says whether ops (or the ops they hold) grow the image.
+func growsAny(ops []optab.Op) bool {
+	for i := range ops {
+		if optab.Grows(&ops[i]) || growsAny(ops[i].Ops) {
+			return true
+		}
+	}
+	return false
+}
+
+// RoomFor is the room, in bytes, a sample of a w x h image is made in:
+// PixelBytes, or, for a transform whose geometry is the image whole (a
+// RandomRotation with expand=True first), the largest image its ops make
+// of that image, as growRotate bounds it (each rotation's ExpandBound,
+// the Resize or CenterCrop after it), and the output's.
+func (t sampler) RoomFor(w, h int) int {
+	if !t.whole {
+		return t.PixelBytes()
+	}
+	room := max(3*t.outW*t.outH, 3*w*h)
+	var walk func(ops []optab.Op)
+	walk = func(ops []optab.Op) {
+		for i := range ops {
+			if ops[i].Kind == OpRandomRotation && ops[i].Expand {
+				w, h = ExpandBound(&ops[i], w, h)
+				room = max(room, 3*w*h)
+			}
+			walk(ops[i].Ops)
+		}
+	}
+	for i := range t.grow {
+		if k := t.grow[i].Kind; k == OpResize || k == OpCenterCrop {
+			h, w = t.grow[i].Size[0], t.grow[i].Size[1]
+			continue
+		}
+		walk(t.grow[i : i+1])
+	}
+	return room
+}
+
+// Whole says whether t's geometry is the image whole at its own size (a
+// RandomRotation with expand=True first): its room is each sample's
+// (RoomFor).
+func (t sampler) Whole() bool { return t.whole }
+
 // geomSize is the size the geometry makes: outW x outH, or of a
 // transform whose ops grow the image (growRotate), geomW x geomH.
 func (t *Transform) geomSize() (w, h int) {
@@ -280,12 +353,12 @@ func (t *Transform) geomSize() (w, h int) {
 	return t.outW, t.outH
 }
 
-// Turns says whether t's ops (at the top level) have a RandomRotation or
-// a RandomAffine: what moves masks through canvas indexes (4 bytes a
-// canvas pixel) rather than maps of rows and columns.
+// Turns says whether t's ops (at the top level) have a RandomRotation, a
+// RandomAffine or a RandomPerspective: what moves masks through canvas
+// indexes (4 bytes a canvas pixel) rather than maps of rows and columns.
 func (t sampler) Turns() bool {
 	for i := range t.ops {
-		if k := t.ops[i].Kind; k == OpRandomRotation || k == OpRandomAffine {
+		if k := t.ops[i].Kind; k == OpRandomRotation || k == OpRandomAffine || k == OpRandomPerspective {
 			return true
 		}
 	}

@@ -153,6 +153,8 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 		t.zoomOut(&p, k)
 	}
 	switch {
+	case t.whole: // the image at its own size (a rotation with expand=True first)
+		p.CX, p.CY, p.CW, p.CH, p.OutW, p.OutH = 0, 0, srcW, srcH, srcW, srcH
 	case t.yolo != nil:
 		t.yoloPlan(&p, k)
 	case t.fixed != nil:

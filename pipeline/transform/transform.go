@@ -73,6 +73,11 @@ type Transform struct {
 	// grow it (growRotate), geomW x geomH its size, room their largest.
 	varyGeom           bool
 	geomW, geomH, room int
+	// whole: the geometry is the image whole at its own size (a
+	// RandomRotation with expand=True first); grow the ops after it, whose
+	// room is each sample's (RoomFor).
+	whole bool
+	grow  []optab.Op
 	// yolo is a YOLO geometry (op_yolo.go): YOLOLoadImage, then a
 	// YOLOLetterBox and/or a YOLORandomPerspective.
 	yolo *yoloGeom
@@ -270,7 +275,9 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 			return nil, err
 		}
 	case len(t.ops) > 0 && optab.Grows(&t.ops[0]):
-		return bad("op 0 is RandomRotation with expand=True: its size follows the image's, which nothing bounds; put a geometry that fixes the size before it (Resize((h, w)), RandomResizedCrop, CenterCrop, or RandomShortestSize with a max_size): each sample is then its own size, at most the rotated bound")
+		// The image whole at its own size, each sample's, then the ops:
+		// growRotate wants a Resize((h, w)) or CenterCrop after them.
+		t.geom, t.whole, t.vary, t.varyGeom, t.outW, t.outH = CropResize, true, true, true, 1, 1
 	case len(t.ops) > 0:
 		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
 	default:
@@ -421,6 +428,35 @@ func (t *Transform) SampleBytes() int {
 		n += v.sampler().ViewBytes()
 	}
 	return n
+}
+
+// Staged says whether a Decoder may make a sample of t (this view) in
+// its own pixels before the output's bytes, not straight into them:
+// Normalize, ops before the geometry, per-sample or grown sizes, steps
+// on an HWC output, or a geometry that may decode the image apart first
+// (MayPad).
+func (t sampler) Staged() bool {
+	return t.norm != nil || len(t.pre) > 0 || t.vary || t.geomW > 0 || (t.layout == HWC && len(t.post) > 0) || t.MayPad()
+}
+
+// MayPad says whether t's geometry may decode a sample's visible part
+// apart, then pad or paste it into place: a crop that may pass the image
+// (CenterCrop, RandomCrop, Pad, FixedSizeCrop) or a canvas (RandomZoomOut,
+// RandomIoUCrop's flip, the ops before the geometry, the YOLO geometry's
+// letterbox). That part is at most the image at its own size or the
+// output's.
+func (t sampler) MayPad() bool {
+	return t.center != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil || t.zoom != nil || t.iou != nil ||
+		t.fixed != nil || t.yolo != nil || len(t.pre) > 0
+}
+
+// ZoomSide is the largest side a RandomZoomOut's canvas takes of the
+// image's (its side_range's maximum; 0: no RandomZoomOut).
+func (t sampler) ZoomSide() float64 {
+	if t.zoom == nil {
+		return 0
+	}
+	return t.zoom.SideRange[1]
 }
 
 // PixelBytes is the size of a sample's uint8 pixels, before Normalize.

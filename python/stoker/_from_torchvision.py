@@ -706,7 +706,7 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomAffine": lambda cv, t, where: O.RandomAffine(t.degrees, t.translate, t.scale, t.shear, t.interpolation,
                                                         _fill_typed(cv, t), t.center),
     "RandomPerspective": lambda cv, t, where: O.RandomPerspective(t.distortion_scale, t.p, t.interpolation,
-                                                                  cv.pixels(_fill_of(t))),
+                                                                  _fill_typed(cv, t)),
     "RandomErasing": _erasing,
     "timm.RandomResizedCropAndInterpolation": _timm_rrc,
     "timm.RandAugment": _timm_rand_augment,

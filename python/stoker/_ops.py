@@ -761,8 +761,9 @@ class RandomPerspective(Transform):
     ``distortion_scale`` of half its side (drawn as its ``make_params``),
     the image resampled through the perspective that takes them there with
     "bilinear" (the default) or "nearest", ``fill`` (uint8 units; None: no
-    fill blended) where nothing maps: torch's pixels to the byte. After the
-    geometry; a job's target boxes and keypoints move with it."""
+    fill blended) where nothing maps: torch's pixels to the byte (or a fill
+    per type, as RandomCrop's). After the geometry; a job's target boxes,
+    keypoints and masks (nearest, the Mask's fill) move with it."""
 
     def __init__(self, distortion_scale: float = 0.5, p: float = 0.5, interpolation: Any = "bilinear",
                  fill: Fill = 0) -> None:
@@ -770,12 +771,12 @@ class RandomPerspective(Transform):
         self.distortion_scale = prob(cls, distortion_scale, "distortion_scale")
         self.p = prob(cls, p)
         self.interpolation = interpolation_warp(cls, interpolation)
-        self.fill = fill_values(cls, fill)
+        self.fill = fill_values(cls, _typed(self, cls, fill))
 
     def to_proto(self) -> pb.Op:
         return pb.Op(random_perspective=pb.RandomPerspective(
             distortion_scale=self.distortion_scale, p=self.p, interpolation=interp_pb(self.interpolation, "bilinear"),
-            fill=fill_list(self.fill), fill_none=self.fill is None))
+            fill=fill_list(self.fill), fill_none=self.fill is None, **_mask_fill(self)))
 
 
 class RandomAffine(Transform):

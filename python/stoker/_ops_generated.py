@@ -145,7 +145,7 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("distortion_scale", "float", "0.5"),
         Param("p", "float", "0.5", False, 0, 1),
         Param("interpolation", "interpolation", "'bilinear'"),
-        Param("fill", "fill", "0"),
+        Param("fill", "typed_fill", "0"),
     ),
     "RandomPhotometricDistort": (
         Param("brightness", "range", "(0.875, 1.125)"),

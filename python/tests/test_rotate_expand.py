@@ -3,7 +3,8 @@
 A real `stoker serve` over mkdata --coco's set; jobs whose RandomRotation
 expands the image after a geometry that fixes the size (Resize((h, w)),
 RandomResizedCrop): each sample is its own size (Loader's sizes and mask),
-at most the transform's bound. Each sample's trace (the angle drawn) is
+at most the transform's bound; and jobs whose RandomRotation comes first,
+on the image whole, then a Resize((h, w)) or CenterCrop fixes the size. Each sample's trace (the angle drawn) is
 replayed through torchvision.transforms.v2.functional:
 
 - the size: rotate_image's (its _compute_affine_output_size, or its fast
@@ -198,8 +199,59 @@ def test_rotate_expand_then_fixed(server: str, det: Path, name: str) -> None:  #
     assert seen == N and instances > N
 
 
+# RandomRotation(expand=True) first, before any geometry: the image whole
+# at its own size rotated, then a Resize((h, w)) or CenterCrop fixes the
+# size (its room each sample's, reserved from its header).
+FIRST = {
+    "rotate-expand-first-resize": [T.RandomRotation(30, expand=True), T.Resize((64, 72))],
+    "rotate-expand-first-flip-center": [T.RandomRotation((-180, 180), expand=True, fill=9, interpolation="bilinear"),
+                                        T.RandomHorizontalFlip(), T.CenterCrop((300, 280))],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIRST))
+def test_rotate_expand_first(server: str, det: Path, name: str) -> None:  # noqa: F811
+    """Each sample's pixels (where the decode was exact) are torchvision's
+    functional ops of its trace on decode_jpeg's image, byte for byte; its
+    boxes and keypoints the replay's (assert_close), its masks the same
+    ops on pycocotools' masks, byte for byte."""
+    from test_detection_ops import replay_pixels
+    from torchvision.io import ImageReadMode, decode_jpeg, read_file
+
+    want, pts, src = coco_sources(det), coco_points(det), coco_masks(det)
+    images_dir = det / "images" / "train"
+    seen, exact, turned, instances = 0, 0, 0, 0
+    with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(FIRST[name]),
+                       targets=("boxes", "labels", "keypoints", "masks"), trace=True, return_indices=True,
+                       fields=("path",), pin_memory=False, timeout=60, seed=6) as ld:
+        for b in ld:
+            images, targets, indices = b
+            assert b.sizes is None
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                trace = b.trace[i]
+                where = f"{name} sample {idx}: {trace}"
+                assert trace[0][0] == "rotate" and trace[0][1]["expand"], where
+                boxes, points, masks, size, _ = replay_expand(want[idx]["boxes"], pts[idx][0], src[idx], trace)
+                assert size == tuple(images.shape[-2:]) == tuple(t["boxes"].canvas_size), where
+                torch.testing.assert_close(t["boxes"].as_subclass(torch.Tensor), boxes.as_subclass(torch.Tensor),
+                                           msg=lambda s: f"{where}: boxes: {s}")
+                torch.testing.assert_close(t["keypoints"].as_subclass(torch.Tensor), points.as_subclass(torch.Tensor),
+                                           msg=lambda s: f"{where}: keypoints: {s}")
+                assert torch.equal(t["masks"].as_subclass(torch.Tensor), masks.as_subclass(torch.Tensor)), where
+                if b.decode == "exact":
+                    img = decode_jpeg(read_file(str(images_dir / b.fields["path"][i].decode())), mode=ImageReadMode.RGB)
+                    assert torch.equal(images[i], replay_pixels(img, trace)), where
+                    exact += 1
+                seen += 1
+                turned += trace[0][1]["angle"] % 90 != 0
+                instances += len(t["labels"])
+        assert not list(ld.sample_errors)
+    assert seen == N and exact > 0 and turned > N // 2 and instances > N, (seen, exact, turned, instances)
+
+
 @pytest.mark.parametrize("ops,what", [
-    ([T.RandomRotation(30, expand=True), T.Resize((64, 64))], "nothing bounds"),
+    ([T.RandomRotation(30, expand=True), T.RandomHorizontalFlip()], "nothing bounds"),
+    ([T.RandomRotation(30, expand=True), T.Resize((64, 64)), T.RandomRotation(10, expand=True)], "nothing bounds"),
     ([T.Resize((64, 64)), T.RandomRotation(30, expand=True), T.GaussianBlur(3)], "compiled for one size"),
     ([T.Resize((64, 64)), T.RandomRotation(30, expand=True), T.Resize(40)], "give both sides"),
     ([T.Resize((64, 64)), T.RandomApply([T.RandomRotation(30, expand=True), T.Resize((9, 9))])], "geometry op inside a container"),

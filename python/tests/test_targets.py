@@ -36,7 +36,7 @@ N = 24
 # The trace's ops that move boxes, and those that leave them (torchvision
 # passes a BoundingBoxes through them).
 GEOMETRY = {"resized_crop", "resize", "center_crop", "pad", "crop", "horizontal_flip", "vertical_flip",
-            "sanitize_bounding_boxes", "iou_crop", "convert_bounding_box_format", "rotate", "affine"}
+            "sanitize_bounding_boxes", "iou_crop", "convert_bounding_box_format", "rotate", "affine", "perspective"}
 PIXELS = {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "rgb_to_grayscale",
           "gaussian_blur", "solarize", "posterize", "invert", "equalize", "autocontrast", "adjust_sharpness",
           "erase", "normalize", "permute_channels"}

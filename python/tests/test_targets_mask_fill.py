@@ -1,7 +1,7 @@
 """A Mask's fill: torchvision's plain ``fill=v`` (the image's and the masks'
 alike) and its ``fill={tv_tensors.Image: v, tv_tensors.Mask: m}`` (or
-``"others"``) on Pad, RandomCrop, RandomZoomOut, RandomRotation and
-RandomAffine, m 0, 1 or 255 (the segmentation references' ignore index),
+``"others"``) on Pad, RandomCrop, RandomZoomOut, RandomRotation,
+RandomAffine and RandomPerspective, m 0, 1 or 255 (the segmentation references' ignore index),
 with a flip or a resize after, through a real ``stoker serve``. Each
 sample's trace (whose fill is the pixels') is replayed by
 torchvision.transforms.v2.functional: on decode_jpeg's pixels with the
@@ -66,7 +66,7 @@ RECIPES: Dict[str, Any] = {
 
 
 def _recipes(m: int) -> Dict[str, Any]:
-    """The five ops with a Mask fill of m (a fill per type, and a plain
+    """The six ops with a Mask fill of m (a fill per type, and a plain
     fill, every type's), a flip or a resize after."""
     def both(ops: Any) -> Any:  # stoker's and torchvision's classes of one recipe
         return lambda: ops(T), lambda: ops(tv2)
@@ -98,6 +98,12 @@ def _recipes(m: int) -> Dict[str, Any]:
         f"affine-plain-{m}": (*both(lambda t: [
             t.Resize((80, 100)), t.RandomAffine(15, translate=(0.2, 0.1), scale=(0.7, 1.1), fill=m),
             t.RandomHorizontalFlip()]), {"resize", "affine", "horizontal_flip"}, m),
+        f"perspective-typed-{m}": (*both(lambda t: [
+            t.Resize((96, 128)), t.RandomPerspective(0.6, p=0.8, fill=typed((10, 20, 30))),
+            t.RandomHorizontalFlip()]), {"resize", "perspective", "horizontal_flip"}, m),
+        f"perspective-plain-nearest-{m}": (*both(lambda t: [
+            t.Resize((80, 100)), t.RandomPerspective(0.5, p=0.8, interpolation="nearest", fill=m),
+            t.RandomVerticalFlip()]), {"resize", "perspective", "vertical_flip"}, m),
     }
 
 
@@ -120,7 +126,7 @@ def masks_trace(trace: List[Any], mask_fill: Any) -> List[Any]:
     pixels'."""
     out = []
     for name, args in trace:
-        if name in ("pad", "rotate", "affine"):
+        if name in ("pad", "rotate", "affine", "perspective"):
             m = mask_fill[tuple(args["fill"])] if isinstance(mask_fill, dict) else mask_fill
             args = dict(args, fill=[m])
         out.append((name, args))
@@ -160,7 +166,7 @@ def test_fill_per_type_is_torchvisions(server: str, det: Path, name: str) -> Non
                     assert torch.equal(images[i], replay_pixels(img, trace)), where
                     exact += 1
                 ops.update(op for op, _ in trace)
-                filled += any(op in ("pad", "rotate", "affine") and any(a.get("fill") or ()) for op, a in trace)
+                filled += any(op in ("pad", "rotate", "affine", "perspective") and any(a.get("fill") or ()) for op, a in trace)
                 instances += len(t["labels"])
                 seen += 1
         assert not list(ld.sample_errors)

@@ -118,7 +118,7 @@ def replay_masks(masks: torch.Tensor, boxes: tv_tensors.BoundingBoxes, trace: Li
         if name == "iou_crop":  # RandomIoUCrop crops a Mask (it marks boxes only)
             m = F.crop(m, **kw)
             continue
-        if name in ("pad", "rotate", "affine") and kw.get("fill") is not None:
+        if name in ("pad", "rotate", "affine", "perspective") and kw.get("fill") is not None:
             assert len(set(kw["fill"])) == 1, kw  # a Mask's fill is one number (pad_mask refuses more)
             kw["fill"] = int(kw["fill"][0])  # the Mask kernels take a number
         kw.pop("interpolation", None)  # resize_mask: NEAREST

@@ -3457,7 +3457,9 @@ type RandomPerspective struct {
 	// One value, or one per channel, in 0..255; unset: 0.
 	Fill []float64 `protobuf:"fixed64,4,rep,packed,name=fill,proto3" json:"fill,omitempty"`
 	// fill=None (torchvision's functional default): no fill is blended in.
-	FillNone      bool `protobuf:"varint,5,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
+	FillNone bool `protobuf:"varint,5,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
+	// As RandomAffine's: the masks' fill of a per-type fill (unset: fill's).
+	MaskFill      *float64 `protobuf:"fixed64,6,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3525,6 +3527,13 @@ func (x *RandomPerspective) GetFillNone() bool {
 		return x.FillNone
 	}
 	return false
+}
+
+func (x *RandomPerspective) GetMaskFill() float64 {
+	if x != nil && x.MaskFill != nil {
+		return *x.MaskFill
+	}
+	return 0
 }
 
 // RandomCrop is torchvision's RandomCrop: the image padded (padding, then
@@ -9074,15 +9083,18 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\rclamping_mode\x18\x01 \x01(\tH\x00R\fclampingMode\x88\x01\x01B\x10\n" +
 	"\x0e_clamping_mode\"\x10\n" +
 	"\x0eClampKeyPoints\"\x13\n" +
-	"\x11SanitizeKeyPoints\"\xe2\x01\n" +
+	"\x11SanitizeKeyPoints\"\x92\x02\n" +
 	"\x11RandomPerspective\x12.\n" +
 	"\x10distortion_scale\x18\x01 \x01(\x01H\x00R\x0fdistortionScale\x88\x01\x01\x12\x11\n" +
 	"\x01p\x18\x02 \x01(\x01H\x01R\x01p\x88\x01\x01\x12>\n" +
 	"\rinterpolation\x18\x03 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x04 \x03(\x01R\x04fill\x12\x1b\n" +
-	"\tfill_none\x18\x05 \x01(\bR\bfillNoneB\x13\n" +
+	"\tfill_none\x18\x05 \x01(\bR\bfillNone\x12 \n" +
+	"\tmask_fill\x18\x06 \x01(\x01H\x02R\bmaskFill\x88\x01\x01B\x13\n" +
 	"\x11_distortion_scaleB\x04\n" +
-	"\x02_p\"\xdf\x01\n" +
+	"\x02_pB\f\n" +
+	"\n" +
+	"_mask_fill\"\xdf\x01\n" +
 	"\n" +
 	"RandomCrop\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +

@@ -496,18 +496,20 @@ class SanitizeKeyPoints(_message.Message):
     def __init__(self) -> None: ...
 
 class RandomPerspective(_message.Message):
-    __slots__ = ("distortion_scale", "p", "interpolation", "fill", "fill_none")
+    __slots__ = ("distortion_scale", "p", "interpolation", "fill", "fill_none", "mask_fill")
     DISTORTION_SCALE_FIELD_NUMBER: _ClassVar[int]
     P_FIELD_NUMBER: _ClassVar[int]
     INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
     FILL_FIELD_NUMBER: _ClassVar[int]
     FILL_NONE_FIELD_NUMBER: _ClassVar[int]
+    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
     distortion_scale: float
     p: float
     interpolation: Interpolation
     fill: _containers.RepeatedScalarFieldContainer[float]
     fill_none: bool
-    def __init__(self, distortion_scale: _Optional[float] = ..., p: _Optional[float] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ...) -> None: ...
+    mask_fill: float
+    def __init__(self, distortion_scale: _Optional[float] = ..., p: _Optional[float] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ..., mask_fill: _Optional[float] = ...) -> None: ...
 
 class RandomCrop(_message.Message):
     __slots__ = ("height", "width", "padding", "pad_if_needed", "fill", "padding_mode", "mask_fill")

@@ -1,0 +1,93 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// countBudget is a ScratchBudget without a limit that keeps what is
+// reserved, for the tests.
+type countBudget struct{ held int64 }
+
+func (b *countBudget) Acquire(_ context.Context, n int64, _ time.Duration, _ string) error {
+	b.held += n
+	return nil
+}
+func (b *countBudget) Try(n int64) bool { b.held += n; return true }
+func (b *countBudget) Release(n int64)  { b.held -= n }
+
+// TestDecodeScratchInBound: the decode's own pixels (a sample made apart
+// before its output: Normalize, an HWC output with steps, a crop past the
+// image, a RandomZoomOut's canvas, and that canvas made whole on the
+// reference path, a RandomRotation with expand=True first: its room the
+// image's rotation) are counted in the sample's reservation from its
+// header: after each of 12 photos the Decoder keeps at most the bound of
+// that image's sample or what it kept before, part by part, and the
+// budget holds what it keeps;
+// a transform that decodes straight into the output keeps none and
+// reserves none. Each transform's staged decode keeps some (counted).
+func TestDecodeScratchInBound(t *testing.T) {
+	files := photos(t, 12)
+	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
+	zoom := Op{Kind: OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
+	for _, c := range []struct {
+		name      string
+		layout    Layout
+		ops       []Op
+		reference bool
+		direct    bool
+	}{
+		{"rrc-direct", CHW, []Op{{Kind: OpRandomResizedCrop, Size: [2]int{64, 64}}}, false, true},
+		{"resize-normalize", CHW, []Op{{Kind: OpResize, Size: [2]int{48, 64}}, norm}, false, false},
+		{"hwc-flip", HWC, []Op{{Kind: OpCenterCrop, Size: [2]int{96, 96}}, {Kind: OpRandomVerticalFlip, P: 1}}, false, false},
+		{"hwc-normalize", HWC, []Op{{Kind: OpResize, Size: [2]int{40, 56}}, norm}, false, false},
+		{"center-past", CHW, []Op{{Kind: OpCenterCrop, Size: [2]int{600, 640}}}, false, false},
+		{"zoom-out", CHW, []Op{zoom, {Kind: OpResize, Size: [2]int{64, 80}}}, false, false},
+		{"zoom-out-reference", CHW, []Op{zoom, {Kind: OpResize, Size: [2]int{64, 80}}}, true, false},
+		{"rotate-expand-first", CHW, []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: OpResize, Size: [2]int{64, 80}}}, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := mustTransform(t, c.layout, c.ops...)
+			b := &countBudget{}
+			d := NewDecoder(WithScratchBudget(b, time.Second), WithReference(c.reference))
+			defer d.Close()
+			out := make([]byte, tr.SampleBytes())
+			var most scratchParts
+			for i, f := range files {
+				k := Key{Seed: 3, Index: uint64(i)}
+				if err := d.reserveScratch(context.Background(), f, tr, k, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+				hd, err := parseHeader(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				at := tr.Sampler(sk).AtEpoch(0)
+				bound := scratchBound(at, false, false, !haveFast || c.reference, hd.w, hd.h, 0, nil)
+				if err := d.settleScratch(d.Decode(f, tr, k, out)); err != nil {
+					t.Fatalf("photo %d: %v", i, err)
+				}
+				kept := d.scratchBytes() // each buffer grows to what a sample asks of it, and stays
+				if kept.pix > max(bound.pix, most.pix) || kept.zoom > max(bound.zoom, most.zoom) {
+					t.Fatalf("photo %d (%dx%d): the decode keeps %d bytes of pixels and %d of canvas, its bound %d and %d (kept before: %d and %d)",
+						i, hd.w, hd.h, kept.pix, kept.zoom, bound.pix, bound.zoom, most.pix, most.zoom)
+				}
+				if b.held != kept.sum() {
+					t.Fatalf("photo %d: %d bytes reserved, %d kept", i, b.held, kept.sum())
+				}
+				most.pix, most.zoom = max(most.pix, kept.pix), max(most.zoom, kept.zoom)
+				if c.direct && (bound.pix != 0 || bound.zoom != 0) {
+					t.Fatalf("photo %d: a decode straight into the output bound to %d bytes of pixels, %d of canvas", i, bound.pix, bound.zoom)
+				}
+			}
+			if !c.direct && most.pix == 0 {
+				t.Errorf("the staged decode kept no pixels: nothing counted")
+			}
+			if c.reference && most.zoom == 0 {
+				t.Errorf("the reference path's canvas kept nothing: nothing counted")
+			}
+			t.Logf("kept at most %d bytes of pixels, %d of canvas", most.pix, most.zoom)
+		})
+	}
+}
