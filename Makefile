@@ -301,22 +301,18 @@ test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null
 
-# make test runs test-go and the Python suite side by side (make -j$(TEST_JOBS)):
+# make test runs test-go and the Python suite side by side (make -j2):
 # each spends much of its time waiting on processes it started (cmd/stoker's
 # serve processes on leases and faults, the Python suite's servers and
 # children), and each alone leaves one of two cores idle for minutes.
 # Either's failure fails make test, after both have run. pytest's lines
 # come prefixed "py| " among go test's, and whole in out/test-python.log.
-# TEST_JOBS=1 runs them one after the other (a machine whose cores other
-# work already keeps busy: the tests that wait on a process's clock get
-# more of the machine).
-TEST_JOBS ?= 2
 test-python-log: ## test-python, each line of its output prefixed "py| " and all of it kept in out/test-python.log (make test runs it beside test-go)
 	@mkdir -p out
 	@set -o pipefail; $(MAKE) --no-print-directory test-python 2>&1 | tee out/test-python.log | sed -u 's/^/py| /'
 
 test: setup lint check-generate ## every test: lint, generated code, then Go and Python side by side (pytest's lines prefixed "py| ")
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) test-go test-python-log
+	@$(MAKE) --no-print-directory -j2 test-go test-python-log
 
 bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS cores, interleaved rounds (PHOTOS=ImageFolder, else generated; TRANSFORM=recipe; FORMAT=png|webp)
 	@if [ -n "$(PHOTOS)" ] && [ ! -d "$(PHOTOS)" ]; then echo "PHOTOS=$(PHOTOS) is not a directory"; exit 1; fi
