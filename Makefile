@@ -77,7 +77,7 @@ APT_NO_RECOMMENDS = $(if $(APT_TEST),,--no-install-recommends)
 APT_ARM64_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross libjpeg62-turbo-dev:arm64 libpng-dev:arm64 \
 	libwebp-dev:arm64 zlib1g-dev:arm64 qemu-user
 
-.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build static gpuhost test test-go test-asan test-python test-python-log lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
+.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build static gpuhost test test-go test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
@@ -220,7 +220,8 @@ GO_TEST_TIMEOUT ?= 30m
 # or the pipeline's exactSerialTest(t), which skip it under -race; test-go
 # runs them once more, without -race: every test runs once. The
 # pipeline's and pipeline/kernels/cv's exactTest run their tests in
-# parallel with the others (they are CPU-bound and independent).
+# parallel with the others (they are CPU-bound and independent; this run has the
+# machine to itself).
 EXACT_AWK := /^func / { n = "" } /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\texact(Serial)?Test[(]t[)]/ && n != "" { print n }
 EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
 EXACT_KERNEL_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/*_test.go | paste -sd'|')
@@ -301,18 +302,7 @@ test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null
 
-# make test runs test-go and the Python suite side by side (make -j2):
-# each spends much of its time waiting on processes it started (cmd/stoker's
-# serve processes on leases and faults, the Python suite's servers and
-# children), and each alone leaves one of two cores idle for minutes.
-# Either's failure fails make test, after both have run. pytest's lines
-# come prefixed "py| " among go test's, and whole in out/test-python.log.
-test-python-log: ## test-python, each line of its output prefixed "py| " and all of it kept in out/test-python.log (make test runs it beside test-go)
-	@mkdir -p out
-	@set -o pipefail; $(MAKE) --no-print-directory test-python 2>&1 | tee out/test-python.log | sed -u 's/^/py| /'
-
-test: setup lint check-generate ## every test: lint, generated code, then Go and Python side by side (pytest's lines prefixed "py| ")
-	@$(MAKE) --no-print-directory -j2 test-go test-python-log
+test: setup lint check-generate test-go test-python ## every test: lint, generated code, Go, Python
 
 bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS cores, interleaved rounds (PHOTOS=ImageFolder, else generated; TRANSFORM=recipe; FORMAT=png|webp)
 	@if [ -n "$(PHOTOS)" ] && [ ! -d "$(PHOTOS)" ]; then echo "PHOTOS=$(PHOTOS) is not a directory"; exit 1; fi
