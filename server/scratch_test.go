@@ -226,21 +226,7 @@ func TestScratchPerSample(t *testing.T) {
 	base := e.srv.budget.InUse() // the annotations, for good
 	job := smallJob("seg", 1)
 	job.Job.Transform.Ops = []*pb.Op{namedOp("YOLOMosaic", numArg("imgsz", 32), numArg("p", 1))}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	ep, err := readEpoch(e.feedStream(t, ctx, job))
-	var msgs []string
-	for _, b := range ep.batches {
-		for _, se := range b.hdr.GetErrors() {
-			msgs = append(msgs, se.GetReason())
-		}
-	}
-	if err != nil {
-		msgs = append(msgs, err.Error()) // the job's error limit ended it
-	}
-	if len(msgs) == 0 {
-		t.Fatalf("no sample errors, stream end %v: want the samples refused their scratch", err)
-	}
+	msgs := refusedEpoch(t, e, job, "scratch")
 	t.Logf("%d errors, the first: %s", len(msgs), msgs[0])
 	for _, m := range msgs {
 		for _, want := range []string{"memory budget", "worker scratch", "image and 3 partners of up to", "bytes", "--memory-budget"} {
@@ -371,6 +357,23 @@ func TestScratchRotateFirstPerSample(t *testing.T) {
 	base := e.srv.budget.InUse()
 	job := smallJob("photos", 1)
 	job.Job.Transform.Ops = []*pb.Op{rotFirst, {Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}}}
+	msgs := refusedEpoch(t, e, job, "rotated room")
+	t.Logf("%d errors, the first: %s", len(msgs), msgs[0])
+	for _, m := range msgs {
+		for _, want := range []string{"memory budget", "worker scratch (decoded pixels", "image", "--memory-budget"} {
+			if !strings.Contains(m, want) {
+				t.Fatalf("error %q does not say %q", m, want)
+			}
+		}
+	}
+	waitUntil(t, "the budget back to what it held before", func() bool { return e.srv.budget.InUse() == base && e.srv.scratch.Held() == 0 })
+}
+
+// refusedEpoch reads one epoch of job from e and returns its samples'
+// errors (and the stream's, when the job's error limit ended it); none
+// fails the test, saying what the samples should have been refused.
+func refusedEpoch(t *testing.T, e *testEnv, job *pb.OpenJob, what string) []string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	ep, err := readEpoch(e.feedStream(t, ctx, job))
@@ -384,15 +387,7 @@ func TestScratchRotateFirstPerSample(t *testing.T) {
 		msgs = append(msgs, err.Error()) // the job's error limit ended it
 	}
 	if len(msgs) == 0 {
-		t.Fatalf("no sample errors, stream end %v: want the samples refused their rotated room", err)
+		t.Fatalf("no sample errors, stream end %v: want the samples refused their %s", err, what)
 	}
-	t.Logf("%d errors, the first: %s", len(msgs), msgs[0])
-	for _, m := range msgs {
-		for _, want := range []string{"memory budget", "worker scratch (decoded pixels", "image", "--memory-budget"} {
-			if !strings.Contains(m, want) {
-				t.Fatalf("error %q does not say %q", m, want)
-			}
-		}
-	}
-	waitUntil(t, "the budget back to what it held before", func() bool { return e.srv.budget.InUse() == base && e.srv.scratch.Held() == 0 })
+	return msgs
 }
