@@ -9,9 +9,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/stoker-dev/stoker/internal/racebuild"
 	"github.com/stoker-dev/stoker/pipeline/codec/index"
 	"github.com/stoker-dev/stoker/pipeline/internal/jpegenc"
+	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
 )
 
 // The tests here reach into the caches' tables (a collision filed by
@@ -78,9 +78,7 @@ func transcodeRig(t *testing.T) (plain, s *Scratch, cc *CoefCache) {
 // (EXACT_CODEC_TESTS). It runs in parallel.
 func exactTest(t *testing.T) {
 	t.Helper()
-	if racebuild.Enabled {
-		t.Skip("an exactness test: make test-go runs it without -race (EXACT_CODEC_TESTS)")
-	}
+	testkit.Exact(t)
 	t.Parallel()
 }
 

@@ -19,7 +19,7 @@ import (
 func Exact(t testing.TB) {
 	t.Helper()
 	if racebuild.Enabled {
-		t.Skip("an exactness test: make test-go runs it without -race (EXACT_TESTS)")
+		t.Skip("an exactness test: make test-go runs it without -race (the Makefile's EXACT_* lists)")
 	}
 }
 

@@ -3,7 +3,7 @@ package cv
 import (
 	"testing"
 
-	"github.com/stoker-dev/stoker/internal/racebuild"
+	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
 )
 
 // exactTest marks t as an exactness test: arithmetic on one goroutine (the
@@ -16,8 +16,6 @@ import (
 // exactness tests: each has its own images and state.
 func exactTest(t *testing.T) {
 	t.Helper()
-	if racebuild.Enabled {
-		t.Skip("an exactness test: make test-go runs it without -race (EXACT_CV_TESTS)")
-	}
+	testkit.Exact(t)
 	t.Parallel()
 }
