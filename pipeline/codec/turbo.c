@@ -513,8 +513,11 @@ static void row_buffers(stoker_turbo *t, decode_geom *g) {
   /* Rows are read rec_outbuf_height at a time (2 for h2v2 merged
    * upsampling), so that libjpeg need not copy a spare row per call. */
   g->nrows = ci->rec_outbuf_height < 1 ? 1 : ci->rec_outbuf_height > 4 ? 4 : ci->rec_outbuf_height;
-  /* Two at least where the horizontal pass takes two rows at once. */
-  if (t->simd >= 5 && !g->gray && g->nrows < 2)
+  /* Two at least for colour: libjpeg's fancy h2v2 upsampling makes a row
+   * group of two, and one call then converts both (one call a row cost
+   * about 1% more instructions a first decode); the VBMI horizontal pass
+   * takes the two rows at once. */
+  if (!g->gray && g->nrows < 2)
     g->nrows = 2;
   /* Where rows go: libjpeg-turbo's SIMD color conversion stores an output
    * row with non-temporal (cache-bypassing) stores when the row is 16-byte
