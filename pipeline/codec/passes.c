@@ -646,6 +646,64 @@ void hpass_gray(const axis *a, int n, const uint8_t *src,
     }                                                                                                \
   }
 VROW_SIMD(avx2, "avx2", __m256i, 32, _mm256, si256, _mm256_broadcastsi128_si256, VROW_ACC_MADD)
+/* vrow_avx2n is vrow_avx2 with np a constant (inlined by vrow_avx2k for
+ * 1 to 3 pairs of taps, bilinear and bicubic at most 1.5x down): the
+ * coefficients broadcast once a row and kept in registers, the tap rows'
+ * pointers too, the tap loop unrolled (3% fewer instructions a first
+ * decode). The same arithmetic in the same order: the same bytes. */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) void
+vrow_avx2n(const uint8_t *const *taps, size_t off, const int32_t *kv, const int np, int prec, int n,
+           uint8_t *dst) {
+  const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(1 << (prec - 1));
+  const __m128i sh = _mm_cvtsi32_si128(prec);
+  const __m128i *kp = (const __m128i *)kv;
+  __m256i kk[3];
+  const uint8_t *ta[3], *tb[3];
+  int x = 0, j;
+  for (j = 0; j < np; j++) {
+    kk[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128(kp + j));
+    ta[j] = taps[2 * j] + off;
+    tb[j] = taps[2 * j + 1] + off;
+  }
+  for (;;) {
+    __m256i a0 = half, a1 = half, a2 = half, a3 = half;
+    if (x > n - 32)
+      x = n - 32;
+    for (j = 0; j < np; j++) {
+      __m256i va = _mm256_loadu_si256((const void *)(ta[j] + x));
+      __m256i vb = _mm256_loadu_si256((const void *)(tb[j] + x));
+      __m256i lo = _mm256_unpacklo_epi8(va, vb), hi = _mm256_unpackhi_epi8(va, vb);
+      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), kk[j]));
+      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), kk[j]));
+      a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), kk[j]));
+      a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), kk[j]));
+    }
+    a0 = _mm256_packs_epi32(_mm256_sra_epi32(a0, sh), _mm256_sra_epi32(a1, sh));
+    a2 = _mm256_packs_epi32(_mm256_sra_epi32(a2, sh), _mm256_sra_epi32(a3, sh));
+    _mm256_storeu_si256((void *)(dst + x), _mm256_packus_epi16(a0, a2));
+    x += 32;
+    if (x >= n)
+      return;
+  }
+}
+
+__attribute__((target("avx2"))) static void vrow_avx2k(const uint8_t *const *taps, size_t off,
+                                                       const int32_t *kv, int np, int prec, int n,
+                                                       uint8_t *dst) {
+  switch (np) {
+  case 1:
+    vrow_avx2n(taps, off, kv, 1, prec, n, dst);
+    return;
+  case 2:
+    vrow_avx2n(taps, off, kv, 2, prec, n, dst);
+    return;
+  case 3:
+    vrow_avx2n(taps, off, kv, 3, prec, n, dst);
+    return;
+  default:
+    vrow_avx2(taps, off, kv, np, prec, n, dst);
+  }
+}
 VROW_SIMD(avx512, "avx2,avx512f,avx512bw", __m512i, 64, _mm512, si512, _mm512_broadcast_i32x4, VROW_ACC_MADD)
 /* vrow_vnni: vrow_avx512 with each multiply-add and its sum in one vpdpwssd
  * (the same 32-bit sums: no pair of products here comes near the one input,
@@ -668,7 +726,7 @@ void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
     return;
   }
   if (n >= 32 && simd >= 3) {
-    vrow_avx2(taps, off, kv, np, prec, n, dst);
+    vrow_avx2k(taps, off, kv, np, prec, n, dst);
     return;
   }
 #endif
