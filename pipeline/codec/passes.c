@@ -402,6 +402,72 @@ hpass2_rgbx_vbmi(const axis *a, int n, const uint8_t *s0, const uint8_t *s1, uin
                  int planar) {
   BY_NP2(hrgbx2_vbmi, a, n, s0, s1, d0, d1, planar)
 }
+
+/* hsum2r_avx2 is hsum_ssse3 for one output of two rows at once: row 0's
+ * (from p0) in the low 128-bit lane, row 1's (p1) in the high, both with
+ * the output's coefficients k, loaded once (each lane is hsum_ssse3's
+ * arithmetic, in the same order: the same sums). */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) __m256i
+hsum2r_avx2(const uint8_t *p0, const uint8_t *p1, const __m128i *k, const int np, __m256i lo,
+            __m256i hi, __m256i half, __m128i sh) {
+  __m256i acc = half, w;
+  int j;
+  for (j = 0; j + 2 <= np; j += 2) {
+    w = _mm256_loadu2_m128i((const __m128i *)(p1 + 8 * j), (const __m128i *)(p0 + 8 * j));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(w, lo),
+                                                  _mm256_broadcastsi128_si256(_mm_loadu_si128(k + j))));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(w, hi),
+                                                  _mm256_broadcastsi128_si256(_mm_loadu_si128(k + j + 1))));
+  }
+  if (j < np) {
+    w = _mm256_set_m128i(_mm_loadl_epi64((const __m128i *)(p1 + 8 * j)),
+                         _mm_loadl_epi64((const __m128i *)(p0 + 8 * j)));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(w, lo),
+                                                  _mm256_broadcastsi128_si256(_mm_loadu_si128(k + j))));
+  }
+  return _mm256_sra_epi32(acc, sh);
+}
+
+/* hrgbx2_avx2 is hrgbx_avx2 for two rows into planes: each register holds
+ * one output of both rows, so that an output's start and coefficients
+ * are loaded once for the two. Four outputs packed to bytes come out as
+ * row 0's r0 g0 b0 x0 ... x3 in the low lane and row 1's in the high. */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) void
+hrgbx2_avx2(const axis *a, int n, const uint8_t *src0, const uint8_t *src1, uint8_t *dst0,
+            uint8_t *dst1, int planar, const int np) {
+  const __m256i lo = _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1,
+                                      0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
+  const __m256i hi = _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1,
+                                      8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
+  const __m128i to_planar = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m128i to_rgb = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  const __m256i half = _mm256_set1_epi32(1 << (a->prec - 1));
+  const __m128i sh = _mm_cvtsi32_si128(a->prec);
+  const __m128i *kv = (const __m128i *)a->kv;
+  const int *st = a->start;
+  int i = 0;
+  for (; i + 4 <= n; i += 4, kv += 4 * np) {
+    size_t o0 = (size_t)st[i] * 4, o1 = (size_t)st[i + 1] * 4;
+    size_t o2 = (size_t)st[i + 2] * 4, o3 = (size_t)st[i + 3] * 4;
+    __m256i s0 = hsum2r_avx2(src0 + o0, src1 + o0, kv, np, lo, hi, half, sh);
+    __m256i s1 = hsum2r_avx2(src0 + o1, src1 + o1, kv + np, np, lo, hi, half, sh);
+    __m256i s2 = hsum2r_avx2(src0 + o2, src1 + o2, kv + 2 * np, np, lo, hi, half, sh);
+    __m256i s3 = hsum2r_avx2(src0 + o3, src1 + o3, kv + 3 * np, np, lo, hi, half, sh);
+    __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_packs_epi32(s2, s3));
+    put4_ssse3(_mm256_castsi256_si128(b), dst0, i, n, planar, to_planar, to_rgb);
+    put4_ssse3(_mm256_extracti128_si256(b, 1), dst1, i, n, planar, to_planar, to_rgb);
+  }
+  if (i < n) {
+    hrgbx_tail(a, i, n, src0, dst0, planar, np);
+    hrgbx_tail(a, i, n, src1, dst1, planar, np);
+  }
+}
+
+__attribute__((target("avx2"))) static void
+hpass2_rgbx_avx2(const axis *a, int n, const uint8_t *s0, const uint8_t *s1, uint8_t *d0, uint8_t *d1,
+                 int planar) {
+  BY_NP2(hrgbx2_avx2, a, n, s0, s1, d0, d1, planar)
+}
 #endif
 
 int axis_identity(const axis *a, int n) {
@@ -506,14 +572,19 @@ void hpass_rgbx(const axis *a, int n, const uint8_t *src, uint8_t *dst,
 }
 
 /* hpass_rgbx2 is hpass_rgbx for two rows, in one pass where the SIMD
- * level has one for two (VBMI) and the rows are planar, else one row after
- * the other (an interleaved row's last store reaches 4 bytes into the
+ * level has one for two (VBMI; AVX2 and AVX-512 without VBMI take AVX2's,
+ * which loads each output's start and coefficients once for both rows)
+ * and the rows are planar, else one row after the other (an interleaved row's last store reaches 4 bytes into the
  * next, which must come after it). */
 void hpass_rgbx2(const axis *a, int n, const uint8_t *src0, const uint8_t *src1, uint8_t *dst0,
                         uint8_t *dst1, int planar, int simd) {
 #if defined(__x86_64__) || defined(__i386__)
   if (simd >= 5 && n >= 4 && planar && !a->ident) {
     hpass2_rgbx_vbmi(a, n, src0, src1, dst0, dst1, planar);
+    return;
+  }
+  if (simd >= 3 && n >= 4 && planar && !a->ident) {
+    hpass2_rgbx_avx2(a, n, src0, src1, dst0, dst1, planar);
     return;
   }
 #endif
@@ -575,6 +646,64 @@ void hpass_gray(const axis *a, int n, const uint8_t *src,
     }                                                                                                \
   }
 VROW_SIMD(avx2, "avx2", __m256i, 32, _mm256, si256, _mm256_broadcastsi128_si256, VROW_ACC_MADD)
+/* vrow_avx2n is vrow_avx2 with np a constant (inlined by vrow_avx2k for
+ * 1 to 3 pairs of taps, bilinear and bicubic at most 1.5x down): the
+ * coefficients broadcast once a row and kept in registers, the tap rows'
+ * pointers too, the tap loop unrolled (3% fewer instructions a first
+ * decode). The same arithmetic in the same order: the same bytes. */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) void
+vrow_avx2n(const uint8_t *const *taps, size_t off, const int32_t *kv, const int np, int prec, int n,
+           uint8_t *dst) {
+  const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(1 << (prec - 1));
+  const __m128i sh = _mm_cvtsi32_si128(prec);
+  const __m128i *kp = (const __m128i *)kv;
+  __m256i kk[3];
+  const uint8_t *ta[3], *tb[3];
+  int x = 0, j;
+  for (j = 0; j < np; j++) {
+    kk[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128(kp + j));
+    ta[j] = taps[2 * j] + off;
+    tb[j] = taps[2 * j + 1] + off;
+  }
+  for (;;) {
+    __m256i a0 = half, a1 = half, a2 = half, a3 = half;
+    if (x > n - 32)
+      x = n - 32;
+    for (j = 0; j < np; j++) {
+      __m256i va = _mm256_loadu_si256((const void *)(ta[j] + x));
+      __m256i vb = _mm256_loadu_si256((const void *)(tb[j] + x));
+      __m256i lo = _mm256_unpacklo_epi8(va, vb), hi = _mm256_unpackhi_epi8(va, vb);
+      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), kk[j]));
+      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), kk[j]));
+      a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), kk[j]));
+      a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), kk[j]));
+    }
+    a0 = _mm256_packs_epi32(_mm256_sra_epi32(a0, sh), _mm256_sra_epi32(a1, sh));
+    a2 = _mm256_packs_epi32(_mm256_sra_epi32(a2, sh), _mm256_sra_epi32(a3, sh));
+    _mm256_storeu_si256((void *)(dst + x), _mm256_packus_epi16(a0, a2));
+    x += 32;
+    if (x >= n)
+      return;
+  }
+}
+
+__attribute__((target("avx2"))) static void vrow_avx2k(const uint8_t *const *taps, size_t off,
+                                                       const int32_t *kv, int np, int prec, int n,
+                                                       uint8_t *dst) {
+  switch (np) {
+  case 1:
+    vrow_avx2n(taps, off, kv, 1, prec, n, dst);
+    return;
+  case 2:
+    vrow_avx2n(taps, off, kv, 2, prec, n, dst);
+    return;
+  case 3:
+    vrow_avx2n(taps, off, kv, 3, prec, n, dst);
+    return;
+  default:
+    vrow_avx2(taps, off, kv, np, prec, n, dst);
+  }
+}
 VROW_SIMD(avx512, "avx2,avx512f,avx512bw", __m512i, 64, _mm512, si512, _mm512_broadcast_i32x4, VROW_ACC_MADD)
 /* vrow_vnni: vrow_avx512 with each multiply-add and its sum in one vpdpwssd
  * (the same 32-bit sums: no pair of products here comes near the one input,
@@ -597,7 +726,7 @@ void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
     return;
   }
   if (n >= 32 && simd >= 3) {
-    vrow_avx2(taps, off, kv, np, prec, n, dst);
+    vrow_avx2k(taps, off, kv, np, prec, n, dst);
     return;
   }
 #endif

@@ -513,8 +513,11 @@ static void row_buffers(stoker_turbo *t, decode_geom *g) {
   /* Rows are read rec_outbuf_height at a time (2 for h2v2 merged
    * upsampling), so that libjpeg need not copy a spare row per call. */
   g->nrows = ci->rec_outbuf_height < 1 ? 1 : ci->rec_outbuf_height > 4 ? 4 : ci->rec_outbuf_height;
-  /* Two at least where the horizontal pass takes two rows at once. */
-  if (t->simd >= 5 && !g->gray && g->nrows < 2)
+  /* Two at least for colour: libjpeg's fancy h2v2 upsampling makes a row
+   * group of two, and one call then converts both (one call a row cost
+   * about 1% more instructions a first decode); the VBMI horizontal pass
+   * takes the two rows at once. */
+  if (!g->gray && g->nrows < 2)
     g->nrows = 2;
   /* Where rows go: libjpeg-turbo's SIMD color conversion stores an output
    * row with non-temporal (cache-bypassing) stores when the row is 16-byte
@@ -538,9 +541,18 @@ static void row_buffers(stoker_turbo *t, decode_geom *g) {
 }
 
 /* read_rows decodes the rows the crop uses and runs the horizontal pass
- * on each: whole iMCU rows are skipped from the top only (the skip paths
- * the library tests best), then the rest are read rec_outbuf_height at a
- * time. */
+ * on each: the rows above are skipped, then the rest are read
+ * rec_outbuf_height at a time. With fancy upsampling, libjpeg skips to a
+ * row inside an iMCU row by skipping the whole iMCU rows above it and
+ * decoding (without colour conversion) that row's first lines; to an
+ * iMCU row's first line, by decoding the whole iMCU row above it too,
+ * whose last chroma row the first line's upsampling needs. So the skip
+ * goes to the crop's first row itself: from the rows above an iMCU row
+ * that does not start the crop, only the first line of the crop's iMCU
+ * row takes them as context, and that line is skipped (TestFastRegionExact
+ * checks the bytes against decoding whole rows from the top). Without
+ * fancy upsampling (the merged upsampler keeps a spare row), whole iMCU
+ * rows only. */
 static void read_rows(stoker_turbo *t, const decode_geom *g) {
   j_decompress_ptr ci = &t->cinfo;
   stoker_job *jb = &t->job;
@@ -548,6 +560,8 @@ static void read_rows(stoker_turbo *t, const decode_geom *g) {
   if (!jb->no_region) {
     int l = ci->max_v_samp_factor * MIN_DCT_V_SCALED(ci);
     JDIMENSION s = (JDIMENSION)((g->uy0 / l) * l);
+    if (ci->do_fancy_upsampling)
+      s = (JDIMENSION)g->uy0; /* see above */
     if (s > 0 && jpeg_skip_scanlines(ci, s) != s)
       stoker_fail(t, STOKER_CORRUPT, "jpeg: could not skip to the crop");
   }
