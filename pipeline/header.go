@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
-	"github.com/stoker-dev/stoker/pipeline/dataset"
 )
 
 // format is an image's file format (codec.Format).
@@ -436,75 +435,6 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform,
 	}
 	d.scratch.held = need
 	d.scratch.lib = max(d.scratch.lib, lib)
-	return nil
-}
-
-// reserveFiles grows the Decoder's reservation, before sample idx of ds
-// and its partners pidx are read, to hold the buffers they will be read
-// into, where ds knows their sizes (dataset.FileSizer): a buffer too
-// small for its file grows to it and a quarter (the datasets' readCapped).
-// Else nothing is reserved here, and reserveScratch counts the buffers
-// once read.
-func (d *Decoder) reserveFiles(ctx context.Context, ds Dataset, idx int, pidx []int) error {
-	b := d.opts.scratch
-	if b == nil {
-		return nil
-	}
-	fz, ok := ds.(dataset.FileSizer)
-	if !ok {
-		return nil
-	}
-	grown := func(buf []byte, i int) int64 {
-		n, ok := fz.FileSize(i)
-		if !ok || n <= int64(cap(buf)) {
-			return int64(cap(buf))
-		}
-		return n + n/4
-	}
-	var files, sizes int64
-	files = grown(d.scratch.file, idx)
-	for j, p := range pidx {
-		var buf []byte
-		if j < len(d.scratch.pfiles) {
-			buf = d.scratch.pfiles[j]
-		}
-		files += grown(buf, p)
-	}
-	for j := len(pidx); j < len(d.scratch.pfiles); j++ {
-		files += int64(cap(d.scratch.pfiles[j]))
-	}
-	kept := d.scratchBytes()
-	bound := scratchParts{files: files}
-	need := kept.after(&bound)
-	if need <= d.scratch.held {
-		return nil
-	}
-	for _, i := range append([]int{idx}, pidx...) {
-		n, _ := fz.FileSize(i)
-		sizes += n
-	}
-	what := fmt.Sprintf("a sample's files (%d bytes: its own", sizes)
-	if len(pidx) > 0 {
-		what += fmt.Sprintf(" and %d partners'", len(pidx))
-	}
-	what += ") read into its worker's buffers"
-	err := b.Acquire(ctx, need-d.scratch.held, d.opts.scratchWait, what)
-	if err != nil && d.scratch.held > 0 {
-		// Nothing of the sample is read yet: let the worker's scratch go
-		// and take the files' alone if they fit.
-		d.dropScratch()
-		need = 0
-		for _, i := range append([]int{idx}, pidx...) {
-			need += grown(nil, i)
-		}
-		if b.Try(need) {
-			err = nil
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("sample files: %w", err)
-	}
-	d.scratch.held = need
 	return nil
 }
 

@@ -337,6 +337,9 @@ func (e *Executor) run(d *Decoder, w int) {
 		}
 		if err == nil {
 			pdata, err = readPartners(r.ds, pidx, &d.scratch.pfiles)
+			if err != nil {
+				pidx = nil
+			}
 			d.SetPartners(pidx, pdata)
 		}
 		if err == nil {
