@@ -55,15 +55,14 @@ func (d *Decoder) SetPartners(idx []int, data [][]byte) {
 	d.multi.partners, d.multi.pdata = idx, data
 }
 
-// readPartners reads the partners of sample idx (key k) of ds for t into
-// bufs (reused), as the executor does in the sample's lease: nil, nil
-// when t draws none. A partner that cannot be read fails the sample,
+// readPartners reads the partners idx of a sample of ds (its
+// Transform's MultiPartners) into bufs (reused), as the executor does in
+// the sample's lease: nil, nil when it draws none. A partner that cannot be read fails the sample,
 // naming the partner (its store's fault stays the store's: the error
 // wraps it).
-func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([]int, [][]byte, error) {
-	idx = t.Sampler(sk).MultiPartners(k, ds.Len(), idx)
+func readPartners(ds Dataset, idx []int, bufs *[][]byte) ([][]byte, error) {
 	if idx == nil {
-		return nil, nil, nil
+		return nil, nil
 	}
 	for len(*bufs) < len(idx) {
 		*bufs = append(*bufs, nil)
@@ -72,11 +71,11 @@ func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([
 	for j, p := range idx {
 		b, err := ds.Read(p, out[j])
 		if err != nil {
-			return nil, nil, fmt.Errorf("mosaic partner %d of %d (sample %d, %s): %w", j+1, len(idx), p, partnerName(ds, p), err)
+			return nil, fmt.Errorf("mosaic partner %d of %d (sample %d, %s): %w", j+1, len(idx), p, partnerName(ds, p), err)
 		}
 		out[j] = b
 	}
-	return idx, out, nil
+	return out, nil
 }
 
 // partnerHints are the partners the samples indices (of copies, nil:

@@ -140,9 +140,10 @@ func (f *fastState) job(o *options, hd *header, ps []samplePlan, layout Layout, 
 	}
 	j := codec.Job{SrcW: hd.w, SrcH: hd.h, Comps: hd.comps, HWC: layout == HWC,
 		// libjpeg's own allocations (progressive coefficient buffers
-		// chiefly: 2 bytes per pixel per component) are bounded by the
-		// pixel budget.
-		MaxScans: min(max(o.maxScans, 0), 1<<30), MaxMemory: min(max(o.pixelBudget, 0), 1<<36)*6 + 64<<20,
+		// chiefly: 2 bytes per pixel per component) are capped at their
+		// bound from the header, what the memory budget reserved for
+		// them (header.go).
+		MaxScans: min(max(o.maxScans, 0), 1<<30), MaxMemory: hd.libBytes(),
 		Knobs: *k}
 	switch {
 	case !scalable || o.scaling == ScaleOff:

@@ -25,8 +25,18 @@ const (
 type header struct {
 	format      format
 	w, h        int
-	comps       int  // JPEG components: 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK
-	progressive bool // JPEG: progressive (multi-scan) coding
+	comps       int      // JPEG components: 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK
+	progressive bool     // JPEG: progressive (multi-scan) coding
+	samp        [4]uint8 // JPEG: each component's sampling factors (codec.Header.Samp)
+	interlaced  bool     // PNG: Adam7-interlaced
+}
+
+// libBytes bounds what the C decoders take of their own while they
+// decode the image (codec.Header.LibBytes): what the memory budget
+// reserves for them, and for a JPEG libjpeg's cap.
+func (h *header) libBytes() int64 {
+	ch := codec.Header{Format: h.format, W: h.w, H: h.h, Comps: h.comps, Progressive: h.progressive, Samp: h.samp, Interlaced: h.interlaced}
+	return ch.LibBytes()
 }
 
 // parseHeader reads an image's size from its header without decoding it
@@ -34,7 +44,7 @@ type header struct {
 // memory or time.
 func parseHeader(data []byte) (header, error) {
 	h, err := codec.ParseHeader(data)
-	return header{format: h.Format, w: h.W, h: h.H, comps: h.Comps, progressive: h.Progressive}, err
+	return header{format: h.Format, w: h.W, h: h.H, comps: h.Comps, progressive: h.Progressive, samp: h.Samp, interlaced: h.Interlaced}, err
 }
 
 // A worker's scratch that the server's memory budget counts: the decode's
@@ -48,12 +58,21 @@ func parseHeader(data []byte) (header, error) {
 // runs and a fill block's), the multi-image geometry's (a Mosaic's images
 // load_image'd when there is no partner cache, one image decoded whole,
 // the canvas, a MixUp's, CutMix's or CopyPaste's image and mask) and the
-// YOLO kernels' (their planes between load, letterbox and warp).
-// libjpeg's own scratch (C memory), the steps' kernels' and the files'
-// bytes are not counted here.
+// YOLO kernels' (their planes between load, letterbox and warp); the
+// buffers the sample's file and its partners' are read into (files); and
+// the C decoders' own memory while they decode (lib: libjpeg's, libpng's,
+// libwebp's, codec.Header.LibBytes from each image's header, the largest
+// of the sample's and its partners', which are decoded one at a time; a
+// JPEG's decode is capped at its own, memlim.c). The steps' kernels'
+// scratch is not counted here.
 //
 // A Decoder holds a reservation (scratch.held) at least what it keeps of
-// that scratch. Before a sample is decoded (its header and its partners'
+// that scratch (of lib, the largest it reserved: C memory is freed after
+// each decode, the reservation kept as a buffer's would be). Before a
+// sample's files are read, where the dataset knows their sizes
+// (dataset.FileSizer), the reservation grows to hold the buffers they
+// will be read into (reserveFiles); else they are counted once read.
+// Before a sample is decoded (its header and its partners'
 // parsed, nothing of it made) the reservation grows to the bound of what
 // the sample may hold (scratchParts.after), waiting up to the budget's wait for
 // others to give bytes back; a sample that does not fit fails with the
@@ -71,6 +90,11 @@ func parseHeader(data []byte) (header, error) {
 type scratchState struct {
 	held    int64
 	trimmed uint64
+	// file and pfiles are the buffers a sample's file and its partners'
+	// are read into, reused; lib the C decoders' memory reserved.
+	file   []byte
+	pfiles [][]byte
+	lib    int64
 }
 
 // ScratchBudget is where an Executor's workers reserve the scratch the
@@ -101,12 +125,13 @@ type scratchParts struct {
 	maskSrc, maskMaps, maskRuns int64 // the source mask, the maps and canvas indexes, the runs
 	full, imgs, canvas, others  int64 // a Mosaic's image decoded whole, its images, its canvas, MixUp's, CutMix's and CopyPaste's
 	yolo                        int64 // the YOLO kernels' planes
+	files, lib                  int64 // the files' read buffers; the C decoders' own memory
 	transient                   int64
 }
 
 // sum is the parts' bytes.
 func (p scratchParts) sum() int64 {
-	return p.pix + p.zoom + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.transient
+	return p.pix + p.zoom + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.files + p.lib + p.transient
 }
 
 // after is what a Decoder keeping p (transient none) holds at most while
@@ -116,7 +141,7 @@ func (p *scratchParts) after(need *scratchParts) int64 {
 	return max(p.pix, need.pix) + max(p.zoom, need.zoom) +
 		max(p.maskSrc, need.maskSrc) + max(p.maskMaps, need.maskMaps) + max(p.maskRuns, need.maskRuns) +
 		max(p.full, need.full) + max(p.imgs, need.imgs) + max(p.canvas, need.canvas) + max(p.others, need.others) +
-		max(p.yolo, need.yolo) + need.transient
+		max(p.yolo, need.yolo) + max(p.files, need.files) + max(p.lib, need.lib) + need.transient
 }
 
 // scratchBytes is what the Decoder keeps of the counted scratch.
@@ -133,6 +158,11 @@ func (d *Decoder) scratchBytes() scratchParts {
 	for _, b := range d.yoloRoom {
 		p.yolo += int64(cap(b))
 	}
+	p.files = int64(cap(d.scratch.file))
+	for _, b := range d.scratch.pfiles {
+		p.files += int64(cap(b))
+	}
+	p.lib = d.scratch.lib
 	return p
 }
 
@@ -144,6 +174,9 @@ func (d *Decoder) dropScratch() {
 	m.full, m.canvas, m.mix, m.cut, m.cpMask, m.cpImg, m.cpPts = nil, nil, nil, nil, nil, nil, nil
 	clear(m.imgs[:cap(m.imgs)])
 	d.yoloRoom = yoloScratch{}
+	// The files' buffers dropped, not cleared: a sample that lets its
+	// scratch go before it is made still reads its files' bytes.
+	d.scratch.file, d.scratch.pfiles, d.scratch.lib = nil, nil, 0
 	if d.opts.scratch != nil && d.scratch.held > 0 {
 		d.opts.scratch.Release(d.scratch.held)
 	}
@@ -334,9 +367,10 @@ func bySize(t *Transform) bool {
 }
 
 // reserveScratch grows the Decoder's reservation to what a sample of t
-// at k (data its file, pdata its partners') may hold, before any of it
-// is made, waiting under ctx (its Fill's, ended when the job closes); its
-// error (the budget's or ctx's, wrapped) fails the sample.
+// at k (data its file, pdata its partners', both read into the
+// Decoder's buffers) may hold, before any of it is made, waiting under
+// ctx (its Fill's, ended when the job closes); its error (the budget's or
+// ctx's, wrapped) fails the sample.
 func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform, k Key, pdata [][]byte, fs *FieldSet) error {
 	b := d.opts.scratch
 	if b == nil {
@@ -344,43 +378,54 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform,
 	}
 	// A header that does not parse, or over the pixel budget, fails the
 	// decode with its own error: the bound counts no image then.
-	size := func(data []byte) (int, int) {
+	size := func(data []byte) (int, int, int64) {
 		hd, err := parseHeader(data)
 		if err != nil || int64(hd.w)*int64(hd.h) > d.opts.pixelBudget {
-			return 0, 0
+			return 0, 0, 0
 		}
-		return hd.w, hd.h
+		return hd.w, hd.h, hd.libBytes()
 	}
 	t = t.Sampler(sk).AtEpoch(k.Epoch)
 	at := t.Sampler(sk)
 	mosaic := at.MosaicOp() != nil && at.MosaicOn(k)
+	iw, ih, lib := size(data)
 	var w, h int
 	var ppx int64
+	for _, p := range pdata {
+		pw, ph, pl := size(p)
+		ppx, lib = max(ppx, int64(pw)*int64(ph)), max(lib, pl)
+	}
 	// Only the Mosaic's, the YOLO kernels', the masks', a padded or
 	// canvas geometry's and a whole image's room depend on the images'
-	// sizes: another job's samples parse no header here.
+	// sizes (the C decoders' memory on every image's).
 	if mosaic || at.YOLO() != nil || fs.Masks() || bySize(t) {
-		w, h = size(data)
-		for _, p := range pdata {
-			pw, ph := size(p)
-			ppx = max(ppx, int64(pw)*int64(ph))
-		}
+		w, h = iw, ih
+	} else {
+		ppx = 0
 	}
 	bound := scratchBound(t, mosaic, d.opts.partners != nil, !haveFast || d.opts.reference, w, h, ppx, fs)
+	bound.lib = lib
+	bound.files = int64(cap(data))
+	for _, p := range pdata {
+		bound.files += int64(cap(p))
+	}
 	kept := d.scratchBytes()
 	need := kept.after(&bound)
 	if need <= d.scratch.held {
+		d.scratch.lib = max(d.scratch.lib, lib)
 		return nil
 	}
-	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, Mosaic, YOLO kernels) for its %dx%d image", w, h)
+	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, Mosaic, YOLO kernels, files, C decoder) for its %dx%d image", iw, ih)
 	if len(pdata) > 0 {
 		what += fmt.Sprintf(" and %d partners of up to %d pixels", len(pdata), ppx)
 	}
 	err := b.Acquire(ctx, need-d.scratch.held, d.opts.scratchWait, what)
 	if err != nil && d.scratch.held > 0 {
 		// What this worker keeps from its last samples may be what is
-		// missing: let it go and take the whole bound if it fits.
+		// missing: let it go and take the whole bound if it fits (the
+		// files' buffers of this sample kept).
 		d.dropScratch()
+		d.scratch.file, d.scratch.pfiles = data, pdata
 		if need = bound.sum(); b.Try(need) {
 			err = nil
 		}
@@ -389,6 +434,7 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform,
 		return fmt.Errorf("sample scratch: %w", err)
 	}
 	d.scratch.held = need
+	d.scratch.lib = max(d.scratch.lib, lib)
 	return nil
 }
 

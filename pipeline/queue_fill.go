@@ -1,7 +1,10 @@
 package pipeline
 
 // A Fill: its batch's samples queued as one request, taken in index
-// order by the workers, and the Fill's wait for them.
+// order by the workers, and the Fill's wait for them; a worker's
+// reservation of a sample's files in the memory budget, under the Fill's
+// wait, before it reads them (reserveFiles; the rest of its scratch:
+// header.go).
 
 import (
 	"context"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 )
 
 // fillReq is one Fill's batch: its samples are taken in index order, and
@@ -254,4 +258,73 @@ func (r *fillReq) release() {
 	r.wait.end()
 	*r = fillReq{errs: r.errs[:0], good: r.good[:0], done: r.done, stop: r.stop}
 	fillReqs.Put(r)
+}
+
+// reserveFiles grows the Decoder's reservation, before sample idx of ds
+// and its partners pidx are read, to hold the buffers they will be read
+// into, where ds knows their sizes (dataset.FileSizer): a buffer too
+// small for its file grows to it and a quarter (the datasets' readCapped).
+// Else nothing is reserved here, and reserveScratch counts the buffers
+// once read.
+func (d *Decoder) reserveFiles(ctx context.Context, ds Dataset, idx int, pidx []int) error {
+	b := d.opts.scratch
+	if b == nil {
+		return nil
+	}
+	fz, ok := ds.(dataset.FileSizer)
+	if !ok {
+		return nil
+	}
+	grown := func(buf []byte, i int) int64 {
+		n, ok := fz.FileSize(i)
+		if !ok || n <= int64(cap(buf)) {
+			return int64(cap(buf))
+		}
+		return n + n/4
+	}
+	var files, sizes int64
+	files = grown(d.scratch.file, idx)
+	for j, p := range pidx {
+		var buf []byte
+		if j < len(d.scratch.pfiles) {
+			buf = d.scratch.pfiles[j]
+		}
+		files += grown(buf, p)
+	}
+	for j := len(pidx); j < len(d.scratch.pfiles); j++ {
+		files += int64(cap(d.scratch.pfiles[j]))
+	}
+	kept := d.scratchBytes()
+	bound := scratchParts{files: files}
+	need := kept.after(&bound)
+	if need <= d.scratch.held {
+		return nil
+	}
+	for _, i := range append([]int{idx}, pidx...) {
+		n, _ := fz.FileSize(i)
+		sizes += n
+	}
+	what := fmt.Sprintf("a sample's files (%d bytes: its own", sizes)
+	if len(pidx) > 0 {
+		what += fmt.Sprintf(" and %d partners'", len(pidx))
+	}
+	what += ") read into its worker's buffers"
+	err := b.Acquire(ctx, need-d.scratch.held, d.opts.scratchWait, what)
+	if err != nil && d.scratch.held > 0 {
+		// Nothing of the sample is read yet: let the worker's scratch go
+		// and take the files' alone if they fit.
+		d.dropScratch()
+		need = 0
+		for _, i := range append([]int{idx}, pidx...) {
+			need += grown(nil, i)
+		}
+		if b.Try(need) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sample files: %w", err)
+	}
+	d.scratch.held = need
+	return nil
 }

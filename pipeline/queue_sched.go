@@ -266,9 +266,7 @@ func (e *Executor) run(d *Decoder, w int) {
 	defer e.wg.Done()
 	defer d.Close()
 	defer e.lockThread()()
-	var buf []byte
-	var pidx []int     // a sample's partners (readPartners)
-	var pbufs [][]byte // and their bytes' buffers, reused
+	var pidx []int // a sample's partners (MultiPartners); the buffers its file and theirs are read into are the Decoder's (d.scratch.file, pfiles)
 	yielded := time.Now()
 	e.mu.Lock()
 	for {
@@ -319,17 +317,29 @@ func (e *Executor) run(d *Decoder, w int) {
 			// of it is read (a 100 MB .json is never read).
 			err = r.fset.Check(r.ds, int(idx))
 		}
-		if err == nil {
-			data, err = r.ds.Read(int(idx), buf)
-		}
 		k := Key{Seed: r.seed, Epoch: r.epoch, Index: uint64(idx)}
 		if r.copies != nil {
 			k.Copy = uint64(r.copies[i])
 		}
+		// A multi-image op's partners, read in the sample's lease
+		// (decode_multi.go): none for most transforms.
+		pidx = r.t.Sampler(sk).MultiPartners(k, r.ds.Len(), pidx)
 		if err == nil {
-			// A multi-image op's partners, read in the sample's lease
-			// (decode_multi.go): none for most transforms.
-			pidx, pdata, err = readPartners(r.ds, r.t, k, pidx, &pbufs)
+			// The buffers its files are read into, reserved before the
+			// read where the dataset knows their sizes (header.go).
+			err = d.reserveFiles(&r.wait, r.ds, int(idx), pidx)
+		}
+		if err == nil {
+			data, err = r.ds.Read(int(idx), d.scratch.file)
+			if err == nil {
+				d.scratch.file = data
+			}
+		}
+		if err == nil {
+			pdata, err = readPartners(r.ds, pidx, &d.scratch.pfiles)
+			if err != nil {
+				pidx = nil
+			}
 			d.SetPartners(pidx, pdata)
 		}
 		if err == nil {
@@ -346,7 +356,6 @@ func (e *Executor) run(d *Decoder, w int) {
 		}
 		d.post = 0
 		if err == nil {
-			buf = data
 			// The sample's views, at its place in a buffer of
 			// len(r.data)/r.size samples.
 			at, slots := r.at(i), len(r.data)/r.size

@@ -64,26 +64,39 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 func TestMemoryBudget(t *testing.T) {
-	// One batch of 8 samples of 3x32x32 is 24576 bytes; a job reserves two;
-	// buffers get 3/4 of the budget, 60000 bytes.
-	e := newEnv(t, Config{MemoryBudget: 80000})
+	// One batch of n samples of 3x32x32 is n*3072 bytes; a job of one
+	// maker and no credit holds three (a window of two, and the one
+	// delivery waits on). Buffers get 3/4 of the budget: the first job's
+	// three batches of 16 (147456 bytes) and 100 KiB, room for the one
+	// worker's scratch (its read buffer and libjpeg's bound for a 70x66
+	// photo, about 80 KB) but not for another job's two batches of 8
+	// (49152 bytes) beside them; once the first is gone, a job of batches
+	// of 4 fits with all its buffers and the scratch.
+	e := newEnv(t, Config{MemoryBudget: 4 * (3*16*3072 + 100<<10) / 3, Workers: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	open := smallJob("tiny", 8)
+	open := smallJob("tiny", 16)
 	open.Credits = 0 // holds its buffers
 	first := e.feedStream(t, ctx, open)
 	if m, err := first.Recv(); err != nil || m.GetJob() == nil {
 		t.Fatalf("first stream: %v, %v", m, err)
 	}
-	err := recvErr(e.feedStream(t, ctx, open))
+	// Its window's buffers are taken and its batches made (they wait for
+	// credit), the worker's scratch reserved: less than 49152 bytes left.
+	waitUntilState(t, "the first job's buffers and scratch held", func() string {
+		return fmt.Sprintf("%d of %d bytes in use, %d of them scratch", e.srv.budget.InUse(), e.srv.budget.Limit(), e.srv.scratch.Held())
+	}, func() bool { return e.srv.budget.InUse() > e.srv.budget.Limit()-49152 })
+	second := smallJob("tiny", 8)
+	second.Credits = 0
+	err := recvErr(e.feedStream(t, ctx, second))
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "--memory-budget") || !strings.Contains(err.Error(), "49152 bytes") {
 		t.Errorf("second stream: %v; want ResourceExhausted with the numbers", err)
 	}
 	cancel()
 	// Once the first is gone, a new job fits again.
 	waitUntil(t, "the first stream's budget freed", func() bool { return e.srv.budget.InUse() == 0 })
-	if ep := e.collect(t, smallJob("tiny", 8)); len(ep.batches) != 5 {
-		t.Errorf("%d batches after the budget freed, want 5", len(ep.batches))
+	if ep := e.collect(t, smallJob("tiny", 4)); len(ep.batches) != 10 {
+		t.Errorf("%d batches after the budget freed, want 10", len(ep.batches))
 	}
 }
 

@@ -19,8 +19,9 @@ const scratchWait = time.Second
 
 // scratchAccount is the workers' scratch in the batch budget
 // (pipeline.ScratchBudget): the decode's own pixels, the masks', the
-// Mosaic's and the YOLO kernels' (pipeline/header.go), counted apart for
-// its gauge.
+// Mosaic's and the YOLO kernels', the files' read buffers and the C
+// decoders' own memory (pipeline/header.go), counted apart for its
+// gauge.
 type scratchAccount struct {
 	b    *limits.Budget
 	held atomic.Int64
@@ -71,7 +72,7 @@ func scratchMetrics(b *limits.Budget, a *scratchAccount) []prometheus.Collector 
 			Help: "The batch budget's bytes."},
 			func() float64 { return float64(b.Limit()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_sample_scratch_bytes",
-			Help: "Of stoker_memory_budget_in_use_bytes, the workers' scratch for the decoded pixels, masks, Mosaics and the YOLO kernels, reserved from each sample's header before it is made."},
+			Help: "Of stoker_memory_budget_in_use_bytes, the workers' scratch for the decoded pixels, masks, Mosaics, the YOLO kernels, the files' read buffers and the C decoders' own memory, reserved from each sample's header (and its file's size) before it is made."},
 			func() float64 { return float64(a.Held()) }),
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/codec"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	jobpkg "github.com/stoker-dev/stoker/server/internal/job"
@@ -218,7 +219,8 @@ func TestScratchRefusedAtOpen(t *testing.T) {
 // its 300-500 pixel photos whole before load_image's resize, on a budget
 // of a few hundred KB), gets
 // per-sample errors naming the memory budget and the sizes, reserved from
-// each image's header before it is decoded: no over-committed budget, no
+// each image's header before it is decoded (or from its files' sizes
+// before they are read): no over-committed budget, no
 // crash. The budget is back to what it held before after.
 func TestScratchPerSample(t *testing.T) {
 	images, yaml := photosSegments(t)
@@ -229,7 +231,11 @@ func TestScratchPerSample(t *testing.T) {
 	msgs := refusedEpoch(t, e, job, "scratch")
 	t.Logf("%d errors, the first: %s", len(msgs), msgs[0])
 	for _, m := range msgs {
-		for _, want := range []string{"memory budget", "worker scratch", "image and 3 partners of up to", "bytes", "--memory-budget"} {
+		wants := []string{"memory budget", "worker scratch", "image and 3 partners of up to", "bytes", "--memory-budget"}
+		if strings.Contains(m, "sample files:") { // refused its files' buffers, before they were read
+			wants = []string{"memory budget", "a sample's files (", "its own and 3 partners'", "bytes", "--memory-budget"}
+		}
+		for _, want := range wants {
 			if !strings.Contains(m, want) {
 				t.Fatalf("error %q does not say %q", m, want)
 			}
@@ -273,11 +279,42 @@ func photoSizes(t *testing.T) (minPx, maxPx int64, maxW, maxH int) {
 	return minPx, maxPx, maxW, maxH
 }
 
+// photoKeep is what a worker keeps beside its pixels after testdata/photos'
+// samples (a read buffer grown to a file and a quarter, the largest C
+// decoder's bound it reserved, codec.Header.LibBytes), at least (the
+// smallest of each) and at most (the largest).
+func photoKeep(t *testing.T) (lo, hi int64) {
+	t.Helper()
+	minFile, minLib := int64(math.MaxInt64), int64(math.MaxInt64)
+	var maxFile, maxLib int64
+	err := filepath.WalkDir("../testdata/photos", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(path, ".jpg") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		hd, err := codec.ParseHeader(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		n, l := int64(len(data)+len(data)/4), hd.LibBytes()
+		minFile, maxFile, minLib, maxLib = min(minFile, n), max(maxFile, n), min(minLib, l), max(maxLib, l)
+		return nil
+	})
+	if err != nil || maxFile == 0 {
+		t.Fatalf("photos: %v", err)
+	}
+	return minFile + minLib, maxFile + maxLib
+}
+
 // TestScratchDecodePixels: the decode's own pixels are counted in the
-// memory budget on a real server of one worker: a Resize then Normalize
+// memory budget on a real server of one worker, beside its read buffer
+// and the C decoder's bound (photoKeep's range): a Resize then Normalize
 // (made in the worker's planes, then normalized into the batch) raises
 // the scratch gauge by exactly its bound, the 48x64 image's 3 planes
-// (9216 bytes, pipeline.SampleScratch); a RandomZoomOut then Resize (the
+// (9216 bytes, pipeline.SampleScratch), and those; a RandomZoomOut then Resize (the
 // image decoded at its own size, then pasted on the canvas and resized)
 // by the 64x80 image's planes and the image's own (between the smallest
 // and the largest photo's), within the bound at the largest photo; a
@@ -287,6 +324,7 @@ func photoSizes(t *testing.T) (minPx, maxPx int64, maxW, maxH int) {
 // to zero.
 func TestScratchDecodePixels(t *testing.T) {
 	minPx, maxPx, maxW, maxH := photoSizes(t)
+	keepLo, keepHi := photoKeep(t)
 	p := 1.0
 	norm := &pb.Op{Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229, 0.224, 0.225}}}}
 	resize := func(h, w uint32) *pb.Op { return &pb.Op{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: h, Width: w}}} }
@@ -317,7 +355,7 @@ func TestScratchDecodePixels(t *testing.T) {
 			if c.name == "zoom-out" && bound != 3*64*80+max(3*maxPx, 3*64*80) {
 				t.Fatalf("the bound at the largest photo (%dx%d) is %d, want its planes and the output's", maxW, maxH, bound)
 			}
-			lo, hi := c.lo(bound), c.hi(bound)
+			lo, hi := c.lo(bound)+keepLo, c.hi(bound)+keepHi
 			base := e.srv.budget.InUse()
 			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()

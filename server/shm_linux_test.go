@@ -242,7 +242,10 @@ func TestShmDeclined(t *testing.T) {
 	}{
 		{"another machine", Config{Shm: true}, "not-this-boot", "another machine"},
 		{"off", Config{}, "", "--shm=false"},
-		{"memory budget", Config{Shm: true, MemoryBudget: 4 << 20}, "", "memory budget"},
+		// The batch budget: 3/4 of it, the job's two batches of 256x256
+		// (3 MiB) and 384 KiB for the two workers' sample scratch (their
+		// read buffers and libjpeg's).
+		{"memory budget", Config{Shm: true, MemoryBudget: 4<<20 + 512<<10}, "", "memory budget"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.cfg)

@@ -88,7 +88,7 @@ type Job struct {
 	HWC               bool // interleaved HWC, else planar CHW
 	Scaling           Scaling
 	MaxScans          int   // progressive scans read at most
-	MaxMemory         int64 // libjpeg's max_memory_to_use
+	MaxMemory         int64 // the most libjpeg's own allocations may hold (memlim.c); 0: no limit
 	Knobs             Knobs
 }
 
@@ -144,4 +144,7 @@ type Stats struct {
 	// those entropy-decoded.
 	Prog                  bool
 	ProgMCUs, ProgDecoded int64
+	// LibPeak: the most libjpeg's own allocations held at once (memlim.c),
+	// within the job's MaxMemory.
+	LibPeak int64
 }

@@ -26,6 +26,12 @@ type Header struct {
 	W, H        int
 	Comps       int  // JPEG components: 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK
 	Progressive bool // JPEG: progressive (multi-scan) coding
+	// Samp is each JPEG component's sampling factors as its frame header
+	// gives them (horizontal<<4 | vertical, each 1 to 4; 0: not read, as
+	// for a header too short to hold them, which libjpeg refuses).
+	Samp [4]uint8
+	// Interlaced: a PNG's rows are Adam7-interlaced (decoded whole).
+	Interlaced bool
 }
 
 // ParseHeader reads an image's size from its header without decoding it,
@@ -46,7 +52,7 @@ func ParseHeader(data []byte) (Header, error) {
 		if w == 0 || h == 0 || w > 1<<30 || h > 1<<30 {
 			return Header{}, fmt.Errorf("%w: png: declared size %dx%d", errs.Corrupt, w, h)
 		}
-		return Header{Format: FormatPNG, W: int(w), H: int(h)}, nil
+		return Header{Format: FormatPNG, W: int(w), H: int(h), Interlaced: data[28] != 0}, nil
 	}
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
@@ -114,6 +120,16 @@ func parseJPEGHeader(data []byte) (Header, error) {
 			}
 			if prec := data[p+2]; prec != 8 {
 				return Header{}, fmt.Errorf("%w: jpeg: %d-bit samples", errs.Unsupported, prec)
+			}
+			if n >= 8+3*hd.Comps {
+				for c := range hd.Comps {
+					f := data[p+8+3*c+1]
+					if f>>4 < 1 || f>>4 > 4 || f&15 < 1 || f&15 > 4 {
+						hd.Samp = [4]uint8{} // libjpeg refuses the file: the bound assumes the worst
+						break
+					}
+					hd.Samp[c] = f
+				}
 			}
 			return hd, nil
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 )
 
-// TestParseHeader: the format, size and JPEG coding each encoder's file
+// TestParseHeader: the format, size, JPEG coding and sampling each encoder's file
 // declares. (The pipeline's header tests, header_test.go there, cover gray,
 // CMYK, progressive and crafted JPEGs.)
 func TestParseHeader(t *testing.T) {
@@ -33,7 +33,7 @@ func TestParseHeader(t *testing.T) {
 		data []byte
 		want Header
 	}{
-		{"jpeg", j.Bytes(), Header{Format: FormatJPEG, W: 65, H: 33, Comps: 3}},
+		{"jpeg", j.Bytes(), Header{Format: FormatJPEG, W: 65, H: 33, Comps: 3, Samp: [4]uint8{0x22, 0x11, 0x11}}},
 		{"png", p.Bytes(), Header{Format: FormatPNG, W: 65, H: 33}},
 		{"gif", g.Bytes(), Header{Format: FormatOther, W: 65, H: 33}},
 	} {

@@ -221,7 +221,7 @@ func (s *Scratch) Stats() Stats {
 		IxState: int(j.ix_state), IxChanged: j.ix_changed != 0, IxLied: j.ix_lied != 0, IxBytes: int(j.ix_bytes),
 		MCUs: int64(j.mcus_total), Decoded: int64(j.mcus_decoded), CkSeeks: int(j.ck_seeks), RstSeeks: int(j.rst_seeks),
 		MCUsWanted: int64(j.mcus_wanted), CoefsHits: int64(j.coefs_hits), CoefsStored: int64(j.coefs_stored),
-		Prog: j.prog_used != 0, ProgMCUs: int64(j.prog_total), ProgDecoded: int64(j.prog_decoded)}
+		Prog: j.prog_used != 0, ProgMCUs: int64(j.prog_total), ProgDecoded: int64(j.prog_decoded), LibPeak: int64(j.lib_peak)}
 }
 
 // The coefficient cache's entries are C memory (coefs.c): coefsNew makes
@@ -274,15 +274,17 @@ const (
 // JPEG with the same coefficients (transcode.c), within room bytes;
 // libjpeg may allocate at most maxMemory bytes and read maxScans scans,
 // and stops when *stop (nil: none) turns nonzero. On anything but tcOK p
-// may hold some MCUs (free it), and the string says why.
-func transcodeToCoefs(data []byte, maxScans int, maxMemory int64, stop *int32, p unsafe.Pointer, room int64) (tcCode, string) {
-	var msg [128]C.char
-	rc := C.stoker_transcode((*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)),
-		C.int(maxScans), C.longlong(maxMemory), (*C.int)(unsafe.Pointer(stop)), p, C.longlong(room), &msg[0], C.size_t(len(msg)))
-	if tcCode(rc) == tcOK {
-		return tcOK, ""
+// may hold some MCUs (free it), and the string says why. peak is the most
+// libjpeg's own allocations held (memlim.c's count).
+func transcodeToCoefs(data []byte, maxScans int, maxMemory int64, stop *int32, p unsafe.Pointer, room int64) (rc tcCode, why string, peak int64) {
+	var msg [256]C.char
+	var lp C.longlong
+	rc = tcCode(C.stoker_transcode((*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)),
+		C.int(maxScans), C.longlong(maxMemory), (*C.int)(unsafe.Pointer(stop)), p, C.longlong(room), &msg[0], C.size_t(len(msg)), &lp))
+	if rc == tcOK {
+		return tcOK, "", int64(lp)
 	}
-	return tcCode(rc), C.GoString(&msg[0])
+	return rc, C.GoString(&msg[0]), int64(lp)
 }
 
 // MaxViews is turbo.h's STOKER_MAX_VIEWS: both checked here.

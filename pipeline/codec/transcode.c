@@ -13,11 +13,13 @@
  * in a sequential one.
  *
  * Memory is bounded three ways: libjpeg's own allocations (the whole
- * image's coefficients, 128 bytes per block) by max_memory, the entry by
+ * image's coefficients, 128 bytes per block) by max_memory, every one
+ * counted (memlim.c), the entry by
  * its room, and the work by the scan cap. libjpeg errors and corrupt-data
  * warnings longjmp back here, never across Go frames. */
 #include "transcode.h"
 #include "phuff.h"
+#include "memlim.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -38,6 +40,7 @@ typedef struct {
   stoker_phuff *ph; /* the progressive decoder (phuff.c) reading the scans */
   stoker_job job;   /* its settings (every MCU) and counters */
   stoker_coefbuf cb; /* fill_coefs's MCUs, until committed */
+  stoker_memlim ml;  /* libjpeg's own memory, counted and capped */
 } tc_err;
 
 static void tc_fail(tc_err *e, int code, const char *msg) {
@@ -48,8 +51,11 @@ static void tc_fail(tc_err *e, int code, const char *msg) {
 
 static void tc_error(j_common_ptr c) {
   tc_err *e = (tc_err *)c->err;
-  char buf[JMSG_LENGTH_MAX];
-  (*c->err->format_message)(c, buf);
+  char buf[JMSG_LENGTH_MAX + 96];
+  if (e->ml.over)
+    stoker_memlim_msg(&e->ml, buf, sizeof buf);
+  else
+    (*c->err->format_message)(c, buf);
   tc_fail(e, STOKER_TC_FAILED, buf);
 }
 
@@ -163,7 +169,7 @@ static long fill_coefs(j_decompress_ptr s, jvirt_barray_ptr *coefs, stoker_coefs
 
 int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
                      long long max_memory, const int *stop, void *cc,
-                     long long cc_room, char *msg, size_t msg_len) {
+                     long long cc_room, char *msg, size_t msg_len, long long *lib_peak) {
   struct jpeg_decompress_struct s;
   /* volatile: read after a longjmp */
   volatile int have_s = 0;
@@ -181,6 +187,8 @@ int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
   e.msg_len = msg_len;
   e.prog.progress_monitor = tc_progress;
   if (setjmp(e.jb)) {
+    if (lib_peak)
+      *lib_peak = e.ml.peak;
     if (have_s)
       jpeg_destroy_decompress(&s);
     free(e.ph);
@@ -193,8 +201,10 @@ int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
   e.pub.output_message = tc_output;
   jpeg_create_decompress(&s);
   have_s = 1;
+  stoker_memlim_install(&e.ml, (j_common_ptr)&s);
+  stoker_memlim_begin(&e.ml, max_memory);
   s.progress = &e.prog;
-  s.mem->max_memory_to_use = (long)max_memory;
+  s.mem->max_memory_to_use = max_memory > 0 ? (long)max_memory + (1L << 20) : 0;
   jpeg_mem_src(&s, data, (unsigned long)len);
   jpeg_read_header(&s, TRUE);
   if (!s.progressive_mode)
@@ -214,6 +224,8 @@ int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
   want = fill_coefs(&s, coefs, (stoker_coefs *)cc, &e.cb, cc_room > 0 ? (size_t)cc_room : 0);
   if (want <= 0)
     tc_fail(&e, STOKER_TC_TOO_BIG, "the coefficients would pass their bound");
+  if (lib_peak)
+    *lib_peak = e.ml.peak;
   jpeg_destroy_decompress(&s);
   stoker_coefbuf_free(&e.cb);
   free(e.ph);

@@ -21,11 +21,13 @@ enum {
  * quantization tables, sampling factors and color space: one interleaved
  * scan of every component (a gray file's blocks one to an MCU), each MCU as
  * huff.c would decode it from that scan, all of them within cc_room bytes.
- * libjpeg may allocate at most max_memory bytes, reads at most max_scans
- * scans, and stops when *stop (if not NULL) turns nonzero. On anything but
- * STOKER_TC_OK, msg says why and cc may hold some MCUs (free it). */
+ * libjpeg may allocate at most max_memory bytes (all its allocations
+ * counted, memlim.c; 0: no limit), reads at most max_scans scans, and
+ * stops when *stop (if not NULL) turns nonzero. On anything but
+ * STOKER_TC_OK, msg says why and cc may hold some MCUs (free it).
+ * *lib_peak (if not NULL) is set to the most libjpeg's allocations held. */
 int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
                      long long max_memory, const int *stop, void *cc,
-                     long long cc_room, char *msg, size_t msg_len);
+                     long long cc_room, char *msg, size_t msg_len, long long *lib_peak);
 
 #endif

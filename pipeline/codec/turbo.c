@@ -115,8 +115,11 @@ static int code_of(int msg_code) {
 
 static void on_error(j_common_ptr c) {
   stoker_turbo *t = (stoker_turbo *)c;
-  char buf[JMSG_LENGTH_MAX];
-  (*c->err->format_message)(c, buf);
+  char buf[JMSG_LENGTH_MAX + 96];
+  if (t->ml.over)
+    stoker_memlim_msg(&t->ml, buf, sizeof buf);
+  else
+    (*c->err->format_message)(c, buf);
   t->code = code_of(c->err->msg_code);
   snprintf(t->msg, sizeof t->msg, "jpeg: %s", buf);
   longjmp(t->jb, 1);
@@ -167,6 +170,7 @@ stoker_turbo *stoker_new(void) {
     return NULL;
   }
   jpeg_create_decompress(&t->cinfo);
+  stoker_memlim_install(&t->ml, (j_common_ptr)&t->cinfo);
   t->prog.progress_monitor = on_progress;
   t->cinfo.progress = &t->prog;
   return t;
@@ -322,6 +326,8 @@ void stoker_begin_decode(stoker_turbo *t) {
     simd = jb->simd_max < best ? jb->simd_max : best;
   t->simd = jb->simd_used = simd;
   t->msg[0] = 0;
+  t->ml.over = 0;
+  jb->lib_peak = 0;
   t->code = STOKER_CORRUPT;
   t->max_scans = jb->max_scans;
   jb->scale_m = 8;
@@ -349,7 +355,11 @@ static void open_image(stoker_turbo *t, const unsigned char *data, size_t len,
   for (v = 0; v < jb->nviews; v++)
     if (!stoker_view_ok(jb, &jb->views[v]))
       stoker_fail(t, STOKER_UNSUPPORTED, "jpeg: bad geometry");
-  ci->mem->max_memory_to_use = (long)jb->max_memory;
+  /* Every allocation counted against the job's limit (memlim.c); libjpeg's
+   * own cap on its virtual arrays a little above it (it counts its pools'
+   * slop), a second guard. */
+  stoker_memlim_begin(&t->ml, jb->max_memory);
+  ci->mem->max_memory_to_use = jb->max_memory > 0 ? (long)jb->max_memory + (1L << 20) : 0;
   jpeg_mem_src(ci, data, (unsigned long)len);
   jpeg_read_header(ci, TRUE);
   if ((int)ci->image_width != jb->src_w || (int)ci->image_height != jb->src_h ||
@@ -634,6 +644,7 @@ static int decode_jpeg(stoker_turbo *t, const unsigned char *data, size_t len,
   stoker_begin_decode(t);
   /* Every step fails by longjmp back here (fail), with t->code set. */
   if (setjmp(t->jb)) {
+    t->job.lib_peak = t->ml.peak;
     jpeg_abort_decompress(&t->cinfo);
     return t->code;
   }
@@ -643,6 +654,7 @@ static int decode_jpeg(stoker_turbo *t, const unsigned char *data, size_t len,
   row_buffers(t, &g);
   read_rows(t, &g);
   end_scan(t);
+  t->job.lib_peak = t->ml.peak;
   jpeg_abort_decompress(&t->cinfo);
   for (v = 0; v < t->job.nviews; v++)
     stoker_vpass(t, v, g.gray, out + t->job.views[v].out_off);

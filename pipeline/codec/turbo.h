@@ -73,7 +73,8 @@ typedef struct {
   int hwc;  /* 1: interleaved HWC, 0: planar CHW */
   int scaling;
   int max_scans;
-  long long max_memory; /* libjpeg's max_memory_to_use */
+  long long max_memory; /* the most libjpeg's own allocations may hold,
+                           all counted (memlim.c); 0: no limit */
   long long out_len;    /* the output buffer's bytes: each view's
                            3*out_w*out_h at out_off must fit in them */
   /* Tuning and test knobs; all 0 by default. */
@@ -117,6 +118,8 @@ typedef struct {
    * rest lie below the views' last rows). */
   int prog_used;
   long long prog_total, prog_decoded;
+  /* The most libjpeg's own allocations held at once (memlim.c's count). */
+  long long lib_peak;
 } stoker_job;
 
 typedef struct stoker_turbo stoker_turbo;

@@ -8,6 +8,7 @@
 #include "huff.h"
 #include "passes.h"
 #include "phuff.h"
+#include "memlim.h"
 
 #include <setjmp.h>
 #include <stdint.h>
@@ -54,6 +55,7 @@ struct stoker_turbo {
   stoker_hix hix;
   stoker_coefbuf cbuf; /* MCUs to store in the coefficient cache */
   int rows_gray; /* stoker_rows_*: the rows given are gray (else RGBX) */
+  stoker_memlim ml; /* libjpeg's own memory, counted and capped (memlim.c) */
   /* The sample's abandoned flag, for one call (stoker_decode's stop). */
   const volatile int *stop;
 };

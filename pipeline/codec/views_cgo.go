@@ -326,7 +326,7 @@ func transcode(cc *CoefCache, key coefKey, check uint64, data []byte, hd *Header
 	if p == nil {
 		return nil, fileKeys{}
 	}
-	rc, _ := transcodeToCoefs(data, j.MaxScans, j.MaxMemory, stop, p, bound-coefOverhead)
+	rc, _, _ := transcodeToCoefs(data, j.MaxScans, j.MaxMemory, stop, p, bound-coefOverhead)
 	switch {
 	case rc == tcStopped:
 		coefsFree(p)

@@ -313,3 +313,12 @@ func xywhToXYXY(b [4]float64) [4]float32 {
 	x, y := float32(b[0]), float32(b[1])
 	return [4]float32{x, y, x + float32(b[2]), y + float32(b[3])}
 }
+
+// FileSize implements FileSizer: the indexed size of a directory's file
+// (not known for a store's).
+func (d *COCODataset) FileSize(i int) (int64, bool) {
+	if d.imgs != nil || i < 0 || i >= len(d.sizes) {
+		return 0, false
+	}
+	return capped(d.sizes[i], d.maxSize), true
+}

@@ -470,3 +470,28 @@ func (d *ImageFolder) ReadField(i, id int, buf []byte) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.files[i])
 }
+
+// FileSizer is a Dataset that knows the size of a sample's file before it
+// reads it (its index's, which Read holds the file to): the memory budget
+// reserves a read's buffer before the read (pipeline/header.go).
+type FileSizer interface {
+	// FileSize is sample i's file size and whether it is known; a file
+	// over the dataset's file cap is 0 (Read refuses it unread).
+	FileSize(i int) (int64, bool)
+}
+
+// capped is size, or 0 over the file cap max (Read refuses it unread).
+func capped(size, max int64) int64 {
+	if size > max {
+		return 0
+	}
+	return size
+}
+
+// FileSize implements FileSizer: the indexed size.
+func (d *ImageFolder) FileSize(i int) (int64, bool) {
+	if i < 0 || i >= len(d.sizes) {
+		return 0, false
+	}
+	return capped(d.sizes[i], d.maxSize), true
+}

@@ -260,3 +260,12 @@ func MixQuotas(parts []MixPart, n uint64) []uint64 {
 	}
 	return q
 }
+
+// FileSize implements FileSizer where the sample's dataset does.
+func (m *Mixed) FileSize(i int) (int64, bool) {
+	p, j := m.locate(i)
+	if fz, ok := m.parts[p].DS.(FileSizer); ok {
+		return fz.FileSize(j)
+	}
+	return 0, false
+}

@@ -361,3 +361,11 @@ func errNoLabel(shard, key, image string) error {
 		"or none at all for a dataset without classes (captions: its labels are then -1)",
 		ErrUnsupported, shard, key, image, key)
 }
+
+// FileSize implements FileSizer: the tar member's size.
+func (d *WebDataset) FileSize(i int) (int64, bool) {
+	if i < 0 || i >= len(d.samples) || d.samples[i].noImage {
+		return 0, false
+	}
+	return capped(d.samples[i].size, d.maxSize), true
+}

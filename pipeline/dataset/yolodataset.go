@@ -435,3 +435,12 @@ func (d *YOLODataset) HasSegments() bool {
 	}
 	return false
 }
+
+// FileSize implements FileSizer: the indexed size of a directory's file
+// (not known for a store's).
+func (d *YOLODataset) FileSize(i int) (int64, bool) {
+	if d.imgs != nil {
+		return 0, false
+	}
+	return d.ImageFolder.FileSize(i)
+}
