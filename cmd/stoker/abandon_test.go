@@ -44,6 +44,7 @@ func startBomb(t *testing.T, ctx context.Context, p *serveProc) *feedReader {
 // abandoned and every worker comes back from them (the server's metrics
 // say so), and a victim's epoch on the same server is then made whole.
 func TestBombAbandonedOnDisconnect(t *testing.T) {
+	parallelTest(t)
 	ctx := processTest(t, 3*time.Minute)
 	ds := writeDataset(t, 16, 2, 0)
 	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 2, args: noCostLimit})
@@ -67,6 +68,7 @@ func TestBombAbandonedOnDisconnect(t *testing.T) {
 // the stream at the end of its grace, abandons the samples and exits 0
 // (before this, it ran on for minutes).
 func TestSIGTERMDuringBomb(t *testing.T) {
+	parallelTest(t)
 	ctx := processTest(t, 3*time.Minute)
 	ds := writeDataset(t, 4, 2, 0)
 	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 2, args: append([]string{"--grace", "2s"}, noCostLimit...)})
