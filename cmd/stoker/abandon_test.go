@@ -92,23 +92,33 @@ func TestSIGTERMDuringBomb(t *testing.T) {
 	}
 }
 
-// slowJob is a batch of 12 whose samples take a few blurs each: a batch
-// takes several lease timeouts of 1s on one worker.
+// slowJob is a batch of slowBatch samples of 256 pixels, each blurred 8
+// times: a batch takes several lease timeouts of 1s on one worker, in
+// samples some fifty times shorter than the timeout. A maker's progress
+// is counted in steps (a blur) and samples, and a batch queued behind
+// another moves only when a sample of that one ends; 12 samples of 4
+// blurs at 1024 pixels (a tenth of a second each on a quiet machine) made
+// the same work in samples that a loaded machine stretched past the
+// timeout: a maker that kept working looked hung between two of them.
 func slowJob() *stokerv1.JobSpec {
-	ops := []*stokerv1.Op{{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: 1024}}}}
-	for range 4 {
+	ops := []*stokerv1.Op{{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: 256}}}}
+	for range 8 {
 		ops = append(ops, &stokerv1.Op{Op: &stokerv1.Op_GaussianBlur{GaussianBlur: &stokerv1.GaussianBlur{KernelX: 101, KernelY: 101, SigmaMin: 50, SigmaMax: 50}}})
 	}
-	return &stokerv1.JobSpec{Dataset: "ds", Transform: &stokerv1.TransformSpec{Ops: ops}, BatchSize: 12, Seed: 3, Shuffle: true}
+	return &stokerv1.JobSpec{Dataset: "ds", Transform: &stokerv1.TransformSpec{Ops: ops}, BatchSize: slowBatch, Seed: 3, Shuffle: true}
 }
+
+// slowBatch is slowJob's batch size; its tests run two batches.
+const slowBatch = 96
 
 // TestSlowBatchNotReleased: --workers 1 and --lease-timeout 1s, batches
 // that take several timeouts to make (and a second batch queued behind
 // the first): the epoch completes with each batch leased once, none
 // failed, because a lease's deadline follows its maker's progress.
 func TestSlowBatchNotReleased(t *testing.T) {
+	parallelTest(t)
 	ctx := processTest(t, 3*time.Minute)
-	ds := writeDataset(t, 24, 2, 0)
+	ds := writeDataset(t, 2*slowBatch, 2, 0)
 	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 1, args: append([]string{"--lease-timeout", "1s"}, noCostLimit...)})
 	spec := slowJob()
 	start := time.Now()
@@ -137,8 +147,9 @@ func TestSlowBatchNotReleased(t *testing.T) {
 // so each batch is leased once, and the peer makes each once, none
 // cancelled. (Whole batches: --cache-affinity=false.)
 func TestSlowBatchNotReleasedOnPeer(t *testing.T) {
+	parallelTest(t)
 	ctx := processTest(t, 3*time.Minute)
-	ds := writeDataset(t, 24, 2, 0)
+	ds := writeDataset(t, 2*slowBatch, 2, 0)
 	peer := startPeers(t, ctx, 1, ds)[0]
 	coord := startServe(t, ctx, serveConfig{name: "coordinator", dataset: ds, peers: peerList(peer),
 		args: append([]string{"--lease-timeout", "1s", "--cache-affinity=false"}, noCostLimit...)})
