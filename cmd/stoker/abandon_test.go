@@ -44,6 +44,7 @@ func startBomb(t *testing.T, ctx context.Context, p *serveProc) *feedReader {
 // abandoned and every worker comes back from them (the server's metrics
 // say so), and a victim's epoch on the same server is then made whole.
 func TestBombAbandonedOnDisconnect(t *testing.T) {
+	parallelTest(t)
 	ctx := processTest(t, 3*time.Minute)
 	ds := writeDataset(t, 16, 2, 0)
 	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 2, args: noCostLimit})
@@ -67,6 +68,7 @@ func TestBombAbandonedOnDisconnect(t *testing.T) {
 // the stream at the end of its grace, abandons the samples and exits 0
 // (before this, it ran on for minutes).
 func TestSIGTERMDuringBomb(t *testing.T) {
+	parallelTest(t)
 	ctx := processTest(t, 3*time.Minute)
 	ds := writeDataset(t, 4, 2, 0)
 	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 2, args: append([]string{"--grace", "2s"}, noCostLimit...)})
@@ -90,24 +92,41 @@ func TestSIGTERMDuringBomb(t *testing.T) {
 	}
 }
 
-// slowJob is a batch of 12 whose samples take a few blurs each: a batch
-// takes several lease timeouts of 1s on one worker.
+// slowJob is a batch of slowBatch samples of 256 pixels, each blurred 8
+// times: on one worker a batch takes longer than slowLeaseTimeout (some
+// 3 s on a quiet machine, more under load), in samples of 12-26 ms and
+// steps (a blur each) of a few. A maker's progress is counted in steps
+// and samples, and a batch queued behind another moves only when a
+// sample of that one ends; 12 samples of 4 blurs at 1024 pixels (a tenth
+// of a second each on a quiet machine) under a 1 s timeout made the same
+// work in samples that a loaded machine stretched past the timeout: a
+// maker that kept working looked hung between two of them.
 func slowJob() *stokerv1.JobSpec {
-	ops := []*stokerv1.Op{{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: 1024}}}}
-	for range 4 {
+	ops := []*stokerv1.Op{{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: 256}}}}
+	for range 8 {
 		ops = append(ops, &stokerv1.Op{Op: &stokerv1.Op_GaussianBlur{GaussianBlur: &stokerv1.GaussianBlur{KernelX: 101, KernelY: 101, SigmaMin: 50, SigmaMax: 50}}})
 	}
-	return &stokerv1.JobSpec{Dataset: "ds", Transform: &stokerv1.TransformSpec{Ops: ops}, BatchSize: 12, Seed: 3, Shuffle: true}
+	return &stokerv1.JobSpec{Dataset: "ds", Transform: &stokerv1.TransformSpec{Ops: ops}, BatchSize: slowBatch, Seed: 3, Shuffle: true}
 }
 
-// TestSlowBatchNotReleased: --workers 1 and --lease-timeout 1s, batches
-// that take several timeouts to make (and a second batch queued behind
+// slowBatch is slowJob's batch size; its tests run two batches.
+const slowBatch = 192
+
+// slowLeaseTimeout is the --lease-timeout of slowJob's tests: a hundred
+// samples' time on a quiet machine, so that a maker starved of the CPU
+// for a while (8 CPU hogs beside other work, load 15 on 2 cores, did it
+// for a second) is not taken for a hung one.
+const slowLeaseTimeout = 2 * time.Second
+
+// TestSlowBatchNotReleased: --workers 1 and --lease-timeout 2s, batches
+// that take longer than that to make (and a second batch queued behind
 // the first): the epoch completes with each batch leased once, none
 // failed, because a lease's deadline follows its maker's progress.
 func TestSlowBatchNotReleased(t *testing.T) {
+	parallelTest(t)
 	ctx := processTest(t, 3*time.Minute)
-	ds := writeDataset(t, 24, 2, 0)
-	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 1, args: append([]string{"--lease-timeout", "1s"}, noCostLimit...)})
+	ds := writeDataset(t, 2*slowBatch, 2, 0)
+	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 1, args: append([]string{"--lease-timeout", slowLeaseTimeout.String()}, noCostLimit...)})
 	spec := slowJob()
 	start := time.Now()
 	res := consumeEpoch(t, ctx, p.addr, spec, consumeOpts{})
@@ -121,7 +140,7 @@ func TestSlowBatchNotReleased(t *testing.T) {
 	}
 	leases, failed := sumSeries(ms, "stoker_leases_total"), sumSeries(ms, "stoker_lease_failures_total")
 	t.Logf("epoch of 2 batches in %v: %v leases, %v failed", took.Round(time.Millisecond), leases, failed)
-	if took < 2*time.Second {
+	if took < 2*slowLeaseTimeout {
 		t.Logf("note: the epoch took under two lease timeouts; the test shows less than it could on this machine")
 	}
 	if leases != 2 || failed != 0 {
@@ -130,16 +149,17 @@ func TestSlowBatchNotReleased(t *testing.T) {
 }
 
 // TestSlowBatchNotReleasedOnPeer: the same batches made by a peer with one
-// worker for a coordinator with --workers 0 and --lease-timeout 1s: the
+// worker for a coordinator with --workers 0 and --lease-timeout 2s: the
 // peer reports each lease's progress on the Work stream (LeaseProgress),
 // so each batch is leased once, and the peer makes each once, none
 // cancelled. (Whole batches: --cache-affinity=false.)
 func TestSlowBatchNotReleasedOnPeer(t *testing.T) {
+	parallelTest(t)
 	ctx := processTest(t, 3*time.Minute)
-	ds := writeDataset(t, 24, 2, 0)
+	ds := writeDataset(t, 2*slowBatch, 2, 0)
 	peer := startPeers(t, ctx, 1, ds)[0]
 	coord := startServe(t, ctx, serveConfig{name: "coordinator", dataset: ds, peers: peerList(peer),
-		args: append([]string{"--lease-timeout", "1s", "--cache-affinity=false"}, noCostLimit...)})
+		args: append([]string{"--lease-timeout", slowLeaseTimeout.String(), "--cache-affinity=false"}, noCostLimit...)})
 	waitPeersReady(t, ctx, coord, 1)
 	spec := slowJob()
 	start := time.Now()

@@ -104,6 +104,7 @@ func TestFaultKillPeerAffinity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 8*time.Minute)
 	data := writeDataset(t, faultSamples, faultClasses, 0)
 	spec := testJob(faultBatch, 14)
@@ -236,6 +237,7 @@ func TestFaultAffinityOffSameBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 5*time.Minute)
 	data := writeDataset(t, faultSamples, faultClasses, 0)
 	peers := startPeers(t, ctx, 3, data)

@@ -88,6 +88,7 @@ func TestFaultKillPeer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	for _, frac := range []float64{0.3, 0.5, 0.9} {
 		t.Run(fmt.Sprintf("at%d%%", int(frac*100)), func(t *testing.T) {
 			ctx := processTest(t, 5*time.Minute)
@@ -152,6 +153,7 @@ func TestFaultStoppedPeer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 5*time.Minute)
 	c := startFaultCluster(t, ctx, 3)
 	spec := testJob(faultBatch, 8)
@@ -239,6 +241,7 @@ func TestFaultFingerprintMismatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 5*time.Minute)
 	data := writeDataset(t, faultSamples, faultClasses, 0)
 	other := writeDataset(t, faultSamples, faultClasses, 1)
@@ -304,6 +307,7 @@ func TestFaultSameBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 5*time.Minute)
 	c := startFaultCluster(t, ctx, 3)
 	alone := startServe(t, ctx, serveConfig{name: "alone", dataset: c.data, workers: 2})
@@ -343,6 +347,7 @@ func TestFaultConcurrentJobs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 5*time.Minute)
 	c := startFaultCluster(t, ctx, 3)
 	const jobs = 4

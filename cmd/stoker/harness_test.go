@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,9 +48,21 @@ var (
 	binErr  error
 )
 
+// defaultParallel is how many parallel tests (parallelTest) run at a time
+// unless -test.parallel (go test -parallel) says: more than go test's
+// default, GOMAXPROCS, as most of them wait on their processes' clocks
+// (leases, back-offs, a trainer's steps) rather than on this process.
+const defaultParallel = 4
+
 func TestMain(m *testing.M) {
 	if argv := os.Getenv(peakChildEnv); argv != "" {
 		os.Exit(peakTrampoline(argv))
+	}
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet && runtime.GOMAXPROCS(0) < defaultParallel {
+		flag.Set("test.parallel", strconv.Itoa(defaultParallel))
 	}
 	code := m.Run()
 	for _, dir := range []string{binDir, baseDir} {
@@ -96,19 +110,32 @@ func processTest(t testing.TB, d time.Duration) context.Context {
 // waitingTest marks t as a test that spends most of its time waiting on
 // a stoker process's clock, not on the CPU: the coordinator's back-off
 // between a failing batch's tries (0.1 s doubling, 8 tries: some 25 s),
-// a fault proxy's hold, idle store connections' timeout. Such tests run
-// in parallel with each other (go test's -parallel, GOMAXPROCS of them
-// at a time), after the package's sequential tests, so that their waits
-// overlap. They check no time and no CPU share, only what the processes
-// answer, and take their store's variables through serveConfig.env and
-// runIndexCmd's env (s3Store, faultProxy), never t.Setenv. Call it
-// first: before processTest, whose deadline would run while the test
-// waits for its turn.
+// a fault proxy's hold, idle store connections' timeout. It is a
+// parallelTest.
 func waitingTest(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("runs stoker serve and versitygw processes")
 	}
+	parallelTest(t)
+}
+
+// parallelTest marks t as a process test that runs beside the other
+// parallel ones (t.Parallel: after the package's sequential tests, at
+// most -test.parallel at a time, which TestMain raises: see
+// defaultParallel), so that one's waits overlap another's work. Such a
+// test has processes, temporary directories and loopback ports (port 0)
+// of its own; it takes its store's variables through serveConfig.env and
+// runIndexCmd's env (s3Store, faultProxy), never t.Setenv; it changes no
+// process-wide state (signals, working directory, umask, flags); and it
+// checks no time, CPU share or RSS, only what the processes answer, with
+// deadlines that only turn a hang into a failure. Tests that measure a
+// process's CPU or memory, or need the machine to themselves (CPU hogs,
+// victims of a hog, RSS floods), stay sequential. Call it first (after
+// a -short skip): before processTest, whose deadline would run while the
+// test waits for its turn.
+func parallelTest(t *testing.T) {
+	t.Helper()
 	t.Parallel()
 }
 
@@ -118,6 +145,20 @@ func waitingTest(t *testing.T) {
 // enough for a loaded machine. The test's own deadline (testCtx) bounds
 // it too.
 const hangGuard = 2 * time.Minute
+
+// buildCtx bounds a build a test runs (go build, make): a hang guard, not
+// a time the build must keep, as a build on a loaded machine takes minutes.
+// It ends a minute before the test binary's own deadline (go test
+// -timeout) would, or in 25 minutes without one, and with the test.
+func buildCtx(t *testing.T) context.Context {
+	end := time.Now().Add(25 * time.Minute)
+	if d, ok := t.Deadline(); ok {
+		end = d.Add(-time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), end)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 // testCtx is the test's deadline: a hang anywhere (a Recv, a wait for a
 // log line or a metric) turns into a failure when it passes.

@@ -189,6 +189,14 @@ func TestServeWorkJobFloodRSS(t *testing.T) {
 	if got := p.metric(t, ctx, "stoker_refusals_total"); got < 2 {
 		t.Errorf("stoker_refusals_total %v; want at least 2", got)
 	}
+	// The worker ends a job no lease named for a minute (work.DefaultJobIdle)
+	// and gives its memory back: a flood that outlasts that minute (a
+	// heavily loaded machine) holds less than it sent, and the stream
+	// refused last (which refills the share the first one left) may never
+	// reach the share. Said here, as the cause of a missing refusal.
+	if n := len(p.findLogs("work job ended: no lease", nil)); n > 0 {
+		t.Logf("%d jobs ended for want of a lease (the worker's one-minute job idle) while the streams ran: the flood outlasted that minute here", n)
+	}
 	if hwm > budget+margin {
 		t.Errorf("peak RSS %d MiB; want at most the budget (%d MiB) plus %d MiB", hwm/mib, budget/mib, margin/mib)
 	}

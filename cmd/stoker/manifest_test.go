@@ -118,17 +118,9 @@ func setEnv(t *testing.T, env []string) {
 	}
 }
 
-// proxied starts a fault proxy (seed, plan) in front of s and points this
-// process's AWS variables at it, for the stoker processes the test starts.
-func proxied(t *testing.T, s *storetest.S3, seed uint64, plan faultproxy.Plan) *faultproxy.Proxy {
-	t.Helper()
-	p, env := faultProxy(t, s, seed, plan)
-	setEnv(t, env)
-	return p
-}
-
-// faultProxy is proxied for a parallel test: it returns the variables that
-// point a stoker process at the proxy instead of setting them.
+// faultProxy starts a fault proxy (seed, plan) in front of s and returns
+// the variables that point a stoker process at it (serveConfig.env,
+// runIndexCmd's env); it sets none of this process's.
 func faultProxy(t *testing.T, s *storetest.S3, seed uint64, plan faultproxy.Plan) (*faultproxy.Proxy, []string) {
 	t.Helper()
 	p, err := faultproxy.New(s.Endpoint, seed, plan)

@@ -88,6 +88,7 @@ func TestFaultSlowPeer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	nb := faultSamples / faultBatch
 	// healthyMade checks that the healthy worker had a hand in nearly
 	// every batch of both coordinators' epochs (a whole batch, or a part).

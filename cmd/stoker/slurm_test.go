@@ -192,6 +192,7 @@ func slurmTrainer() error {
 // variables reach every worker); at each epoch's end the job says how
 // many worker nodes it would have needed; and it leaves nothing behind.
 func TestSlurmJob(t *testing.T) {
+	parallelTest(t)
 	slurmJobs(t, func(data string) (string, []string) { return data, nil })
 }
 
@@ -199,6 +200,7 @@ func TestSlurmJob(t *testing.T) {
 // images in a real S3 server (versitygw on loopback), the credentials in
 // the environment sbatch was given, as the script says.
 func TestSlurmJobBucket(t *testing.T) {
+	parallelTest(t)
 	slurmJobs(t, func(data string) (string, []string) {
 		s3 := storetest.StartS3(t, t.TempDir())
 		s3.CreateBucket(t, "datasets")

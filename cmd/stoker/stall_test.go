@@ -159,6 +159,7 @@ func TestStallTooFewMakers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 3*time.Minute)
 	srv := startServe(t, ctx, serveConfig{name: "one core", dataset: writeDataset(t, 64, 2, 0), workers: 1})
 	tr := startTrainer(t, ctx, srv.addr, testJob(8, 1), 0)
@@ -195,6 +196,7 @@ func TestStallSlowTrainer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 4*time.Minute)
 	data := writeDataset(t, 64, 2, 0)
 	for _, tc := range []struct {
@@ -256,14 +258,15 @@ func TestStallSlowStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve and versitygw processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 4*time.Minute)
 	data := writeDataset(t, 160, 2, 0)
-	s := s3Env(t)
+	s := s3Store(t)
 	s.PutTree(t, "bkt", "slow/", data)
-	runIndexCmd(t, ctx, nil, s.URL("bkt", "slow/"))
-	proxied(t, s, 1, faultproxy.Plan{Latency: time.Second})
+	runIndexCmd(t, ctx, s.Env(), s.URL("bkt", "slow/"))
+	_, env := faultProxy(t, s, 1, faultproxy.Plan{Latency: time.Second})
 	srv := startServe(t, ctx, serveConfig{name: "slow store", dataset: s.URL("bkt", "slow/"), workers: 2,
-		args: []string{"--lease-timeout", "30s"}})
+		args: []string{"--lease-timeout", "30s"}, env: env})
 	// One epoch: a second would be read from the byte cache.
 	tr := startTrainer(t, ctx, srv.addr, testJob(2, 1), 0, client.WithEpochs(1))
 	expectVerdict(t, readVerdicts(t, ctx, srv.addr, tr, verdictsWanted), "read", "reading is slow")
@@ -336,6 +339,7 @@ func TestStallPeers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 4*time.Minute)
 	data := writeDataset(t, 64, 2, 0)
 	t.Run("network", func(t *testing.T) {

@@ -45,16 +45,10 @@ func makeBinary(t *testing.T, target, binVar, dir string) string {
 		t.Fatalf("the image's build is `make %s`, and there is no make: %v", target, err)
 	}
 	bin := filepath.Join(dir, "stoker")
-	// A hang guard, not a time the build must keep: a first build of
-	// these tags compiles every package again (the cloud SDKs among
-	// them), over ten minutes on a loaded 2-core machine. It ends a
-	// minute before the test binary's own deadline would.
-	end := time.Now().Add(25 * time.Minute)
-	if d, ok := t.Deadline(); ok {
-		end = d.Add(-time.Minute)
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), end)
-	defer cancel()
+	// A first build of these tags compiles every package again (the
+	// cloud SDKs among them), over ten minutes on a loaded 2-core
+	// machine: buildCtx's hang guard, not a time the build must keep.
+	ctx := buildCtx(t)
 	start := time.Now()
 	out, err := exec.CommandContext(ctx, "make", "-C", "../..", target, binVar+"="+bin).CombinedOutput()
 	if err != nil {
@@ -145,6 +139,7 @@ func TestStaticImageRoot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the static binary and runs it")
 	}
+	parallelTest(t)
 	bin := buildStatic(t, t.TempDir())
 	checkStatic(t, bin)
 	src := writeDataset(t, 24, 3, 0)
@@ -248,6 +243,7 @@ func TestGPUHostImageRoot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the GPU host's binary and runs it")
 	}
+	parallelTest(t)
 	bin := makeBinary(t, "gpuhost", "GPUHOST_BIN", t.TempDir())
 	f, err := elf.Open(bin)
 	if err != nil {

@@ -49,6 +49,7 @@ func TestStatusWatchTerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 2*time.Minute)
 	srv := watchedServer(t, ctx)
 	master, slave := openPTY(t, 120, 50)

@@ -73,6 +73,7 @@ func TestStatusWatchLines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
+	parallelTest(t)
 	ctx := processTest(t, 2*time.Minute)
 	srv := watchedServer(t, ctx)
 	cmd := exec.CommandContext(ctx, stokerBinary(t), "status", "--watch", "--every", "200ms", srv.addr)
