@@ -50,6 +50,7 @@ const (
 	// this long while no lease is pending (coordinators ping within a
 	// third of it).
 	DefaultWorkIdleTimeout = time.Minute
+	DefaultWorkJobIdle     = work.DefaultJobIdle // Config.WorkJobIdle's default
 	// MaxChunkBytes is the largest Chunk the server sends (job.MaxChunkBytes).
 	MaxChunkBytes = job.MaxChunkBytes
 	// maxRecvMsgBytes bounds what a client may send: its messages are small.
@@ -179,6 +180,9 @@ type Config struct {
 	// while no lease of it is pending; its first request must come within
 	// FirstMessageTimeout. Default DefaultWorkIdleTimeout.
 	WorkIdleTimeout time.Duration
+	// WorkJobIdle ends a Work stream's job that had no lease this long,
+	// freeing its queue and Work memory. Default DefaultWorkJobIdle.
+	WorkJobIdle time.Duration
 	// MemoryBudget is the memory the server may use. Batch buffers, which
 	// are nearly all of it (Feed jobs' reorder buffers and Work leases),
 	// come out of three quarters of what the coef and partner caches
@@ -300,9 +304,6 @@ type Config struct {
 	// For tests: the decoder identity the server claims (WorkerInfo) and
 	// compares its peers' with; nil: pipeline.LocalIdentity().
 	identity *pipeline.Identity
-	// For tests: how long a Work stream's job may go without a lease
-	// before the worker ends it; 0: work.DefaultJobIdle.
-	workJobIdle time.Duration
 	// For tests: resolves a dns:/// Peers name; nil: DNS.
 	lookup func(ctx context.Context, host string) ([]string, error)
 }
@@ -408,9 +409,9 @@ func (c Config) Validate() error {
 	if c.MaxStreamsPerClient < 0 {
 		errs = append(errs, fmt.Errorf("max streams per client %d: want >= 0 (0 means %d)", c.MaxStreamsPerClient, DefaultMaxStreamsPerClient))
 	}
-	if c.MaxWorkStreams < 0 || c.MaxWorkStreamsPerClient < 0 || c.WorkIdleTimeout < 0 {
-		errs = append(errs, fmt.Errorf("max work streams %d, max work streams per client %d, work idle timeout %v: want >= 0 (0: the default)",
-			c.MaxWorkStreams, c.MaxWorkStreamsPerClient, c.WorkIdleTimeout))
+	if c.MaxWorkStreams < 0 || c.MaxWorkStreamsPerClient < 0 || c.WorkIdleTimeout < 0 || c.WorkJobIdle < 0 {
+		errs = append(errs, fmt.Errorf("max work streams %d, max work streams per client %d, work idle timeout %v, work job idle %v: want >= 0 (0: the default)",
+			c.MaxWorkStreams, c.MaxWorkStreamsPerClient, c.WorkIdleTimeout, c.WorkJobIdle))
 	}
 	return errors.Join(errs...)
 }
@@ -465,8 +466,8 @@ func (c Config) withDefaults() Config {
 	if c.WorkIdleTimeout == 0 {
 		c.WorkIdleTimeout = DefaultWorkIdleTimeout
 	}
-	if c.workJobIdle == 0 {
-		c.workJobIdle = work.DefaultJobIdle
+	if c.WorkJobIdle == 0 {
+		c.WorkJobIdle = DefaultWorkJobIdle
 	}
 	c.coefCache = limits.CoefCacheBytes(c.CoefBudget, c.MemoryBudget, c.Workers)
 	c.partnerCache = limits.PartnerCacheBytes(c.PartnerBudget, c.MemoryBudget, c.Workers)

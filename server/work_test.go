@@ -90,7 +90,7 @@ func TestWorkJobIdle(t *testing.T) {
 	// anything measured. At 100 ms a worker slow to read the lease sent
 	// right after a job's registration could end the job in between; a
 	// second between two messages read back to back is a stall, not load.
-	e := newEnv(t, Config{Workers: 1, workJobIdle: time.Second})
+	e := newEnv(t, Config{Workers: 1, WorkJobIdle: time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	s, info := openWork(t, ctx, e)

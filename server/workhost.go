@@ -44,7 +44,7 @@ func (s *Server) newWorker() *work.Worker {
 	return work.NewWorker(work.WorkerConfig{
 		Host: workHost{s}, Metrics: s.m.work, Log: s.log,
 		Executors: s.exec.Workers(), Identity: s.cfg.decoderIdentity(), MaxChunkBytes: MaxChunkBytes,
-		FirstMessageTimeout: s.cfg.FirstMessageTimeout, IdleTimeout: s.cfg.WorkIdleTimeout, JobIdle: s.cfg.workJobIdle,
+		FirstMessageTimeout: s.cfg.FirstMessageTimeout, IdleTimeout: s.cfg.WorkIdleTimeout, JobIdle: s.cfg.WorkJobIdle,
 		Draining: s.draining,
 	})
 }

@@ -92,7 +92,11 @@ func TestServeWorkJobFloodRSS(t *testing.T) {
 		maxJobs = 3000 // per stream: a bound, never reached if refusals work
 	)
 	p := startServe(t, ctx, serveConfig{name: "worker", dataset: writeDataset(t, 8, 2, 0), workers: 1,
-		args: []string{"--memory-budget", strconv.Itoa(budget), "--max-work-memory-per-client", "14000000"}})
+		// --work-job-idle: the flood's first jobs must stay while the
+		// rest arrive; on a loaded machine the flood takes minutes, and
+		// the default minute would end them, emptying the share the
+		// refusal is to come from.
+		args: []string{"--memory-budget", strconv.Itoa(budget), "--max-work-memory-per-client", "14000000", "--work-job-idle", "1h"}})
 	rss0, _ := p.procMem(t)
 
 	spec := testJob(8, 1)
