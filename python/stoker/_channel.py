@@ -10,11 +10,12 @@ gRPC is imported on first use, never by ``import stoker``.
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from stoker import _args
 from stoker._errors import StokerError, rpc_error
@@ -24,7 +25,8 @@ from stoker.v1 import stoker_pb2 as pb
 if TYPE_CHECKING:  # pragma: no cover
     import grpc
 
-__all__ = ["MAX_RECEIVE_MESSAGE_BYTES", "KEEPALIVE_OPTIONS", "DEFAULT_PORT", "Endpoint", "Connection", "DatasetInfo",
+__all__ = ["MAX_RECEIVE_MESSAGE_BYTES", "KEEPALIVE_OPTIONS", "KEEPALIVE_TIME_ENV", "KEEPALIVE_TIMEOUT_ENV",
+           "keepalive_options", "DEFAULT_PORT", "Endpoint", "Connection", "DatasetInfo",
            "is_loopback", "with_default_port", "speaks_tls", "list_datasets"]
 
 #: gRPC receive limit: chunks are at most ~4 MiB, and a batch's header with
@@ -40,6 +42,7 @@ MAX_RECEIVE_MESSAGE_BYTES = 48 << 20
 #: data in between. The server allows a ping every 10 s (its keepalive
 #: enforcement policy: MinTime 10 s, PermitWithoutStream); gRPC times the
 #: next ping from the last data or ping answer, so they never come faster.
+#: The environment can set both intervals (:func:`keepalive_options`).
 #:
 #: keepalive_timeout_ms alone is not enough: with grpcio 1.85 a keepalive
 #: ping left unanswered was still pending 30 s later (measured against a
@@ -62,6 +65,48 @@ KEEPALIVE_OPTIONS: Tuple[Tuple[str, int], ...] = (
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
 )
+
+#: The environment variables that set the keepalive's two intervals, in
+#: seconds, for the channels made after they are set: how long without
+#: data before a ping (10 by default), and how long a ping waits for its
+#: answer before the server is taken for dead (15 by default).
+KEEPALIVE_TIME_ENV = "STOKER_KEEPALIVE_TIME"
+KEEPALIVE_TIMEOUT_ENV = "STOKER_KEEPALIVE_TIMEOUT"
+
+
+def keepalive_options(environ: Optional[Mapping[str, str]] = None) -> Tuple[Tuple[str, int], ...]:
+    """:data:`KEEPALIVE_OPTIONS`, with the intervals that
+    ``STOKER_KEEPALIVE_TIME`` and ``STOKER_KEEPALIVE_TIMEOUT`` set (seconds,
+    positive and finite; ValueError naming the variable otherwise) in place
+    of 10 and 15 s. A longer timeout suits a trainer whose host is so
+    loaded that gRPC's own threads wait seconds to run; a shorter one finds
+    a hung server sooner. ``stoker serve`` takes a ping more often than
+    every 10 s while it sends nothing for abuse: at the fourth ping since
+    its last data, each within 10 s of the one before, it closes the
+    connection (GOAWAY "too_many_pings"), so a ``STOKER_KEEPALIVE_TIME``
+    under 10 holds only while data flows (the tests use one to find a
+    stopped server in seconds)."""
+    env = os.environ if environ is None else environ
+    ms = {"grpc.keepalive_time_ms": _env_ms(env, KEEPALIVE_TIME_ENV),
+          "grpc.keepalive_timeout_ms": _env_ms(env, KEEPALIVE_TIMEOUT_ENV),
+          "grpc.http2.ping_timeout_ms": _env_ms(env, KEEPALIVE_TIMEOUT_ENV)}
+    return tuple((k, ms[k] if ms.get(k) is not None else v) for k, v in KEEPALIVE_OPTIONS)
+
+
+def _env_ms(env: Mapping[str, str], name: str) -> Optional[int]:
+    """Environment variable ``name``, seconds, as whole milliseconds (at
+    least 1); None where it is unset or empty."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        v = float(raw)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{name}={raw!r}: must be a positive, finite number of seconds")
+    return max(1, round(v * 1000))
+
 
 _FEED_METHOD = "/stoker.v1.FeedService/Feed"
 _LIST_METHOD = "/stoker.v1.FeedService/ListDatasets"
@@ -405,7 +450,7 @@ def _channel(endpoint: Endpoint) -> "grpc.Channel":
     options = [
         ("grpc.max_receive_message_length", MAX_RECEIVE_MESSAGE_BYTES),
         ("grpc.max_send_message_length", 1 << 20),
-        *KEEPALIVE_OPTIONS,
+        *keepalive_options(),
     ]
     credentials = endpoint.channel_credentials()
     if credentials is not None:

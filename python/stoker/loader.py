@@ -177,7 +177,9 @@ class Loader:
             before raising StokerError("DEADLINE_EXCEEDED"); None waits for
             as long as the server is alive: the channel pings it after 10 s
             without data, and raises StokerError("UNAVAILABLE") when it does
-            not answer within 5 s (a hung server, or a cut network).
+            not answer within 15 s (a hung server, or a cut network); the
+            environment variables STOKER_KEEPALIVE_TIME and
+            STOKER_KEEPALIVE_TIMEOUT (seconds) set these two intervals.
         token: a bearer token sent on every call (the Feed stream, len()'s
             DescribeJob), for servers run with ``--auth-tokens``. It is
             refused (ValueError, before any connection) when it would go in

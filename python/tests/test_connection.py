@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import re
 import signal
 import socket
 import time
@@ -17,7 +18,8 @@ from typing import Iterator
 import pytest
 
 import stoker
-from stoker._channel import Endpoint, is_loopback, with_default_port
+from stoker._channel import (KEEPALIVE_OPTIONS, KEEPALIVE_TIME_ENV, KEEPALIVE_TIMEOUT_ENV, Endpoint, is_loopback,
+                             keepalive_options, with_default_port)
 
 from helpers import TINY_N, collect, loader
 
@@ -275,12 +277,19 @@ def test_is_loopback(target: str, want: bool) -> None:
 # 3. Keepalive.
 
 
-def test_keepalive_detects_a_hung_server(start_server) -> None:
+def test_keepalive_detects_a_hung_server(start_server, monkeypatch: pytest.MonkeyPatch) -> None:
     # With timeout=None a loader waits as long as the server is alive; a
     # stopped one (SIGSTOP: its socket stays open, nothing answers) stops
-    # answering keepalive pings, found within 10 s (ping) + 15 s (timeout)
-    # of the last data. (The sleep lets gRPC's own ping, sent on data, be
-    # answered first: it is the keepalive ping that finds the hang.)
+    # answering keepalive pings, found within STOKER_KEEPALIVE_TIME (ping)
+    # + STOKER_KEEPALIVE_TIMEOUT of the last data: 2 s + 2 s here, where
+    # the defaults (10 s + 15 s) made this test wait 25 s. A ping every
+    # 2 s is under the server's 10 s minimum, which it enforces at the
+    # fourth ping since its last data: the server is stopped before the
+    # second. (The
+    # sleep lets gRPC's own ping, sent on data, be answered first: it is
+    # the keepalive ping that finds the hang.)
+    monkeypatch.setenv(KEEPALIVE_TIME_ENV, "2")
+    monkeypatch.setenv(KEEPALIVE_TIMEOUT_ENV, "2")
     srv = start_server()
     pid = srv.proc.pid
     ld = loader(srv.addr, timeout=None, prefetch=2)
@@ -303,6 +312,22 @@ def test_keepalive_detects_a_hung_server(start_server) -> None:
         os.kill(pid, signal.SIGCONT)
         ld.close()
         srv.stop()
+
+
+def test_keepalive_intervals_from_the_environment() -> None:
+    """STOKER_KEEPALIVE_TIME and STOKER_KEEPALIVE_TIMEOUT set the ping's
+    interval and its timeout (both of gRPC's: keepalive's and every
+    ping's), in seconds; unset or empty, the defaults; anything but a
+    positive, finite number is refused, naming the variable."""
+    assert keepalive_options({}) == KEEPALIVE_OPTIONS
+    assert keepalive_options({KEEPALIVE_TIME_ENV: "", KEEPALIVE_TIMEOUT_ENV: " "}) == KEEPALIVE_OPTIONS
+    got = dict(keepalive_options({KEEPALIVE_TIME_ENV: "30", KEEPALIVE_TIMEOUT_ENV: "0.25"}))
+    assert got == dict(KEEPALIVE_OPTIONS, **{"grpc.keepalive_time_ms": 30_000, "grpc.keepalive_timeout_ms": 250,
+                                              "grpc.http2.ping_timeout_ms": 250})
+    assert dict(keepalive_options({KEEPALIVE_TIMEOUT_ENV: "60"}))["grpc.keepalive_time_ms"] == 10_000
+    for bad in ("0", "-1", "inf", "nan", "ten", "10s"):
+        with pytest.raises(ValueError, match=re.escape(f"{KEEPALIVE_TIMEOUT_ENV}={bad!r}: must be a positive")):
+            keepalive_options({KEEPALIVE_TIMEOUT_ENV: bad})
 
 
 # 4. Messages that say what happened and what to do.

@@ -31,7 +31,7 @@ import numpy as np
 
 import stoker
 from opsapply import ops_apply
-from stats import Checks, chi2_homogeneity, compare_values, in_band
+from stats import Checks, chi2_homogeneity, compare_values, in_band, json_lines
 from stoker import transforms as T
 from stoker._errors import StokerError
 from stoker.v1 import stoker_pb2 as pb
@@ -196,8 +196,8 @@ def test_photometric_draws_are_torchvisions(stoker_bin: Path) -> None:
                             "--source", "64x48"], capture_output=True, text=True, timeout=600,
                            stdin=subprocess.DEVNULL, check=True)
         mine = []
-        for line in r.stdout.splitlines():
-            steps = [(s, a) for s, a in json.loads(line) if s in PHOTOMETRIC]
+        for trace in json_lines(r.stdout):
+            steps = [(s, a) for s, a in trace if s in PHOTOMETRIC]
             mine.append([(s, tuple(a["permutation"]) if s == "permute_channels" else next(iter(a.values())))
                          for s, a in steps])
         torch.manual_seed(200 + k)
@@ -266,8 +266,8 @@ def stoker_iou_draws(stoker_bin: Path, spec: pb.Op, seed: int) -> List[Tuple[int
                         "--source", "500x375", "--boxes", json.dumps(BOXES)], capture_output=True, text=True,
                        timeout=600, stdin=subprocess.DEVNULL, check=True)
     out = []
-    for line in r.stdout.splitlines():
-        crop = [a for s, a in json.loads(line) if s == "iou_crop"]
+    for trace in json_lines(r.stdout):
+        crop = [a for s, a in trace if s == "iou_crop"]
         out.append(tuple(crop[0][k] for k in ("top", "left", "height", "width")) if crop else ())
     assert len(out) == DRAWS
     return out

@@ -172,9 +172,11 @@ def test_served_formats_sniffed_and_bad_ones_named(stoker_bin: Path, files: List
     bad = {"5.webp": animated.read_bytes(), "6.png": by_name["rgb.png"][:-12]}
     for name, data in {**good, **bad}.items():
         (root / "a" / name).write_bytes(data)
-    with LocalServer(str(stoker_bin), {"formats": str(root)}, workers=1, log_path=str(tmp_path / "log")) as srv:
-        ld = stoker.Loader(srv.addr, "formats", batch_size=7, shuffle=False, return_indices=True, pin_memory=False,
-                           timeout=60, transform=T.Compose([T.Resize((48, 64))]), fail_policy="drop")
+    # The loader is closed before the server stops: a stream left open
+    # would hold the server's graceful stop for its --grace (10 s).
+    with LocalServer(str(stoker_bin), {"formats": str(root)}, workers=1, log_path=str(tmp_path / "log")) as srv, \
+            stoker.Loader(srv.addr, "formats", batch_size=7, shuffle=False, return_indices=True, pin_memory=False,
+                          timeout=60, transform=T.Compose([T.Resize((48, 64))]), fail_policy="drop") as ld:
         with pytest.warns(RuntimeWarning, match="could not be made"):
             (images, _, idx), = [tuple(t.clone() for t in b) for b in ld]
     assert idx.tolist() == [0, 1, 2, 3, 4]

@@ -21,7 +21,6 @@ level functions; timm itself is not a dependency), in Python's ``random``.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import subprocess
@@ -34,7 +33,7 @@ import torch
 from google.protobuf import json_format
 from torchvision.transforms import v2 as T
 
-from stats import Checks, chi2_goodness, chi2_homogeneity, compare_values, in_band
+from stats import Checks, chi2_goodness, chi2_homogeneity, compare_values, in_band, json_lines
 from stoker.v1 import stoker_pb2 as pb
 
 #: Draws per side. The issue's harness asks >= 10^5 for the categorical
@@ -61,8 +60,8 @@ def stoker_traces(stoker_bin: Path, ops: Sequence[pb.Op], n: int, source: Tuple[
                         "--source", f"{source[0]}x{source[1]}"], capture_output=True, text=True, timeout=600,
                        stdin=subprocess.DEVNULL, check=True)
     out = []
-    for line in r.stdout.splitlines():
-        steps = [(name, args) for name, args in json.loads(line)]
+    for trace in json_lines(r.stdout):
+        steps = [(name, args) for name, args in trace]
         if skip_geometry:
             steps = [s for s in steps if s[0] not in ("resized_crop", "resize", "center_crop")]
         out.append(steps)

@@ -13,7 +13,6 @@ converted by from_torchvision."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -27,7 +26,7 @@ from torchvision.transforms import v2 as tv2
 import stoker
 from torchvision.transforms.v2.functional._geometry import _compute_resized_output_size
 
-from stats import Checks, chi2_homogeneity, compare_values, in_band
+from stats import Checks, chi2_homogeneity, compare_values, in_band, json_lines
 from stoker import transforms as T
 from stoker.v1 import stoker_pb2 as pb
 from test_lsj import check_sample
@@ -198,8 +197,8 @@ def stoker_sizes(stoker_bin: Path, ops: List[pb.Op], seed: int, source: Tuple[in
                         "--source", f"{source[0]}x{source[1]}"], capture_output=True, text=True, timeout=600,
                        stdin=subprocess.DEVNULL, check=True)
     out = []
-    for line in r.stdout.splitlines():
-        steps: Dict[str, Any] = dict((s, a) for s, a in json.loads(line))
+    for trace in json_lines(r.stdout):
+        steps: Dict[str, Any] = dict((s, a) for s, a in trace)
         out.append(tuple(steps["resize"]["size"]) if "resize" in steps else (source[1], source[0]))
     assert len(out) == DRAWS
     return out
