@@ -174,6 +174,16 @@ hsum2_avx2(const uint8_t *p0, const uint8_t *p1, const __m128i *k0,
   return _mm256_sra_epi32(acc, sh);
 }
 
+/* The AVX2 horizontal passes' shuffles: each 128-bit lane's first (LO) or
+ * last (HI) two RGBX pixels widened to 16 bits, a channel's two taps side
+ * by side for madd. */
+#define RGBX_LO_AVX2                                                                              \
+  _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1, 0, -1, 4, -1, 1, -1, 5, \
+                   -1, 2, -1, 6, -1, 3, -1, 7, -1)
+#define RGBX_HI_AVX2                                                                              \
+  _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1, 8, -1, 12, -1, 9, \
+                   -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1)
+
 /* hrgbx_avx2 is hrgbx_ssse3 two outputs to a register. Four outputs
  * packed to bytes come out as r0 g0 b0 x0 r2 ... x2 r1 ... x1 r3 ... x3
  * (the packs work within lanes), so the shuffles to planar or RGB take
@@ -181,10 +191,7 @@ hsum2_avx2(const uint8_t *p0, const uint8_t *p1, const __m128i *k0,
 __attribute__((target("avx2"))) static inline __attribute__((always_inline)) void
 hrgbx_avx2(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
            const int np) {
-  const __m256i lo = _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1,
-                                      0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
-  const __m256i hi = _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1,
-                                      8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
+  const __m256i lo = RGBX_LO_AVX2, hi = RGBX_HI_AVX2;
   const __m128i to_planar = _mm_setr_epi8(0, 8, 4, 12, 1, 9, 5, 13, 2, 10, 6, 14, 3, 11, 7, 15);
   const __m128i to_rgb = _mm_setr_epi8(0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1);
   const __m256i half = _mm256_set1_epi32(1 << (a->prec - 1));
@@ -435,10 +442,7 @@ hsum2r_avx2(const uint8_t *p0, const uint8_t *p1, const __m128i *k, const int np
 __attribute__((target("avx2"))) static inline __attribute__((always_inline)) void
 hrgbx2_avx2(const axis *a, int n, const uint8_t *src0, const uint8_t *src1, uint8_t *dst0,
             uint8_t *dst1, int planar, const int np) {
-  const __m256i lo = _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1,
-                                      0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
-  const __m256i hi = _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1,
-                                      8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
+  const __m256i lo = RGBX_LO_AVX2, hi = RGBX_HI_AVX2;
   const __m128i to_planar = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __m128i to_rgb = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
   const __m256i half = _mm256_set1_epi32(1 << (a->prec - 1));
