@@ -363,6 +363,7 @@ const (
 	OpMixUp                 = transform.OpMixUp
 	OpMosaic                = transform.OpMosaic
 	OpPad                   = transform.OpPad
+	OpPadIfSmaller          = transform.OpPadIfSmaller
 	OpRandomAffine          = transform.OpRandomAffine
 	OpRandomCrop            = transform.OpRandomCrop
 	OpRandomIoUCrop         = transform.OpRandomIoUCrop

@@ -31,6 +31,7 @@ var (
 	recipeOps       = testops.Recipe
 	tvPolicies      = testops.TVPolicies
 	lsjOps          = testops.LSJ
+	segOps          = testops.Seg
 	letterboxRecipe = testops.Letterbox
 	mosaicMixUp     = testops.MosaicMixUp
 )

@@ -250,6 +250,12 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		c := x.FixedSizeCrop
 		op = pipeline.Op{Kind: pipeline.OpFixedSizeCrop, Size: [2]int{int(c.GetHeight()), int(c.GetWidth())}}
 		err = padding(&op, nil, c.GetFill(), c.GetPaddingMode(), where)
+	case *stokerv1.Op_PadIfSmaller:
+		c := x.PadIfSmaller
+		op = pipeline.Op{Kind: pipeline.OpPadIfSmaller, Size: [2]int{int(min(c.GetSize(), 1<<20)), int(min(c.GetSize(), 1<<20))}}
+		if err = padding(&op, nil, c.GetFill(), "", where); err == nil {
+			err = maskFill(&op, c.MaskFill, where)
+		}
 	case *stokerv1.Op_RandomIouCrop:
 		c := x.RandomIouCrop
 		op = pipeline.Op{Kind: pipeline.OpRandomIoUCrop, Scale: [2]float64{p(c.MinScale, 0.3), p(c.MaxScale, 1)},

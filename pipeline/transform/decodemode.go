@@ -236,6 +236,14 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 			a.cutmix = nil
 		}
 	}
+	if t.seg != nil {
+		if i := index(t.seg.flip); i >= 0 { // the segmentation geometry's flip (op_seg.go)
+			used[i] = true
+			if off[i] {
+				a.segFlipP = 0
+			}
+		}
+	}
 	if i := index(t.iou); i >= 0 {
 		used[i] = true
 		if off[i] {

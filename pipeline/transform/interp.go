@@ -34,6 +34,8 @@ func (t *Transform) geomInterp(p *SamplePlan) error {
 	case t.yolo != nil, t.whole: // the image at its own size: no resampling
 		p.Interp, p.Antialias = InterpBilinear, true
 		return nil
+	case t.seg != nil: // RandomResize resamples, the crop copies
+		op = t.resize
 	case t.rcrop != nil:
 		op = t.rcrop
 	case t.rrc != nil:

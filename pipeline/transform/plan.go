@@ -54,8 +54,11 @@ type SamplePlan struct {
 	// the part of the source that shows (vx, vy, vw, vh: vis, empty when
 	// the crop is all padding) and where (padL, padT). A Pad then
 	// CenterCrop is planned the same way (padCrop).
-	rcPad          [4]int
-	RCFill         [3]float64
+	rcPad  [4]int
+	RCFill [3]float64
+	// segPad: a PadIfSmaller's padding (right, bottom) of the resized
+	// image, before the RandomCrop's (op_seg.go).
+	segPad         [2]int
 	rcCrop         bool
 	RCTop, RCLeft  int
 	Vis            bool
@@ -163,6 +166,10 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 		}
 	case t.iou != nil:
 		if err := t.iouPlan(&p, k, src, scratch); err != nil {
+			return p, err
+		}
+	case t.seg != nil: // RandomResize, its flip, PadIfSmaller, RandomCrop (op_seg.go)
+		if err := t.segPlan(&p, k); err != nil {
 			return p, err
 		}
 	case t.rcrop != nil:
@@ -357,10 +364,16 @@ func (t *Transform) randomCrop(p *SamplePlan, k det.Key) error {
 // a plain crop of the source when it is inside it, else the part of the
 // source inside the crop (vis), padded into place with p.rcFill.
 func (p *SamplePlan) padCrop(l, tp, cw, ch, top, left int) {
-	// The crop in source coordinates, and what of it the source covers.
-	sx, sy := left-l, top-tp
+	p.cropWindow(p.SrcW, p.SrcH, left-l, top-tp, cw, ch) // the crop in source coordinates
+}
+
+// cropWindow plans the crop of cw x ch at (sx, sy) of a w x h image (the
+// source, or the resized image of a resizeCrop plan), either of which may
+// be negative: a plain crop when it is inside the image, else the part of
+// the image inside the crop (vis), padded into place with p.rcFill.
+func (p *SamplePlan) cropWindow(w, h, sx, sy, cw, ch int) {
 	x0, y0 := max(sx, 0), max(sy, 0)
-	x1, y1 := min(sx+cw, p.SrcW), min(sy+ch, p.SrcH)
+	x1, y1 := min(sx+cw, w), min(sy+ch, h)
 	p.CX, p.CY, p.CW, p.CH = sx, sy, cw, ch
 	if x0 == sx && y0 == sy && x1 == sx+cw && y1 == sy+ch {
 		return // inside the image: a plain crop

@@ -73,6 +73,11 @@ func (t sampler) GeometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 		buf = t.yoloSteps(p, buf)
 	case t.fixed != nil:
 		buf = t.lsjSteps(p, buf)
+	case t.seg != nil:
+		buf = t.segSteps(p, buf)
+		if t.seg.flip != nil {
+			return buf // the plan's flip is the one before the padding, traced there
+		}
 	case t.iou != nil:
 		if p.IoU {
 			buf = append(buf, fn.Step{Fn: fn.IoUCrop, I: [6]int{p.CY, p.CX, p.CH, p.CW}})
@@ -138,6 +143,9 @@ const MaxStepJSON = 400
 func (t *Transform) MaxTraceBytes() int {
 	if t.views == nil {
 		n := (t.maxSteps+4)*MaxStepJSON + 2
+		if t.seg != nil { // its resize, flip, two pads and crop
+			n += 2 * MaxStepJSON
+		}
 		if t.mosaic != nil { // its entry, and a MixUp's (the partner's mosaic and warp)
 			n += 3 * MaxStepJSON
 		}

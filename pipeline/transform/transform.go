@@ -68,7 +68,12 @@ type Transform struct {
 	// jitter and fixed: a ScaleJitter and FixedSizeCrop (lsj.go); vary:
 	// each sample's size is its own, outH x outW its bound (lsj.go).
 	jitter, fixed *optab.Op
-	vary          bool
+	// seg: the segmentation references' geometry (op_seg.go): t.resize
+	// (a RandomResize), a flip (drawn at segFlipP) and a PadIfSmaller,
+	// then t.rcrop.
+	seg      *segGeom
+	segFlipP float64
+	vary     bool
 	// varyGeom: the geometry's sizes vary (RandomShortestSize); where ops
 	// grow it (growRotate), geomW x geomH its size, room their largest.
 	varyGeom           bool
@@ -163,6 +168,9 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 	t.ops = t.ops[pre:]
 	n, err := t.lsjGeometry() // ops of the geometry: a ScaleJitter and FixedSizeCrop's (lsj.go)
 	if err == nil && n == 0 {
+		n, err = t.segGeometry() // or the segmentation references' (op_seg.go)
+	}
+	if err == nil && n == 0 {
 		n, err = t.yoloGeometry() // or the YOLO family's (op_yolo.go)
 	}
 	if err != nil {
@@ -256,7 +264,7 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 		return nil, err
 	}
 	switch {
-	case t.fixed != nil, t.yolo != nil: // lsjGeometry or yoloGeometry set the size
+	case t.fixed != nil, t.yolo != nil, t.seg != nil: // lsjGeometry, yoloGeometry or segGeometry set the size
 	case t.mosaic != nil:
 		t.geom, t.outH, t.outW = CropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
 	case t.rcrop != nil:
@@ -293,7 +301,12 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 		}
 		t.norm, rest = &rest[k], rest[:k]
 	}
-	if len(rest) > 0 && rest[0].Kind == optab.OpRandomHorizontalFlip && t.mosaic == nil { // a mosaic's flip is a step
+	if t.seg != nil && t.seg.flip != nil {
+		t.segFlipP = t.seg.flip.P
+	}
+	// A mosaic's flip is a step, and so is one after a segmentation
+	// geometry's own flip (which the plan's flip is).
+	if len(rest) > 0 && rest[0].Kind == optab.OpRandomHorizontalFlip && t.mosaic == nil && (t.seg == nil || t.seg.flip == nil) {
 		if err := checkP(&rest[0], n); err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ import (
 // geometryKind reports whether k is a geometry op.
 func geometryKind(k optab.OpKind) bool {
 	d := optab.Lookup(k)
-	return d != nil && d.Geometry && k != OpScaleJitter && k != OpFixedSizeCrop && !yoloKind(k) // lsjGeometry and yoloGeometry parse those
+	return d != nil && d.Geometry && k != OpScaleJitter && k != OpFixedSizeCrop && k != OpPadIfSmaller && !yoloKind(k) // lsjGeometry, segGeometry and yoloGeometry parse those
 }
 
 // maxZoom bounds RandomZoomOut's side_range: a canvas at most 16 times the

@@ -82,6 +82,19 @@ func LSJ(target, crop int, fill [3]float64) []optab.Op {
 	}
 }
 
+// Seg is the segmentation references' geometry (RandomResize of the
+// shorter side in [lo, hi), a flip, PadIfSmaller(crop) with the fill for
+// the pixels and 255 for the masks, RandomCrop(crop)) on sizes where both
+// the crop and the padding happen.
+func Seg(lo, hi, crop int, fill [3]float64) []optab.Op {
+	return []optab.Op{
+		{Kind: transform.OpRandomResize, Sizes: []int{lo, hi}},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: transform.OpPadIfSmaller, Size: [2]int{crop, crop}, Fill: fill, FillTyped: true, FillMask: 255},
+		{Kind: transform.OpRandomCrop, Size: [2]int{crop, crop}},
+	}
+}
+
 // Named is ops given as a client sends them, by name and arguments
 // (name, args, name, args, ...: NamedOp, the defaults filled in).
 func Named(t testing.TB, specs ...any) []optab.Op {

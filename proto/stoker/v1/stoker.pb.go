@@ -1579,6 +1579,7 @@ type Op struct {
 	//	*Op_ClampKeyPoints
 	//	*Op_SanitizeKeyPoints
 	//	*Op_RandomPerspective
+	//	*Op_PadIfSmaller
 	//	*Op_Named
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
@@ -2018,6 +2019,15 @@ func (x *Op) GetRandomPerspective() *RandomPerspective {
 	return nil
 }
 
+func (x *Op) GetPadIfSmaller() *PadIfSmaller {
+	if x != nil {
+		if x, ok := x.Op.(*Op_PadIfSmaller); ok {
+			return x.PadIfSmaller
+		}
+	}
+	return nil
+}
+
 func (x *Op) GetNamed() *NamedOp {
 	if x != nil {
 		if x, ok := x.Op.(*Op_Named); ok {
@@ -2207,6 +2217,10 @@ type Op_RandomPerspective struct {
 	RandomPerspective *RandomPerspective `protobuf:"bytes,173,opt,name=random_perspective,json=randomPerspective,proto3,oneof"`
 }
 
+type Op_PadIfSmaller struct {
+	PadIfSmaller *PadIfSmaller `protobuf:"bytes,174,opt,name=pad_if_smaller,json=padIfSmaller,proto3,oneof"`
+}
+
 type Op_Named struct {
 	// An op of the server's registry that has no message of its own, by
 	// name (`stoker ops list` lists them; stoker.transforms sends them so).
@@ -2300,6 +2314,8 @@ func (*Op_ClampKeyPoints) isOp_Op() {}
 func (*Op_SanitizeKeyPoints) isOp_Op() {}
 
 func (*Op_RandomPerspective) isOp_Op() {}
+
+func (*Op_PadIfSmaller) isOp_Op() {}
 
 func (*Op_Named) isOp_Op() {}
 
@@ -2932,6 +2948,75 @@ func (x *RandomResize) GetAntialias() bool {
 	return false
 }
 
+// PadIfSmaller is torchvision's segmentation references' PadIfSmaller
+// (references/segmentation/v2_extras.py): the image padded on the right
+// and bottom with fill to at least size a side (padding [0, 0, max(size -
+// w, 0), max(size - h, 0)]). A geometry op: after a RandomResize (and a
+// RandomHorizontalFlip), right before a RandomCrop.
+type PadIfSmaller struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Size  uint32                 `protobuf:"varint,1,opt,name=size,proto3" json:"size,omitempty"`
+	// The constant fill: 1 value or 3 (per channel), integers 0..255;
+	// empty: 0.
+	Fill []float64 `protobuf:"fixed64,2,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	// As Pad's: the masks' fill of a per-type fill (unset: fill's; the
+	// references give {tv_tensors.Mask: 255, "others": 0}).
+	MaskFill      *float64 `protobuf:"fixed64,3,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PadIfSmaller) Reset() {
+	*x = PadIfSmaller{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PadIfSmaller) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PadIfSmaller) ProtoMessage() {}
+
+func (x *PadIfSmaller) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PadIfSmaller.ProtoReflect.Descriptor instead.
+func (*PadIfSmaller) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *PadIfSmaller) GetSize() uint32 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *PadIfSmaller) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+func (x *PadIfSmaller) GetMaskFill() float64 {
+	if x != nil && x.MaskFill != nil {
+		return *x.MaskFill
+	}
+	return 0
+}
+
 // FixedSizeCrop is torchvision's FixedSizeCrop (its detection references'
 // and prototype transforms', of the large-scale-jitter recipe): the image
 // cropped to at most height x width at a random place (one uniform r: top
@@ -2956,7 +3041,7 @@ type FixedSizeCrop struct {
 
 func (x *FixedSizeCrop) Reset() {
 	*x = FixedSizeCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3053,7 @@ func (x *FixedSizeCrop) String() string {
 func (*FixedSizeCrop) ProtoMessage() {}
 
 func (x *FixedSizeCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3066,7 @@ func (x *FixedSizeCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FixedSizeCrop.ProtoReflect.Descriptor instead.
 func (*FixedSizeCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FixedSizeCrop) GetHeight() uint32 {
@@ -3041,7 +3126,7 @@ type RandomIoUCrop struct {
 
 func (x *RandomIoUCrop) Reset() {
 	*x = RandomIoUCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3053,7 +3138,7 @@ func (x *RandomIoUCrop) String() string {
 func (*RandomIoUCrop) ProtoMessage() {}
 
 func (x *RandomIoUCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3066,7 +3151,7 @@ func (x *RandomIoUCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomIoUCrop.ProtoReflect.Descriptor instead.
 func (*RandomIoUCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RandomIoUCrop) GetMinScale() float64 {
@@ -3137,7 +3222,7 @@ type RandomPhotometricDistort struct {
 
 func (x *RandomPhotometricDistort) Reset() {
 	*x = RandomPhotometricDistort{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3149,7 +3234,7 @@ func (x *RandomPhotometricDistort) String() string {
 func (*RandomPhotometricDistort) ProtoMessage() {}
 
 func (x *RandomPhotometricDistort) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3162,7 +3247,7 @@ func (x *RandomPhotometricDistort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPhotometricDistort.ProtoReflect.Descriptor instead.
 func (*RandomPhotometricDistort) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RandomPhotometricDistort) GetBrightness() *Range {
@@ -3214,7 +3299,7 @@ type ConvertBoundingBoxFormat struct {
 
 func (x *ConvertBoundingBoxFormat) Reset() {
 	*x = ConvertBoundingBoxFormat{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3226,7 +3311,7 @@ func (x *ConvertBoundingBoxFormat) String() string {
 func (*ConvertBoundingBoxFormat) ProtoMessage() {}
 
 func (x *ConvertBoundingBoxFormat) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3239,7 +3324,7 @@ func (x *ConvertBoundingBoxFormat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertBoundingBoxFormat.ProtoReflect.Descriptor instead.
 func (*ConvertBoundingBoxFormat) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConvertBoundingBoxFormat) GetFormat() string {
@@ -3266,7 +3351,7 @@ type SanitizeBoundingBoxes struct {
 
 func (x *SanitizeBoundingBoxes) Reset() {
 	*x = SanitizeBoundingBoxes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3278,7 +3363,7 @@ func (x *SanitizeBoundingBoxes) String() string {
 func (*SanitizeBoundingBoxes) ProtoMessage() {}
 
 func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3291,7 +3376,7 @@ func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SanitizeBoundingBoxes.ProtoReflect.Descriptor instead.
 func (*SanitizeBoundingBoxes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SanitizeBoundingBoxes) GetMinSize() float64 {
@@ -3324,7 +3409,7 @@ type ClampBoundingBoxes struct {
 
 func (x *ClampBoundingBoxes) Reset() {
 	*x = ClampBoundingBoxes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3336,7 +3421,7 @@ func (x *ClampBoundingBoxes) String() string {
 func (*ClampBoundingBoxes) ProtoMessage() {}
 
 func (x *ClampBoundingBoxes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3349,7 +3434,7 @@ func (x *ClampBoundingBoxes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClampBoundingBoxes.ProtoReflect.Descriptor instead.
 func (*ClampBoundingBoxes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ClampBoundingBoxes) GetClampingMode() string {
@@ -3370,7 +3455,7 @@ type ClampKeyPoints struct {
 
 func (x *ClampKeyPoints) Reset() {
 	*x = ClampKeyPoints{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3382,7 +3467,7 @@ func (x *ClampKeyPoints) String() string {
 func (*ClampKeyPoints) ProtoMessage() {}
 
 func (x *ClampKeyPoints) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3395,7 +3480,7 @@ func (x *ClampKeyPoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClampKeyPoints.ProtoReflect.Descriptor instead.
 func (*ClampKeyPoints) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 // SanitizeKeyPoints is torchvision.transforms.v2's: a job's targets (JobSpec.targets;
@@ -3412,7 +3497,7 @@ type SanitizeKeyPoints struct {
 
 func (x *SanitizeKeyPoints) Reset() {
 	*x = SanitizeKeyPoints{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3424,7 +3509,7 @@ func (x *SanitizeKeyPoints) String() string {
 func (*SanitizeKeyPoints) ProtoMessage() {}
 
 func (x *SanitizeKeyPoints) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3437,7 +3522,7 @@ func (x *SanitizeKeyPoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SanitizeKeyPoints.ProtoReflect.Descriptor instead.
 func (*SanitizeKeyPoints) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 // RandomPerspective is torchvision.transforms.v2's: with probability p,
@@ -3466,7 +3551,7 @@ type RandomPerspective struct {
 
 func (x *RandomPerspective) Reset() {
 	*x = RandomPerspective{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3478,7 +3563,7 @@ func (x *RandomPerspective) String() string {
 func (*RandomPerspective) ProtoMessage() {}
 
 func (x *RandomPerspective) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3491,7 +3576,7 @@ func (x *RandomPerspective) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPerspective.ProtoReflect.Descriptor instead.
 func (*RandomPerspective) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RandomPerspective) GetDistortionScale() float64 {
@@ -3563,7 +3648,7 @@ type RandomCrop struct {
 
 func (x *RandomCrop) Reset() {
 	*x = RandomCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3575,7 +3660,7 @@ func (x *RandomCrop) String() string {
 func (*RandomCrop) ProtoMessage() {}
 
 func (x *RandomCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3588,7 +3673,7 @@ func (x *RandomCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
 func (*RandomCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RandomCrop) GetHeight() uint32 {
@@ -3651,7 +3736,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3663,7 +3748,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3676,7 +3761,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Range) GetMin() float64 {
@@ -3716,7 +3801,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3728,7 +3813,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3741,7 +3826,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -3821,7 +3906,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3833,7 +3918,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3846,7 +3931,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -3888,7 +3973,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3900,7 +3985,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3913,7 +3998,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -3940,7 +4025,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3952,7 +4037,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3965,7 +4050,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -3985,7 +4070,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3997,7 +4082,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4010,7 +4095,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -4040,7 +4125,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4052,7 +4137,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4065,7 +4150,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -4136,7 +4221,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4148,7 +4233,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4161,7 +4246,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -4188,7 +4273,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4200,7 +4285,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4213,7 +4298,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -4233,7 +4318,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4245,7 +4330,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4258,7 +4343,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -4282,7 +4367,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4294,7 +4379,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4307,7 +4392,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -4349,7 +4434,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4361,7 +4446,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4374,7 +4459,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -4402,7 +4487,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4414,7 +4499,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4427,7 +4512,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -4454,7 +4539,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4466,7 +4551,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4479,7 +4564,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -4499,7 +4584,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4511,7 +4596,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4524,7 +4609,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -4544,7 +4629,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4556,7 +4641,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4569,7 +4654,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -4590,7 +4675,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4602,7 +4687,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4615,7 +4700,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -4655,7 +4740,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4667,7 +4752,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4680,7 +4765,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -4754,7 +4839,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4766,7 +4851,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4779,7 +4864,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -4874,7 +4959,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4886,7 +4971,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4899,7 +4984,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -4983,7 +5068,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4995,7 +5080,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5008,7 +5093,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -5036,7 +5121,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5048,7 +5133,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5061,7 +5146,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -5088,7 +5173,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5100,7 +5185,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5113,7 +5198,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -5137,7 +5222,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5149,7 +5234,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5162,7 +5247,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -5201,7 +5286,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5213,7 +5298,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5226,7 +5311,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -5277,7 +5362,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5289,7 +5374,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5302,7 +5387,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -5343,7 +5428,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5355,7 +5440,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5368,7 +5453,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -5437,7 +5522,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5449,7 +5534,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5462,7 +5547,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -5503,7 +5588,7 @@ type TimmAutoAugment struct {
 
 func (x *TimmAutoAugment) Reset() {
 	*x = TimmAutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5515,7 +5600,7 @@ func (x *TimmAutoAugment) String() string {
 func (*TimmAutoAugment) ProtoMessage() {}
 
 func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5528,7 +5613,7 @@ func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
 func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *TimmAutoAugment) GetConfig() string {
@@ -5572,7 +5657,7 @@ type TimmAugMix struct {
 
 func (x *TimmAugMix) Reset() {
 	*x = TimmAugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5584,7 +5669,7 @@ func (x *TimmAugMix) String() string {
 func (*TimmAugMix) ProtoMessage() {}
 
 func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5597,7 +5682,7 @@ func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
 func (*TimmAugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TimmAugMix) GetConfig() string {
@@ -5642,7 +5727,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5654,7 +5739,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5667,7 +5752,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -5722,7 +5807,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5734,7 +5819,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5747,7 +5832,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -5874,7 +5959,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5886,7 +5971,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5899,7 +5984,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -5999,7 +6084,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6011,7 +6096,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6024,7 +6109,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -6089,7 +6174,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6101,7 +6186,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6114,7 +6199,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -6319,7 +6404,7 @@ type BatchTargets struct {
 
 func (x *BatchTargets) Reset() {
 	*x = BatchTargets{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6331,7 +6416,7 @@ func (x *BatchTargets) String() string {
 func (*BatchTargets) ProtoMessage() {}
 
 func (x *BatchTargets) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6344,7 +6429,7 @@ func (x *BatchTargets) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchTargets.ProtoReflect.Descriptor instead.
 func (*BatchTargets) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *BatchTargets) GetOffsets() []uint32 {
@@ -6510,7 +6595,7 @@ type TargetsInSlot struct {
 
 func (x *TargetsInSlot) Reset() {
 	*x = TargetsInSlot{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6522,7 +6607,7 @@ func (x *TargetsInSlot) String() string {
 func (*TargetsInSlot) ProtoMessage() {}
 
 func (x *TargetsInSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6535,7 +6620,7 @@ func (x *TargetsInSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetsInSlot.ProtoReflect.Descriptor instead.
 func (*TargetsInSlot) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *TargetsInSlot) GetBoxes() *SlotRange {
@@ -6619,7 +6704,7 @@ type SlotRange struct {
 
 func (x *SlotRange) Reset() {
 	*x = SlotRange{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6631,7 +6716,7 @@ func (x *SlotRange) String() string {
 func (*SlotRange) ProtoMessage() {}
 
 func (x *SlotRange) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6644,7 +6729,7 @@ func (x *SlotRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotRange.ProtoReflect.Descriptor instead.
 func (*SlotRange) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SlotRange) GetOffset() uint64 {
@@ -6671,7 +6756,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6683,7 +6768,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6696,7 +6781,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -6721,7 +6806,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6733,7 +6818,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6746,7 +6831,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *FieldValues) GetName() string {
@@ -6783,7 +6868,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6795,7 +6880,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6808,7 +6893,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -6846,7 +6931,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6858,7 +6943,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6871,7 +6956,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -6908,7 +6993,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6920,7 +7005,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6933,7 +7018,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -6973,7 +7058,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6985,7 +7070,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6998,7 +7083,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -7011,7 +7096,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7023,7 +7108,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7036,7 +7121,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -7064,7 +7149,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7076,7 +7161,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7089,7 +7174,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -7151,7 +7236,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7163,7 +7248,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7176,7 +7261,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -7282,7 +7367,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7294,7 +7379,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7307,7 +7392,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -7326,7 +7411,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7338,7 +7423,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7351,7 +7436,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -7371,7 +7456,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7383,7 +7468,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7396,7 +7481,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -7445,7 +7530,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7457,7 +7542,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7470,7 +7555,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -7546,7 +7631,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7558,7 +7643,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7571,7 +7656,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -7598,7 +7683,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7610,7 +7695,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7623,7 +7708,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -7727,7 +7812,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7739,7 +7824,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7752,7 +7837,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -7782,7 +7867,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7794,7 +7879,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7807,7 +7892,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -7879,7 +7964,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7891,7 +7976,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7904,7 +7989,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{86}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -7978,7 +8063,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7990,7 +8075,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8003,7 +8088,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{87}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -8049,7 +8134,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8061,7 +8146,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8074,7 +8159,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{88}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -8127,7 +8212,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8139,7 +8224,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8152,7 +8237,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{89}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -8185,7 +8270,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8197,7 +8282,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8210,7 +8295,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{90}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{91}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -8229,7 +8314,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8241,7 +8326,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8254,7 +8339,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{91}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -8361,7 +8446,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8373,7 +8458,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8386,7 +8471,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{92}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *JobStatus) GetId() string {
@@ -8615,7 +8700,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[93]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8627,7 +8712,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[93]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8640,7 +8725,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{93}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -8738,7 +8823,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[94]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8750,7 +8835,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[94]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8763,7 +8848,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{94}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -8938,7 +9023,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xc5\x18\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\x87\x19\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -8987,7 +9072,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x14clamp_bounding_boxes\x18\xaa\x01 \x01(\v2\x1d.stoker.v1.ClampBoundingBoxesH\x00R\x12clampBoundingBoxes\x12F\n" +
 	"\x10clamp_key_points\x18\xab\x01 \x01(\v2\x19.stoker.v1.ClampKeyPointsH\x00R\x0eclampKeyPoints\x12O\n" +
 	"\x13sanitize_key_points\x18\xac\x01 \x01(\v2\x1c.stoker.v1.SanitizeKeyPointsH\x00R\x11sanitizeKeyPoints\x12N\n" +
-	"\x12random_perspective\x18\xad\x01 \x01(\v2\x1c.stoker.v1.RandomPerspectiveH\x00R\x11randomPerspective\x12+\n" +
+	"\x12random_perspective\x18\xad\x01 \x01(\v2\x1c.stoker.v1.RandomPerspectiveH\x00R\x11randomPerspective\x12@\n" +
+	"\x0epad_if_smaller\x18\xae\x01 \x01(\v2\x17.stoker.v1.PadIfSmallerH\x00R\fpadIfSmaller\x12+\n" +
 	"\x05named\x18\xc8\x01 \x01(\v2\x12.stoker.v1.NamedOpH\x00R\x05namedB\x04\n" +
 	"\x02op\"F\n" +
 	"\aNamedOp\x12\x12\n" +
@@ -9041,7 +9127,13 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\rinterpolation\x18\x03 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12!\n" +
 	"\tantialias\x18\x04 \x01(\bH\x00R\tantialias\x88\x01\x01B\f\n" +
 	"\n" +
-	"_antialias\"t\n" +
+	"_antialias\"f\n" +
+	"\fPadIfSmaller\x12\x12\n" +
+	"\x04size\x18\x01 \x01(\rR\x04size\x12\x12\n" +
+	"\x04fill\x18\x02 \x03(\x01R\x04fill\x12 \n" +
+	"\tmask_fill\x18\x03 \x01(\x01H\x00R\bmaskFill\x88\x01\x01B\f\n" +
+	"\n" +
+	"_mask_fill\"t\n" +
 	"\rFixedSizeCrop\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
 	"\x05width\x18\x02 \x01(\rR\x05width\x12\x12\n" +
@@ -9574,7 +9666,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                      // 0: stoker.v1.Decode
 	(ShuffleMode)(0),                 // 1: stoker.v1.ShuffleMode
@@ -9603,84 +9695,85 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*ScaleJitter)(nil),              // 24: stoker.v1.ScaleJitter
 	(*RandomShortestSize)(nil),       // 25: stoker.v1.RandomShortestSize
 	(*RandomResize)(nil),             // 26: stoker.v1.RandomResize
-	(*FixedSizeCrop)(nil),            // 27: stoker.v1.FixedSizeCrop
-	(*RandomIoUCrop)(nil),            // 28: stoker.v1.RandomIoUCrop
-	(*RandomPhotometricDistort)(nil), // 29: stoker.v1.RandomPhotometricDistort
-	(*ConvertBoundingBoxFormat)(nil), // 30: stoker.v1.ConvertBoundingBoxFormat
-	(*SanitizeBoundingBoxes)(nil),    // 31: stoker.v1.SanitizeBoundingBoxes
-	(*ClampBoundingBoxes)(nil),       // 32: stoker.v1.ClampBoundingBoxes
-	(*ClampKeyPoints)(nil),           // 33: stoker.v1.ClampKeyPoints
-	(*SanitizeKeyPoints)(nil),        // 34: stoker.v1.SanitizeKeyPoints
-	(*RandomPerspective)(nil),        // 35: stoker.v1.RandomPerspective
-	(*RandomCrop)(nil),               // 36: stoker.v1.RandomCrop
-	(*Range)(nil),                    // 37: stoker.v1.Range
-	(*RandomResizedCrop)(nil),        // 38: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                   // 39: stoker.v1.Resize
-	(*CenterCrop)(nil),               // 40: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),     // 41: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),       // 42: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),              // 43: stoker.v1.ColorJitter
-	(*Normalize)(nil),                // 44: stoker.v1.Normalize
-	(*Grayscale)(nil),                // 45: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),          // 46: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),             // 47: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),           // 48: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),          // 49: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),             // 50: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),           // 51: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),       // 52: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil),    // 53: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),           // 54: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),             // 55: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),            // 56: stoker.v1.RandomErasing
-	(*RandomApply)(nil),              // 57: stoker.v1.RandomApply
-	(*RandomChoice)(nil),             // 58: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),              // 59: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),       // 60: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),              // 61: stoker.v1.RandAugment
-	(*AutoAugment)(nil),              // 62: stoker.v1.AutoAugment
-	(*AugMix)(nil),                   // 63: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),          // 64: stoker.v1.TimmRandAugment
-	(*TimmAutoAugment)(nil),          // 65: stoker.v1.TimmAutoAugment
-	(*TimmAugMix)(nil),               // 66: stoker.v1.TimmAugMix
-	(*Credit)(nil),                   // 67: stoker.v1.Credit
-	(*FeedResponse)(nil),             // 68: stoker.v1.FeedResponse
-	(*JobInfo)(nil),                  // 69: stoker.v1.JobInfo
-	(*ViewInfo)(nil),                 // 70: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),              // 71: stoker.v1.BatchHeader
-	(*BatchTargets)(nil),             // 72: stoker.v1.BatchTargets
-	(*TargetsInSlot)(nil),            // 73: stoker.v1.TargetsInSlot
-	(*SlotRange)(nil),                // 74: stoker.v1.SlotRange
-	(*Shape)(nil),                    // 75: stoker.v1.Shape
-	(*FieldValues)(nil),              // 76: stoker.v1.FieldValues
-	(*SampleError)(nil),              // 77: stoker.v1.SampleError
-	(*Chunk)(nil),                    // 78: stoker.v1.Chunk
-	(*EpochEnd)(nil),                 // 79: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),      // 80: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),     // 81: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),              // 82: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),              // 83: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                   // 84: stoker.v1.JobEnd
-	(*WorkPing)(nil),                 // 85: stoker.v1.WorkPing
-	(*WorkJob)(nil),                  // 86: stoker.v1.WorkJob
-	(*Lease)(nil),                    // 87: stoker.v1.Lease
-	(*CancelLease)(nil),              // 88: stoker.v1.CancelLease
-	(*WorkResponse)(nil),             // 89: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),            // 90: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),               // 91: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),          // 92: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),                // 93: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),                // 94: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),              // 95: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),            // 96: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),           // 97: stoker.v1.StatusResponse
-	(*JobStatus)(nil),                // 98: stoker.v1.JobStatus
-	(*MakingShares)(nil),             // 99: stoker.v1.MakingShares
-	(*MakerStatus)(nil),              // 100: stoker.v1.MakerStatus
+	(*PadIfSmaller)(nil),             // 27: stoker.v1.PadIfSmaller
+	(*FixedSizeCrop)(nil),            // 28: stoker.v1.FixedSizeCrop
+	(*RandomIoUCrop)(nil),            // 29: stoker.v1.RandomIoUCrop
+	(*RandomPhotometricDistort)(nil), // 30: stoker.v1.RandomPhotometricDistort
+	(*ConvertBoundingBoxFormat)(nil), // 31: stoker.v1.ConvertBoundingBoxFormat
+	(*SanitizeBoundingBoxes)(nil),    // 32: stoker.v1.SanitizeBoundingBoxes
+	(*ClampBoundingBoxes)(nil),       // 33: stoker.v1.ClampBoundingBoxes
+	(*ClampKeyPoints)(nil),           // 34: stoker.v1.ClampKeyPoints
+	(*SanitizeKeyPoints)(nil),        // 35: stoker.v1.SanitizeKeyPoints
+	(*RandomPerspective)(nil),        // 36: stoker.v1.RandomPerspective
+	(*RandomCrop)(nil),               // 37: stoker.v1.RandomCrop
+	(*Range)(nil),                    // 38: stoker.v1.Range
+	(*RandomResizedCrop)(nil),        // 39: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                   // 40: stoker.v1.Resize
+	(*CenterCrop)(nil),               // 41: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),     // 42: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),       // 43: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),              // 44: stoker.v1.ColorJitter
+	(*Normalize)(nil),                // 45: stoker.v1.Normalize
+	(*Grayscale)(nil),                // 46: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),          // 47: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),             // 48: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),           // 49: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),          // 50: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),             // 51: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),           // 52: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),       // 53: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil),    // 54: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),           // 55: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),             // 56: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),            // 57: stoker.v1.RandomErasing
+	(*RandomApply)(nil),              // 58: stoker.v1.RandomApply
+	(*RandomChoice)(nil),             // 59: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),              // 60: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),       // 61: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),              // 62: stoker.v1.RandAugment
+	(*AutoAugment)(nil),              // 63: stoker.v1.AutoAugment
+	(*AugMix)(nil),                   // 64: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),          // 65: stoker.v1.TimmRandAugment
+	(*TimmAutoAugment)(nil),          // 66: stoker.v1.TimmAutoAugment
+	(*TimmAugMix)(nil),               // 67: stoker.v1.TimmAugMix
+	(*Credit)(nil),                   // 68: stoker.v1.Credit
+	(*FeedResponse)(nil),             // 69: stoker.v1.FeedResponse
+	(*JobInfo)(nil),                  // 70: stoker.v1.JobInfo
+	(*ViewInfo)(nil),                 // 71: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),              // 72: stoker.v1.BatchHeader
+	(*BatchTargets)(nil),             // 73: stoker.v1.BatchTargets
+	(*TargetsInSlot)(nil),            // 74: stoker.v1.TargetsInSlot
+	(*SlotRange)(nil),                // 75: stoker.v1.SlotRange
+	(*Shape)(nil),                    // 76: stoker.v1.Shape
+	(*FieldValues)(nil),              // 77: stoker.v1.FieldValues
+	(*SampleError)(nil),              // 78: stoker.v1.SampleError
+	(*Chunk)(nil),                    // 79: stoker.v1.Chunk
+	(*EpochEnd)(nil),                 // 80: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),      // 81: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),     // 82: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),              // 83: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),              // 84: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                   // 85: stoker.v1.JobEnd
+	(*WorkPing)(nil),                 // 86: stoker.v1.WorkPing
+	(*WorkJob)(nil),                  // 87: stoker.v1.WorkJob
+	(*Lease)(nil),                    // 88: stoker.v1.Lease
+	(*CancelLease)(nil),              // 89: stoker.v1.CancelLease
+	(*WorkResponse)(nil),             // 90: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),            // 91: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),               // 92: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),          // 93: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),                // 94: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),                // 95: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),              // 96: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),            // 97: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),           // 98: stoker.v1.StatusResponse
+	(*JobStatus)(nil),                // 99: stoker.v1.JobStatus
+	(*MakingShares)(nil),             // 100: stoker.v1.MakingShares
+	(*MakerStatus)(nil),              // 101: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	67,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	68,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -9692,148 +9785,149 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	69,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	70,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	38,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	39,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	40,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	41,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	43,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	44,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	42,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	45,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	46,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	47,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	48,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	49,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	50,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	51,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	52,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	53,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	54,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	55,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	56,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	57,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	58,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	59,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	60,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	61,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	62,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	63,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	64,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	36,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
+	39,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	40,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	41,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	42,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	44,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	45,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	43,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	46,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	47,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	48,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	49,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	50,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	51,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	52,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	53,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	54,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	55,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	56,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	57,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	58,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	59,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	60,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	61,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	62,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	63,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	64,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	65,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	37,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	22,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	65,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
-	66,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
-	31,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
+	66,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
+	67,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
+	32,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
 	23,  // 49: stoker.v1.Op.random_zoom_out:type_name -> stoker.v1.RandomZoomOut
-	28,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
-	29,  // 51: stoker.v1.Op.random_photometric_distort:type_name -> stoker.v1.RandomPhotometricDistort
-	30,  // 52: stoker.v1.Op.convert_bounding_box_format:type_name -> stoker.v1.ConvertBoundingBoxFormat
+	29,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
+	30,  // 51: stoker.v1.Op.random_photometric_distort:type_name -> stoker.v1.RandomPhotometricDistort
+	31,  // 52: stoker.v1.Op.convert_bounding_box_format:type_name -> stoker.v1.ConvertBoundingBoxFormat
 	24,  // 53: stoker.v1.Op.scale_jitter:type_name -> stoker.v1.ScaleJitter
-	27,  // 54: stoker.v1.Op.fixed_size_crop:type_name -> stoker.v1.FixedSizeCrop
+	28,  // 54: stoker.v1.Op.fixed_size_crop:type_name -> stoker.v1.FixedSizeCrop
 	25,  // 55: stoker.v1.Op.random_shortest_size:type_name -> stoker.v1.RandomShortestSize
 	26,  // 56: stoker.v1.Op.random_resize:type_name -> stoker.v1.RandomResize
-	32,  // 57: stoker.v1.Op.clamp_bounding_boxes:type_name -> stoker.v1.ClampBoundingBoxes
-	33,  // 58: stoker.v1.Op.clamp_key_points:type_name -> stoker.v1.ClampKeyPoints
-	34,  // 59: stoker.v1.Op.sanitize_key_points:type_name -> stoker.v1.SanitizeKeyPoints
-	35,  // 60: stoker.v1.Op.random_perspective:type_name -> stoker.v1.RandomPerspective
-	19,  // 61: stoker.v1.Op.named:type_name -> stoker.v1.NamedOp
-	20,  // 62: stoker.v1.NamedOp.args:type_name -> stoker.v1.NamedArg
-	21,  // 63: stoker.v1.NamedArg.numbers:type_name -> stoker.v1.Numbers
-	37,  // 64: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
-	37,  // 65: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
-	4,   // 66: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 67: stoker.v1.RandomShortestSize.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 68: stoker.v1.RandomResize.interpolation:type_name -> stoker.v1.Interpolation
-	37,  // 69: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
-	37,  // 70: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
-	37,  // 71: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
-	37,  // 72: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
-	4,   // 73: stoker.v1.RandomPerspective.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 74: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 75: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	37,  // 76: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	37,  // 77: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	37,  // 78: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	37,  // 79: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	37,  // 80: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 81: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	37,  // 82: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	37,  // 83: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 84: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	37,  // 85: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	37,  // 86: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 87: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 88: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 89: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 90: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 91: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 92: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 93: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 94: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 95: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 96: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
-	69,  // 97: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	71,  // 98: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	78,  // 99: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	79,  // 100: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 101: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 102: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	70,  // 103: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 104: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 105: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	77,  // 106: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 107: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	75,  // 108: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	76,  // 109: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	72,  // 110: stoker.v1.BatchHeader.targets:type_name -> stoker.v1.BatchTargets
-	73,  // 111: stoker.v1.BatchTargets.in_slot:type_name -> stoker.v1.TargetsInSlot
-	74,  // 112: stoker.v1.TargetsInSlot.boxes:type_name -> stoker.v1.SlotRange
-	74,  // 113: stoker.v1.TargetsInSlot.labels:type_name -> stoker.v1.SlotRange
-	74,  // 114: stoker.v1.TargetsInSlot.iscrowd:type_name -> stoker.v1.SlotRange
-	74,  // 115: stoker.v1.TargetsInSlot.keypoints:type_name -> stoker.v1.SlotRange
-	74,  // 116: stoker.v1.TargetsInSlot.keypoints_visibility:type_name -> stoker.v1.SlotRange
-	74,  // 117: stoker.v1.TargetsInSlot.mask_offsets:type_name -> stoker.v1.SlotRange
-	74,  // 118: stoker.v1.TargetsInSlot.mask_runs:type_name -> stoker.v1.SlotRange
-	74,  // 119: stoker.v1.TargetsInSlot.overlap_masks:type_name -> stoker.v1.SlotRange
-	74,  // 120: stoker.v1.TargetsInSlot.mask_fill_offsets:type_name -> stoker.v1.SlotRange
-	74,  // 121: stoker.v1.TargetsInSlot.mask_fills:type_name -> stoker.v1.SlotRange
-	82,  // 122: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	86,  // 123: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	87,  // 124: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	88,  // 125: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	84,  // 126: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	85,  // 127: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 128: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	91,  // 129: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	93,  // 130: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	78,  // 131: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	95,  // 132: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	90,  // 133: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	92,  // 134: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	71,  // 135: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	94,  // 136: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	98,  // 137: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	100, // 138: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	99,  // 139: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 140: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	80,  // 141: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 142: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	96,  // 143: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	83,  // 144: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	68,  // 145: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	81,  // 146: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 147: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	97,  // 148: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	89,  // 149: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	145, // [145:150] is the sub-list for method output_type
-	140, // [140:145] is the sub-list for method input_type
-	140, // [140:140] is the sub-list for extension type_name
-	140, // [140:140] is the sub-list for extension extendee
-	0,   // [0:140] is the sub-list for field type_name
+	33,  // 57: stoker.v1.Op.clamp_bounding_boxes:type_name -> stoker.v1.ClampBoundingBoxes
+	34,  // 58: stoker.v1.Op.clamp_key_points:type_name -> stoker.v1.ClampKeyPoints
+	35,  // 59: stoker.v1.Op.sanitize_key_points:type_name -> stoker.v1.SanitizeKeyPoints
+	36,  // 60: stoker.v1.Op.random_perspective:type_name -> stoker.v1.RandomPerspective
+	27,  // 61: stoker.v1.Op.pad_if_smaller:type_name -> stoker.v1.PadIfSmaller
+	19,  // 62: stoker.v1.Op.named:type_name -> stoker.v1.NamedOp
+	20,  // 63: stoker.v1.NamedOp.args:type_name -> stoker.v1.NamedArg
+	21,  // 64: stoker.v1.NamedArg.numbers:type_name -> stoker.v1.Numbers
+	38,  // 65: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
+	38,  // 66: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
+	4,   // 67: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 68: stoker.v1.RandomShortestSize.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 69: stoker.v1.RandomResize.interpolation:type_name -> stoker.v1.Interpolation
+	38,  // 70: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
+	38,  // 71: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
+	38,  // 72: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
+	38,  // 73: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
+	4,   // 74: stoker.v1.RandomPerspective.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 75: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 76: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	38,  // 77: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	38,  // 78: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	38,  // 79: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	38,  // 80: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	38,  // 81: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 82: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	38,  // 83: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	38,  // 84: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 85: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	38,  // 86: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	38,  // 87: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 88: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 89: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 90: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 91: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 92: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 93: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 94: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 95: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 96: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 97: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
+	70,  // 98: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	72,  // 99: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	79,  // 100: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	80,  // 101: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 102: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 103: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	71,  // 104: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 105: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 106: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	78,  // 107: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 108: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	76,  // 109: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	77,  // 110: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	73,  // 111: stoker.v1.BatchHeader.targets:type_name -> stoker.v1.BatchTargets
+	74,  // 112: stoker.v1.BatchTargets.in_slot:type_name -> stoker.v1.TargetsInSlot
+	75,  // 113: stoker.v1.TargetsInSlot.boxes:type_name -> stoker.v1.SlotRange
+	75,  // 114: stoker.v1.TargetsInSlot.labels:type_name -> stoker.v1.SlotRange
+	75,  // 115: stoker.v1.TargetsInSlot.iscrowd:type_name -> stoker.v1.SlotRange
+	75,  // 116: stoker.v1.TargetsInSlot.keypoints:type_name -> stoker.v1.SlotRange
+	75,  // 117: stoker.v1.TargetsInSlot.keypoints_visibility:type_name -> stoker.v1.SlotRange
+	75,  // 118: stoker.v1.TargetsInSlot.mask_offsets:type_name -> stoker.v1.SlotRange
+	75,  // 119: stoker.v1.TargetsInSlot.mask_runs:type_name -> stoker.v1.SlotRange
+	75,  // 120: stoker.v1.TargetsInSlot.overlap_masks:type_name -> stoker.v1.SlotRange
+	75,  // 121: stoker.v1.TargetsInSlot.mask_fill_offsets:type_name -> stoker.v1.SlotRange
+	75,  // 122: stoker.v1.TargetsInSlot.mask_fills:type_name -> stoker.v1.SlotRange
+	83,  // 123: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	87,  // 124: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	88,  // 125: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	89,  // 126: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	85,  // 127: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	86,  // 128: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 129: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	92,  // 130: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	94,  // 131: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	79,  // 132: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	96,  // 133: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	91,  // 134: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	93,  // 135: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	72,  // 136: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	95,  // 137: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	99,  // 138: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	101, // 139: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	100, // 140: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 141: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	81,  // 142: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 143: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	97,  // 144: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	84,  // 145: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	69,  // 146: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	82,  // 147: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 148: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	98,  // 149: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	90,  // 150: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	146, // [146:151] is the sub-list for method output_type
+	141, // [141:146] is the sub-list for method input_type
+	141, // [141:141] is the sub-list for extension type_name
+	141, // [141:141] is the sub-list for extension extendee
+	0,   // [0:141] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -9892,6 +9986,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_ClampKeyPoints)(nil),
 		(*Op_SanitizeKeyPoints)(nil),
 		(*Op_RandomPerspective)(nil),
+		(*Op_PadIfSmaller)(nil),
 		(*Op_Named)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{
@@ -9905,18 +10000,18 @@ func file_stoker_v1_stoker_proto_init() {
 	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[21].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[34].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[43].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{}
@@ -9926,25 +10021,26 @@ func file_stoker_v1_stoker_proto_init() {
 	file_stoker_v1_stoker_proto_msgTypes[49].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[50].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[51].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[55].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[57].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[62].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[52].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[56].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[58].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[63].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[65].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[66].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[77].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[67].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[78].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[83].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[84].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -9957,7 +10053,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   95,
+			NumMessages:   96,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

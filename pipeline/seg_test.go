@@ -1,0 +1,114 @@
+package pipeline
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+// TestSegDecode: a sample of the segmentation references' geometry
+// (RandomResize, a flip, PadIfSmaller, RandomCrop; only the crop's window
+// of the resized image resampled, the flip before the padding made as the
+// mirrored crop) is, on both decode paths, the Resize path's whole resized
+// image through the rest of its own trace's steps (horizontal_flip, pad,
+// crop) by the kernels: what torchvision replays. Each draw kind (flipped
+// or not, padded or not) is met; with the flip after the RandomCrop (fused
+// as every geometry's), and without PadIfSmaller (RandomCrop's
+// pad_if_needed), the same. python/tests/test_segref.py checks the bytes
+// against torchvision.
+func TestSegDecode(t *testing.T) {
+	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg") // 334x285
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := [3]float64{123, 117, 104}
+	seg := segOps(100, 400, 240, fill)
+	after := append(append([]Op{seg[0]}, seg[2:]...), seg[1]) // the flip after the crop
+	needed := []Op{seg[0], seg[1], {Kind: OpRandomCrop, Size: [2]int{240, 200}, PadIfNeeded: true, Fill: fill}}
+	for _, c := range decoderKinds {
+		for _, ops := range [][]Op{seg, after, needed} {
+			tr := mustTransform(t, CHW, ops...)
+			d := NewDecoder(c.opts...)
+			kinds := map[[2]bool]int{}
+			for i := range uint64(24) {
+				got := make([]byte, tr.SampleBytes())
+				if err := d.Decode(data, tr, Key{Seed: 3, Index: i}, got); err != nil {
+					t.Fatal(err)
+				}
+				trace := d.AppendTrace(nil, tr)
+				steps, err := ParseTrace(trace)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := d.vd[0].plan
+				if steps[0].Fn != FnResize || steps[0].I[4] != p.RH || steps[0].I[5] != p.RW {
+					t.Fatalf("%s key %d: trace %v does not start with the plan's resize to %dx%d", opsString(ops), i, steps, p.RW, p.RH)
+				}
+				whole := make([]byte, 3*p.RW*p.RH)
+				if err := d.Decode(data, mustTransform(t, CHW, Op{Kind: OpResize, Size: [2]int{p.RH, p.RW}}), Key{}, whole); err != nil {
+					t.Fatal(err)
+				}
+				want, w, h := replayCHW(t, whole, p.RW, p.RH, steps[1:])
+				oh, ow := tr.Size()
+				if w != ow || h != oh || !bytes.Equal(got, want) {
+					mx, mean := diffStats(got, want[:min(len(want), len(got))])
+					t.Errorf("%s %s key %d (%dx%d, trace %s): not the resized image through its trace (%dx%d; max %v, mean %v)",
+						c.name, opsString(ops), i, p.RW, p.RH, trace, w, h, mx, mean)
+				}
+				kinds[[2]bool{p.Flip, p.Padded}]++
+			}
+			if len(kinds) != 4 {
+				t.Errorf("%s %s: 24 keys drew only %v of (flipped, padded)", c.name, opsString(ops), kinds)
+			}
+			d.Close()
+		}
+	}
+}
+
+// replayCHW runs a trace's horizontal_flip, pad and crop steps on a w x h
+// CHW image, as torchvision's functional ops do (pad with the step's
+// fill; crop past the image with zeros).
+func replayCHW(t *testing.T, pix []byte, w, h int, steps []Step) ([]byte, int, int) {
+	t.Helper()
+	at := func(c, x, y int) byte { return pix[(c*h+y)*w+x] }
+	for _, st := range steps {
+		var nw, nh int
+		var f func(c, x, y int) byte
+		switch st.Fn {
+		case FnHorizontalFlip:
+			nw, nh = w, h
+			f = func(c, x, y int) byte { return at(c, w-1-x, y) }
+		case FnPad:
+			l, tp := st.I[0], st.I[1]
+			nw, nh = w+l+st.I[2], h+tp+st.I[3]
+			f = func(c, x, y int) byte {
+				if x < l || y < tp || x >= l+w || y >= tp+h {
+					return byte(st.Fill[c])
+				}
+				return at(c, x-l, y-tp)
+			}
+		case FnCrop:
+			top, left := st.I[0], st.I[1]
+			nw, nh = st.I[3], st.I[2]
+			f = func(c, x, y int) byte {
+				if x+left < 0 || y+top < 0 || x+left >= w || y+top >= h {
+					return 0
+				}
+				return at(c, x+left, y+top)
+			}
+		default:
+			t.Fatalf("step %v: not a flip, pad or crop", st)
+		}
+		out := make([]byte, 3*nw*nh)
+		for c := range 3 {
+			for y := range nh {
+				for x := range nw {
+					out[(c*nh+y)*nw+x] = f(c, x, y)
+				}
+			}
+		}
+		pix, w, h = out, nw, nh
+		at = func(c, x, y int) byte { return pix[(c*h+y)*w+x] }
+	}
+	return pix, w, h
+}
