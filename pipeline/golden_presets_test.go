@@ -24,6 +24,7 @@ import (
 // (imagenet-*, simclr*, tv-resnet50-v2), whose filter became torch's.
 // OutputVersion 7 changed deit's and tv-resnet50-v2's (their policies'
 // rotate and affine: the grid summed in MKL's order), in both modes.
+// segref's pair came with the preset (a new geometry: no bytes changed).
 // detr's, ssdlite's, lsj's and frcnn's cover their targets too (made from
 // boxedDataset's boxes); frcnn's samples are each its own size, in slots
 // padded to its bound (1333x1333), its size after it.
@@ -39,6 +40,7 @@ var goldenPresets = map[string][2]string{
 	"imagenet-eval":  {"db219745dedc9beaf600ce7665331c995ffc7427a4b3541cac7919cfea1e2bae", "db219745dedc9beaf600ce7665331c995ffc7427a4b3541cac7919cfea1e2bae"},
 	"imagenet-train": {"baa70f7c79b8fdd9171f2052b5b242e410aa47a147d672463862943a48b71d55", "ff8b47e0f576dd3438ed06f5827fde35dd26c73f6b2ed4a8f9c126cbf5f77379"},
 	"lsj":            {"b9ad9a9cb9db3fbf4301bd29ee3810fe598ee9e87bc198051e51db03b40fa144", "4c98133f30128aaf478639a9a1398be6f3fd310458f0b7b11c575ce091940dd1"},
+	"segref":         {"88893a9aa1da52880d0347728b185b09d61710bed6da61d95a3ba4f96c4b9735", "b69812738b65e20a56e55bc243457f6b76a364018b095b08064942023ea74d6b"},
 	"simclr":         {"bc9b6fdd591500eec00681e0a781bacfdacc913b7c719848f166dfccddbf05e5", "6b0c075314f164928e2d859aac5ae61b39d7fdd565f4e69d79b4e17c1af3c283"},
 	"simclr-view":    {"70cce4b1741c0f59df5a2b68e40bb121f206704a37c079255b2b67a1a89fe7f2", "fe5de1dc02a6834b2ad8f651021dbf53447445cea824d429b662a8a850b328f3"},
 	"ssdlite":        {"f1ca29f6513809c989a0140164cf96042da549536bbcb25f3457ead5ccc6819f", "8d18ccfd1c69967d173582503df48505da7701538c94ec7d8b38eececa3cfe82"},
@@ -65,6 +67,7 @@ var goldenPresetsFast = map[string][2]string{
 	"imagenet-eval":  {"2b67e2d594a4679c45cadee4dfd5bdb76bd9ddb0401ec2009961beb930787f92", "2b67e2d594a4679c45cadee4dfd5bdb76bd9ddb0401ec2009961beb930787f92"},
 	"imagenet-train": {"bf1c283ea96f3b2573c547e6cfb8a55fa8a95f89053fcd8d67dbe0b463759fab", "66e6c08a16dc2d0568d7705b86b7f5452ec65ab4bc42dd7fe92b543b24536dde"},
 	"lsj":            {"b9ad9a9cb9db3fbf4301bd29ee3810fe598ee9e87bc198051e51db03b40fa144", "4e7e4981b5ca5e923e6e244d32b8a692074f1efc501773d17ca54d91e36bcf4b"},
+	"segref":         {"88893a9aa1da52880d0347728b185b09d61710bed6da61d95a3ba4f96c4b9735", "de8546a971e1e30c215a3d381784d22e48f4081db2ee235ffb68e4e095b9ea62"},
 	"simclr":         {"bc9b6fdd591500eec00681e0a781bacfdacc913b7c719848f166dfccddbf05e5", "c970510d961f16884aa691ed8a9c1c451fb17e624def34c9b8cb75e44c63e3ee"},
 	"simclr-view":    {"ed384ad7639e6017c5891fea4e9c4c39aa0f426043ce1f7009e4d2ccf02bc5b8", "5c5a3189cd87c719b3b783efefb22bd28b867fb2149d22c7007440cae4942e6e"},
 	"ssdlite":        {"f1ca29f6513809c989a0140164cf96042da549536bbcb25f3457ead5ccc6819f", "8d18ccfd1c69967d173582503df48505da7701538c94ec7d8b38eececa3cfe82"},

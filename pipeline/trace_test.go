@@ -26,6 +26,7 @@ func TestTracerHook(t *testing.T) {
 	}
 	trs["recipe"] = mustTransform(t, HWC, recipeOps()...)
 	trs["lsj"] = mustTransform(t, CHW, lsjOps(96, 64, [3]float64{1, 2, 3})...)
+	trs["seg"] = mustTransform(t, CHW, segOps(40, 160, 64, [3]float64{1, 2, 3})...)
 	trs["letterbox"] = mustTransform(t, CHW, letterboxRecipe(t)...)
 	for name, op := range tvPolicies() {
 		trs[name] = mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}}, Op{Kind: OpRandomHorizontalFlip, P: 0.5}, op)

@@ -210,7 +210,8 @@ func TestTargetsRefused(t *testing.T) {
 
 // TestDetrTargetsAnyTopology: the DETR recipes' ops (RandomIoUCrop drawing
 // against each sample's boxes, which a peer reads as the server does),
-// large-scale jitter's (FixedSizeCrop dropping the boxes it empties), and
+// large-scale jitter's (FixedSizeCrop dropping the boxes it empties), the
+// segmentation references' (RandomResize, PadIfSmaller, RandomCrop), and
 // ultralytics' (RandomPerspective dropping those box_candidates rejects), make
 // the same pixels and targets on a lone server and over 3 peers, every
 // slot verified, none quarantined.
@@ -234,6 +235,11 @@ func TestDetrTargetsAnyTopology(t *testing.T) {
 			{Op: &pb.Op_ScaleJitter{ScaleJitter: &pb.ScaleJitter{TargetHeight: 40, TargetWidth: 40}}},
 			{Op: &pb.Op_FixedSizeCrop{FixedSizeCrop: &pb.FixedSizeCrop{Height: 32, Fill: []float64{123, 117, 104}}}},
 			flipOp(nil), sanitize, cxcywh,
+		},
+		"segref": { // the segmentation references' geometry: the crop of a drawn resize, padded where smaller
+			{Op: &pb.Op_RandomResize{RandomResize: &pb.RandomResize{MinSize: 20, MaxSize: 60}}}, flipOp(nil),
+			{Op: &pb.Op_PadIfSmaller{PadIfSmaller: &pb.PadIfSmaller{Size: 32, MaskFill: new(255.0)}}},
+			{Op: &pb.Op_RandomCrop{RandomCrop: &pb.RandomCrop{Height: 32}}}, cxcywh,
 		},
 		"yolo": { // ultralytics' single-image ops (named: op_yolo.go), drawn from each sample's key
 			namedOp("YOLOLoadImage", numArg("imgsz", 48)), namedOp("YOLOLetterBox", numArg("new_shape", 32)),

@@ -126,6 +126,19 @@ var presets = map[string][]optab.Op{
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 	},
+	// torchvision's semantic segmentation references' training recipe
+	// (SegmentationPresetTrain(base_size=520, crop_size=480, use_v2=True),
+	// their VOC and COCO defaults): RandomResize(260, 1040), the flip,
+	// their PadIfSmaller(480) with 0 for the pixels and 255 (the ignore
+	// index) for masks, RandomCrop(480); uint8, as the other presets:
+	// their ToDtype and Normalize (ImageNet's) are the trainer's, on the
+	// GPU (stoker.normalize), as from_torchvision leaves them.
+	"segref": {
+		{Kind: OpRandomResize, Sizes: []int{260, 1040}},
+		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpPadIfSmaller, Size: [2]int{480, 480}, FillTyped: true, FillMask: 255},
+		{Kind: OpRandomCrop, Size: [2]int{480, 480}},
+	},
 	// torchvision's detection references' "multiscale" recipe (Faster
 	// R-CNN's and the other R-CNNs' multi-scale training):
 	// RandomShortestSize(min_size=(480, 512, ..., 800), max_size=1333),

@@ -17,7 +17,7 @@ func TestPresets(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			side := map[string]int{"tv-resnet50-v2": 176, "dino-local": 96, "detr": 640, "ssdlite": 320, "lsj": 1024, "frcnn": 1333, "yolo": 640, "yolo-letterbox": 640}[name]
+			side := map[string]int{"tv-resnet50-v2": 176, "dino-local": 96, "detr": 640, "ssdlite": 320, "lsj": 1024, "frcnn": 1333, "yolo": 640, "yolo-letterbox": 640, "segref": 480}[name]
 			if side == 0 {
 				side = 224
 			}

@@ -37,7 +37,7 @@ from stoker._ops_generated import NAMED
 _BEHAVIOUR = ("forward", "__call__", "transform", "_transform", "make_params", "_get_params", "get_params",
               "_apply_image_or_video_transform")
 _GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "Pad", "RandomZoomOut", "RandomIoUCrop",
-             "ScaleJitter", "FixedSizeCrop", "RandomShortestSize", "RandomResize",
+             "ScaleJitter", "FixedSizeCrop", "RandomShortestSize", "RandomResize", "PadIfSmaller",
              "timm.RandomResizedCropAndInterpolation")
 #: Conversions the Loader already does (decode to RGB uint8): dropped.
 _DROPPED = ("ToTensor", "PILToTensor", "ToImage", "ToDtype", "ConvertImageDtype", "ToPureTensor", "ToPILImage",
@@ -68,6 +68,10 @@ _FOREIGN = {
     # transforms) and the prototype transforms' have the same draw.
     ("transforms", "FixedSizeCrop"): "FixedSizeCrop",
     ("torchvision.prototype.transforms._geometry", "FixedSizeCrop"): "FixedSizeCrop",
+    # PadIfSmaller is the segmentation references' (references/segmentation/
+    # v2_extras.py; their prototype-era transforms.py had it too).
+    ("v2_extras", "PadIfSmaller"): "PadIfSmaller",
+    ("transforms", "PadIfSmaller"): "PadIfSmaller",
 }
 
 
@@ -101,11 +105,14 @@ def _members(t: Any) -> List[Any]:
 
 
 def _dtype(d: Any) -> Any:
-    """ToDtype's dtype for images: a dict's entry for Image, or "others"."""
+    """ToDtype's dtype for images: a dict's entry for Image, else for a
+    plain tensor (torch.Tensor: the image after PILToTensor, as the
+    segmentation references key it), else "others"."""
     if isinstance(d, dict):
-        for k, v in d.items():
-            if getattr(k, "__name__", k) in ("Image", "others"):
-                return v
+        names = {getattr(k, "__name__", k): v for k, v in d.items()}
+        for name in ("Image", "Tensor", "others"):
+            if name in names:
+                return names[name]
         return None
     return d
 
@@ -310,6 +317,9 @@ class _Converter:
         if name in ("Resize", "RandomShortestSize", "RandomResize") and len(self.ops) > 1 and \
                 self.ops[1][1] == "CenterCrop":
             n = 2
+        elif name == "RandomResize" and len(self.ops) > 1 and \
+                self.ops[1][1] in ("RandomHorizontalFlip", "PadIfSmaller", "RandomCrop"):
+            n = self._seg_geometry()
         elif name == "Pad":
             if len(self.ops) < 2 or self.ops[1][1] not in ("RandomCrop", "CenterCrop"):
                 raise ValueError(f"{where}: Pad needs a RandomCrop or CenterCrop right after it (stoker's Pad is part "
@@ -343,6 +353,24 @@ class _Converter:
             if name in _GEOMETRY:
                 raise ValueError(f"{where}: a geometry op after other ops: stoker's geometry is the first op (one "
                                  f"RandomResizedCrop, or Resize then CenterCrop), fused into the decode")
+
+    def _seg_geometry(self) -> int:
+        """The segmentation references' geometry from the RandomResize:
+        a RandomHorizontalFlip, a PadIfSmaller (each if any), then the
+        RandomCrop; returns how many ops it has (1: the RandomResize
+        alone, which the ops after it are checked against)."""
+        j = 1
+        if self.ops[j][1] == "RandomHorizontalFlip":
+            j += 1
+        pad = j < len(self.ops) and self.ops[j][1] == "PadIfSmaller"
+        if pad:
+            j += 1
+        if j < len(self.ops) and self.ops[j][1] == "RandomCrop":
+            return j + 1
+        if pad:
+            raise ValueError(f"{self.ops[j - 1][0]}: PadIfSmaller needs a RandomCrop right after it (stoker's "
+                             f"PadIfSmaller is part of the geometry; alone its size would vary per image)")
+        return 1
 
     def _iou_crop(self, i: int) -> int:
         """The geometry's ops from the RandomIoUCrop at i to the Resize((h,
@@ -646,6 +674,14 @@ def _fixed_size_crop(cv: _Converter, t: Any) -> Transform:
                            getattr(t, "padding_mode", "constant"))
 
 
+def _pad_if_smaller(cv: _Converter, t: Any) -> Transform:
+    """PadIfSmaller (the segmentation references'): its size and fill (a
+    fill per type kept: the pixels' and the masks'; none is 0, as
+    F.pad's)."""
+    fill = _fill_typed(cv, t)
+    return O.PadIfSmaller(t.size, 0 if fill is None else fill)
+
+
 def _sanitize(t: Any, where: str) -> Transform:
     """v2.SanitizeBoundingBoxes: its bounds; the labels are always the
     targets' own (labels_getter "default"), dropped with their boxes."""
@@ -680,6 +716,7 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
                                                                                 t.hue, t.p),
     "ScaleJitter": lambda cv, t, where: O.ScaleJitter(t.target_size, t.scale_range, t.interpolation, _resize_aa(cv, t)),
     "FixedSizeCrop": lambda cv, t, where: _fixed_size_crop(cv, t),
+    "PadIfSmaller": lambda cv, t, where: _pad_if_smaller(cv, t),
     "RandomShortestSize": lambda cv, t, where: O.RandomShortestSize(t.min_size, t.max_size, t.interpolation,
                                                                     _resize_aa(cv, t)),
     "RandomResize": lambda cv, t, where: O.RandomResize(t.min_size, t.max_size, t.interpolation, _resize_aa(cv, t)),

@@ -360,8 +360,10 @@ class RandomResize(Transform):
     """torchvision.transforms.v2's RandomResize: the shorter side resized
     to a size uniform in ``[min_size, max_size)``, the longer scaled and
     truncated (``Resize(size)``); a job's target boxes move with it. Part
-    of the geometry, fused into the decode: first, then a ``CenterCrop``
-    (its longer side has no bound of its own: for per-sample sizes use
+    of the geometry, fused into the decode: first, then a ``CenterCrop``,
+    or (the segmentation references' recipe) a ``RandomHorizontalFlip``
+    (if any), a ``PadIfSmaller`` (if any) and a ``RandomCrop`` (its longer
+    side has no bound of its own: for per-sample sizes use
     ``RandomShortestSize`` with a ``max_size``)."""
 
     def __init__(self, min_size: int, max_size: int, interpolation: Any = "bilinear",
@@ -378,6 +380,25 @@ class RandomResize(Transform):
         return pb.Op(random_resize=pb.RandomResize(
             min_size=self.min_size, max_size=self.max_size,
             interpolation=interp_pb(self.interpolation, "bilinear"), antialias=None if self.antialias else False))
+
+
+class PadIfSmaller(Transform):
+    """torchvision's segmentation references' PadIfSmaller
+    (``references/segmentation/v2_extras.py``, not in torchvision proper):
+    the image padded on the right and bottom with ``fill`` to at least
+    ``size`` a side (padding ``[0, 0, max(size - w, 0), max(size - h,
+    0)]``); ``fill`` is one value or one per channel, or a fill per type
+    (the references' ``{tv_tensors.Mask: 255, "others": 0}``: 255 to a
+    job's masks). Part of the geometry: after a ``RandomResize`` (and a
+    ``RandomHorizontalFlip``), right before a ``RandomCrop``."""
+
+    def __init__(self, size: int, fill: Any = 0) -> None:
+        cls = "PadIfSmaller"
+        self.size = integer(cls, "size", size, 1, 4096)
+        self.fill = _constant_fill(cls, _typed(self, cls, fill), "constant")
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(pad_if_smaller=pb.PadIfSmaller(size=self.size, fill=fill_list(self.fill), **_mask_fill(self)))
 
 
 class ConvertBoundingBoxFormat(Transform):

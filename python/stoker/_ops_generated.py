@@ -68,6 +68,10 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("fill", "typed_fill", "0"),
         Param("padding_mode", "str", "'constant'"),
     ),
+    "PadIfSmaller": (
+        Param("size", "int", None),
+        Param("fill", "typed_fill", "0"),
+    ),
     "RandAugment": (
         Param("num_ops", "int", "2"),
         Param("magnitude", "int", "9"),

@@ -65,6 +65,7 @@ from stoker._ops import (
     FixedSizeCrop,
     RandomShortestSize,
     RandomResize,
+    PadIfSmaller,
 )
 from stoker._ops_base import Transform, mean_std
 from stoker._ops_generated import *  # noqa: F401,F403  the named ops (RandomChannelPermutation, ...)
@@ -116,6 +117,7 @@ __all__ = [
     "FixedSizeCrop",
     "RandomShortestSize",
     "RandomResize",
+    "PadIfSmaller",
     "ConvertBoundingBoxFormat",
     "RandomPhotometricDistort",
     "SanitizeBoundingBoxes",
@@ -169,9 +171,9 @@ __all__ = [
 #: docs/transforms.md: one-view presets, then :data:`VIEW_PRESETS`, whose
 #: batches carry a list of views. "detr", "ssdlite", "lsj" and "frcnn" need ``Loader(targets=True)``;
 #: "yolo" (ultralytics' v8_transforms, its Mosaic reading partners from the dataset) and "yolo-letterbox" are
-#: ultralytics' (docs/detection.md).
+#: ultralytics' (docs/detection.md); "segref" is torchvision's segmentation references' training recipe.
 PRESETS = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global", "dino-local",
-           "clip", "detr", "ssdlite", "lsj", "frcnn", "yolo", "yolo-letterbox") + VIEW_PRESETS
+           "clip", "detr", "ssdlite", "lsj", "frcnn", "yolo", "yolo-letterbox", "segref") + VIEW_PRESETS
 
 TransformLike = Union[str, Compose, Transform, Sequence[Transform], MultiView, pb.TransformSpec]
 

@@ -15,6 +15,13 @@ from stoker import transforms as T
 from stoker.v1 import stoker_pb2 as pb
 
 
+def _mask() -> type:
+    """tv_tensors.Mask, imported when a spec asks for it."""
+    from torchvision import tv_tensors
+
+    return tv_tensors.Mask
+
+
 def test_preset_is_a_name() -> None:
     assert T.to_spec("imagenet-train") == pb.TransformSpec(preset="imagenet-train")
 
@@ -206,6 +213,9 @@ SPECS = [
     (lambda: T.RandomResize(256, 320), pb.Op(random_resize=pb.RandomResize(min_size=256, max_size=320))),
     (lambda: T.RandomResize(100, 140, "bicubic", antialias=False),
      pb.Op(random_resize=pb.RandomResize(min_size=100, max_size=140, interpolation=BICUBIC, antialias=False))),
+    (lambda: T.PadIfSmaller(480), pb.Op(pad_if_smaller=pb.PadIfSmaller(size=480, fill=[0]))),
+    (lambda: T.PadIfSmaller(480, fill={_mask(): 255, "others": (1, 2, 3)}),
+     pb.Op(pad_if_smaller=pb.PadIfSmaller(size=480, fill=[1, 2, 3], mask_fill=255))),
     (lambda: T.ConvertBoundingBoxFormat("cxcywh"),
      pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format="CXCYWH"))),
     (lambda: T.RandomPerspective(), pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.5, p=0.5, fill=[0]))),
@@ -520,7 +530,8 @@ def test_bad_arguments_are_refused_as_torchvision_would(make, exc, fragment) -> 
 
 def test_to_spec_takes_presets_lists_composes_and_specs() -> None:
     assert T.PRESETS == ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global",
-                         "dino-local", "clip", "detr", "ssdlite", "lsj", "frcnn", "yolo", "yolo-letterbox", "simclr", "dino", "dinov2")
+                         "dino-local", "clip", "detr", "ssdlite", "lsj", "frcnn", "yolo", "yolo-letterbox", "segref", "simclr", "dino",
+                         "dinov2")
     ops = [T.RandomResizedCrop(8), T.RandomApply([T.Grayscale()])]
     want = pb.TransformSpec(ops=[op.to_proto() for op in ops])
     assert T.to_spec(ops) == want and T.to_spec(tuple(ops)) == want

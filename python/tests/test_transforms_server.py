@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 from test_from_torchvision import PRESET_OPS, dino, open_clip, simclr, tv_resnet50_v2
-from test_transforms import SPECS
+from test_transforms import SPECS, _mask
 from torchvision.transforms import v2 as tv2
 
 import stoker
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.filterwarnings(r"ignore:The transform `ToTensor\(\)` is
 
 SIZE = 16
 GEOMETRY = ("random_resized_crop", "resize", "center_crop", "random_crop", "pad", "random_zoom_out", "random_iou_crop",
-            "scale_jitter", "fixed_size_crop", "random_shortest_size", "random_resize", "normalize")
+            "scale_jitter", "fixed_size_crop", "random_shortest_size", "random_resize", "pad_if_smaller", "normalize")
 
 
 #: Ops that act on a job's targets alone: refused in these jobs, which
@@ -63,6 +63,8 @@ def test_every_op_is_accepted(server: str) -> None:
                      [T.RandomPhotometricDistort(p=1), T.RandomZoomOut(), T.Resize((SIZE, 20))],
                      [T.ScaleJitter((SIZE, SIZE)), T.FixedSizeCrop(SIZE, fill=(1, 2, 3))], [T.FixedSizeCrop((SIZE, 20))],
                      [T.RandomShortestSize((20, 30)), T.CenterCrop(SIZE)], [T.RandomResize(20, 30), T.CenterCrop(SIZE)],
+                     [T.RandomResize(20, 30), T.RandomHorizontalFlip(), T.PadIfSmaller(SIZE, fill={_mask(): 255}),
+                      T.RandomCrop(SIZE)], [T.RandomResize(40, 50), T.RandomCrop(SIZE, pad_if_needed=True)],
                      [T.YOLOLoadImage(40), T.YOLOLetterBox(SIZE)],
                      [T.YOLOLoadImage(40), T.YOLOLetterBox((SIZE, 20)), T.YOLORandomPerspective(degrees=5.0)],
                      [T.YOLOLoadImage(40), T.YOLORandomPerspective(perspective=0.001, size=SIZE)],

@@ -1,0 +1,286 @@
+"""torchvision's semantic segmentation references' training geometry
+(references/segmentation/presets.py, SegmentationPresetTrain with
+use_v2=True: RandomResize, RandomHorizontalFlip, the references'
+PadIfSmaller, RandomCrop) against torchvision, through a real ``stoker
+serve`` on mkdata --coco's photos. Each sample's trace (resize,
+horizontal_flip, pad, crop in torchvision's order) is replayed by
+torchvision.transforms.v2.functional: on decode_jpeg's pixels the same
+bytes; on the CocoDetection wrapper's boxes and keypoints the same float32
+bits; on pycocotools' masks, with the Mask's fill (the references' 255),
+the same bytes. The draws (the resized size, the flip, the crop's place)
+are compared with torchvision's make_params; from_torchvision converts the
+references' recipe (PadIfSmaller by its module and name, as the
+references import it), and the preset "segref" is that recipe at their
+defaults (base_size 520, crop_size 480)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import pytest
+import torch
+from google.protobuf import json_format
+from torchvision import tv_tensors
+from torchvision.io import ImageReadMode, decode_jpeg, read_file
+from torchvision.transforms import v2 as tv2
+from torchvision.transforms.v2 import functional as F
+
+import stoker
+from stats import Checks, compare_values, in_band, json_lines
+from stoker import transforms as T
+from stoker._errors import StokerError
+from stoker.v1 import stoker_pb2 as pb
+from test_detection_ops import replay_pixels
+from test_targets import N, coco_sources, det, replay, server  # noqa: F401 (the fixtures)
+from test_targets_kpts import coco_points
+from test_targets_mask_fill import masks_trace
+from test_targets_masks import coco_masks, replay_masks
+
+IMG, MASK = tv_tensors.Image, tv_tensors.Mask
+MEAN = (123, 117, 104)
+
+# name: (the ops, the Mask's fill of each filling step by its pixel fill).
+# mkdata's photos are 320 to 480 pixels a side: each recipe both pads and
+# crops, flipped and not.
+TRANSFORMS: Dict[str, Any] = {
+    # The references' order, their fills: 0 for the pixels, 255 for masks.
+    "segref-small": ([T.RandomResize(100, 400), T.RandomHorizontalFlip(), T.PadIfSmaller(240, fill={MASK: 255, "others": 0}),
+                      T.RandomCrop(240)], {(0.0, 0.0, 0.0): 255}),
+    # A pixel fill of its own, a crop that is not square, bicubic, the
+    # flip after the crop (fused), a photometric op after.
+    "flip-after-bicubic": ([T.RandomResize(120, 360, interpolation="bicubic"), T.PadIfSmaller(200, fill={IMG: MEAN, MASK: 255}),
+                            T.RandomCrop((200, 170)), T.RandomHorizontalFlip(), T.ColorJitter(0.3, 0.3)],
+                           {tuple(float(v) for v in MEAN): 255}),
+    # No PadIfSmaller: RandomCrop's own padding and pad_if_needed (both
+    # sides), with a fill per type, between two flips.
+    "pad-if-needed": ([T.RandomResize(100, 300, antialias=False), T.RandomHorizontalFlip(0.5),
+                       T.RandomCrop(220, padding=(3, 5), pad_if_needed=True, fill={IMG: (10, 20, 30), MASK: 7}),
+                       T.RandomVerticalFlip()], {(10.0, 20.0, 30.0): 7}),
+}
+
+
+def replay_points(points: tv_tensors.KeyPoints, trace: List[Any]) -> tv_tensors.KeyPoints:
+    """The trace's geometry on keypoints (torchvision's keypoint kernels;
+    none drops an instance here)."""
+    for name, args in trace:
+        if name not in ("resize", "horizontal_flip", "vertical_flip", "pad", "crop"):
+            continue
+        kw = {k: v for k, v in args.items() if k not in ("interpolation", "antialias", "fill")}
+        points = getattr(F, name)(points, **kw)
+    return points
+
+
+def check_sample(image: torch.Tensor, got: Dict[str, Any], want: Dict[str, Any], src: torch.Tensor, masks: torch.Tensor,
+                 points: Any, trace: List[Any], mask_fill: Any, exact: bool, where: str) -> None:
+    if exact:
+        assert torch.equal(image, replay_pixels(src, trace)), f"{where}: not torchvision's pixels"
+    moved, keep = replay(want["boxes"], trace)
+    assert bool(keep.all()), where  # nothing here drops an instance
+    assert tuple(got["boxes"].canvas_size) == tuple(moved.canvas_size) == tuple(image.shape[-2:]), where
+    torch.testing.assert_close(got["boxes"].as_subclass(torch.Tensor), moved.as_subclass(torch.Tensor), msg=where)
+    assert torch.equal(got["labels"], want["labels"]), where
+    m = replay_masks(masks, want["boxes"], masks_trace(trace, mask_fill))
+    assert got["masks"].dtype == torch.uint8 and torch.equal(got["masks"].as_subclass(torch.Tensor),
+                                                             m.as_subclass(torch.Tensor)), where
+    kp, vis = points
+    mp = replay_points(kp, trace)
+    assert tuple(got["keypoints"].canvas_size) == tuple(mp.canvas_size), where
+    torch.testing.assert_close(got["keypoints"].as_subclass(torch.Tensor), mp.as_subclass(torch.Tensor), msg=where)
+    assert torch.equal(got["keypoints_visibility"], vis), where
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_segref_is_torchvisions(server: str, det: Path, name: str) -> None:  # noqa: F811
+    """Pixels (where the decode was exact: byte for byte), boxes and
+    keypoints (assert_close; float32 ops on both sides), masks (byte for
+    byte, the padding's the Mask's fill) of every sample, two seeds."""
+    ops, mask_fill = TRANSFORMS[name]
+    images_dir = det / "images" / "train"
+    want, masks, points = coco_sources(det), coco_masks(det), coco_points(det)
+    seen, exact, kinds, fill_px = 0, 0, set(), 0
+    big = set(mask_fill.values()) - {0, 1}
+    for seed in (1, 2):
+        with stoker.Loader(server, "coco", batch_size=6, transform=T.Compose(ops), trace=True, return_indices=True,
+                           targets=("boxes", "labels", "masks", "keypoints", "keypoints_visibility"), fields=("path",),
+                           pin_memory=False, timeout=60, seed=seed) as ld:
+            for b in ld:
+                images, targets, indices = b
+                for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                    trace = b.trace[i]
+                    where = f"{name} seed {seed} sample {idx}: {trace}"
+                    src = decode_jpeg(read_file(str(images_dir / b.fields["path"][i].decode())), mode=ImageReadMode.RGB)
+                    check_sample(images[i], t, want[idx], src, masks[idx], points[idx], trace, mask_fill,
+                                 b.decode == "exact", where)
+                    exact += b.decode == "exact"
+                    steps = [s for s, _ in trace]
+                    # padded: a PadIfSmaller's, or pad_if_needed's past the
+                    # RandomCrop's own padding (3, 5)
+                    pads = [a["padding"] for s, a in trace if s == "pad"]
+                    kinds.add(("flipped" if "horizontal_flip" in steps else "not flipped",
+                               "padded" if any(p not in ([3, 5, 3, 5],) for p in pads) else "not padded"))
+                    fill_px += sum(int((t["masks"] == v).sum()) for v in big)
+                    seen += 1
+            assert not list(ld.sample_errors)
+    assert seen == 2 * N and exact > 0
+    assert len(kinds) == 4, kinds
+    assert fill_px > 0, "no mask pixel of the padding's fill"
+
+
+DRAWS = 20000
+
+
+def stoker_draws(stoker_bin: Path, ops: List[pb.Op], seed: int, source: Tuple[int, int]) -> List[Dict[str, Any]]:
+    js = json_format.MessageToJson(pb.TransformSpec(ops=ops), indent=None)
+    r = subprocess.run([str(stoker_bin), "ops", "draw", "--spec", js, "--n", str(DRAWS), "--seed", str(seed),
+                        "--source", f"{source[0]}x{source[1]}"], capture_output=True, text=True, timeout=600,
+                       stdin=subprocess.DEVNULL, check=True)
+    out = []
+    for trace in json_lines(r.stdout):
+        steps = dict((s, a) for s, a in trace)
+        crop = steps.get("crop", {"top": 0, "left": 0})
+        out.append({"short": min(steps["resize"]["size"]), "flip": int("horizontal_flip" in steps),
+                    "top": crop["top"], "left": crop["left"], "pad": tuple(steps.get("pad", {"padding": [0] * 4})["padding"])})
+    assert len(out) == DRAWS
+    return out
+
+
+@pytest.mark.parametrize("source", [(500, 375), (300, 420)])
+def test_draws_are_torchvisions(stoker_bin: Path, source: Tuple[int, int]) -> None:
+    """RandomResize's size (make_params' randint in [min_size, max_size)),
+    the flip, PadIfSmaller's padding and RandomCrop's top and left on the
+    padded image, against torchvision's classes' make_params chained on
+    the same image size (chi-square on the integers, DRAWS draws a seed)."""
+    lo, hi, crop = 260, 1040, 480
+    ops = [T.RandomResize(lo, hi), T.RandomHorizontalFlip(), T.PadIfSmaller(crop, fill={MASK: 255, "others": 0}),
+           T.RandomCrop(crop)]
+    rr, fl, rc = tv2.RandomResize(lo, hi), tv2.RandomHorizontalFlip(), tv2.RandomCrop(crop)
+    w0, h0 = source
+    one = torch.zeros(1, dtype=torch.uint8)
+
+    def theirs() -> Dict[str, Any]:
+        s = rr.make_params([])["size"]
+        h, w = F._geometry._compute_resized_output_size((h0, w0), s)
+        flip = int(torch.rand(1) < fl.p)
+        pad = (0, 0, max(crop - w, 0), max(crop - h, 0))
+        p = rc.make_params([tv_tensors.Image(one.expand(3, h + pad[3], w + pad[2]))])
+        return {"short": min(h, w), "flip": flip, "top": p["top"], "left": p["left"], "pad": pad}
+
+    def run(k: int) -> Checks:
+        mine = stoker_draws(stoker_bin, [op.to_proto() for op in ops], k, source)
+        torch.manual_seed(500 + k)
+        tv = [theirs() for _ in range(DRAWS)]
+        c = Checks()
+        for key in ("short", "flip", "top", "left"):
+            compare_values(c, f"segref: {key}", [m[key] for m in mine], [x[key] for x in tv])
+        compare_values(c, "segref: padded", [int(any(m["pad"])) for m in mine], [int(any(x["pad"])) for x in tv])
+        return c
+
+    in_band(run)
+
+
+class PadIfSmaller(tv2.Transform):
+    """The segmentation references' PadIfSmaller (their v2_extras.py, as
+    their presets import it: module ``v2_extras``), run by torchvision."""
+
+    def __init__(self, size: int, fill: Any = 0) -> None:
+        super().__init__()
+        self.size = size
+        self.fill = tv2._utils._setup_fill_arg(fill)
+
+    def make_params(self, flat_inputs: List[Any]) -> Dict[str, Any]:
+        height, width = tv2._utils.query_size(flat_inputs)
+        padding = [0, 0, max(self.size - width, 0), max(self.size - height, 0)]
+        return dict(padding=padding, needs_padding=any(padding))
+
+    def transform(self, inpt: Any, params: Dict[str, Any]) -> Any:
+        if not params["needs_padding"]:
+            return inpt
+        fill = tv2._utils._get_fill(self.fill, type(inpt))
+        return F.pad(inpt, padding=params["padding"], fill=tv2._utils._convert_fill_arg(fill))
+
+
+PadIfSmaller.__module__ = "v2_extras"
+
+
+def references_recipe(base_size: int = 520, crop_size: int = 480) -> tv2.Compose:
+    """SegmentationPresetTrain(base_size, crop_size, use_v2=True) at its
+    defaults (hflip_prob 0.5, ImageNet's mean and std, backend "pil")."""
+    return tv2.Compose([
+        tv2.RandomResize(min_size=int(0.5 * base_size), max_size=int(2.0 * base_size)),
+        tv2.RandomHorizontalFlip(0.5),
+        PadIfSmaller(crop_size, fill={MASK: 255, "others": 0}),
+        tv2.RandomCrop(crop_size),
+        tv2.PILToTensor(),
+        tv2.ToDtype(dtype={torch.Tensor: torch.float32, MASK: torch.int64, "others": None}, scale=True),
+        tv2.Normalize(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)),
+        tv2.ToPureTensor(),
+    ])
+
+
+def test_references_class_runs_as_converted(det: Path) -> None:  # noqa: F811
+    """The PadIfSmaller above is the references' (run by torchvision on an
+    image and its Mask: right and bottom, 0 and 255), and from_torchvision
+    converts the whole recipe to stoker's ops."""
+    img = tv_tensors.Image(torch.full((3, 100, 130), 9, dtype=torch.uint8))
+    mask = tv_tensors.Mask(torch.ones(100, 130, dtype=torch.uint8))
+    pi, pm = PadIfSmaller(120, fill={MASK: 255, "others": 0})(img, mask)
+    assert pi.shape == (3, 120, 130) and int(pi[:, 100:].max()) == 0 and int(pi[:, :100].min()) == 9
+    assert pm.shape == (120, 130) and bool((pm[100:] == 255).all()) and bool((pm[:100] == 1).all())
+    got = T.from_torchvision(references_recipe())
+    assert got.transforms == [T.RandomResize(260, 1040), T.RandomHorizontalFlip(0.5),
+                              T.PadIfSmaller(480, fill={IMG: 0, MASK: 255}), T.RandomCrop(480)]
+    assert (got.normalize_mean, got.normalize_std) == ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+
+
+def test_segref_preset_is_the_recipe(server: str, det: Path) -> None:  # noqa: F811
+    """transform="segref" is the references' recipe (base_size 520,
+    crop_size 480) converted by from_torchvision (its ToDtype and
+    Normalize left to the trainer's GPU): the same traces and uint8
+    samples, seed for seed; the masks' padding is 255 and a few samples'
+    pixels are torchvision's replay of the trace (exact decodes)."""
+    recipe = T.from_torchvision(references_recipe())
+    images_dir = det / "images" / "train"
+    kw = dict(batch_size=4, seed=5, targets=("labels", "masks"), trace=True, return_indices=True, pin_memory=False,
+              timeout=120, shuffle=False, fields=("path",))
+    seen, kinds = 0, set()
+    with stoker.Loader(server, "coco", transform="segref", **kw) as a, \
+            stoker.Loader(server, "coco", transform=recipe, **kw) as b:
+        for x, y in zip(a, b):
+            assert x.trace == y.trace
+            assert x[0].dtype == torch.uint8 and x[0].shape[1:] == (3, 480, 480) and torch.equal(x[0], y[0])
+            for i, t in enumerate(x[1]):
+                steps = dict((s, a) for s, a in x.trace[i])
+                kinds.add("padded" if "pad" in steps else "cropped")
+                if "pad" in steps and len(t["labels"]):
+                    _, _, r, bo = steps["pad"]["padding"]
+                    assert bool((t["masks"][:, 480 - bo:, :] == 255).all()) if bo else True
+                    assert bool((t["masks"][:, :, 480 - r:] == 255).all()) if r else True
+                if seen < 6 and x.decode == "exact":
+                    src = decode_jpeg(read_file(str(images_dir / x.fields["path"][i].decode())), mode=ImageReadMode.RGB)
+                    assert torch.equal(x[0][i], replay_pixels(src, x.trace[i])), x.trace[i]
+                seen += 1
+    assert seen == N and kinds == {"cropped", "padded"}, kinds
+
+
+@pytest.mark.parametrize("ops,what", [
+    ([T.RandomResize(100, 300), T.PadIfSmaller(200)], "PadIfSmaller"),
+    ([T.Resize((100, 100)), T.PadIfSmaller(200), T.RandomCrop(200)], "PadIfSmaller"),
+    ([T.RandomResize(100, 300), T.PadIfSmaller(200, fill=3), T.RandomCrop(200, padding=2)], "two fills"),
+    ([T.RandomResize(100, 300), T.RandomCrop(200), T.CenterCrop(100)], "CenterCrop"),
+])
+def test_refused(server: str, ops: List[Any], what: str) -> None:  # noqa: F811
+    with pytest.raises(StokerError, match=what):
+        with stoker.Loader(server, "coco", batch_size=2, transform=T.Compose(ops), pin_memory=False, timeout=30) as ld:
+            next(iter(ld))
+
+
+def test_smaller_than_the_crop_fails_the_sample(server: str) -> None:  # noqa: F811
+    """Without PadIfSmaller or pad_if_needed, an image resized smaller than
+    the crop fails its sample, naming the sizes, as torchvision's
+    RandomCrop raises (a batch of no samples ends the job)."""
+    tf = T.Compose([T.RandomResize(100, 120), T.RandomCrop(200)])
+    with pytest.raises(StokerError, match=r"resized to \d+x\d+ and padded to \d+x\d+, is smaller than the 200x200 crop"):
+        with stoker.Loader(server, "coco", batch_size=4, transform=tf, pin_memory=False, timeout=30) as ld:
+            next(iter(ld))
