@@ -23,6 +23,7 @@ var (
 	recipeOps     = testops.Recipe
 	tvPolicies    = testops.TVPolicies
 	lsjOps        = testops.LSJ
+	segOps        = testops.Seg
 	yoloOps       = testops.Named
 	mosaicMixUp   = testops.MosaicMixUp
 )
