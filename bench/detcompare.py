@@ -25,6 +25,12 @@ tensor, and the recipe's v2 Compose on (image, {"boxes", "labels"}):
   lsj:  ScaleJitter((1024, 1024), antialias=True), FixedSizeCrop(1024,
         fill=(123, 117, 104)) (the detection references', below: v2 has
         none), RandomHorizontalFlip(), SanitizeBoundingBoxes()
+  segref: RandomResize(260, 1040), RandomHorizontalFlip(), PadIfSmaller(480,
+        fill={Mask: 255, "others": 0}) (the segmentation references', below:
+        v2 has none), RandomCrop(480) (their SegmentationPresetTrain at
+        base_size 520, crop_size 480, use_v2=True; its ToDtype and Normalize
+        left out, as stoker's preset leaves them to the GPU; the same boxes
+        and labels as the others, no masks on either side)
 
 which is what stoker's presets of the same names run (python/tests/
 test_detection_ops.py and test_lsj.py check them sample for sample).
@@ -58,7 +64,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = {"detr": 3.0, "ssdlite": 3.0}
 #: The targets' share of a batch's bytes at COCO's density, at most.
 TARGET_BYTES_SHARE = 0.02
-TRANSFORMS = ("detr", "ssdlite", "lsj", "yolo")
+TRANSFORMS = ("detr", "ssdlite", "lsj", "segref", "yolo")
 
 
 def fixed_size_crop_class():
@@ -98,6 +104,33 @@ def fixed_size_crop_class():
     return FixedSizeCrop
 
 
+def pad_if_smaller_class():
+    """torchvision's segmentation references' PadIfSmaller
+    (references/segmentation/v2_extras.py) as a v2 transform: padding [0,
+    0, max(size - w, 0), max(size - h, 0)] with the fill of each input's
+    type."""
+    from torchvision.transforms import v2
+    from torchvision.transforms.v2 import functional as F
+
+    class PadIfSmaller(v2.Transform):
+        def __init__(self, size: int, fill=0) -> None:
+            super().__init__()
+            self.size, self.fill = size, v2._utils._setup_fill_arg(fill)
+
+        def make_params(self, flat_inputs):
+            h, w = v2._utils.query_size(flat_inputs)
+            padding = [0, 0, max(self.size - w, 0), max(self.size - h, 0)]
+            return dict(padding=padding, needs_padding=any(padding))
+
+        def transform(self, inpt, params):
+            if not params["needs_padding"]:
+                return inpt
+            fill = v2._utils._get_fill(self.fill, type(inpt))
+            return F.pad(inpt, padding=params["padding"], fill=v2._utils._convert_fill_arg(fill))
+
+    return PadIfSmaller
+
+
 def recipe(name: str):
     import torchvision.transforms.v2 as T
 
@@ -112,6 +145,11 @@ def recipe(name: str):
         return T.Compose([T.ScaleJitter((1024, 1024), antialias=True),
                           fixed_size_crop_class()(1024, fill=(123, 117, 104)), T.RandomHorizontalFlip(),
                           T.SanitizeBoundingBoxes()])
+    if name == "segref":
+        from torchvision import tv_tensors
+
+        return T.Compose([T.RandomResize(260, 1040), T.RandomHorizontalFlip(0.5),
+                          pad_if_smaller_class()(480, fill={tv_tensors.Mask: 255, "others": 0}), T.RandomCrop(480)])
     sys.exit(f"detcompare: no torchvision recipe for {name!r} (want one of {', '.join(TRANSFORMS)})")
 
 
