@@ -120,6 +120,9 @@ func (t *Transform) segGeometry() (int, error) {
 		return bad("op %d (%s) after the RandomCrop is not supported: the geometry is RandomResize, RandomHorizontalFlip (if any), PadIfSmaller (if any), then RandomCrop", n, ops[n].Kind)
 	}
 	t.resize, t.rcrop, t.seg = rs, crop, &g
+	if g.flip != nil {
+		t.segFlipP = g.flip.P
+	}
 	t.geom, t.outH, t.outW = ResizeCrop, crop.Size[0], crop.Size[1]
 	return n, nil
 }

@@ -68,9 +68,8 @@ type Transform struct {
 	// jitter and fixed: a ScaleJitter and FixedSizeCrop (lsj.go); vary:
 	// each sample's size is its own, outH x outW its bound (lsj.go).
 	jitter, fixed *optab.Op
-	// seg: the segmentation references' geometry (op_seg.go): t.resize
-	// (a RandomResize), a flip (drawn at segFlipP) and a PadIfSmaller,
-	// then t.rcrop.
+	// seg: the segmentation references' geometry (op_seg.go): t.resize, a
+	// flip (drawn at segFlipP), a PadIfSmaller, then t.rcrop.
 	seg      *segGeom
 	segFlipP float64
 	vary     bool
@@ -301,11 +300,7 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 		}
 		t.norm, rest = &rest[k], rest[:k]
 	}
-	if t.seg != nil && t.seg.flip != nil {
-		t.segFlipP = t.seg.flip.P
-	}
-	// A mosaic's flip is a step, and so is one after a segmentation
-	// geometry's own flip (which the plan's flip is).
+	// A mosaic's flip is a step, and so is one after a segmentation geometry's own.
 	if len(rest) > 0 && rest[0].Kind == optab.OpRandomHorizontalFlip && t.mosaic == nil && (t.seg == nil || t.seg.flip == nil) {
 		if err := checkP(&rest[0], n); err != nil {
 			return nil, err
