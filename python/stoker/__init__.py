@@ -12,7 +12,8 @@
 
 The public surface: :class:`Loader`, :class:`Dataset` (a torch
 IterableDataset), :mod:`transforms`, :func:`normalize`, :class:`StokerError`,
-:func:`list_datasets` (of :class:`DatasetInfo`), :class:`Batch` (what a Loader yields). ``torch`` is imported when batches are made, or when
+:func:`list_datasets` (of :class:`DatasetInfo`), :class:`Batch` (what a Loader yields),
+:func:`semantic_mask` (the segmentation references' map of a sample's instances). ``torch`` is imported when batches are made, or when
 ``stoker.Dataset`` is first used.
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 from stoker import transforms
 from stoker._batch import Batch
 from stoker._mix import Mix
+from stoker._semantic import VOC_CATEGORIES, semantic_mask
 from stoker.loader import DatasetInfo, Loader, LoaderStats, SampleError, StokerError, list_datasets
 from stoker.transforms import normalize
 
@@ -36,6 +38,8 @@ __all__ = [
     "LoaderStats",
     "list_datasets",
     "DatasetInfo",
+    "semantic_mask",
+    "VOC_CATEGORIES",
 ]
 
 __version__ = "0.1.0"

@@ -11,7 +11,8 @@ the same bytes. The draws (the resized size, the flip, the crop's place)
 are compared with torchvision's make_params; from_torchvision converts the
 references' recipe (PadIfSmaller by its module and name, as the
 references import it), and the preset "segref" is that recipe at their
-defaults (base_size 520, crop_size 480)."""
+defaults (base_size 520, crop_size 480). stoker.semantic_mask of the
+moved instances is the references' COCO map (coco_utils.py), moved."""
 
 from __future__ import annotations
 
@@ -286,3 +287,137 @@ def test_smaller_than_the_crop_fails_the_sample(server: str) -> None:  # noqa: F
     with pytest.raises(StokerError, match=r"resized to \d+x\d+ and padded to \d+x\d+, is smaller than the 200x200 crop"):
         with stoker.Loader(server, "coco", batch_size=4, transform=tf, pin_memory=False, timeout=30) as ld:
             next(iter(ld))
+
+
+def references_semantic(det: Path, remap: bool) -> Dict[int, torch.Tensor]:
+    """Per sample index (images sorted by id), the references' COCO
+    target (coco_utils.py): FilterAndRemapCategories(CAT_LIST) when remap
+    (the annotations of other categories dropped, each category its place
+    in the list), then ConvertCocoPolysToMask: each annotation's
+    segmentation through pycocotools' frPyObjects and decode, any over its
+    parts; the masks times their categories, max over them, 255 where
+    they overlap; zeros without annotations."""
+    import json
+
+    from pycocotools import mask as coco_mask
+
+    doc = json.loads((det / "annotations" / "instances.json").read_text())
+    anns: Dict[int, List[Any]] = {}
+    for a in doc["annotations"]:
+        anns.setdefault(a["image_id"], []).append(a)
+    out = {}
+    for i, im in enumerate(sorted(doc["images"], key=lambda im: im["id"])):
+        h, w = im["height"], im["width"]
+        a = anns.get(im["id"], [])
+        if remap:
+            a = [dict(x, category_id=stoker.VOC_CATEGORIES.index(x["category_id"])) for x in a
+                 if x["category_id"] in stoker.VOC_CATEGORIES]
+        if not a:
+            out[i] = torch.zeros(h, w, dtype=torch.uint8)
+            continue
+        masks = []
+        for x in a:
+            m = coco_mask.decode(coco_mask.frPyObjects(x["segmentation"], h, w))
+            m = torch.as_tensor(m[..., None] if m.ndim < 3 else m, dtype=torch.uint8).any(dim=2)
+            masks.append(m)
+        masks = torch.stack(masks).to(torch.uint8)
+        cats = torch.as_tensor([x["category_id"] for x in a], dtype=masks.dtype)
+        target, _ = (masks * cats[:, None, None]).max(dim=0)
+        target[masks.sum(0) > 1] = 255
+        out[i] = target
+    return out
+
+
+DENSE_N = 16
+
+
+@pytest.fixture(scope="module")
+def dense(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A denser mkdata --coco set (15 shapes an image) whose instances
+    overlap (which the references' map marks 255), served: (its directory,
+    the server's address)."""
+    from stoker._local import LocalServer
+
+    import json
+
+    out = tmp_path_factory.mktemp("dense")
+    r = subprocess.run([str(stoker_bin), "mkdata", "--coco", "--out", str(out), "--n", str(DENSE_N), "--seed", "9",
+                        "--instances", "15"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    # mkdata's shapes never overlap: each image's polygons again, moved 5
+    # pixels right and down, of the next category, where they stay inside.
+    path = out / "annotations" / "instances.json"
+    doc = json.loads(path.read_text())
+    size = {im["id"]: (im["width"], im["height"]) for im in doc["images"]}
+    cats = sorted(c["id"] for c in doc["categories"])
+    nkp = {c["id"]: len(c.get("keypoints") or []) for c in doc["categories"]}
+    nid = max(a["id"] for a in doc["annotations"]) + 1
+    for a in list(doc["annotations"]):
+        x, y, w, h = a["bbox"]
+        W, H = size[a["image_id"]]
+        if a.get("iscrowd") or not isinstance(a["segmentation"], list) or x + w + 5 > W or y + h + 5 > H:
+            continue
+        seg = [[v + 5 for v in poly] for poly in a["segmentation"]]
+        same = [c for c in cats if nkp[c] == nkp[a["category_id"]]]  # of as many keypoints
+        cat = same[(same.index(a["category_id"]) + 1) % len(same)]
+        kp = a.get("keypoints") or []
+        kp = [v + 5 if j % 3 < 2 and kp[j - j % 3 + 2] else v for j, v in enumerate(kp)]
+        doc["annotations"].append(dict(a, id=nid, bbox=[x + 5, y + 5, w, h], segmentation=seg, category_id=cat,
+                                       keypoints=kp))
+        nid += 1
+    path.write_text(json.dumps(doc))
+    log = tmp_path_factory.mktemp("log") / "server.log"
+    srv = LocalServer(str(stoker_bin), {"coco": str(out / "images" / "train")}, workers=2,
+                      args=["--grace", "1s", "--annotations", f"coco={out / 'annotations' / 'instances.json'}"],
+                      log_path=str(log))
+    with srv:
+        yield out, srv.addr
+
+
+@pytest.mark.parametrize("remap", [True, False])
+def test_semantic_mask_is_the_references(dense: Any, remap: bool) -> None:
+    """stoker.semantic_mask of each served sample's moved instance masks
+    and labels is the references' COCO target (their loader's map, with and
+    without the remap to VOC's classes) moved by torchvision's functional
+    ops of the sample's trace with PadIfSmaller's Mask fill, 255: the same
+    bytes."""
+    import json
+
+    det, server = dense
+    ids = sorted(c["id"] for c in json.loads((det / "annotations" / "instances.json").read_text())["categories"])
+    values = [stoker.VOC_CATEGORIES.index(c) if c in stoker.VOC_CATEGORIES else -1 for c in ids] if remap else ids
+    ref = references_semantic(det, remap)
+    want = coco_sources(det)
+    ops, mask_fill = TRANSFORMS["segref-small"]
+    seen, overlap, filled, classes = 0, 0, 0, set()
+    with stoker.Loader(server, "coco", batch_size=6, transform=T.Compose(ops), trace=True, return_indices=True,
+                       targets=("labels", "masks"), pin_memory=False, timeout=60, seed=4) as ld:
+        for b in ld:
+            _, targets, indices = b
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                got = stoker.semantic_mask(t["masks"], t["labels"], values)
+                moved = replay_masks(ref[idx][None], want[idx]["boxes"], masks_trace(b.trace[i], mask_fill))[0]
+                assert got.dtype == torch.uint8 and torch.equal(got.as_subclass(torch.Tensor),
+                                                                moved.as_subclass(torch.Tensor)), f"sample {idx}: {b.trace[i]}"
+                pad = [a["padding"] for s, a in b.trace[i] if s == "pad"]
+                filled += bool(pad)
+                overlap += int(((t["masks"] == 1).sum(0) > 1).sum())  # pixels of two instances: 255
+                classes.update(torch.unique(got).tolist())
+                seen += 1
+        assert not list(ld.sample_errors)
+    assert seen == DENSE_N and filled > 0 and overlap > 0 and len(classes - {0, 255}) >= 2, (filled, overlap, classes)
+
+
+def test_semantic_mask_checks() -> None:
+    """Its arguments: uint8 [K, H, W] masks, a label for each, values of
+    0..255 or -1 for every label."""
+    m = torch.zeros(2, 3, 4, dtype=torch.uint8)
+    m[0, 0, :2], m[1, 0, 1:3], m[:, 2, :] = 1, 1, 255  # overlap at (0, 1), a fill on the last row
+    got = stoker.semantic_mask(m, torch.tensor([0, 1]), [7, 9])
+    assert got.tolist() == [[7, 255, 9, 0], [0, 0, 0, 0], [255, 255, 255, 255]]
+    assert stoker.semantic_mask(m, torch.tensor([0, 1]), [7, -1]).tolist()[0] == [7, 7, 0, 0]
+    assert stoker.semantic_mask(torch.zeros(0, 3, 4, dtype=torch.uint8), torch.zeros(0, dtype=torch.int64), []).shape == (3, 4)
+    for masks, labels, values, what in [(m.float(), [0, 1], [1, 2], "uint8"), (m, [0], [1, 2], "labels for"),
+                                        (m, [0, 2], [1, 2], "values for"), (m, [0, 1], [1, 256], "0..255")]:
+        with pytest.raises(ValueError, match=what):
+            stoker.semantic_mask(masks, torch.tensor(labels), values)
