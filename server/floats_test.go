@@ -88,6 +88,11 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_RandomResize{RandomResize: &pb.RandomResize{MinSize: 40, MaxSize: 48}}},
 			{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32}}},
 		},
+		{ // the segmentation references' geometry
+			{Op: &pb.Op_RandomResize{RandomResize: &pb.RandomResize{MinSize: 20, MaxSize: 48}}},
+			{Op: &pb.Op_PadIfSmaller{PadIfSmaller: &pb.PadIfSmaller{Size: 32, Fill: []float64{1, 2, 3}, MaskFill: proto.Float64(255)}}},
+			{Op: &pb.Op_RandomCrop{RandomCrop: &pb.RandomCrop{Height: 32}}},
+		},
 		{ // a job with targets (describe's "det")
 			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
 			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(2), MinArea: proto.Float64(3)}}},
