@@ -782,8 +782,9 @@ for _name, _cls in NAMED.items():
 SUPPORTED = ("Compose", *(n for n in _CONVERT if "." not in n), "Normalize")
 
 #: Objects that hold their pipeline as ``.transforms`` and call it:
-#: torchvision's references/classification/presets.py.
-_HOLDERS = ("ClassificationPresetTrain", "ClassificationPresetEval")
+#: torchvision's references/classification/presets.py and
+#: references/segmentation/presets.py.
+_HOLDERS = ("ClassificationPresetTrain", "ClassificationPresetEval", "SegmentationPresetTrain")
 #: DataAugmentationDINO's attributes (dinov2/data/augmentations.py): the
 #: global crops' geometry and each one's ops, the local crops'.
 _DINO = ("geometric_augmentation_global", "global_transfo1", "global_transfo2", "geometric_augmentation_local",

@@ -231,7 +231,13 @@ def test_references_class_runs_as_converted(det: Path) -> None:  # noqa: F811
     pi, pm = PadIfSmaller(120, fill={MASK: 255, "others": 0})(img, mask)
     assert pi.shape == (3, 120, 130) and int(pi[:, 100:].max()) == 0 and int(pi[:, :100].min()) == 9
     assert pm.shape == (120, 130) and bool((pm[100:] == 255).all()) and bool((pm[:100] == 1).all())
+    class SegmentationPresetTrain:  # the references' holder of the pipeline, as their train.py makes it
+        def __init__(self) -> None:
+            self.transforms = references_recipe()
+
     got = T.from_torchvision(references_recipe())
+    held = T.from_torchvision(SegmentationPresetTrain())
+    assert held.transforms == got.transforms and held.normalize_mean == got.normalize_mean
     assert got.transforms == [T.RandomResize(260, 1040), T.RandomHorizontalFlip(0.5),
                               T.PadIfSmaller(480, fill={IMG: 0, MASK: 255}), T.RandomCrop(480)]
     assert (got.normalize_mean, got.normalize_std) == ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
