@@ -14,7 +14,8 @@ import (
 // crop) by the kernels: what torchvision replays. Each draw kind (flipped
 // or not, padded or not) is met; with the flip after the RandomCrop (fused
 // as every geometry's), and without PadIfSmaller (RandomCrop's
-// pad_if_needed), the same. python/tests/test_segref.py checks the bytes
+// pad_if_needed), the same; an HWC output is the same pixels
+// interleaved. python/tests/test_segref.py checks the bytes
 // against torchvision.
 func TestSegDecode(t *testing.T) {
 	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg") // 334x285
@@ -27,7 +28,7 @@ func TestSegDecode(t *testing.T) {
 	needed := []Op{seg[0], seg[1], {Kind: OpRandomCrop, Size: [2]int{240, 200}, PadIfNeeded: true, Fill: fill}}
 	for _, c := range decoderKinds {
 		for _, ops := range [][]Op{seg, after, needed} {
-			tr := mustTransform(t, CHW, ops...)
+			tr, trHWC := mustTransform(t, CHW, ops...), mustTransform(t, HWC, ops...)
 			d := NewDecoder(c.opts...)
 			kinds := map[[2]bool]int{}
 			for i := range uint64(24) {
@@ -56,6 +57,18 @@ func TestSegDecode(t *testing.T) {
 						c.name, opsString(ops), i, p.RW, p.RH, trace, w, h, mx, mean)
 				}
 				kinds[[2]bool{p.Flip, p.Padded}]++
+				// HWC: the same pixels, interleaved.
+				hwc := make([]byte, tr.SampleBytes())
+				if err := d.Decode(data, trHWC, Key{Seed: 3, Index: i}, hwc); err != nil {
+					t.Fatal(err)
+				}
+				for ch := range 3 {
+					for px := range ow * oh {
+						if hwc[3*px+ch] != got[ch*ow*oh+px] {
+							t.Fatalf("%s %s key %d: HWC pixel %d channel %d is %d, CHW's %d", c.name, opsString(ops), i, px, ch, hwc[3*px+ch], got[ch*ow*oh+px])
+						}
+					}
+				}
 			}
 			if len(kinds) != 4 {
 				t.Errorf("%s %s: 24 keys drew only %v of (flipped, padded)", c.name, opsString(ops), kinds)
