@@ -125,3 +125,8 @@ func replayCHW(t *testing.T, pix []byte, w, h int, steps []Step) ([]byte, int, i
 	}
 	return pix, w, h
 }
+
+// BenchmarkSegrefPreset is the segref preset on a 459x425 photo: its
+// RandomResize draws a shorter side of 260 to 1039, and only the 480x480
+// crop's window of it is resampled.
+func BenchmarkSegrefPreset(b *testing.B) { benchPreset(b, "segref") }
