@@ -9,7 +9,9 @@
  *   /tmp/huffbench MODE REPS FILE...    # MODE 0 store, 1 read past, 2 half
  *
  * (-I the directory that holds huff.c, huff.h, bits.h and coefs.c). The
- * first pass is untimed (it computes the checksum); the others are timed. */
+ * first pass is untimed (it computes the checksum); the others are timed.
+ *
+ *   /tmp/huffbench pair ROUNDS FILE...  # two scans at once: see pair.c */
 #include "huff.c"
 
 #include <stdlib.h>
