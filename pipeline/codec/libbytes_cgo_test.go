@@ -3,15 +3,25 @@
 package codec
 
 import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/internal/jpegenc"
+	_ "golang.org/x/image/webp" // ParseHeader reads a WebP's size through image.DecodeConfig
 )
 
 // libFiles are JPEGs to bound libjpeg's memory over: the committed photos
@@ -148,5 +158,91 @@ func TestLibBytesCapped(t *testing.T) {
 	}
 	if err, st := decode(bound); err != nil || st.LibPeak > bound {
 		t.Fatalf("at its bound %d: %v, held %d", bound, err, st.LibPeak)
+	}
+}
+
+// TestLibBytesCappedFormats: a PNG's decode (pngrows.c with zlib, or
+// libpng) and a WebP's decoded rows are capped at the job's MaxMemory:
+// given less than they need (an interlaced header claiming 3000x2000,
+// whose rows libpng would hold whole; a common RGB PNG, a paletted one
+// and a WebP with a few KB), each fails ErrTooLarge naming the bytes it
+// would reach and the cap, having held no more than the cap (Stats.LibPeak,
+// the decode's own count), and the Scratch then decodes each at its bound
+// (Header.LibBytes) as before.
+func TestLibBytesCappedFormats(t *testing.T) {
+	chunk := func(typ string, body []byte) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+		b = append(append(b, typ...), body...)
+		return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b[4:]))
+	}
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write(make([]byte, 64))
+	zw.Close()
+	ihdr := binary.BigEndian.AppendUint32(nil, 3000)
+	ihdr = binary.BigEndian.AppendUint32(ihdr, 2000)
+	ihdr = append(ihdr, 8, 2, 0, 0, 1) // RGB, Adam7
+	interlaced := slices.Concat([]byte("\x89PNG\r\n\x1a\n"), chunk("IHDR", ihdr), chunk("IDAT", z.Bytes()), chunk("IEND", nil))
+	img := picture(96, 64)
+	var rgb, pal bytes.Buffer
+	if err := png.Encode(&rgb, img); err != nil {
+		t.Fatal(err)
+	}
+	p := image.NewPaletted(img.Bounds(), color.Palette{color.Black, color.White, color.RGBA{200, 10, 10, 255}})
+	draw.Draw(p, p.Bounds(), img, image.Point{}, draw.Src)
+	if err := png.Encode(&pal, p); err != nil {
+		t.Fatal(err)
+	}
+	webp, err := os.ReadFile("../testdata/formats/lossy.webp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newScratch(t)
+	for _, c := range []struct {
+		name  string
+		data  []byte
+		limit int64 // 0: its bound / 4
+		fits  bool  // decodes at its bound (the crafted one has no rows)
+	}{
+		{"interlaced 3000x2000", interlaced, 0, false},
+		{"rgb (pngrows.c)", rgb.Bytes(), 16 << 10, true},
+		{"paletted (libpng)", pal.Bytes(), 4 << 10, true},
+		{"webp", webp, 4 << 10, true},
+	} {
+		hd, err := ParseHeader(c.data)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		bound := hd.LibBytes()
+		limit := c.limit
+		if limit == 0 {
+			limit = bound / 4
+		}
+		out := make([]byte, 3*32*24)
+		decode := func(limit int64) (error, Stats) {
+			s.Set(&Job{SrcW: hd.W, SrcH: hd.H, Comps: 3, Scaling: ScaleOff, MaxMemory: limit},
+				[]Geometry{whole(hd.W, hd.H, 32, 24, 1, true)}, []int{0}, len(out))
+			rc := s.DecodeWebP(c.data, out, nil)
+			if hd.Format == FormatPNG {
+				rc = s.DecodePNG(c.data, out, nil)
+			}
+			return s.Err(rc), s.Stats()
+		}
+		err, st := decode(limit)
+		if !errors.Is(err, errs.TooLarge) {
+			t.Fatalf("%s capped at %d of its bound %d: %v, want ErrTooLarge", c.name, limit, bound, err)
+		}
+		t.Logf("%s: %v", c.name, err)
+		for _, want := range []string{"the decoder's own memory", fmt.Sprintf("over the %d reserved", limit)} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not say %q", c.name, err, want)
+			}
+		}
+		if st.LibPeak > limit {
+			t.Errorf("%s: held %d bytes, over its cap %d", c.name, st.LibPeak, limit)
+		}
+		if err, st := decode(bound); c.fits && (err != nil || st.LibPeak > bound) {
+			t.Errorf("%s at its bound %d: %v, held %d", c.name, bound, err, st.LibPeak)
+		}
 	}
 }
