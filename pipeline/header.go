@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // format is an image's file format (codec.Format).
@@ -125,13 +126,14 @@ type scratchParts struct {
 	maskSrc, maskMaps, maskRuns int64 // the source mask, the maps and canvas indexes, the runs
 	full, imgs, canvas, others  int64 // a Mosaic's image decoded whole, its images, its canvas, MixUp's, CutMix's and CopyPaste's
 	yolo                        int64 // the YOLO kernels' planes
+	kern                        int64 // the steps' kernels' buffers (kernels.Scratch)
 	files, lib                  int64 // the files' read buffers; the C decoders' own memory
 	transient                   int64
 }
 
 // sum is the parts' bytes.
 func (p scratchParts) sum() int64 {
-	return p.pix + p.zoom + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.files + p.lib + p.transient
+	return p.pix + p.zoom + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.kern + p.files + p.lib + p.transient
 }
 
 // after is what a Decoder keeping p (transient none) holds at most while
@@ -141,7 +143,7 @@ func (p *scratchParts) after(need *scratchParts) int64 {
 	return max(p.pix, need.pix) + max(p.zoom, need.zoom) +
 		max(p.maskSrc, need.maskSrc) + max(p.maskMaps, need.maskMaps) + max(p.maskRuns, need.maskRuns) +
 		max(p.full, need.full) + max(p.imgs, need.imgs) + max(p.canvas, need.canvas) + max(p.others, need.others) +
-		max(p.yolo, need.yolo) + max(p.files, need.files) + max(p.lib, need.lib) + need.transient
+		max(p.yolo, need.yolo) + max(p.kern, need.kern) + max(p.files, need.files) + max(p.lib, need.lib) + need.transient
 }
 
 // scratchBytes is what the Decoder keeps of the counted scratch.
@@ -158,6 +160,7 @@ func (d *Decoder) scratchBytes() scratchParts {
 	for _, b := range d.yoloRoom {
 		p.yolo += int64(cap(b))
 	}
+	p.kern = d.ops.Bytes()
 	p.files = int64(cap(d.scratch.file))
 	for _, b := range d.scratch.pfiles {
 		p.files += int64(cap(b))
@@ -174,6 +177,7 @@ func (d *Decoder) dropScratch() {
 	m.full, m.canvas, m.mix, m.cut, m.cpMask, m.cpImg, m.cpPts = nil, nil, nil, nil, nil, nil, nil
 	clear(m.imgs[:cap(m.imgs)])
 	d.yoloRoom = yoloScratch{}
+	d.ops.Drop()
 	// The files' buffers dropped, not cleared: a sample that lets its
 	// scratch go before it is made still reads its files' bytes.
 	d.scratch.file, d.scratch.pfiles, d.scratch.lib = nil, nil, 0
@@ -259,6 +263,7 @@ func scratchBound(t *Transform, mosaic, cached, goCanvas bool, w, h int, ppx int
 		}
 		p.yolo += 3*s*s + 2*3*max(out, s*s)
 	}
+	p.kern = kernBound(t, w, h)
 	if fs.Masks() {
 		// The source mask and its rows; the maps of rows and columns
 		// (ys, xs and a spare) and, with a rotation or an affine (after
@@ -281,6 +286,36 @@ func scratchBound(t *Transform, mosaic, cached, goCanvas bool, w, h int, ppx int
 		p.transient = 5 * out
 	}
 	return p
+}
+
+// kernBound bounds the steps' kernels' buffers (kernels.Scratch) a
+// sample of at keeps for a w x h image: none without steps, else
+// ScratchPerPixel bytes a pixel of the largest image they work on (each
+// view's room: its output, or a RandomRotation(expand=True) first's
+// rotation; the image at its own size for the photometric steps before
+// the geometry) and ScratchFixed.
+func kernBound(t *Transform, w, h int) int64 {
+	at := t.Sampler(sk)
+	var px int64
+	if at.MaxPre() > 0 {
+		px = int64(w) * int64(h)
+	}
+	views := at.ViewList()
+	if views == nil {
+		views = []*Transform{t}
+	}
+	for _, v := range views {
+		if vs := v.Sampler(sk); vs.MaxSteps() > 0 {
+			px = max(px, int64(vs.RoomFor(w, h)/3))
+		}
+	}
+	if at.MaxSteps() > 0 {
+		px = max(px, int64(at.PixelBytes()/3))
+	}
+	if px == 0 {
+		return 0
+	}
+	return kernels.ScratchPerPixel*px + kernels.ScratchFixed
 }
 
 // decodeBound bounds the decode's own pixels a sample of at (mosaic: its
@@ -398,7 +433,7 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform,
 	// Only the Mosaic's, the YOLO kernels', the masks', a padded or
 	// canvas geometry's and a whole image's room depend on the images'
 	// sizes (the C decoders' memory on every image's).
-	if mosaic || at.YOLO() != nil || fs.Masks() || bySize(t) {
+	if mosaic || at.YOLO() != nil || fs.Masks() || bySize(t) || at.MaxPre() > 0 {
 		w, h = iw, ih
 	} else {
 		ppx = 0

@@ -62,3 +62,44 @@ func (s *Scratch) float32s(slot, n int) []float32 {
 	}
 	return s.f32[slot][:n]
 }
+
+// Bytes is the memory s keeps between images: its buffers' capacities,
+// AugMix's state and EraseRandom's tables (what the server's memory
+// budget counts of a worker's kernels, pipeline/header.go).
+func (s *Scratch) Bytes() int64 {
+	var n int64
+	for _, b := range s.b {
+		n += int64(cap(b))
+	}
+	for _, b := range s.i32 {
+		n += 4 * int64(cap(b))
+	}
+	for _, b := range s.f32 {
+		n += 4 * int64(cap(b))
+	}
+	if s.noise.lut != nil {
+		n += int64(len(s.noise.lut) * len(s.noise.lut[0]))
+	}
+	m := &s.Mix
+	return n + int64(cap(m.orig)+cap(m.run)+4*cap(m.acc))
+}
+
+// Drop lets s's buffers go (Stop is kept).
+func (s *Scratch) Drop() {
+	stop := s.Stop
+	*s = Scratch{Stop: stop}
+}
+
+// ScratchPerPixel and ScratchFixed bound what Bytes grows to for images
+// of at most px pixels: ScratchPerPixel*px + ScratchFixed. Per pixel: a
+// copy of the image (3 bytes: rotate, affine, perspective, rot90), the
+// blur's two-plane middle (2), the warps' RGBX source and the Go blur's
+// sums (4 each, a row more), AugMix's original, running blend and
+// float accumulator (3+3+12), and a row's worth of each per pixel at most
+// (8: the blur's padded rows); fixed: EraseRandom's tables (192 KiB) and
+// the blur's taps and padding past the row (64 KiB: kernel sizes up to
+// 4096).
+const (
+	ScratchPerPixel = 3 + 2 + 4 + 4 + 18 + 8
+	ScratchFixed    = 256 << 10
+)
