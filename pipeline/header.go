@@ -160,7 +160,7 @@ func (d *Decoder) scratchBytes() scratchParts {
 	for _, b := range d.yoloRoom {
 		p.yolo += int64(cap(b))
 	}
-	p.kern = d.ops.Bytes()
+	p.kern = d.ops.Held()
 	p.files = int64(cap(d.scratch.file))
 	for _, b := range d.scratch.pfiles {
 		p.files += int64(cap(b))
@@ -293,7 +293,8 @@ func scratchBound(t *Transform, mosaic, cached, goCanvas bool, w, h int, ppx int
 // ScratchPerPixel bytes a pixel of the largest image they work on (each
 // view's room: its output, or a RandomRotation(expand=True) first's
 // rotation; the image at its own size for the photometric steps before
-// the geometry) and ScratchFixed.
+// the geometry) and ScratchFixed; and the steps' spare buffer after a
+// RandomRotation(expand=True) first (GrowBytes).
 func kernBound(t *Transform, w, h int) int64 {
 	at := t.Sampler(sk)
 	var px int64
@@ -312,10 +313,11 @@ func kernBound(t *Transform, w, h int) int64 {
 	if at.MaxSteps() > 0 {
 		px = max(px, int64(at.PixelBytes()/3))
 	}
-	if px == 0 {
+	grow := int64(at.GrowBytes(w, h)) // the Resize or CenterCrop after a rotation's expand
+	if px == 0 && grow == 0 {
 		return 0
 	}
-	return kernels.ScratchPerPixel*px + kernels.ScratchFixed
+	return kernels.ScratchPerPixel*px + kernels.ScratchFixed + grow
 }
 
 // decodeBound bounds the decode's own pixels a sample of at (mosaic: its

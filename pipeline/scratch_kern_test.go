@@ -10,7 +10,9 @@ import (
 
 // TestKernelScratchInBound: the steps' kernels' buffers (a rotation's
 // and an affine's copy of the image and RGBX source, the blur's planes
-// and sums, AugMix's state; kernels.Scratch) are counted in the sample's
+// and sums, AugMix's state, the rows a Resize after a
+// RandomRotation(expand=True) resamples across and a CenterCrop's copy
+// there; kernels.Scratch) are counted in the sample's
 // reservation: after each of 6 photos the Decoder keeps at most the
 // bound of its sample (or what it kept before) of them, some, and the
 // budget holds what it keeps; a transform without steps keeps none.
@@ -28,6 +30,8 @@ func TestKernelScratchInBound(t *testing.T) {
 		{"rotate", []Op{{Kind: OpCenterCrop, Size: [2]int{96, 96}}, {Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}}}, false},
 		{"affine", []Op{{Kind: OpResize, Size: [2]int{64, 64}}, {Kind: OpRandomAffine, Degrees: [2]float64{-10, 10}, Scale: [2]float64{0.5, 2}}}, false},
 		{"augmix", []Op{{Kind: OpResize, Size: [2]int{48, 64}}, {Kind: OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}, false},
+		{"rotate-expand-resize", []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: OpResize, Size: [2]int{64, 80}}}, false},
+		{"rotate-expand-crop", []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: OpCenterCrop, Size: [2]int{100, 120}}}, false},
 		{"no-steps", []Op{{Kind: OpResize, Size: [2]int{64, 80}}}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

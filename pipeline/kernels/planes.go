@@ -63,10 +63,10 @@ func (s *Scratch) float32s(slot, n int) []float32 {
 	return s.f32[slot][:n]
 }
 
-// Bytes is the memory s keeps between images: its buffers' capacities,
+// Held is the memory s keeps between images: its buffers' capacities,
 // AugMix's state and EraseRandom's tables (what the server's memory
 // budget counts of a worker's kernels, pipeline/header.go).
-func (s *Scratch) Bytes() int64 {
+func (s *Scratch) Held() int64 {
 	var n int64
 	for _, b := range s.b {
 		n += int64(cap(b))
@@ -90,7 +90,19 @@ func (s *Scratch) Drop() {
 	*s = Scratch{Stop: stop}
 }
 
-// ScratchPerPixel and ScratchFixed bound what Bytes grows to for images
+// Spare returns a byte buffer n long (contents stale) kept in s for the
+// steps outside this package that change the image's size (package fn's
+// resize and center crop after a RandomRotation with expand=True), so
+// that they allocate nothing per image and their buffer is counted in
+// Held. It is slot 3, which no kernel here takes.
+func (s *Scratch) Spare(n int) []byte {
+	if s == nil {
+		return make([]byte, n)
+	}
+	return s.bytes(3, n)
+}
+
+// ScratchPerPixel and ScratchFixed bound what Held grows to for images
 // of at most px pixels: ScratchPerPixel*px + ScratchFixed. Per pixel: a
 // copy of the image (3 bytes: rotate, affine, perspective, rot90), the
 // blur's two-plane middle (2), the warps' RGBX source and the Go blur's
@@ -98,7 +110,7 @@ func (s *Scratch) Drop() {
 // float accumulator (3+3+12), and a row's worth of each per pixel at most
 // (8: the blur's padded rows); fixed: EraseRandom's tables (192 KiB) and
 // the blur's taps and padding past the row (64 KiB: kernel sizes up to
-// 4096).
+// 4096). Spare's buffer is not in them (transform's GrowBytes bounds it).
 const (
 	ScratchPerPixel = 3 + 2 + 4 + 4 + 18 + 8
 	ScratchFixed    = 256 << 10

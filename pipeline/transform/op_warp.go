@@ -339,6 +339,47 @@ func (t sampler) RoomFor(w, h int) int {
 	return room
 }
 
+// GrowBytes bounds the buffer the steps after a RandomRotation with
+// expand=True first take besides the room (kernels.Scratch's Spare): a
+// Resize's rows resampled across (3 bytes a pixel of the image's height
+// by the new width) and a CenterCrop's copy of the image, for a w x h
+// image, the sizes walked as RoomFor walks them; 0 for a transform whose
+// geometry is not the image whole.
+func (t sampler) GrowBytes(w, h int) int {
+	if !t.whole {
+		return 0
+	}
+	n := 0
+	step := func(op *optab.Op, w, h int) {
+		switch op.Kind {
+		case OpResize:
+			nw, _ := ResizedSize(max(w, 1), max(h, 1), op.Size)
+			n = max(n, 3*h*(nw+1))
+		case OpCenterCrop:
+			n = max(n, 3*w*h)
+		}
+	}
+	var walk func(ops []optab.Op)
+	walk = func(ops []optab.Op) {
+		for i := range ops {
+			if ops[i].Kind == OpRandomRotation && ops[i].Expand {
+				w, h = ExpandBound(&ops[i], w, h)
+			}
+			step(&ops[i], w, h)
+			walk(ops[i].Ops)
+		}
+	}
+	for i := range t.grow {
+		if k := t.grow[i].Kind; k == OpResize || k == OpCenterCrop {
+			step(&t.grow[i], w, h)
+			h, w = t.grow[i].Size[0], t.grow[i].Size[1]
+			continue
+		}
+		walk(t.grow[i : i+1])
+	}
+	return n
+}
+
 // Whole says whether t's geometry is the image whole at its own size (a
 // RandomRotation with expand=True first): its room is each sample's
 // (RoomFor).
