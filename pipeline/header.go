@@ -452,7 +452,7 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform,
 		d.scratch.lib = max(d.scratch.lib, lib)
 		return nil
 	}
-	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, Mosaic, YOLO kernels, files, C decoder) for its %dx%d image", iw, ih)
+	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, Mosaic, YOLO and steps' kernels, files, C decoder) for its %dx%d image", iw, ih)
 	if len(pdata) > 0 {
 		what += fmt.Sprintf(" and %d partners of up to %d pixels", len(pdata), ppx)
 	}
