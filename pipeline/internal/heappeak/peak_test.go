@@ -9,8 +9,10 @@ import (
 	"hash/crc32"
 	"image"
 	"image/color"
+	"image/draw"
 	"image/jpeg"
 	"image/png"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,19 +43,17 @@ func photos(t *testing.T) (names []string, imgs []*image.RGBA) {
 		}
 		b := img.Bounds()
 		rgba := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
-		for y := range b.Dy() {
-			for x := range b.Dx() {
-				rgba.Set(x, y, img.At(b.Min.X+x, b.Min.Y+y))
-			}
-		}
+		draw.Draw(rgba, rgba.Bounds(), img, b.Min, draw.Src)
 		names, imgs = append(names, filepath.Base(filepath.Dir(p))), append(imgs, rgba)
 	}
 	src := imgs[0]
 	big := image.NewRGBA(image.Rect(0, 0, 2000, 1500))
 	sw, sh := src.Bounds().Dx(), src.Bounds().Dy()
 	for y := range 1500 {
+		row := src.Pix[(y*sh/1500)*src.Stride:]
+		out := big.Pix[y*big.Stride:]
 		for x := range 2000 {
-			big.Set(x, y, src.At(x*sw/2000, y*sh/1500))
+			copy(out[4*x:4*x+4], row[4*(x*sw/2000):])
 		}
 	}
 	return append(names, "2000x1500"), append(imgs, big)
@@ -117,17 +117,23 @@ func kinds(t *testing.T, img *image.RGBA) (names []string, files [][]byte) {
 	for i := range 256 {
 		pal.Palette = append(pal.Palette, color.RGBA{uint8(i), uint8(255 - i), uint8(i * 7), 255})
 	}
-	pix3, pix4 := make([]byte, 0, 3*w*h), make([]byte, 0, 4*w*h)
+	pix3, pix4 := make([]byte, 3*w*h), make([]byte, 4*w*h)
 	for y := range h {
 		for x := range w {
-			c := img.RGBAAt(x, y)
+			i := y*w + x
+			c := img.Pix[y*img.Stride+4*x : y*img.Stride+4*x+3]
 			a := uint8(x*255/max(w-1, 1)) | 1
-			alpha.SetNRGBA(x, y, color.NRGBA{c.R, c.G, c.B, a})
-			gray.SetGray(x, y, color.Gray{c.G})
-			rgb16.SetRGBA64(x, y, color.RGBA64{uint16(c.R) * 257, uint16(c.G)*257 + 1, uint16(c.B) * 257, 0xffff})
-			pal.SetColorIndex(x, y, c.R)
-			pix3 = append(pix3, c.R, c.G, c.B)
-			pix4 = append(pix4, c.R, c.G, c.B, a)
+			copy(alpha.Pix[4*i:], c)
+			alpha.Pix[4*i+3] = a
+			gray.Pix[i] = c[1]
+			for k := range 3 {
+				rgb16.Pix[8*i+2*k], rgb16.Pix[8*i+2*k+1] = c[k], c[k]^0x5a
+			}
+			rgb16.Pix[8*i+6], rgb16.Pix[8*i+7] = 0xff, 0xff
+			pal.Pix[i] = c[0]
+			copy(pix3[3*i:], c)
+			copy(pix4[4*i:], c)
+			pix4[4*i+3] = a
 		}
 	}
 	for _, m := range []struct {
@@ -234,8 +240,8 @@ func TestLibBytesBoundFormats(t *testing.T) {
 			t.Logf("%-32s %5dx%-5d heap peak %10d counted %10d bound %10d ratio %.2f", name, hd.W, hd.H, peak, counted, bound, ratio)
 		}
 	}
-	for k, r := range worst {
-		t.Logf("%-28s bound/peak at most %.2f", k, r)
+	for _, k := range slices.Sorted(maps.Keys(worst)) {
+		t.Logf("%-28s bound/peak at most %.2f", k, worst[k])
 	}
 }
 
