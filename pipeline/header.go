@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
-	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // format is an image's file format (codec.Format).
@@ -289,15 +288,17 @@ func scratchBound(t *Transform, mosaic, cached, goCanvas bool, w, h int, ppx int
 }
 
 // kernBound bounds the steps' kernels' buffers (kernels.Scratch) a
-// sample of at keeps for a w x h image: none without steps, else
-// ScratchPerPixel bytes a pixel of the largest image they work on (each
-// view's room: its output, or a RandomRotation(expand=True) first's
-// rotation; the image at its own size for the photometric steps before
-// the geometry) and ScratchFixed; and the steps' spare buffer after a
-// RandomRotation(expand=True) first (GrowBytes).
+// sample of at keeps for a w x h image: by the kinds of its steps
+// (transform's KernelScratch: none for steps that keep nothing), for the
+// largest image they work on (each view's room: its output, or a
+// RandomRotation(expand=True) first's rotation; the image at its own size
+// for the photometric steps before the geometry), and the steps' spare
+// buffer after a RandomRotation(expand=True) first (GrowBytes).
 func kernBound(t *Transform, w, h int) int64 {
 	at := t.Sampler(sk)
 	var px int64
+	side := int64(w + h + at.OutW() + at.OutH()) // a rotation's canvas: its sides at most the image's sum
+	k := at.KernelScratch()
 	if at.MaxPre() > 0 {
 		px = int64(w) * int64(h)
 	}
@@ -306,18 +307,22 @@ func kernBound(t *Transform, w, h int) int64 {
 		views = []*Transform{t}
 	}
 	for _, v := range views {
-		if vs := v.Sampler(sk); vs.MaxSteps() > 0 {
+		vs := v.Sampler(sk)
+		if vs.MaxSteps() > 0 {
 			px = max(px, int64(vs.RoomFor(w, h)/3))
+			side = max(side, int64(w+h+vs.OutW()+vs.OutH()))
 		}
+		vk := vs.KernelScratch()
+		k.PerPx, k.PerSide, k.Fixed = max(k.PerPx, vk.PerPx), max(k.PerSide, vk.PerSide), max(k.Fixed, vk.Fixed)
 	}
 	if at.MaxSteps() > 0 {
 		px = max(px, int64(at.PixelBytes()/3))
 	}
 	grow := int64(at.GrowBytes(w, h)) // the Resize or CenterCrop after a rotation's expand
-	if px == 0 && grow == 0 {
-		return 0
+	if px == 0 {
+		return grow
 	}
-	return kernels.ScratchPerPixel*px + kernels.ScratchFixed + grow
+	return k.PerPx*px + k.PerSide*side + k.Fixed + grow
 }
 
 // decodeBound bounds the decode's own pixels a sample of at (mosaic: its

@@ -15,7 +15,8 @@ import (
 // there; kernels.Scratch) are counted in the sample's
 // reservation: after each of 6 photos the Decoder keeps at most the
 // bound of its sample (or what it kept before) of them, some, and the
-// budget holds what it keeps; a transform without steps keeps none.
+// budget holds what it keeps; a transform without steps, or whose steps
+// keep nothing (ColorJitter), keeps none and reserves none for them.
 // With a budget that holds the sample's scratch but the kernels', the
 // sample's reservation fails with the budget's error; with the kernels'
 // too, it is taken.
@@ -32,6 +33,9 @@ func TestKernelScratchInBound(t *testing.T) {
 		{"augmix", []Op{{Kind: OpResize, Size: [2]int{48, 64}}, {Kind: OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}, false},
 		{"rotate-expand-resize", []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: OpResize, Size: [2]int{64, 80}}}, false},
 		{"rotate-expand-crop", []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: OpCenterCrop, Size: [2]int{100, 120}}}, false},
+		{"trivialaugment", []Op{{Kind: OpResize, Size: [2]int{64, 64}}, {Kind: OpTrivialAugmentWide, Bins: 31}}, false},
+		{"sharpness", []Op{{Kind: OpResize, Size: [2]int{64, 64}}, {Kind: OpRandomAdjustSharpness, Factor: 2, P: 1}}, false},
+		{"colorjitter", []Op{{Kind: OpResize, Size: [2]int{64, 80}}, {Kind: OpColorJitter, Brightness: 0.4, Contrast: 0.4}}, true},
 		{"no-steps", []Op{{Kind: OpResize, Size: [2]int{64, 80}}}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -40,7 +44,7 @@ func TestKernelScratchInBound(t *testing.T) {
 			d := NewDecoder(WithScratchBudget(b, time.Second))
 			defer d.Close()
 			out := make([]byte, tr.SampleBytes())
-			var most int64
+			var most, bmost int64
 			for i, f := range files {
 				k := Key{Seed: 5, Index: uint64(i)}
 				if err := d.reserveScratch(context.Background(), f, tr, k, nil, nil); err != nil {
@@ -61,7 +65,7 @@ func TestKernelScratchInBound(t *testing.T) {
 				if b.held != kept.sum() {
 					t.Fatalf("photo %d: %d bytes reserved, %d kept", i, b.held, kept.sum())
 				}
-				most = max(most, kept.kern)
+				most, bmost = max(most, kept.kern), max(bmost, bound.kern)
 				if c.none && (bound.kern != 0 || kept.kern != 0) {
 					t.Fatalf("a transform without steps: kernels' bound %d, kept %d", bound.kern, kept.kern)
 				}
@@ -69,7 +73,7 @@ func TestKernelScratchInBound(t *testing.T) {
 			if !c.none && most == 0 {
 				t.Fatal("the kernels kept nothing: the test does not reach them")
 			}
-			t.Logf("the kernels kept %d bytes at most", most)
+			t.Logf("the kernels kept %d bytes at most, bound %d", most, bmost)
 		})
 	}
 	// A budget with room for the sample's scratch but the kernels'.

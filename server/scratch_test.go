@@ -163,8 +163,7 @@ func budgetFor(t *testing.T, cfg Config, job *pb.OpenJob, w, h int, room func(ne
 // Mosaic of imgsz 640 (its canvas and images, about 10 MB, whatever its
 // images), and masks on a COCO set whose annotations give its images'
 // sizes (its largest's source mask, which the output's 32x32 alone would
-// not need); the budget has half of what the sample needs (of the masks,
-// half of what the images' sizes add to the output's). The budget is
+// not need); the budget has half of what the sample needs. The budget is
 // back to what it held before after.
 func TestScratchRefusedAtOpen(t *testing.T) {
 	images, yaml := photosSegments(t)
@@ -192,16 +191,7 @@ func TestScratchRefusedAtOpen(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
 			var need int64
-			// Half of what the sample needs; where the images' sizes are
-			// known, half of what they add to the output's (the steps'
-			// kernels' fixed part is the output's).
-			_, need0 := budgetFor(t, cfg, c.job, 0, 0, func(int64) int64 { return 0 })
-			cfg.MemoryBudget, need = budgetFor(t, cfg, c.job, c.w, c.h, func(need int64) int64 {
-				if c.w > 0 {
-					return need0 + (need-need0)/2
-				}
-				return need / 2
-			})
+			cfg.MemoryBudget, need = budgetFor(t, cfg, c.job, c.w, c.h, func(need int64) int64 { return need / 2 })
 			if floor, _ := budgetFor(t, cfg, c.job, 0, 0, func(need int64) int64 { return need }); c.w > 0 && floor >= cfg.MemoryBudget {
 				t.Fatalf("the output's scratch alone (a budget of %d) does not fit %d: the test is not of the images' sizes", floor, cfg.MemoryBudget)
 			}

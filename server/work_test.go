@@ -264,17 +264,18 @@ func TestSilentWorkStreams(t *testing.T) {
 
 // TestWorkJobScratchRefusedAtOpen: a job a coordinator registers on a
 // Work stream, one of whose samples needs more worker scratch than the
-// worker's budget could give it (a GaussianBlur's planes and sums at the
-// output's size, its largest file's read buffer), is refused when it is
-// registered, as a Feed stream's job is at open: its lease fails
+// worker's budget could give it (AugMix's state and warps' buffers at its
+// 256x256 output's size, its largest file's read buffer), though a batch
+// of it would fit, is refused when
+// it is registered, as a Feed stream's job is at open: its lease fails
 // RESOURCE_EXHAUSTED naming --memory-budget, no sample of it is made or
 // failed, the stream goes on (a job that fits is made on it), and the
 // budget is back to what it held.
 func TestWorkJobScratchRefusedAtOpen(t *testing.T) {
 	root := makeDataset(t, []string{"a", "b"}, 5, false)
 	big := smallJob("tiny", 4).GetJob()
-	big.Transform.Ops = append(big.Transform.Ops, &pb.Op{Op: &pb.Op_GaussianBlur{GaussianBlur: &pb.GaussianBlur{KernelX: 5, KernelY: 5, SigmaMin: 0.1, SigmaMax: 2}}})
-	cfg := Config{Datasets: map[string]string{"tiny": root}, Workers: 1}
+	big.Transform.Ops = []*pb.Op{rrcOp(256), {Op: &pb.Op_AugMix{AugMix: &pb.AugMix{Severity: 3, MixtureWidth: 3, Alpha: 1}}}}
+	cfg := Config{Datasets: map[string]string{"tiny": root}, Workers: 1, MaxWorkMemoryPerClient: 64 << 20}
 	probe := startServer(t, cfg)
 	j, err := probe.srv.newJob(big, jobpkg.Origin{Stream: "probe"})
 	if err != nil {
@@ -286,22 +287,23 @@ func TestWorkJobScratchRefusedAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	fits, _, _ := scratchNeed(small, 0, 0)
-	if file == 0 || fits >= need/2 {
-		t.Fatalf("the blurring job needs %d bytes (largest file %d), the plain one %d: the test would not tell them apart", need, file, fits)
+	// Room for the plain job's samples and a batch of one of the big
+	// job's samples (a batch budget of 3/4), not its scratch.
+	extra := fits + j.BatchBytes()/4 + 8*small.BatchBytes() + 64<<10
+	if file == 0 || need <= 2*extra {
+		t.Fatalf("the AugMix job needs %d bytes (largest file %d), the plain one and a batch %d: the test would not tell them apart", need, file, extra)
 	}
-	// Room for the plain job's samples and their batches, not the
-	// blurring job's scratch (a batch budget of 3/4).
-	cfg.MemoryBudget = (probe.srv.budget.InUse()+need/2+4*j.BatchBytes())/3*4 + 4
+	cfg.MemoryBudget = (probe.srv.budget.InUse()+extra)/3*4 + 4
 	e := startServer(t, cfg)
 	base := e.srv.budget.InUse()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	s, _ := openWork(t, ctx, e)
 	s.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Job{Job: &pb.WorkJob{Id: 1, Spec: big}}})
-	s.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Lease{Lease: &pb.Lease{Id: 2, Job: 1, Indices: []int64{0, 1}}}})
+	s.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Lease{Lease: &pb.Lease{Id: 2, Job: 1, Indices: []int64{0}}}})
 	m, err := s.Recv()
 	if err != nil || m.GetFailed().GetLease() != 2 || codes.Code(m.GetFailed().GetCode()) != codes.ResourceExhausted {
-		t.Fatalf("lease of the blurring job: %v, %v; want LeaseFailed RESOURCE_EXHAUSTED", m, err)
+		t.Fatalf("lease of the AugMix job: %v, %v; want LeaseFailed RESOURCE_EXHAUSTED", m, err)
 	}
 	t.Logf("%s", m.GetFailed().GetMessage())
 	for _, want := range []string{fmt.Sprintf("needs %d bytes of worker scratch", need), fmt.Sprintf("largest file's %d bytes", file), "--memory-budget"} {

@@ -101,17 +101,3 @@ func (s *Scratch) Spare(n int) []byte {
 	}
 	return s.bytes(3, n)
 }
-
-// ScratchPerPixel and ScratchFixed bound what Held grows to for images
-// of at most px pixels: ScratchPerPixel*px + ScratchFixed. Per pixel: a
-// copy of the image (3 bytes: rotate, affine, perspective, rot90), the
-// blur's two-plane middle (2), the warps' RGBX source and the Go blur's
-// sums (4 each, a row more), AugMix's original, running blend and
-// float accumulator (3+3+12), and a row's worth of each per pixel at most
-// (8: the blur's padded rows); fixed: EraseRandom's tables (192 KiB) and
-// the blur's taps and padding past the row (64 KiB: kernel sizes up to
-// 4096). Spare's buffer is not in them (transform's GrowBytes bounds it).
-const (
-	ScratchPerPixel = 3 + 2 + 4 + 4 + 18 + 8
-	ScratchFixed    = 256 << 10
-)
