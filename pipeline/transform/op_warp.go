@@ -405,3 +405,70 @@ func (t sampler) Turns() bool {
 	}
 	return false
 }
+
+// KernelScratch is what the steps' kernels keep of a worker's scratch
+// (kernels.Scratch) for images of px pixels and side the longer side at
+// most: PerPx*px + PerSide*side + Fixed (kernelScratchOf).
+type KernelScratch struct{ PerPx, PerSide, Fixed int64 }
+
+// kernelScratchOf bounds what ops' kernels keep, by the kinds among them
+// (containers' and policies' ops counted; each kind once, as a kind's
+// buffers are reused by its next step): a rotation's, an affine's or a
+// perspective's copy of the image and RGBX source (7 bytes a pixel;
+// the policies' rotate, shear and translate too, and their sharpness, 2
+// rows), AugMix's original, running blend and accumulator (18 more),
+// GaussianBlur's planes and sums (6 a pixel, 8 a side, its taps and
+// padded rows by its kernel), RandomAdjustSharpness's two rows, and
+// RandomErasing's noise tables (192 KiB) with value="random"; the other
+// steps keep nothing.
+func kernelScratchOf(ops []optab.Op) KernelScratch {
+	var warp, mix, sharp, erase bool
+	blur := -1
+	var walk func(ops []optab.Op)
+	walk = func(ops []optab.Op) {
+		for i := range ops {
+			op := &ops[i]
+			switch op.Kind {
+			case OpRandomRotation, OpRandomAffine, OpRandomPerspective:
+				warp = true
+			case optab.OpTrivialAugmentWide, optab.OpRandAugment, optab.OpAutoAugment, optab.OpTimmRandAugment, optab.OpTimmAutoAugment:
+				warp, sharp = true, true
+			case optab.OpAugMix, optab.OpTimmAugMix:
+				warp, sharp, mix = true, true, true
+			case optab.OpGaussianBlur:
+				blur = max(blur, op.KernelSize[0], op.KernelSize[1])
+			case optab.OpRandomAdjustSharpness:
+				sharp = true
+			case optab.OpRandomErasing:
+				erase = erase || op.RandomValue
+			}
+			walk(op.Ops)
+		}
+	}
+	walk(ops)
+	var k KernelScratch
+	if warp {
+		k.PerPx += 7
+	}
+	if mix {
+		k.PerPx += 18
+	}
+	if sharp {
+		k.PerSide += 2
+	}
+	if blur >= 0 {
+		k.PerPx += 6
+		k.PerSide += 8
+		k.Fixed += 16*int64(blur) + 256
+	}
+	if erase {
+		k.Fixed += 3 << 16
+	}
+	if k != (KernelScratch{}) {
+		k.Fixed += 4 << 10 // the warps' parameters, the slices' rounding
+	}
+	return k
+}
+
+// KernelScratch is t's steps' kernels' scratch bound (kernelScratchOf).
+func (t sampler) KernelScratch() KernelScratch { return t.kern }
