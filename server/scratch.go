@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -95,11 +96,9 @@ func scratchMetrics(b *limits.Budget, a *scratchAccount) []prometheus.Collector 
 // output's size is checked here, and each sample reserves its own from
 // its header and file.
 func (s *Server) checkScratch(j *job.Job) error {
-	var w, h int
-	if b, ok := j.Data().(interface{ ImageBound() (int, int) }); ok {
-		w, h = b.ImageBound()
-	}
-	need, lib, file := scratchNeed(j, w, h)
+	sz := s.datasetSizes(j.Data())
+	w, h := sz.w, sz.h
+	need, lib, file := s.scratchNeed(j, w, h)
 	room := s.budget.Limit() - s.budget.InUse() + s.scratch.Held()
 	if need <= room {
 		return nil
@@ -116,12 +115,40 @@ func (s *Server) checkScratch(j *job.Job) error {
 		limits.ErrMemoryBudget, need, what, room, s.budget.Limit())
 }
 
+// dsSizes is what checkScratch reads of a dataset: its largest image's
+// sides (where its annotations give them) and its largest file.
+type dsSizes struct {
+	w, h int
+	file int64
+}
+
+// datasetSizes is ds's sizes, walked once for each dataset (a pointer's:
+// the datasets a server holds are made once) and kept, so that a job
+// opened or registered on a Work stream costs no walk of the dataset.
+func (s *Server) datasetSizes(ds pipeline.Dataset) dsSizes {
+	cache := ds != nil && reflect.TypeOf(ds).Kind() == reflect.Pointer
+	if cache {
+		if v, ok := s.dsSizes.Load(ds); ok {
+			return v.(dsSizes)
+		}
+	}
+	var sz dsSizes
+	if b, ok := ds.(interface{ ImageBound() (int, int) }); ok {
+		sz.w, sz.h = b.ImageBound()
+	}
+	sz.file = largestFile(ds)
+	if cache {
+		s.dsSizes.Store(ds, sz)
+	}
+	return sz
+}
+
 // scratchNeed is what checkScratch holds a sample of j to for images of
 // up to w x h (0: not known): its scratch (pipeline.SampleScratch), of
 // it lib the C decoder's least and file the largest file's size (its read
 // buffer a quarter more).
-func scratchNeed(j *job.Job, w, h int) (need, lib, file int64) {
-	lib, file = leastLibBytes(w, h), largestFile(j.Data())
+func (s *Server) scratchNeed(j *job.Job, w, h int) (need, lib, file int64) {
+	lib, file = leastLibBytes(w, h), s.datasetSizes(j.Data()).file
 	// the read buffer grows to a file and a quarter (reserveFiles)
 	return pipeline.SampleScratch(j.Transform(), j.Fields(), w, h) + lib + file + file/4, lib, file
 }

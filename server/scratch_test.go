@@ -152,7 +152,7 @@ func budgetFor(t *testing.T, cfg Config, job *pb.OpenJob, w, h int, room func(ne
 	if err != nil {
 		t.Fatal(err)
 	}
-	need, _, _ = scratchNeed(j, w, h) // checkScratch's bound
+	need, _, _ = probe.srv.scratchNeed(j, w, h) // checkScratch's bound
 	b := probe.srv.budget.InUse() + coord.ReservedBytes(j.BatchBytes()) + room(need)
 	return (b/3 + 1) * 4, need // the batch budget is 3/4 of it (no caches at this size)
 }

@@ -281,12 +281,12 @@ func TestWorkJobScratchRefusedAtOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	need, _, file := scratchNeed(j, 0, 0)
+	need, _, file := probe.srv.scratchNeed(j, 0, 0)
 	small, err := probe.srv.newJob(smallJob("tiny", 4).GetJob(), jobpkg.Origin{Stream: "probe"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fits, _, _ := scratchNeed(small, 0, 0)
+	fits, _, _ := probe.srv.scratchNeed(small, 0, 0)
 	// Room for the plain job's samples and a batch of one of the big
 	// job's samples (a batch budget of 3/4), not its scratch.
 	extra := fits + j.BatchBytes()/4 + 8*small.BatchBytes() + 64<<10
