@@ -246,3 +246,69 @@ func TestLibBytesCappedFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestPNGManyChunksBounded: a PNG whose image data follows thousands of
+// ancillary chunks (unknown ones, text, compressed text, a color profile,
+// and a private one libpng would keep if asked) decodes within its bound
+// through libpng (paletted) and pngrows.c (RGB), what the decode held
+// (Stats.LibPeak) no more than for the same image without them: no
+// chunk's data is kept.
+func TestPNGManyChunksBounded(t *testing.T) {
+	chunk := func(typ string, body []byte) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+		b = append(append(b, typ...), body...)
+		return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b[4:]))
+	}
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write(bytes.Repeat([]byte("compressed text "), 4096))
+	zw.Close()
+	var junk []byte
+	for i := range 4000 {
+		switch i % 4 {
+		case 0:
+			junk = append(junk, chunk("abCd", bytes.Repeat([]byte{byte(i)}, 1000))...)
+		case 1:
+			junk = append(junk, chunk("tEXt", append([]byte("Comment\x00"), bytes.Repeat([]byte("x"), 1000)...))...)
+		case 2:
+			junk = append(junk, chunk("zTXt", append([]byte("Comment\x00\x00"), z.Bytes()...))...)
+		case 3:
+			junk = append(junk, chunk("iCCP", append([]byte("icc\x00\x00"), z.Bytes()...))...)
+		}
+	}
+	img := picture(96, 64)
+	var rgb, pal bytes.Buffer
+	if err := png.Encode(&rgb, img); err != nil {
+		t.Fatal(err)
+	}
+	p := image.NewPaletted(img.Bounds(), color.Palette{color.Black, color.White, color.RGBA{200, 10, 10, 255}})
+	draw.Draw(p, p.Bounds(), img, image.Point{}, draw.Src)
+	if err := png.Encode(&pal, p); err != nil {
+		t.Fatal(err)
+	}
+	s := newScratch(t)
+	for name, plain := range map[string][]byte{"rgb (pngrows.c)": rgb.Bytes(), "paletted (libpng)": pal.Bytes()} {
+		// The chunks go after IHDR (and PLTE), before the first IDAT.
+		at := bytes.Index(plain, []byte("IDAT")) - 4
+		crafted := slices.Concat(plain[:at], junk, plain[at:])
+		hd, err := ParseHeader(crafted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound := hd.LibBytes()
+		var held [2]int64
+		for i, data := range [][]byte{plain, crafted} {
+			out := make([]byte, 3*32*24)
+			s.Set(&Job{SrcW: hd.W, SrcH: hd.H, Comps: 3, Scaling: ScaleOff, MaxMemory: bound},
+				[]Geometry{whole(hd.W, hd.H, 32, 24, 1, true)}, []int{0}, len(out))
+			if err := s.Err(s.DecodePNG(data, out, nil)); err != nil {
+				t.Fatalf("%s (%d bytes): %v", name, len(data), err)
+			}
+			held[i] = s.Stats().LibPeak
+		}
+		t.Logf("%s: %d bytes of chunks; held %d bytes, %d without them, bound %d", name, len(junk), held[1], held[0], bound)
+		if held[1] > held[0] || held[1] > bound {
+			t.Errorf("%s: with %d bytes of chunks the decode held %d bytes, %d without them (bound %d)", name, len(junk), held[1], held[0], bound)
+		}
+	}
+}
