@@ -67,8 +67,9 @@ func parseHeader(data []byte) (header, error) {
 // libwebp's, codec.Header.LibBytes from each image's header, the largest
 // of the sample's and its partners', which are decoded one at a time; a
 // JPEG's and a PNG's decode, and a WebP's rows, are capped at it:
-// memlim.c, formats.c). The C resampler's own buffers (the decoder's C
-// scratch: its filters and each view's rows) are not counted.
+// memlim.c, formats.c); and the C resampler's (res: its filters and the
+// rows each view resamples across, kept in the decoder's C scratch,
+// resBound).
 //
 // A Decoder holds a reservation (scratch.held) at least what it keeps of
 // that scratch (of lib, the largest it reserved: C memory is freed after
@@ -130,13 +131,14 @@ type scratchParts struct {
 	full, imgs, canvas, others  int64 // a Mosaic's image decoded whole, its images, its canvas, MixUp's, CutMix's and CopyPaste's
 	yolo                        int64 // the YOLO kernels' planes
 	kern                        int64 // the steps' kernels' buffers (kernels.Scratch)
+	res                         int64 // the C resampler's filters and rows (codec.Scratch.ResamplerBytes)
 	files, lib                  int64 // the files' read buffers; the C decoders' own memory
 	transient                   int64
 }
 
 // sum is the parts' bytes.
 func (p scratchParts) sum() int64 {
-	return p.pix + p.zoom + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.kern + p.files + p.lib + p.transient
+	return p.pix + p.zoom + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.kern + p.res + p.files + p.lib + p.transient
 }
 
 // after is what a Decoder keeping p (transient none) holds at most while
@@ -146,7 +148,7 @@ func (p *scratchParts) after(need *scratchParts) int64 {
 	return max(p.pix, need.pix) + max(p.zoom, need.zoom) +
 		max(p.maskSrc, need.maskSrc) + max(p.maskMaps, need.maskMaps) + max(p.maskRuns, need.maskRuns) +
 		max(p.full, need.full) + max(p.imgs, need.imgs) + max(p.canvas, need.canvas) + max(p.others, need.others) +
-		max(p.yolo, need.yolo) + max(p.kern, need.kern) + max(p.files, need.files) + max(p.lib, need.lib) + need.transient
+		max(p.yolo, need.yolo) + max(p.kern, need.kern) + max(p.res, need.res) + max(p.files, need.files) + max(p.lib, need.lib) + need.transient
 }
 
 // scratchBytes is what the Decoder keeps of the counted scratch.
@@ -164,6 +166,7 @@ func (d *Decoder) scratchBytes() scratchParts {
 		p.yolo += int64(cap(b))
 	}
 	p.kern = d.ops.Held()
+	p.res = d.fast.resampler()
 	p.files = int64(cap(d.scratch.file))
 	for _, b := range d.scratch.pfiles {
 		p.files += int64(cap(b))
@@ -181,6 +184,7 @@ func (d *Decoder) dropScratch() {
 	clear(m.imgs[:cap(m.imgs)])
 	d.yoloRoom = yoloScratch{}
 	d.ops.Drop()
+	d.fast.free()
 	// The files' buffers dropped, not cleared: a sample that lets its
 	// scratch go before it is made still reads its files' bytes.
 	d.scratch.file, d.scratch.pfiles, d.scratch.lib = nil, nil, 0
@@ -206,14 +210,22 @@ func (d *Decoder) trimScratch(gen uint64) {
 // whose samples the memory budget cannot hold is refused when it opens.
 func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 	px := int64(w) * int64(h)
-	p := scratchBound(t, t.Sampler(sk).MosaicOp() != nil, false, !haveFast, w, h, px, fs)
-	n := p.sum()
+	mosaic := t.Sampler(sk).MosaicOp() != nil
+	p := scratchBound(t, mosaic, false, !haveFast, w, h, px, fs)
+	n := p.sum() + resBound(t, mosaic, !haveFast, w, h, w, h)
 	if e, _, ok := t.StopEpoch(); ok { // the ops after stop_epoch
 		at := t.Sampler(sk).AtEpoch(e)
-		p = scratchBound(at, at.Sampler(sk).MosaicOp() != nil, false, !haveFast, w, h, px, fs)
-		n = max(n, p.sum())
+		mosaic = at.Sampler(sk).MosaicOp() != nil
+		p = scratchBound(at, mosaic, false, !haveFast, w, h, px, fs)
+		n = max(n, p.sum()+resBound(at, mosaic, !haveFast, w, h, w, h))
 	}
 	return n
+}
+
+// ResamplerScratch is the part of SampleScratch that the decoder's C
+// resampler keeps (resBound) for images of at most w x h.
+func ResamplerScratch(t *Transform, w, h int) int64 {
+	return resBound(t, t.Sampler(sk).MosaicOp() != nil, !haveFast, w, h, w, h)
 }
 
 // scratchBound bounds the counted scratch a sample of at (its transform
@@ -327,6 +339,64 @@ func kernBound(t *Transform, w, h int) int64 {
 		return grow
 	}
 	return k.PerPx*px + k.PerSide*side + k.Fixed + grow
+}
+
+// resBound bounds what the decoder's C resampler keeps (res:
+// codec.Scratch's ResamplerBytes, each buffer grown a quarter past what
+// a decode asks) after the C decodes of a sample of at (mosaic: its
+// Mosaic applies) of a w x h image, its partners' sides at most pw x ph:
+// for each view, its rows resampled across (3 bytes a pixel of its
+// output's width by the source rows its taps read: the image's height at
+// most, a RandomZoomOut canvas's) and its filters (taps and weights:
+// about 170 bytes a source column or row, at most 4 taps a pixel of the
+// downscale's ratio, and 153 an output one); the decoded rows (at most
+// four, with their taps' slack) and the vertical pass's. A view's output
+// is its own size, or the image's where it may be decoded at its own size
+// (MayPad, Whole, a Mosaic's images, made whole); 0 on the reference path
+// (no C decode).
+func resBound(t *Transform, mosaic, goRef bool, w, h, pw, ph int) int64 {
+	if goRef || w <= 0 || h <= 0 {
+		return 0
+	}
+	at := t.Sampler(sk)
+	view := func(nw, nh, sw, sh int64) int64 {
+		return 5*(3*nw*sh+4)/4 + 170*(sw+sh) + 153*(nw+nh) + 800
+	}
+	rows := func(sw, sh, nw int64) int64 { return 100*sw + 40*sh + 2*nw + 2048 }
+	W, H := int64(w), int64(h)
+	if mo := at.MosaicOp(); mosaic && mo != nil {
+		// Each image made whole (at its own size, or loaded at imgsz),
+		// a MixUp's, CutMix's or CopyPaste's partner at the output's.
+		sw, sh := max(W, int64(pw)), max(H, int64(ph))
+		nw, nh := max(sw, int64(mo.ImgSz), int64(at.OutW())), max(sh, int64(mo.ImgSz), int64(at.OutH()))
+		return view(nw, nh, sw, sh) + rows(sw, sh, nw)
+	}
+	vs := at.ViewList()
+	if vs == nil {
+		vs = []*Transform{t}
+	}
+	var n, most int64
+	for _, v := range vs {
+		vt := v.Sampler(sk)
+		nw, nh := int64(max(vt.OutW(), vt.GeomW())), int64(vt.OutH())
+		if g := vt.YOLO(); g != nil {
+			nw, nh = max(nw, int64(g.ImgSz())), max(nh, int64(g.ImgSz()))
+		}
+		if vt.MayPad() || vt.Whole() || vt.Varies() {
+			nw, nh = max(nw, W), max(nh, H)
+		}
+		if px := int64(vt.PixelBytes() / 3); nw > 0 {
+			nh = max(nh, px/nw)
+		}
+		n += view(nw, nh, W, H)
+		most = max(most, nw)
+		if s := vt.ZoomSide(); s > 0 { // the canvas resized from its crop, row by row
+			cw, ch := int64(math.Ceil(s*float64(w)))+1, int64(math.Ceil(s*float64(h)))+1
+			n += view(int64(vt.OutW()), int64(vt.OutH()), cw, ch)
+			W, H = max(W, cw), max(H, ch)
+		}
+	}
+	return n + rows(W, H, most)
 }
 
 // decodeBound bounds the decode's own pixels a sample of at (mosaic: its

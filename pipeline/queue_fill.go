@@ -353,15 +353,17 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform,
 	at := t.Sampler(sk)
 	mosaic := at.MosaicOp() != nil && at.MosaicOn(k)
 	iw, ih, lib := size(data)
-	var w, h int
+	var w, h, pmw, pmh int
 	var ppx int64
 	for _, p := range pdata {
 		pw, ph, pl := size(p)
 		ppx, lib = max(ppx, int64(pw)*int64(ph)), max(lib, pl)
+		pmw, pmh = max(pmw, pw), max(pmh, ph)
 	}
 	// Only the Mosaic's, the YOLO kernels', the masks', a padded or
 	// canvas geometry's and a whole image's room depend on the images'
-	// sizes (the C decoders' memory on every image's).
+	// sizes (the C decoders' and the resampler's memory on every
+	// image's).
 	if mosaic || at.YOLO() != nil || fs.Masks() || bySize(t) || at.MaxPre() > 0 {
 		w, h = iw, ih
 	} else {
@@ -369,6 +371,7 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform,
 	}
 	bound := scratchBound(t, mosaic, d.opts.partners != nil, !haveFast || d.opts.reference, w, h, ppx, fs)
 	bound.lib = lib
+	bound.res = resBound(t, mosaic, !haveFast || d.opts.reference, iw, ih, pmw, pmh)
 	bound.files = int64(cap(data))
 	for _, p := range pdata {
 		bound.files += int64(cap(p))
@@ -379,7 +382,7 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform,
 		d.scratch.lib = max(d.scratch.lib, lib)
 		return nil
 	}
-	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, Mosaic, YOLO and steps' kernels, files, C decoder) for its %dx%d image", iw, ih)
+	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, Mosaic, YOLO and steps' kernels, C resampler, files, C decoder) for its %dx%d image", iw, ih)
 	if len(pdata) > 0 {
 		what += fmt.Sprintf(" and %d partners of up to %d pixels", len(pdata), ppx)
 	}

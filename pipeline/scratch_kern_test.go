@@ -84,6 +84,7 @@ func TestKernelScratchInBound(t *testing.T) {
 	}
 	bound := scratchBound(tr.Sampler(sk).AtEpoch(0), false, false, !haveFast, hd.w, hd.h, 0, nil)
 	bound.files, bound.lib = int64(cap(files[0])), hd.libBytes()
+	bound.res = resBound(tr.Sampler(sk).AtEpoch(0), false, !haveFast, hd.w, hd.h, 0, 0)
 	for _, room := range []int64{bound.sum() - bound.kern, bound.sum()} {
 		lb := &limitBudget{limit: room}
 		d := NewDecoder(WithScratchBudget(lb, 10*time.Millisecond))
@@ -116,3 +117,72 @@ func (b *limitBudget) Try(n int64) bool {
 	return true
 }
 func (b *limitBudget) Release(n int64) { b.held -= n }
+
+// TestResamplerScratchInBound: the C resampler's filters and rows (kept
+// in the decoder's C scratch, codec.Scratch.ResamplerBytes) are counted
+// in the sample's reservation: after each of 8 photos the Decoder keeps
+// at most the bound of its sample (resBound) or what it kept before, some
+// once it has decoded in C, and the budget holds what it keeps; the
+// reference path (no C decode) keeps none. A 2x20000 image resized to
+// 224x224 keeps every row resampled across (13 MB), in its bound.
+func TestResamplerScratchInBound(t *testing.T) {
+	files := photos(t, 8)
+	zoom := Op{Kind: OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
+	for _, c := range []struct {
+		name      string
+		ops       []Op
+		reference bool
+	}{
+		{"rrc", []Op{{Kind: OpRandomResizedCrop, Size: [2]int{64, 64}}}, false},
+		{"resize-small", []Op{{Kind: OpResize, Size: [2]int{8, 12}}}, false},
+		{"resize-up", []Op{{Kind: OpResize, Size: [2]int{600, 700}}}, false},
+		{"center-past", []Op{{Kind: OpCenterCrop, Size: [2]int{600, 640}}}, false},
+		{"zoom-out", []Op{zoom, {Kind: OpResize, Size: [2]int{64, 80}}}, false},
+		{"rotate-expand-first", []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: OpResize, Size: [2]int{64, 80}}}, false},
+		{"yolo", []Op{{Kind: OpYOLOLoadImage, ImgSz: 64}, {Kind: OpYOLOLetterBox, Size: [2]int{64, 64}, Stride: 32, ScaleUp: true, LetterCenter: true}}, false},
+		{"tall", []Op{{Kind: OpResize, Size: [2]int{224, 224}}}, false},
+		{"reference", []Op{{Kind: OpResize, Size: [2]int{48, 64}}}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			files := files
+			if c.name == "tall" { // a thin tall image resized wide: every row resampled across
+				files = [][]byte{encodePNG(testPicture(2, 20000))}
+			}
+			tr := mustTransform(t, CHW, c.ops...)
+			b := &countBudget{}
+			d := NewDecoder(WithScratchBudget(b, time.Second), WithReference(c.reference))
+			defer d.Close()
+			out := make([]byte, tr.SampleBytes())
+			var most, bmost int64
+			for i, f := range files {
+				k := Key{Seed: 7, Index: uint64(i)}
+				if err := d.reserveScratch(context.Background(), f, tr, k, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+				hd, err := parseHeader(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bound := resBound(tr.Sampler(sk).AtEpoch(0), false, !haveFast || c.reference, hd.w, hd.h, 0, 0)
+				if err := d.settleScratch(d.Decode(f, tr, k, out)); err != nil {
+					t.Fatalf("photo %d: %v", i, err)
+				}
+				kept := d.scratchBytes()
+				if kept.res > max(bound, most) {
+					t.Fatalf("photo %d (%dx%d): the resampler keeps %d bytes, its bound %d (kept before: %d)", i, hd.w, hd.h, kept.res, bound, most)
+				}
+				if b.held != kept.sum() {
+					t.Fatalf("photo %d: %d bytes reserved, %d kept", i, b.held, kept.sum())
+				}
+				most, bmost = max(most, kept.res), max(bmost, bound)
+			}
+			if c.reference != (most == 0) && haveFast {
+				t.Fatalf("reference %v: the resampler kept %d bytes", c.reference, most)
+			}
+			if c.name == "tall" && haveFast && most < 3*224*20000 {
+				t.Fatalf("the 2x20000 image resized to 224x224 kept %d bytes of the resampler's: its rows are 3x224x20000", most)
+			}
+			t.Logf("the resampler kept %d bytes at most, bound %d", most, bmost)
+		})
+	}
+}

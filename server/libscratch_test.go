@@ -13,8 +13,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/codec"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	jobpkg "github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // libPhotos is an ImageFolder of one class in a temporary directory: a
@@ -56,12 +58,35 @@ func libPhotos(t *testing.T) (dir, prog string, keep map[string]int64, lib map[s
 	return dir, prog, keep, lib
 }
 
+// addResampler adds to keep, for each file of dir it names, the bound of
+// what the C resampler keeps for a sample of job of that file's image
+// (pipeline.ResamplerScratch), sized on a probe server of cfg.
+func addResampler(t *testing.T, cfg Config, job *pb.OpenJob, dir string, keep map[string]int64) {
+	t.Helper()
+	probe := startServer(t, cfg)
+	j, err := probe.srv.newJob(job.Job, jobpkg.Origin{Stream: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range keep {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hd, err := codec.ParseHeader(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep[name] += pipeline.ResamplerScratch(j.Transform(), hd.W, hd.H)
+	}
+}
+
 // TestScratchLibProgressive: the C decoder's own memory (a progressive
 // JPEG's coefficients, whole) and the files' bytes are reserved in the
 // memory budget with each sample's scratch, from its header and its
 // file's size, before it is decoded: on a one-worker server whose budget
 // has room beside its batch buffers for a baseline photo's (its read
-// buffer and libjpeg's rows) but not for the progressive one's
+// buffer, libjpeg's rows and the C resampler's) but not for the progressive one's
 // coefficients, that sample alone fails, naming its file, its size and
 // --memory-budget, the others are made, the server makes the next epoch
 // alike, and once the job has ended the budget's gauges
@@ -70,6 +95,10 @@ func libPhotos(t *testing.T) (dir, prog string, keep map[string]int64, lib map[s
 // sample is made.
 func TestScratchLibProgressive(t *testing.T) {
 	dir, prog, keep, lib := libPhotos(t)
+	job := smallJob("big", 4)
+	job.Job.Shuffle = false
+	cfg := Config{Datasets: map[string]string{"big": dir}, Workers: 1}
+	addResampler(t, cfg, job, dir, keep)
 	var baseKeep, files, libs int64
 	for name, k := range keep {
 		if name != prog {
@@ -78,18 +107,15 @@ func TestScratchLibProgressive(t *testing.T) {
 		files = max(files, k-lib[name])
 		libs = max(libs, lib[name])
 	}
-	if lib[prog] < 4*baseKeep {
-		t.Fatalf("the progressive photo's bound %d is not well above a baseline one's scratch %d: the test would not tell them apart", lib[prog], baseKeep)
+	if keep[prog] < baseKeep+256<<10 {
+		t.Fatalf("the progressive photo's scratch %d is not well above a baseline one's %d: the test would not tell them apart", keep[prog], baseKeep)
 	}
-	job := smallJob("big", 4)
-	job.Job.Shuffle = false
-	cfg := Config{Datasets: map[string]string{"big": dir}, Workers: 1}
 	for _, c := range []struct {
 		name string
 		room int64 // beside the job's batch buffers
 		fail bool
 	}{
-		{"refused", 2 * baseKeep, true},
+		{"refused", baseKeep + 64<<10, true},
 		{"fits", files + libs + 64<<10, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -187,15 +213,16 @@ func TestScratchLibFormats(t *testing.T) {
 		lib[name] = hd.LibBytes()
 		keep[name] = int64(len(data)+len(data)/4) + lib[name]
 	}
+	job := smallJob("formats", 4)
+	job.Job.Shuffle = false
+	cfg := Config{Datasets: map[string]string{"formats": dir}, Workers: 1}
+	addResampler(t, cfg, job, dir, keep)
 	room := max(keep["a/photo.png"], keep["a/lossy.webp"]) + 64<<10
 	for _, huge := range []string{"a/huge-interlaced.png", "a/huge.webp"} {
 		if lib[huge] < 4*room {
 			t.Fatalf("%s's bound %d is not well above the room %d: the test would not tell them apart", huge, lib[huge], room)
 		}
 	}
-	job := smallJob("formats", 4)
-	job.Job.Shuffle = false
-	cfg := Config{Datasets: map[string]string{"formats": dir}, Workers: 1}
 	cfg.MemoryBudget, _ = budgetFor(t, cfg, job, 0, 0, func(int64) int64 { return room })
 	e := startServer(t, cfg)
 	base := e.srv.budget.InUse()

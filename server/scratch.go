@@ -22,9 +22,9 @@ const scratchWait = time.Second
 
 // scratchAccount is the workers' scratch in the batch budget
 // (pipeline.ScratchBudget): the decode's own pixels, the masks', the
-// Mosaic's, the YOLO kernels' and the steps' kernels', the files' read
-// buffers and the C decoders' own memory (pipeline/header.go), counted
-// apart for its gauge.
+// Mosaic's, the YOLO kernels' and the steps' kernels', the C resampler's,
+// the files' read buffers and the C decoders' own memory
+// (pipeline/header.go), counted apart for its gauge.
 type scratchAccount struct {
 	b    *limits.Budget
 	held atomic.Int64
@@ -75,7 +75,7 @@ func scratchMetrics(b *limits.Budget, a *scratchAccount) []prometheus.Collector 
 			Help: "The batch budget's bytes."},
 			func() float64 { return float64(b.Limit()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_sample_scratch_bytes",
-			Help: "Of stoker_memory_budget_in_use_bytes, the workers' scratch for the decoded pixels, masks, Mosaics, the YOLO and the steps' kernels, the files' read buffers and the C decoders' own memory, reserved from each sample's header (and its file's size) before it is made."},
+			Help: "Of stoker_memory_budget_in_use_bytes, the workers' scratch for the decoded pixels, masks, Mosaics, the YOLO and the steps' kernels, the C resampler, the files' read buffers and the C decoders' own memory, reserved from each sample's header (and its file's size) before it is made."},
 			func() float64 { return float64(a.Held()) }),
 	}
 }
@@ -110,7 +110,7 @@ func (s *Server) checkScratch(j *job.Job) error {
 	if file > 0 {
 		what += fmt.Sprintf(", and its largest file's %d bytes read", file)
 	}
-	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (decoded pixels, masks, Mosaic, YOLO and steps' kernels, files, C decoder) %s, "+
+	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (decoded pixels, masks, Mosaic, YOLO and steps' kernels, C resampler, files, C decoder) %s, "+
 		"and the batch budget has %d of its %d bytes left beside the job's batch buffers and the other streams' (--memory-budget)",
 		limits.ErrMemoryBudget, need, what, room, s.budget.Limit())
 }

@@ -153,6 +153,12 @@ int stoker_stopped(const stoker_turbo *t);
  * (3) at most on Intel CPUs (passes.c). */
 int stoker_simd_best(void);
 int stoker_simd_default(void);
+/* stoker_resampler_bytes is what t's resampler keeps between decodes,
+ * grown to the largest asked of it: each view's filters (their taps and
+ * weights) and horizontally resampled rows, the decoded rows and the
+ * vertical pass's; what the memory budget counts of t
+ * (pipeline/header.go). */
+long long stoker_resampler_bytes(const stoker_turbo *t);
 /* stoker_index_copy copies the last decode's index (job.ix_bytes) to dst
  * and returns how many of its known checkpoints are not sure. */
 unsigned stoker_index_copy(stoker_turbo *t, unsigned char *dst);
