@@ -82,6 +82,8 @@ type Transform struct {
 	// room is each sample's (RoomFor).
 	whole bool
 	grow  []optab.Op
+	// kern bounds what its steps' kernels keep (kernelScratchOf).
+	kern KernelScratch
 	// yolo is a YOLO geometry (op_yolo.go): YOLOLoadImage, then a
 	// YOLOLetterBox and/or a YOLORandomPerspective.
 	yolo *yoloGeom
@@ -344,6 +346,7 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 		return nil, err
 	}
 	t.setLayout()
+	t.kern = kernelScratchOf(t.ops)
 	return t, nil
 }
 
