@@ -327,6 +327,57 @@ func runCost(args []string) error {
 		}
 	}
 
+	// On a COCO set, torchvision's instance masks (targets "masks"): a few
+	// geometries measured with their targets, without and with the masks,
+	// and priced by CostWith (the masks' terms; the boxes are not priced).
+	if tg, ok := boxes.(*pipeline.COCODataset); ok {
+		rot := pipeline.Op{Kind: pipeline.OpRandomRotation, Degrees: [2]float64{-30, 30}}
+		rot255 := rot
+		rot255.FillTyped, rot255.FillMask = true, 255
+		resize := pipeline.Op{Kind: pipeline.OpResize, Size: [2]int{480, 480}}
+		for _, x := range []struct {
+			name string
+			ops  []pipeline.Op
+		}{
+			{"RRC(224) + flip", []pipeline.Op{{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{224, 224}}, {Kind: pipeline.OpRandomHorizontalFlip, P: 0.5}}},
+			{"detr", nil}, {"lsj", nil}, {"segref", nil},
+			{"Resize(480) + RandomRotation(30)", []pipeline.Op{resize, rot}},
+			{"Resize(480) + RandomRotation(30, Mask fill 255)", []pipeline.Op{resize, rot255}},
+		} {
+			var t *pipeline.Transform
+			if x.ops == nil {
+				t, err = pipeline.ParseTransform(x.name, pipeline.CHW)
+			} else {
+				t, err = pipeline.NewTransform(pipeline.CHW, x.ops...)
+			}
+			if err != nil {
+				return fmt.Errorf("bench cost: %s: %w", x.name, err)
+			}
+			if err := pipeline.CheckMasks(t); err != nil {
+				return fmt.Errorf("bench cost: %s: %w", x.name, err)
+			}
+			for _, masks := range []bool{false, true} {
+				name := x.name + " + targets"
+				if masks {
+					name += " + masks"
+				}
+				if !only.MatchString(name) {
+					continue
+				}
+				fset, err := pipeline.NewFieldSet(tg, []string{pipeline.FieldTargets}, 1<<20, "bench")
+				if err != nil {
+					return err
+				}
+				if masks {
+					fset.SetMasks(1 << 28)
+				}
+				c := t.CostWith(pipeline.TargetCostOf(t, tg, fset))
+				got := measureWith(t, fset)
+				res.Transforms = append(res.Transforms, costRow{name, float64(c.Mean) / 1e6, float64(c.Max) / 1e6, got / 1e6, float64(c.Mean) / got})
+			}
+		}
+	}
+
 	fmt.Printf("stoker bench cost: %s, %d photos (%.0f px on average), one thread, %s\n", *data, n, res.MeanSourcePx, time.Now().UTC().Format("2006-01-02"))
 	fmt.Println("// ns per pixel (the blur: per pixel per tap), over a copy of the image:")
 	for _, k := range res.Kernels {
