@@ -30,14 +30,16 @@ import (
 //     photos (decodeNs, resampleNs);
 //   - every preset's (and torchvision's policies') CPU per sample on the
 //     photos, beside what the model predicts (Transform.Cost's mean), and
-//     the ratio: BENCHMARKS.md's table.
+//     the ratio: BENCHMARKS.md's table;
+//   - with --annotations, the detection presets and ops, a YOLO segment
+//     set's targets, or a COCO set's instance masks (CostWith's terms).
 func runCost(args []string) error {
 	fs := flag.NewFlagSet("bench cost", flag.ExitOnError)
 	fs.Usage = helptext.Usage(fs, "")
 	data := fs.String("data", "", "ImageFolder or WebDataset directory of photos (required)")
 	samples := fs.Int("samples", 300, "photos each transform makes (the first ones of the dataset), after one warm-up pass")
 	reps := fs.Int("reps", 200, "kernel runs per family, on a 224x224 image")
-	annotations := fs.String("annotations", "", "a COCO annotations file for --data's images (stoker mkdata --coco's): the presets that need targets (detr, lsj) are measured too, each sample's boxes given to the decoder, and the detection ops apart")
+	annotations := fs.String("annotations", "", "a COCO annotations file for --data's images (stoker mkdata --coco's): the presets that need targets (detr, lsj) are measured too, each sample's boxes given to the decoder, and the detection ops apart; of a COCO file, six geometries with their targets, without and with the instance masks")
 	match := fs.String("match", "", "measure only the transforms whose names match this regular expression (the kernels and the fit are measured always)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args)
