@@ -30,14 +30,16 @@ import (
 //     photos (decodeNs, resampleNs);
 //   - every preset's (and torchvision's policies') CPU per sample on the
 //     photos, beside what the model predicts (Transform.Cost's mean), and
-//     the ratio: BENCHMARKS.md's table.
+//     the ratio: BENCHMARKS.md's table;
+//   - with --annotations, the detection presets and ops, a YOLO segment
+//     set's targets, or a COCO set's instance masks (CostWith's terms).
 func runCost(args []string) error {
 	fs := flag.NewFlagSet("bench cost", flag.ExitOnError)
 	fs.Usage = helptext.Usage(fs, "")
 	data := fs.String("data", "", "ImageFolder or WebDataset directory of photos (required)")
 	samples := fs.Int("samples", 300, "photos each transform makes (the first ones of the dataset), after one warm-up pass")
 	reps := fs.Int("reps", 200, "kernel runs per family, on a 224x224 image")
-	annotations := fs.String("annotations", "", "a COCO annotations file for --data's images (stoker mkdata --coco's): the presets that need targets (detr, lsj) are measured too, each sample's boxes given to the decoder, and the detection ops apart")
+	annotations := fs.String("annotations", "", "a COCO annotations file for --data's images (stoker mkdata --coco's): the presets that need targets (detr, lsj) are measured too, each sample's boxes given to the decoder, and the detection ops apart; of a COCO file, six geometries with their targets, without and with the instance masks")
 	match := fs.String("match", "", "measure only the transforms whose names match this regular expression (the kernels and the fit are measured always)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args)
@@ -321,6 +323,57 @@ func runCost(args []string) error {
 					continue
 				}
 				c := t.CostWith(tc)
+				got := measureWith(t, fset)
+				res.Transforms = append(res.Transforms, costRow{name, float64(c.Mean) / 1e6, float64(c.Max) / 1e6, got / 1e6, float64(c.Mean) / got})
+			}
+		}
+	}
+
+	// On a COCO set, torchvision's instance masks (targets "masks"): a few
+	// geometries measured with their targets, without and with the masks,
+	// and priced by CostWith (the masks' terms; the boxes are not priced).
+	if tg, ok := boxes.(*pipeline.COCODataset); ok {
+		rot := pipeline.Op{Kind: pipeline.OpRandomRotation, Degrees: [2]float64{-30, 30}}
+		rot255 := rot
+		rot255.FillTyped, rot255.FillMask = true, 255
+		resize := pipeline.Op{Kind: pipeline.OpResize, Size: [2]int{480, 480}}
+		for _, x := range []struct {
+			name string
+			ops  []pipeline.Op
+		}{
+			{"RRC(224) + flip", []pipeline.Op{{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{224, 224}}, {Kind: pipeline.OpRandomHorizontalFlip, P: 0.5}}},
+			{"detr", nil}, {"lsj", nil}, {"segref", nil},
+			{"Resize(480) + RandomRotation(30)", []pipeline.Op{resize, rot}},
+			{"Resize(480) + RandomRotation(30, Mask fill 255)", []pipeline.Op{resize, rot255}},
+		} {
+			var t *pipeline.Transform
+			if x.ops == nil {
+				t, err = pipeline.ParseTransform(x.name, pipeline.CHW)
+			} else {
+				t, err = pipeline.NewTransform(pipeline.CHW, x.ops...)
+			}
+			if err != nil {
+				return fmt.Errorf("bench cost: %s: %w", x.name, err)
+			}
+			if err := pipeline.CheckMasks(t); err != nil {
+				return fmt.Errorf("bench cost: %s: %w", x.name, err)
+			}
+			for _, masks := range []bool{false, true} {
+				name := x.name + " + targets"
+				if masks {
+					name += " + masks"
+				}
+				if !only.MatchString(name) {
+					continue
+				}
+				fset, err := pipeline.NewFieldSet(tg, []string{pipeline.FieldTargets}, 1<<20, "bench")
+				if err != nil {
+					return err
+				}
+				if masks {
+					fset.SetMasks(1 << 28)
+				}
+				c := t.CostWith(pipeline.TargetCostOf(t, tg, fset))
 				got := measureWith(t, fset)
 				res.Transforms = append(res.Transforms, costRow{name, float64(c.Mean) / 1e6, float64(c.Max) / 1e6, got / 1e6, float64(c.Mean) / got})
 			}

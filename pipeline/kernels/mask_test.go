@@ -276,11 +276,35 @@ func BenchmarkMaskRuns(b *testing.B) {
 	ys := AxisResize(nil, AxisIdentity(nil, h), out)
 	xs := AxisResize(nil, AxisIdentity(nil, w), out)
 	AxisFlip(xs)
-	var runs []uint32
-	b.SetBytes(out * out)
-	for b.Loop() {
-		runs = MaskRuns(runs[:0], src, w, rows, nil, 0, ys, xs)
-	}
+	b.Run("maps", func(b *testing.B) {
+		var runs []uint32
+		b.SetBytes(out * out)
+		for b.Loop() {
+			runs = MaskRuns(runs[:0], src, w, rows, nil, 0, ys, xs)
+		}
+	})
+	// The same canvas rotated by 17 degrees: the index made (once a
+	// sample, whatever its instances), and an instance's runs through it
+	// (no row skipped or reused): the cost model's maskIndexNs and
+	// maskTurnRunNs.
+	var base []int32
+	b.Run("index", func(b *testing.B) {
+		var idx, tmp []int32
+		b.SetBytes(out * out)
+		for b.Loop() {
+			idx = CanvasIndex(idx, nil, 0, w, ys, xs)
+			base, tmp = RotateIndex(idx, out, out, 17, [2]float64{}, false, FillCode(1, 0), tmp)
+			idx = base
+		}
+	})
+	by, bx := AxisIdentity(nil, out), AxisIdentity(nil, out)
+	b.Run("turned", func(b *testing.B) {
+		var runs []uint32
+		b.SetBytes(out * out)
+		for b.Loop() {
+			runs = MaskRuns(runs[:0], src, w, rows, base, out, by, bx)
+		}
+	})
 }
 
 // BenchmarkFillRuns: the fill block of a 1024x1024 canvas: a 640x480

@@ -5,7 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
@@ -341,87 +340,4 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 		worst += float64(presWorst * float64(mix+float64(CanvasOutNs*px)))
 	}
 	return mean, worst
-}
-
-// TargetCost is what a job's targets add to its samples' CPU beyond the
-// pixels' (CostWith): a YOLO segment dataset's polygons carried through
-// the YOLO ops (each instance's resampled to 1000 points, moved, warped
-// and clipped), and ultralytics' overlap mask made of them (each
-// instance filled over its extent and downsampled, at its mask_ratio).
-type TargetCost struct {
-	Segments  bool // the labels are polygons, moved by a YOLO geometry
-	Mask      bool // the job asks for "overlap_mask"
-	MaskRatio int  // its mask_ratio (0: 4)
-}
-
-// The targets' terms (bench cost --annotations on a polygon set of 640 px
-// photos, mkdata --coco --yolo --instances 7, 2026-11-25): an instance's
-// polygon through a pre_transform (its resampling, the Mosaic's moves,
-// the warp and segment2box), and the overlap mask an output pixel at
-// ratio 4 (fill and downsample of about ten instances: 0.86 ms a 640 x
-// 640 sample), 2.4 times that at ratio 1 (2.0 ms: the part that scales
-// with the mask's pixels a ratio's square less). Fitted on that set's
-// yolo and yolo-letterbox presets (BENCHMARKS.md, the cost model).
-var (
-	segInstanceNs     = 32_000.0 // through a Mosaic's pre_transform
-	segLoadInstanceNs = 50_000.0 // through the single-image YOLO geometry's steps
-	maskPxNs          = 2.1
-	// nominalInstances is an image's instances: COCO's 7.3 (mkdata's
-	// --instances 7); a job's own are unknown when it opens.
-	nominalInstances = 7.3
-)
-
-// TargetCostOf is what the targets of a job with field set fs on ds add
-// to t's samples (the zero TargetCost: nothing beyond Cost).
-func TargetCostOf(t *Transform, ds dataset.Dataset, fs *dataset.FieldSet) TargetCost {
-	d, ok := ds.(*dataset.YOLODataset)
-	if !ok || !d.HasSegments() || t.yolo == nil && t.mosaic == nil || fs == nil || fs.TargetsAt() < 0 {
-		return TargetCost{}
-	}
-	tc := TargetCost{Segments: true, Mask: fs.OverlapMask()}
-	if tc.Mask {
-		tc.MaskRatio = fs.MaskRatio()
-	}
-	return tc
-}
-
-// CostWith is Cost with what tc's targets add: each pre_transform's
-// images' instances (nominalInstances an image) through segInstanceNs
-// (segLoadInstanceNs without a Mosaic),
-// in the mean (the MixUp's and CutMix's partners by their p, a CopyPaste
-// in mixup mode's partner by its p in each) and at worst (every one
-// drawn); the overlap mask maskPxNs an output pixel.
-func (t *Transform) CostWith(tc TargetCost) Cost {
-	c := t.Cost()
-	if !tc.Segments || t.views != nil {
-		return c
-	}
-	images, worst, per := 1.0, 1.0, segLoadInstanceNs
-	if t.mosaic != nil {
-		per = segInstanceNs
-		n := float64(t.mosaic.Tiles)
-		pre, preWorst := 1.0, 1.0
-		for _, op := range []*optab.Op{t.mixup, t.cutmix} {
-			if op != nil {
-				pre, preWorst = pre+op.P, preWorst+1
-			}
-		}
-		if cp := t.copyPasteMix; cp != nil {
-			pre, preWorst = pre*(1+cp.P), preWorst*2
-		}
-		images, worst = n*pre, n*preWorst
-	}
-	mean, most := float64(images*nominalInstances*per), float64(worst*nominalInstances*per)
-	if tc.Mask {
-		r := float64(max(tc.MaskRatio, 1))
-		px := float64(t.outW * t.outH)
-		m := float64(maskPxNs * px * (0.9 + 1.5/(r*r))) // ratio 4: maskPxNs; 1: 2.4 of it
-		mean, most = mean+m, most+m
-	}
-	c.Mean += nsDuration(mean)
-	c.Max += nsDuration(most)
-	if d := nsDuration(most); d > c.DominantMax {
-		c.Dominant, c.DominantMax = "the targets: the polygons carried through the YOLO ops (and the overlap mask)", d
-	}
-	return c
 }

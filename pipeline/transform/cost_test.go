@@ -128,3 +128,75 @@ func TestCostRotateFirst(t *testing.T) {
 		t.Fatalf("the rotation first costs %v at worst, after a 32 px Resize %v: want it priced on the image whole", first.Max, after.Max)
 	}
 }
+
+// TestCostWithMasks: torchvision's instance masks (TargetCost.Masks) add
+// their terms to CostWith: nominalInstances source masks at the nominal
+// source and their runs over the output through the axis maps; a
+// rotation the canvas index and the runs through it, a perspective those
+// at its p in the mean and whole at worst; a Mask fill other than 0 the
+// fill block's pass, a FixedSizeCrop's fill none (it pads masks with 0);
+// a YOLO segment set's terms beside them.
+func TestCostWithMasks(t *testing.T) {
+	masks := TargetCost{Masks: true}
+	ns := func(d time.Duration) float64 { return float64(d.Nanoseconds()) }
+	preset := func(name string) *Transform {
+		tr, err := ParseTransform(name, CHW)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	added := func(tr *Transform) (mean, worst float64) {
+		c, w := tr.CostWith(masks), tr.Cost()
+		return ns(c.Mean - w.Mean), ns(c.Max - w.Max)
+	}
+	src := float64(NominalSourcePx)
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 2+want*1e-6 { // Durations are whole ns
+			t.Errorf("%s: masks add %.0f ns, want %.0f", what, got, want)
+		}
+	}
+	detr := preset("detr")
+	m, x := added(detr)
+	px := 640.0 * 640
+	near("detr (mean)", m, nominalInstances*(maskSrcNs*src+maskRunNs*px))
+	near("detr (worst)", x, m)
+	if c := detr.CostWith(masks); c.Max <= detr.Cost().Max {
+		t.Errorf("detr with masks: worst %v, without %v", c.Max, detr.Cost().Max)
+	}
+
+	lsj := preset("lsj") // FixedSizeCrop's fill (123) is not the masks'
+	m, _ = added(lsj)
+	near("lsj", m, nominalInstances*(maskSrcNs*src+maskRunNs*1024*1024))
+
+	resize := optab.Op{Kind: OpResize, Size: [2]int{480, 480}}
+	rot := optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{-30, 30}}
+	px, src = 480*480, max(src, 480*480)
+	turned := nominalInstances*(maskSrcNs*src+maskTurnRunNs*px) + maskIndexNs*px
+	m, x = added(mustTransform(t, CHW, resize, rot))
+	near("a rotation (mean)", m, turned)
+	near("a rotation (worst)", x, turned)
+	rot.FillTyped, rot.FillMask = true, 255
+	m, _ = added(mustTransform(t, CHW, resize, rot))
+	near("a rotation filling masks with 255", m, turned+maskFillTurnNs*px)
+	m, _ = added(mustTransform(t, CHW, resize, rot, rot))
+	near("two rotations, one fill pass", m, turned+maskIndexNs*px+maskFillTurnNs*px)
+
+	persp := optab.Op{Kind: OpRandomPerspective, Distortion: 0.5, P: 0.25}
+	m, x = added(mustTransform(t, CHW, resize, persp))
+	plain := nominalInstances * (maskSrcNs*src + maskRunNs*px)
+	near("a perspective at p 0.25 (mean)", m, plain+0.25*(turned-plain))
+	near("a perspective (worst)", x, turned)
+
+	pad := optab.Op{Kind: OpPad, Padding: [4]int{8, 8, 8, 8}, FillTyped: true, FillMask: 255}
+	crop := optab.Op{Kind: OpRandomCrop, Size: [2]int{480, 480}}
+	m, _ = added(mustTransform(t, CHW, pad, crop))
+	near("a pad of 255", m, plain+maskFillNs*px)
+
+	yolo := preset("yolo")
+	seg, both := yolo.CostWith(TargetCost{Segments: true}), yolo.CostWith(TargetCost{Segments: true, Masks: true})
+	if both.Mean <= seg.Mean {
+		t.Errorf("yolo: polygons and masks %v, polygons alone %v", both.Mean, seg.Mean)
+	}
+}

@@ -240,7 +240,7 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 		return nil, err
 	}
 	if tc := pipeline.TargetCostOf(j.t, j.ds, j.fields); tc != (pipeline.TargetCost{}) {
-		// A segment dataset's polygons (and the overlap mask) cost the targets CPU of their own.
+		// A segment dataset's polygons (and the overlap mask), or the instance masks, cost the targets CPU of their own.
 		j.cost = j.t.CostWith(tc)
 		if err := checkCost(j.cost, env.MaxSampleCPU); err != nil {
 			return nil, err
