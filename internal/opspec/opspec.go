@@ -31,6 +31,16 @@ func Transform(spec *stokerv1.TransformSpec, layout pipeline.Layout) (*pipeline.
 	if set != 1 {
 		return nil, fmt.Errorf("%w: transform: set exactly one of preset, ops and views", pipeline.ErrUnsupported)
 	}
+	var bound [2]int
+	switch ms := spec.GetMaxSize(); {
+	case len(ms) == 0:
+	case len(ms) != 2:
+		return nil, fmt.Errorf("%w: transform: max_size of %d values: want 2, (height, width)", pipeline.ErrUnsupported, len(ms))
+	case len(spec.GetOps()) == 0:
+		return nil, fmt.Errorf("%w: transform: max_size bounds the sizes of an op list's samples: not with a preset or views", pipeline.ErrUnsupported)
+	default:
+		bound = [2]int{int(min(ms[0], 1<<20)), int(min(ms[1], 1<<20))}
+	}
 	if len(spec.GetViews()) > 0 {
 		groups, err := views(spec.GetViews())
 		if err != nil {
@@ -48,7 +58,7 @@ func Transform(spec *stokerv1.TransformSpec, layout pipeline.Layout) (*pipeline.
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.NewTransform(layout, ops...)
+	return pipeline.NewTransformBound(layout, bound, ops...)
 }
 
 // presetName refuses a preset's name over MaxPresetName.

@@ -212,6 +212,33 @@ func (t *Transform) varySize() error {
 	return fmt.Errorf("%w: transform: Resize(%d) of the shorter side gives a size that varies per image without a bound; add CenterCrop, give Resize both sides, or use RandomShortestSize with a max_size", errs.Unsupported, op.Size[0])
 }
 
+// boundSize sets the output of a geometry that keeps the image's own size
+// (own: no geometry op) or a part of it (what, a RandomIoUCrop without a
+// Resize): each sample is its own size, at most the job's bound
+// (t.bound, NewTransformBound), past which a sample fails (checkBound).
+// Without a bound it is refused: nothing else bounds the source images.
+func (t *Transform) boundSize(what string) error {
+	if t.bound == [2]int{} {
+		return fmt.Errorf("%w: transform: %s keeps each image's own size (or a crop of it), which no op bounds: "+
+			"follow it with Resize((h, w)), or give the job a bound on the sizes, max_size=(h, w) (the batch's memory is counted at it)", errs.Unsupported, what)
+	}
+	t.geom, t.vary, t.varyGeom, t.outH, t.outW = CropResize, true, true, t.bound[0], t.bound[1]
+	return nil
+}
+
+// checkBound fails a sample whose own size (a transform under the job's
+// bound) is past the bound.
+func (t *Transform) checkBound(p *SamplePlan) error {
+	if t.bound == [2]int{} || !t.varyGeom || (!t.own && (t.iou == nil || t.resize != nil)) {
+		return nil
+	}
+	if p.OutW > t.outW || p.OutH > t.outH {
+		return fmt.Errorf("%w: the %dx%d image (width x height) makes a %dx%d sample, past the job's bound of %dx%d (max_size=(%d, %d): height, width)",
+			errs.TooLarge, p.SrcW, p.SrcH, p.OutW, p.OutH, t.outW, t.outH, t.outH, t.outW)
+	}
+	return nil
+}
+
 // checkVaryOps refuses, after a geometry of per-sample sizes, the ops
 // compiled for one size (the policies, GaussianBlur), inside containers
 // too, and several views.

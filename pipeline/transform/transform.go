@@ -73,6 +73,12 @@ type Transform struct {
 	seg      *segGeom
 	segFlipP float64
 	vary     bool
+	// bound is the job's bound on a sample's size (height, width; 0: none),
+	// which lets a geometry that keeps the image's own size, or a part of
+	// it, make per-sample sizes (own: the image whole, no geometry op;
+	// a RandomIoUCrop without a Resize after it): lsj.go's boundSize.
+	bound [2]int
+	own   bool
 	// varyGeom: the geometry's sizes vary (RandomShortestSize); where ops
 	// grow it (growRotate), geomW x geomH its size, room their largest.
 	varyGeom           bool
@@ -154,7 +160,20 @@ const (
 // geometry is fused too); Normalize, if any, comes last. The output size
 // must be fixed: Resize of the shorter side needs a CenterCrop after it.
 func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
-	t := &Transform{ops: cloneOps(ops), layout: layout}
+	return NewTransformBound(layout, [2]int{}, ops...)
+}
+
+// NewTransformBound is NewTransform with a bound on a sample's size,
+// (height, width), for the recipes whose geometry keeps the image's own
+// size or a part of it (no geometry op; a RandomIoUCrop, after a
+// RandomZoomOut if any, without a Resize): each sample is its own size,
+// at most the bound, and a sample past it fails. A zero bound is none;
+// a transform whose size is fixed, or bounded by its ops, ignores it.
+func NewTransformBound(layout Layout, bound [2]int, ops ...optab.Op) (*Transform, error) {
+	t := &Transform{ops: cloneOps(ops), layout: layout, bound: bound}
+	if bound != [2]int{} && (bound[0] < 1 || bound[1] < 1 || bound[0] > optab.MaxSide || bound[1] > optab.MaxSide) {
+		return nil, fmt.Errorf("%w: transform: max_size %dx%d (height x width): want 1..%d a side", errs.Unsupported, bound[0], bound[1], optab.MaxSide)
+	}
 	if layout != CHW && layout != HWC {
 		return nil, fmt.Errorf("%w: layout %d", errs.Unsupported, layout)
 	}
@@ -281,12 +300,22 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 		if err := t.varySize(); err != nil {
 			return nil, err
 		}
+	case t.iou != nil: // a RandomIoUCrop without a Resize: the crop's own size (lsj.go)
+		if err := t.boundSize("RandomIoUCrop"); err != nil {
+			return nil, err
+		}
 	case len(t.ops) > 0 && optab.Grows(&t.ops[0]):
 		// The image whole at its own size, each sample's, then the ops:
 		// growRotate wants a Resize((h, w)) or CenterCrop after them.
 		t.geom, t.whole, t.vary, t.varyGeom, t.outW, t.outH = CropResize, true, true, true, 1, 1
+	case t.bound != [2]int{}: // no geometry: the image whole at its own size (lsj.go)
+		t.own = true
+		if err := t.boundSize(""); err != nil {
+			return nil, err
+		}
 	case len(t.ops) > 0:
-		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
+		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size; "+
+			"or give the job a bound on the sizes, max_size=(h, w), to take each image at its own size", t.ops[0].Kind)
 	default:
 		return bad("no geometry op: a batch needs a fixed size (RandomResizedCrop, Resize(h, w) or CenterCrop)")
 	}
