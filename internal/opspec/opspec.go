@@ -22,6 +22,13 @@ const MaxPresetName = 256
 // Transform compiles a TransformSpec for layout: a preset name, an op
 // list, or view groups, exactly one of the three.
 func Transform(spec *stokerv1.TransformSpec, layout pipeline.Layout) (*pipeline.Transform, error) {
+	return TransformData(spec, layout, 0, 0)
+}
+
+// TransformData is Transform for a dataset whose images are at most w x h
+// (0: not known): an op list without a max_size is bounded by them where
+// its geometry needs a bound (pipeline.NewTransformData).
+func TransformData(spec *stokerv1.TransformSpec, layout pipeline.Layout, w, h int) (*pipeline.Transform, error) {
 	set := 0
 	for _, has := range []bool{spec.GetPreset() != "", len(spec.GetOps()) > 0, len(spec.GetViews()) > 0} {
 		if has {
@@ -57,6 +64,9 @@ func Transform(spec *stokerv1.TransformSpec, layout pipeline.Layout) (*pipeline.
 	ops, err := Ops(spec.GetOps())
 	if err != nil {
 		return nil, err
+	}
+	if bound == [2]int{} {
+		return pipeline.NewTransformData(layout, w, h, ops...)
 	}
 	return pipeline.NewTransformBound(layout, bound, ops...)
 }

@@ -8,6 +8,7 @@ package transform
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
@@ -226,6 +227,21 @@ func (t *Transform) boundSize(what string) error {
 	return nil
 }
 
+// DataBound is the bound on a sample's size, (height, width), that ops
+// give the images of a dataset at most w x h: their size, times a
+// RandomZoomOut's side_range maximum where the geometry starts with one
+// (after RandomPhotometricDistorts), its canvas int(side * r) with r
+// drawn in float32 (a pixel's slack), at most MaxSide a side (a sample
+// past it fails by itself).
+func DataBound(ops []optab.Op, w, h int) [2]int {
+	if n := leadingPre(ops); n < len(ops) && ops[n].Kind == OpRandomZoomOut {
+		if s := ops[n].SideRange[1]; s >= 1 && s <= maxZoom {
+			w, h = int(math.Ceil(float64(w)*s))+1, int(math.Ceil(float64(h)*s))+1
+		}
+	}
+	return [2]int{min(h, optab.MaxSide), min(w, optab.MaxSide)}
+}
+
 // checkBound fails a sample whose own size (a transform under the job's
 // bound) is past the bound.
 func (t *Transform) checkBound(p *SamplePlan) error {
@@ -233,8 +249,12 @@ func (t *Transform) checkBound(p *SamplePlan) error {
 		return nil
 	}
 	if p.OutW > t.outW || p.OutH > t.outH {
-		return fmt.Errorf("%w: the %dx%d image (width x height) makes a %dx%d sample, past the job's bound of %dx%d (max_size=(%d, %d): height, width)",
-			errs.TooLarge, p.SrcW, p.SrcH, p.OutW, p.OutH, t.outW, t.outH, t.outH, t.outW)
+		from := fmt.Sprintf("max_size=(%d, %d): height, width", t.outH, t.outW)
+		if t.boundFrom != "" {
+			from = t.boundFrom + "; give the job a max_size=(h, w) past it"
+		}
+		return fmt.Errorf("%w: the %dx%d image (width x height) makes a %dx%d sample, past the job's bound of %dx%d (%s)",
+			errs.TooLarge, p.SrcW, p.SrcH, p.OutW, p.OutH, t.outW, t.outH, from)
 	}
 	return nil
 }

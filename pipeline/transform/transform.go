@@ -77,8 +77,9 @@ type Transform struct {
 	// which lets a geometry that keeps the image's own size, or a part of
 	// it, make per-sample sizes (own: the image whole, no geometry op;
 	// a RandomIoUCrop without a Resize after it): lsj.go's boundSize.
-	bound [2]int
-	own   bool
+	bound     [2]int
+	boundFrom string // where bound came from ("": the job's max_size)
+	own       bool
 	// varyGeom: the geometry's sizes vary (RandomShortestSize); where ops
 	// grow it (growRotate), geomW x geomH its size, room their largest.
 	varyGeom           bool
@@ -170,7 +171,24 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 // at most the bound, and a sample past it fails. A zero bound is none;
 // a transform whose size is fixed, or bounded by its ops, ignores it.
 func NewTransformBound(layout Layout, bound [2]int, ops ...optab.Op) (*Transform, error) {
-	t := &Transform{ops: cloneOps(ops), layout: layout, bound: bound}
+	return newTransform(layout, bound, "", ops...)
+}
+
+// NewTransformData is NewTransform for a dataset whose images are at most
+// w x h (COCO's annotations list every image's size): the bound on a
+// sample's size, where the geometry needs one, is that size times what
+// the ops grow it by (DataBound). A sample past it (a file larger than
+// its annotation says) fails, naming the bound's source.
+func NewTransformData(layout Layout, w, h int, ops ...optab.Op) (*Transform, error) {
+	if w < 1 || h < 1 {
+		return NewTransform(layout, ops...)
+	}
+	b := DataBound(ops, w, h)
+	return newTransform(layout, b, fmt.Sprintf("the dataset's largest image, %dx%d in its annotations, times the ops' growth", w, h), ops...)
+}
+
+func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op) (*Transform, error) {
+	t := &Transform{ops: cloneOps(ops), layout: layout, bound: bound, boundFrom: boundFrom}
 	if bound != [2]int{} && (bound[0] < 1 || bound[1] < 1 || bound[0] > optab.MaxSide || bound[1] > optab.MaxSide) {
 		return nil, fmt.Errorf("%w: transform: max_size %dx%d (height x width): want 1..%d a side", errs.Unsupported, bound[0], bound[1], optab.MaxSide)
 	}

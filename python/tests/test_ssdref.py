@@ -106,13 +106,38 @@ def test_recipe_is_torchvisions(server: str, det: Path, stoker_bin: Path, name: 
 
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_refused_without_a_bound(server: str, name: str) -> None:  # noqa: F811
-    """As they stand, without max_size: refused at open, the message
+    """As they stand, without max_size, on a dataset that does not list its
+    images' sizes (a directory of images): refused at open, the message
     naming max_size."""
-    with stoker.Loader(server, "coco", batch_size=4, transform=T.from_torchvision(RECIPES[name]()), targets=True,
+    with stoker.Loader(server, "plain", batch_size=4, transform=T.from_torchvision(RECIPES[name]()),
                        pin_memory=False, timeout=60) as ld:
         with pytest.raises(StokerError) as e:
             next(iter(ld))
     assert "max_size" in str(e.value), e.value
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_bound_from_the_annotations(server: str, det: Path, name: str) -> None:  # noqa: F811
+    """Without max_size on a COCO dataset, the bound is its annotations'
+    largest image (each side), times RandomZoomOut's side_range maximum
+    (4) plus a pixel for ssd: JobInfo's sample_shape; every sample within
+    it, the same bytes and sizes as under the same max_size given."""
+    import json
+
+    images = json.loads((det / "annotations" / "instances.json").read_text())["images"]
+    w, h = max(im["width"] for im in images), max(im["height"] for im in images)
+    bound = (h, w) if name != "ssd" else (4 * h + 1, 4 * w + 1)
+    got = []
+    for max_size in (None, bound):
+        with stoker.Loader(server, "coco", batch_size=4, transform=T.from_torchvision(RECIPES[name]()), targets=True,
+                           max_size=max_size, trace=True, pin_memory=False, timeout=120, seed=4) as ld:
+            out = [(b.trace, b.sizes.clone(), b.images.clone()) for b in ld]
+            assert tuple(ld.job_info.sample_shape) == (3, *bound), ld.job_info.sample_shape
+            assert not list(ld.sample_errors)
+        got.append(out)
+    assert len(got[0]) == len(got[1]) > 0
+    for a, c in zip(*got):
+        assert a[0] == c[0] and torch.equal(a[1], c[1]) and torch.equal(a[2], c[2])
 
 
 def test_past_the_bound_fails_by_itself(server: str, det: Path) -> None:  # noqa: F811
