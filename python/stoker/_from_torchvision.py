@@ -388,7 +388,7 @@ class _Converter:
             j += 1
         if j < len(self.ops) and self.ops[j][1] == "Resize" and not isinstance(self.ops[j][2].size, int):
             return j + 1
-        if j < len(self.ops) and self.ops[j][1] in _GEOMETRY:
+        if any(name in _GEOMETRY for _, name, _ in self.ops[j:]):
             raise ValueError(f"{self.ops[i][0]}: RandomIoUCrop needs Resize((h, w)) after it (after "
                              f"SanitizeBoundingBoxes and one RandomHorizontalFlip, if any): its crop's size varies "
                              f"per sample; or nothing of the geometry, each crop its own size under the job's "

@@ -16,9 +16,10 @@ size and the bound."""
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List
 
 import pytest
 import torch
@@ -50,10 +51,28 @@ RECIPES: Dict[str, Callable[[], Any]] = {
         tv2.ToImage(), tv2.RandomPhotometricDistort(),
         tv2.RandomZoomOut(fill=defaultdict(lambda: MEAN, {tv_tensors.Mask: 0})), tv2.RandomIoUCrop(),
         tv2.RandomHorizontalFlip(p=0.5), *_tail()]),
+    # The references' v1 transforms (use_v2=False) give the fill as
+    # list(mean); v2 with it pads with the mean. With the defaultdict above,
+    # torchvision v2 pads the Image with 0: its _get_fill asks
+    # `type in fill`, which a defaultdict's default does not answer.
+    "ssd-mean-fill": lambda: tv2.Compose([
+        tv2.ToImage(), tv2.RandomPhotometricDistort(), tv2.RandomZoomOut(fill=list(MEAN)), tv2.RandomIoUCrop(),
+        tv2.RandomHorizontalFlip(p=0.5), *_tail()]),
 }
 
 #: mkdata's photos are 320 to 480 a side; RandomZoomOut's side_range is (1, 4).
-BOUND = {"hflip": (480, 480), "ssdlite": (480, 480), "ssd": (1920, 1920)}
+BOUND = {"hflip": (480, 480), "ssdlite": (480, 480), "ssd": (1920, 1920), "ssd-mean-fill": (1920, 1920)}
+
+
+def tv_zoom_fill(recipe: Any) -> List[int]:
+    """The fill torchvision's RandomZoomOut of recipe pads an image with
+    (its p set to 1, on a 1x1 image: the canvas' corner)."""
+    zoom = copy.deepcopy(next(t for t in recipe.transforms if isinstance(t, tv2.RandomZoomOut)))
+    zoom.p = 1.0
+    torch.manual_seed(0)
+    out = zoom(tv_tensors.Image(torch.full((3, 1, 1), 7, dtype=torch.uint8)))
+    corner = out[:, 0, 0] if out[0, 0, 0] != 7 else out[:, -1, -1]
+    return corner.tolist()
 
 
 @pytest.mark.parametrize("transport", ["grpc", "shm"])
@@ -63,7 +82,9 @@ def test_recipe_is_torchvisions(server: str, det: Path, stoker_bin: Path, name: 
     mask; two seeds."""
     images_dir = det / "images" / "train"
     sources = coco_sources(det)
-    tf = T.from_torchvision(RECIPES[name]())
+    recipe = RECIPES[name]()
+    tf = T.from_torchvision(recipe)
+    fill = tv_zoom_fill(recipe) if name.startswith("ssd-") or name == "ssd" else None
     n, ops, sizes = 0, set(), set()
     for seed in (1, 2):
         with stoker.Loader(server, "coco", batch_size=4, transform=tf, max_size=BOUND[name], targets=True, trace=True,
@@ -91,6 +112,9 @@ def test_recipe_is_torchvisions(server: str, det: Path, stoker_bin: Path, name: 
                     pad[:h, :w] = False
                     assert torch.equal(b.mask[i], pad), where
                     assert not images[i][:, pad].any(), f"{where}: padding not zero"
+                    for step, a in b.trace[i]:
+                        if step == "pad":  # RandomZoomOut's: torchvision's fill for this recipe
+                            assert [int(v) for v in a["fill"]] == fill, (where, a, fill)
                     ops.update(s for s, _ in b.trace[i])
                     sizes.add((h, w))
                     n += 1
@@ -100,7 +124,7 @@ def test_recipe_is_torchvisions(server: str, det: Path, stoker_bin: Path, name: 
     assert "horizontal_flip" in ops, ops
     if name != "hflip":
         assert "iou_crop" in ops, ops
-    if name == "ssd":
+    if name.startswith("ssd-") or name == "ssd":
         assert {"pad", "adjust_brightness"} <= ops, ops
 
 
@@ -126,7 +150,7 @@ def test_bound_from_the_annotations(server: str, det: Path, name: str) -> None: 
 
     images = json.loads((det / "annotations" / "instances.json").read_text())["images"]
     w, h = max(im["width"] for im in images), max(im["height"] for im in images)
-    bound = (h, w) if name != "ssd" else (4 * h + 1, 4 * w + 1)
+    bound = (4 * h + 1, 4 * w + 1) if name.startswith("ssd-") or name == "ssd" else (h, w)
     got = []
     for max_size in (None, bound):
         with stoker.Loader(server, "coco", batch_size=4, transform=T.from_torchvision(RECIPES[name]()), targets=True,
