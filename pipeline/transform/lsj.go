@@ -8,7 +8,6 @@ package transform
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
@@ -211,52 +210,6 @@ func (t *Transform) varySize() error {
 		return fmt.Errorf("%w: transform: RandomResize gives sizes without a bound (its longer side follows the image's aspect): follow it with a CenterCrop, or use RandomShortestSize with a max_size", errs.Unsupported)
 	}
 	return fmt.Errorf("%w: transform: Resize(%d) of the shorter side gives a size that varies per image without a bound; add CenterCrop, give Resize both sides, or use RandomShortestSize with a max_size", errs.Unsupported, op.Size[0])
-}
-
-// boundSize sets the output of a geometry that keeps the image's own size
-// (own: no geometry op) or a part of it (what, a RandomIoUCrop without a
-// Resize): each sample is its own size, at most the job's bound
-// (t.bound, NewTransformBound), past which a sample fails (checkBound).
-// Without a bound it is refused: nothing else bounds the source images.
-func (t *Transform) boundSize(what string) error {
-	if t.bound == [2]int{} {
-		return fmt.Errorf("%w: transform: %s keeps each image's own size (or a crop of it), which no op bounds: "+
-			"follow it with Resize((h, w)), or give the job a bound on the sizes, max_size=(h, w) (the batch's memory is counted at it)", errs.Unsupported, what)
-	}
-	t.geom, t.vary, t.varyGeom, t.outH, t.outW = CropResize, true, true, t.bound[0], t.bound[1]
-	return nil
-}
-
-// DataBound is the bound on a sample's size, (height, width), that ops
-// give the images of a dataset at most w x h: their size, times a
-// RandomZoomOut's side_range maximum where the geometry starts with one
-// (after RandomPhotometricDistorts), its canvas int(side * r) with r
-// drawn in float32 (a pixel's slack), at most MaxSide a side (a sample
-// past it fails by itself).
-func DataBound(ops []optab.Op, w, h int) [2]int {
-	if n := leadingPre(ops); n < len(ops) && ops[n].Kind == OpRandomZoomOut {
-		if s := ops[n].SideRange[1]; s >= 1 && s <= maxZoom {
-			w, h = int(math.Ceil(float64(w)*s))+1, int(math.Ceil(float64(h)*s))+1
-		}
-	}
-	return [2]int{min(h, optab.MaxSide), min(w, optab.MaxSide)}
-}
-
-// checkBound fails a sample whose own size (a transform under the job's
-// bound) is past the bound.
-func (t *Transform) checkBound(p *SamplePlan) error {
-	if t.bound == [2]int{} || !t.varyGeom || (!t.own && (t.iou == nil || t.resize != nil)) {
-		return nil
-	}
-	if p.OutW > t.outW || p.OutH > t.outH {
-		from := fmt.Sprintf("max_size=(%d, %d): height, width", t.outH, t.outW)
-		if t.boundFrom != "" {
-			from = t.boundFrom + "; give the job a max_size=(h, w) past it"
-		}
-		return fmt.Errorf("%w: the %dx%d image (width x height) makes a %dx%d sample, past the job's bound of %dx%d (%s)",
-			errs.TooLarge, p.SrcW, p.SrcH, p.OutW, p.OutH, t.outW, t.outH, from)
-	}
-	return nil
 }
 
 // checkVaryOps refuses, after a geometry of per-sample sizes, the ops

@@ -164,33 +164,11 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 	return NewTransformBound(layout, [2]int{}, ops...)
 }
 
-// NewTransformBound is NewTransform with a bound on a sample's size,
-// (height, width), for the recipes whose geometry keeps the image's own
-// size or a part of it (no geometry op; a RandomIoUCrop, after a
-// RandomZoomOut if any, without a Resize): each sample is its own size,
-// at most the bound, and a sample past it fails. A zero bound is none;
-// a transform whose size is fixed, or bounded by its ops, ignores it.
-func NewTransformBound(layout Layout, bound [2]int, ops ...optab.Op) (*Transform, error) {
-	return newTransform(layout, bound, "", ops...)
-}
-
-// NewTransformData is NewTransform for a dataset whose images are at most
-// w x h (COCO's annotations list every image's size): the bound on a
-// sample's size, where the geometry needs one, is that size times what
-// the ops grow it by (DataBound). A sample past it (a file larger than
-// its annotation says) fails, naming the bound's source.
-func NewTransformData(layout Layout, w, h int, ops ...optab.Op) (*Transform, error) {
-	if w < 1 || h < 1 {
-		return NewTransform(layout, ops...)
-	}
-	b := DataBound(ops, w, h)
-	return newTransform(layout, b, fmt.Sprintf("the dataset's largest image, %dx%d in its annotations, times the ops' growth", w, h), ops...)
-}
-
+// newTransform is NewTransform under a bound (bound.go).
 func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op) (*Transform, error) {
 	t := &Transform{ops: cloneOps(ops), layout: layout, bound: bound, boundFrom: boundFrom}
-	if bound != [2]int{} && (bound[0] < 1 || bound[1] < 1 || bound[0] > optab.MaxSide || bound[1] > optab.MaxSide) {
-		return nil, fmt.Errorf("%w: transform: max_size %dx%d (height x width): want 1..%d a side", errs.Unsupported, bound[0], bound[1], optab.MaxSide)
+	if err := checkBoundArg(bound); err != nil {
+		return nil, err
 	}
 	if layout != CHW && layout != HWC {
 		return nil, fmt.Errorf("%w: layout %d", errs.Unsupported, layout)
@@ -396,63 +374,6 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 
 // Ops returns the compiled op list, defaults filled in.
 func (t *Transform) Ops() []optab.Op { return append([]optab.Op(nil), t.ops...) }
-
-// The compiled transform's parts the decoder reads (the pipeline's root:
-// it fuses the geometry, draws the steps into its own buffers, packs the
-// samples).
-
-// OutW is the output width (view 0's), OutH its height: Size's.
-func (t sampler) OutW() int { return t.outW }
-
-// OutH is the output height (view 0's).
-func (t sampler) OutH() int { return t.outH }
-
-// GeomW is the width the geometry makes when the ops after it grow the
-// image (a RandomRotation with expand=True; 0: no such op).
-func (t sampler) GeomW() int { return t.geomW }
-
-// MaxSteps bounds the steps one sample draws after the geometry; MaxPre
-// those of the ops before it (detection's photometric ops).
-func (t sampler) MaxSteps() int { return t.maxSteps }
-
-// MaxPre bounds the steps one sample draws before the geometry.
-func (t sampler) MaxPre() int { return t.maxPre }
-
-// PreNodes are the compiled ops before the geometry, PostNodes those
-// after it.
-func (t sampler) PreNodes() []optab.Node { return t.pre }
-
-// PostNodes are the compiled ops after the geometry.
-func (t sampler) PostNodes() []optab.Node { return t.post }
-
-// NormOp is the Normalize the samples end in (nil: none, uint8 samples).
-func (t sampler) NormOp() *optab.Op { return t.norm }
-
-// IoUOp is the RandomIoUCrop of the geometry, if any; JitterOp its
-// ScaleJitter.
-func (t sampler) IoUOp() *optab.Op { return t.iou }
-
-// JitterOp is the geometry's ScaleJitter, if any.
-func (t sampler) JitterOp() *optab.Op { return t.jitter }
-
-// MosaicOp is the YOLOMosaic of the multi-image geometry, if any;
-// CopyPasteOp and CutMixOp the YOLOCopyPaste and YOLOCutMix after it.
-func (t sampler) MosaicOp() *optab.Op { return t.mosaic }
-
-// CopyPasteOp is the YOLOCopyPaste after the mosaic, if any.
-func (t sampler) CopyPasteOp() *optab.Op { return t.copyPaste }
-
-// CutMixOp is the YOLOCutMix ending the multi-image geometry, if any.
-func (t sampler) CutMixOp() *optab.Op { return t.cutmix }
-
-// MixUpOp is the YOLOMixUp after the mosaic, if any.
-func (t sampler) MixUpOp() *optab.Op { return t.mixup }
-
-// YOLO is the YOLO family's geometry, if any.
-func (t sampler) YOLO() *yoloGeom { return t.yolo }
-
-// ViewList is a transform of several views' views (nil: one view).
-func (t sampler) ViewList() []*Transform { return t.views }
 
 // Layout returns the output layout.
 func (t *Transform) Layout() Layout { return t.layout }
