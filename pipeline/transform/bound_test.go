@@ -143,3 +143,38 @@ func TestDataBound(t *testing.T) {
 		t.Error("no sizes known: accepted")
 	}
 }
+
+// TestBoundStopEpoch: the ssd recipe under a bound with D-FINE's
+// stop_epoch: from it on no distortion, zoom or crop, each sample the
+// image's own size; before it, as without.
+func TestBoundStopEpoch(t *testing.T) {
+	boxes := targets.Targets{Instances: Instances{Boxes: [][4]float32{{40, 30, 220, 230}}}}
+	tr, err := NewTransformBound(CHW, [2]int{1300, 1300}, ssdRecipes()["ssd"]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := tr.WithStopEpoch(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown := 0
+	for i := range uint64(200) {
+		for _, epoch := range []uint64{1, 2} {
+			at := st.sampler().AtEpoch(epoch).sampler()
+			p, err := at.PlanBoxes(300, 280, det.Key{Seed: 3, Epoch: epoch, Index: i}, &boxes, nil)
+			if err != nil {
+				t.Fatalf("epoch %d key %d: %v", epoch, i, err)
+			}
+			w, h := at.SampleSize(&p)
+			if epoch == 2 && (w != 300 || h != 280 || p.Zoomed || p.IoU || len(at.PreNodes()) > 0) {
+				t.Fatalf("after stop_epoch, key %d: %dx%d (zoomed %v, crop %v, %d ops before)", i, w, h, p.Zoomed, p.IoU, len(at.PreNodes()))
+			}
+			if epoch == 1 && (w > 300 || h > 280) {
+				grown++
+			}
+		}
+	}
+	if grown == 0 {
+		t.Error("before stop_epoch no sample past its image: the zoom is off")
+	}
+}
