@@ -476,8 +476,10 @@ func padReference(full []byte, w, h, cw, ch, vw, vh int, flip bool, layout Layou
 // fill) then crop at the traced top and left, of the whole decode, for
 // crops inside the image, padded, pad_if_needed on one side or both, all
 // padding, flipped after; on both paths and layouts. The positions cover
-// every possible top and left.
+// every possible top and left. Bytes against a reference on one goroutine
+// (24,000 decodes): an exactness test.
 func TestRandomCrop(t *testing.T) {
+	exactTest(t)
 	src := testPicture(61, 40)
 	fill := [3]float64{10, 20, 30}
 	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout Layout, full []byte) {
@@ -538,8 +540,10 @@ func TestRandomCrop(t *testing.T) {
 // after one: every sample is torchvision's pad, then pad and crop or
 // center_crop (then pad), of the whole decode at the traced arguments
 // (padCropReference), flipped after where traced, on both paths and
-// layouts; Pad elsewhere is refused with what is supported.
+// layouts; Pad elsewhere is refused with what is supported. An exactness
+// test, as TestRandomCrop.
 func TestPad(t *testing.T) {
+	exactTest(t)
 	src := testPicture(61, 40)
 	fill := [3]float64{10, 20, 30}
 	pad := func(l, t, r, b int, f [3]float64) Op {

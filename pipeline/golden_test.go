@@ -25,12 +25,14 @@ package pipeline
 // other) and say in the commit message why the bytes changed.
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"image"
 	"image/color"
+	"sync"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
@@ -99,8 +101,23 @@ func goldenPicture(w, h int, seed uint64) *image.NRGBA {
 // output is a pure function of its input (integer color conversion and
 // DCT, fixed Huffman tables): 4:2:0 color, and gray; sizes that upscale,
 // downscale a little, and enough for the fast path's 1/4 (1600x1200) and
-// 1/2 (1000x1000) DCT scales under the golden keys.
+// 1/2 (1000x1000) DCT scales under the golden keys. They are made once
+// per test binary (17 tests take them: their 5.6 million pixels drawn and
+// encoded in Go took seconds a call, tens under -race), and each caller
+// gets its own copy of the bytes.
 func goldenJPEGs() [][]byte {
+	files := goldenJPEGsOnce()
+	out := make([][]byte, len(files))
+	for i, f := range files {
+		out[i] = bytes.Clone(f)
+	}
+	return out
+}
+
+var goldenJPEGsOnce = sync.OnceValue(makeGoldenJPEGs)
+
+// makeGoldenJPEGs draws and encodes goldenJPEGs' images.
+func makeGoldenJPEGs() [][]byte {
 	var files [][]byte
 	for i, c := range []struct {
 		w, h, q int

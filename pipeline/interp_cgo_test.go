@@ -208,8 +208,10 @@ func TestFastZeroAllocsFilters(t *testing.T) {
 // the torch filters on photos, as TestFastMatchesReference does for the
 // default filter: the difference is the decoders' (libjpeg's triangle
 // chroma upsampling against image/jpeg's replication, IDCT rounding), and
-// nearest, which copies pixels, shows it unfiltered.
+// nearest, which copies pixels, shows it unfiltered. An exactness test:
+// arithmetic on one goroutine.
 func TestFastMatchesReferenceFilters(t *testing.T) {
+	exactTest(t)
 	names, files := fastPhotos(t, 16)
 	fast, ref := NewDecoder(), NewDecoder(WithReference(true))
 	defer fast.Close()

@@ -13,8 +13,10 @@ import (
 // layouts, the Resize path's whole resized image (torch's kernels) cropped
 // at the drawn place, padded on the right and bottom with the fill, and
 // flipped when drawn; FixedSizeCrop alone is the decoded image cropped and
-// padded. python/tests/test_lsj.py checks the bytes against torchvision.
+// padded. python/tests/test_lsj.py checks the bytes against torchvision. An
+// exactness test (one goroutine, bytes against the Resize path).
 func TestLSJDecode(t *testing.T) {
+	exactTest(t)
 	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg")
 	if err != nil {
 		t.Fatal(err)

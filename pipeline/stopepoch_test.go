@@ -85,8 +85,10 @@ func TestStopEpochPixels(t *testing.T) {
 // CenterCrop or a Resize(h, w): from the stop on each sample is, pixels
 // and trace, the same op list without the zoom at the same key (the crop
 // draws from the geometry's stream either way), on every decode path;
-// before it, the zoom's canvas.
+// before it, the zoom's canvas. An exactness test: bytes against bytes on
+// one goroutine.
 func TestStopEpochZoomGeometries(t *testing.T) {
+	exactTest(t)
 	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg")
 	if err != nil {
 		t.Fatal(err)

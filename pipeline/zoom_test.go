@@ -14,8 +14,10 @@ import (
 // decode paths, torch's kernels on the canvas that Pad then CenterCrop
 // make of the same image (test_parity_random_crop.py checks the bytes
 // against torchvision's pad and resize); a canvas over the pixel budget
-// fails its sample, saying so.
+// fails its sample, saying so. Bytes against a reference on one goroutine:
+// an exactness test.
 func TestZoomOutDecode(t *testing.T) {
+	exactTest(t)
 	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -42,7 +43,21 @@ func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_F
 		return nil, nil
 	}
 	defer s.shm.Withdraw(r)
+	offered := time.Now()
 	m, err := s.recvWithin(ctx, stream.Recv, "answer to the shared-memory offer")
+	if status.Code(err) == codes.DeadlineExceeded {
+		// Which side stalled: a trainer that fetched the ring had only
+		// its ShmAccept left to send.
+		msg := status.Convert(err).Message()
+		if at := r.HandedAt(); !at.IsZero() {
+			_, pid, _ := r.WasHanded()
+			msg += fmt.Sprintf(": the trainer's process (pid %d) fetched the ring %v after the offer, and sent no answer", pid, at.Sub(offered).Round(time.Millisecond))
+		} else {
+			msg += ": the trainer never fetched the ring from the server's socket"
+		}
+		log.Warn("shared memory: no answer to the offer", "err", msg)
+		err = status.Error(codes.DeadlineExceeded, msg)
+	}
 	if err == nil && m.GetShm() == nil {
 		err = status.Errorf(codes.InvalidArgument, "after a ShmOffer the trainer's next message must be ShmAccept, got %T", m.GetMsg())
 	}

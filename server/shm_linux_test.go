@@ -295,6 +295,33 @@ func TestShmTrainerDeclines(t *testing.T) {
 	waitRingsGone(t, e)
 }
 
+// TestShmNoAnswer: a trainer that sends no ShmAccept gets
+// DEADLINE_EXCEEDED after --first-message-timeout, saying which side
+// stalled: whether its process had fetched the ring (then only its answer
+// was left to send) or never came to the socket.
+func TestShmNoAnswer(t *testing.T) {
+	e := newEnv(t, Config{Shm: true, FirstMessageTimeout: 300 * time.Millisecond})
+	for _, fetch := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		st := e.shmOpen(t, ctx, smallJob("tiny", 8), bootID(t))
+		want := "the trainer never fetched the ring"
+		if fetch {
+			ok, fd, err := trainerring.Fetch(st.offer.GetSocket(), st.offer.GetToken())
+			if err != nil || ok != 1 || fd < 0 {
+				t.Fatalf("fetch: %d, fd %d, %v", ok, fd, err)
+			}
+			unix.Close(fd)
+			want = fmt.Sprintf("the trainer's process (pid %d) fetched the ring", os.Getpid())
+		}
+		_, err := st.stream.Recv()
+		if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "no answer to the shared-memory offer") || !strings.Contains(err.Error(), want) {
+			t.Errorf("fetched %v, no answer: %v; want DEADLINE_EXCEEDED saying %q", fetch, err, want)
+		}
+		cancel()
+	}
+	waitRingsGone(t, e)
+}
+
 // TestShmHostile: what a trainer (or any local process) can do to a ring
 // and its socket gets an error, never the server.
 func TestShmHostile(t *testing.T) {

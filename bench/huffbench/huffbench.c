@@ -9,7 +9,9 @@
  *   /tmp/huffbench MODE REPS FILE...    # MODE 0 store, 1 read past, 2 half
  *
  * (-I the directory that holds huff.c, huff.h, bits.h and coefs.c). The
- * first pass is untimed (it computes the checksum); the others are timed. */
+ * first pass is untimed (it computes the checksum); the others are timed.
+ *
+ *   /tmp/huffbench pair ROUNDS FILE...  # two scans at once: see pair.c */
 #include "huff.c"
 
 #include <stdlib.h>
@@ -33,6 +35,8 @@ static double now(void) {
   return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
+#include "pair.c"
+
 int main(int argc, char **argv) {
   static stoker_huff h;
   static JBLOCK blk[D_MAX_BLOCKS_IN_MCU];
@@ -45,8 +49,11 @@ int main(int argc, char **argv) {
   double ns = 0;
   long mcus = 0;
   int mode, reps, nf, r, i;
+  if (argc >= 4 && !strcmp(argv[1], "pair"))
+    return pair_main(atoi(argv[2]), argc - 3, argv + 3);
   if (argc < 4) {
-    fprintf(stderr, "usage: huffbench MODE(0 store, 1 read past, 2 half) REPS FILE...\n");
+    fprintf(stderr, "usage: huffbench MODE(0 store, 1 read past, 2 half) REPS FILE...\n"
+                    "       huffbench pair ROUNDS FILE...   (two streams at once: pair.c)\n");
     return 2;
   }
   mode = atoi(argv[1]);

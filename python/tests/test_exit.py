@@ -185,35 +185,102 @@ EXIT_NO_CLOSE = "for i, b in enumerate(ld):\n    if i == 2:\n        break\nprin
 
 #: Children run, and at most this many at once (each beside the hog).
 EXIT_RUNS, EXIT_PARALLEL = 20, 2
+#: The longest one child may run before it is killed and counted a hang.
+EXIT_CHILD_TIMEOUT = 120.0
+
+# The children are forked from one interpreter that has imported torch and
+# stoker (and so grpc) and made no channel: each child then runs its case
+# and ends as any script does, through the interpreter's own finalization,
+# where the abort came. A fresh interpreter per child spent about 1.7
+# CPU-s importing torch, stoker and gRPC, 20 times over, and the hogs
+# burned both cores for as long as those imports took. The forking
+# interpreter reads the cases (name and code, one JSON list) on stdin and
+# writes one JSON line per child: its name, exit code (negative: the
+# signal that ended it, -6 for SIGABRT) and its stdout and stderr.
+FORK_EACH = """
+import json, os, signal, sys, tempfile, time, traceback
+sys.path.insert(0, {pydir!r})
+import torch
+import stoker
+from stoker import _channel
+import threading
+assert _channel._grpc_pid is None and threading.active_count() == 1, "nothing of gRPC's may run before the forks"
+cases, parallel, limit = json.load(sys.stdin)
+tmp = tempfile.mkdtemp()
+running = {{}}  # pid: (name, started, stdout path, stderr path)
+todo = list(enumerate(cases))
+
+
+def start(i, name, code):
+    out, err = os.path.join(tmp, f"{{i}}.out"), os.path.join(tmp, f"{{i}}.err")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: the case, then the interpreter's exit
+        os.dup2(os.open(out, os.O_WRONLY | os.O_CREAT, 0o600), 1)
+        os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT, 0o600), 2)
+        try:
+            # In __main__'s globals, as `python -c code` would run it (a
+            # loader left there is closed by its finalizer at the exit).
+            exec(compile(code, name, "exec"), sys.modules["__main__"].__dict__)
+        except SystemExit:
+            raise
+        except BaseException:
+            traceback.print_exc()
+            sys.exit(1)
+        sys.exit(0)
+    running[pid] = (name, time.monotonic(), out, err)
+
+
+def report(pid, rc, note=""):
+    name, _, out, err = running.pop(pid)
+    with open(out) as o, open(err) as e:
+        print(json.dumps(dict(name=name, rc=rc, stdout=o.read(), stderr=e.read() + note)), flush=True)
+
+
+while todo or running:
+    while todo and len(running) < parallel:
+        i, (name, code) = todo.pop(0)
+        start(i, name, code)
+    pid, status = os.waitpid(-1, os.WNOHANG)
+    if pid:
+        report(pid, os.waitstatus_to_exitcode(status))
+        continue
+    for pid, (name, started, _, _) in list(running.items()):
+        if time.monotonic() - started > limit:  # a hang: killed, reported as one
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            report(pid, -signal.SIGKILL, f"\\n(killed: still running after {{limit}} s)")
+    time.sleep(0.02)
+"""
 
 
 def test_exits_clean_beside_a_cpu_hog(server: str) -> None:
-    import concurrent.futures
+    import json
     import os
 
     codes = [PRELUDE.format(pydir=PYDIR, addr=server) + body.format(addr=server) + EXIT_CHECK
              for body in EXIT_CASES.values()]
     codes.append(PRELUDE.format(pydir=PYDIR, addr=server) + EXIT_NO_CLOSE)
     names = [*EXIT_CASES, "no_close"]
+    cases = [(names[i % len(codes)], codes[i % len(codes)]) for i in range(EXIT_RUNS)]
     hog = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
            for _ in range(os.cpu_count() or 1)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-
-    def run(i: int) -> Tuple[str, subprocess.CompletedProcess]:
-        k = i % len(codes)
-        # Each child's timeout turns a hang into a failure, and bounds the
-        # test (20 children two at a time: about two minutes on a loaded
-        # 2-core machine, at most ten rounds of the timeout).
-        return names[k], subprocess.run([sys.executable, "-c", codes[k]], stdin=subprocess.DEVNULL, env=env,
-                                        capture_output=True, text=True, timeout=120)
-
     try:
-        with concurrent.futures.ThreadPoolExecutor(EXIT_PARALLEL) as pool:
-            results = list(pool.map(run, range(EXIT_RUNS)))
+        # Its timeout bounds the test: every round of children at its
+        # children's limit, and a minute for the imports.
+        rounds = -(-EXIT_RUNS // EXIT_PARALLEL)
+        r = subprocess.run([sys.executable, "-c", FORK_EACH.format(pydir=PYDIR)], env=env, capture_output=True,
+                           text=True, input=json.dumps([cases, EXIT_PARALLEL, EXIT_CHILD_TIMEOUT]),
+                           timeout=rounds * EXIT_CHILD_TIMEOUT + 60)
     finally:
         for p in hog:
             p.kill()
             p.wait()
-    bad = [(name, r.returncode, r.stderr[-2000:]) for name, r in results
-           if r.returncode != 0 or "CLEAN" not in r.stdout or "terminate called" in r.stderr]
+    assert r.returncode == 0, f"the forking interpreter failed (rc {r.returncode}):\n{r.stderr[-3000:]}"
+    results = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    assert len(results) == EXIT_RUNS, f"{len(results)} of {EXIT_RUNS} children reported:\n{r.stdout[-3000:]}"
+    bad = [(x["name"], x["rc"], x["stderr"][-2000:]) for x in results
+           if x["rc"] != 0 or "CLEAN" not in x["stdout"] or "terminate called" in x["stderr"]]
     assert not bad, f"{len(bad)} of {EXIT_RUNS} exits not clean: {bad}"

@@ -190,6 +190,7 @@ func (h *Hub) answer(w *waitConn) {
 	unix.Close(r.fd)
 	r.fd = -1
 	r.handed = true
+	r.handedAt = time.Now()
 	r.peer = w.peer
 }
 
@@ -310,10 +311,11 @@ type Ring struct {
 	size  int64
 	token [shmTokenBytes]byte
 
-	mu     sync.Mutex
-	fd     int // -1 once handed to the trainer, or closed
-	handed bool
-	peer   shmPeer // the process it was handed to
+	mu       sync.Mutex
+	fd       int // -1 once handed to the trainer, or closed
+	handed   bool
+	handedAt time.Time
+	peer     shmPeer // the process it was handed to
 }
 
 // newRing makes the memfd, sized and sealed, and maps it. Sealing matters:
@@ -354,6 +356,13 @@ func (r *Ring) WasHanded() (ok bool, pid int32, uid uint32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.handed, r.peer.pid, r.peer.uid
+}
+
+// HandedAt is when a trainer received the memfd, zero if none did.
+func (r *Ring) HandedAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.handedAt
 }
 
 // Close unmaps the ring and closes the memfd if it is still here. The

@@ -5,6 +5,7 @@ package shm
 import (
 	"errors"
 	"log/slog"
+	"time"
 )
 
 // Shared-memory delivery needs memfds and abstract Unix sockets: Linux
@@ -32,4 +33,5 @@ func (h *Hub) Withdraw(*Ring)                    {}
 func (h *Hub) Close()                            {}
 func (r *Ring) Slot(uint32) []byte               { return nil }
 func (r *Ring) WasHanded() (bool, int32, uint32) { return false, 0, 0 }
+func (r *Ring) HandedAt() time.Time              { return time.Time{} }
 func (r *Ring) Close()                           {}
