@@ -178,3 +178,18 @@ func TestBoundStopEpoch(t *testing.T) {
 		t.Error("before stop_epoch no sample past its image: the zoom is off")
 	}
 }
+
+// TestBoundNoGeometryFirst: under a bound, ops with no geometry op are
+// the image at its own size, but a geometry op after other ops is still
+// refused as without one.
+func TestBoundNoGeometryFirst(t *testing.T) {
+	flip := optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}
+	rrc := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}}
+	if _, err := NewTransformBound(CHW, [2]int{64, 64}, flip, rrc); err == nil || !strings.Contains(err.Error(), "op 0 is RandomHorizontalFlip: the first op must be the geometry") {
+		t.Errorf("a flip then RandomResizedCrop under a bound: %v", err)
+	}
+	tr, err := NewTransformBound(CHW, [2]int{64, 64}, flip, optab.Op{Kind: optab.OpRandomVerticalFlip, P: 0.5})
+	if err != nil || !tr.Varies() {
+		t.Fatalf("two flips under a bound: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
@@ -304,7 +305,8 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		// The image whole at its own size, each sample's, then the ops:
 		// growRotate wants a Resize((h, w)) or CenterCrop after them.
 		t.geom, t.whole, t.vary, t.varyGeom, t.outW, t.outH = CropResize, true, true, true, 1, 1
-	case t.bound != [2]int{}: // no geometry: the image whole at its own size (lsj.go)
+	case t.bound != [2]int{} && !slices.ContainsFunc(t.ops, func(op optab.Op) bool { return optab.Lookup(op.Kind) != nil && optab.Lookup(op.Kind).Geometry }):
+		// no geometry: the image whole at its own size (bound.go)
 		t.own = true
 		if err := t.boundSize(""); err != nil {
 			return nil, err
