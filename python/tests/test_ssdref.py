@@ -183,3 +183,31 @@ def test_max_size_checked() -> None:
     for bad in (480, (480,), (480, 0), "480x480", (480.0, 480)):
         with pytest.raises((TypeError, ValueError)):
             stoker.Loader("127.0.0.1:1", "coco", transform=[T.RandomHorizontalFlip()], max_size=bad)
+
+
+@pytest.mark.parametrize("name", ["hflip", "ssdlite", "ssd"])
+def test_masks_are_torchvisions(server: str, det: Path, name: str) -> None:  # noqa: F811
+    """The instances' masks through the recipes as they stand: each
+    sample's its own size, byte for byte torchvision's replay of its trace
+    on pycocotools' masks (test_targets_masks.replay_masks), the instances
+    SanitizeBoundingBoxes drops dropped with them."""
+    from test_targets_masks import coco_masks, fixed_keep, replay_masks
+
+    want, src = coco_sources(det), coco_masks(det)
+    seen, instances = 0, 0
+    with stoker.Loader(server, "coco", batch_size=4, transform=T.from_torchvision(RECIPES[name]()),
+                       max_size=BOUND[name], targets=("boxes", "labels", "masks"), trace=True, return_indices=True,
+                       pin_memory=False, timeout=120, seed=3) as ld:
+        for b in ld:
+            for i, (t, idx) in enumerate(zip(b.targets, b.indices.tolist())):
+                h, w = b.sizes[i].tolist()
+                where = f"{name} sample {idx}: {b.trace[i]}"
+                m = t["masks"]
+                assert tuple(m.shape) == (len(t["labels"]), h, w), (where, m.shape)
+                keep = fixed_keep(want[idx]["boxes"], b.trace[i])
+                moved = replay_masks(src[idx], want[idx]["boxes"], b.trace[i])[keep]
+                assert torch.equal(m.as_subclass(torch.Tensor), moved.as_subclass(torch.Tensor)), where
+                seen += 1
+                instances += m.shape[0]
+        assert not list(ld.sample_errors)
+    assert seen == N and instances > 0
