@@ -54,6 +54,10 @@ func (d *Decoder) knobs() *fastKnobs {
 // decodes use codec.SIMDDefault unless their knobs say otherwise.
 func simdBest() int { return codec.SIMDBest() }
 
+// resampler is what f's C resampler keeps (codec.Scratch.ResamplerBytes;
+// 0 before its first decode).
+func (f *fastState) resampler() int64 { return f.s.ResamplerBytes() }
+
 // free releases the scratch; it is idempotent.
 func (f *fastState) free() {
 	f.s.Free()

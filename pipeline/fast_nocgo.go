@@ -9,6 +9,8 @@ type fastState struct{}
 
 func (fastState) free() {}
 
+func (fastState) resampler() int64 { return 0 }
+
 func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layout, out []byte) error {
 	panic("unreachable: decodeFast without cgo")
 }

@@ -57,14 +57,19 @@ func parseHeader(data []byte) (header, error) {
 // affine or a perspective, the canvas indexes, 4 bytes a canvas pixel; the
 // runs and a fill block's), the multi-image geometry's (a Mosaic's images
 // load_image'd when there is no partner cache, one image decoded whole,
-// the canvas, a MixUp's, CutMix's or CopyPaste's image and mask) and the
-// YOLO kernels' (their planes between load, letterbox and warp); the
+// the canvas, a MixUp's, CutMix's or CopyPaste's image and mask), the
+// YOLO kernels' (their planes between load, letterbox and warp) and the
+// steps' kernels' (kern: kernels.Scratch, by the kinds of steps,
+// transform's KernelScratch, and the spare buffer of the Resize or
+// CenterCrop after a RandomRotation(expand=True), GrowBytes); the
 // buffers the sample's file and its partners' are read into (files); and
 // the C decoders' own memory while they decode (lib: libjpeg's, libpng's,
 // libwebp's, codec.Header.LibBytes from each image's header, the largest
 // of the sample's and its partners', which are decoded one at a time; a
-// JPEG's decode is capped at its own, memlim.c). The steps' kernels'
-// scratch is not counted here.
+// JPEG's and a PNG's decode, and a WebP's rows, are capped at it:
+// memlim.c, formats.c); and the C resampler's (res: its filters and the
+// rows each view resamples across, kept in the decoder's C scratch,
+// resBound).
 //
 // A Decoder holds a reservation (scratch.held) at least what it keeps of
 // that scratch (of lib, the largest it reserved: C memory is freed after
@@ -125,13 +130,15 @@ type scratchParts struct {
 	maskSrc, maskMaps, maskRuns int64 // the source mask, the maps and canvas indexes, the runs
 	full, imgs, canvas, others  int64 // a Mosaic's image decoded whole, its images, its canvas, MixUp's, CutMix's and CopyPaste's
 	yolo                        int64 // the YOLO kernels' planes
+	kern                        int64 // the steps' kernels' buffers (kernels.Scratch)
+	res                         int64 // the C resampler's filters and rows (codec.Scratch.ResamplerBytes)
 	files, lib                  int64 // the files' read buffers; the C decoders' own memory
 	transient                   int64
 }
 
 // sum is the parts' bytes.
 func (p scratchParts) sum() int64 {
-	return p.pix + p.zoom + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.files + p.lib + p.transient
+	return p.pix + p.zoom + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.kern + p.res + p.files + p.lib + p.transient
 }
 
 // after is what a Decoder keeping p (transient none) holds at most while
@@ -141,7 +148,7 @@ func (p *scratchParts) after(need *scratchParts) int64 {
 	return max(p.pix, need.pix) + max(p.zoom, need.zoom) +
 		max(p.maskSrc, need.maskSrc) + max(p.maskMaps, need.maskMaps) + max(p.maskRuns, need.maskRuns) +
 		max(p.full, need.full) + max(p.imgs, need.imgs) + max(p.canvas, need.canvas) + max(p.others, need.others) +
-		max(p.yolo, need.yolo) + max(p.files, need.files) + max(p.lib, need.lib) + need.transient
+		max(p.yolo, need.yolo) + max(p.kern, need.kern) + max(p.res, need.res) + max(p.files, need.files) + max(p.lib, need.lib) + need.transient
 }
 
 // scratchBytes is what the Decoder keeps of the counted scratch.
@@ -158,6 +165,8 @@ func (d *Decoder) scratchBytes() scratchParts {
 	for _, b := range d.yoloRoom {
 		p.yolo += int64(cap(b))
 	}
+	p.kern = d.ops.Held()
+	p.res = d.fast.resampler()
 	p.files = int64(cap(d.scratch.file))
 	for _, b := range d.scratch.pfiles {
 		p.files += int64(cap(b))
@@ -174,6 +183,8 @@ func (d *Decoder) dropScratch() {
 	m.full, m.canvas, m.mix, m.cut, m.cpMask, m.cpImg, m.cpPts = nil, nil, nil, nil, nil, nil, nil
 	clear(m.imgs[:cap(m.imgs)])
 	d.yoloRoom = yoloScratch{}
+	d.ops.Drop()
+	d.fast.free()
 	// The files' buffers dropped, not cleared: a sample that lets its
 	// scratch go before it is made still reads its files' bytes.
 	d.scratch.file, d.scratch.pfiles, d.scratch.lib = nil, nil, 0
@@ -199,14 +210,22 @@ func (d *Decoder) trimScratch(gen uint64) {
 // whose samples the memory budget cannot hold is refused when it opens.
 func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 	px := int64(w) * int64(h)
-	p := scratchBound(t, t.Sampler(sk).MosaicOp() != nil, false, !haveFast, w, h, px, fs)
-	n := p.sum()
+	mosaic := t.Sampler(sk).MosaicOp() != nil
+	p := scratchBound(t, mosaic, false, !haveFast, w, h, px, fs)
+	n := p.sum() + resBound(t, mosaic, !haveFast, w, h, w, h)
 	if e, _, ok := t.StopEpoch(); ok { // the ops after stop_epoch
 		at := t.Sampler(sk).AtEpoch(e)
-		p = scratchBound(at, at.Sampler(sk).MosaicOp() != nil, false, !haveFast, w, h, px, fs)
-		n = max(n, p.sum())
+		mosaic = at.Sampler(sk).MosaicOp() != nil
+		p = scratchBound(at, mosaic, false, !haveFast, w, h, px, fs)
+		n = max(n, p.sum()+resBound(at, mosaic, !haveFast, w, h, w, h))
 	}
 	return n
+}
+
+// ResamplerScratch is the part of SampleScratch that the decoder's C
+// resampler keeps (resBound) for images of at most w x h.
+func ResamplerScratch(t *Transform, w, h int) int64 {
+	return resBound(t, t.Sampler(sk).MosaicOp() != nil, !haveFast, w, h, w, h)
 }
 
 // scratchBound bounds the counted scratch a sample of at (its transform
@@ -259,6 +278,7 @@ func scratchBound(t *Transform, mosaic, cached, goCanvas bool, w, h int, ppx int
 		}
 		p.yolo += 3*s*s + 2*3*max(out, s*s)
 	}
+	p.kern = kernBound(t, w, h)
 	if fs.Masks() {
 		// The source mask and its rows; the maps of rows and columns
 		// (ys, xs and a spare) and, with a rotation or an affine (after
@@ -281,6 +301,102 @@ func scratchBound(t *Transform, mosaic, cached, goCanvas bool, w, h int, ppx int
 		p.transient = 5 * out
 	}
 	return p
+}
+
+// kernBound bounds the steps' kernels' buffers (kernels.Scratch) a
+// sample of at keeps for a w x h image: by the kinds of its steps
+// (transform's KernelScratch: none for steps that keep nothing), for the
+// largest image they work on (each view's room: its output, or a
+// RandomRotation(expand=True) first's rotation; the image at its own size
+// for the photometric steps before the geometry), and the steps' spare
+// buffer after a RandomRotation(expand=True) first (GrowBytes).
+func kernBound(t *Transform, w, h int) int64 {
+	at := t.Sampler(sk)
+	var px int64
+	side := int64(w + h + at.OutW() + at.OutH()) // a rotation's canvas: its sides at most the image's sum
+	k := at.KernelScratch()
+	if at.MaxPre() > 0 {
+		px = int64(w) * int64(h)
+	}
+	views := at.ViewList()
+	if views == nil {
+		views = []*Transform{t}
+	}
+	for _, v := range views {
+		vs := v.Sampler(sk)
+		if vs.MaxSteps() > 0 {
+			px = max(px, int64(vs.RoomFor(w, h)/3))
+			side = max(side, int64(w+h+vs.OutW()+vs.OutH()))
+		}
+		vk := vs.KernelScratch()
+		k.PerPx, k.PerSide, k.Fixed = max(k.PerPx, vk.PerPx), max(k.PerSide, vk.PerSide), max(k.Fixed, vk.Fixed)
+	}
+	if at.MaxSteps() > 0 {
+		px = max(px, int64(at.PixelBytes()/3))
+	}
+	grow := int64(at.GrowBytes(w, h)) // the Resize or CenterCrop after a rotation's expand
+	if px == 0 {
+		return grow
+	}
+	return k.PerPx*px + k.PerSide*side + k.Fixed + grow
+}
+
+// resBound bounds what the decoder's C resampler keeps (res:
+// codec.Scratch's ResamplerBytes, each buffer grown a quarter past what
+// a decode asks) after the C decodes of a sample of at (mosaic: its
+// Mosaic applies) of a w x h image, its partners' sides at most pw x ph:
+// for each view, its rows resampled across (3 bytes a pixel of its
+// output's width by the source rows its taps read: the image's height at
+// most, a RandomZoomOut canvas's) and its filters (taps and weights:
+// about 170 bytes a source column or row, at most 4 taps a pixel of the
+// downscale's ratio, and 153 an output one); the decoded rows (at most
+// four, with their taps' slack) and the vertical pass's. A view's output
+// is its own size, or the image's where it may be decoded at its own size
+// (MayPad, Whole, a Mosaic's images, made whole); 0 on the reference path
+// (no C decode).
+func resBound(t *Transform, mosaic, goRef bool, w, h, pw, ph int) int64 {
+	if goRef || w <= 0 || h <= 0 {
+		return 0
+	}
+	at := t.Sampler(sk)
+	view := func(nw, nh, sw, sh int64) int64 {
+		return 5*(3*nw*sh+4)/4 + 170*(sw+sh) + 153*(nw+nh) + 800
+	}
+	rows := func(sw, sh, nw int64) int64 { return 100*sw + 40*sh + 2*nw + 2048 }
+	W, H := int64(w), int64(h)
+	if mo := at.MosaicOp(); mosaic && mo != nil {
+		// Each image made whole (at its own size, or loaded at imgsz),
+		// a MixUp's, CutMix's or CopyPaste's partner at the output's.
+		sw, sh := max(W, int64(pw)), max(H, int64(ph))
+		nw, nh := max(sw, int64(mo.ImgSz), int64(at.OutW())), max(sh, int64(mo.ImgSz), int64(at.OutH()))
+		return view(nw, nh, sw, sh) + rows(sw, sh, nw)
+	}
+	vs := at.ViewList()
+	if vs == nil {
+		vs = []*Transform{t}
+	}
+	var n, most int64
+	for _, v := range vs {
+		vt := v.Sampler(sk)
+		nw, nh := int64(max(vt.OutW(), vt.GeomW())), int64(vt.OutH())
+		if g := vt.YOLO(); g != nil {
+			nw, nh = max(nw, int64(g.ImgSz())), max(nh, int64(g.ImgSz()))
+		}
+		if vt.MayPad() || vt.Whole() || vt.Varies() {
+			nw, nh = max(nw, W), max(nh, H)
+		}
+		if px := int64(vt.PixelBytes() / 3); nw > 0 {
+			nh = max(nh, px/nw)
+		}
+		n += view(nw, nh, W, H)
+		most = max(most, nw)
+		if s := vt.ZoomSide(); s > 0 { // the canvas resized from its crop, row by row
+			cw, ch := int64(math.Ceil(s*float64(w)))+1, int64(math.Ceil(s*float64(h)))+1
+			n += view(int64(vt.OutW()), int64(vt.OutH()), cw, ch)
+			W, H = max(W, cw), max(H, ch)
+		}
+	}
+	return n + rows(W, H, most)
 }
 
 // decodeBound bounds the decode's own pixels a sample of at (mosaic: its
@@ -364,100 +480,4 @@ func bySize(t *Transform) bool {
 		return false
 	}
 	return at.MayPad() || at.Whole()
-}
-
-// reserveScratch grows the Decoder's reservation to what a sample of t
-// at k (data its file, pdata its partners', both read into the
-// Decoder's buffers) may hold, before any of it is made, waiting under
-// ctx (its Fill's, ended when the job closes); its error (the budget's or
-// ctx's, wrapped) fails the sample.
-func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform, k Key, pdata [][]byte, fs *FieldSet) error {
-	b := d.opts.scratch
-	if b == nil {
-		return nil
-	}
-	// A header that does not parse, or over the pixel budget, fails the
-	// decode with its own error: the bound counts no image then.
-	size := func(data []byte) (int, int, int64) {
-		hd, err := parseHeader(data)
-		if err != nil || int64(hd.w)*int64(hd.h) > d.opts.pixelBudget {
-			return 0, 0, 0
-		}
-		return hd.w, hd.h, hd.libBytes()
-	}
-	t = t.Sampler(sk).AtEpoch(k.Epoch)
-	at := t.Sampler(sk)
-	mosaic := at.MosaicOp() != nil && at.MosaicOn(k)
-	iw, ih, lib := size(data)
-	var w, h int
-	var ppx int64
-	for _, p := range pdata {
-		pw, ph, pl := size(p)
-		ppx, lib = max(ppx, int64(pw)*int64(ph)), max(lib, pl)
-	}
-	// Only the Mosaic's, the YOLO kernels', the masks', a padded or
-	// canvas geometry's and a whole image's room depend on the images'
-	// sizes (the C decoders' memory on every image's).
-	if mosaic || at.YOLO() != nil || fs.Masks() || bySize(t) {
-		w, h = iw, ih
-	} else {
-		ppx = 0
-	}
-	bound := scratchBound(t, mosaic, d.opts.partners != nil, !haveFast || d.opts.reference, w, h, ppx, fs)
-	bound.lib = lib
-	bound.files = int64(cap(data))
-	for _, p := range pdata {
-		bound.files += int64(cap(p))
-	}
-	kept := d.scratchBytes()
-	need := kept.after(&bound)
-	if need <= d.scratch.held {
-		d.scratch.lib = max(d.scratch.lib, lib)
-		return nil
-	}
-	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, Mosaic, YOLO kernels, files, C decoder) for its %dx%d image", iw, ih)
-	if len(pdata) > 0 {
-		what += fmt.Sprintf(" and %d partners of up to %d pixels", len(pdata), ppx)
-	}
-	err := b.Acquire(ctx, need-d.scratch.held, d.opts.scratchWait, what)
-	if err != nil && d.scratch.held > 0 {
-		// What this worker keeps from its last samples may be what is
-		// missing: let it go and take the whole bound if it fits (the
-		// files' buffers of this sample kept).
-		d.dropScratch()
-		d.scratch.file, d.scratch.pfiles = data, pdata
-		if need = bound.sum(); b.Try(need) {
-			err = nil
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("sample scratch: %w", err)
-	}
-	d.scratch.held = need
-	d.scratch.lib = max(d.scratch.lib, lib)
-	return nil
-}
-
-// settleScratch sets the reservation to what the Decoder keeps after a
-// sample: the excess given back; more kept than reserved taken if it
-// fits, else the scratch let go and the sample failed (err, when nil).
-func (d *Decoder) settleScratch(err error) error {
-	b := d.opts.scratch
-	if b == nil {
-		return err
-	}
-	kept := d.scratchBytes().sum()
-	switch {
-	case kept < d.scratch.held:
-		b.Release(d.scratch.held - kept)
-	case kept > d.scratch.held && !b.Try(kept-d.scratch.held):
-		over := kept - d.scratch.held
-		d.dropScratch()
-		if err == nil {
-			err = fmt.Errorf("sample scratch: the sample kept %d bytes of scratch, %d more than reserved, and the memory budget does not have them (--memory-budget)", kept, over)
-		}
-		return err
-	}
-	d.scratch.held = kept
-	return err
 }

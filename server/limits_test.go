@@ -67,12 +67,13 @@ func TestMemoryBudget(t *testing.T) {
 	// One batch of n samples of 3x32x32 is n*3072 bytes; a job of one
 	// maker and no credit holds three (a window of two, and the one
 	// delivery waits on). Buffers get 3/4 of the budget: the first job's
-	// three batches of 16 (147456 bytes) and 100 KiB, room for the one
-	// worker's scratch (its read buffer and libjpeg's bound for a 70x66
-	// photo, about 80 KB) but not for another job's two batches of 8
-	// (49152 bytes) beside them; once the first is gone, a job of batches
-	// of 4 fits with all its buffers and the scratch.
-	e := newEnv(t, Config{MemoryBudget: 4 * (3*16*3072 + 100<<10) / 3, Workers: 1})
+	// three batches of 16 (147456 bytes) and 144 KiB, room for the one
+	// worker's scratch (its read buffer, libjpeg's bound and the C
+	// resampler's for a 70x66 photo: about 100 KB kept, 135 KB its
+	// bound) but not for another job's two batches of 8 (49152 bytes)
+	// beside them; once the first is gone, a job of batches of 4 fits
+	// with all its buffers and the scratch.
+	e := newEnv(t, Config{MemoryBudget: 4 * (3*16*3072 + 144<<10) / 3, Workers: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	open := smallJob("tiny", 16)

@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
 )
@@ -19,9 +22,9 @@ const scratchWait = time.Second
 
 // scratchAccount is the workers' scratch in the batch budget
 // (pipeline.ScratchBudget): the decode's own pixels, the masks', the
-// Mosaic's and the YOLO kernels', the files' read buffers and the C
-// decoders' own memory (pipeline/header.go), counted apart for its
-// gauge.
+// Mosaic's, the YOLO kernels' and the steps' kernels', the C resampler's,
+// the files' read buffers and the C decoders' own memory
+// (pipeline/header.go), counted apart for its gauge.
 type scratchAccount struct {
 	b    *limits.Budget
 	held atomic.Int64
@@ -72,7 +75,7 @@ func scratchMetrics(b *limits.Budget, a *scratchAccount) []prometheus.Collector 
 			Help: "The batch budget's bytes."},
 			func() float64 { return float64(b.Limit()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_sample_scratch_bytes",
-			Help: "Of stoker_memory_budget_in_use_bytes, the workers' scratch for the decoded pixels, masks, Mosaics, the YOLO kernels, the files' read buffers and the C decoders' own memory, reserved from each sample's header (and its file's size) before it is made."},
+			Help: "Of stoker_memory_budget_in_use_bytes, the workers' scratch for the decoded pixels, masks, Mosaics, the YOLO and the steps' kernels, the C resampler, the files' read buffers and the C decoders' own memory, reserved from each sample's header (and its file's size) before it is made."},
 			func() float64 { return float64(a.Held()) }),
 	}
 }
@@ -80,26 +83,109 @@ func scratchMetrics(b *limits.Budget, a *scratchAccount) []prometheus.Collector 
 // checkScratch refuses a job one of whose samples needs more scratch
 // than the batch budget could ever give it: what is not in use but for
 // the workers' scratch (which they give back when idle). The job's own
-// batch buffers are reserved already. Its samples' images are as large
-// as its dataset's annotations say (COCO's list every image's size);
-// where they do not say (a YOLO or WebDataset set), only the scratch at
-// the output's size is checked here, and each sample reserves its own
-// from its header.
+// batch buffers are reserved already (a Feed stream's; a Work stream's
+// are taken lease by lease). The bound is the one each sample reserves
+// (pipeline.SampleScratch), for the largest sample the dataset says it
+// has: its images as large as its annotations say (COCO's list every
+// image's size), the C decoder's memory the least any format takes for
+// such an image (codec.Header.LibBytes; its format is known only from
+// its header), and its largest file's read buffer where the dataset
+// knows its files' sizes (dataset.FileSizer: an ImageFolder's, a
+// directory's COCO set, a WebDataset's members). Where the sizes are not
+// given (a YOLO set, a manifest's objects), only the scratch at the
+// output's size is checked here, and each sample reserves its own from
+// its header and file.
 func (s *Server) checkScratch(j *job.Job) error {
-	var w, h int
-	if b, ok := j.Data().(interface{ ImageBound() (int, int) }); ok {
-		w, h = b.ImageBound()
-	}
-	need := pipeline.SampleScratch(j.Transform(), j.Fields(), w, h)
+	sz := s.datasetSizes(j.Data())
+	w, h := sz.w, sz.h
+	need, lib, file := s.scratchNeed(j, w, h)
 	room := s.budget.Limit() - s.budget.InUse() + s.scratch.Held()
 	if need <= room {
 		return nil
 	}
 	what := "at the output's size (a Mosaic's imgsz, the masks' canvas), before its image's own"
 	if w > 0 && h > 0 {
-		what = fmt.Sprintf("for images of up to %dx%d, as its dataset's annotations give them", w, h)
+		what = fmt.Sprintf("for images of up to %dx%d, as its dataset's annotations give them (%d of them the C decoder's at least)", w, h, lib)
 	}
-	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (decoded pixels, masks, Mosaic, YOLO kernels) %s, "+
+	if file > 0 {
+		what += fmt.Sprintf(", and its largest file's %d bytes read", file)
+	}
+	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (decoded pixels, masks, Mosaic, YOLO and steps' kernels, C resampler, files, C decoder) %s, "+
 		"and the batch budget has %d of its %d bytes left beside the job's batch buffers and the other streams' (--memory-budget)",
 		limits.ErrMemoryBudget, need, what, room, s.budget.Limit())
+}
+
+// dsSizes is what checkScratch reads of a dataset: its largest image's
+// sides (where its annotations give them) and its largest file.
+type dsSizes struct {
+	w, h int
+	file int64
+}
+
+// datasetSizes is ds's sizes, walked once for each dataset (a pointer's:
+// the datasets a server holds are made once) and kept, so that a job
+// opened or registered on a Work stream costs no walk of the dataset.
+func (s *Server) datasetSizes(ds pipeline.Dataset) dsSizes {
+	cache := ds != nil && reflect.TypeOf(ds).Kind() == reflect.Pointer
+	if cache {
+		if v, ok := s.dsSizes.Load(ds); ok {
+			return v.(dsSizes)
+		}
+	}
+	var sz dsSizes
+	if b, ok := ds.(interface{ ImageBound() (int, int) }); ok {
+		sz.w, sz.h = b.ImageBound()
+	}
+	sz.file = largestFile(ds)
+	if cache {
+		s.dsSizes.Store(ds, sz)
+	}
+	return sz
+}
+
+// scratchNeed is what checkScratch holds a sample of j to for images of
+// up to w x h (0: not known): its scratch (pipeline.SampleScratch), of
+// it lib the C decoder's least and file the largest file's size (its read
+// buffer a quarter more).
+func (s *Server) scratchNeed(j *job.Job, w, h int) (need, lib, file int64) {
+	lib, file = leastLibBytes(w, h), s.datasetSizes(j.Data()).file
+	// the read buffer grows to a file and a quarter (reserveFiles)
+	return pipeline.SampleScratch(j.Transform(), j.Fields(), w, h) + lib + file + file/4, lib, file
+}
+
+// leastLibBytes is the least the C decoders take of their own for a w x
+// h image of any format (codec.Header.LibBytes): a gray baseline JPEG's,
+// a PNG's or a WebP's, whichever is least; 0 for no size.
+func leastLibBytes(w, h int) int64 {
+	if w <= 0 || h <= 0 {
+		return 0
+	}
+	least := int64(-1)
+	for _, hd := range []codec.Header{
+		{Format: codec.FormatJPEG, W: w, H: h, Comps: 1, Samp: [4]uint8{0x11}},
+		{Format: codec.FormatPNG, W: w, H: h},
+		{Format: codec.FormatWebP, W: w, H: h},
+		{Format: codec.FormatOther, W: w, H: h},
+	} {
+		if n := hd.LibBytes(); least < 0 || n < least {
+			least = n
+		}
+	}
+	return least
+}
+
+// largestFile is the largest file size ds knows before reading
+// (dataset.FileSizer), 0 when it knows none.
+func largestFile(ds pipeline.Dataset) int64 {
+	fz, ok := ds.(dataset.FileSizer)
+	if !ok {
+		return 0
+	}
+	var most int64
+	for i := range ds.Len() {
+		if n, ok := fz.FileSize(i); ok {
+			most = max(most, n)
+		}
+	}
+	return most
 }

@@ -152,7 +152,7 @@ func budgetFor(t *testing.T, cfg Config, job *pb.OpenJob, w, h int, room func(ne
 	if err != nil {
 		t.Fatal(err)
 	}
-	need = pipeline.SampleScratch(j.Transform(), j.Fields(), w, h)
+	need, _, _ = probe.srv.scratchNeed(j, w, h) // checkScratch's bound
 	b := probe.srv.budget.InUse() + coord.ReservedBytes(j.BatchBytes()) + room(need)
 	return (b/3 + 1) * 4, need // the batch budget is 3/4 of it (no caches at this size)
 }
@@ -311,7 +311,8 @@ func photoKeep(t *testing.T) (lo, hi int64) {
 
 // TestScratchDecodePixels: the decode's own pixels are counted in the
 // memory budget on a real server of one worker, beside its read buffer
-// and the C decoder's bound (photoKeep's range): a Resize then Normalize
+// and the C decoder's bound (photoKeep's range) and the C resampler's
+// (up to its bound): a Resize then Normalize
 // (made in the worker's planes, then normalized into the batch) raises
 // the scratch gauge by exactly its bound, the 48x64 image's 3 planes
 // (9216 bytes, pipeline.SampleScratch), and those; a RandomZoomOut then Resize (the
@@ -351,11 +352,14 @@ func TestScratchDecodePixels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bound := pipeline.SampleScratch(j.Transform(), nil, maxW, maxH)
+			// The C resampler's filters and rows, kept beside the pixels,
+			// at most its bound at the largest photo.
+			res := pipeline.ResamplerScratch(j.Transform(), maxW, maxH)
+			bound := pipeline.SampleScratch(j.Transform(), nil, maxW, maxH) - res
 			if c.name == "zoom-out" && bound != 3*64*80+max(3*maxPx, 3*64*80) {
 				t.Fatalf("the bound at the largest photo (%dx%d) is %d, want its planes and the output's", maxW, maxH, bound)
 			}
-			lo, hi := c.lo(bound)+keepLo, c.hi(bound)+keepHi
+			lo, hi := c.lo(bound)+keepLo, c.hi(bound)+keepHi+res
 			base := e.srv.budget.InUse()
 			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()

@@ -83,6 +83,10 @@ type Server struct {
 	// tokenStreams are the open streams by token, cut when a reload
 	// removes theirs.
 	tokenStreams tokenStreams
+
+	// dsSizes caches each dataset's largest image and file for the
+	// open-time scratch check (scratch.go's datasetSizes).
+	dsSizes sync.Map
 }
 
 // streamCount is the open streams of one service, in all and by client

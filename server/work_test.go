@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/waitfor"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	jobpkg "github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
@@ -258,4 +260,67 @@ func TestSilentWorkStreams(t *testing.T) {
 	if err := errs[DefaultMaxWorkStreamsPerClient]; status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "--max-work-streams-per-client") {
 		t.Errorf("one stream past the per-client cap: %v", err)
 	}
+}
+
+// TestWorkJobScratchRefusedAtOpen: a job a coordinator registers on a
+// Work stream, one of whose samples needs more worker scratch than the
+// worker's budget could give it (AugMix's state and warps' buffers at its
+// 256x256 output's size, its largest file's read buffer), though a batch
+// of it would fit, is refused when
+// it is registered, as a Feed stream's job is at open: its lease fails
+// RESOURCE_EXHAUSTED naming --memory-budget, no sample of it is made or
+// failed, the stream goes on (a job that fits is made on it), and the
+// budget is back to what it held.
+func TestWorkJobScratchRefusedAtOpen(t *testing.T) {
+	root := makeDataset(t, []string{"a", "b"}, 5, false)
+	big := smallJob("tiny", 4).GetJob()
+	big.Transform.Ops = []*pb.Op{rrcOp(256), {Op: &pb.Op_AugMix{AugMix: &pb.AugMix{Severity: 3, MixtureWidth: 3, Alpha: 1}}}}
+	cfg := Config{Datasets: map[string]string{"tiny": root}, Workers: 1, MaxWorkMemoryPerClient: 64 << 20}
+	probe := startServer(t, cfg)
+	j, err := probe.srv.newJob(big, jobpkg.Origin{Stream: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	need, _, file := probe.srv.scratchNeed(j, 0, 0)
+	small, err := probe.srv.newJob(smallJob("tiny", 4).GetJob(), jobpkg.Origin{Stream: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits, _, _ := probe.srv.scratchNeed(small, 0, 0)
+	// Room for the plain job's samples and a batch of one of the big
+	// job's samples (a batch budget of 3/4), not its scratch.
+	extra := fits + j.BatchBytes()/4 + 8*small.BatchBytes() + 64<<10
+	if file == 0 || need <= 2*extra {
+		t.Fatalf("the AugMix job needs %d bytes (largest file %d), the plain one and a batch %d: the test would not tell them apart", need, file, extra)
+	}
+	cfg.MemoryBudget = (probe.srv.budget.InUse()+extra)/3*4 + 4
+	e := startServer(t, cfg)
+	base := e.srv.budget.InUse()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	s, _ := openWork(t, ctx, e)
+	s.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Job{Job: &pb.WorkJob{Id: 1, Spec: big}}})
+	s.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Lease{Lease: &pb.Lease{Id: 2, Job: 1, Indices: []int64{0}}}})
+	m, err := s.Recv()
+	if err != nil || m.GetFailed().GetLease() != 2 || codes.Code(m.GetFailed().GetCode()) != codes.ResourceExhausted {
+		t.Fatalf("lease of the AugMix job: %v, %v; want LeaseFailed RESOURCE_EXHAUSTED", m, err)
+	}
+	t.Logf("%s", m.GetFailed().GetMessage())
+	for _, want := range []string{fmt.Sprintf("needs %d bytes of worker scratch", need), fmt.Sprintf("largest file's %d bytes", file), "--memory-budget"} {
+		if !strings.Contains(m.GetFailed().GetMessage(), want) {
+			t.Errorf("refusal %q does not say %q", m.GetFailed().GetMessage(), want)
+		}
+	}
+	s.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Job{Job: &pb.WorkJob{Id: 3, Spec: smallJob("tiny", 4).GetJob()}}})
+	s.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Lease{Lease: &pb.Lease{Id: 4, Job: 3, Indices: []int64{0, 1}}}})
+	if m, err := s.Recv(); err != nil || m.GetDone().GetLease() != 4 || len(m.GetDone().GetBatch().GetErrors()) != 0 {
+		t.Fatalf("lease of the plain job: %v, %v; want it made", m, err)
+	}
+	s.CloseSend()
+	cancel()
+	waitUntilState(t, "the budget back to what it held", func() string {
+		return fmt.Sprintf("in use %d (%d before), scratch %v", e.srv.budget.InUse(), base, gauge(t, e.reg, "stoker_sample_scratch_bytes"))
+	}, func() bool {
+		return e.srv.budget.InUse() == base && gauge(t, e.reg, "stoker_sample_scratch_bytes") == 0
+	})
 }

@@ -54,9 +54,16 @@ func (s *Server) newWorker() *work.Worker {
 type workHost struct{ s *Server }
 
 // Open validates a registered job and makes its handle on the executor.
+// A job one of whose samples needs more worker scratch than the budget
+// could ever give it is refused here, as a Feed stream's is when it
+// opens (checkScratch), not left to fail its samples one by one.
 func (h workHost) Open(spec *stokerv1.JobSpec, name, client string) (work.JobQueue, error) {
 	j, err := h.s.newJob(spec, job.Origin{ID: name})
 	if err != nil {
+		return nil, err
+	}
+	if err := h.s.checkScratch(j); err != nil {
+		h.s.refusals.refuse("memory_budget", "work job refused: memory budget", "job", name, "err", err)
 		return nil, err
 	}
 	return makers.OpenExecJob(h.s.exec, h.s.shares, h.s.cfg.Making, j, true, client), nil

@@ -37,6 +37,66 @@
 
 #include <webp/decode.h>
 
+/* ---- A decode's own heap, counted and capped (turbo.h) ---- */
+
+/* Each block carries its size in a 16-byte header (malloc's alignment
+ * kept), so that a free knows what to give back. */
+enum { HEAP_HDR = 16 };
+
+void stoker_heap_begin(stoker_heap *m, long long limit) {
+  m->limit = limit;
+  m->held = m->peak = m->over = 0;
+}
+
+void *stoker_heap_alloc(stoker_heap *m, size_t n) {
+  long long held;
+  unsigned char *p;
+  if (n > (size_t)1 << 48)
+    return NULL;
+  held = m->held + (long long)n + HEAP_HDR;
+  if (m->limit > 0 && held > m->limit) {
+    if (held > m->over)
+      m->over = held;
+    return NULL;
+  }
+  p = malloc(n + HEAP_HDR);
+  if (!p)
+    return NULL;
+  memcpy(p, &n, sizeof n);
+  m->held = held;
+  if (held > m->peak)
+    m->peak = held;
+  return p + HEAP_HDR;
+}
+
+void *stoker_heap_calloc(stoker_heap *m, size_t n) {
+  void *p = stoker_heap_alloc(m, n);
+  if (p)
+    memset(p, 0, n);
+  return p;
+}
+
+void stoker_heap_free(stoker_heap *m, void *q) {
+  unsigned char *p;
+  size_t n;
+  if (!q)
+    return;
+  p = (unsigned char *)q - HEAP_HDR;
+  memcpy(&n, p, sizeof n);
+  m->held -= (long long)n + HEAP_HDR;
+  free(p);
+}
+
+int stoker_heap_fail(stoker_turbo *t, const stoker_heap *m, const char *what) {
+  char msg[200];
+  snprintf(msg, sizeof msg,
+           "%s: the decoder's own memory for the image would reach %lld bytes, over the %lld reserved "
+           "for it from its header",
+           what, m->over, m->limit);
+  stoker_fail_msg(t, STOKER_TOO_LARGE, msg);
+  return STOKER_TOO_LARGE;
+}
+
 /* ---- PNG ---- */
 
 /* A PNG decode's state, reached from libpng's callbacks. */
@@ -56,6 +116,13 @@ static void png_on_warning(png_structp p, png_const_charp msg) {
   (void)p;
   (void)msg; /* benign: libpng goes on, as torchvision's does */
 }
+
+/* libpng's allocator: the decode's heap (png_create_read_struct_2). */
+static png_voidp png_heap_alloc(png_structp p, png_alloc_size_t n) {
+  return stoker_heap_alloc((stoker_heap *)png_get_mem_ptr(p), n);
+}
+
+static void png_heap_free(png_structp p, png_voidp q) { stoker_heap_free((stoker_heap *)png_get_mem_ptr(p), q); }
 
 static void png_on_read(png_structp p, png_bytep dst, size_t n) {
   png_src *s = (png_src *)png_get_io_ptr(p);
@@ -121,7 +188,7 @@ static int png_setup(png_structp p, png_infop info) {
  * gives rows [nd->y0, nd->y1) to the resampler. buf is the caller's, to be
  * freed whatever happens. */
 static void png_rows(stoker_turbo *t, png_structp p, png_infop info, const stoker_need *nd,
-                     int bpp, unsigned char *volatile *buf) {
+                     int bpp, stoker_heap *hp, unsigned char *volatile *buf) {
   stoker_job *jb = stoker_job_of(t);
   size_t rb = png_get_rowbytes(p, info), stride = rb + (size_t)nd->slack;
   int y, h = jb->src_h;
@@ -129,23 +196,28 @@ static void png_rows(stoker_turbo *t, png_structp p, png_infop info, const stoke
     png_error(p, "unexpected row size after transformations");
   if (png_get_interlace_type(p, info) != PNG_INTERLACE_NONE) {
     /* one block, the row pointers first, so that a longjmp out of
-     * png_read_image leaks nothing: the caller frees *buf */
+     * png_read_image leaks nothing: the caller frees *buf. The rows lie
+     * end to end, the taps' slack after the last one alone (a row's taps
+     * past its end read the next row's bytes, weighed 0), so that the
+     * block is the image's bytes and one slack (codec.Header.LibBytes). */
     png_bytep *rows;
     unsigned char *pix;
-    *buf = calloc((size_t)h, stride + sizeof *rows);
+    if (rb + sizeof *rows > ((size_t)1 << 48) / (size_t)h)
+      png_error(p, "an interlaced image too large to hold");
+    *buf = stoker_heap_calloc(hp, (size_t)h * (rb + sizeof *rows) + (size_t)nd->slack);
     if (!*buf)
       png_error(p, "out of memory for an interlaced image");
     rows = (png_bytep *)*buf;
     pix = *buf + (size_t)h * sizeof *rows;
     for (y = 0; y < h; y++)
-      rows[y] = pix + (size_t)y * stride;
+      rows[y] = pix + (size_t)y * rb;
     png_read_image(p, rows);
     jb->rows_decoded = h;
     for (y = nd->y0; y < nd->y1; y++)
       stoker_rows_put(t, y, rows[y] + (size_t)nd->x0 * bpp);
     return;
   }
-  *buf = calloc(1, stride);
+  *buf = stoker_heap_calloc(hp, stride);
   if (!*buf)
     png_error(p, "out of memory for a row");
   for (y = 0; y < nd->y1; y++) {
@@ -158,7 +230,8 @@ static void png_rows(stoker_turbo *t, png_structp p, png_infop info, const stoke
   jb->rows_decoded = nd->y1;
 }
 
-static int decode_png(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out) {
+static int decode_png(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out,
+                      stoker_heap *hp) {
   stoker_job *jb = stoker_job_of(t);
   png_src src = {data, len, 0, {0}};
   png_structp p;
@@ -173,26 +246,36 @@ static int decode_png(stoker_turbo *t, const unsigned char *data, size_t len, un
     stoker_fail_msg(t, STOKER_CORRUPT, "png: truncated: no IEND chunk after the image data");
     return STOKER_CORRUPT;
   }
-  rc = stoker_png_rows(t, data, len, out);
+  rc = stoker_png_rows(t, data, len, out, hp);
   if (rc >= 0)
     return rc;
   rc = STOKER_CORRUPT;
-  p = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_on_error, png_on_warning);
+  /* Every block libpng takes (its structs too) comes from hp: counted,
+   * and refused past the job's limit (libpng then fails, out of memory). */
+  p = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &src, png_on_error, png_on_warning, hp, png_heap_alloc,
+                               png_heap_free);
   if (p)
     info = png_create_info_struct(p);
   if (!info) {
     png_destroy_read_struct(&p, NULL, NULL);
+    if (hp->over)
+      return stoker_heap_fail(t, hp, "png");
     stoker_fail_msg(t, STOKER_TOO_LARGE, "png: out of memory for the decoder");
     return STOKER_TOO_LARGE;
   }
   if (setjmp(png_jmpbuf(p))) {
-    stoker_fail_msg(t, rc, src.msg);
     png_destroy_read_struct(&p, &info, NULL);
-    free(buf);
+    stoker_heap_free(hp, buf);
+    if (hp->over)
+      return stoker_heap_fail(t, hp, "png");
+    stoker_fail_msg(t, rc, src.msg);
     return rc;
   }
   png_set_read_fn(p, &src, png_on_read);
   png_set_crc_action(p, PNG_CRC_DEFAULT, PNG_CRC_DEFAULT);
+  /* The image's sides are the header's (checked below); no chunk's data
+   * is kept past what the limit allows (the heap refuses it first). */
+  png_set_user_limits(p, (png_uint_32)jb->src_w, (png_uint_32)jb->src_h);
 #ifdef PNG_IGNORE_ADLER32
   /* the stream's checksum is at its end, past the rows a crop stops at */
   png_set_option(p, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
@@ -210,10 +293,10 @@ static int decode_png(stoker_turbo *t, const unsigned char *data, size_t len, un
       return rc; /* stoker_rows_begin set the message */
     }
     rc = STOKER_CORRUPT;
-    png_rows(t, p, info, &nd, gray ? 1 : 4, &buf);
+    png_rows(t, p, info, &nd, gray ? 1 : 4, hp, &buf);
   }
   png_destroy_read_struct(&p, &info, NULL);
-  free(buf);
+  stoker_heap_free(hp, buf);
   stoker_rows_end(t, out);
   return STOKER_OK;
 }
@@ -241,7 +324,8 @@ static int webp_code(VP8StatusCode st) {
   }
 }
 
-static int decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out) {
+static int decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out,
+                       stoker_heap *hp) {
   stoker_job *jb = stoker_job_of(t);
   WebPDecoderConfig cfg;
   VP8StatusCode st;
@@ -275,15 +359,24 @@ static int decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, u
   cb = nd.y1 + 2 < jb->src_h ? nd.y1 + 2 : jb->src_h;
   cw = cr - cl;
   ch = cb - ct;
+  /* The rows end to end (64-byte aligned), the taps' slack after the
+   * last one alone (a row's taps past its end read the next row's bytes,
+   * weighed 0): the block is the crop's bytes and one slack
+   * (codec.Header.LibBytes). It comes from the decode's heap, capped;
+   * libwebp's own allocations have no hook (they are bounded from the
+   * header, LibBytes). */
   used = (size_t)cw * 4;
-  stride = (used + (size_t)nd.slack + 63) & ~(size_t)63;
-  buf = malloc(stride * (size_t)ch);
+  stride = (used + 63) & ~(size_t)63;
+  buf = stoker_heap_alloc(hp, stride * (size_t)ch + (size_t)nd.slack);
   if (!buf) {
+    if (hp->over)
+      return stoker_heap_fail(t, hp, "webp");
     stoker_fail_msg(t, STOKER_TOO_LARGE, "webp: out of memory for the decoded rows");
     return STOKER_TOO_LARGE;
   }
   for (y = 0; y < ch; y++) /* the taps' slack: read, never weighed */
     memset(buf + (size_t)y * stride + used, 0, stride - used);
+  memset(buf + stride * (size_t)ch, 0, (size_t)nd.slack);
   if (cl > 0 || ct > 0 || cw < jb->src_w || ch < jb->src_h) {
     cfg.options.use_cropping = 1;
     cfg.options.crop_left = cl;
@@ -299,13 +392,13 @@ static int decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, u
   st = WebPDecode(data, len, &cfg);
   WebPFreeDecBuffer(&cfg.output);
   if (st != VP8_STATUS_OK) {
-    free(buf);
+    stoker_heap_free(hp, buf);
     return webp_fail(t, webp_code(st), "decoding", st);
   }
   jb->rows_decoded = cb;
   for (y = nd.y0; y < nd.y1; y++)
     stoker_rows_put(t, y, buf + (size_t)(y - ct) * stride + (size_t)(nd.x0 - cl) * 4);
-  free(buf);
+  stoker_heap_free(hp, buf);
   stoker_rows_end(t, out);
   return STOKER_OK;
 }
@@ -314,19 +407,25 @@ static int decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, u
  * (turbo.h); libwebp's decode is one call, not polled inside. */
 int stoker_decode_png(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out,
                       const volatile int *stop) {
+  stoker_heap hp;
   int rc;
+  stoker_heap_begin(&hp, stoker_job_of(t)->max_memory);
   stoker_set_stop(t, stop);
-  rc = decode_png(t, data, len, out);
+  rc = decode_png(t, data, len, out, &hp);
   stoker_set_stop(t, NULL);
+  stoker_job_of(t)->lib_peak = hp.peak;
   return rc;
 }
 
 int stoker_decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out,
                        const volatile int *stop) {
+  stoker_heap hp;
   int rc;
+  stoker_heap_begin(&hp, stoker_job_of(t)->max_memory);
   stoker_set_stop(t, stop);
-  rc = decode_webp(t, data, len, out);
+  rc = decode_webp(t, data, len, out, &hp);
   stoker_set_stop(t, NULL);
+  stoker_job_of(t)->lib_peak = hp.peak;
   return rc;
 }
 

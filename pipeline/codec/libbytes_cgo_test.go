@@ -3,15 +3,25 @@
 package codec
 
 import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/internal/jpegenc"
+	_ "golang.org/x/image/webp" // ParseHeader reads a WebP's size through image.DecodeConfig
 )
 
 // libFiles are JPEGs to bound libjpeg's memory over: the committed photos
@@ -148,5 +158,157 @@ func TestLibBytesCapped(t *testing.T) {
 	}
 	if err, st := decode(bound); err != nil || st.LibPeak > bound {
 		t.Fatalf("at its bound %d: %v, held %d", bound, err, st.LibPeak)
+	}
+}
+
+// TestLibBytesCappedFormats: a PNG's decode (pngrows.c with zlib, or
+// libpng) and a WebP's decoded rows are capped at the job's MaxMemory:
+// given less than they need (an interlaced header claiming 3000x2000,
+// whose rows libpng would hold whole; a common RGB PNG, a paletted one
+// and a WebP with a few KB), each fails ErrTooLarge naming the bytes it
+// would reach and the cap, having held no more than the cap (Stats.LibPeak,
+// the decode's own count), and the Scratch then decodes each at its bound
+// (Header.LibBytes) as before.
+func TestLibBytesCappedFormats(t *testing.T) {
+	chunk := func(typ string, body []byte) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+		b = append(append(b, typ...), body...)
+		return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b[4:]))
+	}
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write(make([]byte, 64))
+	zw.Close()
+	ihdr := binary.BigEndian.AppendUint32(nil, 3000)
+	ihdr = binary.BigEndian.AppendUint32(ihdr, 2000)
+	ihdr = append(ihdr, 8, 2, 0, 0, 1) // RGB, Adam7
+	interlaced := slices.Concat([]byte("\x89PNG\r\n\x1a\n"), chunk("IHDR", ihdr), chunk("IDAT", z.Bytes()), chunk("IEND", nil))
+	img := picture(96, 64)
+	var rgb, pal bytes.Buffer
+	if err := png.Encode(&rgb, img); err != nil {
+		t.Fatal(err)
+	}
+	p := image.NewPaletted(img.Bounds(), color.Palette{color.Black, color.White, color.RGBA{200, 10, 10, 255}})
+	draw.Draw(p, p.Bounds(), img, image.Point{}, draw.Src)
+	if err := png.Encode(&pal, p); err != nil {
+		t.Fatal(err)
+	}
+	webp, err := os.ReadFile("../testdata/formats/lossy.webp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newScratch(t)
+	for _, c := range []struct {
+		name  string
+		data  []byte
+		limit int64 // 0: its bound / 4
+		fits  bool  // decodes at its bound (the crafted one has no rows)
+	}{
+		{"interlaced 3000x2000", interlaced, 0, false},
+		{"rgb (pngrows.c)", rgb.Bytes(), 16 << 10, true},
+		{"paletted (libpng)", pal.Bytes(), 4 << 10, true},
+		{"webp", webp, 4 << 10, true},
+	} {
+		hd, err := ParseHeader(c.data)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		bound := hd.LibBytes()
+		limit := c.limit
+		if limit == 0 {
+			limit = bound / 4
+		}
+		out := make([]byte, 3*32*24)
+		decode := func(limit int64) (error, Stats) {
+			s.Set(&Job{SrcW: hd.W, SrcH: hd.H, Comps: 3, Scaling: ScaleOff, MaxMemory: limit},
+				[]Geometry{whole(hd.W, hd.H, 32, 24, 1, true)}, []int{0}, len(out))
+			rc := s.DecodeWebP(c.data, out, nil)
+			if hd.Format == FormatPNG {
+				rc = s.DecodePNG(c.data, out, nil)
+			}
+			return s.Err(rc), s.Stats()
+		}
+		err, st := decode(limit)
+		if !errors.Is(err, errs.TooLarge) {
+			t.Fatalf("%s capped at %d of its bound %d: %v, want ErrTooLarge", c.name, limit, bound, err)
+		}
+		t.Logf("%s: %v", c.name, err)
+		for _, want := range []string{"the decoder's own memory", fmt.Sprintf("over the %d reserved", limit)} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not say %q", c.name, err, want)
+			}
+		}
+		if st.LibPeak > limit {
+			t.Errorf("%s: held %d bytes, over its cap %d", c.name, st.LibPeak, limit)
+		}
+		if err, st := decode(bound); c.fits && (err != nil || st.LibPeak > bound) {
+			t.Errorf("%s at its bound %d: %v, held %d", c.name, bound, err, st.LibPeak)
+		}
+	}
+}
+
+// TestPNGManyChunksBounded: a PNG whose image data follows thousands of
+// ancillary chunks (unknown ones, text, compressed text, a color profile,
+// and a private one libpng would keep if asked) decodes within its bound
+// through libpng (paletted) and pngrows.c (RGB), what the decode held
+// (Stats.LibPeak) no more than for the same image without them: no
+// chunk's data is kept.
+func TestPNGManyChunksBounded(t *testing.T) {
+	chunk := func(typ string, body []byte) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+		b = append(append(b, typ...), body...)
+		return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b[4:]))
+	}
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write(bytes.Repeat([]byte("compressed text "), 4096))
+	zw.Close()
+	var junk []byte
+	for i := range 4000 {
+		switch i % 4 {
+		case 0:
+			junk = append(junk, chunk("abCd", bytes.Repeat([]byte{byte(i)}, 1000))...)
+		case 1:
+			junk = append(junk, chunk("tEXt", append([]byte("Comment\x00"), bytes.Repeat([]byte("x"), 1000)...))...)
+		case 2:
+			junk = append(junk, chunk("zTXt", append([]byte("Comment\x00\x00"), z.Bytes()...))...)
+		case 3:
+			junk = append(junk, chunk("iCCP", append([]byte("icc\x00\x00"), z.Bytes()...))...)
+		}
+	}
+	img := picture(96, 64)
+	var rgb, pal bytes.Buffer
+	if err := png.Encode(&rgb, img); err != nil {
+		t.Fatal(err)
+	}
+	p := image.NewPaletted(img.Bounds(), color.Palette{color.Black, color.White, color.RGBA{200, 10, 10, 255}})
+	draw.Draw(p, p.Bounds(), img, image.Point{}, draw.Src)
+	if err := png.Encode(&pal, p); err != nil {
+		t.Fatal(err)
+	}
+	s := newScratch(t)
+	for name, plain := range map[string][]byte{"rgb (pngrows.c)": rgb.Bytes(), "paletted (libpng)": pal.Bytes()} {
+		// The chunks go after IHDR (and PLTE), before the first IDAT.
+		at := bytes.Index(plain, []byte("IDAT")) - 4
+		crafted := slices.Concat(plain[:at], junk, plain[at:])
+		hd, err := ParseHeader(crafted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound := hd.LibBytes()
+		var held [2]int64
+		for i, data := range [][]byte{plain, crafted} {
+			out := make([]byte, 3*32*24)
+			s.Set(&Job{SrcW: hd.W, SrcH: hd.H, Comps: 3, Scaling: ScaleOff, MaxMemory: bound},
+				[]Geometry{whole(hd.W, hd.H, 32, 24, 1, true)}, []int{0}, len(out))
+			if err := s.Err(s.DecodePNG(data, out, nil)); err != nil {
+				t.Fatalf("%s (%d bytes): %v", name, len(data), err)
+			}
+			held[i] = s.Stats().LibPeak
+		}
+		t.Logf("%s: %d bytes of chunks; held %d bytes, %d without them, bound %d", name, len(junk), held[1], held[0], bound)
+		if held[1] > held[0] || held[1] > bound {
+			t.Errorf("%s: with %d bytes of chunks the decode held %d bytes, %d without them (bound %d)", name, len(junk), held[1], held[0], bound)
+		}
 	}
 }

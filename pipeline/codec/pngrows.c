@@ -186,20 +186,38 @@ static const unsigned char *to_rows(const unsigned char *src, unsigned char *dst
   return src;
 }
 
-/* The work of one decode: the buffers, freed by png_rows_free. */
+/* The work of one decode: the buffers, freed by fail or at the end, all
+ * taken from hp (counted and capped: turbo.h's stoker_heap). */
 typedef struct {
   z_stream z;
   int zinit;
   unsigned char *buf;
+  stoker_heap *hp;
 } png_job;
 
-static int fail(stoker_turbo *t, png_job *j, int code, const char *msg) {
-  stoker_fail_msg(t, code, msg);
+static void release(png_job *j) {
   if (j->zinit)
     inflateEnd(&j->z);
-  free(j->buf);
+  j->zinit = 0;
+  stoker_heap_free(j->hp, j->buf);
+  j->buf = NULL;
+}
+
+static int fail(stoker_turbo *t, png_job *j, int code, const char *msg) {
+  int over = j->hp->over != 0;
+  release(j);
+  if (over)
+    return stoker_heap_fail(t, j->hp, "png");
+  stoker_fail_msg(t, code, msg);
   return code;
 }
+
+/* zlib's state and window, from the decode's heap. */
+static voidpf z_alloc(voidpf hp, uInt items, uInt size) {
+  return stoker_heap_alloc((stoker_heap *)hp, (size_t)items * size);
+}
+
+static void z_free(voidpf hp, voidpf p) { stoker_heap_free((stoker_heap *)hp, p); }
 
 /* inflate_row fills dst with the next n bytes of image data. */
 static int inflate_row(png_job *j, chunks *c, unsigned char *dst, size_t n) {
@@ -219,7 +237,8 @@ static int inflate_row(png_job *j, chunks *c, unsigned char *dst, size_t n) {
   return 1;
 }
 
-int stoker_png_rows(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out) {
+int stoker_png_rows(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out,
+                    stoker_heap *hp) {
   stoker_job *jb = stoker_job_of(t);
   const unsigned char *ih = data + 16;
   png_job j;
@@ -261,6 +280,7 @@ int stoker_png_rows(stoker_turbo *t, const unsigned char *data, size_t len, unsi
   bpp = ct == 0 ? 1 : ct == 4 ? 2 : ct == 2 ? 3 : 4;
   gray = ct == 0 || ct == 4;
   memset(&j, 0, sizeof j);
+  j.hp = hp;
   rc = stoker_rows_begin(t, gray, &nd);
   if (rc != STOKER_OK)
     return rc;
@@ -269,12 +289,15 @@ int stoker_png_rows(stoker_turbo *t, const unsigned char *data, size_t len, unsi
    * 4-byte loads), and two reconstructed ones, this row's and the one
    * above (zeros for the first), each with the resampler's slack. */
   stride = (rb + 1 + (size_t)nd.slack + 4 + (size_t)w + 15) & ~(size_t)15;
-  j.buf = calloc(3, stride);
+  j.buf = stoker_heap_calloc(hp, 3 * stride);
   if (!j.buf)
     return fail(t, &j, STOKER_TOO_LARGE, "png: out of memory for rows");
   cur = j.buf;
   prev = j.buf + stride;
   rec = j.buf + 2 * stride;
+  j.z.zalloc = z_alloc;
+  j.z.zfree = z_free;
+  j.z.opaque = hp;
   if (inflateInit(&j.z) != Z_OK)
     return fail(t, &j, STOKER_TOO_LARGE, "png: zlib could not start");
   j.zinit = 1;
@@ -309,8 +332,7 @@ int stoker_png_rows(stoker_turbo *t, const unsigned char *data, size_t len, unsi
       stoker_rows_put(t, y, row + (size_t)nd.x0 * (gray ? 1 : 4));
   }
   jb->rows_decoded = nd.y1;
-  inflateEnd(&j.z);
-  free(j.buf);
+  release(&j);
   stoker_rows_end(t, out);
   return STOKER_OK;
 }

@@ -92,6 +92,16 @@ func (s *Scratch) Free() {
 	s.t, s.job = nil, nil
 }
 
+// ResamplerBytes is the C memory the scratch's resampler keeps between
+// decodes (stoker_resampler_bytes): its filters and rows, grown to the
+// largest a decode asked of them; 0 for a freed scratch.
+func (s *Scratch) ResamplerBytes() int64 {
+	if s == nil || s.t == nil {
+		return 0
+	}
+	return int64(C.stoker_resampler_bytes(s.t))
+}
+
 func cbool(b bool) C.int {
 	if b {
 		return 1

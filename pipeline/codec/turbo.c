@@ -185,6 +185,19 @@ static void free_axis(axis *a) {
   free(a->w);
 }
 
+static long long axis_bytes(const axis *a) {
+  return (long long)(a->s_cap * sizeof(int) + a->k_cap * sizeof(int16_t) + a->kv_cap * sizeof(int32_t) +
+                     a->kv4_cap * sizeof(int32_t) + a->px4_cap + a->w_cap * sizeof(double));
+}
+
+long long stoker_resampler_bytes(const stoker_turbo *t) {
+  long long n = (long long)(t->row_cap + t->taps_cap * sizeof *t->taps + t->line_cap);
+  int v;
+  for (v = 0; v < STOKER_MAX_VIEWS; v++)
+    n += (long long)t->vs[v].mid_cap + axis_bytes(&t->vs[v].ax) + axis_bytes(&t->vs[v].ay);
+  return n;
+}
+
 void stoker_free(stoker_turbo *t) {
   int v;
   if (!t)

@@ -153,6 +153,12 @@ int stoker_stopped(const stoker_turbo *t);
  * (3) at most on Intel CPUs (passes.c). */
 int stoker_simd_best(void);
 int stoker_simd_default(void);
+/* stoker_resampler_bytes is what t's resampler keeps between decodes,
+ * grown to the largest asked of it: each view's filters (their taps and
+ * weights) and horizontally resampled rows, the decoded rows and the
+ * vertical pass's; what the memory budget counts of t
+ * (pipeline/header.go). */
+long long stoker_resampler_bytes(const stoker_turbo *t);
 /* stoker_index_copy copies the last decode's index (job.ix_bytes) to dst
  * and returns how many of its known checkpoints are not sure. */
 unsigned stoker_index_copy(stoker_turbo *t, unsigned char *dst);
@@ -190,10 +196,29 @@ int stoker_decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, u
 /* stoker_set_stop sets the flag stoker_stopped reads (formats.c, for the
  * length of one call; NULL after it). */
 void stoker_set_stop(stoker_turbo *t, const volatile int *stop);
+/* A PNG decode's own heap, counted and capped (formats.c): libpng's
+ * allocations (its structs, rows, zlib's state and window, chunks' data,
+ * through png_create_read_struct_2's allocator), pngrows.c's (its rows,
+ * zlib's through zalloc) and the rows formats.c keeps. Each block is
+ * counted with a 16-byte header before malloc runs; one that would take
+ * the bytes held past limit (> 0) is refused (NULL) and over set to what
+ * they would have been. */
+typedef struct {
+  long long limit, held, peak, over;
+} stoker_heap;
+void stoker_heap_begin(stoker_heap *m, long long limit);
+void *stoker_heap_alloc(stoker_heap *m, size_t n);
+void *stoker_heap_calloc(stoker_heap *m, size_t n);
+void stoker_heap_free(stoker_heap *m, void *p);
+/* stoker_heap_fail sets t's error for a block m refused (STOKER_TOO_LARGE,
+ * naming what and the bytes) and returns STOKER_TOO_LARGE. */
+int stoker_heap_fail(stoker_turbo *t, const stoker_heap *m, const char *what);
 /* stoker_png_rows is stoker_decode_png for 8-bit, non-interlaced gray,
- * gray+alpha, RGB and RGBA without libpng (pngrows.c); it returns -1,
- * having done nothing, for the files libpng is to decode. */
-int stoker_png_rows(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out);
+ * gray+alpha, RGB and RGBA without libpng (pngrows.c), its memory taken
+ * from hp; it returns -1, having done nothing, for the files libpng is to
+ * decode. */
+int stoker_png_rows(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out,
+                    stoker_heap *hp);
 /* stoker_canvas resizes a RandomZoomOut's canvas per the job's one view
  * (formats.c; detgeom.go's resizeCanvas): the view's source, src_w x
  * src_h, is a crop of a canvas of fill (3 bytes) on which the w x h image

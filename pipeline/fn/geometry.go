@@ -36,7 +36,7 @@ var (
 	Resize = define(Def{name: "resize", args: []arg{{"size", argInt, 4, 2}, {"interpolation", argInterp, 0, 1}, {"antialias", argAntialias, 0, 1}},
 		Geometry: true, check: noKernel, Role: TargetsMove,
 		size: func(st *Step, _, _ int) (int, int) { return st.I[5], st.I[4] },
-		grow: func(p kernels.Planes, st *Step, _ *kernels.Scratch) kernels.Planes { return resizePlanes(p, st) },
+		grow: func(p kernels.Planes, st *Step, s *kernels.Scratch) kernels.Planes { return resizePlanes(p, st, s) },
 		Boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
 			w, h = targets.ResizeBoxes(boxes, w, h, st.I[5], st.I[4])
 			return w, h, nil
@@ -49,7 +49,7 @@ var (
 	CenterCrop = define(Def{name: "center_crop", args: []arg{{"output_size", argInt, 4, 2}},
 		Geometry: true, check: noKernel, Role: TargetsMove,
 		size: func(st *Step, _, _ int) (int, int) { return st.I[5], st.I[4] },
-		grow: func(p kernels.Planes, st *Step, _ *kernels.Scratch) kernels.Planes { return centerCropPlanes(p, st) },
+		grow: func(p kernels.Planes, st *Step, s *kernels.Scratch) kernels.Planes { return centerCropPlanes(p, st, s) },
 		Boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
 			top, left := centerCropAnchor(w, h, st)
 			w, h = targets.CropBoxes(boxes, top, left, st.I[4], st.I[5])
@@ -149,12 +149,13 @@ func noKernel(st *Step, _, _ int) error {
 // resizePlanes is torchvision's resize of p to st's size (I[4], I[5]), in
 // its room: torch's uint8 kernels (TorchAxis: the horizontal pass first,
 // rounded to 8 bits, then the vertical), as the decode's reference path
-// resamples.
-func resizePlanes(p kernels.Planes, st *Step) kernels.Planes {
+// resamples. Its rows resampled across are the worker's scratch's (s's
+// Spare: counted in the memory budget, transform's GrowBytes).
+func resizePlanes(p kernels.Planes, st *Step, s *kernels.Scratch) kernels.Planes {
 	oh, ow := st.I[4], st.I[5]
 	ax := NewTorchAxis(Span{0, p.W, ow, 0, ow}, st.Interp, st.Antialias)
 	ay := NewTorchAxis(Span{0, p.H, oh, 0, oh}, st.Interp, st.Antialias)
-	mid := make([]byte, 3*p.H*ow)
+	mid := s.Spare(3 * p.H * ow)
 	for c := range 3 {
 		in, m := p.Plane(c), mid[c*p.H*ow:]
 		for y := range p.H {
@@ -178,11 +179,13 @@ func resizePlanes(p kernels.Planes, st *Step) kernels.Planes {
 
 // centerCropPlanes is torchvision's center_crop of p to st's size, in its
 // room: zeros where the crop passes the image (its pad's (crop - size)
-// // 2 before), else the pixels from round((size - crop) / 2).
-func centerCropPlanes(p kernels.Planes, st *Step) kernels.Planes {
+// // 2 before), else the pixels from round((size - crop) / 2). The image
+// is copied first to s's Spare (counted, as resizePlanes's rows).
+func centerCropPlanes(p kernels.Planes, st *Step, s *kernels.Scratch) kernels.Planes {
 	oh, ow := st.I[4], st.I[5]
 	top, left := targets.CenterCropStart(p.H, oh), targets.CenterCropStart(p.W, ow)
-	src := append([]byte(nil), p.Pix...)
+	src := s.Spare(len(p.Pix))
+	copy(src, p.Pix)
 	o := kernels.Planes{Pix: p.Pix[:3*ow*oh], W: ow, H: oh}
 	clear(o.Pix)
 	for c := range 3 {

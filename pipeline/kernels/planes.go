@@ -62,3 +62,42 @@ func (s *Scratch) float32s(slot, n int) []float32 {
 	}
 	return s.f32[slot][:n]
 }
+
+// Held is the memory s keeps between images: its buffers' capacities,
+// AugMix's state and EraseRandom's tables (what the server's memory
+// budget counts of a worker's kernels, pipeline/header.go).
+func (s *Scratch) Held() int64 {
+	var n int64
+	for _, b := range s.b {
+		n += int64(cap(b))
+	}
+	for _, b := range s.i32 {
+		n += 4 * int64(cap(b))
+	}
+	for _, b := range s.f32 {
+		n += 4 * int64(cap(b))
+	}
+	if s.noise.lut != nil {
+		n += int64(len(s.noise.lut) * len(s.noise.lut[0]))
+	}
+	m := &s.Mix
+	return n + int64(cap(m.orig)+cap(m.run)+4*cap(m.acc))
+}
+
+// Drop lets s's buffers go (Stop is kept).
+func (s *Scratch) Drop() {
+	stop := s.Stop
+	*s = Scratch{Stop: stop}
+}
+
+// Spare returns a byte buffer n long (contents stale) kept in s for the
+// steps outside this package that change the image's size (package fn's
+// resize and center crop after a RandomRotation with expand=True), so
+// that they allocate nothing per image and their buffer is counted in
+// Held. It is slot 3, which no kernel here takes.
+func (s *Scratch) Spare(n int) []byte {
+	if s == nil {
+		return make([]byte, n)
+	}
+	return s.bytes(3, n)
+}

@@ -339,6 +339,47 @@ func (t sampler) RoomFor(w, h int) int {
 	return room
 }
 
+// GrowBytes bounds the buffer the steps after a RandomRotation with
+// expand=True first take besides the room (kernels.Scratch's Spare): a
+// Resize's rows resampled across (3 bytes a pixel of the image's height
+// by the new width) and a CenterCrop's copy of the image, for a w x h
+// image, the sizes walked as RoomFor walks them; 0 for a transform whose
+// geometry is not the image whole.
+func (t sampler) GrowBytes(w, h int) int {
+	if !t.whole {
+		return 0
+	}
+	n := 0
+	step := func(op *optab.Op, w, h int) {
+		switch op.Kind {
+		case OpResize:
+			nw, _ := ResizedSize(max(w, 1), max(h, 1), op.Size)
+			n = max(n, 3*h*(nw+1))
+		case OpCenterCrop:
+			n = max(n, 3*w*h)
+		}
+	}
+	var walk func(ops []optab.Op)
+	walk = func(ops []optab.Op) {
+		for i := range ops {
+			if ops[i].Kind == OpRandomRotation && ops[i].Expand {
+				w, h = ExpandBound(&ops[i], w, h)
+			}
+			step(&ops[i], w, h)
+			walk(ops[i].Ops)
+		}
+	}
+	for i := range t.grow {
+		if k := t.grow[i].Kind; k == OpResize || k == OpCenterCrop {
+			step(&t.grow[i], w, h)
+			h, w = t.grow[i].Size[0], t.grow[i].Size[1]
+			continue
+		}
+		walk(t.grow[i : i+1])
+	}
+	return n
+}
+
 // Whole says whether t's geometry is the image whole at its own size (a
 // RandomRotation with expand=True first): its room is each sample's
 // (RoomFor).
@@ -364,3 +405,70 @@ func (t sampler) Turns() bool {
 	}
 	return false
 }
+
+// KernelScratch is what the steps' kernels keep of a worker's scratch
+// (kernels.Scratch) for images of px pixels and side the longer side at
+// most: PerPx*px + PerSide*side + Fixed (kernelScratchOf).
+type KernelScratch struct{ PerPx, PerSide, Fixed int64 }
+
+// kernelScratchOf bounds what ops' kernels keep, by the kinds among them
+// (containers' and policies' ops counted; each kind once, as a kind's
+// buffers are reused by its next step): a rotation's, an affine's or a
+// perspective's copy of the image and RGBX source (7 bytes a pixel;
+// the policies' rotate, shear and translate too, and their sharpness, 2
+// rows), AugMix's original, running blend and accumulator (18 more),
+// GaussianBlur's planes and sums (6 a pixel, 8 a side, its taps and
+// padded rows by its kernel), RandomAdjustSharpness's two rows, and
+// RandomErasing's noise tables (192 KiB) with value="random"; the other
+// steps keep nothing.
+func kernelScratchOf(ops []optab.Op) KernelScratch {
+	var warp, mix, sharp, erase bool
+	blur := -1
+	var walk func(ops []optab.Op)
+	walk = func(ops []optab.Op) {
+		for i := range ops {
+			op := &ops[i]
+			switch op.Kind {
+			case OpRandomRotation, OpRandomAffine, OpRandomPerspective:
+				warp = true
+			case optab.OpTrivialAugmentWide, optab.OpRandAugment, optab.OpAutoAugment, optab.OpTimmRandAugment, optab.OpTimmAutoAugment:
+				warp, sharp = true, true
+			case optab.OpAugMix, optab.OpTimmAugMix:
+				warp, sharp, mix = true, true, true
+			case optab.OpGaussianBlur:
+				blur = max(blur, op.KernelSize[0], op.KernelSize[1])
+			case optab.OpRandomAdjustSharpness:
+				sharp = true
+			case optab.OpRandomErasing:
+				erase = erase || op.RandomValue
+			}
+			walk(op.Ops)
+		}
+	}
+	walk(ops)
+	var k KernelScratch
+	if warp {
+		k.PerPx += 7
+	}
+	if mix {
+		k.PerPx += 18
+	}
+	if sharp {
+		k.PerSide += 2
+	}
+	if blur >= 0 {
+		k.PerPx += 6
+		k.PerSide += 8
+		k.Fixed += 16*int64(blur) + 256
+	}
+	if erase {
+		k.Fixed += 3 << 16
+	}
+	if k != (KernelScratch{}) {
+		k.Fixed += 4 << 10 // the warps' parameters, the slices' rounding
+	}
+	return k
+}
+
+// KernelScratch is t's steps' kernels' scratch bound (kernelScratchOf).
+func (t sampler) KernelScratch() KernelScratch { return t.kern }

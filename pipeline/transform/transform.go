@@ -90,6 +90,8 @@ type Transform struct {
 	// room is each sample's (RoomFor).
 	whole bool
 	grow  []optab.Op
+	// kern bounds what its steps' kernels keep (kernelScratchOf).
+	kern KernelScratch
 	// yolo is a YOLO geometry (op_yolo.go): YOLOLoadImage, then a
 	// YOLOLetterBox and/or a YOLORandomPerspective.
 	yolo *yoloGeom
@@ -371,6 +373,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		return nil, err
 	}
 	t.setLayout()
+	t.kern = kernelScratchOf(t.ops)
 	return t, nil
 }
 
