@@ -322,11 +322,11 @@ bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS core
 # the COCO file and the YOLO layout of the same photos).
 DET_N ?= 400
 DET_DATA := out/bench-det-640-$(DET_N)
-DET_TRANSFORMS ?= detr ssdlite lsj segref yolo
+DET_TRANSFORMS ?= detr ssdlite lsj segref ssd yolo
 $(DET_DATA):
 	rm -rf $@.tmp && $(BIN) mkdata --coco --yolo --out $@.tmp --n $(DET_N) --max-side 640 --instances 7 --backgrounds testdata/photos && mv $@.tmp $@
 
-bench-detection: venv build $(DET_DATA) ## stoker's detr, ssdlite, lsj and segref vs torchvision.transforms.v2 on boxes, and yolo vs ultralytics' dataloader, per core, interleaved rounds (COCO-sized set made once)
+bench-detection: venv build $(DET_DATA) ## stoker's detr, ssdlite, lsj and segref presets and the references' ssd recipe as it stands vs torchvision.transforms.v2 on boxes, and yolo vs ultralytics' dataloader, per core, interleaved rounds (COCO-sized set made once)
 	for t in $(DET_TRANSFORMS); do $(PY) bench/detcompare.py --stoker $(BIN) --data $(DET_DATA) --transform $$t --rounds $(ROUNDS) --seconds $(SECONDS) || exit 1; done
 
 # make bench-peers: stoker against the pipelines a user would pick instead

@@ -32,8 +32,18 @@ tensor, and the recipe's v2 Compose on (image, {"boxes", "labels"}):
         left out, as stoker's preset leaves them to the GPU; the same boxes
         and labels as the others, no masks on either side)
 
+  ssd:  RandomPhotometricDistort(), RandomZoomOut(fill=defaultdict(lambda:
+        mean, {Mask: 0})), RandomIoUCrop(), RandomHorizontalFlip(),
+        ConvertBoundingBoxFormat(XYXY), SanitizeBoundingBoxes() (the
+        detection references' DetectionPresetTrain("ssd") as it stands, no
+        resize: each sample its own size; its ToDtype left out, as stoker
+        leaves it to the GPU)
+
 which is what stoker's presets of the same names run (python/tests/
-test_detection_ops.py and test_lsj.py check them sample for sample).
+test_detection_ops.py and test_lsj.py check them sample for sample), and
+for ssd the same recipe as an op list (`stoker bench pipeline --spec`, its
+sizes bounded by the annotations' largest image times 4;
+test_ssdref.py checks it sample for sample).
 `--transform yolo` runs bench/yolocompare.py instead (the baseline is
 ultralytics' own training dataloader, not torchvision; --data must then be
 made with mkdata --coco --yolo).
@@ -64,7 +74,27 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = {"detr": 3.0, "ssdlite": 3.0}
 #: The targets' share of a batch's bytes at COCO's density, at most.
 TARGET_BYTES_SHARE = 0.02
-TRANSFORMS = ("detr", "ssdlite", "lsj", "segref", "yolo")
+TRANSFORMS = ("detr", "ssdlite", "lsj", "segref", "ssd", "yolo")
+
+#: The recipes stoker runs from an op list (`stoker bench pipeline --spec`),
+#: not a preset: the detection references' ssd recipe as it stands (no
+#: resize: each sample its own size, bounded by the annotations' largest
+#: image times RandomZoomOut's 4), from_torchvision's conversion of their
+#: v2 DetectionPresetTrain("ssd") without its ToDtype (left to the GPU, as
+#: the other presets leave it): its RandomZoomOut's defaultdict fill pads
+#: with 0 in torchvision v2 (test_ssdref.py).
+SPECS = {
+    "ssd": json.dumps({"ops": [
+        {"randomPhotometricDistort": {"brightness": {"min": 0.875, "max": 1.125}, "contrast": {"min": 0.5, "max": 1.5},
+                                      "saturation": {"min": 0.5, "max": 1.5}, "hue": {"min": -0.05, "max": 0.05},
+                                      "p": 0.5}},
+        {"randomZoomOut": {"sideRange": {"min": 1.0, "max": 4.0}, "p": 0.5, "maskFill": 0.0}},
+        {"randomIouCrop": {"minScale": 0.3, "maxScale": 1.0, "minAspectRatio": 0.5, "maxAspectRatio": 2.0,
+                           "samplerOptions": [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0], "trials": 40}},
+        {"randomHorizontalFlip": {"p": 0.5}},
+        {"convertBoundingBoxFormat": {"format": "XYXY"}},
+        {"sanitizeBoundingBoxes": {"minSize": 1.0, "minArea": 1.0}}]}),
+}
 
 
 def fixed_size_crop_class():
@@ -145,6 +175,15 @@ def recipe(name: str):
         return T.Compose([T.ScaleJitter((1024, 1024), antialias=True),
                           fixed_size_crop_class()(1024, fill=(123, 117, 104)), T.RandomHorizontalFlip(),
                           T.SanitizeBoundingBoxes()])
+    if name == "ssd":
+        from collections import defaultdict
+
+        from torchvision import tv_tensors
+
+        mean = (123.0, 117.0, 104.0)
+        return T.Compose([T.RandomPhotometricDistort(), T.RandomZoomOut(fill=defaultdict(lambda: mean, {tv_tensors.Mask: 0})),
+                          T.RandomIoUCrop(), T.RandomHorizontalFlip(p=0.5),
+                          T.ConvertBoundingBoxFormat(tv_tensors.BoundingBoxFormat.XYXY), T.SanitizeBoundingBoxes()])
     if name == "segref":
         from torchvision import tv_tensors
 
@@ -228,8 +267,9 @@ def main() -> None:
     cpu = {k: [] for k in ips}
     share, inst, tbytes = [], [], []
     for r in range(a.rounds):
+        which = ["--spec", SPECS[a.transform]] if a.transform in SPECS else ["--transform", a.transform]
         s = last_json([a.stoker, "bench", "pipeline", "--data", images, "--annotations", ann, "--threads", "1",
-                       "--transform", a.transform, "--seconds", str(a.seconds), "--json"])
+                       *which, "--seconds", str(a.seconds), "--json"])
         for p in parts:
             ips[f"stoker {p}"].append(s[p]["images_per_sec"])
             cpu[f"stoker {p}"].append(s[p]["images_per_cpu_sec"])

@@ -16,19 +16,23 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/cpu"
 	"github.com/stoker-dev/stoker/internal/helptext"
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 func runBench(args []string) error {
 	if len(args) == 0 || args[0] != "pipeline" {
-		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--epochs N] [--seconds S] [--decode exact|fast] [--index-budget BYTES] [--coef-budget BYTES] [--partner-budget BYTES] [--annotations FILE] [--json]")
+		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME | --spec JSON] [--epochs N] [--seconds S] [--decode exact|fast] [--index-budget BYTES] [--coef-budget BYTES] [--partner-budget BYTES] [--annotations FILE] [--json]")
 	}
 	fs := flag.NewFlagSet("bench pipeline", flag.ExitOnError)
 	fs.Usage = helptext.Usage(fs, "")
 	data := fs.String("data", "", "ImageFolder or WebDataset directory (required)")
 	threads := fs.Int("threads", 1, "decode goroutines (GOMAXPROCS is threads+1: the spare P only schedules; CPU time is reported)")
 	transform := fs.String("transform", "imagenet-train", "transform preset")
+	spec := fs.String("spec", "", "a TransformSpec as JSON (as stoker ops draw --spec) instead of --transform: an op list and its max_size; without one, a COCO dataset's annotations bound the sizes where the geometry needs a bound, as a job's do")
 	epochs := fs.Int("epochs", 0, "epochs to run, each every sample once in a shuffled order; 0: the first, then as many as fill --seconds (at least one more)")
 	seconds := fs.Float64("seconds", 10, "with --epochs 0, how long to measure the epochs after the first")
 	batch := fs.Int("batch", 64, "samples per batch")
@@ -73,9 +77,12 @@ func runBench(args []string) error {
 			return err
 		}
 	}
-	t, err := pipeline.ParseTransform(*transform, pipeline.CHW)
+	t, err := benchTransform(*transform, *spec, ds)
 	if err != nil {
 		return err
+	}
+	if *spec != "" {
+		*transform = "spec"
 	}
 	t = t.WithDecode(mode)
 	if *overlap {
@@ -425,4 +432,22 @@ func (c *targetCount) add(b *pipeline.Batch) {
 	c.instances += instances
 	c.bytes += bytes
 	c.pixels += samples * int64(len(b.Data)/max(len(b.Indices), 1))
+}
+
+// benchTransform is the preset name, or spec (a TransformSpec as JSON)
+// where given, bounded as a job on ds is (the annotations' largest image,
+// where they list every one).
+func benchTransform(name, spec string, ds pipeline.Dataset) (*pipeline.Transform, error) {
+	if spec == "" {
+		return pipeline.ParseTransform(name, pipeline.CHW)
+	}
+	var ts stokerv1.TransformSpec
+	if err := protojson.Unmarshal([]byte(spec), &ts); err != nil {
+		return nil, fmt.Errorf("bench pipeline --spec: %v", err)
+	}
+	var w, h int
+	if b, ok := ds.(interface{ ImageBound() (int, int) }); ok {
+		w, h = b.ImageBound()
+	}
+	return opspec.TransformData(&ts, pipeline.CHW, w, h)
 }

@@ -429,6 +429,16 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	return transform.NewTransform(layout, ops...)
 }
 
+// NewTransformBound is transform.NewTransformBound.
+func NewTransformBound(layout Layout, bound [2]int, ops ...Op) (*Transform, error) {
+	return transform.NewTransformBound(layout, bound, ops...)
+}
+
+// NewTransformData is transform.NewTransformData.
+func NewTransformData(layout Layout, w, h int, ops ...Op) (*Transform, error) {
+	return transform.NewTransformData(layout, w, h, ops...)
+}
+
 // NewViews is transform.NewViews.
 func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
 	return transform.NewViews(layout, groups...)

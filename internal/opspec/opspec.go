@@ -22,6 +22,13 @@ const MaxPresetName = 256
 // Transform compiles a TransformSpec for layout: a preset name, an op
 // list, or view groups, exactly one of the three.
 func Transform(spec *stokerv1.TransformSpec, layout pipeline.Layout) (*pipeline.Transform, error) {
+	return TransformData(spec, layout, 0, 0)
+}
+
+// TransformData is Transform for a dataset whose images are at most w x h
+// (0: not known): an op list without a max_size is bounded by them where
+// its geometry needs a bound (pipeline.NewTransformData).
+func TransformData(spec *stokerv1.TransformSpec, layout pipeline.Layout, w, h int) (*pipeline.Transform, error) {
 	set := 0
 	for _, has := range []bool{spec.GetPreset() != "", len(spec.GetOps()) > 0, len(spec.GetViews()) > 0} {
 		if has {
@@ -30,6 +37,16 @@ func Transform(spec *stokerv1.TransformSpec, layout pipeline.Layout) (*pipeline.
 	}
 	if set != 1 {
 		return nil, fmt.Errorf("%w: transform: set exactly one of preset, ops and views", pipeline.ErrUnsupported)
+	}
+	var bound [2]int
+	switch ms := spec.GetMaxSize(); {
+	case len(ms) == 0:
+	case len(ms) != 2:
+		return nil, fmt.Errorf("%w: transform: max_size of %d values: want 2, (height, width)", pipeline.ErrUnsupported, len(ms))
+	case len(spec.GetOps()) == 0:
+		return nil, fmt.Errorf("%w: transform: max_size bounds the sizes of an op list's samples: not with a preset or views", pipeline.ErrUnsupported)
+	default:
+		bound = [2]int{int(min(ms[0], 1<<20)), int(min(ms[1], 1<<20))}
 	}
 	if len(spec.GetViews()) > 0 {
 		groups, err := views(spec.GetViews())
@@ -48,7 +65,10 @@ func Transform(spec *stokerv1.TransformSpec, layout pipeline.Layout) (*pipeline.
 	if err != nil {
 		return nil, err
 	}
-	return pipeline.NewTransform(layout, ops...)
+	if bound == [2]int{} {
+		return pipeline.NewTransformData(layout, w, h, ops...)
+	}
+	return pipeline.NewTransformBound(layout, bound, ops...)
 }
 
 // presetName refuses a preset's name over MaxPresetName.

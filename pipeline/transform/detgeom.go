@@ -43,8 +43,10 @@ func (t *Transform) compilePre(pre int) error {
 	if pre > maxPre {
 		return bad("%d ops before the geometry: the limit is %d", pre, maxPre)
 	}
-	if t.resize == nil || t.resize.Size[1] == 0 || t.center != nil || t.rrc != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil {
-		return bad("op 0 (RandomPhotometricDistort) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any); move it after the geometry")
+	bounded := t.iou != nil && t.resize == nil && t.vary // a RandomIoUCrop's own size, under the job's bound
+	if !bounded && (t.resize == nil || t.resize.Size[1] == 0) || t.center != nil || t.rrc != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil {
+		return bad("op 0 (RandomPhotometricDistort) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any), " +
+			"or a RandomIoUCrop under a bound on the sizes (max_size=(h, w)); move it after the geometry")
 	}
 	c := optab.Compiler{W: t.outW, H: t.outH}
 	for i := range pre {

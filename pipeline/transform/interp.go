@@ -31,7 +31,7 @@ func ParseInterpolation(s string) (Interpolation, error) { return fn.ParseInterp
 func (t *Transform) geomInterp(p *SamplePlan) error {
 	op := t.center
 	switch {
-	case t.yolo != nil, t.whole: // the image at its own size: no resampling
+	case t.yolo != nil, t.whole, t.own, t.iou != nil && t.resize == nil: // the image (or a crop) at its own size: no resampling
 		p.Interp, p.Antialias = InterpBilinear, true
 		return nil
 	case t.seg != nil: // RandomResize resamples, the crop copies

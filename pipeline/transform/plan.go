@@ -156,7 +156,7 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 		t.zoomOut(&p, k)
 	}
 	switch {
-	case t.whole: // the image at its own size (a rotation with expand=True first)
+	case t.whole, t.own: // the image at its own size (a rotation with expand=True first; none, under the job's bound)
 		p.CX, p.CY, p.CW, p.CH, p.OutW, p.OutH = 0, 0, srcW, srcH, srcW, srcH
 	case t.yolo != nil:
 		t.yoloPlan(&p, k)
@@ -167,6 +167,9 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 	case t.iou != nil:
 		if err := t.iouPlan(&p, k, src, scratch); err != nil {
 			return p, err
+		}
+		if t.resize == nil { // the crop at its own size, under the job's bound
+			p.OutW, p.OutH = p.CW, p.CH
 		}
 	case t.seg != nil: // RandomResize, its flip, PadIfSmaller, RandomCrop (op_seg.go)
 		if err := t.segPlan(&p, k); err != nil {
@@ -209,6 +212,9 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 	default: // CenterCrop alone
 		p.CW, p.CH = t.center.Size[1], t.center.Size[0]
 		p.CX, p.CY = CenterOffset(srcW, p.CW), CenterOffset(srcH, p.CH)
+	}
+	if err := t.checkBound(&p); err != nil {
+		return p, err
 	}
 	if err := t.geomInterp(&p); err != nil {
 		return p, err

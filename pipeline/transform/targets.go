@@ -188,7 +188,9 @@ func checkConvertLast(ops []optab.Op, first int) error {
 	for i := range ops {
 		k := ops[i].Kind
 		switch d := optab.Lookup(k); {
-		case conv < 0 && k == optab.OpConvertBoundingBoxFormat:
+		case conv < 0 && k == optab.OpConvertBoundingBoxFormat && ops[i].BoxFormat != targets.BoxXYXY:
+			// (to XYXY first, as the detection references' presets convert
+			// before their SanitizeBoundingBoxes: the boxes' own format)
 			conv = i
 		case conv < 0:
 		case d != nil && (d.Targets == optab.TargetsPixels || d.AnyFormat):

@@ -87,9 +87,11 @@ func (t sampler) GeometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 				buf = append(buf, st)
 			}
 		}
-		st := aa(t.resize)
-		st.Fn, st.I = fn.Resize, [6]int{4: p.OutH, 5: p.OutW}
-		buf = append(buf, st)
+		if t.resize != nil { // else the crop at its own size, under the job's bound
+			st := aa(t.resize)
+			st.Fn, st.I = fn.Resize, [6]int{4: p.OutH, 5: p.OutW}
+			buf = append(buf, st)
+		}
 	case t.rcrop != nil:
 		if t.pad != nil {
 			buf = append(buf, padStep(t.pad))

@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
@@ -73,6 +74,13 @@ type Transform struct {
 	seg      *segGeom
 	segFlipP float64
 	vary     bool
+	// bound is the job's bound on a sample's size (height, width; 0: none),
+	// which lets a geometry that keeps the image's own size, or a part of
+	// it, make per-sample sizes (own: the image whole, no geometry op;
+	// a RandomIoUCrop without a Resize after it): lsj.go's boundSize.
+	bound     [2]int
+	boundFrom string // where bound came from ("": the job's max_size)
+	own       bool
 	// varyGeom: the geometry's sizes vary (RandomShortestSize); where ops
 	// grow it (growRotate), geomW x geomH its size, room their largest.
 	varyGeom           bool
@@ -156,7 +164,15 @@ const (
 // geometry is fused too); Normalize, if any, comes last. The output size
 // must be fixed: Resize of the shorter side needs a CenterCrop after it.
 func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
-	t := &Transform{ops: cloneOps(ops), layout: layout}
+	return NewTransformBound(layout, [2]int{}, ops...)
+}
+
+// newTransform is NewTransform under a bound (bound.go).
+func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op) (*Transform, error) {
+	t := &Transform{ops: cloneOps(ops), layout: layout, bound: bound, boundFrom: boundFrom}
+	if err := checkBoundArg(bound); err != nil {
+		return nil, err
+	}
 	if layout != CHW && layout != HWC {
 		return nil, fmt.Errorf("%w: layout %d", errs.Unsupported, layout)
 	}
@@ -283,12 +299,23 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 		if err := t.varySize(); err != nil {
 			return nil, err
 		}
+	case t.iou != nil: // a RandomIoUCrop without a Resize: the crop's own size (lsj.go)
+		if err := t.boundSize("RandomIoUCrop"); err != nil {
+			return nil, err
+		}
 	case len(t.ops) > 0 && optab.Grows(&t.ops[0]):
 		// The image whole at its own size, each sample's, then the ops:
 		// growRotate wants a Resize((h, w)) or CenterCrop after them.
 		t.geom, t.whole, t.vary, t.varyGeom, t.outW, t.outH = CropResize, true, true, true, 1, 1
+	case t.bound != [2]int{} && !slices.ContainsFunc(t.ops, func(op optab.Op) bool { return optab.Lookup(op.Kind) != nil && optab.Lookup(op.Kind).Geometry }):
+		// no geometry: the image whole at its own size (bound.go)
+		t.own = true
+		if err := t.boundSize(""); err != nil {
+			return nil, err
+		}
 	case len(t.ops) > 0:
-		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
+		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size; "+
+			"or give the job a bound on the sizes, max_size=(h, w), to take each image at its own size", t.ops[0].Kind)
 	default:
 		return bad("no geometry op: a batch needs a fixed size (RandomResizedCrop, Resize(h, w) or CenterCrop)")
 	}
@@ -352,63 +379,6 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 
 // Ops returns the compiled op list, defaults filled in.
 func (t *Transform) Ops() []optab.Op { return append([]optab.Op(nil), t.ops...) }
-
-// The compiled transform's parts the decoder reads (the pipeline's root:
-// it fuses the geometry, draws the steps into its own buffers, packs the
-// samples).
-
-// OutW is the output width (view 0's), OutH its height: Size's.
-func (t sampler) OutW() int { return t.outW }
-
-// OutH is the output height (view 0's).
-func (t sampler) OutH() int { return t.outH }
-
-// GeomW is the width the geometry makes when the ops after it grow the
-// image (a RandomRotation with expand=True; 0: no such op).
-func (t sampler) GeomW() int { return t.geomW }
-
-// MaxSteps bounds the steps one sample draws after the geometry; MaxPre
-// those of the ops before it (detection's photometric ops).
-func (t sampler) MaxSteps() int { return t.maxSteps }
-
-// MaxPre bounds the steps one sample draws before the geometry.
-func (t sampler) MaxPre() int { return t.maxPre }
-
-// PreNodes are the compiled ops before the geometry, PostNodes those
-// after it.
-func (t sampler) PreNodes() []optab.Node { return t.pre }
-
-// PostNodes are the compiled ops after the geometry.
-func (t sampler) PostNodes() []optab.Node { return t.post }
-
-// NormOp is the Normalize the samples end in (nil: none, uint8 samples).
-func (t sampler) NormOp() *optab.Op { return t.norm }
-
-// IoUOp is the RandomIoUCrop of the geometry, if any; JitterOp its
-// ScaleJitter.
-func (t sampler) IoUOp() *optab.Op { return t.iou }
-
-// JitterOp is the geometry's ScaleJitter, if any.
-func (t sampler) JitterOp() *optab.Op { return t.jitter }
-
-// MosaicOp is the YOLOMosaic of the multi-image geometry, if any;
-// CopyPasteOp and CutMixOp the YOLOCopyPaste and YOLOCutMix after it.
-func (t sampler) MosaicOp() *optab.Op { return t.mosaic }
-
-// CopyPasteOp is the YOLOCopyPaste after the mosaic, if any.
-func (t sampler) CopyPasteOp() *optab.Op { return t.copyPaste }
-
-// CutMixOp is the YOLOCutMix ending the multi-image geometry, if any.
-func (t sampler) CutMixOp() *optab.Op { return t.cutmix }
-
-// MixUpOp is the YOLOMixUp after the mosaic, if any.
-func (t sampler) MixUpOp() *optab.Op { return t.mixup }
-
-// YOLO is the YOLO family's geometry, if any.
-func (t sampler) YOLO() *yoloGeom { return t.yolo }
-
-// ViewList is a transform of several views' views (nil: one view).
-func (t sampler) ViewList() []*Transform { return t.views }
 
 // Layout returns the output layout.
 func (t *Transform) Layout() Layout { return t.layout }

@@ -114,8 +114,10 @@ func (t *Transform) iouCrop(op *optab.Op, n int) (int, error) {
 		}
 		break
 	}
-	if j == len(t.ops) || t.ops[j].Kind != OpResize || t.ops[j].Size[1] == 0 {
-		return bad("RandomIoUCrop needs Resize((h, w)) after it (after SanitizeBoundingBoxes and one RandomHorizontalFlip, if any): its crop's size varies per sample")
+	resized := j < len(t.ops) && t.ops[j].Kind == OpResize && t.ops[j].Size[1] > 0
+	if !resized && (t.bound == [2]int{} || j < len(t.ops) && geometryKind(t.ops[j].Kind)) {
+		return bad("RandomIoUCrop needs Resize((h, w)) after it (after SanitizeBoundingBoxes and one RandomHorizontalFlip, if any): its crop's size varies per sample; " +
+			"or give the job a bound on the sizes, max_size=(h, w), to keep each crop at its own size")
 	}
 	t.iou = op
 	return j, nil
@@ -202,8 +204,9 @@ func checkSize(op *optab.Op, shorterOK bool) error {
 // checkAlone refuses a RandomZoomOut or a Pad that no op after it brings
 // to a size.
 func (t *Transform) checkAlone() error {
-	if t.zoom != nil && t.rcrop == nil && t.center == nil && t.resize == nil {
-		return fmt.Errorf("%w: transform: RandomZoomOut alone gives a size that varies per image: follow it with Resize(h, w), RandomCrop or CenterCrop, which fix the batch's size", errs.Unsupported)
+	if t.zoom != nil && t.rcrop == nil && t.center == nil && t.resize == nil && (t.iou == nil || t.bound == [2]int{}) {
+		return fmt.Errorf("%w: transform: RandomZoomOut alone gives a size that varies per image: follow it with Resize(h, w), RandomCrop or CenterCrop, which fix the batch's size "+
+			"(or with a RandomIoUCrop, and give the job a bound on the sizes, max_size=(h, w))", errs.Unsupported)
 	}
 	if t.pad != nil && t.rcrop == nil && t.center == nil {
 		return fmt.Errorf("%w: transform: Pad alone gives a size that varies per image: follow it with a RandomCrop or CenterCrop, which fix the batch's size", errs.Unsupported)

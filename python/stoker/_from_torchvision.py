@@ -293,8 +293,11 @@ class _Converter:
         if pre and pre < len(self.ops):
             ops, geo = self.ops, [name for _, name, _ in self.ops[pre:pre + 2]]
             resize = next((op for _, name, op in self.ops[pre:] if name == "Resize"), None)
-            if geo[0] not in ("RandomZoomOut", "RandomIoUCrop", "Resize") or resize is None or \
-                    isinstance(resize.size, int) or (geo[0] == "RandomZoomOut" and geo[1:] == ["RandomCrop"]) or \
+            # A RandomIoUCrop (after a RandomZoomOut) without a Resize: each
+            # crop its own size, under the job's bound (Loader(max_size=...)).
+            bounded = resize is None and (geo[0] == "RandomIoUCrop" or geo == ["RandomZoomOut", "RandomIoUCrop"])
+            if geo[0] not in ("RandomZoomOut", "RandomIoUCrop", "Resize") or (resize is None and not bounded) or \
+                    (resize is not None and isinstance(resize.size, int)) or (geo[0] == "RandomZoomOut" and geo[1:] == ["RandomCrop"]) or \
                     (geo[0] == "RandomZoomOut" and geo[1:] == ["CenterCrop"]) or \
                     (geo[0] == "Resize" and geo[1:] == ["CenterCrop"]):
                 raise ValueError(f"{self.ops[0][0]}: RandomPhotometricDistort before the geometry needs a geometry "
@@ -310,6 +313,8 @@ class _Converter:
             raise ValueError("no op stoker runs: a batch needs a fixed size; start the pipeline with "
                              "RandomResizedCrop, Resize((h, w)), or Resize then CenterCrop")
         where, name, op = self.ops[0]
+        if not any(n in _GEOMETRY for _, n, _ in self.ops):
+            return  # no geometry: each image at its own size, under the job's bound (Loader(max_size=...))
         if name not in _GEOMETRY:
             raise ValueError(f"{where} comes before the geometry: stoker's first op is RandomResizedCrop, Resize "
                              f"or CenterCrop (fused into the decode); move it after")
@@ -381,11 +386,14 @@ class _Converter:
                                      (self.ops[j][1] == "RandomHorizontalFlip" and not flip)):
             flip = flip or self.ops[j][1] == "RandomHorizontalFlip"
             j += 1
-        if j == len(self.ops) or self.ops[j][1] != "Resize" or isinstance(self.ops[j][2].size, int):
+        if j < len(self.ops) and self.ops[j][1] == "Resize" and not isinstance(self.ops[j][2].size, int):
+            return j + 1
+        if any(name in _GEOMETRY for _, name, _ in self.ops[j:]):
             raise ValueError(f"{self.ops[i][0]}: RandomIoUCrop needs Resize((h, w)) after it (after "
                              f"SanitizeBoundingBoxes and one RandomHorizontalFlip, if any): its crop's size varies "
-                             f"per sample")
-        return j + 1
+                             f"per sample; or nothing of the geometry, each crop its own size under the job's "
+                             f"bound (Loader(max_size=(h, w)))")
+        return j  # each crop its own size, under the job's bound (Loader(max_size=...))
 
     def result(self) -> C.Compose:
         self.check_geometry()

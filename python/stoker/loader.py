@@ -361,6 +361,19 @@ class Loader:
             :data:`stoker.transforms.YOLO_STOP_OPS`, ultralytics'
             ``close_mosaic``: ``YOLOMosaic``, ``YOLOMixUp``,
             ``YOLOCopyPaste`` and ``YOLOCutMix``.
+        max_size: a bound on each sample's size, ``(height, width)``, for
+            a transform whose geometry keeps the image's own size or a
+            part of it: torchvision's detection references' ``hflip``,
+            ``ssdlite`` and ``ssd`` recipes as they stand (no geometry op,
+            or a ``RandomIoUCrop``, after a ``RandomZoomOut`` if any, with
+            no ``Resize`` after it), refused without one. Each sample is
+            then its own size, at most the bound (``Batch.sizes``,
+            ``Batch.mask``, ``image_list``, as ``transform="frcnn"``'s),
+            the batch's memory counted at the bound; a sample past it
+            fails (``StokerError`` "TOO_LARGE" in ``sample_errors``,
+            naming its image's size and the bound). Give the largest
+            image's size times what the ops grow it by (``RandomZoomOut``'s
+            ``side_range`` maximum: 4 by default).
         image_list: of a transform whose samples have their own sizes (a
             ``RandomShortestSize`` with a ``max_size`` and no crop after
             it; ``transform="frcnn"``), yield the images as a list of each
@@ -435,6 +448,7 @@ class Loader:
         max_targets_bytes: Optional[int] = None,
         mask_ratio: Optional[int] = None,
         mask_overlap: Optional[bool] = None,
+        max_size: Optional[Tuple[int, int]] = None,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -498,6 +512,13 @@ class Loader:
             raise ValueError("mask_ratio and mask_overlap are the options of ultralytics' Format mask: they need "
                              "targets=(..., 'overlap_mask') or targets=(..., 'sem_masks')")
         self.image_list = _args.boolean("image_list", image_list)
+        self.max_size: Optional[Tuple[int, int]] = None
+        if max_size is not None:
+            if isinstance(max_size, (str, bytes)) or not isinstance(max_size, (tuple, list)) or len(max_size) != 2:
+                raise TypeError(f"max_size must be a pair (height, width) of ints, got {max_size!r}")
+            self.max_size = (_args.integer("max_size[0]", max_size[0], 1, 1 << 14),
+                             _args.integer("max_size[1]", max_size[1], 1, 1 << 14))
+            self._spec.max_size[:] = self.max_size
         if "targets" in self.fields:
             raise ValueError("fields: 'targets' is asked for with targets=True, not as a field")
         self.stop_epoch = 0 if stop_epoch is None else _args.integer("stop_epoch", stop_epoch, 1, (1 << 64) - 1)

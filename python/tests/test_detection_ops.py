@@ -236,14 +236,16 @@ def test_convert_after_a_flip_is_refused(server: str) -> None:  # noqa: F811
 
 
 @pytest.mark.parametrize("ops,want", [
-    ([T.RandomIoUCrop()], "RandomIoUCrop needs Resize((h, w)) after it"),
+    # ([T.RandomIoUCrop()] alone is taken: each crop its own size under the
+    # job's bound, test_ssdref.py)
     ([T.RandomIoUCrop(), T.Resize(32)], "RandomIoUCrop needs Resize((h, w)) after it"),
     ([T.RandomIoUCrop(), T.RandomVerticalFlip(), T.Resize((32, 32))], "RandomIoUCrop needs Resize((h, w)) after it"),
     ([T.Resize((32, 32)), T.RandomIoUCrop()], "a geometry op after other ops"),
 ])
 def test_iou_crop_places(ops: List[Any], want: str) -> None:
     """from_torchvision's check of the geometry refuses a RandomIoUCrop
-    without its Resize((h, w)) or after other ops (the server does too)."""
+    followed by a geometry op other than its Resize((h, w)), or after other
+    ops (the server does too)."""
     from torchvision.transforms import v2
 
     conv = {T.RandomIoUCrop: lambda o: v2.RandomIoUCrop(), T.Resize: lambda o: v2.Resize(o.size),

@@ -1409,7 +1409,17 @@ type TransformSpec struct {
 	// views, in order, each view with its own draws. At most 32 views in all.
 	// A batch then holds each view's samples back to back, view after view
 	// (JobInfo.views, BatchHeader.views).
-	Views         []*ViewGroup `protobuf:"bytes,40,rep,name=views,proto3" json:"views,omitempty"`
+	Views []*ViewGroup `protobuf:"bytes,40,rep,name=views,proto3" json:"views,omitempty"`
+	// A bound on each sample's size, (height, width), for an op list whose
+	// geometry keeps the image's own size or a part of it: no geometry op
+	// (the references' "hflip" recipe), or a RandomIoUCrop (after a
+	// RandomZoomOut, if any) with no Resize after it (their "ssdlite" and
+	// "ssd" recipes). Each sample is then its own size, at most the bound
+	// (JobInfo.sizes_vary; sample_shape the bound, which the batch's memory
+	// is counted at); a sample past it fails, naming its image's size and
+	// the bound. Empty: none (those recipes are refused). Not with preset or
+	// views; an op list whose size is fixed or bounded by its ops ignores it.
+	MaxSize       []uint32 `protobuf:"varint,41,rep,packed,name=max_size,json=maxSize,proto3" json:"max_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1461,6 +1471,13 @@ func (x *TransformSpec) GetOps() []*Op {
 func (x *TransformSpec) GetViews() []*ViewGroup {
 	if x != nil {
 		return x.Views
+	}
+	return nil
+}
+
+func (x *TransformSpec) GetMaxSize() []uint32 {
+	if x != nil {
+		return x.MaxSize
 	}
 	return nil
 }
@@ -9015,11 +9032,12 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
 	"\bconsumed\x18\x03 \x01(\x04R\bconsumed\"=\n" +
 	"\x13DescribeJobResponse\x12&\n" +
-	"\x04info\x18\x01 \x01(\v2\x12.stoker.v1.JobInfoR\x04info\"t\n" +
+	"\x04info\x18\x01 \x01(\v2\x12.stoker.v1.JobInfoR\x04info\"\x8f\x01\n" +
 	"\rTransformSpec\x12\x16\n" +
 	"\x06preset\x18\x01 \x01(\tR\x06preset\x12\x1f\n" +
 	"\x03ops\x18\x02 \x03(\v2\r.stoker.v1.OpR\x03ops\x12*\n" +
-	"\x05views\x18( \x03(\v2\x14.stoker.v1.ViewGroupR\x05views\"m\n" +
+	"\x05views\x18( \x03(\v2\x14.stoker.v1.ViewGroupR\x05views\x12\x19\n" +
+	"\bmax_size\x18) \x03(\rR\amaxSize\"m\n" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +

@@ -222,14 +222,16 @@ class DescribeJobResponse(_message.Message):
     def __init__(self, info: _Optional[_Union[JobInfo, _Mapping]] = ...) -> None: ...
 
 class TransformSpec(_message.Message):
-    __slots__ = ("preset", "ops", "views")
+    __slots__ = ("preset", "ops", "views", "max_size")
     PRESET_FIELD_NUMBER: _ClassVar[int]
     OPS_FIELD_NUMBER: _ClassVar[int]
     VIEWS_FIELD_NUMBER: _ClassVar[int]
+    MAX_SIZE_FIELD_NUMBER: _ClassVar[int]
     preset: str
     ops: _containers.RepeatedCompositeFieldContainer[Op]
     views: _containers.RepeatedCompositeFieldContainer[ViewGroup]
-    def __init__(self, preset: _Optional[str] = ..., ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ..., views: _Optional[_Iterable[_Union[ViewGroup, _Mapping]]] = ...) -> None: ...
+    max_size: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, preset: _Optional[str] = ..., ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ..., views: _Optional[_Iterable[_Union[ViewGroup, _Mapping]]] = ..., max_size: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ViewGroup(_message.Message):
     __slots__ = ("name", "count", "transform")

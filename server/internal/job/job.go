@@ -198,7 +198,11 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if j.repeats, err = repeatsOf(spec, j.ds.Len(), j.world, j.shuffle); err != nil {
 		return nil, err
 	}
-	if j.t, err = NewTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
+	var imgW, imgH int // the dataset's largest image, where its annotations list every one (COCO's)
+	if b, ok := j.ds.(interface{ ImageBound() (int, int) }); ok {
+		imgW, imgH = b.ImageBound()
+	}
+	if j.t, err = NewTransformData(spec.GetTransform(), spec.GetLayout(), imgW, imgH); err != nil {
 		return nil, err
 	}
 	if j.t, err = stopEpochOf(spec, j.t); err != nil {

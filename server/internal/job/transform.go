@@ -14,6 +14,13 @@ import (
 // (InvalidArgument); a spec the pipeline refuses, the pipeline's error
 // (the server's error table maps it).
 func NewTransform(spec *stokerv1.TransformSpec, layout stokerv1.Layout) (*pipeline.Transform, error) {
+	return NewTransformData(spec, layout, 0, 0)
+}
+
+// NewTransformData is NewTransform for a dataset whose images are at most
+// w x h (0: not known; COCO's annotations list them): the bound of an op
+// list without a max_size whose geometry needs one.
+func NewTransformData(spec *stokerv1.TransformSpec, layout stokerv1.Layout, w, h int) (*pipeline.Transform, error) {
 	var l pipeline.Layout
 	switch layout {
 	case stokerv1.Layout_LAYOUT_UNSPECIFIED, stokerv1.Layout_LAYOUT_NCHW:
@@ -23,5 +30,5 @@ func NewTransform(spec *stokerv1.TransformSpec, layout stokerv1.Layout) (*pipeli
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "unknown layout %d", layout)
 	}
-	return opspec.Transform(spec, l)
+	return opspec.TransformData(spec, l, w, h)
 }
