@@ -10,7 +10,11 @@ package kernels
 // two maps (MaskRuns), the fill's pixels 0 there and their values apart
 // (FillRuns).
 
-import "math"
+import (
+	"math"
+	"slices"
+	"sort"
+)
 
 // FillCode is the map entry of the fill v put in by a sample's gen-th
 // filling step (a crop past the canvas, a pad, a rotate, an affine: each
@@ -211,19 +215,31 @@ func MaskFromRuns(dst []byte, runs []uint32, n int) ([]byte, bool) {
 // rotation or an affine map is not separable: it moves this index
 // (AffineIndex), which then is the base of identity maps.
 func CanvasIndex(dst, base []int32, bw, srcW int, ys, xs []int32) []int32 {
-	dst = dst[:0]
-	for _, y := range ys {
-		for _, x := range xs {
-			var i int32
-			switch {
-			case y < 0 || x < 0:
-				i = min(y, x)
-			case len(base) > 0:
-				i = base[int(y)*bw+int(x)]
-			default:
-				i = y*int32(srcW) + x
+	n := len(ys) * len(xs)
+	dst = slices.Grow(dst[:0], n)[:n]
+	for r, y := range ys {
+		o := dst[r*len(xs) : (r+1)*len(xs)]
+		switch {
+		case y < 0: // a fill's row: the later code of the two
+			for j, x := range xs {
+				o[j] = min(y, x)
 			}
-			dst = append(dst, i)
+		case len(base) > 0:
+			b := base[int(y)*bw:]
+			for j, x := range xs {
+				if x >= 0 {
+					x = b[x]
+				}
+				o[j] = x
+			}
+		default:
+			at := y * int32(srcW)
+			for j, x := range xs {
+				if x >= 0 {
+					x += at
+				}
+				o[j] = x
+			}
 		}
 	}
 	return dst
@@ -282,23 +298,200 @@ func affineIndex(idx []int32, w, h int, m *[6]float64, fill int32, tmp []int32) 
 }
 
 // affineIndexTo appends to tmp the ow x oh output of affineIndex over the
-// grid g (an output of another size: rotate's expand).
+// grid g (an output of another size: rotate's expand). A row's points
+// move monotonically along each axis (every step of the grid's float32
+// arithmetic is a monotone rounding: affineGrid.span), so the pixels
+// inside the source are one span a row, found by bisection with the
+// per-pixel test itself; the fill goes in around it in bulk and the span
+// is sampled without the test. A grid whose arithmetic could overflow to
+// an infinity or a NaN (and so not be monotone) is sampled a pixel at a
+// time, as is any other.
 func affineIndexTo(idx []int32, w, h int, g affineGrid, ow, oh int, fill int32, tmp []int32) []int32 {
-	fw, fh := float32(w)-0.5, float32(h)-0.5
-	for y := 0; y < oh; y++ {
-		r := g.row(y)
-		for x := 0; x < ow; x++ {
-			ix, iy := g.at(x, r)
-			v := fill
-			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
-				if xi, yi := int(roundEven32(ix)), int(roundEven32(iy)); xi < w && yi < h {
-					v = idx[yi*w+xi]
+	at, n := len(tmp), ow*oh
+	tmp = slices.Grow(tmp, n)[:at+n]
+	out := tmp[at:]
+	if !g.spannable(ow, oh) {
+		for y := range oh {
+			r := g.row(y)
+			for x := range ow {
+				out[y*ow+x] = indexAt(idx, w, h, &g, x, r, fill)
+			}
+		}
+		return tmp
+	}
+	// A band of rows at a time, across it a tile of columns at a time: a
+	// turned row reads the source along a slanted line, a tile a small
+	// patch of it that stays in the cache.
+	const band, tile = 32, 64
+	var spans [band][2]int
+	var rows [band]gridRow
+	for y0 := 0; y0 < oh; y0 += band {
+		nb := min(band, oh-y0)
+		for b := range nb {
+			r := g.row(y0 + b)
+			lo, hi := g.span(r, w, h, ow)
+			rows[b], spans[b] = r, [2]int{lo, hi}
+			o := out[(y0+b)*ow : (y0+b+1)*ow]
+			for x := range o[:lo] {
+				o[x] = fill
+			}
+			for x := hi; x < ow; x++ {
+				o[x] = fill
+			}
+		}
+		for x0 := 0; x0 < ow; x0 += tile {
+			for b := range nb {
+				lo, hi := max(spans[b][0], x0), min(spans[b][1], x0+tile)
+				if lo < hi {
+					g.sampleSpan(out[(y0+b)*ow:(y0+b+1)*ow], idx, w, rows[b], lo, hi)
 				}
 			}
-			tmp = append(tmp, v)
 		}
 	}
 	return tmp
+}
+
+// sampleSpan sets o[lo:hi], pixels of the row r whose points are all
+// inside the w-column source (span), to the index at each point.
+func (g *affineGrid) sampleSpan(o, idx []int32, w int, r gridRow, lo, hi int) {
+	if !g.fused {
+		for x := lo; x < hi; x++ {
+			ix, iy := g.at(x, r)
+			o[x] = idx[int(roundEven32(iy))*w+int(roundEven32(ix))]
+		}
+		return
+	}
+	// at's fma32(r.Y, r1, a) with the row's product made once (fma32
+	// rounds the same exact product), fmaRow's test inlined: its float64
+	// sum rounded once more where that is fma32's rounding, else
+	// fmaRow's other steps.
+	px, py := float64(float64(r.Y)*float64(g.r1x)), float64(float64(r.Y)*float64(g.r1y))
+	X := float32(float64(lo) - g.cx) // exact, as each X after it: |X| < 2^23
+	o = o[lo:hi]
+	for x := range o {
+		ax, ay := float32(X*g.r0x), float32(X*g.r0y)
+		sx, sy := px+float64(ax), py+float64(ay)
+		if !oneRounding(sx) || !oneRounding(sy) {
+			sx, sy = float64(fmaRow(px, ax)), float64(fmaRow(py, ay))
+		}
+		gx, gy := float32(float32(sx)+g.r2x), float32(float32(sy)+g.r2y)
+		ix, iy := unnormalize(gx, g.halfW), unnormalize(gy, g.halfH)
+		o[x] = idx[int(roundEven32(iy))*w+int(roundEven32(ix))]
+		X++
+	}
+}
+
+// indexAt is affineIndex's output pixel x of the grid's row r: the index
+// at its point, rounded half to even, or fill where that is outside.
+func indexAt(idx []int32, w, h int, g *affineGrid, x int, r gridRow, fill int32) int32 {
+	ix, iy := g.at(x, r)
+	if inside(ix, w) && inside(iy, h) {
+		return idx[int(roundEven32(iy))*w+int(roundEven32(ix))]
+	}
+	return fill
+}
+
+// inside is affineIndex's test of a point's coordinate v on an axis of n
+// pixels: within [-0.5, n-0.5] (NaN is not) and rounded (half to even) to
+// a pixel before n.
+func inside(v float32, n int) bool {
+	return v >= -0.5 && v <= float32(n)-0.5 && int(roundEven32(v)) < n
+}
+
+// fmaRow is fma32(a, b, c) given p, the product float64(a)*float64(b)
+// (exact), as fma32 makes it. Its float64 sum s rounds to the float32 the
+// exact sum does unless s is halfway between two float32s: every such
+// midpoint is a float64, so the exact sum and s (rounded monotonically to
+// float64) lie on the same side of each, and fma32's rounding to odd moves
+// s by one float64 ulp, to an odd float64, which no midpoint is (a normal
+// float32's midpoint has 28 zero bits below its 29th). So where s is a
+// normal float32's size and no midpoint, float32(s) is fma32's; elsewhere
+// fma32's own steps decide.
+func fmaRow(p float64, c float32) float32 {
+	if s := p + float64(c); oneRounding(s) {
+		return float32(s)
+	}
+	return fmaOdd(p, c)
+}
+
+// oneRounding says whether float32(s) is the float32 the exact sum that
+// rounded to the float64 s rounds to (fmaRow): s is of a normal float32's
+// size (2^-126 <= |s| < 2^127) and no float32's midpoint.
+func oneRounding(s float64) bool {
+	b := math.Float64bits(s)
+	return b&(1<<29-1) != 1<<28 && b>>52&0x7ff-(1023-126) < 253
+}
+
+// fmaOdd is fma32 given the exact product p.
+func fmaOdd(p float64, c float32) float32 {
+	cc := float64(c)
+	s := p + cc
+	bb := s - p
+	if e := (p - (s - bb)) + (cc - bb); e != 0 && math.Float64bits(s)&1 == 0 {
+		if (e > 0) == (s > 0) {
+			s = math.Float64frombits(math.Float64bits(s) + 1)
+		} else {
+			s = math.Float64frombits(math.Float64bits(s) - 1)
+		}
+	}
+	return float32(s)
+}
+
+// spanLimit bounds the grid's coefficients for span: with |X|, |Y| below
+// 2^24 pixels, a sum of three products below 2^100 * 2^24 each stays
+// below float32's largest, so no step makes an infinity or a NaN.
+const spanLimit = 1 << 100
+
+// spannable says whether span may be used: every coefficient finite and
+// below spanLimit, and the output within 2^23 pixels a side.
+func (g *affineGrid) spannable(ow, oh int) bool {
+	for _, c := range [...]float32{g.r0x, g.r1x, g.r2x, g.r0y, g.r1y, g.r2y} {
+		if !(c > -spanLimit && c < spanLimit) {
+			return false
+		}
+	}
+	return ow < 1<<23 && oh < 1<<23
+}
+
+// span returns the output pixels [lo, hi) of the row r whose points are
+// inside the w x h source (affineIndex's test); lo == hi when none is.
+// Along a row, X grows with x, X*r0 is monotone (up for r0 >= 0, down
+// otherwise), and each later step (adding the row's share, fma32,
+// unnormalize's float32 and float64 steps) is a correctly rounded
+// monotone operation of it; so each coordinate is monotone in x, each of
+// its two bounds holds on a prefix or a suffix of the row, and bisection
+// finds where, with the test itself at every probe.
+func (g *affineGrid) span(r gridRow, w, h, ow int) (lo, hi int) {
+	lo, hi = 0, ow
+	for axis := range 2 {
+		n, up := w, g.r0x >= 0
+		if axis == 1 {
+			n, up = h, g.r0y >= 0
+		}
+		coord := func(x int) float32 {
+			ix, iy := g.at(x, r)
+			if axis == 1 {
+				return iy
+			}
+			return ix
+		}
+		above := func(x int) bool { return coord(x) >= -0.5 }
+		below := func(x int) bool {
+			v := coord(x)
+			return v <= float32(n)-0.5 && int(roundEven32(v)) < n
+		}
+		if up { // above holds on a suffix, below on a prefix
+			lo = max(lo, sort.Search(ow, above))
+			hi = min(hi, sort.Search(ow, func(x int) bool { return !below(x) }))
+		} else { // above on a prefix, below on a suffix
+			hi = min(hi, sort.Search(ow, func(x int) bool { return !above(x) }))
+			lo = max(lo, sort.Search(ow, below))
+		}
+	}
+	if lo > hi {
+		lo = hi
+	}
+	return lo, hi
 }
 
 // RotateExpandIndex is rotate_mask(expand=True) of a w x h canvas of

@@ -2,7 +2,9 @@ package kernels
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -335,5 +337,199 @@ func BenchmarkFillRuns(b *testing.B) {
 			}
 			b.ReportMetric(float64(4+4*len(runs)+len(vals)), "block-bytes")
 		})
+	}
+}
+
+// canvasIndexRef is CanvasIndex a pixel at a time, as it was first
+// written: the reference its row-wise version is checked against.
+func canvasIndexRef(dst, base []int32, bw, srcW int, ys, xs []int32) []int32 {
+	dst = dst[:0]
+	for _, y := range ys {
+		for _, x := range xs {
+			var i int32
+			switch {
+			case y < 0 || x < 0:
+				i = min(y, x)
+			case len(base) > 0:
+				i = base[int(y)*bw+int(x)]
+			default:
+				i = y*int32(srcW) + x
+			}
+			dst = append(dst, i)
+		}
+	}
+	return dst
+}
+
+// affineIndexToRef is affineIndexTo a pixel at a time (the grid's point,
+// the bounds test, the rounding), as it was first written: the reference
+// its spans are checked against.
+func affineIndexToRef(idx []int32, w, h int, g affineGrid, ow, oh int, fill int32, tmp []int32) []int32 {
+	fw, fh := float32(w)-0.5, float32(h)-0.5
+	for y := 0; y < oh; y++ {
+		r := g.row(y)
+		for x := 0; x < ow; x++ {
+			ix, iy := g.at(x, r)
+			v := fill
+			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
+				if xi, yi := int(roundEven32(ix)), int(roundEven32(iy)); xi < w && yi < h {
+					v = idx[yi*w+xi]
+				}
+			}
+			tmp = append(tmp, v)
+		}
+	}
+	return tmp
+}
+
+// TestIndexSpansMatchPixels: CanvasIndex and the turned index (rotate,
+// expand or not, and affine, through affineIndexTo's spans) give the
+// per-pixel references' every entry, over random angles, centres,
+// scales, shears and sizes, and the degenerate ones: multiples of 90
+// degrees with and without a centre, 1-pixel canvases, a zero scale, huge
+// and NaN matrices (the per-pixel path), and grids both below and above
+// torchBLASPoints (the unfused and fused orders).
+func TestIndexSpansMatchPixels(t *testing.T) {
+	r := rand.New(rand.NewPCG(46, 11))
+	sizes := func() (int, int) {
+		switch r.IntN(6) {
+		case 0:
+			return 1, 1 + r.IntN(40)
+		case 1:
+			return 1 + r.IntN(40), 1
+		case 2:
+			return 1 + r.IntN(8), 1 + r.IntN(8) // unfused grids among them
+		case 3:
+			n := 1 + r.IntN(120)
+			return n, n
+		default:
+			return 1 + r.IntN(150), 1 + r.IntN(150)
+		}
+	}
+	angles := []float64{0, 90, 180, 270, -90, 360, 450, -180, 45, 17, 33.3, -147, 1e-7, 89.9999999, math.NaN(), math.Inf(1), 1e30}
+	for trial := range 3000 {
+		w, h := sizes()
+		// The canvas index through random maps (fills of two steps, a
+		// base or none), against the per-pixel reference.
+		srcW, srcH := 1+r.IntN(20), 1+r.IntN(20)
+		ys, xs := make([]int32, h), make([]int32, w)
+		for i := range ys {
+			ys[i] = int32(r.IntN(srcH))
+			if r.IntN(5) == 0 {
+				ys[i] = FillCode(r.IntN(2), byte(r.IntN(256)))
+			}
+		}
+		for i := range xs {
+			xs[i] = int32(r.IntN(srcW))
+			if r.IntN(5) == 0 {
+				xs[i] = FillCode(r.IntN(2), byte(r.IntN(256)))
+			}
+		}
+		var base []int32
+		bw := 0
+		if trial%3 == 0 {
+			bw = srcW
+			base = make([]int32, srcW*srcH)
+			for i := range base {
+				base[i] = int32(r.IntN(1000)) - 100
+			}
+		}
+		want := canvasIndexRef(nil, base, bw, srcW, ys, xs)
+		got := CanvasIndex(make([]int32, r.IntN(3)), base, bw, srcW, ys, xs)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: CanvasIndex of %dx%d differs from the per-pixel one", trial, w, h)
+		}
+		idx := make([]int32, w*h)
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		fill := FillCode(3, byte(r.IntN(256)))
+		center := [2]float64{r.Float64()*float64(w+4) - 2, r.Float64()*float64(h+4) - 2}
+		hasCenter := r.IntN(2) == 0
+		var m [6]float64
+		switch trial % 3 {
+		case 0:
+			angle := angles[r.IntN(len(angles))]
+			if r.IntN(2) == 0 {
+				angle = r.Float64()*720 - 360
+			}
+			m = inverseAffine(w, h, center, hasCenter, -pyMod(angle, 360), [2]float64{}, 1, [2]float64{})
+		case 1:
+			scale := 0.05 + r.Float64()*3
+			if r.IntN(10) == 0 {
+				scale = []float64{0, 1e-30, 1e30, math.Inf(1), math.NaN()}[r.IntN(5)]
+			}
+			m = inverseAffine(w, h, center, hasCenter, r.Float64()*360-180, [2]float64{r.Float64()*40 - 20, r.Float64()*40 - 20}, scale,
+				[2]float64{r.Float64()*90 - 45, r.Float64()*90 - 45})
+		default: // any matrix, huge and NaN entries among them
+			for i := range m {
+				m[i] = r.Float64()*4 - 2
+				switch r.IntN(12) {
+				case 0:
+					m[i] = 0
+				case 1:
+					m[i] = math.Ldexp(r.Float64()-0.5, 90+r.IntN(60))
+				case 2:
+					m[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat32, -math.MaxFloat32}[r.IntN(5)]
+				case 3:
+					m[i] *= float64(r.IntN(2000))
+				}
+			}
+		}
+		ow, oh := w, h
+		if r.IntN(3) == 0 { // an expand's output of another size
+			ow, oh = 1+r.IntN(2*w+3), 1+r.IntN(2*h+3)
+		}
+		g := newAffineGridTo(&m, w, h, ow, oh)
+		prefix := []int32{-7, -8}
+		wantT := affineIndexToRef(idx, w, h, g, ow, oh, fill, slices.Clone(prefix))
+		gotT := affineIndexTo(idx, w, h, g, ow, oh, fill, slices.Clone(prefix))
+		if !slices.Equal(gotT, wantT) {
+			for i := range wantT {
+				if gotT[i] != wantT[i] {
+					t.Fatalf("trial %d: %dx%d -> %dx%d by %v: entry %d (row %d) is %d, the per-pixel one %d",
+						trial, w, h, ow, oh, m, i-2, (i-2)/ow, gotT[i], wantT[i])
+				}
+			}
+			t.Fatalf("trial %d: %d entries, want %d", trial, len(gotT), len(wantT))
+		}
+	}
+}
+
+// TestFmaRowIsFma32: fmaRow's shortcut gives fma32's bits, over random
+// float32s of every size and over ones of few significant bits, whose
+// float64 sums land on a float32's midpoint (the case the shortcut leaves
+// to fma32's steps) and next to one.
+func TestFmaRowIsFma32(t *testing.T) {
+	r := rand.New(rand.NewPCG(46, 13))
+	f := func() float32 {
+		var v float64
+		if r.IntN(2) == 0 { // few bits: exact sums, midpoints
+			v = math.Ldexp(float64(r.IntN(1<<12)), r.IntN(40)-30)
+		} else {
+			v = math.Ldexp(r.Float64(), r.IntN(80)-40)
+		}
+		if r.IntN(2) == 0 {
+			v = -v
+		}
+		return float32(v)
+	}
+	mids := 0
+	for range 2_000_000 {
+		a, b, c := f(), f(), f()
+		if r.IntN(4) == 0 { // c a float32 next to a*b's midpoints
+			c = float32(-float64(a) * float64(b) * (1 + math.Ldexp(float64(r.IntN(3)-1), -24)))
+		}
+		p := float64(float64(a) * float64(b))
+		s := p + float64(c)
+		if math.Float64bits(s)&(1<<29-1) == 1<<28 {
+			mids++
+		}
+		if got, want := fmaRow(p, c), fma32(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("fmaRow(%g*%g, %g) = %g, fma32 %g", a, b, c, got, want)
+		}
+	}
+	if mids < 100 {
+		t.Fatalf("only %d sums on a float32's midpoint: the shortcut's other side is barely tried", mids)
 	}
 }
