@@ -294,7 +294,7 @@ func AffineIndex(idx []int32, w, h int, a *AffineParams, fill int32, tmp []int32
 // that is outside. It returns the moved index (tmp's room) and idx's room
 // for the next scratch.
 func affineIndex(idx []int32, w, h int, m *[6]float64, fill int32, tmp []int32) ([]int32, []int32) {
-	return affineIndexTo(idx, w, h, newAffineGrid(m, w, h), w, h, fill, tmp[:0]), idx
+	return affineIndexTo(idx, nil, w, h, newAffineGrid(m, w, h), w, h, fill, tmp[:0]), idx
 }
 
 // affineIndexTo appends to tmp the ow x oh output of affineIndex over the
@@ -306,7 +306,10 @@ func affineIndex(idx []int32, w, h int, m *[6]float64, fill int32, tmp []int32) 
 // is sampled without the test. A grid whose arithmetic could overflow to
 // an infinity or a NaN (and so not be monotone) is sampled a pixel at a
 // time, as is any other.
-func affineIndexTo(idx []int32, w, h int, g affineGrid, ow, oh int, fill int32, tmp []int32) []int32 {
+//
+// With maps c (not nil), the source is the canvas index c makes (w x h),
+// read through them where a point lands, not made first (idx unused).
+func affineIndexTo(idx []int32, c *CanvasMaps, w, h int, g affineGrid, ow, oh int, fill int32, tmp []int32) []int32 {
 	at, n := len(tmp), ow*oh
 	tmp = slices.Grow(tmp, n)[:at+n]
 	out := tmp[at:]
@@ -314,7 +317,7 @@ func affineIndexTo(idx []int32, w, h int, g affineGrid, ow, oh int, fill int32, 
 		for y := range oh {
 			r := g.row(y)
 			for x := range ow {
-				out[y*ow+x] = indexAt(idx, w, h, &g, x, r, fill)
+				out[y*ow+x] = indexAt(idx, c, w, h, &g, x, r, fill)
 			}
 		}
 		return tmp
@@ -343,7 +346,7 @@ func affineIndexTo(idx []int32, w, h int, g affineGrid, ow, oh int, fill int32, 
 			for b := range nb {
 				lo, hi := max(spans[b][0], x0), min(spans[b][1], x0+tile)
 				if lo < hi {
-					g.sampleSpan(out[(y0+b)*ow:(y0+b+1)*ow], idx, w, rows[b], lo, hi)
+					g.sampleSpan(out[(y0+b)*ow:(y0+b+1)*ow], idx, c, w, rows[b], lo, hi)
 				}
 			}
 		}
@@ -353,11 +356,11 @@ func affineIndexTo(idx []int32, w, h int, g affineGrid, ow, oh int, fill int32, 
 
 // sampleSpan sets o[lo:hi], pixels of the row r whose points are all
 // inside the w-column source (span), to the index at each point.
-func (g *affineGrid) sampleSpan(o, idx []int32, w int, r gridRow, lo, hi int) {
+func (g *affineGrid) sampleSpan(o, idx []int32, c *CanvasMaps, w int, r gridRow, lo, hi int) {
 	if !g.fused {
 		for x := lo; x < hi; x++ {
 			ix, iy := g.at(x, r)
-			o[x] = idx[int(roundEven32(iy))*w+int(roundEven32(ix))]
+			o[x] = c.pick(idx, w, int(roundEven32(iy)), int(roundEven32(ix)))
 		}
 		return
 	}
@@ -376,19 +379,88 @@ func (g *affineGrid) sampleSpan(o, idx []int32, w int, r gridRow, lo, hi int) {
 		}
 		gx, gy := float32(float32(sx)+g.r2x), float32(float32(sy)+g.r2y)
 		ix, iy := unnormalize(gx, g.halfW), unnormalize(gy, g.halfH)
-		o[x] = idx[int(roundEven32(iy))*w+int(roundEven32(ix))]
+		yi, xi := int(roundEven32(iy)), int(roundEven32(ix))
+		if c == nil {
+			o[x] = idx[yi*w+xi]
+		} else {
+			o[x] = c.at(yi, xi)
+		}
 		X++
 	}
 }
 
 // indexAt is affineIndex's output pixel x of the grid's row r: the index
 // at its point, rounded half to even, or fill where that is outside.
-func indexAt(idx []int32, w, h int, g *affineGrid, x int, r gridRow, fill int32) int32 {
+func indexAt(idx []int32, c *CanvasMaps, w, h int, g *affineGrid, x int, r gridRow, fill int32) int32 {
 	ix, iy := g.at(x, r)
 	if inside(ix, w) && inside(iy, h) {
-		return idx[int(roundEven32(iy))*w+int(roundEven32(ix))]
+		return c.pick(idx, w, int(roundEven32(iy)), int(roundEven32(ix)))
 	}
 	return fill
+}
+
+// CanvasMaps are the maps CanvasIndex makes a canvas index of: its
+// arguments base, bw, srcW, ys and xs.
+type CanvasMaps struct {
+	Base     []int32
+	BW, SrcW int
+	Ys, Xs   []int32
+}
+
+// at is the canvas index' entry at row yi, column xi, as CanvasIndex
+// makes it.
+func (c *CanvasMaps) at(yi, xi int) int32 {
+	y, x := c.Ys[yi], c.Xs[xi]
+	switch {
+	case y < 0 || x < 0:
+		return min(y, x)
+	case len(c.Base) > 0:
+		return c.Base[int(y)*c.BW+int(x)]
+	}
+	return y*int32(c.SrcW) + x
+}
+
+// pick is the entry at row yi, column xi of the w-column canvas index idx,
+// or, with maps c (not nil), of the one they make.
+func (c *CanvasMaps) pick(idx []int32, w, yi, xi int) int32 {
+	if c == nil {
+		return idx[yi*w+xi]
+	}
+	return c.at(yi, xi)
+}
+
+// RotateMapsIndex is CanvasIndex of the maps c (in spare's room) moved by
+// RotateIndex, or RotateExpandIndex with expand: the moved index, its
+// size and the room for scratch. Where the turn samples through a grid
+// (not one of the fast paths of a multiple of 90 degrees about the
+// canvas' centre) the canvas index is not made: the grid reads it
+// through the maps where its points land.
+func RotateMapsIndex(c *CanvasMaps, spare []int32, angle float64, center [2]float64, hasCenter, expand bool, fill int32, tmp []int32) ([]int32, int, int, []int32) {
+	w, h := len(c.Xs), len(c.Ys)
+	a := pyMod(angle, 360)
+	if !hasCenter && (a == 0 || a == 90 || a == 180 || a == 270) {
+		idx := CanvasIndex(spare, c.Base, c.BW, c.SrcW, c.Ys, c.Xs)
+		if expand {
+			return RotateExpandIndex(idx, w, h, angle, center, hasCenter, fill, tmp)
+		}
+		idx, tmp = RotateIndex(idx, w, h, angle, center, hasCenter, fill, tmp)
+		return idx, w, h, tmp
+	}
+	ow, oh := w, h
+	if expand {
+		ow, oh = RotatedSize(w, h, angle, center, hasCenter)
+	}
+	m := inverseAffine(w, h, center, hasCenter, -a, [2]float64{}, 1, [2]float64{})
+	return affineIndexTo(nil, c, w, h, newAffineGridTo(&m, w, h, ow, oh), ow, oh, fill, tmp[:0]), ow, oh, spare
+}
+
+// AffineMapsIndex is CanvasIndex of the maps c moved by AffineIndex,
+// without making the canvas index (RotateMapsIndex): the moved index and
+// the room for scratch (spare, unused).
+func AffineMapsIndex(c *CanvasMaps, spare []int32, a *AffineParams, fill int32, tmp []int32) ([]int32, []int32) {
+	w, h := len(c.Xs), len(c.Ys)
+	m := inverseAffine(w, h, a.Center, a.HasCenter, a.Angle, [2]float64{a.TX, a.TY}, a.Scale, [2]float64{a.ShearX, a.ShearY})
+	return affineIndexTo(nil, c, w, h, newAffineGrid(&m, w, h), w, h, fill, tmp[:0]), spare
 }
 
 // inside is affineIndex's test of a point's coordinate v on an axis of n
@@ -519,7 +591,7 @@ func RotateExpandIndex(idx []int32, w, h int, angle float64, center [2]float64, 
 		return tmp, ow, oh, idx
 	}
 	m := inverseAffine(w, h, center, hasCenter, -a, [2]float64{}, 1, [2]float64{})
-	return affineIndexTo(idx, w, h, newAffineGridTo(&m, w, h, ow, oh), ow, oh, fill, tmp), ow, oh, idx
+	return affineIndexTo(idx, nil, w, h, newAffineGridTo(&m, w, h, ow, oh), ow, oh, fill, tmp), ow, oh, idx
 }
 
 // FillRuns appends to runs where the len(ys) x len(xs) canvas of the maps

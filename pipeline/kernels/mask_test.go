@@ -299,6 +299,21 @@ func BenchmarkMaskRuns(b *testing.B) {
 			idx = base
 		}
 	})
+	// The same turn read through the maps, the canvas index not made
+	// (RotateMapsIndex: what RotateMasks runs).
+	b.Run("index-maps", func(b *testing.B) {
+		var spare, moved, tmp []int32
+		c := CanvasMaps{SrcW: w, Ys: ys, Xs: xs}
+		want, _ := RotateIndex(CanvasIndex(nil, nil, 0, w, ys, xs), out, out, 17, [2]float64{}, false, FillCode(1, 0), nil)
+		b.SetBytes(out * out)
+		for b.Loop() {
+			moved, _, _, spare = RotateMapsIndex(&c, spare, 17, [2]float64{}, false, false, FillCode(1, 0), tmp)
+			tmp = moved
+		}
+		if !slices.Equal(moved, want) {
+			b.Fatal("the maps' turned index is not the canvas index turned")
+		}
+	})
 	by, bx := AxisIdentity(nil, out), AxisIdentity(nil, out)
 	b.Run("turned", func(b *testing.B) {
 		var runs []uint32
@@ -483,7 +498,7 @@ func TestIndexSpansMatchPixels(t *testing.T) {
 		g := newAffineGridTo(&m, w, h, ow, oh)
 		prefix := []int32{-7, -8}
 		wantT := affineIndexToRef(idx, w, h, g, ow, oh, fill, slices.Clone(prefix))
-		gotT := affineIndexTo(idx, w, h, g, ow, oh, fill, slices.Clone(prefix))
+		gotT := affineIndexTo(idx, nil, w, h, g, ow, oh, fill, slices.Clone(prefix))
 		if !slices.Equal(gotT, wantT) {
 			for i := range wantT {
 				if gotT[i] != wantT[i] {
@@ -531,5 +546,72 @@ func TestFmaRowIsFma32(t *testing.T) {
 	}
 	if mids < 100 {
 		t.Fatalf("only %d sums on a float32's midpoint: the shortcut's other side is barely tried", mids)
+	}
+}
+
+// TestMapsIndexIsCanvasIndexMoved: RotateMapsIndex and AffineMapsIndex,
+// which read the canvas index through its maps, give CanvasIndex's index
+// moved by RotateIndex, RotateExpandIndex and AffineIndex, over random
+// maps (fills of two steps, a base or none) and turns, multiples of 90
+// degrees with and without a centre among them.
+func TestMapsIndexIsCanvasIndexMoved(t *testing.T) {
+	r := rand.New(rand.NewPCG(46, 17))
+	angles := []float64{0, 90, 180, 270, -90, 360, 450, 45, 17, -147, 1e-7, math.NaN()}
+	for trial := range 1500 {
+		w, h := 1+r.IntN(70), 1+r.IntN(70)
+		if trial%4 == 0 {
+			h = w
+		}
+		srcW, srcH := 1+r.IntN(30), 1+r.IntN(30)
+		c := CanvasMaps{SrcW: srcW, Ys: make([]int32, h), Xs: make([]int32, w)}
+		for i := range c.Ys {
+			c.Ys[i] = int32(r.IntN(srcH))
+			if r.IntN(5) == 0 {
+				c.Ys[i] = FillCode(r.IntN(2), byte(r.IntN(256)))
+			}
+		}
+		for i := range c.Xs {
+			c.Xs[i] = int32(r.IntN(srcW))
+			if r.IntN(5) == 0 {
+				c.Xs[i] = FillCode(r.IntN(2), byte(r.IntN(256)))
+			}
+		}
+		if trial%3 == 0 {
+			c.BW = srcW
+			c.Base = make([]int32, srcW*srcH)
+			for i := range c.Base {
+				c.Base[i] = int32(r.IntN(1000)) - 100
+			}
+		}
+		canvas := CanvasIndex(nil, c.Base, c.BW, c.SrcW, c.Ys, c.Xs)
+		fill := FillCode(3, byte(r.IntN(256)))
+		center := [2]float64{r.Float64() * float64(w), r.Float64() * float64(h)}
+		hasCenter := r.IntN(3) == 0
+		var want, got []int32
+		var ww, wh, gw, gh int
+		switch trial % 3 {
+		case 0, 1:
+			angle := angles[r.IntN(len(angles))]
+			if r.IntN(3) == 0 {
+				angle = r.Float64()*720 - 360
+			}
+			expand := trial%3 == 1
+			if expand {
+				want, ww, wh, _ = RotateExpandIndex(canvas, w, h, angle, center, hasCenter, fill, nil)
+			} else {
+				want, _ = RotateIndex(canvas, w, h, angle, center, hasCenter, fill, nil)
+				ww, wh = w, h
+			}
+			got, gw, gh, _ = RotateMapsIndex(&c, nil, angle, center, hasCenter, expand, fill, nil)
+		default:
+			a := AffineParams{Angle: r.Float64()*360 - 180, TX: r.Float64()*10 - 5, TY: r.Float64()*10 - 5, Scale: 0.2 + r.Float64()*2,
+				ShearX: r.Float64()*60 - 30, ShearY: r.Float64()*60 - 30, Center: center, HasCenter: hasCenter}
+			want, _ = AffineIndex(canvas, w, h, &a, fill, nil)
+			got, _ = AffineMapsIndex(&c, nil, &a, fill, nil)
+			ww, wh, gw, gh = w, h, w, h
+		}
+		if gw != ww || gh != wh || !slices.Equal(got, want) {
+			t.Fatalf("trial %d: %dx%d through the maps (%dx%d) differs from the canvas index moved (%dx%d)", trial, w, h, gw, gh, ww, wh)
+		}
 	}
 }

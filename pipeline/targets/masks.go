@@ -58,8 +58,9 @@ func (m *maskMaps) fill(v uint8) int32 {
 // RotateMasks moves the masks through a rotate step of angle about center
 // (the canvas' unless hasCenter), growing the canvas with expand (nearest,
 // fill where the canvas was not, as rotate_mask with the Mask's fill): the
-// maps so far made into a canvas index, moved by the step as a plane, the
-// base of identity maps.
+// maps so far made into a canvas index (or read as one where the step
+// samples through a grid: kernels.RotateMapsIndex), moved by the step as
+// a plane, the base of identity maps.
 func (t *Targets) RotateMasks(angle float64, center [2]float64, hasCenter, expand bool, fill uint8) {
 	m := &t.mm
 	w, h := len(m.xs), len(m.ys)
@@ -68,12 +69,9 @@ func (t *Targets) RotateMasks(angle float64, center [2]float64, hasCenter, expan
 		ow, oh = kernels.RotatedSize(w, h, angle, center, hasCenter)
 	}
 	m.canvasRoom(w*h, max(w*h, ow*oh))
-	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
-	if expand { // the canvas grows
-		idx, w, h, m.tmp = kernels.RotateExpandIndex(idx, w, h, angle, center, hasCenter, m.fill(fill), m.tmp)
-	} else {
-		idx, m.tmp = kernels.RotateIndex(idx, w, h, angle, center, hasCenter, m.fill(fill), m.tmp)
-	}
+	c := m.canvasMaps()
+	var idx []int32
+	idx, w, h, m.tmp = kernels.RotateMapsIndex(&c, m.spare, angle, center, hasCenter, expand, m.fill(fill), m.tmp)
 	t.turned(idx, w, h)
 }
 
@@ -83,8 +81,9 @@ func (t *Targets) AffineMasks(a *kernels.AffineParams, fill uint8) {
 	m := &t.mm
 	w, h := len(m.xs), len(m.ys)
 	m.canvasRoom(w*h, w*h)
-	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
-	idx, m.tmp = kernels.AffineIndex(idx, w, h, a, m.fill(fill), m.tmp)
+	c := m.canvasMaps()
+	var idx []int32
+	idx, m.tmp = kernels.AffineMapsIndex(&c, m.spare, a, m.fill(fill), m.tmp)
 	t.turned(idx, w, h)
 }
 
@@ -98,6 +97,12 @@ func (t *Targets) PerspectiveMasks(coeffs *[8]float32, fill uint8) {
 	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
 	idx, m.tmp = kernels.PerspectiveIndex(idx, w, h, coeffs, m.fill(fill), m.tmp)
 	t.turned(idx, w, h)
+}
+
+// canvasMaps are the maps the canvas index is made of: a turn reads it
+// through them (kernels.RotateMapsIndex) where it does not make it.
+func (m *maskMaps) canvasMaps() kernels.CanvasMaps {
+	return kernels.CanvasMaps{Base: m.base, BW: m.bw, SrcW: m.srcW, Ys: m.ys, Xs: m.xs}
 }
 
 // canvasRoom gives the canvas indexes' scratch (spare, the canvas index
