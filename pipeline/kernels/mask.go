@@ -368,18 +368,41 @@ func (g *affineGrid) sampleSpan(o, idx []int32, c *CanvasMaps, w int, r gridRow,
 	// rounds the same exact product), fmaRow's test inlined: its float64
 	// sum rounded once more where that is fma32's rounding, else
 	// fmaRow's other steps.
+	//
+	// Most points are not near a pixel's edge, and there the pixel is
+	// known without the float32 steps: each of them (X*r0, the fma, +r2,
+	// +1, unnormalize's float64 product and its float32 rounding) rounds
+	// to nearest, within 2^-24 of its result, so the point is within
+	// half*M*5*2^-24 + 2^-25 of t, the same sum in reals (M bounds the
+	// magnitudes summed: |X*r0| + |Y*r1| + |r2| + 1). t is made in
+	// float64 (its own error far below that), e (2^-20 of half*M, plus
+	// 2^-20) bounds both with room, and where all of [t-e, t+e] lies
+	// strictly inside one pixel's (k-0.5, k+0.5) the point rounds to k,
+	// ties and all; else (and left of pixel 0's centre, where int() is no
+	// floor) the float32 steps decide.
 	px, py := float64(float64(r.Y)*float64(g.r1x)), float64(float64(r.Y)*float64(g.r1y))
+	r0x, r0y, r2x, r2y := float64(g.r0x), float64(g.r0y), float64(g.r2x)+1, float64(g.r2y)+1
+	xm := max(math.Abs(float64(lo)-g.cx), math.Abs(float64(hi-1)-g.cx))
+	ex := float64(g.halfW*(float64(xm*math.Abs(r0x))+math.Abs(px)+math.Abs(float64(g.r2x))+1))*0x1p-20 + 0x1p-20
+	ey := float64(g.halfH*(float64(xm*math.Abs(r0y))+math.Abs(py)+math.Abs(float64(g.r2y))+1))*0x1p-20 + 0x1p-20
 	X := float32(float64(lo) - g.cx) // exact, as each X after it: |X| < 2^23
 	o = o[lo:hi]
 	for x := range o {
-		ax, ay := float32(X*g.r0x), float32(X*g.r0y)
-		sx, sy := px+float64(ax), py+float64(ay)
-		if !oneRounding(sx) || !oneRounding(sy) {
-			sx, sy = float64(fmaRow(px, ax)), float64(fmaRow(py, ay))
+		Xd := float64(X)
+		tx := float64(float64(float64(float64(Xd*r0x)+px)+r2x)*g.halfW) - 0.5
+		ty := float64(float64(float64(float64(Xd*r0y)+py)+r2y)*g.halfH) - 0.5
+		lx, ly := tx-ex+0.5, ty-ey+0.5
+		xi, yi := int(lx), int(ly) // floors where lx, ly > 0
+		if !(lx > 0 && ly > 0 && float64(xi) != lx && float64(yi) != ly && xi == int(tx+ex+0.5) && yi == int(ty+ey+0.5)) {
+			ax, ay := float32(X*g.r0x), float32(X*g.r0y)
+			sx, sy := px+float64(ax), py+float64(ay)
+			if !oneRounding(sx) || !oneRounding(sy) {
+				sx, sy = float64(fmaRow(px, ax)), float64(fmaRow(py, ay))
+			}
+			gx, gy := float32(float32(sx)+g.r2x), float32(float32(sy)+g.r2y)
+			ix, iy := unnormalize(gx, g.halfW), unnormalize(gy, g.halfH)
+			yi, xi = int(roundEven32(iy)), int(roundEven32(ix))
 		}
-		gx, gy := float32(float32(sx)+g.r2x), float32(float32(sy)+g.r2y)
-		ix, iy := unnormalize(gx, g.halfW), unnormalize(gy, g.halfH)
-		yi, xi := int(roundEven32(iy)), int(roundEven32(ix))
 		if c == nil {
 			o[x] = idx[yi*w+xi]
 		} else {
