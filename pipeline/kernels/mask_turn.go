@@ -188,8 +188,8 @@ func (g *affineGrid) sampleSpan(o, idx []int32, c *CanvasMaps, w int, r gridRow,
 	px, py := float64(float64(r.Y)*float64(g.r1x)), float64(float64(r.Y)*float64(g.r1y))
 	r0x, r0y, r2x, r2y := float64(g.r0x), float64(g.r0y), float64(g.r2x)+1, float64(g.r2y)+1
 	xm := max(math.Abs(float64(lo)-g.cx), math.Abs(float64(hi-1)-g.cx))
-	ex := float64(g.halfW*(float64(xm*math.Abs(r0x))+math.Abs(px)+math.Abs(float64(g.r2x))+1))*0x1p-20 + 0x1p-20
-	ey := float64(g.halfH*(float64(xm*math.Abs(r0y))+math.Abs(py)+math.Abs(float64(g.r2y))+1))*0x1p-20 + 0x1p-20
+	ex := float64(float64(g.halfW*(float64(xm*math.Abs(r0x))+math.Abs(px)+math.Abs(float64(g.r2x))+1))*0x1p-20) + 0x1p-20
+	ey := float64(float64(g.halfH*(float64(xm*math.Abs(r0y))+math.Abs(py)+math.Abs(float64(g.r2y))+1))*0x1p-20) + 0x1p-20
 	X := float32(float64(lo) - g.cx) // exact, as each X after it: |X| < 2^23
 	o = o[lo:hi]
 	for x := range o {
