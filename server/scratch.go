@@ -122,12 +122,22 @@ type dsSizes struct {
 	file int64
 }
 
-// datasetSizes is ds's sizes, walked once for each dataset (a pointer's:
-// the datasets a server holds are made once) and kept, so that a job
-// opened or registered on a Work stream costs no walk of the dataset.
+// datasetSizes is ds's sizes, walked once for each dataset the server
+// holds and kept, so that a job opened or registered on a Work stream
+// costs no walk of the dataset. A job's own mix of them (made per job) is
+// its parts' largest file, never kept: a cache of every job's mix would
+// grow with the jobs a client opens. A mix gives no image bound (it
+// gives none of its own), as before.
 func (s *Server) datasetSizes(ds pipeline.Dataset) dsSizes {
-	cache := ds != nil && reflect.TypeOf(ds).Kind() == reflect.Pointer
-	if cache {
+	if m, ok := ds.(*dataset.Mixed); ok {
+		var sz dsSizes
+		for _, p := range m.Parts() {
+			sz.file = max(sz.file, s.datasetSizes(p.DS).file)
+		}
+		return sz
+	}
+	held := s.holds(ds)
+	if held {
 		if v, ok := s.dsSizes.Load(ds); ok {
 			return v.(dsSizes)
 		}
@@ -137,10 +147,26 @@ func (s *Server) datasetSizes(ds pipeline.Dataset) dsSizes {
 		sz.w, sz.h = b.ImageBound()
 	}
 	sz.file = largestFile(ds)
-	if cache {
+	if held {
 		s.dsSizes.Store(ds, sz)
 	}
 	return sz
+}
+
+// holds says whether ds is one of the datasets the server was given
+// (compared only as pointers of one type: another dynamic type's ==
+// could panic).
+func (s *Server) holds(ds pipeline.Dataset) bool {
+	t := reflect.TypeOf(ds)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return false
+	}
+	for _, d := range s.datasets {
+		if reflect.TypeOf(d) == t && d == ds {
+			return true
+		}
+	}
+	return false
 }
 
 // scratchNeed is what checkScratch holds a sample of j to for images of

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	jobpkg "github.com/stoker-dev/stoker/server/internal/job"
@@ -432,4 +433,43 @@ func refusedEpoch(t *testing.T, e *testEnv, job *pb.OpenJob, what string) []stri
 		t.Fatalf("no sample errors, stream end %v: want the samples refused their %s", err, what)
 	}
 	return msgs
+}
+
+// TestDatasetSizesKeepsHeldOnly: the open-time check's sizes are kept for
+// the datasets the server holds, and a job's own mix of them (made per
+// job) is computed from its parts and never kept, so that opening jobs
+// over mixes does not grow the server's memory job by job.
+func TestDatasetSizesKeepsHeldOnly(t *testing.T) {
+	a, err := dataset.OpenImageFolder(makeDataset(t, []string{"a", "b"}, 3, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dataset.OpenImageFolder(makeDataset(t, []string{"x"}, 2, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{datasets: map[string]pipeline.Dataset{"a": a, "b": b}}
+	want := max(s.datasetSizes(a).file, s.datasetSizes(b).file)
+	if want <= 0 {
+		t.Fatalf("largest file %d: want the ImageFolders' sizes known", want)
+	}
+	for range 50 {
+		m, err := dataset.NewMixed([]dataset.MixPart{{Name: "a", DS: a, Weight: 1}, {Name: "b", DS: b, Weight: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.datasetSizes(m).file; got != want {
+			t.Fatalf("a mix's largest file %d, want its parts' %d", got, want)
+		}
+	}
+	other, err := dataset.OpenImageFolder(makeDataset(t, []string{"z"}, 1, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.datasetSizes(other)
+	n := 0
+	s.dsSizes.Range(func(any, any) bool { n++; return true })
+	if n != 2 {
+		t.Fatalf("%d datasets' sizes kept after 50 mixes and one dataset not held: want the 2 held", n)
+	}
 }

@@ -84,7 +84,7 @@ type Server struct {
 	// removes theirs.
 	tokenStreams tokenStreams
 
-	// dsSizes caches each dataset's largest image and file for the
+	// dsSizes caches each held dataset's largest image and file for the
 	// open-time scratch check (scratch.go's datasetSizes).
 	dsSizes sync.Map
 }

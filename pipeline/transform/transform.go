@@ -167,7 +167,7 @@ func NewTransform(layout Layout, ops ...optab.Op) (*Transform, error) {
 	return NewTransformBound(layout, [2]int{}, ops...)
 }
 
-// newTransform is NewTransform under a bound (bound.go).
+// newTransform is NewTransform under a bound (lsj.go, the bound).
 func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op) (*Transform, error) {
 	t := &Transform{ops: cloneOps(ops), layout: layout, bound: bound, boundFrom: boundFrom}
 	if err := checkBoundArg(bound); err != nil {
@@ -308,7 +308,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		// growRotate wants a Resize((h, w)) or CenterCrop after them.
 		t.geom, t.whole, t.vary, t.varyGeom, t.outW, t.outH = CropResize, true, true, true, 1, 1
 	case t.bound != [2]int{} && !slices.ContainsFunc(t.ops, func(op optab.Op) bool { return optab.Lookup(op.Kind) != nil && optab.Lookup(op.Kind).Geometry }):
-		// no geometry: the image whole at its own size (bound.go)
+		// no geometry: the image whole at its own size (lsj.go, the bound)
 		t.own = true
 		if err := t.boundSize(""); err != nil {
 			return nil, err
