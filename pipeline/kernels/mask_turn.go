@@ -183,8 +183,8 @@ func (g *affineGrid) sampleSpan(o, idx []int32, c *CanvasMaps, w int, r gridRow,
 	// float64 (its own error far below that), e (2^-20 of half*M, plus
 	// 2^-20) bounds both with room, and where all of [t-e, t+e] lies
 	// strictly inside one pixel's (k-0.5, k+0.5) the point rounds to k,
-	// ties and all; else (and left of pixel 0's centre, where int() is no
-	// floor) the float32 steps decide.
+	// ties and all; else (and within e of pixel 0's outer edge, where
+	// int() is no floor) the float32 steps decide.
 	px, py := float64(float64(r.Y)*float64(g.r1x)), float64(float64(r.Y)*float64(g.r1y))
 	r0x, r0y, r2x, r2y := float64(g.r0x), float64(g.r0y), float64(g.r2x)+1, float64(g.r2y)+1
 	xm := max(math.Abs(float64(lo)-g.cx), math.Abs(float64(hi-1)-g.cx))
