@@ -65,7 +65,7 @@ def test_make_bench_detection_runs_every_preset() -> None:
     out = subprocess.run(["make", "-n", "bench-detection", "DET_N=3"], cwd=REPO, capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert "mkdata --coco --yolo --out out/bench-det-640-3.tmp --n 3 --max-side 640 --instances 7" in out
-    assert "for t in detr ssdlite lsj yolo; do" in out
+    assert "for t in detr ssdlite lsj segref ssd yolo; do" in out
     assert "bench/detcompare.py --stoker bin/stoker --data out/bench-det-640-3 --transform $t" in out
 
 
