@@ -170,30 +170,13 @@ func (t *Transform) segPlan(p *SamplePlan, k det.Key) error {
 	}
 	op := t.rcrop
 	ch, cw := op.Size[0], op.Size[1]
-	l, tp, r, b := op.Padding[0], op.Padding[1], op.Padding[2], op.Padding[3]
-	ph, pw := H+pb+tp+b, W+pr+l+r
-	if op.PadIfNeeded {
-		if ph < ch {
-			d := ch - ph
-			tp, b, ph = tp+d, b+d, ph+2*d
-		}
-		if pw < cw {
-			d := cw - pw
-			l, r, pw = l+d, r+d, pw+2*d
-		}
-	}
+	pad, ph, pw := cropPadding(op, H+pb, W+pr)
+	l, tp, r, b := pad[0], pad[1], pad[2], pad[3]
 	if ph < ch || pw < cw {
 		return fmt.Errorf("%w: image %dx%d, resized to %dx%d and padded to %dx%d, is smaller than the %dx%d crop (a PadIfSmaller of the crop's size before the RandomCrop, or its pad_if_needed=True, pads it)",
 			errs.Unsupported, p.SrcW, p.SrcH, W, H, pw, ph, cw, ch)
 	}
-	rng := k.Stream(streamSegCrop)
-	top, left := 0, 0
-	if ph > ch {
-		top = rng.Intn(ph - ch + 1)
-	}
-	if pw > cw {
-		left = rng.Intn(pw - cw + 1)
-	}
+	top, left := cropAt(k.Stream(streamSegCrop), ph, pw, ch, cw)
 	p.segPad = [2]int{pr, pb}
 	p.rcPad, p.rcCrop, p.RCTop, p.RCLeft = [4]int{l, tp, r, b}, ph > ch || pw > cw, top, left
 	p.RCFill = op.Fill

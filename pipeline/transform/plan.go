@@ -13,6 +13,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
@@ -333,30 +334,13 @@ func (t *Transform) randomCrop(p *SamplePlan, k det.Key) error {
 	op := t.rcrop
 	ch, cw := op.Size[0], op.Size[1]
 	pre, _ := t.prePad(p) // the Pad's or the RandomZoomOut's
-	l, tp, r, b := op.Padding[0], op.Padding[1], op.Padding[2], op.Padding[3]
-	ph, pw := p.SrcH+pre[1]+pre[3]+tp+b, p.SrcW+pre[0]+pre[2]+l+r
-	if op.PadIfNeeded {
-		if ph < ch {
-			d := ch - ph
-			tp, b, ph = tp+d, b+d, ph+2*d
-		}
-		if pw < cw {
-			d := cw - pw
-			l, r, pw = l+d, r+d, pw+2*d
-		}
-	}
+	pad, ph, pw := cropPadding(op, p.SrcH+pre[1]+pre[3], p.SrcW+pre[0]+pre[2])
+	l, tp, r, b := pad[0], pad[1], pad[2], pad[3]
 	if ph < ch || pw < cw {
 		return fmt.Errorf("%w: image %dx%d, padded to %dx%d, is smaller than the %dx%d crop (RandomCrop: pad_if_needed=True pads it, as torchvision's)",
 			errs.Unsupported, p.SrcW, p.SrcH, pw, ph, cw, ch)
 	}
-	rng := k.Stream(StreamCrop)
-	top, left := 0, 0
-	if ph > ch {
-		top = rng.Intn(ph - ch + 1)
-	}
-	if pw > cw {
-		left = rng.Intn(pw - cw + 1)
-	}
+	top, left := cropAt(k.Stream(StreamCrop), ph, pw, ch, cw)
 	p.rcPad, p.RCFill, p.rcCrop, p.RCTop, p.RCLeft = [4]int{l, tp, r, b}, op.Fill, ph > ch || pw > cw, top, left
 	if _, fill := t.prePad(p); (t.pad != nil || p.Zoomed) && p.rcPad == [4]int{} {
 		p.RCFill = fill // only the Pad or zoom pads (NewTransform: else the fills are equal)
@@ -444,4 +428,37 @@ func (t *Transform) padCenterCrop(p *SamplePlan) error {
 	p.RCFill = fill
 	p.padCrop(pad[0], pad[1], cw, ch, anchor(ph, ch), anchor(pw, cw))
 	return nil
+}
+
+// cropPadding is a RandomCrop's padding of an image of h x w (after any
+// padding before it): its padding, then pad_if_needed's difference on
+// both sides of a side still short of the crop, as torchvision's
+// make_params; and the padded size.
+func cropPadding(op *optab.Op, h, w int) (pad [4]int, ph, pw int) {
+	ch, cw := op.Size[0], op.Size[1]
+	l, tp, r, b := op.Padding[0], op.Padding[1], op.Padding[2], op.Padding[3]
+	ph, pw = h+tp+b, w+l+r
+	if op.PadIfNeeded {
+		if ph < ch {
+			d := ch - ph
+			tp, b, ph = tp+d, b+d, ph+2*d
+		}
+		if pw < cw {
+			d := cw - pw
+			l, r, pw = l+d, r+d, pw+2*d
+		}
+	}
+	return [4]int{l, tp, r, b}, ph, pw
+}
+
+// cropAt draws a RandomCrop's top, then left, uniform where the padded
+// ph x pw image is larger than the ch x cw crop (torch.randint's).
+func cropAt(rng det.RNG, ph, pw, ch, cw int) (top, left int) {
+	if ph > ch {
+		top = rng.Intn(ph - ch + 1)
+	}
+	if pw > cw {
+		left = rng.Intn(pw - cw + 1)
+	}
+	return top, left
 }
