@@ -19,7 +19,6 @@ crop, clamp and pad."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -33,7 +32,7 @@ from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as F
 
 import stoker
-from stats import Checks, compare_values, in_band, json_lines
+from stats import Checks, compare_values, in_band, ops_draw
 from stoker import transforms as T
 from stoker.v1 import stoker_pb2 as pb
 from test_targets import N, coco_sources, det, replay, server  # noqa: F401 (the fixtures)
@@ -178,12 +177,8 @@ DRAWS = 20000
 
 def stoker_draws(stoker_bin: Path, ops: List[pb.Op], seed: int, source: Tuple[int, int]) -> List[Dict[str, Any]]:
     js = json_format.MessageToJson(pb.TransformSpec(ops=ops), indent=None)
-    r = subprocess.run([str(stoker_bin), "ops", "draw", "--spec", js, "--n", str(DRAWS), "--seed", str(seed),
-                        "--source", f"{source[0]}x{source[1]}"], capture_output=True, text=True, timeout=600,
-                       stdin=subprocess.DEVNULL, check=True)
     out = []
-    for trace in json_lines(r.stdout):
-        steps = dict((s, a) for s, a in trace)
+    for steps in ops_draw(stoker_bin, js, DRAWS, seed, source):
         out.append({"size": tuple(steps["resize"]["size"]) if "resize" in steps else None,
                     "top": steps["fixed_size_crop"]["top"], "left": steps["fixed_size_crop"]["left"]})
     assert len(out) == DRAWS

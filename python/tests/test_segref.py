@@ -29,7 +29,7 @@ from torchvision.transforms import v2 as tv2
 from torchvision.transforms.v2 import functional as F
 
 import stoker
-from stats import Checks, compare_values, in_band, json_lines
+from stats import Checks, compare_values, in_band, ops_draw
 from stoker import transforms as T
 from stoker._errors import StokerError
 from stoker.v1 import stoker_pb2 as pb
@@ -136,12 +136,8 @@ DRAWS = 20000
 
 def stoker_draws(stoker_bin: Path, ops: List[pb.Op], seed: int, source: Tuple[int, int]) -> List[Dict[str, Any]]:
     js = json_format.MessageToJson(pb.TransformSpec(ops=ops), indent=None)
-    r = subprocess.run([str(stoker_bin), "ops", "draw", "--spec", js, "--n", str(DRAWS), "--seed", str(seed),
-                        "--source", f"{source[0]}x{source[1]}"], capture_output=True, text=True, timeout=600,
-                       stdin=subprocess.DEVNULL, check=True)
     out = []
-    for trace in json_lines(r.stdout):
-        steps = dict((s, a) for s, a in trace)
+    for steps in ops_draw(stoker_bin, js, DRAWS, seed, source):
         crop = steps.get("crop", {"top": 0, "left": 0})
         out.append({"short": min(steps["resize"]["size"]), "flip": int("horizontal_flip" in steps),
                     "top": crop["top"], "left": crop["left"], "pad": tuple(steps.get("pad", {"padding": [0] * 4})["padding"])})
