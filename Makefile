@@ -77,7 +77,7 @@ APT_NO_RECOMMENDS = $(if $(APT_TEST),,--no-install-recommends)
 APT_ARM64_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross libjpeg62-turbo-dev:arm64 libpng-dev:arm64 \
 	libwebp-dev:arm64 zlib1g-dev:arm64 qemu-user
 
-.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build static gpuhost test test-go test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
+.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build static gpuhost test test-go test-go-race test-go-once test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
@@ -220,8 +220,7 @@ GO_TEST_TIMEOUT ?= 30m
 # or the pipeline's exactSerialTest(t), which skip it under -race; test-go
 # runs them once more, without -race: every test runs once. The
 # pipeline's and pipeline/kernels/cv's exactTest run their tests in
-# parallel with the others (they are CPU-bound and independent; this run has the
-# machine to itself).
+# parallel with the others (they are CPU-bound and independent).
 EXACT_AWK := /^func / { n = "" } /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\texact(Serial)?Test[(]t[)]/ && n != "" { print n }
 EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
 EXACT_KERNEL_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/*_test.go | paste -sd'|')
@@ -253,9 +252,13 @@ NOCGO_SKIP = $(shell awk '$(TEST_NAMES_AWK)' $(NOCGO_SAME:%=pipeline/%_test.go) 
 
 # deploy/ is a module of its own (its tests need the Kubernetes modules,
 # which the binary's module does not require): ./... does not reach it.
-test-go: stores ## Go tests (-race) of the module and of deploy/, the pipeline's exactness tests without -race, its pure-Go tests, and the arm64 build (pure Go)
+test-go: test-go-race test-go-once ## Go tests: test-go-race, then test-go-once
+
+test-go-race: stores ## Go tests (-race) of the module and of deploy/
 	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 	cd deploy && go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
+
+test-go-once: stores ## the Go tests that run once without -race: the pipeline's exactness tests, the server's CPU shares, internal/fmacheck, the pure-Go pipeline, and the arm64 build (pure Go)
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_TESTS))$$' ./pipeline/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_KERNEL_TESTS))$$' ./pipeline/kernels/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CV_TESTS))$$' ./pipeline/kernels/cv/ </dev/null
@@ -302,7 +305,16 @@ test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null
 
-test: setup lint check-generate test-go test-python ## every test: lint, generated code, Go, Python
+# make test runs its three long parts side by side, two at a time (-j2):
+# the Python suite (the longest, started first), the Go tests under -race,
+# then the Go tests that run once without it. Each alone leaves much of a
+# 2-core machine idle (the suite waits on its servers; go test -race ./...
+# ends on cmd/stoker alone), so side by side the wall time follows the
+# CPU-seconds. Every test runs under load this way, as the tests must
+# hold anyway. Output is kept whole line by line (--output-sync=line):
+# a hung test's last lines are there when its timeout ends it.
+test: setup lint check-generate ## every test: lint, generated code, then the Python suite, test-go-race and test-go-once side by side (-j2)
+	@$(MAKE) --no-print-directory -j2 --output-sync=line test-python test-go-race test-go-once
 
 bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS cores, interleaved rounds (PHOTOS=ImageFolder, else generated; TRANSFORM=recipe; FORMAT=png|webp)
 	@if [ -n "$(PHOTOS)" ] && [ ! -d "$(PHOTOS)" ]; then echo "PHOTOS=$(PHOTOS) is not a directory"; exit 1; fi
