@@ -216,7 +216,9 @@ GO_TEST_TIMEOUT ?= 30m
 # against its reference, bytes against bytes, huge-file checksums), where
 # the race detector has nothing to find and costs 10 to 100 times the time.
 # Each calls exactTest(t) first (pipeline/helpers_test.go,
-# pipeline/kernels/kernels_test.go, pipeline/kernels/cv/exact_test.go),
+# pipeline/kernels/kernels_test.go, pipeline/kernels/cv/exact_test.go,
+# pipeline/codec's and pipeline/internal/heappeak's: the C heap's bound,
+# its PNGs and WebPs made in Go),
 # or the pipeline's exactSerialTest(t), which skip it under -race; test-go
 # runs them once more, without -race: every test runs once. The
 # pipeline's and pipeline/kernels/cv's exactTest run their tests in
@@ -225,7 +227,7 @@ EXACT_AWK := /^func / { n = "" } /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /
 EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
 EXACT_KERNEL_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/*_test.go | paste -sd'|')
 EXACT_CV_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/cv/*_test.go | paste -sd'|')
-EXACT_CODEC_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/codec/*_test.go pipeline/codec/index/*_test.go | paste -sd'|')
+EXACT_CODEC_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/codec/*_test.go pipeline/codec/index/*_test.go pipeline/internal/heappeak/*_test.go | paste -sd'|')
 # The server's CPU share measurements (shareTest: the race detector slows
 # the Go between a trainer's batches, not the attacks' C) run once, without
 # -race.
@@ -262,7 +264,7 @@ test-go-once: stores ## the Go tests that run once without -race: the pipeline's
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_TESTS))$$' ./pipeline/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_KERNEL_TESTS))$$' ./pipeline/kernels/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CV_TESTS))$$' ./pipeline/kernels/cv/ </dev/null
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CODEC_TESTS))$$' ./pipeline/codec/ ./pipeline/codec/index/ </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CODEC_TESTS))$$' ./pipeline/codec/ ./pipeline/codec/index/ ./pipeline/internal/heappeak/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(SHARE_TESTS))$$' ./server/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./internal/fmacheck/ </dev/null
 	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ ./pipeline/ops/ ./pipeline/policy/ </dev/null

@@ -16,6 +16,7 @@ import (
 // path and both decode modes (a flipped one is checked against
 // torchvision by python/tests/test_stop_epoch.py).
 func TestStopEpochPixels(t *testing.T) {
+	exactTest(t)
 	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +38,12 @@ func buildStatic(t *testing.T, dir string) string {
 	return makeBinary(t, "static", "STATIC_BIN", dir)
 }
 
+// makeMu makes the parallel image tests' builds one at a time: make
+// static and make gpuhost compile the same packages (-trimpath, tags that
+// change only internal/gpu's files), so the second finds the first's in
+// the go build cache, where side by side both would compile them.
+var makeMu sync.Mutex
+
 // makeBinary runs `make target VAR=dir/stoker` and returns the binary's
 // path: the image's own build step.
 func makeBinary(t *testing.T, target, binVar, dir string) string {
@@ -44,6 +51,8 @@ func makeBinary(t *testing.T, target, binVar, dir string) string {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Fatalf("the image's build is `make %s`, and there is no make: %v", target, err)
 	}
+	makeMu.Lock()
+	defer makeMu.Unlock()
 	bin := filepath.Join(dir, "stoker")
 	// A first build of these tags compiles every package again (the
 	// cloud SDKs among them), over ten minutes on a loaded 2-core

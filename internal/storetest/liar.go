@@ -384,10 +384,16 @@ func (s *LyingS3) listMany(w http.ResponseWriter, r *http.Request, prefix, after
 	if end < lies.ManyKeys {
 		bw.str(fmt.Sprintf("<NextContinuationToken>%d</NextContinuationToken>", end-1))
 	}
+	// Each key's element made in one buffer and written at once: a page
+	// is a thousand keys of up to a kilobyte, and the tests list
+	// hundreds of pages.
+	head, padding := "<Contents><Key>"+escapeXML(prefix)+"many/", bytes.Repeat([]byte{'k'}, pad)
+	var key []byte
 	for i := start; i < end; i++ {
-		bw.str(fmt.Sprintf("<Contents><Key>%smany/%08d", escapeXML(prefix), i))
-		bw.pad(int64(pad), 'k')
-		bw.str(fmt.Sprintf("</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified><ETag>&quot;%08d&quot;</ETag><Size>1000</Size></Contents>", i))
+		key = fmt.Appendf(append(key[:0], head...), "%08d", i)
+		key = append(key, padding...)
+		key = fmt.Appendf(key, "</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified><ETag>&quot;%08d&quot;</ETag><Size>1000</Size></Contents>", i)
+		bw.bytes(key)
 	}
 	bw.str("</ListBucketResult>")
 }
@@ -405,9 +411,20 @@ func (e *errWriter) str(s string) {
 	}
 }
 
-// pad writes n bytes of c, a chunk at a time.
+// bytes writes b, unless an earlier write failed.
+func (e *errWriter) bytes(b []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(b)
+	}
+}
+
+// pad writes n bytes of c, a chunk of at most 64 KiB at a time (no
+// larger than n: a short pad makes a short chunk).
 func (e *errWriter) pad(n int64, c byte) {
-	chunk := bytes.Repeat([]byte{c}, 64<<10)
+	if n <= 0 || e.err != nil {
+		return
+	}
+	chunk := bytes.Repeat([]byte{c}, int(min(n, 64<<10)))
 	for n > 0 && e.err == nil {
 		k := min(n, int64(len(chunk)))
 		_, e.err = e.w.Write(chunk[:k])

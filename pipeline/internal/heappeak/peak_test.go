@@ -20,8 +20,19 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
 	"github.com/stoker-dev/stoker/pipeline/internal/heappeak"
+	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
 	_ "golang.org/x/image/webp" // ParseHeader reads a WebP's size through image.DecodeConfig
 )
+
+// exactTest skips t under -race: a test that makes its files in Go
+// (image/png's deflate, pixel loops: most of its time, ten times slower
+// under -race) and counts the C heap on one goroutine, where the race
+// detector has nothing to find. make test-go runs it once more without
+// -race (the Makefile's EXACT_CODEC_TESTS, which names it).
+func exactTest(t *testing.T) {
+	t.Helper()
+	testkit.Exact(t)
+}
 
 // photos are the committed photos decoded (RGB), and a 2000x1500
 // picture of them scaled, so that the bound is held at a large size too.
@@ -178,6 +189,7 @@ func whole(w, h, outW, outH int) codec.Geometry {
 // at) is within the bound too and within what the heap saw. The ratios
 // are logged.
 func TestLibBytesBoundFormats(t *testing.T) {
+	exactTest(t)
 	pnames, imgs := photos(t)
 	s, err := codec.NewScratch()
 	if err != nil {
