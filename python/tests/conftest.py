@@ -283,3 +283,20 @@ def start_server(stoker_bin: Path, data_dirs: Dict[str, Path], tmp_path_factory:
     yield start
     for srv in started:
         srv.stop()
+
+
+@pytest.fixture(scope="session")
+def run_script(tmp_path_factory: pytest.TempPathFactory):
+    """``run_script(args, cwd=, env=, timeout=)`` runs `python ARGS` as a
+    user would, each in its own process, forked from one interpreter that
+    imported the examples' torch, torchvision, Lightning and Accelerate
+    once (forkrun.py); returns its returncode (None past the timeout),
+    stdout and stderr."""
+    from forkrun import ForkRunner
+
+    try:
+        runner = ForkRunner(tmp_path_factory.mktemp("forkrun"))
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    yield runner.run
+    runner.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -348,17 +347,18 @@ def test_targets_not_a_field() -> None:
 
 
 @pytest.mark.parametrize("args,steps", [([], 3), (["--transform", "detr"], 1), (["--transform", "frcnn"], 1)])
-def test_detection_example(server: str, args: List[str], steps: int) -> None:
+def test_detection_example(server: str, run_script, tmp_path: Path, args: List[str], steps: int) -> None:
     """examples/detection_train.py, as a user runs it: torchvision's Faster
     R-CNN trained 3 steps on the targets (CPU), every loss finite; with
     the detr preset (640x640), 1 step; with the frcnn preset (each image
-    its own size, as a list of views), 1 step."""
+    its own size, as a list of views), 1 step. In its own process
+    (conftest's run_script: forked from an interpreter that imported torch
+    and torchvision once)."""
     repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(repo / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    r = subprocess.run([sys.executable, str(repo / "examples" / "detection_train.py"), "--target", server, "--dataset",
-                        "coco", "--steps", str(steps), *args], env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                       text=True, timeout=600)
+    r = run_script([str(repo / "examples" / "detection_train.py"), "--target", server, "--dataset", "coco", "--steps",
+                    str(steps), *args], cwd=tmp_path, env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"trained {steps} steps" in r.stdout, r.stdout
     assert r.stdout.count(" boxes in 2 images)") == steps, r.stdout
