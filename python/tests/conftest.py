@@ -256,6 +256,39 @@ def server(stoker_bin: Path, data_dirs: Dict[str, Path], tmp_path_factory: pytes
 
 
 @pytest.fixture(scope="session")
+def targets_det(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """test_targets.py's detection set, `stoker mkdata --coco --yolo` of
+    test_targets.N images (seed 7), made once a session: the 16 modules
+    that import test_targets' det and server fixtures each made their own
+    copy and started their own server over it."""
+    from test_targets import N
+
+    out = tmp_path_factory.mktemp("det")
+    r = subprocess.run([str(stoker_bin), "mkdata", "--coco", "--yolo", "--out", str(out), "--n", str(N), "--seed", "7"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
+def targets_server(stoker_bin: Path, targets_det: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`stoker serve` over targets_det (coco and yolo: its images with each
+    annotation format; plain: the images without), once a session: each
+    test opens its own loaders, and none reads the server's log or status."""
+    log = tmp_path_factory.mktemp("log") / "server.log"
+    images = str(targets_det / "images" / "train")
+    try:
+        srv = LocalServer(str(stoker_bin), {"coco": images, "yolo": images, "plain": str(targets_det / "images")},
+                          workers=2, args=["--grace", "1s", "--annotations",
+                                           f"coco={targets_det / 'annotations' / 'instances.json'}",
+                                           "--annotations", f"yolo={targets_det / 'data.yaml'}"], log_path=str(log))
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    with srv:
+        yield srv.addr
+
+
+@pytest.fixture(scope="session")
 def certs(tmp_path_factory: pytest.TempPathFactory):
     """A test CA and the server's and a client's certificates (certs.py)."""
     from certs import make_certs

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -101,23 +100,16 @@ GEOMETRY_OF = {
 
 
 @pytest.fixture(scope="module")
-def det(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("det")
-    r = subprocess.run([str(stoker_bin), "mkdata", "--coco", "--yolo", "--out", str(out), "--n", str(N), "--seed", "7"],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    return out
+def det(targets_det: Path) -> Path:
+    """The session's detection set (conftest's targets_det): this module's
+    and every module that imports this fixture."""
+    return targets_det
 
 
 @pytest.fixture(scope="module")
-def server(stoker_bin: Path, det: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    log = tmp_path_factory.mktemp("log") / "server.log"
-    images = str(det / "images" / "train")
-    srv = LocalServer(str(stoker_bin), {"coco": images, "yolo": images, "plain": str(det / "images")}, workers=2,
-                      args=["--grace", "1s", "--annotations", f"coco={det / 'annotations' / 'instances.json'}",
-                            "--annotations", f"yolo={det / 'data.yaml'}"], log_path=str(log))
-    with srv:
-        yield srv.addr
+def server(targets_server: str) -> str:
+    """The session's server over ``det`` (conftest's targets_server)."""
+    return targets_server
 
 
 def replay(boxes: tv_tensors.BoundingBoxes, trace: List[Any]) -> Tuple[tv_tensors.BoundingBoxes, torch.Tensor]:
