@@ -9,9 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/internal/buildlock"
 )
 
 var (
@@ -39,7 +40,7 @@ func stokerBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "stoker")
-		defer buildLock()()
+		defer buildlock.Take()()
 		if out, err := exec.Command("go", "build", "-o", binPath, "../cmd/stoker").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -48,26 +49,6 @@ func stokerBinary(t testing.TB) string {
 		t.Fatal(binErr)
 	}
 	return binPath
-}
-
-// buildLock takes the lock that cmd/stoker's tests take too
-// (cmd/stoker/harness_test.go) around their build of the same binary: go
-// test runs the two packages' test binaries side by side, and two go
-// builds of cmd/stoker at once each compile every package the go build
-// cache lacks (all of the module's, in a new checkout), where one after
-// the other the second finds the first's. Calling unlock releases it;
-// where no lock file can be made the build goes on unlocked.
-func buildLock() (unlock func()) {
-	name := filepath.Join(os.TempDir(), fmt.Sprintf("stoker-test-build-%d.lock", os.Getuid()))
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return func() {} // no lock: the builds may overlap, nothing worse
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return func() {}
-	}
-	return func() { f.Close() }
 }
 
 // benchReport runs `stoker bench ARGS` (ARGS asking for --json) within

@@ -33,6 +33,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/stoker-dev/stoker/bench"
+	"github.com/stoker-dev/stoker/internal/buildlock"
 	"github.com/stoker-dev/stoker/internal/waitfor"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
@@ -84,7 +85,7 @@ func stokerBinary(t testing.TB) string {
 		binPath = filepath.Join(binDir, "stoker")
 		start := time.Now()
 		defer func() { t.Logf("built the stoker binary in %v", time.Since(start).Round(time.Millisecond)) }()
-		defer buildLock()()
+		defer buildlock.Take()()
 		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -93,26 +94,6 @@ func stokerBinary(t testing.TB) string {
 		t.Fatal(binErr)
 	}
 	return binPath
-}
-
-// buildLock takes the lock that bench's tests take too (bench/main_test.go)
-// around their build of the same binary: go test runs the two packages'
-// test binaries side by side, and two go builds of cmd/stoker at once
-// each compile every package the go build cache lacks (all of the
-// module's, in a new checkout), where one after the other the second
-// finds the first's. Calling unlock releases it; where no lock file can
-// be made the build goes on unlocked.
-func buildLock() (unlock func()) {
-	name := filepath.Join(os.TempDir(), fmt.Sprintf("stoker-test-build-%d.lock", os.Getuid()))
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return func() {} // no lock: the builds may overlap, nothing worse
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return func() {}
-	}
-	return func() { f.Close() }
 }
 
 // processTest prepares a test that runs stoker serve processes: it builds
