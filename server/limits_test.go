@@ -69,10 +69,12 @@ func TestMemoryBudget(t *testing.T) {
 	// delivery waits on). Buffers get 3/4 of the budget: the first job's
 	// three batches of 16 (147456 bytes) and 144 KiB, room for the one
 	// worker's scratch (its read buffer, libjpeg's bound and the C
-	// resampler's for a 70x66 photo: about 100 KB kept, 135 KB its
-	// bound) but not for another job's two batches of 8 (49152 bytes)
-	// beside them; once the first is gone, a job of batches of 4 fits
-	// with all its buffers and the scratch.
+	// resampler's for a 70x66 photo: 135 KB its bound, 90-100 KB kept
+	// after a sample, by the sample's image) but not for another job's
+	// two batches of 16 (98304 bytes) beside them, which would fit if the
+	// scratch were not counted; once the first is gone, a job of batches
+	// of 4 fits with all its buffers and the scratch. (Two batches of 8
+	// fit beside a scratch of under 98304 bytes: some samples keep less.)
 	e := newEnv(t, Config{MemoryBudget: 4 * (3*16*3072 + 144<<10) / 3, Workers: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -83,14 +85,14 @@ func TestMemoryBudget(t *testing.T) {
 		t.Fatalf("first stream: %v, %v", m, err)
 	}
 	// Its window's buffers are taken and its batches made (they wait for
-	// credit), the worker's scratch reserved: less than 49152 bytes left.
+	// credit), the worker's scratch reserved: less than 98304 bytes left.
 	waitUntilState(t, "the first job's buffers and scratch held", func() string {
 		return fmt.Sprintf("%d of %d bytes in use, %d of them scratch", e.srv.budget.InUse(), e.srv.budget.Limit(), e.srv.scratch.Held())
-	}, func() bool { return e.srv.budget.InUse() > e.srv.budget.Limit()-49152 })
-	second := smallJob("tiny", 8)
+	}, func() bool { return e.srv.budget.InUse() > e.srv.budget.Limit()-98304 })
+	second := smallJob("tiny", 16)
 	second.Credits = 0
 	err := recvErr(e.feedStream(t, ctx, second))
-	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "--memory-budget") || !strings.Contains(err.Error(), "49152 bytes") {
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "--memory-budget") || !strings.Contains(err.Error(), "98304 bytes") {
 		t.Errorf("second stream: %v; want ResourceExhausted with the numbers", err)
 	}
 	cancel()
