@@ -9,6 +9,9 @@ gRPC is imported on first use, never by ``import stoker``.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import gc
 import ipaddress
 import math
 import os
@@ -472,13 +475,50 @@ def _is_grpc_thread(t: threading.Thread) -> bool:
     return target is not None and getattr(target, "__module__", "").startswith("grpc")
 
 
+#: The thread a garbage collection runs in, while it runs (else None).
+_collector: Optional[int] = None
+#: Threads a close inside a garbage collection left to end: joined at exit.
+_deferred: List[threading.Thread] = []
+
+
+def _gc_phase(phase: str, info: Mapping[str, int]) -> None:
+    global _collector
+    _collector = threading.get_ident() if phase == "start" else None
+
+
+gc.callbacks.append(_gc_phase)
+
+
 def join_threads(threads: Sequence[threading.Thread], timeout: float = THREAD_JOIN_SECONDS) -> None:
     """Joins ``threads`` (but the calling one) within ``timeout`` seconds
-    in all."""
+    in all.
+
+    A close that a garbage collection runs (a Loader's finalizer, once the
+    Loader is unreachable) does not wait: the collection may have started at
+    any allocation, holding any lock of the thread it runs in, and a thread
+    that ends needs one of them (``threading.enumerate()`` holds the lock
+    every ending thread takes to leave the list of threads: a collection
+    started inside it, whose finalizer joined an ending reader, waited the
+    whole timeout, twice, and the new stream's offer went unanswered). Those
+    threads are joined at exit (:func:`_join_deferred`), the interpreter's
+    end being what the joins are for."""
+    if _collector == threading.get_ident():
+        _deferred.extend(threads)  # nothing here that takes a lock
+        return
+    for t in list(_deferred):  # the ended ones forgotten
+        if not t.is_alive():
+            with contextlib.suppress(ValueError):
+                _deferred.remove(t)
     deadline = time.monotonic() + timeout
     for t in threads:
         if t is not threading.current_thread():
             t.join(max(0.0, deadline - time.monotonic()))
+
+
+@atexit.register
+def _join_deferred() -> None:
+    threads, _deferred[:] = list(_deferred), []
+    join_threads(threads)
 
 
 def _metadata(token: Optional[str]) -> Optional[List[Tuple[str, str]]]:

@@ -69,7 +69,7 @@ class _FeedStream:
         #: to be read: the trainer took the epoch's last batch and did not
         #: ask for more (a loop that stops at len(), as Lightning does).
         self.end_pending = False
-        self._requests: "queue.Queue[Optional[pb.FeedRequest]]" = queue.Queue()
+        self._requests: "queue.SimpleQueue[Optional[pb.FeedRequest]]" = queue.SimpleQueue()  # put by finalizers too: reentrant
         self._requests.put(pb.FeedRequest(open=open_job))
         self.out: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
         self._pin = pin

@@ -284,3 +284,38 @@ def test_exits_clean_beside_a_cpu_hog(server: str) -> None:
     bad = [(x["name"], x["rc"], x["stderr"][-2000:]) for x in results
            if x["rc"] != 0 or "CLEAN" not in x["stdout"] or "terminate called" in x["stderr"]]
     assert not bad, f"{len(bad)} of {EXIT_RUNS} exits not clean: {bad}"
+
+
+def test_a_close_inside_a_collection_waits_for_no_thread() -> None:
+    """A Loader's finalizer runs inside a garbage collection, which may start
+    at any allocation of any thread, holding that thread's locks: inside
+    ``threading.enumerate()`` (stoker's Connection.feed calls it), the lock
+    every ending thread takes to leave the list of threads. A close there
+    that joined an ending reader waited the join's whole timeout, twice, and
+    the new stream's shared-memory offer went unanswered
+    (test_connection.py's test_credentials_for_full_control, in full runs).
+    Its threads are left to end and joined at exit instead."""
+    import threading
+
+    from stoker import _channel
+
+    go = threading.Event()
+    t = threading.Thread(target=go.wait, daemon=True)  # a reader about to end
+    t.start()
+
+    class Abandoned:  # a Loader in a reference cycle: freed by a collection
+        pass
+
+    a = Abandoned()
+    a.cycle = a
+    weakref.finalize(a, _channel.join_threads, [t], 30.0)
+    del a
+    with threading._active_limbo_lock:  # as inside threading.enumerate()
+        go.set()  # t ends, and waits for the lock to leave the list
+        gc.collect()  # the finalizer runs here
+        deferred = t in _channel._deferred
+    t.join(30)
+    assert deferred, "the close inside the collection waited for the thread (it had the timeout's 30 s)"
+    assert not t.is_alive()
+    _channel.join_threads([])  # forgets the ended ones
+    assert t not in _channel._deferred
