@@ -230,11 +230,13 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The pipeline package's test binary, which drives explicit geometry
     (pipeline/geomdrive_cgo_test.go): built once a session for the modules
     that drive it (test_parity_geometry.py, test_parity_formats.py,
-    test_parity_tv_grids.py), where each built and linked its own."""
+    test_parity_tv_grids.py), where each built and linked its own. Linked
+    without DWARF (-ldflags=-w: nothing debugs it; a panic's trace needs
+    none), which took about 45% of the link's CPU."""
     if shutil.which("go") is None:
         pytest.fail("go is not on PATH: the geometry driver is the pipeline package's test binary")
     out = tmp_path_factory.mktemp("geomdrive") / "pipeline.test"
-    r = subprocess.run(["go", "test", "-c", "-o", str(out), "./pipeline"], cwd=REPO, capture_output=True,
+    r = subprocess.run(["go", "test", "-c", "-ldflags=-w", "-o", str(out), "./pipeline"], cwd=REPO, capture_output=True,
                        text=True, timeout=900, stdin=subprocess.DEVNULL)
     if r.returncode != 0:
         pytest.fail(f"go test -c ./pipeline failed:\n{r.stderr}")
@@ -247,6 +249,39 @@ def server(stoker_bin: Path, data_dirs: Dict[str, Path], tmp_path_factory: pytes
     log = tmp_path_factory.mktemp("server") / "server.log"
     try:
         srv = LocalServer(str(stoker_bin), {n: str(d) for n, d in data_dirs.items()}, workers=2, log_path=str(log))
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    with srv:
+        yield srv.addr
+
+
+@pytest.fixture(scope="session")
+def targets_det(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """test_targets.py's detection set, `stoker mkdata --coco --yolo` of
+    test_targets.N images (seed 7), made once a session: the 16 modules
+    that import test_targets' det and server fixtures each made their own
+    copy and started their own server over it."""
+    from test_targets import N
+
+    out = tmp_path_factory.mktemp("det")
+    r = subprocess.run([str(stoker_bin), "mkdata", "--coco", "--yolo", "--out", str(out), "--n", str(N), "--seed", "7"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
+def targets_server(stoker_bin: Path, targets_det: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`stoker serve` over targets_det (coco and yolo: its images with each
+    annotation format; plain: the images without), once a session: each
+    test opens its own loaders, and none reads the server's log or status."""
+    log = tmp_path_factory.mktemp("log") / "server.log"
+    images = str(targets_det / "images" / "train")
+    try:
+        srv = LocalServer(str(stoker_bin), {"coco": images, "yolo": images, "plain": str(targets_det / "images")},
+                          workers=2, args=["--grace", "1s", "--annotations",
+                                           f"coco={targets_det / 'annotations' / 'instances.json'}",
+                                           "--annotations", f"yolo={targets_det / 'data.yaml'}"], log_path=str(log))
     except RuntimeError as e:
         pytest.fail(str(e))
     with srv:
@@ -281,3 +316,20 @@ def start_server(stoker_bin: Path, data_dirs: Dict[str, Path], tmp_path_factory:
     yield start
     for srv in started:
         srv.stop()
+
+
+@pytest.fixture(scope="session")
+def run_script(tmp_path_factory: pytest.TempPathFactory):
+    """``run_script(args, cwd=, env=, timeout=)`` runs `python ARGS` as a
+    user would, each in its own process, forked from one interpreter that
+    imported the examples' torch, torchvision, Lightning and Accelerate
+    once (forkrun.py); returns its returncode (None past the timeout),
+    stdout and stderr."""
+    from forkrun import ForkRunner
+
+    try:
+        runner = ForkRunner(tmp_path_factory.mktemp("forkrun"))
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    yield runner.run
+    runner.close()

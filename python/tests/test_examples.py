@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import pytest
 import torch
@@ -25,20 +23,26 @@ EXAMPLES = REPO / "examples"
 TIMEOUT = 600
 
 
-def run_example(args: List[str], cwd: Path, tmpdir: Optional[Path] = None) -> str:
-    """Runs an example in ``cwd`` (with ``TMPDIR=tmpdir`` when given) and
-    returns its output."""
-    env = dict(os.environ)
-    if tmpdir is not None:
-        tmpdir.mkdir(exist_ok=True)
-        env["TMPDIR"] = str(tmpdir)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.setdefault("OMP_NUM_THREADS", "1")
-    r = subprocess.run([sys.executable, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                       text=True, timeout=TIMEOUT)
-    if r.returncode != 0:
-        pytest.fail(f"{' '.join(args)} exited with {r.returncode}:\n{r.stdout}\n{r.stderr}")
-    return r.stdout
+@pytest.fixture
+def run_example(run_script) -> Callable[..., str]:
+    """``run_example(args, cwd, tmpdir=None)`` runs an example in ``cwd``
+    (with ``TMPDIR=tmpdir`` when given) and returns its output: in its own
+    process, as `python ARGS` (conftest's run_script, which forks it from
+    an interpreter that imported torch and the frameworks once)."""
+
+    def run(args: List[str], cwd: Path, tmpdir: Optional[Path] = None) -> str:
+        env = dict(os.environ)
+        if tmpdir is not None:
+            tmpdir.mkdir(exist_ok=True)
+            env["TMPDIR"] = str(tmpdir)
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        env.setdefault("OMP_NUM_THREADS", "1")
+        r = run_script(args, cwd=cwd, env=env, timeout=TIMEOUT)
+        if r.returncode != 0:
+            pytest.fail(f"{' '.join(args)} exited with {r.returncode}:\n{r.stdout}\n{r.stderr}")
+        return r.stdout
+
+    return run
 
 
 def epoch_indices(server: str, epoch: int, batch_size: int, **kw) -> List[List[int]]:
@@ -60,7 +64,7 @@ def loader_states(ckpt_dir: Path) -> Dict[int, dict]:
     return out
 
 
-def test_lightning(server: str, tmp_path: Path) -> None:
+def test_lightning(server: str, run_example, tmp_path: Path) -> None:
     common = ["--target", server, "--dataset", "tiny", "--epochs", "3", "--batch-size", "8", "--ckpt-every", "2"]
     # 48 images, batches of 8: 6 steps an epoch, a checkpoint every 2.
     run_example([str(EXAMPLES / "lightning_train.py"), *common, "--ckpt-dir", "a", "--report", "a.json"], tmp_path)
@@ -102,7 +106,7 @@ def test_lightning(server: str, tmp_path: Path) -> None:
     assert sorted(loader_states(ckpt_dir)) == list(range(2, 19, 2))
 
 
-def test_torchrun_ddp(server: str, tmp_path: Path) -> None:
+def test_torchrun_ddp(server: str, run_example, tmp_path: Path) -> None:
     run_example(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                  str(EXAMPLES / "torchrun_ddp.py"), "--target", server, "--dataset", "tiny", "--epochs", "2",
                  "--batch-size", "5", "--out", "out"], tmp_path)
@@ -117,7 +121,7 @@ def test_torchrun_ddp(server: str, tmp_path: Path) -> None:
     assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1]
 
 
-def test_plain_loops(server: str, tmp_path: Path) -> None:
+def test_plain_loops(server: str, run_example, tmp_path: Path) -> None:
     out = run_example([str(EXAMPLES / "plain_loop.py"), "--target", server, "--dataset", "tiny",
                        "--batch-size", "8", "--report", "r.json"], tmp_path)
     assert "after the break: epoch 2, 2 batches taken" in out
@@ -128,7 +132,7 @@ def test_plain_loops(server: str, tmp_path: Path) -> None:
         assert batches == epoch_indices(server, epoch, 8)[: len(batches)]
 
 
-def test_accelerate(server: str, tmp_path: Path) -> None:
+def test_accelerate(server: str, run_example, tmp_path: Path) -> None:
     common = [str(EXAMPLES / "accelerate_train.py"), "--cpu", "--target", server, "--dataset", "tiny",
               "--epochs", "3", "--batch-size", "8"]
     # 9 steps (epoch 1, after its batch 2), save_state, stop; then resume.
@@ -182,7 +186,7 @@ def _canon(x):
 
 
 @pytest.mark.parametrize("recipe", ["tv-resnet50-v2", "deit", "simclr", "dino", "clip"])
-def test_recipes(server: str, tmp_path: Path, recipe: str) -> None:
+def test_recipes(server: str, run_example, tmp_path: Path, recipe: str) -> None:
     run_example([str(EXAMPLES / "recipes.py"), "--target", server, "--dataset", "tiny", "--recipe", recipe,
                  "--steps", "3", "--batch-size", "8", "--report", "r.json"], tmp_path)
     report = json.loads((tmp_path / "r.json").read_text())
@@ -198,7 +202,7 @@ def test_recipes(server: str, tmp_path: Path, recipe: str) -> None:
                      }.get(recipe, {v: imagenet for v in norms})
 
 
-def test_clip_train(server: str, tmp_path: Path) -> None:
+def test_clip_train(server: str, run_example, tmp_path: Path) -> None:
     """examples/clip_train.py over the session's ``clip`` shards (captions
     beside the images, no classes): every step's captions are its
     samples' own (by key), both epochs take every sample once (the two

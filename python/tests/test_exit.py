@@ -12,7 +12,6 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
-import time
 import weakref
 from pathlib import Path
 from typing import Dict, Tuple
@@ -81,39 +80,59 @@ CASES: Dict[str, str] = {
 }
 
 
-def run_case(server: str, name: str) -> Tuple[float, subprocess.CompletedProcess]:
-    """Seconds from the case's END to the child's exit, and the result."""
-    code = PRELUDE.format(pydir=PYDIR, addr=server) + CASES[name]
-    r = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=120)
-    exited = time.time()
-    ends = [line for line in r.stdout.splitlines() if line.startswith("END ")]
-    assert ends, f"{name}: no END (rc {r.returncode}):\n{r.stdout}\n{r.stderr}"
-    return exited - float(ends[-1].split()[1]), r
+@pytest.fixture(scope="module")
+def exits(server: str) -> Dict[str, dict]:
+    """Every case, the baseline first, one child at a time, each forked
+    from one interpreter that imported torch and stoker (FORK_EACH, below):
+    by name, each child's report (rc, stdout, stderr, the time it exited).
+    A fresh interpreter per case spent about
+    2 CPU-s importing torch, stoker and gRPC before the case began; each
+    child still runs its case in __main__ and ends through the
+    interpreter's own exit, the exit measured here."""
+    import json
+    import os
+
+    cases = [(name, PRELUDE.format(pydir=PYDIR, addr=server) + code) for name, code in CASES.items()]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, "-c", FORK_EACH.format(pydir=PYDIR)], env=env, capture_output=True, text=True,
+                       input=json.dumps([cases, 1, EXIT_CHILD_TIMEOUT]), timeout=len(cases) * EXIT_CHILD_TIMEOUT + 60)
+    assert r.returncode == 0, f"the forking interpreter failed (rc {r.returncode}):\n{r.stderr[-3000:]}"
+    out = {x["name"]: x for x in (json.loads(line) for line in r.stdout.splitlines() if line.startswith("{"))}
+    assert sorted(out) == sorted(CASES), f"{sorted(out)} of {sorted(CASES)} children reported:\n{r.stdout[-3000:]}"
+    return out
+
+
+def took(exits: Dict[str, dict], name: str) -> Tuple[float, dict]:
+    """Seconds from the case's END to the child's exit, and its report."""
+    r = exits[name]
+    ends = [line for line in r["stdout"].splitlines() if line.startswith("END ")]
+    assert ends, f"{name}: no END (rc {r['rc']}):\n{r['stdout']}\n{r['stderr']}"
+    return r["exited"] - float(ends[-1].split()[1]), r
 
 
 @pytest.fixture(scope="module")
-def baseline(server: str) -> float:
-    took, r = run_case(server, "baseline")
-    assert r.returncode == 0, r.stderr
-    return took
+def baseline(exits: Dict[str, dict]) -> float:
+    t, r = took(exits, "baseline")
+    assert r["rc"] == 0, r["stderr"]
+    return t
 
 
 @pytest.mark.parametrize("name", [n for n in CASES if n != "baseline"])
-def test_abandoned_loader_does_not_hold_the_exit(server: str, baseline: float, name: str) -> None:
-    took, r = run_case(server, name)
+def test_abandoned_loader_does_not_hold_the_exit(exits: Dict[str, dict], baseline: float, name: str) -> None:
+    t, r = took(exits, name)
+    rc, stderr = r["rc"], r["stderr"]
     if name == "exception":
-        assert r.returncode == 1 and "ValueError: the trainer failed" in r.stderr
+        assert rc == 1 and "ValueError: the trainer failed" in stderr
     elif name.startswith("keyboard_interrupt"):
-        assert r.returncode != 0 and "KeyboardInterrupt" in r.stderr
+        assert rc != 0 and "KeyboardInterrupt" in stderr
         if name == "keyboard_interrupt_in_next":  # raised in the wait itself
-            assert "_stream.py" in r.stderr, r.stderr
+            assert "_stream.py" in stderr, stderr
     else:
-        assert r.returncode == 0, r.stderr
-    assert "Exception ignored" not in r.stderr, r.stderr
+        assert rc == 0, stderr
+    assert "Exception ignored" not in stderr, stderr
     # A hang, not a slow machine: an abandoned loader that held the exit
     # would wait out a stream (minutes), not seconds.
-    assert took < baseline + 15.0, f"{name}: exited {took:.2f} s after its end (no stream: {baseline:.2f} s)"
+    assert t < baseline + 15.0, f"{name}: exited {t:.2f} s after its end (no stream: {baseline:.2f} s)"
 
 
 @pytest.mark.parametrize("how", ["idle_between_epochs", "mid_epoch"])
@@ -235,7 +254,8 @@ def start(i, name, code):
 def report(pid, rc, note=""):
     name, _, out, err = running.pop(pid)
     with open(out) as o, open(err) as e:
-        print(json.dumps(dict(name=name, rc=rc, stdout=o.read(), stderr=e.read() + note)), flush=True)
+        print(json.dumps(dict(name=name, rc=rc, stdout=o.read(), stderr=e.read() + note, exited=time.time())),
+              flush=True)
 
 
 while todo or running:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -102,23 +100,16 @@ GEOMETRY_OF = {
 
 
 @pytest.fixture(scope="module")
-def det(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("det")
-    r = subprocess.run([str(stoker_bin), "mkdata", "--coco", "--yolo", "--out", str(out), "--n", str(N), "--seed", "7"],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    return out
+def det(targets_det: Path) -> Path:
+    """The session's detection set (conftest's targets_det): this module's
+    and every module that imports this fixture."""
+    return targets_det
 
 
 @pytest.fixture(scope="module")
-def server(stoker_bin: Path, det: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    log = tmp_path_factory.mktemp("log") / "server.log"
-    images = str(det / "images" / "train")
-    srv = LocalServer(str(stoker_bin), {"coco": images, "yolo": images, "plain": str(det / "images")}, workers=2,
-                      args=["--grace", "1s", "--annotations", f"coco={det / 'annotations' / 'instances.json'}",
-                            "--annotations", f"yolo={det / 'data.yaml'}"], log_path=str(log))
-    with srv:
-        yield srv.addr
+def server(targets_server: str) -> str:
+    """The session's server over ``det`` (conftest's targets_server)."""
+    return targets_server
 
 
 def replay(boxes: tv_tensors.BoundingBoxes, trace: List[Any]) -> Tuple[tv_tensors.BoundingBoxes, torch.Tensor]:
@@ -348,17 +339,18 @@ def test_targets_not_a_field() -> None:
 
 
 @pytest.mark.parametrize("args,steps", [([], 3), (["--transform", "detr"], 1), (["--transform", "frcnn"], 1)])
-def test_detection_example(server: str, args: List[str], steps: int) -> None:
+def test_detection_example(server: str, run_script, tmp_path: Path, args: List[str], steps: int) -> None:
     """examples/detection_train.py, as a user runs it: torchvision's Faster
     R-CNN trained 3 steps on the targets (CPU), every loss finite; with
     the detr preset (640x640), 1 step; with the frcnn preset (each image
-    its own size, as a list of views), 1 step."""
+    its own size, as a list of views), 1 step. In its own process
+    (conftest's run_script: forked from an interpreter that imported torch
+    and torchvision once)."""
     repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(repo / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    r = subprocess.run([sys.executable, str(repo / "examples" / "detection_train.py"), "--target", server, "--dataset",
-                        "coco", "--steps", str(steps), *args], env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                       text=True, timeout=600)
+    r = run_script([str(repo / "examples" / "detection_train.py"), "--target", server, "--dataset", "coco", "--steps",
+                    str(steps), *args], cwd=tmp_path, env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"trained {steps} steps" in r.stdout, r.stdout
     assert r.stdout.count(" boxes in 2 images)") == steps, r.stdout
