@@ -307,13 +307,18 @@ test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null
 
-# make test runs its parts one after the other. Side by side (make -j2
-# test-python test-go-race test-go-once, bin/stoker built first) it took
-# 1,081-1,134 s in a fresh clone against 1,325 s, but the Python suite's
-# TLS shared-memory test (test_credentials_for_full_control) then failed in
-# two runs of three, its stream silent for 110 s: not taken until that is
-# found (BENCHMARKS.md, "make test's time").
-test: setup lint check-generate test-go test-python ## every test: lint, generated code, Go (test-go-race, test-go-once), Python
+# make test runs its three long parts side by side, two at a time (-j2):
+# the Python suite (the longest, started first: bin/stoker, its
+# prerequisite, is built before and not again, -o build, or the build's
+# slot goes to the third part), the Go tests under -race, then the Go
+# tests that run once without it. Each alone leaves much of a 2-core
+# machine idle (the suite waits on its servers; go test -race ./...
+# ends on cmd/stoker alone), so side by side the wall time follows the
+# CPU-seconds. Every test runs under load this way, as the tests must
+# hold anyway. Output is kept whole line by line (--output-sync=line):
+# a hung test's last lines are there when its timeout ends it.
+test: setup lint check-generate build ## every test: lint, generated code, then the Python suite, test-go-race and test-go-once side by side (-j2)
+	@$(MAKE) --no-print-directory -j2 --output-sync=line -o build test-python test-go-race test-go-once
 
 bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS cores, interleaved rounds (PHOTOS=ImageFolder, else generated; TRANSFORM=recipe; FORMAT=png|webp)
 	@if [ -n "$(PHOTOS)" ] && [ ! -d "$(PHOTOS)" ]; then echo "PHOTOS=$(PHOTOS) is not a directory"; exit 1; fi
