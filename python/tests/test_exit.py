@@ -326,6 +326,7 @@ def test_a_close_inside_a_collection_waits_for_no_thread() -> None:
     class Abandoned:  # a Loader in a reference cycle: freed by a collection
         pass
 
+    gc.collect()  # the process's other garbage (earlier tests' loaders) finalized here, outside the lock
     a = Abandoned()
     a.cycle = a
     weakref.finalize(a, _channel.join_threads, [t], 30.0)
