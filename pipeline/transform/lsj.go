@@ -394,7 +394,8 @@ func DataBound(ops []optab.Op, w, h int) [2]int {
 // checkBound fails a sample whose own size (a transform under the job's
 // bound) is past the bound.
 func (t *Transform) checkBound(p *SamplePlan) error {
-	if t.bound == [2]int{} || !t.varyGeom || (!t.own && (t.iou == nil || t.resize != nil)) {
+	smart := t.resize != nil && t.resize.Kind == OpSmartResize // its own bound, or the job's (op_smart.go)
+	if !smart && (t.bound == [2]int{} || !t.varyGeom || (!t.own && (t.iou == nil || t.resize != nil))) {
 		return nil
 	}
 	if p.OutW > t.outW || p.OutH > t.outH {
