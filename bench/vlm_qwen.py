@@ -26,7 +26,7 @@ A round runs each side once, the order alternated round by round; each
 figure is the median over ``--rounds`` rounds. Prints each side's images per
 CPU-second and stoker's ratios to ``hf-tv`` (the processor's default).
 
-    nice .venv/bin/python bench/vlm_qwen.py --data /work/shared/data/photos/train --n 256 --rounds 5
+    nice .venv/bin/python bench/vlm_qwen.py --data PHOTOS --n 256 --rounds 3
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def proc_cpu(pid: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default="/work/shared/data/photos/train")
+    ap.add_argument("--data", required=True, help="a folder of COCO-sized JPEG photos (searched recursively)")
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=5)
