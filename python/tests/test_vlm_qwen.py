@@ -220,3 +220,30 @@ def test_vision_inputs_needs_a_vision_transform(vlm_server: str) -> None:
         b = next(iter(ld))
         with pytest.raises(ValueError, match="vision-language transform"):
             b.vision_inputs()
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("kwargs", [{}, {"do_normalize": False}, {"do_rescale": False}, {"patch_size": 16, "merge_size": 1,
+                                                                                          "temporal_patch_size": 1}])
+def test_vision_inputs_alone(layout: str, kwargs: Dict[str, Any]) -> None:
+    """vision_inputs on a padded uint8 batch of sizes already on the grid
+    against the processor with do_resize=False on the same images: its
+    rescale only, normalize only, and other patch, merge and temporal
+    sizes, in both layouts."""
+    from stoker._vlm import vision_inputs
+
+    proc = Qwen2VLImageProcessor(**kwargs)
+    v = T.from_hf(Qwen2VLImageProcessor(**kwargs)).vision
+    f = proc.patch_size * proc.merge_size
+    g = torch.Generator().manual_seed(0)
+    sizes = torch.tensor([[2 * f, 3 * f], [5 * f, f], [f, f]], dtype=torch.int64)
+    imgs = [torch.randint(0, 256, (3, h, w), generator=g, dtype=torch.uint8) for h, w in sizes.tolist()]
+    padded = torch.zeros(len(imgs), 3, 5 * f, 3 * f, dtype=torch.uint8)
+    for i, im in enumerate(imgs):
+        padded[i, :, :im.shape[1], :im.shape[2]] = im
+    if layout == "NHWC":
+        padded = padded.permute(0, 2, 3, 1).contiguous()
+    got = vision_inputs(padded, sizes, v, layout, device="cpu")
+    want = proc(images=imgs, do_resize=False, return_tensors="pt")
+    assert torch.equal(got["image_grid_thw"], want["image_grid_thw"])
+    assert torch.equal(got["pixel_values"], want["pixel_values"].to(torch.float32)), kwargs
