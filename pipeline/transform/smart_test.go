@@ -66,6 +66,9 @@ func TestSmartResizeTransform(t *testing.T) {
 	} else if h, w := tr.Size(); h != 200 || w != 3000 {
 		t.Errorf("under max_size (200, 3000): bound %dx%d", h, w)
 	}
+	if _, err := NewTransform(CHW, op, optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1), optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}); err != nil {
+		t.Errorf("SmartResize, ColorJitter, RandomHorizontalFlip: %v", err)
+	}
 	for _, ops := range [][]optab.Op{
 		{{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}}, op},
 		{op, {Kind: OpCenterCrop, Size: [2]int{224, 224}}},
