@@ -65,6 +65,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--core", type=int, default=0, help="the core the server is pinned to")
+    ap.add_argument("--max-size", type=int, nargs=2, default=None, metavar=("H", "W"),
+                    help="the job's bound on a sample (default: SmartResize's own, 1428x1428 for qwen2-vl)")
     ap.add_argument("--transport", default="shm", choices=["shm", "grpc"])
     ap.add_argument("--stoker-bin", default=os.path.join(REPO, "bin", "stoker"))
     args = ap.parse_args()
@@ -112,12 +114,13 @@ def main() -> None:
         # many epochs: its buffers are warm after the first).
         if not loader:
             loader.append(stoker.Loader(srv.addr, "vlm", transform="qwen2-vl", batch_size=args.batch, shuffle=False,
-                                        pin_memory=False, timeout=300, transport=args.transport))
+                                        pin_memory=False, timeout=300, transport=args.transport,
+                                        max_size=tuple(args.max_size) if args.max_size else None))
         s0, c0, n = proc_cpu(srv.proc.pid), self_cpu(), 0
         for b in loader[0]:
             out = b.vision_inputs()
             n += len(out["image_grid_thw"])
-        assert n == len(paths), n
+        assert n == len(paths) and not list(loader[0].sample_errors), (n, list(loader[0].sample_errors)[:3])
         return proc_cpu(srv.proc.pid) - s0, self_cpu() - c0
 
     sides = {"hf-tv": [], "hf-pil": [], "stoker": [], "stoker+cpu": []}
