@@ -57,8 +57,6 @@ func checkSmart(op *optab.Op, n int) error {
 		return bad("factor %d: want 1..1024", op.Multiple)
 	case op.MinPixels < 1 || op.MaxPixels < op.MinPixels || op.MaxPixels > optab.MaxSide*optab.MaxSide:
 		return bad("min_pixels %d, max_pixels %d: want 1 <= min_pixels <= max_pixels <= %d", op.MinPixels, op.MaxPixels, optab.MaxSide*optab.MaxSide)
-	case op.Multiple > optab.MaxSide:
-		return bad("factor %d past the largest side, %d", op.Multiple, optab.MaxSide)
 	}
 	return nil
 }
