@@ -387,8 +387,12 @@ type Op struct {
 	Factor    float64
 	// MinSize and MinArea: SanitizeBoundingBoxes' bounds (each >= 1).
 	MinSize, MinArea float64
-	Sizes            []int // RandomShortestSize's min_size; RandomResize's min_size, max_size
-	MaxSize          int   // RandomShortestSize's max_size (0: None)
+	// MinPixels, MaxPixels and Multiple: SmartResize's pixel budget and
+	// the multiple of its sides (transformers' min_pixels, max_pixels and
+	// factor).
+	MinPixels, MaxPixels, Multiple int
+	Sizes                          []int // RandomShortestSize's min_size; RandomResize's min_size, max_size
+	MaxSize                        int   // RandomShortestSize's max_size (0: None)
 	// SideRange: RandomZoomOut's side_range (min, max), its fill Fill.
 	SideRange [2]float64
 	// RandomIoUCrop: Scale (min_scale, max_scale), Ratio

@@ -269,7 +269,24 @@ func PadCorner(out []byte, w, h, bw, bh, elem int, layout Layout) {
 			copy(out[dst:dst+rw], out[src:src+rw])
 			clear(out[dst+rw : dst+brw])
 		}
-		clear(out[(c*bh+h)*brw : (c+1)*bh*brw])
+		clearDirty(out[(c*bh+h)*brw : (c+1)*bh*brw])
+	}
+}
+
+// zeroPage is what clearDirty compares with.
+var zeroPage [4096]byte
+
+// clearDirty zeroes b, writing only the pages of it that are not zero
+// already: below a sample in a slot of a generous bound (SmartResize's, a
+// detection recipe's) most of it is still zero from the slot's last
+// sample, and reading a page costs less than writing it.
+func clearDirty(b []byte) {
+	for len(b) > 0 {
+		n := min(len(b), len(zeroPage))
+		if string(b[:n]) != string(zeroPage[:n]) {
+			clear(b[:n])
+		}
+		b = b[n:]
 	}
 }
 
@@ -394,7 +411,8 @@ func DataBound(ops []optab.Op, w, h int) [2]int {
 // checkBound fails a sample whose own size (a transform under the job's
 // bound) is past the bound.
 func (t *Transform) checkBound(p *SamplePlan) error {
-	if t.bound == [2]int{} || !t.varyGeom || (!t.own && (t.iou == nil || t.resize != nil)) {
+	smart := t.resize != nil && t.resize.Kind == OpSmartResize // its own bound, or the job's (op_smart.go)
+	if !smart && (t.bound == [2]int{} || !t.varyGeom || (!t.own && (t.iou == nil || t.resize != nil))) {
 		return nil
 	}
 	if p.OutW > t.outW || p.OutH > t.outH {

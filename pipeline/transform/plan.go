@@ -193,7 +193,12 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 		}
 	case t.resize != nil:
 		p.RW, p.RH = ResizedSize(srcW, srcH, t.resize.Size)
-		if t.resize.Kind != OpResize { // RandomShortestSize, RandomResize: drawn
+		if t.resize.Kind == OpSmartResize { // op_smart.go
+			var err error
+			if p.RW, p.RH, err = SmartSize(t.resize, srcW, srcH); err != nil {
+				return p, err
+			}
+		} else if t.resize.Kind != OpResize { // RandomShortestSize, RandomResize: drawn
 			p.RW, p.RH = ResizeSize(t.resize, k, srcW, srcH)
 		}
 		if t.varyGeom { // the sample's own size (lsj.go)

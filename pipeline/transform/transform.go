@@ -249,6 +249,11 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 				return nil, err
 			}
 			t.rrc = op
+		case OpSmartResize:
+			if err := checkSmart(op, n); err != nil {
+				return nil, err
+			}
+			t.resize = op
 		case OpResize, OpRandomShortestSize, OpRandomResize:
 			if t.pad != nil {
 				return bad("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
@@ -288,6 +293,11 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		t.geom, t.outH, t.outW = CropResize, t.rcrop.Size[0], t.rcrop.Size[1]
 	case t.rrc != nil:
 		t.geom, t.outH, t.outW = CropResize, t.rrc.Size[0], t.rrc.Size[1]
+	case t.resize != nil && t.resize.Kind == OpSmartResize:
+		if t.center != nil || t.zoom != nil || len(t.pre) > 0 {
+			return bad("SmartResize is the geometry alone (transformers' Qwen2-VL processors resize the whole image): no op before it, no crop after it")
+		}
+		t.smartSize()
 	case t.center != nil:
 		t.geom, t.outH, t.outW = ResizeCrop, t.center.Size[0], t.center.Size[1]
 		if t.resize == nil {

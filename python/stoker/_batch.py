@@ -141,7 +141,25 @@ class Batch(tuple):
         self._padded: Any = None
         self._layout = "NCHW"
         self._mask: Any = None
+        self._vision: Any = None
         return self
+
+    def vision_inputs(self, device: Any = None) -> Dict[str, Any]:
+        """Of a vision-language transform (:func:`stoker.transforms.from_hf`,
+        the presets ``"qwen2-vl"`` and ``"qwen3-vl"``), what its processor
+        gives for the batch's images, made on ``device`` (``"cuda"``: only
+        the uint8 batch crosses to it): ``{"pixel_values": float32 [sum of
+        patches, C * T * P * P], "image_grid_thw": int64 [N, 3]}``, the
+        images in batch order (docs/vlm.md)."""
+        from stoker._vlm import vision_inputs
+
+        if self._vision is None:
+            raise ValueError("vision_inputs needs a batch of a vision-language transform "
+                             "(stoker.transforms.from_hf(processor), or transform=\"qwen2-vl\" or \"qwen3-vl\")")
+        images = self._padded if self._padded is not None else self.images
+        if self.sizes is None:
+            raise ValueError("vision_inputs needs the samples' sizes: the transform is not a SmartResize")
+        return vision_inputs(images, self.sizes, self._vision, self._layout, device)
 
     @property
     def mask(self) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["RandomChannelPermutation", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
+__all__ = ["RandomChannelPermutation", "SmartResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AugMix": (
@@ -220,6 +220,12 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("interpolation", "interpolation", "'bilinear'"),
         Param("antialias", "bool", "True"),
     ),
+    "SmartResize": (
+        Param("min_pixels", "int", "3136", False, 1, 1.6777216e+07),
+        Param("max_pixels", "int", "1003520", False, 1, 1.6777216e+07),
+        Param("factor", "int", "28", False, 1, 1024),
+        Param("interpolation", "interpolation", "'bicubic'"),
+    ),
     "TimmAugMix": (
         Param("config", "str", "'augmix-m3-w3'"),
         Param("interpolation", "interpolation", "None"),
@@ -297,6 +303,16 @@ class RandomChannelPermutation(NamedOp):
 
     def __init__(self) -> None:
         super().__init__()
+
+
+class SmartResize(NamedOp):
+    """Transformers' Qwen2-VL smart_resize: the whole image resized to sides that are multiples of factor (patch_size * merge_size), its area within [min_pixels, max_pixels], each sample its own size."""
+
+    _name = "SmartResize"
+    _params = SCHEMA["SmartResize"]
+
+    def __init__(self, min_pixels: Any = 3136, max_pixels: Any = 1003520, factor: Any = 28, interpolation: Any = 'bicubic') -> None:
+        super().__init__(min_pixels=min_pixels, max_pixels=max_pixels, factor=factor, interpolation=interpolation)
 
 
 class YOLOCopyPaste(NamedOp):
@@ -390,4 +406,4 @@ class YOLORandomPerspective(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
+NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation, "SmartResize": SmartResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}

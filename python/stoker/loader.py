@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence,
 
 from stoker import _args, _world
 from stoker import transforms as _transforms
+from stoker import _vlm
 from stoker._buffers import _BufferPool, batch_tensors
 from stoker._channel import DatasetInfo, Endpoint, list_datasets
 from stoker._mix import Mix
@@ -459,7 +460,10 @@ class Loader:
                                  "or shuffle=\"block\" (whole shards mixed, for sharded datasets)")
             if repeats != 1:
                 raise ValueError("repeats with a Mix is not supported: mix first, or repeat one dataset")
+        if isinstance(transform, str) and transform in _vlm.VLM_PRESETS:  # resolved here (docs/vlm.md)
+            transform = _vlm.vlm_preset(transform)
         self.transform = transform
+        self._vision = getattr(transform, "vision", None)  # a VisionCompose's: Batch.vision_inputs
         self._spec = _transforms.to_spec(transform)  # TypeError unless a preset name or ops
         self.batch_size = _args.integer("batch_size", batch_size, 1, MAX_BATCH_SIZE)
         self.shuffle = _args.shuffle(shuffle)
@@ -896,6 +900,7 @@ class Loader:
                         raise StokerError("INTERNAL", f"batch of epoch {v.header.epoch} in epoch {epoch}")
                     out = batch_tensors(v, self.return_indices, torch, view_names, self.fields,
                                         self.target_fields or self.targets, self.image_list)
+                    out._vision = self._vision
                     self._tally.batch(v.header)
                     number = int(v.header.number)
                     v = None  # only the yielded tensors hold the buffer now

@@ -87,6 +87,7 @@ from stoker._ops_policies import (
     timm_rand_augment,
 )
 from stoker._views import MAX_VIEWS, VIEW_PRESETS, MultiView
+from stoker._vlm import VLM_PRESETS, QwenVision, VisionCompose, from_hf
 from stoker.v1 import stoker_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -156,6 +157,10 @@ __all__ = [
     "MAX_VIEWS",
     "VIEW_PRESETS",
     "from_torchvision",
+    "from_hf",
+    "VLM_PRESETS",
+    "QwenVision",
+    "VisionCompose",
     "TORCHVISION_SUPPORTED",
     "PRESETS",
     "to_spec",

@@ -35,7 +35,7 @@ from stoker._ops_named import NamedOp
 
 # Classes of stoker.transforms that are no op of the table: the chain and
 # the views.
-NOT_OPS = {"Compose", "MultiView", "Transform"}
+NOT_OPS = {"Compose", "MultiView", "Transform", "VisionCompose"}
 
 
 def op_classes():

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The Qwen2-VL processor's image side: stoker (``transform="qwen2-vl"``,
+SmartResize in the server, ``Batch.vision_inputs`` after) against
+transformers' default Qwen2-VL image processor (``Qwen2VLImageProcessor``,
+its torchvision back-end, at its defaults: 56*56 to 28*28*1280 pixels), on
+the same photos, in images per CPU-second.
+
+Sides, each over the same ``--n`` photos of ``--data`` (COCO-sized), in
+batches of ``--batch``:
+
+- ``hf-tv``: the processor on ``torchvision.io.decode_jpeg``'s tensors (the
+  decode counted), torch on one thread: the whole image side in the
+  trainer's process;
+- ``hf-pil``: the same on ``PIL.Image.open(...).convert("RGB")``, the usual
+  way a trainer's dataset hands it images;
+- ``stoker``: ``stoker serve --workers 1`` pinned to one core (taskset), an
+  epoch a round of one Loader's job (shared memory, or ``--transport grpc``),
+  after a warm-up epoch; the server's CPU seconds
+  (/proc/PID/stat) alone, what the trainer's host spends when vision_inputs
+  runs on its GPU;
+- ``stoker+cpu``: those plus the client process's CPU seconds over the epoch
+  with ``vision_inputs()`` run on the CPU (one thread): the bound when there
+  is no GPU to do the rescale, normalize and patchify.
+
+A round runs each side once, the order alternated round by round; each
+figure is the median over ``--rounds`` rounds. Prints each side's images per
+CPU-second and stoker's ratios to ``hf-tv`` (the processor's default).
+
+    nice .venv/bin/python bench/vlm_qwen.py --data PHOTOS --n 256 --rounds 3
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def self_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def proc_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", required=True, help="a folder of COCO-sized JPEG photos (searched recursively)")
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--core", type=int, default=0, help="the core the server is pinned to")
+    ap.add_argument("--max-size", type=int, nargs=2, default=None, metavar=("H", "W"),
+                    help="the job's bound on a sample (default: SmartResize's own, 1428x1428 for qwen2-vl)")
+    ap.add_argument("--transport", default="shm", choices=["shm", "grpc"])
+    ap.add_argument("--stoker-bin", default=os.path.join(REPO, "bin", "stoker"))
+    args = ap.parse_args()
+
+    import torch
+    from PIL import Image
+    from torchvision.io import ImageReadMode, decode_jpeg
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
+
+    import stoker
+    from stoker._local import LocalServer
+
+    torch.set_num_threads(1)
+    files = sorted(glob.glob(os.path.join(args.data, "**", "*.jpg"), recursive=True))[: args.n]
+    if len(files) < args.n:
+        sys.exit(f"vlm_qwen: {len(files)} photos under {args.data}, want {args.n}")
+    tmp = tempfile.mkdtemp(prefix="vlm-bench-")
+    cls = os.path.join(tmp, "ds", "photos")
+    os.makedirs(cls)
+    for i, f in enumerate(files):
+        shutil.copyfile(f, os.path.join(cls, f"{i:05d}.jpg"))
+    paths = sorted(glob.glob(os.path.join(cls, "*.jpg")))
+    blobs = [open(p, "rb").read() for p in paths]  # both sides read the same bytes from the page cache
+    proc = Qwen2VLImageProcessor()
+
+    def hf(pil: bool) -> float:
+        t0 = self_cpu()
+        for s in range(0, len(paths), args.batch):
+            if pil:
+                imgs = [Image.open(p).convert("RGB") for p in paths[s:s + args.batch]]
+            else:
+                imgs = [decode_jpeg(torch.frombuffer(bytearray(b), dtype=torch.uint8), mode=ImageReadMode.RGB)
+                        for b in blobs[s:s + args.batch]]
+            out = proc(images=imgs, return_tensors="pt")
+            assert out["pixel_values"].dtype == torch.float32
+        return self_cpu() - t0
+
+    srv = LocalServer(args.stoker_bin, {"vlm": os.path.join(tmp, "ds")}, workers=1,
+                      prefix=["taskset", "-c", str(args.core)])
+
+    loader: list = []
+
+    def st() -> tuple:
+        # One job for the whole run, an epoch a round (a trainer's job runs
+        # many epochs: its buffers are warm after the first).
+        if not loader:
+            loader.append(stoker.Loader(srv.addr, "vlm", transform="qwen2-vl", batch_size=args.batch, shuffle=False,
+                                        pin_memory=False, timeout=300, transport=args.transport,
+                                        max_size=tuple(args.max_size) if args.max_size else None))
+        s0, c0, n = proc_cpu(srv.proc.pid), self_cpu(), 0
+        for b in loader[0]:
+            out = b.vision_inputs()
+            n += len(out["image_grid_thw"])
+        assert n == len(paths) and not list(loader[0].sample_errors), (n, list(loader[0].sample_errors)[:3])
+        return proc_cpu(srv.proc.pid) - s0, self_cpu() - c0
+
+    sides = {"hf-tv": [], "hf-pil": [], "stoker": [], "stoker+cpu": []}
+    try:
+        with srv:
+            st()  # a warm-up epoch: the page cache, the job's buffers
+            for r in range(args.rounds):
+                order = ["hf-tv", "hf-pil", "stoker"]
+                if r % 2:
+                    order.reverse()
+                for side in order:
+                    if side == "stoker":
+                        server, client = st()
+                        sides["stoker"].append(len(paths) / server)
+                        sides["stoker+cpu"].append(len(paths) / (server + client))
+                    else:
+                        sides[side].append(len(paths) / hf(side == "hf-pil"))
+                print(f"round {r}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in sides.items()), flush=True)
+    finally:
+        for ld in loader:
+            ld.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    med = {k: statistics.median(v) for k, v in sides.items()}
+    print(f"{len(paths)} photos of {args.data}, batch {args.batch}, {args.rounds} rounds, medians, images per CPU-second:")
+    for k, v in med.items():
+        print(f"  {k:11s} {v:8.1f}  ({1000 / v:.2f} ms of CPU an image)  x{v / med['hf-tv']:.2f} of hf-tv")
+
+
+if __name__ == "__main__":
+    main()

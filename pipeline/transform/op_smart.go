@@ -1,0 +1,123 @@
+package transform
+
+// SmartResize: the image side of the Qwen2-VL family's processors
+// (transformers' Qwen2VLImageProcessor, which Qwen2.5-VL and Qwen3-VL use
+// too): the whole image resized to sides that are multiples of factor
+// (patch_size * merge_size), its area within [min_pixels, max_pixels],
+// its aspect kept as closely as the rounding allows (smart_resize), with
+// torchvision's uint8 resize (bicubic, antialiased, by default). Each
+// sample has its own size: it travels as RandomShortestSize's do
+// (lsj.go), padded in its slot to the bound, its size beside it.
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+)
+
+// OpSmartResize is transformers' Qwen2-VL smart_resize then resize
+// (Qwen2VLImageProcessor's do_resize): MinPixels and MaxPixels its pixel
+// budget (size's shortest_edge and longest_edge), Multiple its factor
+// (patch_size * merge_size), Interp its resample. The geometry, alone.
+const OpSmartResize optab.OpKind = "SmartResize"
+
+// maxSmartRatio is smart_resize's limit on the image's aspect ratio
+// (longer over shorter side): past it, transformers raises.
+const maxSmartRatio = 200
+
+func init() {
+	optab.Define(optab.Def{Kind: OpSmartResize,
+		Doc:   "transformers' Qwen2-VL smart_resize: the whole image resized to sides that are multiples of factor (patch_size * merge_size), its area within [min_pixels, max_pixels], each sample its own size",
+		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
+		Params: []optab.Param{
+			{Name: "min_pixels", Typ: optab.PInt, Def: "3136", Field: "MinPixels", Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
+			{Name: "max_pixels", Typ: optab.PInt, Def: "1003520", Field: "MaxPixels", Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
+			{Name: "factor", Typ: optab.PInt, Def: "28", Field: "Multiple", Lo: 1, Hi: 1024},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", Field: "Interp"},
+		},
+		Misplaced: "SmartResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(min_pixels=%d, max_pixels=%d, factor=%d", op.MinPixels, op.MaxPixels, op.Multiple)
+			formatInterp(b, op)
+		}})
+}
+
+// checkSmart checks a SmartResize, the geometry's op n.
+func checkSmart(op *optab.Op, n int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: transform: SmartResize %s", errs.Unsupported, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case n > 0:
+		return bad("must come first: it resizes the whole image")
+	case op.Multiple < 1 || op.Multiple > 1024:
+		return bad("factor %d: want 1..1024", op.Multiple)
+	case op.MinPixels < 1 || op.MaxPixels < op.MinPixels || op.MaxPixels > optab.MaxSide*optab.MaxSide:
+		return bad("min_pixels %d, max_pixels %d: want 1 <= min_pixels <= max_pixels <= %d", op.MinPixels, op.MaxPixels, optab.MaxSide*optab.MaxSide)
+	}
+	return nil
+}
+
+// SmartSize is transformers' smart_resize for a w x h image (its
+// qwen2_vl image processor, 5.x), in float64 as Python's: the sides
+// rounded to multiples of factor (round half to even, Python's round);
+// past max_pixels both scaled by 1/beta, beta = sqrt(h*w / max_pixels),
+// and floored (at least factor); under min_pixels scaled by beta =
+// sqrt(min_pixels / (h*w)) and ceiled. An aspect past 200 is refused as
+// transformers refuses it.
+func SmartSize(op *optab.Op, w, h int) (rw, rh int, err error) {
+	if w < 1 || h < 1 {
+		return 0, 0, fmt.Errorf("%w: SmartResize of a %dx%d image", errs.Unsupported, w, h)
+	}
+	if r := float64(max(w, h)) / float64(min(w, h)); r > maxSmartRatio {
+		return 0, 0, fmt.Errorf("%w: SmartResize: the %dx%d image's aspect ratio is %g: want at most %d (transformers' smart_resize refuses it too)",
+			errs.Unsupported, w, h, r, maxSmartRatio)
+	}
+	f := float64(op.Multiple)
+	hb := int(math.RoundToEven(float64(h)/f)) * op.Multiple
+	wb := int(math.RoundToEven(float64(w)/f)) * op.Multiple
+	switch {
+	case hb*wb > op.MaxPixels:
+		beta := math.Sqrt(float64(h*w) / float64(op.MaxPixels))
+		hb = max(op.Multiple, int(math.Floor(float64(h)/beta/f))*op.Multiple)
+		wb = max(op.Multiple, int(math.Floor(float64(w)/beta/f))*op.Multiple)
+	case hb*wb < op.MinPixels:
+		beta := math.Sqrt(float64(op.MinPixels) / float64(h*w))
+		hb = int(math.Ceil(float64(float64(h)*beta)/f)) * op.Multiple
+		wb = int(math.Ceil(float64(float64(w)*beta)/f)) * op.Multiple
+	}
+	if hb < 1 || wb < 1 {
+		return 0, 0, fmt.Errorf("%w: SmartResize makes the %dx%d image %dx%d: a side of 0 pixels (torchvision's resize fails too)",
+			errs.Unsupported, w, h, wb, hb)
+	}
+	if wb > optab.MaxSide || hb > optab.MaxSide {
+		return 0, 0, fmt.Errorf("%w: SmartResize makes the %dx%d image %dx%d: past the largest side, %d",
+			errs.TooLarge, w, h, wb, hb, optab.MaxSide)
+	}
+	return wb, hb, nil
+}
+
+// smartBound is the bound on a SmartResize's samples without the job's
+// max_size: a square whose area is twice max_pixels, its side rounded up
+// to a multiple of factor (at most MaxSide), so that every sample of an
+// aspect ratio up to about 2:1 fits; a longer one fails alone, naming
+// the bound (give the job a max_size=(h, w) for such data).
+func smartBound(op *optab.Op) int {
+	s := int(math.Ceil(math.Sqrt(2*float64(op.MaxPixels))/float64(op.Multiple))) * op.Multiple
+	return max(min(s, optab.MaxSide), op.Multiple)
+}
+
+// smartSize sets the output of a SmartResize geometry: each sample its own
+// size, at most the job's bound (max_size) or smartBound.
+func (t *Transform) smartSize() {
+	t.geom, t.vary, t.varyGeom = ResizeCrop, true, true
+	t.outH, t.outW = t.bound[0], t.bound[1]
+	if t.bound == [2]int{} || t.boundFrom != "" { // none given, or a dataset's sizes (not a bound on SmartResize's)
+		s := smartBound(t.resize)
+		t.outH, t.outW = s, s
+		t.boundFrom = fmt.Sprintf("SmartResize's own bound, a square of twice max_pixels=%d", t.resize.MaxPixels)
+	}
+}

@@ -1,0 +1,82 @@
+package transform
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+)
+
+// TestSmartSize holds SmartSize to transformers' smart_resize (5.24.0,
+// models/qwen2_vl/image_processing_qwen2_vl.py), its outputs for these
+// inputs printed by it: each branch (rounded, floored past max_pixels,
+// ceiled under min_pixels), Python's round half to even (70 and 98 are
+// 2.5 and 3.5 times 28), and the aspect limit. python/tests/test_vlm_qwen.py
+// compares every photo's size with transformers' own through a server.
+func TestSmartSize(t *testing.T) {
+	q2 := optab.Op{Kind: OpSmartResize, MinPixels: 3136, MaxPixels: 1003520, Multiple: 28}
+	q3 := optab.Op{Kind: OpSmartResize, MinPixels: 65536, MaxPixels: 16777216, Multiple: 32}
+	budget := optab.Op{Kind: OpSmartResize, MinPixels: 14400, MaxPixels: 22500, Multiple: 28}
+	for _, c := range []struct {
+		name         string
+		op           *optab.Op
+		w, h, ww, wh int
+	}{
+		{"q2 tiny", &q2, 20, 12, 84, 56},
+		{"q2 panorama", &q2, 1400, 180, 1400, 168},
+		{"q2 portrait", &q2, 240, 1000, 252, 1008},
+		{"q2 large", &q2, 2000, 1500, 1148, 840},
+		{"q2 halfway", &q2, 70, 98, 56, 112},
+		{"q2 strip", &q2, 1190, 8, 700, 28},
+		{"q2 photo", &q2, 478, 387, 476, 392},
+		{"q3 tiny", &q3, 20, 12, 352, 224},
+		{"q3 large", &q3, 2000, 1500, 1984, 1504},
+		{"q3 strip", &q3, 1190, 8, 3136, 32},
+		{"budget panorama", &budget, 1400, 180, 392, 28},
+		{"budget portrait", &budget, 240, 1000, 56, 280},
+	} {
+		w, h, err := SmartSize(c.op, c.w, c.h)
+		if err != nil || w != c.ww || h != c.wh {
+			t.Errorf("%s: %dx%d gives %dx%d (%v); want %dx%d", c.name, c.w, c.h, w, h, err, c.ww, c.wh)
+		}
+	}
+	if _, _, err := SmartSize(&q2, 1010, 5); !errors.Is(err, errs.Unsupported) {
+		t.Errorf("aspect 202: %v; want refused", err)
+	}
+	if _, _, err := SmartSize(&q2, 1000, 5); err != nil {
+		t.Errorf("aspect 200: %v; want taken", err)
+	}
+}
+
+// TestSmartResizeTransform checks the geometry's grammar and bound:
+// alone, its own bound a square of twice max_pixels, the job's max_size
+// taking its place.
+func TestSmartResizeTransform(t *testing.T) {
+	op := optab.Op{Kind: OpSmartResize, MinPixels: 3136, MaxPixels: 1003520, Multiple: 28, Interp: InterpBicubic}
+	tr, err := NewTransform(CHW, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, w := tr.Size(); h != 1428 || w != 1428 || !tr.Varies() {
+		t.Errorf("bound %dx%d, varies %v; want 1428x1428, varying", h, w, tr.Varies())
+	}
+	if tr, err = NewTransformBound(CHW, [2]int{200, 3000}, op); err != nil {
+		t.Fatal(err)
+	} else if h, w := tr.Size(); h != 200 || w != 3000 {
+		t.Errorf("under max_size (200, 3000): bound %dx%d", h, w)
+	}
+	if _, err := NewTransform(CHW, op, optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1), optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}); err != nil {
+		t.Errorf("SmartResize, ColorJitter, RandomHorizontalFlip: %v", err)
+	}
+	for _, ops := range [][]optab.Op{
+		{{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}}, op},
+		{op, {Kind: OpCenterCrop, Size: [2]int{224, 224}}},
+		{{Kind: OpSmartResize, MinPixels: 10, MaxPixels: 5, Multiple: 28}},
+		{{Kind: OpSmartResize, MinPixels: 10, MaxPixels: 50, Multiple: 0}},
+	} {
+		if _, err := NewTransform(CHW, ops...); !errors.Is(err, errs.Unsupported) {
+			t.Errorf("%s: %v; want refused", optab.OpsString(ops), err)
+		}
+	}
+}

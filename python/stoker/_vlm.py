@@ -1,0 +1,215 @@
+"""Vision-language models' image processors: the Qwen2-VL family's
+(transformers' ``Qwen2VLImageProcessor``, which Qwen2.5-VL and Qwen3-VL use
+too), as a stoker transform and the device side of its output.
+
+The server makes the processor's resized uint8 image (``SmartResize``:
+smart_resize, then torchvision's antialiased uint8 resize), each sample at
+its own size; :meth:`stoker.Batch.vision_inputs` does the rest on the
+trainer's device (rescale and normalize fused as the processor fuses them,
+the temporal repeat, the patchify) and gives what the processor gives:
+``pixel_values`` float32 ``[sum of patches, C * T * P * P]`` and
+``image_grid_thw`` int64 ``[N, 3]``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+
+from stoker._ops_containers import Compose
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+__all__ = ["QwenVision", "VisionCompose", "from_hf", "VLM_PRESETS", "vlm_preset", "vision_inputs"]
+
+OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+# The processors from_hf converts: transformers 5's torchvision back-end
+# (Qwen2VLImageProcessor) and 4.x's name for it (Qwen2VLImageProcessorFast).
+_SUPPORTED = ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast")
+# PIL's resample codes (transformers' PILImageResampling) stoker's resize has.
+_RESAMPLE = {0: "nearest", 2: "bilinear", 3: "bicubic"}
+
+
+@dataclass(frozen=True)
+class QwenVision:
+    """The device side of a Qwen2-VL-family processor: what
+    :meth:`stoker.Batch.vision_inputs` does to each resized uint8 image."""
+
+    patch_size: int = 14
+    merge_size: int = 2
+    temporal_patch_size: int = 2
+    do_rescale: bool = True
+    rescale_factor: float = 1 / 255
+    do_normalize: bool = True
+    image_mean: Tuple[float, ...] = OPENAI_CLIP_MEAN
+    image_std: Tuple[float, ...] = OPENAI_CLIP_STD
+
+    @property
+    def factor(self) -> int:
+        """The multiple of the resized image's sides: patch_size * merge_size."""
+        return self.patch_size * self.merge_size
+
+
+class VisionCompose(Compose):
+    """A :class:`stoker.transforms.Compose` whose batches a vision-language
+    model's processor would make: its ``vision`` says how
+    :meth:`stoker.Batch.vision_inputs` turns them into the processor's
+    tensors."""
+
+    def __init__(self, transforms: Any, vision: QwenVision) -> None:
+        super().__init__(transforms)
+        self.vision = vision
+
+    def __repr__(self) -> str:
+        return f"VisionCompose({self.transforms!r}, vision={self.vision!r})"
+
+
+def _smart_resize(min_pixels: int, max_pixels: int, factor: int, interpolation: str = "bicubic") -> Any:
+    from stoker._ops_generated import SmartResize
+
+    return SmartResize(min_pixels=min_pixels, max_pixels=max_pixels, factor=factor, interpolation=interpolation)
+
+
+def _qwen2_vl() -> VisionCompose:
+    # Qwen2VLImageProcessor's class defaults (Qwen2-VL, Qwen2.5-VL).
+    v = QwenVision()
+    return VisionCompose([_smart_resize(56 * 56, 28 * 28 * 1280, v.factor)], v)
+
+
+def _qwen3_vl() -> VisionCompose:
+    # Qwen3-VL's checkpoints' preprocessor_config.json: patch 16, merge 2,
+    # mean and std 0.5, 256*256 to 4096*4096 pixels.
+    v = QwenVision(patch_size=16, image_mean=(0.5, 0.5, 0.5), image_std=(0.5, 0.5, 0.5))
+    return VisionCompose([_smart_resize(256 * 256, 4096 * 4096, v.factor)], v)
+
+
+#: The vision-language presets: names the client resolves (the server sees
+#: their SmartResize), each a processor's defaults.
+VLM_PRESETS = {"qwen2-vl": _qwen2_vl, "qwen3-vl": _qwen3_vl}
+
+
+def vlm_preset(name: str) -> VisionCompose:
+    """The transform of a vision-language preset (:data:`VLM_PRESETS`)."""
+    return VLM_PRESETS[name]()
+
+
+def _refuse(name: str, what: str) -> None:
+    raise ValueError(f"from_hf: {name}: {what}")
+
+
+def from_hf(processor: Any) -> VisionCompose:
+    """A transform that makes what a Hugging Face processor makes of each
+    image: a Qwen2-VL, Qwen2.5-VL or Qwen3-VL image processor (transformers'
+    ``Qwen2VLImageProcessor``, its torchvision back-end, the default), or a
+    processor holding one (``Qwen2VLProcessor``, ``Qwen3VLProcessor``...:
+    its ``image_processor``), as configured: its ``size`` (``shortest_edge``
+    and ``longest_edge``, the min and max pixels), ``patch_size``,
+    ``merge_size``, ``temporal_patch_size``, ``resample``, rescale and
+    normalize. Serve it with :class:`stoker.Loader` and call
+    :meth:`stoker.Batch.vision_inputs` on its batches.
+
+    What stoker does not do the processor's way is refused with ValueError
+    naming it: another processor class (the PIL back-end, whose bicubic is
+    PIL's), ``do_resize=False``, a resample other than nearest, bilinear or
+    bicubic, ``do_convert_rgb=False``, neither rescale nor normalize."""
+    ip = getattr(processor, "image_processor", None) or processor
+    name = type(ip).__name__
+    if name not in _SUPPORTED:
+        _refuse(name, f"not a processor stoker reproduces (it does {', '.join(_SUPPORTED)}: the Qwen2-VL family's "
+                      "torchvision back-end; load it with AutoImageProcessor.from_pretrained(..., backend='torchvision'))")
+
+    def get(key: str, default: Any = None) -> Any:
+        return getattr(ip, key, default)
+
+    if not get("do_resize", True):
+        _refuse(name, "do_resize=False: stoker's SmartResize always resizes (a batch of unresized images has no grid)")
+    if get("do_convert_rgb", True) is False:
+        _refuse(name, "do_convert_rgb=False: stoker always decodes to RGB")
+    resample = get("resample", 3)
+    code = int(getattr(resample, "value", resample)) if not isinstance(resample, str) else None
+    interp = _RESAMPLE.get(code) if code is not None else None
+    if interp is None:
+        _refuse(name, f"resample={resample!r}: stoker resizes with nearest, bilinear or bicubic (torchvision's uint8)")
+    size = get("size") or {}
+    size = dict(size.items()) if hasattr(size, "items") else dict(vars(size))
+    lo = size.get("shortest_edge") or get("min_pixels")
+    hi = size.get("longest_edge") or get("max_pixels")
+    if not lo or not hi:
+        _refuse(name, f"size {size!r}: want shortest_edge and longest_edge (the min and max pixels)")
+    patch, merge, temporal = int(get("patch_size", 14)), int(get("merge_size", 2)), int(get("temporal_patch_size", 2))
+    do_rescale, do_normalize = bool(get("do_rescale", True)), bool(get("do_normalize", True))
+    if not (do_rescale or do_normalize):
+        _refuse(name, "neither do_rescale nor do_normalize: pixel_values would stay uint8")
+    mean, std = get("image_mean", OPENAI_CLIP_MEAN), get("image_std", OPENAI_CLIP_STD)
+    mean = tuple(float(m) for m in (mean if isinstance(mean, (list, tuple)) else [mean] * 3))
+    std = tuple(float(s) for s in (std if isinstance(std, (list, tuple)) else [std] * 3))
+    if len(mean) != 3 or len(std) != 3:
+        _refuse(name, f"image_mean {mean!r}, image_std {std!r}: want 3 values each (RGB)")
+    v = QwenVision(patch_size=patch, merge_size=merge, temporal_patch_size=temporal, do_rescale=do_rescale,
+                   rescale_factor=float(get("rescale_factor", 1 / 255)), do_normalize=do_normalize,
+                   image_mean=mean, image_std=std)
+    return VisionCompose([_smart_resize(int(lo), int(hi), v.factor, interp)], v)
+
+
+_consts: Dict[Any, Any] = {}
+
+
+def _mean_std(v: QwenVision, device: Any) -> Tuple[Any, Any]:
+    """The processor's normalize constants on device: with rescale, mean
+    and std times 1/rescale_factor as its _fuse_mean_std_and_rescale_factor
+    makes them (float32 tensors, on the CPU, then moved)."""
+    import torch
+
+    key = (v, str(device))
+    got = _consts.get(key)
+    if got is None:
+        mean, std = torch.tensor(v.image_mean), torch.tensor(v.image_std)
+        if v.do_rescale and v.do_normalize:
+            mean, std = mean * (1.0 / v.rescale_factor), std * (1.0 / v.rescale_factor)
+        got = (mean.view(-1, 1, 1).to(device), std.view(-1, 1, 1).to(device))
+        _consts[key] = got
+    return got
+
+
+def vision_inputs(images: Any, sizes: Any, v: QwenVision, layout: str = "NCHW",
+                  device: Optional[Any] = None) -> Dict[str, "torch.Tensor"]:
+    """The processor's ``pixel_values`` and ``image_grid_thw`` of a padded
+    uint8 batch (``images`` ``[N, 3, H, W]``, or NHWC) whose samples are
+    ``sizes`` (int64 ``[N, 2]``, height and width), on ``device``: per
+    image, float32, then (x - mean) / std (rescale fused in, as the
+    processor's torchvision back-end does it) or x * rescale_factor, its
+    patches in the processor's order ([grid_h / m, grid_w / m, m, m]), each
+    C x T x P x P with the image repeated over the T temporal frames."""
+    import torch
+
+    if images.dtype != torch.uint8:
+        raise ValueError(f"vision_inputs wants the uint8 images a SmartResize makes, got {images.dtype} "
+                         "(a Normalize in the transform: leave it out, vision_inputs normalizes)")
+    if device is not None:
+        images = images.to(device, non_blocking=True)
+    if layout == "NHWC":
+        images = images.permute(0, 3, 1, 2)
+    p, m, t = v.patch_size, v.merge_size, v.temporal_patch_size
+    mean, std = _mean_std(v, images.device) if v.do_normalize else (None, None)
+    out, grids = [], []
+    for i, (h, w) in enumerate(sizes.tolist()):
+        if h % v.factor or w % v.factor:
+            raise ValueError(f"sample {i} is {h}x{w} (height x width): not multiples of {v.factor}; "
+                             "was the transform a SmartResize of the same patch and merge sizes?")
+        x = images[i, :, :h, :w]
+        if v.do_normalize:
+            x = x.to(torch.float32).sub_(mean).div_(std)
+        else:
+            x = x * v.rescale_factor
+        c, gh, gw = x.shape[0], h // p, w // p
+        x = x.reshape(1, c, gh // m, m, p, gw // m, m, p).permute(0, 2, 5, 3, 6, 1, 4, 7)
+        x = x.unsqueeze(6).expand(-1, -1, -1, -1, -1, -1, t, -1, -1).reshape(gh * gw, c * t * p * p)
+        out.append(x)
+        grids.append([1, gh, gw])
+    if not out:
+        return {"pixel_values": torch.empty(0, 3 * t * p * p, device=images.device),
+                "image_grid_thw": torch.empty(0, 3, dtype=torch.long, device=images.device)}
+    pixel_values = out[0] if len(out) == 1 else torch.cat(out, dim=0)
+    return {"pixel_values": pixel_values, "image_grid_thw": torch.tensor(grids, dtype=torch.long, device=images.device)}
