@@ -236,6 +236,7 @@ func (k *packer) pack(order []int64, world int, depth uint64) (*Packing, error) 
 		return cmp.Or(cmp.Compare(b.tokens, a.tokens), cmp.Compare(a.places[0], b.places[0]))
 	})
 	steps := len(bins) / world
+	rebalanceTail(bins, world, k.budget, tok)
 	stepOrder := make([]int, steps)
 	for i := range stepOrder {
 		stepOrder[i] = i
@@ -306,6 +307,80 @@ func (k *packer) packWindow(bins []bin, order []int64, lo, hi int, ff *firstFit)
 		b.tokens += max(k.tokens[order[q]], 0)
 	}
 	return bins
+}
+
+// rebalanceTail deals the samples of the last steps of bins (sorted by
+// tokens, heaviest first) again: the batches more than the largest
+// sample from full (a window's last, the splits' halves and merges) and
+// one step more, their samples largest first each to the lightest batch
+// (LPT), so that a tail step's batches differ by at most the largest
+// sample as a full step's do. The batches keep their count; if a sample
+// would not fit the lightest batch's room, the tail is left as it was.
+func rebalanceTail(bins []bin, world int, budget int64, tok func(q int) int64) {
+	var tmax int64
+	for _, b := range bins {
+		for _, q := range b.places {
+			tmax = max(tmax, tok(q))
+		}
+	}
+	loose := 0
+	for _, b := range bins {
+		if b.tokens <= budget-tmax {
+			loose++
+		}
+	}
+	if loose == 0 {
+		return
+	}
+	steps := min(len(bins)/world, (loose+world-1)/world+1)
+	tail := bins[len(bins)-steps*world:]
+	var pool []int
+	for _, b := range tail {
+		pool = append(pool, b.places...)
+	}
+	slices.SortFunc(pool, func(a, b int) int { return cmp.Or(cmp.Compare(tok(b), tok(a)), cmp.Compare(a, b)) })
+	dealt := make([]bin, len(tail))
+	h := &lightHeap{bins: dealt}
+	for i := range dealt {
+		h.idx = append(h.idx, i)
+	}
+	for _, q := range pool { // the heap starts ordered: every batch empty
+		b := &dealt[h.idx[0]]
+		if b.tokens+tok(q) > budget {
+			return
+		}
+		b.places = append(b.places, q)
+		b.tokens += tok(q)
+		heap.Fix(h, 0)
+	}
+	for i := range dealt {
+		slices.Sort(dealt[i].places)
+	}
+	slices.SortFunc(dealt, func(a, b bin) int {
+		return cmp.Or(cmp.Compare(b.tokens, a.tokens), cmp.Compare(a.places[0], b.places[0]))
+	})
+	copy(tail, dealt)
+}
+
+// lightHeap is batches' indices, the lightest on top (ties: the one of
+// fewer samples, so that samples of no tokens are dealt round too, then
+// the lower index).
+type lightHeap struct {
+	bins []bin
+	idx  []int
+}
+
+func (h *lightHeap) Len() int { return len(h.idx) }
+func (h *lightHeap) Less(a, b int) bool {
+	x, y := &h.bins[h.idx[a]], &h.bins[h.idx[b]]
+	return cmp.Or(cmp.Compare(x.tokens, y.tokens), cmp.Compare(len(x.places), len(y.places)), cmp.Compare(h.idx[a], h.idx[b])) < 0
+}
+func (h *lightHeap) Swap(a, b int) { h.idx[a], h.idx[b] = h.idx[b], h.idx[a] }
+func (h *lightHeap) Push(x any)    { h.idx = append(h.idx, x.(int)) }
+func (h *lightHeap) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
+	return x
 }
 
 // splitTo makes the count of batches a multiple of world: it splits the
