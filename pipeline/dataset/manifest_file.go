@@ -125,6 +125,13 @@ func (m *Manifest) Encode(w io.Writer) error {
 		version = manifestVersionYOLO
 		m.encodeLabels(&e)
 	}
+	if m.sizes != nil {
+		version = manifestVersionSizes
+		e.uint(uint64(len(m.sizes) / 2))
+		for _, v := range m.sizes {
+			e.uint(uint64(v))
+		}
+	}
 	if err := errors.Join(bw.Flush(), zw.Close()); err != nil {
 		return err
 	}
@@ -183,8 +190,8 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: not a stoker manifest (magic %q)", ErrManifest, hdr[:8])
 	}
 	version := binary.LittleEndian.Uint32(hdr[8:])
-	if version < 1 || version > manifestVersionYOLO {
-		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersionYOLO)
+	if version < 1 || version > manifestVersionSizes {
+		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersionSizes)
 	}
 	clen, ulen := binary.LittleEndian.Uint64(hdr[12:]), binary.LittleEndian.Uint64(hdr[20:])
 	if clen > uint64(maxSize-manifestHeader) {
@@ -378,11 +385,16 @@ func (d *decoder) manifest() (*Manifest, error) {
 	if d.version >= 4 {
 		d.cls(s, ns)
 	}
-	if d.version >= 5 {
+	// From version 7 a layout's own sections are there for it alone.
+	annotated := m.Layout == LayoutCOCO || m.Layout == LayoutYOLO || d.version < manifestVersionSizes
+	if d.version >= 5 && annotated {
 		m.AnnotationsSHA256 = d.string()
 	}
-	if d.version >= 6 {
+	if d.version >= 6 && (m.Layout == LayoutYOLO || d.version < manifestVersionSizes) {
 		d.labels(m)
+	}
+	if d.version >= manifestVersionSizes {
+		d.sizes(m, ns)
 	}
 	if d.err != nil {
 		return nil, d.err
