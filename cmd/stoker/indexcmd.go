@@ -64,9 +64,6 @@ func index(ctx context.Context, src, ann, out string, conc int, budget int64, si
 		MaxBytes: budget / 2,
 		OverHint: fmt.Sprintf("half of --memory-budget (%d): give it more where the machine has it, or index the dataset's prefixes apart", budget)}
 	if sizes {
-		if ann != "" {
-			return usageError{errors.New("--sizes: an annotated dataset's manifest records no sizes yet (index the images without --annotations)")}
-		}
 		opts.ImageSize = pipeline.ImageSize
 	}
 	var (

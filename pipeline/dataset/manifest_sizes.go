@@ -193,3 +193,17 @@ func rootOpener(root *os.Root) opener {
 		return f, nil
 	}
 }
+
+// sizeIndexed records the sizes of an annotated dataset's manifest
+// (IndexAnnotated) when its index options ask for them, its images read
+// through open.
+func sizeIndexed(ctx context.Context, m *Manifest, opts []SourceOption, open opener) error {
+	var o sourceOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.index.ImageSize == nil {
+		return nil
+	}
+	return recordSizes(ctx, m, open, o.index)
+}

@@ -10,7 +10,10 @@ import (
 	_ "image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/internal/storetest"
 )
 
 // headerSize is the tests' IndexOptions.ImageSize: the standard
@@ -135,4 +138,90 @@ func TestManifestSizesRefused(t *testing.T) {
 	if err := m.check(); !errors.Is(err, ErrManifest) {
 		t.Errorf("SetImageSize(1, 8, 0): %v", err)
 	}
+}
+
+// annotSizedTree is annotTree with real images (b.jpg of another size
+// than its annotations say: the sizes are the headers'), and what their
+// headers say, by name.
+func annotSizedTree(t *testing.T) (string, map[string][2]int) {
+	root := annotTree(t)
+	imgs := filepath.Join(root, "images", "train")
+	writeTree(t, imgs, map[string][]byte{
+		"a.jpg": encodeJPEG(testPicture(4, 3), 90), "b.jpg": encodeJPEG(testPicture(6, 5), 90), "sub/c.png": encodePNG(testPicture(4, 3)),
+	})
+	return root, map[string][2]int{"a.jpg": {4, 3}, "b.jpg": {6, 5}, "sub/c.png": {4, 3}}
+}
+
+// checkSized checks m's sizes against want, by object key, and that its
+// file keeps them with the rest.
+func checkSized(t *testing.T, m *Manifest, want map[string][2]int) *Manifest {
+	t.Helper()
+	for i := range m.Len() {
+		key := m.Object(m.Sample(i).Object).Key
+		if w, h, _ := m.ImageSize(i); [2]int{w, h} != want[key] {
+			t.Errorf("%s: %dx%d, want %v", key, w, h, want[key])
+		}
+	}
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeManifest(bytes.NewReader(buf.Bytes()), 0)
+	if err != nil || back.AnnotationsSHA256 != m.AnnotationsSHA256 || back.Fingerprint() != m.Fingerprint() || back.SizesFingerprint() != m.SizesFingerprint() {
+		t.Fatalf("decoded again: %v", err)
+	}
+	return back
+}
+
+// TestIndexAnnotatedSizes: `stoker index --annotations FILE --sizes` of a
+// COCO dataset records its images' sizes from their headers; the manifest
+// (version 7) keeps its annotations' hash, and the dataset opened from it
+// is the one opened from the files.
+func TestIndexAnnotatedSizes(t *testing.T) {
+	root, want := annotSizedTree(t)
+	local, ann := filepath.Join(root, "images", "train"), filepath.Join(root, "annotations", "instances.json")
+	m, err := IndexAnnotated(t.Context(), local, ann, WithIndexOptions(IndexOptions{ImageSize: headerSize}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := checkSized(t, m, want)
+	wantCOCO, err := OpenCOCO(local, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wantCOCO.Close()
+	var buf bytes.Buffer
+	back.Encode(&buf)
+	named := filepath.Join(t.TempDir(), "manifest")
+	os.WriteFile(named, buf.Bytes(), 0o644)
+	got, err := OpenAnnotatedSource(t.Context(), local, ann, WithManifest(named))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	sameAnnotated(t, got, wantCOCO)
+}
+
+// TestIndexAnnotatedSizesS3: a YOLO dataset in a bucket (a real S3
+// server) indexed with its sizes, read from the bucket.
+func TestIndexAnnotatedSizesS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an S3 server (versitygw)")
+	}
+	s := storetest.StartS3(t, t.TempDir())
+	s.CreateBucket(t, "bkt")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	root, want := annotSizedTree(t)
+	s.PutTree(t, "bkt", "ds/", root)
+	m, err := IndexAnnotated(t.Context(), s.URL("bkt", "ds/images/train"), s.URL("bkt", "ds/data.yaml"), WithIndexOptions(IndexOptions{ImageSize: headerSize}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Layout != LayoutYOLO {
+		t.Fatalf("layout %s", m.Layout)
+	}
+	checkSized(t, m, want)
 }
