@@ -194,6 +194,37 @@ func (p *Packing) Tokens(rank, step int) int64 { return p.tokens[p.bin(rank, ste
 // budget); nil for a sample that does not.
 func (p *Packing) Err(i int64) error { return p.errs[i] }
 
+// RankPacking is one rank's share of a Packing, as a coordinator reads
+// a Plan: batch k is the rank's batch at step k.
+type RankPacking struct {
+	p    *Packing
+	rank int
+}
+
+// Rank is rank's share of p, 0 <= rank < World().
+func (p *Packing) Rank(rank int) RankPacking {
+	if rank < 0 || rank >= p.world {
+		panic(fmt.Sprintf("plan: rank %d of a packing of %d ranks", rank, p.world))
+	}
+	return RankPacking{p: p, rank: rank}
+}
+
+// Batches is how many batches the rank gets: every rank's, Steps.
+func (r RankPacking) Batches() int { return r.p.steps }
+
+// Samples is how many samples the rank's batches hold.
+func (r RankPacking) Samples() int {
+	n := 0
+	for s := range r.p.steps {
+		b := r.p.bin(r.rank, s)
+		n += r.p.start[b+1] - r.p.start[b]
+	}
+	return n
+}
+
+// Batch is the dataset indices of the rank's batch k, in a new slice.
+func (r RankPacking) Batch(k int) []int64 { return r.p.Batch(r.rank, k) }
+
 func (p *Packing) bin(rank, step int) int {
 	if rank < 0 || rank >= p.world || step < 0 || step >= p.steps {
 		panic(fmt.Sprintf("plan: batch (rank %d, step %d) of a packing of %d ranks and %d steps", rank, step, p.world, p.steps))

@@ -130,6 +130,17 @@ func TestPackProperties(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		checkPacking(t, c, p, samplesUpTo(c.spec.Size))
+		total := 0
+		for r := range p.World() {
+			rp := p.Rank(r)
+			total += rp.Samples()
+			if rp.Batches() != p.Steps() || (p.Steps() > 0 && !slices.Equal(rp.Batch(p.Steps()-1), p.Batch(r, p.Steps()-1))) {
+				t.Fatalf("seed %d: rank %d's view differs from the packing", seed, r)
+			}
+		}
+		if total != p.Samples() {
+			t.Fatalf("seed %d: the ranks' views hold %d samples of %d", seed, total, p.Samples())
+		}
 		again, _ := Pack(c.spec)
 		if packHash(p) != packHash(again) {
 			t.Fatalf("seed %d: two packings of one spec differ", seed)
