@@ -30,21 +30,25 @@ import (
 //     samples keep their order.
 //  3. The count of batches made a multiple of the world: while it is not,
 //     the batch of the most samples is split in two by tokens (largest
-//     first, each to the lighter half).
+//     first, each to the lighter half); where no batch has two samples,
+//     the two lightest are merged while they fit.
 //  4. The batches sorted by tokens, heaviest first, and cut into steps of
 //     World consecutive ones, so that a step's batches are of nearly the
-//     same tokens; within a step the ranks take them in a keyed
-//     permutation (no rank always the heaviest); the steps are then put
-//     in a keyed permutation (with Shuffle) or by their first sample in
-//     the order (without).
+//     same tokens; the last steps, where the batches more than t_max from
+//     full sort, dealt again largest first to the lightest batch (LPT).
+//  5. Within a step the ranks take its batches in a keyed permutation (no
+//     rank always the heaviest); the steps are put in a keyed permutation
+//     (with Shuffle) or by their first sample in the order (without).
 //
 // The bound: first fit leaves every batch of a window but its last with
 // fewer than t_max free tokens (the sample that opened the next batch did
-// not fit), t_max the window's largest sample, and, samples coming
-// largest first, every batch before the one its smallest sample went to
-// with fewer than t_min free. A step of such batches has max/mean tokens
-// below N/(N-t_max); the batches that are not (a window's last, the
-// splits' halves: at most windows + World - 1) sort to the last steps.
+// not fit), t_max the largest sample, and, samples coming largest first,
+// every batch before the one the window's smallest sample went to with
+// fewer than t_min free; LPT leaves a tail step's batches within t_max of
+// each other (each batch's last sample went to the then lightest). So a
+// step's batches differ by at most t_max tokens: max/mean <= 1 +
+// t_max/mean (unless the tail's deal would overfill a batch, when the
+// tail is left as first fit made it).
 //
 // A sample whose tokens cannot be known or are over the budget fails
 // alone: it is planned as a member of no tokens (the window's failures
