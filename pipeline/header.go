@@ -47,6 +47,14 @@ func parseHeader(data []byte) (header, error) {
 	return header{format: h.Format, w: h.W, h: h.H, comps: h.Comps, progressive: h.Progressive, samp: h.Samp, interlaced: h.Interlaced}, err
 }
 
+// ImageSize is the width and height an image's header declares, read
+// from its first bytes without a decode (codec.ParseHeader): what `stoker
+// index --sizes` records in a manifest (IndexOptions.ImageSize).
+func ImageSize(head []byte) (w, h int, err error) {
+	hd, err := codec.ParseHeader(head)
+	return hd.W, hd.H, err
+}
+
 // A worker's scratch that the server's memory budget counts: the decode's
 // own pixels (a sample made apart before its output's bytes: each view's
 // pixels, the visible part of a crop past the image or of a canvas, the

@@ -32,6 +32,7 @@ func runIndex(args []string) error {
 	conc := fs.Int("concurrency", 8, "WebDataset shards read at once")
 	ann := fs.String("annotations", "", "the COCO annotations file (a path or URL) of the images at URL|DIR: the manifest lists the images it names, with its SHA-256 (its fingerprint is the COCO dataset's; serve refuses it with other annotations); serve takes it with --annotations NAME=FILE and --manifest NAME=it, or beside the images. A YOLO dataset's YAML (data.yaml) indexes its images in a bucket with every label file's bytes, so serve reads no label file at start; a YOLO dataset on a disk has no manifest")
 	budget := fs.Int64("memory-budget", 0, "memory the listing and the index built from it may hold, counted as they grow (half of it: the manifest is encoded from the other half); past it the index fails saying so; 0: half of the machine's (or cgroup's) memory")
+	sizes := fs.Bool("sizes", false, "read every image's header and record its width and height in the manifest (a sample whose header does not parse: unknown), so that a job cut by vision tokens (batch_tokens) plans from them without a decode; a request an image in object storage")
 	fs.Usage = helptext.Usage(fs, indexUsage)
 	// Flags may come before or after the dataset.
 	if err := parseFlags(fs, args); err != nil {
@@ -50,18 +51,21 @@ func runIndex(args []string) error {
 	if *budget == 0 {
 		*budget = server.DefaultMemoryBudget()
 	}
-	return index(ctx, src, *ann, *out, *conc, *budget, os.Stderr, os.Stdout)
+	return index(ctx, src, *ann, *out, *conc, *budget, *sizes, os.Stderr, os.Stdout)
 }
 
 // index indexes src and writes its manifest, reporting progress on
 // progressOut (rewriting one line when it is a terminal) and what it wrote
 // on result.
-func index(ctx context.Context, src, ann, out string, conc int, budget int64, progressOut, result io.Writer) error {
+func index(ctx context.Context, src, ann, out string, conc int, budget int64, sizes bool, progressOut, result io.Writer) error {
 	start := time.Now()
 	pr := progress.New(progressOut, "stoker index")
 	opts := pipeline.IndexOptions{Concurrency: conc, Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) },
 		MaxBytes: budget / 2,
 		OverHint: fmt.Sprintf("half of --memory-budget (%d): give it more where the machine has it, or index the dataset's prefixes apart", budget)}
+	if sizes {
+		opts.ImageSize = pipeline.ImageSize
+	}
 	var (
 		m   *pipeline.Manifest
 		st  source.Store
@@ -93,9 +97,19 @@ func index(ctx context.Context, src, ann, out string, conc int, budget int64, pr
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(result, "wrote %s: %s, %s in %s, %s, %d bytes, fingerprint %s, in %v\n",
+	sized := ""
+	if m.HasImageSizes() {
+		known := 0
+		for i := range m.Len() {
+			if _, _, ok := m.ImageSize(i); ok {
+				known++
+			}
+		}
+		sized = fmt.Sprintf(", %d of the images' sizes (sizes %s)", known, m.SizesFingerprint())
+	}
+	fmt.Fprintf(result, "wrote %s: %s, %s in %s, %s, %d bytes, fingerprint %s%s, in %v\n",
 		where, m.Layout, count(m.Len(), "sample"), count(m.NumObjects(), "object"), count(len(m.Classes), "class"),
-		buf.Len(), m.Fingerprint(), time.Since(start).Round(time.Millisecond))
+		buf.Len(), m.Fingerprint(), sized, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -206,6 +206,13 @@ func IndexAnnotated(ctx context.Context, dir, ann string, opts ...SourceOption) 
 			m.AddSample(ManifestSample{Object: m.AddObject(obj), Size: obj.Size, Label: -1})
 		}
 	}
+	open := rootOpener(d.root)
+	if d.imgs != nil {
+		open = d.imgs.st.NewReader
+	}
+	if err := sizeIndexed(ctx, m, opts, open); err != nil {
+		return nil, err
+	}
 	if err := m.check(); err != nil {
 		return nil, err
 	}

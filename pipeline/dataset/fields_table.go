@@ -203,3 +203,72 @@ func (w *wdsFields) extOf(id int) string {
 	}
 	return w.t.exts[id]
 }
+
+// encodeFields writes the fields section (version 3).
+func (m *Manifest) encodeFields(e *encoder) {
+	t, s := &m.fields, &m.samples
+	e.uint(uint64(len(t.exts)))
+	for _, x := range t.exts {
+		e.str(x)
+	}
+	for i := range s.obj {
+		n := t.entries(i)
+		flag := uint64(0)
+		if s.noImage[int32(i)] {
+			flag = 1
+		}
+		e.uint(uint64(n)<<1 | flag)
+		if n == 0 {
+			continue
+		}
+		first := int(t.end[i]) - n
+		for k := first; k < int(t.end[i]); k++ {
+			e.uint(uint64(t.ext[k]))
+			e.uint(zigzag(t.off[k] - s.off[i]))
+			e.uint(uint64(t.size[k]))
+		}
+	}
+}
+
+// fields reads the fields section into m (version 3).
+func (d *decoder) fields(m *Manifest) {
+	t, s := &m.fields, &m.samples
+	nx := d.count("extensions", 1)
+	if d.err == nil && nx > maxFieldExts {
+		d.fail("%d extensions: the limit is %d", nx, maxFieldExts)
+	}
+	for i := 0; i < nx && d.err == nil; i++ {
+		if _, err := t.intern(d.string()); err != nil && d.err == nil {
+			d.fail("%v", err)
+		}
+	}
+	if d.err == nil && len(t.exts) != nx {
+		d.fail("an extension named twice")
+	}
+	for i := 0; i < len(s.obj) && d.err == nil; i++ {
+		v := d.int("fields", d.left*2+1)
+		if v>>1 > 0 && nx == 0 {
+			d.fail("sample %d has fields of no extension", i)
+		}
+		if v&1 != 0 {
+			if s.noImage == nil {
+				s.noImage = map[int32]bool{}
+			}
+			s.noImage[int32(i)] = true
+		}
+		for k := int64(0); k < v>>1 && d.err == nil; k++ {
+			ext := d.int("extension", int64(max(nx-1, 0)))
+			off := s.off[i] + unzigzag(d.uint())
+			size := d.int("field size", math.MaxInt64)
+			if d.err == nil {
+				if t.end == nil {
+					t.end = make([]uint32, t.n, t.n+1024)
+				}
+				t.ext = append(t.ext, uint16(ext))
+				t.off = append(t.off, off)
+				t.size = append(t.size, size)
+			}
+		}
+		t.next()
+	}
+}

@@ -64,6 +64,9 @@ type Manifest struct {
 	fields   fieldTable
 	noFields bool
 	wfields  wdsFields
+	// sizes are each sample's image width and height (0, 0: unknown),
+	// or nil: none recorded (manifest_file.go, stoker index --sizes).
+	sizes []uint32
 }
 
 // ManifestSample is one sample: the bytes [Off, Off+Size) of an object
@@ -232,6 +235,9 @@ func (m *Manifest) check() error {
 	}
 	if m.bad {
 		return fmt.Errorf("%w: a sample's object or label is out of range, or its hash not a SHA-256", ErrManifest)
+	}
+	if err := m.checkSizes(); err != nil {
+		return err
 	}
 	if s.hashes != nil && len(s.hashes) != sha256.Size*len(s.obj) {
 		return fmt.Errorf("%w: %d bytes of hashes for %d samples", ErrManifest, len(s.hashes), len(s.obj))

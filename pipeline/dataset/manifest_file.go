@@ -125,6 +125,13 @@ func (m *Manifest) Encode(w io.Writer) error {
 		version = manifestVersionYOLO
 		m.encodeLabels(&e)
 	}
+	if m.sizes != nil {
+		version = manifestVersionSizes
+		e.uint(uint64(len(m.sizes) / 2))
+		for _, v := range m.sizes {
+			e.uint(uint64(v))
+		}
+	}
 	if err := errors.Join(bw.Flush(), zw.Close()); err != nil {
 		return err
 	}
@@ -183,8 +190,8 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: not a stoker manifest (magic %q)", ErrManifest, hdr[:8])
 	}
 	version := binary.LittleEndian.Uint32(hdr[8:])
-	if version < 1 || version > manifestVersionYOLO {
-		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersionYOLO)
+	if version < 1 || version > manifestVersionSizes {
+		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersionSizes)
 	}
 	clen, ulen := binary.LittleEndian.Uint64(hdr[12:]), binary.LittleEndian.Uint64(hdr[20:])
 	if clen > uint64(maxSize-manifestHeader) {
@@ -378,11 +385,16 @@ func (d *decoder) manifest() (*Manifest, error) {
 	if d.version >= 4 {
 		d.cls(s, ns)
 	}
-	if d.version >= 5 {
+	// From version 7 a layout's own sections are there for it alone.
+	annotated := m.Layout == LayoutCOCO || m.Layout == LayoutYOLO || d.version < manifestVersionSizes
+	if d.version >= 5 && annotated {
 		m.AnnotationsSHA256 = d.string()
 	}
-	if d.version >= 6 {
+	if d.version >= 6 && (m.Layout == LayoutYOLO || d.version < manifestVersionSizes) {
 		d.labels(m)
+	}
+	if d.version >= manifestVersionSizes {
+		d.sizes(m, ns)
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -424,75 +436,6 @@ func (d *decoder) cls(s *sampleTable, ns int) {
 	for i := 0; i < ns && d.err == nil; i++ {
 		s.clsOff = append(s.clsOff, s.off[i]+unzigzag(d.uint()))
 		s.clsSize = append(s.clsSize, d.int("cls size", maxClsBytes))
-	}
-}
-
-// encodeFields writes the fields section (version 3).
-func (m *Manifest) encodeFields(e *encoder) {
-	t, s := &m.fields, &m.samples
-	e.uint(uint64(len(t.exts)))
-	for _, x := range t.exts {
-		e.str(x)
-	}
-	for i := range s.obj {
-		n := t.entries(i)
-		flag := uint64(0)
-		if s.noImage[int32(i)] {
-			flag = 1
-		}
-		e.uint(uint64(n)<<1 | flag)
-		if n == 0 {
-			continue
-		}
-		first := int(t.end[i]) - n
-		for k := first; k < int(t.end[i]); k++ {
-			e.uint(uint64(t.ext[k]))
-			e.uint(zigzag(t.off[k] - s.off[i]))
-			e.uint(uint64(t.size[k]))
-		}
-	}
-}
-
-// fields reads the fields section into m (version 3).
-func (d *decoder) fields(m *Manifest) {
-	t, s := &m.fields, &m.samples
-	nx := d.count("extensions", 1)
-	if d.err == nil && nx > maxFieldExts {
-		d.fail("%d extensions: the limit is %d", nx, maxFieldExts)
-	}
-	for i := 0; i < nx && d.err == nil; i++ {
-		if _, err := t.intern(d.string()); err != nil && d.err == nil {
-			d.fail("%v", err)
-		}
-	}
-	if d.err == nil && len(t.exts) != nx {
-		d.fail("an extension named twice")
-	}
-	for i := 0; i < len(s.obj) && d.err == nil; i++ {
-		v := d.int("fields", d.left*2+1)
-		if v>>1 > 0 && nx == 0 {
-			d.fail("sample %d has fields of no extension", i)
-		}
-		if v&1 != 0 {
-			if s.noImage == nil {
-				s.noImage = map[int32]bool{}
-			}
-			s.noImage[int32(i)] = true
-		}
-		for k := int64(0); k < v>>1 && d.err == nil; k++ {
-			ext := d.int("extension", int64(max(nx-1, 0)))
-			off := s.off[i] + unzigzag(d.uint())
-			size := d.int("field size", math.MaxInt64)
-			if d.err == nil {
-				if t.end == nil {
-					t.end = make([]uint32, t.n, t.n+1024)
-				}
-				t.ext = append(t.ext, uint16(ext))
-				t.off = append(t.off, off)
-				t.size = append(t.size, size)
-			}
-		}
-		t.next()
 	}
 }
 

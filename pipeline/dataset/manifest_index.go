@@ -34,6 +34,11 @@ type IndexOptions struct {
 	// fails saying so, and OverHint, what to do instead. 0: no bound.
 	MaxBytes int64
 	OverHint string
+	// ImageSize, when set, reads an image's size from its first bytes,
+	// and the index records every sample's (stoker index --sizes): the
+	// manifest then gives a plan by vision tokens its samples' sizes
+	// without a decode.
+	ImageSize func(head []byte) (w, h int, err error)
 }
 
 // heldBytes counts what an index being built holds, against MaxBytes.
@@ -170,6 +175,11 @@ func IndexStore(ctx context.Context, st source.Store, o IndexOptions) (*Manifest
 			return nil, errEmptyClasses(st.String(), empty)
 		}
 		if err := hashObjects(ctx, st, m, o); err != nil {
+			return nil, err
+		}
+	}
+	if o.ImageSize != nil {
+		if err := recordSizes(ctx, m, st.NewReader, o); err != nil {
 			return nil, err
 		}
 	}
@@ -467,6 +477,11 @@ func IndexDir(ctx context.Context, dir string, o IndexOptions) (*Manifest, error
 		}
 		if m.Len() == 0 {
 			return nil, fmt.Errorf("%w: no samples (key.jpg|png + key.cls) in %s", ErrUnsupported, dir)
+		}
+	}
+	if o.ImageSize != nil {
+		if err := recordSizes(ctx, m, rootOpener(root), o); err != nil {
+			return nil, err
 		}
 	}
 	if err := m.check(); err != nil {

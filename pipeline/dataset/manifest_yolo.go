@@ -281,6 +281,9 @@ func indexYOLO(ctx context.Context, dir, ann string, opts []SourceOption) (*Mani
 			return nil, fmt.Errorf("%w: %s gives the label file %s no version (ETag or generation): a manifest could not tell it changed", ErrUnsupported, dir, l.obj.Key)
 		}
 	}
+	if err := sizeIndexed(ctx, m, opts, d.imgs.st.NewReader); err != nil {
+		return nil, err
+	}
 	if err := m.check(); err != nil {
 		return nil, err
 	}

@@ -387,6 +387,14 @@ class Loader:
             one of weight 1 while both wait for samples. The server clamps
             it to ``[1/--max-cpu-weight, --max-cpu-weight]``; its default
             of 1 makes every job weigh alike, whatever this says.
+        batch_tokens: batches cut by vision tokens, for vision-language
+            training: each rank's batch at most this many vision tokens, a
+            sample never split, planned from the manifest's image sizes
+            (``stoker index --sizes``), every sample once an epoch over the
+            ranks, the ranks' tokens per step balanced. Not served yet: the
+            server refuses a job that sets it (``StokerError``,
+            ``UNIMPLEMENTED``), saying so; None (the default): batches of
+            ``batch_size``.
 
     Every argument is checked when the loader is made: TypeError for a
     wrong type (integers must be ints, numpy's included, never floats or
@@ -450,6 +458,7 @@ class Loader:
         mask_ratio: Optional[int] = None,
         mask_overlap: Optional[bool] = None,
         max_size: Optional[Tuple[int, int]] = None,
+        batch_tokens: Optional[int] = None,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -530,6 +539,7 @@ class Loader:
             raise ValueError("stop_ops needs stop_epoch: the epoch (counted from 0) from which they are off")
         self.stop_ops = () if stop_ops is None else _args.stop_ops(stop_ops)
         self.cpu_weight = _args.weight("cpu_weight", cpu_weight)
+        self.batch_tokens = None if batch_tokens is None else _args.integer("batch_tokens", batch_tokens, 1, (1 << 64) - 1)
         self.max_field_bytes = None if max_field_bytes is None else _args.integer("max_field_bytes", max_field_bytes, 1, (1 << 32) - 1)
         if self.max_field_bytes is not None and not self.fields and not self.targets:
             raise ValueError("max_field_bytes bounds the fields asked for: it needs fields=...")
@@ -686,7 +696,7 @@ class Loader:
                    max_field_bytes=self.max_field_bytes, mix=mix, cpu_weight=self.cpu_weight, decode=self.decode,
                    targets=self.targets, stop_epoch=self.stop_epoch, stop_ops=self.stop_ops,
                    target_fields=self.target_fields, max_targets_bytes=self.max_targets_bytes,
-                   mask_ratio=self.mask_ratio or 0, mask_overlap=self.mask_overlap)
+                   mask_ratio=self.mask_ratio or 0, mask_overlap=self.mask_overlap, batch_tokens=self.batch_tokens or 0)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for

@@ -89,6 +89,10 @@ def make(**kw) -> stoker.Loader:
         ({"cpu_weight": math.nan}, ValueError),
         ({"cpu_weight": "2"}, TypeError),
         ({"cpu_weight": True}, TypeError),
+        # A vision-token budget: a positive int.
+        ({"batch_tokens": 0}, ValueError),
+        ({"batch_tokens": 16384.0}, TypeError),
+        ({"batch_tokens": True}, TypeError),
         # A transform is a preset name or stoker.transforms ops.
         ({"transform": None}, TypeError),
         ({"transform": 42}, TypeError),

@@ -538,6 +538,15 @@ type JobSpec struct {
 	// [1/--max-cpu-weight, --max-cpu-weight] (default 1: a client may not
 	// raise its share unless the operator allows it).
 	CpuWeight float64 `protobuf:"fixed64,50,opt,name=cpu_weight,json=cpuWeight,proto3" json:"cpu_weight,omitempty"`
+	// Batches cut by vision tokens (vision-language training): each rank's
+	// batch at most batch_tokens vision tokens, a sample never split,
+	// planned from the manifest's image sizes (stoker index --sizes) so that
+	// every sample is in one batch of one rank once an epoch and the ranks'
+	// tokens per step are balanced (docs/ARCHITECTURE.md, "Batches cut by
+	// vision tokens"). 0: off, batches of batch_size. Not served yet: a job
+	// that sets it is refused (UNIMPLEMENTED), saying so, until a stream
+	// carries batches of as many samples as their tokens allow.
+	BatchTokens uint64 `protobuf:"varint,60,opt,name=batch_tokens,json=batchTokens,proto3" json:"batch_tokens,omitempty"`
 	// How JPEGs are decoded before the geometry: DECODE_EXACT at full scale,
 	// torchvision's pixels; DECODE_FAST may decode at a DCT scale (1/2, 1/4,
 	// 1/8) where the crop is at least that many times the output and an
@@ -779,6 +788,13 @@ func (x *JobSpec) GetMixSamples() uint64 {
 func (x *JobSpec) GetCpuWeight() float64 {
 	if x != nil {
 		return x.CpuWeight
+	}
+	return 0
+}
+
+func (x *JobSpec) GetBatchTokens() uint64 {
+	if x != nil {
+		return x.BatchTokens
 	}
 	return 0
 }
@@ -8954,7 +8970,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xad\b\n" +
+	"\x03msg\"\xd0\b\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -8982,7 +8998,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\vmix_samples\x18! \x01(\x04R\n" +
 	"mixSamples\x12\x1d\n" +
 	"\n" +
-	"cpu_weight\x182 \x01(\x01R\tcpuWeight\x12)\n" +
+	"cpu_weight\x182 \x01(\x01R\tcpuWeight\x12!\n" +
+	"\fbatch_tokens\x18< \x01(\x04R\vbatchTokens\x12)\n" +
 	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\x12\x19\n" +
 	"\atargets\x18\x96\x01 \x01(\bR\atargets\x12\x1e\n" +
 	"\n" +

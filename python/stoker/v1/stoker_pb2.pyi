@@ -74,7 +74,7 @@ class FeedRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., shm: _Optional[_Union[ShmAccept, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats", "fields", "max_field_bytes", "mix", "mix_samples", "cpu_weight", "decode", "targets", "stop_epoch", "stop_ops", "target_fields", "max_targets_bytes", "mask_ratio", "mask_overlap")
+    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats", "fields", "max_field_bytes", "mix", "mix_samples", "cpu_weight", "batch_tokens", "decode", "targets", "stop_epoch", "stop_ops", "target_fields", "max_targets_bytes", "mask_ratio", "mask_overlap")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     TRANSFORM_FIELD_NUMBER: _ClassVar[int]
@@ -96,6 +96,7 @@ class JobSpec(_message.Message):
     MIX_FIELD_NUMBER: _ClassVar[int]
     MIX_SAMPLES_FIELD_NUMBER: _ClassVar[int]
     CPU_WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    BATCH_TOKENS_FIELD_NUMBER: _ClassVar[int]
     DECODE_FIELD_NUMBER: _ClassVar[int]
     TARGETS_FIELD_NUMBER: _ClassVar[int]
     STOP_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +126,7 @@ class JobSpec(_message.Message):
     mix: _containers.RepeatedCompositeFieldContainer[MixPart]
     mix_samples: int
     cpu_weight: float
+    batch_tokens: int
     decode: Decode
     targets: bool
     stop_epoch: int
@@ -133,7 +135,7 @@ class JobSpec(_message.Message):
     max_targets_bytes: int
     mask_ratio: int
     mask_overlap: bool
-    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ..., fields: _Optional[_Iterable[str]] = ..., max_field_bytes: _Optional[int] = ..., mix: _Optional[_Iterable[_Union[MixPart, _Mapping]]] = ..., mix_samples: _Optional[int] = ..., cpu_weight: _Optional[float] = ..., decode: _Optional[_Union[Decode, str]] = ..., targets: _Optional[bool] = ..., stop_epoch: _Optional[int] = ..., stop_ops: _Optional[_Iterable[str]] = ..., target_fields: _Optional[_Iterable[str]] = ..., max_targets_bytes: _Optional[int] = ..., mask_ratio: _Optional[int] = ..., mask_overlap: _Optional[bool] = ...) -> None: ...
+    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ..., fields: _Optional[_Iterable[str]] = ..., max_field_bytes: _Optional[int] = ..., mix: _Optional[_Iterable[_Union[MixPart, _Mapping]]] = ..., mix_samples: _Optional[int] = ..., cpu_weight: _Optional[float] = ..., batch_tokens: _Optional[int] = ..., decode: _Optional[_Union[Decode, str]] = ..., targets: _Optional[bool] = ..., stop_epoch: _Optional[int] = ..., stop_ops: _Optional[_Iterable[str]] = ..., target_fields: _Optional[_Iterable[str]] = ..., max_targets_bytes: _Optional[int] = ..., mask_ratio: _Optional[int] = ..., mask_overlap: _Optional[bool] = ...) -> None: ...
 
 class MixPart(_message.Message):
     __slots__ = ("dataset", "weight")

@@ -4,10 +4,16 @@ import (
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
 // A job is what its coordinator runs (coord.Job).
 var _ coord.Job = (*Job)(nil)
+
+// A rank's share of an epoch packed by vision tokens is a plan a
+// coordinator runs (batch_tokens, refused by New until a stream carries
+// its batches of varying counts).
+var _ coord.Plan = plan.RankPacking{}
 
 func (j *Job) Dataset() string   { return j.name }
 func (j *Job) Rank() int         { return j.rank }

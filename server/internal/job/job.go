@@ -141,6 +141,13 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n := spec.GetBatchTokens(); n != 0 {
+		// plan.Pack plans such batches; the coordinator's buffers, the
+		// shared-memory slots and the Loader's len are of batch_size
+		// samples, and no stream carries batches of as many samples as
+		// their tokens allow yet: refused whole, never half-served.
+		return nil, status.Errorf(codes.Unimplemented, "batch_tokens %d: batches cut by vision tokens are not served yet (their plan is built; a stream of batches of varying sample counts is not): use batch_size", n)
+	}
 	j := &Job{spec: spec, name: spec.GetDataset(), id: o.ID, epochWorld: o.EpochWorld, client: o.Client}
 	if len(j.name) > maxDatasetName {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), maxDatasetName)
