@@ -76,6 +76,9 @@ class Job:
     # defaults, mask_ratio=4 and mask_overlap=True).
     mask_ratio: int = 0
     mask_overlap: Optional[bool] = None
+    # A COCO dataset's target labels: "category_id" (the file's ids, as
+    # torchvision's wrapper gives them) or "contiguous" (their ranks).
+    labels: str = "category_id"
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -107,6 +110,7 @@ class Job:
             target_fields=server_fields(self.target_fields),
             max_targets_bytes=self.max_targets_bytes or 0,
             mask_ratio=self.mask_ratio,
+            contiguous_labels=self.labels == "contiguous",
         )
         if self.mask_overlap is not None:
             spec.mask_overlap = self.mask_overlap
