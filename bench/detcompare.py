@@ -17,7 +17,8 @@ wrap_dataset_for_transforms_v2 gives them) and its labels as an int64
 tensor, and the recipe's v2 Compose on (image, {"boxes", "labels"}):
 
   detr: RandomPhotometricDistort(p=0.5), RandomZoomOut(fill=0),
-        RandomIoUCrop(), SanitizeBoundingBoxes(min_size=1),
+        RandomApply([RandomIoUCrop()], p=0.8) (their RandomIoUCrop(p=0.8)),
+        SanitizeBoundingBoxes(min_size=1),
         RandomHorizontalFlip(), Resize((640, 640)), SanitizeBoundingBoxes()
   ssdlite: RandomIoUCrop(), RandomHorizontalFlip(), SanitizeBoundingBoxes(),
         Resize((320, 320), antialias=False) (the detection references'
@@ -165,7 +166,8 @@ def recipe(name: str):
     import torchvision.transforms.v2 as T
 
     if name == "detr":
-        return T.Compose([T.RandomPhotometricDistort(p=0.5), T.RandomZoomOut(fill=0), T.RandomIoUCrop(),
+        return T.Compose([T.RandomPhotometricDistort(p=0.5), T.RandomZoomOut(fill=0),
+                          T.RandomApply([T.RandomIoUCrop()], p=0.8),
                           T.SanitizeBoundingBoxes(min_size=1), T.RandomHorizontalFlip(), T.Resize((640, 640)),
                           T.SanitizeBoundingBoxes()])
     if name == "ssdlite":

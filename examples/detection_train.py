@@ -56,10 +56,12 @@ def main() -> None:
     else:
         tf = T.Compose([T.RandomResizedCrop(a.size, scale=(0.3, 1.0)), T.RandomHorizontalFlip(),
                         T.ColorJitter(0.2, 0.2, 0.2)])
-    loader = stoker.Loader(a.target, a.dataset, transform=tf, batch_size=a.batch_size, targets=True,
-                           image_list=a.transform == "frcnn")
-    # Label 0 is the background for torchvision's detectors: the dataset's
+    # labels="contiguous": a COCO set's categories as 0..K-1 (by default its
+    # labels are the file's category ids, as torchvision's wrapper gives
+    # them). Label 0 is the background for torchvision's detectors: the
     # contiguous labels go up by one.
+    loader = stoker.Loader(a.target, a.dataset, transform=tf, batch_size=a.batch_size, targets=True,
+                           image_list=a.transform == "frcnn", labels="contiguous")
     model = fasterrcnn_mobilenet_v3_large_fpn(weights=None, weights_backbone=None, num_classes=len(classes) + 1,
                                               min_size=a.size, max_size=1333 if a.transform == "frcnn" else a.size)
     model.train()

@@ -27,6 +27,7 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
 	}
 	vd, t := &d.vd[0], t.Sampler(sk).AtEpoch(d.epoch)
+	d.targets.ContiguousLabels = fs.ContiguousLabels() // kept by Reset, for the partners' too
 	if vd.multi != nil {
 		return d.appendMosaicTargets(b, t, ds, fs, vd.multi)
 	}

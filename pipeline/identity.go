@@ -41,7 +41,11 @@ import (
 // apart on about a third of the points, which moved about one nearest
 // pixel in two 400 px images and about 90 bilinear ones by a level (deit's
 // and tv-resnet50-v2's golden presets, whose policies rotate and shear).
-const OutputVersion = 7
+// Version 8: the preset "detr" draws its RandomIoUCrop with p=0.8 (the
+// DETR family's dataloader.yml), and a COCO dataset's target labels are
+// its category_ids (torchvision's wrapper's) unless the job asks for
+// contiguous_labels, where they were always the categories' ranks.
+const OutputVersion = 8
 
 // Decode paths, as Identity.Path names them.
 const (

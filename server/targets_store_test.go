@@ -62,9 +62,9 @@ func TestTargetsFromBucket(t *testing.T) {
 // cocoShard writes the COCO file ann's images (under ../testdata/photos)
 // as one WebDataset shard in a new directory, in the file's sample order:
 // key.jpg, and key.json its image's annotations as a sample's member
-// holds them (docs/detection.md), category_id its category's contiguous
-// label, so that the shard's targets are the COCO dataset's, byte for
-// byte. bad names a sample (by index) whose box is made malformed (-1:
+// holds them (docs/detection.md), category_id as the file gives it
+// (the COCO dataset's labels, torchvision's wrapper's), so that the
+// shard's targets are the COCO dataset's, byte for byte. bad names a sample (by index) whose box is made malformed (-1:
 // none).
 func cocoShard(t *testing.T, ann string, bad int) string {
 	t.Helper()
@@ -110,7 +110,7 @@ func cocoShard(t *testing.T, ann string, bad int) string {
 		anns := []map[string]any{}
 		for _, a := range doc.Annotations {
 			if int64(a["image_id"].(float64)) == im.ID {
-				b := map[string]any{"bbox": a["bbox"], "category_id": map[float64]int{1: 0, 3: 1}[a["category_id"].(float64)], "iscrowd": a["iscrowd"]}
+				b := map[string]any{"bbox": a["bbox"], "category_id": int(a["category_id"].(float64)), "iscrowd": a["iscrowd"]}
 				if seg, ok := a["segmentation"]; ok {
 					b["segmentation"] = seg
 				}

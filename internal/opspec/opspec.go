@@ -287,6 +287,9 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		if c.Trials != nil {
 			op.Trials = int(min(c.GetTrials(), 1<<20))
 		}
+		if op.P = p(c.P, 1); !(op.P > 0 && op.P <= 1) {
+			err = fmt.Errorf("%w: transform: %s: RandomIoUCrop p=%v: want 0 < p <= 1 (p=0 never crops: leave the op out)", pipeline.ErrUnsupported, where, op.P)
+		}
 	case *stokerv1.Op_RandomPhotometricDistort:
 		d := x.RandomPhotometricDistort
 		op = pipeline.Op{Kind: pipeline.OpRandomPhotometricDistort, P: p(d.P, 0.5), JitterRanges: true,

@@ -294,7 +294,11 @@ func (d *COCODataset) SourceTargets(i, w, h int, t *Instances) error {
 	}
 	for k := range s.Instances {
 		in := &s.Instances[k]
-		t.Add(xywhToXYXY(in.BBox), int64(in.Label), in.IsCrowd)
+		label := in.CategoryID // torchvision's wrapper's: the file's id
+		if t.ContiguousLabels {
+			label = int64(in.Label)
+		}
+		t.Add(xywhToXYXY(in.BBox), label, in.IsCrowd)
 		t.addCOCOPoints(in.Keypoints)
 		if t.WantMasks {
 			r, ok, err := d.ann.Mask(&s, in)

@@ -95,7 +95,19 @@ type FieldSet struct {
 	overlap   bool
 	ratio     int
 	instances bool
+	// contiguous: a COCO dataset's FieldTargets labels are the
+	// categories' ranks, not their ids (SetContiguousLabels).
+	contiguous bool
 }
+
+// SetContiguousLabels has FieldTargets label a COCO dataset's instances by
+// their category's rank among the file's categories sorted by id (0..K-1),
+// rather than by the category_id the file gives (torchvision's wrapper's).
+func (s *FieldSet) SetContiguousLabels() { s.contiguous = true }
+
+// ContiguousLabels says whether FieldTargets labels a COCO dataset's
+// instances by rank (false for a nil set).
+func (s *FieldSet) ContiguousLabels() bool { return s != nil && s.contiguous }
 
 // SetMasks has FieldTargets carry the instances' masks, the field then
 // bounded by maxBytes (> 0) rather than the others' bound.

@@ -61,6 +61,10 @@ type Instances struct {
 	Vis []uint8
 	// WantMasks asks SourceTargets for Masks (a job's, kept by Reset).
 	WantMasks bool
+	// ContiguousLabels asks a COCO dataset's SourceTargets for each
+	// category's rank (0..K-1, the categories sorted by id) as its label
+	// rather than its category_id (a job's, kept by Reset).
+	ContiguousLabels bool
 	// Masks are the instances' masks at the source image's size, one an
 	// instance, as pycocotools' annToRLE gives them (column-major runs):
 	// with WantMasks only.

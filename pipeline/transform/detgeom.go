@@ -145,7 +145,7 @@ func (t *Transform) iouPlan(p *SamplePlan, k det.Key, src *targets.Targets, scra
 	}
 	var top, left, h, w int
 	var ok bool
-	if t.sampler().IoUOn() { // else switched off by a stop_epoch: the whole canvas
+	if t.sampler().IoUOn() && iouDrawn(k, t.iou) { // else switched off by a stop_epoch, or not drawn (p): the whole canvas
 		r := k.Stream(StreamCrop)
 		var err error
 		if top, left, h, w, ok, err = iouParams(&r, W, H, boxes, t.iou); err != nil {
@@ -165,6 +165,32 @@ func (t *Transform) iouPlan(p *SamplePlan, k det.Key, src *targets.Targets, scra
 	p.KX, p.KY, p.KW, p.KH = p.CX, p.CY, p.CW, p.CH
 	p.Canvas = p.Zoomed || p.PreFlip || len(t.pre) > 0
 	return nil
+}
+
+// streamIoUApply is the RNG stream of a RandomIoUCrop's p (whether its
+// crop is drawn at all): a child of the geometry's, as streamZoom.
+const streamIoUApply = StreamCrop*64 + 9
+
+// iouP is op's p: 0, a Go literal's unset (the presets' ssdlite), is 1.
+func iouP(op *optab.Op) float64 {
+	if op.P == 0 {
+		return 1
+	}
+	return op.P
+}
+
+// iouDrawn says whether op's crop is drawn for key k: always at p 1 (no
+// number drawn, so a recipe without p draws what it drew before), else
+// a uniform of its own stream under p, as the DETR family's
+// RandomIoUCrop.__call__ (torch.rand(1) >= p leaves the sample) and
+// torchvision's RandomApply.
+func iouDrawn(k det.Key, op *optab.Op) bool {
+	p := iouP(op)
+	if p >= 1 {
+		return true
+	}
+	r := k.Stream(streamIoUApply)
+	return r.Float64() < p
 }
 
 // iouParams is torchvision's RandomIoUCrop.make_params on a W x H canvas

@@ -118,11 +118,16 @@ func init() {
 	geometry(optab.Def{Kind: OpRandomIoUCrop, Doc: "SSD's crop of a minimal IoU with the sample's boxes (then Resize(h, w))",
 		Params: []optab.Param{{Name: "min_scale", Typ: optab.PFloat, Def: "0.3"}, {Name: "max_scale", Typ: optab.PFloat, Def: "1.0"},
 			{Name: "min_aspect_ratio", Typ: optab.PFloat, Def: "0.5"}, {Name: "max_aspect_ratio", Typ: optab.PFloat, Def: "2.0"},
-			{Name: "sampler_options", Typ: optab.PFloats, Def: "None"}, {Name: "trials", Typ: optab.PInt, Def: "40"}},
+			{Name: "sampler_options", Typ: optab.PFloats, Def: "None"}, {Name: "trials", Typ: optab.PInt, Def: "40"},
+			{Name: "p", Typ: optab.PFloat, Def: "1.0", Field: "P", Lo: 0, Hi: 1}},
 		NeedsTargets: true,
 		Misplaced:    "RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d)", op.Scale, op.Ratio, op.Options, op.Trials)
+			fmt.Fprintf(b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d", op.Scale, op.Ratio, op.Options, op.Trials)
+			if p := iouP(op); p < 1 {
+				fmt.Fprintf(b, ", p=%g", p)
+			}
+			b.WriteString(")")
 		}})
 	lsj(optab.Def{Kind: OpScaleJitter, Doc: "resized by target_size times a scale drawn in scale_range (large-scale jitter)",
 		Params: []optab.Param{{Name: "target_size", Typ: optab.PSize}, {Name: "scale_range", Typ: optab.PRange, Def: "(0.1, 2.0)"}, interp, antialias},

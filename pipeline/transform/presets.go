@@ -76,12 +76,13 @@ var presets = map[string][]optab.Op{
 	// (RandomIoUCrop draws against the boxes). Its stop_epoch is the
 	// job's (JobSpec.stop_epoch: WithStopEpoch, D-FINE's three ops off
 	// from it on; D-FINE's configs stop at 72, its S and M at 120): the
-	// preset alone never stops.
+	// preset alone never stops. RandomIoUCrop with p=0.8, as their
+	// dataloader.yml write it (their RandomIoUCrop's own p).
 	"detr": {
 		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, JitterRanges: true,
 			Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
 		{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}},
-		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40},
+		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40, P: 0.8},
 		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: OpResize, Size: [2]int{640, 640}},

@@ -94,6 +94,9 @@ func (t *Transform) iouCrop(op *optab.Op, n int) (int, error) {
 	if op.Trials < 1 || op.Trials > maxIoUTrials {
 		return bad("RandomIoUCrop trials=%d: want 1 to %d", op.Trials, maxIoUTrials)
 	}
+	if p := iouP(op); !(p > 0 && p <= 1) {
+		return bad("RandomIoUCrop p=%v: want 0 < p <= 1", op.P)
+	}
 	j, flip := n+1, false
 	for ; j < len(t.ops); j++ {
 		o := &t.ops[j]

@@ -86,6 +86,8 @@ def _tv_name(t: Any) -> Tuple[Optional[str], str]:
         (cls.__module__, cls.__name__)
     if key in _FOREIGN:
         return _FOREIGN[key], own
+    if _detr_iou_crop(cls):
+        return "DETR.RandomIoUCrop", own
     for i, k in enumerate(cls.__mro__):
         if k.__module__.startswith("torchvision.transforms"):
             if i == 0:
@@ -98,6 +100,21 @@ def _tv_name(t: Any) -> Tuple[Optional[str], str]:
         if k.__module__ == "torch.nn.modules.container" and k.__name__ == "Sequential":
             return "Compose", own
     return None, own
+
+
+def _detr_iou_crop(cls: type) -> bool:
+    """Whether cls is the DETR family's RandomIoUCrop (RT-DETR v2's and
+    D-FINE's src/data/transforms/_transforms.py, DEIM's engine/...): a
+    subclass of torchvision's with a p, whose __call__ leaves the sample
+    when torch.rand(1) >= p and else is torchvision's."""
+    return cls.__name__ == "RandomIoUCrop" and cls.__module__.endswith("data.transforms._transforms") and \
+        any(k.__module__.startswith("torchvision.transforms") and k.__name__ == "RandomIoUCrop" for k in cls.__mro__[1:])
+
+
+def _lone_iou_crop(t: Any) -> bool:
+    """Whether t (a RandomApply) holds one RandomIoUCrop and nothing else."""
+    inner = _members(t)
+    return len(inner) == 1 and _tv_name(inner[0])[0] in ("RandomIoUCrop", "DETR.RandomIoUCrop")
 
 
 def _members(t: Any) -> List[Any]:
@@ -164,6 +181,19 @@ class _Converter:
                 self.drop(name, t, where)
             elif name == "Normalize":
                 self.normalize(t, where)
+            elif name == "RandomApply" and _lone_iou_crop(t):
+                # RandomApply([RandomIoUCrop()], p): the crop's own p (part
+                # of the geometry, it cannot sit in a container).
+                inner = _members(t)[0]
+                iname, iown = _tv_name(inner)
+                op = self.convert(iname, inner, f"{where} > op 0 ({iown})")
+                p = float(t.p) * op.p
+                if not 0 < p <= 1:
+                    raise ValueError(f"{where}: p={t.p}: want 0 < p <= 1 (p=0 never crops: leave it out)")
+                op.p = p
+                self.ops.append((where, "RandomIoUCrop", op))
+            elif name == "DETR.RandomIoUCrop":
+                self.ops.append((where, "RandomIoUCrop", self.convert(name, t, where)))
             else:
                 self.ops.append((where, name, self.convert(name, t, where)))
 
@@ -730,6 +760,8 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomResize": lambda cv, t, where: O.RandomResize(t.min_size, t.max_size, t.interpolation, _resize_aa(cv, t)),
     "RandomIoUCrop": lambda cv, t, where: O.RandomIoUCrop(t.min_scale, t.max_scale, t.min_aspect_ratio,
                                                           t.max_aspect_ratio, t.options, t.trials),
+    "DETR.RandomIoUCrop": lambda cv, t, where: O.RandomIoUCrop(t.min_scale, t.max_scale, t.min_aspect_ratio,
+                                                               t.max_aspect_ratio, t.options, t.trials, t.p),
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),
     "RandomVerticalFlip": _p(O.RandomVerticalFlip),
     "SanitizeBoundingBoxes": lambda cv, t, where: _sanitize(t, where),

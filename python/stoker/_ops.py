@@ -250,11 +250,15 @@ class RandomIoUCrop(Transform):
     ``SanitizeBoundingBoxes`` after it drops. Part of the geometry, fused
     into the decode: first, or right after a ``RandomZoomOut``, then
     ``Resize((h, w))`` (after ``SanitizeBoundingBoxes`` and one
-    ``RandomHorizontalFlip``, if any). A job without targets is refused."""
+    ``RandomHorizontalFlip``, if any). A job without targets is refused.
+    ``p`` is the probability that the crop is drawn at all (the DETR
+    family's ``RandomIoUCrop(p=0.8)``, torchvision's
+    ``RandomApply([RandomIoUCrop()], p)``); a crop not drawn leaves the
+    image whole."""
 
     def __init__(self, min_scale: float = 0.3, max_scale: float = 1.0, min_aspect_ratio: float = 0.5,
                  max_aspect_ratio: float = 2.0, sampler_options: Optional[Sequence[float]] = None,
-                 trials: int = 40) -> None:
+                 trials: int = 40, p: float = 1.0) -> None:
         cls = "RandomIoUCrop"
         self.min_scale = real(cls, "min_scale", min_scale)
         self.max_scale = real(cls, "max_scale", max_scale)
@@ -271,11 +275,17 @@ class RandomIoUCrop(Transform):
             raise ValueError(f"{cls}: sampler_options {sampler_options!r}: want 1 to 64 minimal IoUs >= 0")
         self.sampler_options = tuple(opts)
         self.trials = integer(cls, "trials", trials, 1, 1000)
+        self.p = real(cls, "p", p)
+        if not 0 < self.p <= 1:
+            raise ValueError(f"{cls}: p={p}: want 0 < p <= 1 (p=0 never crops: leave the op out)")
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_iou_crop=pb.RandomIoUCrop(
+        op = pb.RandomIoUCrop(
             min_scale=self.min_scale, max_scale=self.max_scale, min_aspect_ratio=self.min_aspect_ratio,
-            max_aspect_ratio=self.max_aspect_ratio, sampler_options=list(self.sampler_options), trials=self.trials))
+            max_aspect_ratio=self.max_aspect_ratio, sampler_options=list(self.sampler_options), trials=self.trials)
+        if self.p != 1:
+            op.p = self.p
+        return pb.Op(random_iou_crop=op)
 
 
 class ScaleJitter(Transform):

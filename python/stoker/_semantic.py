@@ -27,11 +27,13 @@ def semantic_mask(masks: Any, labels: Any, values: Sequence[int], ignore_index: 
     than one instance left in covers the pixel; 0 elsewhere; and where a
     Mask fill filled every instance (PadIfSmaller's 255, say), that fill.
 
-    The references' COCO map: ``values`` each label's category id
-    (``sorted(c["id"] for c in categories)``: stoker's labels are the
-    categories' ranks), or, remapped to VOC's classes as their training
-    does, ``[VOC_CATEGORIES.index(c) if c in VOC_CATEGORIES else -1 for c
-    in ids]``. A sample of no instance has no fill to take (zeros; the
+    The references' COCO map: with the labels a COCO set gives by
+    default (its category ids, as torchvision's wrapper), ``values =
+    range(max_id + 1)`` (each id its own class), or, remapped to VOC's
+    classes as their training does, ``[VOC_CATEGORIES.index(c) if c in
+    VOC_CATEGORIES else -1 for c in range(max_id + 1)]``; with
+    ``Loader(labels="contiguous")``, index by rank instead (``ids =
+    sorted(c["id"] for c in categories)``, ``values = ids``). A sample of no instance has no fill to take (zeros; the
     references drop such images from their training set), and a fill of 1
     is an instance's pixel."""
     import torch

@@ -335,6 +335,15 @@ class Loader:
             index map; False ``polygons2masks``' one mask an instance,
             ``targets[i]["overlap_mask"]`` then ``[K, H // mask_ratio, W //
             mask_ratio]`` uint8 (0 or 1) in the instances' own order.
+        labels: a COCO dataset's ``targets["labels"]``: ``"category_id"``
+            (the default) the annotations' ``category_id`` as the file
+            gives it, as torchvision's ``wrap_dataset_for_transforms_v2``
+            gives it (its detection references then train with
+            ``num_classes=91``, 0 the background); ``"contiguous"`` each
+            category's rank among the file's categories sorted by id,
+            ``0..K-1`` (the DETR family's ``remap_mscoco_category``). A YOLO
+            set's labels are its class indices, a shard's its
+            ``category_id``, either way.
         max_targets_bytes: with ``"masks"`` or ``"overlap_mask"`` among
             ``targets``, the bound of a sample's targets with them, in bytes (a sample
             over it fails by itself). None: 1 MiB, or what a batch's
@@ -458,7 +467,11 @@ class Loader:
         mask_ratio: Optional[int] = None,
         mask_overlap: Optional[bool] = None,
         max_size: Optional[Tuple[int, int]] = None,
+<<<<<<< HEAD
         batch_tokens: Optional[int] = None,
+=======
+        labels: str = "category_id",
+>>>>>>> h/lead
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -524,6 +537,13 @@ class Loader:
         if (self.mask_ratio is not None or self.mask_overlap is not None) and not {"overlap_mask", "sem_masks"} & set(self.target_fields):
             raise ValueError("mask_ratio and mask_overlap are the options of ultralytics' Format mask: they need "
                              "targets=(..., 'overlap_mask') or targets=(..., 'sem_masks')")
+        if labels not in ("category_id", "contiguous"):
+            raise ValueError(f"labels must be 'category_id' (a COCO file's category ids, as torchvision's "
+                             f"wrap_dataset_for_transforms_v2 gives them) or 'contiguous' (each category's rank "
+                             f"among the file's, sorted by id: 0..K-1); got {labels!r}")
+        if labels != "category_id" and not self.targets:
+            raise ValueError("labels says how the targets' labels count a COCO file's categories: it needs targets")
+        self.labels = labels
         self.image_list = _args.boolean("image_list", image_list)
         self.max_size: Optional[Tuple[int, int]] = None
         if max_size is not None:
@@ -696,7 +716,11 @@ class Loader:
                    max_field_bytes=self.max_field_bytes, mix=mix, cpu_weight=self.cpu_weight, decode=self.decode,
                    targets=self.targets, stop_epoch=self.stop_epoch, stop_ops=self.stop_ops,
                    target_fields=self.target_fields, max_targets_bytes=self.max_targets_bytes,
+<<<<<<< HEAD
                    mask_ratio=self.mask_ratio or 0, mask_overlap=self.mask_overlap, batch_tokens=self.batch_tokens or 0)
+=======
+                   mask_ratio=self.mask_ratio or 0, mask_overlap=self.mask_overlap, labels=self.labels)
+>>>>>>> h/lead
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for

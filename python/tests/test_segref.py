@@ -387,7 +387,10 @@ def test_semantic_mask_is_the_references(dense: Any, remap: bool) -> None:
 
     det, server = dense
     ids = sorted(c["id"] for c in json.loads((det / "annotations" / "instances.json").read_text())["categories"])
-    values = [stoker.VOC_CATEGORIES.index(c) if c in stoker.VOC_CATEGORIES else -1 for c in ids] if remap else ids
+    # The labels are the file's category ids (torchvision's wrapper's):
+    # values by id.
+    span = range(max(ids) + 1)
+    values = [stoker.VOC_CATEGORIES.index(c) if c in stoker.VOC_CATEGORIES else -1 for c in span] if remap else list(span)
     ref = references_semantic(det, remap)
     want = coco_sources(det)
     ops, mask_fill = TRANSFORMS["segref-small"]

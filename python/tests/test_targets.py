@@ -150,12 +150,12 @@ def iou_within(boxes: tv_tensors.BoundingBoxes, top: int, left: int, height: int
 
 def coco_sources(det: Path) -> Dict[int, Dict[str, Any]]:
     """Per sample index, what torchvision's CocoDetection wrapper gives:
-    boxes XYXY float32 (from the file's XYWH), contiguous labels, iscrowd,
-    image_id."""
+    boxes XYXY float32 (from the file's XYWH), labels (the file's category
+    ids, which have gaps), iscrowd, image_id: stoker's default targets,
+    compared as they are."""
     ds = wrap_dataset_for_transforms_v2(
         CocoDetection(str(det / "images" / "train"), str(det / "annotations" / "instances.json")),
         target_keys=("boxes", "labels", "iscrowd", "image_id"))
-    cats = sorted(ds.coco.cats)
     out = {}
     for i in range(len(ds)):
         img, t = ds[i]
@@ -164,7 +164,7 @@ def coco_sources(det: Path) -> Dict[int, Dict[str, Any]]:
             t = {"image_id": t["image_id"], "boxes": tv_tensors.BoundingBoxes(torch.zeros(0, 4), format="XYXY", canvas_size=(h, w)),
                  "labels": torch.zeros(0, dtype=torch.int64), "iscrowd": torch.zeros(0, dtype=torch.int64)}
         else:
-            t["labels"] = torch.tensor([cats.index(int(c)) for c in t["labels"]], dtype=torch.int64)
+            t["labels"] = torch.as_tensor(t["labels"], dtype=torch.int64)
             t["iscrowd"] = torch.tensor(t["iscrowd"], dtype=torch.int64)
         out[i] = t
     return out

@@ -89,7 +89,6 @@ def sources(root: Path) -> Dict[int, Dict[str, Any]]:
     ds = wrap_dataset_for_transforms_v2(
         CocoDetection(str(root / "images" / "train"), str(root / "annotations" / "instances.json")),
         target_keys=("boxes", "labels", "iscrowd", "image_id"))
-    cats = sorted(ds.coco.cats)
     doc = json.loads((root / "annotations" / "instances.json").read_text())
     anns: Dict[int, List[Any]] = {}
     for a in doc["annotations"]:
@@ -102,7 +101,7 @@ def sources(root: Path) -> Dict[int, Dict[str, Any]]:
             t = {"image_id": t["image_id"], "boxes": tv_tensors.BoundingBoxes(torch.zeros(0, 4), format="XYXY", canvas_size=(h, w)),
                  "labels": torch.zeros(0, dtype=torch.int64), "iscrowd": torch.zeros(0, dtype=torch.int64)}
         else:
-            t["labels"] = torch.tensor([cats.index(int(c)) for c in t["labels"]], dtype=torch.int64)
+            t["labels"] = torch.as_tensor(t["labels"], dtype=torch.int64)
             t["iscrowd"] = torch.tensor(t["iscrowd"], dtype=torch.int64)
         kps = [a.get("keypoints") or [0.0] * (3 * P) for a in anns.get(t["image_id"], [])]
         kp = torch.as_tensor(kps, dtype=torch.float32).reshape(-1, P, 3)

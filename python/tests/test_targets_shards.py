@@ -35,11 +35,10 @@ def det(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def write_shards(det: Path, out: Path, bad: int = -1) -> Path:
     """The COCO set as two shards, in its sample order (images by id):
-    KEY.jpg and KEY.json, the image's annotations with category_id its
-    contiguous label (so the targets are the COCO dataset's); sample `bad`
+    KEY.jpg and KEY.json, the image's annotations with their category_id
+    (so the targets are the COCO dataset's); sample `bad`
     gets a box of negative width."""
     doc = json.loads((det / "annotations" / "instances.json").read_text())
-    labels = {c["id"]: i for i, c in enumerate(sorted(doc["categories"], key=lambda c: c["id"]))}
     by_image: Dict[int, List[Dict[str, Any]]] = {}
     for a in doc["annotations"]:
         by_image.setdefault(a["image_id"], []).append(a)
@@ -52,7 +51,7 @@ def write_shards(det: Path, out: Path, bad: int = -1) -> Path:
                     continue
                 anns = []
                 for a in by_image.get(im["id"], []):
-                    m = {"bbox": list(a["bbox"]), "category_id": labels[a["category_id"]], "iscrowd": a.get("iscrowd", 0),
+                    m = {"bbox": list(a["bbox"]), "category_id": a["category_id"], "iscrowd": a.get("iscrowd", 0),
                          "segmentation": a.get("segmentation")}
                     if "keypoints" in a:
                         m["keypoints"] = a["keypoints"]

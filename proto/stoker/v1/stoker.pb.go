@@ -610,9 +610,18 @@ type JobSpec struct {
 	// order); false, one mask an instance in the instances' order
 	// (polygons2masks), BatchTargets.overlap_masks' layout says how.
 	// Without "overlap_mask" it is refused.
-	MaskOverlap   *bool `protobuf:"varint,156,opt,name=mask_overlap,json=maskOverlap,proto3,oneof" json:"mask_overlap,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaskOverlap *bool `protobuf:"varint,156,opt,name=mask_overlap,json=maskOverlap,proto3,oneof" json:"mask_overlap,omitempty"`
+	// The targets' "labels" of a COCO dataset: false (the default), the
+	// annotations' category_id as the file gives it (torchvision's
+	// wrap_dataset_for_transforms_v2(CocoDetection) labels, which its
+	// detection references train with num_classes=91, 0 the background);
+	// true, the category's rank among the file's categories sorted by id,
+	// 0..K-1 (the DETR family's remap_mscoco_category, a classifier of K
+	// classes). Other datasets' labels are their own (a YOLO set's class
+	// index, a shard's category_id) either way.
+	ContiguousLabels bool `protobuf:"varint,157,opt,name=contiguous_labels,json=contiguousLabels,proto3" json:"contiguous_labels,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -851,6 +860,13 @@ func (x *JobSpec) GetMaskRatio() uint32 {
 func (x *JobSpec) GetMaskOverlap() bool {
 	if x != nil && x.MaskOverlap != nil {
 		return *x.MaskOverlap
+	}
+	return false
+}
+
+func (x *JobSpec) GetContiguousLabels() bool {
+	if x != nil {
+		return x.ContiguousLabels
 	}
 	return false
 }
@@ -3152,7 +3168,12 @@ type RandomIoUCrop struct {
 	// 1 to 64 values >= 0; empty: [0, 0.1, 0.3, 0.5, 0.7, 0.9, 1].
 	SamplerOptions []float64 `protobuf:"fixed64,5,rep,packed,name=sampler_options,json=samplerOptions,proto3" json:"sampler_options,omitempty"`
 	// 1 to 1000; unset: 40.
-	Trials        *uint32 `protobuf:"varint,6,opt,name=trials,proto3,oneof" json:"trials,omitempty"`
+	Trials *uint32 `protobuf:"varint,6,opt,name=trials,proto3,oneof" json:"trials,omitempty"`
+	// The probability that the crop is drawn at all (the DETR family's
+	// RandomIoUCrop(p=...), and torchvision's RandomApply([RandomIoUCrop()],
+	// p)): 0 < p <= 1; unset: 1. A crop not drawn leaves the image (and its
+	// boxes) whole, as an option >= 1 does.
+	P             *float64 `protobuf:"fixed64,7,opt,name=p,proto3,oneof" json:"p,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3225,6 +3246,13 @@ func (x *RandomIoUCrop) GetSamplerOptions() []float64 {
 func (x *RandomIoUCrop) GetTrials() uint32 {
 	if x != nil && x.Trials != nil {
 		return *x.Trials
+	}
+	return 0
+}
+
+func (x *RandomIoUCrop) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
 	}
 	return 0
 }
@@ -8970,7 +8998,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xd0\b\n" +
+	"\x03msg\"\xfe\b\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -9009,7 +9037,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x11max_targets_bytes\x18\x9a\x01 \x01(\x04R\x0fmaxTargetsBytes\x12\x1e\n" +
 	"\n" +
 	"mask_ratio\x18\x9b\x01 \x01(\rR\tmaskRatio\x12'\n" +
-	"\fmask_overlap\x18\x9c\x01 \x01(\bH\x00R\vmaskOverlap\x88\x01\x01B\x0f\n" +
+	"\fmask_overlap\x18\x9c\x01 \x01(\bH\x00R\vmaskOverlap\x88\x01\x01\x12,\n" +
+	"\x11contiguous_labels\x18\x9d\x01 \x01(\bR\x10contiguousLabelsB\x0f\n" +
 	"\r_mask_overlap\";\n" +
 	"\aMixPart\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x16\n" +
@@ -9173,21 +9202,23 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
 	"\x05width\x18\x02 \x01(\rR\x05width\x12\x12\n" +
 	"\x04fill\x18\x03 \x03(\x01R\x04fill\x12!\n" +
-	"\fpadding_mode\x18\x04 \x01(\tR\vpaddingMode\"\xc8\x02\n" +
+	"\fpadding_mode\x18\x04 \x01(\tR\vpaddingMode\"\xe1\x02\n" +
 	"\rRandomIoUCrop\x12 \n" +
 	"\tmin_scale\x18\x01 \x01(\x01H\x00R\bminScale\x88\x01\x01\x12 \n" +
 	"\tmax_scale\x18\x02 \x01(\x01H\x01R\bmaxScale\x88\x01\x01\x12-\n" +
 	"\x10min_aspect_ratio\x18\x03 \x01(\x01H\x02R\x0eminAspectRatio\x88\x01\x01\x12-\n" +
 	"\x10max_aspect_ratio\x18\x04 \x01(\x01H\x03R\x0emaxAspectRatio\x88\x01\x01\x12'\n" +
 	"\x0fsampler_options\x18\x05 \x03(\x01R\x0esamplerOptions\x12\x1b\n" +
-	"\x06trials\x18\x06 \x01(\rH\x04R\x06trials\x88\x01\x01B\f\n" +
+	"\x06trials\x18\x06 \x01(\rH\x04R\x06trials\x88\x01\x01\x12\x11\n" +
+	"\x01p\x18\a \x01(\x01H\x05R\x01p\x88\x01\x01B\f\n" +
 	"\n" +
 	"_min_scaleB\f\n" +
 	"\n" +
 	"_max_scaleB\x13\n" +
 	"\x11_min_aspect_ratioB\x13\n" +
 	"\x11_max_aspect_ratioB\t\n" +
-	"\a_trials\"\xe9\x01\n" +
+	"\a_trialsB\x04\n" +
+	"\x02_p\"\xe9\x01\n" +
 	"\x18RandomPhotometricDistort\x120\n" +
 	"\n" +
 	"brightness\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\n" +

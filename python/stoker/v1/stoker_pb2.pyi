@@ -74,7 +74,7 @@ class FeedRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., shm: _Optional[_Union[ShmAccept, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats", "fields", "max_field_bytes", "mix", "mix_samples", "cpu_weight", "batch_tokens", "decode", "targets", "stop_epoch", "stop_ops", "target_fields", "max_targets_bytes", "mask_ratio", "mask_overlap")
+    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats", "fields", "max_field_bytes", "mix", "mix_samples", "cpu_weight", "batch_tokens", "decode", "targets", "stop_epoch", "stop_ops", "target_fields", "max_targets_bytes", "mask_ratio", "mask_overlap", "contiguous_labels")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     TRANSFORM_FIELD_NUMBER: _ClassVar[int]
@@ -105,6 +105,7 @@ class JobSpec(_message.Message):
     MAX_TARGETS_BYTES_FIELD_NUMBER: _ClassVar[int]
     MASK_RATIO_FIELD_NUMBER: _ClassVar[int]
     MASK_OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    CONTIGUOUS_LABELS_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     fingerprint: str
     transform: TransformSpec
@@ -135,7 +136,8 @@ class JobSpec(_message.Message):
     max_targets_bytes: int
     mask_ratio: int
     mask_overlap: bool
-    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ..., fields: _Optional[_Iterable[str]] = ..., max_field_bytes: _Optional[int] = ..., mix: _Optional[_Iterable[_Union[MixPart, _Mapping]]] = ..., mix_samples: _Optional[int] = ..., cpu_weight: _Optional[float] = ..., batch_tokens: _Optional[int] = ..., decode: _Optional[_Union[Decode, str]] = ..., targets: _Optional[bool] = ..., stop_epoch: _Optional[int] = ..., stop_ops: _Optional[_Iterable[str]] = ..., target_fields: _Optional[_Iterable[str]] = ..., max_targets_bytes: _Optional[int] = ..., mask_ratio: _Optional[int] = ..., mask_overlap: _Optional[bool] = ...) -> None: ...
+    contiguous_labels: bool
+    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ..., fields: _Optional[_Iterable[str]] = ..., max_field_bytes: _Optional[int] = ..., mix: _Optional[_Iterable[_Union[MixPart, _Mapping]]] = ..., mix_samples: _Optional[int] = ..., cpu_weight: _Optional[float] = ..., batch_tokens: _Optional[int] = ..., decode: _Optional[_Union[Decode, str]] = ..., targets: _Optional[bool] = ..., stop_epoch: _Optional[int] = ..., stop_ops: _Optional[_Iterable[str]] = ..., target_fields: _Optional[_Iterable[str]] = ..., max_targets_bytes: _Optional[int] = ..., mask_ratio: _Optional[int] = ..., mask_overlap: _Optional[bool] = ..., contiguous_labels: _Optional[bool] = ...) -> None: ...
 
 class MixPart(_message.Message):
     __slots__ = ("dataset", "weight")
@@ -454,20 +456,22 @@ class FixedSizeCrop(_message.Message):
     def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., fill: _Optional[_Iterable[float]] = ..., padding_mode: _Optional[str] = ...) -> None: ...
 
 class RandomIoUCrop(_message.Message):
-    __slots__ = ("min_scale", "max_scale", "min_aspect_ratio", "max_aspect_ratio", "sampler_options", "trials")
+    __slots__ = ("min_scale", "max_scale", "min_aspect_ratio", "max_aspect_ratio", "sampler_options", "trials", "p")
     MIN_SCALE_FIELD_NUMBER: _ClassVar[int]
     MAX_SCALE_FIELD_NUMBER: _ClassVar[int]
     MIN_ASPECT_RATIO_FIELD_NUMBER: _ClassVar[int]
     MAX_ASPECT_RATIO_FIELD_NUMBER: _ClassVar[int]
     SAMPLER_OPTIONS_FIELD_NUMBER: _ClassVar[int]
     TRIALS_FIELD_NUMBER: _ClassVar[int]
+    P_FIELD_NUMBER: _ClassVar[int]
     min_scale: float
     max_scale: float
     min_aspect_ratio: float
     max_aspect_ratio: float
     sampler_options: _containers.RepeatedScalarFieldContainer[float]
     trials: int
-    def __init__(self, min_scale: _Optional[float] = ..., max_scale: _Optional[float] = ..., min_aspect_ratio: _Optional[float] = ..., max_aspect_ratio: _Optional[float] = ..., sampler_options: _Optional[_Iterable[float]] = ..., trials: _Optional[int] = ...) -> None: ...
+    p: float
+    def __init__(self, min_scale: _Optional[float] = ..., max_scale: _Optional[float] = ..., min_aspect_ratio: _Optional[float] = ..., max_aspect_ratio: _Optional[float] = ..., sampler_options: _Optional[_Iterable[float]] = ..., trials: _Optional[int] = ..., p: _Optional[float] = ...) -> None: ...
 
 class RandomPhotometricDistort(_message.Message):
     __slots__ = ("brightness", "contrast", "saturation", "hue", "p")

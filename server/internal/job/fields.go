@@ -77,6 +77,9 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset %q: %s", Truncate(name, 64), strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
 	}
+	if spec.GetContiguousLabels() {
+		fs.SetContiguousLabels()
+	}
 	if masks || overlap {
 		// The targets with masks (or the overlap mask) have a bound of their own, within what
 		// the batch's bound leaves after the other fields.
@@ -121,6 +124,9 @@ func targetFieldsOf(spec *stokerv1.JobSpec, ds pipeline.Dataset) (masks, overlap
 	tf := spec.GetTargetFields()
 	if len(tf) > 0 && !spec.GetTargets() {
 		return false, false, status.Error(codes.InvalidArgument, "target_fields without targets: they name the fields of the targets a job asks for (targets=true)")
+	}
+	if spec.GetContiguousLabels() && !spec.GetTargets() {
+		return false, false, status.Error(codes.InvalidArgument, "contiguous_labels without targets: it says how the targets' labels count a COCO file's categories (targets=true)")
 	}
 	seen := map[string]bool{}
 	for _, n := range tf {
