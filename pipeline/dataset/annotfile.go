@@ -127,7 +127,9 @@ type labelRoots struct {
 	roots map[string]*os.Root
 }
 
-func newLabelRoots(dir string) *labelRoots { return &labelRoots{dir: dir, roots: map[string]*os.Root{}} }
+func newLabelRoots(dir string) *labelRoots {
+	return &labelRoots{dir: dir, roots: map[string]*os.Root{}}
+}
 
 func (l *labelRoots) close() {
 	for _, r := range l.roots {
