@@ -15,8 +15,8 @@ import (
 // whose label files are a link to /etc/passwd, a FIFO and a link to
 // /dev/zero starts (the test's deadline fails a start that hangs), and
 // serves each of those images as a per-sample error naming its label file
-// and why; no byte of /etc/passwd reaches the trainer, and the others'
-// targets are served. A COCO file whose parse would pass the memory
+// and why (and logs each once, so); no byte of /etc/passwd reaches the
+// trainer, and the others' targets are served. A COCO file whose parse would pass the memory
 // budget is refused at start, before it is read, by serve and by `stoker
 // index`.
 func TestServeHostileLabelFiles(t *testing.T) {
@@ -79,7 +79,15 @@ func TestServeHostileLabelFiles(t *testing.T) {
 	if len(seen) != len(hostile) || served != 8-len(hostile) {
 		t.Errorf("failed samples %v, %d served; want %d failed, %d served", seen, served, len(hostile), 8-len(hostile))
 	}
-	p.kill()
+	p.kill() // and wait: its log is all read
+	for name, want := range hostile {
+		recs := p.findLogs(badFileMsg, map[string]string{"dataset": "ds", "file": name, "level": "WARN"})
+		if len(recs) != 1 {
+			t.Errorf("%s: logged %d times, want once", name, len(recs))
+		} else if r, _ := recs[0]["reason"].(string); !strings.Contains(r, want) {
+			t.Errorf("%s: logged with reason %q; want %q", name, r, want)
+		}
+	}
 
 	// A COCO file whose size predicts a parse past the budget: refused
 	// before it is read (a sparse file: its size alone says so).
