@@ -227,3 +227,23 @@ func TestCOCOAnnotationsBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelRootsLocate: a label file's root is the directory that holds
+// the image path's last "images" component, wherever that is (in the
+// dataset's directory or below it), and its name "labels/..." beneath;
+// an image with none has its label beside it, beneath the directory.
+func TestLabelRootsLocate(t *testing.T) {
+	for _, c := range []struct{ dir, f, root, rel string }{
+		{"/d/images/train", "a.jpg", "/d", "labels/train/a.txt"},
+		{"/d/images/train", "sub/a.png", "/d", "labels/train/sub/a.txt"},
+		{"/d/images/train", "x/images/a.jpg", "/d/images/train/x", "labels/a.txt"},
+		{"/d", "images/train/a.jpg", "/d", "labels/train/a.txt"},
+		{"/d/photos", "a.jpg", "/d/photos", "a.txt"},
+		{"/images/train", "a.jpg", "/", "labels/train/a.txt"},
+	} {
+		root, rel := newLabelRoots(c.dir).locate(c.f)
+		if root != c.root || rel != c.rel {
+			t.Errorf("%s + %s: %s, %s; want %s, %s", c.dir, c.f, root, rel, c.root, c.rel)
+		}
+	}
+}
