@@ -59,6 +59,14 @@ var ErrManifest = dataset.ErrManifest
 // in object storage too (dataset.OpenAnnotatedSource).
 var OpenAnnotatedSource = dataset.OpenAnnotatedSource
 
+// WithAnnotationsBudget bounds an annotations file's parse; a COCO file's
+// peak is about COCOParseFactor times its size
+// (dataset.WithAnnotationsBudget).
+var WithAnnotationsBudget = dataset.WithAnnotationsBudget
+
+// COCOParseFactor is a COCO file's parse's peak, in times its size.
+const COCOParseFactor = dataset.COCOParseFactor
+
 // IndexAnnotated makes a COCO dataset's manifest (dataset.IndexAnnotated).
 var IndexAnnotated = dataset.IndexAnnotated
 

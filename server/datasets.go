@@ -25,9 +25,11 @@ import (
 //
 // A listing (and the index built from it) may hold listBytes of memory,
 // counted as it grows: past it the open fails, naming the size and
-// suggesting a manifest made by `stoker index`.
+// suggesting a manifest made by `stoker index`. An annotations file's
+// parse may take annBytes at its peak: a COCO file whose size predicts
+// more (pipeline.COCOParseFactor) is refused before it is read.
 func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics, ranges func(source.Store) source.Ranges,
-	listBytes int64, log *slog.Logger) (pipeline.Dataset, error) {
+	listBytes, annBytes int64, log *slog.Logger) (pipeline.Dataset, error) {
 	log = log.With("dataset", name)
 	// A start without a manifest lists the dataset and reads its shards:
 	// minutes for a large one, said every few seconds with the rate and
@@ -43,6 +45,7 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 			OverHint: fmt.Sprintf("the share of --memory-budget (%d) a listing may take; index it once with `stoker index %s` "+
 				"(or `--out FILE` for a read-only bucket, then serve with --manifest %s=FILE): a server that opens a dataset from its manifest does not list it",
 				cfg.MemoryBudget, cfg.Datasets[name], name)}),
+		pipeline.WithAnnotationsBudget(annBytes),
 	}
 	if loc := cfg.Manifests[name]; loc != "" {
 		opts = append(opts, pipeline.WithManifest(loc))
@@ -138,7 +141,10 @@ func (s *Server) openDatasets(ctx context.Context, reg prometheus.Registerer) er
 	for _, name := range s.names {
 		// A listing may take what batches leave of the budget (the
 		// process's own quarter): it is done before any batch is made.
-		ds, err := openDataset(ctx, s.cfg, name, storeMetrics, s.remote.ranges, s.budget.Limit()/3, s.log)
+		// An annotations file's parse may take what the batch budget has
+		// left (its garbage is gone before a batch is made; what it keeps,
+		// AnnotationBytes, is taken out of the budget below).
+		ds, err := openDataset(ctx, s.cfg, name, storeMetrics, s.remote.ranges, s.budget.Limit()/3, s.budget.Limit()-s.budget.InUse(), s.log)
 		if err != nil {
 			return fmt.Errorf("dataset %s: %w", name, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -31,8 +32,8 @@ func runIndex(args []string) error {
 	out := fs.String("out", "", "write the manifest to this path or s3://, gs://, azblob:// URL (for a read-only bucket; serve then takes --manifest NAME=it); default ROOT/.stoker/manifest, beside the data")
 	conc := fs.Int("concurrency", 8, "WebDataset shards read at once")
 	ann := fs.String("annotations", "", "the COCO annotations file (a path or URL) of the images at URL|DIR: the manifest lists the images it names, with its SHA-256 (its fingerprint is the COCO dataset's; serve refuses it with other annotations); serve takes it with --annotations NAME=FILE and --manifest NAME=it, or beside the images. A YOLO dataset's YAML (data.yaml) indexes its images in a bucket with every label file's bytes, so serve reads no label file at start; a YOLO dataset on a disk has no manifest")
-	budget := fs.Int64("memory-budget", 0, "memory the listing and the index built from it may hold, counted as they grow (half of it: the manifest is encoded from the other half); past it the index fails saying so; 0: half of the machine's (or cgroup's) memory")
 	sizes := fs.Bool("sizes", false, "read every image's header and record its width and height in the manifest (a sample whose header does not parse: unknown), so that a job cut by vision tokens (batch_tokens) plans from them without a decode; a request an image in object storage")
+	budget := fs.Int64("memory-budget", 0, "memory the process may use (Go's soft limit, as serve's): the listing and the index built from it may hold half of it, counted as they grow (the manifest is encoded from the other half), past it the index fails saying so; a COCO annotations file's parse (up to 6x its size at its peak) half of it, a larger file refused before it is read; 0: half of the machine's (or cgroup's) memory")
 	fs.Usage = helptext.Usage(fs, indexUsage)
 	// Flags may come before or after the dataset.
 	if err := parseFlags(fs, args); err != nil {
@@ -51,6 +52,8 @@ func runIndex(args []string) error {
 	if *budget == 0 {
 		*budget = server.DefaultMemoryBudget()
 	}
+	// The garbage collector works to keep the heap within it, as serve's.
+	debug.SetMemoryLimit(*budget)
 	return index(ctx, src, *ann, *out, *conc, *budget, *sizes, os.Stderr, os.Stdout)
 }
 
@@ -79,7 +82,7 @@ func index(ctx context.Context, src, ann, out string, conc int, budget int64, si
 	}
 	switch {
 	case ann != "":
-		m, err = pipeline.IndexAnnotated(ctx, src, ann, pipeline.WithIndexOptions(opts))
+		m, err = pipeline.IndexAnnotated(ctx, src, ann, pipeline.WithIndexOptions(opts), pipeline.WithAnnotationsBudget(budget/2))
 	case st != nil:
 		m, err = pipeline.IndexStore(ctx, st, opts)
 	default:

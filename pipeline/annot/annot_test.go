@@ -210,6 +210,12 @@ func TestCOCOBadAnnotation(t *testing.T) {
 		{`"bbox": [1, 2, 3, 4], "segmentation": {"size": [6, 8], "counts": "0\u0001"}`, "segmentation", "want characters"},
 		{`"bbox": [1, 2, 3, 4], "iscrowd": 3`, "iscrowd", "0 or 1"},
 		{`"bbox": [1, 2, 3, 4], "area": -1`, "area", "at least 0"},
+		// Finite in float64, not in float32 (the targets'): refused, never inf.
+		{`"bbox": [1, 2, 1e39, 4]`, "bbox", "past float32's range"},
+		{`"bbox": [-1e39, 2, 3, 4]`, "bbox", "past float32's range"},
+		{`"bbox": [3e38, 2, 3e38, 4]`, "bbox", "past float32's range"}, // x + w
+		{`"bbox": [1, 2, 3, 4], "keypoints": [1e39, 2, 2, 1, 1, 1]`, "keypoints", "past float32's range"},
+		{`"bbox": [1, 2, 3, 4], "category_id": 99999999999999999999`, "category_id", "within int64"},
 	} {
 		ann := `{"id": 7, "image_id": 3, ` + c.ann
 		if !strings.Contains(c.ann, "category_id") {
@@ -289,3 +295,34 @@ func (c *chunked) Read(p []byte) (int, error) {
 }
 
 var errEOF = io.EOF
+
+// TestCOCOIntegersOverflow: an annotation id past int64 is its image's
+// error, naming the file, the annotation and the field (the others read);
+// an image_id past it, or an image whose width and height would wrap
+// their product, refuses the file, naming the entry and the field.
+func TestCOCOIntegersOverflow(t *testing.T) {
+	doc := `{"images": [{"id": 3, "file_name": "a.jpg", "width": 8, "height": 6}, {"id": 4, "file_name": "b.jpg", "width": 8, "height": 6}],
+	  "categories": [{"id": 1, "name": "p"}],
+	  "annotations": [{"id": 99999999999999999999, "image_id": 3, "category_id": 1, "bbox": [0, 0, 1, 1]}, {"id": 8, "image_id": 4, "category_id": 1, "bbox": [0, 0, 1, 1]}]}`
+	co, err := ReadCOCO("inst.json", strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = co.Sample(0)
+	var se *SampleError
+	if !errors.As(err, &se) || se.Field != "id" || se.Annotation != `annotations[0] (image 3 "a.jpg")` || !strings.Contains(err.Error(), "99999999999999999999") {
+		t.Errorf("an id past int64: %v", err)
+	}
+	if s, err := co.Sample(1); err != nil || len(s.Instances) != 1 || s.Instances[0].ID != 8 {
+		t.Errorf("the other sample: %v", err)
+	}
+	for _, c := range []struct{ doc, says string }{
+		{strings.Replace(doc, `"image_id": 3`, `"image_id": 99999999999999999999`, 1), "annotations[0]: field image_id"},
+		{strings.Replace(doc, `"width": 8, "height": 6}, {"id": 4`, `"width": 4294967296, "height": 4294967296}, {"id": 4`, 1), "images[0] (id 3, \"a.jpg\"): size 4294967296x4294967296"},
+		{strings.Replace(doc, `{"id": 3, "file_name"`, `{"id": 99999999999999999999, "file_name"`, 1), "images[0]"},
+	} {
+		if _, err := ReadCOCO("inst.json", strings.NewReader(c.doc)); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v; want it refused, saying %q", err, c.says)
+		}
+	}
+}

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -121,16 +120,16 @@ func (e *SampleError) Error() string {
 func (e *SampleError) Unwrap() error { return e.Err }
 
 // OpenCOCO reads the annotations file at path (see ReadCOCO).
+// A file that is not regular (a FIFO, a device) or is over
+// MaxAnnotationsFile is refused before it is read, and at most that many
+// bytes are read.
 func OpenCOCO(path string) (*COCO, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path, MaxAnnotationsFile)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() > MaxAnnotationsFile {
-		return nil, fmt.Errorf("annotations file %s is %d bytes, more than the %d allowed", path, st.Size(), int64(MaxAnnotationsFile))
-	}
-	return ReadCOCO(filepath.Base(path), f)
+	return ReadCOCO(filepath.Base(path), &limited{f, MaxAnnotationsFile + 1})
 }
 
 // ReadCOCO reads a COCO annotations file from r, streaming: each entry
@@ -167,7 +166,12 @@ func ReadCOCO(name string, r io.Reader) (*COCO, error) {
 		Keypoints    json.RawMessage `json:"keypoints"`
 		NumKeypoints json.RawMessage `json:"num_keypoints"`
 	}
-	var anns []rawAnn
+	// Each annotation is kept as its JSON bytes alone (one allocation)
+	// until the categories, which COCO writes after the annotations, are
+	// known; decoded into its fields then, its bytes let go as its
+	// instance is made: the file is held about once (a field each took 2x
+	// the file's memory at the parse's peak, for small annotations).
+	var anns []json.RawMessage
 	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
@@ -191,7 +195,8 @@ func ReadCOCO(name string, r io.Reader) (*COCO, error) {
 					if _, dup := c.byID[im.ID]; dup {
 						return nil, fmt.Errorf("%s: images[%d]: duplicate image id %d", name, n, im.ID)
 					}
-					if im.Width < 1 || im.Height < 1 || im.Width*im.Height > MaxMaskPixels {
+					// Each side bounded before the product, which could wrap.
+					if im.Width < 1 || im.Height < 1 || im.Width > MaxMaskPixels || im.Height > MaxMaskPixels || im.Width*im.Height > MaxMaskPixels {
 						return nil, fmt.Errorf("%s: images[%d] (id %d, %q): size %dx%d: want width and height at least 1, width*height at most %d", name, n, im.ID, im.FileName, im.Width, im.Height, MaxMaskPixels)
 					}
 					if im.FileName == "" {
@@ -214,15 +219,9 @@ func ReadCOCO(name string, r io.Reader) (*COCO, error) {
 					c.catByID[ct.ID] = len(c.categories)
 					c.categories = append(c.categories, ct)
 				case "annotations":
-					var a rawAnn
+					var a json.RawMessage
 					if err := dec.Decode(&a); err != nil {
-						var te *json.UnmarshalTypeError
-						if !errors.As(err, &te) {
-							return nil, notCOCO("annotations[%d]: %v", n, err)
-						}
-						// A field of the wrong type (id, image_id,
-						// category_id): the annotation cannot be placed.
-						return nil, fmt.Errorf("%s: annotations[%d]: field %s: %v", name, n, te.Field, err)
+						return nil, notCOCO("annotations[%d]: %v", n, err)
 					}
 					anns = append(anns, a)
 				}
@@ -281,19 +280,37 @@ func ReadCOCO(name string, r io.Reader) (*COCO, error) {
 	c.insts = make([][]Instance, len(c.images))
 	c.errs = make([]error, len(c.images))
 	for n := range anns {
-		a := anns[n]
-		anns[n] = rawAnn{} // its bytes go as its instance is made: the file is held about once
-		id, err1 := a.ID.Int64()
-		imID, err2 := a.ImageID.Int64()
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("%s: annotations[%d]: id %q and image_id %q: want integers", name, n, a.ID, a.ImageID)
+		var a rawAnn // its fields are json.Number and json.RawMessage: no float64 conversion
+		err := json.Unmarshal(anns[n], &a)
+		anns[n] = nil // its bytes go as its instance is made
+		if err != nil {
+			var te *json.UnmarshalTypeError
+			if !errors.As(err, &te) {
+				return nil, notCOCO("annotations[%d]: %v", n, err)
+			}
+			// A field of the wrong type (id, image_id, category_id): the
+			// annotation cannot be placed.
+			return nil, fmt.Errorf("%s: annotations[%d]: field %s: %v", name, n, te.Field, err)
+		}
+		imID, err := a.ImageID.Int64()
+		if err != nil {
+			// The annotation cannot be placed: the file is refused.
+			return nil, fmt.Errorf("%s: annotations[%d]: field image_id: %q: want an integer within int64", name, n, a.ImageID)
 		}
 		i, ok := c.byID[imID]
 		if !ok {
-			return nil, fmt.Errorf("%s: annotation %d (annotations[%d]): image_id %d is not among the file's images", name, id, n, imID)
+			return nil, fmt.Errorf("%s: annotation %s (annotations[%d]): image_id %d is not among the file's images", name, a.ID, n, imID)
 		}
 		c.annots++
 		if c.errs[i] != nil {
+			continue
+		}
+		id, err := a.ID.Int64()
+		if err != nil {
+			// Its image's error: an id past int64 is never delivered as another.
+			c.errs[i] = &SampleError{File: name, Annotation: fmt.Sprintf("annotations[%d] (image %d %q)", n, imID, c.images[i].FileName), Field: "id",
+				Err: fmt.Errorf("%q: want an integer within int64", a.ID)}
+			c.insts[i] = nil
 			continue
 		}
 		if len(c.insts[i]) >= MaxInstances {
@@ -325,6 +342,9 @@ func instanceBytes(in *Instance) int64 {
 	return 128 + int64(len(in.Segmentation)) + 8*int64(len(in.Keypoints))
 }
 
+// finite32 says whether v is finite as a float32.
+func finite32(v float64) bool { return !math.IsInf(float64(float32(v)), 0) && !math.IsNaN(v) }
+
 // instance checks and converts one annotation of image im.
 func (c *COCO) instance(id int64, im Image, catID json.Number, bbox, area, crowd, segm, kps, nkps json.RawMessage) (Instance, error) {
 	bad := func(field string, format string, args ...any) error {
@@ -333,7 +353,7 @@ func (c *COCO) instance(id int64, im Image, catID json.Number, bbox, area, crowd
 	in := Instance{ID: id}
 	cat, err := catID.Int64()
 	if err != nil {
-		return in, bad("category_id", "%q is not an integer", catID)
+		return in, bad("category_id", "%q is not an integer within int64", catID)
 	}
 	ci, ok := c.catByID[cat]
 	if !ok {
@@ -346,6 +366,13 @@ func (c *COCO) instance(id int64, im Image, catID json.Number, bbox, area, crowd
 	}
 	if b[2] < 0 || b[3] < 0 {
 		return in, bad("bbox", "%s: negative width or height", short(bbox))
+	}
+	// Targets are float32 (x2 = x + w in float32, as torchvision's
+	// wrapper): a box finite in float64 but not there is refused, never
+	// delivered as inf.
+	if !finite32(b[0]) || !finite32(b[1]) || !finite32(b[2]) || !finite32(b[3]) ||
+		!finite32(float64(float32(b[0])+float32(b[2]))) || !finite32(float64(float32(b[1])+float32(b[3]))) {
+		return in, bad("bbox", "%s: past float32's range (the targets' boxes are float32)", short(bbox))
 	}
 	copy(in.BBox[:], b)
 	if len(area) > 0 && string(area) != "null" {
@@ -388,6 +415,9 @@ func (c *COCO) instance(id int64, im Image, catID json.Number, bbox, area, crowd
 		for j := 2; j < len(k); j += 3 {
 			if v := k[j]; v != 0 && v != 1 && v != 2 {
 				return in, bad("keypoints", "keypoint %d has visibility %v: want 0, 1 or 2", j/3, v)
+			}
+			if !finite32(k[j-2]) || !finite32(k[j-1]) {
+				return in, bad("keypoints", "keypoint %d is (%v, %v): past float32's range (the targets' points are float32)", j/3, k[j-2], k[j-1])
 			}
 		}
 		in.Keypoints = k

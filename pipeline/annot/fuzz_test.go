@@ -15,6 +15,8 @@ func FuzzReadCOCO(f *testing.F) {
 	  "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, NaN, 1], "segmentation": {"size": [3, 4], "counts": "12"}}]}`))
 	f.Add([]byte(`{"images": [], "annotations": [], "categories": []}`))
 	f.Add([]byte(`[1, 2]`))
+	f.Add([]byte(`{"images": [{"id": 1, "file_name": "a", "width": 4294967296, "height": 4294967296}], "categories": [{"id": 1, "name": "x"}],
+	  "annotations": [{"id": 99999999999999999999, "image_id": 1, "category_id": 99999999999999999999, "bbox": [3e38, 0, 3e38, 1e39]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ReadCOCO("f.json", bytes.NewReader(data))
 		if err != nil {
@@ -26,6 +28,14 @@ func FuzzReadCOCO(f *testing.F) {
 				continue
 			}
 			for j := range s.Instances {
+				in := &s.Instances[j]
+				b := in.BBox
+				if !finite32(b[0]) || !finite32(b[1]) || !finite32(float64(float32(b[0])+float32(b[2]))) || !finite32(float64(float32(b[1])+float32(b[3]))) {
+					t.Fatalf("box %v: not finite in float32", b)
+				}
+				if in.Label < 0 || in.Label >= len(c.Categories()) {
+					t.Fatalf("label %d of %d categories", in.Label, len(c.Categories()))
+				}
 				if s.Image.Width*s.Image.Height > 1<<16 {
 					continue // keep each run short
 				}
@@ -45,7 +55,7 @@ func FuzzReadCOCO(f *testing.F) {
 // FuzzYOLOLine: any label file is either instances within the checks or
 // an error naming a line.
 func FuzzYOLOLine(f *testing.F) {
-	for _, s := range []string{"0 0.5 0.5 0.2 0.4", "1 0.1 0.2 0.5 0.2 0.5 0.6", "0 0.5 0.5 0.2 0.4 0.1 0.2 1", "2 nan 1 1 1", "0 1e40 0 0 0"} {
+	for _, s := range []string{"0 0.5 0.5 0.2 0.4", "1 0.1 0.2 0.5 0.2 0.5 0.6", "0 0.5 0.5 0.2 0.4 0.1 0.2 1", "2 nan 1 1 1", "0 1e40 0 0 0", "99999999999999999999999 0.5 0.5 0.2 0.2"} {
 		f.Add([]byte(s), false)
 	}
 	f.Add([]byte("0 0.5 0.5 0.2 0.4 0.1 0.2 2"), true)

@@ -117,7 +117,9 @@ func ReadSampleJSON(name string, data []byte, w, h int) (*SampleJSON, error) {
 			}
 			return nil, err
 		}
-		if id, ok, err := intField(a.ID); err == nil && ok {
+		if id, ok, err := intField(a.ID); err != nil {
+			return nil, &SampleError{File: name, Annotation: fmt.Sprintf("annotation %d", n), Field: "id", Err: fmt.Errorf("%s: want an integer within int64", short(a.ID))}
+		} else if ok {
 			in.ID = id
 		}
 		in.Label = 0 // no contiguous labels: a sample knows its own categories alone

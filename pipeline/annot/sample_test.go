@@ -57,6 +57,12 @@ func TestReadSampleJSON(t *testing.T) {
 		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "segmentation": [[0, 0, 1, 1]]}`), "annotation 1", "segmentation"},
 		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "segmentation": {"size": [5, 8], "counts": [0, 40]}}`), "annotation 1", "segmentation"},
 		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "area": -1}`), "annotation 1", "area"},
+		// Past int64, or finite in float64 but not in float32 (the targets').
+		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "id": 99999999999999999999}`), "annotation 1", "id"},
+		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 99999999999999999999}`), "annotation 1", "category_id"},
+		{`{"image_id": 99999999999999999999, "annotations": []}`, "file", "image_id"},
+		{ann(`{"bbox": [0, 0, 1e39, 1], "category_id": 1}`), "annotation 1", "bbox"},
+		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "keypoints": [1e39, 2, 2]}`), "annotation 1", "keypoints"},
 	} {
 		_, err := ReadSampleJSON(name, []byte(c.doc), 8, 6)
 		var se *SampleError
@@ -71,13 +77,15 @@ func TestReadSampleJSON(t *testing.T) {
 }
 
 // FuzzReadSampleJSON: any bytes are a sample's instances, each with a
-// finite box of size at least 0 and its keypoints in triplets, or a
+// box of size at least 0 finite in float32 (its corners too) and its
+// keypoints in triplets, finite in float32, or a
 // SampleError naming the member; never a panic.
 func FuzzReadSampleJSON(f *testing.F) {
 	f.Add([]byte(`{"annotations": [{"bbox": [1, 2, 3, 4], "category_id": 1, "keypoints": [1, 2, 2], "segmentation": [[0, 0, 4, 0, 4, 4]]}]}`))
 	f.Add([]byte(`{"image_id": 3, "width": 8, "annotations": [{"bbox": [NaN, 0, 1, 1], "category_id": 1, "segmentation": {"size": [6, 8], "counts": "12"}}]}`))
 	f.Add([]byte(`{"annotations": []}`))
 	f.Add([]byte(`[1, 2]`))
+	f.Add([]byte(`{"annotations": [{"bbox": [3e38, 0, 3e38, 1e39], "category_id": 99999999999999999999, "id": 1e30, "keypoints": [1e39, 2, 2]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ReadSampleJSON("s.tar/k.json", data, 8, 6)
 		if err != nil {
@@ -95,6 +103,15 @@ func FuzzReadSampleJSON(f *testing.F) {
 			}
 			if in.BBox[2] < 0 || in.BBox[3] < 0 || len(in.Keypoints)%3 != 0 {
 				t.Fatalf("instance %+v", in)
+			}
+			x2, y2 := float32(in.BBox[0])+float32(in.BBox[2]), float32(in.BBox[1])+float32(in.BBox[3])
+			if !finite32(in.BBox[0]) || !finite32(in.BBox[1]) || !finite32(float64(x2)) || !finite32(float64(y2)) {
+				t.Fatalf("box %v: not finite in float32", in.BBox)
+			}
+			for _, v := range in.Keypoints {
+				if !finite32(v) {
+					t.Fatalf("keypoints %v: not finite in float32", in.Keypoints)
+				}
 			}
 		}
 	})

@@ -3,12 +3,14 @@ package annot
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // The YOLO layout, as ultralytics reads it: for images/.../x.jpg the
@@ -102,9 +104,11 @@ func ParseYOLOLabels(name string, data []byte, cfg *YOLOConfig) ([]YOLOInstance,
 			}
 			v[j] = float32(x)
 		}
+		// Compared as a float before it is made an int: a class past
+		// int's range (99999999999999999999999) converts to anything.
 		cls := v[0]
-		if cls < 0 || cls != float32(math.Trunc(float64(cls))) || int(cls) >= len(cfg.Names) {
-			return nil, bad("class", "%v: want an integer class below nc=%d", cls, len(cfg.Names))
+		if cls < 0 || cls != float32(math.Trunc(float64(cls))) || float64(cls) >= float64(len(cfg.Names)) {
+			return nil, bad("class", "%s: want an integer class below nc=%d", l.fields[0], len(cfg.Names))
 		}
 		in := YOLOInstance{Class: int(cls)}
 		var points []float32
@@ -187,7 +191,7 @@ func fieldName(col int, segments bool, nkpt int) string {
 // instances).
 func ReadYOLOLabels(imagePath string, cfg *YOLOConfig) ([]YOLOInstance, error) {
 	lp := LabelPath(imagePath)
-	f, err := os.Open(lp)
+	f, err := openRegular(lp, MaxLabelFile)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
@@ -215,7 +219,7 @@ type limited struct {
 
 func (l *limited) Read(p []byte) (int, error) {
 	if l.n <= 0 {
-		return 0, nil
+		return 0, io.EOF // (0, nil) would have bytes.Buffer.ReadFrom ask forever
 	}
 	if int64(len(p)) > l.n {
 		p = p[:l.n]
@@ -328,13 +332,45 @@ func ParseYOLOConfig(name string, data []byte) (*YOLOConfig, error) {
 	return cfg, nil
 }
 
-// OpenYOLOConfig reads the dataset YAML at path.
+// OpenYOLOConfig reads the dataset YAML at path (a regular file of at
+// most MaxLabelFile bytes, openRegular).
 func OpenYOLOConfig(path string) (*YOLOConfig, error) {
-	data, err := os.ReadFile(path)
+	f, err := openRegular(path, MaxLabelFile)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	data, err := readAtMost(f, MaxLabelFile+1)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if len(data) > MaxLabelFile {
+		return nil, fmt.Errorf("%s: more than the %d bytes allowed", path, MaxLabelFile)
+	}
 	return ParseYOLOConfig(filepath.Base(path), data)
+}
+
+// openRegular opens path for reading without blocking (a FIFO never holds
+// the caller), refusing, by its open descriptor's fstat, a file that is
+// not regular or is over max bytes.
+func openRegular(path string, max int64) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+	case !st.Mode().IsRegular():
+		err = fmt.Errorf("%s is not a regular file (%v)", path, st.Mode().Type())
+	case st.Size() > max:
+		err = fmt.Errorf("%s is %d bytes, more than the %d allowed", path, st.Size(), max)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 func putNamed(named map[int]string, item string) error {

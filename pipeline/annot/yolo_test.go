@@ -74,12 +74,27 @@ func TestParseYOLOLabels(t *testing.T) {
 		{cfg, "0 0.1 0.1 0.2 0.2 0.3 0.3 0.4", "polygon"},
 		{cfg, "0 0.1 0.1 0.2 0.2 0.3 0.3 0.4 0.4\n1 0.5", "polygon"},
 		{pose, "0 0.5 0.5 0.2 0.2 0.1", "keypoints"},
+		// Past int's range: refused, never converted (to -2^63, once).
+		{cfg, "99999999999999999999999 0.5 0.5 0.2 0.2", "class"},
+		{cfg, "1e30 0.5 0.5 0.2 0.2", "class"},
+		{cfg, "0 0.5 0.5 1e39 0.2", "box"}, // past float32's range
 	} {
 		_, err := ParseYOLOLabels("x.txt", []byte(c.data), c.cfg)
 		var se *SampleError
 		if !errors.As(err, &se) || se.Field != c.want || se.File != "x.txt" || !strings.HasPrefix(se.Annotation, "line ") {
 			t.Errorf("%q: %v, want a SampleError of x.txt, a line, field %s", c.data, err, c.want)
 		}
+	}
+}
+
+// TestYOLOClassOverflow: a class past int's range is refused naming the
+// file, the line, the field and the class as written.
+func TestYOLOClassOverflow(t *testing.T) {
+	cfg := &YOLOConfig{Names: []string{"a", "b"}}
+	_, err := ParseYOLOLabels("labels/train/x.txt", []byte("0 0.5 0.5 0.2 0.2\n99999999999999999999999 0.5 0.5 0.2 0.2\n"), cfg)
+	want := "labels/train/x.txt: line 2: field class: 99999999999999999999999: want an integer class below nc=2"
+	if err == nil || err.Error() != want {
+		t.Fatalf("%v; want %q", err, want)
 	}
 }
 

@@ -54,11 +54,14 @@ func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOpt
 		beside = err == nil
 	}
 	if !source.IsRemote(dir) && !source.IsRemote(ann) && o.manifest == "" && !beside {
-		return OpenAnnotated(dir, ann)
+		if yolo {
+			return OpenYOLO(dir, ann)
+		}
+		return openCOCO(dir, ann, o.annBudget)
 	}
 	name := path.Base(ann)
 	if yolo {
-		rc, err := openAnnotationsFile(ctx, ann, o, annot.MaxLabelFile)
+		rc, err := openAnnotationsFile(ctx, ann, o, MaxDatasetYAML, " allowed")
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +84,8 @@ func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOpt
 		}
 		return openYOLOStore(ctx, dir, name, raw, o)
 	}
-	rc, err := openAnnotationsFile(ctx, ann, o, annot.MaxAnnotationsFile)
+	max, over := cocoFileBound(o.annBudget)
+	rc, err := openAnnotationsFile(ctx, ann, o, max, over)
 	if err != nil {
 		return nil, err
 	}
@@ -222,27 +226,17 @@ func IndexAnnotated(ctx context.Context, dir, ann string, opts ...SourceOption) 
 	return m, nil
 }
 
-// openAnnotationsFile opens the annotations at loc, a local file or an
-// object's URL, of at most max bytes, for one sequential read.
-func openAnnotationsFile(ctx context.Context, loc string, o sourceOptions, max int64) (io.ReadCloser, error) {
+// openAnnotationsFile opens the annotations at loc, a local file
+// (openLocalFile) or an object's URL, of at most max bytes (over: the
+// words after the bound in the message of a larger one), for one
+// sequential read.
+func openAnnotationsFile(ctx context.Context, loc string, o sourceOptions, max int64, over string) (io.ReadCloser, error) {
 	if !source.IsRemote(loc) {
-		f, err := os.Open(loc)
+		rc, err := openLocalFile(loc, "annotations "+loc, max, over)
 		if err != nil {
 			return nil, fmt.Errorf("annotations: %w", err)
 		}
-		st, err := f.Stat()
-		switch {
-		case err != nil:
-		case !st.Mode().IsRegular():
-			err = fmt.Errorf("%w: annotations %s is not a regular file", ErrUnsupported, loc)
-		case st.Size() > max:
-			err = fmt.Errorf("%w: annotations %s is %d bytes, over the %d allowed", ErrTooLarge, loc, st.Size(), max)
-		}
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		return f, nil
+		return rc, nil
 	}
 	if u, err := url.Parse(loc); err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		// Never echoed: what follows the scheme may be a credential.
@@ -259,7 +253,7 @@ func openAnnotationsFile(ctx context.Context, loc string, o sourceOptions, max i
 	}
 	obj, err := st.Stat(ctx, base)
 	if err == nil && obj.Size > max {
-		err = fmt.Errorf("%w: %d bytes, over the %d allowed", ErrTooLarge, obj.Size, max)
+		err = fmt.Errorf("%w: %d bytes, over the %d%s", ErrTooLarge, obj.Size, max, over)
 	}
 	var rc io.ReadCloser
 	if err == nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -53,20 +54,19 @@ var (
 // saying what was expected), as is an image the file names that is not
 // under dir (the first few named): a file for another directory is a
 // mistake to say at start, not sample by sample.
-func OpenCOCO(dir, annotations string) (*COCODataset, error) {
-	f, err := os.Open(annotations)
+func OpenCOCO(dir, annotations string) (*COCODataset, error) { return openCOCO(dir, annotations, 0) }
+
+// openCOCO is OpenCOCO with the parse within budget (0: none): the file
+// is read as openLocalFile reads one, at most cocoFileBound(budget)
+// bytes.
+func openCOCO(dir, annotations string, budget int64) (*COCODataset, error) {
+	max, over := cocoFileBound(budget)
+	rc, err := openLocalFile(annotations, "annotations "+annotations, max, over)
 	if err != nil {
 		return nil, fmt.Errorf("annotations: %w", err)
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: annotations %s is not a regular file", ErrUnsupported, annotations)
-	} else if st.Size() > annot.MaxAnnotationsFile {
-		return nil, fmt.Errorf("%w: annotations %s is %d bytes, over the %d allowed", ErrTooLarge, annotations, st.Size(), int64(annot.MaxAnnotationsFile))
-	}
-	c, sum, err := parseCOCO(filepath.Base(annotations), f)
+	defer rc.Close()
+	c, sum, err := parseCOCO(filepath.Base(annotations), rc)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,11 @@ func OpenCOCO(dir, annotations string) (*COCODataset, error) {
 // its bytes.
 func parseCOCO(name string, r io.Reader) (*annot.COCO, string, error) {
 	h := sha256.New()
-	c, err := annot.ReadCOCO(name, io.TeeReader(bufio.NewReaderSize(r, 1<<20), h))
+	er := &readErr{r: r}
+	c, err := annot.ReadCOCO(name, io.TeeReader(bufio.NewReaderSize(er, 1<<20), h))
+	if errors.Is(er.err, ErrTooLarge) {
+		return nil, "", er.err // the bound of the file's reader (boundedFile): not a JSON error
+	}
 	if err != nil {
 		// annot.ErrNotCOCO, or a file that breaks COCO's structure.
 		return nil, "", fmt.Errorf("%w: %w", ErrUnsupported, err)
@@ -86,6 +90,20 @@ func parseCOCO(name string, r io.Reader) (*annot.COCO, string, error) {
 		return nil, "", err
 	}
 	return c, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// readErr is r, keeping the error a read of it returned.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
 }
 
 // newCOCODataset is the dataset of c, whose file annName's SHA-256 is sum, before

@@ -27,6 +27,8 @@ type sourceOptions struct {
 	log         *slog.Logger
 	index       IndexOptions
 	maxManifest int64
+	// annBudget bounds an annotations file's parse (WithAnnotationsBudget).
+	annBudget int64
 	// keepLabels keeps a YOLO dataset's label files as read
 	// (YOLODataset.read), for IndexAnnotated.
 	keepLabels bool

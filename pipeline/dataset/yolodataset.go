@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -51,8 +52,10 @@ var _ Fielded = (*YOLODataset)(nil)
 
 // OpenYOLO opens the images under dir with the labels beside them, class
 // names from the dataset YAML at yaml.
+// The YAML is read as openLocalFile reads a file, at most MaxDatasetYAML
+// bytes.
 func OpenYOLO(dir, yaml string) (*YOLODataset, error) {
-	raw, err := os.ReadFile(yaml)
+	raw, err := readLocalFile(yaml, "annotations "+yaml, MaxDatasetYAML)
 	if err != nil {
 		return nil, fmt.Errorf("annotations: %w", err)
 	}
@@ -96,18 +99,30 @@ func yoloInDir(dir, yamlName string, raw []byte) (*YOLODataset, error) {
 	}
 	d, h := newYOLODataset(cfg, raw, files, sizes)
 	d.root, d.dir = root, dir
+	// Label files are read beneath the dataset's root (labelRoots), as
+	// the images are: a labels directory linked out of it refuses the
+	// dataset; a label file that cannot be taken (a link out, a FIFO or a
+	// device, over the bound) is its image's error, naming it and why.
+	lr := newLabelRoots(dir)
+	defer lr.close()
+	if err := lr.checkDirs(d.files); err != nil {
+		root.Close()
+		return nil, err
+	}
 	for i, f := range d.files {
-		lp := annot.LabelPath(filepath.Join(dir, filepath.FromSlash(f)))
-		data, err := os.ReadFile(lp)
+		name := labelName(dir, annot.LabelPath(filepath.Join(dir, filepath.FromSlash(f))))
+		data, ok, err := lr.read(f, name)
+		var ae *annotationError
 		switch {
-		case os.IsNotExist(err):
-			d.setLabels(&h, i, "", nil, false)
+		case errors.As(err, &ae):
+			d.errs[i] = ae
+			h.add(f+"\x00"+ae.Error(), d.sizes[i], -1)
 			continue
 		case err != nil:
 			root.Close()
 			return nil, fmt.Errorf("labels of %s: %w", f, err)
 		}
-		d.setLabels(&h, i, labelName(dir, lp), data, true)
+		d.setLabels(&h, i, name, data, ok)
 	}
 	d.fp = h.sum()
 	return d, nil
