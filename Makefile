@@ -77,7 +77,7 @@ APT_NO_RECOMMENDS = $(if $(APT_TEST),,--no-install-recommends)
 APT_ARM64_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross libjpeg62-turbo-dev:arm64 libpng-dev:arm64 \
 	libwebp-dev:arm64 zlib1g-dev:arm64 qemu-user
 
-.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build static gpuhost test test-go test-go-race test-go-once test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
+.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build lab static gpuhost test test-go test-go-race test-go-once test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
@@ -164,6 +164,14 @@ venv: $(VENV)/.stamp ## the Python venv (.venv) with python/requirements-dev.txt
 build: ## bin/stoker, its version stamped from git (git describe; a plain `go build` says devel-<commit>)
 	go build -ldflags '$(VERSION_LDFLAG)' -o $(BIN) ./cmd/stoker
 
+# bin/stoker-lab: the same stoker with bench/lab linked (cmd/stoker/lab.go,
+# -tags lab): the tests' S3 server, latency proxy and DNS server, which
+# `stoker bench store` and `stoker bench backpressure --scenario autoscale`
+# stand up. The product binary links none of them (TestArrows).
+LAB_BIN ?= bin/stoker-lab
+lab: ## bin/stoker-lab: stoker with the benchmarks' test harnesses (bench store, bench backpressure --scenario autoscale), LAB_BIN=path
+	go build -tags lab -ldflags '$(VERSION_LDFLAG)' -o $(LAB_BIN) ./cmd/stoker
+
 # The static stoker of the container image (Dockerfile) and of the chroot
 # test (cmd/stoker/static_linux_test.go runs this very target): cgo with
 # libjpeg62-turbo-dev's libjpeg.a linked in, Go's own DNS resolver and user
@@ -198,6 +206,7 @@ check-generate: generate ## fail when the committed generated code is stale
 lint: tools ## gofmt, go vet (cgo and pure Go), buf lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
+	go vet -tags lab ./cmd/stoker/
 	CGO_ENABLED=0 go vet ./...
 	cd deploy && go vet ./...
 	$(TOOLS)/buf lint
