@@ -221,27 +221,23 @@ lint: tools ## gofmt, go vet (cgo and pure Go), buf lint
 # hang into a failure, it is no measure of speed.
 GO_TEST_TIMEOUT ?= 30m
 
-# The pipeline's exactness tests: arithmetic on one goroutine (a fast path
-# against its reference, bytes against bytes, huge-file checksums), where
-# the race detector has nothing to find and costs 10 to 100 times the time.
-# Each calls exactTest(t) first (pipeline/helpers_test.go,
-# pipeline/kernels/kernels_test.go, pipeline/kernels/cv/exact_test.go,
-# pipeline/codec's and pipeline/internal/heappeak's: the C heap's bound,
-# its PNGs and WebPs made in Go),
-# or the pipeline's exactSerialTest(t), which skip it under -race; test-go
-# runs them once more, without -race: every test runs once. The
-# pipeline's and pipeline/kernels/cv's exactTest run their tests in
-# parallel with the others (they are CPU-bound and independent).
-EXACT_AWK := /^func / { n = "" } /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\texact(Serial)?Test[(]t[)]/ && n != "" { print n }
-EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
-EXACT_KERNEL_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/*_test.go | paste -sd'|')
-EXACT_CV_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/cv/*_test.go | paste -sd'|')
-EXACT_CODEC_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/codec/*_test.go pipeline/codec/index/*_test.go pipeline/internal/heappeak/*_test.go | paste -sd'|')
-# The server's CPU share measurements (shareTest: the race detector slows
-# the Go between a trainer's batches, not the attacks' C) run once, without
-# -race.
-SHARE_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\tshareTest[(]t[)]/ { print n }
-SHARE_TESTS = $(shell awk '$(SHARE_AWK)' server/*_test.go | paste -sd'|')
+# The exactness tests: arithmetic on one goroutine (a fast path against
+# its reference, bytes against bytes, huge-file checksums), where the race
+# detector has nothing to find and costs 10 to 100 times the time. Their
+# names say so: TestExact..., each calling exactTest(t) (or the pipeline's
+# and pipeline/codec/index's exactSerialTest(t)) first, which skips it
+# under -race; test-go-race skips them by name, test-go-once runs them by
+# name, once, in EXACT_PKGS. The server's CPU share measurements
+# (TestShareCPU..., calling shareTest(t): the race detector slows the Go
+# between a trainer's batches, not the attacks' C) likewise, in SHARE_PKGS.
+# TestTestNames (cmd/stoker) holds the rule: a test calling exactTest or
+# shareTest has the prefix, a test with the prefix calls it, and a
+# package with such tests is in EXACT_PKGS or SHARE_PKGS. The pipeline's and
+# pipeline/kernels/cv's exactTest run their tests in parallel with the
+# others (CPU-bound and independent).
+EXACT_PKGS := ./pipeline/ ./pipeline/kernels/ ./pipeline/kernels/cv/ ./pipeline/codec/ ./pipeline/codec/index/ ./pipeline/internal/heappeak/
+SHARE_PKGS := ./server/
+ONCE_ONLY := ^(TestExact|TestShareCPU)
 # internal/fmacheck's tests run compilers and read their listings (a
 # million lines of assembly) on one goroutine: they skip under -race
 # (notUnderRace) and the package runs once without it.
@@ -256,7 +252,9 @@ SHARE_TESTS = $(shell awk '$(SHARE_AWK)' server/*_test.go | paste -sd'|')
 # run: the tests of the files named in NOCGO_SAME (the executor's
 # scheduling, fields: no decoded pixel
 # checked). Its other subpackages (dataset, source, annot, batch,
-# internal/det, codec/index) have no cgo code: not run again.
+# internal/det, codec/index) have no cgo code: not run again. (Not a
+# build constraint on those files: their helpers serve the other test
+# files of the package.)
 NOCGO_SAME := queue queue_class stages shares shipping fields header
 TEST_NAMES_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n); print n }
 NOCGO_SKIP = $(shell awk '$(TEST_NAMES_AWK)' $(NOCGO_SAME:%=pipeline/%_test.go) | paste -sd'|')
@@ -266,15 +264,12 @@ NOCGO_SKIP = $(shell awk '$(TEST_NAMES_AWK)' $(NOCGO_SAME:%=pipeline/%_test.go) 
 test-go: test-go-race test-go-once ## Go tests: test-go-race, then test-go-once
 
 test-go-race: stores ## Go tests (-race) of the module and of deploy/
-	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
+	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '$(ONCE_ONLY)' ./... </dev/null
 	cd deploy && go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 
 test-go-once: stores ## the Go tests that run once without -race: the pipeline's exactness tests, the server's CPU shares, internal/fmacheck, the pure-Go pipeline, and the arm64 build (pure Go)
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_TESTS))$$' ./pipeline/ </dev/null
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_KERNEL_TESTS))$$' ./pipeline/kernels/ </dev/null
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CV_TESTS))$$' ./pipeline/kernels/cv/ </dev/null
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CODEC_TESTS))$$' ./pipeline/codec/ ./pipeline/codec/index/ ./pipeline/internal/heappeak/ </dev/null
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(SHARE_TESTS))$$' ./server/ </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestExact' $(EXACT_PKGS) </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestShareCPU' $(SHARE_PKGS) </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./internal/fmacheck/ </dev/null
 	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ ./pipeline/ops/ ./pipeline/policy/ </dev/null
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...
