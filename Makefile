@@ -77,7 +77,7 @@ APT_NO_RECOMMENDS = $(if $(APT_TEST),,--no-install-recommends)
 APT_ARM64_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross libjpeg62-turbo-dev:arm64 libpng-dev:arm64 \
 	libwebp-dev:arm64 zlib1g-dev:arm64 qemu-user
 
-.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build lab static gpuhost test test-go test-go-race test-go-once test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
+.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build lab static gpuhost check test test-go test-go-race test-go-once test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
@@ -310,6 +310,23 @@ test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and 
 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null
+
+# make check: the inner loop, minutes not a quarter of an hour: lint, the
+# build, and the Go unit tests that start no process, store or compiler:
+# go test -short (which skips the object stores' tests) of every package
+# but CHECK_SLOW's, the repository's shape from cmd/stoker (its arrows,
+# rooms, layout, docs' links and test names: no binary built), without
+# -race and without the exactness and CPU share tests (ONCE_ONLY) and
+# CHECK_SKIP's, the two slowest of the rest on a 2-core machine (every
+# preset's golden hash, 38 s; a victim's CPU share over seconds, 17 s). go
+# test's cache keeps a package whose code and files did not change from
+# running again. make test runs all of it, and the Python suite.
+CHECK_SLOW := cmd/stoker|bench|internal/storetest|internal/fmacheck
+CHECK_SKIP := ^(TestGoldenPresets|TestCPUShareVictim)$$
+CHECK_SHAPE := ^(TestArrows|TestLayout|TestPipelineRooms|TestReadmeLayout|TestDocsLinks|TestDocsSelfContained|TestMovedSections|TestTestNames)$$
+check: lint build ## the inner loop: lint, build, the fast Go unit tests (go test -short: no process, store or compiler started, no -race, no exactness tests, CHECK_SKIP's) and the repository's shape
+	go test -short -timeout $(GO_TEST_TIMEOUT) -skip '$(ONCE_ONLY)|$(CHECK_SKIP)' $$(go list ./... | grep -v -E '/($(CHECK_SLOW))$$') </dev/null
+	go test -short -timeout $(GO_TEST_TIMEOUT) -run '$(CHECK_SHAPE)' ./cmd/stoker/ </dev/null
 
 # make test runs its three long parts side by side, two at a time (-j2):
 # the Python suite (the longest, started first: bin/stoker, its
