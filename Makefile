@@ -77,7 +77,7 @@ APT_NO_RECOMMENDS = $(if $(APT_TEST),,--no-install-recommends)
 APT_ARM64_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross libjpeg62-turbo-dev:arm64 libpng-dev:arm64 \
 	libwebp-dev:arm64 zlib1g-dev:arm64 qemu-user
 
-.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build static gpuhost test test-go test-go-race test-go-once test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
+.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build lab static gpuhost check test test-go test-go-race test-go-once test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
@@ -164,6 +164,14 @@ venv: $(VENV)/.stamp ## the Python venv (.venv) with python/requirements-dev.txt
 build: ## bin/stoker, its version stamped from git (git describe; a plain `go build` says devel-<commit>)
 	go build -ldflags '$(VERSION_LDFLAG)' -o $(BIN) ./cmd/stoker
 
+# bin/stoker-lab: the same stoker with bench/lab linked (cmd/stoker/lab.go,
+# -tags lab): the tests' S3 server, latency proxy and DNS server, which
+# `stoker bench store` and `stoker bench backpressure --scenario autoscale`
+# stand up. The product binary links none of them (TestArrows).
+LAB_BIN ?= bin/stoker-lab
+lab: ## bin/stoker-lab: stoker with the benchmarks' test harnesses (bench store, bench backpressure --scenario autoscale), LAB_BIN=path
+	go build -tags lab -ldflags '$(VERSION_LDFLAG)' -o $(LAB_BIN) ./cmd/stoker
+
 # The static stoker of the container image (Dockerfile) and of the chroot
 # test (cmd/stoker/static_linux_test.go runs this very target): cgo with
 # libjpeg62-turbo-dev's libjpeg.a linked in, Go's own DNS resolver and user
@@ -198,6 +206,7 @@ check-generate: generate ## fail when the committed generated code is stale
 lint: tools ## gofmt, go vet (cgo and pure Go), buf lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
+	go vet -tags lab ./cmd/stoker/
 	CGO_ENABLED=0 go vet ./...
 	cd deploy && go vet ./...
 	$(TOOLS)/buf lint
@@ -212,27 +221,23 @@ lint: tools ## gofmt, go vet (cgo and pure Go), buf lint
 # hang into a failure, it is no measure of speed.
 GO_TEST_TIMEOUT ?= 30m
 
-# The pipeline's exactness tests: arithmetic on one goroutine (a fast path
-# against its reference, bytes against bytes, huge-file checksums), where
-# the race detector has nothing to find and costs 10 to 100 times the time.
-# Each calls exactTest(t) first (pipeline/helpers_test.go,
-# pipeline/kernels/kernels_test.go, pipeline/kernels/cv/exact_test.go,
-# pipeline/codec's and pipeline/internal/heappeak's: the C heap's bound,
-# its PNGs and WebPs made in Go),
-# or the pipeline's exactSerialTest(t), which skip it under -race; test-go
-# runs them once more, without -race: every test runs once. The
-# pipeline's and pipeline/kernels/cv's exactTest run their tests in
-# parallel with the others (they are CPU-bound and independent).
-EXACT_AWK := /^func / { n = "" } /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\texact(Serial)?Test[(]t[)]/ && n != "" { print n }
-EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
-EXACT_KERNEL_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/*_test.go | paste -sd'|')
-EXACT_CV_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/cv/*_test.go | paste -sd'|')
-EXACT_CODEC_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/codec/*_test.go pipeline/codec/index/*_test.go pipeline/internal/heappeak/*_test.go | paste -sd'|')
-# The server's CPU share measurements (shareTest: the race detector slows
-# the Go between a trainer's batches, not the attacks' C) run once, without
-# -race.
-SHARE_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\tshareTest[(]t[)]/ { print n }
-SHARE_TESTS = $(shell awk '$(SHARE_AWK)' server/*_test.go | paste -sd'|')
+# The exactness tests: arithmetic on one goroutine (a fast path against
+# its reference, bytes against bytes, huge-file checksums), where the race
+# detector has nothing to find and costs 10 to 100 times the time. Their
+# names say so: TestExact..., each calling exactTest(t) (or the pipeline's
+# and pipeline/codec/index's exactSerialTest(t)) first, which skips it
+# under -race; test-go-race skips them by name, test-go-once runs them by
+# name, once, in EXACT_PKGS. The server's CPU share measurements
+# (TestShareCPU..., calling shareTest(t): the race detector slows the Go
+# between a trainer's batches, not the attacks' C) likewise, in SHARE_PKGS.
+# TestTestNames (cmd/stoker) holds the rule: a test calling exactTest or
+# shareTest has the prefix, a test with the prefix calls it, and a
+# package with such tests is in EXACT_PKGS or SHARE_PKGS. The pipeline's and
+# pipeline/kernels/cv's exactTest run their tests in parallel with the
+# others (CPU-bound and independent).
+EXACT_PKGS := ./pipeline/ ./pipeline/kernels/ ./pipeline/kernels/cv/ ./pipeline/codec/ ./pipeline/codec/index/ ./pipeline/internal/heappeak/
+SHARE_PKGS := ./server/
+ONCE_ONLY := ^(TestExact|TestShareCPU)
 # internal/fmacheck's tests run compilers and read their listings (a
 # million lines of assembly) on one goroutine: they skip under -race
 # (notUnderRace) and the package runs once without it.
@@ -247,7 +252,9 @@ SHARE_TESTS = $(shell awk '$(SHARE_AWK)' server/*_test.go | paste -sd'|')
 # run: the tests of the files named in NOCGO_SAME (the executor's
 # scheduling, fields: no decoded pixel
 # checked). Its other subpackages (dataset, source, annot, batch,
-# internal/det, codec/index) have no cgo code: not run again.
+# internal/det, codec/index) have no cgo code: not run again. (Not a
+# build constraint on those files: their helpers serve the other test
+# files of the package.)
 NOCGO_SAME := queue queue_class stages shares shipping fields header
 TEST_NAMES_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n); print n }
 NOCGO_SKIP = $(shell awk '$(TEST_NAMES_AWK)' $(NOCGO_SAME:%=pipeline/%_test.go) | paste -sd'|')
@@ -257,15 +264,12 @@ NOCGO_SKIP = $(shell awk '$(TEST_NAMES_AWK)' $(NOCGO_SAME:%=pipeline/%_test.go) 
 test-go: test-go-race test-go-once ## Go tests: test-go-race, then test-go-once
 
 test-go-race: stores ## Go tests (-race) of the module and of deploy/
-	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
+	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '$(ONCE_ONLY)' ./... </dev/null
 	cd deploy && go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 
 test-go-once: stores ## the Go tests that run once without -race: the pipeline's exactness tests, the server's CPU shares, internal/fmacheck, the pure-Go pipeline, and the arm64 build (pure Go)
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_TESTS))$$' ./pipeline/ </dev/null
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_KERNEL_TESTS))$$' ./pipeline/kernels/ </dev/null
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CV_TESTS))$$' ./pipeline/kernels/cv/ </dev/null
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CODEC_TESTS))$$' ./pipeline/codec/ ./pipeline/codec/index/ ./pipeline/internal/heappeak/ </dev/null
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(SHARE_TESTS))$$' ./server/ </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestExact' $(EXACT_PKGS) </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestShareCPU' $(SHARE_PKGS) </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./internal/fmacheck/ </dev/null
 	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ ./pipeline/ops/ ./pipeline/policy/ </dev/null
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...
@@ -306,6 +310,23 @@ test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and 
 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null
+
+# make check: the inner loop, minutes not a quarter of an hour: lint, the
+# build, and the Go unit tests that start no process, store or compiler:
+# go test -short (which skips the object stores' tests) of every package
+# but CHECK_SLOW's, the repository's shape from cmd/stoker (its arrows,
+# rooms, layout, docs' links and test names: no binary built), without
+# -race and without the exactness and CPU share tests (ONCE_ONLY) and
+# CHECK_SKIP's, the two slowest of the rest on a 2-core machine (every
+# preset's golden hash, 38 s; a victim's CPU share over seconds, 17 s). go
+# test's cache keeps a package whose code and files did not change from
+# running again. make test runs all of it, and the Python suite.
+CHECK_SLOW := cmd/stoker|bench|internal/storetest|internal/fmacheck
+CHECK_SKIP := ^(TestGoldenPresets|TestCPUShareVictim)$$
+CHECK_SHAPE := ^(TestArrows|TestLayout|TestPipelineRooms|TestReadmeLayout|TestDocsLinks|TestDocsSelfContained|TestMovedSections|TestTestNames)$$
+check: lint build ## the inner loop: lint, build, the fast Go unit tests (go test -short: no process, store or compiler started, no -race, no exactness tests, CHECK_SKIP's) and the repository's shape
+	go test -short -timeout $(GO_TEST_TIMEOUT) -skip '$(ONCE_ONLY)|$(CHECK_SKIP)' $$(go list ./... | grep -v -E '/($(CHECK_SLOW))$$') </dev/null
+	go test -short -timeout $(GO_TEST_TIMEOUT) -run '$(CHECK_SHAPE)' ./cmd/stoker/ </dev/null
 
 # make test runs its three long parts side by side, two at a time (-j2):
 # the Python suite (the longest, started first: bin/stoker, its

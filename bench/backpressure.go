@@ -188,6 +188,13 @@ func runBackpressure(args []string) error {
 	case !slices.Contains(pipeline.PresetNames(), o.transform):
 		return fmt.Errorf("bench backpressure: --transform %q: want one of %v", o.transform, pipeline.PresetNames())
 	}
+	var lab Lab
+	if slices.Contains(o.scenarios, "autoscale") {
+		var err error
+		if lab, err = needLab("bench backpressure --scenario autoscale", "a DNS server answering for the workers' name"); err != nil {
+			return err
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -208,7 +215,7 @@ func runBackpressure(args []string) error {
 	defer remove()
 	o.synthetic = synthetic
 
-	b := &bpBench{o: o}
+	b := &bpBench{o: o, lab: lab}
 	rep := b.run(ctx)
 	rep.print(os.Stdout)
 	if *asJSON {
@@ -225,6 +232,7 @@ func runBackpressure(args []string) error {
 // bpBench runs the scenarios.
 type bpBench struct {
 	o           bpOpts
+	lab         Lab    // with --scenario autoscale: its DNS server
 	datasetSize uint64 // from a trainer's JobInfo
 }
 

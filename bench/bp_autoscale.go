@@ -18,7 +18,8 @@ package bench
 //     not the plan's; indices and labels are checked) follows the workers
 //     through a DNS name
 //     (--peers dns://RESOLVER/workers:PORT, --peer-refresh 1s) that a DNS
-//     server in this process answers with the addresses of the workers up,
+//     server in this process (the lab's, bench/lab.go: bin/stoker-lab runs
+//     this scenario) answers with the addresses of the workers up,
 //     127.0.0.2, .3, ... on one port, as a Kubernetes headless Service does.
 //   - An HPA-like loop: every --hpa-period (15 s, the HPA's sync period),
 //     replicas <- stoker_workers_recommended scraped from the coordinator's
@@ -46,7 +47,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/client"
-	"github.com/stoker-dev/stoker/internal/localnet"
+	"github.com/stoker-dev/stoker/internal/freeport"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -240,7 +241,7 @@ type asRunner struct {
 
 	port  int
 	ips   []string
-	dns   *localnet.DNS
+	dns   LabDNS
 	data  string
 	coord *scaleProc
 	cmet  string // the coordinator's /metrics address
@@ -333,10 +334,10 @@ func (b *bpBench) autoscaleOnce(ctx context.Context, start int, res *bpAutoscale
 	for i := range as.maxReplicas {
 		r.ips = append(r.ips, "127.0.0."+strconv.Itoa(2+i))
 	}
-	if r.port, err = localnet.FreePortOn(r.ips...); err != nil {
+	if r.port, err = freeport.On(r.ips...); err != nil {
 		return nil, fmt.Errorf("workers listen on %s..%s, one port: %w (Linux routes all of 127/8 to lo; this machine does not?)", r.ips[0], r.ips[len(r.ips)-1], err)
 	}
-	if r.dns, err = localnet.StartDNS("workers"); err != nil {
+	if r.dns, err = b.lab.DNS("workers"); err != nil {
 		return nil, err
 	}
 	defer r.dns.Close()

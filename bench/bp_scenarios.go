@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stoker-dev/stoker/internal/localnet"
+	"github.com/stoker-dev/stoker/internal/freeport"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -273,7 +273,7 @@ func serveHasFlag(ctx context.Context, exe, name string) bool {
 // later (localnet.FreePortOn: not one the other servers' sockets may take
 // meanwhile).
 func reserveLoopbackAddr() (string, error) {
-	port, err := localnet.FreePortOn("127.0.0.1")
+	port, err := freeport.On("127.0.0.1")
 	if err != nil {
 		return "", err
 	}

@@ -7,6 +7,10 @@
 // cost starts real `stoker serve` processes of the running executable
 // (cost runs the pipeline on one locked thread); each measures side by
 // side in one run and prints a table and, with --json, one JSON line.
+// Two of them stand up the tests' harnesses (a real S3 server and a
+// latency proxy for store, a DNS server for backpressure's autoscale
+// scenario), which the product binary does not link: package bench/lab
+// provides them (lab.go says how), in bin/stoker-lab (make lab).
 // The PyTorch baselines (compare.py, e2e.py, baselines.py) live beside it,
 // and timm_geometry.py (stoker's timm geometric ops against timm's PIL ones).
 //

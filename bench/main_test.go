@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 
 // stokerBinary builds cmd/stoker once per test binary run: the benchmarks
 // run as `stoker bench …`, which starts `stoker serve` processes of the
-// same executable.
+// same executable. It is bin/stoker-lab's build (-tags lab: bench/lab
+// linked), which runs bench store and the autoscale scenario too; the
+// product binary's refusal of those is TestLabless's.
 func stokerBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -41,7 +43,7 @@ func stokerBinary(t testing.TB) string {
 		}
 		binPath = filepath.Join(binDir, "stoker")
 		defer buildlock.Take()()
-		if out, err := exec.Command("go", "build", "-o", binPath, "../cmd/stoker").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-tags", "lab", "-o", binPath, "../cmd/stoker").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})

@@ -17,9 +17,9 @@ var subcommands = []struct {
 	{"views", "a sample of several views (--transform dinov2) made from one decode against its views as separate jobs: CPU per sample", runViews},
 	{"scale", "scale-out over stoker serve worker processes: images/s, CPU per image, protocol overhead", runScale},
 	{"load", "many trainer streams, half of them slow, against one server: memory and fairness", runLoad},
-	{"backpressure", "the window controller and the advisor against simulated trainers", runBackpressure},
+	{"backpressure", "the window controller and the advisor against simulated trainers (--scenario autoscale: bin/stoker-lab, make lab)", runBackpressure},
 	{"cost", "the cost model's calibration: each kernel family's ns per pixel, the decode's per source pixel, every preset's CPU per sample against the prediction (--data DIR)", runCost},
-	{"store", "a dataset in object storage (a real S3 server on loopback, latency added) against local disk: CPU, GETs and bytes per image", runStore},
+	{"store", "a dataset in object storage (a real S3 server on loopback, latency added) against local disk: CPU, GETs and bytes per image (bin/stoker-lab, make lab)", runStore},
 }
 
 // usage lists every subcommand.

@@ -3,7 +3,8 @@ package bench
 // `stoker bench store`: a dataset read from object storage against the
 // same files read from local disk. A real S3 server (the pinned versitygw,
 // on loopback) holds the data; stoker reaches it through a proxy in this
-// process that can add a region's latency to every request. One `stoker
+// process that can add a region's latency to every request (both the lab's,
+// bench/lab.go: bin/stoker-lab runs this benchmark). One `stoker
 // serve` per configuration reads the dataset from the local directory,
 // from the bucket directly, and from the bucket with added latency, in
 // interleaved rounds; the trainer (this process) consumes whole epochs,
@@ -29,10 +30,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stoker-dev/stoker/client"
-	"github.com/stoker-dev/stoker/internal/faultproxy"
 	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/internal/progress"
-	"github.com/stoker-dev/stoker/internal/storetest"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -122,6 +121,10 @@ func runStore(args []string) error {
 		}
 		o.taskset = path
 	}
+	lab, err := needLab("bench store", "a real S3 server on loopback and a proxy adding latency")
+	if err != nil {
+		return err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -140,7 +143,7 @@ func runStore(args []string) error {
 	t := newBenchT(ctx)
 	rep, err := func() (rep *storeReport, err error) {
 		defer t.close(&err)
-		return (&storeBench{o: o, t: t}).run(ctx)
+		return (&storeBench{o: o, t: t, lab: lab}).run(ctx)
 	}()
 	if err != nil {
 		return fmt.Errorf("bench store: %w", err)
@@ -156,6 +159,7 @@ func runStore(args []string) error {
 type storeBench struct {
 	o    storeOpts
 	t    *benchT
+	lab  Lab
 	spec *stokerv1.JobSpec
 }
 
@@ -184,40 +188,32 @@ func (b *storeBench) setUp(ctx context.Context) ([]storeConfig, error) {
 	if o.layout == "webdataset" {
 		local = filepath.Join(tmp, "shards")
 		if o.fields == nil {
-			storetest.WriteShards(t, o.data, local, o.perShard)
+			b.lab.WriteShards(t, o.data, local, o.perShard)
 		} else if _, err := writeCaptionShards(o.data, local, o.perShard); err != nil {
 			return nil, err
 		}
 	}
-	s3 := storetest.StartS3(t, filepath.Join(tmp, "s3"))
-	s3.CreateBucket(t, "bench")
 	fmt.Fprintf(os.Stderr, "bench store: putting %s into s3://bench/data/\n", local)
-	s3.PutTree(t, "bench", "data/", local)
-	url := s3.URL("bench", "data/")
-
-	var proxies []*faultproxy.Proxy
-	for _, lat := range []time.Duration{0, o.latency} {
-		p, err := faultproxy.New(s3.Endpoint, 1, faultproxy.Plan{Latency: lat})
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(func() { p.Close() })
-		proxies = append(proxies, p)
+	bk, err := b.lab.Bucket(t, filepath.Join(tmp, "s3"), local, []time.Duration{0, o.latency})
+	if err != nil {
+		return nil, err
 	}
+	url := bk.URL
+
 	// The manifest, once, beside the data: the servers start without a
 	// listing.
 	idx := exec.CommandContext(ctx, o.exe, "index", url)
-	idx.Env = append(os.Environ(), s3.Env()...)
+	idx.Env = append(os.Environ(), bk.Direct...)
 	if out, err := idx.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("stoker index %s: %v\n%s", url, err, out)
 	}
 	if o.fields != nil {
-		return fieldConfigs(url, s3.EnvFor(proxies[0].URL()), o.peers), nil
+		return fieldConfigs(url, bk.Via[0], o.peers), nil
 	}
 	return []storeConfig{
 		{Name: "local disk", Dataset: local},
-		{Name: "bucket", Dataset: url, env: s3.EnvFor(proxies[0].URL())},
-		{Name: fmt.Sprintf("bucket +%v", o.latency), Dataset: url, env: s3.EnvFor(proxies[1].URL())},
+		{Name: "bucket", Dataset: url, env: bk.Via[0]},
+		{Name: fmt.Sprintf("bucket +%v", o.latency), Dataset: url, env: bk.Via[1]},
 	}, nil
 }
 

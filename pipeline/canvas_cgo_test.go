@@ -9,14 +9,14 @@ import (
 	"testing"
 )
 
-// TestCanvasFastIsGo: the canvas path through the resampler
+// TestExactCanvasFastIsGo: the canvas path through the resampler
 // (resizeCanvasFast, formats.c's stoker_canvas) and the one in Go
 // (resizeCanvasGo: the crop made, then resampleRGBA) write the bytes of
 // the whole canvas made, then its crop resized (canvasWhole) on random
 // images, zooms, crops (inside the image, across its edge, in the
 // fill alone), output sizes up and down, filters, flips before and after
 // the resize, and layouts, at every SIMD level and without SIMD.
-func TestCanvasFastIsGo(t *testing.T) {
+func TestExactCanvasFastIsGo(t *testing.T) {
 	exactTest(t)
 	rng := rand.New(rand.NewPCG(7, 11))
 	levels := []int{0, -1}
@@ -90,7 +90,7 @@ func diffCount(a, b []byte) int {
 // canvasWhole is resizeCanvas as it was first written: the whole canvas
 // made, the image put on it, the crop's columns reversed in place if
 // p.preFlip, then the crop resized (resampleRGBA): the reference of
-// TestCanvasFastIsGo.
+// TestExactCanvasFastIsGo.
 func (d *Decoder) canvasWhole(dst []byte, p *samplePlan, src []byte, layout Layout) {
 	cw, ch, w, h := p.ZoomW, p.ZoomH, p.SrcW, p.SrcH
 	n := 4 * cw * ch

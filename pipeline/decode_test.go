@@ -472,13 +472,13 @@ func padReference(full []byte, w, h, cw, ch, vw, vh int, flip bool, layout Layou
 	return out
 }
 
-// TestRandomCrop: RandomCrop's samples are torchvision's pad (constant
+// TestExactRandomCrop: RandomCrop's samples are torchvision's pad (constant
 // fill) then crop at the traced top and left, of the whole decode, for
 // crops inside the image, padded, pad_if_needed on one side or both, all
 // padding, flipped after; on both paths and layouts. The positions cover
 // every possible top and left. Bytes against a reference on one goroutine
 // (24,000 decodes): an exactness test.
-func TestRandomCrop(t *testing.T) {
+func TestExactRandomCrop(t *testing.T) {
 	exactTest(t)
 	src := testPicture(61, 40)
 	fill := [3]float64{10, 20, 30}
@@ -536,13 +536,13 @@ func TestRandomCrop(t *testing.T) {
 	}
 }
 
-// TestPad: a Pad (constant fill) before a RandomCrop or a CenterCrop, or
+// TestExactPad: a Pad (constant fill) before a RandomCrop or a CenterCrop, or
 // after one: every sample is torchvision's pad, then pad and crop or
 // center_crop (then pad), of the whole decode at the traced arguments
 // (padCropReference), flipped after where traced, on both paths and
 // layouts; Pad elsewhere is refused with what is supported. An exactness
-// test, as TestRandomCrop.
-func TestPad(t *testing.T) {
+// test, as TestExactRandomCrop.
+func TestExactPad(t *testing.T) {
 	exactTest(t)
 	src := testPicture(61, 40)
 	fill := [3]float64{10, 20, 30}

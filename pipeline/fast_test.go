@@ -233,9 +233,9 @@ const (
 	fastMADFancySynth  = 9.0
 )
 
-// TestFastMatchesReference decodes photos and generated JPEGs through both
+// TestExactFastMatchesReference decodes photos and generated JPEGs through both
 // paths with the same keys and bounds their per-image difference.
-func TestFastMatchesReference(t *testing.T) {
+func TestExactFastMatchesReference(t *testing.T) {
 	exactTest(t)
 	n := 48
 	if testing.Short() {
@@ -305,12 +305,12 @@ func TestFastMatchesReference(t *testing.T) {
 	}
 }
 
-// TestFastRegionExact checks the region decode (crop to the filter's
+// TestExactFastRegionExact checks the region decode (crop to the filter's
 // columns, skip to its rows, stop after them) against decoding whole rows
 // from the top: the output must be the same bytes, for every subsampling,
 // progressive files, DCT scales, both upsamplers, and crops touching every
 // edge.
-func TestFastRegionExact(t *testing.T) {
+func TestExactFastRegionExact(t *testing.T) {
 	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 4)
 	for _, knobs := range []struct {
@@ -372,9 +372,9 @@ func fastSynthAndPhotos(t *testing.T, n int) []fastSynthJPEG {
 	return imgs
 }
 
-// TestFastSIMDSame: the AVX-512, AVX2, SSSE3, SSE2 and scalar resamplers
+// TestExactFastSIMDSame: the AVX-512, AVX2, SSSE3, SSE2 and scalar resamplers
 // give the same bytes (other architectures run the scalar code).
-func TestFastSIMDSame(t *testing.T) {
+func TestExactFastSIMDSame(t *testing.T) {
 	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 4)
 	levels := []int{0, 5, 4, 3, 2, 1, -1} // the default, the best the CPU has (at most VBMI), at most AVX-512 (without VBMI), AVX2, SSSE3, SSE2, none
@@ -434,12 +434,12 @@ func TestFastSIMDSame(t *testing.T) {
 	}
 }
 
-// TestFastRowsSkewed: the rows libjpeg-turbo decodes into are never 16-byte
+// TestExactFastRowsSkewed: the rows libjpeg-turbo decodes into are never 16-byte
 // aligned. Its SIMD color conversion stores an aligned row with
 // non-temporal stores, which send it to memory just before the horizontal
 // pass reads it: the same bytes, about 12% slower (BENCHMARKS.md). Nothing
 // but this test would notice the skew being lost.
-func TestFastRowsSkewed(t *testing.T) {
+func TestExactFastRowsSkewed(t *testing.T) {
 	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 4)
 	d := NewDecoder()
@@ -464,13 +464,13 @@ func TestFastRowsSkewed(t *testing.T) {
 	t.Logf("%d decodes, rows skewed in every one", n)
 }
 
-// TestFastSIMDSamePhotos: the SIMD (SSSE3 where the CPU has it) and scalar
+// TestExactFastSIMDSamePhotos: the SIMD (SSSE3 where the CPU has it) and scalar
 // resamplers give the same bytes on the plans training and evaluation make,
 // over many photos, at every DCT scaling mode (so at full size, 1/2 and the
 // other eighths ScaleAny picks), in both layouts. Other architectures run
 // the scalar code: this is what keeps their batches the same bytes as
 // x86-64's.
-func TestFastSIMDSamePhotos(t *testing.T) {
+func TestExactFastSIMDSamePhotos(t *testing.T) {
 	exactTest(t)
 	names, photos := fastPhotos(t, 32)
 	trs := fastTransforms(t)

@@ -242,14 +242,14 @@ func TestFormatsSniffed(t *testing.T) {
 	}
 }
 
-// TestWholeDecodeIdentity: an image decoded whole at its own size into
+// TestExactWholeDecodeIdentity: an image decoded whole at its own size into
 // planes (a Mosaic's load_image of a photo already imgsz a side), where
 // the resampler's axes are the identity and it copies instead
 // (passes.c's axis_identity), is the bytes of the same decode into HWC
 // (whose horizontal pass still resamples, at weight one), with and
 // without SIMD, on JPEG photos and PNGs of odd sizes; the PNGs are the
 // reference path's bytes too.
-func TestWholeDecodeIdentity(t *testing.T) {
+func TestExactWholeDecodeIdentity(t *testing.T) {
 	exactTest(t)
 	names, files := fastPhotos(t, 8)
 	npng := 0

@@ -80,7 +80,7 @@ var goldenPresetsFast = map[string][2]string{
 // TestGoldenPresets checks every preset's batches against goldenPresets,
 // with the resampler's SIMD on and off (the kernels' C and Go twins, which
 // the CPU chooses between, are compared byte for byte by their own tests:
-// TestColourKernelsCgoSameBytes and the geometric kernels'). imagenet-train's
+// TestExactColourKernelsCgoSameBytes and the geometric kernels'). imagenet-train's
 // first hash is TestGoldenBatchFast's: the ops after the geometry changed
 // nothing of it.
 func TestGoldenPresets(t *testing.T) {

@@ -83,9 +83,9 @@ func readCorpus(t testing.TB, path string) []byte {
 // goroutine (a fast path against its reference, bytes against bytes over
 // many decodes, huge-file checksums), where the race detector has nothing
 // to find and multiplies the time by 10 to 100. Under -race it skips; make
-// test-go runs it once without -race (the Makefile's EXACT_TESTS lists the
-// tests that call it, and nothing else must go between the test's opening
-// line and this call).
+// test-go runs it once without -race: the tests that call it are named
+// TestExact... (make test-go-once runs -run '^TestExact'; TestTestNames,
+// cmd/stoker, holds the rule).
 //
 // It also runs t in parallel with the other exactness tests: each is
 // CPU-bound on its own decoders and state (no process-wide counter, no
@@ -100,8 +100,8 @@ func exactTest(t *testing.T) {
 
 // exactSerialTest is exactTest for a test that must not overlap others: it
 // reads process-wide state (the heap's allocations). Sequential tests run
-// before any parallel one resumes, so none overlaps it. The Makefile's
-// EXACT_TESTS lists it too.
+// before any parallel one resumes, so none overlaps it. Its tests are
+// named TestExact... too.
 func exactSerialTest(t *testing.T) {
 	t.Helper()
 	testkit.Exact(t)

@@ -9,12 +9,12 @@ import (
 	"testing"
 )
 
-// TestHuffmanExact: huff.c's Huffman decoder gives the very bytes libjpeg's
+// TestExactHuffmanExact: huff.c's Huffman decoder gives the very bytes libjpeg's
 // own does, on real photos and on every kind of file the test encoder makes
 // (all subsamplings, restart markers, gray, RGB, tiny sizes), for crops at
 // every edge and for training crops, in both layouts. Progressive files
 // must fall back to libjpeg's decoder.
-func TestHuffmanExact(t *testing.T) {
+func TestExactHuffmanExact(t *testing.T) {
 	exactTest(t)
 	imgs := fastSynthJPEGs(t)
 	names, photos := fastPhotos(t, 24)

@@ -83,7 +83,7 @@ type Identity struct {
 	// every SIMD level (its regression tests expect one MD5 per output
 	// whatever the SIMD; only the floating-point DCT, which stoker does
 	// not use, differs), and turbo.c's own SIMD passes (SSE2, SSSE3) match
-	// its scalar ones (TestGoldenBatchFast, TestFastSIMDSame).
+	// its scalar ones (TestGoldenBatchFast, TestExactFastSIMDSame).
 	SIMD string
 	// Turbo is LIBJPEG_TURBO_VERSION_NUMBER (2001005 for 2.1.5) and
 	// JPEGLib JPEG_LIB_VERSION (62, 70, 80), as built against; 0 on the Go

@@ -167,10 +167,10 @@ func checkStale(t *testing.T, tr *Transform, which int, edits []byte, cut int, k
 	}
 }
 
-// TestIndexStaleRandom runs FuzzIndexStale's check on a few hundred
+// TestExactIndexStaleRandom runs FuzzIndexStale's check on a few hundred
 // pseudo-random changes (flipped bytes in the scan, cuts) every time the
 // tests run, besides the fuzz target's seeds.
-func TestIndexStaleRandom(t *testing.T) {
+func TestExactIndexStaleRandom(t *testing.T) {
 	exactTest(t)
 	tr := fastTransforms(t)[0].t
 	r := rand.New(rand.NewPCG(19, 1))

@@ -199,7 +199,7 @@ func lieRun(t *testing.T, files [][]byte, raw []byte, epochs int, coefs bool) (i
 	return ix, drops, wrong, failed, n
 }
 
-// TestIndexFileLies: index files that pass every structural check and the
+// TestExactIndexFileLies: index files that pass every structural check and the
 // checksum but lie (DC predictors shifted everywhere, past the first
 // checkpoint only, by one at one checkpoint, out of range; positions
 // random, shifted by a checkpoint, another photo's) about every photo, or
@@ -208,7 +208,7 @@ func lieRun(t *testing.T, files [][]byte, raw []byte, epochs int, coefs bool) (i
 // an index, no sample fails, and a lie that any decode from a scan's start
 // passes gets the whole file dropped (its honest entries too), counted
 // once, reported once; what is saved afterwards holds nothing of it.
-func TestIndexFileLies(t *testing.T) {
+func TestExactIndexFileLies(t *testing.T) {
 	exactTest(t)
 	_, files := fastPhotos(t, 0)
 	honest := warmIndex(t, files, 1<<30)

@@ -53,13 +53,13 @@ func randomPlans(r *rand.Rand, w, h, n int) []samplePlan {
 	return ps
 }
 
-// TestIndexExact: decodes that start at the decoder index's checkpoints
+// TestExactIndexExact: decodes that start at the decoder index's checkpoints
 // (and restart markers) give the very bytes of decodes without an index,
 // for every kind of file, many random crops and the edge crops, at several
 // checkpoint spacings (one MCU, a few, row starts only), with both chroma
 // upsamplers and DCT scaling. The index must also be used: later decodes
 // entropy-decode fewer MCUs.
-func TestIndexExact(t *testing.T) {
+func TestExactIndexExact(t *testing.T) {
 	exactTest(t)
 	imgs := indexImages(t)
 	for _, knobs := range []struct {
@@ -384,13 +384,13 @@ func TestIndexForeign(t *testing.T) {
 	}
 }
 
-// TestCoefCacheExact: decodes that copy coefficients from a CoefCache, or
+// TestExactCoefCacheExact: decodes that copy coefficients from a CoefCache, or
 // store them there, make the bytes a decoder without one makes, epoch after
 // epoch, with the index and without it; and the cache fills: by the third
 // epoch most MCUs come from it. The SSSE3 packing and the scalar code make
 // and read the same form: the first two epochs run with one, the last two
 // with the other.
-func TestCoefCacheExact(t *testing.T) {
+func TestExactCoefCacheExact(t *testing.T) {
 	exactTest(t)
 	_, files := fastPhotos(t, 0)
 	t.Logf("SSSE3 packing available: %v", simdBest() >= 2)

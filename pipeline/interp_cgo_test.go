@@ -39,13 +39,13 @@ func identityNRGBA(t *testing.T, d *Decoder, data []byte, hd *header) *image.NRG
 	return img
 }
 
-// TestTorchFiltersFastMatchGo: turbo.c's torch filters (at full scale) and
+// TestExactTorchFiltersFastMatchGo: turbo.c's torch filters (at full scale) and
 // the reference path's Go version of them (resampleTorch) give the same
 // bytes from the same decoded pixels, for crops touching every edge, one
 // pixel thin, up- and downscaled, flipped, and resize-then-crop plans,
 // whose region clip must hold the filter's support. The nearest and
 // non-antialiased filters are never DCT-scaled, whatever the scaling.
-func TestTorchFiltersFastMatchGo(t *testing.T) {
+func TestExactTorchFiltersFastMatchGo(t *testing.T) {
 	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 2)
 	full := NewDecoder(WithDCTScaling(ScaleOff))
@@ -88,11 +88,11 @@ func TestTorchFiltersFastMatchGo(t *testing.T) {
 	t.Logf("%d decodes: turbo.c and resampleTorch agree to the byte", n)
 }
 
-// TestFastSIMDSameFilters: the SIMD and scalar passes agree on the torch
+// TestExactFastSIMDSameFilters: the SIMD and scalar passes agree on the torch
 // filters, whose precision varies (14 to 22 bits) and whose bicubic
 // weights are negative, at full scale and at DCT scales (ScaleAny's:
 // the antialiased filters take them where the crop is large enough).
-func TestFastSIMDSameFilters(t *testing.T) {
+func TestExactFastSIMDSameFilters(t *testing.T) {
 	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 1)
 	n, scaled := 0, 0
@@ -140,10 +140,10 @@ func TestFastSIMDSameFilters(t *testing.T) {
 	}
 }
 
-// TestFastRegionExactFilters: the region decode gives the bytes of a
+// TestExactFastRegionExactFilters: the region decode gives the bytes of a
 // whole-row decode for the torch filters too (their supports are not the
 // triangle's: the region must hold every tap).
-func TestFastRegionExactFilters(t *testing.T) {
+func TestExactFastRegionExactFilters(t *testing.T) {
 	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 2)
 	region, whole := NewDecoder(WithDCTScaling(ScaleAny)), NewDecoder(WithDCTScaling(ScaleAny))
@@ -203,14 +203,14 @@ func TestFastZeroAllocsFilters(t *testing.T) {
 	}
 }
 
-// TestFastMatchesReferenceFilters bounds the fast path's difference from
+// TestExactFastMatchesReferenceFilters bounds the fast path's difference from
 // the reference path (image/jpeg's pixels, resampled by resampleTorch) for
-// the torch filters on photos, as TestFastMatchesReference does for the
+// the torch filters on photos, as TestExactFastMatchesReference does for the
 // default filter: the difference is the decoders' (libjpeg's triangle
 // chroma upsampling against image/jpeg's replication, IDCT rounding), and
 // nearest, which copies pixels, shows it unfiltered. An exactness test:
 // arithmetic on one goroutine.
-func TestFastMatchesReferenceFilters(t *testing.T) {
+func TestExactFastMatchesReferenceFilters(t *testing.T) {
 	exactTest(t)
 	names, files := fastPhotos(t, 16)
 	fast, ref := NewDecoder(), NewDecoder(WithReference(true))

@@ -8,14 +8,14 @@ import (
 	"testing"
 )
 
-// TestLSJDecode: a ScaleJitter and FixedSizeCrop sample (only the crop's
+// TestExactLSJDecode: a ScaleJitter and FixedSizeCrop sample (only the crop's
 // window of the resized image resampled) is, on both decode paths and
 // layouts, the Resize path's whole resized image (torch's kernels) cropped
 // at the drawn place, padded on the right and bottom with the fill, and
 // flipped when drawn; FixedSizeCrop alone is the decoded image cropped and
 // padded. python/tests/test_lsj.py checks the bytes against torchvision. An
 // exactness test (one goroutine, bytes against the Resize path).
-func TestLSJDecode(t *testing.T) {
+func TestExactLSJDecode(t *testing.T) {
 	exactTest(t)
 	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg")
 	if err != nil {

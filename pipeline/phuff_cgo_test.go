@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestProgressiveDecoderExact checks phuff.c's progressive decoder against
+// TestExactProgressiveDecoderExact checks phuff.c's progressive decoder against
 // libjpeg's own: every progressive file progressiveJPEGs makes (every
 // sampling, gray, RGB, restart markers, odd and tiny sizes, files whose
 // last scans are cut, which libjpeg block-smooths, and corrupt ones),
@@ -19,7 +19,7 @@ import (
 // the same way, and an error where libjpeg's whole decode has one. A
 // crop's decode must also have stopped each scan early where the crop ends
 // high enough in the image.
-func TestProgressiveDecoderExact(t *testing.T) {
+func TestExactProgressiveDecoderExact(t *testing.T) {
 	exactTest(t)
 	files, _ := progressiveJPEGs(t)
 	ours, plain, lib, whole, libWhole := NewDecoder(), NewDecoder(), NewDecoder(), NewDecoder(), NewDecoder()
@@ -92,7 +92,7 @@ func TestProgressiveDecoderExact(t *testing.T) {
 	t.Logf("%d decodes identical to libjpeg's, %d of them stopped early; %d failed as libjpeg's did", checked, stopped, libFailed)
 }
 
-// TestProgressiveDecoderMutated decodes progressive files with bytes of
+// TestExactProgressiveDecoderMutated decodes progressive files with bytes of
 // their scan data changed (random positions and values, a fixed seed)
 // through phuff.c and through libjpeg's decoder, whole rows from the top:
 // both fail (a bad-input error) or both make the same bytes. One
@@ -100,7 +100,7 @@ func TestProgressiveDecoderExact(t *testing.T) {
 // next marker fail phuff.c's decode (libjpeg's marker reader reports them),
 // where libjpeg's decoder may have read up to 7 of them ahead into its bit
 // buffer and says nothing.
-func TestProgressiveDecoderMutated(t *testing.T) {
+func TestExactProgressiveDecoderMutated(t *testing.T) {
 	exactTest(t)
 	files, _ := progressiveJPEGs(t)
 	ours, lib := NewDecoder(), NewDecoder()

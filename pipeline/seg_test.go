@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestSegDecode: a sample of the segmentation references' geometry
+// TestExactSegDecode: a sample of the segmentation references' geometry
 // (RandomResize, a flip, PadIfSmaller, RandomCrop; only the crop's window
 // of the resized image resampled, the flip before the padding made as the
 // mirrored crop) is, on both decode paths, the Resize path's whole resized
@@ -17,7 +17,7 @@ import (
 // pad_if_needed), the same; an HWC output is the same pixels
 // interleaved. python/tests/test_segref.py checks the bytes
 // against torchvision.
-func TestSegDecode(t *testing.T) {
+func TestExactSegDecode(t *testing.T) {
 	exactTest(t)
 	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg") // 334x285
 	if err != nil {

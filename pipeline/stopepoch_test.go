@@ -11,11 +11,11 @@ import (
 // path); those of its draws alone are pipeline/transform's
 // (stopepoch_ext_test.go).
 
-// TestStopEpochPixels: from the stop on, a detr sample that drew no flip
+// TestExactStopEpochPixels: from the stop on, a detr sample that drew no flip
 // is the photo resized to 640x640, pixels and targets, on every decode
 // path and both decode modes (a flipped one is checked against
 // torchvision by python/tests/test_stop_epoch.py).
-func TestStopEpochPixels(t *testing.T) {
+func TestExactStopEpochPixels(t *testing.T) {
 	exactTest(t)
 	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg")
 	if err != nil {
@@ -82,13 +82,13 @@ func TestStopEpochPixels(t *testing.T) {
 	}
 }
 
-// TestStopEpochZoomGeometries: RandomZoomOut stopped before a RandomCrop, a
+// TestExactStopEpochZoomGeometries: RandomZoomOut stopped before a RandomCrop, a
 // CenterCrop or a Resize(h, w): from the stop on each sample is, pixels
 // and trace, the same op list without the zoom at the same key (the crop
 // draws from the geometry's stream either way), on every decode path;
 // before it, the zoom's canvas. An exactness test: bytes against bytes on
 // one goroutine.
-func TestStopEpochZoomGeometries(t *testing.T) {
+func TestExactStopEpochZoomGeometries(t *testing.T) {
 	exactTest(t)
 	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg")
 	if err != nil {

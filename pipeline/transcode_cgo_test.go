@@ -138,13 +138,13 @@ func scanStarts(data []byte) []int {
 	return out
 }
 
-// TestTranscodeSameBytes decodes every progressive JPEG progressiveJPEGs
+// TestExactTranscodeSameBytes decodes every progressive JPEG progressiveJPEGs
 // makes with every preset (in both decode modes) over epochs, through the
 // plain path and through the transcoded one, with a coefficient cache alone
 // and with an Index beside it (transcoded on the first decode either way,
 // the transcode's coefficients stored whole): the same bytes, or the same
 // error, every time.
-func TestTranscodeSameBytes(t *testing.T) {
+func TestExactTranscodeSameBytes(t *testing.T) {
 	exactTest(t)
 	files, incomplete := progressiveJPEGs(t)
 	var trs []*Transform

@@ -45,12 +45,12 @@ func singleViews(t *testing.T, layout Layout, groups []ViewGroup) []*Transform {
 	return out
 }
 
-// TestViewsAreSingleViews: each view of a sample of several views is the
+// TestExactViewsAreSingleViews: each view of a sample of several views is the
 // bytes its own ops make as a one-view transform with the view's key
 // (Key.View), in both layouts, uint8 and float, on both decode paths, when
 // the decode is at full scale (ScaleOff): the decode is shared, nothing
 // else is.
-func TestViewsAreSingleViews(t *testing.T) {
+func TestExactViewsAreSingleViews(t *testing.T) {
 	exactTest(t)
 	files := goldenJPEGs()
 	for _, ref := range []bool{false, true} {

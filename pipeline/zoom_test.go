@@ -9,14 +9,14 @@ import (
 	"testing"
 )
 
-// TestZoomOutDecode: a zoomed sample resized (the image decoded at its own
+// TestExactZoomOutDecode: a zoomed sample resized (the image decoded at its own
 // size, padded onto the canvas and resized by torch's kernels) is, on both
 // decode paths, torch's kernels on the canvas that Pad then CenterCrop
 // make of the same image (test_parity_random_crop.py checks the bytes
 // against torchvision's pad and resize); a canvas over the pixel budget
 // fails its sample, saying so. Bytes against a reference on one goroutine:
 // an exactness test.
-func TestZoomOutDecode(t *testing.T) {
+func TestExactZoomOutDecode(t *testing.T) {
 	exactTest(t)
 	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg")
 	if err != nil {

@@ -29,11 +29,11 @@ import (
 // attacks do not, so a victim's queue empties between its batches and the
 // share measures the race detector, not the schedule (a loaded CI machine
 // gave 0.42x there, the same test 0.50x without it); make test-go runs it
-// once without -race (SHARE_TESTS).
+// once without -race (its tests are named TestShareCPU...: -run '^TestShareCPU').
 func shareTest(t *testing.T) {
 	t.Helper()
 	if racebuild.Enabled {
-		t.Skip("a CPU share measurement: make test-go runs it without -race (SHARE_TESTS)")
+		t.Skip("a CPU share measurement: make test-go-once runs it without -race (-run '^TestShareCPU')")
 	}
 }
 
@@ -175,7 +175,7 @@ func (c capacity) rate() float64 { return float64(c.victim) / (c.cpu + c.idle).S
 // part is the victim's CPU over the workers' time.
 func (c capacity) part() float64 { return c.vcpu.Seconds() / (c.cpu + c.idle).Seconds() }
 
-// TestVictimUnderAttack: a victim trainer, and on the same server (one
+// TestShareCPUVictimUnderAttack: a victim trainer, and on the same server (one
 // decode worker) an attacker on a connection of its own: the blur bomb
 // at the largest size the cost model lets open, or 8 jobs of AugMix
 // 10/16/14 at the largest crop it lets open (the next size up of either
@@ -201,7 +201,7 @@ func (c capacity) part() float64 { return c.vcpu.Seconds() / (c.cpu + c.idle).Se
 //     workers' CPU is all the victim's again (its part of their time,
 //     idle included, is logged: the idle is its own delivery's, which
 //     the host's load stretches).
-func TestVictimUnderAttack(t *testing.T) {
+func TestShareCPUVictimUnderAttack(t *testing.T) {
 	shareTest(t)
 	ds, err := filepath.Abs("../testdata/photos")
 	if err != nil {

@@ -130,9 +130,10 @@ func markdownHeadings(text string) []string {
 	return hs
 }
 
-// TestDocsLinks: every relative link of the README, BENCHMARKS.md and the
-// pages under docs/ names a file of the repository, and an anchor in a
-// Markdown file names one of its headings (as the forge makes anchors).
+// TestDocsLinks: every relative link of the README, BENCHMARKS.md, the
+// benchmarks' history (bench/history/) and the pages under docs/ names a
+// file of the repository, and an anchor in a Markdown file names one of
+// its headings (as the forge makes anchors).
 func TestDocsLinks(t *testing.T) {
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
@@ -140,7 +141,8 @@ func TestDocsLinks(t *testing.T) {
 	}
 	files := []string{filepath.Join(root, "README.md"), filepath.Join(root, "BENCHMARKS.md")}
 	pages, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	files = append(files, pages...)
+	history, _ := filepath.Glob(filepath.Join(root, "bench", "history", "*.md"))
+	files = append(append(files, pages...), history...)
 	anchors := map[string]map[string]bool{}
 	anchorsOf := func(path string) map[string]bool {
 		if a, ok := anchors[path]; ok {

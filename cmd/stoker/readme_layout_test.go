@@ -22,7 +22,9 @@ var layoutPath = regexp.MustCompile("`([a-z0-9_.]+(?:/[a-z0-9_.]+)+)`")
 // its descriptions name: the table is where a newcomer starts, and a
 // package moved or renamed must take its row along. The other way round,
 // every folder at the top and every Go package is in the table (see
-// checkCovered): a package added must bring its row.
+// checkCovered), and every package `go list ./...` prints has a row of
+// its own that agrees with its doc comment (see checkDocs): a package
+// added must bring its row.
 func TestReadmeLayout(t *testing.T) {
 	const root = "../.."
 	data, err := os.ReadFile(filepath.Join(root, "README.md"))
@@ -30,12 +32,14 @@ func TestReadmeLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	var folders []string
+	rows := map[string]string{} // a row's folder, without its slash: its description
 	for line := range strings.Lines(string(data)) {
 		m := layoutRow.FindStringSubmatch(strings.TrimSpace(line))
 		if m == nil {
 			continue
 		}
 		folders = append(folders, m[1])
+		rows[strings.TrimSuffix(m[1], "/")] = m[2]
 		for _, p := range layoutPath.FindAllStringSubmatch(m[2], -1) {
 			if filepath.Ext(p[1]) == "" { // a folder, not a file
 				folders = append(folders, p[1])
@@ -66,6 +70,73 @@ func TestReadmeLayout(t *testing.T) {
 		}
 	}
 	checkCovered(t, root, folders)
+	checkDocs(t, root, rows)
+}
+
+// checkDocs: every package `go list ./...` prints has a doc comment and a
+// row of its own, and the row agrees with the comment's first sentence
+// (go list's .Doc): they share at least two words of five letters or more
+// besides the commonest (a row left behind by a package renamed, or
+// written for another, shares none). A heuristic, not a proof: the row
+// is the newcomer's summary, the doc comment the package's own.
+func checkDocs(t *testing.T, root string, rows map[string]string) {
+	t.Helper()
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := goList(t, "-f", "{{.Dir}}\t{{.Doc}}", "./...")
+	if len(lines) < 40 {
+		t.Fatalf("go list ./... printed %d packages", len(lines))
+	}
+	for _, line := range lines {
+		dir, doc, _ := strings.Cut(line, "\t")
+		rel, err := filepath.Rel(abs, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel = filepath.ToSlash(rel)
+		row, ok := rows[rel]
+		switch {
+		case doc == "":
+			t.Errorf("the package in %s/ has no doc comment (// Package x ..., in a doc.go of its own if need be)", rel)
+		case !ok:
+			t.Errorf("README's layout table has no row of its own for the package %s/ (%s)", rel, doc)
+		default:
+			if shared := sharedWords(doc, row); len(shared) < 2 {
+				t.Errorf("README's row for %s/ and its doc comment share %v, fewer than two words: say what the package is\nrow: %s\ndoc: %s", rel, shared, row, doc)
+			}
+		}
+	}
+}
+
+// commonWords are words of five letters or more that say nothing of a
+// package by themselves.
+var commonWords = map[string]bool{"about": true, "which": true, "their": true, "there": true, "these": true,
+	"those": true, "where": true, "while": true, "other": true, "every": true, "after": true, "before": true,
+	"being": true, "under": true, "stoker": true, "package": true, "command": true}
+
+// sharedWords are the words of five letters or more, the common ones
+// aside, that a and b share.
+func sharedWords(a, b string) []string {
+	words := func(s string) map[string]bool {
+		w := map[string]bool{}
+		for _, f := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r < 'a' || r > 'z' }) {
+			if len(f) >= 5 && !commonWords[f] {
+				w[f] = true
+			}
+		}
+		return w
+	}
+	wa, wb := words(a), words(b)
+	var out []string
+	for w := range wa {
+		if wb[w] {
+			out = append(out, w)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // checkCovered checks that the layout table covers the repository: every

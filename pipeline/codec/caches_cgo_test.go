@@ -75,7 +75,7 @@ func transcodeRig(t *testing.T) (plain, s *Scratch, cc *CoefCache) {
 
 // exactTest marks t as an exactness test, which the race detector
 // skews: skipped under -race, make test-go runs it without
-// (EXACT_CODEC_TESTS). It runs in parallel.
+// (its tests are named TestExact...). It runs in parallel.
 func exactTest(t *testing.T) {
 	t.Helper()
 	testkit.Exact(t)
@@ -233,12 +233,12 @@ func TestTranscodeEntryGone(t *testing.T) {
 	}
 }
 
-// TestTranscodeOutputBound: a small progressive file of a large flat image
+// TestExactTranscodeOutputBound: a small progressive file of a large flat image
 // (a few bits a block in its DC scan, end-of-band runs for the rest) would
 // take more than twice its bytes plus 64 KiB as one sequential scan (an end
 // of block per block): its transcode stops at the bound, it decodes as
 // progressive (the same bytes), counted, and is not tried again.
-func TestTranscodeOutputBound(t *testing.T) {
+func TestExactTranscodeOutputBound(t *testing.T) {
 	exactTest(t)
 	const w, h = 6144, 6144
 	pix := make([]byte, w*h)

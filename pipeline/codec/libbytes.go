@@ -32,7 +32,7 @@ package codec
 // measured with the rest), 256 bytes a column (a lossy image's
 // macroblock rows and filter cache) and 1 MiB. The rows are counted and
 // capped; libwebp has no allocator hook, so its own allocations are
-// bounded, not capped: TestLibBytesBoundFormats (package heappeak)
+// bounded, not capped: TestExactLibBytesBoundFormats (package heappeak)
 // measures what the C heap held. Not bounded by the header: a lossless
 // image's Huffman tables, one set for each group its entropy image
 // names (up to 65536, about 20 KB each): a photo's encoder writes a few

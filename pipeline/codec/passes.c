@@ -1,7 +1,7 @@
 /* The resampler's passes (passes.h): the horizontal pass over a decoded
  * row, the vertical pass over the horizontally resampled rows. Every SIMD
  * level computes the same integer sums as the scalar code, lane for lane,
- * so the bytes never depend on the CPU (TestFastSIMDSame). No floating
+ * so the bytes never depend on the CPU (TestExactFastSIMDSame). No floating
  * point here: nothing for a fused multiply-add to change. */
 #include "passes.h"
 #include "turbo.h"

@@ -572,7 +572,7 @@ static void row_buffers(stoker_turbo *t, decode_geom *g) {
  * whose last chroma row the first line's upsampling needs. So the skip
  * goes to the crop's first row itself: from the rows above an iMCU row
  * that does not start the crop, only the first line of the crop's iMCU
- * row takes them as context, and that line is skipped (TestFastRegionExact
+ * row takes them as context, and that line is skipped (TestExactFastRegionExact
  * checks the bytes against decoding whole rows from the top). Without
  * fancy upsampling (the merged upsampler keeps a spare row), whole iMCU
  * rows only. */

@@ -1,6 +1,6 @@
 /* The photometric kernels' C versions, twins of blur.go, color.go, hue.go
  * and point.go: integer math only, so each gives its Go twin's bytes
- * (TestBlurCgoSameBytes, TestColourKernelsCgoSameBytes), with SSE2 (every
+ * (TestExactBlurCgoSameBytes, TestExactColourKernelsCgoSameBytes), with SSE2 (every
  * x86-64), AVX2 or AVX-512 where the CPU has it. */
 #include "kernels.h"
 

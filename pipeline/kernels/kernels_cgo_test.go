@@ -9,12 +9,12 @@ import (
 	"testing"
 )
 
-// TestBlurCgoSameBytes checks the C blur (kernels.c) against its Go twin,
+// TestExactBlurCgoSameBytes checks the C blur (kernels.c) against its Go twin,
 // at every SIMD level this CPU has (scalar, SSE2, AVX2, AVX-512, whose
 // rows end in the AVX2 pass): the same bytes on sizes around the vector
 // widths, thin images, and kernels narrower and
 // wider than the image.
-func TestBlurCgoSameBytes(t *testing.T) {
+func TestExactBlurCgoSameBytes(t *testing.T) {
 	exactTest(t)
 	r := rand.New(rand.NewPCG(35, 1))
 	sizes := [][2]int{{1, 1}, {1, 9}, {9, 1}, {7, 3}, {8, 8}, {15, 4}, {16, 16}, {17, 5}, {31, 2}, {32, 7},
@@ -65,12 +65,12 @@ func everyColour() []byte {
 	return pix
 }
 
-// TestColourKernelsCgoSameBytes checks the colour kernels in C with AVX2
+// TestExactColourKernelsCgoSameBytes checks the colour kernels in C with AVX2
 // (kernels_color.c) against their Go versions: on every colour for those
 // that read a pixel (gray, and saturation and hue at some arguments; a
 // million colours at others), on every byte for those that read one byte,
 // and on images of many sizes for sharpness.
-func TestColourKernelsCgoSameBytes(t *testing.T) {
+func TestExactColourKernelsCgoSameBytes(t *testing.T) {
 	exactTest(t)
 	if kernelsSIMD < 2 {
 		t.Skip("this CPU has no AVX2: the colour kernels run in Go here, and there is no C version to compare")

@@ -2,7 +2,7 @@
  * hue.go, point.go and adjust_sharpness: each computes
  * what its Go twin computes, with the same roundings (IEEE float32 and
  * float64 operations whose products are exact, and integer math), so the
- * bytes are the same (TestColourKernelsCgoSameBytes compares them, on every
+ * bytes are the same (TestExactColourKernelsCgoSameBytes compares them, on every
  * colour where a kernel reads one pixel). Without AVX2 the Go twins run.
  *
  * Each loop does 8 or 16 pixels at a time; the last few go through the

@@ -12,7 +12,7 @@ import (
 // fast path against its reference, bytes against bytes), where the race
 // detector has nothing to find and costs 10 to 100 times the time. It
 // skips under -race; make test-go runs it once more, without -race
-// (EXACT_TESTS).
+// (its tests are named TestExact...).
 func exactTest(t *testing.T) {
 	t.Helper()
 	testkit.Exact(t)

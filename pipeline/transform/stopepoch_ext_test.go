@@ -15,7 +15,7 @@ import (
 
 // stop_epoch's draws (decodemode.go), traced through the Tracer the
 // external tests set (helpers_ext_test.go): the root's tests keep those
-// that decode (TestStopEpochPixels, TestStopEpochZoomGeometries).
+// that decode (TestExactStopEpochPixels, TestExactStopEpochZoomGeometries).
 
 // traceNames parses a one-view trace into its steps' names, and the steps
 // themselves as JSON.

@@ -42,7 +42,7 @@ func TestTraceRoundTrip(t *testing.T) {
 	}
 	for f := fn.Fn(1); int(f) < fn.Count(); f++ {
 		// RandomCrop's pad and crop are geometry, traced from the plan
-		// (TestRandomCrop parses and replays them).
+		// (TestExactRandomCrop parses and replays them).
 		if f == fn.Normalize || f == fn.HorizontalFlip || f.Geometry() {
 			continue
 		}

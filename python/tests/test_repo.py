@@ -69,3 +69,25 @@ def test_make_bench_prints_a_verdict() -> None:
     assert target == 5.0 and line.startswith("verdict: FAIL: ") and "with the coefficient cache" in line
     target, line = compare.verdict(3.2, -1)
     assert target == 3.0 and line.startswith("verdict: PASS: ") and "without the coefficient cache" in line
+
+
+def test_benchmarks_read_in_five_minutes() -> None:
+    """BENCHMARKS.md is the figures of record, by question: at most 60 KB,
+    each table row (its text, link targets aside) at most ~300 characters,
+    the history linked under bench/history/ and the bench-peers markers
+    (make bench-peers writes between them) in place."""
+    text = (REPO / "BENCHMARKS.md").read_text()
+    assert len(text.encode()) <= 60_000, f"BENCHMARKS.md is {len(text.encode())} bytes: move runs to bench/history/"
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| ---")
+            and "bench-peers" not in line]
+    assert len(rows) > 20
+    for line in rows:
+        shown = re.sub(r"\]\([^)]*\)", "]", line)
+        if re.match(r"\| (imagenet|tv-resnet|recipe)", line):
+            continue  # the bench-peers table, written by make bench-peers
+        assert len(shown) <= 350, f"a row of {len(shown)} characters: {shown[:80]}..."
+    history = sorted((REPO / "bench" / "history").glob("*.md"))
+    assert history, "no bench/history/*.md"
+    for h in history:
+        assert f"bench/history/{h.name}" in text, f"BENCHMARKS.md does not link {h.name}"
+    assert "<!-- bench-peers: begin" in text and "<!-- bench-peers: end -->" in text

@@ -14,11 +14,12 @@ import (
 
 // exactSerialTest marks t as an exactness test that must not overlap
 // others (it reads the heap's allocations): skipped under -race, which
-// skews them; make test-go runs it without (EXACT_CODEC_TESTS).
+// skews them; make test-go runs it without (its tests are named
+// TestExact...).
 func exactSerialTest(t *testing.T) {
 	t.Helper()
 	if racebuild.Enabled {
-		t.Skip("an exactness test: make test-go runs it without -race (EXACT_CODEC_TESTS)")
+		t.Skip("an exactness test: make test-go-once runs it without -race (-run '^TestExact')")
 	}
 }
 
@@ -86,13 +87,13 @@ func (f *synthIndexFile) Seek(off int64, whence int) (int64, error) {
 	return f.off, nil
 }
 
-// TestIndexFileHugeBadChecksum: a 1 GiB index file (256 MiB with -short)
+// TestExactIndexFileHugeBadChecksum: a 1 GiB index file (256 MiB with -short)
 // of well-formed entries and a bad checksum, loaded into a 1 GiB budget,
 // is refused for its checksum, and Load allocates a bounded amount
 // whatever the file's size (it used to hold every entry in the budget
 // until the checksum failed: 830 MiB for such a file), so nothing is left
 // to return. A file over 4x the budget is refused unread.
-func TestIndexFileHugeBadChecksum(t *testing.T) {
+func TestExactIndexFileHugeBadChecksum(t *testing.T) {
 	exactSerialTest(t) // reads runtime.MemStats: overlaps no other test
 	// A blob of a 64x2 MCU scan, checkpoints every 8 MCUs, none known:
 	// well-formed, and 1 KB or so, as a photo's.

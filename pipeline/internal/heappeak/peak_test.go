@@ -28,7 +28,7 @@ import (
 // (image/png's deflate, pixel loops: most of its time, ten times slower
 // under -race) and counts the C heap on one goroutine, where the race
 // detector has nothing to find. make test-go runs it once more without
-// -race (the Makefile's EXACT_CODEC_TESTS, which names it).
+// -race (-run '^TestExact').
 func exactTest(t *testing.T) {
 	t.Helper()
 	testkit.Exact(t)
@@ -178,7 +178,7 @@ func whole(w, h, outW, outH int) codec.Geometry {
 	}
 }
 
-// TestLibBytesBoundFormats: what libpng (and pngrows.c with zlib) and
+// TestExactLibBytesBoundFormats: what libpng (and pngrows.c with zlib) and
 // libwebp took of the C heap while they decoded each photo as every PNG
 // and WebP kind, whole, at a third of its size and at 1/50 (the
 // resampler's widest taps: each row's slack), is within
@@ -188,7 +188,7 @@ func whole(w, h, outW, outH int) codec.Geometry {
 // PNG, the decode's own count (Stats.LibPeak, which the decode is capped
 // at) is within the bound too and within what the heap saw. The ratios
 // are logged.
-func TestLibBytesBoundFormats(t *testing.T) {
+func TestExactLibBytesBoundFormats(t *testing.T) {
 	exactTest(t)
 	pnames, imgs := photos(t)
 	s, err := codec.NewScratch()

@@ -14,12 +14,13 @@ import (
 // Exact skips t under -race: an exactness or bounds test (arithmetic on
 // one goroutine, bytes against bytes), where the race detector has
 // nothing to find and multiplies the time by 10 to 100. make test-go runs
-// it once more without -race: the Makefile's EXACT_* lists name the tests
-// whose first line is their package's exactTest(t), which calls this.
+// it once more without -race: the tests named TestExact..., whose
+// package's exactTest(t) calls this (TestTestNames, cmd/stoker, holds the
+// names and the calls together).
 func Exact(t testing.TB) {
 	t.Helper()
 	if racebuild.Enabled {
-		t.Skip("an exactness test: make test-go runs it without -race (the Makefile's EXACT_* lists)")
+		t.Skip("an exactness test: make test-go-once runs it without -race (-run '^TestExact')")
 	}
 }
 

@@ -92,11 +92,11 @@ func randomWarp(r *rand.Rand, w, h int) (m [9]float64, persp bool) {
 	return m, persp
 }
 
-// TestWarpCMatchesGo: cv.c's warp, each of its paths the CPU has (scalar,
+// TestExactWarpCMatchesGo: cv.c's warp, each of its paths the CPU has (scalar,
 // AVX2, AVX-512), gives warpGo's bytes for random matrices, affine and
 // perspective, odd output sizes (tails of every length), borders, on noise
 // and photos.
-func TestWarpCMatchesGo(t *testing.T) {
+func TestExactWarpCMatchesGo(t *testing.T) {
 	exactTest(t)
 	if cSIMD < 3 {
 		t.Logf("vector paths up to %d here (2: AVX-512F, 3: and VBMI): the others are not compared", cSIMD)
@@ -147,12 +147,12 @@ func firstDiff(a, b []byte) int {
 	return -1
 }
 
-// TestHSVCMatchesGo: cv.c's HSV loop, scalar, AVX2 and AVX-512 VBMI (those
+// TestExactHSVCMatchesGo: cv.c's HSV loop, scalar, AVX2 and AVX-512 VBMI (those
 // the CPU has), gives hsvPixelsGo's bytes on every 24-bit colour, for gains of
 // each sign, none, and ones that saturate and wrap the hue, and for tables
 // of random bytes (hues past 179 too); and on noise of odd and tiny sizes
 // (the vector loop's tail) and photos.
-func TestHSVCMatchesGo(t *testing.T) {
+func TestExactHSVCMatchesGo(t *testing.T) {
 	exactTest(t)
 	all := kernels.Planes{Pix: make([]byte, 3<<24), W: 4096, H: 4096}
 	n := 1 << 24
@@ -193,10 +193,10 @@ func TestHSVCMatchesGo(t *testing.T) {
 	}
 }
 
-// TestResizeCMatchesGo: cv.c's resize gives resizeLinearGo's bytes,
+// TestExactResizeCMatchesGo: cv.c's resize gives resizeLinearGo's bytes,
 // shrinking and growing each side by odd factors, to and from one pixel,
 // on noise and photos.
-func TestResizeCMatchesGo(t *testing.T) {
+func TestExactResizeCMatchesGo(t *testing.T) {
 	exactTest(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	for i, src := range cTestImages(t) {
@@ -227,11 +227,11 @@ func TestResizeCMatchesGo(t *testing.T) {
 	}
 }
 
-// TestWarpCSmallFractions: the warp where the fractions of the source
+// TestExactWarpCSmallFractions: the warp where the fractions of the source
 // coordinates are tiny, near a half or near one (the vector paths blend
 // in float where the coordinates are >= 1, in double where not: both
 // must round as warpGo's fma32), on noise, every path the CPU has.
-func TestWarpCSmallFractions(t *testing.T) {
+func TestExactWarpCSmallFractions(t *testing.T) {
 	exactTest(t)
 	src := cTestImages(t)[8]
 	r := rand.New(rand.NewPCG(3, 4))
@@ -260,14 +260,14 @@ func TestWarpCSmallFractions(t *testing.T) {
 	}
 }
 
-// TestFMAExact: where stoker_cv_fma_exact says a*x + c is a float64 for
+// TestExactFMAExact: where stoker_cv_fma_exact says a*x + c is a float64 for
 // every integer x in [0, n] (the vector warp then computes its
 // coordinates as one float fused multiply-add where warp.go's fma32 fuses
 // in double and rounds to float), it is, checked exactly (math/big) at
 // x = 0, n and random x between, for a and c of every exponent, zeros and
 // subnormals; and it says so for the matrices the YOLO ops draw (the
 // float path is taken).
-func TestFMAExact(t *testing.T) {
+func TestExactFMAExact(t *testing.T) {
 	exactTest(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	rnd := func() float32 {
@@ -315,14 +315,14 @@ func TestFMAExact(t *testing.T) {
 	}
 }
 
-// TestWarpYLerpExact: the y-lerp fma32(ay, v1 - v0, v0) of the vector
+// TestExactWarpYLerpExact: the y-lerp fma32(ay, v1 - v0, v0) of the vector
 // warp's interior is exactly a float64 before its rounding to float32
 // (so that the float fused multiply-add gives the same float) where its
 // source coordinates are x >= 1 and y >= 1, checked exactly (math/big)
 // for random coordinates of every binade the warp reads and random taps,
 // smooth ones too; and it is not always so for y < 1 (ay then with bits
 // under 2^-23), which the vector path leaves to double.
-func TestWarpYLerpExact(t *testing.T) {
+func TestExactWarpYLerpExact(t *testing.T) {
 	exactTest(t)
 	r := rand.New(rand.NewPCG(7, 8))
 	coord := func(lo float64) float32 { // a float >= lo, of a binade up to 2^12

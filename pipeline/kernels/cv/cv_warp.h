@@ -60,7 +60,7 @@ TGT static inline void SFX(blend8f)(uint8_t *d, __m256 ax, WD ay, __m256i p00, _
  * whose last bit is 2^-17 or more; either way E is a multiple of 2^-45
  * under 2^8: a double. FMA32 then rounds E once, as the float fused
  * multiply-add does: the same float in a quarter of the operations (no
- * conversions to double and back). TestWarpYLerpExact checks the claim
+ * conversions to double and back). TestExactWarpYLerpExact checks the claim
  * and that it fails for coordinates under 1. */
 TGT static inline void SFX(blend8ff)(uint8_t *d, __m256 ax, __m256 ay, __m256i p00, __m256i p01, __m256i p10,
                                      __m256i p11) {

@@ -11,8 +11,8 @@ import (
 // against its naive reference, exact sums in math/big), where the race
 // detector has nothing to find and costs 10 to 100 times the time. It
 // skips under -race; make test-go runs it once more, without -race
-// (EXACT_CV_TESTS, read from these calls: nothing may go between the
-// test's opening line and the call). It runs in parallel with the other
+// (its tests are named TestExact...: make test-go-once runs -run
+// '^TestExact'). It runs in parallel with the other
 // exactness tests: each has its own images and state.
 func exactTest(t *testing.T) {
 	t.Helper()

@@ -8,14 +8,14 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
-// TestPerspectiveFootprint: the warp of a source whose pixels outside
+// TestExactPerspectiveFootprint: the warp of a source whose pixels outside
 // PerspectiveFootprint's rectangle are noise is byte for byte the warp of
 // the source, for random draws of every parameter (perspective, large
 // rotations and shears, scales down to 0.01 and up, translations that
 // leave the source), on sources small enough that the border matters and
 // of a mosaic's size; and the rectangle is smaller than the source for
 // most of ultralytics' default draws.
-func TestPerspectiveFootprint(t *testing.T) {
+func TestExactPerspectiveFootprint(t *testing.T) {
 	exactTest(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	u := func(a, b float64) float64 { return a + (b-a)*r.Float64() }
@@ -107,10 +107,10 @@ func naiveMosaic(imgs []kernels.Planes, tiles []Tile, cs int) kernels.Planes {
 	return dst
 }
 
-// TestMosaicImageIn: MosaicImage is the canvas of 114 with the tiles
+// TestExactMosaicImageIn: MosaicImage is the canvas of 114 with the tiles
 // copied in, in order; within its rectangle MosaicImageIn is that canvas
 // and outside it leaves the canvas as it was, for layouts of 4 and 9.
-func TestMosaicImageIn(t *testing.T) {
+func TestExactMosaicImageIn(t *testing.T) {
 	exactTest(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := range 200 {

@@ -488,12 +488,12 @@ func FuzzExactlyOnce(f *testing.F) {
 	})
 }
 
-// TestExactlyOnceSeeds: FuzzExactlyOnce's seed corpus, which go test
+// TestSeedsExactlyOnce: FuzzExactlyOnce's seed corpus, which go test
 // runs, goes through each way a batch's leases can end: a job failed, a
 // stale answer dropped, a hedge winning, a hedge taking over its failed
 // lease, a batch leased again, a peer's lie, made batches dropped by a
 // quarantine.
-func TestExactlyOnceSeeds(t *testing.T) {
+func TestSeedsExactlyOnce(t *testing.T) {
 	var seen tableSeen
 	for _, sd := range exactlyOnceSeeds() {
 		s := newTableSim(t, sd[0])
