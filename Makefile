@@ -77,7 +77,7 @@ APT_NO_RECOMMENDS = $(if $(APT_TEST),,--no-install-recommends)
 APT_ARM64_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross libjpeg62-turbo-dev:arm64 libpng-dev:arm64 \
 	libwebp-dev:arm64 zlib1g-dev:arm64 qemu-user
 
-.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build lab static gpuhost check test test-go test-go-race test-go-once test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
+.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build lab static wheel gpuhost check test test-go test-go-race test-go-once test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
@@ -182,6 +182,41 @@ STATIC_TAGS := netgo osusergo nonvml
 static: ## a static stoker (libjpeg-turbo linked in, no NVML) for minimal images: bin/stoker-static (STATIC_BIN=path)
 	CGO_ENABLED=1 go build -trimpath -tags '$(STATIC_TAGS) jpegstatic' \
 		-ldflags '-s -w $(VERSION_LDFLAG) -linkmode external -extldflags "-static"' -o $(STATIC_BIN) ./cmd/stoker
+
+# make wheel: the platform wheel `pip install` gives users, in dist/: the
+# client package (python/) with make static's binary at stoker/_bin/stoker
+# and the console script `stoker` that runs it. A copy of python/ is staged
+# in out/wheel/ (its build/ and egg-info stay there) and built with .venv's
+# pinned setuptools, no build isolation (nothing fetched); python/setup.py
+# puts the binary in and tags it py3-none-$(WHEEL_PLATFORM).
+# The tag is honest because the binary is static: no glibc, no shared
+# library (checked here: readelf finds no dynamic section; ldd says "not a
+# dynamic executable"), so any Linux of the architecture runs it,
+# manylinux2014's and older. WHEEL_ARCH=aarch64 on an x86-64 machine: the
+# same static build cross-compiled (make apt-arm64's compiler and arm64
+# libraries, as make cross-arm64), into bin/stoker-static-aarch64.
+HOST_ARCH := $(shell uname -m)
+WHEEL_ARCH ?= $(HOST_ARCH)
+WHEEL_PLATFORM = manylinux_2_17_$(WHEEL_ARCH).manylinux2014_$(WHEEL_ARCH)
+WHEEL_STAGE ?= out/wheel/$(WHEEL_ARCH)
+WHEEL_DIST ?= dist
+WHEEL_CROSS = $(filter-out $(HOST_ARCH),$(WHEEL_ARCH))
+WHEEL_BIN = $(if $(WHEEL_CROSS),bin/stoker-static-$(WHEEL_ARCH),$(STATIC_BIN))
+WHEEL_CROSS_ENV_aarch64 := GOOS=linux GOARCH=arm64 CC=aarch64-linux-gnu-gcc
+wheel: ## the platform wheel (client + static server binary + `stoker` on PATH) into dist/ (WHEEL_DIST=dir; WHEEL_ARCH=aarch64 cross-compiles), with .venv's setuptools
+	@case "$(WHEEL_ARCH)" in x86_64|aarch64) ;; *) echo "WHEEL_ARCH=$(WHEEL_ARCH): want x86_64 or aarch64"; exit 1;; esac
+	@if [ -n "$(WHEEL_CROSS)" ] && [ "$(WHEEL_ARCH)" != aarch64 -o "$(HOST_ARCH)" != x86_64 ]; then \
+		echo "make wheel cross-compiles x86_64 -> aarch64 only (this machine: $(HOST_ARCH))"; exit 1; fi
+	$(if $(WHEEL_CROSS),@$(MAKE) --no-print-directory apt-arm64)
+	$(WHEEL_CROSS_ENV_$(if $(WHEEL_CROSS),$(WHEEL_ARCH))) $(MAKE) --no-print-directory static STATIC_BIN=$(WHEEL_BIN)
+	@LC_ALL=C readelf -d $(WHEEL_BIN) 2>&1 | grep -q 'no dynamic section' || { echo "$(WHEEL_BIN) is not static (readelf -d): no manylinux tag"; exit 1; }
+	rm -rf $(WHEEL_STAGE) && mkdir -p $(WHEEL_STAGE) $(WHEEL_DIST)
+	cp -r python/pyproject.toml python/setup.py python/README.md python/stoker $(WHEEL_STAGE)/
+	find $(WHEEL_STAGE) -name __pycache__ -prune -exec rm -rf {} +
+	rm -f $(WHEEL_DIST)/stoker-*-py3-none-$(WHEEL_PLATFORM).whl
+	STOKER_WHEEL_PLATFORM=$(WHEEL_PLATFORM) STOKER_WHEEL_BINARY=$(abspath $(WHEEL_BIN)) \
+		$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(WHEEL_DIST) $(WHEEL_STAGE)
+	@ls $(WHEEL_DIST)/stoker-*-py3-none-$(WHEEL_PLATFORM).whl
 
 # The GPU host's stoker (the coordinator beside the trainer; the Dockerfile's
 # gpuhost target, on distroless/cc): libjpeg-turbo linked in as in static,

@@ -76,6 +76,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	})
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7070", "gRPC listen address (port 0: any free port)")
 	fs.StringVar(&o.addrFile, "addr-file", "", "write the bound gRPC address to this file once listening")
+	fs.StringVar(&o.whileLocked, "while-locked", "", "serve while some process holds a shared flock(2) on this file (tried every second); once none does, remove --addr-file and stop as on SIGTERM: the lifetime of the server stoker.Loader starts on its own host")
 	fs.StringVar(&o.healthListen, "health-listen", "", "also serve grpc.health.v1 alone, in plaintext, on this address, for probes that speak no TLS (Kubernetes gRPC probes); empty: off")
 	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics on this address (empty: off)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof/ on the --metrics address")
@@ -185,6 +186,7 @@ func (n negated) Set(s string) error {
 
 type serveOpts struct {
 	listen, addrFile, metrics, logFormat string
+	whileLocked                          string
 	healthListen                         string
 	pprof, helpBench                     bool
 	grace                                time.Duration
@@ -209,6 +211,10 @@ func runServe(args []string) error {
 	}
 	if err := errors.Join(cfg.Validate(), server.CheckMemoryFloor(cfg.MemoryBudget), o.bench.validate()); err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	users, err := openUsers(o.whileLocked)
+	if err != nil {
+		return err
 	}
 	cpu.SpareP(cfg.Workers)
 
@@ -280,6 +286,9 @@ func runServe(args []string) error {
 			gs.Stop()
 			return err
 		}
+	}
+	if users != nil {
+		ctx = whileLocked(ctx, users, o.addrFile, log)
 	}
 	log.Info("listening", "addr", addr, "workers", cfg.Workers, "datasets", len(cfg.Datasets), "peers", cfg.Peers,
 		"tls", cfg.TLSCert != "", "mtls", cfg.TLSClientCA != "", "auth", cfg.AuthTokens != "")

@@ -20,7 +20,7 @@ var serveGroups = []struct {
 	title string
 	flags []string
 }{
-	{"Serving", []string{"listen", "workers", "metrics", "health-listen", "addr-file", "shm", "grace", "log-format",
+	{"Serving", []string{"listen", "workers", "metrics", "health-listen", "addr-file", "while-locked", "shm", "grace", "log-format",
 		"log-level", "pprof"}},
 	{"Datasets", []string{"dataset", "annotations", "manifest", "cache-dir", "cache-budget", "cache-key-file", "store-timeout", "store-attempts"}},
 	{"Peers (scale-out: a coordinator leasing batches to workers)", []string{"peers", "peer-refresh", "accept-work",
@@ -41,7 +41,7 @@ var benchGroup = []string{"bench-replay", "bench-rate", "bench-gpu-idle-file"}
 // argNames name a flag's argument in --help where the flag package's type
 // name ("string", "int") would say less.
 var argNames = map[string]string{
-	"listen": "ADDR", "metrics": "ADDR", "health-listen": "ADDR", "addr-file": "FILE", "log-format": "text|json",
+	"listen": "ADDR", "metrics": "ADDR", "health-listen": "ADDR", "addr-file": "FILE", "while-locked": "FILE", "log-format": "text|json",
 	"log-level": "LEVEL", "cache-dir": "DIR", "cache-budget": "BYTES", "cache-key-file": "FILE", "peers": "ADDR,...|dns:///NAME:PORT",
 	"tls-cert": "FILE", "tls-key": "FILE", "tls-client-ca": "FILE", "auth-tokens": "FILE", "peer-token-file": "FILE",
 	"peer-ca": "FILE", "peer-cert": "FILE", "peer-key": "FILE", "memory-budget": "BYTES", "max-batch-bytes": "BYTES",

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import List, Set, Tuple
+from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 
 from stoker._errors import SampleError
 from stoker.v1 import stoker_pb2 as pb
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stoker._serve import LocalServerInfo
 
 __all__ = ["LoaderStats", "Tally"]
 
@@ -35,6 +38,10 @@ class LoaderStats:
     #: Batches whose pixels came in a shared-memory slot (same-host
     #: delivery), not in gRPC chunks.
     shm_batches: int = 0
+    #: The local default's server (``Loader(path)``): its address, pid,
+    #: workers, the CPUs it runs on and its log; None for a server someone
+    #: runs.
+    local_server: Optional["LocalServerInfo"] = None
 
 
 @dataclass

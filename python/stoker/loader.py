@@ -22,12 +22,13 @@ names this module had before are re-exported here.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from stoker import _args, _world
+from stoker import _args, _serve, _world
 from stoker import transforms as _transforms
 from stoker import _vlm
 from stoker._buffers import _BufferPool, batch_tensors
@@ -134,12 +135,27 @@ class Loader:
     garbage-collected, or still open when the interpreter exits, is closed
     then.
 
+    The local default: ``Loader("/data/train", transform=...)``, a dataset
+    path (or an ``s3://``, ``gs://``, ``azblob://`` URL) and no ``dataset``,
+    starts a ``stoker serve`` of that path on this host (the installed
+    binary: the wheel's, else ``$STOKER_BIN``, else ``stoker`` on PATH),
+    on loopback with a token of its own, batches through shared memory, on
+    the CPUs the trainer leaves (one per rank on this host,
+    ``LOCAL_WORLD_SIZE``, is left out); ``world_size`` ranks on one host
+    share one server. It stops when the last loader using it closes, or its
+    process ends, however. ``loader.stats.local_server`` says which server,
+    workers, CPUs and log file (its path is in the error, too, when it
+    cannot start).
+
     Args:
         target: the server's address. A host without a port is on
             stoker's port, 7070 (``stoker serve``'s default ``--listen``),
             never gRPC's default 443: ``"gpu-box"`` is ``"gpu-box:7070"``.
+            Without ``dataset``: the dataset's path or URL, served by a
+            local server (the local default, above).
         dataset: a dataset name the server serves (see :func:`list_datasets`),
-            or a :class:`stoker.Mix` of several, drawn by weight.
+            or a :class:`stoker.Mix` of several, drawn by weight; None (the
+            default): ``target`` is a dataset path for a local server.
         transform: a preset name (``"imagenet-train"``, ``"imagenet-eval"``,
             :data:`stoker.transforms.PRESETS`), a
             :class:`stoker.transforms.Compose` of ops, or a
@@ -427,7 +443,7 @@ class Loader:
     def __init__(
         self,
         target: str,
-        dataset: Union[str, Mix],
+        dataset: Union[str, Mix, None] = None,
         transform: _transforms.TransformLike = "imagenet-train",
         batch_size: int = 256,
         shuffle: Union[bool, str] = True,
@@ -475,6 +491,9 @@ class Loader:
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
+        self._local_path = _local_path(target, dataset, token, credentials, tls_ca, tls_cert, tls_key)
+        if self._local_path is not None:
+            dataset = _serve.DATASET
         self.dataset: Union[str, Mix] = dataset if isinstance(dataset, Mix) else _args.string("dataset", dataset)
         if isinstance(dataset, Mix):
             if shuffle not in (True, "block"):
@@ -575,10 +594,12 @@ class Loader:
             else (None, "not known yet: the server says whether it offers a ring when the first stream opens"))
         # The connection's arguments, checked (a token bound for plaintext
         # to a remote host is refused here) and the TLS files read.
-        self._endpoint = Endpoint.make(target, token=token, credentials=credentials, tls_ca=tls_ca,
-                                       tls_cert=tls_cert, tls_key=tls_key,
-                                       allow_insecure_token=allow_insecure_token)
-        self.target = self._endpoint.target
+        self._local: Optional[weakref.finalize] = None
+        if self._local_path is None:
+            self._endpoint = Endpoint.make(target, token=token, credentials=credentials, tls_ca=tls_ca,
+                                           tls_cert=tls_cert, tls_key=tls_key,
+                                           allow_insecure_token=allow_insecure_token)
+            self.target = self._endpoint.target
 
         self.epoch = 0
         self.consumed = 0
@@ -601,6 +622,7 @@ class Loader:
         self._resume: Optional[Resume] = None
         self._len_cache: Dict[Tuple[int, int], int] = {}
         self._pool: Optional[_BufferPool] = None
+        self._ensure_local()
         self._open_session()
 
     @property
@@ -657,20 +679,38 @@ class Loader:
         # Picklable for DataLoader workers (spawn): buffers, the channel and
         # the stream are not carried.
         state = self.__dict__.copy()
-        for k in ("_pool", "_session", "_finalizer"):
+        for k in ("_pool", "_session", "_finalizer", "_local"):
             state.pop(k, None)
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._pool = None
+        self._local = None  # a local server is joined at the first stream
         self._open_session()
+
+    def _ensure_local(self) -> None:
+        """With the local default, this process's use of the local server
+        (started, or joined), unless it holds it already."""
+        if self._local_path is None or (self._local is not None and self._local.alive):
+            return
+        h = _serve.acquire(self._local_path)
+        self._local = weakref.finalize(self, _serve.release, h)
+        self._endpoint = Endpoint.make(h.info.addr, token=h.token)
+        self.target = self._endpoint.target
+        self.stats.local_server = h.info
 
     def close(self) -> None:
         """Ends the loader's stream and closes its channel. An iteration
         still running raises StokerError("CANCELLED") at its next batch; a
-        later iteration opens a new channel. Safe to call twice."""
+        later iteration opens a new channel. Safe to call twice.
+
+        With the local default, also drops this loader's use of the local
+        server, which stops when no loader on this host uses it (a later
+        iteration starts one again)."""
         self._session.close()
+        if self._local is not None:
+            self._local()
 
     def __enter__(self) -> "Loader":
         return self
@@ -820,6 +860,7 @@ class Loader:
         fork, as iterations make it on their first next()."""
         session = self._session
         session.drop_stream()
+        self._ensure_local()
         conn = session.connection(self._endpoint)
         open_job = self._job().open_job(epoch, resume, self.prefetch, not self.in_order,
                                         shm_request(self.transport_requested))
@@ -833,6 +874,7 @@ class Loader:
         key = (self.epoch, self.consumed)
         n = self._len_cache.get(key)
         if n is None:
+            self._ensure_local()
             conn = self._session.connection(self._endpoint)
             info = conn.describe_job(self._job().spec(), self.epoch, self.consumed,
                                      self.timeout if self.timeout is not None else 60.0)
@@ -988,6 +1030,25 @@ class Loader:
             f"batch_size={self.batch_size}, shuffle={self.shuffle!r}, seed={self.seed}, rank={self.rank}, "
             f"world_size={self.world_size}, epoch={self.epoch})"
         )
+
+
+def _local_path(target: Any, dataset: Any, *credentials: Any) -> Optional[str]:
+    """The dataset path of the local default (no dataset given), else None;
+    a ValueError for a directory given as a server's address."""
+    if dataset is not None:
+        if isinstance(target, str) and "://" not in target and os.path.isdir(os.path.expanduser(target)):
+            raise ValueError(f"target {target!r} is a directory, not a server's address: for a local server of it, "
+                             f"give the path alone, stoker.Loader({target!r}, transform=...)")
+        return None
+    path = _args.string("target", target)
+    if any(c is not None for c in credentials):
+        raise ValueError("the local default (a dataset path and no dataset name) serves on loopback with a token of "
+                         "its own: token, credentials and tls_* are for a server someone runs")
+    if "://" not in path and not os.path.exists(os.path.expanduser(path)):
+        raise ValueError(f"stoker.Loader({path!r}) with no dataset name serves a local dataset path, and {path!r} "
+                         f"does not exist; for a server someone runs, give its address and a dataset name: "
+                         f"stoker.Loader({path!r}, 'imagenet', ...)")
+    return path
 
 
 class EpochSetter:

@@ -111,12 +111,16 @@ def test_bad_arguments(kw, exc) -> None:
 
 @pytest.mark.parametrize(
     "target, dataset, exc",
-    [(None, "tiny", TypeError), ("", "tiny", ValueError), (TARGET, None, TypeError), (TARGET, "", ValueError),
-     (b"127.0.0.1:1", "tiny", TypeError)],
+    [(None, "tiny", TypeError), ("", "tiny", ValueError), (TARGET, "", ValueError),
+     (b"127.0.0.1:1", "tiny", TypeError),
+     # No dataset name: the local default, whose target is a dataset path.
+     (TARGET, None, ValueError), (None, None, TypeError)],
 )
 def test_bad_target_or_dataset(target, dataset, exc) -> None:
-    with pytest.raises(exc):
+    with pytest.raises(exc) as e:
         stoker.Loader(target, dataset)
+    if target == TARGET and dataset is None:
+        assert "give its address and a dataset name" in str(e.value)
 
 
 def test_good_arguments_are_normalized() -> None:
