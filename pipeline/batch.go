@@ -106,6 +106,9 @@ type Executor struct {
 	// cur is the request each worker is making a sample of (nil: none),
 	// under mu: Queue.Close abandons its queue's.
 	cur []*fillReq
+	// heavyRunning counts the workers making a heavy queue's sample
+	// (heavyLimit), under mu.
+	heavyRunning int
 	// asleep is each worker's Decoder while it sleeps (nil: awake), under
 	// mu; trimGen counts the queues closed, for their scratch (trimIdle).
 	asleep  []*Decoder

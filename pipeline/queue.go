@@ -8,9 +8,11 @@ import (
 )
 
 // Schedule says how an Executor's workers choose the next sample among the
-// queues that have one. Either way the pool is work-conserving: a worker
-// never waits while any queue has a sample not yet started, whatever the
-// queues' weights.
+// queues that have one. Either way the pool is work-conserving, whatever
+// the queues' weights: a worker never waits while any queue has a sample
+// not yet started, but for one (with ScheduleWeighted and two workers or
+// more): heavy queues' samples leave a worker to the light queues that
+// had work in the last second (heavyLimit).
 type Schedule int
 
 const (
@@ -145,6 +147,41 @@ type Queue struct {
 	// drained is closed when a closed queue's last running sample is done
 	// (made by Close, while it waits for one).
 	drained chan struct{}
+	// lastWork is when the queue last had samples waiting (set as it
+	// becomes active and as it empties): a light queue that had work
+	// within reserveWindow keeps a worker from the heavy ones.
+	lastWork time.Time
+}
+
+// A heavy queue is one whose samples are estimated at heavyCost or more
+// (cpuUnits: ms of CPU with a CPUClock). A worker keeps a sample it took
+// until it is made, so the schedule's share holds only between samples:
+// heavy samples on every worker would make a light job wait a whole heavy
+// sample for each of its own (a blur of 0.5 s beside a trainer's 5 ms
+// samples took it to 2% of its rate). So while some light queue had work
+// within reserveWindow, the heavy queues together hold at most workers -
+// min(workers-1, those light queues) workers (heavyLimit); the light
+// queues' samples are short, so what they leave comes back at once. With
+// no light queue about the heavy ones use every worker (work-conserving).
+const (
+	heavyCost     = 20.0
+	reserveWindow = time.Second
+)
+
+func (q *Queue) heavy() bool { return q.est >= heavyCost }
+
+// heavyLimit is how many workers heavy samples may hold now. e.mu is held.
+func (e *Executor) heavyLimit() int {
+	if e.workers < 2 || e.sched != ScheduleWeighted {
+		return e.workers
+	}
+	now, light := time.Now(), 0
+	for _, q := range e.queues {
+		if !q.heavy() && (q.slot >= 0 || now.Sub(q.lastWork) < reserveWindow) {
+			light++
+		}
+	}
+	return e.workers - min(light, e.workers-1)
 }
 
 // Queue returns the job's queue named name: the open queue of that name if

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -223,4 +224,78 @@ func TestEmptiedQueueKeepsOneSampleOfLag(t *testing.T) {
 	if n != 200 {
 		t.Errorf("back from idle, the cheap queue got %d samples before the expensive one's next, want 200", n)
 	}
+}
+
+// heavyGate is a probe dataset whose reads block until release is
+// closed, each telling started first: samples that hold their worker as
+// long as the test wants, with no clock.
+func heavyGate(name string, n int) (*probeDataset, chan struct{}, chan struct{}) {
+	started, release := make(chan struct{}, n), make(chan struct{})
+	return &probeDataset{name: name, n: n, onRead: func(string, int) {
+		started <- struct{}{}
+		<-release
+	}}, started, release
+}
+
+// TestHeavyLeavesAWorker: two workers, a light queue that has had work,
+// and a heavy queue (its samples estimated at 500 ms) with four samples
+// that hold their worker until released. The heavy queue takes one
+// worker, not both: a light batch queued while its sample runs is made
+// on the other, before any heavy sample ends (without the bound both
+// workers would hold heavy samples and the light batch would wait for
+// them: the hang guard fails it). Once released, every heavy sample is
+// made.
+func TestHeavyLeavesAWorker(t *testing.T) {
+	var v virtualCPU
+	e := NewExecutor(2, WithCPUClock(v.clock))
+	defer e.Close()
+	light, heavy := e.Queue("light"), e.Queue("heavy")
+	light.SetCost(time.Millisecond)
+	heavy.SetCost(500 * time.Millisecond)
+	<-fillAsync(context.Background(), t, light, &probeDataset{name: "light", n: 2}, 2) // its samples fail (probes): the queue has had work
+	ds, started, gate := heavyGate("heavy", 4)
+	release := sync.OnceFunc(func() { close(gate) })
+	defer release() // before e.Close: a failure leaves no worker held
+	hd := fillAsync(context.Background(), t, heavy, ds, 4)
+	<-started
+	waitPending(t, heavy, 3)
+	done := fillAsync(context.Background(), t, light, &probeDataset{name: "light", n: 3}, 3)
+	select {
+	case <-done:
+	case <-time.After(hangGuard):
+		t.Fatalf("the light batch waited %v behind the heavy samples", hangGuard)
+	}
+	select {
+	case <-started:
+		t.Fatal("a second heavy sample started beside the first while a light queue had work")
+	default:
+	}
+	release()
+	<-hd
+	if got := heavy.Made(); got != 4 {
+		t.Fatalf("heavy made %d samples, want 4", got)
+	}
+}
+
+// TestHeavyAloneTakesEveryWorker: with no light queue about, a heavy
+// queue's samples run on every worker (the pool stays work-conserving).
+func TestHeavyAloneTakesEveryWorker(t *testing.T) {
+	var v virtualCPU
+	e := NewExecutor(2, WithCPUClock(v.clock))
+	defer e.Close()
+	heavy := e.Queue("heavy")
+	heavy.SetCost(500 * time.Millisecond)
+	ds, started, gate := heavyGate("heavy", 2)
+	release := sync.OnceFunc(func() { close(gate) })
+	defer release()
+	hd := fillAsync(context.Background(), t, heavy, ds, 2)
+	for range 2 {
+		select {
+		case <-started:
+		case <-time.After(hangGuard):
+			t.Fatalf("the heavy queue alone did not get both workers within %v", hangGuard)
+		}
+	}
+	release()
+	<-hd
 }

@@ -23,6 +23,7 @@ func (e *Executor) enqueue(r *fillReq) {
 		q.head, q.tail = r, r
 		q.vtime = max(q.vtime, e.vnow[q.class()]-e.lagBound(q.class()))
 		q.waitSince = time.Now()
+		q.lastWork = q.waitSince
 		q.slot = len(e.active)
 		e.active = append(e.active, q)
 	} else {
@@ -77,7 +78,8 @@ func (e *Executor) unlink(r *fillReq) {
 		e.active[len(e.active)-1] = nil
 		e.active = e.active[:len(e.active)-1]
 		q.slot = -1
-		q.waited += time.Since(q.waitSince)
+		q.lastWork = time.Now()
+		q.waited += q.lastWork.Sub(q.waitSince)
 		q.waitSince = time.Time{}
 	}
 }
@@ -120,12 +122,21 @@ func (e *Executor) abandon(r *fillReq, err error) {
 }
 
 // pick returns the active queue whose sample goes next, or nil when none
-// has one, counting the sample contested when both classes have one
-// waiting. e.mu is held.
+// has one (or only heavy queues have, at their heavyLimit), counting the
+// sample contested when both classes have one waiting. e.mu is held.
 func (e *Executor) pick() *Queue {
 	var best *Queue
 	var classes [2]bool // the classes of the active queues
+	capped := -1        // heavyLimit, once needed
 	for _, q := range e.active {
+		if q.heavy() && e.sched == ScheduleWeighted {
+			if capped < 0 {
+				capped = e.heavyLimit()
+			}
+			if e.heavyRunning >= capped {
+				continue
+			}
+		}
 		classes[q.class()] = true
 		switch {
 		case best == nil:
@@ -150,7 +161,10 @@ func (e *Executor) pick() *Queue {
 
 // charge is what a taken sample was charged: its estimated cost est (in
 // cpuUnits) over the queue's weight w then.
-type charge struct{ est, w float64 }
+type charge struct {
+	est, w float64
+	heavy  bool // it counts in heavyRunning
+}
 
 // take gives the next sample of q (active) to the calling worker: r, the
 // sample's position in it and what q was charged for it. e.mu is held.
@@ -166,7 +180,10 @@ func (e *Executor) take(q *Queue) (*fillReq, int, charge) {
 	// sample behind the clock, and a clock it pulled back would give the
 	// next queue to come back that much more.
 	e.vnow[c] = max(e.vnow[c], q.vtime)
-	ch := charge{est: q.est, w: q.weight}
+	ch := charge{est: q.est, w: q.weight, heavy: q.heavy()}
+	if ch.heavy {
+		e.heavyRunning++
+	}
 	q.vtime += ch.est / ch.w
 	if e.vnow[c] >= rebaseAt {
 		e.rebase(c)
@@ -230,6 +247,13 @@ func (e *Executor) rebase(c int) {
 func (e *Executor) finished(r *fillReq, st *StageTimes, ch charge, cost float64) {
 	q := r.q
 	e.settle(q, ch, cost)
+	if ch.heavy {
+		e.heavyRunning--
+		if e.sleeping > 0 && len(e.active) > 0 { // one held back may go now
+			e.sleeping--
+			e.work.Signal()
+		}
+	}
 	r.times.Add(*st)
 	r.running--
 	q.running--
