@@ -208,15 +208,23 @@ func TestShareCPUVictimUnderAttack(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name string
-		jobs int
-		mk   func(px uint32) *pb.OpenJob
+		name    string
+		jobs    int
+		workers int
+		limit   time.Duration // --max-sample-cpu
+		batch   uint32        // the victim's
+		mk      func(px uint32) *pb.OpenJob
 	}{
-		{"blur bomb", 1, func(px uint32) *pb.OpenJob { return blurBomb("bomb", px) }},
-		{"8 AugMix jobs", 8, func(px uint32) *pb.OpenJob { return augMixJob("bomb", px, 4) }},
+		{"blur bomb", 1, 1, victimLimit, 128, func(px uint32) *pb.OpenJob { return blurBomb("bomb", px) }},
+		{"8 AugMix jobs", 8, 1, victimLimit, 128, func(px uint32) *pb.OpenJob { return augMixJob("bomb", px, 4) }},
+		// Two workers, samples of up to 250 ms predicted, a victim of batch
+		// 32 (issue 66's: 0.02x): a heavy sample on each worker would leave
+		// the victim none for a whole sample; the heavy queues leave it one.
+		{"blur bomb, 2 workers", 1, 2, 250 * time.Millisecond, 32, func(px uint32) *pb.OpenJob { return blurBomb("bomb", px) }},
+		{"4 blur jobs, 2 workers", 4, 2, 250 * time.Millisecond, 32, func(px uint32) *pb.OpenJob { return blurBomb("bomb", px) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := startServer(t, Config{Workers: 1, MaxSampleCPU: victimLimit, Datasets: map[string]string{"victim": manyPhotos(t, ds, victimCopies), "bomb": ds}})
+			e := startServer(t, Config{Workers: tc.workers, MaxSampleCPU: tc.limit, Datasets: map[string]string{"victim": manyPhotos(t, ds, victimCopies), "bomb": ds}})
 			victimSize := e.srv.datasets["victim"].Len()
 			attack, over := largestAllowed(t, e.srv, tc.mk)
 			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
@@ -237,7 +245,7 @@ func TestShareCPUVictimUnderAttack(t *testing.T) {
 			// took: a victim whose whole window of batches were less
 			// than one such sample would leave the worker to it between
 			// its batches).
-			victimJob := smallJob("victim", 128)
+			victimJob := smallJob("victim", tc.batch)
 			victimJob.Job.Transform.Ops[0] = rrcOp(224)
 			wg.Go(func() { trainerOn(ctx, t, e.client, victimJob) })
 			var victim *pipeline.Queue
