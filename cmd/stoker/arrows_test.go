@@ -269,9 +269,10 @@ func TestLayout(t *testing.T) {
 // both builds, folded into identity.go, 55 to 53; the op table, 53 to
 // 39; the Transform, 39 to 20, with cpuclock.go folded into
 // queue_sched.go and names.go for the rooms' internals): at
-// maxRoomFiles.
+// maxRoomFiles. Issue 65 made the caps guides, not reasons to cut one
+// concern in three: a room at most 25 files, a file at most 800 lines.
 const (
-	maxRoomFiles         = 20
+	maxRoomFiles         = 25
 	maxPipelineRootFiles = 20
 )
 
@@ -282,13 +283,11 @@ const (
 // datasets), and none may grow meanwhile; an entry whose file is back
 // under the bound must go.
 const (
-	pipelineGoLines = 500
+	pipelineGoLines = 800
 	pipelineCLines  = 1000
 )
 
-var pipelineOversize = map[string]int{
-	"pipeline/annot/coco.go": 663,
-}
+var pipelineOversize = map[string]int{}
 
 // TestPipelineRooms: no package under pipeline/ imports pipeline itself
 // (the rooms are below the executor, never above it), and pipeline/'s
