@@ -76,15 +76,12 @@ class Job:
     # defaults, mask_ratio=4 and mask_overlap=True).
     mask_ratio: int = 0
     mask_overlap: Optional[bool] = None
-<<<<<<< HEAD
     # Batches cut by vision tokens (0: off, batches of batch_size); the
     # server does not serve them yet, and refuses the job saying so.
     batch_tokens: int = 0
-=======
     # A COCO dataset's target labels: "category_id" (the file's ids, as
     # torchvision's wrapper gives them) or "contiguous" (their ranks).
     labels: str = "category_id"
->>>>>>> h/lead
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -116,11 +113,8 @@ class Job:
             target_fields=server_fields(self.target_fields),
             max_targets_bytes=self.max_targets_bytes or 0,
             mask_ratio=self.mask_ratio,
-<<<<<<< HEAD
             batch_tokens=self.batch_tokens,
-=======
             contiguous_labels=self.labels == "contiguous",
->>>>>>> h/lead
         )
         if self.mask_overlap is not None:
             spec.mask_overlap = self.mask_overlap

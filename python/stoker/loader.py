@@ -483,11 +483,8 @@ class Loader:
         mask_ratio: Optional[int] = None,
         mask_overlap: Optional[bool] = None,
         max_size: Optional[Tuple[int, int]] = None,
-<<<<<<< HEAD
         batch_tokens: Optional[int] = None,
-=======
         labels: str = "category_id",
->>>>>>> h/lead
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -756,11 +753,8 @@ class Loader:
                    max_field_bytes=self.max_field_bytes, mix=mix, cpu_weight=self.cpu_weight, decode=self.decode,
                    targets=self.targets, stop_epoch=self.stop_epoch, stop_ops=self.stop_ops,
                    target_fields=self.target_fields, max_targets_bytes=self.max_targets_bytes,
-<<<<<<< HEAD
-                   mask_ratio=self.mask_ratio or 0, mask_overlap=self.mask_overlap, batch_tokens=self.batch_tokens or 0)
-=======
-                   mask_ratio=self.mask_ratio or 0, mask_overlap=self.mask_overlap, labels=self.labels)
->>>>>>> h/lead
+                   mask_ratio=self.mask_ratio or 0, mask_overlap=self.mask_overlap, batch_tokens=self.batch_tokens or 0,
+                   labels=self.labels)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for
