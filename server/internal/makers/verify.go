@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/stoker-dev/stoker/internal/lease"
+	"github.com/stoker-dev/stoker/internal/ragged"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/job"
@@ -211,6 +212,9 @@ func (v *Verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 	if err := expectFields(j, l, b); err != nil {
 		return false, err
 	}
+	if err := checkTargets(j, l, b); err != nil {
+		return false, err
+	}
 	// What the trainer is told of a failure comes from here: the sample's
 	// name from this dataset, the peer's reason kept short.
 	for i := range b.Errors {
@@ -309,6 +313,31 @@ func expectFields(j *job.Job, l *lease.Lease, b *pipeline.Batch) error {
 	for i := range b.N {
 		if err := j.Fields().Expect(j.Data(), int(b.Indices[i]), b.SampleFields(i)); err != nil {
 			return fmt.Errorf("%w: batch %d of epoch %d: slot %d: %v", errMismatch, l.Number, l.Epoch, i, err)
+		}
+	}
+	return nil
+}
+
+// checkTargets range-checks every sample's targets in a peer's batch b
+// (ragged.Check: finite boxes and keypoints, labels within the dataset's
+// classes, crowd flags, visibilities, masks that cover their canvas), a
+// linear pass over what the batch carries: a peer that lies in them is
+// caught in the batch it lies in, not only where a sample is made again
+// (one in 200 after a peer's strict start), and quarantined.
+func checkTargets(j *job.Job, l *lease.Lease, b *pipeline.Batch) error {
+	fs := j.Fields()
+	t := fs.TargetsAt()
+	if t < 0 {
+		return nil
+	}
+	ov, classes := ragged.OverlapOf(fs), len(j.Data().Classes())
+	for i := range b.N {
+		f := b.SampleFields(i)[t]
+		if !f.Has {
+			continue
+		}
+		if err := ragged.Check(f.Data, ov, classes); err != nil {
+			return fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its targets: %v", errMismatch, l.Number, l.Epoch, i, b.Indices[i], err)
 		}
 	}
 	return nil
