@@ -143,6 +143,10 @@ func (t *MaskTiles) Build(base []int32, bw, srcW int, ys, xs []int32) {
 	}
 }
 
+// Reset empties t (its room kept): MaskRunsExtent then looks at every
+// pixel of a canvas index.
+func (t *MaskTiles) Reset() { t.box, t.cand = t.box[:0], t.cand[:0] }
+
 // Bytes is the room t holds.
 func (t *MaskTiles) Bytes() int64 { return 4*int64(cap(t.box)) + 8*int64(cap(t.cand)) }
 
@@ -274,7 +278,18 @@ func (e *maskRuns) turned(s *MaskSource, srcW int, base []int32, bw int, t *Mask
 	d := newDivider(srcW)
 	y0, y1, x0, x1 := int32(s.Y0), int32(s.Y0+s.H-1), int32(s.X0), int32(s.X0+s.W-1)
 	w := len(xs)
+	if t == nil || len(t.box) == 0 { // no tiles (an instance alone): every pixel looked at
+		t = &MaskTiles{across: (w + maskTile - 1) / maskTile, down: (len(ys) + maskTile - 1) / maskTile}
+		for c := range t.across {
+			t.cand = append(t.cand, c)
+		}
+	}
+	all := len(t.box) == 0
 	for band := range t.down {
+		if all {
+			e.band(s, d, base, bw, t, ys, xs, band)
+			continue
+		}
 		t.cand = t.cand[:0]
 		b := t.box[4*t.across*band:]
 		for c := range t.across {
@@ -283,6 +298,15 @@ func (e *maskRuns) turned(s *MaskSource, srcW int, base []int32, bw int, t *Mask
 				t.cand = append(t.cand, c)
 			}
 		}
+		e.band(s, d, base, bw, t, ys, xs, band)
+	}
+}
+
+// band is turned's band of rows: the tiles t.cand looked at, pixel by
+// pixel, the others 0.
+func (e *maskRuns) band(s *MaskSource, d divider, base []int32, bw int, t *MaskTiles, ys, xs []int32, band int) {
+	w := len(xs)
+	{
 		for r := band * maskTile; r < min((band+1)*maskTile, len(ys)); r++ {
 			if len(t.cand) == 0 {
 				e.push(0, uint32(w))

@@ -137,6 +137,9 @@ func TestMaskRunsExtentMatchesCanvas(t *testing.T) {
 		if got, _ := MaskRunsExtent(nil, &s, w, base, bw, &tiles, ys, xs); !slices.Equal(got, want) {
 			t.Fatalf("trial %d (%dx%d source, %dx%d output, base %v): the extent's runs %v, the canvas' %v", trial, w, h, len(xs), len(ys), len(base) > 0, got, want)
 		}
+		if got, _ := MaskRunsExtent(nil, &s, w, base, bw, nil, ys, xs); !slices.Equal(got, want) {
+			t.Fatalf("trial %d (%dx%d source, %dx%d output, base %v), no tiles: the extent's runs %v, the canvas' %v", trial, w, h, len(xs), len(ys), len(base) > 0, got, want)
+		}
 	}
 }
 

@@ -103,7 +103,8 @@ func (t *Targets) AppendMasks(b []byte, base int, limit int64, stop func() bool)
 	}
 	size := int64(len(b)-base) + 4*int64(len(t.Masks))
 	m.runs, m.lens = m.runs[:0], m.lens[:0]
-	if len(m.base) > 0 && len(t.Masks) > 0 {
+	m.tiles.Reset()
+	if len(m.base) > 0 && len(t.Masks) > 1 { // an instance alone walks the canvas: the tiles would cost as much
 		m.tiles.Build(m.base, m.bw, m.srcW, m.ys, m.xs)
 	}
 	var work int64
