@@ -5,11 +5,13 @@ package pipeline
 // ops'), and a Transform's Trace, which draws a decode without decoding.
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
@@ -57,7 +59,11 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 	}
 	base := len(b)
 	if b = AppendTargets(b, tg); tg.WantMasks {
-		return tg.AppendMasks(b, base, fs.TargetsMax())
+		b, err = tg.AppendMasks(b, base, fs.TargetsMax(), d.ops.Stopped)
+		if errors.Is(err, targets.ErrStopped) {
+			err = errAbandoned
+		}
+		return b, err
 	}
 	return b, nil
 }

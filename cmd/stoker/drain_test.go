@@ -1,16 +1,24 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"os/exec"
-	"slices"
+	"runtime"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/client"
 )
 
-// TestDrainWorker drains one of two workers (the one with the most leases
-// in flight) of a coordinator with --workers 0 a third into an epoch, with
+// TestDrainWorker drains one of two workers (one that holds leases, both
+// stopped while the coordinator says which, so that it still holds them
+// when the SIGTERM comes) of a coordinator with --workers 0 a third into
+// an epoch, with
 // `stoker drain --pid` as the pod's preStop hook does (SIGTERM, then wait
 // for the exit). The worker drains: it answers new leases with UNAVAILABLE,
 // finishes those it holds, sends them and exits on its own, long before
@@ -20,6 +28,9 @@ import (
 func TestDrainWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("reads a stopped process' pending signals from /proc")
 	}
 	ctx := processTest(t, 5*time.Minute)
 	data := writeDataset(t, faultSamples, faultClasses, 0)
@@ -59,29 +70,43 @@ func TestDrainWorker(t *testing.T) {
 	res := consumeEpoch(t, ctx, coord.addr, spec, consumeOpts{
 		throttle: 2 * time.Millisecond,
 		after: func(n int) {
-			if n != nb/3 {
+			if n < nb/3 || victim != nil {
 				return
 			}
-			inflight := leasesInFlight(t, ctx, coord, workers)
-			victim = workers[slices.Index(inflight, slices.Max(inflight))]
+			// The trainer takes nothing while this runs. Both workers
+			// stopped, what they hold stays held; the one the coordinator
+			// sees holding the most leases is the victim (none: the next
+			// batch tries again), the other goes on.
+			v, held := holdingWorker(t, ctx, coord, workers)
+			if v == nil {
+				return
+			}
+			victim = v
 			ms, err := coord.metrics(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			failedAt, dropAt = notDrain(ms), sumSeries(ms, "stoker_results_dropped_total")
 			// As the pod's preStop hook does: stoker drain signals the
-			// server and waits for it to exit.
+			// server and waits for it to exit. Its SIGTERM waits, pending,
+			// for the victim to go on: it comes to a worker that holds
+			// leases, whatever the time the hook's process takes to start
+			// on a loaded machine; and the trainer waits for the worker's
+			// drain to begin, so the epoch cannot end before it.
+			termAt = time.Now()
 			hook := exec.CommandContext(ctx, stokerBinary(t), "drain", "--pid", strconv.Itoa(victim.cmd.Process.Pid), "--timeout", "2m")
 			if err := hook.Start(); err != nil {
 				t.Fatal(err)
 			}
 			go func() { hookDone <- hook.Wait() }()
-			termAt = time.Now()
-			t.Logf("stoker drain of %s after %d of %d batches, with about %v leases in flight (all: %v)", victim.addr, n, nb, slices.Max(inflight), inflight)
+			waitPending(t, ctx, victim, syscall.SIGTERM)
+			victim.cont(t)
+			waitLog(t, ctx, victim, "work stream draining")
+			t.Logf("drained %s after %d of %d batches, with %d leases in flight on it as the coordinator saw them", victim.addr, n, nb, held)
 		},
 	})
 	if victim == nil {
-		t.Fatalf("the epoch ended before batch %d: no worker was stopped", nb/3)
+		t.Fatalf("no worker held a lease from batch %d to the epoch's end: none was drained", nb/3)
 	}
 	checkEpoch(t, res, spec, faultSamples)
 
@@ -154,5 +179,85 @@ func TestDrainWorker(t *testing.T) {
 	// elsewhere, as the checks above show).
 	if got := sumSeries(ms, "stoker_lease_failures_total", `maker="`+victim.addr+`"`, `reason="draining"`); got < turned {
 		t.Errorf("the coordinator counts %v leases turned away by the drain, %s turned %v away", got, victim.addr, turned)
+	}
+}
+
+// holdingWorker stops every worker (SIGSTOP: what each holds stays held,
+// and answers nothing), asks the coordinator's Status for its makers'
+// leases in flight, and lets go on (SIGCONT) all but the one holding the
+// most: it returns that one, stopped, and its leases; nil when none holds
+// a lease.
+func holdingWorker(t *testing.T, ctx context.Context, coord *serveProc, workers []*serveProc) (*serveProc, uint32) {
+	t.Helper()
+	for _, w := range workers {
+		w.stop(t)
+	}
+	c, err := client.New(coord.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatalf("coordinator status: %v", err)
+	}
+	var victim *serveProc
+	var most uint32
+	for _, w := range workers {
+		var n uint32
+		for _, j := range st.GetJobs() {
+			for _, m := range j.GetMakers() {
+				if m.GetName() == w.addr {
+					n += m.GetInFlight()
+				}
+			}
+		}
+		if n > most {
+			victim, most = w, n
+		}
+	}
+	for _, w := range workers {
+		if w != victim {
+			w.cont(t)
+		}
+	}
+	return victim, most
+}
+
+// waitPending waits until signal sig is pending for p (stopped: Linux's
+// /proc/PID/status, SigPnd or ShdPnd).
+func waitPending(t *testing.T, ctx context.Context, p *serveProc, sig syscall.Signal) {
+	t.Helper()
+	bit := uint64(1) << (sig - 1)
+	path := fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("waiting for %v pending for %s: %v", sig, p.addr, err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); ok && (k == "SigPnd" || k == "ShdPnd") && err == nil && m&bit != 0 {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%v never pending for %s", sig, p.addr)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// waitLog waits until p logs a record of message msg (the test's deadline
+// fails it).
+func waitLog(t *testing.T, ctx context.Context, p *serveProc, msg string) {
+	t.Helper()
+	for len(p.findLogs(msg, nil)) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never logged %q", p.addr, msg)
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }

@@ -507,6 +507,16 @@ func (p *serveProc) stop(t testing.TB) {
 	p.stopped = true
 }
 
+// cont sends SIGCONT: a stopped process goes on.
+func (p *serveProc) cont(t testing.TB) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	p.stopped = false
+}
+
 // logRecords parses the process's JSON log lines so far.
 func (p *serveProc) logRecords() []map[string]any {
 	var out []map[string]any

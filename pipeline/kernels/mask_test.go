@@ -44,6 +44,9 @@ func (p plane) crop(top, left, h, w int, fill byte) plane {
 func maskOf(t *testing.T, rm []byte, srcW int, rows []bool, base []int32, bw int, ys, xs []int32) ([]byte, bool) {
 	t.Helper()
 	runs := MaskRuns(nil, rm, srcW, rows, base, bw, ys, xs)
+	if ext := extentRuns(t, rm, srcW, base, bw, ys, xs); !slices.Equal(ext, runs) {
+		t.Fatalf("the extent's runs %v, the canvas' %v", ext, runs)
+	}
 	got, ok := MaskFromRuns(nil, runs, len(ys)*len(xs))
 	if !ok {
 		t.Fatalf("runs %v do not cover %dx%d", runs, len(xs), len(ys))
@@ -264,31 +267,48 @@ func TestTurnIndexIsNearestTurn(t *testing.T) {
 }
 
 // BenchmarkMaskRuns: one instance's mask (a disc on a 640x480 source)
-// resized to 1024x1024 and flipped (LSJ's canvas), sampled into runs.
+// resized to 1024x1024 and flipped (LSJ's canvas), decoded from its COCO
+// runs and sampled into runs, side by side: the whole canvas' path
+// (RowMajor, MaskRuns: the reference) and the extent's (MaskSource,
+// MaskRunsExtent); then the same through a 17 degree rotation (an index,
+// made once a sample: "index"), and a sample of 500 small instances on a
+// 640x640 canvas (the issue's ~1.7 s a sample).
 func BenchmarkMaskRuns(b *testing.B) {
 	const w, h, out = 640, 480, 1024
-	src, rows := make([]byte, w*h), make([]bool, h)
+	src := make([]byte, w*h)
 	for x := range w {
 		for y := range h {
 			if dx, dy := x-300, y-200; dx*dx+dy*dy < 150*150 {
-				src[y*w+x], rows[y] = 1, true
+				src[y*w+x] = 1
 			}
 		}
 	}
+	counts := colRuns(src, w)
 	ys := AxisResize(nil, AxisIdentity(nil, h), out)
 	xs := AxisResize(nil, AxisIdentity(nil, w), out)
 	AxisFlip(xs)
-	b.Run("maps", func(b *testing.B) {
+	b.Run("maps/canvas", func(b *testing.B) {
 		var runs []uint32
+		var rm []byte
+		var rows []bool
 		b.SetBytes(out * out)
 		for b.Loop() {
-			runs = MaskRuns(runs[:0], src, w, rows, nil, 0, ys, xs)
+			rm, rows, _ = RowMajor(rm, rows, counts, h, w)
+			runs = MaskRuns(runs[:0], rm, w, rows, nil, 0, ys, xs)
+		}
+	})
+	b.Run("maps/extent", func(b *testing.B) {
+		var runs []uint32
+		var s MaskSource
+		b.SetBytes(out * out)
+		for b.Loop() {
+			s.Decode(counts, h, w)
+			runs, _ = MaskRunsExtent(runs[:0], &s, w, nil, 0, nil, ys, xs)
 		}
 	})
 	// The same canvas rotated by 17 degrees: the index made (once a
-	// sample, whatever its instances), and an instance's runs through it
-	// (no row skipped or reused): the cost model's maskIndexNs and
-	// maskTurnRunNs.
+	// sample, whatever its instances), and an instance's runs through it:
+	// the cost model's maskIndexNs and maskTurnRunNs.
 	var base []int32
 	b.Run("index", func(b *testing.B) {
 		var idx, tmp []int32
@@ -315,11 +335,69 @@ func BenchmarkMaskRuns(b *testing.B) {
 		}
 	})
 	by, bx := AxisIdentity(nil, out), AxisIdentity(nil, out)
-	b.Run("turned", func(b *testing.B) {
+	b.Run("turned/canvas", func(b *testing.B) {
 		var runs []uint32
+		var rm []byte
+		var rows []bool
 		b.SetBytes(out * out)
 		for b.Loop() {
-			runs = MaskRuns(runs[:0], src, w, rows, base, out, by, bx)
+			rm, rows, _ = RowMajor(rm, rows, counts, h, w)
+			runs = MaskRuns(runs[:0], rm, w, rows, base, out, by, bx)
+		}
+	})
+	// The tiles are made once a sample; an instance's runs read them.
+	var tiles MaskTiles
+	b.Run("tiles", func(b *testing.B) {
+		b.SetBytes(out * out)
+		for b.Loop() {
+			tiles.Build(base, out, w, by, bx)
+		}
+	})
+	b.Run("turned/extent", func(b *testing.B) {
+		var runs []uint32
+		var s MaskSource
+		b.SetBytes(out * out)
+		for b.Loop() {
+			s.Decode(counts, h, w)
+			runs, _ = MaskRunsExtent(runs[:0], &s, w, base, out, &tiles, by, bx)
+		}
+	})
+	// 500 instances, 40x40 squares spread over a 640x640 source, through
+	// the identity: a sample's masks.
+	const n, side = 500, 640
+	var insts [][]uint32
+	for k := range n {
+		m := make([]byte, side*side)
+		x0, y0 := (k*37)%(side-40), (k*53)%(side-40)
+		for y := y0; y < y0+40; y++ {
+			for x := x0; x < x0+40; x++ {
+				m[y*side+x] = 1
+			}
+		}
+		insts = append(insts, colRuns(m, side))
+	}
+	id := AxisIdentity(nil, side)
+	b.Run("sample500/canvas", func(b *testing.B) {
+		var runs []uint32
+		var rm []byte
+		var rows []bool
+		for b.Loop() {
+			runs = runs[:0]
+			for _, c := range insts {
+				rm, rows, _ = RowMajor(rm, rows, c, side, side)
+				runs = MaskRuns(runs, rm, side, rows, nil, 0, id, id)
+			}
+		}
+	})
+	b.Run("sample500/extent", func(b *testing.B) {
+		var runs []uint32
+		var s MaskSource
+		for b.Loop() {
+			runs = runs[:0]
+			for _, c := range insts {
+				s.Decode(c, side, side)
+				runs, _ = MaskRunsExtent(runs, &s, side, nil, 0, nil, id, id)
+			}
 		}
 	})
 }

@@ -421,3 +421,67 @@ func RotateExpandIndex(idx []int32, w, h int, angle float64, center [2]float64, 
 	m := inverseAffine(w, h, center, hasCenter, -a, [2]float64{}, 1, [2]float64{})
 	return affineIndexTo(idx, nil, w, h, newAffineGridTo(&m, w, h, ow, oh), ow, oh, fill, tmp), ow, oh, idx
 }
+
+// MaskFromRuns decodes MaskRuns' runs into a row-major mask of n pixels
+// (0 or 1 each), appended to dst; ok is false when the runs do not cover
+// exactly n pixels.
+func MaskFromRuns(dst []byte, runs []uint32, n int) ([]byte, bool) {
+	var v byte
+	at := len(dst)
+	for _, r := range runs {
+		if len(dst)-at+int(r) > n {
+			return dst, false
+		}
+		for range r {
+			dst = append(dst, v)
+		}
+		v ^= 1
+	}
+	return dst, len(dst)-at == n
+}
+
+// ApplyFill sets the pixels of mask (row-major, a byte a pixel) that
+// FillRuns' runs and vals say are a fill to its value; ok is false when
+// the runs do not cover exactly len(mask) pixels or the values are not one
+// a fill run.
+func ApplyFill(mask []byte, runs []uint32, vals []byte) bool {
+	at, f := 0, 0
+	for j, r := range runs {
+		if int(r) > len(mask)-at {
+			return false
+		}
+		if j%2 == 1 {
+			if f >= len(vals) {
+				return false
+			}
+			v := vals[f]
+			f++
+			for q := at; q < at+int(r); q++ {
+				mask[q] = v
+			}
+		}
+		at += int(r)
+	}
+	return at == len(mask) && f == len(vals)
+}
+
+// divider divides a source index by the source's width without a
+// division instruction: a float64 reciprocal's quotient, off by at most
+// one, corrected.
+type divider struct {
+	w   int32
+	inv float64
+}
+
+// divmod is i / w and i % w (i >= 0).
+func (d divider) divmod(i int32) (q, r int32) {
+	q = int32(float64(i) * d.inv)
+	r = i - q*d.w
+	switch {
+	case r < 0:
+		q, r = q-1, r+d.w
+	case r >= d.w:
+		q, r = q+1, r-d.w
+	}
+	return q, r
+}

@@ -26,10 +26,10 @@ type maskMaps struct {
 	base, spare []int32
 	bw          int
 	srcW, srcH  int
-	src         []byte   // an instance's source mask, row-major
-	rows        []bool   // which of its rows have a pixel set
-	runs        []uint32 // an instance's runs on the canvas
-	lens        []uint32 // the runs of each instance
+	inst        kernels.MaskSource // an instance's source mask, at its extent
+	tiles       kernels.MaskTiles  // after a turn, base's tiles (kernels.MaskRunsExtent)
+	runs        []uint32           // an instance's runs on the canvas
+	lens        []uint32           // the runs of each instance
 	// gen counts the filling steps so far (each its own FillCode); filled:
 	// one of them had a fill other than 0, so the canvas may have pixels
 	// of it (fillRuns and fillVals, kernels.FillRuns).
@@ -187,8 +187,8 @@ func (t *Targets) MaskCanvas() (w, h int) { return len(t.mm.xs), len(t.mm.ys) }
 // pipeline's header.go).
 func (t *Targets) ScratchBytes() (src, maps, runs int64) {
 	m := &t.mm
-	src = int64(cap(m.src) + cap(m.rows))
-	maps = 4 * int64(cap(m.ys)+cap(m.xs)+cap(m.tmp)+cap(m.base)+cap(m.spare))
+	src = int64(cap(m.inst.Pix) + cap(m.inst.Rows))
+	maps = 4*int64(cap(m.ys)+cap(m.xs)+cap(m.tmp)+cap(m.base)+cap(m.spare)) + m.tiles.Bytes()
 	runs = 4*int64(cap(m.runs)+cap(m.lens)+cap(m.fillRuns)) + int64(cap(m.fillVals)+cap(m.fillRow))
 	return src, maps, runs
 }

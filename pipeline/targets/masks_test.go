@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/annot"
@@ -266,7 +268,7 @@ func TestMaskFillThroughChains(t *testing.T) {
 		}
 		tg.W, tg.H = tg.MaskCanvas()
 		b := AppendTargets(nil, tg)
-		b, err := tg.AppendMasks(b, 0, 1<<30)
+		b, err := tg.AppendMasks(b, 0, 1<<30, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,11 +285,52 @@ func TestMaskFillThroughChains(t *testing.T) {
 		if block {
 			fills++
 		}
-		if _, err := tg.AppendMasks(AppendTargets(nil, tg), 0, int64(len(b))-1); !errors.As(err, new(*dataset.TargetsTooLarge)) {
+		if _, err := tg.AppendMasks(AppendTargets(nil, tg), 0, int64(len(b))-1, nil); !errors.As(err, new(*dataset.TargetsTooLarge)) {
 			t.Fatalf("trial %d: a bound one byte short of %d: %v", trial, len(b), err)
 		}
 	}
 	if fills < 50 || perspectives < 50 {
 		t.Errorf("of 300 chains %d had a fill block, %d perspectives drawn: the test draws too few", fills, perspectives)
+	}
+}
+
+// TestMasksBoundAndStop: a sample whose instances' masks take more work
+// than MaxInstancePixels fails by itself (ErrTooLarge, the message naming
+// the bound) at the instance that passes it; one of instances each small
+// passes whatever their number on the canvas (the work is their extent,
+// not the canvas per instance); and a stop that says the sample was
+// abandoned stops the masks before the next instance (ErrStopped).
+func TestMasksBoundAndStop(t *testing.T) {
+	const side = 512 // the bound lowered to 16 whole-canvas instances' work
+	defer func(b int64) { maxInstancePixels = b }(maxInstancePixels)
+	maxInstancePixels = 2 * 16 * side * side
+	full := annot.RLE{H: side, W: side, Counts: []uint32{0, side * side}}
+	small := annot.RLE{H: side, W: side, Counts: []uint32{side*side/2 + 7, 3, side*side/2 - 10}}
+	start := func(k int, m annot.RLE) *Targets {
+		tg := &Targets{}
+		tg.WantMasks = true
+		for range k {
+			tg.Add([4]float32{0, 0, 1, 1}, 0, false)
+			tg.Masks = append(tg.Masks, m)
+		}
+		tg.StartMasks(side, side)
+		tg.W, tg.H = tg.MaskCanvas()
+		return tg
+	}
+	tg := start(200, full)
+	_, err := tg.AppendMasks(AppendTargets(nil, tg), 0, 1<<40, nil)
+	if !errors.Is(err, dataset.ErrTooLarge) || !strings.Contains(err.Error(), fmt.Sprintf("over the bound of %d a sample", maxInstancePixels)) {
+		t.Fatalf("200 whole-canvas instances of a %dx%d canvas: %v, want ErrTooLarge past the bound", side, side, err)
+	}
+	t.Log(err)
+	tg = start(2000, small) // 2000 canvases walked before: 500 M pixels
+	if _, err := tg.AppendMasks(AppendTargets(nil, tg), 0, 1<<40, nil); err != nil {
+		t.Fatalf("5000 instances of 3 pixels each: %v", err)
+	}
+	tg = start(10, small)
+	asked := 0
+	_, err = tg.AppendMasks(AppendTargets(nil, tg), 0, 1<<40, func() bool { asked++; return asked > 3 })
+	if !errors.Is(err, ErrStopped) || asked != 4 {
+		t.Fatalf("stopped at the 4th instance: %v after %d asks, want ErrStopped after 4", err, asked)
 	}
 }

@@ -6,6 +6,7 @@ package targets
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -71,7 +72,7 @@ func AppendTargets(b []byte, t *Targets) []byte {
 }
 
 // AppendMasks appends t's masks on its W x H canvas: each instance's
-// source mask sampled through the maps (kernels.MaskRuns), after the
+// source mask sampled through the maps (kernels.MaskRunsExtent), after the
 // targets' other bytes padded with zeros to a multiple of 4 (base is
 // where the targets start in b): K u32 run counts, then every instance's
 // runs (u32), row-major over the canvas from a run of 0, a fill's pixels
@@ -83,7 +84,16 @@ func AppendTargets(b []byte, t *Targets) []byte {
 // instance's mask takes those values there. limit bounds the
 // targets' bytes: past it the sample fails (dataset.TargetsTooLarge, which
 // the field set words as its field over the bound) before more is made.
-func (t *Targets) AppendMasks(b []byte, base int, limit int64) ([]byte, error) {
+//
+// An instance's work is its extent (its source's set pixels' bounding
+// box, and the output's pixels that can come from it) and the canvas'
+// rows and columns, not the canvas' pixels;
+// the sample's, summed over its instances, is bounded by
+// MaxInstancePixels (past it the sample fails, ErrTooLarge, at the
+// instance that passed it); and stop (nil: never) is asked before each instance,
+// ErrStopped returned when it says so: an abandoned sample (a lease out
+// of time, a job closed, the server stopping) stops within one instance.
+func (t *Targets) AppendMasks(b []byte, base int, limit int64, stop func() bool) ([]byte, error) {
 	m := &t.mm
 	if len(m.ys) != t.H || len(m.xs) != t.W || len(t.Masks) != len(t.Boxes) {
 		return b, fmt.Errorf("targets: %d masks on a %dx%d canvas for %d boxes on %dx%d", len(t.Masks), len(m.xs), len(m.ys), len(t.Boxes), t.W, t.H)
@@ -93,20 +103,32 @@ func (t *Targets) AppendMasks(b []byte, base int, limit int64) ([]byte, error) {
 	}
 	size := int64(len(b)-base) + 4*int64(len(t.Masks))
 	m.runs, m.lens = m.runs[:0], m.lens[:0]
+	m.tiles.Reset()
+	if len(m.base) > 0 && len(t.Masks) > 1 { // an instance alone walks the canvas: the tiles would cost as much
+		m.tiles.Build(m.base, m.bw, m.srcW, m.ys, m.xs)
+	}
+	var work int64
 	for k := range t.Masks {
+		if stop != nil && stop() {
+			return b, ErrStopped
+		}
 		r := &t.Masks[k]
 		if r.H != m.srcH || r.W != m.srcW {
 			return b, fmt.Errorf("targets: instance %d's mask is %dx%d, the source %dx%d", k, r.W, r.H, m.srcW, m.srcH)
 		}
-		var ok bool
-		if m.src, m.rows, ok = kernels.RowMajor(m.src, m.rows, r.Counts, r.H, r.W); !ok {
+		if !m.inst.Decode(r.Counts, r.H, r.W) {
 			return b, fmt.Errorf("targets: instance %d's mask: runs that do not cover %dx%d", k, r.W, r.H)
 		}
 		n := len(m.runs)
-		m.runs = kernels.MaskRuns(m.runs, m.src, r.W, m.rows, m.base, m.bw, m.ys, m.xs)
+		var looked int64
+		m.runs, looked = kernels.MaskRunsExtent(m.runs, &m.inst, m.srcW, m.base, m.bw, &m.tiles, m.ys, m.xs)
 		m.lens = append(m.lens, uint32(len(m.runs)-n))
 		if size += 4 * int64(len(m.runs)-n); size > limit {
 			return b, &dataset.TargetsTooLarge{At: size}
+		}
+		if work += m.inst.Pixels() + looked + int64(t.W+t.H); work > maxInstancePixels {
+			return b, fmt.Errorf("%w: targets: the instance masks' work reached %d pixels by instance %d of %d (each instance's extent in the %dx%d source, the output pixels it can reach and the rows and columns of the %dx%d canvas), over the bound of %d a sample",
+				errs.TooLarge, work, k+1, len(t.Masks), m.srcW, m.srcH, t.W, t.H, maxInstancePixels)
 		}
 	}
 	m.fillRuns, m.fillVals = m.fillRuns[:0], m.fillVals[:0]
@@ -137,6 +159,23 @@ func (t *Targets) AppendMasks(b []byte, base int, limit int64) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// MaxInstancePixels bounds a sample's instance masks' work
+// (AppendMasks): the pixels of its instances' extents and the output
+// pixels each can reach, summed, about 2 s of a core at the kernels' few
+// ns a pixel. COCO's densest images (a few hundred instances on a
+// 1024 x 1024 canvas, each a small share of it) stay far below; an image
+// of a thousand instances each the size of a 2000 x 2000 canvas is past it
+// by its 64th.
+const MaxInstancePixels = 1 << 28
+
+// maxInstancePixels is the bound AppendMasks holds to: MaxInstancePixels
+// (a test's own, smaller, to reach it in milliseconds).
+var maxInstancePixels int64 = MaxInstancePixels
+
+// ErrStopped is AppendMasks' answer when its stop said the sample was
+// abandoned.
+var ErrStopped = errors.New("targets: the masks stopped: the sample was abandoned")
 
 // FillBlockSize is the bytes of a fill block of n runs (AppendMasks): N,
 // the runs, and their n/2 values padded to a multiple of 4.

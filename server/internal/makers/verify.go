@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/stoker-dev/stoker/internal/lease"
+	"github.com/stoker-dev/stoker/internal/ragged"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/job"
@@ -211,6 +212,7 @@ func (v *Verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 	if err := expectFields(j, l, b); err != nil {
 		return false, err
 	}
+	suspects := checkTargets(j, b)
 	// What the trainer is told of a failure comes from here: the sample's
 	// name from this dataset, the peer's reason kept short.
 	for i := range b.Errors {
@@ -233,6 +235,11 @@ func (v *Verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 			if !slices.Contains(check, src[slot]) {
 				check = append(check, src[slot])
 			}
+		}
+	}
+	for _, sp := range suspects { // made here too, their targets compared below
+		if !slices.Contains(check, src[sp.slot]) {
+			check = append(check, src[sp.slot])
 		}
 	}
 	pixels = len(slots) == b.N
@@ -277,6 +284,12 @@ func (v *Verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 		at[p] = k
 		k++
 	}
+	for _, sp := range suspects {
+		f := j.Fields().TargetsAt()
+		if theirs, ours := b.SampleFields(sp.slot)[f], mine.SampleFields(at[src[sp.slot]])[f]; theirs.Has != ours.Has || !bytes.Equal(theirs.Data, ours.Data) {
+			return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its targets: %v", errMismatch, l.Number, l.Epoch, sp.slot, b.Indices[sp.slot], sp.err)
+		}
+	}
 	for _, s := range slots {
 		if !bytes.Equal(s.pix, made[src[s.slot]]) {
 			return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its pixels differ from the ones made here", errMismatch, l.Number, l.Epoch, s.slot, b.Indices[s.slot])
@@ -312,6 +325,42 @@ func expectFields(j *job.Job, l *lease.Lease, b *pipeline.Batch) error {
 		}
 	}
 	return nil
+}
+
+// suspect is a slot whose targets have a value out of range (err).
+type suspect struct {
+	slot int
+	err  error
+}
+
+// checkTargets range-checks every sample's targets in a peer's batch b
+// (ragged.Check: finite boxes and keypoints, labels within the dataset's
+// classes, crowd flags, visibilities, masks that cover their canvas), a
+// linear pass over what the batch carries, and returns the slots whose
+// targets fail it. Verify makes those samples again here and compares
+// their targets byte for byte: a peer that lies in them is caught in the
+// batch it lies in, not only where a sample is picked to be made again
+// (one in 200 after a peer's strict start), and quarantined; a value
+// this server makes too (a keypoint a perspective sends to infinity, as
+// torchvision's does) is no lie.
+func checkTargets(j *job.Job, b *pipeline.Batch) []suspect {
+	fs := j.Fields()
+	t := fs.TargetsAt()
+	if t < 0 {
+		return nil
+	}
+	ov, classes := ragged.OverlapOf(fs), len(j.Data().Classes())
+	var out []suspect
+	for i := range b.N {
+		f := b.SampleFields(i)[t]
+		if !f.Has {
+			continue
+		}
+		if err := ragged.Check(f.Data, ov, classes); err != nil {
+			out = append(out, suspect{i, err})
+		}
+	}
+	return out
 }
 
 // expectIndices checks b's indices and labels against what lease l must
