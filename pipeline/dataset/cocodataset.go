@@ -191,6 +191,20 @@ func (d *COCODataset) Label(i int) int64 { return -1 }
 // Classes implements Dataset: the categories' names by contiguous label.
 func (d *COCODataset) Classes() []string { return d.classes }
 
+// LabelBound is one past the largest label its targets carry: the largest
+// category id (the labels' default, torchvision's wrapper's), or with
+// contiguous labels the categories' count.
+func (d *COCODataset) LabelBound(contiguous bool) int64 {
+	if contiguous {
+		return int64(len(d.classes))
+	}
+	var most int64 = -1
+	for _, c := range d.ann.Categories() {
+		most = max(most, c.ID)
+	}
+	return most + 1
+}
+
 // Name implements Dataset.
 func (d *COCODataset) Name(i int) string { return d.ann.Image(i).FileName }
 

@@ -350,6 +350,9 @@ func checkTargets(j *job.Job, b *pipeline.Batch) []suspect {
 		return nil
 	}
 	ov, classes := ragged.OverlapOf(fs), len(j.Data().Classes())
+	if lb, ok := j.Data().(interface{ LabelBound(contiguous bool) int64 }); ok {
+		classes = int(min(lb.LabelBound(fs.ContiguousLabels()), 1<<31-1)) // a COCO set's labels are its category ids
+	}
 	var out []suspect
 	for i := range b.N {
 		f := b.SampleFields(i)[t]
