@@ -91,7 +91,7 @@ func TestLyingPeerTargetValues(t *testing.T) {
 		{"NaN box", "finite", func(bt *pb.BatchTargets, k int) {
 			binary.LittleEndian.PutUint32(bt.Boxes[16*k+8:], math.Float32bits(float32(math.NaN())))
 		}},
-		{"label out of range", "labels are 0 to 1", func(bt *pb.BatchTargets, k int) {
+		{"label out of range", "labels are 0 to 3", func(bt *pb.BatchTargets, k int) {
 			binary.LittleEndian.PutUint64(bt.Labels[8*k:], 1e12)
 		}},
 		{"crowd flag", "crowd flag", func(bt *pb.BatchTargets, k int) { bt.Iscrowd[k] = 2 }},

@@ -151,8 +151,9 @@ func TestTargetsAnyTopology(t *testing.T) {
 					}
 				}
 				for c := range k {
-					if l := int64(le.Uint64(v[24+16*k+8*c:])); l != int64(c%2) {
-						t.Errorf("%d peers: sample %d: label %d is %d, want %d", n, idx, c, l, c%2)
+					// The category ids (1, 3), as torchvision's wrapper gives them.
+					if l := int64(le.Uint64(v[24+16*k+8*c:])); l != int64(1+2*(c%2)) {
+						t.Errorf("%d peers: sample %d: label %d is %d, want category %d", n, idx, c, l, 1+2*(c%2))
 					}
 				}
 				seen++
