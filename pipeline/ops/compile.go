@@ -121,6 +121,13 @@ func PParam(def float64) Param {
 	return Param{Name: "p", Typ: PFloat, Def: strconv.FormatFloat(def, 'f', -1, 64), Field: "P", Lo: 0, Hi: 1}
 }
 
+// KeywordOnly is p keyword-only (after torchvision's *): an argument
+// stoker adds to torchvision's signature (RandomIoUCrop's p).
+func KeywordOnly(p Param) Param {
+	p.kwOnly = true
+	return p
+}
+
 // CheckProb checks an op's p: 0 <= p <= 1.
 func CheckProb(op *Op, at CompileAt) error {
 	if !(op.P >= 0 && op.P <= 1) {

@@ -761,7 +761,7 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomIoUCrop": lambda cv, t, where: O.RandomIoUCrop(t.min_scale, t.max_scale, t.min_aspect_ratio,
                                                           t.max_aspect_ratio, t.options, t.trials),
     "DETR.RandomIoUCrop": lambda cv, t, where: O.RandomIoUCrop(t.min_scale, t.max_scale, t.min_aspect_ratio,
-                                                               t.max_aspect_ratio, t.options, t.trials, t.p),
+                                                               t.max_aspect_ratio, t.options, t.trials, p=t.p),
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),
     "RandomVerticalFlip": _p(O.RandomVerticalFlip),
     "SanitizeBoundingBoxes": lambda cv, t, where: _sanitize(t, where),

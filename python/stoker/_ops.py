@@ -258,7 +258,7 @@ class RandomIoUCrop(Transform):
 
     def __init__(self, min_scale: float = 0.3, max_scale: float = 1.0, min_aspect_ratio: float = 0.5,
                  max_aspect_ratio: float = 2.0, sampler_options: Optional[Sequence[float]] = None,
-                 trials: int = 40, p: float = 1.0) -> None:
+                 trials: int = 40, *, p: float = 1.0) -> None:
         cls = "RandomIoUCrop"
         self.min_scale = real(cls, "min_scale", min_scale)
         self.max_scale = real(cls, "max_scale", max_scale)

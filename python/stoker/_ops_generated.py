@@ -141,7 +141,7 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("max_aspect_ratio", "float", "2.0"),
         Param("sampler_options", "floats", "None"),
         Param("trials", "int", "40"),
-        Param("p", "float", "1.0", False, 0, 1),
+        Param("p", "float", "1.0", True, 0, 1),
     ),
     "RandomOrder": (
         Param("transforms", "ops", None),
