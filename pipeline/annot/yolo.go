@@ -350,17 +350,31 @@ func OpenYOLOConfig(path string) (*YOLOConfig, error) {
 	return ParseYOLOConfig(filepath.Base(path), data)
 }
 
-// openRegular opens path for reading without blocking (a FIFO never holds
-// the caller), refusing, by its open descriptor's fstat, a file that is
-// not regular or is over max bytes.
-func openRegular(path string, max int64) (*os.File, error) {
+// OpenStat opens path for reading without blocking (a FIFO never holds
+// the caller) and gives its open descriptor's fstat: what a caller checks
+// (a regular file, its size) is the file it reads, not what the path
+// named a moment before. The dataset room's annotation files open so too.
+func OpenStat(path string) (*os.File, os.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+// openRegular opens path for reading without blocking (OpenStat),
+// refusing a file that is not regular or is over max bytes.
+func openRegular(path string, max int64) (*os.File, error) {
+	f, st, err := OpenStat(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
 	switch {
-	case err != nil:
 	case !st.Mode().IsRegular():
 		err = fmt.Errorf("%s is not a regular file (%v)", path, st.Mode().Type())
 	case st.Size() > max:

@@ -54,13 +54,11 @@ func cocoFileBound(budget int64) (int64, string) {
 // fails once it has given max bytes and finds more (over, the words after
 // the bound in that message).
 func openLocalFile(path, name string, max int64, over string) (io.ReadCloser, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, st, err := annot.OpenStat(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
 	switch {
-	case err != nil:
 	case !st.Mode().IsRegular():
 		err = fmt.Errorf("%w: %s is not a regular file (%s): annotations are read from regular files only", ErrUnsupported, name, fileKind(st.Mode()))
 	case st.Size() > max:
