@@ -58,6 +58,23 @@ def pytest_configure(config: pytest.Config) -> None:
     import torch
 
     torch.set_num_threads(1)
+    config.addinivalue_line(
+        "markers", "expect_warning(category, match): the test must emit this warning (asserted, not printed)"
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """A test marked ``expect_warning(RuntimeWarning, match=...)`` runs
+    inside ``pytest.warns``: the warning it provokes (a sample the 'pad' or
+    'drop' policy left out, say) is asserted, and fails the test when it is
+    missing, instead of landing in the run's warnings summary. The marker
+    leaves the test's body as it is."""
+    marker = item.get_closest_marker("expect_warning")
+    if marker is None:
+        return (yield)
+    with pytest.warns(*marker.args, **marker.kwargs):
+        return (yield)
 
 
 def _image(rng: np.random.Generator, h: int, w: int) -> np.ndarray:

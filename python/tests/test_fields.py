@@ -59,6 +59,7 @@ def test_fields_with_every_sample(server: str, shuffle) -> None:
     assert sum(b.images.shape[0] for b in batches) == CLIP_SAMPLES + 1
 
 
+@pytest.mark.expect_warning(RuntimeWarning, match="could not be made")
 def test_fields_resume_byte_identical(server: str) -> None:
     """A resumed epoch gets the batches, and their fields, the
     uninterrupted one has after the saved point."""
@@ -107,6 +108,7 @@ def test_fields_refused(server: str) -> None:
     assert loader(server, "clip", fields="txt").fields == ("txt",)
 
 
+@pytest.mark.expect_warning(RuntimeWarning, match="could not be made")
 def test_max_field_bytes(server: str) -> None:
     """A bound that lets the 100 KB .json through: no sample fails for it;
     one a batch cannot hold is refused."""

@@ -129,6 +129,7 @@ def test_mix_refused(server: str) -> None:
         mixed(server, repeats=2)
 
 
+@pytest.mark.expect_warning(RuntimeWarning, match="could not be made")
 def test_mix_block_shuffle(server: str) -> None:
     """Shard-level mixing: the block shuffle over a mix of two sharded
     datasets draws whole shards of both, each sample with its own

@@ -91,3 +91,17 @@ def test_benchmarks_read_in_five_minutes() -> None:
     for h in history:
         assert f"bench/history/{h.name}" in text, f"BENCHMARKS.md does not link {h.name}"
     assert "<!-- bench-peers: begin" in text and "<!-- bench-peers: end -->" in text
+
+
+def test_torchvision_decode_deprecation_is_the_one_filtered() -> None:
+    """pyproject.toml's filterwarnings hides torchvision 0.29's deprecation
+    of its image decoding (the parity tests' reference decoder, kept on
+    purpose): the warning is still that one, and the decoder still there."""
+    import pytest
+    import torch
+    import torchvision.io
+
+    data = (REPO / "testdata" / "photos").rglob("*.jpg").__next__().read_bytes()
+    with pytest.warns(DeprecationWarning, match="image decoding and encoding capabilities of TorchVision are deprecated"):
+        img = torchvision.io.decode_jpeg(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+    assert img.dtype == torch.uint8 and img.shape[0] == 3

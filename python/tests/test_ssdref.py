@@ -164,6 +164,7 @@ def test_bound_from_the_annotations(server: str, det: Path, name: str) -> None: 
         assert a[0] == c[0] and torch.equal(a[1], c[1]) and torch.equal(a[2], c[2])
 
 
+@pytest.mark.expect_warning(RuntimeWarning, match="could not be made")
 def test_past_the_bound_fails_by_itself(server: str, det: Path) -> None:  # noqa: F811
     """hflip under a bound some photos pass: those samples fail (each
     naming its image's size and the bound), the others come."""

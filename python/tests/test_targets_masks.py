@@ -232,6 +232,7 @@ def wire_size(t: Dict[str, Any], p: int) -> int:
     return (24 + 25 * k + 9 * k * p + 3) // 4 * 4 + 4 * k + 4 * runs
 
 
+@pytest.mark.expect_warning(RuntimeWarning, match="could not be made")
 def test_masks_over_the_bound_fail_alone(server: str) -> None:
     """A sample whose targets with masks pass max_targets_bytes fails by
     itself, naming the field and the bound; exactly those over it fail, and

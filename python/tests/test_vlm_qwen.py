@@ -193,6 +193,7 @@ def test_from_hf_refuses_what_differs(make: Any, fragment: str) -> None:
     assert fragment in str(e.value), str(e.value)
 
 
+@pytest.mark.expect_warning(RuntimeWarning, match="could not be made")
 def test_refused_samples_fail_alone(vlm_server: str) -> None:
     """An aspect past 200 fails as smart_resize raises; a sample past the
     default bound (a square of twice max_pixels) fails naming it; the
