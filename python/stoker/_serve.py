@@ -316,6 +316,43 @@ def _join(key: str, dirpath: str, users_fd: int) -> Optional[_Handle]:
     return _Handle(dirpath, users_fd, info, token, None)
 
 
+def yolo_images(yaml_path: str) -> str:
+    """The training images' directory a YOLO data YAML names (its ``path``
+    joined with its ``train``, relative to the YAML's directory as
+    ultralytics resolves them); a ValueError when it names none, or
+    several, or a list file."""
+    with open(yaml_path, encoding="utf-8") as f:
+        text = f.read(1 << 20)
+    try:
+        import yaml  # ultralytics requires PyYAML; without it, the two keys read by hand
+
+        doc = yaml.safe_load(text) or {}
+    except ImportError:
+        doc = {}
+        for line in text.splitlines():
+            k, sep, v = line.partition(":")
+            if sep and k in ("path", "train"):
+                doc[k] = v.split("#", 1)[0].strip().strip("'\"")
+    train = doc.get("train") if isinstance(doc, dict) else None
+    if not isinstance(train, str) or not train:
+        raise ValueError(f"{yaml_path}: a local stoker server wants one 'train' directory in the data YAML, "
+                         f"not {train!r}")
+    base = os.path.join(os.path.dirname(os.path.abspath(yaml_path)), str(doc.get("path") or "."))
+    images = os.path.normpath(os.path.join(base, train))
+    if not os.path.isdir(images):
+        raise ValueError(f"{yaml_path}: its train images, {images}, are not a directory (a list file is not served)")
+    return images
+
+
+def dataset_args(key: str) -> List[str]:
+    """``stoker serve``'s dataset flags for the local default's path: a YOLO
+    data YAML is its training images with the YAML as their annotations;
+    anything else the dataset itself."""
+    if key.endswith((".yaml", ".yml")) and os.path.isfile(key):
+        return ["--dataset", f"{DATASET}={yolo_images(key)}", "--annotations", f"{DATASET}={key}"]
+    return ["--dataset", f"{DATASET}={key}"]
+
+
 def _start(key: str, dirpath: str, users_fd: int, deadline: float) -> _Handle:
     binary, where = find_binary()
     if binary is None:
@@ -330,7 +367,7 @@ def _start(key: str, dirpath: str, users_fd: int, deadline: float) -> _Handle:
     _write(token_file, token + "\n")
     cmd: List[str] = [binary, "serve", "--listen", "127.0.0.1:0", "--addr-file", addr_file,
                       "--while-locked", os.path.join(dirpath, "users.lock"), "--auth-tokens", token_file,
-                      "--dataset", f"{DATASET}={key}", "--workers", str(workers), "--shm=true"]
+                      *dataset_args(key), "--workers", str(workers), "--shm=true"]
     taskset = shutil.which("taskset")
     if taskset and cores:
         cmd = [taskset, "-c", _cpu_list(cores), *cmd]
