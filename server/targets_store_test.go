@@ -115,7 +115,7 @@ func cocoShard(t *testing.T, ann string, bad int) string {
 					b["segmentation"] = seg
 				}
 				if i == bad {
-					b["bbox"] = []float64{0, 0, -1, 1}
+					b["bbox"] = []float64{0, 0, 1}
 				}
 				anns = append(anns, b)
 			}

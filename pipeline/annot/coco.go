@@ -4,7 +4,7 @@
 // (a label file beside each image, names in the dataset's YAML). Masks
 // are rasterized exactly as pycocotools does (rle.go).
 //
-// What is malformed in one annotation (a box with NaN or a negative size,
+// What is malformed in one annotation (a box that is not 4 finite numbers,
 // a polygon of fewer than 3 points, an unknown category, keypoints of the
 // wrong length, a run-length mask of another size) is an error of that
 // sample alone, naming the file and the field; a file that is not COCO
@@ -69,7 +69,9 @@ type Instance struct {
 	ID         int64
 	CategoryID int64 // as the file gives it
 	Label      int   // contiguous: the category's Label
-	// BBox is [x, y, width, height] in pixels, as COCO gives it.
+	// BBox is [x, y, width, height] in pixels, as COCO gives it; a
+	// negative width or height is kept, as torchvision's CocoDetection
+	// wrapper keeps it (x2 = x + w < x: a SanitizeBoundingBoxes drops it).
 	BBox    [4]float64
 	Area    float64
 	IsCrowd bool
@@ -363,9 +365,6 @@ func (c *COCO) instance(id int64, im Image, catID json.Number, bbox, area, crowd
 	var b []float64
 	if err := decodeNumbers(bbox, &b); err != nil || len(b) != 4 {
 		return in, bad("bbox", "%s: want [x, y, width, height], 4 finite numbers", short(bbox))
-	}
-	if b[2] < 0 || b[3] < 0 {
-		return in, bad("bbox", "%s: negative width or height", short(bbox))
 	}
 	// Targets are float32 (x2 = x + w in float32, as torchvision's
 	// wrapper): a box finite in float64 but not there is refused, never

@@ -49,7 +49,6 @@ func TestReadSampleJSON(t *testing.T) {
 		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1.5}`), "annotation 1", "category_id"},
 		{ann(`{"category_id": 1}`), "annotation 1", "bbox"},
 		{ann(`{"bbox": [NaN, 0, 1, 1], "category_id": 1}`), "annotation 1", "bbox"},
-		{ann(`{"bbox": [0, 0, -1, 1], "category_id": 1}`), "annotation 1", "bbox"},
 		{ann(`{"bbox": [0, 0, 1], "category_id": 1}`), "annotation 1", "bbox"},
 		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "iscrowd": 2}`), "annotation 1", "iscrowd"},
 		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "keypoints": [1, 2]}`), "annotation 1", "keypoints"},

@@ -191,6 +191,9 @@ func IndexAnnotated(ctx context.Context, dir, ann string, opts ...SourceOption) 
 	}
 	defer ds.Close()
 	d := ds.(*COCODataset)
+	if d.rel != nil {
+		return nil, fmt.Errorf("%w: index %s: the annotations give absolute file_names, which a manifest (keyed by the path under the directory) does not take: serve the dataset without one, or give file_names relative to it", ErrUnsupported, dir)
+	}
 	m := &Manifest{Layout: LayoutCOCO, Classes: d.classes, AnnotationsSHA256: d.annSum}
 	if d.imgs != nil {
 		m.Root = d.imgs.st.String()

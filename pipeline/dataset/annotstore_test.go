@@ -34,7 +34,7 @@ func annotTree(t *testing.T) string {
  {"id": 1, "file_name": "a.jpg", "width": 4, "height": 3}, {"id": 3, "file_name": "sub/c.png", "width": 4, "height": 3}],
  "categories": [{"id": 5, "name": "x"}, {"id": 9, "name": "y"}],
  "annotations": [{"id": 1, "image_id": 1, "category_id": 9, "bbox": [0.5, 0, 1.25, 2]},
-                 {"id": 2, "image_id": 2, "category_id": 5, "bbox": [0, 0, -1, 1]},
+                 {"id": 2, "image_id": 2, "category_id": 5, "bbox": [0, 0, 1]},
                  {"id": 3, "image_id": 3, "category_id": 5, "bbox": [1, 1, 2, 1], "iscrowd": 1}]}`,
 	}
 	for name, data := range files {

@@ -36,6 +36,9 @@ type COCODataset struct {
 	maxSize int64
 	fp      string
 	classes []string
+	// rel are the images' paths under root where a file_name is absolute
+	// (nil when none is): what Read opens.
+	rel []string
 	// imgs reads the images from object storage (nil: from root).
 	imgs *storeImages
 	// annSum is the annotations file's hex SHA-256.
@@ -128,10 +131,14 @@ func cocoInDir(dir, annName string, c *annot.COCO, sum string) (*COCODataset, er
 	}
 	d, ix := newCOCODataset(c, annName, sum)
 	d.root = root
+	if err := d.underRoot(dir); err != nil {
+		root.Close()
+		return nil, err
+	}
 	var missing []string
 	for i := range c.Len() {
 		name := c.Image(i).FileName
-		st, err := root.Stat(name)
+		st, err := root.Stat(d.file(i))
 		if err != nil || !st.Mode().IsRegular() {
 			missing = append(missing, name)
 			continue
@@ -145,6 +152,51 @@ func cocoInDir(dir, annName string, c *annot.COCO, sum string) (*COCODataset, er
 	}
 	d.fp = ix.sum()
 	return d, nil
+}
+
+// underRoot takes the absolute file_names (torchvision's CocoDetection
+// opens os.path.join(root, file_name), which is the file_name itself when
+// it is absolute) as their paths under dir; one outside dir is refused,
+// saying why: the server reads only what is under a dataset's root.
+func (d *COCODataset) underRoot(dir string) error {
+	var bases []string
+	for i := range d.ann.Len() {
+		name := d.ann.Image(i).FileName
+		if !filepath.IsAbs(name) {
+			continue
+		}
+		if bases == nil {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			bases = append(bases, abs)
+			if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+				bases = append(bases, real)
+			}
+			d.rel = make([]string, d.ann.Len())
+		}
+		for _, b := range bases {
+			if r, err := filepath.Rel(b, filepath.Clean(name)); err == nil && filepath.IsLocal(r) {
+				d.rel[i] = r
+				break
+			}
+		}
+		if d.rel[i] == "" {
+			return fmt.Errorf("%w: %s: image %d's file_name %s is absolute and not under the dataset's directory %s: the server reads only the files under it (give file_names relative to it, or serve the directory that holds them)",
+				ErrUnsupported, d.annName, d.ann.Image(i).ID, name, bases[0])
+		}
+	}
+	return nil
+}
+
+// file is the path under root of image i: its file_name, or the path under
+// root of an absolute one.
+func (d *COCODataset) file(i int) string {
+	if d.rel != nil && d.rel[i] != "" {
+		return d.rel[i]
+	}
+	return d.ann.Image(i).FileName
 }
 
 // errMissingImages refuses an annotations file that names images that are
@@ -229,7 +281,7 @@ func (d *COCODataset) Read(i int, buf []byte) ([]byte, error) {
 	if d.imgs != nil {
 		return d.imgs.read(i, name, d.maxSize, buf)
 	}
-	f, err := d.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := d.root.OpenFile(d.file(i), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, openError(d.root, name, "dataset root", err)
 	}

@@ -13,7 +13,7 @@ import (
 const cocoDoc = `{"images": [{"id": 2, "file_name": "b.jpg", "width": 4, "height": 3}, {"id": 1, "file_name": "a.jpg", "width": 4, "height": 3}],
  "categories": [{"id": 5, "name": "x"}],
  "annotations": [{"id": 1, "image_id": 1, "category_id": 5, "bbox": [0, 0, 1, 1]},
-                 {"id": 2, "image_id": 2, "category_id": 5, "bbox": [0, 0, -1, 1]}]}`
+                 {"id": 2, "image_id": 2, "category_id": 5, "bbox": [0, 0, 1]}]}`
 
 // TestCOCODataset: samples are the images by id, read from the
 // directory; each sample's "coco" field is its annotations, a malformed

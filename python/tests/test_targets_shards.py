@@ -37,7 +37,7 @@ def write_shards(det: Path, out: Path, bad: int = -1) -> Path:
     """The COCO set as two shards, in its sample order (images by id):
     KEY.jpg and KEY.json, the image's annotations with their category_id
     (so the targets are the COCO dataset's); sample `bad`
-    gets a box of negative width."""
+    gets a box of 3 numbers."""
     doc = json.loads((det / "annotations" / "instances.json").read_text())
     by_image: Dict[int, List[Dict[str, Any]]] = {}
     for a in doc["annotations"]:
@@ -56,7 +56,7 @@ def write_shards(det: Path, out: Path, bad: int = -1) -> Path:
                     if "keypoints" in a:
                         m["keypoints"] = a["keypoints"]
                     if i == bad:
-                        m["bbox"][2] = -1.0
+                        m["bbox"] = m["bbox"][:3]
                     anns.append(m)
                 for ext, data in (("jpg", (det / "images" / "train" / im["file_name"]).read_bytes()),
                                   ("json", json.dumps({"image_id": im["id"], "width": im["width"], "height": im["height"],
