@@ -273,7 +273,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 			return err
 		}
 		if vt.Varies() {
-			vt.PadSample(out[offs[v]:][:vt.ViewBytes()], w, h)
+			vt.CompactSample(out[offs[v]:][:vt.ViewBytes()], w, h)
 		}
 	}
 	if timed {

@@ -131,3 +131,87 @@ func checkCorner(t *testing.T, got, want []byte, w, h, bw, bh int, layout Layout
 		}
 	}
 }
+
+// TestRaggedSamples: the same job made ragged (WithRagged, JobSpec.ragged)
+// leaves each sample compact in its slot, its size after it, and
+// PackRagged puts them back to back: each sample's bytes are its window of
+// the padded batch (PackSizes of the same samples made padded), CHW and
+// HWC, uint8 and float32, under the pad policy's copies too. Two ragged
+// slots of the same sample are SameSample whatever the rest of the slot
+// holds; another sample, or another size, is not.
+func TestRaggedSamples(t *testing.T) {
+	files := memDataset{goldenJPEGs()}
+	shortest := Op{Kind: OpRandomShortestSize, Sizes: []int{96, 128, 160}, MaxSize: 200}
+	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
+	for c, layout := range []Layout{CHW, HWC, CHW, HWC} {
+		ops, elem := []Op{shortest, {Kind: OpRandomHorizontalFlip, P: 0.5}}, 1
+		if c >= 2 {
+			ops, elem = append(ops, norm), 4
+		}
+		tr, err := NewTransform(layout, ops...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := tr.WithRagged()
+		if !rt.Ragged() || tr.Ragged() {
+			t.Fatal("WithRagged: want a ragged copy, the transform itself unchanged")
+		}
+		fill := func(tr *Transform) Batch {
+			e := NewExecutor(2)
+			defer e.Close()
+			var b Batch
+			if err := e.Fill(context.Background(), files, tr, 5, 1, goldenIndices, PadFromBatch, &b); err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		padded, ragged := fill(tr), fill(rt)
+		slot := rt.SampleBytes()
+		first := bytes.Clone(ragged.Data[:slot])
+		bh, bw, sizes, data := tr.PackSizes(padded.Data, padded.N)
+		rh, rw, rsizes, rdata := rt.PackRagged(ragged.Data, ragged.N)
+		if rh != bh || rw != bw || !slices.Equal(sizes, rsizes) {
+			t.Fatalf("layout %d: ragged %dx%d %v, padded %dx%d %v", c, rh, rw, rsizes, bh, bw, sizes)
+		}
+		off := 0
+		for i, s := range sizes {
+			h, w := s[0], s[1]
+			rowB, brow := w*elem, bw*elem
+			planes, rows := 3, h
+			if layout == HWC {
+				planes, rowB, brow = 1, 3*w*elem, 3*bw*elem
+			}
+			cell := planes * bh * brow
+			for p := range planes {
+				for y := range rows {
+					want := data[i*cell+(p*bh+y)*brow:][:rowB]
+					got := rdata[off+(p*h+y)*rowB:][:rowB]
+					if !bytes.Equal(got, want) {
+						t.Fatalf("layout %d sample %d (%dx%d) plane %d row %d: the ragged bytes differ from the padded window", c, i, h, w, p, y)
+					}
+				}
+			}
+			off += 3 * h * w * elem
+		}
+		if off != len(rdata) {
+			t.Fatalf("layout %d: packed %d bytes, the samples are %d", c, len(rdata), off)
+		}
+		l := rt.ViewLayout()
+		other := bytes.Clone(first)
+		for j := 3 * sizes[0][0] * sizes[0][1] * elem; j < slot-sizeTrailer; j++ { // the slot's rest: not compared
+			other[j] ^= 0xff
+		}
+		if !l.SameSample(first, other) {
+			t.Errorf("layout %d: SameSample compares past the sample's own bytes", c)
+		}
+		other[0] ^= 1
+		if l.SameSample(first, other) || tr.ViewLayout().SameSample(first, bytes.Clone(first)) != true {
+			t.Errorf("layout %d: SameSample of a changed pixel (or of a padded layout)", c)
+		}
+		other[0] ^= 1
+		binary.LittleEndian.PutUint32(other[slot-sizeTrailer:], uint32(sizes[0][0]-1))
+		if l.SameSample(first, other) {
+			t.Errorf("layout %d: SameSample of another size", c)
+		}
+	}
+}

@@ -93,3 +93,62 @@ func TestSizesAnyTopology(t *testing.T) {
 		}
 	}
 }
+
+// TestRaggedAnyTopology: the same job asking for ragged batches
+// (JobSpec.ragged) says so in JobInfo, and each batch carries each sample's
+// own bytes back to back (BatchHeader.ragged, data_bytes their sum): each
+// the padded batch's window of it, sizes the same; alone and leased to 3
+// peers with every slot verified (a ragged slot's bytes past its sample
+// are not compared), no peer quarantined.
+func TestRaggedAnyTopology(t *testing.T) {
+	ann, _ := photosCOCO(t)
+	cfg := func() Config {
+		return Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1}
+	}
+	shortest := &pb.Op{Op: &pb.Op_RandomShortestSize{RandomShortestSize: &pb.RandomShortestSize{MinSize: []uint32{20, 28, 36}, MaxSize: proto.Uint32(40)}}}
+	job := smallJob("det", 5)
+	job.Job.Targets = true
+	job.Job.Transform.Ops = []*pb.Op{shortest, flipOp(nil)}
+	padded := topology(t, cfg, 0).collect(t, job)
+	job.Job.Ragged = true
+	var alone epoch
+	for _, n := range []int{0, 3} {
+		e := topology(t, cfg, n)
+		ep := e.collect(t, job)
+		if !ep.info.GetRagged() || !ep.info.GetSizesVary() {
+			t.Fatalf("%d peers: JobInfo ragged %v sizes_vary %v; want both", n, ep.info.GetRagged(), ep.info.GetSizesVary())
+		}
+		if len(ep.batches) != len(padded.batches) {
+			t.Fatalf("%d peers: %d batches, padded %d", n, len(ep.batches), len(padded.batches))
+		}
+		for k, b := range ep.batches {
+			h, p := b.hdr, padded.batches[k]
+			sz := h.GetSampleSizes()
+			if !h.GetRagged() || !slices.Equal(sz, p.hdr.GetSampleSizes()) || !slices.Equal(h.GetShape(), p.hdr.GetShape()) {
+				t.Fatalf("%d peers: batch %d: ragged %v sizes %v shape %v; padded sizes %v shape %v", n, k, h.GetRagged(), sz, h.GetShape(), p.hdr.GetSampleSizes(), p.hdr.GetShape())
+			}
+			bh, bw, off := int(p.hdr.GetShape()[2]), int(p.hdr.GetShape()[3]), 0
+			for i := range len(sz) / 2 {
+				sh, sw := int(sz[2*i]), int(sz[2*i+1])
+				for c := range 3 {
+					for y := range sh {
+						got := b.data[off+(c*sh+y)*sw:][:sw]
+						want := p.data[((i*3+c)*bh+y)*bw:][:sw]
+						if !slices.Equal(got, want) {
+							t.Fatalf("%d peers: batch %d sample %d (%dx%d) plane %d row %d: not the padded batch's", n, k, i, sh, sw, c, y)
+						}
+					}
+				}
+				off += 3 * sh * sw
+			}
+			if off != len(b.data) || uint64(off) != h.GetDataBytes() {
+				t.Fatalf("%d peers: batch %d: %d bytes (data_bytes %d), the samples' %d", n, k, len(b.data), h.GetDataBytes(), off)
+			}
+		}
+		if n == 0 {
+			alone = ep
+			continue
+		}
+		sameAsAlone(t, e, n, ep, alone)
+	}
+}

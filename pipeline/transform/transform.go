@@ -74,6 +74,8 @@ type Transform struct {
 	seg      *segGeom
 	segFlipP float64
 	vary     bool
+	// ragged: samples made compact in their slots (WithRagged, ragged.go).
+	ragged bool
 	// bound is the job's bound on a sample's size (height, width; 0: none),
 	// which lets a geometry that keeps the image's own size, or a part of
 	// it, make per-sample sizes (own: the image whole, no geometry op;

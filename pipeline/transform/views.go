@@ -154,6 +154,10 @@ func (t sampler) ViewBytes() int {
 // samples back to back. The zero ViewLayout has no views.
 type ViewLayout struct {
 	prefix []int // prefix[v]: the bytes of views 0..v-1 of one sample
+	// ragged: a ragged transform's one view, elem bytes a value
+	// (WithRagged): SameSample compares the compact bytes alone.
+	ragged bool
+	elem   int
 }
 
 // OneView is the layout of one view of size bytes.

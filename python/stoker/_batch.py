@@ -101,8 +101,10 @@ class Batch(tuple):
       padded to the batch's largest height and width, each sample at the
       top left and zeros on its right and bottom (DETR's
       ``nested_tensor_from_tensor_list``), or, with
-      ``Loader(image_list=True)``, a list of each sample's window of it
-      (``images[i, :, :h, :w]``, a view); ``None`` otherwise;
+      ``Loader(image_list=True)`` (and for the vision-language
+      transforms), a list of each sample's own ``[3, h, w]``: the server
+      sends them back to back, unpadded (a ragged batch), and each is a
+      view of the batch's buffer; ``None`` otherwise;
     - ``mask``: with ``sizes``, bool ``[B, H, W]``, True on the padding
       (DETR's ``NestedTensor`` mask), made when first read; ``None``
       otherwise;
@@ -139,6 +141,7 @@ class Batch(tuple):
         self.targets: Optional[List[Dict[str, Any]]] = None
         self.sizes: Any = None
         self._padded: Any = None
+        self._flat: Any = None  # a ragged batch's buffer (its images are views of it)
         self._layout = "NCHW"
         self._mask: Any = None
         self._vision: Any = None
@@ -156,9 +159,18 @@ class Batch(tuple):
         if self._vision is None:
             raise ValueError("vision_inputs needs a batch of a vision-language transform "
                              "(stoker.transforms.from_hf(processor), or transform=\"qwen2-vl\" or \"qwen3-vl\")")
-        images = self._padded if self._padded is not None else self.images
         if self.sizes is None:
             raise ValueError("vision_inputs needs the samples' sizes: the transform is not a SmartResize")
+        if self._flat is not None:  # ragged: the buffer crosses once, the images are views of it there
+            flat = self._flat if device is None else self._flat.to(device, non_blocking=True)
+            images, off = [], 0
+            for h, w in self.sizes.tolist():
+                n = 3 * h * w
+                x = flat[off:off + n]
+                images.append(x.view(3, h, w) if self._layout == "NCHW" else x.view(h, w, 3).permute(2, 0, 1))
+                off += n
+            return vision_inputs(images, self.sizes, self._vision, "NCHW", None)
+        images = self._padded if self._padded is not None else self.images
         return vision_inputs(images, self.sizes, self._vision, self._layout, device)
 
     @property

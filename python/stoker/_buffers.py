@@ -170,10 +170,14 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
         for name, im in zip(names, images):
             if name:
                 views.setdefault(name, []).append(im)
+    elif h.ragged:
+        images = None  # each sample's own, below
     else:
         images = view(b.buf, h.shape)
     sizes = sample_sizes(h, images, torch) if len(h.sample_sizes) else None
-    if sizes is not None and image_list:
+    if h.ragged:
+        images = ragged_images(h, b.buf, sizes, elem, view)
+    elif sizes is not None and image_list:
         nchw = _chw(h)
         images = [images[i, :, :hh, :ww] if nchw else images[i, :hh, :ww, :]
                   for i, (hh, ww) in enumerate(sizes.tolist())]
@@ -193,7 +197,24 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
         out.labels, out.targets = labels, second
     if sizes is not None:
         out.sizes, out._layout = sizes, "NCHW" if _chw(h) else "NHWC"
-        out._padded = view(b.buf, h.shape)
+        if h.ragged:
+            out._flat = b.buf
+        else:
+            out._padded = view(b.buf, h.shape)
+    return out
+
+
+def ragged_images(h: Any, buf: Any, sizes: Any, elem: int, view: Any) -> List[Any]:
+    """A ragged batch's images (BatchHeader.ragged): each sample's own
+    ``[3, h, w]`` (or ``[h, w, 3]``) view of the buffer, back to back in
+    batch order; their bytes must add up to the buffer's."""
+    chw, out, off = _chw(h), [], 0
+    for hh, ww in sizes.tolist():
+        n = 3 * hh * ww * elem
+        out.append(view(buf[off:off + n], (3, hh, ww) if chw else (hh, ww, 3)))
+        off += n
+    if off != buf.shape[0]:
+        raise StokerError("INTERNAL", f"batch {h.number}: ragged samples of {off} bytes in a batch of {buf.shape[0]}")
     return out
 
 

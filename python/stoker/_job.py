@@ -82,6 +82,9 @@ class Job:
     # A COCO dataset's target labels: "category_id" (the file's ids, as
     # torchvision's wrapper gives them) or "contiguous" (their ranks).
     labels: str = "category_id"
+    # Samples of their own sizes sent back to back, unpadded (image_list,
+    # the vision-language transforms); no pixel changes.
+    ragged: bool = False
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -115,6 +118,7 @@ class Job:
             mask_ratio=self.mask_ratio,
             batch_tokens=self.batch_tokens,
             contiguous_labels=self.labels == "contiguous",
+            ragged=self.ragged,
         )
         if self.mask_overlap is not None:
             spec.mask_overlap = self.mask_overlap

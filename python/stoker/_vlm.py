@@ -176,7 +176,8 @@ def _mean_std(v: QwenVision, device: Any) -> Tuple[Any, Any]:
 def vision_inputs(images: Any, sizes: Any, v: QwenVision, layout: str = "NCHW",
                   device: Optional[Any] = None) -> Dict[str, "torch.Tensor"]:
     """The processor's ``pixel_values`` and ``image_grid_thw`` of a padded
-    uint8 batch (``images`` ``[N, 3, H, W]``, or NHWC) whose samples are
+    uint8 batch (``images`` ``[N, 3, H, W]``, or NHWC; or a ragged batch's
+    list of each image's ``[3, h, w]``, on its device) whose samples are
     ``sizes`` (int64 ``[N, 2]``, height and width), on ``device``: per
     image, float32, then (x - mean) / std (rescale fused in, as the
     processor's torchvision back-end does it) or x * rescale_factor, its
@@ -184,21 +185,29 @@ def vision_inputs(images: Any, sizes: Any, v: QwenVision, layout: str = "NCHW",
     C x T x P x P with the image repeated over the T temporal frames."""
     import torch
 
-    if images.dtype != torch.uint8:
-        raise ValueError(f"vision_inputs wants the uint8 images a SmartResize makes, got {images.dtype} "
+    if isinstance(images, (list, tuple)):  # a ragged batch's: each [3, h, w], on its device already
+        dtype = images[0].dtype if images else torch.uint8
+        dev = images[0].device if images else torch.device("cpu")
+        crops = list(images)
+    else:
+        dtype = images.dtype
+        if device is not None:
+            images = images.to(device, non_blocking=True)
+        if layout == "NHWC":
+            images = images.permute(0, 3, 1, 2)
+        dev = images.device
+        crops = [images[i, :, :h, :w] for i, (h, w) in enumerate(sizes.tolist())]
+    if dtype != torch.uint8:
+        raise ValueError(f"vision_inputs wants the uint8 images a SmartResize makes, got {dtype} "
                          "(a Normalize in the transform: leave it out, vision_inputs normalizes)")
-    if device is not None:
-        images = images.to(device, non_blocking=True)
-    if layout == "NHWC":
-        images = images.permute(0, 3, 1, 2)
     p, m, t = v.patch_size, v.merge_size, v.temporal_patch_size
-    mean, std = _mean_std(v, images.device) if v.do_normalize else (None, None)
+    mean, std = _mean_std(v, dev) if v.do_normalize else (None, None)
     out, grids = [], []
     for i, (h, w) in enumerate(sizes.tolist()):
         if h % v.factor or w % v.factor:
             raise ValueError(f"sample {i} is {h}x{w} (height x width): not multiples of {v.factor}; "
                              "was the transform a SmartResize of the same patch and merge sizes?")
-        x = images[i, :, :h, :w]
+        x = crops[i]
         if v.do_normalize:
             x = x.to(torch.float32).sub_(mean).div_(std)
         else:
@@ -209,7 +218,7 @@ def vision_inputs(images: Any, sizes: Any, v: QwenVision, layout: str = "NCHW",
         out.append(x)
         grids.append([1, gh, gw])
     if not out:
-        return {"pixel_values": torch.empty(0, 3 * t * p * p, device=images.device),
-                "image_grid_thw": torch.empty(0, 3, dtype=torch.long, device=images.device)}
+        return {"pixel_values": torch.empty(0, 3 * t * p * p, device=dev),
+                "image_grid_thw": torch.empty(0, 3, dtype=torch.long, device=dev)}
     pixel_values = out[0] if len(out) == 1 else torch.cat(out, dim=0)
-    return {"pixel_values": pixel_values, "image_grid_thw": torch.tensor(grids, dtype=torch.long, device=images.device)}
+    return {"pixel_values": pixel_values, "image_grid_thw": torch.tensor(grids, dtype=torch.long, device=dev)}

@@ -403,8 +403,10 @@ class Loader:
         image_list: of a transform whose samples have their own sizes (a
             ``RandomShortestSize`` with a ``max_size`` and no crop after
             it; ``transform="frcnn"``), yield the images as a list of each
-            sample's ``[3, h, w]`` view of the padded batch (no copy), as
-            torchvision's detection models take them. Without it they are
+            sample's ``[3, h, w]``, as torchvision's detection models take
+            them: the server sends each sample's own bytes back to back
+            (a ragged batch: no padding made, sent or copied), each image
+            a view of the batch's buffer. Without it they are
             the padded batch, ``Batch.sizes`` and ``Batch.mask`` saying
             each sample's size (DETR's NestedTensor).
         cpu_weight: the job's weight in the server's share of its cores,
@@ -754,7 +756,7 @@ class Loader:
                    targets=self.targets, stop_epoch=self.stop_epoch, stop_ops=self.stop_ops,
                    target_fields=self.target_fields, max_targets_bytes=self.max_targets_bytes,
                    mask_ratio=self.mask_ratio or 0, mask_overlap=self.mask_overlap, batch_tokens=self.batch_tokens or 0,
-                   labels=self.labels)
+                   labels=self.labels, ragged=self.image_list or self._vision is not None)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for

@@ -82,19 +82,34 @@ def test_sizes_are_torchvisions(server: str, det: Path, name: str, transport: st
 
 
 def test_image_list_views(server: str) -> None:  # noqa: F811
-    """image_list=True: each sample's window of the padded batch, a view
-    (no copy), as torchvision's detection models take a list."""
-    with stoker.Loader(server, "coco", batch_size=4, transform=T.Compose(TRANSFORMS["shortest"]), targets=True,
-                       image_list=True, pin_memory=False, timeout=60, seed=3) as ld:
-        for b in ld:
+    """image_list=True: a ragged batch, each sample's own [3, h, w] sent
+    back to back without padding, a view of the batch's buffer (no copy),
+    as torchvision's detection models take a list; the same pixels and
+    targets as the padded batch's windows."""
+    for layout in ("NCHW", "NHWC"):
+        kw = dict(batch_size=4, transform=T.Compose(TRANSFORMS["shortest"]), targets=True, pin_memory=False,
+                  timeout=60, seed=3, layout=layout)
+        with stoker.Loader(server, "coco", **kw) as ld:
+            padded = [(b._padded.clone(), b.sizes.clone(), b.targets) for b in ld]
+        with stoker.Loader(server, "coco", image_list=True, **kw) as ld:
+            got = list(ld)
+        assert len(got) == len(padded)
+        for b, (pb, sizes, tg) in zip(got, padded):
             images, targets = b
             assert isinstance(images, list) and len(images) == len(targets) == b.sizes.shape[0]
-            padded = b._padded
+            assert torch.equal(b.sizes, sizes) and b._padded is None
+            flat = b._flat
+            assert flat.numel() == int((3 * sizes[:, 0] * sizes[:, 1]).sum())  # nothing padded
             for i, im in enumerate(images):
                 h, w = b.sizes[i].tolist()
-                assert tuple(im.shape) == (3, h, w) == (3, *targets[i]["boxes"].canvas_size)
-                assert im.untyped_storage().data_ptr() == padded.untyped_storage().data_ptr()
-                assert torch.equal(im, padded[i, :, :h, :w])
+                assert im.untyped_storage().data_ptr() == flat.untyped_storage().data_ptr()
+                if layout == "NCHW":
+                    assert tuple(im.shape) == (3, h, w) == (3, *targets[i]["boxes"].canvas_size)
+                    assert torch.equal(im, pb[i, :, :h, :w])
+                else:
+                    assert tuple(im.shape) == (h, w, 3)
+                    assert torch.equal(im, pb[i, :h, :w, :])
+                assert torch.equal(targets[i]["boxes"], tg[i]["boxes"])
 
 
 def test_sizes_without_targets(server: str) -> None:  # noqa: F811

@@ -620,8 +620,14 @@ type JobSpec struct {
 	// classes). Other datasets' labels are their own (a YOLO set's class
 	// index, a shard's category_id) either way.
 	ContiguousLabels bool `protobuf:"varint,157,opt,name=contiguous_labels,json=contiguousLabels,proto3" json:"contiguous_labels,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// A transform whose samples have their own sizes (JobInfo.sizes_vary):
+	// each batch's pixels are each sample's own bytes back to back, not
+	// padded to the batch's largest (BatchHeader.ragged); the client asks
+	// for it with Loader(image_list=True), and for the vision-language
+	// presets. No effect on a transform of one size (JobInfo.ragged false).
+	Ragged        bool `protobuf:"varint,158,opt,name=ragged,proto3" json:"ragged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -867,6 +873,13 @@ func (x *JobSpec) GetMaskOverlap() bool {
 func (x *JobSpec) GetContiguousLabels() bool {
 	if x != nil {
 		return x.ContiguousLabels
+	}
+	return false
+}
+
+func (x *JobSpec) GetRagged() bool {
+	if x != nil {
+		return x.Ragged
 	}
 	return false
 }
@@ -6013,7 +6026,10 @@ type JobInfo struct {
 	// RandomShortestSize with a max_size and no crop after it):
 	// sample_shape is then the bound, the largest a sample may be, and
 	// each batch is padded to its largest sample (BatchHeader.sample_sizes).
-	SizesVary     bool `protobuf:"varint,60,opt,name=sizes_vary,json=sizesVary,proto3" json:"sizes_vary,omitempty"`
+	SizesVary bool `protobuf:"varint,60,opt,name=sizes_vary,json=sizesVary,proto3" json:"sizes_vary,omitempty"`
+	// JobSpec.ragged, taken: the job's samples have their own sizes and
+	// each batch carries them back to back (BatchHeader.ragged).
+	Ragged        bool `protobuf:"varint,61,opt,name=ragged,proto3" json:"ragged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6132,6 +6148,13 @@ func (x *JobInfo) GetSizesVary() bool {
 	return false
 }
 
+func (x *JobInfo) GetRagged() bool {
+	if x != nil {
+		return x.Ragged
+	}
+	return false
+}
+
 // ViewInfo is one view of a job's samples.
 type ViewInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -6226,6 +6249,11 @@ type BatchHeader struct {
 	// height and width among them, each sample at the top left, the rest
 	// zeros (DETR's nested_tensor_from_tensor_list).
 	SampleSizes []uint32 `protobuf:"varint,60,rep,packed,name=sample_sizes,json=sampleSizes,proto3" json:"sample_sizes,omitempty"`
+	// JobInfo.ragged: the pixels are each sample's own [3, h, w] (or
+	// [h, w, 3]) back to back in batch order, sample_sizes saying each h
+	// and w, with no padding (data_bytes their sum); shape is then the
+	// batch's largest height and width, as a padded batch's would be.
+	Ragged bool `protobuf:"varint,61,opt,name=ragged,proto3" json:"ragged,omitempty"`
 	// JobSpec.targets: every sample's targets, as ragged arrays (they are
 	// not among fields).
 	Targets       *BatchTargets `protobuf:"bytes,70,opt,name=targets,proto3" json:"targets,omitempty"`
@@ -6359,6 +6387,13 @@ func (x *BatchHeader) GetSampleSizes() []uint32 {
 		return x.SampleSizes
 	}
 	return nil
+}
+
+func (x *BatchHeader) GetRagged() bool {
+	if x != nil {
+		return x.Ragged
+	}
+	return false
 }
 
 func (x *BatchHeader) GetTargets() *BatchTargets {
@@ -8998,7 +9033,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xfe\b\n" +
+	"\x03msg\"\x97\t\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -9038,7 +9073,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"mask_ratio\x18\x9b\x01 \x01(\rR\tmaskRatio\x12'\n" +
 	"\fmask_overlap\x18\x9c\x01 \x01(\bH\x00R\vmaskOverlap\x88\x01\x01\x12,\n" +
-	"\x11contiguous_labels\x18\x9d\x01 \x01(\bR\x10contiguousLabelsB\x0f\n" +
+	"\x11contiguous_labels\x18\x9d\x01 \x01(\bR\x10contiguousLabels\x12\x17\n" +
+	"\x06ragged\x18\x9e\x01 \x01(\bR\x06raggedB\x0f\n" +
 	"\r_mask_overlap\";\n" +
 	"\aMixPart\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x16\n" +
@@ -9442,7 +9478,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05chunk\x18\x03 \x01(\v2\x10.stoker.v1.ChunkH\x00R\x05chunk\x12'\n" +
 	"\x03end\x18\x04 \x01(\v2\x13.stoker.v1.EpochEndH\x00R\x03end\x12'\n" +
 	"\x03shm\x18\x05 \x01(\v2\x13.stoker.v1.ShmOfferH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\x9a\x03\n" +
+	"\x03msg\"\xb2\x03\n" +
 	"\aJobInfo\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\abatches\x18\x02 \x01(\x04R\abatches\x12\x18\n" +
@@ -9456,10 +9492,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05views\x18( \x03(\v2\x13.stoker.v1.ViewInfoR\x05views\x12)\n" +
 	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\x12\x1d\n" +
 	"\n" +
-	"sizes_vary\x18< \x01(\bR\tsizesVary\"A\n" +
+	"sizes_vary\x18< \x01(\bR\tsizesVary\x12\x16\n" +
+	"\x06ragged\x18= \x01(\bR\x06ragged\"A\n" +
 	"\bViewInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
-	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\x8d\x04\n" +
+	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\xa5\x04\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x14\n" +
@@ -9475,7 +9512,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\x12&\n" +
 	"\x05views\x18( \x03(\v2\x10.stoker.v1.ShapeR\x05views\x12.\n" +
 	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fields\x12!\n" +
-	"\fsample_sizes\x18< \x03(\rR\vsampleSizes\x121\n" +
+	"\fsample_sizes\x18< \x03(\rR\vsampleSizes\x12\x16\n" +
+	"\x06ragged\x18= \x01(\bR\x06ragged\x121\n" +
 	"\atargets\x18F \x01(\v2\x17.stoker.v1.BatchTargetsR\atargetsB\a\n" +
 	"\x05_slot\"\xbf\x05\n" +
 	"\fBatchTargets\x12\x18\n" +

@@ -74,7 +74,7 @@ class FeedRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., shm: _Optional[_Union[ShmAccept, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats", "fields", "max_field_bytes", "mix", "mix_samples", "cpu_weight", "batch_tokens", "decode", "targets", "stop_epoch", "stop_ops", "target_fields", "max_targets_bytes", "mask_ratio", "mask_overlap", "contiguous_labels")
+    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats", "fields", "max_field_bytes", "mix", "mix_samples", "cpu_weight", "batch_tokens", "decode", "targets", "stop_epoch", "stop_ops", "target_fields", "max_targets_bytes", "mask_ratio", "mask_overlap", "contiguous_labels", "ragged")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     TRANSFORM_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +106,7 @@ class JobSpec(_message.Message):
     MASK_RATIO_FIELD_NUMBER: _ClassVar[int]
     MASK_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     CONTIGUOUS_LABELS_FIELD_NUMBER: _ClassVar[int]
+    RAGGED_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     fingerprint: str
     transform: TransformSpec
@@ -137,7 +138,8 @@ class JobSpec(_message.Message):
     mask_ratio: int
     mask_overlap: bool
     contiguous_labels: bool
-    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ..., fields: _Optional[_Iterable[str]] = ..., max_field_bytes: _Optional[int] = ..., mix: _Optional[_Iterable[_Union[MixPart, _Mapping]]] = ..., mix_samples: _Optional[int] = ..., cpu_weight: _Optional[float] = ..., batch_tokens: _Optional[int] = ..., decode: _Optional[_Union[Decode, str]] = ..., targets: _Optional[bool] = ..., stop_epoch: _Optional[int] = ..., stop_ops: _Optional[_Iterable[str]] = ..., target_fields: _Optional[_Iterable[str]] = ..., max_targets_bytes: _Optional[int] = ..., mask_ratio: _Optional[int] = ..., mask_overlap: _Optional[bool] = ..., contiguous_labels: _Optional[bool] = ...) -> None: ...
+    ragged: bool
+    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ..., fields: _Optional[_Iterable[str]] = ..., max_field_bytes: _Optional[int] = ..., mix: _Optional[_Iterable[_Union[MixPart, _Mapping]]] = ..., mix_samples: _Optional[int] = ..., cpu_weight: _Optional[float] = ..., batch_tokens: _Optional[int] = ..., decode: _Optional[_Union[Decode, str]] = ..., targets: _Optional[bool] = ..., stop_epoch: _Optional[int] = ..., stop_ops: _Optional[_Iterable[str]] = ..., target_fields: _Optional[_Iterable[str]] = ..., max_targets_bytes: _Optional[int] = ..., mask_ratio: _Optional[int] = ..., mask_overlap: _Optional[bool] = ..., contiguous_labels: _Optional[bool] = ..., ragged: _Optional[bool] = ...) -> None: ...
 
 class MixPart(_message.Message):
     __slots__ = ("dataset", "weight")
@@ -902,7 +904,7 @@ class FeedResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[JobInfo, _Mapping]] = ..., batch: _Optional[_Union[BatchHeader, _Mapping]] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., end: _Optional[_Union[EpochEnd, _Mapping]] = ..., shm: _Optional[_Union[ShmOffer, _Mapping]] = ...) -> None: ...
 
 class JobInfo(_message.Message):
-    __slots__ = ("epoch", "batches", "samples", "dataset_size", "fingerprint", "classes", "sample_shape", "dtype", "max_chunk_bytes", "views", "decode", "sizes_vary")
+    __slots__ = ("epoch", "batches", "samples", "dataset_size", "fingerprint", "classes", "sample_shape", "dtype", "max_chunk_bytes", "views", "decode", "sizes_vary", "ragged")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     SAMPLES_FIELD_NUMBER: _ClassVar[int]
@@ -915,6 +917,7 @@ class JobInfo(_message.Message):
     VIEWS_FIELD_NUMBER: _ClassVar[int]
     DECODE_FIELD_NUMBER: _ClassVar[int]
     SIZES_VARY_FIELD_NUMBER: _ClassVar[int]
+    RAGGED_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     batches: int
     samples: int
@@ -927,7 +930,8 @@ class JobInfo(_message.Message):
     views: _containers.RepeatedCompositeFieldContainer[ViewInfo]
     decode: Decode
     sizes_vary: bool
-    def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., dataset_size: _Optional[int] = ..., fingerprint: _Optional[str] = ..., classes: _Optional[_Iterable[str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., max_chunk_bytes: _Optional[int] = ..., views: _Optional[_Iterable[_Union[ViewInfo, _Mapping]]] = ..., decode: _Optional[_Union[Decode, str]] = ..., sizes_vary: _Optional[bool] = ...) -> None: ...
+    ragged: bool
+    def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., dataset_size: _Optional[int] = ..., fingerprint: _Optional[str] = ..., classes: _Optional[_Iterable[str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., max_chunk_bytes: _Optional[int] = ..., views: _Optional[_Iterable[_Union[ViewInfo, _Mapping]]] = ..., decode: _Optional[_Union[Decode, str]] = ..., sizes_vary: _Optional[bool] = ..., ragged: _Optional[bool] = ...) -> None: ...
 
 class ViewInfo(_message.Message):
     __slots__ = ("name", "sample_shape")
@@ -938,7 +942,7 @@ class ViewInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., sample_shape: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class BatchHeader(_message.Message):
-    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot", "traces", "decode", "views", "fields", "sample_sizes", "targets")
+    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot", "traces", "decode", "views", "fields", "sample_sizes", "ragged", "targets")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -953,6 +957,7 @@ class BatchHeader(_message.Message):
     VIEWS_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_SIZES_FIELD_NUMBER: _ClassVar[int]
+    RAGGED_FIELD_NUMBER: _ClassVar[int]
     TARGETS_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     number: int
@@ -968,8 +973,9 @@ class BatchHeader(_message.Message):
     views: _containers.RepeatedCompositeFieldContainer[Shape]
     fields: _containers.RepeatedCompositeFieldContainer[FieldValues]
     sample_sizes: _containers.RepeatedScalarFieldContainer[int]
+    ragged: bool
     targets: BatchTargets
-    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., decode: _Optional[_Union[Decode, str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ..., fields: _Optional[_Iterable[_Union[FieldValues, _Mapping]]] = ..., sample_sizes: _Optional[_Iterable[int]] = ..., targets: _Optional[_Union[BatchTargets, _Mapping]] = ...) -> None: ...
+    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., decode: _Optional[_Union[Decode, str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ..., fields: _Optional[_Iterable[_Union[FieldValues, _Mapping]]] = ..., sample_sizes: _Optional[_Iterable[int]] = ..., ragged: _Optional[bool] = ..., targets: _Optional[_Union[BatchTargets, _Mapping]] = ...) -> None: ...
 
 class BatchTargets(_message.Message):
     __slots__ = ("offsets", "canvas", "image_ids", "keypoints_per_instance", "box_format", "boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "masks", "mask_offsets", "mask_runs", "in_slot", "overlap_mask", "overlap_masks", "mask_fill_offsets", "mask_fills", "mask_ratio", "mask_overlap")

@@ -219,6 +219,9 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 		return nil, err
 	}
 	j.t = j.t.WithDecode(DecodeMode(spec.GetDecode()))
+	if spec.GetRagged() {
+		j.t = j.t.WithRagged() // of one size or several views: as it was (JobInfo.ragged false)
+	}
 	j.cost = j.t.Cost()
 	if err := checkCost(j.cost, env.MaxSampleCPU); err != nil {
 		return nil, err
@@ -460,6 +463,7 @@ func (j *Job) Info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
 		MaxChunkBytes: MaxChunkBytes,
 		Decode:        j.spec.GetDecode(),
 		SizesVary:     j.t.Varies(),
+		Ragged:        j.t.Ragged(),
 	}
 }
 
@@ -505,9 +509,25 @@ func (j *Job) Header(epoch uint64, k int, b *pipeline.Batch) (*stokerv1.BatchHea
 // stream sends, not a peer's batch (whose slots the coordinator checks
 // and places).
 func (j *Job) PackSizes(b *pipeline.Batch, h *stokerv1.BatchHeader) {
-	if j.t.Varies() {
+	switch {
+	case j.t.Ragged():
+		packRagged(j.t, b, h)
+	case j.t.Varies():
 		packSizes(j.t, b, h)
 	}
+}
+
+// packRagged packs a ragged batch (each sample compact in its slot, its
+// size after it) back to back, in place, and says so in h: ragged, its
+// shape's height and width the largest sample's, data_bytes and
+// sample_sizes. Packed once, as packSizes.
+func packRagged(t *pipeline.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader) {
+	if len(b.Data) != b.N*t.SampleBytes() {
+		return
+	}
+	bh, bw, sizes, data := t.PackRagged(b.Data, b.N)
+	h.Ragged = true
+	packed(t, b, h, bh, bw, sizes, data)
 }
 
 // packSizes packs a batch of per-sample sizes (each sample in its slot,
@@ -520,6 +540,12 @@ func packSizes(t *pipeline.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader
 		return
 	}
 	bh, bw, sizes, data := t.PackSizes(b.Data, b.N)
+	packed(t, b, h, bh, bw, sizes, data)
+}
+
+// packed says in h what a batch of per-sample sizes was packed to: data,
+// the samples' sizes, the largest height and width in its shape.
+func packed(t *pipeline.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader, bh, bw int, sizes [][2]int, data []byte) {
 	b.Data = data
 	h.DataBytes = uint64(len(data))
 	h.SampleSizes = make([]uint32, 0, 2*b.N)

@@ -291,7 +291,7 @@ func (v *Verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 		}
 	}
 	for _, s := range slots {
-		if !bytes.Equal(s.pix, made[src[s.slot]]) {
+		if !layout.SameSample(s.pix, made[src[s.slot]]) {
 			return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its pixels differ from the ones made here", errMismatch, l.Number, l.Epoch, s.slot, b.Indices[s.slot])
 		}
 		if nf := j.Fields().Len(); nf > 0 {
