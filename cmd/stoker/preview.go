@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"image/png"
 	"math"
 	"os"
+	"strings"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
@@ -29,6 +31,8 @@ func runPreview(args []string) error {
 	epoch := fs.Uint64("epoch", 0, "epoch of the per-sample RNG")
 	n := fs.Int("n", 16, "number of samples")
 	out := fs.String("o", "preview.png", "output PNG")
+	ann := fs.String("annotations", "", "a COCO annotations file or a YOLO data.yaml for --data's images (as serve's --annotations): each sample's boxes, masks and keypoints drawn on it")
+	masks := fs.Bool("masks", true, "with --annotations: draw the instances' masks (COCO segmentations, YOLO polygons)")
 	fs.Usage = helptext.Usage(fs, "")
 	fs.Parse(args)
 	if *data == "" {
@@ -37,14 +41,32 @@ func runPreview(args []string) error {
 	if *n < 1 {
 		return fmt.Errorf("preview: -n %d: want at least 1 sample", *n)
 	}
-	ds, err := pipeline.OpenSource(cmdContext(), *data)
+	var ds pipeline.Dataset
+	var err error
+	if *ann != "" {
+		ds, err = pipeline.OpenAnnotatedSource(cmdContext(), *data, *ann)
+	} else {
+		ds, err = pipeline.OpenSource(cmdContext(), *data)
+	}
 	if err != nil {
+		if *ann == "" {
+			err = fmt.Errorf("%w (a COCO or YOLO dataset: give --data its images' directory and --annotations its instances JSON or data.yaml)", err)
+		}
 		return err
 	}
 	defer ds.Close()
 	t, err := pipeline.ParseTransform(*transform, pipeline.HWC)
 	if err != nil {
 		return err
+	}
+	var fset *pipeline.FieldSet
+	if *ann != "" {
+		if fset, err = pipeline.NewFieldSet(ds, []string{pipeline.FieldTargets}, 64<<20, "preview"); err != nil {
+			return err
+		}
+		if *masks {
+			fset.SetMasks(64 << 20)
+		}
 	}
 	*n = min(*n, ds.Len())
 	// Spread the samples over the dataset so several classes show.
@@ -55,8 +77,21 @@ func runPreview(args []string) error {
 	ex := pipeline.NewExecutor(4)
 	defer ex.Close()
 	var b pipeline.Batch
+	b.FieldSet = fset
 	if err := ex.Fill(cmdContext(), ds, t, *seed, *epoch, idx, pipeline.PadFromBatch, &b); err != nil {
 		return err
+	}
+	if fset != nil && *masks && b.N == 0 && len(b.Errors) > 0 && strings.Contains(b.Errors[0].Reason, "masks") {
+		// The ops cannot move masks (the YOLO family's carry ultralytics'
+		// overlap mask instead): the boxes and keypoints alone.
+		fmt.Fprintf(os.Stderr, "preview: drawing without masks: %s\n", b.Errors[0].Reason)
+		if fset, err = pipeline.NewFieldSet(ds, []string{pipeline.FieldTargets}, 64<<20, "preview"); err != nil {
+			return err
+		}
+		b = pipeline.Batch{FieldSet: fset}
+		if err := ex.Fill(cmdContext(), ds, t, *seed, *epoch, idx, pipeline.PadFromBatch, &b); err != nil {
+			return err
+		}
 	}
 	for _, e := range b.Errors {
 		fmt.Fprintf(os.Stderr, "preview: sample %d (%s): %s\n", e.Index, e.Name, e.Reason)
@@ -83,17 +118,30 @@ func runPreview(args []string) error {
 		for v := range t.Views() {
 			vh, vw := t.View(v).Size()
 			px := b.Data[l.Offset(b.N, v, i):][:l.Bytes(v)]
-			for y := 0; y < vh; y++ {
-				for x := 0; x < vw; x++ {
-					o := 3 * (y*vw + x)
+			stride, sh, sw := vw, vh, vw
+			if t.View(v).Varies() { // its own size, at the top left of the bound (the slot's trailer)
+				tr := px[len(px)-8:]
+				sh, sw = min(int(binary.LittleEndian.Uint32(tr)), vh), min(int(binary.LittleEndian.Uint32(tr[4:])), vw)
+			}
+			for y := 0; y < sh; y++ {
+				for x := 0; x < sw; x++ {
+					o := 3 * (y*stride + x)
 					grid.SetRGBA(vx+x, y0+y, color.RGBA{px[o], px[o+1], px[o+2], 255})
 				}
 			}
 			vx += vw + 2
 		}
 		name := fmt.Sprint(b.Labels[i])
-		if int(b.Labels[i]) < len(classes) {
+		if b.Labels[i] >= 0 && int(b.Labels[i]) < len(classes) {
 			name = fmt.Sprintf("%d %s", b.Labels[i], classes[b.Labels[i]])
+		}
+		if fset != nil {
+			tg, err := parseTargets(b.SampleFields(i)[fset.TargetsAt()].Data)
+			if err != nil {
+				return err
+			}
+			drawTargets(grid, x0, y0, tg)
+			name = fmt.Sprintf("%s: %d objects", ds.Name(int(b.Indices[i])), len(tg.boxes))
 		}
 		d := font.Drawer{Dst: grid, Src: image.White, Face: basicfont.Face7x13,
 			Dot: fixed.P(x0+2, y0+h+label-4)}
