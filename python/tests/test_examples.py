@@ -220,3 +220,17 @@ def test_clip_train(server: str, run_example, tmp_path: Path) -> None:
         assert math.isfinite(s["loss"])
         for key, cap in zip(s["keys"], s["captions"]):
             assert bytes.fromhex(cap) == clip_caption(int(key.split("/")[1])), key
+
+
+def test_vlm_sft(server: str, run_example, tmp_path: Path) -> None:
+    """examples/vlm_sft.py: a small Qwen2-VL (from a config) fine-tuned a few
+    steps on real photos from stoker (ragged batches, vision_inputs): each
+    step's placeholders are the images' vision tokens, its patches merge_size**2
+    of each, its loss finite."""
+    out = run_example([str(EXAMPLES / "vlm_sft.py"), "--target", server, "--dataset", "eval", "--steps", "3",
+                       "--batch-size", "3", "--device", "cpu", "--report", "r.json"], tmp_path)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert len(report) == 3, out
+    for r in report:
+        assert math.isfinite(r["loss"]) and r["tokens"] > 0
+        assert r["image_tokens"] == r["tokens"] and r["patches"] == 4 * r["tokens"], r

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Supervised fine-tuning of a Qwen2-VL model, its images from stoker.
+
+    bin/stoker serve --listen 127.0.0.1:7070 --dataset photos=testdata/photos &
+    .venv/bin/python examples/vlm_sft.py --target 127.0.0.1:7070 --dataset photos --steps 5
+
+The server decodes and resizes each image to its own size (the processor's
+``smart_resize``, via ``stoker.transforms.from_hf``) and sends the batch
+ragged, the images back to back; ``batch.vision_inputs(device)`` makes the
+processor's ``pixel_values`` and ``image_grid_thw`` on the trainer's device.
+The model here is a small Qwen2-VL built from a config (random weights, no
+download), and the conversations are synthetic ("What is in the image?",
+answered with the image's class), tokenized by bytes: with a real checkpoint,
+load ``Qwen2VLForConditionalGeneration.from_pretrained`` and build the text
+with its processor's ``apply_chat_template`` and tokenizer; the image side
+stays as here. Each image's placeholder is ``grid_t * grid_h * grid_w /
+merge_size**2`` image tokens, as the processor expands ``<|image_pad|>``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Dict, List
+
+import torch
+from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessor
+
+import stoker
+
+# The tiny model's special tokens (a byte tokenizer: ids 0..255 are bytes).
+PAD, IMAGE, VIDEO, START, END, VOCAB = 256, 257, 258, 259, 260, 288
+
+
+def tiny_model(merge: int) -> Qwen2VLForConditionalGeneration:
+    cfg = Qwen2VLConfig(
+        text_config=dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
+                         rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]},
+                         bos_token_id=None, eos_token_id=None, pad_token_id=PAD),
+        vision_config=dict(depth=2, embed_dim=32, hidden_size=64, num_heads=4, mlp_ratio=2, patch_size=14,
+                           spatial_merge_size=merge, temporal_patch_size=2, in_channels=3),
+        image_token_id=IMAGE, video_token_id=VIDEO, vision_start_token_id=START, vision_end_token_id=END)
+    return Qwen2VLForConditionalGeneration(cfg)
+
+
+def conversation(tokens: int, answer: str) -> tuple:
+    """A sample's input ids and labels: the image's placeholder, the
+    question, the answer (the only tokens the loss counts)."""
+    prompt = [START] + [IMAGE] * tokens + [END] + list(b"What is in the image? ")
+    reply = list(answer.encode())
+    return prompt + reply, [-100] * len(prompt) + reply
+
+
+def collate(grid: torch.Tensor, merge: int, answers: List[str]) -> Dict[str, torch.Tensor]:
+    ids, labels = zip(*(conversation(int(t * h * w) // merge**2, a) for (t, h, w), a in zip(grid.tolist(), answers)))
+    n = max(map(len, ids))
+    input_ids = torch.full((len(ids), n), PAD)
+    lab = torch.full((len(ids), n), -100)
+    mask = torch.zeros((len(ids), n), dtype=torch.long)
+    for i, (x, y) in enumerate(zip(ids, labels)):
+        input_ids[i, : len(x)], lab[i, : len(y)], mask[i, : len(x)] = torch.tensor(x), torch.tensor(y), 1
+    return {"input_ids": input_ids, "labels": lab, "attention_mask": mask, "mm_token_type_ids": (input_ids == IMAGE).long()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target", default="127.0.0.1:7070")
+    ap.add_argument("--dataset", default="photos", help="an ImageFolder: each image's class is its answer")
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--max-pixels", type=int, default=28 * 28 * 64, help="the processor's max_pixels (a small model: few tokens)")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--report", help="write each step's loss and vision tokens here (JSON)")
+    a = ap.parse_args()
+
+    proc = Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=a.max_pixels)
+    merge = proc.merge_size
+    classes = next(d for d in stoker.list_datasets(a.target) if d.name == a.dataset).classes
+    torch.manual_seed(0)
+    model = tiny_model(merge).to(a.device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    report = []
+    with stoker.Loader(a.target, a.dataset, transform=stoker.transforms.from_hf(proc), batch_size=a.batch_size) as ld:
+        step = 0
+        while step < a.steps:
+            for batch in ld:
+                vis = batch.vision_inputs(device=a.device)  # pixel_values [sum of patches, 1176], image_grid_thw [N, 3]
+                text = collate(vis["image_grid_thw"].cpu(), merge, [classes[int(c)] for c in batch.labels])
+                text = {k: v.to(a.device) for k, v in text.items()}
+                out = model(**text, **vis)
+                out.loss.backward()
+                opt.step()
+                opt.zero_grad()
+                tokens = int(vis["image_grid_thw"].prod(1).sum()) // merge**2
+                print(f"step {step}: loss {out.loss.item():.4f}, {len(batch.labels)} images, {tokens} vision tokens, "
+                      f"{vis['pixel_values'].shape[0]} patches")
+                report.append({"loss": out.loss.item(), "tokens": tokens, "patches": int(vis["pixel_values"].shape[0]),
+                               "image_tokens": int((text["input_ids"] == IMAGE).sum())})
+                step += 1
+                if step == a.steps:
+                    break
+    assert all(math.isfinite(r["loss"]) for r in report)
+    if a.report:
+        with open(a.report, "w") as f:
+            json.dump(report, f)
+
+
+if __name__ == "__main__":
+    main()
