@@ -389,7 +389,7 @@ type Op struct {
 	MinSize, MinArea float64
 	// MinPixels, MaxPixels and Multiple: SmartResize's pixel budget and
 	// the multiple of its sides (transformers' min_pixels, max_pixels and
-	// factor).
+	// factor); NaFlexResize's max_num_patches and patch_size.
 	MinPixels, MaxPixels, Multiple int
 	Sizes                          []int // RandomShortestSize's min_size; RandomResize's min_size, max_size
 	MaxSize                        int   // RandomShortestSize's max_size (0: None)

@@ -411,7 +411,7 @@ func DataBound(ops []optab.Op, w, h int) [2]int {
 // checkBound fails a sample whose own size (a transform under the job's
 // bound) is past the bound.
 func (t *Transform) checkBound(p *SamplePlan) error {
-	smart := t.resize != nil && t.resize.Kind == OpSmartResize // its own bound, or the job's (op_smart.go)
+	smart := t.resize != nil && selfSized(t.resize) // its own bound, or the job's (op_smart.go, op_naflex.go)
 	if !smart && (t.bound == [2]int{} || !t.varyGeom || (!t.own && (t.iou == nil || t.resize != nil))) {
 		return nil
 	}

@@ -193,9 +193,9 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 		}
 	case t.resize != nil:
 		p.RW, p.RH = ResizedSize(srcW, srcH, t.resize.Size)
-		if t.resize.Kind == OpSmartResize { // op_smart.go
+		if selfSized(t.resize) { // op_smart.go, op_naflex.go
 			var err error
-			if p.RW, p.RH, err = SmartSize(t.resize, srcW, srcH); err != nil {
+			if p.RW, p.RH, err = selfSize(t.resize, srcW, srcH); err != nil {
 				return p, err
 			}
 		} else if t.resize.Kind != OpResize { // RandomShortestSize, RandomResize: drawn

@@ -256,6 +256,11 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 				return nil, err
 			}
 			t.resize = op
+		case OpNaFlexResize:
+			if err := checkNaFlex(op, n); err != nil {
+				return nil, err
+			}
+			t.resize = op
 		case OpResize, OpRandomShortestSize, OpRandomResize:
 			if t.pad != nil {
 				return bad("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
@@ -295,9 +300,9 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		t.geom, t.outH, t.outW = CropResize, t.rcrop.Size[0], t.rcrop.Size[1]
 	case t.rrc != nil:
 		t.geom, t.outH, t.outW = CropResize, t.rrc.Size[0], t.rrc.Size[1]
-	case t.resize != nil && t.resize.Kind == OpSmartResize:
+	case t.resize != nil && selfSized(t.resize):
 		if t.center != nil || t.zoom != nil || len(t.pre) > 0 {
-			return bad("SmartResize is the geometry alone (transformers' Qwen2-VL processors resize the whole image): no op before it, no crop after it")
+			return bad("%s is the geometry alone (the vision-language processors resize the whole image): no op before it, no crop after it", t.resize.Kind)
 		}
 		t.smartSize()
 	case t.center != nil:

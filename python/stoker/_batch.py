@@ -154,11 +154,11 @@ class Batch(tuple):
         the uint8 batch crosses to it): ``{"pixel_values": float32 [sum of
         patches, C * T * P * P], "image_grid_thw": int64 [N, 3]}``, the
         images in batch order (docs/vlm.md)."""
-        from stoker._vlm import vision_inputs
+        from stoker._vlm import NaFlexVision, naflex_inputs, vision_inputs
 
         if self._vision is None:
             raise ValueError("vision_inputs needs a batch of a vision-language transform "
-                             "(stoker.transforms.from_hf(processor), or transform=\"qwen2-vl\" or \"qwen3-vl\")")
+                             "(stoker.transforms.from_hf(processor), or transform=\"qwen2-vl\", \"qwen3-vl\" or \"siglip2-naflex\")")
         if self.sizes is None:
             raise ValueError("vision_inputs needs the samples' sizes: the transform is not a SmartResize")
         if self._flat is not None:  # ragged: the buffer crosses once, the images are views of it there
@@ -169,6 +169,8 @@ class Batch(tuple):
                 x = flat[off:off + n]
                 images.append(x.view(3, h, w) if self._layout == "NCHW" else x.view(h, w, 3).permute(2, 0, 1))
                 off += n
+            if isinstance(self._vision, NaFlexVision):
+                return naflex_inputs(images, self.sizes, self._vision)
             return vision_inputs(images, self.sizes, self._vision, "NCHW", None)
         images = self._padded if self._padded is not None else self.images
         return vision_inputs(images, self.sizes, self._vision, self._layout, device)

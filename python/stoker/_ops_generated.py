@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["RandomChannelPermutation", "SmartResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
+__all__ = ["NaFlexResize", "RandomChannelPermutation", "SmartResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AugMix": (
@@ -57,6 +57,11 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
     ),
     "Grayscale": (
         Param("num_output_channels", "int", "3"),
+    ),
+    "NaFlexResize": (
+        Param("patch_size", "int", "16", False, 1, 1024),
+        Param("max_num_patches", "int", "256", False, 1, 1.048576e+06),
+        Param("interpolation", "interpolation", "'bilinear'"),
     ),
     "Normalize": (
         Param("mean", "floats", None),
@@ -296,6 +301,16 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
 }
 
 
+class NaFlexResize(NamedOp):
+    """Transformers' SigLIP2 NaFlex resize: the whole image resized to the largest size, aspect kept, whose patch_size patches fit max_num_patches (sides multiples of patch_size), each sample its own size."""
+
+    _name = "NaFlexResize"
+    _params = SCHEMA["NaFlexResize"]
+
+    def __init__(self, patch_size: Any = 16, max_num_patches: Any = 256, interpolation: Any = 'bilinear') -> None:
+        super().__init__(patch_size=patch_size, max_num_patches=max_num_patches, interpolation=interpolation)
+
+
 class RandomChannelPermutation(NamedOp):
     """The image's channels in an order drawn uniformly per image."""
 
@@ -407,4 +422,4 @@ class YOLORandomPerspective(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation, "SmartResize": SmartResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
+NAMED: Dict[str, Any] = {"NaFlexResize": NaFlexResize, "RandomChannelPermutation": RandomChannelPermutation, "SmartResize": SmartResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}

@@ -20,7 +20,7 @@ from stoker._ops_containers import Compose
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["QwenVision", "VisionCompose", "from_hf", "VLM_PRESETS", "vlm_preset", "vision_inputs"]
+__all__ = ["QwenVision", "NaFlexVision", "VisionCompose", "from_hf", "VLM_PRESETS", "vlm_preset", "vision_inputs"]
 
 OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -52,13 +52,30 @@ class QwenVision:
         return self.patch_size * self.merge_size
 
 
+@dataclass(frozen=True)
+class NaFlexVision:
+    """The device side of SigLIP2's NaFlex processor (transformers'
+    ``Siglip2ImageProcessor``): each resized uint8 image rescaled and
+    normalized, cut into patch_size patches (row-major, each
+    ``patch x patch x C``), padded to max_num_patches, with its attention
+    mask and its patch grid."""
+
+    patch_size: int = 16
+    max_num_patches: int = 256
+    do_rescale: bool = True
+    rescale_factor: float = 1 / 255
+    do_normalize: bool = True
+    image_mean: Tuple[float, ...] = (0.5, 0.5, 0.5)
+    image_std: Tuple[float, ...] = (0.5, 0.5, 0.5)
+
+
 class VisionCompose(Compose):
     """A :class:`stoker.transforms.Compose` whose batches a vision-language
     model's processor would make: its ``vision`` says how
     :meth:`stoker.Batch.vision_inputs` turns them into the processor's
     tensors."""
 
-    def __init__(self, transforms: Any, vision: QwenVision) -> None:
+    def __init__(self, transforms: Any, vision: Any) -> None:
         super().__init__(transforms)
         self.vision = vision
 
@@ -85,9 +102,21 @@ def _qwen3_vl() -> VisionCompose:
     return VisionCompose([_smart_resize(256 * 256, 4096 * 4096, v.factor)], v)
 
 
+def _naflex_resize(patch_size: int, max_num_patches: int, interpolation: str = "bilinear") -> Any:
+    from stoker._ops_generated import NaFlexResize
+
+    return NaFlexResize(patch_size=patch_size, max_num_patches=max_num_patches, interpolation=interpolation)
+
+
+def _siglip2_naflex() -> VisionCompose:
+    # Siglip2ImageProcessor's class defaults: patch 16, 256 patches, bilinear, mean and std 0.5.
+    v = NaFlexVision()
+    return VisionCompose([_naflex_resize(v.patch_size, v.max_num_patches)], v)
+
+
 #: The vision-language presets: names the client resolves (the server sees
-#: their SmartResize), each a processor's defaults.
-VLM_PRESETS = {"qwen2-vl": _qwen2_vl, "qwen3-vl": _qwen3_vl}
+#: their SmartResize or NaFlexResize), each a processor's defaults.
+VLM_PRESETS = {"qwen2-vl": _qwen2_vl, "qwen3-vl": _qwen3_vl, "siglip2-naflex": _siglip2_naflex}
 
 
 def vlm_preset(name: str) -> VisionCompose:
@@ -116,6 +145,8 @@ def from_hf(processor: Any) -> VisionCompose:
     bicubic, ``do_convert_rgb=False``, neither rescale nor normalize."""
     ip = getattr(processor, "image_processor", None) or processor
     name = type(ip).__name__
+    if name in _NAFLEX:
+        return _from_siglip2(ip, name)
     if name not in _SUPPORTED:
         _refuse(name, f"not a processor stoker reproduces (it does {', '.join(_SUPPORTED)}: the Qwen2-VL family's "
                       "torchvision back-end; load it with AutoImageProcessor.from_pretrained(..., backend='torchvision'))")
@@ -151,6 +182,71 @@ def from_hf(processor: Any) -> VisionCompose:
                    rescale_factor=float(get("rescale_factor", 1 / 255)), do_normalize=do_normalize,
                    image_mean=mean, image_std=std)
     return VisionCompose([_smart_resize(int(lo), int(hi), v.factor, interp)], v)
+
+
+# SigLIP2's NaFlex processors from_hf converts: transformers 5's torchvision
+# back-end and 4.x's name for it.
+_NAFLEX = ("Siglip2ImageProcessor", "Siglip2ImageProcessorFast")
+
+
+def _norm_args(ip: Any, name: str, mean0: Tuple[float, ...], std0: Tuple[float, ...]) -> Dict[str, Any]:
+    """A processor's rescale and normalize, checked: from_hf's refusals."""
+    do_rescale, do_normalize = bool(getattr(ip, "do_rescale", True)), bool(getattr(ip, "do_normalize", True))
+    if not (do_rescale or do_normalize):
+        _refuse(name, "neither do_rescale nor do_normalize: pixel_values would stay uint8")
+    mean, std = getattr(ip, "image_mean", mean0), getattr(ip, "image_std", std0)
+    mean = tuple(float(m) for m in (mean if isinstance(mean, (list, tuple)) else [mean] * 3))
+    std = tuple(float(x) for x in (std if isinstance(std, (list, tuple)) else [std] * 3))
+    if len(mean) != 3 or len(std) != 3:
+        _refuse(name, f"image_mean {mean!r}, image_std {std!r}: want 3 values each (RGB)")
+    return dict(do_rescale=do_rescale, rescale_factor=float(getattr(ip, "rescale_factor", 1 / 255)),
+                do_normalize=do_normalize, image_mean=mean, image_std=std)
+
+
+def _from_siglip2(ip: Any, name: str) -> VisionCompose:
+    """from_hf of a Siglip2ImageProcessor: its patch_size, max_num_patches,
+    resample, rescale and normalize."""
+    if not getattr(ip, "do_resize", True):
+        _refuse(name, "do_resize=False: stoker's NaFlexResize always resizes")
+    if getattr(ip, "do_convert_rgb", True) is False:
+        _refuse(name, "do_convert_rgb=False: stoker always decodes to RGB")
+    resample = getattr(ip, "resample", 2)
+    code = int(getattr(resample, "value", resample)) if not isinstance(resample, str) else None
+    interp = _RESAMPLE.get(code) if code is not None else None
+    if interp is None:
+        _refuse(name, f"resample={resample!r}: stoker resizes with nearest, bilinear or bicubic (torchvision's uint8)")
+    v = NaFlexVision(patch_size=int(getattr(ip, "patch_size", 16)), max_num_patches=int(getattr(ip, "max_num_patches", 256)),
+                     **_norm_args(ip, name, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)))
+    return VisionCompose([_naflex_resize(v.patch_size, v.max_num_patches, interp)], v)
+
+
+def naflex_inputs(images: Any, sizes: Any, v: NaFlexVision) -> Dict[str, "torch.Tensor"]:
+    """Siglip2ImageProcessor's ``pixel_values`` (float32 ``[N,
+    max_num_patches, P * P * C]``, each image's patches row-major then
+    zeros), ``pixel_attention_mask`` (int32 ``[N, max_num_patches]``, 1 on
+    its patches) and ``spatial_shapes`` (int64 ``[N, 2]``, its patch grid)
+    of a ragged batch's images (each uint8 ``[3, h, w]``, on its device)."""
+    import torch
+
+    p, n = v.patch_size, v.max_num_patches
+    dev = images[0].device if images else torch.device("cpu")
+    mean, std = _mean_std(v, dev) if v.do_normalize else (None, None)
+    values = torch.zeros(len(images), n, p * p * 3, dtype=torch.float32, device=dev)
+    mask = torch.zeros(len(images), n, dtype=torch.int32, device=dev)
+    shapes = []
+    for i, (h, w) in enumerate(sizes.tolist()):
+        x = images[i]
+        if x.dtype != torch.uint8:
+            raise ValueError(f"vision_inputs wants the uint8 images a NaFlexResize makes, got {x.dtype}")
+        if h % p or w % p or (h // p) * (w // p) > n:
+            raise ValueError(f"sample {i} is {h}x{w} (height x width): not a NaFlexResize of patch {p} and {n} patches")
+        x = x.to(torch.float32).sub_(mean).div_(std) if v.do_normalize else x * v.rescale_factor
+        nh, nw = h // p, w // p
+        values[i, : nh * nw] = x.reshape(3, nh, p, nw, p).permute(1, 3, 2, 4, 0).reshape(nh * nw, p * p * 3)
+        mask[i, : nh * nw] = 1
+        shapes.append((nh, nw))
+    return {"pixel_values": values, "pixel_attention_mask": mask,
+            "spatial_shapes": torch.tensor(shapes, dtype=torch.int64, device=dev).reshape(-1, 2)}
 
 
 _consts: Dict[Any, Any] = {}

@@ -87,7 +87,7 @@ from stoker._ops_policies import (
     timm_rand_augment,
 )
 from stoker._views import MAX_VIEWS, VIEW_PRESETS, MultiView
-from stoker._vlm import VLM_PRESETS, QwenVision, VisionCompose, from_hf
+from stoker._vlm import VLM_PRESETS, NaFlexVision, QwenVision, VisionCompose, from_hf
 from stoker.v1 import stoker_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -160,6 +160,7 @@ __all__ = [
     "from_hf",
     "VLM_PRESETS",
     "QwenVision",
+    "NaFlexVision",
     "VisionCompose",
     "TORCHVISION_SUPPORTED",
     "PRESETS",

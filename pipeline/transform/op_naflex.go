@@ -1,0 +1,98 @@
+package transform
+
+// NaFlexResize: the image side of SigLIP2's NaFlex processor
+// (transformers' Siglip2ImageProcessor): the whole image resized, its
+// aspect kept, to the largest size whose patches of patch_size fit
+// max_num_patches (get_image_size_for_max_num_patches: a binary search on
+// the scale, each side rounded up to a multiple of the patch), with
+// torchvision's uint8 resize (bilinear, antialiased, by default). Each
+// sample has its own size, as SmartResize's (op_smart.go); the patchify,
+// the padding to max_num_patches, the attention mask and the spatial
+// shapes are the trainer's device's (Batch.vision_inputs).
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+)
+
+// OpNaFlexResize is Siglip2ImageProcessor's resize: Multiple its
+// patch_size, MaxPixels its max_num_patches, Interp its resample.
+const OpNaFlexResize optab.OpKind = "NaFlexResize"
+
+func init() {
+	optab.Define(optab.Def{Kind: OpNaFlexResize,
+		Doc:   "transformers' SigLIP2 NaFlex resize: the whole image resized to the largest size, aspect kept, whose patch_size patches fit max_num_patches (sides multiples of patch_size), each sample its own size",
+		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
+		Params: []optab.Param{
+			{Name: "patch_size", Typ: optab.PInt, Def: "16", Field: "Multiple", Lo: 1, Hi: 1024},
+			{Name: "max_num_patches", Typ: optab.PInt, Def: "256", Field: "MaxPixels", Lo: 1, Hi: 1 << 20},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'", Field: "Interp"},
+		},
+		Misplaced: "NaFlexResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(patch_size=%d, max_num_patches=%d", op.Multiple, op.MaxPixels)
+			formatInterp(b, op)
+		}})
+}
+
+// checkNaFlex checks a NaFlexResize, the geometry's op n.
+func checkNaFlex(op *optab.Op, n int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: transform: NaFlexResize %s", errs.Unsupported, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case n > 0:
+		return bad("must come first: it resizes the whole image")
+	case op.Multiple < 1 || op.Multiple > 1024:
+		return bad("patch_size %d: want 1..1024", op.Multiple)
+	case op.MaxPixels < 1 || op.MaxPixels > 1<<20:
+		return bad("max_num_patches %d: want 1..%d", op.MaxPixels, 1<<20)
+	}
+	return nil
+}
+
+// NaFlexSize is transformers' get_image_size_for_max_num_patches for a w x
+// h image (siglip2's image processor, 5.x), in float64 as Python's: the
+// scale binary-searched in [1e-6, 100] to within 1e-5, the largest whose
+// sides, each ceil(side * scale / patch) * patch and at least one patch,
+// make at most max_num_patches patches.
+func NaFlexSize(op *optab.Op, w, h int) (rw, rh int, err error) {
+	if w < 1 || h < 1 {
+		return 0, 0, fmt.Errorf("%w: NaFlexResize of a %dx%d image", errs.Unsupported, w, h)
+	}
+	p := op.Multiple
+	scaled := func(scale float64, size int) int {
+		s := int(math.Ceil(float64(size)*scale/float64(p))) * p
+		return max(p, s)
+	}
+	const eps = 1e-5
+	lo, hi := eps/10, 100.0
+	for hi-lo >= eps {
+		scale := (lo + hi) / 2
+		th, tw := scaled(scale, h), scaled(scale, w)
+		if float64(th)/float64(p)*(float64(tw)/float64(p)) <= float64(op.MaxPixels) {
+			lo = scale
+		} else {
+			hi = scale
+		}
+	}
+	rh, rw = scaled(lo, h), scaled(lo, w)
+	if rw > optab.MaxSide || rh > optab.MaxSide {
+		return 0, 0, fmt.Errorf("%w: NaFlexResize makes the %dx%d image %dx%d: past the largest side, %d",
+			errs.TooLarge, w, h, rw, rh, optab.MaxSide)
+	}
+	return rw, rh, nil
+}
+
+// naflexBound is the bound on a NaFlexResize's samples without the job's
+// max_size: a square of twice max_num_patches patches (at most MaxSide),
+// so that every sample of an aspect up to about 2:1 fits; a longer one
+// fails alone, naming the bound.
+func naflexBound(op *optab.Op) int {
+	s := int(math.Ceil(math.Sqrt(2*float64(op.MaxPixels)))) * op.Multiple
+	return max(min(s, optab.MaxSide), op.Multiple)
+}
