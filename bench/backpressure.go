@@ -87,7 +87,7 @@ type bpOpts struct {
 func runBackpressure(args []string) error {
 	ctx := signalContext()
 	fs := flag.NewFlagSet("bench backpressure", flag.ExitOnError)
-	fs.Usage = helptext.Usage(fs, "")
+	fs.Usage = helptext.Usage(fs, helptext.Head("bench backpressure", "[flags]", "Runs simulated trainers against a server and reports the window controller and the fair share (plots with --plots)."))
 	scenario := fs.String("scenario", "all", "slow, fast, two, or all (a comma-separated list works too)")
 	seconds := fs.Float64("seconds", 20, "duration of each phase (slow and fast have two phases, two one per schedule)")
 	sample := fs.Duration("sample", 250*time.Millisecond, "sampling interval of the servers' /metrics and /proc")

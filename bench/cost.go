@@ -35,7 +35,7 @@ import (
 //     set's targets, or a COCO set's instance masks (CostWith's terms).
 func runCost(args []string) error {
 	fs := flag.NewFlagSet("bench cost", flag.ExitOnError)
-	fs.Usage = helptext.Usage(fs, "")
+	fs.Usage = helptext.Usage(fs, helptext.Head("bench cost", "[flags]", "Calibrates and checks the cost model: each kernel family's ns per pixel, the decode's and the resampling's, on one thread, against the model's prediction per preset."))
 	data := fs.String("data", "", "ImageFolder or WebDataset directory of photos (required)")
 	samples := fs.Int("samples", 300, "photos each transform makes (the first ones of the dataset), after one warm-up pass")
 	reps := fs.Int("reps", 200, "kernel runs per family, on a 224x224 image")

@@ -68,7 +68,7 @@ type loadOpts struct {
 func runLoad(args []string) error {
 	ctx := signalContext()
 	fs := flag.NewFlagSet("bench load", flag.ExitOnError)
-	fs.Usage = helptext.Usage(fs, "")
+	fs.Usage = helptext.Usage(fs, helptext.Head("bench load", "[flags]", "Runs trainer streams, half of them slow, against one server and reports their rates and stalls."))
 	streams := fs.Int("streams", 8, "concurrent trainer streams in phase B (each its own client connection and job)")
 	slow := fs.Int("slow", 4, "of them, slow consumers (phase A runs only the others)")
 	seconds := fs.Float64("seconds", 60, "duration of each phase")

@@ -28,7 +28,7 @@ func runBench(args []string) error {
 		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME | --spec JSON] [--epochs N] [--seconds S] [--decode exact|fast] [--index-budget BYTES] [--coef-budget BYTES] [--partner-budget BYTES] [--annotations FILE] [--json]")
 	}
 	fs := flag.NewFlagSet("bench pipeline", flag.ExitOnError)
-	fs.Usage = helptext.Usage(fs, "")
+	fs.Usage = helptext.Usage(fs, helptext.Head("bench pipeline", "--data DIR [flags]", "Measures the pipeline's images per CPU-second on one thread: the first epoch, then epochs >= 2."))
 	data := fs.String("data", "", "ImageFolder or WebDataset directory (required)")
 	threads := fs.Int("threads", 1, "decode goroutines (GOMAXPROCS is threads+1: the spare P only schedules; CPU time is reported)")
 	transform := fs.String("transform", "imagenet-train", "transform preset")

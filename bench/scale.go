@@ -73,7 +73,7 @@ const scaleUsage = "usage: stoker bench scale [--peers 1,2,4] [--rounds 3] [--wo
 func runScale(args []string) error {
 	ctx := signalContext()
 	fs := flag.NewFlagSet("bench scale", flag.ExitOnError)
-	fs.Usage = helptext.Usage(fs, "")
+	fs.Usage = helptext.Usage(fs, helptext.Head("bench scale", "[flags]", "Measures scale-out through peer processes: images/s, CPU per image, protocol overhead."))
 	peers := fs.String("peers", "1,2", "peer counts to sweep: worker processes behind one coordinator")
 	rounds := fs.Int("rounds", 3, "rounds; each runs the baseline and every peer count once (once per --affinity value), interleaved, and the table shows medians")
 	workers := fs.Int("workers", 1, "decode goroutines of each worker process and of the baseline server")

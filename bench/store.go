@@ -67,7 +67,7 @@ const storeUsage = "usage: stoker bench store [--data DIR | --n 1000] [--layout 
 func runStore(args []string) error {
 	ctx := signalContext()
 	fs := flag.NewFlagSet("bench store", flag.ExitOnError)
-	fs.Usage = helptext.Usage(fs, "")
+	fs.Usage = helptext.Usage(fs, helptext.Head("bench store", "[flags]", "Measures a dataset read from object storage (a real S3 server on loopback, behind a proxy adding latency) against the same files on local disk (bin/stoker-lab only)."))
 	data := fs.String("data", "", "ImageFolder to serve (default: a synthetic one, made as stoker mkdata makes it, removed afterwards)")
 	n := fs.Int("n", 1000, "images of the synthetic dataset")
 	layout := fs.String("layout", "imagefolder", "how the data sits in the bucket and on disk: imagefolder (an object per image) or webdataset (tar shards made from the ImageFolder)")

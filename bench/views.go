@@ -23,7 +23,7 @@ import (
 // both alike.
 func runViews(args []string) error {
 	fs := flag.NewFlagSet("bench views", flag.ExitOnError)
-	fs.Usage = helptext.Usage(fs, "")
+	fs.Usage = helptext.Usage(fs, helptext.Head("bench views", "[flags]", "Measures the CPU a sample of several views costs made once (every view from one decode) against its views made as separate one-view jobs, in interleaved rounds."))
 	data := fs.String("data", "", "ImageFolder or WebDataset directory (required)")
 	transform := fs.String("transform", "dinov2", "a preset of several views (simclr, dino, dinov2)")
 	threads := fs.Int("threads", 1, "decode goroutines")

@@ -20,7 +20,11 @@ import (
 func runAnnotations(args []string) error {
 	fs := flag.NewFlagSet("annotations", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: stoker annotations check FILE.json
+		fmt.Fprint(fs.Output(), `usage: stoker annotations check|masks ARGS
+
+Reads annotations files as stoker serve --annotations does: checks them, or writes their masks.
+
+       stoker annotations check FILE.json
        stoker annotations check data.yaml IMAGES_DIR
        stoker annotations masks FILE.json > masks.jsonl
 

@@ -17,7 +17,7 @@ func drainFlags() (fs *flag.FlagSet, pid *int, timeout *time.Duration) {
 	fs = flag.NewFlagSet("drain", flag.ExitOnError)
 	pid = fs.Int("pid", 1, "the stoker serve process to drain (1: the container's own)")
 	timeout = fs.Duration("timeout", 25*time.Second, "give up waiting after this long (keep it under the pod's terminationGracePeriodSeconds)")
-	fs.Usage = helptext.Usage(fs, "")
+	fs.Usage = helptext.Usage(fs, helptext.Head("drain", "[flags]", "Sends a stoker serve (its --pid) SIGTERM and waits for it to drain and exit: a pod's preStop hook (health NOT_SERVING, new leases turned away, its in-flight batches finished)."))
 	return fs, pid, timeout
 }
 

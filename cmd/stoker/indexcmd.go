@@ -34,7 +34,8 @@ func runIndex(args []string) error {
 	ann := fs.String("annotations", "", "the COCO annotations file (a path or URL) of the images at URL|DIR: the manifest lists the images it names, with its SHA-256 (its fingerprint is the COCO dataset's; serve refuses it with other annotations); serve takes it with --annotations NAME=FILE and --manifest NAME=it, or beside the images. A YOLO dataset's YAML (data.yaml) indexes its images in a bucket with every label file's bytes, so serve reads no label file at start; a YOLO dataset on a disk has no manifest")
 	sizes := fs.Bool("sizes", false, "read every image's header and record its width and height in the manifest (a sample whose header does not parse: unknown), so that a job cut by vision tokens (batch_tokens) plans from them without a decode; a request an image in object storage")
 	budget := fs.Int64("memory-budget", 0, "memory the process may use (Go's soft limit, as serve's): the listing and the index built from it may hold half of it, counted as they grow (the manifest is encoded from the other half), past it the index fails saying so; a COCO annotations file's parse (up to 6x its size at its peak) half of it, a larger file refused before it is read; 0: half of the machine's (or cgroup's) memory")
-	fs.Usage = helptext.Usage(fs, indexUsage)
+	fs.Usage = helptext.Usage(fs, helptext.Head("index", "URL|DIR [--annotations FILE] [--out PATH|URL] [flags]",
+		"Writes a dataset's manifest (its listing, and with --sizes its images' sizes) beside the data or to --out, so that stoker serve starts without listing or scanning it."))
 	// Flags may come before or after the dataset.
 	if err := parseFlags(fs, args); err != nil {
 		return err

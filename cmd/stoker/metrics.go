@@ -51,7 +51,7 @@ func runMetrics(args []string) error { return metricsTo(os.Stdout, args) }
 func metricsTo(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("metrics", flag.ContinueOnError)
 	format := fs.String("format", "text", "text (NAME TYPE LABELS HELP, tab-separated), markdown (a table) or json")
-	fs.Usage = helptext.Usage(fs, "usage: stoker metrics [--format text|markdown|json]   (every metric stoker serve exports)")
+	fs.Usage = helptext.Usage(fs, helptext.Head("metrics", "[--format text|markdown|json]", "Lists every metric stoker serve exports: its name, type, labels and help."))
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ func runMkdata(args []string) error {
 	out := fs.String("out", "", "directory to create (required)")
 	n := fs.Int("n", 2000, "number of images (with --coco: 200 unless given)")
 	classes := fs.Int("classes", 10, "number of classes")
-	fs.Usage = helptext.Usage(fs, "")
+	fs.Usage = helptext.Usage(fs, helptext.Head("mkdata", "--out DIR [flags]", "Writes a synthetic dataset: an ImageFolder of generated JPEGs, or with --coco a detection set of shapes pasted on backgrounds with their COCO (and --yolo, YOLO) annotations."))
 	seed := fs.Uint64("seed", 1, "seed")
 	coco := fs.Bool("coco", false, "write a detection set instead: shapes pasted on backgrounds, with exact polygons, boxes and keypoints (stars' tips) and a crowd every fifth image, as DIR/images/train/*.jpg and a COCO instances file DIR/annotations/instances.json")
 	yolo := fs.Bool("yolo", false, "with --coco: the YOLO layout too (DIR/labels/train/*.txt, a polygon a line, and DIR/data.yaml)")

@@ -22,7 +22,11 @@ import (
 func runOps(args []string) error {
 	fs := flag.NewFlagSet("ops", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: stoker ops apply < cases.jsonl > results.jsonl
+		fmt.Fprint(fs.Output(), `usage: stoker ops apply|draw|list|cv ARGS
+
+Runs, draws or lists the ops outside a server: the parity tests' and a curious user's view of them.
+
+       stoker ops apply < cases.jsonl > results.jsonl
        stoker ops draw --spec JSON [--source WxH] [--boxes JSON] [--n N] [--seed S] [--epoch E]
        stoker ops list [--json]
        stoker ops cv < cases.jsonl > results.jsonl

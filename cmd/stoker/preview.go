@@ -33,7 +33,7 @@ func runPreview(args []string) error {
 	out := fs.String("o", "preview.png", "output PNG")
 	ann := fs.String("annotations", "", "a COCO annotations file or a YOLO data.yaml for --data's images (as serve's --annotations): each sample's boxes, masks and keypoints drawn on it")
 	masks := fs.Bool("masks", true, "with --annotations: draw the instances' masks (COCO segmentations, YOLO polygons)")
-	fs.Usage = helptext.Usage(fs, "")
+	fs.Usage = helptext.Usage(fs, helptext.Head("preview", "--data PATH [--annotations FILE] [flags]", "Draws a grid of augmented samples as the model will see them, with their labels, or with --annotations their boxes, masks and keypoints."))
 	fs.Parse(args)
 	if *data == "" {
 		return errors.New("preview: --data is required")

@@ -42,9 +42,9 @@ func statusTo(w io.Writer, args []string) error {
 	watch := fs.Bool("watch", false, "instead of the table: each job's verdict and where its input stalls, every --every,\n"+
 		"redrawn in place on a terminal (80 columns), a line per job otherwise; until Ctrl-C")
 	every := fs.Duration("every", 0, "with --epochs or --watch: how often to ask (default 10s with --epochs, 1s with --watch)")
-	fs.Usage = helptext.Usage(fs, "usage: stoker status [flags] [ADDR]\n\n"+
-		"ADDR is the server's gRPC address; default "+defaultStatusAddr+", where stoker serve listens by\n"+
-		"default; a host without a port is on port 7070.")
+	fs.Usage = helptext.Usage(fs, helptext.Head("status", "[flags] [ADDR]",
+		"Prints a server's jobs: images/s, stall, window, makers, the verdict and its advice. ADDR is the server's gRPC address; default "+
+			defaultStatusAddr+", where stoker serve listens by default; a host without a port is on port 7070."))
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -73,15 +73,31 @@ func PrintDefaults(w io.Writer, fs *flag.FlagSet) {
 	}
 }
 
-// Usage is a flag set's Usage: head (when not empty; else the flag
-// package's "Usage of NAME:"), then its flags as PrintDefaults writes them.
+// Usage is a flag set's Usage: head (Head's, for every command alike),
+// then its flags as PrintDefaults writes them.
 func Usage(fs *flag.FlagSet, head string) func() {
 	return func() {
 		w, h := fs.Output(), head
 		if h == "" {
-			h = "Usage of " + fs.Name() + ":"
+			h = Head(fs.Name(), "[flags]", "")
 		}
 		fmt.Fprintln(w, h)
 		PrintDefaults(w, fs)
 	}
+}
+
+// Head is a command's help before its flags, the same for every command:
+// "usage: stoker NAME ARGS", then what it does (wrapped within Width),
+// then "flags:".
+func Head(name, args, what string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: stoker %s %s\n", name, args)
+	if what != "" {
+		b.WriteString("\n")
+		for _, l := range Wrap(what, Width) {
+			b.WriteString(l + "\n")
+		}
+	}
+	b.WriteString("\nflags:")
+	return b.String()
 }
