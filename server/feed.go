@@ -110,6 +110,10 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	log.Info("job open", "epoch", st.Epoch, "epochs", st.Epochs, "batch_size", j.Spec().GetBatchSize(),
 		"start_batch", st.Start, "skip", len(st.Skip), "consumed", st.Consumed, "transform", j.Transform().String(), "credits", st.Credits,
 		"shuffle", j.Shuffle())
+	for i, err := range j.TokenErrors() { // batch_tokens: left out of every batch; the first said
+		log.Warn("batch_tokens: samples left out of every batch", "count", len(j.TokenErrors()), "sample", j.Data().Name(i), "err", err)
+		break
+	}
 	var r *shm.Ring
 	if shmReq != nil {
 		var err error

@@ -96,3 +96,19 @@ func naflexBound(op *optab.Op) int {
 	s := int(math.Ceil(math.Sqrt(2*float64(op.MaxPixels)))) * op.Multiple
 	return max(min(s, optab.MaxSide), op.Multiple)
 }
+
+// VisionTokens is the vision tokens a w x h image becomes under t's
+// vision-language geometry: SmartResize's (h' / factor) * (w' / factor)
+// (the patches merged, as the model's image placeholder counts them),
+// NaFlexResize's patches. A transform of another geometry has none.
+func (t *Transform) VisionTokens(w, h int) (int64, error) {
+	if t.resize == nil || !selfSized(t.resize) {
+		return 0, fmt.Errorf("%w: transform: batch_tokens wants a SmartResize or NaFlexResize geometry (the vision-language presets): its images have no vision tokens", errs.Unsupported)
+	}
+	rw, rh, err := selfSize(t.resize, w, h)
+	if err != nil {
+		return 0, err
+	}
+	f := int64(t.resize.Multiple)
+	return (int64(rh) / f) * (int64(rw) / f), nil
+}

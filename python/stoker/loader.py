@@ -417,11 +417,12 @@ class Loader:
         batch_tokens: batches cut by vision tokens, for vision-language
             training: each rank's batch at most this many vision tokens, a
             sample never split, planned from the manifest's image sizes
-            (``stoker index --sizes``), every sample once an epoch over the
-            ranks, the ranks' tokens per step balanced. Not served yet: the
-            server refuses a job that sets it (``StokerError``,
-            ``UNIMPLEMENTED``), saying so; None (the default): batches of
-            ``batch_size``.
+            (``stoker index --sizes``; without, each image's header, for a
+            dataset of at most 65,536 samples), every sample once an epoch
+            over the ranks, the ranks' tokens per step balanced, the
+            batches ragged. Wants a SmartResize or NaFlexResize transform
+            (the vision-language presets, ``from_hf``); None (the
+            default): batches of ``batch_size``.
 
     Every argument is checked when the loader is made: TypeError for a
     wrong type (integers must be ints, numpy's included, never floats or

@@ -543,9 +543,12 @@ type JobSpec struct {
 	// planned from the manifest's image sizes (stoker index --sizes) so that
 	// every sample is in one batch of one rank once an epoch and the ranks'
 	// tokens per step are balanced (docs/ARCHITECTURE.md, "Batches cut by
-	// vision tokens"). 0: off, batches of batch_size. Not served yet: a job
-	// that sets it is refused (UNIMPLEMENTED), saying so, until a stream
-	// carries batches of as many samples as their tokens allow.
+	// vision tokens"). 0: off, batches of batch_size. The transform's
+	// geometry must be a SmartResize or NaFlexResize (else INVALID_ARGUMENT);
+	// the images' sizes come from the manifest, or from their headers when
+	// the dataset has at most 65,536 samples; batch_size becomes the most
+	// samples a batch may hold. Samples of no known size or over the budget
+	// are left out of every batch (the server's log says so).
 	BatchTokens uint64 `protobuf:"varint,60,opt,name=batch_tokens,json=batchTokens,proto3" json:"batch_tokens,omitempty"`
 	// How JPEGs are decoded before the geometry: DECODE_EXACT at full scale,
 	// torchvision's pixels; DECODE_FAST may decode at a DCT scale (1/2, 1/4,

@@ -57,6 +57,8 @@ type Job struct {
 	// mix is each dataset's share of an epoch when ds is a mix
 	// (JobSpec.mix); nil for one dataset.
 	mix []plan.MixShare
+	// tokens: a job cut by vision tokens (batch_tokens; tokens.go), nil else.
+	tokens *tokenPlan
 	// id names the job in queue names and metrics (its coordinator's
 	// name, or the Work stream's and its job id).
 	id string
@@ -141,13 +143,6 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := spec.GetBatchTokens(); n != 0 {
-		// plan.Pack plans such batches; the coordinator's buffers, the
-		// shared-memory slots and the Loader's len are of batch_size
-		// samples, and no stream carries batches of as many samples as
-		// their tokens allow yet: refused whole, never half-served.
-		return nil, status.Errorf(codes.Unimplemented, "batch_tokens %d: batches cut by vision tokens are not served yet (their plan is built; a stream of batches of varying sample counts is not): use batch_size", n)
-	}
 	j := &Job{spec: spec, name: spec.GetDataset(), id: o.ID, epochWorld: o.EpochWorld, client: o.Client}
 	if len(j.name) > maxDatasetName {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), maxDatasetName)
@@ -221,6 +216,12 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	j.t = j.t.WithDecode(DecodeMode(spec.GetDecode()))
 	if spec.GetRagged() {
 		j.t = j.t.WithRagged() // of one size or several views: as it was (JobInfo.ragged false)
+	}
+	if spec.GetBatchTokens() != 0 { // batch_size becomes the most samples a batch may hold (tokens.go)
+		if err := j.openTokens(spec); err != nil {
+			return nil, err
+		}
+		bs = int(spec.GetBatchSize())
 	}
 	j.cost = j.t.Cost()
 	if err := checkCost(j.cost, env.MaxSampleCPU); err != nil {
@@ -402,7 +403,15 @@ func (j *Job) ForwardSpec() *stokerv1.JobSpec {
 // EpochPlan is the job's plan of epoch, after consumed positions (elastic
 // resume; 0 normally). Only an epoch resumed with consumed positions keeps
 // the block shuffle's spans of the world it began with.
-func (j *Job) EpochPlan(epoch, consumed uint64) plan.Plan {
+func (j *Job) EpochPlan(epoch, consumed uint64) coord.Plan {
+	if j.tokens != nil { // cut by vision tokens (tokens.go)
+		return j.tokenEpoch(epoch)
+	}
+	return j.plainPlan(epoch, consumed)
+}
+
+// plainPlan is EpochPlan's of batch_size samples a batch.
+func (j *Job) plainPlan(epoch, consumed uint64) plan.Plan {
 	spans := 0
 	if consumed > 0 {
 		spans = j.epochWorld
@@ -437,7 +446,7 @@ func (j *Job) datasetSize(epoch uint64) uint64 {
 	if j.mix == nil {
 		return uint64(j.ds.Len())
 	}
-	return j.EpochPlan(epoch, 0).Positions()
+	return j.plainPlan(epoch, 0).Positions()
 }
 
 // Info is the JobInfo that opens epoch with plan p.

@@ -1,0 +1,167 @@
+package job
+
+// A job cut by vision tokens (JobSpec.batch_tokens): each rank's batch
+// holds at most batch_tokens tokens, planned by plan.Pack from each
+// sample's tokens (its image's size through the job's SmartResize or
+// NaFlexResize), read once at open: from the dataset's manifest where it
+// records the images' sizes (stoker index --sizes), else from each
+// image's header (a dataset of at most maxHeaderScan samples). batch_size
+// becomes the most samples a batch may then hold (the budget over the
+// fewest tokens a sample has), which bounds its memory as any job's.
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/plan"
+)
+
+// maxHeaderScan is the most samples whose headers a job cut by vision
+// tokens reads at open when the dataset has no sizes in a manifest.
+const maxHeaderScan = 1 << 16
+
+// tokenPlan is a job's vision tokens and its last epoch's packing.
+type tokenPlan struct {
+	budget  int64
+	tokens  []int64
+	errs    map[int]error
+	mu      sync.Mutex
+	epoch   uint64
+	packing *plan.Packing
+	err     error
+}
+
+// openTokens reads every sample's vision tokens for a job of batch_tokens
+// and sets its batch_size to the most samples a batch may hold.
+func (j *Job) openTokens(spec *stokerv1.JobSpec) error {
+	budget := int64(spec.GetBatchTokens())
+	if budget < 1 {
+		return status.Errorf(codes.InvalidArgument, "batch_tokens %d: want at least 1", spec.GetBatchTokens())
+	}
+	if _, err := j.t.VisionTokens(1, 1); err != nil {
+		return status.Errorf(codes.InvalidArgument, "batch_tokens %d: %v", budget, err)
+	}
+	if j.mix != nil || j.repeats > 1 || j.shuffle.window > 0 {
+		return status.Errorf(codes.Unimplemented, "batch_tokens with a mix, repeats or the block shuffle is not served: one dataset, shuffled globally or not")
+	}
+	var m *dataset.Manifest
+	if md, ok := j.ds.(interface{ Manifest() *dataset.Manifest }); ok && md.Manifest() != nil && md.Manifest().HasImageSizes() {
+		m = md.Manifest()
+	}
+	n := j.ds.Len()
+	if m == nil && n > maxHeaderScan {
+		return status.Errorf(codes.FailedPrecondition, "batch_tokens: dataset %q has %d samples and no image sizes in a manifest: index it with `stoker index --sizes` (reading %d headers at every job's open is refused)", j.name, n, n)
+	}
+	tp := &tokenPlan{budget: budget, tokens: make([]int64, n), errs: map[int]error{}}
+	var buf []byte
+	least := int64(-1)
+	for i := range n {
+		var w, h int
+		var err error
+		if m != nil {
+			var ok bool
+			if w, h, ok = m.ImageSize(i); !ok {
+				err = errors.New("its size is unknown to the manifest (its header did not parse when indexed)")
+			}
+		} else if buf, err = j.ds.Read(i, buf[:0]); err == nil {
+			w, h, err = pipeline.ImageSize(buf)
+		}
+		var t int64
+		if err == nil {
+			t, err = j.t.VisionTokens(w, h)
+		}
+		switch {
+		case err != nil:
+			tp.errs[i], tp.tokens[i] = err, -1
+		case t > budget:
+			tp.errs[i], tp.tokens[i] = fmt.Errorf("%d vision tokens, over the batch's budget of %d (batch_tokens)", t, budget), t
+		default:
+			tp.tokens[i] = t
+			if least < 0 || t < least {
+				least = t
+			}
+		}
+	}
+	if least < 1 {
+		return status.Errorf(codes.FailedPrecondition, "batch_tokens %d: no sample of dataset %q fits (%d of %d have no size or too many tokens)", budget, j.name, len(tp.errs), n)
+	}
+	spec.BatchSize = uint32(min(budget/least, int64(n), maxBatchSize))
+	j.tokens = tp
+	if _, err := tp.packed(j, 0); err != nil {
+		return status.Errorf(codes.FailedPrecondition, "batch_tokens %d: %v", budget, err)
+	}
+	return nil
+}
+
+// packed is epoch's packing (the last one computed is kept).
+func (tp *tokenPlan) packed(j *Job, epoch uint64) (*plan.Packing, error) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.packing != nil && tp.epoch == epoch || tp.err != nil && tp.epoch == epoch {
+		return tp.packing, tp.err
+	}
+	tp.epoch = epoch
+	tp.packing, tp.err = plan.Pack(plan.PackSpec{
+		Size: j.ds.Len(), Budget: tp.budget, Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on, World: j.world,
+		Tokens: func(i int) (int64, error) {
+			if err := tp.errs[i]; err != nil {
+				return 0, err
+			}
+			return tp.tokens[i], nil
+		},
+	})
+	return tp.packing, tp.err
+}
+
+// tokenEpoch is the rank's share of epoch's packing (none when the epoch
+// cannot be packed: the error is the log's), without the samples whose
+// tokens are unknown or over the budget (TokenErrors: the packer deals
+// them round as members of no tokens; here they are left out, so that no
+// batch passes the budget).
+func (j *Job) tokenEpoch(epoch uint64) coord.Plan {
+	p, err := j.tokens.packed(j, epoch)
+	if err != nil {
+		return plan.New(plan.Spec{Size: 0, World: 1, BatchSize: 1})
+	}
+	r := p.Rank(j.rank)
+	if len(j.tokens.errs) == 0 {
+		return r
+	}
+	f := tokenBatches{batches: make([][]int64, r.Batches())}
+	for k := range f.batches {
+		for _, i := range r.Batch(k) {
+			if j.tokens.errs[int(i)] == nil {
+				f.batches[k] = append(f.batches[k], i)
+				f.samples++
+			}
+		}
+	}
+	return f
+}
+
+// tokenBatches is a rank's packing without the samples left out.
+type tokenBatches struct {
+	batches [][]int64
+	samples int
+}
+
+func (t tokenBatches) Batches() int        { return len(t.batches) }
+func (t tokenBatches) Samples() int        { return t.samples }
+func (t tokenBatches) Batch(k int) []int64 { return t.batches[k] }
+
+// TokenErrors are the samples of a job cut by vision tokens left out of
+// every batch (no size, or more tokens than the budget), with why.
+func (j *Job) TokenErrors() map[int]error {
+	if j.tokens == nil {
+		return nil
+	}
+	return j.tokens.errs
+}
