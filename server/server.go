@@ -19,6 +19,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/annot"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/job"
@@ -410,9 +411,24 @@ func (s *Server) ListDatasets(context.Context, *stokerv1.ListDatasetsRequest) (*
 			Fingerprint: ds.Fingerprint(),
 			Format:      job.Format(ds),
 			Fields:      job.FieldNames(ds),
+			CategoryIds: categoryIDs(ds),
 		})
 	}
 	return resp, nil
+}
+
+// categoryIDs is a COCO dataset's categories' ids in its classes' order
+// (DatasetInfo.category_ids), nil for another.
+func categoryIDs(ds pipeline.Dataset) []int64 {
+	c, ok := ds.(interface{ Annotations() *annot.COCO })
+	if !ok || c.Annotations() == nil {
+		return nil
+	}
+	var ids []int64
+	for _, ct := range c.Annotations().Categories() {
+		ids = append(ids, ct.ID)
+	}
+	return ids
 }
 
 // newJob validates spec against the server's datasets and limits

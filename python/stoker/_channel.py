@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from stoker import _args
 from stoker._errors import StokerError, rpc_error
@@ -432,10 +432,23 @@ class DatasetInfo:
     format: str
     #: The fields its samples may have (``Loader(fields=...)``).
     fields: List[str] = field(default_factory=list)
+    #: A COCO dataset's categories' ids, in ``classes``' order (empty for
+    #: other datasets): a target's label, the category id by default, names
+    #: ``classes[category_ids.index(label)]``; :meth:`category_names` maps them.
+    category_ids: List[int] = field(default_factory=list)
 
     @classmethod
     def from_proto(cls, d: pb.DatasetInfo) -> "DatasetInfo":
-        return cls(d.name, int(d.size), list(d.classes), d.fingerprint, d.format, list(d.fields))
+        return cls(d.name, int(d.size), list(d.classes), d.fingerprint, d.format, list(d.fields),
+                   [int(i) for i in d.category_ids])
+
+    def category_names(self) -> Dict[int, str]:
+        """``{label: name}`` of a target's labels: a COCO dataset's category
+        ids (``Loader``'s default labels) to their names; of another
+        dataset (or ``labels="contiguous"``), each label its class's index."""
+        if self.category_ids:
+            return dict(zip(self.category_ids, self.classes))
+        return dict(enumerate(self.classes))
 
 
 def _channel(endpoint: Endpoint) -> "grpc.Channel":

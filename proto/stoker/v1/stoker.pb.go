@@ -7239,6 +7239,11 @@ type DatasetInfo struct {
 	Fingerprint string                 `protobuf:"bytes,4,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	// "imagefolder" or "webdataset".
 	Format string `protobuf:"bytes,5,opt,name=format,proto3" json:"format,omitempty"`
+	// A COCO dataset's categories' ids, in classes' order: the category id
+	// a target's label is (by default) names classes[i] where
+	// category_ids[i] is it. Empty for other datasets (their labels index
+	// classes).
+	CategoryIds []int64 `protobuf:"varint,6,rep,packed,name=category_ids,json=categoryIds,proto3" json:"category_ids,omitempty"`
 	// The fields its samples may have (JobSpec.fields): its own, sorted,
 	// then __key__ and __source__.
 	Fields        []string `protobuf:"bytes,30,rep,name=fields,proto3" json:"fields,omitempty"`
@@ -7309,6 +7314,13 @@ func (x *DatasetInfo) GetFormat() string {
 		return x.Format
 	}
 	return ""
+}
+
+func (x *DatasetInfo) GetCategoryIds() []int64 {
+	if x != nil {
+		return x.CategoryIds
+	}
+	return nil
 }
 
 func (x *DatasetInfo) GetFields() []string {
@@ -9582,13 +9594,14 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\rsample_errors\x18\x04 \x01(\x04R\fsampleErrors\"\x15\n" +
 	"\x13ListDatasetsRequest\"J\n" +
 	"\x14ListDatasetsResponse\x122\n" +
-	"\bdatasets\x18\x01 \x03(\v2\x16.stoker.v1.DatasetInfoR\bdatasets\"\xa1\x01\n" +
+	"\bdatasets\x18\x01 \x03(\v2\x16.stoker.v1.DatasetInfoR\bdatasets\"\xc4\x01\n" +
 	"\vDatasetInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x18\n" +
 	"\aclasses\x18\x03 \x03(\tR\aclasses\x12 \n" +
 	"\vfingerprint\x18\x04 \x01(\tR\vfingerprint\x12\x16\n" +
-	"\x06format\x18\x05 \x01(\tR\x06format\x12\x16\n" +
+	"\x06format\x18\x05 \x01(\tR\x06format\x12!\n" +
+	"\fcategory_ids\x18\x06 \x03(\x03R\vcategoryIds\x12\x16\n" +
 	"\x06fields\x18\x1e \x03(\tR\x06fields\"\xea\x01\n" +
 	"\vWorkRequest\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.WorkJobH\x00R\x03job\x12(\n" +

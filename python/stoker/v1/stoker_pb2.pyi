@@ -1112,20 +1112,22 @@ class ListDatasetsResponse(_message.Message):
     def __init__(self, datasets: _Optional[_Iterable[_Union[DatasetInfo, _Mapping]]] = ...) -> None: ...
 
 class DatasetInfo(_message.Message):
-    __slots__ = ("name", "size", "classes", "fingerprint", "format", "fields")
+    __slots__ = ("name", "size", "classes", "fingerprint", "format", "category_ids", "fields")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     CLASSES_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_IDS_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
     name: str
     size: int
     classes: _containers.RepeatedScalarFieldContainer[str]
     fingerprint: str
     format: str
+    category_ids: _containers.RepeatedScalarFieldContainer[int]
     fields: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., classes: _Optional[_Iterable[str]] = ..., fingerprint: _Optional[str] = ..., format: _Optional[str] = ..., fields: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., classes: _Optional[_Iterable[str]] = ..., fingerprint: _Optional[str] = ..., format: _Optional[str] = ..., category_ids: _Optional[_Iterable[int]] = ..., fields: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class WorkRequest(_message.Message):
     __slots__ = ("job", "lease", "cancel", "end", "ping")
