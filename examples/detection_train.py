@@ -23,8 +23,8 @@ SanitizeBoundingBoxes), which drops them itself. --transform frcnn is
 the preset "frcnn" (the detection references' multi-scale recipe:
 RandomShortestSize(480..800, max_size=1333), the flip,
 SanitizeBoundingBoxes): each image its own size, which
-Loader(image_list=True) gives as a list of each image's view of the
-padded batch, as the model takes them.
+Loader(image_list=True) gives as a list of each image's own [3, h, w]
+(the batch sent ragged, nothing padded), as the model takes them.
 """
 from __future__ import annotations
 
