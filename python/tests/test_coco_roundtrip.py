@@ -117,3 +117,52 @@ def test_cocoeval_of_itself_is_one(addr: str, coco640: Path) -> None:
             ev.accumulate()
             ev.summarize()
         assert ev.stats[0] == pytest.approx(1.0, abs=1e-9), (iou_type, ev.stats)  # AP @[.5:.95]
+
+
+def test_cocoeval_of_a_model_equals_torchvisions_loader(addr: str, coco640: Path) -> None:
+    """The evaluation path (docs/detection.md, "How do I evaluate?"): a
+    model's predictions on a stoker validation loader (no random op, each
+    image its own size, shuffle=False) scored by COCOeval equal the same
+    model's on torchvision's wrap_dataset_for_transforms_v2(CocoDetection)
+    loader, stat for stat: the same pixels in, the labels the category ids
+    the model was built for (num_classes=91), the boxes in the file's
+    pixels (the model maps its resize back)."""
+    from torchvision.datasets import CocoDetection, wrap_dataset_for_transforms_v2
+    from torchvision.models.detection import fasterrcnn_mobilenet_v3_large_320_fpn
+
+    torch.manual_seed(0)
+    model = fasterrcnn_mobilenet_v3_large_320_fpn(weights=None, weights_backbone=None, num_classes=91,
+                                                  box_score_thresh=0.0).eval()
+    ann = coco640 / "annotations" / "instances.json"
+
+    def predict(images: List[torch.Tensor], image_ids: List[int]) -> List[Dict[str, Any]]:
+        with torch.no_grad():
+            out = model([im.float() / 255 for im in images])
+        dets = []
+        for o, iid in zip(out, image_ids):
+            for (x1, y1, x2, y2), s, c in zip(o["boxes"].tolist(), o["scores"].tolist(), o["labels"].tolist()):
+                dets.append({"image_id": iid, "category_id": int(c), "score": float(s), "bbox": [x1, y1, x2 - x1, y2 - y1]})
+        return dets
+
+    ours, theirs = [], []
+    with stoker.Loader(addr, "coco", batch_size=4, shuffle=False, pin_memory=False, timeout=120, image_list=True,
+                       transform=T.Compose([T.RandomShortestSize(640, max_size=640)]), targets=("image_id",)) as ld:
+        for images, targets in ld:
+            ours += predict(images, [int(t["image_id"]) for t in targets])
+    ds = wrap_dataset_for_transforms_v2(CocoDetection(str(coco640 / "images" / "train"), str(ann)), target_keys=("image_id",))
+    from torchvision.transforms.v2 import functional as F
+
+    for i in range(len(ds)):
+        img, t = ds[i]
+        theirs += predict([F.pil_to_tensor(img)], [int(t["image_id"])])
+    assert len(ours) == len(theirs) > 0
+    stats = []
+    for dets in (ours, theirs):
+        with contextlib.redirect_stdout(io.StringIO()):
+            gt = COCO(str(ann))
+            ev = COCOeval(gt, gt.loadRes(json.loads(json.dumps(dets))), "bbox")
+            ev.evaluate()
+            ev.accumulate()
+            ev.summarize()
+        stats.append(list(ev.stats))
+    assert stats[0] == stats[1], stats
