@@ -150,3 +150,50 @@ def test_yolo_segment_train_from_stoker(yolo_set: Path, tmp_path: Path, stoker_b
     assert "YOLOCopyPaste(p=0.5, mode='flip')" in tr.train_loader.jobs[0][1], tr.train_loader.jobs[0][1]
     assert math.isfinite(float(tr.loss.detach()))
     assert float(tr.tloss["seg_loss"]) > 0, tr.tloss  # the masks reached the loss
+
+
+def test_yolo_pose_train_from_stoker(stoker_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """yolov8n-pose: a YOLO pose set (mkdata's stars, their 5 tips as
+    keypoints) trained one epoch from stoker, the keypoints moved by the
+    mosaic and flips (the data YAML's flip_idx) reaching the pose loss."""
+    import json
+
+    from ultralytics import YOLO
+
+    out = tmp_path / "coco"
+    r = subprocess.run([str(stoker_bin), "mkdata", "--coco", "--out", str(out), "--n", "24", "--max-side", "160",
+                        "--backgrounds", str(PHOTOS_TESTDATA)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "annotations" / "instances.json").read_text())
+    star = next(c["id"] for c in doc["categories"] if c["name"] == "star")
+    root = tmp_path / "pose"
+    (root / "labels" / "train").mkdir(parents=True)
+    (root / "images" / "train").mkdir(parents=True)  # copies: ultralytics finds labels beside the images' real path
+    for f in (out / "images" / "train").iterdir():
+        (root / "images" / "train" / f.name).write_bytes(f.read_bytes())
+    stars = 0
+    for im in doc["images"]:
+        lines = []
+        for a in doc["annotations"]:
+            if a["image_id"] != im["id"] or a["category_id"] != star or a.get("iscrowd"):
+                continue
+            x, y, w, h = a["bbox"]
+            W, H = im["width"], im["height"]
+            kp = a["keypoints"]
+            pts = " ".join(f"{kp[3 * j] / W:.6f} {kp[3 * j + 1] / H:.6f} {kp[3 * j + 2]}" for j in range(5))
+            lines.append(f"0 {(x + w / 2) / W:.6f} {(y + h / 2) / H:.6f} {w / W:.6f} {h / H:.6f} {pts}")
+            stars += 1
+        (root / "labels" / "train" / (Path(im["file_name"]).stem + ".txt")).write_text("\n".join(lines) + ("\n" if lines else ""))
+    assert stars > 0
+    (root / "data.yaml").write_text(f"path: {root}\ntrain: images/train\nval: images/train\nnames:\n  0: star\n"
+                                    "kpt_shape: [5, 3]\nflip_idx: [0, 4, 3, 2, 1]\n")
+    monkeypatch.setenv("STOKER_BIN", str(stoker_bin))
+    model = YOLO("yolov8n-pose.yaml")
+    model.train(data=str(root / "data.yaml"), trainer=ultra.PoseTrainer, epochs=1, imgsz=64, batch=4, close_mosaic=0,
+                device="cpu", workers=0, plots=False, amp=False, seed=0, project=str(tmp_path), name="pose",
+                exist_ok=True, verbose=False, val=False)
+    tr = model.trainer
+    assert tr.train_loader.batches_served == 6
+    assert "flip_idx=[0, 4, 3, 2, 1]" in tr.train_loader.jobs[0][1], tr.train_loader.jobs[0][1]
+    assert math.isfinite(float(tr.loss.detach()))
+    assert float(tr.tloss["pose_loss"]) > 0, tr.tloss  # the keypoints reached the loss
