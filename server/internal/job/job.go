@@ -261,6 +261,9 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if tc := pipeline.TargetCostOf(j.t, j.ds, j.fields); tc != (pipeline.TargetCost{}) {
 		// A segment dataset's polygons (and the overlap mask), or the instance masks, cost the targets CPU of their own.
 		j.cost = j.t.CostWith(tc)
+		if err := j.t.CheckMaskWork(tc); err != nil {
+			return nil, err
+		}
 		if err := checkCost(j.cost, env.MaxSampleCPU); err != nil {
 			return nil, err
 		}
