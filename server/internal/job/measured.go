@@ -25,6 +25,14 @@ import (
 // believed: one sample's cost varies with its photo and its draws.
 const measuredMin = 8
 
+// DefaultMeasuredBound is the bound's default over --max-sample-cpu: the
+// limit bounds the worst sample's prediction and the bound the measured
+// mean, so four times it is samples well past it, not a few photos
+// larger than the rest nor the cost model's usual error (it
+// under-predicts blurs and AugMix 1.3-3x: issue 66's blur, predicted 184
+// ms, measured 471 ms).
+const DefaultMeasuredBound = 4
+
 // ErrMeasuredCost marks the failure of a job whose samples measured past
 // the server's bound: a status error (RESOURCE_EXHAUSTED) that is also
 // lease.ErrJobFailed, so that its coordinator ends the job with it at
