@@ -261,28 +261,35 @@ PRESETS = ["imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-
 
 
 def factors(a) -> List[str]:
-    """Each preset's predicted and measured CPU per sample on one server."""
+    """Each preset's predicted and measured CPU per sample on one server:
+    the job's gauges once it has made --factor-batches batches (and the
+    controller has published them: every 500 ms)."""
     import stoker
 
     srv = Server(a.bin, a.data, a.workers, a.tmp, None)
     out = [f"{'preset':<16} {'predicted ms':>12} {'measured ms':>12} {'factor':>7}"]
+    seen: set = set()
     try:
         for p in PRESETS:
             loader = stoker.Loader(srv.addr, "photos", transform=p, batch_size=32)
-            n, pred, meas = 0, float("nan"), float("nan")
-            for _ in loader:
-                n += 1
-                if n >= a.factor_batches:
+            n, pred, meas, job = 0, float("nan"), float("nan"), ""
+            t0 = time.monotonic()
+            while not job and time.monotonic() - t0 < 60:
+                for _ in loader:
+                    n += 1
+                    if n < a.factor_batches or n % 5:
+                        continue
                     ms = srv.metrics()
                     for k, v in ms.items():
-                        if k.startswith("stoker_predicted_cpu_seconds_per_sample{"):
-                            pred = v
-                        elif k.startswith("stoker_cpu_seconds_per_sample{"):
-                            meas = v
-                    break
+                        if k.startswith("stoker_cpu_seconds_per_sample{") and k not in seen and v > 0:
+                            job, meas = k, v
+                            pk = "stoker_predicted_cpu_seconds_per_sample{" + k.split("{", 1)[1]
+                            pred = ms.get(pk, float("nan"))
+                    if job:
+                        break
+            seen.add(job)
             loader.close()
             out.append(f"{p:<16} {pred * 1e3:>12.3f} {meas * 1e3:>12.3f} {meas / pred:>7.2f}")
-            time.sleep(1)  # the job's gauges go with it
     finally:
         srv.close()
     return out
