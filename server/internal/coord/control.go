@@ -39,15 +39,17 @@ func (c *Coordinator) window(ms []Maker) int {
 // about 0.1 s of a core, one of 32 samples at --max-sample-cpu eight
 // seconds. So an automatic window is bounded by the CPU its batches are
 // predicted to hold (the larger of the cost model's mean and the mean
-// measured here, times the batch size; CPUCoster), per ready maker: at
-// least lookaheadMinCPU, so that a cheap job's queue does not empty
+// measured here, times the batch size; CPUCoster), per worker of the
+// ready makers (each counted as having the local executor's): at least
+// lookaheadMinCPU, so that a cheap job's queue does not empty
 // between its batches while another job's long sample runs (it would
 // lose its share each time), and at most lookaheadMaxCPU, so that an
 // expensive job does not queue minutes of CPU ahead of its trainer (work
-// a closed stream abandons, buffers held for it). Within the window's
+// a closed stream abandons, buffers held for it), but never fewer leases
+// than workers, each of which may be kept busy. Within the window's
 // bounds in batches (windowCeiling, minWindow), which size the memory.
 const (
-	lookaheadMinCPU = 0.5 // seconds of CPU per ready maker
+	lookaheadMinCPU = 0.5 // seconds of CPU per worker
 	lookaheadMaxCPU = 8.0
 )
 
@@ -66,9 +68,11 @@ func (c *Coordinator) windowBounds(ms []Maker) (lo, hi int) {
 	if !(batch > 0) || math.IsInf(batch, 0) {
 		return lo, hi
 	}
-	n := float64(max(readyMakers(ms), 1))
+	// The workers the leases keep busy: each ready maker's, counted as
+	// the local executor's (a peer's are not known here).
+	n := float64(max(readyMakers(ms), 1) * max(c.env.Config.Workers, 1))
 	cpuLo := math.Ceil(lookaheadMinCPU * n / batch)
-	cpuHi := math.Floor(lookaheadMaxCPU * n / batch)
+	cpuHi := max(math.Floor(lookaheadMaxCPU*n/batch), n) // never fewer leases than workers
 	hi = max(minWindow, min(hi, int(min(cpuHi, float64(hi)))))
 	lo = min(hi, max(lo, int(min(cpuLo, float64(hi)))))
 	return lo, hi
