@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,8 +65,14 @@ func TestFillCancelAbandonsRunning(t *testing.T) {
 	}()
 	waitRunning(t, e, q)
 	cancel()
-	if err := waitFill(t, done); !errors.Is(err, context.Canceled) {
+	err := waitFill(t, done)
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Fill: %v, want context.Canceled", err)
+	}
+	// The error names the sample it was abandoned in: a lease that
+	// times out on every try says which sample holds it.
+	if want := fmt.Sprintf("sample 0 (%q)", ds.Name(0)); !strings.Contains(err.Error(), want) {
+		t.Errorf("cancelled Fill: %v, want it to name %s", err, want)
 	}
 	if told, back := e.Abandoned(); told != 1 || back != 1 {
 		t.Fatalf("Abandoned() = %d told, %d returned; want 1, 1", told, back)

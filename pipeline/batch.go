@@ -106,6 +106,9 @@ type Executor struct {
 	// cur is the request each worker is making a sample of (nil: none),
 	// under mu: Queue.Close abandons its queue's.
 	cur []*fillReq
+	// curAt is the position in its request of the sample each worker is
+	// making (cur's), under mu: a Fill abandoned names it (abandonedIn).
+	curAt []int
 	// heavyRunning counts the workers making a heavy queue's sample
 	// (heavyLimit), under mu.
 	heavyRunning int
@@ -182,7 +185,7 @@ func NewExecutor(workers int, opts ...Option) *Executor {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}, stages: o.stages, cur: make([]*fillReq, workers), asleep: make([]*Decoder, workers), cpu: o.cpu}
+	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}, stages: o.stages, cur: make([]*fillReq, workers), curAt: make([]int, workers), asleep: make([]*Decoder, workers), cpu: o.cpu}
 	e.work.L = &e.mu
 	for w := range workers {
 		e.wg.Add(1)

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -221,9 +222,16 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	case <-r.done:
 	case <-ctx.Done():
 		e.mu.Lock()
+		running := e.abandonedIn(r)
 		e.drop(r, ctx.Err())
 		e.mu.Unlock()
 		<-r.done
+		if r.dropped == ctx.Err() && running != "" {
+			// The lease ran out (or was cancelled) while these samples
+			// were being made: its error names them, so that a batch
+			// that fails every lease says which sample holds it.
+			r.dropped = fmt.Errorf("%w (abandoned while making %s)", r.dropped, running)
+		}
 	}
 	// done was sent under e.mu after the last sample's errs entry was
 	// written: every write of the batch is visible here.
@@ -427,4 +435,26 @@ func (d *Decoder) settleScratch(err error) error {
 	}
 	d.scratch.held = kept
 	return err
+}
+
+// abandonedIn names the samples of r the workers are making now (at
+// most 4, then how many more), as its dataset names them, with their
+// indices: "" when none has started or all are made. e.mu is held.
+func (e *Executor) abandonedIn(r *fillReq) string {
+	var names []string
+	n := 0
+	for w, c := range e.cur {
+		if c != r {
+			continue
+		}
+		n++
+		if len(names) < 4 {
+			idx := r.indices[e.curAt[w]]
+			names = append(names, fmt.Sprintf("sample %d (%q)", idx, r.ds.Name(int(idx))))
+		}
+	}
+	if n > len(names) {
+		names = append(names, fmt.Sprintf("%d more", n-len(names)))
+	}
+	return strings.Join(names, ", ")
 }

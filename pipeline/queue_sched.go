@@ -312,7 +312,7 @@ func (e *Executor) run(d *Decoder, w int) {
 			continue
 		}
 		r, i, ch := e.take(q)
-		e.cur[w] = r
+		e.cur[w], e.curAt[w] = r, i
 		d.ops.Stop, d.ops.Progress = r.stop, r.progress
 		e.mu.Unlock()
 		if now := time.Now(); now.Sub(yielded) >= workerYield {

@@ -23,6 +23,8 @@ const (
 	DefaultMaxStreams   = 256
 	DefaultStallTarget  = coord.DefaultStallTarget
 	DefaultIdleTimeout  = 10 * time.Minute
+	// DefaultMeasuredBound is MaxMeasuredCPU's default over MaxSampleCPU.
+	DefaultMeasuredBound = job.DefaultMeasuredBound
 	// DefaultAdviseWindow is how long a lower worker recommendation must
 	// hold before it is published (the HPA's scale-down stabilization).
 	DefaultAdviseWindow = 60 * time.Second
@@ -145,6 +147,10 @@ type Config struct {
 	// model predicts at more CPU (pipeline.Transform.Cost). Default
 	// pipeline.DefaultMaxSampleCPU (250 ms); negative: no limit.
 	MaxSampleCPU time.Duration
+	// MaxMeasuredCPU fails a job whose samples measure more CPU than this
+	// on average (job.CheckMeasured). Default DefaultMeasuredBound x
+	// MaxSampleCPU (none when that is negative); negative: no bound.
+	MaxMeasuredCPU time.Duration
 	// MaxCPUWeight bounds what a job's JobSpec.cpu_weight may ask: it is
 	// clamped to [1/MaxCPUWeight, MaxCPUWeight]. Default (0) and 1: every
 	// job weighs 1 (a client cannot raise its share).
@@ -454,6 +460,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxSampleCPU == 0 {
 		c.MaxSampleCPU = pipeline.DefaultMaxSampleCPU
 	}
+	if c.MaxMeasuredCPU == 0 && c.MaxSampleCPU > 0 {
+		c.MaxMeasuredCPU = DefaultMeasuredBound * c.MaxSampleCPU
+	}
 	if c.MaxStreamsPerClient == 0 {
 		c.MaxStreamsPerClient = DefaultMaxStreamsPerClient
 	}
@@ -485,16 +494,3 @@ const (
 	MinDefaultCoefBudget = limits.MinDefaultCoefBudget
 	MinMemoryBudget      = limits.MinMemoryBudget
 )
-
-// DefaultCoefBudget is the coefficient cache a server with workers decode
-// goroutines has on this machine by default (limits.DefaultCoefBudget).
-func DefaultCoefBudget(workers int) int64 { return limits.DefaultCoefBudget(workers) }
-
-// CheckMemoryFloor refuses a memory budget (0: the machine's default)
-// under MinMemoryBudget (limits.CheckMemoryFloor).
-func CheckMemoryFloor(budget int64) error { return limits.CheckMemoryFloor(budget) }
-
-// DefaultMemoryBudget is the --memory-budget a server on this machine has
-// when not given one (bench scale, to know whether the --coef-budget it
-// gives its workers fits in that).
-func DefaultMemoryBudget() int64 { return limits.DefaultMemoryBudget() }

@@ -15,6 +15,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/source"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
@@ -37,6 +38,7 @@ var errorCodes = []struct {
 	{source.ErrDenied, codes.PermissionDenied},
 	{source.ErrUnavailable, codes.Unavailable},
 	{source.ErrProtocol, codes.Unavailable},
+	{job.ErrMeasuredCost, codes.ResourceExhausted},
 	{coord.ErrBatchFailed, codes.Unavailable},
 	{coord.ErrNoMakerReady, codes.Unavailable},
 }

@@ -215,3 +215,16 @@ func largestFile(ds pipeline.Dataset) int64 {
 	}
 	return most
 }
+
+// DefaultCoefBudget is the coefficient cache a server with workers decode
+// goroutines has on this machine by default (limits.DefaultCoefBudget).
+func DefaultCoefBudget(workers int) int64 { return limits.DefaultCoefBudget(workers) }
+
+// CheckMemoryFloor refuses a memory budget (0: the machine's default)
+// under MinMemoryBudget (limits.CheckMemoryFloor).
+func CheckMemoryFloor(budget int64) error { return limits.CheckMemoryFloor(budget) }
+
+// DefaultMemoryBudget is the --memory-budget a server on this machine has
+// when not given one (bench scale, to know whether the --coef-budget it
+// gives its workers fits in that).
+func DefaultMemoryBudget() int64 { return limits.DefaultMemoryBudget() }

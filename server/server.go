@@ -434,7 +434,7 @@ func categoryIDs(ds pipeline.Dataset) []int64 {
 // newJob validates spec against the server's datasets and limits
 // (job.New), its errors statuses by the server's error table.
 func (s *Server) newJob(spec *stokerv1.JobSpec, o job.Origin) (*job.Job, error) {
-	j, err := job.New(spec, job.Env{Datasets: s.datasets, Names: s.names, MaxBatchBytes: s.cfg.MaxBatchBytes, MaxSampleCPU: s.cfg.MaxSampleCPU, MaxCPUWeight: s.cfg.MaxCPUWeight, Decode: s.cfg.decode}, o)
+	j, err := job.New(spec, job.Env{Datasets: s.datasets, Names: s.names, MaxBatchBytes: s.cfg.MaxBatchBytes, MaxSampleCPU: s.cfg.MaxSampleCPU, MaxMeasuredCPU: s.cfg.MaxMeasuredCPU, MaxCPUWeight: s.cfg.MaxCPUWeight, Decode: s.cfg.decode}, o)
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -224,7 +224,12 @@ func TestShareCPUVictimUnderAttack(t *testing.T) {
 		{"4 blur jobs, 2 workers", 4, 2, 250 * time.Millisecond, 32, func(px uint32) *pb.OpenJob { return blurBomb("bomb", px) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := startServer(t, Config{Workers: tc.workers, MaxSampleCPU: tc.limit, Datasets: map[string]string{"victim": manyPhotos(t, ds, victimCopies), "bomb": ds}})
+			// The bound on the measured mean (--max-measured-cpu) well
+			// above what the attacks measure (the blur bomb admitted at
+			// 50 ms measured 150-160 ms, near the default 4x on a loaded
+			// host): they are served at their share, the test's subject;
+			// TestMeasuredCostFailsTheJob is the bound's.
+			e := startServer(t, Config{Workers: tc.workers, MaxSampleCPU: tc.limit, MaxMeasuredCPU: 8 * tc.limit, Datasets: map[string]string{"victim": manyPhotos(t, ds, victimCopies), "bomb": ds}})
 			victimSize := e.srv.datasets["victim"].Len()
 			attack, over := largestAllowed(t, e.srv, tc.mk)
 			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)

@@ -77,3 +77,9 @@ var ErrBusy = errors.New("peer busy")
 // shutting down (it finishes the leases in flight and takes no new one):
 // not a failure, the batch is to be leased elsewhere.
 var ErrDraining = errors.New("peer draining")
+
+// ErrJobFailed marks a maker's failure that ends the job at once rather
+// than the batch's lease being tried again: what any try would find
+// again (the job's samples measured past the server's bound on their
+// CPU). The error that carries it is what the trainer is told.
+var ErrJobFailed = errors.New("job failed")

@@ -45,6 +45,8 @@ type COCODataset struct {
 	annSum string
 	// annName is the annotations file's base name, for messages.
 	annName string
+	// masks is what its annotations say of its instance masks' work.
+	masks MaskStats
 }
 
 var (
@@ -117,6 +119,7 @@ func newCOCODataset(c *annot.COCO, annName, sum string) (*COCODataset, indexHash
 	for _, ct := range c.Categories() {
 		d.classes = append(d.classes, ct.Name)
 	}
+	d.masks = cocoMaskStats(c)
 	ix := newIndexHash("coco", d.classes)
 	ix.str(sum)
 	return d, ix
@@ -409,4 +412,78 @@ func (d *COCODataset) FileSize(i int) (int64, bool) {
 		return 0, false
 	}
 	return capped(d.sizes[i], d.maxSize), true
+}
+
+// MaskStats is what a dataset's annotations say, before any sample is
+// made, of the work of its images' instance masks, which is each
+// instance's extent (the bounding box of its set pixels in its image:
+// pipeline/targets' AppendMasks) and the canvas' rows and columns, not
+// the canvas: over the images, the mean and the most of the instances an
+// image has, of their extents' pixels summed, and of that sum over the
+// image's pixels (its cover: the share of the output each instance's
+// runs reach, summed). The extents are the annotations' boxes, clamped
+// to the image (at least a pixel each): a box that lies smaller than its
+// polygon is caught where the masks are made, by their bound
+// (targets.MaxInstancePixels) and by the job's measured CPU. Known is
+// false where the dataset cannot say (its annotations are read sample by
+// sample): the cost model prices a nominal image then.
+type MaskStats struct {
+	Known                       bool
+	MeanInstances, MaxInstances float64
+	MeanExtent, MaxExtent       float64
+	MeanCover, MaxCover         float64
+	// Worst is the image of the largest extent (its file name) and its
+	// instances, for a refusal's message.
+	Worst          string
+	WorstInstances int
+}
+
+// MaskStatser is a dataset whose annotations say what its masks' work
+// is (MaskStats): COCO's.
+type MaskStatser interface{ MaskStats() MaskStats }
+
+// MaskStats implements MaskStatser.
+func (d *COCODataset) MaskStats() MaskStats { return d.masks }
+
+// cocoMaskStats is c's images' MaskStats, from their annotations'
+// boxes; a sample whose annotations are malformed is left out (it fails
+// as a sample).
+func cocoMaskStats(c *annot.COCO) MaskStats {
+	var m MaskStats
+	n := 0
+	for i := range c.Len() {
+		s, err := c.Sample(i)
+		if err != nil {
+			continue
+		}
+		w, h := float64(s.Image.Width), float64(s.Image.Height)
+		ext := 0.0
+		for _, in := range s.Instances {
+			b := in.BBox
+			x0, y0 := min(max(b[0], 0), w), min(max(b[1], 0), h)
+			x1, y1 := min(max(b[0]+b[2], 0), w), min(max(b[1]+b[3], 0), h)
+			ext += max(float64((x1-x0)*(y1-y0)), 1)
+		}
+		k := float64(len(s.Instances))
+		cover := 0.0
+		if w*h > 0 {
+			cover = ext / (w * h)
+		}
+		n++
+		m.MeanInstances += k
+		m.MeanExtent += ext
+		m.MeanCover += cover
+		m.MaxInstances = max(m.MaxInstances, k)
+		m.MaxCover = max(m.MaxCover, cover)
+		if ext > m.MaxExtent {
+			m.MaxExtent, m.Worst, m.WorstInstances = ext, s.Image.FileName, len(s.Instances)
+		}
+	}
+	if n > 0 {
+		m.Known = true
+		m.MeanInstances /= float64(n)
+		m.MeanExtent /= float64(n)
+		m.MeanCover /= float64(n)
+	}
+	return m
 }

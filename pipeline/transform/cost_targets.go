@@ -5,8 +5,12 @@ package transform
 // masks.
 
 import (
+	"fmt"
+
 	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // TargetCost is what a job's targets add to its samples' CPU beyond the
@@ -22,6 +26,10 @@ type TargetCost struct {
 	Mask      bool // the job asks for "overlap_mask"
 	MaskRatio int  // its mask_ratio (0: 4)
 	Masks     bool // the job asks for "masks": an instance mask each (tv_tensors.Mask)
+	// MaskStats is what the dataset's annotations say of its masks'
+	// work (instances and their extents), where they say it (COCO's):
+	// the masks are priced by it rather than by a nominal image.
+	MaskStats dataset.MaskStats
 }
 
 // The targets' terms (bench cost --annotations on a polygon set of 640 px
@@ -73,6 +81,9 @@ func TargetCostOf(t *Transform, ds dataset.Dataset, fs *dataset.FieldSet) Target
 		return tc
 	}
 	tc.Masks = fs.Masks()
+	if ms, ok := ds.(dataset.MaskStatser); ok && tc.Masks {
+		tc.MaskStats = ms.MaskStats()
+	}
 	if d, ok := ds.(*dataset.YOLODataset); ok && d.HasSegments() && (t.yolo != nil || t.mosaic != nil) {
 		tc.Segments, tc.Mask = true, fs.OverlapMask()
 		if tc.Mask {
@@ -122,7 +133,7 @@ func (t *Transform) CostWith(tc TargetCost) Cost {
 		}
 	}
 	if tc.Masks {
-		m, x := t.instanceMasksNs()
+		m, x := t.instanceMasksNs(tc.MaskStats)
 		mean, most = mean+m, most+x
 	}
 	c.Mean += nsDuration(mean)
@@ -134,20 +145,56 @@ func (t *Transform) CostWith(tc TargetCost) Cost {
 }
 
 // instanceMasksNs is what the instance masks add to a sample, mean and
-// worst: nominalInstances instances, each its source mask at the nominal
-// source (the output's size if larger, as Cost's decode, but for a
-// detection geometry) and its runs over the output; each rotation, affine
-// or perspective the index of the canvas and the runs through it in
-// place of the axis maps' (at its chance in the mean); a Mask fill other
-// than 0 (FixedSizeCrop's pads masks with 0) the fill block's pass, at
-// its op's chance. The ops in a container count as if they applied.
-func (t *Transform) instanceMasksNs() (mean, worst float64) {
+// worst. Each instance's work is its extent (AppendMasks): its source
+// mask over its extent's pixels (maskSrcNs a pixel), its runs over the
+// output pixels it can reach (the output's pixels times its extent's
+// share of its image: maskRunNs, or maskTurnRunNs through a canvas
+// index), and the canvas' rows and columns (maskLineNs each). Where the
+// dataset's annotations say its images' instances and extents (ms: the
+// mean and the most of each, the most of each term taken apart, an
+// upper bound), those; else nominalInstances instances, each the whole
+// nominal source (the output's size if larger, as Cost's decode, but for
+// a detection geometry). Each rotation, affine or perspective adds the
+// index of the canvas and the runs through it in place of the axis maps'
+// (at its chance in the mean); a Mask fill other than 0 (FixedSizeCrop's
+// pads masks with 0) the fill block's pass, at its op's chance. The ops
+// in a container count as if they applied.
+func (t *Transform) instanceMasksNs(ms dataset.MaskStats) (mean, worst float64) {
 	px := float64(t.outW * t.outH)
+	lines := float64(t.outW + t.outH)
 	srcPx := float64(NominalSourcePx)
 	if !t.detGeometry() {
 		srcPx = max(srcPx, px)
 	}
-	var turn, turnWorst, fill, fillWorst float64
+	// An image's instances, their extents summed and their cover, mean
+	// and at worst.
+	inst, ext, cover := nominalInstances, nominalInstances*srcPx, nominalInstances
+	instW, extW, coverW := inst, ext, cover
+	if ms.Known {
+		inst, ext, cover = ms.MeanInstances, ms.MeanExtent, ms.MeanCover
+		instW, extW, coverW = ms.MaxInstances, ms.MaxExtent, ms.MaxCover
+	}
+	turn, turnWorst, fill, fillWorst := t.maskSteps()
+	at := func(turns, fills, inst, ext, cover float64) float64 {
+		turned := min(turns, 1) // the runs through an index, from the first turn on
+		runs := maskRunNs + float64(turned*(maskTurnRunNs-maskRunNs))
+		pass := maskFillNs + float64(turned*(maskFillTurnNs-maskFillNs))
+		return float64(maskSrcNs*ext) + float64(runs*cover*px) + float64(maskLineNs*inst*lines) +
+			float64(turns*maskIndexNs*px) + float64(min(fills, 1)*pass*px)
+	}
+	return at(turn, fill, inst, ext, cover), at(turnWorst, fillWorst, instW, extW, coverW)
+}
+
+// maskLineNs is each instance's cost a row and a column of the output
+// canvas (its maps' rows and columns walked for it): not fitted apart, a
+// run's output pixel's (maskRunNs) taken for it; with nominalInstances
+// instances it is under 1% of a sample.
+var maskLineNs = maskRunNs
+
+// maskSteps counts the rotations, affines and perspectives the instance
+// masks go through (turn: at their chance; turnWorst: all of them) and
+// the ops that may fill them with other than 0 (fill, fillWorst).
+func (t *Transform) maskSteps() (turn, turnWorst, fill, fillWorst float64) {
 	var walk func(ops []optab.Op)
 	walk = func(ops []optab.Op) {
 		for i := range ops {
@@ -176,12 +223,27 @@ func (t *Transform) instanceMasksNs() (mean, worst float64) {
 		}
 	}
 	walk(t.ops)
-	at := func(turns, fills float64) float64 {
-		turned := min(turns, 1) // the runs through an index, from the first turn on
-		runs := maskRunNs + float64(turned*(maskTurnRunNs-maskRunNs))
-		pass := maskFillNs + float64(turned*(maskFillTurnNs-maskFillNs))
-		return float64(nominalInstances*(float64(maskSrcNs*srcPx)+float64(runs*px))) +
-			float64(turns*maskIndexNs*px) + float64(min(fills, 1)*pass*px)
+	return turn, turnWorst, fill, fillWorst
+}
+
+// CheckMaskWork refuses, before anything is read, a job whose instance
+// masks' work the dataset's annotations (tc.MaskStats) put past the bound
+// a sample's masks are held to (targets.MaxInstancePixels: its
+// instances' extents, the output pixels each can reach, the canvas' rows
+// and columns, summed), naming the image whose instances' extents are
+// the largest: every one of its samples would fail there. The most of
+// each term is taken apart (an upper bound of the worst image's). Nil
+// when the job asks for no masks or the annotations do not say.
+func (t *Transform) CheckMaskWork(tc TargetCost) error {
+	ms := tc.MaskStats
+	if !tc.Masks || !ms.Known || t.views != nil {
+		return nil
 	}
-	return at(turn, fill), at(turnWorst, fillWorst)
+	px := float64(t.outW * t.outH)
+	work := ms.MaxExtent + ms.MaxCover*px + ms.MaxInstances*float64(t.outW+t.outH)
+	if work <= targets.MaxInstancePixels {
+		return nil
+	}
+	return fmt.Errorf("%w: the instance masks' work would reach %.3g pixels a sample (image %q: %d instances whose boxes cover %.3g pixels, %.0f times its own; on a %dx%d output), over the bound of %d a sample's masks are held to: "+
+		"ask for no masks of this dataset, or a smaller output", errs.TooLarge, work, ms.Worst, ms.WorstInstances, ms.MaxExtent, ms.MaxCover, t.outW, t.outH, targets.MaxInstancePixels)
 }

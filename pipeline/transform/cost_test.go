@@ -1,10 +1,14 @@
 package transform
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
@@ -135,7 +139,50 @@ func TestCostRotateFirst(t *testing.T) {
 // rotation the canvas index and the runs through it, a perspective those
 // at its p in the mean and whole at worst; a Mask fill other than 0 the
 // fill block's pass, a FixedSizeCrop's fill none (it pads masks with 0);
-// a YOLO segment set's terms beside them.
+// a YOLO segment set's terms beside them. Each instance's canvas rows and
+// columns maskLineNs each.
+// TestCostMasksByExtent: where the dataset's annotations say its
+// images' instances and their extents (dataset.MaskStats), the masks are
+// priced by them, not by nominal instances each the whole source: the
+// mean by the means, the worst by the most of each; many small instances
+// cost less than a few whole-canvas ones. CheckMaskWork refuses a
+// dataset whose worst image's work passes targets.MaxInstancePixels,
+// naming the image, and lets a COCO-like one be.
+func TestCostMasksByExtent(t *testing.T) {
+	lsj, err := ParseTransform("lsj", CHW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := lsj.Cost()
+	px, lines := 1024.0*1024, 2048.0
+	coco := dataset.MaskStats{Known: true, MeanInstances: 7, MaxInstances: 90, MeanExtent: 40_000, MaxExtent: 400_000, MeanCover: 0.3, MaxCover: 2, Worst: "crowd.jpg", WorstInstances: 90}
+	c := lsj.CostWith(TargetCost{Masks: true, MaskStats: coco})
+	wantMean := maskSrcNs*coco.MeanExtent + maskRunNs*coco.MeanCover*px + maskLineNs*coco.MeanInstances*lines
+	wantMax := maskSrcNs*coco.MaxExtent + maskRunNs*coco.MaxCover*px + maskLineNs*coco.MaxInstances*lines
+	if got := float64((c.Mean - base.Mean).Nanoseconds()); math.Abs(got-wantMean) > 2 {
+		t.Errorf("the mean: masks add %.0f ns, want %.0f", got, wantMean)
+	}
+	if got := float64((c.Max - base.Max).Nanoseconds()); math.Abs(got-wantMax) > 2 {
+		t.Errorf("the worst: masks add %.0f ns, want %.0f", got, wantMax)
+	}
+	if err := lsj.CheckMaskWork(TargetCost{Masks: true, MaskStats: coco}); err != nil {
+		t.Errorf("a COCO-like set: %v", err)
+	}
+	// Issue 66's: 1,024 instances each the whole of a 2000 x 2000 image.
+	bomb := dataset.MaskStats{Known: true, MeanInstances: 1024, MaxInstances: 1024, MeanExtent: 1024 * 4e6, MaxExtent: 1024 * 4e6, MeanCover: 1024, MaxCover: 1024, Worst: "big.jpg", WorstInstances: 1024}
+	tc := TargetCost{Masks: true, MaskStats: bomb}
+	if c := lsj.CostWith(tc); c.Max < time.Second || !strings.Contains(c.Dominant, "instance masks") {
+		t.Errorf("the masks bomb: predicted %v at worst, most of it %q; want over a second, the masks", c.Max, c.Dominant)
+	}
+	err = lsj.CheckMaskWork(tc)
+	if !errors.Is(err, errs.TooLarge) || !strings.Contains(err.Error(), `"big.jpg"`) || !strings.Contains(err.Error(), "1024 instances") {
+		t.Errorf("the masks bomb: %v; want TooLarge naming the image and its instances", err)
+	}
+	if err := lsj.CheckMaskWork(TargetCost{Masks: true}); err != nil {
+		t.Errorf("no stats: %v", err)
+	}
+}
+
 func TestCostWithMasks(t *testing.T) {
 	masks := TargetCost{Masks: true}
 	ns := func(d time.Duration) float64 { return float64(d.Nanoseconds()) }
@@ -160,7 +207,7 @@ func TestCostWithMasks(t *testing.T) {
 	detr := preset("detr")
 	m, x := added(detr)
 	px := 640.0 * 640
-	near("detr (mean)", m, nominalInstances*(maskSrcNs*src+maskRunNs*px))
+	near("detr (mean)", m, nominalInstances*(maskSrcNs*src+maskRunNs*px+maskLineNs*2*640))
 	near("detr (worst)", x, m)
 	if c := detr.CostWith(masks); c.Max <= detr.Cost().Max {
 		t.Errorf("detr with masks: worst %v, without %v", c.Max, detr.Cost().Max)
@@ -168,12 +215,12 @@ func TestCostWithMasks(t *testing.T) {
 
 	lsj := preset("lsj") // FixedSizeCrop's fill (123) is not the masks'
 	m, _ = added(lsj)
-	near("lsj", m, nominalInstances*(maskSrcNs*src+maskRunNs*1024*1024))
+	near("lsj", m, nominalInstances*(maskSrcNs*src+maskRunNs*1024*1024+maskLineNs*2*1024))
 
 	resize := optab.Op{Kind: OpResize, Size: [2]int{480, 480}}
 	rot := optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{-30, 30}}
 	px, src = 480*480, max(src, 480*480)
-	turned := nominalInstances*(maskSrcNs*src+maskTurnRunNs*px) + maskIndexNs*px
+	turned := nominalInstances*(maskSrcNs*src+maskTurnRunNs*px+maskLineNs*2*480) + maskIndexNs*px
 	m, x = added(mustTransform(t, CHW, resize, rot))
 	near("a rotation (mean)", m, turned)
 	near("a rotation (worst)", x, turned)
@@ -185,7 +232,7 @@ func TestCostWithMasks(t *testing.T) {
 
 	persp := optab.Op{Kind: OpRandomPerspective, Distortion: 0.5, P: 0.25}
 	m, x = added(mustTransform(t, CHW, resize, persp))
-	plain := nominalInstances * (maskSrcNs*src + maskRunNs*px)
+	plain := nominalInstances * (maskSrcNs*src + maskRunNs*px + maskLineNs*2*480)
 	near("a perspective at p 0.25 (mean)", m, plain+0.25*(turned-plain))
 	near("a perspective (worst)", x, turned)
 

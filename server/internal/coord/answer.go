@@ -67,6 +67,9 @@ const (
 	failRefused
 	failTimeout
 	failError
+	// failJob: the job cannot go on (lease.ErrJobFailed): it ends with
+	// this error, not after maxAttempts tries.
+	failJob
 )
 
 // kindOf is failure err's kind.
@@ -84,6 +87,8 @@ func kindOf(err error) failKind {
 		return failRefused
 	case errors.Is(err, context.DeadlineExceeded):
 		return failTimeout
+	case errors.Is(err, lease.ErrJobFailed):
+		return failJob
 	}
 	return failError
 }
@@ -192,6 +197,11 @@ func (c *Coordinator) blame(id batchID, rec, other *leaseRec, f blame, now time.
 		c.makers.refused[m] = err
 	case failTimeout:
 		reason = "timeout"
+	case failJob:
+		// The job ends with this error (table.answer): not the maker's
+		// failure, no back-off.
+		failures.WithLabelValues(m.Name(), "job_failed").Inc()
+		return
 	}
 	failures.WithLabelValues(m.Name(), reason).Inc()
 	if reason != "refused" && reason != "mismatch" {

@@ -23,13 +23,59 @@ const MaxWindow = 1024
 const minWindow = 1
 
 // window is how many leases the job may have in flight: what the
-// controller set, within its bounds. It starts at two per ready maker (at
-// least DefaultWindow).
+// controller set, within its bounds (windowBounds). It starts at two per
+// ready maker (at least DefaultWindow).
 func (c *Coordinator) window(ms []Maker) int {
 	if c.ctl.win == 0 {
 		c.ctl.win = max(DefaultWindow, 2*readyMakers(ms))
 	}
-	return min(max(c.ctl.win, minWindow), c.env.windowCeiling(ms))
+	lo, hi := c.windowBounds(ms)
+	return min(max(c.ctl.win, lo), hi)
+}
+
+// The lookahead in CPU time: a job's leases in flight are its queued
+// work on its makers, and what matters of it is how long it keeps them
+// busy, not how many batches it is. A batch of 32 training samples is
+// about 0.1 s of a core, one of 32 samples at --max-sample-cpu eight
+// seconds. So an automatic window is bounded by the CPU its batches are
+// predicted to hold (the larger of the cost model's mean and the mean
+// measured here, times the batch size; CPUCoster), per worker of the
+// ready makers (each counted as having the local executor's): at least
+// lookaheadMinCPU, so that a cheap job's queue does not empty
+// between its batches while another job's long sample runs (it would
+// lose its share each time), and at most lookaheadMaxCPU, so that an
+// expensive job does not queue minutes of CPU ahead of its trainer (work
+// a closed stream abandons, buffers held for it), but never fewer leases
+// than workers, each of which may be kept busy. Within the window's
+// bounds in batches (windowCeiling, minWindow), which size the memory.
+const (
+	lookaheadMinCPU = 0.5 // seconds of CPU per worker
+	lookaheadMaxCPU = 8.0
+)
+
+// windowBounds is the least and the most leases the job may have in
+// flight: minWindow and windowCeiling, and for an automatic window of a
+// job that knows its CPU per sample the windows holding lookaheadMinCPU
+// and lookaheadMaxCPU of it per ready maker, within those (lo <= hi).
+func (c *Coordinator) windowBounds(ms []Maker) (lo, hi int) {
+	lo, hi = minWindow, c.env.windowCeiling(ms)
+	cc, ok := c.j.(CPUCoster)
+	if !ok || c.env.Config.Window > 0 {
+		return lo, hi
+	}
+	predicted, _, measured := cc.CPUPerSample()
+	batch := max(predicted, measured) * float64(c.j.BatchSize())
+	if !(batch > 0) || math.IsInf(batch, 0) {
+		return lo, hi
+	}
+	// The workers the leases keep busy: each ready maker's, counted as
+	// the local executor's (a peer's are not known here).
+	n := float64(max(readyMakers(ms), 1) * max(c.env.Config.Workers, 1))
+	cpuLo := math.Ceil(lookaheadMinCPU * n / batch)
+	cpuHi := max(math.Floor(lookaheadMaxCPU*n/batch), n) // never fewer leases than workers
+	hi = max(minWindow, min(hi, int(min(cpuHi, float64(hi)))))
+	lo = min(hi, max(lo, int(min(cpuLo, float64(hi)))))
+	return lo, hi
 }
 
 // windowCeiling is the most leases a job may have in flight: the
@@ -104,7 +150,7 @@ func (c *Coordinator) control(now time.Time, ms []Maker) {
 	c.routing.reweigh(ms, c.usable)
 	snap := c.ctl.tel.snapshot(now)
 	target := c.env.Config.StallTarget
-	lo, hi := minWindow, c.env.windowCeiling(ms)
+	lo, hi := c.windowBounds(ms)
 	old := c.window(ms)
 	idle, gpuOK := c.env.GPUIdle()
 	starved, signal := starvation(snap.stall, idle, gpuOK)
@@ -159,7 +205,7 @@ func narrowFloor(recommended float64, ready int) int {
 
 // publish stores the job's status for Status and sets its metrics.
 func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idle float64, gpuOK bool) {
-	lo, hi := minWindow, c.env.windowCeiling(ms)
+	lo, hi := c.windowBounds(ms)
 	window := c.window(ms)
 	js := &Status{
 		ID: c.name, Dataset: c.j.Dataset(), Rank: c.j.Rank(), WorldSize: c.j.World(), Epoch: c.table.cur.epoch,

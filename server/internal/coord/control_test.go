@@ -199,3 +199,57 @@ func TestControllerWidensForAStarvingTrainer(t *testing.T) {
 		})
 	}
 }
+
+// costedJob is a fakeJob that says what its samples cost (CPUCoster).
+type costedJob struct {
+	*fakeJob
+	predicted, measured float64
+}
+
+func (j *costedJob) CPUPerSample() (predicted, worst, measured float64) {
+	return j.predicted, j.predicted, j.measured
+}
+
+// TestWindowByCPU: an automatic window is bounded by the CPU its batches
+// hold, per worker of the ready makers (Config.Workers each): a cheap
+// job's floor keeps lookaheadMinCPU of work in flight for each (within
+// the ceiling in batches), an expensive job's ceiling at most
+// lookaheadMaxCPU of it, but never fewer leases than workers; the
+// measured cost counts when it is the larger; a configured window and a
+// job that does not say its cost keep the bounds in batches.
+func TestWindowByCPU(t *testing.T) {
+	ms := []Maker{newMaker("a", 8), newMaker("b", 8)} // a ceiling of 8 leases
+	for _, tc := range []struct {
+		name                string
+		window, workers     int
+		batch               int
+		predicted, measured float64
+		lo, hi              int
+	}{
+		{"cheap: 0.1 s a batch", 0, 1, 32, 0.003, 0, 8, 8},       // 1 s over 0.096 s: 11, within 8
+		{"0.2 s a batch", 0, 1, 32, 0.00625, 0, 5, 8},            // 1 s over 0.2 s: 5
+		{"2 s a batch", 0, 1, 8, 0.25, 0, 1, 8},                  // 16 s over 2 s: 8
+		{"8 s a batch", 0, 1, 32, 0.25, 0, 1, 2},                 // 16 s over 8 s: 2
+		{"8 s a batch, 3 workers each", 0, 3, 32, 0.25, 0, 1, 6}, // 48 s over 8 s: 6
+		{"a minute a batch", 0, 1, 256, 0.25, 0, 1, 2},           // a lease a worker
+		{"a minute a batch, 3 workers each", 0, 3, 256, 0.25, 0, 1, 6},
+		{"measured past predicted", 0, 1, 8, 0.01, 0.25, 1, 8},    // 2 s a batch, measured
+		{"predicted past measured", 0, 1, 32, 0.25, 0.001, 1, 2},  // the larger counts
+		{"a configured window", 6, 1, 256, 0.25, 0, minWindow, 6}, // the operator's
+		{"no cost said", 0, 1, 32, 0, 0, minWindow, 8},            // bounds in batches
+	} {
+		env := testEnvWindow(tc.window, &fakeVerifier{}, ms...)
+		env.Config.Workers = tc.workers
+		var j Job = &costedJob{fakeJob: &fakeJob{n: 1000, size: tc.batch}, predicted: tc.predicted, measured: tc.measured}
+		if tc.name == "no cost said" {
+			j = &fakeJob{n: 1000, size: tc.batch}
+		}
+		c := New(env, j, Stream{Memory: &memory{}}, "tiny-r0-1", discard)
+		if lo, hi := c.windowBounds(ms); lo != tc.lo || hi != tc.hi {
+			t.Errorf("%s: window bounds [%d, %d], want [%d, %d]", tc.name, lo, hi, tc.lo, tc.hi)
+		}
+		if w := c.window(ms); w < tc.lo || w > tc.hi {
+			t.Errorf("%s: window %d outside [%d, %d]", tc.name, w, tc.lo, tc.hi)
+		}
+	}
+}

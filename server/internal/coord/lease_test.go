@@ -309,6 +309,37 @@ func TestLeaseBatchFailsTheJob(t *testing.T) {
 	})
 }
 
+// A maker that says the job cannot go on (lease.ErrJobFailed: its
+// samples measured past the server's bound) ends the job at its first
+// such answer, with that error as it is, not after maxAttempts leases,
+// and is not backed off for it.
+func TestLeaseJobFailedEndsTheJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		over := fmt.Errorf("%w: measured past the bound", lease.ErrJobFailed)
+		a := newMaker("a", 8)
+		a.auto = func(c *call) {
+			if c.l.Number == 1 {
+				c.answer <- over
+				return
+			}
+			c.made()
+		}
+		env := testEnv(&fakeVerifier{}, a)
+		j := &fakeJob{n: 12, size: 3}
+		_, tr := start(env, j, Stream{Epochs: 1, Credits: 100})
+		err := tr.run(t.Context())()
+		if err != over {
+			t.Fatalf("job: %v, want the maker's error as it is", err)
+		}
+		if got := failures(env, "a", "job_failed"); got != 1 {
+			t.Errorf("%v job_failed answers counted, want 1", got)
+		}
+		if got := failures(env, "a", "error"); got != 0 {
+			t.Errorf("%v errors counted, want none", got)
+		}
+	})
+}
+
 // errNotConnected is what a peer's leases in flight fail with when its
 // stream dies (internal/work's ErrNotConnected).
 var errNotConnected = errors.New("peer not connected")

@@ -267,7 +267,8 @@ type outcome struct {
 	// made: the batch is ready; other, if any, was outrun (cancel it).
 	made bool
 	// blames are who failed it, worst first (not made); err ends the job:
-	// the batch failed maxAttempts times.
+	// the batch failed maxAttempts times, or a maker said the job cannot
+	// go on (lease.ErrJobFailed: err is its error).
 	blames blames
 	err    error
 }
@@ -328,6 +329,12 @@ func (t *table) answer(a answer, quarantined func(Maker) bool) outcome {
 		if k == failSamples {
 			t.whole[a.id] = true // one maker makes it again, whole
 		}
+		if k == failJob && o.err == nil {
+			o.err = f.err // the job ends with it, as the maker said it
+		}
+	}
+	if o.err != nil {
+		return o
 	}
 	if counts && !o.rec.hedge { // a hedge's failure is its maker's, not an attempt of the batch's
 		t.attempts[a.id]++

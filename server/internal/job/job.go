@@ -32,6 +32,9 @@ type Job struct {
 	// cpuSrc measures it (SetCPUSource).
 	cost   pipeline.Cost
 	cpuSrc atomic.Pointer[CPUSource]
+	// maxMeasured is the server's bound on its samples' measured mean
+	// CPU (Env.MaxMeasuredCPU; 0: none): CheckMeasured.
+	maxMeasured time.Duration
 	// cpuWeight is its weight in the executor's CPU share.
 	cpuWeight float64
 	policy    pipeline.FailPolicy
@@ -123,6 +126,10 @@ type Env struct {
 	// job's worst sample may be predicted to cost (Transform.Cost's Max);
 	// 0: no limit.
 	MaxSampleCPU time.Duration
+	// MaxMeasuredCPU is the server's --max-measured-cpu: the most CPU a
+	// job's samples may measure on average on this server's executor
+	// before the job is failed (CheckMeasured); 0: no bound.
+	MaxMeasuredCPU time.Duration
 	// Decode is the server's --decode: how a job that leaves
 	// JobSpec.decode unspecified decodes its JPEGs.
 	Decode pipeline.DecodeMode
@@ -224,6 +231,7 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 		bs = int(spec.GetBatchSize())
 	}
 	j.cost = j.t.Cost()
+	j.maxMeasured = max(env.MaxMeasuredCPU, 0)
 	if err := checkCost(j.cost, env.MaxSampleCPU); err != nil {
 		return nil, err
 	}
@@ -257,6 +265,9 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if tc := pipeline.TargetCostOf(j.t, j.ds, j.fields); tc != (pipeline.TargetCost{}) {
 		// A segment dataset's polygons (and the overlap mask), or the instance masks, cost the targets CPU of their own.
 		j.cost = j.t.CostWith(tc)
+		if err := j.t.CheckMaskWork(tc); err != nil {
+			return nil, err
+		}
 		if err := checkCost(j.cost, env.MaxSampleCPU); err != nil {
 			return nil, err
 		}
@@ -281,7 +292,7 @@ func checkCost(c pipeline.Cost, limit time.Duration) error {
 
 // costRound is d rounded for a message: 3 significant digits.
 func costRound(d time.Duration) time.Duration {
-	for r := time.Hour; r >= time.Nanosecond; r /= 10 {
+	for r := time.Duration(1e15); r >= time.Nanosecond; r /= 10 { // powers of ten (an hour's tenths are not: 200.88ms)
 		if d >= 100*r {
 			return d.Round(r)
 		}

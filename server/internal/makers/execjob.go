@@ -116,6 +116,12 @@ func (e *ExecJob) fill(ctx context.Context, epoch uint64, indices []int64, place
 		return err
 	}
 	j := e.j
+	// A job whose samples measure past the server's bound is failed
+	// here, before any more of them run (job.CheckMeasured); its
+	// coordinator ends the job with the error.
+	if err := j.CheckMeasured(); err != nil {
+		return err
+	}
 	if j.BlockWindow() > 0 {
 		// The block shuffle reads the window's shards whole over the
 		// next batches: read each ahead in a few long requests.
