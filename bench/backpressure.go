@@ -1,6 +1,23 @@
 package bench
 
-// `stoker bench backpressure`: the window controller and the advisor seen
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stoker-dev/stoker/internal/helptext"
+	transformpkg "github.com/stoker-dev/stoker/pipeline/transform"
+	"github.com/stoker-dev/stoker/server"
+) // `stoker bench backpressure`: the window controller and the advisor seen
 // at work on real `stoker serve` processes on loopback, with simulated
 // trainers: each is a client.Loader whose "GPU" is a fixed sleep per batch
 // (its step), so that a trainer slower or faster than the servers, or two
@@ -26,25 +43,6 @@ package bench
 //   - autoscale (only when named: minutes per run): an HPA-like loop
 //     following stoker_workers_recommended over workers of known capacity,
 //     fed by a simulated trainer that behaves like CUDA; see bp_autoscale.go.
-
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/stoker-dev/stoker/internal/helptext"
-	"github.com/stoker-dev/stoker/pipeline"
-	"github.com/stoker-dev/stoker/server"
-)
 
 const backpressureUsage = "usage: stoker bench backpressure [--scenario slow|fast|two|autoscale|all] [--seconds 20] [--plots bench/plots] [--json] [--data DIR | --n 1000] [--size N] [--shm] [--batch 32] [--prefetch 4] [--slow-step 100ms] [--fast-step 5ms] [--two-steps 20ms,60ms] [--stall-target 0.02] [--autoscale-starts 1,8] [--autoscale-seconds 420] [--worker-rate 10] [--gpu-ips 0] [--hpa-period 15s] [--advise-window 60s] [--max-replicas 10]"
 
@@ -94,7 +92,7 @@ func runBackpressure(args []string) error {
 	plots := fs.String("plots", filepath.Join("bench", "plots"), "folder for the PNG plots, one per scenario (empty: none)")
 	data := fs.String("data", "", "ImageFolder or WebDataset to read (default: a synthetic one, made as stoker mkdata makes it, removed afterwards)")
 	n := fs.Int("n", 1000, "images of the synthetic dataset")
-	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(pipeline.PresetNames(), " or "))
+	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(transformpkg.PresetNames(), " or "))
 	size := fs.Int("size", 0, "crop to this size (RandomResizedCrop and a flip) instead of --transform's preset: small outputs make relaying cheap beside decoding")
 	shm := fs.Bool("shm", false, "the trainers take their batches through their server's shared-memory ring")
 	batch := fs.Int("batch", 32, "samples per batch")
@@ -185,8 +183,8 @@ func runBackpressure(args []string) error {
 		return errors.New("bench backpressure: --n must be at least 1\n" + backpressureUsage)
 	case o.size < 0 || o.size > 4096:
 		return errors.New("bench backpressure: want 0 <= --size <= 4096\n" + backpressureUsage)
-	case !slices.Contains(pipeline.PresetNames(), o.transform):
-		return fmt.Errorf("bench backpressure: --transform %q: want one of %v", o.transform, pipeline.PresetNames())
+	case !slices.Contains(transformpkg.PresetNames(), o.transform):
+		return fmt.Errorf("bench backpressure: --transform %q: want one of %v", o.transform, transformpkg.PresetNames())
 	}
 	var lab Lab
 	if slices.Contains(o.scenarios, "autoscale") {

@@ -18,6 +18,11 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	fnpkg "github.com/stoker-dev/stoker/pipeline/fn"
+	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // runCost is `stoker bench cost`: the cost model's calibration and its
@@ -52,17 +57,17 @@ func runCost(args []string) error {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var ds pipeline.Dataset
+	var ds dataset.Dataset
 	if *annotations != "" {
-		ds, err = pipeline.OpenAnnotated(*data, *annotations)
+		ds, err = dataset.OpenAnnotated(*data, *annotations)
 	} else {
-		ds, err = pipeline.Open(*data)
+		ds, err = dataset.Open(*data)
 	}
 	if err != nil {
 		return err
 	}
 	defer ds.Close()
-	boxes, _ := ds.(pipeline.Targeted) // nil without annotations
+	boxes, _ := ds.(transform.Targeted) // nil without annotations
 	n := min(*samples, ds.Len())
 	if n == 0 {
 		return fmt.Errorf("bench cost: %s has no samples", *data)
@@ -92,10 +97,10 @@ func runCost(args []string) error {
 		pix[i] = byte(rng.IntN(256))
 	}
 	work := make([]byte, len(pix))
-	kernel := func(steps []pipeline.Step, units float64) float64 {
+	kernel := func(steps []fnpkg.Step, units float64) float64 {
 		run := func() {
 			copy(work, pix)
-			if err := pipeline.ApplyTrace(work, w, h, steps); err != nil {
+			if err := opspkg.ApplyTrace(work, w, h, steps); err != nil {
 				panic(err)
 			}
 		}
@@ -107,43 +112,43 @@ func runCost(args []string) error {
 		return float64(pipeline.ThreadCPUClock()-c0) / float64(*reps) / units
 	}
 	const px = w * h
-	fn := func(st pipeline.Step) []pipeline.Step { return []pipeline.Step{st} }
-	mix := func(chains int) []pipeline.Step {
-		s := []pipeline.Step{{Fn: pipeline.FnMixBegin, F: [6]float64{0.5}}}
+	fn := func(st fnpkg.Step) []fnpkg.Step { return []fnpkg.Step{st} }
+	mix := func(chains int) []fnpkg.Step {
+		s := []fnpkg.Step{{Fn: fnpkg.MixBegin, F: [6]float64{0.5}}}
 		for range chains {
-			s = append(s, pipeline.Step{Fn: pipeline.FnMixChain, F: [6]float64{0.5 / float64(chains)}})
+			s = append(s, fnpkg.Step{Fn: fnpkg.MixChain, F: [6]float64{0.5 / float64(chains)}})
 		}
-		return append(s, pipeline.Step{Fn: pipeline.FnMixEnd})
+		return append(s, fnpkg.Step{Fn: fnpkg.MixEnd})
 	}
-	geo := func(f pipeline.Fn) pipeline.Step {
-		return pipeline.Step{Fn: f, Interp: pipeline.InterpBilinear, F: [6]float64{17, 3, 2, 1, 5, 0}, FillNone: true}
+	geo := func(f fnpkg.Fn) fnpkg.Step {
+		return fnpkg.Step{Fn: f, Interp: transform.InterpBilinear, F: [6]float64{17, 3, 2, 1, 5, 0}, FillNone: true}
 	}
 	copyNs := kernel(nil, px)
 	for _, k := range []struct {
 		name  string
-		steps []pipeline.Step
+		steps []fnpkg.Step
 		units float64
 	}{
-		{"FnHorizontalFlip", fn(pipeline.Step{Fn: pipeline.FnHorizontalFlip}), px},
-		{"FnVerticalFlip", fn(pipeline.Step{Fn: pipeline.FnVerticalFlip}), px},
-		{"FnAdjustBrightness", fn(pipeline.Step{Fn: pipeline.FnAdjustBrightness, F: [6]float64{1.3}}), px},
-		{"FnAdjustContrast", fn(pipeline.Step{Fn: pipeline.FnAdjustContrast, F: [6]float64{1.3}}), px},
-		{"FnAdjustSaturation", fn(pipeline.Step{Fn: pipeline.FnAdjustSaturation, F: [6]float64{1.3}}), px},
-		{"FnAdjustHue", fn(pipeline.Step{Fn: pipeline.FnAdjustHue, F: [6]float64{0.1}}), px},
-		{"FnAdjustSharpness", fn(pipeline.Step{Fn: pipeline.FnAdjustSharpness, F: [6]float64{1.5}}), px},
-		{"FnRGBToGrayscale", fn(pipeline.Step{Fn: pipeline.FnRGBToGrayscale, I: [6]int{3}}), px},
-		{"FnGaussianBlur", fn(pipeline.Step{Fn: pipeline.FnGaussianBlur, I: [6]int{23, 23}, F: [6]float64{1.5, 1.5}}), px * 46},
-		{"FnSolarize", fn(pipeline.Step{Fn: pipeline.FnSolarize, F: [6]float64{128}}), px},
-		{"FnPosterize", fn(pipeline.Step{Fn: pipeline.FnPosterize, I: [6]int{4}}), px},
-		{"FnInvert", fn(pipeline.Step{Fn: pipeline.FnInvert}), px},
-		{"FnEqualize", fn(pipeline.Step{Fn: pipeline.FnEqualize}), px},
-		{"FnAutocontrast", fn(pipeline.Step{Fn: pipeline.FnAutocontrast}), px},
-		{"FnRotate", fn(pipeline.Step{Fn: pipeline.FnRotate, F: [6]float64{17}, Interp: pipeline.InterpBilinear, FillNone: true}), px},
-		{"FnAffine", fn(geo(pipeline.FnAffine)), px},
-		{"FnRotate nearest", fn(pipeline.Step{Fn: pipeline.FnRotate, F: [6]float64{17}, Interp: pipeline.InterpNearest, FillNone: true}), px},
-		{"FnAffine bicubic", fn(pipeline.Step{Fn: pipeline.FnAffine, Interp: pipeline.InterpBicubic, F: [6]float64{17, 3, 2, 1, 5, 0}, Fill: [3]float64{124, 116, 104}}), px},
-		{"FnErase", fn(pipeline.Step{Fn: pipeline.FnErase, I: [6]int{0, 0, h, w}}), px},
-		{"FnSolarizeAdd", fn(pipeline.Step{Fn: pipeline.FnSolarizeAdd, I: [6]int{30}, F: [6]float64{128}}), px},
+		{"FnHorizontalFlip", fn(fnpkg.Step{Fn: fnpkg.HorizontalFlip}), px},
+		{"FnVerticalFlip", fn(fnpkg.Step{Fn: fnpkg.VerticalFlip}), px},
+		{"FnAdjustBrightness", fn(fnpkg.Step{Fn: fnpkg.AdjustBrightness, F: [6]float64{1.3}}), px},
+		{"FnAdjustContrast", fn(fnpkg.Step{Fn: fnpkg.AdjustContrast, F: [6]float64{1.3}}), px},
+		{"FnAdjustSaturation", fn(fnpkg.Step{Fn: fnpkg.AdjustSaturation, F: [6]float64{1.3}}), px},
+		{"FnAdjustHue", fn(fnpkg.Step{Fn: fnpkg.AdjustHue, F: [6]float64{0.1}}), px},
+		{"FnAdjustSharpness", fn(fnpkg.Step{Fn: fnpkg.AdjustSharpness, F: [6]float64{1.5}}), px},
+		{"FnRGBToGrayscale", fn(fnpkg.Step{Fn: fnpkg.RGBToGrayscale, I: [6]int{3}}), px},
+		{"FnGaussianBlur", fn(fnpkg.Step{Fn: fnpkg.GaussianBlur, I: [6]int{23, 23}, F: [6]float64{1.5, 1.5}}), px * 46},
+		{"FnSolarize", fn(fnpkg.Step{Fn: fnpkg.Solarize, F: [6]float64{128}}), px},
+		{"FnPosterize", fn(fnpkg.Step{Fn: fnpkg.Posterize, I: [6]int{4}}), px},
+		{"FnInvert", fn(fnpkg.Step{Fn: fnpkg.Invert}), px},
+		{"FnEqualize", fn(fnpkg.Step{Fn: fnpkg.Equalize}), px},
+		{"FnAutocontrast", fn(fnpkg.Step{Fn: fnpkg.Autocontrast}), px},
+		{"FnRotate", fn(fnpkg.Step{Fn: fnpkg.Rotate, F: [6]float64{17}, Interp: transform.InterpBilinear, FillNone: true}), px},
+		{"FnAffine", fn(geo(fnpkg.Affine)), px},
+		{"FnRotate nearest", fn(fnpkg.Step{Fn: fnpkg.Rotate, F: [6]float64{17}, Interp: transform.InterpNearest, FillNone: true}), px},
+		{"FnAffine bicubic", fn(fnpkg.Step{Fn: fnpkg.Affine, Interp: transform.InterpBicubic, F: [6]float64{17, 3, 2, 1, 5, 0}, Fill: [3]float64{124, 116, 104}}), px},
+		{"FnErase", fn(fnpkg.Step{Fn: fnpkg.Erase, I: [6]int{0, 0, h, w}}), px},
+		{"FnSolarizeAdd", fn(fnpkg.Step{Fn: fnpkg.SolarizeAdd, I: [6]int{30}, F: [6]float64{128}}), px},
 		{"FnMixChain", nil, 0}, // from two mixes' difference, below
 	} {
 		var ns float64
@@ -160,11 +165,11 @@ func runCost(args []string) error {
 
 	// The geometry and the presets: thread CPU per sample, after a pass
 	// that warms the caches.
-	measureWith := func(t *pipeline.Transform, fset *pipeline.FieldSet) float64 {
+	measureWith := func(t *transform.Transform, fset *dataset.FieldSet) float64 {
 		d := pipeline.NewDecoder()
 		defer d.Close()
 		out := make([]byte, t.SampleBytes())
-		targets := boxes != nil && (pipeline.NeedsTargets(t) != "" || fset != nil)
+		targets := boxes != nil && (transform.NeedsTargets(t) != "" || fset != nil)
 		var tb []byte
 		var partners [][]byte
 		pass := func(epoch uint64) {
@@ -172,7 +177,7 @@ func runCost(args []string) error {
 				if targets {
 					d.SetBoxSource(boxes, i)
 				}
-				k := pipeline.Key{Seed: 1, Epoch: epoch, Index: uint64(i)}
+				k := det.Key{Seed: 1, Epoch: epoch, Index: uint64(i)}
 				if idx := t.PartnersOf(k, len(photos)); idx != nil { // a Mosaic's (yolo): read, as the executor reads them
 					partners = partners[:0]
 					for _, j := range idx {
@@ -196,9 +201,9 @@ func runCost(args []string) error {
 		pass(1)
 		return float64(pipeline.ThreadCPUClock()-c0) / float64(len(photos))
 	}
-	measure := func(t *pipeline.Transform) float64 { return measureWith(t, nil) }
-	rrc := func(s int) *pipeline.Transform {
-		t, err := pipeline.NewTransform(pipeline.CHW, pipeline.Op{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{s, s}})
+	measure := func(t *transform.Transform) float64 { return measureWith(t, nil) }
+	rrc := func(s int) *transform.Transform {
+		t, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{s, s}})
 		if err != nil {
 			panic(err)
 		}
@@ -207,8 +212,8 @@ func runCost(args []string) error {
 	c224, c448 := measure(rrc(224)), measure(rrc(448))
 	res.ResampleNs = (c448 - c224) / (448*448 - 224*224)
 	res.DecodeNs = (c224 - res.ResampleNs*224*224) / res.MeanSourcePx
-	norm, err := pipeline.NewTransform(pipeline.CHW, pipeline.Op{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{224, 224}},
-		pipeline.Op{Kind: pipeline.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}})
+	norm, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}},
+		opspkg.Op{Kind: opspkg.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}})
 	if err != nil {
 		return err
 	}
@@ -216,22 +221,22 @@ func runCost(args []string) error {
 
 	type named struct {
 		name string
-		t    *pipeline.Transform
+		t    *transform.Transform
 	}
 	var ts []named
-	for _, p := range pipeline.PresetNames() {
-		t, err := pipeline.ParseTransform(p, pipeline.CHW)
+	for _, p := range transform.PresetNames() {
+		t, err := transform.ParseTransform(p, transform.CHW)
 		if err != nil {
 			return err
 		}
-		if pipeline.NeedsTargets(t) != "" && boxes == nil {
+		if transform.NeedsTargets(t) != "" && boxes == nil {
 			continue // detr, lsj: their samples need their boxes (--annotations)
 		}
 		ts = append(ts, named{p, t})
 	}
 	for _, p := range costPolicies() {
-		t, err := pipeline.NewTransform(pipeline.CHW, pipeline.Op{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{224, 224}},
-			pipeline.Op{Kind: pipeline.OpRandomHorizontalFlip, P: 0.5}, p.op)
+		t, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}},
+			opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 0.5}, p.op)
 		if err != nil {
 			return err
 		}
@@ -241,25 +246,25 @@ func runCost(args []string) error {
 		// The detection ops apart: RandomIoUCrop and its Resize alone, after
 		// a RandomZoomOut that always applies, after a flip, and the
 		// photometric distortion (always applied) before them.
-		resize := pipeline.Op{Kind: pipeline.OpResize, Size: [2]int{640, 640}}
-		iou := pipeline.Op{Kind: pipeline.OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}
-		zoom := pipeline.Op{Kind: pipeline.OpRandomZoomOut, P: 1, SideRange: [2]float64{1, 4}}
-		flip := pipeline.Op{Kind: pipeline.OpRandomHorizontalFlip, P: 1}
-		pd := pipeline.Op{Kind: pipeline.OpRandomPhotometricDistort, P: 1, JitterRanges: true,
+		resize := opspkg.Op{Kind: transform.OpResize, Size: [2]int{640, 640}}
+		iou := opspkg.Op{Kind: transform.OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}
+		zoom := opspkg.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1, 4}}
+		flip := opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 1}
+		pd := opspkg.Op{Kind: opspkg.OpRandomPhotometricDistort, P: 1, JitterRanges: true,
 			Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}
 		for _, x := range []struct {
 			name string
-			ops  []pipeline.Op
+			ops  []opspkg.Op
 		}{
-			{"IoUCrop + Resize(640)", []pipeline.Op{iou, resize}},
-			{"ZoomOut(p=1) + IoUCrop + Resize(640)", []pipeline.Op{zoom, iou, resize}},
-			{"IoUCrop + flip(p=1) + Resize(640)", []pipeline.Op{iou, flip, resize}},
-			{"PhotometricDistort(p=1) + IoUCrop + Resize(640)", []pipeline.Op{pd, iou, resize}},
-			{"ScaleJitter(640) + FixedSizeCrop(640)", []pipeline.Op{
-				{Kind: pipeline.OpScaleJitter, Size: [2]int{640, 640}, Scale: [2]float64{0.1, 2}},
-				{Kind: pipeline.OpFixedSizeCrop, Size: [2]int{640, 640}, Fill: [3]float64{123, 117, 104}}}},
+			{"IoUCrop + Resize(640)", []opspkg.Op{iou, resize}},
+			{"ZoomOut(p=1) + IoUCrop + Resize(640)", []opspkg.Op{zoom, iou, resize}},
+			{"IoUCrop + flip(p=1) + Resize(640)", []opspkg.Op{iou, flip, resize}},
+			{"PhotometricDistort(p=1) + IoUCrop + Resize(640)", []opspkg.Op{pd, iou, resize}},
+			{"ScaleJitter(640) + FixedSizeCrop(640)", []opspkg.Op{
+				{Kind: transform.OpScaleJitter, Size: [2]int{640, 640}, Scale: [2]float64{0.1, 2}},
+				{Kind: transform.OpFixedSizeCrop, Size: [2]int{640, 640}, Fill: [3]float64{123, 117, 104}}}},
 		} {
-			t, err := pipeline.NewTransform(pipeline.CHW, x.ops...)
+			t, err := transform.NewTransform(transform.CHW, x.ops...)
 			if err != nil {
 				return fmt.Errorf("bench cost: %s: %w", x.name, err)
 			}
@@ -274,11 +279,11 @@ func runCost(args []string) error {
 		kernel int
 		blurs  int
 	}{{"RRC(1024) + GaussianBlur(255)", 1024, 255, 1}, {"RRC(512) + 4 x GaussianBlur(101)", 512, 101, 4}} {
-		ops := []pipeline.Op{{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{x.side, x.side}}}
+		ops := []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{x.side, x.side}}}
 		for range x.blurs {
-			ops = append(ops, pipeline.Op{Kind: pipeline.OpGaussianBlur, KernelSize: [2]int{x.kernel, x.kernel}, Sigma: [2]float64{50, 50}})
+			ops = append(ops, opspkg.Op{Kind: opspkg.OpGaussianBlur, KernelSize: [2]int{x.kernel, x.kernel}, Sigma: [2]float64{50, 50}})
 		}
-		t, err := pipeline.NewTransform(pipeline.CHW, ops...)
+		t, err := transform.NewTransform(transform.CHW, ops...)
 		if err != nil {
 			return err
 		}
@@ -295,9 +300,9 @@ func runCost(args []string) error {
 	// On a YOLO segment dataset, the YOLO presets with their targets: the
 	// polygons carried, and ultralytics' overlap mask (at ratio 4 and 1)
 	// made of them, priced by CostWith.
-	if tg, ok := boxes.(pipeline.Dataset); ok && boxes != nil {
+	if tg, ok := boxes.(dataset.Dataset); ok && boxes != nil {
 		for _, p := range []string{"yolo", "yolo-letterbox"} {
-			t, err := pipeline.ParseTransform(p, pipeline.CHW)
+			t, err := transform.ParseTransform(p, transform.CHW)
 			if err != nil {
 				return err
 			}
@@ -307,18 +312,18 @@ func runCost(args []string) error {
 				ratio int
 			}{{" + targets (polygons)", false, 0}, {" + targets + overlap mask", true, 4}, {" + targets + overlap mask (ratio 1)", true, 1}} {
 				name := p + m.name
-				fset, err := pipeline.NewFieldSet(tg, []string{pipeline.FieldTargets}, 1<<20, "bench")
+				fset, err := dataset.NewFieldSet(tg, []string{transform.FieldTargets}, 1<<20, "bench")
 				if err != nil {
 					return err
 				}
 				if m.mask {
-					if pipeline.CheckOverlapMask(t, tg) != nil {
+					if transform.CheckOverlapMask(t, tg) != nil {
 						continue
 					}
 					fset.SetOverlapMask(1 << 24)
 					fset.SetMaskFormat(m.ratio, true)
 				}
-				tc := pipeline.TargetCostOf(t, tg, fset)
+				tc := transform.TargetCostOf(t, tg, fset)
 				if !tc.Segments || !only.MatchString(name) {
 					continue
 				}
@@ -332,30 +337,30 @@ func runCost(args []string) error {
 	// On a COCO set, torchvision's instance masks (targets "masks"): a few
 	// geometries measured with their targets, without and with the masks,
 	// and priced by CostWith (the masks' terms; the boxes are not priced).
-	if tg, ok := boxes.(*pipeline.COCODataset); ok {
-		rot := pipeline.Op{Kind: pipeline.OpRandomRotation, Degrees: [2]float64{-30, 30}}
+	if tg, ok := boxes.(*dataset.COCODataset); ok {
+		rot := opspkg.Op{Kind: transform.OpRandomRotation, Degrees: [2]float64{-30, 30}}
 		rot255 := rot
 		rot255.FillTyped, rot255.FillMask = true, 255
-		resize := pipeline.Op{Kind: pipeline.OpResize, Size: [2]int{480, 480}}
+		resize := opspkg.Op{Kind: transform.OpResize, Size: [2]int{480, 480}}
 		for _, x := range []struct {
 			name string
-			ops  []pipeline.Op
+			ops  []opspkg.Op
 		}{
-			{"RRC(224) + flip", []pipeline.Op{{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{224, 224}}, {Kind: pipeline.OpRandomHorizontalFlip, P: 0.5}}},
+			{"RRC(224) + flip", []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}}, {Kind: opspkg.OpRandomHorizontalFlip, P: 0.5}}},
 			{"detr", nil}, {"lsj", nil}, {"segref", nil},
-			{"Resize(480) + RandomRotation(30)", []pipeline.Op{resize, rot}},
-			{"Resize(480) + RandomRotation(30, Mask fill 255)", []pipeline.Op{resize, rot255}},
+			{"Resize(480) + RandomRotation(30)", []opspkg.Op{resize, rot}},
+			{"Resize(480) + RandomRotation(30, Mask fill 255)", []opspkg.Op{resize, rot255}},
 		} {
-			var t *pipeline.Transform
+			var t *transform.Transform
 			if x.ops == nil {
-				t, err = pipeline.ParseTransform(x.name, pipeline.CHW)
+				t, err = transform.ParseTransform(x.name, transform.CHW)
 			} else {
-				t, err = pipeline.NewTransform(pipeline.CHW, x.ops...)
+				t, err = transform.NewTransform(transform.CHW, x.ops...)
 			}
 			if err != nil {
 				return fmt.Errorf("bench cost: %s: %w", x.name, err)
 			}
-			if err := pipeline.CheckMasks(t); err != nil {
+			if err := transform.CheckMasks(t); err != nil {
 				return fmt.Errorf("bench cost: %s: %w", x.name, err)
 			}
 			for _, masks := range []bool{false, true} {
@@ -366,14 +371,14 @@ func runCost(args []string) error {
 				if !only.MatchString(name) {
 					continue
 				}
-				fset, err := pipeline.NewFieldSet(tg, []string{pipeline.FieldTargets}, 1<<20, "bench")
+				fset, err := dataset.NewFieldSet(tg, []string{transform.FieldTargets}, 1<<20, "bench")
 				if err != nil {
 					return err
 				}
 				if masks {
 					fset.SetMasks(1 << 28)
 				}
-				c := t.CostWith(pipeline.TargetCostOf(t, tg, fset))
+				c := t.CostWith(transform.TargetCostOf(t, tg, fset))
 				got := measureWith(t, fset)
 				res.Transforms = append(res.Transforms, costRow{name, float64(c.Mean) / 1e6, float64(c.Max) / 1e6, got / 1e6, float64(c.Mean) / got})
 			}
@@ -404,17 +409,17 @@ func runCost(args []string) error {
 // expensive recipe), each after a 224 px crop and a flip.
 func costPolicies() []struct {
 	name string
-	op   pipeline.Op
+	op   opspkg.Op
 } {
 	return []struct {
 		name string
-		op   pipeline.Op
+		op   opspkg.Op
 	}{
-		{"tv AugMix()", pipeline.Op{Kind: pipeline.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
-		{"tv TrivialAugmentWide()", pipeline.Op{Kind: pipeline.OpTrivialAugmentWide, Bins: 31, Interp: pipeline.InterpNearest}},
-		{"tv RandAugment()", pipeline.Op{Kind: pipeline.OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31, Interp: pipeline.InterpNearest}},
-		{"tv AutoAugment()", pipeline.Op{Kind: pipeline.OpAutoAugment, Policy: "imagenet", Interp: pipeline.InterpNearest}},
-		{"AugMix(10, 16, 14)", pipeline.Op{Kind: pipeline.OpAugMix, Severity: 10, MixtureWidth: 16, ChainDepth: 14, Alpha: 1}},
+		{"tv AugMix()", opspkg.Op{Kind: opspkg.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
+		{"tv TrivialAugmentWide()", opspkg.Op{Kind: opspkg.OpTrivialAugmentWide, Bins: 31, Interp: transform.InterpNearest}},
+		{"tv RandAugment()", opspkg.Op{Kind: opspkg.OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31, Interp: transform.InterpNearest}},
+		{"tv AutoAugment()", opspkg.Op{Kind: opspkg.OpAutoAugment, Policy: "imagenet", Interp: transform.InterpNearest}},
+		{"AugMix(10, 16, 14)", opspkg.Op{Kind: opspkg.OpAugMix, Severity: 10, MixtureWidth: 16, ChainDepth: 14, Alpha: 1}},
 	}
 }
 

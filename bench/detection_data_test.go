@@ -10,6 +10,8 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/annot"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestWriteDetectionSet: the COCO file reads without a malformed sample,
@@ -112,16 +114,16 @@ func TestDetectionSetSized(t *testing.T) {
 	if per := float64(set.NumAnns) / n; per < 4 || per > 10 {
 		t.Fatalf("%.1f annotations an image, want about 7", per)
 	}
-	ds, err := pipeline.OpenAnnotated(set.Images, set.Annotations)
+	ds, err := dataset.OpenAnnotated(set.Images, set.Annotations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ds.Close()
-	fs, err := pipeline.NewFieldSet(ds, []string{pipeline.FieldTargets}, 1<<20, "bench")
+	fs, err := dataset.NewFieldSet(ds, []string{transform.FieldTargets}, 1<<20, "bench")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := pipeline.ParseTransform("detr", pipeline.CHW)
+	tr, err := transform.ParseTransform("detr", transform.CHW)
 	if err != nil {
 		t.Fatal(err)
 	}

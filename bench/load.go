@@ -1,16 +1,5 @@
 package bench
 
-// `stoker bench load`: one real `stoker serve` under several concurrent
-// trainer streams, for a bounded time, on loopback. Each round runs two
-// phases one after the other: (A) the fast streams alone, then (B) the fast
-// streams beside slow ones that sleep after every batch. It reports the
-// fast streams' images/s in A and in B (slow consumers must not slow the
-// fast ones), every error, the server's RSS sampled every second against
-// its --memory-budget (with a GC forced near each phase's end, through the
-// server's loopback --pprof, to tell the live heap from garbage), and the
-// server's goroutines and open streams before the phases and 2 s after each
-// phase's last stream closed.
-
 import (
 	"context"
 	"encoding/json"
@@ -32,8 +21,17 @@ import (
 
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/cpu"
-	"github.com/stoker-dev/stoker/internal/helptext"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/internal/helptext" // `stoker bench load`: one real `stoker serve` under several concurrent
+	// trainer streams, for a bounded time, on loopback. Each round runs two
+	// phases one after the other: (A) the fast streams alone, then (B) the fast
+	// streams beside slow ones that sleep after every batch. It reports the
+	// fast streams' images/s in A and in B (slow consumers must not slow the
+	// fast ones), every error, the server's RSS sampled every second against
+	// its --memory-budget (with a GC forced near each phase's end, through the
+	// server's loopback --pprof, to tell the live heap from garbage), and the
+	// server's goroutines and open streams before the phases and 2 s after each
+	// phase's last stream closed.
+	transformpkg "github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -80,7 +78,7 @@ func runLoad(args []string) error {
 	budget := fs.Int64("memory-budget", 512<<20, "the server's --memory-budget in bytes; its RSS is checked against it")
 	data := fs.String("data", "", "ImageFolder or WebDataset to read (default: a synthetic one, made as stoker mkdata makes it, removed afterwards)")
 	n := fs.Int("n", 1000, "images of the synthetic dataset")
-	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(pipeline.PresetNames(), " or "))
+	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(transformpkg.PresetNames(), " or "))
 	batch := fs.Int("batch", 32, "samples per batch")
 	prefetch := fs.Int("prefetch", 4, "each trainer's credits")
 	rounds := fs.Int("rounds", 1, "rounds; each runs phase A then phase B; the B/A ratio is the median over the rounds")
@@ -101,8 +99,8 @@ func runLoad(args []string) error {
 		return errors.New("bench load: --workers, --batch, --prefetch, --rounds and --memory-budget must be at least 1, --goroutine-margin at least 0\n" + loadUsage)
 	case o.data == "" && o.n < 1:
 		return errors.New("bench load: --n must be at least 1\n" + loadUsage)
-	case !slices.Contains(pipeline.PresetNames(), o.transform):
-		return fmt.Errorf("bench load: --transform %q: want one of %v", o.transform, pipeline.PresetNames())
+	case !slices.Contains(transformpkg.PresetNames(), o.transform):
+		return fmt.Errorf("bench load: --transform %q: want one of %v", o.transform, transformpkg.PresetNames())
 	}
 	exe, err := os.Executable()
 	if err != nil {

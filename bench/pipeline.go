@@ -18,6 +18,12 @@ import (
 	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	transformpkg "github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -55,25 +61,25 @@ func runBench(args []string) error {
 	if !ok {
 		return fmt.Errorf("bench pipeline: --dct-scaling %q: want pow2, any or off", *scaling)
 	}
-	mode, err := pipeline.ParseDecodeMode(*decode)
+	mode, err := transformpkg.ParseDecodeMode(*decode)
 	if err != nil {
 		return fmt.Errorf("bench pipeline: --decode %q: want exact or fast", *decode)
 	}
 	runtime.GOMAXPROCS(max(*threads, 1))
 	cpu.SpareP(*threads)
-	var ds pipeline.Dataset
+	var ds dataset.Dataset
 	if *annotations != "" {
-		ds, err = pipeline.OpenAnnotated(*data, *annotations)
+		ds, err = dataset.OpenAnnotated(*data, *annotations)
 	} else {
-		ds, err = pipeline.Open(*data)
+		ds, err = dataset.Open(*data)
 	}
 	if err != nil {
 		return err
 	}
 	defer ds.Close()
-	var fset *pipeline.FieldSet
+	var fset *dataset.FieldSet
 	if *annotations != "" {
-		if fset, err = pipeline.NewFieldSet(ds, []string{pipeline.FieldTargets}, 1<<20, "bench"); err != nil {
+		if fset, err = dataset.NewFieldSet(ds, []string{transformpkg.FieldTargets}, 1<<20, "bench"); err != nil {
 			return err
 		}
 	}
@@ -89,7 +95,7 @@ func runBench(args []string) error {
 		if fset == nil {
 			return errors.New("bench pipeline: --overlap-mask needs --annotations")
 		}
-		if err := pipeline.CheckOverlapMask(t, ds); err != nil {
+		if err := transformpkg.CheckOverlapMask(t, ds); err != nil {
 			return fmt.Errorf("bench pipeline: --overlap-mask: %w", err)
 		}
 		if *maskRatio < 1 {
@@ -101,26 +107,26 @@ func runBench(args []string) error {
 		return errors.New("bench pipeline: --mask-ratio and --mask-overlap need --overlap-mask")
 	}
 	opts := []pipeline.Option{pipeline.WithReference(*reference), pipeline.WithDCTScaling(sc)}
-	var ix *pipeline.Index
+	var ix *index.Index
 	if *indexBudget >= 0 {
-		ix = pipeline.NewIndex(*indexBudget)
+		ix = index.New(*indexBudget)
 		opts = append(opts, pipeline.WithIndex(ix))
 	}
 	if *coefBudget == 0 {
 		*coefBudget = server.DefaultCoefBudget(*threads)
 	}
-	var cc *pipeline.CoefCache
+	var cc *codec.CoefCache
 	if *coefBudget > 0 {
-		cc = pipeline.NewCoefCache(*coefBudget)
+		cc = codec.NewCoefCache(*coefBudget)
 		defer cc.Close()
 		opts = append(opts, pipeline.WithCoefCache(cc))
 	}
 	if *partnerBudget == 0 {
 		*partnerBudget = server.DefaultPartnerBudget(*threads)
 	}
-	var pc *pipeline.PartnerCache
+	var pc *cv.PartnerCache
 	if *partnerBudget > 0 {
-		pc = pipeline.NewPartnerCache(*partnerBudget)
+		pc = cv.NewPartnerCache(*partnerBudget)
 		opts = append(opts, pipeline.WithPartnerCache(pc))
 	}
 	ex := pipeline.NewExecutor(*threads, opts...)
@@ -198,11 +204,11 @@ type benchResult struct {
 	// Targets is the batches' targets, with --annotations (else absent).
 	Targets *benchTargets `json:"targets,omitempty"`
 	// Partners is the partner cache's, when on (a YOLOMosaic's images).
-	Partners *pipeline.PartnerStats `json:"partners,omitempty"`
+	Partners *cv.PartnerStats `json:"partners,omitempty"`
 }
 
 // benchTargets is what the targets of all the batches measured took: their
-// bytes (pipeline.AppendTargets' encoding, as the wire carries it) and the
+// bytes (targets.AppendTargets' encoding, as the wire carries it) and the
 // pixels' a sample, and the targets' share of a batch's bytes (targets
 // over targets and pixels).
 type benchTargets struct {
@@ -270,7 +276,7 @@ func (p *benchPart) add(q benchPart) {
 // for the page cache, and two warm-up batches are made (with another
 // seed) into the batches the epochs reuse; the decoder index (ix, nil for
 // none) and the coefficient cache then start empty.
-func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefCache, ds pipeline.Dataset, fset *pipeline.FieldSet, t *pipeline.Transform, batch, epochs int, d time.Duration) benchResult {
+func benchPipeline(ex *pipeline.Executor, ix *index.Index, cc *codec.CoefCache, ds dataset.Dataset, fset *dataset.FieldSet, t *transformpkg.Transform, batch, epochs int, d time.Duration) benchResult {
 	n := ds.Len()
 	var buf []byte
 	for i := range n {
@@ -342,21 +348,21 @@ func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefC
 }
 
 // benchOneEpoch runs epoch e (1-based) of benchPipeline.
-func benchOneEpoch(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefCache, ds pipeline.Dataset, fset *pipeline.FieldSet, tc *targetCount, t *pipeline.Transform, batch, e int, bufs *[2]pipeline.Batch) benchEpoch {
+func benchOneEpoch(ex *pipeline.Executor, ix *index.Index, cc *codec.CoefCache, ds dataset.Dataset, fset *dataset.FieldSet, tc *targetCount, t *transformpkg.Transform, batch, e int, bufs *[2]pipeline.Batch) benchEpoch {
 	n := ds.Len()
 	// The server's order of the epoch (the global shuffle's, seed 0): a
 	// Mosaic's partners are drawn from windows of it.
-	perm := pipeline.EpochPermutation(uint64(n), 0, uint64(e-1))
+	perm := det.EpochPermutation(uint64(n), 0, uint64(e-1))
 	order := make([]int, n)
 	for i := range order {
 		order[i] = int(perm.At(uint64(i)))
 	}
 	nb := (n + batch - 1) / batch
-	var s0 pipeline.IndexStats
+	var s0 index.Stats
 	if ix != nil {
 		s0 = ix.Stats()
 	}
-	var c0 pipeline.CoefStats
+	var c0 codec.CoefStats
 	if cc != nil {
 		c0 = cc.Stats()
 	}
@@ -437,9 +443,9 @@ func (c *targetCount) add(b *pipeline.Batch) {
 // benchTransform is the preset name, or spec (a TransformSpec as JSON)
 // where given, bounded as a job on ds is (the annotations' largest image,
 // where they list every one).
-func benchTransform(name, spec string, ds pipeline.Dataset) (*pipeline.Transform, error) {
+func benchTransform(name, spec string, ds dataset.Dataset) (*transformpkg.Transform, error) {
 	if spec == "" {
-		return pipeline.ParseTransform(name, pipeline.CHW)
+		return transformpkg.ParseTransform(name, transformpkg.CHW)
 	}
 	var ts stokerv1.TransformSpec
 	if err := protojson.Unmarshal([]byte(spec), &ts); err != nil {
@@ -449,5 +455,5 @@ func benchTransform(name, spec string, ds pipeline.Dataset) (*pipeline.Transform
 	if b, ok := ds.(interface{ ImageBound() (int, int) }); ok {
 		w, h = b.ImageBound()
 	}
-	return opspec.TransformData(&ts, pipeline.CHW, w, h)
+	return opspec.TransformData(&ts, transformpkg.CHW, w, h)
 }

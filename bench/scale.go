@@ -1,17 +1,5 @@
 package bench
 
-// `stoker bench scale`: scale-out measured on real processes. N worker
-// `stoker serve` processes make the batches that one coordinator `stoker
-// serve --workers 0 --peers …` leases to them, while this process, the
-// trainer, consumes whole epochs through client.Loader as fast as it can;
-// a single `stoker serve` that makes its batches itself is the baseline.
-// Every process's CPU time is read from /proc, and every server's /metrics
-// scraped, before each run and at each epoch boundary as the trainer sees
-// it (the first batch of the next epoch), so that epoch 1, which fills the
-// workers' caches, is told apart from the epochs that use them. With
-// --affinity on,off each peer count runs with the coordinator's cache
-// affinity and without it, side by side.
-
 import (
 	"context"
 	"encoding/json"
@@ -30,8 +18,18 @@ import (
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/cpu"
 	"github.com/stoker-dev/stoker/internal/helptext"
-	"github.com/stoker-dev/stoker/internal/progress"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/internal/progress" // `stoker bench scale`: scale-out measured on real processes. N worker
+	// `stoker serve` processes make the batches that one coordinator `stoker
+	// serve --workers 0 --peers …` leases to them, while this process, the
+	// trainer, consumes whole epochs through client.Loader as fast as it can;
+	// a single `stoker serve` that makes its batches itself is the baseline.
+	// Every process's CPU time is read from /proc, and every server's /metrics
+	// scraped, before each run and at each epoch boundary as the trainer sees
+	// it (the first batch of the next epoch), so that epoch 1, which fills the
+	// workers' caches, is told apart from the epochs that use them. With
+	// --affinity on,off each peer count runs with the coordinator's cache
+	// affinity and without it, side by side.
+	transformpkg "github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
 )
@@ -81,7 +79,7 @@ func runScale(args []string) error {
 	n := fs.Int("n", 1000, "images of the synthetic dataset")
 	epochs := fs.Int("epochs", 1, "whole epochs measured per run (after a warm-up of a few batches); from 2, the workers' CPU per image is reported for epoch 1 and for the later epochs apart (a worker caches a file from its second decode, so its hits start in the third epoch it sees the file)")
 	batch := fs.Int("batch", 32, "samples per batch")
-	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(pipeline.PresetNames(), " or "))
+	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(transformpkg.PresetNames(), " or "))
 	prefetch := fs.Int("prefetch", 8, "the trainer's credits")
 	window := fs.Int("window", 0, "the coordinator's --window (0: two per ready peer)")
 	pin := fs.Bool("pin", false, "run each worker (and the baseline server) under taskset -c on its own core, when taskset exists")
@@ -131,8 +129,8 @@ func runScale(args []string) error {
 		return errors.New("bench scale: --rounds, --workers, --epochs, --batch and --prefetch must be at least 1, --window at least 0\n" + scaleUsage)
 	case o.data == "" && o.n < 1:
 		return errors.New("bench scale: --n must be at least 1\n" + scaleUsage)
-	case !slices.Contains(pipeline.PresetNames(), o.transform):
-		return fmt.Errorf("bench scale: --transform %q: want one of %v", o.transform, pipeline.PresetNames())
+	case !slices.Contains(transformpkg.PresetNames(), o.transform):
+		return fmt.Errorf("bench scale: --transform %q: want one of %v", o.transform, transformpkg.PresetNames())
 	}
 	if o.pin {
 		path, err := exec.LookPath("taskset")

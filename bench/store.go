@@ -1,16 +1,5 @@
 package bench
 
-// `stoker bench store`: a dataset read from object storage against the
-// same files read from local disk. A real S3 server (the pinned versitygw,
-// on loopback) holds the data; stoker reaches it through a proxy in this
-// process that can add a region's latency to every request (both the lab's,
-// bench/lab.go: bin/stoker-lab runs this benchmark). One `stoker
-// serve` per configuration reads the dataset from the local directory,
-// from the bucket directly, and from the bucket with added latency, in
-// interleaved rounds; the trainer (this process) consumes whole epochs,
-// each through a Loader of its own, and the server's CPU time, requests
-// and bytes are read between epochs.
-
 import (
 	"context"
 	"encoding/json"
@@ -27,13 +16,21 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/helptext"
-	"github.com/stoker-dev/stoker/internal/progress"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/internal/progress" // `stoker bench store`: a dataset read from object storage against the
+	// same files read from local disk. A real S3 server (the pinned versitygw,
+	// on loopback) holds the data; stoker reaches it through a proxy in this
+	// process that can add a region's latency to every request (both the lab's,
+	// bench/lab.go: bin/stoker-lab runs this benchmark). One `stoker
+	// serve` per configuration reads the dataset from the local directory,
+	// from the bucket directly, and from the bucket with added latency, in
+	// interleaved rounds; the trainer (this process) consumes whole epochs,
+	// each through a Loader of its own, and the server's CPU time, requests
+	// and bytes are read between epochs.
+	transformpkg "github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // storeOpts are bench store's flags.
@@ -80,7 +77,7 @@ func runStore(args []string) error {
 	prefetch := fs.Int("prefetch", 8, "the trainer's credits")
 	shuffle := fs.String("shuffle", "global", "the job's shuffle: global (a permutation of all samples) or block (shards permuted, then samples within windows of --window shards; needs --layout webdataset)")
 	window := fs.Int("window", 0, "with --shuffle block: shards per window (0: the server's default)")
-	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(pipeline.PresetNames(), " or "))
+	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(transformpkg.PresetNames(), " or "))
 	cpus := fs.String("cpus", "", "a taskset -c list the server runs on (default: not pinned)")
 	versitygw := fs.String("versitygw", "", "the versitygw binary (default: $STOKER_VERSITYGW, else .bin/versitygw of the checkout make setup installed it into)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "bound on the whole benchmark")
@@ -108,8 +105,8 @@ func runStore(args []string) error {
 		return fmt.Errorf("bench store: --shuffle %q: want global or block\n%s", o.shuffle, storeUsage)
 	case o.shuffle == "block" && o.layout != "webdataset":
 		return errors.New("bench store: --shuffle block needs --layout webdataset: an ImageFolder has no shards to permute")
-	case !slices.Contains(pipeline.PresetNames(), o.transform):
-		return fmt.Errorf("bench store: --transform %q: want one of %v", o.transform, pipeline.PresetNames())
+	case !slices.Contains(transformpkg.PresetNames(), o.transform):
+		return fmt.Errorf("bench store: --transform %q: want one of %v", o.transform, transformpkg.PresetNames())
 	}
 	if *versitygw != "" {
 		os.Setenv("STOKER_VERSITYGW", *versitygw)

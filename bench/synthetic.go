@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // A synthetic image: stripes whose hue and orientation are its class's,
@@ -96,7 +96,7 @@ type synthScratch struct {
 var synthTables = sync.OnceValue(func() *jpegTables { return newJPEGTables(90) })
 
 func writeSynthetic(root string, i, class int, seed uint64, s *synthScratch) error {
-	r := pipeline.Key{Seed: seed, Index: uint64(i)}.Stream(0)
+	r := det.Key{Seed: seed, Index: uint64(i)}.Stream(0)
 	w, h := 320+r.Intn(161), 320+r.Intn(161)
 	// The class fixes the hue and the stripe orientation; the sample varies
 	// the phase, frequency and a blob's position, plus sensor-like noise.

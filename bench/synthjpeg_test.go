@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // TestAppendJPEGDecodes: the synthetic sets' JPEG writer writes files that
@@ -31,7 +31,7 @@ func TestAppendJPEGDecodes(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%dx%d/q%d", tc.w, tc.h, tc.quality), func(t *testing.T) {
 			img := newYCbCr420(tc.w, tc.h)
-			r := pipeline.Key{Seed: 3, Index: uint64(tc.w)}.Stream(0)
+			r := det.Key{Seed: 3, Index: uint64(tc.w)}.Stream(0)
 			fill := func(p []uint8, stride, scale int) {
 				for i := range p {
 					x, y := i%stride, i/stride

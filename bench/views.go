@@ -13,6 +13,10 @@ import (
 	"github.com/stoker-dev/stoker/internal/cpu"
 	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	transformpkg "github.com/stoker-dev/stoker/pipeline/transform"
 	"github.com/stoker-dev/stoker/server"
 )
 
@@ -41,12 +45,12 @@ func runViews(args []string) error {
 	}
 	runtime.GOMAXPROCS(max(*threads, 1))
 	cpu.SpareP(*threads)
-	ds, err := pipeline.Open(*data)
+	ds, err := dataset.Open(*data)
 	if err != nil {
 		return err
 	}
 	defer ds.Close()
-	t, err := pipeline.ParseTransform(*transform, pipeline.CHW)
+	t, err := transformpkg.ParseTransform(*transform, transformpkg.CHW)
 	if err != nil {
 		return err
 	}
@@ -56,7 +60,7 @@ func runViews(args []string) error {
 	// The separate jobs: each distinct view transform once, weighed by how
 	// many views it makes (a group's views cost alike: only their keys
 	// differ).
-	var parts []*pipeline.Transform
+	var parts []*transformpkg.Transform
 	var counts []int
 	for v := range t.Views() {
 		if i := slices.Index(parts, t.View(v)); i >= 0 {
@@ -65,14 +69,14 @@ func runViews(args []string) error {
 		}
 		parts, counts = append(parts, t.View(v)), append(counts, 1)
 	}
-	run := func(tr *pipeline.Transform) float64 {
-		opts := []pipeline.Option{pipeline.WithIndex(pipeline.NewIndex(1 << 30))}
-		var cc *pipeline.CoefCache
+	run := func(tr *transformpkg.Transform) float64 {
+		opts := []pipeline.Option{pipeline.WithIndex(index.New(1 << 30))}
+		var cc *codec.CoefCache
 		if *coefBudget >= 0 {
 			if *coefBudget == 0 {
 				*coefBudget = server.DefaultCoefBudget(*threads)
 			}
-			cc = pipeline.NewCoefCache(*coefBudget)
+			cc = codec.NewCoefCache(*coefBudget)
 			defer cc.Close()
 			opts = append(opts, pipeline.WithCoefCache(cc))
 		}

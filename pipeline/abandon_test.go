@@ -12,17 +12,21 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // bombTransform is the blur bomb of issue 47 at a side of side: a large
 // crop, then 32 blurs of kernel 1023 and sigma 1000, each minutes of one
 // core at 4096 (every tap weighs something at that sigma).
-func bombTransform(t testing.TB, side int) *Transform {
-	ops := []Op{{Kind: OpRandomResizedCrop, Size: [2]int{side, side}}}
+func bombTransform(t testing.TB, side int) *transform.Transform {
+	ops := []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{side, side}}}
 	for range 32 {
-		ops = append(ops, Op{Kind: OpGaussianBlur, KernelSize: [2]int{1023, 1023}, Sigma: [2]float64{1000, 1000}})
+		ops = append(ops, opspkg.Op{Kind: opspkg.OpGaussianBlur, KernelSize: [2]int{1023, 1023}, Sigma: [2]float64{1000, 1000}})
 	}
-	return mustTransform(t, CHW, ops...)
+	return mustTransform(t, transform.CHW, ops...)
 }
 
 // waitFill waits for a Fill's result; a Fill that never returns (a worker
@@ -122,12 +126,12 @@ func TestDecodeStopped(t *testing.T) {
 	if err := png.Encode(&pngBuf, img); err != nil {
 		t.Fatal(err)
 	}
-	blur := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{32, 32}},
-		Op{Kind: OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{2, 2}})
+	blur := mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpCenterCrop, Size: [2]int{32, 32}},
+		opspkg.Op{Kind: opspkg.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{2, 2}})
 	for _, tc := range []struct {
 		name string
 		data []byte
-		tr   *Transform
+		tr   *transform.Transform
 	}{
 		{"jpeg", goldenJPEGs()[0], smallTrain(t)},
 		{"png", pngBuf.Bytes(), smallTrain(t)},
@@ -137,13 +141,13 @@ func TestDecodeStopped(t *testing.T) {
 			d := NewDecoder()
 			defer d.Close()
 			out := make([]byte, tc.tr.SampleBytes())
-			if err := d.Decode(tc.data, tc.tr, Key{}, out); err != nil {
+			if err := d.Decode(tc.data, tc.tr, det.Key{}, out); err != nil {
 				t.Fatalf("with no flag: %v", err)
 			}
 			var stop int32
 			atomic.StoreInt32(&stop, 1)
 			d.ops.Stop = &stop
-			if err := d.Decode(tc.data, tc.tr, Key{}, out); !errors.Is(err, errAbandoned) {
+			if err := d.Decode(tc.data, tc.tr, det.Key{}, out); !errors.Is(err, opspkg.ErrAbandoned) {
 				t.Fatalf("abandoned: %v, want errAbandoned", err)
 			}
 		})

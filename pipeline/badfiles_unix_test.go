@@ -17,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // The file-system half of the bad-input corpus: what a server meets in a
@@ -74,7 +77,7 @@ func checkRead(t *testing.T, name string, data []byte, err error, o readOutcome,
 		}
 		return
 	}
-	sentinel := o.want == ErrCorrupt || o.want == ErrTooLarge || o.want == ErrUnsupported
+	sentinel := o.want == errs.Corrupt || o.want == errs.TooLarge || o.want == errs.Unsupported
 	switch {
 	case err == nil:
 		t.Errorf("%s: read %d bytes; want an error wrapping %v", name, len(data), o.want)
@@ -131,7 +134,7 @@ func TestImageFolderBadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d, err := OpenImageFolder(root)
+	d, err := dataset.OpenImageFolder(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,16 +182,16 @@ func TestImageFolderBadFiles(t *testing.T) {
 		"a/good.jpg":          {data: good},
 		"a/dir.jpg/inner.jpg": {data: good},
 		"a/link-in.jpg":       {data: good},
-		"a/big.jpg":           {want: ErrTooLarge, msg: "file cap"},
-		"a/link-out-abs.jpg":  {want: ErrUnsupported, msg: "does not resolve inside the dataset root"},
-		"a/link-out-rel.jpg":  {want: ErrUnsupported, msg: "does not resolve inside the dataset root"},
-		"a/link-loop.jpg":     {want: ErrUnsupported, msg: "does not resolve inside the dataset root"},
+		"a/big.jpg":           {want: errs.TooLarge, msg: "file cap"},
+		"a/link-out-abs.jpg":  {want: errs.Unsupported, msg: "does not resolve inside the dataset root"},
+		"a/link-out-rel.jpg":  {want: errs.Unsupported, msg: "does not resolve inside the dataset root"},
+		"a/link-loop.jpg":     {want: errs.Unsupported, msg: "does not resolve inside the dataset root"},
 		"a/link-dangling.jpg": {want: fs.ErrNotExist},
 		"a/removed.jpg":       {want: fs.ErrNotExist},
-		"a/grows.jpg":         {want: ErrCorrupt, msg: "changed since the dataset was indexed"},
-		"a/shrinks.jpg":       {want: ErrCorrupt, msg: "changed since the dataset was indexed"},
-		"a/becomes-fifo.jpg":  {want: ErrUnsupported, msg: "not a regular file"},
-		"a/becomes-dir.jpg":   {want: ErrUnsupported, msg: "not a regular file"},
+		"a/grows.jpg":         {want: errs.Corrupt, msg: "changed since the dataset was indexed"},
+		"a/shrinks.jpg":       {want: errs.Corrupt, msg: "changed since the dataset was indexed"},
+		"a/becomes-fifo.jpg":  {want: errs.Unsupported, msg: "not a regular file"},
+		"a/becomes-dir.jpg":   {want: errs.Unsupported, msg: "not a regular file"},
 	}
 	for _, name := range wantNames {
 		if name == "a/unreadable.jpg" {
@@ -232,9 +235,9 @@ func TestImageFolderBadFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer os.Chmod(filepath.Join(root, "a", "locked"), 0o755) // so TempDir's cleanup can remove it
-		var d *ImageFolder
+		var d *dataset.ImageFolder
 		var err error
-		if unprivileged(func() { d, err = OpenImageFolder(root) }) {
+		if unprivileged(func() { d, err = dataset.OpenImageFolder(root) }) {
 			if err == nil {
 				d.Close()
 				t.Fatalf("opened a tree with an unreadable subdirectory; want it refused")
@@ -277,11 +280,11 @@ func TestWebDatasetBadShards(t *testing.T) {
 		{"symlink out of the directory", func(t *testing.T, dir, outside string) {
 			shard(t, filepath.Join(outside, "real.tar"), "x")
 			mkSymlink(t, filepath.Join(outside, "real.tar"), filepath.Join(dir, "b.tar"))
-		}, ErrUnsupported, "b.tar is a symbolic link that does not resolve inside the dataset directory", 0},
+		}, errs.Unsupported, "b.tar is a symbolic link that does not resolve inside the dataset directory", 0},
 		{"relative symlink out of the directory", func(t *testing.T, dir, outside string) {
 			shard(t, filepath.Join(outside, "real.tar"), "x")
 			mkSymlink(t, "../"+filepath.Base(outside)+"/real.tar", filepath.Join(dir, "b.tar"))
-		}, ErrUnsupported, "does not resolve inside", 0},
+		}, errs.Unsupported, "does not resolve inside", 0},
 		{"symlink inside the directory", func(t *testing.T, dir, outside string) {
 			os.Mkdir(filepath.Join(dir, "sub"), 0o755)
 			shard(t, filepath.Join(dir, "sub", "real.tar"), "x", "y")
@@ -289,10 +292,10 @@ func TestWebDatasetBadShards(t *testing.T) {
 		}, nil, "", 3},
 		{"directory named like a shard", func(t *testing.T, dir, outside string) {
 			os.Mkdir(filepath.Join(dir, "b.tar"), 0o755)
-		}, ErrUnsupported, "b.tar is not a regular file", 0},
+		}, errs.Unsupported, "b.tar is not a regular file", 0},
 		{"FIFO named like a shard", func(t *testing.T, dir, outside string) {
 			mkFIFO(t, filepath.Join(dir, "b.tar"))
-		}, ErrUnsupported, "b.tar is not a regular file", 0},
+		}, errs.Unsupported, "b.tar is not a regular file", 0},
 		{"dot file", func(t *testing.T, dir, outside string) {
 			os.WriteFile(filepath.Join(dir, "._a.tar"), []byte("AppleDouble junk"), 0o644)
 		}, nil, "", 1},
@@ -301,10 +304,10 @@ func TestWebDatasetBadShards(t *testing.T) {
 			dir, outside := t.TempDir(), t.TempDir()
 			shard(t, filepath.Join(dir, "a.tar"), "k")
 			tc.setup(t, dir, outside)
-			var d *WebDataset
+			var d *dataset.WebDataset
 			err := withTimeout(t, func() error {
 				var err error
-				d, err = OpenWebDataset(dir)
+				d, err = dataset.OpenWebDataset(dir)
 				return err
 			})
 			if tc.want == nil {
@@ -333,7 +336,7 @@ func TestWebDatasetBadShards(t *testing.T) {
 			t.Fatal(err)
 		}
 		shard(t, filepath.Join(dir, "a.tar"), "k", "l")
-		d, err := OpenWebDataset(dir)
+		d, err := dataset.OpenWebDataset(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,9 +352,9 @@ func TestWebDatasetBadShards(t *testing.T) {
 		if err := os.Chmod(filepath.Join(dir, "a.tar"), 0); err != nil {
 			t.Fatal(err)
 		}
-		var d *WebDataset
+		var d *dataset.WebDataset
 		var err error
-		if unprivileged(func() { d, err = OpenWebDataset(dir) }) {
+		if unprivileged(func() { d, err = dataset.OpenWebDataset(dir) }) {
 			if err == nil {
 				d.Close()
 				t.Fatal("opened an unreadable shard")
@@ -372,7 +375,7 @@ func TestWebDatasetBadShards(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "a.tar")
 		shard(t, path, "k0", "k1", "k2")
-		d, err := OpenWebDataset(dir)
+		d, err := dataset.OpenWebDataset(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,7 +392,7 @@ func TestWebDatasetBadShards(t *testing.T) {
 			for i := range d.Len() {
 				o := readOutcome{data: before[i]}
 				if i >= cut {
-					o = readOutcome{want: ErrCorrupt, msg: "shorter than its size"}
+					o = readOutcome{want: errs.Corrupt, msg: "shorter than its size"}
 				}
 				var data []byte
 				err := withTimeout(t, func() error {
@@ -454,13 +457,13 @@ func TestFillEpochBadFiles(t *testing.T) {
 	good := files["c0/0000.jpg"]
 	writeTree(t, outside, map[string][]byte{"secret.jpg": good})
 	bad := map[string]error{
-		"c0/bad-corrupt-scan.jpg": ErrCorrupt,
-		"c1/bad-huge.jpg":         ErrTooLarge,
-		"c2/bad-link-out.jpg":     ErrUnsupported,
-		"c3/bad-fifo.jpg":         ErrUnsupported,
-		"c4/bad-dir.jpg":          ErrUnsupported,
-		"c0/bad-shrunk.jpg":       ErrCorrupt,
-		"c1/bad-grown.jpg":        ErrCorrupt,
+		"c0/bad-corrupt-scan.jpg": errs.Corrupt,
+		"c1/bad-huge.jpg":         errs.TooLarge,
+		"c2/bad-link-out.jpg":     errs.Unsupported,
+		"c3/bad-fifo.jpg":         errs.Unsupported,
+		"c4/bad-dir.jpg":          errs.Unsupported,
+		"c0/bad-shrunk.jpg":       errs.Corrupt,
+		"c1/bad-grown.jpg":        errs.Corrupt,
 		"c2/bad-removed.jpg":      fs.ErrNotExist,
 		"c3/unreadable.jpg":       fs.ErrPermission, // unless read as root
 	}
@@ -483,7 +486,7 @@ func TestFillEpochBadFiles(t *testing.T) {
 		t.Logf("running as root: c3/unreadable.jpg is readable and is a good sample")
 	}
 
-	ds, err := OpenImageFolder(root)
+	ds, err := dataset.OpenImageFolder(root)
 	if err != nil {
 		t.Fatal(err)
 	}

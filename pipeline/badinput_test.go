@@ -5,14 +5,19 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // smallTrain is the training transform at a small size: what a bad file
 // meets in a training job.
-func smallTrain(t testing.TB) *Transform {
-	return mustTransform(t, CHW,
-		Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}},
-		Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+func smallTrain(t testing.TB) *transform.Transform {
+	return mustTransform(t, transform.CHW,
+		ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{32, 32}},
+		ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
 }
 
 // TestBadInput feeds every file of testdata/bad to both decoders: each must
@@ -31,7 +36,7 @@ func TestBadInput(t *testing.T) {
 				defer d.Close()
 				out := make([]byte, tr.SampleBytes())
 				for idx := range uint64(3) { // a few crop boxes
-					err := d.Decode(data, tr, Key{Seed: 1, Index: idx}, out)
+					err := d.Decode(data, tr, det.Key{Seed: 1, Index: idx}, out)
 					switch {
 					case err == nil:
 						t.Fatalf("decoded without error; want %v", f.want)
@@ -66,7 +71,7 @@ func TestOddFormats(t *testing.T) {
 				d := NewDecoder(dk.opts...)
 				defer d.Close()
 				got := make([]byte, id.SampleBytes())
-				if err := d.Decode(data, id, Key{}, got); err != nil {
+				if err := d.Decode(data, id, det.Key{}, got); err != nil {
 					t.Fatal(err)
 				}
 				if maxd, mean := diffStats(got, want); maxd > f.maxDiff || mean > f.meanDiff {
@@ -81,7 +86,7 @@ func TestOddFormats(t *testing.T) {
 				}
 				// The training transform must work on it too.
 				tr := smallTrain(t)
-				if err := d.Decode(data, tr, Key{Index: 7}, make([]byte, tr.SampleBytes())); err != nil {
+				if err := d.Decode(data, tr, det.Key{Index: 7}, make([]byte, tr.SampleBytes())); err != nil {
 					t.Errorf("training transform: %v", err)
 				}
 			})
@@ -99,7 +104,7 @@ func TestRGB16HighBytes(t *testing.T) {
 			d := NewDecoder(dk.opts...)
 			defer d.Close()
 			a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
-			k := Key{Seed: 3, Index: 5}
+			k := det.Key{Seed: 3, Index: 5}
 			if err := d.Decode(encodePNG(img16), tr, k, a); err != nil {
 				t.Fatal(err)
 			}
@@ -136,11 +141,11 @@ func TestScanCap(t *testing.T) {
 			t.Run(tc.path+"/"+dk.name, func(t *testing.T) {
 				d := NewDecoder(append(dk.opts, WithMaxScans(tc.cap))...)
 				defer d.Close()
-				err := d.Decode(readCorpus(t, tc.path), tr, Key{}, out)
+				err := d.Decode(readCorpus(t, tc.path), tr, det.Key{}, out)
 				if tc.ok && err != nil {
 					t.Errorf("cap %d: %v", tc.cap, err)
 				}
-				if !tc.ok && !errors.Is(err, ErrTooLarge) {
+				if !tc.ok && !errors.Is(err, errs.TooLarge) {
 					t.Errorf("cap %d: got %v, want ErrTooLarge", tc.cap, err)
 				}
 			})

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/source"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // SampleError reports a sample that could not be made (batch.SampleError).
@@ -55,7 +57,7 @@ func resetBatch(b *Batch, n, size int, placed bool) {
 	b.Labels = slices.Grow(b.Labels[:0], n)[:n]
 	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
 	b.Errors = b.Errors[:0]
-	b.Times = StageTimes{}
+	b.Times = batch.StageTimes{}
 	if b.Trace {
 		b.Traces = slices.Grow(b.Traces[:0], n)[:n]
 		for i := range b.Traces {
@@ -216,7 +218,7 @@ func (e *Executor) Close() {
 // Fill makes the batch of ds's samples at indices for (seed, epoch) into b,
 // reusing b's buffers, through the default queue (Queue("")): see
 // Queue.Fill.
-func (e *Executor) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
+func (e *Executor) Fill(ctx context.Context, ds dataset.Dataset, t *transform.Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
 	return e.Queue("").Fill(ctx, ds, t, seed, epoch, indices, policy, b)
 }
 
@@ -329,7 +331,7 @@ func storeFault(r *fillReq) error {
 // IsBadInput reports whether err is about the input (a bad file or request)
 // rather than the machine.
 func IsBadInput(err error) bool {
-	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrUnsupported)
+	return errors.Is(err, errs.Corrupt) || errors.Is(err, errs.TooLarge) || errors.Is(err, errs.Unsupported)
 }
 
 // Field is one sample's value of one field (batch.Field).

@@ -11,7 +11,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/source"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // mixedFolder is an ImageFolder of good and bad files with known indices:
@@ -20,7 +25,7 @@ import (
 //	1 a/1.jpg  bad: empty 5 b/5.jpg  bad: declares 60000x60000
 //	2 a/2.jpg  good      6 b/6.jpg  good
 //	3 b/3.png  good
-func mixedFolder(t *testing.T) *ImageFolder {
+func mixedFolder(t *testing.T) *dataset.ImageFolder {
 	t.Helper()
 	root := t.TempDir()
 	writeTree(t, root, map[string][]byte{
@@ -32,7 +37,7 @@ func mixedFolder(t *testing.T) *ImageFolder {
 		"b/5.jpg": readCorpus(t, "bad/huge-60000x60000.jpg"),
 		"b/6.jpg": encodeJPEG(testPicture(50, 50), 85),
 	})
-	d, err := OpenImageFolder(root)
+	d, err := dataset.OpenImageFolder(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +47,11 @@ func mixedFolder(t *testing.T) *ImageFolder {
 
 var (
 	goodIdx = []int64{0, 2, 3, 6}
-	badIdx  = map[int64]error{1: ErrCorrupt, 4: ErrCorrupt, 5: ErrTooLarge}
+	badIdx  = map[int64]error{1: errs.Corrupt, 4: errs.Corrupt, 5: errs.TooLarge}
 )
 
 // sampleOf decodes one sample on its own, for comparison with batches.
-func sampleOf(t *testing.T, ds Dataset, tr *Transform, seed, epoch uint64, idx int64) []byte {
+func sampleOf(t *testing.T, ds dataset.Dataset, tr *transform.Transform, seed, epoch uint64, idx int64) []byte {
 	t.Helper()
 	data, err := ds.Read(int(idx), nil)
 	if err != nil {
@@ -55,13 +60,13 @@ func sampleOf(t *testing.T, ds Dataset, tr *Transform, seed, epoch uint64, idx i
 	d := NewDecoder()
 	defer d.Close()
 	out := make([]byte, tr.SampleBytes())
-	if err := d.Decode(data, tr, Key{Seed: seed, Epoch: epoch, Index: uint64(idx)}, out); err != nil {
+	if err := d.Decode(data, tr, det.Key{Seed: seed, Epoch: epoch, Index: uint64(idx)}, out); err != nil {
 		t.Fatalf("sample %d: %v", idx, err)
 	}
 	return out
 }
 
-func checkErrors(t *testing.T, ds Dataset, b *Batch, want []int64) {
+func checkErrors(t *testing.T, ds dataset.Dataset, b *Batch, want []int64) {
 	t.Helper()
 	var got []int64
 	for _, e := range b.Errors {
@@ -164,7 +169,7 @@ func TestFillAllBad(t *testing.T) {
 // storeDownDS reads the samples of down as a store that is down would:
 // an error wrapping source.ErrUnavailable (denied: source.ErrDenied).
 type storeDownDS struct {
-	Dataset
+	dataset.Dataset
 	down   map[int64]bool
 	denied bool
 }
@@ -224,7 +229,7 @@ func TestFillRequestErrors(t *testing.T) {
 	defer e.Close()
 	var b Batch
 	for _, idx := range []int64{-1, int64(ds.Len())} {
-		if err := e.Fill(context.Background(), ds, tr, 0, 0, []int64{0, idx}, PadFromBatch, &b); !errors.Is(err, ErrUnsupported) {
+		if err := e.Fill(context.Background(), ds, tr, 0, 0, []int64{0, idx}, PadFromBatch, &b); !errors.Is(err, errs.Unsupported) {
 			t.Errorf("index %d: %v, want ErrUnsupported", idx, err)
 		}
 	}
@@ -272,7 +277,7 @@ func TestFillDeterminism(t *testing.T) {
 		files[name] = data
 	}
 	writeTree(t, root, files)
-	folder, err := OpenImageFolder(root)
+	folder, err := dataset.OpenImageFolder(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,18 +289,18 @@ func TestFillDeterminism(t *testing.T) {
 	}
 	shardDir := t.TempDir()
 	writeShard(t, filepath.Join(shardDir, "s.tar"), members)
-	wds, err := OpenWebDataset(shardDir)
+	wds, err := dataset.OpenWebDataset(shardDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer wds.Close()
 
-	tr := mustTransform(t, CHW,
-		Op{Kind: OpRandomResizedCrop, Size: [2]int{24, 32}},
-		Op{Kind: OpRandomHorizontalFlip, P: 0.5},
-		Op{Kind: OpColorJitter, Brightness: 0.4, Contrast: 0.4, Saturation: 0.4})
+	tr := mustTransform(t, transform.CHW,
+		ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{24, 32}},
+		ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5},
+		ops.Op{Kind: ops.OpColorJitter, Brightness: 0.4, Contrast: 0.4, Saturation: 0.4})
 	indices := []int64{11, 3, 0, 7, 5, 9, 1, 10, 2, 8, 4, 6}
-	fill := func(e *Executor, ds Dataset, idx []int64) Batch {
+	fill := func(e *Executor, ds dataset.Dataset, idx []int64) Batch {
 		var b Batch
 		if err := e.Fill(context.Background(), ds, tr, 77, 2, idx, PadFromBatch, &b); err != nil || len(b.Errors) > 0 {
 			t.Fatalf("Fill: %v %v", err, b.Errors)

@@ -11,6 +11,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // benchCPUTime is the process's user+system CPU time. The benchmark machine is
@@ -82,7 +87,7 @@ func BenchmarkDecode(b *testing.B) {
 				b.ReportAllocs()
 				i, start := 0, benchCPUTime()
 				for b.Loop() {
-					if err := d.Decode(files[i%len(files)], tc.t, Key{Seed: 1, Index: uint64(i)}, out); err != nil {
+					if err := d.Decode(files[i%len(files)], tc.t, det.Key{Seed: 1, Index: uint64(i)}, out); err != nil {
 						b.Fatal(err)
 					}
 					i++
@@ -101,7 +106,7 @@ func BenchmarkDecode(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := d.Decode(data, tc.t, Key{Seed: 1, Index: uint64(i)}, out); err != nil {
+				if err := d.Decode(data, tc.t, det.Key{Seed: 1, Index: uint64(i)}, out); err != nil {
 					b.Fatal(err)
 				}
 				i++
@@ -139,14 +144,14 @@ func BenchmarkDecode(b *testing.B) {
 // and index-B/img (the index's bytes per file) for the index variants.
 func BenchmarkIndex(b *testing.B) {
 	_, _, files := benchPhotos(b, 0)
-	tr, err := ParseTransform("imagenet-train", CHW)
+	tr, err := transform.ParseTransform("imagenet-train", transform.CHW)
 	if err != nil {
 		b.Fatal(err)
 	}
 	out := make([]byte, tr.SampleBytes())
 	decode := func(b *testing.B, d *Decoder, i int) {
 		n := len(files)
-		if err := d.Decode(files[i%n], tr, Key{Seed: 1, Epoch: uint64(i / n), Index: uint64(i % n)}, out); err != nil {
+		if err := d.Decode(files[i%n], tr, det.Key{Seed: 1, Epoch: uint64(i / n), Index: uint64(i % n)}, out); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -167,7 +172,7 @@ func BenchmarkIndex(b *testing.B) {
 			name += "+coefs"
 		}
 		b.Run(name, func(b *testing.B) {
-			var cc *CoefCache
+			var cc *codec.CoefCache
 			d := NewDecoder()
 			defer d.Close()
 			b.ReportAllocs()
@@ -175,12 +180,12 @@ func BenchmarkIndex(b *testing.B) {
 			for b.Loop() {
 				if i%len(files) == 0 {
 					b.StopTimer()
-					d.opts.index = NewIndex(1 << 30)
+					d.opts.index = index.New(1 << 30)
 					if withCoefs {
 						if cc != nil {
 							cc.Close()
 						}
-						cc = NewCoefCache(1 << 32)
+						cc = codec.NewCoefCache(1 << 32)
 						d.opts.coefs = cc
 					}
 					b.StartTimer()
@@ -195,7 +200,7 @@ func BenchmarkIndex(b *testing.B) {
 		})
 	}
 	b.Run("loaded", func(b *testing.B) {
-		ix := NewIndex(1 << 30)
+		ix := index.New(1 << 30)
 		d := NewDecoder(WithIndex(ix))
 		defer d.Close()
 		for i := range files {
@@ -211,7 +216,7 @@ func BenchmarkIndex(b *testing.B) {
 		for b.Loop() {
 			if i%len(files) == 0 {
 				b.StopTimer()
-				d.opts.index = NewIndex(1 << 30)
+				d.opts.index = index.New(1 << 30)
 				if _, err := d.opts.index.Load(bytes.NewReader(saved.Bytes()), "bench"); err != nil {
 					b.Fatal(err)
 				}
@@ -225,7 +230,7 @@ func BenchmarkIndex(b *testing.B) {
 	// coefs/<n>: the index and the coefficient cache, after n epochs.
 	for _, warm := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("coefs/%d", warm), func(b *testing.B) {
-			ix, cc := NewIndex(1<<30), NewCoefCache(1<<32)
+			ix, cc := index.New(1<<30), codec.NewCoefCache(1<<32)
 			defer cc.Close()
 			d := NewDecoder(WithIndex(ix), WithCoefCache(cc))
 			defer d.Close()
@@ -254,7 +259,7 @@ func BenchmarkIndex(b *testing.B) {
 		px   int
 	}{{"rows", 1 << 20}, {"128", 128}, {"64", 64}, {"32", 32}, {"16", 16}} {
 		b.Run("warm/"+v.name, func(b *testing.B) {
-			ix := NewIndex(1 << 30)
+			ix := index.New(1 << 30)
 			d := NewDecoder(WithIndex(ix))
 			defer d.Close()
 			knobsOf(d).IxPx = v.px

@@ -5,6 +5,10 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestBoundOwnSize makes a batch of the detection references' "hflip"
@@ -15,7 +19,7 @@ import (
 // images those samples fail, naming the bound.
 func TestBoundOwnSize(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
-	flip := Op{Kind: OpRandomHorizontalFlip, P: 1}
+	flip := ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 1}
 	var bw, bh int
 	for _, idx := range goldenIndices {
 		hd, err := parseHeader(files.files[idx])
@@ -24,8 +28,8 @@ func TestBoundOwnSize(t *testing.T) {
 		}
 		bw, bh = max(bw, hd.w), max(bh, hd.h)
 	}
-	for _, layout := range []Layout{CHW, HWC} {
-		tr, err := NewTransformBound(layout, [2]int{bh, bw}, flip)
+	for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
+		tr, err := transform.NewTransformBound(layout, [2]int{bh, bw}, flip)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,12 +46,12 @@ func TestBoundOwnSize(t *testing.T) {
 		slot := tr.SampleBytes()
 		for i, idx := range goldenIndices {
 			hd, _ := parseHeader(files.files[idx])
-			own, err := NewTransform(layout, Op{Kind: OpCenterCrop, Size: [2]int{hd.h, hd.w}}, flip)
+			own, err := transform.NewTransform(layout, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{hd.h, hd.w}}, flip)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := make([]byte, own.SampleBytes())
-			if err := d.Decode(files.files[idx], own, Key{Seed: 5, Epoch: 1, Index: uint64(idx)}, want); err != nil {
+			if err := d.Decode(files.files[idx], own, det.Key{Seed: 5, Epoch: 1, Index: uint64(idx)}, want); err != nil {
 				t.Fatal(err)
 			}
 			got := b.Data[i*slot : (i+1)*slot]
@@ -58,7 +62,7 @@ func TestBoundOwnSize(t *testing.T) {
 		}
 		d.Close()
 	}
-	tr, err := NewTransformBound(CHW, [2]int{bh - 1, bw}, flip)
+	tr, err := transform.NewTransformBound(transform.CHW, [2]int{bh - 1, bw}, flip)
 	if err != nil {
 		t.Fatal(err)
 	}

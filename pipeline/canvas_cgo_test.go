@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestExactCanvasFastIsGo: the canvas path through the resampler
@@ -23,10 +25,10 @@ func TestExactCanvasFastIsGo(t *testing.T) {
 	for l := 1; l <= simdBest(); l++ {
 		levels = append(levels, l)
 	}
-	interps := []Interpolation{InterpBilinear, InterpBicubic, InterpNearest}
+	interps := []transform.Interpolation{transform.InterpBilinear, transform.InterpBicubic, transform.InterpNearest}
 	for i := range 300 {
 		w, h := 1+rng.IntN(90), 1+rng.IntN(90)
-		p := samplePlan{SrcW: w, SrcH: h, Interp: interps[rng.IntN(3)], Antialias: rng.IntN(4) != 0,
+		p := transform.SamplePlan{SrcW: w, SrcH: h, Interp: interps[rng.IntN(3)], Antialias: rng.IntN(4) != 0,
 			Flip: rng.IntN(2) == 0, PreFlip: rng.IntN(2) == 0, Canvas: true}
 		p.ZoomW, p.ZoomH = w, h
 		if rng.IntN(4) != 0 { // zoomed: the image somewhere on a larger canvas
@@ -46,7 +48,7 @@ func TestExactCanvasFastIsGo(t *testing.T) {
 		for j := range src {
 			src[j] = byte(rng.IntN(256))
 		}
-		for _, layout := range []Layout{CHW, HWC} {
+		for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
 			name := fmt.Sprintf("case %d: %dx%d on %dx%d at %v, crop %d,%d %dx%d to %dx%d, %v aa %v flip %v preflip %v %v",
 				i, w, h, p.ZoomW, p.ZoomH, p.ZoomPad, p.KX, p.KY, p.KW, p.KH, p.OutW, p.OutH, p.Interp, p.Antialias, p.Flip, p.PreFlip, layout)
 			g := NewDecoder()
@@ -91,7 +93,7 @@ func diffCount(a, b []byte) int {
 // made, the image put on it, the crop's columns reversed in place if
 // p.preFlip, then the crop resized (resampleRGBA): the reference of
 // TestExactCanvasFastIsGo.
-func (d *Decoder) canvasWhole(dst []byte, p *samplePlan, src []byte, layout Layout) {
+func (d *Decoder) canvasWhole(dst []byte, p *transform.SamplePlan, src []byte, layout transform.Layout) {
 	cw, ch, w, h := p.ZoomW, p.ZoomH, p.SrcW, p.SrcH
 	n := 4 * cw * ch
 	if cap(d.canvas) < n {
@@ -106,7 +108,7 @@ func (d *Decoder) canvasWhole(dst []byte, p *samplePlan, src []byte, layout Layo
 		row := c[4*((p.ZoomPad[1]+y)*cw+p.ZoomPad[0]):][:4*w]
 		for x := range w {
 			o := y*w + x
-			if layout == HWC {
+			if layout == transform.HWC {
 				row[4*x], row[4*x+1], row[4*x+2] = src[3*o], src[3*o+1], src[3*o+2]
 			} else {
 				row[4*x], row[4*x+1], row[4*x+2] = src[o], src[plane+o], src[2*plane+o]
@@ -123,7 +125,7 @@ func (d *Decoder) canvasWhole(dst []byte, p *samplePlan, src []byte, layout Layo
 		}
 	}
 	cp := *p
-	cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = cropResize, cw, ch, p.KX, p.KY, p.KW, p.KH
+	cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = transform.CropResize, cw, ch, p.KX, p.KY, p.KW, p.KH
 	// The image's rows, from the crop's top: the others are the fill's.
 	top := p.ZoomPad[1] - p.KY
 	d.resampleRGBA(c[4*(p.KY*cw+p.KX):], 4*cw, &cp, layout, dst, top, top+h)

@@ -5,6 +5,11 @@ package pipeline
 import (
 	"os"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // coefBenchFile is the ~100 KB baseline photo BenchmarkCoefCacheHit
@@ -21,17 +26,17 @@ func BenchmarkCoefCacheHit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr, err := ParseTransform("imagenet-train", CHW)
+	tr, err := transform.ParseTransform("imagenet-train", transform.CHW)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ix, cc := NewIndex(1<<30), NewCoefCache(1<<30)
+	ix, cc := index.New(1<<30), codec.NewCoefCache(1<<30)
 	defer cc.Close()
 	d := NewDecoder(WithIndex(ix), WithCoefCache(cc))
 	defer d.Close()
 	out := make([]byte, tr.SampleBytes())
 	decode := func(i int) {
-		if err := d.Decode(data, tr, Key{Seed: 1, Epoch: uint64(i)}, out); err != nil {
+		if err := d.Decode(data, tr, det.Key{Seed: 1, Epoch: uint64(i)}, out); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,6 +5,11 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestFillCopies: Batch.Copies keys each sample's draws with its copy
@@ -12,7 +17,7 @@ import (
 // and copy 0 is the sample without copies.
 func TestFillCopies(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
-	tr := mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}}, Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+	tr := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{32, 32}}, ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
 	e := NewExecutor(2)
 	defer e.Close()
 	indices := []int64{3, 3, 3, 5}
@@ -25,7 +30,7 @@ func TestFillCopies(t *testing.T) {
 	defer d.Close()
 	for i, idx := range indices {
 		want := make([]byte, size)
-		if err := d.Decode(files.files[idx], tr, Key{Seed: 7, Epoch: 1, Index: uint64(idx), Copy: uint64(b.Copies[i])}, want); err != nil {
+		if err := d.Decode(files.files[idx], tr, det.Key{Seed: 7, Epoch: 1, Index: uint64(idx), Copy: uint64(b.Copies[i])}, want); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(b.Data[i*size:(i+1)*size], want) {
@@ -40,7 +45,7 @@ func TestFillCopies(t *testing.T) {
 		t.Errorf("copy 0 differs from the sample made without copies (%v)", err)
 	}
 	bad := Batch{Copies: []uint32{1}}
-	if err := e.Fill(context.Background(), files, tr, 7, 1, indices, PadFromBatch, &bad); !errors.Is(err, ErrUnsupported) {
+	if err := e.Fill(context.Background(), files, tr, 7, 1, indices, PadFromBatch, &bad); !errors.Is(err, errs.Unsupported) {
 		t.Errorf("1 copy for 4 samples: %v, want ErrUnsupported", err)
 	}
 }

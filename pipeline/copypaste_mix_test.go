@@ -6,6 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestMosaicCopyPasteMixup: YOLOCopyPaste mode 'mixup' after the Mosaic's
@@ -20,14 +24,14 @@ import (
 func TestMosaicCopyPasteMixup(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2}
-	mo := Op{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
-	persp := Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
-	cpm := Op{Kind: OpCopyPaste, P: 1, Mode: "mixup"}
-	plain, err := NewTransform(CHW, mo, persp)
+	mo := ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
+	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
+	cpm := ops.Op{Kind: transform.OpCopyPaste, P: 1, Mode: "mixup"}
+	plain, err := transform.NewTransform(transform.CHW, mo, persp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := NewTransform(CHW, mo, persp, cpm)
+	cp, err := transform.NewTransform(transform.CHW, mo, persp, cpm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +55,8 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 		if len(steps) < 3 || string(steps[2][0]) != `"yolo_copy_paste"` || json.Unmarshal(steps[2][1], &c) != nil {
 			t.Fatalf("sample %d: trace %s has no yolo_copy_paste third", idx, traces[i])
 		}
-		k := Key{Seed: 5, Epoch: 2, Index: uint64(idx)}
-		j := copyPasteMixPartner(k, len(files))
+		k := det.Key{Seed: 5, Epoch: 2, Index: uint64(idx)}
+		j := transform.CopyPasteMixPartner(k, len(files))
 		if len(c.Mosaic.Indexes) != 4 || c.Mosaic.Indexes[0] != j || !slices.Contains(cp.PartnersOf(k, len(files)), j) {
 			t.Fatalf("sample %d: the partner's mosaic %v, its partner %d, PartnersOf %v", idx, c.Mosaic.Indexes, j, cp.PartnersOf(k, len(files)))
 		}
@@ -72,7 +76,7 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 		}
 	}
 	// A MixUp's partner draws a CopyPaste of its own.
-	mixed, err := NewTransform(CHW, mo, persp, cpm, Op{Kind: OpMixUp, P: 1})
+	mixed, err := transform.NewTransform(transform.CHW, mo, persp, cpm, ops.Op{Kind: transform.OpMixUp, P: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,13 +91,13 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 	if own != len(plan) {
 		t.Errorf("%d MixUp partners with a CopyPaste of their own, want %d", own, len(plan))
 	}
-	for _, ops := range [][]Op{{mo, cpm, persp}, {mo, {Kind: OpCopyPaste, P: 1, Mode: "flip"}, persp, cpm},
-		{{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, persp, cpm}, {mo, persp, {Kind: OpCopyPaste, P: 1, Mode: "both"}}} {
-		if _, err := NewTransform(CHW, ops...); err == nil || !strings.Contains(err.Error(), "YOLOCopyPaste") {
+	for _, ops := range [][]ops.Op{{mo, cpm, persp}, {mo, {Kind: transform.OpCopyPaste, P: 1, Mode: "flip"}, persp, cpm},
+		{{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, persp, cpm}, {mo, persp, {Kind: transform.OpCopyPaste, P: 1, Mode: "both"}}} {
+		if _, err := transform.NewTransform(transform.CHW, ops...); err == nil || !strings.Contains(err.Error(), "YOLOCopyPaste") {
 			t.Errorf("%v: %v, want YOLOCopyPaste refused", ops, err)
 		}
 	}
-	st, err := cp.WithStopEpoch(1, []OpKind{OpMosaic, OpCopyPaste})
+	st, err := cp.WithStopEpoch(1, []ops.OpKind{transform.OpMosaic, transform.OpCopyPaste})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // The bad-input corpus lives in ../testdata/bad (files every decoder must
@@ -208,28 +210,28 @@ func corpusFiles() []corpusFile {
 	pal := testPaletted(40, 24)
 
 	return []corpusFile{
-		{path: "bad/empty.jpg", data: []byte{}, want: ErrCorrupt},
-		{path: "bad/text.jpg", data: []byte("this is a text file, not a JPEG\n"), want: ErrCorrupt},
-		{path: "bad/soi-only.jpg", data: jpg[:3], want: ErrCorrupt},
-		{path: "bad/trunc-in-dqt.jpg", data: jpg[:20], want: ErrCorrupt},
-		{path: "bad/trunc-in-dht.jpg", data: jpg[:jpegMarker(jpg, 0xC4)+10], want: ErrCorrupt},
-		{path: "bad/trunc-scan-early.jpg", data: jpg[:sosEnd+16], want: ErrCorrupt},
-		{path: "bad/trunc-half.jpg", data: jpg[:len(jpg)/2], want: ErrCorrupt},
-		{path: "bad/trunc-before-eoi.jpg", data: jpg[:len(jpg)-40], want: ErrCorrupt},
-		{path: "bad/corrupt-scan.jpg", data: corrupt, want: ErrCorrupt},
-		{path: "bad/no-sof.jpg", data: noSOF, want: ErrCorrupt},
-		{path: "bad/ff00-hides-60000x60000-sof.jpg", data: hiddenSOF(), want: ErrCorrupt, wantMsg: "0xFF00"},
-		{path: "bad/huge-60000x60000.jpg", data: huge, want: ErrTooLarge, wantMsg: "budget"},
-		{path: "bad/precision-12.jpg", data: prec12, want: ErrUnsupported},
-		{path: "bad/two-components.jpg", data: twoComps.encode(), want: ErrUnsupported},
-		{path: "bad/progressive-150-scans.jpg", data: many.encode(), want: ErrTooLarge, wantMsg: "scans"},
-		{path: "bad/progressive-150-scans-com-eoi.jpg", data: manyCOM.encode(), want: ErrTooLarge, wantMsg: "scans"},
-		{path: "bad/png-bad-crc.png", data: badCRC, want: ErrCorrupt},
-		{path: "bad/png-trunc-idat.png", data: pngData[:idat+8+idatLen/2], want: ErrCorrupt},
-		{path: "bad/png-trunc-ihdr.png", data: pngData[:20], want: ErrCorrupt},
-		{path: "bad/png-huge-100000x100000.png", data: setPNGSize(pngData, 100000, 100000), want: ErrTooLarge, wantMsg: "budget"},
-		{path: "bad/png-zero-width.png", data: setPNGSize(pngData, 0, 48), want: ErrCorrupt},
-		{path: "bad/gif-trunc.gif", data: gifBuf.Bytes()[:gifBuf.Len()/2], want: ErrCorrupt},
+		{path: "bad/empty.jpg", data: []byte{}, want: errs.Corrupt},
+		{path: "bad/text.jpg", data: []byte("this is a text file, not a JPEG\n"), want: errs.Corrupt},
+		{path: "bad/soi-only.jpg", data: jpg[:3], want: errs.Corrupt},
+		{path: "bad/trunc-in-dqt.jpg", data: jpg[:20], want: errs.Corrupt},
+		{path: "bad/trunc-in-dht.jpg", data: jpg[:jpegMarker(jpg, 0xC4)+10], want: errs.Corrupt},
+		{path: "bad/trunc-scan-early.jpg", data: jpg[:sosEnd+16], want: errs.Corrupt},
+		{path: "bad/trunc-half.jpg", data: jpg[:len(jpg)/2], want: errs.Corrupt},
+		{path: "bad/trunc-before-eoi.jpg", data: jpg[:len(jpg)-40], want: errs.Corrupt},
+		{path: "bad/corrupt-scan.jpg", data: corrupt, want: errs.Corrupt},
+		{path: "bad/no-sof.jpg", data: noSOF, want: errs.Corrupt},
+		{path: "bad/ff00-hides-60000x60000-sof.jpg", data: hiddenSOF(), want: errs.Corrupt, wantMsg: "0xFF00"},
+		{path: "bad/huge-60000x60000.jpg", data: huge, want: errs.TooLarge, wantMsg: "budget"},
+		{path: "bad/precision-12.jpg", data: prec12, want: errs.Unsupported},
+		{path: "bad/two-components.jpg", data: twoComps.encode(), want: errs.Unsupported},
+		{path: "bad/progressive-150-scans.jpg", data: many.encode(), want: errs.TooLarge, wantMsg: "scans"},
+		{path: "bad/progressive-150-scans-com-eoi.jpg", data: manyCOM.encode(), want: errs.TooLarge, wantMsg: "scans"},
+		{path: "bad/png-bad-crc.png", data: badCRC, want: errs.Corrupt},
+		{path: "bad/png-trunc-idat.png", data: pngData[:idat+8+idatLen/2], want: errs.Corrupt},
+		{path: "bad/png-trunc-ihdr.png", data: pngData[:20], want: errs.Corrupt},
+		{path: "bad/png-huge-100000x100000.png", data: setPNGSize(pngData, 100000, 100000), want: errs.TooLarge, wantMsg: "budget"},
+		{path: "bad/png-zero-width.png", data: setPNGSize(pngData, 0, 48), want: errs.Corrupt},
+		{path: "bad/gif-trunc.gif", data: gifBuf.Bytes()[:gifBuf.Len()/2], want: errs.Corrupt},
 
 		{path: "odd/baseline.jpg", data: jpg, img: testPicture(64, 48), maxDiff: 24, meanDiff: 3},
 		{path: "odd/baseline.png", data: pngData, img: testPicture(64, 48)},

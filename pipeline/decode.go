@@ -7,8 +7,17 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/internal/samplerkey"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/targets"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // DCTScaling says which libjpeg DCT scales the fast path may decode at.
@@ -32,17 +41,23 @@ type options struct {
 	scaling     DCTScaling
 	schedule    Schedule // read by NewExecutor only (WithSchedule)
 	stages      StageObserver
-	cpu         CPUClock      // read by NewExecutor only (WithCPUClock)
-	index       *Index        // WithIndex
-	coefs       *CoefCache    // WithCoefCache
-	partners    *PartnerCache // WithPartnerCache
-	scratch     ScratchBudget // WithScratchBudget (header.go), waiting up to scratchWait
+	cpu         CPUClock         // read by NewExecutor only (WithCPUClock)
+	index       *index.Index     // WithIndex
+	coefs       *codec.CoefCache // WithCoefCache
+	partners    *cv.PartnerCache // WithPartnerCache
+	scratch     ScratchBudget    // WithScratchBudget (header.go), waiting up to scratchWait
 	scratchWait time.Duration
 }
 
 // Option configures a Decoder (and, through NewExecutor, an Executor's
 // decoders and its schedule).
 type Option func(*options)
+
+// sk opens a Transform's side for the Decoder, t.Sampler(sk): its plan,
+// draws and compiled nodes, which only the root reads (TestArrows lets
+// only the root, pipeline/transform and the tests' testops import
+// pipeline/internal/samplerkey).
+var sk samplerkey.Key
 
 // WithPixelBudget refuses images that declare more than n pixels, before
 // decoding them. Default 64 Mpx (64<<20).
@@ -79,28 +94,28 @@ type Decoder struct {
 	// The last Decode's views, each one's plan and steps (its trace); the
 	// plans and offsets handed to the decode; the ops' scratch and drawer.
 	vd    []viewDraw
-	plans []samplePlan
+	plans []transform.SamplePlan
 	offs  []int
 	soffs []int
 	// A padded CenterCrop's decode: each view's plan as decoded (its visible part), where it goes in d.pix.
-	dplans []samplePlan
+	dplans []transform.SamplePlan
 	voffs  []int
-	ops    opScratch
-	drawer drawer
+	ops    ops.Scratch
+	drawer ops.Drawer
 	// admitNow: the sample has copies to come (repeated augmentation), so
 	// its file is admitted to the coefficient cache on this decode rather
 	// than its second. Set by the Executor per sample.
 	admitNow bool
-	targets  Targets // appendTargets' scratch
+	targets  targets.Targets // appendTargets' scratch
 	// canvas is a RandomZoomOut canvas' RGBA scratch (resizeCanvas), mid
 	// its horizontal pass' rows (resampleRGBA); yoloRoom the YOLO geometry's.
 	canvas, mid []byte
 	yoloRoom    yoloScratch
 	// boxSrc and boxIdx: where the sample's source boxes are, for a
 	// RandomIoUCrop's draw (SetBoxSource); boxes and boxRoom its scratch.
-	boxSrc  Targeted
+	boxSrc  transform.Targeted
 	boxIdx  int
-	boxes   Targets
+	boxes   targets.Targets
 	boxRoom [][4]float32
 	// epoch is the last sample's Key.Epoch: its trace and targets (AtEpoch).
 	epoch uint64
@@ -116,10 +131,10 @@ type Decoder struct {
 // (Transform.pre), run on the image at its own size before a canvas plan's
 // geometry.
 type viewDraw struct {
-	plan  samplePlan
-	steps []Step
-	pre   []Step
-	multi *multiDraw // a Mosaic's draw (decode_multi.go), nil for none
+	plan  transform.SamplePlan
+	steps []fn.Step
+	pre   []fn.Step
+	multi *transform.MultiDraw // a Mosaic's draw (decode_multi.go), nil for none
 }
 
 // NewDecoder returns a Decoder with the given options.
@@ -144,9 +159,9 @@ func Fast() bool { return haveFast }
 // which must be t.SampleBytes() long: of a transform of several views, the
 // views back to back, in order. On error out holds unspecified bytes and
 // the error wraps ErrCorrupt, ErrTooLarge or ErrUnsupported.
-func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
+func (d *Decoder) Decode(data []byte, t *transform.Transform, k det.Key, out []byte) error {
 	if len(out) != t.SampleBytes() {
-		return fmt.Errorf("%w: output buffer is %d bytes, sample is %d", ErrUnsupported, len(out), t.SampleBytes())
+		return fmt.Errorf("%w: output buffer is %d bytes, sample is %d", errs.Unsupported, len(out), t.SampleBytes())
 	}
 	d.offs = d.offs[:0]
 	off := 0
@@ -159,7 +174,7 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 
 // decodeAt is Decode with view v going to out[offs[v]:], View(v)'s
 // sample size long: a sample's place in a batch buffer (ViewLayout).
-func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []int) error {
+func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out []byte, offs []int) error {
 	if at := t.Sampler(sk).AtEpoch(k.Epoch).Sampler(sk); at.MosaicOp() != nil && at.MosaicOn(k) {
 		return d.decodeMosaic(data, t, k, out, offs)
 	}
@@ -169,7 +184,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		return err
 	}
 	if px := int64(hd.w) * int64(hd.h); px > d.opts.pixelBudget {
-		return fmt.Errorf("%w: %dx%d is %d pixels, over the budget of %d", ErrTooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
+		return fmt.Errorf("%w: %dx%d is %d pixels, over the budget of %d", errs.TooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
 	}
 	direct, decLayout, err := d.draw(t, &hd, k)
 	if err != nil {
@@ -186,7 +201,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		padded = padded || p.Padded || p.Canvas
 		if px := int64(p.ZoomW) * int64(p.ZoomH); p.Canvas && px > d.opts.pixelBudget {
 			return fmt.Errorf("%w: RandomZoomOut's canvas of the %dx%d image is %dx%d, %d pixels, over the budget of %d",
-				ErrTooLarge, p.SrcW, p.SrcH, p.ZoomW, p.ZoomH, px, d.opts.pixelBudget)
+				errs.TooLarge, p.SrcW, p.SrcH, p.ZoomW, p.ZoomH, px, d.opts.pixelBudget)
 		}
 	}
 	direct = direct && !padded && !t.Varies() && t.Sampler(sk).GeomW() == 0 // per-sample sizes: made compact, then padCorner; grown: in room
@@ -229,7 +244,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		return err
 	}
 	if d.ops.Stopped() {
-		return errAbandoned // the resampler stopped with the rows half made
+		return ops.ErrAbandoned // the resampler stopped with the rows half made
 	}
 	if padded {
 		for v := range d.plans {
@@ -267,7 +282,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		}
 		w, h, err := d.finishView(vt.Transform, &d.vd[v], pix, decLayout, direct, out[offs[v]:], w, h)
 		if err == nil && !vt.Varies() && (w != vt.OutW() || h != vt.OutH()) {
-			err = fmt.Errorf("%w: the ops made a %dx%d image, not the transform's %dx%d", ErrUnsupported, w, h, vt.OutW(), vt.OutH())
+			err = fmt.Errorf("%w: the ops made a %dx%d image, not the transform's %dx%d", errs.Unsupported, w, h, vt.OutW(), vt.OutH())
 		}
 		if err != nil {
 			return err
@@ -287,7 +302,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 // whether the decode writes the output's bytes (uint8, and the layout the
 // ops need) and the layout it decodes to: planes for ops, which an HWC
 // output gets packed after them.
-func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout Layout, err error) {
+func (d *Decoder) draw(t *transform.Transform, hd *header, k det.Key) (direct bool, decLayout transform.Layout, err error) {
 	t = t.Sampler(sk).AtEpoch(k.Epoch) // without the ops a stop_epoch switched off
 	d.epoch = k.Epoch
 	nv := t.Views()
@@ -299,7 +314,7 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 	for v := range nv {
 		vt, kv := t.View(v).Sampler(sk), k
 		kv.View += uint64(v)
-		var src *Targets
+		var src *targets.Targets
 		if vt.IoUOp() != nil && vt.IoUOn() && d.boxSrc != nil {
 			src = &d.boxes
 			src.Reset()
@@ -314,7 +329,7 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 		// crop (the reference path would return a sample of stale
 		// bytes).
 		if err == nil && (p.CW < 1 || p.CH < 1) {
-			err = fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", ErrUnsupported, hd.w, hd.h, p.CW, p.CH)
+			err = fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", errs.Unsupported, hd.w, hd.h, p.CW, p.CH)
 		}
 		if err != nil {
 			if nv > 1 {
@@ -322,12 +337,12 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 			}
 			return false, 0, err
 		}
-		p.Exact = t.DecodeMode() == DecodeExact
+		p.Exact = t.DecodeMode() == transform.DecodeExact
 		vd := &d.vd[v]
 		vd.plan, vd.steps, vd.multi = p, vd.steps[:0], nil
 		if len(vt.PostNodes()) > 0 {
 			if cap(vd.steps) < vt.MaxSteps() {
-				vd.steps = make([]Step, 0, vt.MaxSteps())
+				vd.steps = make([]fn.Step, 0, vt.MaxSteps())
 			}
 			w, h := vt.SampleSize(&p)
 			vd.steps = vt.DrawInto(&d.drawer, kv, w, h, vd.steps)
@@ -335,17 +350,17 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 		vd.pre = vd.pre[:0]
 		if len(vt.PreNodes()) > 0 {
 			if cap(vd.pre) < vt.MaxPre() {
-				vd.pre = make([]Step, 0, vt.MaxPre())
+				vd.pre = make([]fn.Step, 0, vt.MaxPre())
 			}
 			if vd.pre = vt.DrawPreInto(&d.drawer, kv, vd.pre); len(vd.pre) > 0 {
-				direct, decLayout = false, CHW // the steps run on planes
+				direct, decLayout = false, transform.CHW // the steps run on planes
 			}
 		}
 		if vt.NormOp() != nil {
 			direct = false
 		}
-		if len(vd.steps) > 0 && t.Layout() == HWC {
-			direct, decLayout = false, CHW
+		if len(vd.steps) > 0 && t.Layout() == transform.HWC {
+			direct, decLayout = false, transform.CHW
 		}
 		d.plans = append(d.plans, p)
 	}
@@ -368,7 +383,7 @@ func (d *Decoder) noSteps() bool {
 // normalized or copied (of per-sample sizes, compact: compactOut). It
 // returns the size after the steps (rotate's expand may grow it, in
 // pix's room).
-func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout Layout, direct bool, slot []byte, w, h int) (int, int, error) {
+func (d *Decoder) finishView(t *transform.Transform, vd *viewDraw, pix []byte, decLayout transform.Layout, direct bool, slot []byte, w, h int) (int, int, error) {
 	if len(vd.steps) > 0 {
 		p, err := d.applyGuarded(vd.steps, kernels.Planes{Pix: pix, W: w, H: h})
 		if err != nil {
@@ -384,7 +399,7 @@ func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout L
 
 // packView makes a view's output out from its pixels pix (in decLayout):
 // packed to the transform's layout, normalized or copied.
-func (d *Decoder) packView(t *Transform, pix []byte, decLayout Layout, out []byte) error {
+func (d *Decoder) packView(t *transform.Transform, pix []byte, decLayout transform.Layout, out []byte) error {
 	if decLayout != t.Layout() { // planes to HWC
 		if t.Sampler(sk).NormOp() == nil {
 			chwToHWC(pix, out)
@@ -407,16 +422,16 @@ func (d *Decoder) packView(t *Transform, pix []byte, decLayout Layout, out []byt
 // applyGuarded runs a view's steps under recover, as decodeGuarded runs
 // the decode: a kernel's bug is one sample's error, never a dead server.
 // It returns the image after them (rotate's expand grows it in p's room).
-func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (_ kernels.Planes, err error) {
+func (d *Decoder) applyGuarded(steps []fn.Step, p kernels.Planes) (_ kernels.Planes, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Error("pipeline: an op panicked", "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("%w: an op panicked: %v", ErrUnsupported, r)
+			err = fmt.Errorf("%w: an op panicked: %v", errs.Unsupported, r)
 		}
 	}()
 	for i := range steps {
 		if d.ops.Stopped() {
-			return p, errAbandoned
+			return p, ops.ErrAbandoned
 		}
 		if err := steps[i].DrawnError(); err != nil {
 			return p, err
@@ -429,7 +444,7 @@ func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (_ kernels.Planes
 		}
 	}
 	if d.ops.Stopped() {
-		return p, errAbandoned // the last step may have stopped half made
+		return p, ops.ErrAbandoned // the last step may have stopped half made
 	}
 	return p, nil
 }
@@ -437,13 +452,13 @@ func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (_ kernels.Planes
 // decodeGuarded runs the decode of the plans' views into out at offs
 // under recover: a decoder bug or a panic in an image library on hostile
 // input becomes ErrCorrupt, not a dead server.
-func (d *Decoder) decodeGuarded(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) (err error) {
+func (d *Decoder) decodeGuarded(data []byte, hd *header, ps []transform.SamplePlan, layout transform.Layout, out []byte, offs []int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			// The stack goes to the log, not into the error: the error
 			// travels to clients as a per-sample reason.
 			slog.Error("pipeline: decoder panicked", "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("%w: decoder panicked: %v", ErrCorrupt, r)
+			err = fmt.Errorf("%w: decoder panicked: %v", errs.Corrupt, r)
 		}
 	}()
 	if haveFast && !d.opts.reference && hd.format == formatJPEG && hd.comps != 4 {
@@ -454,7 +469,7 @@ func (d *Decoder) decodeGuarded(data []byte, hd *header, ps []samplePlan, layout
 	}
 	if hd.format == formatJPEG && hd.progressive {
 		if n := countScans(data); n > d.opts.maxScans {
-			return fmt.Errorf("%w: progressive jpeg has %d scans, over the cap of %d", ErrTooLarge, n, d.opts.maxScans)
+			return fmt.Errorf("%w: progressive jpeg has %d scans, over the cap of %d", errs.TooLarge, n, d.opts.maxScans)
 		}
 	}
 	return decodeRefViews(data, ps, layout, out, offs)

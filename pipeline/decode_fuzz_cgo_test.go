@@ -6,6 +6,12 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // decodeFuzzSeeds are FuzzDecodeIndex's and FuzzDecodeCoefs's seeds beside
@@ -47,7 +53,7 @@ func decodeFuzzSeeds(tb testing.TB) [][]byte {
 
 // errClass is the sentinel err wraps (nil for none).
 func errClass(err error) error {
-	for _, s := range []error{ErrCorrupt, ErrTooLarge, ErrUnsupported} {
+	for _, s := range []error{errs.Corrupt, errs.TooLarge, errs.Unsupported} {
 		if errors.Is(err, s) {
 			return s
 		}
@@ -78,7 +84,7 @@ func fuzzCompare(t *testing.T, what string, got, want []byte, errGot, errWant er
 
 // fuzzPlain is the plain decode FuzzDecodeIndex and FuzzDecodeCoefs compare
 // with: no index, no cache, the same pixel budget.
-func fuzzPlain(t *testing.T, data []byte, tr *Transform, keys []Key) (outs [][]byte, errs []error) {
+func fuzzPlain(t *testing.T, data []byte, tr *transform.Transform, keys []det.Key) (outs [][]byte, errs []error) {
 	d := NewDecoder(WithPixelBudget(4 << 20))
 	defer d.Close()
 	for _, k := range keys {
@@ -98,8 +104,8 @@ func coefCounts(d *Decoder) (c struct{ stored, hits int64 }) {
 	return c
 }
 
-func fuzzKeys(key uint64) []Key {
-	return []Key{{Seed: key, Index: key >> 8}, {Seed: key, Epoch: 1, Index: key >> 8}}
+func fuzzKeys(key uint64) []det.Key {
+	return []det.Key{{Seed: key, Index: key >> 8}, {Seed: key, Epoch: 1, Index: key >> 8}}
 }
 
 // FuzzDecodeIndex decodes arbitrary bytes through a decoder index
@@ -121,7 +127,7 @@ func FuzzDecodeIndex(f *testing.F) {
 		fuzzDeadline(t, func() {
 			keys := fuzzKeys(key)
 			want, errWant := fuzzPlain(t, data, tr, keys)
-			ix := NewIndex(1 << 20)
+			ix := index.New(1 << 20)
 			d := NewDecoder(WithPixelBudget(4<<20), WithIndex(ix))
 			defer d.Close()
 			knobsOf(d).IxPx = 16
@@ -155,11 +161,11 @@ func FuzzDecodeCoefs(f *testing.F) {
 			keys := fuzzKeys(key)
 			want, errWant := fuzzPlain(t, data, tr, keys)
 			for _, withIndex := range []bool{false, true} {
-				cc := NewCoefCache(1 << 24)
+				cc := codec.NewCoefCache(1 << 24)
 				defer cc.Close()
 				opts := []Option{WithPixelBudget(4 << 20), WithCoefCache(cc)}
 				if withIndex {
-					opts = append(opts, WithIndex(NewIndex(1<<20)))
+					opts = append(opts, WithIndex(index.New(1<<20)))
 				}
 				d := NewDecoder(opts...)
 				defer d.Close()
@@ -194,16 +200,16 @@ func TestDecodeFuzzSeedsServed(t *testing.T) {
 	tr := smallTrain(t)
 	seeds := decodeFuzzSeeds(t)
 	for i, s := range seeds[:5] { // the intact baseline ones
-		ix, cc := NewIndex(1<<20), NewCoefCache(1<<24)
+		ix, cc := index.New(1<<20), codec.NewCoefCache(1<<24)
 		d := NewDecoder(WithIndex(ix))
 		knobsOf(d).IxPx = 16
 		c := NewDecoder(WithCoefCache(cc))
 		out := make([]byte, tr.SampleBytes())
 		for range 2 {
-			if err := d.Decode(s, tr, Key{Seed: 7}, out); err != nil {
+			if err := d.Decode(s, tr, det.Key{Seed: 7}, out); err != nil {
 				t.Fatalf("seed %d: %v", i, err)
 			}
-			if err := c.Decode(s, tr, Key{Seed: 7}, out); err != nil {
+			if err := c.Decode(s, tr, det.Key{Seed: 7}, out); err != nil {
 				t.Fatalf("seed %d: %v", i, err)
 			}
 		}

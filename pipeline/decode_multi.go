@@ -1,21 +1,25 @@
 package pipeline
 
-// The multi-image geometry: a sample made of its own image and partners
-// read from the dataset (a Mosaic, op_mosaic.go). The executor reads the
-// partners' bytes in the sample's lease (readPartners) and hands them to
-// its Decoder (SetPartners); the decode makes each image whole, at its
-// own size, resizes it as ultralytics' load_image does, and lays the
-// images out. What a worker holds for it is bounded: at most n-1 partner
-// files, each within the dataset's file size cap (as any sample's bytes),
-// one image decoded whole at a time within the pixel budget (as any
-// sample's decode), and the n resized images (each at most imgsz a side)
-// and the canvas (2*imgsz a side), all reused from sample to sample.
-
 import (
 	"fmt"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
-	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv" // The multi-image geometry: a sample made of its own image and partners
+	// read from the dataset (a Mosaic, op_mosaic.go). The executor reads the
+	// partners' bytes in the sample's lease (readPartners) and hands them to
+	// its Decoder (SetPartners); the decode makes each image whole, at its
+	// own size, resizes it as ultralytics' load_image does, and lays the
+	// images out. What a worker holds for it is bounded: at most n-1 partner
+	// files, each within the dataset's file size cap (as any sample's bytes),
+	// one image decoded whole at a time within the pixel budget (as any
+	// sample's decode), and the n resized images (each at most imgsz a side)
+	// and the canvas (2*imgsz a side), all reused from sample to sample.
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // multiState is a Decoder's for the multi-image geometry: the partners the
@@ -32,13 +36,13 @@ type multiState struct {
 	imgs [][]byte
 	pl   []kernels.Planes
 	held []cv.PartnerRef // the partner cache's images pl holds (loadImage)
-	plan [1]samplePlan
+	plan [1]transform.SamplePlan
 	off  [1]int
 	// canvas is a mosaic's before the YOLORandomPerspective after it, mix
 	// a MixUp partner's image; drawn what the last sample drew
 	// (its trace and targets read it through viewDraw.multi).
 	canvas, mix, cut []byte
-	drawn            multiDraw
+	drawn            transform.MultiDraw
 	ins              []cv.Instances
 	// cpMask and cpPts: a CopyPaste's mask and a segment's points; cpImg
 	// a CopyPaste's partner in mixup mode.
@@ -60,7 +64,7 @@ func (d *Decoder) SetPartners(idx []int, data [][]byte) {
 // the sample's lease: nil, nil when it draws none. A partner that cannot be read fails the sample,
 // naming the partner (its store's fault stays the store's: the error
 // wraps it).
-func readPartners(ds Dataset, idx []int, bufs *[][]byte) ([][]byte, error) {
+func readPartners(ds dataset.Dataset, idx []int, bufs *[][]byte) ([][]byte, error) {
 	if idx == nil {
 		return nil, nil
 	}
@@ -81,14 +85,14 @@ func readPartners(ds Dataset, idx []int, bufs *[][]byte) ([][]byte, error) {
 // partnerHints are the partners the samples indices (of copies, nil:
 // none) of epoch will read, in the order they will be read, for a
 // Prefetcher: nil when t has no Mosaic then.
-func partnerHints(t *Transform, seed, epoch uint64, indices []int64, copies []uint32, size int) []int64 {
+func partnerHints(t *transform.Transform, seed, epoch uint64, indices []int64, copies []uint32, size int) []int64 {
 	if t.Sampler(sk).AtEpoch(epoch).Sampler(sk).MosaicOp() == nil {
 		return nil
 	}
 	var out []int64
 	var buf []int
 	for i, idx := range indices {
-		k := Key{Seed: seed, Epoch: epoch, Index: uint64(idx)}
+		k := det.Key{Seed: seed, Epoch: epoch, Index: uint64(idx)}
 		if copies != nil {
 			k.Copy = uint64(copies[i])
 		}
@@ -101,7 +105,7 @@ func partnerHints(t *Transform, seed, epoch uint64, indices []int64, copies []ui
 }
 
 // partnerName is sample i's name in ds, for a partner's error.
-func partnerName(ds Dataset, i int) string {
+func partnerName(ds dataset.Dataset, i int) string {
 	if n, ok := ds.(interface{ Name(int) string }); ok {
 		return n.Name(i)
 	}
@@ -116,7 +120,7 @@ func (d *Decoder) wholeHeader(data []byte) (header, error) {
 		return header{}, err
 	}
 	if px := int64(hd.w) * int64(hd.h); px > d.opts.pixelBudget {
-		return header{}, fmt.Errorf("%w: %dx%d is %d pixels, over the budget of %d", ErrTooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
+		return header{}, fmt.Errorf("%w: %dx%d is %d pixels, over the budget of %d", errs.TooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
 	}
 	return hd, nil
 }
@@ -125,13 +129,13 @@ func (d *Decoder) wholeHeader(data []byte) (header, error) {
 // 3*w*h bytes.
 func (d *Decoder) decodeWholeInto(data []byte, hd *header, dst []byte) (kernels.Planes, error) {
 	m := &d.multi
-	m.plan[0] = samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: hd.w, OutH: hd.h,
-		Interp: InterpBilinear, Antialias: true, Exact: true}
-	if err := d.decodeGuarded(data, hd, m.plan[:], CHW, dst, m.off[:]); err != nil {
+	m.plan[0] = transform.SamplePlan{Geom: transform.CropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: hd.w, OutH: hd.h,
+		Interp: transform.InterpBilinear, Antialias: true, Exact: true}
+	if err := d.decodeGuarded(data, hd, m.plan[:], transform.CHW, dst, m.off[:]); err != nil {
 		return kernels.Planes{}, err
 	}
 	if d.ops.Stopped() {
-		return kernels.Planes{}, errAbandoned
+		return kernels.Planes{}, ops.ErrAbandoned
 	}
 	return kernels.Planes{Pix: dst, W: hd.w, H: hd.h}, nil
 }
@@ -210,17 +214,17 @@ func (d *Decoder) release() {
 // decodeMosaic is decodeAt for a sample whose Mosaic applies at k's
 // epoch: data is the sample's file, the partners' are the Decoder's
 // (SetPartners), in multiPartners' order.
-func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, offs []int) error {
+func (d *Decoder) decodeMosaic(data []byte, t *transform.Transform, k det.Key, out []byte, offs []int) error {
 	m := &d.multi
 	idx, pdata := m.partners, m.pdata
 	m.partners, m.pdata = nil, nil
 	at := t.Sampler(sk).AtEpoch(k.Epoch).Sampler(sk)
 	d.epoch = k.Epoch
 	if t.Views() != 1 {
-		return fmt.Errorf("%w: YOLOMosaic in a transform of several views is not supported", ErrUnsupported)
+		return fmt.Errorf("%w: YOLOMosaic in a transform of several views is not supported", errs.Unsupported)
 	}
 	if len(idx) != len(pdata) {
-		return fmt.Errorf("%w: %d partners and %d files (SetPartners before Decode)", ErrUnsupported, len(idx), len(pdata))
+		return fmt.Errorf("%w: %d partners and %d files (SetPartners before Decode)", errs.Unsupported, len(idx), len(pdata))
 	}
 	n := at.MosaicOp().Tiles
 	dr := &m.drawn
@@ -231,7 +235,7 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	w, h := at.OutW(), at.OutH()
 	np := 3 * w * h
 	// Planes of bytes out as they are made: made in out itself (no copy).
-	direct := at.Layout() == CHW && at.NormOp() == nil && !at.Varies()
+	direct := at.Layout() == transform.CHW && at.NormOp() == nil && !at.Varies()
 	var img kernels.Planes
 	if direct {
 		img = kernels.Planes{Pix: out[offs[0]:][:np], W: w, H: h}
@@ -243,7 +247,7 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	}
 	take := func(c int) ([]int, [][]byte, error) {
 		if len(idx) < c {
-			return nil, nil, fmt.Errorf("%w: the YOLOMosaic wants more partners than the %d handed (SetPartners before Decode)", ErrUnsupported, len(pdata))
+			return nil, nil, fmt.Errorf("%w: the YOLOMosaic wants more partners than the %d handed (SetPartners before Decode)", errs.Unsupported, len(pdata))
 		}
 		i, p := idx[:c], pdata[:c]
 		idx, pdata = idx[c:], pdata[c:]
@@ -272,10 +276,10 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		if err != nil {
 			return err
 		}
-		if err := d.preInto(mc, md[0], mi[0], pi, pd, at.Transform, mixKey(k, mi[0]), &dr.MixM, &dr.MixPP); err != nil {
+		if err := d.preInto(mc, md[0], mi[0], pi, pd, at.Transform, transform.MixKey(k, mi[0]), &dr.MixM, &dr.MixPP); err != nil {
 			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
 		}
-		if err := d.copyPasteMix(mc, at.Transform, mixKey(k, mi[0]), take, &dr.MixCPM, &dr.MixM, &dr.MixPP, dr); err != nil {
+		if err := d.copyPasteMix(mc, at.Transform, transform.MixKey(k, mi[0]), take, &dr.MixCPM, &dr.MixM, &dr.MixPP, dr); err != nil {
 			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
 		}
 		dr.Mix, dr.MixR = true, r
@@ -296,10 +300,10 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		if err != nil {
 			return err
 		}
-		if err := d.preInto(cc, cd[0], ci[0], pi, pd, at.Transform, cutKey(k, ci[0]), &dr.CutM, &dr.CutPP); err != nil {
+		if err := d.preInto(cc, cd[0], ci[0], pi, pd, at.Transform, transform.CutKey(k, ci[0]), &dr.CutM, &dr.CutPP); err != nil {
 			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
 		}
-		if err := d.copyPasteMix(cc, at.Transform, cutKey(k, ci[0]), take, &dr.CutCPM, &dr.CutM, &dr.CutPP, dr); err != nil {
+		if err := d.copyPasteMix(cc, at.Transform, transform.CutKey(k, ci[0]), take, &dr.CutCPM, &dr.CutM, &dr.CutPP, dr); err != nil {
 			return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
 		}
 		dr.Cut = true
@@ -308,30 +312,30 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		}
 	}
 	if len(idx) != 0 {
-		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (SetPartners before Decode)", ErrUnsupported, len(idx))
+		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (SetPartners before Decode)", errs.Unsupported, len(idx))
 	}
 	if cap(d.vd) < 1 {
 		d.vd = make([]viewDraw, 1)
 	}
 	d.vd = d.vd[:1]
 	vd := &d.vd[0]
-	vd.plan = samplePlan{Geom: cropResize, SrcW: w, SrcH: h, CW: w, CH: h, OutW: w, OutH: h, Exact: true}
+	vd.plan = transform.SamplePlan{Geom: transform.CropResize, SrcW: w, SrcH: h, CW: w, CH: h, OutW: w, OutH: h, Exact: true}
 	vd.steps, vd.pre, vd.multi = vd.steps[:0], vd.pre[:0], dr
 	if len(at.PostNodes()) > 0 {
 		if cap(vd.steps) < at.MaxSteps() {
-			vd.steps = make([]Step, 0, at.MaxSteps())
+			vd.steps = make([]fn.Step, 0, at.MaxSteps())
 		}
 		vd.steps = at.DrawInto(&d.drawer, k, w, h, vd.steps)
 	}
 	d.plans = append(d.plans[:0], vd.plan)
-	_, _, err = d.finishView(at.Transform, vd, img.Pix, CHW, direct, out[offs[0]:][:at.ViewBytes()], w, h)
+	_, _, err = d.finishView(at.Transform, vd, img.Pix, transform.CHW, direct, out[offs[0]:][:at.ViewBytes()], w, h)
 	return err
 }
 
 // preInto is ultralytics' pre_transform of one sample (key k) into dst:
 // its Mosaic with its partners, then the YOLORandomPerspective after it,
 // if any (its draw into pp), from the mosaic's canvas to dst's size.
-func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, mo *mosaicDraw, pp *cv.PerspectiveParams) error {
+func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *transform.Transform, k det.Key, mo *transform.MosaicDraw, pp *cv.PerspectiveParams) error {
 	if t.Sampler(sk).YOLO() == nil {
 		if err := d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo, nil); err != nil {
 			return err
@@ -345,7 +349,7 @@ func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int,
 	}
 	canvas := kernels.Planes{Pix: m.canvas[:3*s*s], W: s, H: s}
 	op := t.Sampler(sk).YOLO().Persp
-	*pp = drawYOLOPersp(op, k)
+	*pp = transform.DrawYOLOPersp(op, k)
 	persp := op.YPersp != 0
 	mat := cv.PerspectiveMatrix(*pp, s, s, dst.W, dst.H)
 	// The canvas is made only where the warp reads it (a scale of 1 reads
@@ -364,7 +368,7 @@ func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int,
 		return err
 	}
 	if d.ops.Stopped() {
-		return errAbandoned
+		return ops.ErrAbandoned
 	}
 	cv.PerspectiveImage(dst, canvas, mat, persp)
 	return nil
@@ -377,7 +381,7 @@ var fullCanvas bool
 // mosaicInto makes the Mosaic of sample self (its file data) and its
 // partners (pidx, pdata) for key k into canvas, recording its draw in dr:
 // within r only when r is not nil (the rest of canvas left as it was).
-func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, dr *mosaicDraw, r *cv.Rect) error {
+func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *transform.Transform, k det.Key, dr *transform.MosaicDraw, r *cv.Rect) error {
 	m := &d.multi
 	n, s := t.Sampler(sk).MosaicOp().Tiles, t.Sampler(sk).MosaicOp().ImgSz
 	defer d.release()
@@ -406,7 +410,7 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 	dr.XC, dr.YC = t.Sampler(sk).MosaicCentre(k)
 	tiles, err := cv.MosaicLayout(n, s, dr.XC, dr.YC, dr.Sizes)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+		return fmt.Errorf("%w: %v", errs.Unsupported, err)
 	}
 	dr.Tiles = tiles
 	if r != nil {
@@ -423,14 +427,14 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 // their segments filled into a mask (cv.CopyPasteMask), and the mirrored
 // mosaic's pixels copied where it is set (cv2.copyTo). Nothing pasted
 // leaves img as it is.
-func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) error {
+func (d *Decoder) copyPaste(img kernels.Planes, t *transform.Transform, mo *transform.MosaicDraw) error {
 	mo.CP, mo.Pasted = t.Sampler(sk).CopyPasteOp() != nil, 0
 	if !mo.CP {
 		return nil
 	}
 	mo.CPP = t.Sampler(sk).CopyPasteOp().P
 	if d.boxSrc == nil {
-		return fmt.Errorf("%w: YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", ErrUnsupported)
+		return fmt.Errorf("%w: YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", errs.Unsupported)
 	}
 	in, _, err := d.mosaicInstances(d.boxSrc, mo)
 	if err != nil {
@@ -457,9 +461,9 @@ func (d *Decoder) copyPaste(img kernels.Planes, t *Transform, mo *mosaicDraw) er
 // pastes (cv.CopyPasteSelect). A mosaic of boxes without segments is
 // refused: ultralytics' CopyPaste skips it silently, leaving a job that
 // asked for it without it.
-func copyPasteSelect(in cv.Instances, mo *mosaicDraw, p float64) (cv.Instances, []int, error) {
+func copyPasteSelect(in cv.Instances, mo *transform.MosaicDraw, p float64) (cv.Instances, []int, error) {
 	if len(in.Boxes) > 0 && len(in.Segments) == 0 && p > 0 {
-		return cv.Instances{}, nil, fmt.Errorf("%w: YOLOCopyPaste: the mosaic of samples %v has boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", ErrUnsupported, mo.Idx)
+		return cv.Instances{}, nil, fmt.Errorf("%w: YOLOCopyPaste: the mosaic of samples %v has boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", errs.Unsupported, mo.Idx)
 	}
 	flipped, sel := cv.CopyPasteSelect(in, cv.MosaicSize(mo.Imgsz), p)
 	return flipped, sel, nil
@@ -471,9 +475,9 @@ func copyPasteSelect(in cv.Instances, mo *mosaicDraw, p float64) (cv.Instances, 
 // drawn, those that overlap no instance; none, nothing; else one chosen
 // (np.random.choice), and when it takes any of the partner's instances
 // (cv.CutMixPick) the partner's pixels there (cv.CutMixImage).
-func (d *Decoder) cutmix(img, part kernels.Planes, md *multiDraw, r *RNG) error {
+func (d *Decoder) cutmix(img, part kernels.Planes, md *transform.MultiDraw, r *det.RNG) error {
 	if d.boxSrc == nil {
-		return fmt.Errorf("%w: YOLOCutMix places its area against the sample's labels: it needs them (a job with targets)", ErrUnsupported)
+		return fmt.Errorf("%w: YOLOCutMix places its area against the sample's labels: it needs them (a job with targets)", errs.Unsupported)
 	}
 	in, _, err := d.multiInstances(d.boxSrc, md)
 	if err != nil {

@@ -1,32 +1,34 @@
 package pipeline
 
-// A sample's targets and trace as the decoder drew them: the Decoder's
-// side of targets.go, op_yolo.go and trace.go (their moves and steps are the
-// ops'), and a Transform's Trace, which draws a decode without decoding.
-
 import (
 	"errors"
 	"fmt"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 	"github.com/stoker-dev/stoker/pipeline/transform"
-)
+) // A sample's targets and trace as the decoder drew them: the Decoder's
+// side of targets.go, op_yolo.go and trace.go (their moves and steps are the
+// ops'), and a Transform's Trace, which draws a decode without decoding.
 
 // appendTargets appends sample i's targets (of ds), moved through the
 // geometry and steps d drew for its last sample with t, to b.
 // AppendTargets appends sample i's targets (of ds, with fs's options)
 // made after the Decoder's last decode of it with t, as the executor
 // makes them: for a benchmark of their cost (bench cost).
-func (d *Decoder) AppendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
+func (d *Decoder) AppendTargets(b []byte, t *transform.Transform, ds transform.Targeted, i int, fs *dataset.FieldSet) ([]byte, error) {
 	return d.appendTargets(b, t, ds, i, fs)
 }
 
-func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
+func (d *Decoder) appendTargets(b []byte, t *transform.Transform, ds transform.Targeted, i int, fs *dataset.FieldSet) ([]byte, error) {
 	if t.Sampler(sk).ViewList() != nil {
-		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
+		return b, fmt.Errorf("%w: targets do not support views yet", errs.Unsupported)
 	}
 	vd, t := &d.vd[0], t.Sampler(sk).AtEpoch(d.epoch)
 	d.targets.ContiguousLabels = fs.ContiguousLabels() // kept by Reset, for the partners' too
@@ -45,10 +47,10 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 	}
 	// The geometry's steps, then the ops' (the trace's order), in two
 	// calls: no list of both is made.
-	var geo [6]Step
-	w, h, err := MoveTargets(tg, w0, h0, t.Sampler(sk).GeometrySteps(&vd.plan, geo[:0]))
+	var geo [6]fn.Step
+	w, h, err := transform.MoveTargets(tg, w0, h0, t.Sampler(sk).GeometrySteps(&vd.plan, geo[:0]))
 	if err == nil {
-		w, h, err = MoveTargets(tg, w, h, vd.steps)
+		w, h, err = transform.MoveTargets(tg, w, h, vd.steps)
 	}
 	if err != nil {
 		return b, err
@@ -58,10 +60,10 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
 	}
 	base := len(b)
-	if b = AppendTargets(b, tg); tg.WantMasks {
+	if b = targets.AppendTargets(b, tg); tg.WantMasks {
 		b, err = tg.AppendMasks(b, base, fs.TargetsMax(), d.ops.Stopped)
 		if errors.Is(err, targets.ErrStopped) {
-			err = errAbandoned
+			err = ops.ErrAbandoned
 		}
 		return b, err
 	}
@@ -71,7 +73,7 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 // cutmixTargets is all (the sample's instances, p keypoints each) after
 // the CutMix that applied (CutMix.apply_instances): the partner's picked
 // instances moved into the area, after them.
-func (d *Decoder) cutmixTargets(ds Targeted, md *multiDraw, all cv.Instances, p int) (cv.Instances, error) {
+func (d *Decoder) cutmixTargets(ds transform.Targeted, md *transform.MultiDraw, all cv.Instances, p int) (cv.Instances, error) {
 	two, sel, err := d.cutmixPick(ds, md, all)
 	if err != nil {
 		return all, err
@@ -80,14 +82,14 @@ func (d *Decoder) cutmixTargets(ds Targeted, md *multiDraw, all cv.Instances, p 
 		return all, fmt.Errorf("targets: YOLOCutMix applied, its labels pick nothing")
 	}
 	if t := md.CutM.Idx; len(two.Keypoints) > 0 && len(two.Keypoints[0]) != p || cv.MixedSegments(all, two) {
-		return all, fmt.Errorf("%w: cutmix partner (sample %d) has other labels than the sample's (keypoints or polygons)", ErrUnsupported, t[0])
+		return all, fmt.Errorf("%w: cutmix partner (sample %d) has other labels than the sample's (keypoints or polygons)", errs.Unsupported, t[0])
 	}
 	return cv.CutMixInstances(all, two, md.CutArea(md.CutChoice), sel), nil
 }
 
 // cutmixPick is the CutMix partner's instances and those its area takes
 // (cv.CutMixPick), given the sample's instances in.
-func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.Instances, []int, error) {
+func (d *Decoder) cutmixPick(ds transform.Targeted, md *transform.MultiDraw, in cv.Instances) (cv.Instances, []int, error) {
 	two, _, err := d.preMixInstances(ds, &md.CutM, &md.CutPP, &md.CutCPM, md)
 	if err != nil {
 		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.CutM.Idx[0], err)
@@ -99,7 +101,7 @@ func (d *Decoder) cutmixPick(ds Targeted, md *multiDraw, in cv.Instances) (cv.In
 // returns the canvas they are on: the source image's, but for a YOLO
 // geometry on a dataset of ultralytics' labels, the loaded image's, with
 // its arithmetic (the load's step then leaves them, a ratio of 1).
-func sourceTargets(ds Targeted, i int, p *samplePlan, t *Instances) (int, int, error) {
+func sourceTargets(ds transform.Targeted, i int, p *transform.SamplePlan, t *transform.Instances) (int, int, error) {
 	if u, ok := ds.(dataset.UltralyticsTargeted); ok && p.YOLO && !t.WantMasks {
 		return p.YLW, p.YLH, u.UltralyticsTargets(i, p.YLW, p.YLH, t)
 	}
@@ -128,9 +130,9 @@ func sourceTargets(ds Targeted, i int, p *samplePlan, t *Instances) (int, int, e
 // as a mosaic (md): its mosaic's instances (mosaicInstances), then its
 // MixUp partner's after them (MixUp.apply_instances), then moved by the
 // steps after the geometry.
-func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *FieldSet, md *multiDraw) ([]byte, error) {
+func (d *Decoder) appendMosaicTargets(b []byte, t *transform.Transform, ds transform.Targeted, fs *dataset.FieldSet, md *transform.MultiDraw) ([]byte, error) {
 	if fs.Masks() {
-		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported)
+		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", errs.Unsupported)
 	}
 	all, p, err := d.multiInstances(ds, md)
 	if err == nil && md.CutOK {
@@ -146,7 +148,7 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	if err := setMosaicTargets(&tg.Instances, &all); err != nil {
 		return b, err
 	}
-	w, h, err := MoveTargets(tg, t.Sampler(sk).OutW(), t.Sampler(sk).OutH(), d.vd[0].steps)
+	w, h, err := transform.MoveTargets(tg, t.Sampler(sk).OutW(), t.Sampler(sk).OutH(), d.vd[0].steps)
 	if err != nil {
 		return b, err
 	}
@@ -154,13 +156,13 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	if tg.WantOverlap = fs.OverlapMask(); tg.WantOverlap {
 		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
 	}
-	return AppendTargets(b, tg), nil
+	return targets.AppendTargets(b, tg), nil
 }
 
 // multiInstances is a mosaic's instances after the ops of its
 // pre_transform (its CopyPaste, its warp) and its MixUp (the partner's,
 // made the same way, after them), and the keypoints an instance.
-func (d *Decoder) multiInstances(ds Targeted, md *multiDraw) (cv.Instances, int, error) {
+func (d *Decoder) multiInstances(ds transform.Targeted, md *transform.MultiDraw) (cv.Instances, int, error) {
 	all, p, err := d.preMixInstances(ds, &md.Mo, &md.PP, &md.CPM, md)
 	if err != nil || !md.Mix {
 		return all, p, err
@@ -170,7 +172,7 @@ func (d *Decoder) multiInstances(ds Targeted, md *multiDraw) (cv.Instances, int,
 		return all, p, fmt.Errorf("mixup partner (sample %d): %w", md.MixM.Idx[0], err)
 	}
 	if p2 != p {
-		return all, p, fmt.Errorf("%w: mixup partner (sample %d) has %d keypoints an instance, the sample %d", ErrUnsupported, md.MixM.Idx[0], p2, p)
+		return all, p, fmt.Errorf("%w: mixup partner (sample %d) has %d keypoints an instance, the sample %d", errs.Unsupported, md.MixM.Idx[0], p2, p)
 	}
 	if cv.MixedSegments(all, two) {
 		return all, p, errMixedSegments(append(append([]int{}, md.Mo.Idx...), md.MixM.Idx...))
@@ -180,7 +182,7 @@ func (d *Decoder) multiInstances(ds Targeted, md *multiDraw) (cv.Instances, int,
 
 // preInstances is one pre_transform's instances: its mosaic's (mo),
 // pasted, warped (pp).
-func (d *Decoder) preInstances(ds Targeted, mo *mosaicDraw, pp *cv.PerspectiveParams, md *multiDraw) (cv.Instances, int, error) {
+func (d *Decoder) preInstances(ds transform.Targeted, mo *transform.MosaicDraw, pp *cv.PerspectiveParams, md *transform.MultiDraw) (cv.Instances, int, error) {
 	in, p, err := d.mosaicInstances(ds, mo)
 	if err == nil {
 		in, err = copyPasteInstances(in, mo)
@@ -194,7 +196,7 @@ func (d *Decoder) preInstances(ds Targeted, mo *mosaicDraw, pp *cv.PerspectivePa
 // copyPasteInstances is a mosaic's instances after the CopyPaste that
 // followed it, if any (CopyPaste.apply_instances: the pasted copies
 // after them; the same selection its decode made, of the same labels).
-func copyPasteInstances(in cv.Instances, mo *mosaicDraw) (cv.Instances, error) {
+func copyPasteInstances(in cv.Instances, mo *transform.MosaicDraw) (cv.Instances, error) {
 	if !mo.CP {
 		return in, nil
 	}
@@ -245,7 +247,7 @@ func setMosaicTargets(t *dataset.Instances, in *cv.Instances) error {
 // UltralyticsTargets, another's its SourceTargets at that size), moved by
 // its tile, concatenated, clipped and the empty dropped
 // (cv.MosaicInstances).
-func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, int, error) {
+func (d *Decoder) mosaicInstances(ds transform.Targeted, m *transform.MosaicDraw) (cv.Instances, int, error) {
 	ms := &d.multi
 	ms.ins = ms.ins[:0]
 	tg := &d.targets
@@ -264,7 +266,7 @@ func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, int
 			return cv.Instances{}, 0, partnerErr(j, m, err)
 		}
 		if p >= 0 && tg.P != p {
-			return cv.Instances{}, 0, partnerErr(j, m, fmt.Errorf("%w: %d keypoints an instance, the mosaic's first image %d", ErrUnsupported, tg.P, p))
+			return cv.Instances{}, 0, partnerErr(j, m, fmt.Errorf("%w: %d keypoints an instance, the mosaic's first image %d", errs.Unsupported, tg.P, p))
 		}
 		p = tg.P
 		ms.ins = append(ms.ins, cvMosaicInstances(&tg.Instances))
@@ -306,11 +308,11 @@ func cvMosaicInstances(t *dataset.Instances) cv.Instances {
 // has with the wrong boxes then (and its segment task refuses such a
 // dataset).
 func errMixedSegments(idx []int) error {
-	return fmt.Errorf("%w: a mosaic of samples %v mixes label files of polygons with label files of boxes alone: give every image of a segment dataset polygons", ErrUnsupported, idx)
+	return fmt.Errorf("%w: a mosaic of samples %v mixes label files of polygons with label files of boxes alone: give every image of a segment dataset polygons", errs.Unsupported, idx)
 }
 
 // partnerErr names the mosaic's image j in err (0: the sample's own).
-func partnerErr(j int, m *mosaicDraw, err error) error {
+func partnerErr(j int, m *transform.MosaicDraw, err error) error {
 	if j == 0 {
 		return err
 	}
@@ -320,13 +322,13 @@ func partnerErr(j int, m *mosaicDraw, err error) error {
 // SetBoxSource tells d that the next samples it decodes are ds's sample i
 // (until the next call; nil: none), whose boxes a RandomIoUCrop draws
 // against.
-func (d *Decoder) SetBoxSource(ds Targeted, i int) { d.boxSrc, d.boxIdx = ds, i }
+func (d *Decoder) SetBoxSource(ds transform.Targeted, i int) { d.boxSrc, d.boxIdx = ds, i }
 
 // AppendTrace appends the trace of the last sample d decoded with t (a
 // JSON list of [op, {arguments}] pairs: see AppendTrace) to b; of a
 // transform of several views, a JSON list of each view's, in order. It is
 // only meaningful after a Decode that succeeded.
-func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
+func (d *Decoder) AppendTrace(b []byte, t *transform.Transform) []byte {
 	if t = t.Sampler(sk).AtEpoch(d.epoch); t.Sampler(sk).ViewList() == nil {
 		return d.vd[0].appendTrace(b, t)
 	}
@@ -341,8 +343,8 @@ func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
 }
 
 // appendTrace appends one view's trace, as drawn for t, to b.
-func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
-	var geo [6]Step
+func (vd *viewDraw) appendTrace(b []byte, t *transform.Transform) []byte {
+	var geo [6]fn.Step
 	b = append(b, '[')
 	n := 0
 	sep := func() {
@@ -370,7 +372,7 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 	}
 	if t.Sampler(sk).NormOp() != nil {
 		sep()
-		st := Step{Fn: FnNormalize}
+		st := fn.Step{Fn: fn.Normalize}
 		copy(st.F[:3], t.Sampler(sk).NormOp().Mean[:])
 		copy(st.F[3:], t.Sampler(sk).NormOp().Std[:])
 		b = st.AppendJSON(b)
@@ -380,7 +382,7 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 
 // traceBoxes is Transform.TraceBoxes (its Tracer): a Decoder's draw of
 // the sample, without decoding anything.
-func traceBoxes(t *Transform, srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error) {
+func traceBoxes(t *transform.Transform, srcW, srcH int, k det.Key, boxes [][4]float32) ([]byte, error) {
 	var d Decoder
 	if boxes != nil {
 		d.SetBoxSource(fixedBoxes(boxes), 0)
@@ -394,7 +396,7 @@ func traceBoxes(t *Transform, srcW, srcH int, k Key, boxes [][4]float32) ([]byte
 // fixedBoxes is a Targeted of one sample's boxes, label 0 each.
 type fixedBoxes [][4]float32
 
-func (b fixedBoxes) SourceTargets(i, w, h int, t *Instances) error {
+func (b fixedBoxes) SourceTargets(i, w, h int, t *transform.Instances) error {
 	for _, bx := range b {
 		t.Add(bx, 0, false)
 	}
@@ -409,8 +411,8 @@ func init() { transform.Tracer = traceBoxes }
 // and the warp, its instances chosen against img's (copyPasteMixSelect),
 // their polygons filled into a mask (cv.CopyPasteMask) and the partner's
 // pixels copied there (cv2.copyTo).
-func (d *Decoder) copyPasteMix(img kernels.Planes, t *Transform, k Key, take func(int) ([]int, [][]byte, error),
-	cp *transform.CPMixDraw, mo *mosaicDraw, pp *cv.PerspectiveParams, md *multiDraw) error {
+func (d *Decoder) copyPasteMix(img kernels.Planes, t *transform.Transform, k det.Key, take func(int) ([]int, [][]byte, error),
+	cp *transform.CPMixDraw, mo *transform.MosaicDraw, pp *cv.PerspectiveParams, md *transform.MultiDraw) error {
 	*cp = transform.CPMixDraw{Mo: cp.Mo, On: t.Sampler(sk).CopyPasteMixOn(k)}
 	if !cp.On {
 		return nil
@@ -434,7 +436,7 @@ func (d *Decoder) copyPasteMix(img kernels.Planes, t *Transform, k Key, take fun
 		return fmt.Errorf("copy_paste partner (sample %d): %w", ci[0], err)
 	}
 	if d.boxSrc == nil {
-		return fmt.Errorf("%w: YOLOCopyPaste pastes another sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", ErrUnsupported)
+		return fmt.Errorf("%w: YOLOCopyPaste pastes another sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", errs.Unsupported)
 	}
 	in, _, err := d.preInstances(d.boxSrc, mo, pp, md)
 	if err != nil {
@@ -461,7 +463,7 @@ func (d *Decoder) copyPasteMix(img kernels.Planes, t *Transform, k Key, take fun
 // pastes (cv.CopyPasteMixSelect); none when in has none (ultralytics'
 // returns such a sample untouched). Boxes without polygons are refused,
 // as in flip mode.
-func (d *Decoder) copyPasteMixSelect(ds Targeted, in cv.Instances, cp *transform.CPMixDraw, md *multiDraw) (cv.Instances, []int, error) {
+func (d *Decoder) copyPasteMixSelect(ds transform.Targeted, in cv.Instances, cp *transform.CPMixDraw, md *transform.MultiDraw) (cv.Instances, []int, error) {
 	if len(in.Boxes) == 0 {
 		return cv.Instances{}, nil, nil
 	}
@@ -471,11 +473,11 @@ func (d *Decoder) copyPasteMixSelect(ds Targeted, in cv.Instances, cp *transform
 	}
 	for _, x := range []cv.Instances{in, two} {
 		if len(x.Boxes) > 0 && len(x.Segments) == 0 {
-			return two, nil, fmt.Errorf("%w: YOLOCopyPaste: the samples %v and %v have boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", ErrUnsupported, md.Mo.Idx, cp.Mo.Idx)
+			return two, nil, fmt.Errorf("%w: YOLOCopyPaste: the samples %v and %v have boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", errs.Unsupported, md.Mo.Idx, cp.Mo.Idx)
 		}
 	}
 	if len(two.Keypoints) > 0 || len(in.Keypoints) > 0 {
-		return two, nil, fmt.Errorf("%w: YOLOCopyPaste mode 'mixup' on a dataset with keypoints is not supported", ErrUnsupported)
+		return two, nil, fmt.Errorf("%w: YOLOCopyPaste mode 'mixup' on a dataset with keypoints is not supported", errs.Unsupported)
 	}
 	return two, cv.CopyPasteMixSelect(in, two, cp.P), nil
 }
@@ -483,7 +485,7 @@ func (d *Decoder) copyPasteMixSelect(ds Targeted, in cv.Instances, cp *transform
 // preMixInstances is one pre_transform's instances: its mosaic's (mo),
 // pasted by a CopyPaste in flip mode, warped (pp), then with what its
 // CopyPaste in mixup mode pasted (cp, nil: none), after them.
-func (d *Decoder) preMixInstances(ds Targeted, mo *mosaicDraw, pp *cv.PerspectiveParams, cp *transform.CPMixDraw, md *multiDraw) (cv.Instances, int, error) {
+func (d *Decoder) preMixInstances(ds transform.Targeted, mo *transform.MosaicDraw, pp *cv.PerspectiveParams, cp *transform.CPMixDraw, md *transform.MultiDraw) (cv.Instances, int, error) {
 	in, p, err := d.preInstances(ds, mo, pp, md)
 	if err != nil || cp == nil || !cp.On {
 		return in, p, err

@@ -13,9 +13,12 @@ import (
 	"testing"
 
 	"github.com/disintegration/imaging"
-
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
+	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // photoGlob is the repository's set of real photos, relative to this
@@ -57,9 +60,9 @@ func pyRoundHalf(x int) int {
 // the reference tests' first step, done without the plan's fused geometry.
 func torchResizeNRGBA(src *image.NRGBA, w, h int) *image.NRGBA {
 	b := src.Bounds()
-	p := samplePlan{Geom: cropResize, SrcW: b.Dx(), SrcH: b.Dy(), CW: b.Dx(), CH: b.Dy(), OutW: w, OutH: h, Antialias: true}
+	p := transform.SamplePlan{Geom: transform.CropResize, SrcW: b.Dx(), SrcH: b.Dy(), CW: b.Dx(), CH: b.Dy(), OutW: w, OutH: h, Antialias: true}
 	rgb := make([]byte, 3*w*h)
-	resampleTorch(src, &p, HWC, rgb)
+	resampleTorch(src, &p, transform.HWC, rgb)
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
 	for i := range w * h {
 		copy(img.Pix[4*i:], rgb[3*i:3*i+3])
@@ -75,7 +78,7 @@ func torchResizeNRGBA(src *image.NRGBA, w, h int) *image.NRGBA {
 // CenterCrop(224) at round((size - 224) / 2), cut from the resized image.
 // The reference path resizes only the kept outputs, from the crop's span.
 func TestReferenceEval(t *testing.T) {
-	eval, _ := ParseTransform("imagenet-eval", CHW)
+	eval, _ := transform.ParseTransform("imagenet-eval", transform.CHW)
 	d := NewDecoder(WithReference(true))
 	defer d.Close()
 	for i, data := range photos(t, 3) {
@@ -93,9 +96,9 @@ func TestReferenceEval(t *testing.T) {
 		x0, y0 := pyRoundHalf(rw-224), pyRoundHalf(rh-224)
 		img := imaging.Crop(torchResizeNRGBA(imaging.Clone(src), rw, rh), image.Rect(x0, y0, x0+224, y0+224))
 		want := make([]byte, eval.SampleBytes())
-		packNRGBA(img, CHW, want)
+		packNRGBA(img, transform.CHW, want)
 		got := make([]byte, eval.SampleBytes())
-		if err := d.Decode(data, eval, Key{Index: uint64(i)}, got); err != nil {
+		if err := d.Decode(data, eval, det.Key{Index: uint64(i)}, got); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
@@ -108,7 +111,7 @@ func TestReferenceEval(t *testing.T) {
 // TestReferenceTrain checks the training transform: crop the plan's box of
 // the source, resize it to 224x224 and flip when the plan says so.
 func TestReferenceTrain(t *testing.T) {
-	train, _ := ParseTransform("imagenet-train", HWC)
+	train, _ := transform.ParseTransform("imagenet-train", transform.HWC)
 	d := NewDecoder(WithReference(true))
 	defer d.Close()
 	data := photos(t, 1)[0]
@@ -118,7 +121,7 @@ func TestReferenceTrain(t *testing.T) {
 	}
 	flips := 0
 	for i := range uint64(4) {
-		k := Key{Seed: 3, Index: i}
+		k := det.Key{Seed: 3, Index: i}
 		p, err := train.Sampler(sk).Plan(src.Bounds().Dx(), src.Bounds().Dy(), k)
 		if err != nil {
 			t.Fatal(err)
@@ -129,7 +132,7 @@ func TestReferenceTrain(t *testing.T) {
 			flips++
 		}
 		want := make([]byte, train.SampleBytes())
-		packNRGBA(img, HWC, want)
+		packNRGBA(img, transform.HWC, want)
 		got := make([]byte, train.SampleBytes())
 		if err := d.Decode(data, train, k, got); err != nil {
 			t.Fatal(err)
@@ -147,19 +150,19 @@ func TestReferenceTrain(t *testing.T) {
 // decoders.
 func TestLayouts(t *testing.T) {
 	data := encodeJPEG(testPicture(80, 60), 90)
-	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
+	norm := opspkg.Op{Kind: opspkg.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
 	for _, dk := range decoderKinds {
 		for _, float := range []bool{false, true} {
-			ops := []Op{{Kind: OpRandomResizedCrop, Size: [2]int{12, 20}}, {Kind: OpRandomHorizontalFlip, P: 0.5}, {Kind: OpColorJitter, Saturation: 0.5}}
+			ops := []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{12, 20}}, {Kind: opspkg.OpRandomHorizontalFlip, P: 0.5}, {Kind: opspkg.OpColorJitter, Saturation: 0.5}}
 			elem := 1
 			if float {
 				ops, elem = append(ops, norm), 4
 			}
-			chw, hwcT := mustTransform(t, CHW, ops...), mustTransform(t, HWC, ops...)
+			chw, hwcT := mustTransform(t, transform.CHW, ops...), mustTransform(t, transform.HWC, ops...)
 			d := NewDecoder(dk.opts...)
 			a, b := make([]byte, chw.SampleBytes()), make([]byte, hwcT.SampleBytes())
 			for i := range uint64(3) {
-				k := Key{Seed: 8, Index: i}
+				k := det.Key{Seed: 8, Index: i}
 				if err := d.Decode(data, chw, k, a); err != nil {
 					t.Fatal(err)
 				}
@@ -190,19 +193,19 @@ func TestLayouts(t *testing.T) {
 // geometry's streams do not depend on the ops after it.
 func TestStepsWiring(t *testing.T) {
 	data := encodePNG(testPicture(64, 48))
-	geo := []Op{{Kind: OpRandomResizedCrop, Size: [2]int{16, 16}}, {Kind: OpRandomHorizontalFlip, P: 0.5}}
-	ops := []Op{ColorJitterOp(0.8, 0.8, 0.8, 0.2), {Kind: OpRandomVerticalFlip, P: 0.5},
-		{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpRandomInvert, P: 1}, {Kind: OpRandomSolarize, P: 0.5, Threshold: 100}}}}
-	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
-	plain := mustTransform(t, CHW, geo...)
-	withOps := mustTransform(t, CHW, append(slices.Clone(geo), ops...)...)
-	full := mustTransform(t, CHW, append(append(slices.Clone(geo), ops...), norm)...)
-	hwcT := mustTransform(t, HWC, append(slices.Clone(geo), ops...)...)
+	geo := []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{16, 16}}, {Kind: opspkg.OpRandomHorizontalFlip, P: 0.5}}
+	ops := []opspkg.Op{opspkg.ColorJitterOp(0.8, 0.8, 0.8, 0.2), {Kind: opspkg.OpRandomVerticalFlip, P: 0.5},
+		{Kind: opspkg.OpRandomApply, P: 0.5, Ops: []opspkg.Op{{Kind: opspkg.OpRandomInvert, P: 1}, {Kind: opspkg.OpRandomSolarize, P: 0.5, Threshold: 100}}}}
+	norm := opspkg.Op{Kind: opspkg.OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
+	plain := mustTransform(t, transform.CHW, geo...)
+	withOps := mustTransform(t, transform.CHW, append(slices.Clone(geo), ops...)...)
+	full := mustTransform(t, transform.CHW, append(append(slices.Clone(geo), ops...), norm)...)
+	hwcT := mustTransform(t, transform.HWC, append(slices.Clone(geo), ops...)...)
 	d := NewDecoder()
 	defer d.Close()
 	drew := 0
 	for i := range uint64(20) {
-		k := Key{Seed: 4, Index: i}
+		k := det.Key{Seed: 4, Index: i}
 		want := make([]byte, plain.SampleBytes())
 		if err := d.Decode(data, plain, k, want); err != nil {
 			t.Fatal(err)
@@ -221,7 +224,7 @@ func TestStepsWiring(t *testing.T) {
 			t.Errorf("key %d: the sample differs from its steps run on the plain sample", i)
 		}
 		wantF := make([]byte, full.SampleBytes())
-		normalize(want, wantF, CHW, full.Sampler(sk).NormOp())
+		normalize(want, wantF, transform.CHW, full.Sampler(sk).NormOp())
 		gotF := make([]byte, full.SampleBytes())
 		if err := d.Decode(data, full, k, gotF); err != nil {
 			t.Fatal(err)
@@ -257,21 +260,21 @@ func TestNormalizeKnownPixel(t *testing.T) {
 	for c, v := range []float64{200, 100, 50} {
 		want[c] = float32((v/255 - mean[c]) / std[c]) // 1.4612, -0.2570, -0.9255
 	}
-	for _, layout := range []Layout{CHW, HWC} {
+	for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
 		tr := mustTransform(t, layout,
-			Op{Kind: OpRandomResizedCrop, Size: [2]int{6, 8}},
-			Op{Kind: OpRandomHorizontalFlip, P: 0.5},
-			Op{Kind: OpNormalize, Mean: mean, Std: std})
+			opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{6, 8}},
+			opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 0.5},
+			opspkg.Op{Kind: opspkg.OpNormalize, Mean: mean, Std: std})
 		for _, dk := range decoderKinds {
 			d := NewDecoder(dk.opts...)
 			out := make([]byte, tr.SampleBytes())
-			if err := d.Decode(data, tr, Key{Index: 1}, out); err != nil {
+			if err := d.Decode(data, tr, det.Key{Index: 1}, out); err != nil {
 				t.Fatal(err)
 			}
 			d.Close()
 			for i := range 3 * 6 * 8 {
 				c := i / 48
-				if layout == HWC {
+				if layout == transform.HWC {
 					c = i % 3
 				}
 				got := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:]))
@@ -288,20 +291,20 @@ func TestDecodeRequestErrors(t *testing.T) {
 	tr := smallTrain(t)
 	d := NewDecoder()
 	defer d.Close()
-	if err := d.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes()-1)); !errors.Is(err, ErrUnsupported) {
+	if err := d.Decode(data, tr, det.Key{}, make([]byte, tr.SampleBytes()-1)); !errors.Is(err, errs.Unsupported) {
 		t.Errorf("short output buffer: %v, want ErrUnsupported", err)
 	}
 	for _, budget := range []int64{64*48 - 1, 0} {
 		small := NewDecoder(WithPixelBudget(budget))
-		err := small.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes()))
+		err := small.Decode(data, tr, det.Key{}, make([]byte, tr.SampleBytes()))
 		small.Close()
-		if !errors.Is(err, ErrTooLarge) {
+		if !errors.Is(err, errs.TooLarge) {
 			t.Errorf("budget %d: %v, want ErrTooLarge", budget, err)
 		}
 	}
 	exact := NewDecoder(WithPixelBudget(64 * 48))
 	defer exact.Close()
-	if err := exact.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes())); err != nil {
+	if err := exact.Decode(data, tr, det.Key{}, make([]byte, tr.SampleBytes())); err != nil {
 		t.Errorf("image exactly at the budget: %v", err)
 	}
 }
@@ -312,13 +315,13 @@ func TestDecodeRequestErrors(t *testing.T) {
 // path used to return a sample of stale bytes without an error, the fast
 // path a bare "bad geometry". Found by FuzzTransform.
 func TestEmptyCrop(t *testing.T) {
-	tr := mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{3, 4}})
+	tr := mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{3, 4}})
 	for _, img := range [][]byte{encodePNG(testGray(1, 10)), encodeJPEG(testGray(1, 10), 90)} {
 		for _, dk := range decoderKinds {
 			d := NewDecoder(dk.opts...)
-			err := d.Decode(img, tr, Key{Seed: 1}, make([]byte, tr.SampleBytes()))
+			err := d.Decode(img, tr, det.Key{Seed: 1}, make([]byte, tr.SampleBytes()))
 			d.Close()
-			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "is empty") {
+			if !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), "is empty") {
 				t.Errorf("%s decoder, 1x10 image: %v, want ErrUnsupported: empty crop", dk.name, err)
 			}
 		}
@@ -329,24 +332,24 @@ func TestEmptyCrop(t *testing.T) {
 // sizes, uint8 and float, and checks each against a fresh Decoder: scratch
 // reused across calls must not leak between them.
 func TestDecoderReuse(t *testing.T) {
-	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}
+	norm := opspkg.Op{Kind: opspkg.OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}
 	inputs := [][]byte{
 		encodeJPEG(testPicture(90, 70), 90),
 		encodePNG(testPicture(30, 50)),
 		encodeJPEG(testGray(64, 64), 90),
 	}
-	trs := []*Transform{
-		mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{28, 28}}, norm),
-		mustTransform(t, HWC, Op{Kind: OpRandomResizedCrop, Size: [2]int{8, 12}}),
-		mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{40, 40}}, Op{Kind: OpRandomHorizontalFlip, P: 1}, norm),
-		mustTransform(t, CHW, Op{Kind: OpResize, Size: [2]int{24, 24}}),
+	trs := []*transform.Transform{
+		mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{28, 28}}, norm),
+		mustTransform(t, transform.HWC, opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 12}}),
+		mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{40, 40}}, opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 1}, norm),
+		mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpResize, Size: [2]int{24, 24}}),
 	}
 	for _, dk := range decoderKinds {
 		reused := NewDecoder(dk.opts...)
 		for round := range 2 {
 			for i, data := range inputs {
 				for j, tr := range trs {
-					k := Key{Seed: uint64(round), Index: uint64(i)}
+					k := det.Key{Seed: uint64(round), Index: uint64(i)}
 					got := make([]byte, tr.SampleBytes())
 					if err := reused.Decode(data, tr, k, got); err != nil {
 						t.Fatal(err)
@@ -379,7 +382,7 @@ func TestGrayFlat(t *testing.T) {
 			d := NewDecoder(dk.opts...)
 			tr := smallTrain(t)
 			out := make([]byte, tr.SampleBytes())
-			if err := d.Decode(data, tr, Key{Index: 2}, out); err != nil {
+			if err := d.Decode(data, tr, det.Key{Index: 2}, out); err != nil {
 				t.Fatal(err)
 			}
 			d.Close()
@@ -400,34 +403,34 @@ func TestGrayFlat(t *testing.T) {
 // layouts, several views included.
 func TestCenterCropPads(t *testing.T) {
 	src := testPicture(61, 40) // odd width: the paddings differ by one
-	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout Layout, full []byte) {
+	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout transform.Layout, full []byte) {
 		for _, c := range []struct {
-			ops    []Op
+			ops    []opspkg.Op
 			h, w   int // the crop
 			vh, vw int // the visible part: the image, or its middle
 		}{
-			{[]Op{{Kind: OpCenterCrop, Size: [2]int{100, 90}}}, 100, 90, 40, 61},
-			{[]Op{{Kind: OpCenterCrop, Size: [2]int{44, 30}}}, 44, 30, 40, 30},
-			{[]Op{{Kind: OpCenterCrop, Size: [2]int{20, 64}}}, 20, 64, 20, 61},
-			{[]Op{{Kind: OpResize, Size: [2]int{40, 61}}, {Kind: OpCenterCrop, Size: [2]int{45, 66}}}, 45, 66, 40, 61},
-			{[]Op{{Kind: OpCenterCrop, Size: [2]int{43, 64}}, {Kind: OpRandomHorizontalFlip, P: 1}}, 43, 64, 40, 61},
+			{[]opspkg.Op{{Kind: transform.OpCenterCrop, Size: [2]int{100, 90}}}, 100, 90, 40, 61},
+			{[]opspkg.Op{{Kind: transform.OpCenterCrop, Size: [2]int{44, 30}}}, 44, 30, 40, 30},
+			{[]opspkg.Op{{Kind: transform.OpCenterCrop, Size: [2]int{20, 64}}}, 20, 64, 20, 61},
+			{[]opspkg.Op{{Kind: transform.OpResize, Size: [2]int{40, 61}}, {Kind: transform.OpCenterCrop, Size: [2]int{45, 66}}}, 45, 66, 40, 61},
+			{[]opspkg.Op{{Kind: transform.OpCenterCrop, Size: [2]int{43, 64}}, {Kind: opspkg.OpRandomHorizontalFlip, P: 1}}, 43, 64, 40, 61},
 		} {
 			tr := mustTransform(t, layout, c.ops...)
 			got := make([]byte, tr.SampleBytes())
-			if err := d.Decode(data, tr, Key{}, got); err != nil {
+			if err := d.Decode(data, tr, det.Key{}, got); err != nil {
 				t.Fatalf("%v: %v", c.ops, err)
 			}
-			flip := len(c.ops) > 1 && c.ops[1].Kind == OpRandomHorizontalFlip
+			flip := len(c.ops) > 1 && c.ops[1].Kind == opspkg.OpRandomHorizontalFlip
 			want := padReference(full, 61, 40, c.w, c.h, c.vw, c.vh, flip, layout)
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s ref=%v %s %v: not the zero-padded crop", enc, ref, layout, c.ops)
 			}
-			tr2, err := NewViews(layout, ViewGroup{Count: 2, Ops: c.ops}, ViewGroup{Count: 1, Ops: []Op{{Kind: OpCenterCrop, Size: [2]int{40, 61}}}})
+			tr2, err := transform.NewViews(layout, transform.ViewGroup{Count: 2, Ops: c.ops}, transform.ViewGroup{Count: 1, Ops: []opspkg.Op{{Kind: transform.OpCenterCrop, Size: [2]int{40, 61}}}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got2 := make([]byte, tr2.SampleBytes())
-			if err := d.Decode(data, tr2, Key{}, got2); err != nil {
+			if err := d.Decode(data, tr2, det.Key{}, got2); err != nil {
 				t.Fatal(err)
 			}
 			n := len(want)
@@ -442,18 +445,18 @@ func TestCenterCropPads(t *testing.T) {
 // layout) to cw x ch where it pads: the image's centre vw x vh pixels at
 // ((cw - w) // 2, (ch - h) // 2) where the crop is wider (taller), zeros
 // around; flipped horizontally if asked.
-func padReference(full []byte, w, h, cw, ch, vw, vh int, flip bool, layout Layout) []byte {
+func padReference(full []byte, w, h, cw, ch, vw, vh int, flip bool, layout transform.Layout) []byte {
 	out := make([]byte, 3*cw*ch)
 	ox, oy := max(cw-w, 0)/2, max(ch-h, 0)/2
-	sx, sy := centerOffset(w, vw), centerOffset(h, vh)
+	sx, sy := transform.CenterOffset(w, vw), transform.CenterOffset(h, vh)
 	if vw == w {
 		sx = 0
 	}
 	if vh == h {
 		sy = 0
 	}
-	at := func(l Layout, c, x, y, w, h int) int {
-		if l == HWC {
+	at := func(l transform.Layout, c, x, y, w, h int) int {
+		if l == transform.HWC {
 			return 3*(y*w+x) + c
 		}
 		return c*w*h + y*w + x
@@ -482,28 +485,28 @@ func TestExactRandomCrop(t *testing.T) {
 	exactTest(t)
 	src := testPicture(61, 40)
 	fill := [3]float64{10, 20, 30}
-	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout Layout, full []byte) {
-		for _, op := range []Op{
-			{Kind: OpRandomCrop, Size: [2]int{32, 32}},
-			{Kind: OpRandomCrop, Size: [2]int{40, 40}, Padding: [4]int{4, 4, 4, 4}, Fill: fill},
-			{Kind: OpRandomCrop, Size: [2]int{50, 70}, PadIfNeeded: true, Fill: fill},
-			{Kind: OpRandomCrop, Size: [2]int{44, 30}, Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true},
-			{Kind: OpRandomCrop, Size: [2]int{20, 20}, Padding: [4]int{90, 3, 0, 5}, Fill: fill},
+	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout transform.Layout, full []byte) {
+		for _, op := range []opspkg.Op{
+			{Kind: transform.OpRandomCrop, Size: [2]int{32, 32}},
+			{Kind: transform.OpRandomCrop, Size: [2]int{40, 40}, Padding: [4]int{4, 4, 4, 4}, Fill: fill},
+			{Kind: transform.OpRandomCrop, Size: [2]int{50, 70}, PadIfNeeded: true, Fill: fill},
+			{Kind: transform.OpRandomCrop, Size: [2]int{44, 30}, Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true},
+			{Kind: transform.OpRandomCrop, Size: [2]int{20, 20}, Padding: [4]int{90, 3, 0, 5}, Fill: fill},
 		} {
 			for _, flip := range []bool{false, true} {
-				ops := []Op{op}
+				ops := []opspkg.Op{op}
 				if flip {
-					ops = append(ops, Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+					ops = append(ops, opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 0.5})
 				}
 				tr := mustTransform(t, layout, ops...)
 				tops, lefts := map[int]bool{}, map[int]bool{}
 				for i := range 600 {
-					k := Key{Seed: 9, Index: uint64(i)}
+					k := det.Key{Seed: 9, Index: uint64(i)}
 					got := make([]byte, tr.SampleBytes())
 					if err := d.Decode(data, tr, k, got); err != nil {
 						t.Fatalf("%v %v: %v", op.Size, op.Padding, err)
 					}
-					steps, err := ParseTrace(d.AppendTrace(nil, tr))
+					steps, err := transform.ParseTrace(d.AppendTrace(nil, tr))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -527,11 +530,11 @@ func TestExactRandomCrop(t *testing.T) {
 			}
 		}
 	})
-	if _, err := NewTransform(CHW, Op{Kind: OpRandomCrop, Size: [2]int{8, 8}, Fill: [3]float64{1.5}}); !errors.Is(err, ErrUnsupported) {
+	if _, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpRandomCrop, Size: [2]int{8, 8}, Fill: [3]float64{1.5}}); !errors.Is(err, errs.Unsupported) {
 		t.Errorf("fill 1.5: %v, want refused", err)
 	}
-	tr := mustTransform(t, CHW, Op{Kind: OpRandomCrop, Size: [2]int{100, 100}})
-	if err := NewDecoder().Decode(encodePNG(src), tr, Key{}, make([]byte, tr.SampleBytes())); err == nil || !strings.Contains(err.Error(), "pad_if_needed=True") {
+	tr := mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpRandomCrop, Size: [2]int{100, 100}})
+	if err := NewDecoder().Decode(encodePNG(src), tr, det.Key{}, make([]byte, tr.SampleBytes())); err == nil || !strings.Contains(err.Error(), "pad_if_needed=True") {
 		t.Errorf("a crop larger than the image without pad_if_needed: %v, want torchvision's refusal", err)
 	}
 }
@@ -546,90 +549,90 @@ func TestExactPad(t *testing.T) {
 	exactTest(t)
 	src := testPicture(61, 40)
 	fill := [3]float64{10, 20, 30}
-	pad := func(l, t, r, b int, f [3]float64) Op {
-		return Op{Kind: OpPad, Padding: [4]int{l, t, r, b}, Fill: f}
+	pad := func(l, t, r, b int, f [3]float64) opspkg.Op {
+		return opspkg.Op{Kind: transform.OpPad, Padding: [4]int{l, t, r, b}, Fill: f}
 	}
-	cases := [][]Op{
+	cases := [][]opspkg.Op{
 		// CIFAR's recipe: Pad(4), RandomCrop(32)
-		{pad(4, 4, 4, 4, [3]float64{}), {Kind: OpRandomCrop, Size: [2]int{40, 40}}},
-		{pad(3, 0, 9, 2, fill), {Kind: OpRandomCrop, Size: [2]int{50, 70}, PadIfNeeded: true, Fill: fill}},
-		{pad(90, 3, 0, 5, fill), {Kind: OpRandomCrop, Size: [2]int{20, 20}}},
-		{pad(5, 6, 7, 8, fill), {Kind: OpCenterCrop, Size: [2]int{30, 50}}},         // inside the image
-		{pad(5, 6, 7, 8, fill), {Kind: OpCenterCrop, Size: [2]int{52, 71}}},         // into the padding
-		{pad(1, 0, 2, 0, [3]float64{}), {Kind: OpCenterCrop, Size: [2]int{47, 70}}}, // past it: zeros
+		{pad(4, 4, 4, 4, [3]float64{}), {Kind: transform.OpRandomCrop, Size: [2]int{40, 40}}},
+		{pad(3, 0, 9, 2, fill), {Kind: transform.OpRandomCrop, Size: [2]int{50, 70}, PadIfNeeded: true, Fill: fill}},
+		{pad(90, 3, 0, 5, fill), {Kind: transform.OpRandomCrop, Size: [2]int{20, 20}}},
+		{pad(5, 6, 7, 8, fill), {Kind: transform.OpCenterCrop, Size: [2]int{30, 50}}},         // inside the image
+		{pad(5, 6, 7, 8, fill), {Kind: transform.OpCenterCrop, Size: [2]int{52, 71}}},         // into the padding
+		{pad(1, 0, 2, 0, [3]float64{}), {Kind: transform.OpCenterCrop, Size: [2]int{47, 70}}}, // past it: zeros
 		// after the crop: a crop inside the image, one padded with the
 		// same fill, a CenterCrop past the image (zeros) then Pad(0)
-		{{Kind: OpRandomCrop, Size: [2]int{30, 30}}, pad(2, 3, 4, 5, fill)},
-		{{Kind: OpRandomCrop, Size: [2]int{44, 30}, Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true, Fill: fill}, pad(6, 0, 1, 7, fill)},
-		{{Kind: OpCenterCrop, Size: [2]int{30, 50}}, pad(3, 3, 3, 3, fill)},
-		{{Kind: OpCenterCrop, Size: [2]int{47, 70}}, pad(1, 2, 3, 4, [3]float64{})},
+		{{Kind: transform.OpRandomCrop, Size: [2]int{30, 30}}, pad(2, 3, 4, 5, fill)},
+		{{Kind: transform.OpRandomCrop, Size: [2]int{44, 30}, Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true, Fill: fill}, pad(6, 0, 1, 7, fill)},
+		{{Kind: transform.OpCenterCrop, Size: [2]int{30, 50}}, pad(3, 3, 3, 3, fill)},
+		{{Kind: transform.OpCenterCrop, Size: [2]int{47, 70}}, pad(1, 2, 3, 4, [3]float64{})},
 		// both sides of the crop
-		{pad(5, 6, 7, 8, fill), {Kind: OpCenterCrop, Size: [2]int{52, 71}}, pad(2, 2, 2, 2, fill)},
+		{pad(5, 6, 7, 8, fill), {Kind: transform.OpCenterCrop, Size: [2]int{52, 71}}, pad(2, 2, 2, 2, fill)},
 	}
-	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout Layout, full []byte) {
+	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout transform.Layout, full []byte) {
 		for _, ops := range cases {
 			for _, flip := range []bool{false, true} {
 				ops := ops
 				if flip {
-					ops = append(ops[:len(ops):len(ops)], Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+					ops = append(ops[:len(ops):len(ops)], opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 0.5})
 				}
 				tr := mustTransform(t, layout, ops...)
 				padded := 0
 				for i := range 100 {
-					k := Key{Seed: 3, Index: uint64(i)}
+					k := det.Key{Seed: 3, Index: uint64(i)}
 					got := make([]byte, tr.SampleBytes())
 					if err := d.Decode(data, tr, k, got); err != nil {
-						t.Fatalf("%s: %v", opsString(ops), err)
+						t.Fatalf("%s: %v", opspkg.OpsString(ops), err)
 					}
 					trace := d.AppendTrace(nil, tr)
-					steps, err := ParseTrace(trace)
+					steps, err := transform.ParseTrace(trace)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if p := ops[0]; p.Kind == OpPad && (steps[0].Fn != FnPad || [4]int(steps[0].I[:4]) != p.Padding || steps[0].Fill != p.Fill) {
-						t.Fatalf("%s: trace %s does not start with the Pad", opsString(ops), trace)
+					if p := ops[0]; p.Kind == transform.OpPad && (steps[0].Fn != fn.Pad || [4]int(steps[0].I[:4]) != p.Padding || steps[0].Fill != p.Fill) {
+						t.Fatalf("%s: trace %s does not start with the Pad", opspkg.OpsString(ops), trace)
 					}
 					want, _, _ := padCropReference(full, 61, 40, steps, layout)
 					if !bytes.Equal(got, want) {
-						t.Fatalf("%s ref=%v %s %s sample %d: not torchvision's ops of the trace %s", enc, ref, layout, opsString(ops), i, trace)
+						t.Fatalf("%s ref=%v %s %s sample %d: not torchvision's ops of the trace %s", enc, ref, layout, opspkg.OpsString(ops), i, trace)
 					}
 					if d.plans[0].Padded {
 						padded++
 					}
 				}
-				if inside := ops[0].Kind == OpPad && ops[1].Size == [2]int{30, 50} && (len(ops) == 2 || ops[2].Kind != OpPad); (padded == 0) == !inside {
-					t.Errorf("%s: %d of 100 samples padded", opsString(ops), padded)
+				if inside := ops[0].Kind == transform.OpPad && ops[1].Size == [2]int{30, 50} && (len(ops) == 2 || ops[2].Kind != transform.OpPad); (padded == 0) == !inside {
+					t.Errorf("%s: %d of 100 samples padded", opspkg.OpsString(ops), padded)
 				}
 			}
 		}
 	})
 	for _, c := range []struct {
-		ops  []Op
+		ops  []opspkg.Op
 		want string
 	}{
-		{[]Op{pad(1, 1, 1, 1, fill)}, "Pad alone gives a size that varies per image"},
-		{[]Op{pad(1, 1, 1, 1, fill), {Kind: OpRandomResizedCrop, Size: [2]int{8, 8}}}, "Pad before RandomResizedCrop is not supported"},
-		{[]Op{pad(1, 1, 1, 1, fill), {Kind: OpResize, Size: [2]int{8, 8}}}, "Pad before Resize is not supported"},
-		{[]Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill)}, "Pad after a resampling geometry"},
-		{[]Op{{Kind: OpResize, Size: [2]int{8, 8}}, {Kind: OpCenterCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill)}, "Pad after a resampling geometry"},
-		{[]Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill), pad(1, 1, 1, 1, fill)}, "twice after the crop is not supported"},
-		{[]Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, {Kind: OpRandomInvert, P: 0.5}, pad(1, 1, 1, 1, fill)}, "Pad after other ops is not supported"},
-		{[]Op{pad(1, 1, 1, 1, fill), {Kind: OpRandomCrop, Size: [2]int{8, 8}, Padding: [4]int{2, 2, 2, 2}}}, "padding of two fills in one crop is not supported"},
-		{[]Op{pad(1, 1, 1, 1, [3]float64{300}), {Kind: OpRandomCrop, Size: [2]int{8, 8}}}, "Pad fill [300 0 0]: want integers 0..255"},
+		{[]opspkg.Op{pad(1, 1, 1, 1, fill)}, "Pad alone gives a size that varies per image"},
+		{[]opspkg.Op{pad(1, 1, 1, 1, fill), {Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}}}, "Pad before RandomResizedCrop is not supported"},
+		{[]opspkg.Op{pad(1, 1, 1, 1, fill), {Kind: transform.OpResize, Size: [2]int{8, 8}}}, "Pad before Resize is not supported"},
+		{[]opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill)}, "Pad after a resampling geometry"},
+		{[]opspkg.Op{{Kind: transform.OpResize, Size: [2]int{8, 8}}, {Kind: transform.OpCenterCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill)}, "Pad after a resampling geometry"},
+		{[]opspkg.Op{{Kind: transform.OpCenterCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill), pad(1, 1, 1, 1, fill)}, "twice after the crop is not supported"},
+		{[]opspkg.Op{{Kind: transform.OpCenterCrop, Size: [2]int{8, 8}}, {Kind: opspkg.OpRandomInvert, P: 0.5}, pad(1, 1, 1, 1, fill)}, "Pad after other ops is not supported"},
+		{[]opspkg.Op{pad(1, 1, 1, 1, fill), {Kind: transform.OpRandomCrop, Size: [2]int{8, 8}, Padding: [4]int{2, 2, 2, 2}}}, "padding of two fills in one crop is not supported"},
+		{[]opspkg.Op{pad(1, 1, 1, 1, [3]float64{300}), {Kind: transform.OpRandomCrop, Size: [2]int{8, 8}}}, "Pad fill [300 0 0]: want integers 0..255"},
 	} {
-		if _, err := NewTransform(CHW, c.ops...); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want %q", opsString(c.ops), err, c.want)
+		if _, err := transform.NewTransform(transform.CHW, c.ops...); !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", opspkg.OpsString(c.ops), err, c.want)
 		}
 	}
 	// A CenterCrop past the image (zeros) then a Pad of another fill.
-	tr0 := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{50, 50}}, pad(1, 1, 1, 1, fill))
-	if err := NewDecoder().Decode(encodePNG(src), tr0, Key{}, make([]byte, tr0.SampleBytes())); err == nil || !strings.Contains(err.Error(), "two fills in one sample are not supported") {
+	tr0 := mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpCenterCrop, Size: [2]int{50, 50}}, pad(1, 1, 1, 1, fill))
+	if err := NewDecoder().Decode(encodePNG(src), tr0, det.Key{}, make([]byte, tr0.SampleBytes())); err == nil || !strings.Contains(err.Error(), "two fills in one sample are not supported") {
 		t.Errorf("a CenterCrop past the image then Pad of fill %v: %v, want refused", fill, err)
 	}
 	// A crop past the padded image after a Pad of a fill other than 0:
 	// center_crop's zeros beside the Pad's fill, refused per sample.
-	tr := mustTransform(t, CHW, pad(1, 1, 1, 1, fill), Op{Kind: OpCenterCrop, Size: [2]int{50, 50}})
-	if err := NewDecoder().Decode(encodePNG(src), tr, Key{}, make([]byte, tr.SampleBytes())); err == nil || !strings.Contains(err.Error(), "not supported (Pad with fill 0") {
+	tr := mustTransform(t, transform.CHW, pad(1, 1, 1, 1, fill), opspkg.Op{Kind: transform.OpCenterCrop, Size: [2]int{50, 50}})
+	if err := NewDecoder().Decode(encodePNG(src), tr, det.Key{}, make([]byte, tr.SampleBytes())); err == nil || !strings.Contains(err.Error(), "not supported (Pad with fill 0") {
 		t.Errorf("Pad of fill %v then a larger CenterCrop: %v, want refused", fill, err)
 	}
 }
@@ -637,9 +640,9 @@ func TestExactPad(t *testing.T) {
 // padCropReference applies a trace's pad, crop and horizontal_flip to the
 // w x h image full, as torchvision's functional ops do; it returns the
 // result and the crop's top and left (0 without a crop).
-func padCropReference(full []byte, w, h int, steps []Step, layout Layout) ([]byte, int, int) {
+func padCropReference(full []byte, w, h int, steps []fn.Step, layout transform.Layout) ([]byte, int, int) {
 	at := func(c, x, y, w, h int) int {
-		if layout == HWC {
+		if layout == transform.HWC {
 			return 3*(y*w+x) + c
 		}
 		return c*w*h + y*w + x
@@ -647,7 +650,7 @@ func padCropReference(full []byte, w, h int, steps []Step, layout Layout) ([]byt
 	img, top, left := full, 0, 0
 	for _, st := range steps {
 		switch st.Fn {
-		case FnPad:
+		case fn.Pad:
 			l, t, r, b := st.I[0], st.I[1], st.I[2], st.I[3]
 			nw, nh := w+l+r, h+t+b
 			out := make([]byte, 3*nw*nh)
@@ -663,7 +666,7 @@ func padCropReference(full []byte, w, h int, steps []Step, layout Layout) ([]byt
 				}
 			}
 			img, w, h = out, nw, nh
-		case FnCenterCrop: // torchvision's center_crop: zeros where the crop passes the image
+		case fn.CenterCrop: // torchvision's center_crop: zeros where the crop passes the image
 			ch, cw := st.I[4], st.I[5]
 			anchor := func(size, crop int) int {
 				if crop > size {
@@ -683,7 +686,7 @@ func padCropReference(full []byte, w, h int, steps []Step, layout Layout) ([]byt
 				}
 			}
 			img, w, h = out, cw, ch
-		case FnCrop:
+		case fn.Crop:
 			top, left = st.I[0], st.I[1]
 			cw, ch := st.I[3], st.I[2]
 			out := make([]byte, 3*cw*ch)
@@ -695,7 +698,7 @@ func padCropReference(full []byte, w, h int, steps []Step, layout Layout) ([]byt
 				}
 			}
 			img, w, h = out, cw, ch
-		case FnHorizontalFlip:
+		case fn.HorizontalFlip:
 			out := make([]byte, len(img))
 			for c := range 3 {
 				for y := range h {
@@ -714,7 +717,7 @@ func padCropReference(full []byte, w, h int, steps []Step, layout Layout) ([]byt
 // on both decode paths (ref: the reference) and both layouts, with the
 // decoder and the whole image decoded at full size: what the padding
 // tests (CenterCrop, RandomCrop, Pad) cut their expected samples from.
-func padTestDecodes(t *testing.T, src image.Image, f func(enc string, data []byte, ref bool, d *Decoder, layout Layout, full []byte)) {
+func padTestDecodes(t *testing.T, src image.Image, f func(enc string, data []byte, ref bool, d *Decoder, layout transform.Layout, full []byte)) {
 	t.Helper()
 	b := src.Bounds()
 	for _, enc := range []struct {
@@ -723,10 +726,10 @@ func padTestDecodes(t *testing.T, src image.Image, f func(enc string, data []byt
 	}{{"png", encodePNG(src)}, {"jpeg", encodeJPEG(src, 95)}} {
 		for _, ref := range []bool{false, true} {
 			d := NewDecoder(WithReference(ref))
-			for _, layout := range []Layout{CHW, HWC} {
-				whole := mustTransform(t, layout, Op{Kind: OpCenterCrop, Size: [2]int{b.Dy(), b.Dx()}})
+			for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
+				whole := mustTransform(t, layout, opspkg.Op{Kind: transform.OpCenterCrop, Size: [2]int{b.Dy(), b.Dx()}})
 				full := make([]byte, whole.SampleBytes())
-				if err := d.Decode(enc.data, whole, Key{}, full); err != nil {
+				if err := d.Decode(enc.data, whole, det.Key{}, full); err != nil {
 					t.Fatal(err)
 				}
 				f(enc.name, enc.data, ref, d, layout, full)

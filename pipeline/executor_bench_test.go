@@ -9,6 +9,9 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // failDataset is a Dataset whose every Read fails at once: a Fill over it
@@ -37,7 +40,7 @@ func (d failDataset) Read(i int, buf []byte) ([]byte, error) { return nil, errBe
 //	        Queue: the weighted schedule choosing among 8 queues
 func BenchmarkExecutorFill(b *testing.B) {
 	_, _, files := benchPhotos(b, 48)
-	tr, err := ParseTransform("imagenet-train", CHW)
+	tr, err := transform.ParseTransform("imagenet-train", transform.CHW)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +52,7 @@ func BenchmarkExecutorFill(b *testing.B) {
 	// the server does (WithCPUClock): what that costs.
 	for _, c := range []struct {
 		name string
-		ds   Dataset
+		ds   dataset.Dataset
 		opts []Option
 	}{
 		{"photos", memDataset{files}, nil},
@@ -109,7 +112,7 @@ func BenchmarkExecutorViews(b *testing.B) {
 	_, _, files := benchPhotos(b, 200)
 	for _, preset := range []string{"dinov2", "simclr", "simclr-view"} {
 		b.Run(preset, func(b *testing.B) {
-			tr, err := ParseTransform(preset, CHW)
+			tr, err := transform.ParseTransform(preset, transform.CHW)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // The libjpeg-turbo path: pipeline/codec does the whole sample in one cgo
@@ -66,11 +69,11 @@ func (f *fastState) free() {
 
 // decodeFast decodes the plan's one view into out (3*outH*outW bytes):
 // decodeFastViews with one view at 0.
-func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layout, out []byte) error {
+func (d *Decoder) decodeFast(data []byte, hd *header, p *transform.SamplePlan, layout transform.Layout, out []byte) error {
 	if len(out) != 3*p.OutW*p.OutH {
-		return fmt.Errorf("%w: fast path: %d output bytes for %dx%d", ErrUnsupported, len(out), p.OutW, p.OutH)
+		return fmt.Errorf("%w: fast path: %d output bytes for %dx%d", errs.Unsupported, len(out), p.OutW, p.OutH)
 	}
-	return d.decodeFastViews(data, hd, []samplePlan{*p}, layout, out, []int{0})
+	return d.decodeFastViews(data, hd, []transform.SamplePlan{*p}, layout, out, []int{0})
 }
 
 // decodeFastViews decodes a 1- or 3-component JPEG through libjpeg-turbo and
@@ -78,17 +81,17 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 // layout): the plans' geometry and the job made here, decoded by
 // pipeline/codec (Scratch.DecodeViews) with the Decoder's decoder index and
 // coefficient cache.
-func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) error {
+func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []transform.SamplePlan, layout transform.Layout, out []byte, offs []int) error {
 	f := &d.fast
 	if err := f.open(); err != nil {
 		return err
 	}
 	if len(ps) < 1 || len(ps) > codec.MaxViews || len(offs) != len(ps) {
-		return fmt.Errorf("%w: fast path: %d views at %d offsets: want 1..%d", ErrUnsupported, len(ps), len(offs), codec.MaxViews)
+		return fmt.Errorf("%w: fast path: %d views at %d offsets: want 1..%d", errs.Unsupported, len(ps), len(offs), codec.MaxViews)
 	}
 	for v := range ps {
 		if n := 3 * ps[v].OutW * ps[v].OutH; len(data) == 0 || offs[v] < 0 || offs[v]+n > len(out) {
-			return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for view %d of %dx%d at %d", ErrUnsupported, len(data), len(out), v, ps[v].OutW, ps[v].OutH, offs[v])
+			return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for view %d of %dx%d at %d", errs.Unsupported, len(data), len(out), v, ps[v].OutW, ps[v].OutH, offs[v])
 		}
 	}
 	gs, j := f.job(&d.opts, hd, ps, layout, d.knobs())
@@ -96,7 +99,7 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 	caches := codec.Caches{Index: d.opts.index, Coefs: d.opts.coefs, AdmitNow: d.admitNow}
 	err := f.s.DecodeViews(data, hdr, &j, gs, offs, out, caches, d.ops.Stop)
 	if err == codec.ErrStopped {
-		return errAbandoned
+		return ops.ErrAbandoned
 	}
 	return err
 }
@@ -118,14 +121,14 @@ func (f *fastState) open() error {
 // setJob writes the decode's job into C (codec.Scratch.Set): job's, and
 // where each view goes (offs, in an output buffer of outLen bytes, which C
 // checks again).
-func (f *fastState) setJob(o *options, hd *header, ps []samplePlan, offs []int, outLen int, layout Layout, k *fastKnobs) {
+func (f *fastState) setJob(o *options, hd *header, ps []transform.SamplePlan, offs []int, outLen int, layout transform.Layout, k *fastKnobs) {
 	gs, j := f.job(o, hd, ps, layout, k)
 	f.s.Set(&j, gs, offs, outLen)
 }
 
 // job is the decode's views and job: each plan's geometry, the layout,
 // the Decoder's options and bounds, and the knobs k.
-func (f *fastState) job(o *options, hd *header, ps []samplePlan, layout Layout, k *fastKnobs) ([]codec.Geometry, codec.Job) {
+func (f *fastState) job(o *options, hd *header, ps []transform.SamplePlan, layout transform.Layout, k *fastKnobs) ([]codec.Geometry, codec.Job) {
 	gs := f.geoms[:len(ps)]
 	scalable := false
 	for i := range ps {
@@ -142,7 +145,7 @@ func (f *fastState) job(o *options, hd *header, ps []samplePlan, layout Layout, 
 		}
 		scalable = scalable || p.DCTScalable()
 	}
-	j := codec.Job{SrcW: hd.w, SrcH: hd.h, Comps: hd.comps, HWC: layout == HWC,
+	j := codec.Job{SrcW: hd.w, SrcH: hd.h, Comps: hd.comps, HWC: layout == transform.HWC,
 		// libjpeg's own allocations (progressive coefficient buffers
 		// chiefly: 2 bytes per pixel per component) are capped at their
 		// bound from the header, what the memory budget reserved for

@@ -18,7 +18,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/internal/jpegenc"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // fastPhotoDir holds the repository's small set of real photos (ImageFolder,
@@ -185,26 +189,26 @@ func fastMAD(a, b []byte) float64 {
 
 func fastTransforms(tb testing.TB) []struct {
 	name string
-	t    *Transform
+	t    *transform.Transform
 } {
 	tb.Helper()
-	train, err := ParseTransform("imagenet-train", CHW)
+	train, err := transform.ParseTransform("imagenet-train", transform.CHW)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	eval, err := ParseTransform("imagenet-eval", CHW)
+	eval, err := transform.ParseTransform("imagenet-eval", transform.CHW)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	odd, err := NewTransform(HWC,
-		Op{Kind: OpRandomResizedCrop, Size: [2]int{97, 131}},
-		Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+	odd, err := transform.NewTransform(transform.HWC,
+		ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{97, 131}},
+		ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return []struct {
 		name string
-		t    *Transform
+		t    *transform.Transform
 	}{{"imagenet-train", train}, {"imagenet-eval", eval}, {"rrc97x131-flip-hwc", odd}}
 }
 
@@ -252,7 +256,7 @@ func TestExactFastMatchesReference(t *testing.T) {
 		refs := make([][]byte, len(files))
 		for i, data := range files {
 			refs[i] = make([]byte, tc.t.SampleBytes())
-			if err := ref.Decode(data, tc.t, Key{Seed: 1, Index: uint64(i)}, refs[i]); err != nil {
+			if err := ref.Decode(data, tc.t, det.Key{Seed: 1, Index: uint64(i)}, refs[i]); err != nil {
 				t.Fatalf("%s: ref %s: %v", tc.name, names[i], err)
 			}
 		}
@@ -266,13 +270,13 @@ func TestExactFastMatchesReference(t *testing.T) {
 				defer d.Close()
 				knobsOf(d).Merged = v.merged
 				// The DCT scalings apply to transforms that ask for them.
-				tr := tc.t.WithDecode(DecodeFast)
+				tr := tc.t.WithDecode(transform.DecodeFast)
 				got := make([]byte, tc.t.SampleBytes())
 				var maxMAD, sumMAD [2]float64 // photos, synthetic
 				var worst [2]string
 				scaled := 0
 				for i, data := range files {
-					if err := d.Decode(data, tr, Key{Seed: 1, Index: uint64(i)}, got); err != nil {
+					if err := d.Decode(data, tr, det.Key{Seed: 1, Index: uint64(i)}, got); err != nil {
 						t.Fatalf("fast %s: %v", names[i], err)
 					}
 					synth := i >= photos
@@ -339,7 +343,7 @@ func TestExactFastRegionExact(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i, p := range fastEdgePlans(hd.w, hd.h) {
-					layout := Layout(i / 2 % 2) // flip alternates with i % 2
+					layout := transform.Layout(i / 2 % 2) // flip alternates with i % 2
 					a := make([]byte, 3*p.OutW*p.OutH)
 					b := make([]byte, len(a))
 					if err := region.decodeFast(img.data, &hd, &p, layout, a); err != nil {
@@ -392,7 +396,7 @@ func TestExactFastSIMDSame(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, p := range fastEdgePlans(hd.w, hd.h) {
-			layout := Layout(i / 2 % 2)
+			layout := transform.Layout(i / 2 % 2)
 			var outs [][]byte
 			for _, d := range decs {
 				out := make([]byte, 3*p.OutW*p.OutH)
@@ -452,7 +456,7 @@ func TestExactFastRowsSkewed(t *testing.T) {
 		}
 		for i, p := range fastEdgePlans(hd.w, hd.h) {
 			out := make([]byte, 3*p.OutW*p.OutH)
-			if err := d.decodeFast(img.data, &hd, &p, Layout(i/2%2), out); err != nil {
+			if err := d.decodeFast(img.data, &hd, &p, transform.Layout(i/2%2), out); err != nil {
 				t.Fatal(err)
 			}
 			if s := d.fast.stats().rowSkew; s%16 == 0 {
@@ -484,13 +488,13 @@ func TestExactFastSIMDSamePhotos(t *testing.T) {
 		scales := map[int]bool{}
 		for i, data := range photos {
 			for j, tc := range trs {
-				for _, layout := range []Layout{CHW, HWC} {
-					tr, err := NewTransform(layout, tc.t.Ops()...)
+				for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
+					tr, err := transform.NewTransform(layout, tc.t.Ops()...)
 					if err != nil {
 						t.Fatal(err)
 					}
-					tr = tr.WithDecode(DecodeFast) // the scalings apply to DecodeFast alone
-					k := Key{Seed: 11, Epoch: uint64(j), Index: uint64(i)}
+					tr = tr.WithDecode(transform.DecodeFast) // the scalings apply to DecodeFast alone
+					k := det.Key{Seed: 11, Epoch: uint64(j), Index: uint64(i)}
 					a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
 					if err := simd.Decode(data, tr, k, a); err != nil {
 						t.Fatalf("%s: %v", names[i], err)
@@ -519,13 +523,13 @@ func TestExactFastSIMDSamePhotos(t *testing.T) {
 // fastEdgePlans returns crop-then-resize plans whose crops touch each edge and
 // corner, span the whole image, or are one pixel thin, with outputs that
 // copy, upscale, downscale a little and downscale past the DCT scales.
-func fastEdgePlans(w, h int) []samplePlan {
-	var ps []samplePlan
+func fastEdgePlans(w, h int) []transform.SamplePlan {
+	var ps []transform.SamplePlan
 	add := func(cx, cy, cw, ch int) {
 		cx, cy = min(max(cx, 0), w-1), min(max(cy, 0), h-1)
 		cw, ch = max(1, min(cw, w-cx)), max(1, min(ch, h-cy))
 		for i, o := range [][2]int{{cw, ch}, {max(1, cw*5/2), max(1, ch*3/2)}, {max(1, cw*2/3), max(1, ch*3/4)}, {max(1, cw/9), max(1, ch/9)}, {24, 24}} {
-			ps = append(ps, samplePlan{Geom: cropResize, SrcW: w, SrcH: h, CX: cx, CY: cy, CW: cw, CH: ch, OutW: o[0], OutH: o[1], Flip: i%2 == 1, Antialias: true})
+			ps = append(ps, transform.SamplePlan{Geom: transform.CropResize, SrcW: w, SrcH: h, CX: cx, CY: cy, CW: cw, CH: ch, OutW: o[0], OutH: o[1], Flip: i%2 == 1, Antialias: true})
 		}
 	}
 	hw, hh := max(1, w/2), max(1, h/2)
@@ -542,10 +546,10 @@ func fastEdgePlans(w, h int) []samplePlan {
 	add(17%w, 33%h, w, h)   // to the bottom right edge from an odd offset
 	// Resize-then-crop plans (the filter reaches past the crop).
 	for _, size := range []int{max(1, min(w, h)/2), 256} {
-		rw, rh := resizedSize(w, h, [2]int{size, 0})
+		rw, rh := transform.ResizedSize(w, h, [2]int{size, 0})
 		cw, ch := min(rw, 224), min(rh, 224)
-		ps = append(ps, samplePlan{Geom: resizeCrop, SrcW: w, SrcH: h, RW: rw, RH: rh, Antialias: true,
-			CX: centerOffset(rw, cw), CY: centerOffset(rh, ch), CW: cw, CH: ch, OutW: cw, OutH: ch})
+		ps = append(ps, transform.SamplePlan{Geom: transform.ResizeCrop, SrcW: w, SrcH: h, RW: rw, RH: rh, Antialias: true,
+			CX: transform.CenterOffset(rw, cw), CY: transform.CenterOffset(rh, ch), CW: cw, CH: ch, OutW: cw, OutH: ch})
 	}
 	return ps
 }
@@ -560,7 +564,7 @@ func TestFastDeterministic(t *testing.T) {
 	defer d1.Close()
 	defer d2.Close()
 	for i, data := range files {
-		k := Key{Seed: 42, Epoch: 3, Index: uint64(i)}
+		k := det.Key{Seed: 42, Epoch: 3, Index: uint64(i)}
 		serial[i] = make([]byte, tr.SampleBytes())
 		other := make([]byte, tr.SampleBytes())
 		if err := d1.Decode(data, tr, k, serial[i]); err != nil {
@@ -584,7 +588,7 @@ func TestFastDeterministic(t *testing.T) {
 			got := make([]byte, tr.SampleBytes())
 			for n := range len(files) {
 				i := (n + g*7) % len(files) // each goroutine in its own order
-				if err := d.Decode(files[i], tr, Key{Seed: 42, Epoch: 3, Index: uint64(i)}, got); err != nil {
+				if err := d.Decode(files[i], tr, det.Key{Seed: 42, Epoch: 3, Index: uint64(i)}, got); err != nil {
 					errs <- err
 					return
 				}
@@ -612,7 +616,7 @@ func TestFastZeroAllocs(t *testing.T) {
 		out := make([]byte, tc.t.SampleBytes())
 		i := 0
 		allocs := testing.AllocsPerRun(50, func() {
-			if err := d.Decode(files[i%len(files)], tc.t, Key{Index: uint64(i)}, out); err != nil {
+			if err := d.Decode(files[i%len(files)], tc.t, det.Key{Index: uint64(i)}, out); err != nil {
 				t.Fatal(err)
 			}
 			i++
@@ -652,10 +656,10 @@ func TestFastErrors(t *testing.T) {
 		orNil bool
 	}
 	cases := []errCase{
-		{name: "truncated at 30%", data: good[:len(good)*3/10], d: d, want: ErrCorrupt, msg: "truncated"},
-		{name: "truncated at 90%", data: good[:len(good)*9/10], d: d, want: ErrCorrupt, msg: "truncated"},
-		{name: "progressive truncated at 50%", data: prog[:len(prog)/2], d: d, want: ErrCorrupt, msg: "truncated"},
-		{name: "progressive over the scan cap", data: prog, d: NewDecoder(WithMaxScans(3)), want: ErrTooLarge, msg: "scans"},
+		{name: "truncated at 30%", data: good[:len(good)*3/10], d: d, want: errs.Corrupt, msg: "truncated"},
+		{name: "truncated at 90%", data: good[:len(good)*9/10], d: d, want: errs.Corrupt, msg: "truncated"},
+		{name: "progressive truncated at 50%", data: prog[:len(prog)/2], d: d, want: errs.Corrupt, msg: "truncated"},
+		{name: "progressive over the scan cap", data: prog, d: NewDecoder(WithMaxScans(3)), want: errs.TooLarge, msg: "scans"},
 	}
 	for seed := range uint64(8) {
 		r := rand.New(rand.NewPCG(seed, 1))
@@ -663,7 +667,7 @@ func TestFastErrors(t *testing.T) {
 		for i := range junk {
 			junk[i] = byte(r.Uint32())
 		}
-		cases = append(cases, errCase{name: fmt.Sprintf("garbage after SOF #%d", seed), data: append(bytes.Clone(good[:sofEnd]), junk...), d: d, want: ErrCorrupt})
+		cases = append(cases, errCase{name: fmt.Sprintf("garbage after SOF #%d", seed), data: append(bytes.Clone(good[:sofEnd]), junk...), d: d, want: errs.Corrupt})
 		// Garbage in place of the entropy-coded data, with a proper EOI.
 		sos := bytes.Index(good, []byte{0xFF, 0xDA})
 		scan := append(bytes.Clone(good[:sos+14]), junk...)
@@ -680,11 +684,11 @@ func TestFastErrors(t *testing.T) {
 		// skips over some of that, so garbage it decodes without a warning
 		// is accepted from it; a crash or another sentinel is not.
 		cases = append(cases,
-			errCase{name: fmt.Sprintf("garbage scan data #%d", seed), data: scan, d: d, want: ErrCorrupt, msg: "entropy-coded"},
-			errCase{name: fmt.Sprintf("garbage scan data, libjpeg huffman #%d", seed), data: scan, d: lib, want: ErrCorrupt, orNil: true})
+			errCase{name: fmt.Sprintf("garbage scan data #%d", seed), data: scan, d: d, want: errs.Corrupt, msg: "entropy-coded"},
+			errCase{name: fmt.Sprintf("garbage scan data, libjpeg huffman #%d", seed), data: scan, d: lib, want: errs.Corrupt, orNil: true})
 	}
 	for _, c := range cases {
-		err := c.d.Decode(c.data, tr, Key{Index: 5}, out)
+		err := c.d.Decode(c.data, tr, det.Key{Index: 5}, out)
 		switch {
 		case err == nil && c.orNil:
 			t.Logf("%s: decoded without error (accepted)", c.name)
@@ -707,15 +711,15 @@ func TestFastErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole := samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: 64, OutH: 64, Antialias: true}
+	whole := transform.SamplePlan{Geom: transform.CropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: 64, OutH: 64, Antialias: true}
 	cut := append(bytes.Clone(good[:len(good)*3/10]), 0xFF, 0xD9)
-	if err := d.decodeFast(cut, &hd, &whole, CHW, make([]byte, 3*64*64)); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("truncated with an EOI: got %v, want an error wrapping %v", err, ErrCorrupt)
+	if err := d.decodeFast(cut, &hd, &whole, transform.CHW, make([]byte, 3*64*64)); !errors.Is(err, errs.Corrupt) {
+		t.Errorf("truncated with an EOI: got %v, want an error wrapping %v", err, errs.Corrupt)
 	} else {
 		t.Logf("truncated with an EOI: %v", err)
 	}
 	// Still works.
-	if err := d.Decode(good, tr, Key{Index: 5}, out); err != nil {
+	if err := d.Decode(good, tr, det.Key{Index: 5}, out); err != nil {
 		t.Fatalf("decode after errors: %v", err)
 	}
 }
@@ -764,8 +768,8 @@ func TestFastDCTScaleChoice(t *testing.T) {
 	} {
 		d := NewDecoder(WithDCTScaling(c.s))
 		cw, ch := c.crop[0], c.crop[1]
-		p := samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CX: (hd.w - cw) / 2, CY: (hd.h - ch) / 2, CW: cw, CH: ch, OutW: 100, OutH: 100, Antialias: true}
-		if err := d.decodeFast(data, &hd, &p, CHW, make([]byte, 3*100*100)); err != nil {
+		p := transform.SamplePlan{Geom: transform.CropResize, SrcW: hd.w, SrcH: hd.h, CX: (hd.w - cw) / 2, CY: (hd.h - ch) / 2, CW: cw, CH: ch, OutW: 100, OutH: 100, Antialias: true}
+		if err := d.decodeFast(data, &hd, &p, transform.CHW, make([]byte, 3*100*100)); err != nil {
 			t.Fatal(err)
 		}
 		if st := d.fast.stats(); st.scaleM != c.wantM {
@@ -784,15 +788,15 @@ func TestFastDCTScaleChoice(t *testing.T) {
 func TestFastDecodeMode(t *testing.T) {
 	names, photos := fastPhotos(t, 8)
 	for _, preset := range []string{"dino-local", "imagenet-eval", "dinov2"} {
-		exact, err := ParseTransform(preset, CHW)
+		exact, err := transform.ParseTransform(preset, transform.CHW)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if exact.DecodeMode() != DecodeExact {
+		if exact.DecodeMode() != transform.DecodeExact {
 			t.Fatalf("%s: a new transform decodes %s, want exact", preset, exact.DecodeMode())
 		}
-		fast := exact.WithDecode(DecodeFast)
-		if exact.DecodeMode() != DecodeExact || fast.DecodeMode() != DecodeFast {
+		fast := exact.WithDecode(transform.DecodeFast)
+		if exact.DecodeMode() != transform.DecodeExact || fast.DecodeMode() != transform.DecodeFast {
 			t.Fatalf("WithDecode changed its receiver or did not take: %s, %s", exact.DecodeMode(), fast.DecodeMode())
 		}
 		for _, s := range []DCTScaling{ScalePow2, ScaleAny} {
@@ -800,7 +804,7 @@ func TestFastDecodeMode(t *testing.T) {
 			a, b := make([]byte, exact.SampleBytes()), make([]byte, exact.SampleBytes())
 			scaled := 0
 			for i, data := range photos {
-				k := Key{Seed: 3, Index: uint64(i)}
+				k := det.Key{Seed: 3, Index: uint64(i)}
 				if err := d.Decode(data, exact, k, a); err != nil {
 					t.Fatal(err)
 				}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
@@ -50,30 +52,30 @@ func clipShards(t testing.TB) (dir string, captions map[string][]byte) {
 // through a manifest from a store.
 func TestWebDatasetFields(t *testing.T) {
 	dir, captions := clipShards(t)
-	local, err := Open(dir)
+	local, err := dataset.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer local.Close()
-	m, err := IndexStore(context.Background(), openDirStore(t, dir), IndexOptions{})
+	m, err := dataset.IndexStore(context.Background(), openDirStore(t, dir), dataset.IndexOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	remote, err := NewStoreDataset(openDirStore(t, dir), m, nil)
+	remote, err := dataset.NewStoreDataset(openDirStore(t, dir), m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer remote.Close()
-	for name, ds := range map[string]Dataset{"local": local, "store": remote} {
+	for name, ds := range map[string]dataset.Dataset{"local": local, "store": remote} {
 		t.Run(name, func(t *testing.T) {
 			if ds.Len() != 7 || len(ds.Classes()) != 0 {
 				t.Fatalf("%d samples, classes %v; want 7 unlabelled", ds.Len(), ds.Classes())
 			}
-			fd := ds.(Fielded)
-			if got := fd.FieldNames(); !slices.Equal(got, []string{"jpg", "json", "txt", FieldKey, FieldSource}) {
+			fd := ds.(dataset.Fielded)
+			if got := fd.FieldNames(); !slices.Equal(got, []string{"jpg", "json", "txt", dataset.FieldKey, dataset.FieldSource}) {
 				t.Errorf("fields %v", got)
 			}
-			fs, err := NewFieldSet(ds, []string{"txt", FieldKey, "json", FieldSource}, 4096, "clip")
+			fs, err := dataset.NewFieldSet(ds, []string{"txt", dataset.FieldKey, "json", dataset.FieldSource}, 4096, "clip")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +85,7 @@ func TestWebDatasetFields(t *testing.T) {
 				}
 				got := make([]Field, fs.Len())
 				if err := fs.Check(ds, i); err != nil {
-					if i != 3 || !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), `field "json" is 5000 bytes, over the job's bound of 4096 bytes a field (max_field_bytes)`) {
+					if i != 3 || !errors.Is(err, errs.TooLarge) || !strings.Contains(err.Error(), `field "json" is 5000 bytes, over the job's bound of 4096 bytes a field (max_field_bytes)`) {
 						t.Errorf("sample %d: %v", i, err)
 					}
 					continue
@@ -103,14 +105,14 @@ func TestWebDatasetFields(t *testing.T) {
 				}
 			}
 			// The key without an image fails when read, naming what it has.
-			if _, err := ds.Read(6, nil); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "no image") ||
+			if _, err := ds.Read(6, nil); !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), "no image") ||
 				!strings.Contains(err.Error(), "txt") {
 				t.Errorf("the sample without an image: %v", err)
 			}
-			if _, err := NewFieldSet(ds, []string{"text"}, 100, "clip"); err == nil || !strings.Contains(err.Error(), "txt") {
+			if _, err := dataset.NewFieldSet(ds, []string{"text"}, 100, "clip"); err == nil || !strings.Contains(err.Error(), "txt") {
 				t.Errorf("an unknown field: %v, want the dataset's fields listed", err)
 			}
-			if _, err := NewFieldSet(ds, []string{"cls"}, 100, "clip"); err == nil {
+			if _, err := dataset.NewFieldSet(ds, []string{"cls"}, 100, "clip"); err == nil {
 				t.Errorf("cls of an unlabelled dataset: no error")
 			}
 		})
@@ -123,7 +125,7 @@ func TestWebDatasetFields(t *testing.T) {
 // copy carries its donor's, and a dropped sample's go with it.
 func TestFieldsFill(t *testing.T) {
 	dir, captions := clipShards(t)
-	ds, err := Open(dir)
+	ds, err := dataset.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func TestFieldsFill(t *testing.T) {
 	tr := smallTrain(t)
 	e := NewExecutor(3)
 	defer e.Close()
-	fs, err := NewFieldSet(ds, []string{FieldKey, "txt", "json"}, 4096, "clip")
+	fs, err := dataset.NewFieldSet(ds, []string{dataset.FieldKey, "txt", "json"}, 4096, "clip")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func TestFieldsFill(t *testing.T) {
 		if err := e.Fill(context.Background(), ds, tr, 1, 0, indices, policy, &b); err != nil {
 			t.Fatal(err)
 		}
-		if len(b.Errors) != 2 || b.Errors[0].Index != 6 || b.Errors[1].Index != 3 || !errors.Is(b.Errors[1].Err, ErrTooLarge) {
+		if len(b.Errors) != 2 || b.Errors[0].Index != 6 || b.Errors[1].Index != 3 || !errors.Is(b.Errors[1].Err, errs.TooLarge) {
 			t.Fatalf("errors %+v, want samples 6 (no image) and 3 (json over the bound)", b.Errors)
 		}
 		if len(b.Fields) != b.N*fs.Len() {
@@ -174,7 +176,7 @@ func TestFieldsFill(t *testing.T) {
 // paths and keys.
 func TestImageFolderFields(t *testing.T) {
 	ds := mixedFolder(t)
-	fs, err := NewFieldSet(ds, []string{FieldPath, FieldKey}, 100, "folder")
+	fs, err := dataset.NewFieldSet(ds, []string{dataset.FieldPath, dataset.FieldKey}, 100, "folder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +184,10 @@ func TestImageFolderFields(t *testing.T) {
 	if err := fs.Read(ds, 1, got); err != nil || string(got[0].Data) != "a/1.jpg" || string(got[1].Data) != "a/1" {
 		t.Errorf("sample 1: %v, path %q key %q", err, got[0].Data, got[1].Data)
 	}
-	if _, err := NewFieldSet(ds, []string{"txt"}, 100, "folder"); err == nil || !strings.Contains(err.Error(), "path, __key__") {
+	if _, err := dataset.NewFieldSet(ds, []string{"txt"}, 100, "folder"); err == nil || !strings.Contains(err.Error(), "path, __key__") {
 		t.Errorf("txt of an ImageFolder: %v", err)
 	}
-	if _, err := NewFieldSet(ds, []string{"path", "path"}, 100, "folder"); err == nil {
+	if _, err := dataset.NewFieldSet(ds, []string{"path", "path"}, 100, "folder"); err == nil {
 		t.Errorf("a field twice: no error")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // TestFillAt: a part of a batch made at its places (FillAt) is the part
@@ -53,7 +55,7 @@ func TestFillAt(t *testing.T) {
 	}
 	b := Batch{Data: make([]byte, 8*size)}
 	for _, bad := range [][]int{{0, 1}, {0, 1, 2, 3, 8}, {0, 1, 2, 3, -1}} {
-		if err := q.FillAt(context.Background(), ds, tr, 5, 1, indices, bad, Drop, &b); !errors.Is(err, ErrUnsupported) {
+		if err := q.FillAt(context.Background(), ds, tr, 5, 1, indices, bad, Drop, &b); !errors.Is(err, errs.Unsupported) {
 			t.Errorf("places %v for 5 samples in 8 places: %v, want ErrUnsupported", bad, err)
 		}
 	}

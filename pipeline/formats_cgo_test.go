@@ -16,6 +16,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // The fast path of PNG (pngrows.c, libpng) and WebP (libwebp): formats.c.
@@ -56,16 +62,16 @@ func rawPNG(w, h, ct, bpp int, ft byte, px func(x, y, c int) byte) []byte {
 
 // decodeBoth decodes data with tr through the fast path and the reference
 // path and returns both samples.
-func decodeBoth(t *testing.T, data []byte, tr *Transform) (fast, ref []byte) {
+func decodeBoth(t *testing.T, data []byte, tr *transform.Transform) (fast, ref []byte) {
 	t.Helper()
 	fast, ref = make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
 	df, dr := NewDecoder(), NewDecoder(WithReference(true))
 	defer df.Close()
 	defer dr.Close()
-	if err := df.Decode(data, tr, Key{Seed: 1}, fast); err != nil {
+	if err := df.Decode(data, tr, det.Key{Seed: 1}, fast); err != nil {
 		t.Fatalf("fast: %v", err)
 	}
-	if err := dr.Decode(data, tr, Key{Seed: 1}, ref); err != nil {
+	if err := dr.Decode(data, tr, det.Key{Seed: 1}, ref); err != nil {
 		t.Fatalf("reference: %v", err)
 	}
 	return fast, ref
@@ -105,9 +111,9 @@ func TestPNGFastMatchesReference(t *testing.T) {
 	// The top 10 rows of 48: rows below them are never decompressed.
 	d := NewDecoder()
 	defer d.Close()
-	tr := mustTransform(t, HWC, Op{Kind: OpCenterCrop, Size: [2]int{10, 64}})
+	tr := mustTransform(t, transform.HWC, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{10, 64}})
 	out := make([]byte, tr.SampleBytes())
-	if err := d.Decode(encodePNG(testPicture(64, 48)), tr, Key{}, out); err != nil {
+	if err := d.Decode(encodePNG(testPicture(64, 48)), tr, det.Key{}, out); err != nil {
 		t.Fatal(err)
 	}
 	if rows := d.fast.stats().rows; rows >= 48 || rows < 29 {
@@ -136,9 +142,9 @@ func TestWebPMatchesTorchvision(t *testing.T) {
 			// The whole image, then crops (CenterCrop: rows and columns
 			// inside, so that libwebp's crop has edges there).
 			for _, s := range [][2]int{{h, w}, {9, 11}, {20, 31}} {
-				tr := mustTransform(t, HWC, Op{Kind: OpCenterCrop, Size: s})
+				tr := mustTransform(t, transform.HWC, ops.Op{Kind: transform.OpCenterCrop, Size: s})
 				got := make([]byte, tr.SampleBytes())
-				if err := d.Decode(data, tr, Key{}, got); err != nil {
+				if err := d.Decode(data, tr, det.Key{}, got); err != nil {
 					t.Fatal(err)
 				}
 				y0, x0 := d.vd[0].plan.CY, d.vd[0].plan.CX
@@ -181,12 +187,12 @@ func TestFormatsBadInput(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"png without IEND", good[:iend], ErrCorrupt, "IEND"},
-		{"png cut in its data", good[:idat+8+idatLen/2], ErrCorrupt, "png"},
-		{"png bad filter type", badFilter, ErrCorrupt, "filter"},
-		{"png corrupt deflate stream", badZ, ErrCorrupt, "png"},
-		{"webp cut in half", lossy[:len(lossy)/2], ErrCorrupt, "webp"},
-		{"webp animated", animated, ErrUnsupported, "animated"},
+		{"png without IEND", good[:iend], errs.Corrupt, "IEND"},
+		{"png cut in its data", good[:idat+8+idatLen/2], errs.Corrupt, "png"},
+		{"png bad filter type", badFilter, errs.Corrupt, "filter"},
+		{"png corrupt deflate stream", badZ, errs.Corrupt, "png"},
+		{"webp cut in half", lossy[:len(lossy)/2], errs.Corrupt, "webp"},
+		{"webp animated", animated, errs.Unsupported, "animated"},
 	}
 	d := NewDecoder()
 	defer d.Close()
@@ -195,13 +201,13 @@ func TestFormatsBadInput(t *testing.T) {
 			hd, err := parseHeader(c.data)
 			if err == nil {
 				tr := identity(t, hd.w, hd.h)
-				err = d.Decode(c.data, tr, Key{}, make([]byte, tr.SampleBytes()))
+				err = d.Decode(c.data, tr, det.Key{}, make([]byte, tr.SampleBytes()))
 			}
 			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("got %v; want %v saying %q", err, c.want, c.msg)
 			}
 			tr := identity(t, 64, 48)
-			if err := d.Decode(good, tr, Key{}, make([]byte, tr.SampleBytes())); err != nil {
+			if err := d.Decode(good, tr, det.Key{}, make([]byte, tr.SampleBytes())); err != nil {
 				t.Fatalf("a good PNG after it: %v", err)
 			}
 		})
@@ -220,10 +226,10 @@ func TestFormatsSniffed(t *testing.T) {
 	named, honest := t.TempDir(), t.TempDir()
 	writeTree(t, named, map[string][]byte{"a/0.JPEG": pngData, "a/1.JPEG": lossy})
 	writeTree(t, honest, map[string][]byte{"a/0.png": pngData, "a/1.webp": lossy})
-	tr := mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{24, 32}})
+	tr := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{24, 32}})
 	var got [2]Batch
 	for i, root := range []string{named, honest} {
-		ds, err := OpenImageFolder(root)
+		ds, err := dataset.OpenImageFolder(root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,21 +270,21 @@ func TestExactWholeDecodeIdentity(t *testing.T) {
 	defer scalar.Close()
 	defer ref.Close()
 	knobsOf(scalar).SIMDMax = -1
-	whole := func(d *Decoder, data []byte, layout Layout) []byte {
+	whole := func(d *Decoder, data []byte, layout transform.Layout) []byte {
 		hd, err := d.wholeHeader(data)
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
 		out := make([]byte, 3*hd.w*hd.h)
-		if layout == CHW {
+		if layout == transform.CHW {
 			if _, err := d.decodeWholeInto(data, &hd, out); err != nil {
 				t.Fatal(err)
 			}
 			return out
 		}
-		d.multi.plan[0] = samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: hd.w, OutH: hd.h,
-			Interp: InterpBilinear, Antialias: true, Exact: true}
-		if err := d.decodeGuarded(data, &hd, d.multi.plan[:], HWC, out, d.multi.off[:]); err != nil {
+		d.multi.plan[0] = transform.SamplePlan{Geom: transform.CropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: hd.w, OutH: hd.h,
+			Interp: transform.InterpBilinear, Antialias: true, Exact: true}
+		if err := d.decodeGuarded(data, &hd, d.multi.plan[:], transform.HWC, out, d.multi.off[:]); err != nil {
 			t.Fatal(err)
 		}
 		chw := make([]byte, len(out))
@@ -291,14 +297,14 @@ func TestExactWholeDecodeIdentity(t *testing.T) {
 		return chw
 	}
 	for i, data := range files {
-		want := whole(simd, data, HWC)
+		want := whole(simd, data, transform.HWC)
 		for _, d := range []*Decoder{simd, scalar} {
-			if got := whole(d, data, CHW); !bytes.Equal(got, want) {
+			if got := whole(d, data, transform.CHW); !bytes.Equal(got, want) {
 				t.Errorf("%s: planes other than HWC's (MAD %.3f)", names[i], fastMAD(got, want))
 			}
 		}
 		if i >= len(files)-npng {
-			if got := whole(ref, data, CHW); !bytes.Equal(got, want) {
+			if got := whole(ref, data, transform.CHW); !bytes.Equal(got, want) {
 				t.Errorf("%s: other bytes than the reference path's (MAD %.3f)", names[i], fastMAD(got, want))
 			}
 		}

@@ -12,6 +12,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // FuzzDecode feeds arbitrary bytes to both decoders with a small pixel
@@ -56,7 +61,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, dk := range decoderKinds {
 			d := NewDecoder(append(dk.opts, WithPixelBudget(4<<20))...)
-			err := d.Decode(data, tr, Key{Seed: 1, Index: uint64(len(data))}, out)
+			err := d.Decode(data, tr, det.Key{Seed: 1, Index: uint64(len(data))}, out)
 			d.Close()
 			if err == nil {
 				continue
@@ -172,7 +177,7 @@ func (s *fuzzSpec) size() int {
 	case 1:
 		return int(int16(uint16(s.byte())<<8 | uint16(s.byte()))) // negative, huge
 	case 2:
-		return maxSide - 1 + int(c>>2)%3 // at the limit
+		return opspkg.MaxSide - 1 + int(c>>2)%3 // at the limit
 	default:
 		return int(c >> 2) // 0..63
 	}
@@ -199,7 +204,7 @@ func (s *fuzzSpec) float() float64 {
 
 // encodeSpec is fuzzSpec.ops' inverse, for seeds: sizes small or int16,
 // floats as their bits.
-func encodeSpec(layout Layout, ops ...Op) []byte {
+func encodeSpec(layout transform.Layout, ops ...opspkg.Op) []byte {
 	b := []byte{byte(layout), byte(len(ops))}
 	size := func(v int) {
 		if v >= 0 && v <= 255 {
@@ -219,23 +224,23 @@ func encodeSpec(layout Layout, ops ...Op) []byte {
 		}
 		b = append(b, byte(k))
 		switch op.Kind {
-		case OpRandomResizedCrop:
+		case transform.OpRandomResizedCrop:
 			size(op.Size[0])
 			size(op.Size[1])
 			float(op.Scale[0])
 			float(op.Scale[1])
 			float(op.Ratio[0])
 			float(op.Ratio[1])
-		case OpResize, OpCenterCrop:
+		case transform.OpResize, transform.OpCenterCrop:
 			size(op.Size[0])
 			size(op.Size[1])
-		case OpRandomHorizontalFlip:
+		case opspkg.OpRandomHorizontalFlip:
 			float(op.P)
-		case OpColorJitter:
+		case opspkg.OpColorJitter:
 			float(op.Brightness)
 			float(op.Contrast)
 			float(op.Saturation)
-		case OpNormalize:
+		case opspkg.OpNormalize:
 			for c := range 3 {
 				float(op.Mean[c])
 				float(op.Std[c])
@@ -245,26 +250,26 @@ func encodeSpec(layout Layout, ops ...Op) []byte {
 	return b
 }
 
-var fuzzOpKinds = []OpKind{OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomHorizontalFlip, OpColorJitter, OpNormalize, "Bogus"}
+var fuzzOpKinds = []opspkg.OpKind{transform.OpRandomResizedCrop, transform.OpResize, transform.OpCenterCrop, opspkg.OpRandomHorizontalFlip, opspkg.OpColorJitter, opspkg.OpNormalize, "Bogus"}
 
 // ops reads a layout and up to 6 ops.
-func (s *fuzzSpec) ops() (Layout, []Op) {
-	layout := Layout(int(s.byte()) % 3) // 2 is not a layout
-	var ops []Op
+func (s *fuzzSpec) ops() (transform.Layout, []opspkg.Op) {
+	layout := transform.Layout(int(s.byte()) % 3) // 2 is not a layout
+	var ops []opspkg.Op
 	for n := int(s.byte()) % 7; len(ops) < n; {
-		op := Op{Kind: fuzzOpKinds[int(s.byte())%len(fuzzOpKinds)]}
+		op := opspkg.Op{Kind: fuzzOpKinds[int(s.byte())%len(fuzzOpKinds)]}
 		switch op.Kind {
-		case OpRandomResizedCrop:
+		case transform.OpRandomResizedCrop:
 			op.Size = [2]int{s.size(), s.size()}
 			op.Scale = [2]float64{s.float(), s.float()}
 			op.Ratio = [2]float64{s.float(), s.float()}
-		case OpResize, OpCenterCrop:
+		case transform.OpResize, transform.OpCenterCrop:
 			op.Size = [2]int{s.size(), s.size()}
-		case OpRandomHorizontalFlip:
+		case opspkg.OpRandomHorizontalFlip:
 			op.P = s.float()
-		case OpColorJitter:
+		case opspkg.OpColorJitter:
 			op.Brightness, op.Contrast, op.Saturation = s.float(), s.float(), s.float()
-		case OpNormalize:
+		case opspkg.OpNormalize:
 			for c := range 3 {
 				op.Mean[c], op.Std[c] = s.float(), s.float()
 			}
@@ -283,28 +288,28 @@ func (s *fuzzSpec) ops() (Layout, []Op) {
 //
 //	go test -run XXX -fuzz FuzzTransform -fuzztime 60s ./pipeline
 func FuzzTransform(f *testing.F) {
-	for _, name := range PresetNames() {
-		ops, _ := Preset(name)
-		f.Add(encodeSpec(CHW, ops...))
+	for _, name := range transform.PresetNames() {
+		ops, _ := transform.Preset(name)
+		f.Add(encodeSpec(transform.CHW, ops...))
 	}
-	for _, seed := range [][]Op{
-		{{Kind: OpRandomResizedCrop, Size: [2]int{16, 12}, Scale: [2]float64{0.2, 0.9}, Ratio: [2]float64{0.5, 2}},
-			{Kind: OpRandomHorizontalFlip, P: 0.7},
-			{Kind: OpColorJitter, Brightness: 0.4, Contrast: 0.2, Saturation: 0.1},
-			{Kind: OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}},
-		{{Kind: OpResize, Size: [2]int{20, 0}}, {Kind: OpCenterCrop, Size: [2]int{8, 0}}},
-		{{Kind: OpResize, Size: [2]int{9, 31}}},
-		{{Kind: OpCenterCrop, Size: [2]int{5, 7}}, {Kind: OpRandomHorizontalFlip, P: 1}},
-		{{Kind: OpCenterCrop, Size: [2]int{50, 50}}}, // larger than the images
-		{{Kind: OpRandomResizedCrop, Size: [2]int{maxSide, 1}}},
-		{{Kind: OpRandomHorizontalFlip}, {Kind: OpCenterCrop, Size: [2]int{4, 4}}}, // out of order
-		{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{5e-324, 1e300}}},
-		{{Kind: OpCenterCrop, Size: [2]int{3, 3}}, {Kind: OpNormalize, Std: [3]float64{5e-324, 1, math.NaN()}}},
+	for _, seed := range [][]opspkg.Op{
+		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{16, 12}, Scale: [2]float64{0.2, 0.9}, Ratio: [2]float64{0.5, 2}},
+			{Kind: opspkg.OpRandomHorizontalFlip, P: 0.7},
+			{Kind: opspkg.OpColorJitter, Brightness: 0.4, Contrast: 0.2, Saturation: 0.1},
+			{Kind: opspkg.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}},
+		{{Kind: transform.OpResize, Size: [2]int{20, 0}}, {Kind: transform.OpCenterCrop, Size: [2]int{8, 0}}},
+		{{Kind: transform.OpResize, Size: [2]int{9, 31}}},
+		{{Kind: transform.OpCenterCrop, Size: [2]int{5, 7}}, {Kind: opspkg.OpRandomHorizontalFlip, P: 1}},
+		{{Kind: transform.OpCenterCrop, Size: [2]int{50, 50}}}, // larger than the images
+		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{opspkg.MaxSide, 1}}},
+		{{Kind: opspkg.OpRandomHorizontalFlip}, {Kind: transform.OpCenterCrop, Size: [2]int{4, 4}}}, // out of order
+		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{5e-324, 1e300}}},
+		{{Kind: transform.OpCenterCrop, Size: [2]int{3, 3}}, {Kind: opspkg.OpNormalize, Std: [3]float64{5e-324, 1, math.NaN()}}},
 		{{Kind: "Bogus"}},
 	} {
-		f.Add(encodeSpec(HWC, seed...))
+		f.Add(encodeSpec(transform.HWC, seed...))
 	}
-	f.Add(encodeSpec(Layout(2), Op{Kind: OpCenterCrop, Size: [2]int{3, 3}}))
+	f.Add(encodeSpec(transform.Layout(2), opspkg.Op{Kind: transform.OpCenterCrop, Size: [2]int{3, 3}}))
 	imgs := [][]byte{encodeJPEG(testPicture(13, 9), 80), encodePNG(testPaletted(7, 5))}
 	decs := make([]*Decoder, len(decoderKinds))
 	for i, dk := range decoderKinds {
@@ -317,9 +322,9 @@ func FuzzTransform(f *testing.F) {
 	})
 	f.Fuzz(func(t *testing.T, spec []byte) {
 		layout, ops := (&fuzzSpec{spec}).ops()
-		tr, err := NewTransform(layout, ops...)
+		tr, err := transform.NewTransform(layout, ops...)
 		if err != nil {
-			if !errors.Is(err, ErrUnsupported) {
+			if !errors.Is(err, errs.Unsupported) {
 				t.Fatalf("NewTransform: %v, want ErrUnsupported", err)
 			}
 			return
@@ -327,17 +332,17 @@ func FuzzTransform(f *testing.F) {
 		h, w := tr.Size()
 		sh := tr.Shape()
 		want := [3]int{3, h, w}
-		if layout == HWC {
+		if layout == transform.HWC {
 			want = [3]int{h, w, 3}
 		}
 		px := 3 * h * w
 		if tr.Float() {
 			px *= 4
 		}
-		if h < 1 || w < 1 || h > maxSide || w > maxSide || sh != want || tr.SampleBytes() != px || tr.Layout() != layout {
+		if h < 1 || w < 1 || h > opspkg.MaxSide || w > opspkg.MaxSide || sh != want || tr.SampleBytes() != px || tr.Layout() != layout {
 			t.Fatalf("%v: size %dx%d, shape %v, %d bytes, layout %v", tr, h, w, sh, tr.SampleBytes(), tr.Layout())
 		}
-		again, err := NewTransform(layout, tr.Ops()...)
+		again, err := transform.NewTransform(layout, tr.Ops()...)
 		if err != nil || again.Shape() != sh || again.Float() != tr.Float() || again.String() != tr.String() {
 			t.Fatalf("%v: recompiling its Ops: %v", tr, err)
 		}
@@ -347,8 +352,8 @@ func FuzzTransform(f *testing.F) {
 		out := make([]byte, tr.SampleBytes())
 		for _, img := range imgs {
 			for i, d := range decs {
-				err := d.Decode(img, tr, Key{Seed: uint64(len(spec)), Index: uint64(i)}, out)
-				if err != nil && !(errors.Is(err, ErrUnsupported) && (strings.Contains(err.Error(), "smaller than") || strings.Contains(err.Error(), "is empty"))) {
+				err := d.Decode(img, tr, det.Key{Seed: uint64(len(spec)), Index: uint64(i)}, out)
+				if err != nil && !(errors.Is(err, errs.Unsupported) && (strings.Contains(err.Error(), "smaller than") || strings.Contains(err.Error(), "is empty"))) {
 					t.Fatalf("%v, %s decoder: %v", tr, decoderKinds[i].name, err)
 				}
 			}

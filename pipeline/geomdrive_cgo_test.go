@@ -2,20 +2,22 @@
 
 package pipeline
 
-// The geometry driver of python/tests/test_parity_geometry.py: the test
-// binary, run with STOKER_GEOMETRY_JOBS naming a JSON file of jobs, decodes
-// each job's JPEG with an explicit geometry (torchvision.transforms.v2.
-// functional's resized_crop, resize, center_crop and their arguments)
-// instead of running the tests, and writes the samples (uint8 HWC, back to
-// back) to STOKER_GEOMETRY_OUT and one JSON line per job to stdout. It is
-// small on purpose: a `stoker ops` command will replace it.
-
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
-	"testing"
+	"testing" // The geometry driver of python/tests/test_parity_geometry.py: the test
+	// binary, run with STOKER_GEOMETRY_JOBS naming a JSON file of jobs, decodes
+	// each job's JPEG with an explicit geometry (torchvision.transforms.v2.
+	// functional's resized_crop, resize, center_crop and their arguments)
+	// instead of running the tests, and writes the samples (uint8 HWC, back to
+	// back) to STOKER_GEOMETRY_OUT and one JSON line per job to stdout. It is
+	// small on purpose: a `stoker ops` command will replace it.
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 func TestMain(m *testing.M) {
@@ -36,22 +38,22 @@ func TestMain(m *testing.M) {
 // WantCrop [top, left] the first index from Index whose RandomCrop is at
 // that position: an explicit crop, F.crop's, as RandomCrop draws it).
 type geomJob struct {
-	File          string `json:"file"`
-	Op            string `json:"op"`
-	Top           int    `json:"top"`
-	Left          int    `json:"left"`
-	Height        int    `json:"height"`
-	Width         int    `json:"width"`
-	Size          []int  `json:"size"`
-	Crop          []int  `json:"crop"`
-	Interpolation string `json:"interpolation"`
-	Antialias     bool   `json:"antialias"`
-	Path          string `json:"path"`    // "fast" (the default) or "ref"
-	Scaling       string `json:"scaling"` // "pow2" (the default), "any", "off"
-	Ops           []Op   `json:"ops"`
-	Seed          uint64 `json:"seed"`
-	Index         uint64 `json:"index"`
-	WantCrop      []int  `json:"want_crop"`
+	File          string      `json:"file"`
+	Op            string      `json:"op"`
+	Top           int         `json:"top"`
+	Left          int         `json:"left"`
+	Height        int         `json:"height"`
+	Width         int         `json:"width"`
+	Size          []int       `json:"size"`
+	Crop          []int       `json:"crop"`
+	Interpolation string      `json:"interpolation"`
+	Antialias     bool        `json:"antialias"`
+	Path          string      `json:"path"`    // "fast" (the default) or "ref"
+	Scaling       string      `json:"scaling"` // "pow2" (the default), "any", "off"
+	Ops           []opspkg.Op `json:"ops"`
+	Seed          uint64      `json:"seed"`
+	Index         uint64      `json:"index"`
+	WantCrop      []int       `json:"want_crop"`
 }
 
 // geomResult is the line written for each job.
@@ -107,7 +109,7 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 	if err != nil {
 		return fail(err)
 	}
-	interp, err := ParseInterpolation(j.Interpolation)
+	interp, err := transform.ParseInterpolation(j.Interpolation)
 	if err != nil {
 		return fail(err)
 	}
@@ -119,22 +121,22 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 	if j.Op == "transform" {
 		return geomTransform(d, j, data)
 	}
-	op := Op{Size: size(j.Size), Interp: interp, NoAntialias: !j.Antialias}
-	ops := []Op{op}
+	op := opspkg.Op{Size: size(j.Size), Interp: interp, NoAntialias: !j.Antialias}
+	ops := []opspkg.Op{op}
 	switch j.Op {
 	case "resized_crop":
-		ops[0].Kind = OpRandomResizedCrop
+		ops[0].Kind = transform.OpRandomResizedCrop
 	case "resize":
-		ops[0].Kind = OpResize
+		ops[0].Kind = transform.OpResize
 		if len(j.Crop) > 0 {
-			ops = append(ops, Op{Kind: OpCenterCrop, Size: size(j.Crop)})
+			ops = append(ops, opspkg.Op{Kind: transform.OpCenterCrop, Size: size(j.Crop)})
 		}
 	case "center_crop":
-		ops[0].Kind = OpCenterCrop
+		ops[0].Kind = transform.OpCenterCrop
 	default:
 		return fail(fmt.Errorf("unknown op %q", j.Op))
 	}
-	t, err := NewTransform(HWC, ops...)
+	t, err := transform.NewTransform(transform.HWC, ops...)
 	if err != nil {
 		return fail(err)
 	}
@@ -142,7 +144,7 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 	if err != nil {
 		return fail(err)
 	}
-	p, err := t.Sampler(sk).Plan(hd.w, hd.h, Key{})
+	p, err := t.Sampler(sk).Plan(hd.w, hd.h, det.Key{})
 	if err != nil {
 		return fail(err)
 	}
@@ -156,10 +158,10 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 	if p.Padded {
 		// A center_crop larger than the image: the Decoder pads it (no
 		// box of the job's to put in: its geometry is the transform's).
-		if err := d.Decode(data, t, Key{}, out); err != nil {
+		if err := d.Decode(data, t, det.Key{}, out); err != nil {
 			return fail(err)
 		}
-	} else if err := d.decodeGuarded(data, &hd, []samplePlan{p}, HWC, out, []int{0}); err != nil {
+	} else if err := d.decodeGuarded(data, &hd, []transform.SamplePlan{p}, transform.HWC, out, []int{0}); err != nil {
 		return fail(err)
 	}
 	res := geomResult{H: p.OutH, W: p.OutW, ScaleM: 8}
@@ -173,7 +175,7 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 // run them, for one sample, with the trace that replays it.
 func geomTransform(d *Decoder, j geomJob, data []byte) ([]byte, geomResult) {
 	fail := func(err error) ([]byte, geomResult) { return nil, geomResult{Error: err.Error()} }
-	t, err := NewTransform(HWC, j.Ops...)
+	t, err := transform.NewTransform(transform.HWC, j.Ops...)
 	if err != nil {
 		return fail(err)
 	}
@@ -181,7 +183,7 @@ func geomTransform(d *Decoder, j geomJob, data []byte) ([]byte, geomResult) {
 	if err != nil {
 		return fail(err)
 	}
-	k := Key{Seed: j.Seed, Index: j.Index}
+	k := det.Key{Seed: j.Seed, Index: j.Index}
 	p, err := t.Sampler(sk).Plan(hd.w, hd.h, k)
 	if err != nil {
 		return fail(err)

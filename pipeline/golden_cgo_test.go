@@ -6,6 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestGoldenBatchFast pins the bytes of a batch made by the libjpeg-turbo
@@ -31,19 +34,19 @@ func TestGoldenBatchFast(t *testing.T) {
 	}
 	files := goldenJPEGs()
 	for _, tc := range []struct {
-		layout Layout
-		mode   DecodeMode
+		layout transform.Layout
+		mode   transform.DecodeMode
 		want   string
 	}{
-		{CHW, DecodeExact, "baa70f7c79b8fdd9171f2052b5b242e410aa47a147d672463862943a48b71d55"},
-		{HWC, DecodeExact, "43847b378a1a3a587a79380fdec7f00b7933c19f5abc4d94bde111af920367c5"},
-		{CHW, DecodeFast, "bf1c283ea96f3b2573c547e6cfb8a55fa8a95f89053fcd8d67dbe0b463759fab"},
-		{HWC, DecodeFast, "6851bf1e2a750d3047ff44054621df50f8d38fd3880f9f55ea69da4432b83f84"},
+		{transform.CHW, transform.DecodeExact, "baa70f7c79b8fdd9171f2052b5b242e410aa47a147d672463862943a48b71d55"},
+		{transform.HWC, transform.DecodeExact, "43847b378a1a3a587a79380fdec7f00b7933c19f5abc4d94bde111af920367c5"},
+		{transform.CHW, transform.DecodeFast, "bf1c283ea96f3b2573c547e6cfb8a55fa8a95f89053fcd8d67dbe0b463759fab"},
+		{transform.HWC, transform.DecodeFast, "6851bf1e2a750d3047ff44054621df50f8d38fd3880f9f55ea69da4432b83f84"},
 	} {
 		if got := goldenBatchHashMode(t, tc.layout, tc.mode); got != tc.want {
 			t.Errorf("fast path, %s, decode %s: batch SHA-256 %s, want %s", tc.layout, tc.mode, got, tc.want)
 		}
-		tr, err := ParseTransform("imagenet-train", tc.layout)
+		tr, err := transform.ParseTransform("imagenet-train", tc.layout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +56,7 @@ func TestGoldenBatchFast(t *testing.T) {
 		h := sha256.New()
 		out := make([]byte, tr.SampleBytes())
 		for _, idx := range goldenIndices {
-			if err := d.Decode(files[idx], tr, Key{Seed: 7, Epoch: 3, Index: uint64(idx)}, out); err != nil {
+			if err := d.Decode(files[idx], tr, det.Key{Seed: 7, Epoch: 3, Index: uint64(idx)}, out); err != nil {
 				t.Fatal(err)
 			}
 			if d.fast.stats().simd != 0 {

@@ -7,6 +7,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // goldenPresets pins, per preset and for two seeds (a pair, so that a
@@ -84,27 +88,27 @@ var goldenPresetsFast = map[string][2]string{
 // first hash is TestGoldenBatchFast's: the ops after the geometry changed
 // nothing of it.
 func TestGoldenPresets(t *testing.T) {
-	for _, mode := range []DecodeMode{DecodeExact, DecodeFast} {
-		golden := map[DecodeMode]map[string][2]string{DecodeExact: goldenPresets, DecodeFast: goldenPresetsFast}[mode]
+	for _, mode := range []transform.DecodeMode{transform.DecodeExact, transform.DecodeFast} {
+		golden := map[transform.DecodeMode]map[string][2]string{transform.DecodeExact: goldenPresets, transform.DecodeFast: goldenPresetsFast}[mode]
 		t.Run(mode.String(), func(t *testing.T) { testGoldenPresets(t, mode, golden) })
 	}
 }
 
-func testGoldenPresets(t *testing.T, mode DecodeMode, golden map[string][2]string) {
+func testGoldenPresets(t *testing.T, mode transform.DecodeMode, golden map[string][2]string) {
 	files := memDataset{goldenJPEGs()}
-	for _, name := range PresetNames() {
-		tr, err := ParseTransform(name, CHW)
+	for _, name := range transform.PresetNames() {
+		tr, err := transform.ParseTransform(name, transform.CHW)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tr = tr.WithDecode(mode)
 		// A preset that needs targets (detr) makes them, from boxes on
 		// the images (boxedDataset), and its hash covers them too.
-		var ds Dataset = files
-		var fs *FieldSet
-		if NeedsTargets(tr) != "" {
+		var ds dataset.Dataset = files
+		var fs *dataset.FieldSet
+		if transform.NeedsTargets(tr) != "" {
 			ds = boxedDataset{files}
-			if fs, err = NewFieldSet(ds, []string{FieldTargets}, 1<<20, "golden"); err != nil {
+			if fs, err = dataset.NewFieldSet(ds, []string{transform.FieldTargets}, 1<<20, "golden"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -140,9 +144,9 @@ func testGoldenPresets(t *testing.T, mode DecodeMode, golden map[string][2]strin
 			out := make([]byte, tr.SampleBytes())
 			for i, idx := range goldenIndices {
 				if fs != nil {
-					d.SetBoxSource(ds.(Targeted), int(idx))
+					d.SetBoxSource(ds.(transform.Targeted), int(idx))
 				}
-				k := Key{Seed: seed, Epoch: 3, Index: uint64(idx)}
+				k := det.Key{Seed: seed, Epoch: 3, Index: uint64(idx)}
 				if p := tr.PartnersOf(k, len(files.files)); p != nil { // a Mosaic's (yolo)
 					var pd [][]byte
 					for _, j := range p {
@@ -171,7 +175,7 @@ func testGoldenPresets(t *testing.T, mode DecodeMode, golden map[string][2]strin
 // corner), labels 0 to 2, the last a crowd.
 type boxedDataset struct{ memDataset }
 
-func (d boxedDataset) SourceTargets(i, w, h int, t *Instances) error {
+func (d boxedDataset) SourceTargets(i, w, h int, t *transform.Instances) error {
 	fw, fh := float32(w), float32(h)
 	t.ImageID = int64(i)
 	t.Add([4]float32{fw * 0.1, fh * 0.2, fw * 0.15, fh * 0.9}, 0, false)

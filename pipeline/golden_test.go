@@ -1,29 +1,5 @@
 package pipeline
 
-// Golden values for "the bytes of batch k do not depend on the machine that
-// made it": peers of any architecture make batches of the same job, and a
-// trainer must not be able to tell which machine made which.
-//
-// Every constant here must pass unchanged on every architecture (amd64,
-// arm64, ...) and in both builds (cgo and CGO_ENABLED=0) where the test
-// runs; they were checked on amd64 and on arm64 under qemu-user (the
-// values of OutputVersion 5 on amd64 only, with and without fused
-// multiply-adds: GOAMD64=v3). A failure
-// means batches changed: on one machine only, it is a portability bug (a
-// fused multiply-add, an architecture-specific math function, a different
-// libjpeg-turbo); everywhere, someone changed what the seed semantics
-// produce, which changes every job's augmentations.
-//
-// To change them deliberately: run
-//
-//	go test -count=1 -run Golden ./pipeline
-//	CGO_ENABLED=0 go test -count=1 -run Golden ./pipeline
-//
-// on amd64 and, if at all possible, on arm64; the failures print the new
-// values as Go literals. Paste them here, raise OutputVersion (identity.go:
-// servers whose output versions differ refuse to make batches for each
-// other) and say in the commit message why the bytes changed.
-
 import (
 	"bytes"
 	"context"
@@ -35,30 +11,53 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/det" // Golden values for "the bytes of batch k do not depend on the machine that
+	// made it": peers of any architecture make batches of the same job, and a
+	// trainer must not be able to tell which machine made which.
+	//
+	// Every constant here must pass unchanged on every architecture (amd64,
+	// arm64, ...) and in both builds (cgo and CGO_ENABLED=0) where the test
+	// runs; they were checked on amd64 and on arm64 under qemu-user (the
+	// values of OutputVersion 5 on amd64 only, with and without fused
+	// multiply-adds: GOAMD64=v3). A failure
+	// means batches changed: on one machine only, it is a portability bug (a
+	// fused multiply-add, an architecture-specific math function, a different
+	// libjpeg-turbo); everywhere, someone changed what the seed semantics
+	// produce, which changes every job's augmentations.
+	//
+	// To change them deliberately: run
+	//
+	//	go test -count=1 -run Golden ./pipeline
+	//	CGO_ENABLED=0 go test -count=1 -run Golden ./pipeline
+	//
+	// on amd64 and, if at all possible, on arm64; the failures print the new
+	// values as Go literals. Paste them here, raise OutputVersion (identity.go:
+	// servers whose output versions differ refuse to make batches for each
+	// other) and say in the commit message why the bytes changed.
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestGoldenPlans pins imagenet-train's crop box and flip for a few image
 // sizes and keys (see also TestPlanGolden and TestRNGGolden).
 func TestGoldenPlans(t *testing.T) {
-	tr, err := ParseTransform("imagenet-train", CHW)
+	tr, err := transform.ParseTransform("imagenet-train", transform.CHW)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		w, h           int
-		k              Key
+		k              det.Key
 		cx, cy, cw, ch int
 		flip           bool
 	}{
-		{500, 375, Key{Seed: 7, Epoch: 3, Index: 0}, 148, 0, 324, 354, false},
-		{500, 375, Key{Seed: 7, Epoch: 3, Index: 1}, 73, 16, 272, 334, true},
-		{375, 500, Key{Seed: 7, Epoch: 3, Index: 2}, 22, 114, 332, 358, true},
-		{1600, 1200, Key{Seed: 7, Epoch: 3, Index: 3}, 31, 95, 909, 695, false},
-		{97, 61, Key{Seed: 7, Epoch: 3, Index: 4}, 31, 5, 61, 51, false},
-		{4000, 3000, Key{Seed: 1, Epoch: 0, Index: 123456789}, 1264, 516, 2608, 2230, false},
-		{2000, 100, Key{Seed: 7, Epoch: 3, Index: 5}, 933, 0, 133, 100, true}, // no try fits: the center fallback
-		{640, 480, Key{Seed: 1 << 63, Epoch: 1 << 40, Index: 1<<64 - 2}, 258, 16, 331, 440, true},
+		{500, 375, det.Key{Seed: 7, Epoch: 3, Index: 0}, 148, 0, 324, 354, false},
+		{500, 375, det.Key{Seed: 7, Epoch: 3, Index: 1}, 73, 16, 272, 334, true},
+		{375, 500, det.Key{Seed: 7, Epoch: 3, Index: 2}, 22, 114, 332, 358, true},
+		{1600, 1200, det.Key{Seed: 7, Epoch: 3, Index: 3}, 31, 95, 909, 695, false},
+		{97, 61, det.Key{Seed: 7, Epoch: 3, Index: 4}, 31, 5, 61, 51, false},
+		{4000, 3000, det.Key{Seed: 1, Epoch: 0, Index: 123456789}, 1264, 516, 2608, 2230, false},
+		{2000, 100, det.Key{Seed: 7, Epoch: 3, Index: 5}, 933, 0, 133, 100, true}, // no try fits: the center fallback
+		{640, 480, det.Key{Seed: 1 << 63, Epoch: 1 << 40, Index: 1<<64 - 2}, 258, 16, 331, 440, true},
 	} {
 		p, err := tr.Sampler(sk).Plan(tc.w, tc.h, tc.k)
 		if err != nil {
@@ -165,16 +164,16 @@ var goldenIndices = []int64{5, 2, 7, 0, 8, 3, 6, 1, 4}
 // goldenBatchHash makes imagenet-train's batch of goldenIndices for seed 7
 // epoch 3 in layout with an Executor made with opts, and returns the
 // SHA-256 of its bytes.
-func goldenBatchHash(t *testing.T, layout Layout, opts ...Option) string {
+func goldenBatchHash(t *testing.T, layout transform.Layout, opts ...Option) string {
 	t.Helper()
-	return goldenBatchHashMode(t, layout, DecodeExact, opts...)
+	return goldenBatchHashMode(t, layout, transform.DecodeExact, opts...)
 }
 
 // goldenBatchHashMode is goldenBatchHash with the transform decoding in
 // mode.
-func goldenBatchHashMode(t *testing.T, layout Layout, mode DecodeMode, opts ...Option) string {
+func goldenBatchHashMode(t *testing.T, layout transform.Layout, mode transform.DecodeMode, opts ...Option) string {
 	t.Helper()
-	tr, err := ParseTransform("imagenet-train", layout)
+	tr, err := transform.ParseTransform("imagenet-train", layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,11 +200,11 @@ func goldenBatchHashMode(t *testing.T, layout Layout, mode DecodeMode, opts ...O
 // rounded differently.
 func TestGoldenBatchReference(t *testing.T) {
 	for _, tc := range []struct {
-		layout Layout
+		layout transform.Layout
 		want   string
 	}{
-		{CHW, "ef7f8203315d90f10c40deb7bd658a951f6cc5c76332357834eb7103d8c7cc4b"},
-		{HWC, "ab38af4b0f708a98c3ac266e667336c05f9251a9dfc9c55d21edb30d9f89a08a"},
+		{transform.CHW, "ef7f8203315d90f10c40deb7bd658a951f6cc5c76332357834eb7103d8c7cc4b"},
+		{transform.HWC, "ab38af4b0f708a98c3ac266e667336c05f9251a9dfc9c55d21edb30d9f89a08a"},
 	} {
 		if got := goldenBatchHash(t, tc.layout, WithReference(true)); got != tc.want {
 			t.Errorf("reference path, %s: batch SHA-256 %s, want %s", tc.layout, got, tc.want)

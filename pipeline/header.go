@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // format is an image's file format (codec.Format).
@@ -216,7 +219,7 @@ func (d *Decoder) trimScratch(gen uint64) {
 // targets carry; with w and h 0, what it needs whatever its image's size
 // (the output's, a Mosaic's imgsz and the YOLO ops' alone). A job one of
 // whose samples the memory budget cannot hold is refused when it opens.
-func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
+func SampleScratch(t *transform.Transform, fs *dataset.FieldSet, w, h int) int64 {
 	px := int64(w) * int64(h)
 	mosaic := t.Sampler(sk).MosaicOp() != nil
 	p := scratchBound(t, mosaic, false, !haveFast, w, h, px, fs)
@@ -232,7 +235,7 @@ func SampleScratch(t *Transform, fs *FieldSet, w, h int) int64 {
 
 // ResamplerScratch is the part of SampleScratch that the decoder's C
 // resampler keeps (resBound) for images of at most w x h.
-func ResamplerScratch(t *Transform, w, h int) int64 {
+func ResamplerScratch(t *transform.Transform, w, h int) int64 {
 	return resBound(t, t.Sampler(sk).MosaicOp() != nil, !haveFast, w, h, w, h)
 }
 
@@ -247,7 +250,7 @@ func ResamplerScratch(t *Transform, w, h int) int64 {
 // imgsz needs none); the runs of masks, whose number the pixels bound
 // only loosely, at 64 KiB (masks of a few regions take less): more is
 // taken after (settleScratch).
-func scratchBound(t *Transform, mosaic, cached, goCanvas bool, w, h int, ppx int64, fs *FieldSet) scratchParts {
+func scratchBound(t *transform.Transform, mosaic, cached, goCanvas bool, w, h int, ppx int64, fs *dataset.FieldSet) scratchParts {
 	at := t.Sampler(sk)
 	var p scratchParts
 	src := int64(w) * int64(h)
@@ -281,7 +284,7 @@ func scratchBound(t *Transform, mosaic, cached, goCanvas bool, w, h int, ppx int
 		// a side), letterboxed and warped (at most the output's, or the
 		// loaded size unpadded).
 		s := int64(g.ImgSz())
-		if at.Layout() == HWC {
+		if at.Layout() == transform.HWC {
 			p.yolo += 3 * src
 		}
 		p.yolo += 3*s*s + 2*3*max(out, s*s)
@@ -318,7 +321,7 @@ func scratchBound(t *Transform, mosaic, cached, goCanvas bool, w, h int, ppx int
 // RandomRotation(expand=True) first's rotation; the image at its own size
 // for the photometric steps before the geometry), and the steps' spare
 // buffer after a RandomRotation(expand=True) first (GrowBytes).
-func kernBound(t *Transform, w, h int) int64 {
+func kernBound(t *transform.Transform, w, h int) int64 {
 	at := t.Sampler(sk)
 	var px int64
 	side := int64(w + h + at.OutW() + at.OutH()) // a rotation's canvas: its sides at most the image's sum
@@ -328,7 +331,7 @@ func kernBound(t *Transform, w, h int) int64 {
 	}
 	views := at.ViewList()
 	if views == nil {
-		views = []*Transform{t}
+		views = []*transform.Transform{t}
 	}
 	for _, v := range views {
 		vs := v.Sampler(sk)
@@ -362,7 +365,7 @@ func kernBound(t *Transform, w, h int) int64 {
 // is its own size, or the image's where it may be decoded at its own size
 // (MayPad, Whole, a Mosaic's images, made whole); 0 on the reference path
 // (no C decode).
-func resBound(t *Transform, mosaic, goRef bool, w, h, pw, ph int) int64 {
+func resBound(t *transform.Transform, mosaic, goRef bool, w, h, pw, ph int) int64 {
 	if goRef || w <= 0 || h <= 0 {
 		return 0
 	}
@@ -381,7 +384,7 @@ func resBound(t *Transform, mosaic, goRef bool, w, h, pw, ph int) int64 {
 	}
 	vs := at.ViewList()
 	if vs == nil {
-		vs = []*Transform{t}
+		vs = []*transform.Transform{t}
 	}
 	var n, most int64
 	for _, v := range vs {
@@ -416,20 +419,20 @@ func resBound(t *Transform, mosaic, goRef bool, w, h, pw, ph int) int64 {
 // made in the output. zoom is a canvas made whole in Go (goCanvas): RGBA
 // at the largest RandomZoomOut canvas (side_range's maximum of each side,
 // rounded up), and its resize's rows.
-func decodeBound(t *Transform, mosaic, goCanvas bool, w, h int) (pix, zoom int64) {
+func decodeBound(t *transform.Transform, mosaic, goCanvas bool, w, h int) (pix, zoom int64) {
 	at := t.Sampler(sk)
 	src := 3 * int64(w) * int64(h)
 	if mosaic {
-		if at.Layout() != CHW || at.NormOp() != nil || at.Varies() {
+		if at.Layout() != transform.CHW || at.NormOp() != nil || at.Varies() {
 			pix = int64(at.PixelBytes())
-			if at.Layout() == HWC && at.NormOp() != nil {
+			if at.Layout() == transform.HWC && at.NormOp() != nil {
 				pix *= 2
 			}
 		}
 		return pix, 0
 	}
 	vs := at.ViewList()
-	view := func(i int) *Transform { // view i of the len(vs) (nil: t alone)
+	view := func(i int) *transform.Transform { // view i of the len(vs) (nil: t alone)
 		if vs == nil {
 			return t
 		}
@@ -449,7 +452,7 @@ func decodeBound(t *Transform, mosaic, goCanvas bool, w, h int) (pix, zoom int64
 			if vt.MayPad() {
 				pix += max(src, pb)
 			}
-			if vt.Layout() == HWC && vt.NormOp() != nil {
+			if vt.Layout() == transform.HWC && vt.NormOp() != nil {
 				chw = max(chw, pb)
 			}
 		}
@@ -466,10 +469,10 @@ func decodeBound(t *Transform, mosaic, goCanvas bool, w, h int) (pix, zoom int64
 // (the sampler's RoomFor); an image whose room (a RandomRotation with
 // expand=True first: its rotation's bound) is over the pixel budget
 // fails, naming it.
-func (d *Decoder) addRoom(n int, vt *Transform, hd *header) (int, error) {
+func (d *Decoder) addRoom(n int, vt *transform.Transform, hd *header) (int, error) {
 	room := vt.Sampler(sk).RoomFor(hd.w, hd.h)
 	if px := int64(room / 3); px > d.opts.pixelBudget {
-		return n, fmt.Errorf("%w: the ops' largest image of the %dx%d image is %d pixels, over the budget of %d", ErrTooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
+		return n, fmt.Errorf("%w: the ops' largest image of the %dx%d image is %d pixels, over the budget of %d", errs.TooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
 	}
 	return n + room, nil
 }
@@ -477,7 +480,7 @@ func (d *Decoder) addRoom(n int, vt *Transform, hd *header) (int, error) {
 // bySize says whether a view of at may decode its visible part apart
 // (the sampler's MayPad) or is made in a room of its image's
 // (Whole): its bound depends on the image's size.
-func bySize(t *Transform) bool {
+func bySize(t *transform.Transform) bool {
 	at := t.Sampler(sk)
 	if vs := at.ViewList(); vs != nil {
 		for _, v := range vs {

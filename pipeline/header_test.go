@@ -5,6 +5,8 @@ import (
 	"errors"
 	"image/gif"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 func TestParseHeader(t *testing.T) {
@@ -53,21 +55,21 @@ func TestParseHeaderRejects(t *testing.T) {
 		data []byte
 		want error
 	}{
-		{"empty", nil, ErrCorrupt},
-		{"text", []byte("GIF? no, just text"), ErrCorrupt},
-		{"html", []byte("<html><body>404</body></html>"), ErrCorrupt},
-		{"jpeg soi only", []byte{0xFF, 0xD8, 0xFF}, ErrCorrupt},
-		{"jpeg fill bytes only", []byte{0xFF, 0xD8, 0xFF, 0xFF, 0xFF}, ErrCorrupt},
-		{"jpeg scan before frame", []byte{0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0x02}, ErrCorrupt},
-		{"jpeg eoi before frame", []byte{0xFF, 0xD8, 0xFF, 0xD9, 0x00, 0x02}, ErrCorrupt},
-		{"jpeg segment length 0", []byte{0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x00}, ErrCorrupt},
-		{"jpeg segment past end", badLen, ErrCorrupt},
-		{"jpeg short frame", []byte{0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x04, 8, 0}, ErrCorrupt},
-		{"jpeg height 0", zeroH, ErrCorrupt},
-		{"jpeg garbage after SOI", append([]byte{0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 1, 2}, bytes.Repeat([]byte{0x42}, 50)...), ErrCorrupt},
-		{"png signature only", []byte("\x89PNG\r\n\x1a\n"), ErrCorrupt},
-		{"png no IHDR", append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIDAT"), make([]byte, 30)...), ErrCorrupt},
-		{"png width 2^31", setPNGSize(encodePNG(testGray(4, 4)), 1<<31, 4), ErrCorrupt},
+		{"empty", nil, errs.Corrupt},
+		{"text", []byte("GIF? no, just text"), errs.Corrupt},
+		{"html", []byte("<html><body>404</body></html>"), errs.Corrupt},
+		{"jpeg soi only", []byte{0xFF, 0xD8, 0xFF}, errs.Corrupt},
+		{"jpeg fill bytes only", []byte{0xFF, 0xD8, 0xFF, 0xFF, 0xFF}, errs.Corrupt},
+		{"jpeg scan before frame", []byte{0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0x02}, errs.Corrupt},
+		{"jpeg eoi before frame", []byte{0xFF, 0xD8, 0xFF, 0xD9, 0x00, 0x02}, errs.Corrupt},
+		{"jpeg segment length 0", []byte{0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x00}, errs.Corrupt},
+		{"jpeg segment past end", badLen, errs.Corrupt},
+		{"jpeg short frame", []byte{0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x04, 8, 0}, errs.Corrupt},
+		{"jpeg height 0", zeroH, errs.Corrupt},
+		{"jpeg garbage after SOI", append([]byte{0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 1, 2}, bytes.Repeat([]byte{0x42}, 50)...), errs.Corrupt},
+		{"png signature only", []byte("\x89PNG\r\n\x1a\n"), errs.Corrupt},
+		{"png no IHDR", append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIDAT"), make([]byte, 30)...), errs.Corrupt},
+		{"png width 2^31", setPNGSize(encodePNG(testGray(4, 4)), 1<<31, 4), errs.Corrupt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hd, err := parseHeader(tc.data)

@@ -10,6 +10,8 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
 	"github.com/stoker-dev/stoker/pipeline/internal/testops"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // decoderKinds are the two ways a Decoder can be made: the default (the
@@ -38,8 +40,8 @@ var (
 
 // identity is a transform that copies a w x h image's pixels unchanged:
 // CenterCrop of the whole image, no resize, HWC.
-func identity(t testing.TB, w, h int) *Transform {
-	return mustTransform(t, HWC, Op{Kind: OpCenterCrop, Size: [2]int{h, w}})
+func identity(t testing.TB, w, h int) *transform.Transform {
+	return mustTransform(t, transform.HWC, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{h, w}})
 }
 
 // hwc returns an image's RGB in HWC order, alpha dropped.

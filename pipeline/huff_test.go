@@ -7,6 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestExactHuffmanExact: huff.c's Huffman decoder gives the very bytes libjpeg's
@@ -25,7 +30,7 @@ func TestExactHuffmanExact(t *testing.T) {
 	defer ours.Close()
 	defer theirs.Close()
 	knobsOf(theirs).LibHuff = true
-	tr, err := ParseTransform("imagenet-train", CHW)
+	tr, err := transform.ParseTransform("imagenet-train", transform.CHW)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +42,14 @@ func TestExactHuffmanExact(t *testing.T) {
 		}
 		plans := fastEdgePlans(hd.w, hd.h)
 		for k := range 8 {
-			p, err := tr.Sampler(sk).Plan(hd.w, hd.h, Key{Seed: 7, Index: uint64(k)})
+			p, err := tr.Sampler(sk).Plan(hd.w, hd.h, det.Key{Seed: 7, Index: uint64(k)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			plans = append(plans, p)
 		}
 		for i, p := range plans {
-			layout := Layout(i % 2)
+			layout := transform.Layout(i % 2)
 			a, b := make([]byte, 3*p.OutW*p.OutH), make([]byte, 3*p.OutW*p.OutH)
 			if err := ours.decodeFast(img.data, &hd, &p, layout, a); err != nil {
 				t.Fatalf("%s: huff.c: %v", img.name, err)
@@ -105,11 +110,11 @@ func TestHuffmanCorrupt(t *testing.T) {
 	}
 	d := NewDecoder()
 	defer d.Close()
-	tr, err := ParseTransform("imagenet-eval", CHW)
+	tr, err := transform.ParseTransform("imagenet-eval", transform.CHW)
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{32, 32}})
+	full, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +125,8 @@ func TestHuffmanCorrupt(t *testing.T) {
 				use = full // the small restart file: the whole image
 			}
 			out := make([]byte, use.SampleBytes())
-			err := d.Decode(c.data, use, Key{}, out)
-			if !errors.Is(err, ErrCorrupt) {
+			err := d.Decode(c.data, use, det.Key{}, out)
+			if !errors.Is(err, errs.Corrupt) {
 				t.Fatalf("got %v, want ErrCorrupt", err)
 			}
 			t.Log(err)
@@ -136,12 +141,12 @@ func TestHuffmanCorrupt(t *testing.T) {
 			g[p] ^= byte(1 + (i+k)%255)
 		}
 		out := make([]byte, tr.SampleBytes())
-		if err := d.Decode(g, tr, Key{Index: uint64(i)}, out); err != nil && !errors.Is(err, ErrCorrupt) {
+		if err := d.Decode(g, tr, det.Key{Index: uint64(i)}, out); err != nil && !errors.Is(err, errs.Corrupt) {
 			t.Fatalf("garbage %d: %v", i, fmt.Errorf("want nil or ErrCorrupt: %w", err))
 		}
 	}
 	out := make([]byte, tr.SampleBytes())
-	if err := d.Decode(photo, tr, Key{}, out); err != nil {
+	if err := d.Decode(photo, tr, det.Key{}, out); err != nil {
 		t.Fatalf("good file after garbage: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // TestIndexFile: an index saved and loaded with the same fingerprint comes
@@ -27,7 +28,7 @@ func TestIndexFile(t *testing.T) {
 	saved := buf.Bytes()
 	want := ix.Stats()
 
-	back := NewIndex(1 << 30)
+	back := index.New(1 << 30)
 	n, err := back.Load(bytes.NewReader(saved), "fp-A")
 	if err != nil || n != want.Entries {
 		t.Fatalf("Load: %d entries, %v; saved %d", n, err, want.Entries)
@@ -58,7 +59,7 @@ func TestIndexFile(t *testing.T) {
 	s0 := back.Stats()
 	for i, data := range files {
 		a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
-		k := Key{Seed: 77, Index: uint64(i)}
+		k := det.Key{Seed: 77, Index: uint64(i)}
 		if err := warm.Decode(data, tr, k, a); err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestIndexFile(t *testing.T) {
 	// A smaller budget keeps the most recently used (the last files
 	// decoded by warmIndex).
 	per := want.Bytes / int64(want.Entries)
-	small := NewIndex(5 * per)
+	small := index.New(5 * per)
 	if n, err := small.Load(bytes.NewReader(saved), "fp-A"); err != nil || n < 3 || n > 5 {
 		t.Fatalf("Load into a 5-entry budget: %d, %v", n, err)
 	}
@@ -102,21 +103,21 @@ func TestIndexFile(t *testing.T) {
 		bad[fmt.Sprintf("flipped bit at %d of %d", at, len(saved))] = b
 	}
 	for name, b := range bad {
-		fresh := NewIndex(1 << 30)
+		fresh := index.New(1 << 30)
 		n, err := fresh.Load(bytes.NewReader(b), "fp-A")
-		if !errors.Is(err, ErrIndexFile) || n != 0 || fresh.Stats().Entries != 0 {
+		if !errors.Is(err, index.ErrFile) || n != 0 || fresh.Stats().Entries != 0 {
 			t.Errorf("%s: %d entries, %v; want none and ErrIndexFile", name, n, err)
 		}
 	}
-	fresh := NewIndex(1 << 30)
-	if n, err := fresh.Load(bytes.NewReader(saved), "fp-B"); !errors.Is(err, ErrIndexFile) || n != 0 {
+	fresh := index.New(1 << 30)
+	if n, err := fresh.Load(bytes.NewReader(saved), "fp-B"); !errors.Is(err, index.ErrFile) || n != 0 {
 		t.Errorf("another fingerprint: %d entries, %v", n, err)
 	}
 
 	// SaveFile and LoadFile: the same through a file; none is no error.
 	dir := t.TempDir()
-	path := IndexPath(dir, "0123456789abcdef0123")
-	if n, err := NewIndex(1<<30).LoadFile(path, "fp-A"); n != 0 || err != nil {
+	path := index.Path(dir, "0123456789abcdef0123")
+	if n, err := index.New(1<<30).LoadFile(path, "fp-A"); n != 0 || err != nil {
 		t.Errorf("LoadFile of no file: %d, %v", n, err)
 	}
 	if err := ix.SaveFile(path, "fp-A"); err != nil {
@@ -128,7 +129,7 @@ func TestIndexFile(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("SaveFile left %d files, want 1", len(ents))
 	}
-	if n, err := NewIndex(1<<30).LoadFile(path, "fp-A"); n != want.Entries || err != nil {
+	if n, err := index.New(1<<30).LoadFile(path, "fp-A"); n != want.Entries || err != nil {
 		t.Errorf("LoadFile: %d, %v", n, err)
 	}
 }

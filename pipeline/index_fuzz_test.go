@@ -12,6 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // indexFuzzFiles are a few photos of the repository's set (one of each
@@ -22,9 +28,9 @@ var indexFuzzFiles = sync.OnceValues(func() (files, blobs [][]byte) {
 	sort.Strings(paths)
 	d := NewDecoder()
 	defer d.Close()
-	ix := NewIndex(1 << 30)
+	ix := index.New(1 << 30)
 	d.opts.index = ix
-	whole, _ := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{32, 32}})
+	whole, _ := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}})
 	out := make([]byte, whole.SampleBytes())
 	for _, p := range paths {
 		if !strings.HasSuffix(p, "/000000.jpg") && !strings.Contains(p, "-444") && !strings.Contains(p, "-gray") && !strings.Contains(p, "-restart") {
@@ -32,7 +38,7 @@ var indexFuzzFiles = sync.OnceValues(func() (files, blobs [][]byte) {
 		}
 		data, err := os.ReadFile(p)
 		if err == nil {
-			err = d.Decode(data, whole, Key{}, out)
+			err = d.Decode(data, whole, det.Key{}, out)
 		}
 		if err != nil {
 			return nil, nil
@@ -98,17 +104,17 @@ func FuzzIndexStale(f *testing.F) {
 }
 
 // checkStale is FuzzIndexStale's check of one changed file.
-func checkStale(t *testing.T, tr *Transform, which int, edits []byte, cut int, key uint64) {
+func checkStale(t *testing.T, tr *transform.Transform, which int, edits []byte, cut int, key uint64) {
 	files, blobs := indexFuzzFiles()
 	if len(files) == 0 {
 		t.Fatalf("no photos under %s", fastPhotoDir)
 	}
 	i := which % len(files)
 	m := mutate(files[i], edits, cut)
-	k := Key{Seed: key, Index: key >> 8}
+	k := det.Key{Seed: key, Index: key >> 8}
 	a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
 
-	ix := NewIndex(1 << 20)
+	ix := index.New(1 << 20)
 	ix.Store(keyOf(files[i]), blobs[i], 0)
 	warm, cold := NewDecoder(WithIndex(ix)), NewDecoder()
 	defer warm.Close()
@@ -132,19 +138,19 @@ func checkStale(t *testing.T, tr *Transform, which int, edits []byte, cut int, k
 	// (made by an earlier decode here), reads less, so it may succeed where
 	// one without either fails: with the coefficients those bytes decoded
 	// to before, without error.
-	cc := NewCoefCache(1 << 26)
+	cc := codec.NewCoefCache(1 << 26)
 	defer cc.Close()
 	ccd := NewDecoder(WithIndex(ix), WithCoefCache(cc))
 	defer ccd.Close()
-	whole, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{32, 32}})
+	whole, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ccd.Decode(files[i], whole, Key{}, make([]byte, whole.SampleBytes())); err != nil {
+	if err := ccd.Decode(files[i], whole, det.Key{}, make([]byte, whole.SampleBytes())); err != nil {
 		t.Fatalf("the original: %v", err)
 	}
 	for e := range 3 {
-		ke := Key{Seed: key, Epoch: uint64(e), Index: key >> 8}
+		ke := det.Key{Seed: key, Epoch: uint64(e), Index: key >> 8}
 		errA := ccd.Decode(m, tr, ke, a)
 		hits, seeks := ccd.fast.s.Stats().CoefsHits, ccd.fast.stats().ckSeeks
 		errB := cold.Decode(m, tr, ke, b)
@@ -218,6 +224,6 @@ func FuzzIndexBlob(f *testing.F) {
 		defer d.Close()
 		knobsOf(d).ForceIndex = blob
 		out := make([]byte, tr.SampleBytes())
-		checkFuzzErr(t, "garbage index", d.Decode(files[i], tr, Key{Seed: key}, out))
+		checkFuzzErr(t, "garbage index", d.Decode(files[i], tr, det.Key{Seed: key}, out))
 	})
 }

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/codec"
 	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // craftedEntry is an entry of a crafted index file.
@@ -41,7 +43,7 @@ func craftIndexFile(fingerprint string, ents []craftedEntry) []byte {
 }
 
 // diskBlob is k's entry in ix as Save writes it.
-func diskBlob(t testing.TB, ix *Index, k indexKey) []byte {
+func diskBlob(t testing.TB, ix *index.Index, k indexKey) []byte {
 	t.Helper()
 	b := ixGet(ix, k)
 	if b == nil {
@@ -158,9 +160,9 @@ var liePlans = []struct {
 // index file raw (with a CoefCache too, with coefs) and without an index,
 // with several transforms, and counts the samples that differ and those
 // that fail with the index.
-func lieRun(t *testing.T, files [][]byte, raw []byte, epochs int, coefs bool) (ix *Index, drops []string, wrong, failed, n int) {
+func lieRun(t *testing.T, files [][]byte, raw []byte, epochs int, coefs bool) (ix *index.Index, drops []string, wrong, failed, n int) {
 	t.Helper()
-	ix = NewIndex(1 << 30)
+	ix = index.New(1 << 30)
 	ix.OnFileDropped(func(name string, entries int, reason string) {
 		drops = append(drops, name+": "+reason)
 	})
@@ -169,7 +171,7 @@ func lieRun(t *testing.T, files [][]byte, raw []byte, epochs int, coefs bool) (i
 	}
 	opts := []Option{WithIndex(ix)}
 	if coefs {
-		cc := NewCoefCache(1 << 28)
+		cc := codec.NewCoefCache(1 << 28)
 		defer cc.Close()
 		opts = append(opts, WithCoefCache(cc))
 	}
@@ -180,7 +182,7 @@ func lieRun(t *testing.T, files [][]byte, raw []byte, epochs int, coefs bool) (i
 		a, b := make([]byte, tr.t.SampleBytes()), make([]byte, tr.t.SampleBytes())
 		for e := range epochs {
 			for i, data := range files {
-				k := Key{Seed: 5, Epoch: uint64(e), Index: uint64(i)}
+				k := det.Key{Seed: 5, Epoch: uint64(e), Index: uint64(i)}
 				if err := cold.Decode(data, tr.t, k, b); err != nil {
 					t.Fatal(err)
 				}
@@ -265,7 +267,7 @@ func TestExactIndexFileLies(t *testing.T) {
 				if err := ix.Save(&saved, "fp"); err != nil {
 					t.Fatal(err)
 				}
-				back := NewIndex(1 << 30)
+				back := index.New(1 << 30)
 				if _, err := back.Load(bytes.NewReader(saved.Bytes()), "fp"); err != nil {
 					t.Fatal(err)
 				}
@@ -318,7 +320,7 @@ func TestIndexFileNotConfirmedNotSaved(t *testing.T) {
 	if err := honest.Save(&buf, "fp"); err != nil {
 		t.Fatal(err)
 	}
-	ix := NewIndex(1 << 30)
+	ix := index.New(1 << 30)
 	if n, err := ix.Load(bytes.NewReader(buf.Bytes()), "fp"); err != nil || n == 0 {
 		t.Fatalf("Load: %d, %v", n, err)
 	}
@@ -329,7 +331,7 @@ func TestIndexFileNotConfirmedNotSaved(t *testing.T) {
 	decoded := map[indexKey]bool{}
 	for i, data := range files {
 		if i%2 == 0 {
-			if err := d.Decode(data, tr, Key{Seed: 3, Index: uint64(i)}, out); err != nil {
+			if err := d.Decode(data, tr, det.Key{Seed: 3, Index: uint64(i)}, out); err != nil {
 				t.Fatal(err)
 			}
 			decoded[keyOf(data)] = true
@@ -339,7 +341,7 @@ func TestIndexFileNotConfirmedNotSaved(t *testing.T) {
 	if err := ix.Save(&buf, "fp"); err != nil {
 		t.Fatal(err)
 	}
-	back := NewIndex(1 << 30)
+	back := index.New(1 << 30)
 	if _, err := back.Load(bytes.NewReader(buf.Bytes()), "fp"); err != nil {
 		t.Fatal(err)
 	}
@@ -369,8 +371,8 @@ func TestIndexFileSureBitRefused(t *testing.T) {
 	honest := warmIndex(t, files, 1<<30)
 	k := keyOf(files[0])
 	raw := craftIndexFile("fp", []craftedEntry{{k, ixGet(honest, k)}}) // as held in memory
-	ix := NewIndex(1 << 30)
-	if n, err := ix.Load(bytes.NewReader(raw), "fp"); !errors.Is(err, ErrIndexFile) || n != 0 || !strings.Contains(err.Error(), "not an index") {
+	ix := index.New(1 << 30)
+	if n, err := ix.Load(bytes.NewReader(raw), "fp"); !errors.Is(err, index.ErrFile) || n != 0 || !strings.Contains(err.Error(), "not an index") {
 		t.Errorf("Load: %d, %v; want it refused", n, err)
 	}
 	if s := ix.Stats(); s.Entries != 0 || s.FilesDropped != 1 {

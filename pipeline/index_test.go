@@ -9,7 +9,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/codec"
 	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // The decoder index's names, as the tests here use them.
@@ -18,7 +22,7 @@ type indexKey = index.Key
 func keyOf(data []byte) indexKey { return index.KeyOf(data) }
 
 // ixGet is k's entry in ix (nil: none), made the most recently used.
-func ixGet(ix *Index, k indexKey) []byte {
+func ixGet(ix *index.Index, k indexKey) []byte {
 	b, _ := ix.Lookup(k)
 	return b
 }
@@ -39,8 +43,8 @@ func indexImages(tb testing.TB) []fastSynthJPEG {
 // randomPlans are n crop-then-resize plans of a w x h image: crops of any
 // size anywhere (from one pixel to the whole image), outputs that upscale
 // or downscale past the DCT scales, flips.
-func randomPlans(r *rand.Rand, w, h, n int) []samplePlan {
-	ps := make([]samplePlan, 0, n)
+func randomPlans(r *rand.Rand, w, h, n int) []transform.SamplePlan {
+	ps := make([]transform.SamplePlan, 0, n)
 	for range n {
 		cw, ch := 1+r.IntN(w), 1+r.IntN(h)
 		cx, cy := r.IntN(w-cw+1), r.IntN(h-ch+1)
@@ -48,7 +52,7 @@ func randomPlans(r *rand.Rand, w, h, n int) []samplePlan {
 		if r.IntN(4) == 0 {
 			ow, oh = max(1, cw/(1+r.IntN(9))), max(1, ch/(1+r.IntN(9)))
 		}
-		ps = append(ps, samplePlan{Geom: cropResize, SrcW: w, SrcH: h, CX: cx, CY: cy, CW: cw, CH: ch, OutW: ow, OutH: oh, Flip: r.IntN(2) == 0, Antialias: true})
+		ps = append(ps, transform.SamplePlan{Geom: transform.CropResize, SrcW: w, SrcH: h, CX: cx, CY: cy, CW: cw, CH: ch, OutW: ow, OutH: oh, Flip: r.IntN(2) == 0, Antialias: true})
 	}
 	return ps
 }
@@ -79,7 +83,7 @@ func TestExactIndexExact(t *testing.T) {
 			knobs.crops, knobs.edges = 6, 10
 		}
 		t.Run(knobs.name, func(t *testing.T) {
-			ix := NewIndex(64 << 20)
+			ix := index.New(64 << 20)
 			warm := NewDecoder(WithIndex(ix), WithDCTScaling(knobs.scaling))
 			cold := NewDecoder(WithDCTScaling(knobs.scaling))
 			defer warm.Close()
@@ -96,7 +100,7 @@ func TestExactIndexExact(t *testing.T) {
 				edges := fastEdgePlans(hd.w, hd.h)
 				plans := append(randomPlans(r, hd.w, hd.h, knobs.crops), edges[:min(len(edges), knobs.edges)]...)
 				for i, p := range plans {
-					layout := Layout(i % 2)
+					layout := transform.Layout(i % 2)
 					a, b := make([]byte, 3*p.OutW*p.OutH), make([]byte, 3*p.OutW*p.OutH)
 					if err := warm.decodeFast(img.data, &hd, &p, layout, a); err != nil {
 						t.Fatalf("%s %+v: with index: %v", img.name, p, err)
@@ -158,17 +162,17 @@ func TestIndexRestartCold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CX: hd.w / 2, CY: hd.h - 40, CW: 60, CH: 40, OutW: 60, OutH: 40, Antialias: true}
+	p := transform.SamplePlan{Geom: transform.CropResize, SrcW: hd.w, SrcH: hd.h, CX: hd.w / 2, CY: hd.h - 40, CW: 60, CH: 40, OutW: 60, OutH: 40, Antialias: true}
 	ours, theirs := NewDecoder(), NewDecoder()
 	defer ours.Close()
 	defer theirs.Close()
 	knobsOf(theirs).LibHuff = true
 	a, b := make([]byte, 3*60*40), make([]byte, 3*60*40)
-	if err := ours.decodeFast(file, &hd, &p, CHW, a); err != nil {
+	if err := ours.decodeFast(file, &hd, &p, transform.CHW, a); err != nil {
 		t.Fatal(err)
 	}
 	st := ours.fast.stats()
-	if err := theirs.decodeFast(file, &hd, &p, CHW, b); err != nil {
+	if err := theirs.decodeFast(file, &hd, &p, transform.CHW, b); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a, b) {
@@ -193,13 +197,13 @@ func TestIndexConcurrent(t *testing.T) {
 		want[e] = make([][]byte, len(files))
 		for i, data := range files {
 			want[e][i] = make([]byte, tr.SampleBytes())
-			if err := cold.Decode(data, tr, Key{Seed: 5, Epoch: uint64(e), Index: uint64(i)}, want[e][i]); err != nil {
+			if err := cold.Decode(data, tr, det.Key{Seed: 5, Epoch: uint64(e), Index: uint64(i)}, want[e][i]); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	ix := NewIndex(64 << 20)
-	cc := NewCoefCache(1 << 30)
+	ix := index.New(64 << 20)
+	cc := codec.NewCoefCache(1 << 30)
 	defer cc.Close()
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -217,7 +221,7 @@ func TestIndexConcurrent(t *testing.T) {
 			for e := range want {
 				for n := range files {
 					i := (n + 11*g) % len(files)
-					if err := d.Decode(files[i], tr, Key{Seed: 5, Epoch: uint64(e), Index: uint64(i)}, got); err != nil {
+					if err := d.Decode(files[i], tr, det.Key{Seed: 5, Epoch: uint64(e), Index: uint64(i)}, got); err != nil {
 						errs <- err
 						return
 					}
@@ -243,16 +247,16 @@ func TestIndexConcurrent(t *testing.T) {
 }
 
 // warmIndex returns an Index that has seen each file through a few crops.
-func warmIndex(t testing.TB, files [][]byte, budget int64) *Index {
+func warmIndex(t testing.TB, files [][]byte, budget int64) *index.Index {
 	t.Helper()
-	ix := NewIndex(budget)
+	ix := index.New(budget)
 	d := NewDecoder(WithIndex(ix))
 	defer d.Close()
 	tr := fastTransforms(t)[0].t
 	out := make([]byte, tr.SampleBytes())
 	for e := range 3 {
 		for i, data := range files {
-			if err := d.Decode(data, tr, Key{Seed: 9, Epoch: uint64(e), Index: uint64(i)}, out); err != nil {
+			if err := d.Decode(data, tr, det.Key{Seed: 9, Epoch: uint64(e), Index: uint64(i)}, out); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -306,7 +310,7 @@ func TestIndexChangedFile(t *testing.T) {
 		data[p] ^= byte(1 + r.IntN(255))
 		misses := ix.Stats().Misses
 		a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
-		k := Key{Seed: 1, Index: uint64(n)}
+		k := det.Key{Seed: 1, Index: uint64(n)}
 		errA, errB := warm.Decode(data, tr, k, a), cold.Decode(data, tr, k, b)
 		if (errA == nil) != (errB == nil) || errA == nil && !bytes.Equal(a, b) {
 			t.Fatalf("changed file %d: with index %v, without %v, same bytes %v", n, errA, errB, bytes.Equal(a, b))
@@ -322,16 +326,16 @@ func TestIndexChangedFile(t *testing.T) {
 func TestIndexZeroAllocs(t *testing.T) {
 	allocTest(t)
 	_, files := fastPhotos(t, 8)
-	ix := NewIndex(1 << 30)
+	ix := index.New(1 << 30)
 	d := NewDecoder(WithIndex(ix))
 	defer d.Close()
-	whole, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{64, 64}})
+	whole, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{64, 64}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := make([]byte, whole.SampleBytes())
 	for i, data := range files {
-		if err := d.Decode(data, whole, Key{Index: uint64(i)}, out); err != nil {
+		if err := d.Decode(data, whole, det.Key{Index: uint64(i)}, out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -339,7 +343,7 @@ func TestIndexZeroAllocs(t *testing.T) {
 	out = make([]byte, tr.SampleBytes())
 	i := 0
 	allocs := testing.AllocsPerRun(50, func() {
-		if err := d.Decode(files[i%len(files)], tr, Key{Epoch: 1, Index: uint64(i)}, out); err != nil {
+		if err := d.Decode(files[i%len(files)], tr, det.Key{Epoch: 1, Index: uint64(i)}, out); err != nil {
 			t.Fatal(err)
 		}
 		i++
@@ -369,7 +373,7 @@ func TestIndexForeign(t *testing.T) {
 			continue
 		}
 		knobsOf(d).ForceIndex = other
-		if err := d.Decode(data, tr, Key{Index: uint64(i)}, out); err != nil {
+		if err := d.Decode(data, tr, det.Key{Index: uint64(i)}, out); err != nil {
 			t.Fatalf("%d: a good file failed for a foreign index: %v", i, err)
 		}
 		states[d.fast.stats().ixState]++
@@ -379,7 +383,7 @@ func TestIndexForeign(t *testing.T) {
 		t.Errorf("no foreign index refused by its header")
 	}
 	knobsOf(d).ForceIndex = nil
-	if err := d.Decode(files[0], tr, Key{}, out); err != nil {
+	if err := d.Decode(files[0], tr, det.Key{}, out); err != nil {
 		t.Fatalf("after foreign indexes: %v", err)
 	}
 }
@@ -396,16 +400,16 @@ func TestExactCoefCacheExact(t *testing.T) {
 	t.Logf("SSSE3 packing available: %v", simdBest() >= 2)
 	for _, withIx := range []bool{true, false} {
 		t.Run(fmt.Sprintf("index=%v", withIx), func(t *testing.T) {
-			cc := NewCoefCache(1 << 30)
+			cc := codec.NewCoefCache(1 << 30)
 			defer cc.Close()
 			opts := []Option{WithCoefCache(cc)}
 			if withIx {
-				opts = append(opts, WithIndex(NewIndex(1<<30)))
+				opts = append(opts, WithIndex(index.New(1<<30)))
 			}
 			d, cold := NewDecoder(opts...), NewDecoder()
 			defer d.Close()
 			defer cold.Close()
-			var last CoefStats
+			var last codec.CoefStats
 			for e := range 4 {
 				// SIMD level 5: the best up to VBMI2's compress and expand
 				// (else SSSE3's shuffles); 2: SSSE3; 1: SSE2, no SIMD
@@ -420,7 +424,7 @@ func TestExactCoefCacheExact(t *testing.T) {
 				for _, tc := range fastTransforms(t) {
 					for i, data := range files {
 						a, b := make([]byte, tc.t.SampleBytes()), make([]byte, tc.t.SampleBytes())
-						k := Key{Seed: 3, Epoch: uint64(e), Index: uint64(i)}
+						k := det.Key{Seed: 3, Epoch: uint64(e), Index: uint64(i)}
 						if err := d.Decode(data, tc.t, k, a); err != nil {
 							t.Fatal(err)
 						}
@@ -459,7 +463,7 @@ func TestIndexClear(t *testing.T) {
 	d := NewDecoder(WithIndex(ix))
 	defer d.Close()
 	tr := fastTransforms(t)[0].t
-	if err := d.Decode(files[0], tr, Key{}, make([]byte, tr.SampleBytes())); err != nil {
+	if err := d.Decode(files[0], tr, det.Key{}, make([]byte, tr.SampleBytes())); err != nil {
 		t.Fatal(err)
 	}
 	if s := ix.Stats(); s.Entries != 1 {
@@ -474,17 +478,17 @@ func TestIndexClear(t *testing.T) {
 func TestCoefCacheBudget(t *testing.T) {
 	_, files := fastPhotos(t, 0)
 	const budget = 400 << 10
-	cc := NewCoefCache(budget)
+	cc := codec.NewCoefCache(budget)
 	defer cc.Close()
 	d, cold := NewDecoder(WithCoefCache(cc)), NewDecoder()
 	defer d.Close()
 	defer cold.Close()
 	tr := fastTransforms(t)[0].t
 	a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
-	var first CoefStats
+	var first codec.CoefStats
 	for e := range 3 {
 		for i, data := range files {
-			k := Key{Seed: 5, Epoch: uint64(e), Index: uint64(i)}
+			k := det.Key{Seed: 5, Epoch: uint64(e), Index: uint64(i)}
 			if err := d.Decode(data, tr, k, a); err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,13 @@
 
 package pipeline
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
+)
 
 // BenchmarkInterp decodes the repository's photos held in memory with
 // RandomResizedCrop(224) and each filter, one image per op (each with its
@@ -14,17 +20,17 @@ func BenchmarkInterp(b *testing.B) {
 	_, files := fastPhotos(b, 0)
 	for _, f := range []struct {
 		name   string
-		interp Interpolation
+		interp transform.Interpolation
 		noAA   bool
 	}{
-		{"bilinear", InterpBilinear, false},
-		{"bicubic", InterpBicubic, false},
-		{"nearest", InterpNearest, false},
-		{"bilinear-noaa", InterpBilinear, true},
-		{"bicubic-noaa", InterpBicubic, true},
+		{"bilinear", transform.InterpBilinear, false},
+		{"bicubic", transform.InterpBicubic, false},
+		{"nearest", transform.InterpNearest, false},
+		{"bilinear-noaa", transform.InterpBilinear, true},
+		{"bicubic-noaa", transform.InterpBicubic, true},
 	} {
-		tr, err := NewTransform(CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: f.interp, NoAntialias: f.noAA},
-			Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: f.interp, NoAntialias: f.noAA},
+			ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -35,7 +41,7 @@ func BenchmarkInterp(b *testing.B) {
 			b.ReportAllocs()
 			i, start := 0, benchCPUTime()
 			for b.Loop() {
-				if err := d.Decode(files[i%len(files)], tr, Key{Seed: 1, Index: uint64(i)}, out); err != nil {
+				if err := d.Decode(files[i%len(files)], tr, det.Key{Seed: 1, Index: uint64(i)}, out); err != nil {
 					b.Fatal(err)
 				}
 				i++

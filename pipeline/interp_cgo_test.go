@@ -6,19 +6,23 @@ import (
 	"bytes"
 	"image"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // torchFilters are the filters, every one torch's kernel.
 var torchFilters = []struct {
 	name   string
-	interp Interpolation
+	interp transform.Interpolation
 	aa     bool
 }{
-	{"bilinear", InterpBilinear, true},
-	{"nearest", InterpNearest, false},
-	{"bilinear-noaa", InterpBilinear, false},
-	{"bicubic", InterpBicubic, true},
-	{"bicubic-noaa", InterpBicubic, false},
+	{"bilinear", transform.InterpBilinear, true},
+	{"nearest", transform.InterpNearest, false},
+	{"bilinear-noaa", transform.InterpBilinear, false},
+	{"bicubic", transform.InterpBicubic, true},
+	{"bicubic-noaa", transform.InterpBicubic, false},
 }
 
 // identityNRGBA decodes data whole through the fast path at full scale
@@ -26,9 +30,9 @@ var torchFilters = []struct {
 // see them.
 func identityNRGBA(t *testing.T, d *Decoder, data []byte, hd *header) *image.NRGBA {
 	t.Helper()
-	p := samplePlan{Geom: cropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: hd.w, OutH: hd.h, Antialias: true}
+	p := transform.SamplePlan{Geom: transform.CropResize, SrcW: hd.w, SrcH: hd.h, CW: hd.w, CH: hd.h, OutW: hd.w, OutH: hd.h, Antialias: true}
 	rgb := make([]byte, 3*hd.w*hd.h)
-	if err := d.decodeFast(data, hd, &p, HWC, rgb); err != nil {
+	if err := d.decodeFast(data, hd, &p, transform.HWC, rgb); err != nil {
 		t.Fatal(err)
 	}
 	img := image.NewNRGBA(image.Rect(0, 0, hd.w, hd.h))
@@ -60,7 +64,7 @@ func TestExactTorchFiltersFastMatchGo(t *testing.T) {
 		}
 		src := identityNRGBA(t, full, img.data, &hd)
 		for i, p := range fastEdgePlans(hd.w, hd.h) {
-			layout := Layout(i / 2 % 2)
+			layout := transform.Layout(i / 2 % 2)
 			for _, f := range torchFilters {
 				p.Interp, p.Antialias = f.interp, f.aa
 				got := make([]byte, 3*p.OutW*p.OutH)
@@ -110,7 +114,7 @@ func TestExactFastSIMDSameFilters(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, p := range fastEdgePlans(hd.w, hd.h) {
-				layout := Layout(i / 2 % 2)
+				layout := transform.Layout(i / 2 % 2)
 				for _, f := range torchFilters {
 					p.Interp, p.Antialias = f.interp, f.aa
 					var outs [][]byte
@@ -157,7 +161,7 @@ func TestExactFastRegionExactFilters(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, p := range fastEdgePlans(hd.w, hd.h) {
-			layout := Layout(i / 2 % 2)
+			layout := transform.Layout(i / 2 % 2)
 			for _, f := range torchFilters {
 				p.Interp, p.Antialias = f.interp, f.aa
 				a, b := make([]byte, 3*p.OutW*p.OutH), make([]byte, 3*p.OutW*p.OutH)
@@ -183,7 +187,7 @@ func TestFastZeroAllocsFilters(t *testing.T) {
 	allocTest(t)
 	_, files := fastPhotos(t, 8)
 	for _, f := range torchFilters {
-		tr, err := NewTransform(CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: f.interp, NoAntialias: !f.aa})
+		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: f.interp, NoAntialias: !f.aa})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +195,7 @@ func TestFastZeroAllocsFilters(t *testing.T) {
 		out := make([]byte, tr.SampleBytes())
 		i := 0
 		allocs := testing.AllocsPerRun(30, func() {
-			if err := d.Decode(files[i%len(files)], tr, Key{Index: uint64(i)}, out); err != nil {
+			if err := d.Decode(files[i%len(files)], tr, det.Key{Index: uint64(i)}, out); err != nil {
 				t.Fatal(err)
 			}
 			i++
@@ -217,15 +221,15 @@ func TestExactFastMatchesReferenceFilters(t *testing.T) {
 	defer fast.Close()
 	defer ref.Close()
 	for _, f := range torchFilters {
-		tr, err := NewTransform(CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{160, 192}, Interp: f.interp, NoAntialias: !f.aa},
-			Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{160, 192}, Interp: f.interp, NoAntialias: !f.aa},
+			ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
 		if err != nil {
 			t.Fatal(err)
 		}
 		worst, sum := 0.0, 0.0
 		for i, data := range files {
 			a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
-			k := Key{Seed: 5, Index: uint64(i)}
+			k := det.Key{Seed: 5, Index: uint64(i)}
 			if err := fast.Decode(data, tr, k, a); err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,10 @@ import (
 	"encoding/hex"
 	"image/png"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // interpGoldenPNG is goldenPicture(131, 97, 3) as a PNG: lossless, so
@@ -30,22 +34,22 @@ func TestGoldenInterpTorch(t *testing.T) {
 	d := NewDecoder()
 	defer d.Close()
 	for _, tc := range interpGoldenCases {
-		interp, err := ParseInterpolation(tc.interp)
+		interp, err := transform.ParseInterpolation(tc.interp)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ops := []Op{{Kind: OpResize, Size: tc.size, Interp: interp, NoAntialias: !tc.aa}}
+		ops := []opspkg.Op{{Kind: transform.OpResize, Size: tc.size, Interp: interp, NoAntialias: !tc.aa}}
 		if tc.box != [4]int{} {
-			ops[0].Kind = OpRandomResizedCrop
+			ops[0].Kind = transform.OpRandomResizedCrop
 		}
 		if tc.crop != [2]int{} {
-			ops = append(ops, Op{Kind: OpCenterCrop, Size: tc.crop})
+			ops = append(ops, opspkg.Op{Kind: transform.OpCenterCrop, Size: tc.crop})
 		}
-		tr, err := NewTransform(CHW, ops...)
+		tr, err := transform.NewTransform(transform.CHW, ops...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := tr.Sampler(sk).Plan(131, 97, Key{})
+		p, err := tr.Sampler(sk).Plan(131, 97, det.Key{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +62,7 @@ func TestGoldenInterpTorch(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := make([]byte, tr.PixelBytes())
-		if err := d.decodeGuarded(data, &hd, []samplePlan{p}, CHW, out, []int{0}); err != nil {
+		if err := d.decodeGuarded(data, &hd, []transform.SamplePlan{p}, transform.CHW, out, []int{0}); err != nil {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256(out)

@@ -6,6 +6,12 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/targets"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestExactLSJDecode: a ScaleJitter and FixedSizeCrop sample (only the crop's
@@ -22,15 +28,15 @@ func TestExactLSJDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	fill := [3]float64{123, 117, 104}
-	for _, layout := range []Layout{CHW, HWC} {
+	for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
 		for _, c := range decoderKinds {
-			for _, ops := range [][]Op{lsjOps(300, 240, fill), lsjOps(300, 240, fill)[1:]} {
+			for _, ops := range [][]opspkg.Op{lsjOps(300, 240, fill), lsjOps(300, 240, fill)[1:]} {
 				tr := mustTransform(t, layout, ops...)
 				d := NewDecoder(c.opts...)
 				kinds := map[string]int{}
 				for i := range uint64(8) {
 					got := make([]byte, tr.SampleBytes())
-					if err := d.Decode(data, tr, Key{Seed: 2, Index: i}, got); err != nil {
+					if err := d.Decode(data, tr, det.Key{Seed: 2, Index: i}, got); err != nil {
 						t.Fatal(err)
 					}
 					p := d.vd[0].plan
@@ -38,11 +44,11 @@ func TestExactLSJDecode(t *testing.T) {
 					whole := make([]byte, 3*rw*rh)
 					if tr.Sampler(sk).JitterOp() != nil {
 						rw, rh = p.RW, p.RH
-						rs := mustTransform(t, HWC, Op{Kind: OpResize, Size: [2]int{rh, rw}})
+						rs := mustTransform(t, transform.HWC, opspkg.Op{Kind: transform.OpResize, Size: [2]int{rh, rw}})
 						whole = make([]byte, rs.SampleBytes())
-						err = d.Decode(data, rs, Key{}, whole)
+						err = d.Decode(data, rs, det.Key{}, whole)
 					} else {
-						err = d.Decode(data, mustTransform(t, HWC, Op{Kind: OpCenterCrop, Size: [2]int{rh, rw}}), Key{}, whole)
+						err = d.Decode(data, mustTransform(t, transform.HWC, opspkg.Op{Kind: transform.OpCenterCrop, Size: [2]int{rh, rw}}), det.Key{}, whole)
 					}
 					if err != nil {
 						t.Fatal(err)
@@ -60,7 +66,7 @@ func TestExactLSJDecode(t *testing.T) {
 								ox = 239 - x
 							}
 							for ch := range 3 {
-								if layout == HWC {
+								if layout == transform.HWC {
 									want[3*(y*240+ox)+ch] = byte(v[ch])
 								} else {
 									want[ch*240*240+y*240+ox] = byte(v[ch])
@@ -71,12 +77,12 @@ func TestExactLSJDecode(t *testing.T) {
 					if !bytes.Equal(got, want) {
 						mx, mean := diffStats(got, want)
 						t.Errorf("%s %s %s key %d (%dx%d at %d,%d, flip %v): not the resized image cropped and padded (max %v, mean %v)",
-							c.name, layout, opsString(ops), i, rw, rh, p.CX, p.CY, p.Flip, mx, mean)
+							c.name, layout, opspkg.OpsString(ops), i, rw, rh, p.CX, p.CY, p.Flip, mx, mean)
 					}
 					kinds[map[bool]string{true: "padded", false: "cropped"}[p.Padded]]++
 				}
 				if tr.Sampler(sk).JitterOp() != nil && (kinds["padded"] == 0 || kinds["cropped"] == 0) {
-					t.Errorf("%s: 8 keys drew %v", opsString(ops), kinds)
+					t.Errorf("%s: 8 keys drew %v", opspkg.OpsString(ops), kinds)
 				}
 				d.Close()
 			}
@@ -92,35 +98,35 @@ func TestExactLSJDecode(t *testing.T) {
 func TestLSJEdges(t *testing.T) {
 	sizes := [][2]int{{1, 1}, {1, 3000}, {3000, 1}, {3, 2}, {40, 30}}
 	decoded := 0
-	for _, target := range []int{1, 2, maxSide} {
-		for _, sr := range [][2]float64{{1e-9, 1e-9}, {0.1, 2}, {maxJitter, maxJitter}} {
-			for _, crop := range []int{1, 17, maxSide} {
-				tr, err := NewTransform(CHW, Op{Kind: OpScaleJitter, Size: [2]int{target, target}, Scale: sr},
-					Op{Kind: OpFixedSizeCrop, Size: [2]int{crop, crop}, Fill: [3]float64{255, 0, 7}}, Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+	for _, target := range []int{1, 2, opspkg.MaxSide} {
+		for _, sr := range [][2]float64{{1e-9, 1e-9}, {0.1, 2}, {transform.MaxJitter, transform.MaxJitter}} {
+			for _, crop := range []int{1, 17, opspkg.MaxSide} {
+				tr, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpScaleJitter, Size: [2]int{target, target}, Scale: sr},
+					opspkg.Op{Kind: transform.OpFixedSizeCrop, Size: [2]int{crop, crop}, Fill: [3]float64{255, 0, 7}}, opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 0.5})
 				if err != nil {
 					t.Fatalf("target %d, scale_range %v, crop %d: %v", target, sr, crop, err)
 				}
 				for _, wh := range sizes {
 					for k := range uint64(4) {
-						p, err := tr.Sampler(sk).Plan(wh[0], wh[1], Key{Seed: 9, Index: k})
+						p, err := tr.Sampler(sk).Plan(wh[0], wh[1], det.Key{Seed: 9, Index: k})
 						if err != nil {
-							if !errors.Is(err, ErrUnsupported) {
+							if !errors.Is(err, errs.Unsupported) {
 								t.Fatalf("%dx%d: %v", wh[0], wh[1], err)
 							}
 							continue
 						}
 						steps := tr.Sampler(sk).GeometrySteps(&p, nil)
-						if back, err := ParseTrace(AppendTrace(nil, steps)); err != nil || !slices.Equal(back, steps) {
+						if back, err := transform.ParseTrace(transform.AppendTrace(nil, steps)); err != nil || !slices.Equal(back, steps) {
 							t.Fatalf("%dx%d: trace %v parsed back as %v (%v)", wh[0], wh[1], steps, back, err)
 						}
-						tg := &Targets{Instances: Instances{Boxes: [][4]float32{{0, 0, float32(wh[0]), float32(wh[1])}}, Labels: []int64{1}, Crowd: []uint8{0}}}
-						if w, h, err := MoveTargets(tg, wh[0], wh[1], steps); err != nil || w != crop || h != crop {
+						tg := &targets.Targets{Instances: transform.Instances{Boxes: [][4]float32{{0, 0, float32(wh[0]), float32(wh[1])}}, Labels: []int64{1}, Crowd: []uint8{0}}}
+						if w, h, err := transform.MoveTargets(tg, wh[0], wh[1], steps); err != nil || w != crop || h != crop {
 							t.Fatalf("%dx%d: boxes moved to a %dx%d canvas (%v), want %d", wh[0], wh[1], w, h, err, crop)
 						}
 						if crop <= 17 && wh[0] <= 40 && wh[1] <= 40 && k == 0 {
 							out := make([]byte, tr.SampleBytes())
 							d := NewDecoder()
-							if err := d.Decode(encodePNG(testPicture(wh[0], wh[1])), tr, Key{Seed: 9}, out); err != nil {
+							if err := d.Decode(encodePNG(testPicture(wh[0], wh[1])), tr, det.Key{Seed: 9}, out); err != nil {
 								t.Fatalf("%dx%d, target %d, scale_range %v, crop %d: %v", wh[0], wh[1], target, sr, crop, err)
 							}
 							d.Close()

@@ -9,8 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/targets"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // kptMem is yoloMem with 3 keypoints an instance: its box's top-left
@@ -18,7 +22,7 @@ import (
 // bottom-right corner (visible), in pixels of the w x h image.
 type kptMem struct{ yoloMem }
 
-func (d kptMem) SourceTargets(i, w, h int, t *Instances) error {
+func (d kptMem) SourceTargets(i, w, h int, t *transform.Instances) error {
 	if err := d.yoloMem.SourceTargets(i, w, h, t); err != nil {
 		return err
 	}
@@ -86,7 +90,7 @@ func wantMosaicKpts(t *testing.T, ds kptMem, m mosaicTrace) (out kpTargets, clip
 	s := float32(2 * m.ImgSz)
 	out.side = 2 * m.ImgSz
 	for j, i := range m.Indexes {
-		var in Instances
+		var in transform.Instances
 		if err := ds.SourceTargets(i, m.Sizes[j][0], m.Sizes[j][1], &in); err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +157,7 @@ func TestMosaicKeypoints(t *testing.T) {
 	ds := kptMem{yoloMem{memDataset{files}, -1}}
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2, 8, 6, 4}
 	for _, n := range []int{4, 9} {
-		tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 48, Tiles: n, P: 1})
+		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: n, P: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +175,7 @@ func TestMosaicKeypoints(t *testing.T) {
 			t.Errorf("n=%d: %d keypoints clipped, %d instances dropped: want some of each", n, clipped, dropped)
 		}
 	}
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: 4, P: 1}, Op{Kind: OpMixUp, P: 0.5})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 40, Tiles: 4, P: 1}, ops.Op{Kind: transform.OpMixUp, P: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +223,7 @@ func TestMosaicKeypointsSmall(t *testing.T) {
 		Keypoints: [][][3]float32{{{2, 2, 2}, {3, 3, 2}}}}
 	tiles := []cv.Tile{{PadW: -5, PadH: 2}, {PadW: 25, PadH: 0}}
 	got := cv.MosaicInstances([]cv.Instances{a, b}, tiles, 10) // a 20 x 20 canvas
-	var tg Targets
+	var tg targets.Targets
 	tg.P = 2
 	if err := setMosaicTargets(&tg.Instances, &got); err != nil {
 		t.Fatal(err)
@@ -234,7 +238,7 @@ func TestMosaicKeypointsSmall(t *testing.T) {
 		t.Fatalf("visibilities %v, want [0 1]", tg.Vis)
 	}
 	tg.W, tg.H = 20, 20
-	w := parseKpTargets(t, AppendTargets(nil, &tg))
+	w := parseKpTargets(t, targets.AppendTargets(nil, &tg))
 	if w.kpts[0][0] != [3]float32{0, 6, 0} || w.kpts[0][1] != [3]float32{3.5, 9.25, 1} {
 		t.Fatalf("on the wire: %v", w.kpts)
 	}
@@ -248,7 +252,7 @@ type segMem struct {
 	mixed bool
 }
 
-func (d segMem) UltralyticsTargets(i, w, h int, t *Instances) error {
+func (d segMem) UltralyticsTargets(i, w, h int, t *transform.Instances) error {
 	if err := d.SourceTargets(i, w, h, t); err != nil {
 		return err
 	}
@@ -270,7 +274,7 @@ func (d segMem) UltralyticsTargets(i, w, h int, t *Instances) error {
 func TestMosaicSegments(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2, 8, 6, 4}
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 1})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +298,7 @@ func TestMosaicSegments(t *testing.T) {
 	ds.mixed = true
 	ex := NewExecutor(2)
 	defer ex.Close()
-	fs, err := NewFieldSet(ds, []string{FieldTargets}, 1<<20, "mosaic")
+	fs, err := dataset.NewFieldSet(ds, []string{transform.FieldTargets}, 1<<20, "mosaic")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,16 +333,16 @@ func TestMosaicSegments(t *testing.T) {
 func TestMosaicCopyPaste(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2}
-	mo, cpOp := Op{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 1}, Op{Kind: OpCopyPaste, P: 1, Mode: "flip"}
-	plain, err := NewTransform(CHW, mo)
+	mo, cpOp := ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1}, ops.Op{Kind: transform.OpCopyPaste, P: 1, Mode: "flip"}
+	plain, err := transform.NewTransform(transform.CHW, mo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := NewTransform(CHW, mo, cpOp)
+	cp, err := transform.NewTransform(transform.CHW, mo, cpOp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := NeedsTargets(cp); s != "YOLOCopyPaste (op 1)" {
+	if s := transform.NeedsTargets(cp); s != "YOLOCopyPaste (op 1)" {
 		t.Errorf("NeedsTargets: %q", s)
 	}
 	ds := segMem{yoloMem: yoloMem{memDataset{files}, -1}}
@@ -393,7 +397,7 @@ func TestMosaicCopyPaste(t *testing.T) {
 	boxes := yoloMem{memDataset{files}, -1}
 	ex := NewExecutor(1)
 	defer ex.Close()
-	fs, err := NewFieldSet(boxes, []string{FieldTargets}, 1<<20, "mosaic")
+	fs, err := dataset.NewFieldSet(boxes, []string{transform.FieldTargets}, 1<<20, "mosaic")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,18 +415,18 @@ func TestMosaicCopyPaste(t *testing.T) {
 	if refused == 0 && err == nil {
 		t.Error("a CopyPaste of boxes alone was not refused")
 	}
-	persp := Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
-	for _, ops := range [][]Op{{cpOp}, {mo, persp, cpOp}, {mo, {Kind: OpCopyPaste, P: 1, Mode: "mixup"}},
-		{{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, cpOp, persp}} {
-		if _, err := NewTransform(CHW, ops...); err == nil || !strings.Contains(err.Error(), "YOLOCopyPaste") {
+	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
+	for _, ops := range [][]ops.Op{{cpOp}, {mo, persp, cpOp}, {mo, {Kind: transform.OpCopyPaste, P: 1, Mode: "mixup"}},
+		{{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, cpOp, persp}} {
+		if _, err := transform.NewTransform(transform.CHW, ops...); err == nil || !strings.Contains(err.Error(), "YOLOCopyPaste") {
 			t.Errorf("%v: %v, want YOLOCopyPaste refused", ops, err)
 		}
 	}
-	full, err := NewTransform(CHW, mo, cpOp, persp, Op{Kind: OpMixUp, P: 0.5})
+	full, err := transform.NewTransform(transform.CHW, mo, cpOp, persp, ops.Op{Kind: transform.OpMixUp, P: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kinds := range [][]OpKind{nil, {OpCopyPaste}} {
+	for _, kinds := range [][]ops.OpKind{nil, {transform.OpCopyPaste}} {
 		st, err := full.WithStopEpoch(3, kinds)
 		if err != nil {
 			t.Fatal(err)

@@ -12,7 +12,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestMixUpPartners: with MixUp after the Mosaic, a sample's partners
@@ -23,7 +27,7 @@ import (
 func TestMixUpPartners(t *testing.T) {
 	files := mosaicPNGs(t, 10)
 	ds := yoloMem{memDataset{files}, -1}
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: 4, P: 1}, Op{Kind: OpMixUp, P: 0.5})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 40, Tiles: 4, P: 1}, ops.Op{Kind: transform.OpMixUp, P: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +48,7 @@ func TestMixUpPartners(t *testing.T) {
 		}
 		var m mosaicTrace
 		json.Unmarshal(steps[0][1], &m)
-		p := tr.PartnersOf(Key{Seed: 5, Epoch: 1, Index: uint64(idx)}, len(files))
+		p := tr.PartnersOf(det.Key{Seed: 5, Epoch: 1, Index: uint64(idx)}, len(files))
 		if len(steps) == 1 {
 			if fmt.Sprint(p) != fmt.Sprint(m.Indexes[1:]) {
 				t.Fatalf("sample %d: partners %v, traced %v", idx, p, m.Indexes)
@@ -73,7 +77,7 @@ func TestMixUpPartners(t *testing.T) {
 	if mixed == 0 || mixed == len(plan) {
 		t.Errorf("MixUp(p=0.5) mixed %d of %d", mixed, len(plan))
 	}
-	stop, err := tr.WithStopEpoch(3, []OpKind{OpMixUp})
+	stop, err := tr.WithStopEpoch(3, []ops.OpKind{transform.OpMixUp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +102,7 @@ func (d hinted) Prefetch(indices []int64) { *d.calls = append(*d.calls, append([
 func TestMosaicPartnersPrefetched(t *testing.T) {
 	var calls [][]int64
 	ds := hinted{yoloMem{memDataset{mosaicPNGs(t, 8)}, -1}, &calls}
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 32, Tiles: 4, P: 1}, Op{Kind: OpMixUp, P: 0.5})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 32, Tiles: 4, P: 1}, ops.Op{Kind: transform.OpMixUp, P: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +110,7 @@ func TestMosaicPartnersPrefetched(t *testing.T) {
 	fillMosaic(t, ds, tr, 2, plan, 4, 1)
 	var want []int64
 	for _, idx := range plan {
-		for _, p := range tr.PartnersOf(Key{Seed: 5, Epoch: 2, Index: uint64(idx)}, 8) {
+		for _, p := range tr.PartnersOf(det.Key{Seed: 5, Epoch: 2, Index: uint64(idx)}, 8) {
 			want = append(want, int64(p))
 		}
 	}
@@ -129,27 +133,27 @@ func TestMosaicStoreDataset(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	local, err := Open(dir)
+	local, err := dataset.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer local.Close()
-	m, err := IndexStore(context.Background(), openDirStore(t, dir), IndexOptions{})
+	m, err := dataset.IndexStore(context.Background(), openDirStore(t, dir), dataset.IndexOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	remote, err := NewStoreDataset(openDirStore(t, dir), m, nil)
+	remote, err := dataset.NewStoreDataset(openDirStore(t, dir), m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer remote.Close()
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: 9, P: 1}, Op{Kind: OpMixUp, P: 1})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 40, Tiles: 9, P: 1}, ops.Op{Kind: transform.OpMixUp, P: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	plan := []int64{8, 3, 0, 5, 1, 7, 2, 6, 4}
 	var got [2]Batch
-	for i, ds := range []Dataset{local, remote} {
+	for i, ds := range []dataset.Dataset{local, remote} {
 		e := NewExecutor(2)
 		got[i].Trace = true
 		if err := e.Fill(context.Background(), ds, tr, 9, 0, plan, PadFromBatch, &got[i]); err != nil {
@@ -178,12 +182,12 @@ func TestMosaicStoreDataset(t *testing.T) {
 func TestMosaicP(t *testing.T) {
 	files := mosaicPNGs(t, 12)
 	ds := yoloMem{memDataset{files}, -1}
-	persp := Op{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{40, 40}}
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: 4, P: 0.5}, persp)
+	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{40, 40}}
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 40, Tiles: 4, P: 0.5}, persp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := NewTransform(CHW, Op{Kind: OpYOLOLoadImage, ImgSz: 40}, persp)
+	plain, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpYOLOLoadImage, ImgSz: 40}, persp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +197,7 @@ func TestMosaicP(t *testing.T) {
 	}
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2, 8, 6, 4, 11}
 	for _, c := range []struct {
-		tr    *Transform
+		tr    *transform.Transform
 		epoch uint64
 	}{{tr, 0}, {stop, 1}} {
 		d, trc, tg, errs := fillMosaic(t, ds, c.tr, c.epoch, plan, 5, 2)
@@ -203,7 +207,7 @@ func TestMosaicP(t *testing.T) {
 			if errs[i] != "" {
 				t.Fatalf("sample %d: %s", idx, errs[i])
 			}
-			p := c.tr.PartnersOf(Key{Seed: 5, Epoch: c.epoch, Index: uint64(idx)}, len(files))
+			p := c.tr.PartnersOf(det.Key{Seed: 5, Epoch: c.epoch, Index: uint64(idx)}, len(files))
 			if bytes.HasPrefix(trc[i], []byte(`[["yolo_mosaic"`)) {
 				mosaics++
 				if len(p) != 3 || c.epoch == 1 {
@@ -244,15 +248,15 @@ func TestMosaicCanvasClipped(t *testing.T) {
 	}
 	ds := yoloMem{memDataset{files}, -1}
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2, 8, 6, 4, 11}
-	ps := []Op{
-		{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{40, 40}},
-		{Kind: OpYOLORandomPerspective, YDegrees: 30, YTranslate: 0.4, YScale: 0.9, YShear: 20, YPersp: 0.001, YSize: [2]int{40, 40}},
-		{Kind: OpYOLORandomPerspective, YDegrees: 180, YTranslate: 0.9, YScale: 0.3, YShear: 60, YPersp: 0.01, YSize: [2]int{36, 44}},
+	ps := []ops.Op{
+		{Kind: transform.OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{40, 40}},
+		{Kind: transform.OpYOLORandomPerspective, YDegrees: 30, YTranslate: 0.4, YScale: 0.9, YShear: 20, YPersp: 0.001, YSize: [2]int{40, 40}},
+		{Kind: transform.OpYOLORandomPerspective, YDegrees: 180, YTranslate: 0.9, YScale: 0.3, YShear: 60, YPersp: 0.01, YSize: [2]int{36, 44}},
 	}
 	clipped := 0
 	for pi, persp := range ps {
 		for _, tiles := range []int{4, 9} {
-			tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: tiles, P: 1}, persp, Op{Kind: OpMixUp, P: 0.5})
+			tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 40, Tiles: tiles, P: 1}, persp, ops.Op{Kind: transform.OpMixUp, P: 0.5})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -270,9 +274,9 @@ func TestMosaicCanvasClipped(t *testing.T) {
 					}
 				}
 				for _, idx := range plan {
-					k := Key{Seed: 5, Epoch: e, Index: uint64(idx)}
+					k := det.Key{Seed: 5, Epoch: e, Index: uint64(idx)}
 					s := cv.MosaicSize(40)
-					m := cv.PerspectiveMatrix(drawYOLOPersp(&persp, k), s, s, persp.YSize[0], persp.YSize[1])
+					m := cv.PerspectiveMatrix(transform.DrawYOLOPersp(&persp, k), s, s, persp.YSize[0], persp.YSize[1])
 					if r, ok := cv.PerspectiveFootprint(m, persp.YPersp != 0, s, s, persp.YSize[0], persp.YSize[1]); ok && (r.X1-r.X0)*(r.Y1-r.Y0) < s*s {
 						clipped++
 					}
@@ -290,7 +294,7 @@ func TestMosaicCanvasClipped(t *testing.T) {
 // photos from a PartnerCache as with --partner-budget: the canvas built
 // whole (full) and only where the warp reads it (clipped).
 func BenchmarkYOLOPreset(b *testing.B) {
-	tr, err := ParseTransform("yolo", CHW)
+	tr, err := transform.ParseTransform("yolo", transform.CHW)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -314,12 +318,12 @@ func BenchmarkYOLOPreset(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			fullCanvas = full
 			defer func() { fullCanvas = false }()
-			d := NewDecoder(WithPartnerCache(NewPartnerCache(1 << 30)))
+			d := NewDecoder(WithPartnerCache(cv.NewPartnerCache(1 << 30)))
 			defer d.Close()
 			out := make([]byte, tr.SampleBytes())
 			for i := 0; b.Loop(); i++ {
 				d.SetPartners([]int{1, 2, 3}, files[1:])
-				if err := d.Decode(files[0], tr, Key{Seed: 1, Index: uint64(i)}, out); err != nil {
+				if err := d.Decode(files[0], tr, det.Key{Seed: 1, Index: uint64(i)}, out); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -335,18 +339,18 @@ func BenchmarkYOLOPreset(b *testing.B) {
 func TestMosaicCutMix(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2}
-	mo := Op{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
-	persp := Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
-	cut := Op{Kind: OpCutMix, P: 1, Beta: 1, Areas: 8}
-	plain, err := NewTransform(CHW, mo, persp)
+	mo := ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
+	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
+	cut := ops.Op{Kind: transform.OpCutMix, P: 1, Beta: 1, Areas: 8}
+	plain, err := transform.NewTransform(transform.CHW, mo, persp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm, err := NewTransform(CHW, mo, persp, cut)
+	cm, err := transform.NewTransform(transform.CHW, mo, persp, cut)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(cm.PartnersOf(Key{Seed: 5, Epoch: 2, Index: 3}, 11)); n != 7 {
+	if n := len(cm.PartnersOf(det.Key{Seed: 5, Epoch: 2, Index: 3}, 11)); n != 7 {
 		t.Errorf("%d partners, want 3 and 1 + 3", n)
 	}
 	ds := segMem{yoloMem: yoloMem{memDataset{files}, -1}}
@@ -391,9 +395,9 @@ func TestMosaicCutMix(t *testing.T) {
 	if applied == 0 {
 		t.Error("CutMix never applied")
 	}
-	for _, ops := range [][]Op{{mo, cut, persp}, {cut}, {{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, persp, cut},
-		{mo, persp, {Kind: OpCutMix, P: 1, Beta: 1, Areas: 0}}} {
-		if _, err := NewTransform(CHW, ops...); err == nil {
+	for _, ops := range [][]ops.Op{{mo, cut, persp}, {cut}, {{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, persp, cut},
+		{mo, persp, {Kind: transform.OpCutMix, P: 1, Beta: 1, Areas: 0}}} {
+		if _, err := transform.NewTransform(transform.CHW, ops...); err == nil {
 			t.Errorf("%v: accepted", ops)
 		}
 	}
@@ -401,7 +405,7 @@ func TestMosaicCutMix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Sampler(sk).AtEpoch(2).Sampler(sk).CutMixOp() == nil || st.Sampler(sk).AtEpoch(3).Sampler(sk).CutMixOp() != nil || NeedsTargets(cm) != "YOLOCutMix (op 2)" {
+	if st.Sampler(sk).AtEpoch(2).Sampler(sk).CutMixOp() == nil || st.Sampler(sk).AtEpoch(3).Sampler(sk).CutMixOp() != nil || transform.NeedsTargets(cm) != "YOLOCutMix (op 2)" {
 		t.Error("stop_epoch does not switch CutMix off, or it does not need targets")
 	}
 }

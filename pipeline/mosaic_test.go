@@ -14,8 +14,13 @@ import (
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/annot"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // mosaicPNGs are n PNGs of sizes that vary (landscape, portrait, square,
@@ -49,7 +54,7 @@ type yoloMem struct {
 
 func (d yoloMem) Read(i int, buf []byte) ([]byte, error) {
 	if i == d.bad {
-		return nil, fmt.Errorf("%w: mem/%d.jpg: the disk said no", ErrCorrupt, i)
+		return nil, fmt.Errorf("%w: mem/%d.jpg: the disk said no", errs.Corrupt, i)
 	}
 	return d.memDataset.Read(i, buf)
 }
@@ -62,7 +67,7 @@ func (d yoloMem) Labels(i int) ([]annot.YOLOInstance, error) {
 	}, nil
 }
 
-func (d yoloMem) SourceTargets(i, w, h int, t *Instances) error {
+func (d yoloMem) SourceTargets(i, w, h int, t *transform.Instances) error {
 	ls, _ := d.Labels(i)
 	for _, l := range ls {
 		b := l.Box
@@ -101,11 +106,11 @@ func mosaicOf(t *testing.T, trace []byte) mosaicTrace {
 // fillMosaic makes the samples indices of ds with tr (seed 5, epoch e) in
 // batches of split on an executor of workers with opts, with traces and
 // targets.
-func fillMosaic(t *testing.T, ds Dataset, tr *Transform, e uint64, indices []int64, split, workers int, opts ...Option) (data [][]byte, traces, targets [][]byte, errs []string) {
+func fillMosaic(t *testing.T, ds dataset.Dataset, tr *transform.Transform, e uint64, indices []int64, split, workers int, opts ...Option) (data [][]byte, traces, targets [][]byte, errs []string) {
 	t.Helper()
 	ex := NewExecutor(workers, opts...)
 	defer ex.Close()
-	fs, err := NewFieldSet(ds, []string{FieldTargets}, 1<<20, "mosaic")
+	fs, err := dataset.NewFieldSet(ds, []string{transform.FieldTargets}, 1<<20, "mosaic")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +145,7 @@ func TestMosaicPartners(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	ds := yoloMem{memDataset{files}, -1}
 	for _, n := range []int{4, 9} {
-		tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 48, Tiles: n, P: 1})
+		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: n, P: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +268,7 @@ func checkTargets(t *testing.T, targets []byte, wi cv.Instances, s int) {
 // others are made.
 func TestMosaicBadPartner(t *testing.T) {
 	files := mosaicPNGs(t, 9)
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 32, Tiles: 4, P: 1})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 32, Tiles: 4, P: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +283,7 @@ func TestMosaicBadPartner(t *testing.T) {
 		_, _, _, errs := fillMosaic(t, ds, tr, 0, plan, 4, 2)
 		failed := 0
 		for i, idx := range plan {
-			p := tr.PartnersOf(Key{Seed: 5, Epoch: 0, Index: uint64(idx)}, len(files))
+			p := tr.PartnersOf(det.Key{Seed: 5, Epoch: 0, Index: uint64(idx)}, len(files))
 			drew := false
 			for _, q := range p {
 				drew = drew || q == 4

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // fillPartners is fillMosaic with opts, every sample made: a sample's
 // error fails the test.
-func fillPartners(t *testing.T, ds Dataset, tr *Transform, e uint64, indices []int64, split, workers int, opts ...Option) (data, traces, targets [][]byte) {
+func fillPartners(t *testing.T, ds dataset.Dataset, tr *transform.Transform, e uint64, indices []int64, split, workers int, opts ...Option) (data, traces, targets [][]byte) {
 	t.Helper()
 	data, traces, targets, errs := fillMosaic(t, ds, tr, e, indices, split, workers, opts...)
 	for i, err := range errs {
@@ -32,18 +35,18 @@ func TestPartnerCacheSameBytes(t *testing.T) {
 	ds := yoloMem{memDataset{files}, -1}
 	tr := mosaicMixUp(t, 32)
 	const e = 2
-	perm := EpochPermutation(n, 5, e)
+	perm := det.EpochPermutation(n, 5, e)
 	order := make([]int64, n)
 	for i := range order {
 		order[i] = int64(perm.At(uint64(i)))
 	}
 	d0, tr0, tg0 := fillPartners(t, ds, tr, e, order, 64, 1)
-	roomy := NewPartnerCache(64 << 20)
-	tiny := NewPartnerCache(20 * 3 * 32 * 32)
+	roomy := cv.NewPartnerCache(64 << 20)
+	tiny := cv.NewPartnerCache(20 * 3 * 32 * 32)
 	for _, c := range []struct {
 		name           string
 		split, workers int
-		cache          *PartnerCache
+		cache          *cv.PartnerCache
 	}{{"roomy", 64, 2, roomy}, {"roomy, split 7", 7, 3, roomy}, {"tiny", 50, 2, tiny}} {
 		d1, tr1, tg1 := fillPartners(t, ds, tr, e, order, c.split, c.workers, WithPartnerCache(c.cache))
 		for i, idx := range order {

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestPhotometricBeforeLayouts: ops before the geometry give the same
@@ -14,20 +18,20 @@ func TestPhotometricBeforeLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := Op{Kind: OpRandomPhotometricDistort, P: 1, JitterRanges: true,
+	all := ops.Op{Kind: ops.OpRandomPhotometricDistort, P: 1, JitterRanges: true,
 		Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}
-	resize := Op{Kind: OpResize, Size: [2]int{40, 50}}
-	decode := func(layout Layout, ops ...Op) []byte {
+	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{40, 50}}
+	decode := func(layout transform.Layout, ops ...ops.Op) []byte {
 		tr := mustTransform(t, layout, ops...)
 		d := NewDecoder()
 		defer d.Close()
 		out := make([]byte, tr.SampleBytes())
-		if err := d.Decode(data, tr, Key{Seed: 2, Index: 5}, out); err != nil {
+		if err := d.Decode(data, tr, det.Key{Seed: 2, Index: 5}, out); err != nil {
 			t.Fatal(err)
 		}
 		return out
 	}
-	chw, hwc, plain := decode(CHW, all, resize), decode(HWC, all, resize), decode(CHW, resize)
+	chw, hwc, plain := decode(transform.CHW, all, resize), decode(transform.HWC, all, resize), decode(transform.CHW, resize)
 	packed := make([]byte, len(chw))
 	chwToHWC(chw, packed)
 	if !bytes.Equal(packed, hwc) {

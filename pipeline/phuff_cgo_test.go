@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestExactProgressiveDecoderExact checks phuff.c's progressive decoder against
@@ -39,7 +41,7 @@ func TestExactProgressiveDecoderExact(t *testing.T) {
 			t.Fatalf("%s: not progressive", f.name)
 		}
 		for i, p := range fastEdgePlans(hd.w, hd.h) {
-			layout := Layout(i / 2 % 2)
+			layout := transform.Layout(i / 2 % 2)
 			want := make([]byte, 3*p.OutW*p.OutH)
 			got := make([]byte, len(want))
 			all, wantAll := make([]byte, len(want)), make([]byte, len(want))
@@ -127,8 +129,8 @@ func TestExactProgressiveDecoderMutated(t *testing.T) {
 		}
 		p := fastEdgePlans(hd.w, hd.h)[0]
 		got, want := make([]byte, 3*p.OutW*p.OutH), make([]byte, 3*p.OutW*p.OutH)
-		errOurs := ours.decodeFast(data, &hd, &p, CHW, got)
-		errLib := lib.decodeFast(data, &hd, &p, CHW, want)
+		errOurs := ours.decodeFast(data, &hd, &p, transform.CHW, got)
+		errLib := lib.decodeFast(data, &hd, &p, transform.CHW, want)
 		switch {
 		case errOurs != nil && errLib == nil && strings.Contains(errOurs.Error(), "extraneous bytes before marker"):
 			stricter++

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // Schedule says how an Executor's workers choose the next sample among the
@@ -69,7 +71,7 @@ func ParseSchedule(s string) (Schedule, error) {
 	case "fifo":
 		return ScheduleFIFO, nil
 	}
-	return 0, fmt.Errorf("%w: schedule %q (want stall or fifo)", ErrUnsupported, s)
+	return 0, fmt.Errorf("%w: schedule %q (want stall or fifo)", errs.Unsupported, s)
 }
 
 // A StageObserver is told, for every sample an Executor makes, how long it

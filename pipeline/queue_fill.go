@@ -1,12 +1,5 @@
 package pipeline
 
-// A Fill: its batch's samples queued as one request, taken in index
-// order by the workers, and the Fill's wait for them; a worker's
-// reservations in the memory budget, under the Fill's wait: of a
-// sample's files before it reads them (reserveFiles), of the rest of its
-// scratch before it is made (reserveScratch) and what it keeps after
-// (settleScratch); the scratch's parts and bounds: header.go.
-
 import (
 	"context"
 	"fmt"
@@ -17,7 +10,15 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
-	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/dataset" // A Fill: its batch's samples queued as one request, taken in index
+	// order by the workers, and the Fill's wait for them; a worker's
+	// reservations in the memory budget, under the Fill's wait: of a
+	// sample's files before it reads them (reserveFiles), of the rest of its
+	// scratch before it is made (reserveScratch) and what it keeps after
+	// (settleScratch); the scratch's parts and bounds: header.go.
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // fillReq is one Fill's batch: its samples are taken in index order, and
@@ -27,26 +28,26 @@ type fillReq struct {
 	prev, next *fillReq // in q's list, while it has samples not started
 	seq        uint64
 
-	ds          Dataset
-	t           *Transform
+	ds          dataset.Dataset
+	t           *transform.Transform
 	seed, epoch uint64
 	indices     []int64
 	data        []byte
-	size        int        // a sample's bytes: data holds len(data)/size samples
-	layout      ViewLayout // where each sample's views lie in data
-	copies      []uint32   // Batch.Copies: each sample's copy; nil: all 0
-	fset        *FieldSet  // the fields the batch asks for (Batch.FieldSet), else nil
-	fields      []Field    // Batch.Fields: sample i's are fields[i*fset.Len():]
-	place       []int      // FillAt's: where each sample goes in data, in samples; nil: in order
-	errs        []error    // per sample, written by the worker that made it
-	traces      [][]byte   // per sample when the batch asks for traces (Batch.Traces), else nil
-	good        []int      // finishBatch's scratch
-	taken       int        // samples given to workers (or dropped): the next is indices[taken]
-	running     int        // of those, the ones being made now
-	dropped     error      // why samples were dropped: ctx.Err() or ErrClosed
+	size        int                  // a sample's bytes: data holds len(data)/size samples
+	layout      transform.ViewLayout // where each sample's views lie in data
+	copies      []uint32             // Batch.Copies: each sample's copy; nil: all 0
+	fset        *dataset.FieldSet    // the fields the batch asks for (Batch.FieldSet), else nil
+	fields      []Field              // Batch.Fields: sample i's are fields[i*fset.Len():]
+	place       []int                // FillAt's: where each sample goes in data, in samples; nil: in order
+	errs        []error              // per sample, written by the worker that made it
+	traces      [][]byte             // per sample when the batch asks for traces (Batch.Traces), else nil
+	good        []int                // finishBatch's scratch
+	taken       int                  // samples given to workers (or dropped): the next is indices[taken]
+	running     int                  // of those, the ones being made now
+	dropped     error                // why samples were dropped: ctx.Err() or ErrClosed
 	done        chan struct{}
-	queued      time.Time  // when Fill queued it, with a StageObserver
-	times       StageTimes // its samples' stage times, summed (under e.mu)
+	queued      time.Time        // when Fill queued it, with a StageObserver
+	times       batch.StageTimes // its samples' stage times, summed (under e.mu)
 
 	// stop is set (atomically) when the samples running are abandoned:
 	// the kernels they run poll it (opScratch.Stop) and return.
@@ -123,7 +124,7 @@ var fillReqs = sync.Pool{New: func() any { return &fillReq{done: make(chan struc
 // no core works on for a batch no one waits for. A batch whose every sample
 // failed has N == 0 under either policy: not data to hand on. A ds that is a Prefetcher is told
 // the indices before they are queued.
-func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
+func (q *Queue) Fill(ctx context.Context, ds dataset.Dataset, t *transform.Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
 	return q.fill(ctx, ds, t, seed, epoch, indices, nil, policy, b)
 }
 
@@ -137,29 +138,29 @@ func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 // part's good samples at its place (PadFromBatch), or the good samples
 // moved to the part's first places (Drop: its places past N hold no
 // sample then, and what is in them is unspecified).
-func (q *Queue) FillAt(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, place []int, policy FailPolicy, b *Batch) error {
+func (q *Queue) FillAt(ctx context.Context, ds dataset.Dataset, t *transform.Transform, seed, epoch uint64, indices []int64, place []int, policy FailPolicy, b *Batch) error {
 	if len(place) != len(indices) {
-		return fmt.Errorf("%w: %d places for %d samples", ErrUnsupported, len(place), len(indices))
+		return fmt.Errorf("%w: %d places for %d samples", errs.Unsupported, len(place), len(indices))
 	}
 	size := t.SampleBytes()
 	if len(b.Data)%size != 0 {
-		return fmt.Errorf("%w: a batch buffer of %d bytes for samples of %d", ErrUnsupported, len(b.Data), size)
+		return fmt.Errorf("%w: a batch buffer of %d bytes for samples of %d", errs.Unsupported, len(b.Data), size)
 	}
 	for _, at := range place {
 		if at < 0 || (at+1)*size > len(b.Data) {
-			return fmt.Errorf("%w: place %d is past the batch's %d bytes", ErrUnsupported, at, len(b.Data))
+			return fmt.Errorf("%w: place %d is past the batch's %d bytes", errs.Unsupported, at, len(b.Data))
 		}
 	}
 	return q.fill(ctx, ds, t, seed, epoch, indices, place, policy, b)
 }
 
-func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, place []int, policy FailPolicy, b *Batch) error {
+func (q *Queue) fill(ctx context.Context, ds dataset.Dataset, t *transform.Transform, seed, epoch uint64, indices []int64, place []int, policy FailPolicy, b *Batch) error {
 	if b.Copies != nil && len(b.Copies) != len(indices) {
-		return fmt.Errorf("%w: %d copies for %d samples", ErrUnsupported, len(b.Copies), len(indices))
+		return fmt.Errorf("%w: %d copies for %d samples", errs.Unsupported, len(b.Copies), len(indices))
 	}
 	for _, idx := range indices {
 		if idx < 0 || idx >= int64(ds.Len()) {
-			return fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, idx, ds.Len())
+			return fmt.Errorf("%w: sample index %d out of range [0, %d)", errs.Unsupported, idx, ds.Len())
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -167,13 +168,13 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	}
 	// Before the samples are queued: their bytes are on their way while
 	// the batches queued ahead of this one are made.
-	fs, _ := b.FieldSet.(*FieldSet)
-	if fp, ok := ds.(FieldPrefetcher); ok && fs.Len() > 0 {
+	fs, _ := b.FieldSet.(*dataset.FieldSet)
+	if fp, ok := ds.(dataset.FieldPrefetcher); ok && fs.Len() > 0 {
 		fp.PrefetchFields(indices, fs)
-	} else if p, ok := ds.(Prefetcher); ok {
+	} else if p, ok := ds.(dataset.Prefetcher); ok {
 		p.Prefetch(indices)
 	}
-	if p, ok := ds.(Prefetcher); ok { // a Mosaic's partners, after the samples (decode_multi.go)
+	if p, ok := ds.(dataset.Prefetcher); ok { // a Mosaic's partners, after the samples (decode_multi.go)
 		if hint := partnerHints(t, seed, epoch, indices, b.Copies, ds.Len()); len(hint) > 0 {
 			p.Prefetch(hint)
 		}
@@ -275,7 +276,7 @@ func (r *fillReq) release() {
 // small for its file grows to it and a quarter (the datasets' readCapped).
 // Else nothing is reserved here, and reserveScratch counts the buffers
 // once read.
-func (d *Decoder) reserveFiles(ctx context.Context, ds Dataset, idx int, pidx []int) error {
+func (d *Decoder) reserveFiles(ctx context.Context, ds dataset.Dataset, idx int, pidx []int) error {
 	b := d.opts.scratch
 	if b == nil {
 		return nil
@@ -343,7 +344,7 @@ func (d *Decoder) reserveFiles(ctx context.Context, ds Dataset, idx int, pidx []
 // Decoder's buffers) may hold, before any of it is made, waiting under
 // ctx (its Fill's, ended when the job closes); its error (the budget's or
 // ctx's, wrapped) fails the sample.
-func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *Transform, k Key, pdata [][]byte, fs *FieldSet) error {
+func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *transform.Transform, k det.Key, pdata [][]byte, fs *dataset.FieldSet) error {
 	b := d.opts.scratch
 	if b == nil {
 		return nil

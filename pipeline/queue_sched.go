@@ -1,15 +1,16 @@
 package pipeline
 
-// The executor's scheduler (weighted fair queueing on the CPU each queue's
-// samples cost, by class) and its workers' loop.
-
 import (
 	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/cpuclock"
+	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/cpuclock" // The executor's scheduler (weighted fair queueing on the CPU each queue's
+	// samples cost, by class) and its workers' loop.
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // enqueue appends r to its queue, which becomes active (at the executor's
@@ -244,7 +245,7 @@ func (e *Executor) rebase(c int) {
 // finished records that the worker made r's sample, which took st (zero
 // without a StageObserver) and cost cost cpuUnits (< 0: not measured): r's Fill is signalled when it was the last,
 // and a closed queue's Close when it was its last running. e.mu is held.
-func (e *Executor) finished(r *fillReq, st *StageTimes, ch charge, cost float64) {
+func (e *Executor) finished(r *fillReq, st *batch.StageTimes, ch charge, cost float64) {
 	q := r.q
 	e.settle(q, ch, cost)
 	if ch.heavy {
@@ -329,7 +330,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		}
 		idx := r.indices[i]
 		var t0, t1 time.Time
-		var st StageTimes
+		var st batch.StageTimes
 		if e.stages != nil {
 			t0 = time.Now()
 		}
@@ -341,7 +342,7 @@ func (e *Executor) run(d *Decoder, w int) {
 			// of it is read (a 100 MB .json is never read).
 			err = r.fset.Check(r.ds, int(idx))
 		}
-		k := Key{Seed: r.seed, Epoch: r.epoch, Index: uint64(idx)}
+		k := det.Key{Seed: r.seed, Epoch: r.epoch, Index: uint64(idx)}
 		if r.copies != nil {
 			k.Copy = uint64(r.copies[i])
 		}
@@ -390,7 +391,7 @@ func (e *Executor) run(d *Decoder, w int) {
 			d.admitNow = r.copies != nil
 			d.SetBoxSource(nil, 0)
 			if r.fset.HasTargets() { // a RandomIoUCrop draws against the boxes
-				if tg, ok := r.ds.(Targeted); ok {
+				if tg, ok := r.ds.(transform.Targeted); ok {
 					d.SetBoxSource(tg, int(idx))
 				}
 			}
@@ -398,14 +399,14 @@ func (e *Executor) run(d *Decoder, w int) {
 			if err == nil && r.fset.HasTargets() {
 				n := r.fset.Len()
 				err = r.fset.TargetsInto(r.fields[i*n:(i+1)*n], func(b []byte) ([]byte, error) {
-					return d.appendTargets(b, r.t, r.ds.(Targeted), int(idx), r.fset)
+					return d.appendTargets(b, r.t, r.ds.(transform.Targeted), int(idx), r.fset)
 				})
 			}
 		}
 		err = d.settleScratch(err)
 		if e.stages != nil {
 			made := time.Since(t1)
-			st = StageTimes{Queue: t0.Sub(r.queued), Read: t1.Sub(t0), Decode: max(made-d.post, 0), Transform: min(d.post, made)}
+			st = batch.StageTimes{Queue: t0.Sub(r.queued), Read: t1.Sub(t0), Decode: max(made-d.post, 0), Transform: min(d.post, made)}
 			e.stages(st.Queue, st.Read, made)
 		}
 		r.errs[i] = err

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/waitfor"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // probeDataset is a Dataset whose samples are never images: each Read
@@ -24,7 +28,7 @@ type probeDataset struct {
 	reads  atomic.Int64
 }
 
-var errProbe = fmt.Errorf("%w: probe sample", ErrCorrupt)
+var errProbe = fmt.Errorf("%w: probe sample", errs.Corrupt)
 
 func (d *probeDataset) Len() int            { return d.n }
 func (d *probeDataset) Label(i int) int64   { return 0 }
@@ -98,7 +102,7 @@ func waitPending(t *testing.T, q *Queue, n int) {
 }
 
 // fillAsync runs q.Fill on its own goroutine; the error comes on the channel.
-func fillAsync(ctx context.Context, t *testing.T, q *Queue, ds Dataset, n int) <-chan error {
+func fillAsync(ctx context.Context, t *testing.T, q *Queue, ds dataset.Dataset, n int) <-chan error {
 	done := make(chan error, 1)
 	tr := smallTrain(t)
 	go func() {
@@ -413,7 +417,7 @@ func TestParseSchedule(t *testing.T) {
 			t.Errorf("ParseSchedule(%q) = %v, %v", in, got, err)
 		}
 	}
-	if _, err := ParseSchedule("lifo"); !errors.Is(err, ErrUnsupported) {
+	if _, err := ParseSchedule("lifo"); !errors.Is(err, errs.Unsupported) {
 		t.Errorf("ParseSchedule(lifo): %v", err)
 	}
 }
@@ -552,7 +556,7 @@ func TestStageObserver(t *testing.T) {
 	}))
 	defer e.Close()
 	ds := memDataset{goldenJPEGs()[:6]}
-	tr, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{16, 16}})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{16, 16}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,16 @@
 package pipeline
 
-// Floating point in this file: as in plan.go, every product that is added
-// or subtracted is wrapped in float64(...), so that the compiler does not
-// fuse it into a multiply-add: the weights must be the same doubles as
-// torch's and turbo.c's on every machine.
-
 import (
 	"image"
 	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
-	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv" // Floating point in this file: as in plan.go, every product that is added
+	// or subtracted is wrapped in float64(...), so that the compiler does not
+	// fuse it into a multiply-add: the weights must be the same doubles as
+	// torch's and turbo.c's on every machine.
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // resampleTorch is the reference path's resampling, every filter: torch's
@@ -19,7 +18,7 @@ import (
 // vertical. src holds the spans' source
 // pixels from its origin (the crop, or the whole image); the output is
 // flipped if the plan says so and packed into out.
-func resampleTorch(src *image.NRGBA, p *samplePlan, layout Layout, out []byte) {
+func resampleTorch(src *image.NRGBA, p *transform.SamplePlan, layout transform.Layout, out []byte) {
 	sx, sy := p.Spans()
 	ax, ay := fn.NewTorchAxis(sx, p.Interp, p.Antialias), fn.NewTorchAxis(sy, p.Interp, p.Antialias)
 	w, h := p.OutW, p.OutH
@@ -47,7 +46,7 @@ func resampleTorch(src *image.NRGBA, p *samplePlan, layout Layout, out []byte) {
 			}
 			for c := range 3 {
 				v := ay.Sum(y, func(j int) byte { return mid[((j-y0)*w+x)*3+c] })
-				if layout == HWC {
+				if layout == transform.HWC {
 					out[3*(y*w+ox)+c] = v
 				} else {
 					out[c*plane+y*w+ox] = v
@@ -66,7 +65,7 @@ func resampleTorch(src *image.NRGBA, p *samplePlan, layout Layout, out []byte) {
 // With cgo the resampler does it (resizeCanvasFast), making only the
 // crop's rows and columns its taps read; resizeCanvasGo is the same bytes
 // in Go (without cgo, and on the reference path: WithReference).
-func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
+func (d *Decoder) resizeCanvas(dst []byte, p *transform.SamplePlan, src []byte, layout transform.Layout) {
 	if p.YOLO {
 		d.yoloCanvas(dst, p, src, layout)
 		return
@@ -80,7 +79,7 @@ func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Lay
 // resizeCanvasGo is resizeCanvas in Go: the crop of the canvas made
 // whole in the Decoder's scratch (the fill, the image's part of it, its
 // columns reversed if p.preFlip), then resized (resampleRGBA).
-func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout Layout) {
+func (d *Decoder) resizeCanvasGo(dst []byte, p *transform.SamplePlan, src []byte, layout transform.Layout) {
 	kw, kh, w, h := p.KW, p.KH, p.SrcW, p.SrcH
 	n := 4 * kw * kh
 	if cap(d.canvas) < n {
@@ -98,7 +97,7 @@ func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout L
 		row := c[4*y*kw:][:4*kw]
 		for x := x0; x < x1; x++ {
 			o := (y-top)*w + x - left
-			if layout == HWC {
+			if layout == transform.HWC {
 				row[4*x], row[4*x+1], row[4*x+2] = src[3*o], src[3*o+1], src[3*o+2]
 			} else {
 				row[4*x], row[4*x+1], row[4*x+2] = src[o], src[plane+o], src[2*plane+o]
@@ -112,7 +111,7 @@ func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout L
 		}
 	}
 	cp := *p
-	cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = cropResize, kw, kh, 0, 0, kw, kh
+	cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = transform.CropResize, kw, kh, 0, 0, kw, kh
 	// The image's rows, from the crop's top: the others are the fill's.
 	d.resampleRGBA(c, 4*kw, &cp, layout, dst, top, top+h)
 }
@@ -123,7 +122,7 @@ func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout L
 // top-left pixel, without its per-tap calls: the canvas path's resize.
 // The rows outside [img0, img1) are all one colour: their horizontal pass
 // is made once and copied.
-func (d *Decoder) resampleRGBA(src []byte, stride int, p *samplePlan, layout Layout, out []byte, img0, img1 int) {
+func (d *Decoder) resampleRGBA(src []byte, stride int, p *transform.SamplePlan, layout transform.Layout, out []byte, img0, img1 int) {
 	sx, sy := p.Spans()
 	ax, ay := fn.NewTorchAxis(sx, p.Interp, p.Antialias), fn.NewTorchAxis(sy, p.Interp, p.Antialias)
 	w, h := p.OutW, p.OutH
@@ -173,7 +172,7 @@ func (d *Decoder) resampleRGBA(src []byte, stride int, p *samplePlan, layout Lay
 			if p.Flip {
 				ox = w - 1 - x
 			}
-			if layout == HWC {
+			if layout == transform.HWC {
 				o := 3 * (y*w + ox)
 				out[o], out[o+1], out[o+2] = clamp8(r>>ay.Prec), clamp8(g>>ay.Prec), clamp8(b>>ay.Prec)
 			} else {
@@ -202,11 +201,11 @@ func (s *yoloScratch) planes(i, w, h int) kernels.Planes {
 // layout) from src, the whole image at its own size in layout: loaded
 // (cv.ResizeLinear to the loaded size), letterboxed, warped, as the plan
 // says, on planes.
-func (d *Decoder) yoloCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
+func (d *Decoder) yoloCanvas(dst []byte, p *transform.SamplePlan, src []byte, layout transform.Layout) {
 	s := &d.yoloRoom
 	w, h := p.SrcW, p.SrcH
 	cur := kernels.Planes{Pix: src[:3*w*h], W: w, H: h}
-	if layout == HWC {
+	if layout == transform.HWC {
 		c := s.planes(0, w, h)
 		hwcToCHW(cur.Pix, c.Pix)
 		cur = c
@@ -233,7 +232,7 @@ func (d *Decoder) yoloCanvas(dst []byte, p *samplePlan, src []byte, layout Layou
 		cur = c
 	}
 	out := dst[:3*p.OutW*p.OutH]
-	if layout == HWC {
+	if layout == transform.HWC {
 		chwToHWC(cur.Pix, out)
 		return
 	}

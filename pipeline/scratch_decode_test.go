@@ -4,6 +4,10 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // countBudget is a ScratchBudget without a limit that keeps what is
@@ -29,23 +33,23 @@ func (b *countBudget) Release(n int64)  { b.held -= n }
 // reserves none. Each transform's staged decode keeps some (counted).
 func TestDecodeScratchInBound(t *testing.T) {
 	files := photos(t, 12)
-	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
-	zoom := Op{Kind: OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
+	norm := ops.Op{Kind: ops.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
+	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
 	for _, c := range []struct {
 		name      string
-		layout    Layout
-		ops       []Op
+		layout    transform.Layout
+		ops       []ops.Op
 		reference bool
 		direct    bool
 	}{
-		{"rrc-direct", CHW, []Op{{Kind: OpRandomResizedCrop, Size: [2]int{64, 64}}}, false, true},
-		{"resize-normalize", CHW, []Op{{Kind: OpResize, Size: [2]int{48, 64}}, norm}, false, false},
-		{"hwc-flip", HWC, []Op{{Kind: OpCenterCrop, Size: [2]int{96, 96}}, {Kind: OpRandomVerticalFlip, P: 1}}, false, false},
-		{"hwc-normalize", HWC, []Op{{Kind: OpResize, Size: [2]int{40, 56}}, norm}, false, false},
-		{"center-past", CHW, []Op{{Kind: OpCenterCrop, Size: [2]int{600, 640}}}, false, false},
-		{"zoom-out", CHW, []Op{zoom, {Kind: OpResize, Size: [2]int{64, 80}}}, false, false},
-		{"zoom-out-reference", CHW, []Op{zoom, {Kind: OpResize, Size: [2]int{64, 80}}}, true, false},
-		{"rotate-expand-first", CHW, []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: OpResize, Size: [2]int{64, 80}}}, false, false},
+		{"rrc-direct", transform.CHW, []ops.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{64, 64}}}, false, true},
+		{"resize-normalize", transform.CHW, []ops.Op{{Kind: transform.OpResize, Size: [2]int{48, 64}}, norm}, false, false},
+		{"hwc-flip", transform.HWC, []ops.Op{{Kind: transform.OpCenterCrop, Size: [2]int{96, 96}}, {Kind: ops.OpRandomVerticalFlip, P: 1}}, false, false},
+		{"hwc-normalize", transform.HWC, []ops.Op{{Kind: transform.OpResize, Size: [2]int{40, 56}}, norm}, false, false},
+		{"center-past", transform.CHW, []ops.Op{{Kind: transform.OpCenterCrop, Size: [2]int{600, 640}}}, false, false},
+		{"zoom-out", transform.CHW, []ops.Op{zoom, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false, false},
+		{"zoom-out-reference", transform.CHW, []ops.Op{zoom, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, true, false},
+		{"rotate-expand-first", transform.CHW, []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr := mustTransform(t, c.layout, c.ops...)
@@ -55,7 +59,7 @@ func TestDecodeScratchInBound(t *testing.T) {
 			out := make([]byte, tr.SampleBytes())
 			var most scratchParts
 			for i, f := range files {
-				k := Key{Seed: 3, Index: uint64(i)}
+				k := det.Key{Seed: 3, Index: uint64(i)}
 				if err := d.reserveScratch(context.Background(), f, tr, k, nil, nil); err != nil {
 					t.Fatal(err)
 				}

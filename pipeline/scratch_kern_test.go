@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestKernelScratchInBound: the steps' kernels' buffers (a rotation's
@@ -24,29 +28,29 @@ func TestKernelScratchInBound(t *testing.T) {
 	files := photos(t, 6)
 	for _, c := range []struct {
 		name string
-		ops  []Op
+		ops  []ops.Op
 		none bool
 	}{
-		{"blur", []Op{{Kind: OpResize, Size: [2]int{64, 80}}, {Kind: OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}, false},
-		{"rotate", []Op{{Kind: OpCenterCrop, Size: [2]int{96, 96}}, {Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}}}, false},
-		{"affine", []Op{{Kind: OpResize, Size: [2]int{64, 64}}, {Kind: OpRandomAffine, Degrees: [2]float64{-10, 10}, Scale: [2]float64{0.5, 2}}}, false},
-		{"augmix", []Op{{Kind: OpResize, Size: [2]int{48, 64}}, {Kind: OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}, false},
-		{"rotate-expand-resize", []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: OpResize, Size: [2]int{64, 80}}}, false},
-		{"rotate-expand-crop", []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: OpCenterCrop, Size: [2]int{100, 120}}}, false},
-		{"trivialaugment", []Op{{Kind: OpResize, Size: [2]int{64, 64}}, {Kind: OpTrivialAugmentWide, Bins: 31}}, false},
-		{"sharpness", []Op{{Kind: OpResize, Size: [2]int{64, 64}}, {Kind: OpRandomAdjustSharpness, Factor: 2, P: 1}}, false},
-		{"colorjitter", []Op{{Kind: OpResize, Size: [2]int{64, 80}}, {Kind: OpColorJitter, Brightness: 0.4, Contrast: 0.4}}, true},
-		{"no-steps", []Op{{Kind: OpResize, Size: [2]int{64, 80}}}, true},
+		{"blur", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: ops.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}, false},
+		{"rotate", []ops.Op{{Kind: transform.OpCenterCrop, Size: [2]int{96, 96}}, {Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}}}, false},
+		{"affine", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: transform.OpRandomAffine, Degrees: [2]float64{-10, 10}, Scale: [2]float64{0.5, 2}}}, false},
+		{"augmix", []ops.Op{{Kind: transform.OpResize, Size: [2]int{48, 64}}, {Kind: ops.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}, false},
+		{"rotate-expand-resize", []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false},
+		{"rotate-expand-crop", []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpCenterCrop, Size: [2]int{100, 120}}}, false},
+		{"trivialaugment", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: ops.OpTrivialAugmentWide, Bins: 31}}, false},
+		{"sharpness", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: ops.OpRandomAdjustSharpness, Factor: 2, P: 1}}, false},
+		{"colorjitter", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: ops.OpColorJitter, Brightness: 0.4, Contrast: 0.4}}, true},
+		{"no-steps", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tr := mustTransform(t, CHW, c.ops...)
+			tr := mustTransform(t, transform.CHW, c.ops...)
 			b := &countBudget{}
 			d := NewDecoder(WithScratchBudget(b, time.Second))
 			defer d.Close()
 			out := make([]byte, tr.SampleBytes())
 			var most, bmost int64
 			for i, f := range files {
-				k := Key{Seed: 5, Index: uint64(i)}
+				k := det.Key{Seed: 5, Index: uint64(i)}
 				if err := d.reserveScratch(context.Background(), f, tr, k, nil, nil); err != nil {
 					t.Fatal(err)
 				}
@@ -77,7 +81,7 @@ func TestKernelScratchInBound(t *testing.T) {
 		})
 	}
 	// A budget with room for the sample's scratch but the kernels'.
-	tr := mustTransform(t, CHW, Op{Kind: OpResize, Size: [2]int{64, 80}}, Op{Kind: OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}})
+	tr := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{64, 80}}, ops.Op{Kind: ops.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}})
 	hd, err := parseHeader(files[0])
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +92,7 @@ func TestKernelScratchInBound(t *testing.T) {
 	for _, room := range []int64{bound.sum() - bound.kern, bound.sum()} {
 		lb := &limitBudget{limit: room}
 		d := NewDecoder(WithScratchBudget(lb, 10*time.Millisecond))
-		err = d.reserveScratch(context.Background(), files[0], tr, Key{}, nil, nil)
+		err = d.reserveScratch(context.Background(), files[0], tr, det.Key{}, nil, nil)
 		d.Close()
 		if room < bound.sum() && (err == nil || !strings.Contains(err.Error(), "limitBudget: no room")) {
 			t.Fatalf("a budget of %d bytes, the sample's bound without the kernels' %d: %v, want the budget's error", room, bound.kern, err)
@@ -127,35 +131,35 @@ func (b *limitBudget) Release(n int64) { b.held -= n }
 // 224x224 keeps every row resampled across (13 MB), in its bound.
 func TestResamplerScratchInBound(t *testing.T) {
 	files := photos(t, 8)
-	zoom := Op{Kind: OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
+	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
 	for _, c := range []struct {
 		name      string
-		ops       []Op
+		ops       []ops.Op
 		reference bool
 	}{
-		{"rrc", []Op{{Kind: OpRandomResizedCrop, Size: [2]int{64, 64}}}, false},
-		{"resize-small", []Op{{Kind: OpResize, Size: [2]int{8, 12}}}, false},
-		{"resize-up", []Op{{Kind: OpResize, Size: [2]int{600, 700}}}, false},
-		{"center-past", []Op{{Kind: OpCenterCrop, Size: [2]int{600, 640}}}, false},
-		{"zoom-out", []Op{zoom, {Kind: OpResize, Size: [2]int{64, 80}}}, false},
-		{"rotate-expand-first", []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: OpResize, Size: [2]int{64, 80}}}, false},
-		{"yolo", []Op{{Kind: OpYOLOLoadImage, ImgSz: 64}, {Kind: OpYOLOLetterBox, Size: [2]int{64, 64}, Stride: 32, ScaleUp: true, LetterCenter: true}}, false},
-		{"tall", []Op{{Kind: OpResize, Size: [2]int{224, 224}}}, false},
-		{"reference", []Op{{Kind: OpResize, Size: [2]int{48, 64}}}, true},
+		{"rrc", []ops.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{64, 64}}}, false},
+		{"resize-small", []ops.Op{{Kind: transform.OpResize, Size: [2]int{8, 12}}}, false},
+		{"resize-up", []ops.Op{{Kind: transform.OpResize, Size: [2]int{600, 700}}}, false},
+		{"center-past", []ops.Op{{Kind: transform.OpCenterCrop, Size: [2]int{600, 640}}}, false},
+		{"zoom-out", []ops.Op{zoom, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false},
+		{"rotate-expand-first", []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false},
+		{"yolo", []ops.Op{{Kind: transform.OpYOLOLoadImage, ImgSz: 64}, {Kind: transform.OpYOLOLetterBox, Size: [2]int{64, 64}, Stride: 32, ScaleUp: true, LetterCenter: true}}, false},
+		{"tall", []ops.Op{{Kind: transform.OpResize, Size: [2]int{224, 224}}}, false},
+		{"reference", []ops.Op{{Kind: transform.OpResize, Size: [2]int{48, 64}}}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			files := files
 			if c.name == "tall" { // a thin tall image resized wide: every row resampled across
 				files = [][]byte{encodePNG(testPicture(2, 20000))}
 			}
-			tr := mustTransform(t, CHW, c.ops...)
+			tr := mustTransform(t, transform.CHW, c.ops...)
 			b := &countBudget{}
 			d := NewDecoder(WithScratchBudget(b, time.Second), WithReference(c.reference))
 			defer d.Close()
 			out := make([]byte, tr.SampleBytes())
 			var most, bmost int64
 			for i, f := range files {
-				k := Key{Seed: 7, Index: uint64(i)}
+				k := det.Key{Seed: 7, Index: uint64(i)}
 				if err := d.reserveScratch(context.Background(), f, tr, k, nil, nil); err != nil {
 					t.Fatal(err)
 				}

@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestExactSegDecode: a sample of the segmentation references' geometry
@@ -25,29 +30,29 @@ func TestExactSegDecode(t *testing.T) {
 	}
 	fill := [3]float64{123, 117, 104}
 	seg := segOps(100, 400, 240, fill)
-	after := append(append([]Op{seg[0]}, seg[2:]...), seg[1]) // the flip after the crop
-	needed := []Op{seg[0], seg[1], {Kind: OpRandomCrop, Size: [2]int{240, 200}, PadIfNeeded: true, Fill: fill}}
+	after := append(append([]opspkg.Op{seg[0]}, seg[2:]...), seg[1]) // the flip after the crop
+	needed := []opspkg.Op{seg[0], seg[1], {Kind: transform.OpRandomCrop, Size: [2]int{240, 200}, PadIfNeeded: true, Fill: fill}}
 	for _, c := range decoderKinds {
-		for _, ops := range [][]Op{seg, after, needed} {
-			tr, trHWC := mustTransform(t, CHW, ops...), mustTransform(t, HWC, ops...)
+		for _, ops := range [][]opspkg.Op{seg, after, needed} {
+			tr, trHWC := mustTransform(t, transform.CHW, ops...), mustTransform(t, transform.HWC, ops...)
 			d := NewDecoder(c.opts...)
 			kinds := map[[2]bool]int{}
 			for i := range uint64(24) {
 				got := make([]byte, tr.SampleBytes())
-				if err := d.Decode(data, tr, Key{Seed: 3, Index: i}, got); err != nil {
+				if err := d.Decode(data, tr, det.Key{Seed: 3, Index: i}, got); err != nil {
 					t.Fatal(err)
 				}
 				trace := d.AppendTrace(nil, tr)
-				steps, err := ParseTrace(trace)
+				steps, err := transform.ParseTrace(trace)
 				if err != nil {
 					t.Fatal(err)
 				}
 				p := d.vd[0].plan
-				if steps[0].Fn != FnResize || steps[0].I[4] != p.RH || steps[0].I[5] != p.RW {
-					t.Fatalf("%s key %d: trace %v does not start with the plan's resize to %dx%d", opsString(ops), i, steps, p.RW, p.RH)
+				if steps[0].Fn != fn.Resize || steps[0].I[4] != p.RH || steps[0].I[5] != p.RW {
+					t.Fatalf("%s key %d: trace %v does not start with the plan's resize to %dx%d", opspkg.OpsString(ops), i, steps, p.RW, p.RH)
 				}
 				whole := make([]byte, 3*p.RW*p.RH)
-				if err := d.Decode(data, mustTransform(t, CHW, Op{Kind: OpResize, Size: [2]int{p.RH, p.RW}}), Key{}, whole); err != nil {
+				if err := d.Decode(data, mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpResize, Size: [2]int{p.RH, p.RW}}), det.Key{}, whole); err != nil {
 					t.Fatal(err)
 				}
 				want, w, h := replayCHW(t, whole, p.RW, p.RH, steps[1:])
@@ -55,24 +60,24 @@ func TestExactSegDecode(t *testing.T) {
 				if w != ow || h != oh || !bytes.Equal(got, want) {
 					mx, mean := diffStats(got, want[:min(len(want), len(got))])
 					t.Errorf("%s %s key %d (%dx%d, trace %s): not the resized image through its trace (%dx%d; max %v, mean %v)",
-						c.name, opsString(ops), i, p.RW, p.RH, trace, w, h, mx, mean)
+						c.name, opspkg.OpsString(ops), i, p.RW, p.RH, trace, w, h, mx, mean)
 				}
 				kinds[[2]bool{p.Flip, p.Padded}]++
 				// HWC: the same pixels, interleaved.
 				hwc := make([]byte, tr.SampleBytes())
-				if err := d.Decode(data, trHWC, Key{Seed: 3, Index: i}, hwc); err != nil {
+				if err := d.Decode(data, trHWC, det.Key{Seed: 3, Index: i}, hwc); err != nil {
 					t.Fatal(err)
 				}
 				for ch := range 3 {
 					for px := range ow * oh {
 						if hwc[3*px+ch] != got[ch*ow*oh+px] {
-							t.Fatalf("%s %s key %d: HWC pixel %d channel %d is %d, CHW's %d", c.name, opsString(ops), i, px, ch, hwc[3*px+ch], got[ch*ow*oh+px])
+							t.Fatalf("%s %s key %d: HWC pixel %d channel %d is %d, CHW's %d", c.name, opspkg.OpsString(ops), i, px, ch, hwc[3*px+ch], got[ch*ow*oh+px])
 						}
 					}
 				}
 			}
 			if len(kinds) != 4 {
-				t.Errorf("%s %s: 24 keys drew only %v of (flipped, padded)", c.name, opsString(ops), kinds)
+				t.Errorf("%s %s: 24 keys drew only %v of (flipped, padded)", c.name, opspkg.OpsString(ops), kinds)
 			}
 			d.Close()
 		}
@@ -82,17 +87,17 @@ func TestExactSegDecode(t *testing.T) {
 // replayCHW runs a trace's horizontal_flip, pad and crop steps on a w x h
 // CHW image, as torchvision's functional ops do (pad with the step's
 // fill; crop past the image with zeros).
-func replayCHW(t *testing.T, pix []byte, w, h int, steps []Step) ([]byte, int, int) {
+func replayCHW(t *testing.T, pix []byte, w, h int, steps []fn.Step) ([]byte, int, int) {
 	t.Helper()
 	at := func(c, x, y int) byte { return pix[(c*h+y)*w+x] }
 	for _, st := range steps {
 		var nw, nh int
 		var f func(c, x, y int) byte
 		switch st.Fn {
-		case FnHorizontalFlip:
+		case fn.HorizontalFlip:
 			nw, nh = w, h
 			f = func(c, x, y int) byte { return at(c, w-1-x, y) }
-		case FnPad:
+		case fn.Pad:
 			l, tp := st.I[0], st.I[1]
 			nw, nh = w+l+st.I[2], h+tp+st.I[3]
 			f = func(c, x, y int) byte {
@@ -101,7 +106,7 @@ func replayCHW(t *testing.T, pix []byte, w, h int, steps []Step) ([]byte, int, i
 				}
 				return at(c, x-l, y-tp)
 			}
-		case FnCrop:
+		case fn.Crop:
 			top, left := st.I[0], st.I[1]
 			nw, nh = st.I[3], st.I[2]
 			f = func(c, x, y int) byte {

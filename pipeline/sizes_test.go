@@ -6,6 +6,10 @@ import (
 	"encoding/binary"
 	"slices"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestPerSampleSizes makes a batch of RandomShortestSize(max_size) with a
@@ -16,15 +20,15 @@ import (
 // window of the largest size, the rest zeros.
 func TestPerSampleSizes(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
-	shortest := Op{Kind: OpRandomShortestSize, Sizes: []int{96, 128, 160}, MaxSize: 200}
-	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
-	var pre []Op // (RandomPhotometricDistort before is refused: TestPerSampleSizesRefused)
-	for c, layout := range []Layout{CHW, HWC, CHW, HWC} {
-		post, elem := []Op{{Kind: OpRandomHorizontalFlip, P: 0.5}, ColorJitterOp(0.4, 0.4, 0.4, 0.1)}, 1
+	shortest := ops.Op{Kind: transform.OpRandomShortestSize, Sizes: []int{96, 128, 160}, MaxSize: 200}
+	norm := ops.Op{Kind: ops.OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
+	var pre []ops.Op // (RandomPhotometricDistort before is refused: TestPerSampleSizesRefused)
+	for c, layout := range []transform.Layout{transform.CHW, transform.HWC, transform.CHW, transform.HWC} {
+		post, elem := []ops.Op{{Kind: ops.OpRandomHorizontalFlip, P: 0.5}, ops.ColorJitterOp(0.4, 0.4, 0.4, 0.1)}, 1
 		if c >= 2 { // float32 samples
 			post, elem = append(post, norm), 4
 		}
-		tr, err := NewTransform(layout, slices.Concat(pre, []Op{shortest}, post)...)
+		tr, err := transform.NewTransform(layout, slices.Concat(pre, []ops.Op{shortest}, post)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,18 +49,18 @@ func TestPerSampleSizes(t *testing.T) {
 		slot := tr.SampleBytes()
 		seen := map[[2]int]bool{}
 		for i, idx := range goldenIndices {
-			k := Key{Seed: 5, Epoch: 1, Index: uint64(idx)}
+			k := det.Key{Seed: 5, Epoch: 1, Index: uint64(idx)}
 			hd, err := parseHeader(files.files[idx])
 			if err != nil {
 				t.Fatal(err)
 			}
-			w, h := resizeSize(&shortest, k, hd.w, hd.h)
+			w, h := transform.ResizeSize(&shortest, k, hd.w, hd.h)
 			if max(w, h) > 200 || (min(w, h) != 96 && min(w, h) != 128 && min(w, h) != 160 && max(w, h) < 199) {
 				t.Fatalf("sample %d (%dx%d): drawn %dx%d: not a min_size on the shorter side nor max_size on the longer", idx, hd.w, hd.h, w, h)
 			}
 			sizes[i] = [2]int{h, w}
 			seen[sizes[i]] = true
-			fixed, err := NewTransform(layout, slices.Concat(pre, []Op{{Kind: OpResize, Size: [2]int{h, w}}}, post)...)
+			fixed, err := transform.NewTransform(layout, slices.Concat(pre, []ops.Op{{Kind: transform.OpResize, Size: [2]int{h, w}}}, post)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,9 +94,9 @@ func TestPerSampleSizes(t *testing.T) {
 		d = NewDecoder()
 		for i, idx := range goldenIndices {
 			h, w := sizes[i][0], sizes[i][1]
-			fixed, _ := NewTransform(layout, slices.Concat(pre, []Op{{Kind: OpResize, Size: [2]int{h, w}}}, post)...)
+			fixed, _ := transform.NewTransform(layout, slices.Concat(pre, []ops.Op{{Kind: transform.OpResize, Size: [2]int{h, w}}}, post)...)
 			want := make([]byte, fixed.SampleBytes())
-			if err := d.Decode(files.files[idx], fixed, Key{Seed: 5, Epoch: 1, Index: uint64(idx)}, want); err != nil {
+			if err := d.Decode(files.files[idx], fixed, det.Key{Seed: 5, Epoch: 1, Index: uint64(idx)}, want); err != nil {
 				t.Fatal(err)
 			}
 			n := 3 * bh * bw * elem
@@ -104,13 +108,13 @@ func TestPerSampleSizes(t *testing.T) {
 
 // checkCorner checks that got, a bw x bh sample in layout of elem-byte
 // values, is want (w x h) at its top left and zeros elsewhere.
-func checkCorner(t *testing.T, got, want []byte, w, h, bw, bh int, layout Layout, idx int64, elem int) {
+func checkCorner(t *testing.T, got, want []byte, w, h, bw, bh int, layout transform.Layout, idx int64, elem int) {
 	t.Helper()
 	for y := range bh {
 		for x := range bw {
 			for c := range 3 {
 				var g, v []byte
-				if layout == CHW {
+				if layout == transform.CHW {
 					g = got[((c*bh+y)*bw+x)*elem:][:elem]
 					if x < w && y < h {
 						v = want[((c*h+y)*w+x)*elem:][:elem]
@@ -141,14 +145,14 @@ func checkCorner(t *testing.T, got, want []byte, w, h, bw, bh int, layout Layout
 // holds; another sample, or another size, is not.
 func TestRaggedSamples(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
-	shortest := Op{Kind: OpRandomShortestSize, Sizes: []int{96, 128, 160}, MaxSize: 200}
-	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
-	for c, layout := range []Layout{CHW, HWC, CHW, HWC} {
-		ops, elem := []Op{shortest, {Kind: OpRandomHorizontalFlip, P: 0.5}}, 1
+	shortest := ops.Op{Kind: transform.OpRandomShortestSize, Sizes: []int{96, 128, 160}, MaxSize: 200}
+	norm := ops.Op{Kind: ops.OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
+	for c, layout := range []transform.Layout{transform.CHW, transform.HWC, transform.CHW, transform.HWC} {
+		ops, elem := []ops.Op{shortest, {Kind: ops.OpRandomHorizontalFlip, P: 0.5}}, 1
 		if c >= 2 {
 			ops, elem = append(ops, norm), 4
 		}
-		tr, err := NewTransform(layout, ops...)
+		tr, err := transform.NewTransform(layout, ops...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +160,7 @@ func TestRaggedSamples(t *testing.T) {
 		if !rt.Ragged() || tr.Ragged() {
 			t.Fatal("WithRagged: want a ragged copy, the transform itself unchanged")
 		}
-		fill := func(tr *Transform) Batch {
+		fill := func(tr *transform.Transform) Batch {
 			e := NewExecutor(2)
 			defer e.Close()
 			var b Batch
@@ -178,7 +182,7 @@ func TestRaggedSamples(t *testing.T) {
 			h, w := s[0], s[1]
 			rowB, brow := w*elem, bw*elem
 			planes, rows := 3, h
-			if layout == HWC {
+			if layout == transform.HWC {
 				planes, rowB, brow = 1, 3*w*elem, 3*bw*elem
 			}
 			cell := planes * bh * brow
@@ -198,7 +202,7 @@ func TestRaggedSamples(t *testing.T) {
 		}
 		l := rt.ViewLayout()
 		other := bytes.Clone(first)
-		for j := 3 * sizes[0][0] * sizes[0][1] * elem; j < slot-sizeTrailer; j++ { // the slot's rest: not compared
+		for j := 3 * sizes[0][0] * sizes[0][1] * elem; j < slot-transform.SizeTrailer; j++ { // the slot's rest: not compared
 			other[j] ^= 0xff
 		}
 		if !l.SameSample(first, other) {
@@ -209,7 +213,7 @@ func TestRaggedSamples(t *testing.T) {
 			t.Errorf("layout %d: SameSample of a changed pixel (or of a padded layout)", c)
 		}
 		other[0] ^= 1
-		binary.LittleEndian.PutUint32(other[slot-sizeTrailer:], uint32(sizes[0][0]-1))
+		binary.LittleEndian.PutUint32(other[slot-transform.SizeTrailer:], uint32(sizes[0][0]-1))
 		if l.SameSample(first, other) {
 			t.Errorf("layout %d: SameSample of another size", c)
 		}

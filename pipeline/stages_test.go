@@ -4,6 +4,10 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // slowReads is memDataset whose every Read sleeps first: a disk or a store
@@ -25,8 +29,8 @@ func (s slowReads) Read(i int, buf []byte) ([]byte, error) {
 func TestBatchTimes(t *testing.T) {
 	const sleep = 5 * time.Millisecond
 	ds := slowReads{memDataset{goldenJPEGs()[:4]}, sleep}
-	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.2, 0.2, 0.2}}
-	tr, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{16, 16}}, norm)
+	norm := ops.Op{Kind: ops.OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.2, 0.2, 0.2}}
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{16, 16}}, norm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +73,7 @@ func TestBatchTimes(t *testing.T) {
 	if err := plain.Fill(context.Background(), ds, tr, 1, 0, indices, PadFromBatch, &b); err != nil {
 		t.Fatal(err)
 	}
-	if b.Times != (StageTimes{}) {
+	if b.Times != (batch.StageTimes{}) {
 		t.Errorf("an executor without a stage observer timed %+v", b.Times)
 	}
 }

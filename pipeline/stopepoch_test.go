@@ -5,6 +5,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // The stop_epoch tests here decode (pixels and targets on every decode
@@ -21,13 +25,13 @@ func TestExactStopEpochPixels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := ParseTransform("detr", CHW)
+	full, err := transform.ParseTransform("detr", transform.CHW)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resize := mustTransform(t, CHW, Op{Kind: OpResize, Size: [2]int{640, 640}}, Op{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1})
+	resize := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{640, 640}}, ops.Op{Kind: ops.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1})
 	ds := fixedBoxes{{40, 60, 200, 300}, {300, 100, 500, 370}, {10, 10, 30, 40}}
-	for _, mode := range []DecodeMode{DecodeExact, DecodeFast} {
+	for _, mode := range []transform.DecodeMode{transform.DecodeExact, transform.DecodeFast} {
 		stop, err := full.WithStopEpoch(1, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -39,7 +43,7 @@ func TestExactStopEpochPixels(t *testing.T) {
 		for _, c := range decoderKinds {
 			d := NewDecoder(c.opts...)
 			want := make([]byte, resize.SampleBytes())
-			if err := d.Decode(data, resize, Key{}, want); err != nil {
+			if err := d.Decode(data, resize, det.Key{}, want); err != nil {
 				t.Fatal(err)
 			}
 			wantTg, err := d.appendTargets(nil, resize, ds, 0, nil)
@@ -50,7 +54,7 @@ func TestExactStopEpochPixels(t *testing.T) {
 			for i := range uint64(8) {
 				got := make([]byte, stop.SampleBytes())
 				d.SetBoxSource(ds, 0)
-				if err := d.Decode(data, stop, Key{Seed: 3, Epoch: 1, Index: i}, got); err != nil {
+				if err := d.Decode(data, stop, det.Key{Seed: 3, Epoch: 1, Index: i}, got); err != nil {
 					t.Fatal(err)
 				}
 				trace := string(d.AppendTrace(nil, stop))
@@ -94,15 +98,15 @@ func TestExactStopEpochZoomGeometries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zoom := Op{Kind: OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
-	for _, geo := range [][]Op{
-		{{Kind: OpRandomCrop, Size: [2]int{96, 128}, PadIfNeeded: true, Fill: [3]float64{10, 200, 30}}},
-		{{Kind: OpCenterCrop, Size: [2]int{96, 128}}},
-		{{Kind: OpResize, Size: [2]int{96, 128}}, {Kind: OpRandomHorizontalFlip, P: 0.5}},
+	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
+	for _, geo := range [][]ops.Op{
+		{{Kind: transform.OpRandomCrop, Size: [2]int{96, 128}, PadIfNeeded: true, Fill: [3]float64{10, 200, 30}}},
+		{{Kind: transform.OpCenterCrop, Size: [2]int{96, 128}}},
+		{{Kind: transform.OpResize, Size: [2]int{96, 128}}, {Kind: ops.OpRandomHorizontalFlip, P: 0.5}},
 	} {
-		full := mustTransform(t, CHW, append([]Op{zoom}, geo...)...)
-		plain := mustTransform(t, CHW, geo...)
-		stop, err := full.WithStopEpoch(1, []OpKind{OpRandomZoomOut})
+		full := mustTransform(t, transform.CHW, append([]ops.Op{zoom}, geo...)...)
+		plain := mustTransform(t, transform.CHW, geo...)
+		stop, err := full.WithStopEpoch(1, []ops.OpKind{transform.OpRandomZoomOut})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +114,7 @@ func TestExactStopEpochZoomGeometries(t *testing.T) {
 			d := NewDecoder(c.opts...)
 			for i := range uint64(4) {
 				for _, ep := range []uint64{0, 1} {
-					k := Key{Seed: 9, Epoch: ep, Index: i}
+					k := det.Key{Seed: 9, Epoch: ep, Index: i}
 					ref := plain
 					if ep == 0 {
 						ref = full

@@ -5,8 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestRotateExpandDecode: a RandomRotation with expand=True after a
@@ -16,11 +20,11 @@ import (
 // CenterCrop after it, one size, the rotated image's centre crop.
 func TestRotateExpandDecode(t *testing.T) {
 	data := encodePNG(testPicture(53, 41))
-	rs := Op{Kind: OpResize, Size: [2]int{30, 37}, Interp: InterpBilinear}
-	rot := Op{Kind: OpRandomRotation, Degrees: [2]float64{-180, 180}, Expand: true, Interp: InterpBilinear, Fill: [3]float64{7, 8, 9}}
-	base := mustTransform(t, CHW, rs)
-	vary := mustTransform(t, CHW, rs, rot)
-	fixed := mustTransform(t, CHW, rs, rot, Op{Kind: OpCenterCrop, Size: [2]int{33, 31}})
+	rs := ops.Op{Kind: transform.OpResize, Size: [2]int{30, 37}, Interp: transform.InterpBilinear}
+	rot := ops.Op{Kind: transform.OpRandomRotation, Degrees: [2]float64{-180, 180}, Expand: true, Interp: transform.InterpBilinear, Fill: [3]float64{7, 8, 9}}
+	base := mustTransform(t, transform.CHW, rs)
+	vary := mustTransform(t, transform.CHW, rs, rot)
+	fixed := mustTransform(t, transform.CHW, rs, rot, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{33, 31}})
 	if !vary.Varies() || fixed.Varies() {
 		t.Fatalf("varies: %v %v", vary.Varies(), fixed.Varies())
 	}
@@ -30,22 +34,22 @@ func TestRotateExpandDecode(t *testing.T) {
 	bh, bw := vary.Size()
 	d := NewDecoder()
 	src := make([]byte, base.SampleBytes())
-	if err := d.Decode(data, base, Key{}, src); err != nil {
+	if err := d.Decode(data, base, det.Key{}, src); err != nil {
 		t.Fatal(err)
 	}
 	grown := 0
 	for i := range uint64(12) {
-		k := Key{Seed: 3, Index: i}
+		k := det.Key{Seed: 3, Index: i}
 		out := make([]byte, vary.SampleBytes())
 		if err := d.Decode(data, vary, k, out); err != nil {
 			t.Fatal(err)
 		}
 		steps := vary.Sampler(sk).DrawStepsAt(k, 37, 30, nil)
-		want, w, h, err := ApplyTraceSized(append([]byte(nil), src...), 37, 30, steps)
+		want, w, h, err := ops.ApplyTraceSized(append([]byte(nil), src...), 37, 30, steps)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := out[len(out)-sizeTrailer:]
+		tr := out[len(out)-transform.SizeTrailer:]
 		if gh, gw := int(tr[0])|int(tr[1])<<8, int(tr[4])|int(tr[5])<<8; gh != h || gw != w {
 			t.Fatalf("sample %d: trailer %dx%d, want %dx%d", i, gw, gh, w, h)
 		}
@@ -67,7 +71,7 @@ func TestRotateExpandDecode(t *testing.T) {
 		if err := d.Decode(data, fixed, k, fout); err != nil {
 			t.Fatal(err)
 		}
-		cc := Step{Fn: FnCenterCrop, I: [6]int{4: 33, 5: 31}}
+		cc := fn.Step{Fn: fn.CenterCrop, I: [6]int{4: 33, 5: 31}}
 		p := fn.Apply(kernels.Planes{Pix: append(make([]byte, 0, 3*max(w*h, 33*31)), want...), W: w, H: h}, &cc, nil)
 		if string(p.Pix) != string(fout) {
 			t.Fatalf("sample %d: the CenterCrop after the rotation differs from center_crop of its image", i)
@@ -96,31 +100,31 @@ func bool2int(b bool) int {
 func TestRotateExpandFirstDecode(t *testing.T) {
 	const w, h = 53, 41
 	data := encodePNG(testPicture(w, h))
-	rot := Op{Kind: OpRandomRotation, Degrees: [2]float64{-180, 180}, Expand: true, Interp: InterpBilinear, Fill: [3]float64{7, 8, 9}}
-	whole := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{h, w}})
+	rot := ops.Op{Kind: transform.OpRandomRotation, Degrees: [2]float64{-180, 180}, Expand: true, Interp: transform.InterpBilinear, Fill: [3]float64{7, 8, 9}}
+	whole := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{h, w}})
 	d := NewDecoder()
 	defer d.Close()
 	src := make([]byte, whole.SampleBytes())
-	if err := d.Decode(data, whole, Key{}, src); err != nil {
+	if err := d.Decode(data, whole, det.Key{}, src); err != nil {
 		t.Fatal(err)
 	}
-	for _, fix := range []Op{{Kind: OpCenterCrop, Size: [2]int{33, 31}}, {Kind: OpResize, Size: [2]int{30, 37}, Interp: InterpBilinear}} {
-		tr := mustTransform(t, CHW, rot, fix)
+	for _, fix := range []ops.Op{{Kind: transform.OpCenterCrop, Size: [2]int{33, 31}}, {Kind: transform.OpResize, Size: [2]int{30, 37}, Interp: transform.InterpBilinear}} {
+		tr := mustTransform(t, transform.CHW, rot, fix)
 		if th, tw := tr.Size(); tr.Varies() || th != fix.Size[0] || tw != fix.Size[1] {
 			t.Fatalf("%s: size %dx%d (varies %v), want %v", fix.Kind, tw, th, tr.Varies(), fix.Size)
 		}
 		grown := 0
 		for i := range uint64(12) {
-			k := Key{Seed: 5, Index: i}
+			k := det.Key{Seed: 5, Index: i}
 			out := make([]byte, tr.SampleBytes())
 			if err := d.Decode(data, tr, k, out); err != nil {
 				t.Fatal(err)
 			}
 			steps := tr.Sampler(sk).DrawStepsAt(k, w, h, nil)
-			if len(steps) != 2 || steps[0].Fn != FnRotate {
+			if len(steps) != 2 || steps[0].Fn != fn.Rotate {
 				t.Fatalf("%s sample %d: steps %v, want the rotation and the %s", fix.Kind, i, steps, fix.Kind)
 			}
-			turned, rw, rh, err := ApplyTraceSized(append(make([]byte, 0, tr.Sampler(sk).RoomFor(w, h)), src...), w, h, steps[:1])
+			turned, rw, rh, err := ops.ApplyTraceSized(append(make([]byte, 0, tr.Sampler(sk).RoomFor(w, h)), src...), w, h, steps[:1])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,14 +141,14 @@ func TestRotateExpandFirstDecode(t *testing.T) {
 			t.Fatalf("%s: %d of 12 samples grown", fix.Kind, grown)
 		}
 		small := NewDecoder(WithPixelBudget(w * h))
-		err := small.Decode(data, tr, Key{Seed: 5}, make([]byte, tr.SampleBytes()))
+		err := small.Decode(data, tr, det.Key{Seed: 5}, make([]byte, tr.SampleBytes()))
 		small.Close()
-		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "largest image of the 53x41 image") {
+		if !errors.Is(err, errs.TooLarge) || !strings.Contains(err.Error(), "largest image of the 53x41 image") {
 			t.Fatalf("%s: a rotation's room over the pixel budget: %v, want ErrTooLarge naming it", fix.Kind, err)
 		}
 	}
-	for _, ops := range [][]Op{{rot}, {rot, {Kind: OpResize, Size: [2]int{30, 37}}, rot}, {rot, {Kind: OpRandomHorizontalFlip, P: 0.5}}} {
-		if _, err := NewTransform(CHW, ops...); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "nothing bounds") {
+	for _, ops := range [][]ops.Op{{rot}, {rot, {Kind: transform.OpResize, Size: [2]int{30, 37}}, rot}, {rot, {Kind: ops.OpRandomHorizontalFlip, P: 0.5}}} {
+		if _, err := transform.NewTransform(transform.CHW, ops...); !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), "nothing bounds") {
 			t.Errorf("%d ops, the rotation first, nothing fixing the size after the last: %v, want refused", len(ops), err)
 		}
 	}

@@ -6,7 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/testops"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestTracerHook: pipeline/internal/testops' TraceBoxes, the Tracer
@@ -16,34 +20,34 @@ import (
 // recipes the tests share, a stop_epoch's epochs before and after, a
 // fast decode mode, and several views.
 func TestTracerHook(t *testing.T) {
-	trs := map[string]*Transform{}
-	for _, name := range PresetNames() {
-		tr, err := ParseTransform(name, CHW)
+	trs := map[string]*transform.Transform{}
+	for _, name := range transform.PresetNames() {
+		tr, err := transform.ParseTransform(name, transform.CHW)
 		if err != nil {
 			t.Fatal(err)
 		}
 		trs[name] = tr
 	}
-	trs["recipe"] = mustTransform(t, HWC, recipeOps()...)
-	trs["lsj"] = mustTransform(t, CHW, lsjOps(96, 64, [3]float64{1, 2, 3})...)
-	trs["seg"] = mustTransform(t, CHW, segOps(40, 160, 64, [3]float64{1, 2, 3})...)
-	trs["letterbox"] = mustTransform(t, CHW, letterboxRecipe(t)...)
+	trs["recipe"] = mustTransform(t, transform.HWC, recipeOps()...)
+	trs["lsj"] = mustTransform(t, transform.CHW, lsjOps(96, 64, [3]float64{1, 2, 3})...)
+	trs["seg"] = mustTransform(t, transform.CHW, segOps(40, 160, 64, [3]float64{1, 2, 3})...)
+	trs["letterbox"] = mustTransform(t, transform.CHW, letterboxRecipe(t)...)
 	for name, op := range tvPolicies() {
-		trs[name] = mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}}, Op{Kind: OpRandomHorizontalFlip, P: 0.5}, op)
+		trs[name] = mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}}, ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5}, op)
 	}
 	stop, err := trs["detr"].WithStopEpoch(1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	trs["detr stopped at 1"] = stop
-	trs["detr fast"] = trs["detr"].WithDecode(DecodeFast)
-	trs["empty crop"] = mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{3, 4}})
+	trs["detr fast"] = trs["detr"].WithDecode(transform.DecodeFast)
+	trs["empty crop"] = mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{3, 4}})
 	boxes := [][4]float32{{40, 60, 200, 300}, {300, 100, 620, 460}, {10, 10, 30, 40}}
 	for name, tr := range trs {
 		compared, mosaics, refused := 0, 0, 0
 		for i := range uint64(24) {
 			for _, size := range [][2]int{{640, 480}, {1, 10}} {
-				k := Key{Seed: 5, Epoch: i % 3, Index: i}
+				k := det.Key{Seed: 5, Epoch: i % 3, Index: i}
 				want, err := tr.TraceBoxes(size[0], size[1], k, boxes)
 				if err != nil && strings.Contains(err.Error(), "needs its partners' images") {
 					mosaics++
@@ -76,7 +80,7 @@ func TestFillTraces(t *testing.T) {
 	files := goldenJPEGs()
 	files = append(files, []byte("not an image"))
 	ds := memDataset{files: files}
-	tr := mustTransform(t, CHW, recipeOps()...)
+	tr := mustTransform(t, transform.CHW, recipeOps()...)
 	e := NewExecutor(2)
 	defer e.Close()
 	idx := make([]int64, len(files))
@@ -91,14 +95,14 @@ func TestFillTraces(t *testing.T) {
 		t.Fatalf("%d traces, %d samples, %d errors", len(b.Traces), b.N, len(b.Errors))
 	}
 	for i, js := range b.Traces {
-		steps, err := ParseTrace(js)
+		steps, err := transform.ParseTrace(js)
 		if err != nil {
 			t.Fatalf("sample %d: %v\n%s", i, err, js)
 		}
-		if steps[0].Fn != FnResizedCrop || steps[0].I[4] != 32 || steps[0].I[5] != 24 || steps[0].Interp != InterpBicubic {
+		if steps[0].Fn != fn.ResizedCrop || steps[0].I[4] != 32 || steps[0].I[5] != 24 || steps[0].Interp != transform.InterpBicubic {
 			t.Errorf("sample %d: the trace starts with %+v, want resized_crop to 32x24 bicubic", i, steps[0])
 		}
-		if steps[len(steps)-1].Fn != FnNormalize {
+		if steps[len(steps)-1].Fn != fn.Normalize {
 			t.Errorf("sample %d: the trace ends with %s, want normalize", i, steps[len(steps)-1].Fn)
 		}
 	}

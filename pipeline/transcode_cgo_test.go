@@ -10,6 +10,12 @@ import (
 	"image/draw"
 	"image/jpeg"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // progressiveJPEGs returns progressive JPEGs: the photo set's own, photos
@@ -147,15 +153,15 @@ func scanStarts(data []byte) []int {
 func TestExactTranscodeSameBytes(t *testing.T) {
 	exactTest(t)
 	files, incomplete := progressiveJPEGs(t)
-	var trs []*Transform
+	var trs []*transform.Transform
 	var trNames []string
-	for _, name := range PresetNames() {
-		for _, mode := range []DecodeMode{DecodeExact, DecodeFast} {
-			tr, err := ParseTransform(name, CHW)
+	for _, name := range transform.PresetNames() {
+		for _, mode := range []transform.DecodeMode{transform.DecodeExact, transform.DecodeFast} {
+			tr, err := transform.ParseTransform(name, transform.CHW)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if NeedsTargets(tr) != "" {
+			if transform.NeedsTargets(tr) != "" {
 				continue // detr: its samples need their boxes (TestGoldenPresets)
 			}
 			if tr.Sampler(sk).MosaicOp() != nil {
@@ -167,12 +173,12 @@ func TestExactTranscodeSameBytes(t *testing.T) {
 	}
 	plain := NewDecoder()
 	defer plain.Close()
-	cc := NewCoefCache(1 << 30)
+	cc := codec.NewCoefCache(1 << 30)
 	defer cc.Close()
 	tcd := NewDecoder(WithCoefCache(cc))
 	defer tcd.Close()
-	ix := NewIndex(64 << 20)
-	cc2 := NewCoefCache(1 << 30)
+	ix := index.New(64 << 20)
+	cc2 := codec.NewCoefCache(1 << 30)
 	defer cc2.Close()
 	ixd := NewDecoder(WithIndex(ix), WithCoefCache(cc2))
 	defer ixd.Close()
@@ -183,7 +189,7 @@ func TestExactTranscodeSameBytes(t *testing.T) {
 			want := make([]byte, tr.SampleBytes())
 			got := make([]byte, tr.SampleBytes())
 			for i, f := range files {
-				k := Key{Seed: uint64(ti), Epoch: uint64(e), Index: uint64(i)}
+				k := det.Key{Seed: uint64(ti), Epoch: uint64(e), Index: uint64(i)}
 				werr := plain.Decode(f.data, tr, k, want)
 				if werr != nil {
 					failing[f.name] = true
@@ -215,7 +221,7 @@ func TestExactTranscodeSameBytes(t *testing.T) {
 	if nbad == 0 {
 		t.Error("no corrupt file failed to decode")
 	}
-	for ci, c := range []*CoefCache{cc, cc2} {
+	for ci, c := range []*codec.CoefCache{cc, cc2} {
 		s := c.Stats()
 		t.Logf("cache %d after %d decodes of %d files: %+v", ci, decodes, len(files), s)
 		if s.TranscodedFiles != len(files)-incomplete-nbad || s.TranscodeFallbacks != int64(incomplete+nbad) {
@@ -227,7 +233,7 @@ func TestExactTranscodeSameBytes(t *testing.T) {
 	}
 	// The transcode stores every MCU: its decodes copy each one they use
 	// out of the cache (no scan data is kept) and need no index.
-	for ci, c := range []*CoefCache{cc, cc2} {
+	for ci, c := range []*codec.CoefCache{cc, cc2} {
 		if s := c.Stats(); s.MCUsHit != s.MCUsWanted {
 			t.Errorf("cache %d: %d MCUs of %d from the cache", ci, s.MCUsHit, s.MCUsWanted)
 		}
@@ -244,7 +250,7 @@ func TestExactTranscodeSameBytes(t *testing.T) {
 func TestTranscodeBounds(t *testing.T) {
 	files, _ := progressiveJPEGs(t)
 	data := files[0].data
-	tr, err := ParseTransform("imagenet-train", CHW)
+	tr, err := transform.ParseTransform("imagenet-train", transform.CHW)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,14 +270,14 @@ func TestTranscodeBounds(t *testing.T) {
 		{"room", 4 * int64(len(data)), false, []int{1, 1, 1}, 0, 0, 2},
 		{"room, index", 4 * int64(len(data)), true, []int{1, 1, 1}, 0, 0, 2},
 	} {
-		cc := NewCoefCache(c.budget)
+		cc := codec.NewCoefCache(c.budget)
 		opts := []Option{WithCoefCache(cc)}
 		if c.index {
-			opts = append(opts, WithIndex(NewIndex(1<<20)))
+			opts = append(opts, WithIndex(index.New(1<<20)))
 		}
 		d := NewDecoder(opts...)
 		for e := range c.files {
-			k := Key{Seed: 3, Epoch: uint64(e)}
+			k := det.Key{Seed: 3, Epoch: uint64(e)}
 			if err := plain.Decode(data, tr, k, want); err != nil {
 				t.Fatal(err)
 			}
@@ -296,21 +302,21 @@ func TestTranscodeBounds(t *testing.T) {
 func TestTranscodeScanCap(t *testing.T) {
 	files, _ := progressiveJPEGs(t)
 	data := files[1].data
-	tr, err := ParseTransform("imagenet-train", CHW)
+	tr, err := transform.ParseTransform("imagenet-train", transform.CHW)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := make([]byte, tr.SampleBytes())
 	plain := NewDecoder(WithMaxScans(3))
 	defer plain.Close()
-	cc := NewCoefCache(1 << 30)
+	cc := codec.NewCoefCache(1 << 30)
 	defer cc.Close()
 	d := NewDecoder(WithMaxScans(3), WithCoefCache(cc))
 	defer d.Close()
 	for e := range 2 {
-		werr := plain.Decode(data, tr, Key{Epoch: uint64(e)}, out)
-		gerr := d.Decode(data, tr, Key{Epoch: uint64(e)}, out)
-		if !errors.Is(werr, ErrTooLarge) || gerr == nil || gerr.Error() != werr.Error() {
+		werr := plain.Decode(data, tr, det.Key{Epoch: uint64(e)}, out)
+		gerr := d.Decode(data, tr, det.Key{Epoch: uint64(e)}, out)
+		if !errors.Is(werr, errs.TooLarge) || gerr == nil || gerr.Error() != werr.Error() {
 			t.Fatalf("decode %d: %v with the cache, %v without; want the same ErrTooLarge", e, gerr, werr)
 		}
 	}
@@ -328,7 +334,7 @@ func TestTranscodeConcurrent(t *testing.T) {
 	for i := 0; i < len(all) && len(files) < 12; i += 7 {
 		files = append(files, all[i].data)
 	}
-	tr, err := ParseTransform("imagenet-train", CHW)
+	tr, err := transform.ParseTransform("imagenet-train", transform.CHW)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,13 +343,13 @@ func TestTranscodeConcurrent(t *testing.T) {
 	want := make([][]byte, len(files))
 	for i, f := range files {
 		want[i] = make([]byte, tr.SampleBytes())
-		if err := plain.Decode(f, tr, Key{Index: uint64(i)}, want[i]); err != nil {
+		if err := plain.Decode(f, tr, det.Key{Index: uint64(i)}, want[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cc := NewCoefCache(1 << 30)
+	cc := codec.NewCoefCache(1 << 30)
 	defer cc.Close()
-	ix := NewIndex(16 << 20)
+	ix := index.New(16 << 20)
 	errs := make(chan error, 4)
 	for g := range 4 {
 		go func() {
@@ -353,7 +359,7 @@ func TestTranscodeConcurrent(t *testing.T) {
 			for r := range 3 {
 				for j := range files {
 					i := (j + g*3 + r) % len(files)
-					if err := d.Decode(files[i], tr, Key{Index: uint64(i)}, out); err != nil {
+					if err := d.Decode(files[i], tr, det.Key{Index: uint64(i)}, out); err != nil {
 						errs <- err
 						return
 					}

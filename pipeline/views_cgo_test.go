@@ -5,6 +5,10 @@ package pipeline
 import (
 	"bytes"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestViewsDecodeOnceAtTheFinestScale: the decode of several views is at
@@ -13,18 +17,18 @@ import (
 // default decodes every view at full scale).
 func TestViewsDecodeOnceAtTheFinestScale(t *testing.T) {
 	files := goldenJPEGs()
-	groups := []ViewGroup{
-		{Count: 1, Ops: []Op{{Kind: OpRandomResizedCrop, Size: [2]int{16, 16}, Scale: [2]float64{0.9, 1}}}},
-		{Count: 2, Ops: []Op{{Kind: OpRandomResizedCrop, Size: [2]int{64, 64}, Scale: [2]float64{0.3, 1}}}},
+	groups := []transform.ViewGroup{
+		{Count: 1, Ops: []ops.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{16, 16}, Scale: [2]float64{0.9, 1}}}},
+		{Count: 2, Ops: []ops.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{64, 64}, Scale: [2]float64{0.3, 1}}}},
 	}
-	tr, err := NewViews(CHW, groups...)
+	tr, err := transform.NewViews(transform.CHW, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr = tr.WithDecode(DecodeFast)
-	singles := singleViews(t, CHW, groups)
+	tr = tr.WithDecode(transform.DecodeFast)
+	singles := singleViews(t, transform.CHW, groups)
 	for i := range singles {
-		singles[i] = singles[i].WithDecode(DecodeFast)
+		singles[i] = singles[i].WithDecode(transform.DecodeFast)
 	}
 	d, one := NewDecoder(), NewDecoder()
 	defer d.Close()
@@ -32,7 +36,7 @@ func TestViewsDecodeOnceAtTheFinestScale(t *testing.T) {
 	out := make([]byte, tr.SampleBytes())
 	same, scaled := 0, 0
 	for idx, data := range files {
-		k := Key{Seed: 5, Index: uint64(idx)}
+		k := det.Key{Seed: 5, Index: uint64(idx)}
 		if err := d.Decode(data, tr, k, out); err != nil {
 			t.Fatal(err)
 		}

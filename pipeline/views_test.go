@@ -7,35 +7,38 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // viewGroups are two groups of views unlike in every way a view can be:
 // size, filter, ops, a fused flip or none.
-func viewGroups(norm bool) []ViewGroup {
-	g := []ViewGroup{
-		{Name: "global", Count: 2, Ops: []Op{
-			{Kind: OpRandomResizedCrop, Size: [2]int{48, 40}, Scale: [2]float64{0.4, 1}, Interp: InterpBicubic},
-			{Kind: OpRandomHorizontalFlip, P: 0.5},
-			{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
-			{Kind: OpGaussianBlur, KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}},
+func viewGroups(norm bool) []transform.ViewGroup {
+	g := []transform.ViewGroup{
+		{Name: "global", Count: 2, Ops: []ops.Op{
+			{Kind: transform.OpRandomResizedCrop, Size: [2]int{48, 40}, Scale: [2]float64{0.4, 1}, Interp: transform.InterpBicubic},
+			{Kind: ops.OpRandomHorizontalFlip, P: 0.5},
+			{Kind: ops.OpRandomApply, P: 0.8, Ops: []ops.Op{ops.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+			{Kind: ops.OpGaussianBlur, KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}},
 		}},
-		{Name: "local", Count: 3, Ops: []Op{
-			{Kind: OpRandomResizedCrop, Size: [2]int{24, 24}, Scale: [2]float64{0.05, 0.4}},
-			{Kind: OpRandomGrayscale, P: 0.5},
+		{Name: "local", Count: 3, Ops: []ops.Op{
+			{Kind: transform.OpRandomResizedCrop, Size: [2]int{24, 24}, Scale: [2]float64{0.05, 0.4}},
+			{Kind: ops.OpRandomGrayscale, P: 0.5},
 		}},
 	}
 	if norm {
 		for i := range g {
-			g[i].Ops = append(g[i].Ops, Op{Kind: OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd})
+			g[i].Ops = append(g[i].Ops, ops.Op{Kind: ops.OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd})
 		}
 	}
 	return g
 }
 
 // singleViews is each view of groups as a one-view transform, in order.
-func singleViews(t *testing.T, layout Layout, groups []ViewGroup) []*Transform {
-	var out []*Transform
+func singleViews(t *testing.T, layout transform.Layout, groups []transform.ViewGroup) []*transform.Transform {
+	var out []*transform.Transform
 	for _, g := range groups {
 		tr := mustTransform(t, layout, g.Ops...)
 		for range g.Count {
@@ -54,10 +57,10 @@ func TestExactViewsAreSingleViews(t *testing.T) {
 	exactTest(t)
 	files := goldenJPEGs()
 	for _, ref := range []bool{false, true} {
-		for _, layout := range []Layout{CHW, HWC} {
+		for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
 			for _, norm := range []bool{false, true} {
 				groups := viewGroups(norm)
-				tr, err := NewViews(layout, groups...)
+				tr, err := transform.NewViews(layout, groups...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -69,7 +72,7 @@ func TestExactViewsAreSingleViews(t *testing.T) {
 				one := NewDecoder(WithDCTScaling(ScaleOff), WithReference(ref))
 				out := make([]byte, tr.SampleBytes())
 				for idx, data := range files {
-					k := Key{Seed: 3, Epoch: 1, Index: uint64(idx)}
+					k := det.Key{Seed: 3, Epoch: 1, Index: uint64(idx)}
 					if err := d.Decode(data, tr, k, out); err != nil {
 						t.Fatal(err)
 					}
@@ -99,7 +102,7 @@ func TestExactViewsAreSingleViews(t *testing.T) {
 // padded or dropped in every view) and in parts made into their places.
 func TestViewsBatchLayout(t *testing.T) {
 	ds := mixedFolder(t)
-	tr, err := NewViews(CHW, viewGroups(false)...)
+	tr, err := transform.NewViews(transform.CHW, viewGroups(false)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,16 +158,16 @@ func TestViewsBatchLayout(t *testing.T) {
 // as the view's own one-view trace with its key.
 func TestViewsTrace(t *testing.T) {
 	groups := viewGroups(true)
-	tr, err := NewViews(CHW, groups...)
+	tr, err := transform.NewViews(transform.CHW, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	singles := singleViews(t, CHW, groups)
+	singles := singleViews(t, transform.CHW, groups)
 	d := NewDecoder()
 	defer d.Close()
 	out := make([]byte, tr.SampleBytes())
 	for idx, data := range goldenJPEGs() {
-		k := Key{Seed: 1, Epoch: 4, Index: uint64(idx)}
+		k := det.Key{Seed: 1, Epoch: 4, Index: uint64(idx)}
 		if err := d.Decode(data, tr, k, out); err != nil {
 			t.Fatal(err)
 		}

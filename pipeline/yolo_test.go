@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 func yoloPhotos(t *testing.T, n int) [][]byte {
@@ -40,12 +43,12 @@ func fullImage(t *testing.T, data []byte) kernels.Planes {
 		t.Fatal(err)
 	}
 	w, h := cfg.Width, cfg.Height
-	tf, err := NewTransform(CHW, Op{Kind: OpYOLOLoadImage, ImgSz: max(w, h)}, Op{Kind: OpYOLOLetterBox, Size: [2]int{h, w}, Stride: 32, ScaleUp: true, LetterCenter: true})
+	tf, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpYOLOLoadImage, ImgSz: max(w, h)}, opspkg.Op{Kind: transform.OpYOLOLetterBox, Size: [2]int{h, w}, Stride: 32, ScaleUp: true, LetterCenter: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := make([]byte, tf.SampleBytes())
-	if err := NewDecoder().Decode(data, tf, Key{Seed: 1}, out); err != nil {
+	if err := NewDecoder().Decode(data, tf, det.Key{Seed: 1}, out); err != nil {
 		t.Fatal(err)
 	}
 	return kernels.Planes{Pix: out, W: w, H: h}
@@ -56,11 +59,11 @@ func fullImage(t *testing.T, data []byte) kernels.Planes {
 // CHW and HWC, and its trace reads back as the same steps.
 func TestYOLOPipelineIsItsKernels(t *testing.T) {
 	ops := letterboxRecipe(t)
-	tf, err := NewTransform(CHW, ops...)
+	tf, err := transform.NewTransform(transform.CHW, ops...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hwc, err := NewTransform(HWC, ops...)
+	hwc, err := transform.NewTransform(transform.HWC, ops...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,18 +75,18 @@ func TestYOLOPipelineIsItsKernels(t *testing.T) {
 	flips, hsvs := 0, 0
 	for i, data := range yoloPhotos(t, 6) {
 		src := fullImage(t, data)
-		k := Key{Seed: 7, Index: uint64(i)}
+		k := det.Key{Seed: 7, Index: uint64(i)}
 		out := make([]byte, tf.SampleBytes())
 		if err := dec.Decode(data, tf, k, out); err != nil {
 			t.Fatal(err)
 		}
-		steps, err := ParseTrace(dec.AppendTrace(nil, tf))
+		steps, err := transform.ParseTrace(dec.AppendTrace(nil, tf))
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The kernels by hand, from the trace.
 		lw, lh := cv.LoadSize(src.W, src.H, 640)
-		if steps[0].Fn != FnYOLOLoad || steps[0].I[5] != lw || steps[0].I[4] != lh {
+		if steps[0].Fn != fn.YOLOLoad || steps[0].I[5] != lw || steps[0].I[4] != lh {
 			t.Fatalf("sample %d: step 0 %+v, want yolo_load_image to %dx%d", i, steps[0], lw, lh)
 		}
 		cur := src
@@ -94,11 +97,11 @@ func TestYOLOPipelineIsItsKernels(t *testing.T) {
 		g := cv.LetterBoxParams(cv.LetterBoxArgs{H: 640, W: 640, Center: true, Stride: 32}, lw, lh)
 		lb := kernels.Planes{Pix: make([]byte, 3*640*640), W: 640, H: 640}
 		cv.LetterBoxImage(lb, cur, g, nil)
-		if st := steps[1]; st.Fn != FnYOLOLetterBox || st.I != [6]int{g.Top, g.Left, g.UnpadH, g.UnpadW, 640, 640} {
+		if st := steps[1]; st.Fn != fn.YOLOLetterBox || st.I != [6]int{g.Top, g.Left, g.UnpadH, g.UnpadW, 640, 640} {
 			t.Fatalf("sample %d: step 1 %+v, want the letterbox %+v", i, st, g)
 		}
 		st := steps[2]
-		if st.Fn != FnYOLOPerspective || st.I[0] != 0 {
+		if st.Fn != fn.YOLOPerspective || st.I[0] != 0 {
 			t.Fatalf("sample %d: step 2 %+v, want an affine yolo_random_perspective", i, st)
 		}
 		pp := fn.PerspectiveOf(&st)
@@ -109,15 +112,15 @@ func TestYOLOPipelineIsItsKernels(t *testing.T) {
 		cv.PerspectiveImage(want, lb, cv.PerspectiveMatrix(pp, 640, 640, 640, 640), false)
 		for _, st := range steps[3:] {
 			switch st.Fn {
-			case FnYOLOHSV:
+			case fn.YOLOHSV:
 				hsvs++
-			case FnYOLOFlipLR:
+			case fn.YOLOFlipLR:
 				flips++
 			default:
 				t.Fatalf("sample %d: step %s after the geometry", i, st.Fn)
 			}
 		}
-		if err := ApplyTrace(want.Pix, 640, 640, steps[3:]); err != nil {
+		if err := opspkg.ApplyTrace(want.Pix, 640, 640, steps[3:]); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(out, want.Pix) {

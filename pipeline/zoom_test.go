@@ -7,6 +7,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestExactZoomOutDecode: a zoomed sample resized (the image decoded at its own
@@ -23,15 +28,15 @@ func TestExactZoomOutDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	fill := [3]float64{10, 200, 30}
-	for _, layout := range []Layout{CHW, HWC} {
+	for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
 		for _, c := range decoderKinds {
-			zoom := mustTransform(t, layout, Op{Kind: OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: fill},
-				Op{Kind: OpResize, Size: [2]int{90, 120}, Interp: InterpBicubic}, Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+			zoom := mustTransform(t, layout, ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: fill},
+				ops.Op{Kind: transform.OpResize, Size: [2]int{90, 120}, Interp: transform.InterpBicubic}, ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
 			d := NewDecoder(c.opts...)
 			flips := 0
 			for i := range uint64(6) {
 				got := make([]byte, zoom.SampleBytes())
-				if err := d.Decode(data, zoom, Key{Seed: 1, Index: i}, got); err != nil {
+				if err := d.Decode(data, zoom, det.Key{Seed: 1, Index: i}, got); err != nil {
 					t.Fatal(err)
 				}
 				p := d.vd[0].plan
@@ -39,9 +44,9 @@ func TestExactZoomOutDecode(t *testing.T) {
 					t.Fatalf("plan %+v: not a canvas", p)
 				}
 				// The canvas, by the Pad path: HWC, then resampled.
-				canvas := mustTransform(t, HWC, Op{Kind: OpPad, Padding: p.ZoomPad, Fill: fill}, Op{Kind: OpCenterCrop, Size: [2]int{p.ZoomH, p.ZoomW}})
+				canvas := mustTransform(t, transform.HWC, ops.Op{Kind: transform.OpPad, Padding: p.ZoomPad, Fill: fill}, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{p.ZoomH, p.ZoomW}})
 				pix := make([]byte, canvas.SampleBytes())
-				if err := d.Decode(data, canvas, Key{}, pix); err != nil {
+				if err := d.Decode(data, canvas, det.Key{}, pix); err != nil {
 					t.Fatal(err)
 				}
 				img := image.NewNRGBA(image.Rect(0, 0, p.ZoomW, p.ZoomH))
@@ -49,7 +54,7 @@ func TestExactZoomOutDecode(t *testing.T) {
 					copy(img.Pix[4*j:], pix[3*j:3*j+3])
 				}
 				cp := p
-				cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = cropResize, p.ZoomW, p.ZoomH, 0, 0, p.ZoomW, p.ZoomH
+				cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = transform.CropResize, p.ZoomW, p.ZoomH, 0, 0, p.ZoomW, p.ZoomH
 				want := make([]byte, len(got))
 				resampleTorch(img, &cp, layout, want)
 				if !bytes.Equal(got, want) {
@@ -66,11 +71,11 @@ func TestExactZoomOutDecode(t *testing.T) {
 			d.Close()
 		}
 	}
-	tr := mustTransform(t, CHW, Op{Kind: OpRandomZoomOut, P: 1, SideRange: [2]float64{4, 4}}, Op{Kind: OpResize, Size: [2]int{8, 8}})
+	tr := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{4, 4}}, ops.Op{Kind: transform.OpResize, Size: [2]int{8, 8}})
 	d := NewDecoder(WithPixelBudget(1 << 20))
 	defer d.Close()
-	err = d.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes()))
-	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "RandomZoomOut's canvas") {
+	err = d.Decode(data, tr, det.Key{}, make([]byte, tr.SampleBytes()))
+	if !errors.Is(err, errs.TooLarge) || !strings.Contains(err.Error(), "RandomZoomOut's canvas") {
 		t.Errorf("a canvas over the pixel budget: %v", err)
 	}
 }
@@ -85,12 +90,12 @@ func BenchmarkZoomOutResize(b *testing.B) {
 	}
 	for _, p := range []float64{0, 1} {
 		b.Run(map[float64]string{0: "not-zoomed", 1: "zoomed"}[p], func(b *testing.B) {
-			tr := mustTransform(b, CHW, Op{Kind: OpRandomZoomOut, P: p, SideRange: [2]float64{1, 4}}, Op{Kind: OpResize, Size: [2]int{640, 640}})
+			tr := mustTransform(b, transform.CHW, ops.Op{Kind: transform.OpRandomZoomOut, P: p, SideRange: [2]float64{1, 4}}, ops.Op{Kind: transform.OpResize, Size: [2]int{640, 640}})
 			d := NewDecoder()
 			defer d.Close()
 			out := make([]byte, tr.SampleBytes())
 			for i := 0; b.Loop(); i++ {
-				if err := d.Decode(data, tr, Key{Seed: 1, Index: uint64(i)}, out); err != nil {
+				if err := d.Decode(data, tr, det.Key{Seed: 1, Index: uint64(i)}, out); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -107,7 +112,7 @@ func BenchmarkDetrPreset(b *testing.B) { benchPreset(b, "detr") }
 // benchPreset decodes the photo of the detection presets' benchmarks with
 // its three boxes through preset name, a sample a loop.
 func benchPreset(b *testing.B, name string) {
-	tr, err := ParseTransform(name, CHW)
+	tr, err := transform.ParseTransform(name, transform.CHW)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,7 +125,7 @@ func benchPreset(b *testing.B, name string) {
 	d.SetBoxSource(fixedBoxes{{46, 85, 69, 383}, {138, 106, 367, 298}, {321, 319, 459, 425}}, 0)
 	out := make([]byte, tr.SampleBytes())
 	for i := 0; b.Loop(); i++ {
-		if err := d.Decode(data, tr, Key{Seed: 1, Index: uint64(i)}, out); err != nil {
+		if err := d.Decode(data, tr, det.Key{Seed: 1, Index: uint64(i)}, out); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/stoker-dev/stoker/internal/gpu"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
@@ -75,7 +77,7 @@ type Config struct {
 	Manifests map[string]string
 	// Annotations names the COCO annotations file of some of the
 	// Datasets, by dataset name: that dataset is the directory of images
-	// the file names (pipeline.OpenCOCO), each sample's annotations its
+	// the file names (dataset.OpenCOCO), each sample's annotations its
 	// field "coco". A file that is not COCO is refused at start.
 	Annotations map[string]string
 	// Workers is the local executor's goroutine count, shared by all
@@ -144,8 +146,8 @@ type Config struct {
 	// DefaultMaxBatchBytes (256 MiB).
 	MaxBatchBytes int64
 	// MaxSampleCPU refuses, at open, jobs whose worst sample the cost
-	// model predicts at more CPU (pipeline.Transform.Cost). Default
-	// pipeline.DefaultMaxSampleCPU (250 ms); negative: no limit.
+	// model predicts at more CPU (transform.Transform.Cost). Default
+	// transform.DefaultMaxSampleCPU (250 ms); negative: no limit.
 	MaxSampleCPU time.Duration
 	// MaxMeasuredCPU fails a job whose samples measure more CPU than this
 	// on average (job.CheckMeasured). Default DefaultMeasuredBound x
@@ -210,7 +212,7 @@ type Config struct {
 	// executor's own MakeFunc, and returns the one to use. stoker serve's
 	// benchmark flags set it (--bench-replay, --bench-rate: bench/making);
 	// nil: the executor's.
-	Making func(ds pipeline.Dataset, batchSize int, make MakeFunc) MakeFunc
+	Making func(ds dataset.Dataset, batchSize int, make MakeFunc) MakeFunc
 	// GPU, when set, is the monitor of the trainer's GPUs in place of
 	// NVML's (GPUs is then ignored), closed with the server: stoker
 	// serve's --bench-gpu-idle-file sets it to a file a simulated trainer
@@ -228,15 +230,15 @@ type Config struct {
 	// Decode is how jobs that leave JobSpec.decode unspecified decode
 	// their JPEGs: "exact" (the default, also ""), at full scale as
 	// torchvision does, or "fast", at a DCT scale where the crop is at
-	// least twice the output (pipeline.DecodeFast).
+	// least twice the output (transform.DecodeFast).
 	Decode string
 	// decode is Decode parsed (withDefaults).
-	decode pipeline.DecodeMode
-	// MaxFileSize refuses larger files. Default pipeline.DefaultMaxFileSize.
+	decode transform.DecodeMode
+	// MaxFileSize refuses larger files. Default dataset.DefaultMaxFileSize.
 	MaxFileSize int64
 	// IndexBudget bounds the local executor's decoder index (checkpoints
 	// of the entropy decoder in each baseline JPEG decoded, so that later
-	// epochs decode only what their crops need; pipeline.Index). Default
+	// epochs decode only what their crops need; index.Index). Default
 	// (0) MemoryBudget/16; negative: no index.
 	IndexBudget int64
 	// IndexDir is where the decoder index is saved when the server closes
@@ -247,7 +249,7 @@ type Config struct {
 	// (each baseline JPEG's quantized DCT coefficients, kept once decoded,
 	// so that later epochs copy them instead of entropy-decoding them;
 	// and each progressive JPEG's lossless sequential transcode, so that
-	// it gets the same; pipeline.CoefCache), taken out of MemoryBudget.
+	// it gets the same; codec.CoefCache), taken out of MemoryBudget.
 	// About two to three times a JPEG's bytes per file. 0, the default: a quarter of
 	// MemoryBudget (DefaultCoefShare) on a server that decodes (Workers >
 	// 0), where that is at least MinDefaultCoefBudget (less holds too few
@@ -256,7 +258,7 @@ type Config struct {
 	// coefCache is the coefficient cache's bytes CoefBudget comes to
 	// (withDefaults): 0 for none.
 	coefCache int64
-	// PartnerBudget is memory for the partner cache (pipeline.PartnerCache), out of
+	// PartnerBudget is memory for the partner cache (cv.PartnerCache), out of
 	// MemoryBudget; 0: limits.PartnerCacheBytes' default (1/16); negative: none.
 	PartnerBudget, partnerCache int64 // partnerCache: what it comes to (withDefaults)
 	// CacheDir keeps the byte cache of datasets in object storage on disk
@@ -303,12 +305,10 @@ type Config struct {
 	// when it is not the one served (a coordinator that serves its trainer
 	// in plaintext on loopback and its workers require mutual TLS).
 	PeerCert, PeerKey string
-	// PeerInsecureToken allows the peer token over plaintext to
-	// non-loopback peers.
+	// PeerInsecureToken allows the peer token over plaintext to non-loopback peers.
 	PeerInsecureToken bool
 
-	// For tests: the decoder identity the server claims (WorkerInfo) and
-	// compares its peers' with; nil: pipeline.LocalIdentity().
+	// For tests: the decoder identity the server claims (WorkerInfo) and compares its peers' with; nil: local.
 	identity *pipeline.Identity
 	// For tests: resolves a dns:/// Peers name; nil: DNS.
 	lookup func(ctx context.Context, host string) ([]string, error)
@@ -398,7 +398,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--store-timeout %v, --store-attempts %d: want > 0", c.StoreTimeout, c.StoreAttempts))
 	}
 	if c.Decode != "" {
-		if _, err := pipeline.ParseDecodeMode(c.Decode); err != nil {
+		if _, err := transform.ParseDecodeMode(c.Decode); err != nil {
 			errs = append(errs, fmt.Errorf("--decode %q: want exact (full scale, torchvision's pixels) or fast (DCT scaling where the crop is at least twice the output)", c.Decode))
 		}
 	}
@@ -458,7 +458,7 @@ func (c Config) withDefaults() Config {
 		c.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	if c.MaxSampleCPU == 0 {
-		c.MaxSampleCPU = pipeline.DefaultMaxSampleCPU
+		c.MaxSampleCPU = transform.DefaultMaxSampleCPU
 	}
 	if c.MaxMeasuredCPU == 0 && c.MaxSampleCPU > 0 {
 		c.MaxMeasuredCPU = DefaultMeasuredBound * c.MaxSampleCPU
@@ -480,9 +480,9 @@ func (c Config) withDefaults() Config {
 	}
 	c.coefCache = limits.CoefCacheBytes(c.CoefBudget, c.MemoryBudget, c.Workers)
 	c.partnerCache = limits.PartnerCacheBytes(c.PartnerBudget, c.MemoryBudget, c.Workers)
-	c.decode, _ = pipeline.ParseDecodeMode(c.Decode)
+	c.decode, _ = transform.ParseDecodeMode(c.Decode)
 	if c.Decode == "" {
-		c.decode = pipeline.DecodeExact
+		c.decode = transform.DecodeExact
 	}
 	return c
 }

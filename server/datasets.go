@@ -7,9 +7,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/stoker-dev/stoker/internal/progress"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/source"
 	"github.com/stoker-dev/stoker/server/internal/job"
 )
@@ -27,35 +26,35 @@ import (
 // counted as it grows: past it the open fails, naming the size and
 // suggesting a manifest made by `stoker index`. An annotations file's
 // parse may take annBytes at its peak: a COCO file whose size predicts
-// more (pipeline.COCOParseFactor) is refused before it is read.
+// more (dataset.COCOParseFactor) is refused before it is read.
 func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics, ranges func(source.Store) source.Ranges,
-	listBytes, annBytes int64, log *slog.Logger) (pipeline.Dataset, error) {
+	listBytes, annBytes int64, log *slog.Logger) (dataset.Dataset, error) {
 	log = log.With("dataset", name)
 	// A start without a manifest lists the dataset and reads its shards:
 	// minutes for a large one, said every few seconds with the rate and
 	// an ETA (nothing for a quick one; the open's own line says how long).
 	pr := progress.NewLog(log, "opening dataset")
 	defer pr.Done()
-	opts := []pipeline.SourceOption{
-		pipeline.WithStoreOptions(source.WithMetrics(m), source.WithPolicy(cfg.storePolicy())),
-		pipeline.WithRanges(ranges),
-		pipeline.WithLog(log),
-		pipeline.WithIndexOptions(pipeline.IndexOptions{Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) },
+	opts := []dataset.SourceOption{
+		dataset.WithStoreOptions(source.WithMetrics(m), source.WithPolicy(cfg.storePolicy())),
+		dataset.WithRanges(ranges),
+		dataset.WithLog(log),
+		dataset.WithIndexOptions(dataset.IndexOptions{Progress: func(p dataset.IndexProgress) { pr.Report(p.Update()) },
 			MaxBytes: listBytes,
 			OverHint: fmt.Sprintf("the share of --memory-budget (%d) a listing may take; index it once with `stoker index %s` "+
 				"(or `--out FILE` for a read-only bucket, then serve with --manifest %s=FILE): a server that opens a dataset from its manifest does not list it",
 				cfg.MemoryBudget, cfg.Datasets[name], name)}),
-		pipeline.WithAnnotationsBudget(annBytes),
+		dataset.WithAnnotationsBudget(annBytes),
 	}
 	if loc := cfg.Manifests[name]; loc != "" {
-		opts = append(opts, pipeline.WithManifest(loc))
+		opts = append(opts, dataset.WithManifest(loc))
 	}
-	if ext, ok := pipeline.MemberAnnotations(cfg.Annotations[name]); ok {
-		ds, err := pipeline.OpenSource(ctx, cfg.Datasets[name], opts...)
+	if ext, ok := dataset.MemberAnnotations(cfg.Annotations[name]); ok {
+		ds, err := dataset.OpenSource(ctx, cfg.Datasets[name], opts...)
 		if err != nil {
 			return nil, err
 		}
-		tds, err := pipeline.WithMemberTargets(ds, ext)
+		tds, err := dataset.WithMemberTargets(ds, ext)
 		if err != nil {
 			ds.Close()
 			return nil, err
@@ -63,7 +62,7 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 		return tds, nil
 	}
 	if ann := cfg.Annotations[name]; ann != "" {
-		ds, err := pipeline.OpenAnnotatedSource(ctx, cfg.Datasets[name], ann, opts...)
+		ds, err := dataset.OpenAnnotatedSource(ctx, cfg.Datasets[name], ann, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +70,7 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 			"bytes", ds.(interface{ AnnotationBytes() int64 }).AnnotationBytes())
 		return ds, nil
 	}
-	return pipeline.OpenSource(ctx, cfg.Datasets[name], opts...)
+	return dataset.OpenSource(ctx, cfg.Datasets[name], opts...)
 }
 
 // storePolicy is the retry policy of the datasets' stores: the default
@@ -93,7 +92,7 @@ func (c Config) annotationErrors() []error {
 	var errs []error
 	for name, loc := range c.Annotations {
 		path, ok := c.Datasets[name]
-		_, member := pipeline.MemberAnnotations(loc)
+		_, member := dataset.MemberAnnotations(loc)
 		switch {
 		case !ok:
 			errs = append(errs, fmt.Errorf("annotations for %q: no such dataset (give --dataset %s=DIR too, the directory of its images)", name, name))

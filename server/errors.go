@@ -9,14 +9,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/source"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // errorCodes maps the errors the server's dependencies return to status
@@ -28,9 +28,9 @@ var errorCodes = []struct {
 }{
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
-	{pipeline.ErrUnsupported, codes.InvalidArgument},
-	{pipeline.ErrTooLarge, codes.ResourceExhausted},
-	{pipeline.ErrCorrupt, codes.DataLoss},
+	{errs.Unsupported, codes.InvalidArgument},
+	{errs.TooLarge, codes.ResourceExhausted},
+	{errs.Corrupt, codes.DataLoss},
 	{pipeline.ErrClosed, codes.Unavailable},
 	{limits.ErrMemoryBudget, codes.ResourceExhausted},
 	{coord.ErrNoMaker, codes.FailedPrecondition},

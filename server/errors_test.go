@@ -7,13 +7,12 @@ import (
 	"io"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/source"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/limits"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func TestToStatus(t *testing.T) {
@@ -22,9 +21,9 @@ func TestToStatus(t *testing.T) {
 		err  error
 		code codes.Code
 	}{
-		{"unsupported", fmt.Errorf("%w: transform: bad", pipeline.ErrUnsupported), codes.InvalidArgument},
-		{"too large", fmt.Errorf("x.jpg: %w", pipeline.ErrTooLarge), codes.ResourceExhausted},
-		{"corrupt", fmt.Errorf("%w: truncated", pipeline.ErrCorrupt), codes.DataLoss},
+		{"unsupported", fmt.Errorf("%w: transform: bad", errs.Unsupported), codes.InvalidArgument},
+		{"too large", fmt.Errorf("x.jpg: %w", errs.TooLarge), codes.ResourceExhausted},
+		{"corrupt", fmt.Errorf("%w: truncated", errs.Corrupt), codes.DataLoss},
 		{"canceled", context.Canceled, codes.Canceled},
 		{"wrapped canceled", fmt.Errorf("fill: %w", context.Canceled), codes.Canceled},
 		{"deadline", context.DeadlineExceeded, codes.DeadlineExceeded},

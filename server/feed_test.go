@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/plan"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // The test dataset: classes a, b, c with 13 JPEGs each, and c/bad.jpg (zero
@@ -499,7 +500,7 @@ func TestFeedChunking(t *testing.T) {
 		t.Errorf("shape %v", got.hdr.GetShape())
 	}
 
-	tr, err := pipeline.NewTransform(pipeline.HWC, pipeline.Op{Kind: pipeline.OpResize, Size: [2]int{288, 288}})
+	tr, err := transform.NewTransform(transform.HWC, ops.Op{Kind: transform.OpResize, Size: [2]int{288, 288}})
 	if err != nil {
 		t.Fatal(err)
 	}

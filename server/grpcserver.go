@@ -7,16 +7,15 @@ import (
 	"os"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/rpc"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
-
-	"github.com/stoker-dev/stoker/internal/rpc"
-	"github.com/stoker-dev/stoker/pipeline"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // GRPCServer builds the gRPC server for s from its Config, the one place
@@ -49,7 +48,7 @@ func (s *Server) GRPCServer(extra ...grpc.ServerOption) (*grpc.Server, *health.S
 
 // depthHint is what a client whose request is nested too deep to decode
 // is told to keep to.
-var depthHint = fmt.Sprintf("a transform's containers (RandomApply, RandomChoice, RandomOrder) nest at most %d deep", pipeline.MaxNesting)
+var depthHint = fmt.Sprintf("a transform's containers (RandomApply, RandomChoice, RandomOrder) nest at most %d deep", ops.MaxNesting)
 
 // serverTLS loads the server's certificate and, for mutual TLS, the CA its
 // clients' certificates must chain to.

@@ -268,7 +268,7 @@ func smallJob(dataset string, batchSize uint32) *pb.OpenJob {
 
 // targetsAsField unpacks a header's targets (its ragged arrays) into the
 // field "targets", last, each sample's bytes as the pipeline encodes them
-// (pipeline.AppendTargets), what the tests read; the header's targets are
+// (targets.AppendTargets), what the tests read; the header's targets are
 // then nil.
 func targetsAsField(h *pb.BatchHeader) error {
 	bt := h.GetTargets()

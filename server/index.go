@@ -7,15 +7,18 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
-// decoderIndex is the local executor's decoder index (pipeline.Index):
+// decoderIndex is the local executor's decoder index (index.Index):
 // bounded by Config.IndexBudget, loaded from and saved to Config.IndexDir.
 type decoderIndex struct {
-	ix   *pipeline.Index
+	ix   *index.Index
 	path string // "" without IndexDir
 	fp   string
 	log  *slog.Logger
@@ -26,9 +29,9 @@ type decoderIndex struct {
 // file that does not check (corrupt, truncated, too large, another
 // version, other data) is ignored with a warning: the index starts cold.
 // A loaded file's checkpoints are only believed once a decode confirms
-// them (pipeline.Index.Load); one whose entries disagree with their JPEGs
+// them (index.Index.Load); one whose entries disagree with their JPEGs
 // is dropped whole, with a warning.
-func openIndex(cfg Config, datasets map[string]pipeline.Dataset, log *slog.Logger, reg prometheus.Registerer) (*decoderIndex, error) {
+func openIndex(cfg Config, datasets map[string]dataset.Dataset, log *slog.Logger, reg prometheus.Registerer) (*decoderIndex, error) {
 	budget := cfg.IndexBudget
 	if budget < 0 {
 		return nil, nil
@@ -36,7 +39,7 @@ func openIndex(cfg Config, datasets map[string]pipeline.Dataset, log *slog.Logge
 	if budget == 0 {
 		budget = cfg.MemoryBudget / 16
 	}
-	d := &decoderIndex{ix: pipeline.NewIndex(budget), log: log}
+	d := &decoderIndex{ix: index.New(budget), log: log}
 	d.ix.OnFileDropped(func(name string, entries int, reason string) {
 		log.Warn("decoder index file dropped: it disagrees with the data", "path", name, "entries", entries, "reason", reason)
 	})
@@ -44,12 +47,12 @@ func openIndex(cfg Config, datasets map[string]pipeline.Dataset, log *slog.Logge
 		if err := os.MkdirAll(cfg.IndexDir, 0o755); err != nil {
 			return nil, fmt.Errorf("--index-dir: %w", err)
 		}
-		var all []pipeline.Dataset
+		var all []dataset.Dataset
 		for _, ds := range datasets {
 			all = append(all, ds)
 		}
 		d.fp = pipeline.IndexFingerprint(all...)
-		d.path = pipeline.IndexPath(cfg.IndexDir, d.fp)
+		d.path = index.Path(cfg.IndexDir, d.fp)
 		t0 := time.Now()
 		n, err := d.ix.LoadFile(d.path, d.fp)
 		if err != nil {
@@ -79,55 +82,55 @@ func (d *decoderIndex) save() {
 	d.log.Info("decoder index saved", "path", d.path, "files", st.Entries, "bytes", st.Bytes, "took", time.Since(t0).Round(time.Millisecond))
 }
 
-func registerIndexMetrics(reg prometheus.Registerer, ix *pipeline.Index) error {
-	stat := func(f func(pipeline.IndexStats) float64) func() float64 {
+func registerIndexMetrics(reg prometheus.Registerer, ix *index.Index) error {
+	stat := func(f func(index.Stats) float64) func() float64 {
 		return func() float64 { return f(ix.Stats()) }
 	}
 	return registerAll(reg, []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_index_bytes", Help: "Memory held by the decoder index (--index-budget)."},
-			stat(func(s pipeline.IndexStats) float64 { return float64(s.Bytes) })),
+			stat(func(s index.Stats) float64 { return float64(s.Bytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_index_files", Help: "Files the decoder index holds checkpoints of."},
-			stat(func(s pipeline.IndexStats) float64 { return float64(s.Entries) })),
+			stat(func(s index.Stats) float64 { return float64(s.Entries) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_hits_total", Help: "Baseline JPEG decodes that found their file's decoder index."},
-			stat(func(s pipeline.IndexStats) float64 { return float64(s.Hits) })),
+			stat(func(s index.Stats) float64 { return float64(s.Hits) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_misses_total", Help: "Baseline JPEG decodes that found none (first decodes, evicted files)."},
-			stat(func(s pipeline.IndexStats) float64 { return float64(s.Misses) })),
+			stat(func(s index.Stats) float64 { return float64(s.Misses) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_evictions_total", Help: "Decoder indexes dropped to stay within --index-budget."},
-			stat(func(s pipeline.IndexStats) float64 { return float64(s.Evicted) })),
+			stat(func(s index.Stats) float64 { return float64(s.Evicted) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_mcus_decoded_total", Help: "MCUs entropy-decoded by decodes with the index (see stoker_index_mcus_total)."},
-			stat(func(s pipeline.IndexStats) float64 { return float64(s.MCUsDecoded) })),
+			stat(func(s index.Stats) float64 { return float64(s.MCUsDecoded) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_mcus_total", Help: "MCUs in the scans of decodes with the index."},
-			stat(func(s pipeline.IndexStats) float64 { return float64(s.MCUsTotal) })),
+			stat(func(s index.Stats) float64 { return float64(s.MCUsTotal) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_bad_total", Help: "Decoder indexes dropped because they did not fit their JPEG or disagreed with it (the sample decoded right regardless)."},
-			stat(func(s pipeline.IndexStats) float64 { return float64(s.Bad + s.Stale) })),
+			stat(func(s index.Stats) float64 { return float64(s.Bad + s.Stale) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_files_dropped_total", Help: "Decoder index files (--index-dir) not used: refused at load, or dropped whole when an entry disagreed with its JPEG."},
-			stat(func(s pipeline.IndexStats) float64 { return float64(s.FilesDropped) })),
+			stat(func(s index.Stats) float64 { return float64(s.FilesDropped) })),
 	})
 }
 
-func registerCoefMetrics(reg prometheus.Registerer, c *pipeline.CoefCache) error {
-	stat := func(f func(pipeline.CoefStats) float64) func() float64 {
+func registerCoefMetrics(reg prometheus.Registerer, c *codec.CoefCache) error {
+	stat := func(f func(codec.CoefStats) float64) func() float64 {
 		return func() float64 { return f(c.Stats()) }
 	}
 	return registerAll(reg, []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_coef_cache_bytes", Help: "Memory held by the coefficient cache (--coef-budget)."},
-			stat(func(s pipeline.CoefStats) float64 { return float64(s.Bytes) })),
+			stat(func(s codec.CoefStats) float64 { return float64(s.Bytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_coef_cache_files", Help: "Files the coefficient cache holds coefficients of."},
-			stat(func(s pipeline.CoefStats) float64 { return float64(s.Entries) })),
+			stat(func(s codec.CoefStats) float64 { return float64(s.Entries) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_mcus_total", Help: "MCUs inverse-transformed by decodes with the coefficient cache."},
-			stat(func(s pipeline.CoefStats) float64 { return float64(s.MCUsWanted) })),
+			stat(func(s codec.CoefStats) float64 { return float64(s.MCUsWanted) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_mcus_hit_total", Help: "Of those, MCUs whose coefficients were copied from the cache (not entropy-decoded)."},
-			stat(func(s pipeline.CoefStats) float64 { return float64(s.MCUsHit) })),
+			stat(func(s codec.CoefStats) float64 { return float64(s.MCUsHit) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_refused_total", Help: "Decodes of files not admitted to the coefficient cache: --coef-budget was spent."},
-			stat(func(s pipeline.CoefStats) float64 { return float64(s.Refused) })),
+			stat(func(s codec.CoefStats) float64 { return float64(s.Refused) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_coef_cache_transcoded_files", Help: "Progressive JPEGs the coefficient cache holds as their lossless sequential transcode (decoded through the fast path from then on)."},
-			stat(func(s pipeline.CoefStats) float64 { return float64(s.TranscodedFiles) })),
+			stat(func(s codec.CoefStats) float64 { return float64(s.TranscodedFiles) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_coef_cache_transcoded_bytes", Help: "Memory of those transcodes (part of stoker_coef_cache_bytes)."},
-			stat(func(s pipeline.CoefStats) float64 { return float64(s.TranscodedBytes) })),
+			stat(func(s codec.CoefStats) float64 { return float64(s.TranscodedBytes) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_transcode_hits_total", Help: "Decodes of progressive JPEGs made from their transcode."},
-			stat(func(s pipeline.CoefStats) float64 { return float64(s.TranscodeHits) })),
+			stat(func(s codec.CoefStats) float64 { return float64(s.TranscodeHits) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_transcode_fallbacks_total", Help: "Progressive JPEGs not transcoded (the transcode failed, or their coefficients are not all coded to full precision, or it was over its bound or the budget): decoded as progressive."},
-			stat(func(s pipeline.CoefStats) float64 { return float64(s.TranscodeFallbacks) })),
+			stat(func(s codec.CoefStats) float64 { return float64(s.TranscodeFallbacks) })),
 	})
 }
 
@@ -135,17 +138,17 @@ func registerCoefMetrics(reg prometheus.Registerer, c *pipeline.CoefCache) error
 // goroutines has on this machine by default (limits.DefaultPartnerBudget).
 func DefaultPartnerBudget(workers int) int64 { return limits.DefaultPartnerBudget(workers) }
 
-func registerPartnerMetrics(reg prometheus.Registerer, c *pipeline.PartnerCache) error {
-	stat := func(f func(pipeline.PartnerStats) float64) func() float64 {
+func registerPartnerMetrics(reg prometheus.Registerer, c *cv.PartnerCache) error {
+	stat := func(f func(cv.PartnerStats) float64) func() float64 {
 		return func() float64 { return f(c.Stats()) }
 	}
 	return registerAll(reg, []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_partner_cache_bytes", Help: "Memory held by the partner cache (--partner-budget): a Mosaic's load_image'd images."},
-			stat(func(s pipeline.PartnerStats) float64 { return float64(s.Bytes) })),
+			stat(func(s cv.PartnerStats) float64 { return float64(s.Bytes) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_partner_cache_hits_total", Help: "Images a Mosaic took from the partner cache (not decoded)."},
-			stat(func(s pipeline.PartnerStats) float64 { return float64(s.Hits) })),
+			stat(func(s cv.PartnerStats) float64 { return float64(s.Hits) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_partner_cache_misses_total", Help: "Images a Mosaic decoded (not in the partner cache)."},
-			stat(func(s pipeline.PartnerStats) float64 { return float64(s.Misses) })),
+			stat(func(s cv.PartnerStats) float64 { return float64(s.Misses) })),
 	})
 }
 

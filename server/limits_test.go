@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stoker-dev/stoker/pipeline/ops"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -150,7 +150,7 @@ func TestDeepNesting(t *testing.T) {
 	defer cancel()
 	conn := dial(t, e.addr)
 	for _, depth := range []int{5, 100, 10000, 100000} {
-		want := fmt.Sprintf("nest at most %d deep", pipeline.MaxNesting)
+		want := fmt.Sprintf("nest at most %d deep", ops.MaxNesting)
 		if depth < 10000 {
 			want = "nested deeper than"
 		}

@@ -10,17 +10,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/test/bufconn"
-
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/coord/makertest"
 	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/makers"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/test/bufconn"
 )
 
 // TestMakerConformance runs the makers' conformance suite (package coord's
@@ -78,7 +78,7 @@ func localSubject(t *testing.T, root string) makertest.Subject {
 func peerSubject(t *testing.T, root string) makertest.Subject {
 	g := &sampleGate{}
 	worker := newTestServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 2,
-		Making: func(_ pipeline.Dataset, _ int, next MakeFunc) MakeFunc {
+		Making: func(_ dataset.Dataset, _ int, next MakeFunc) MakeFunc {
 			return func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
 				g.wait()
 				return next(ctx, epoch, indices, place, b)
@@ -216,7 +216,7 @@ func (g *sampleGate) wait() {
 
 // heldDataset is a dataset whose reads wait at a gate.
 type heldDataset struct {
-	pipeline.Dataset
+	dataset.Dataset
 	g *sampleGate
 }
 

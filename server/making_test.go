@@ -12,7 +12,7 @@ import (
 	"github.com/stoker-dev/stoker/bench/making"
 	"github.com/stoker-dev/stoker/internal/gpu"
 	"github.com/stoker-dev/stoker/internal/work"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -21,13 +21,13 @@ import (
 
 // benchMaking is Config.Making for --bench-replay and --bench-rate, as
 // stoker serve sets it.
-func benchMaking(t testing.TB, replay bool, rate float64) func(pipeline.Dataset, int, MakeFunc) MakeFunc {
+func benchMaking(t testing.TB, replay bool, rate float64) func(dataset.Dataset, int, MakeFunc) MakeFunc {
 	t.Helper()
 	m, err := making.New(replay, rate)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(ds pipeline.Dataset, batchSize int, make MakeFunc) MakeFunc {
+	return func(ds dataset.Dataset, batchSize int, make MakeFunc) MakeFunc {
 		return MakeFunc(m.Wrap(ds, batchSize, making.MakeFunc(make)))
 	}
 }

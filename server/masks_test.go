@@ -13,12 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/targets"
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/stoker-dev/stoker/pipeline"
-	"github.com/stoker-dev/stoker/pipeline/kernels"
-	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // photosMasks is photosCOCO's file with a polygon an annotation: a
@@ -390,7 +389,7 @@ func photosSegments(t *testing.T) (images, yaml string) {
 // peers' arrays unpacked and compared byte for byte), none quarantined.
 func TestOverlapMaskAnyTopology(t *testing.T) {
 	segMasksAnyTopology(t, 0, nil, func(n, i, k, ww, hh int, v []byte, at int) int {
-		if int64(len(v)) != int64(at)+pipeline.OverlapMaskSize(ww, hh, k) || k > 255 {
+		if int64(len(v)) != int64(at)+targets.OverlapMaskSize(ww, hh, k) || k > 255 {
 			t.Fatalf("%d peers: sample %d: %d instances on %dx%d, %d bytes", n, i, k, ww, hh, len(v))
 		}
 		set := 0

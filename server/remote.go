@@ -100,7 +100,7 @@ func cacheKey(cfg Config, log *slog.Logger) ([]byte, error) {
 }
 
 // ranges is what a dataset opened on st reads its samples through
-// (pipeline.WithRanges takes it): a Fetcher for a store in object storage,
+// (dataset.WithRanges takes it): a Fetcher for a store in object storage,
 // sharing the server's byte cache and read-ahead budget; Direct for a
 // local directory (one with a manifest), whose cache is the kernel's page
 // cache and whose reads need no read-ahead. r may be nil (no remote

@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/stoker-dev/stoker/pipeline"
-	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // repeatsJob is rank r of a world of 3 of a traced job of 3 repeats.
@@ -135,7 +135,7 @@ func TestRepeatsCopiesDiffer(t *testing.T) {
 func TestRepeatsUnderFailures(t *testing.T) {
 	root := makeDataset(t, []string{"a", "b", "c"}, 90, false)
 	var asked atomic.Int64
-	flaky := func(_ pipeline.Dataset, _ int, make MakeFunc) MakeFunc {
+	flaky := func(_ dataset.Dataset, _ int, make MakeFunc) MakeFunc {
 		return func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
 			if asked.Add(1)%2 == 1 {
 				return errors.New("injected failure")

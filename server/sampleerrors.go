@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/job"
 )
@@ -115,9 +116,9 @@ var sampleCauses = []struct{ says, cause string }{
 	{"bytes a field (max_field_bytes)", "a field over max_field_bytes"},
 	{"bytes (max_targets_bytes)", "targets with masks over max_targets_bytes"},
 	{"has no image", "no image (only other members)"},
-	{pipeline.ErrTooLarge.Error(), "too large"},
-	{pipeline.ErrCorrupt.Error(), "not decodable (corrupt)"},
-	{pipeline.ErrUnsupported.Error(), "unsupported"},
+	{errs.TooLarge.Error(), "too large"},
+	{errs.Corrupt.Error(), "not decodable (corrupt)"},
+	{errs.Unsupported.Error(), "unsupported"},
 	{"no such file", "missing"},
 	{"no such object", "missing"},
 	{"permission denied", "unreadable (permission denied)"},

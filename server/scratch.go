@@ -128,7 +128,7 @@ type dsSizes struct {
 // its parts' largest file, never kept: a cache of every job's mix would
 // grow with the jobs a client opens. A mix gives no image bound (it
 // gives none of its own), as before.
-func (s *Server) datasetSizes(ds pipeline.Dataset) dsSizes {
+func (s *Server) datasetSizes(ds dataset.Dataset) dsSizes {
 	if m, ok := ds.(*dataset.Mixed); ok {
 		var sz dsSizes
 		for _, p := range m.Parts() {
@@ -156,7 +156,7 @@ func (s *Server) datasetSizes(ds pipeline.Dataset) dsSizes {
 // holds says whether ds is one of the datasets the server was given
 // (compared only as pointers of one type: another dynamic type's ==
 // could panic).
-func (s *Server) holds(ds pipeline.Dataset) bool {
+func (s *Server) holds(ds dataset.Dataset) bool {
 	t := reflect.TypeOf(ds)
 	if t == nil || t.Kind() != reflect.Pointer {
 		return false
@@ -202,7 +202,7 @@ func leastLibBytes(w, h int) int64 {
 
 // largestFile is the largest file size ds knows before reading
 // (dataset.FileSizer), 0 when it knows none.
-func largestFile(ds pipeline.Dataset) int64 {
+func largestFile(ds dataset.Dataset) int64 {
 	fz, ok := ds.(dataset.FileSizer)
 	if !ok {
 		return 0

@@ -448,7 +448,7 @@ func TestDatasetSizesKeepsHeldOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{datasets: map[string]pipeline.Dataset{"a": a, "b": b}}
+	s := &Server{datasets: map[string]dataset.Dataset{"a": a, "b": b}}
 	want := max(s.datasetSizes(a).file, s.datasetSizes(b).file)
 	if want <= 0 {
 		t.Fatalf("largest file %d: want the ImageFolders' sizes known", want)

@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/stoker-dev/stoker/internal/gpu"
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/annot"
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/job"
@@ -27,6 +27,8 @@ import (
 	"github.com/stoker-dev/stoker/server/internal/makers"
 	"github.com/stoker-dev/stoker/server/internal/plan"
 	"github.com/stoker-dev/stoker/server/internal/shm"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Server implements stokerv1.FeedService (trainers) and
@@ -43,7 +45,7 @@ type Server struct {
 	exec     *pipeline.Executor // nil with Workers 0
 	makers   *coord.Makers
 	disc     *discovery
-	datasets map[string]pipeline.Dataset
+	datasets map[string]dataset.Dataset
 	names    []string // sorted
 
 	tokens   tokens
@@ -55,19 +57,19 @@ type Server struct {
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
 	// (NVML); without a monitor, unknown.
 	gpuIdle  func() (float64, bool)
-	coord    *coord.Env             // what its coordinators share
-	verify   *makers.Verifier       // the coordinators' verifier of peers' batches
-	worker   *work.Worker           // serves Work streams; nil with no executor
-	active   sync.Map               // job name -> *coord.Coordinator, for Status
-	gpu      gpu.Monitor            // nil without --gpus
-	shm      *shm.Hub               // nil when shared memory is off
-	shmOff   string                 // why it is off
-	shares   *makers.Shares         // nil with the fifo schedule or no executor
-	index    *decoderIndex          // nil with no executor or a negative IndexBudget
-	coefs    *pipeline.CoefCache    // nil with no executor or no coefficient cache (CoefBudget)
-	partners *pipeline.PartnerCache // nil with no executor or no partner cache (PartnerBudget)
-	remote   *remoteReads           // nil with no dataset in object storage
-	stop     chan struct{}          // closed by Close
+	coord    *coord.Env       // what its coordinators share
+	verify   *makers.Verifier // the coordinators' verifier of peers' batches
+	worker   *work.Worker     // serves Work streams; nil with no executor
+	active   sync.Map         // job name -> *coord.Coordinator, for Status
+	gpu      gpu.Monitor      // nil without --gpus
+	shm      *shm.Hub         // nil when shared memory is off
+	shmOff   string           // why it is off
+	shares   *makers.Shares   // nil with the fifo schedule or no executor
+	index    *decoderIndex    // nil with no executor or a negative IndexBudget
+	coefs    *codec.CoefCache // nil with no executor or no coefficient cache (CoefBudget)
+	partners *cv.PartnerCache // nil with no executor or no partner cache (PartnerBudget)
+	remote   *remoteReads     // nil with no dataset in object storage
+	stop     chan struct{}    // closed by Close
 	refusals refusalLog
 	badFiles badFileLog // each file no sample could be made of, logged once
 
@@ -173,7 +175,7 @@ func newServer(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server
 		cfg:      cfg,
 		log:      log,
 		m:        m,
-		datasets: make(map[string]pipeline.Dataset, len(cfg.Datasets)),
+		datasets: make(map[string]dataset.Dataset, len(cfg.Datasets)),
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
 		draining: make(chan struct{}),
 		budget:   limits.NewBudget((cfg.MemoryBudget - cfg.coefCache - cfg.partnerCache - byteCache - readAhead) / 4 * 3),
@@ -228,14 +230,14 @@ func (s *Server) startExecutor(reg prometheus.Registerer) error {
 		opts = append(opts, pipeline.WithIndex(s.index.ix))
 	}
 	if cfg.coefCache > 0 {
-		s.coefs = pipeline.NewCoefCache(cfg.coefCache)
+		s.coefs = codec.NewCoefCache(cfg.coefCache)
 		if err := registerCoefMetrics(reg, s.coefs); err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
 		opts = append(opts, pipeline.WithCoefCache(s.coefs))
 	}
 	if cfg.partnerCache > 0 {
-		s.partners = pipeline.NewPartnerCache(cfg.partnerCache)
+		s.partners = cv.NewPartnerCache(cfg.partnerCache)
 		if err := registerPartnerMetrics(reg, s.partners); err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
@@ -419,7 +421,7 @@ func (s *Server) ListDatasets(context.Context, *stokerv1.ListDatasetsRequest) (*
 
 // categoryIDs is a COCO dataset's categories' ids in its classes' order
 // (DatasetInfo.category_ids), nil for another.
-func categoryIDs(ds pipeline.Dataset) []int64 {
+func categoryIDs(ds dataset.Dataset) []int64 {
 	c, ok := ds.(interface{ Annotations() *annot.COCO })
 	if !ok || c.Annotations() == nil {
 		return nil

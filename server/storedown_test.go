@@ -7,12 +7,13 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/source"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // TestStoreFaultCodes: a batch that failed by its store's fault (the
@@ -31,7 +32,7 @@ func TestStoreFaultCodes(t *testing.T) {
 		{fmt.Errorf("%w: batch 3 failed 8 times; last: %w", coord.ErrBatchFailed, down), codes.Unavailable},
 		{denied, codes.PermissionDenied},
 		{fmt.Errorf("%w: batch 3 failed 8 times; last: %w", coord.ErrBatchFailed, denied), codes.PermissionDenied},
-		{fmt.Errorf("%w: bad huffman code", pipeline.ErrCorrupt), codes.DataLoss},
+		{fmt.Errorf("%w: bad huffman code", errs.Corrupt), codes.DataLoss},
 	} {
 		st := toStatus(tc.err)
 		if got := codeOf(tc.err); got != tc.code {
@@ -75,7 +76,7 @@ func TestWorkStoreFaultNotDraining(t *testing.T) {
 func TestPeerStoreOutage(t *testing.T) {
 	root := makeDataset(t, []string{"a", "b", "c"}, 13, false)
 	var failed atomic.Int64
-	outage := func(_ pipeline.Dataset, _ int, make MakeFunc) MakeFunc {
+	outage := func(_ dataset.Dataset, _ int, make MakeFunc) MakeFunc {
 		return func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
 			if failed.Add(1) <= 3 {
 				return fmt.Errorf("1 of the batch's %d samples could not be read from their store: %w", len(indices),

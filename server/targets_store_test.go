@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/stoker-dev/stoker/internal/storetest"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/source"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -154,7 +154,7 @@ func TestTargetsFromShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := pipeline.IndexStore(t.Context(), st, pipeline.IndexOptions{})
+	m, err := dataset.IndexStore(t.Context(), st, dataset.IndexOptions{})
 	st.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/ops"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/job"
 )
@@ -104,7 +104,7 @@ func TestNewTransform(t *testing.T) {
 				t.Errorf("shape %v float %v, want %v %v", tr.Shape(), tr.Float(), tc.shape, tc.float)
 			}
 			for _, op := range tr.Ops() {
-				if op.Kind == pipeline.OpRandomHorizontalFlip && op.P != tc.flipP {
+				if op.Kind == ops.OpRandomHorizontalFlip && op.P != tc.flipP {
 					t.Errorf("flip p = %v, want %v", op.P, tc.flipP)
 				}
 			}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 )
 
 // MakeFunc makes one job's batch of the samples indices of epoch into b,
@@ -101,7 +102,7 @@ func (p *pacer) wait(ctx context.Context, share float64) error {
 // make (the executor's way) under the benchmark flags. Every job the
 // server opens, its own trainers' and remote coordinators' (Work
 // streams), is wrapped.
-func (m *Making) Wrap(ds pipeline.Dataset, batchSize int, make MakeFunc) MakeFunc {
+func (m *Making) Wrap(ds dataset.Dataset, batchSize int, make MakeFunc) MakeFunc {
 	var replayed atomic.Pointer[pipeline.Batch] // the job's largest batch made yet, up to a whole one
 	return func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
 		if m.pace != nil {
@@ -146,7 +147,7 @@ func later(a, b time.Time) time.Time {
 // own, so that a coordinator's checks of a peer's batches (indices and
 // labels against its plan and dataset) pass; only a byte-for-byte check
 // of its pixels would not (--verify-fraction).
-func replayInto(b, r *pipeline.Batch, ds pipeline.Dataset, idx []int64, place []int) {
+func replayInto(b, r *pipeline.Batch, ds dataset.Dataset, idx []int64, place []int) {
 	n, per := len(idx), len(r.Data)/r.N
 	b.N = n
 	if place != nil {

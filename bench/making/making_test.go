@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 )
 
 // TestPacer: the executor under --bench-rate is a server of fixed service
@@ -75,7 +76,7 @@ func TestPacer(t *testing.T) {
 // labels is a dataset of n samples whose labels are their index times 10;
 // nothing else of it is read.
 type labels struct {
-	pipeline.Dataset
+	dataset.Dataset
 	n int
 }
 

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/annot"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 )
 
 // runAnnotations is `stoker annotations check|masks FILE`: what stoker
@@ -128,7 +128,7 @@ func categories(n int) string {
 
 // checkYOLO is `stoker annotations check data.yaml DIR`.
 func checkYOLO(yaml, dir string) error {
-	d, err := pipeline.OpenYOLO(dir, yaml)
+	d, err := dataset.OpenYOLO(dir, yaml)
 	if err != nil {
 		return err
 	}

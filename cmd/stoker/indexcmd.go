@@ -16,6 +16,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/source"
 	"github.com/stoker-dev/stoker/server"
 )
@@ -64,14 +65,14 @@ func runIndex(args []string) error {
 func index(ctx context.Context, src, ann, out string, conc int, budget int64, sizes bool, progressOut, result io.Writer) error {
 	start := time.Now()
 	pr := progress.New(progressOut, "stoker index")
-	opts := pipeline.IndexOptions{Concurrency: conc, Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) },
+	opts := dataset.IndexOptions{Concurrency: conc, Progress: func(p dataset.IndexProgress) { pr.Report(p.Update()) },
 		MaxBytes: budget / 2,
 		OverHint: fmt.Sprintf("half of --memory-budget (%d): give it more where the machine has it, or index the dataset's prefixes apart", budget)}
 	if sizes {
 		opts.ImageSize = pipeline.ImageSize
 	}
 	var (
-		m   *pipeline.Manifest
+		m   *dataset.Manifest
 		st  source.Store
 		err error
 	)
@@ -83,11 +84,11 @@ func index(ctx context.Context, src, ann, out string, conc int, budget int64, si
 	}
 	switch {
 	case ann != "":
-		m, err = pipeline.IndexAnnotated(ctx, src, ann, pipeline.WithIndexOptions(opts), pipeline.WithAnnotationsBudget(budget/2))
+		m, err = dataset.IndexAnnotated(ctx, src, ann, dataset.WithIndexOptions(opts), dataset.WithAnnotationsBudget(budget/2))
 	case st != nil:
-		m, err = pipeline.IndexStore(ctx, st, opts)
+		m, err = dataset.IndexStore(ctx, st, opts)
 	default:
-		m, err = pipeline.IndexDir(ctx, src, opts)
+		m, err = dataset.IndexDir(ctx, src, opts)
 	}
 	pr.Done()
 	if err != nil {
@@ -122,13 +123,13 @@ func index(ctx context.Context, src, ann, out string, conc int, budget int64, si
 func writeManifest(ctx context.Context, src string, st source.Store, out string, data []byte) (string, error) {
 	switch {
 	case out == "" && st != nil:
-		where := strings.TrimSuffix(st.String(), "/") + "/" + pipeline.ManifestName
-		if err := st.Put(ctx, pipeline.ManifestName, data); err != nil {
+		where := strings.TrimSuffix(st.String(), "/") + "/" + dataset.ManifestName
+		if err := st.Put(ctx, dataset.ManifestName, data); err != nil {
 			return "", fmt.Errorf("write %s: %w (a read-only bucket: write it elsewhere with --out, and give serve --manifest)", where, err)
 		}
 		return where, nil
 	case out == "":
-		return writeLocalManifest(filepath.Join(src, filepath.FromSlash(pipeline.ManifestName)), data)
+		return writeLocalManifest(filepath.Join(src, filepath.FromSlash(dataset.ManifestName)), data)
 	case source.IsRemote(out):
 		i := strings.LastIndexByte(out, '/')
 		dir, base := out[:i], out[i+1:]

@@ -16,7 +16,7 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/faultproxy"
 	"github.com/stoker-dev/stoker/internal/storetest"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -265,7 +265,7 @@ func TestIndexReadOnlyBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pipeline.DecodeManifest(bytes.NewReader(m), 0); err != nil {
+	if _, err := dataset.DecodeManifest(bytes.NewReader(m), 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, kv := range env {

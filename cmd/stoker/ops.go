@@ -9,11 +9,12 @@ import (
 	"os"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protojson"
-
 	"github.com/stoker-dev/stoker/internal/opspec"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // runOps is `stoker ops apply`: the ops after the geometry, by themselves,
@@ -108,7 +109,7 @@ func opsDraw(spec, source, boxes string, n int, seed, epoch uint64, out io.Write
 	if err := protojson.Unmarshal([]byte(spec), &ts); err != nil {
 		return usageError{fmt.Errorf("ops draw --spec: %v", err)}
 	}
-	t, err := opspec.Transform(&ts, pipeline.CHW)
+	t, err := opspec.Transform(&ts, transform.CHW)
 	if err != nil {
 		return usageError{fmt.Errorf("ops draw --spec: %w", err)}
 	}
@@ -127,7 +128,7 @@ func opsDraw(spec, source, boxes string, n int, seed, epoch uint64, out io.Write
 	}
 	bw := bufio.NewWriter(out)
 	for i := range n {
-		js, err := t.TraceBoxes(w, h, pipeline.Key{Seed: seed, Epoch: epoch, Index: uint64(i)}, bx)
+		js, err := t.TraceBoxes(w, h, det.Key{Seed: seed, Epoch: epoch, Index: uint64(i)}, bx)
 		if err != nil {
 			return err
 		}
@@ -163,11 +164,11 @@ func opsApply(in io.Reader, out io.Writer) error {
 			return fmt.Errorf("ops apply: reading a case: %w", err)
 		}
 		var r opsResult
-		steps, err := pipeline.ParseTrace(c.Trace)
+		steps, err := transform.ParseTrace(c.Trace)
 		var pix []byte
 		var ow, oh int
 		if err == nil {
-			pix, ow, oh, err = pipeline.ApplyTraceSized(c.Pix, c.W, c.H, steps)
+			pix, ow, oh, err = ops.ApplyTraceSized(c.Pix, c.W, c.H, steps)
 		}
 		if err != nil {
 			r.Error = err.Error()
@@ -187,7 +188,7 @@ func opsApply(in io.Reader, out io.Writer) error {
 // opsList prints the op registry's schemas: a line an op (its name, place,
 // targets and arguments with their defaults) and its doc, or JSON.
 func opsList(asJSON bool, out io.Writer) error {
-	ops := pipeline.OpSchemas()
+	ops := ops.OpSchemas()
 	if asJSON {
 		b, err := json.MarshalIndent(ops, "", "  ")
 		if err != nil {

@@ -13,12 +13,13 @@ import (
 	"os"
 	"strings"
 
+	"github.com/stoker-dev/stoker/internal/helptext"
+	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	transformpkg "github.com/stoker-dev/stoker/pipeline/transform"
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
-
-	"github.com/stoker-dev/stoker/internal/helptext"
-	"github.com/stoker-dev/stoker/pipeline"
 )
 
 // runPreview writes a grid of augmented samples with their labels, so a user
@@ -41,12 +42,12 @@ func runPreview(args []string) error {
 	if *n < 1 {
 		return fmt.Errorf("preview: -n %d: want at least 1 sample", *n)
 	}
-	var ds pipeline.Dataset
+	var ds dataset.Dataset
 	var err error
 	if *ann != "" {
-		ds, err = pipeline.OpenAnnotatedSource(cmdContext(), *data, *ann)
+		ds, err = dataset.OpenAnnotatedSource(cmdContext(), *data, *ann)
 	} else {
-		ds, err = pipeline.OpenSource(cmdContext(), *data)
+		ds, err = dataset.OpenSource(cmdContext(), *data)
 	}
 	if err != nil {
 		if *ann == "" {
@@ -55,13 +56,13 @@ func runPreview(args []string) error {
 		return err
 	}
 	defer ds.Close()
-	t, err := pipeline.ParseTransform(*transform, pipeline.HWC)
+	t, err := transformpkg.ParseTransform(*transform, transformpkg.HWC)
 	if err != nil {
 		return err
 	}
-	var fset *pipeline.FieldSet
+	var fset *dataset.FieldSet
 	if *ann != "" {
-		if fset, err = pipeline.NewFieldSet(ds, []string{pipeline.FieldTargets}, 64<<20, "preview"); err != nil {
+		if fset, err = dataset.NewFieldSet(ds, []string{transformpkg.FieldTargets}, 64<<20, "preview"); err != nil {
 			return err
 		}
 		if *masks {
@@ -85,7 +86,7 @@ func runPreview(args []string) error {
 		// The ops cannot move masks (the YOLO family's carry ultralytics'
 		// overlap mask instead): the boxes and keypoints alone.
 		fmt.Fprintf(os.Stderr, "preview: drawing without masks: %s\n", b.Errors[0].Reason)
-		if fset, err = pipeline.NewFieldSet(ds, []string{pipeline.FieldTargets}, 64<<20, "preview"); err != nil {
+		if fset, err = dataset.NewFieldSet(ds, []string{transformpkg.FieldTargets}, 64<<20, "preview"); err != nil {
 			return err
 		}
 		b = pipeline.Batch{FieldSet: fset}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestPreviewBucket: stoker preview draws a bucket's samples as it does a
@@ -130,16 +132,16 @@ func TestPreviewAnnotated(t *testing.T) {
 			pics[masks] = rgba
 		}
 		// The same samples' targets, made here.
-		ds, err := pipeline.OpenAnnotatedSource(ctx, images, c.ann)
+		ds, err := dataset.OpenAnnotatedSource(ctx, images, c.ann)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fset, err := pipeline.NewFieldSet(ds, []string{pipeline.FieldTargets}, 64<<20, "test")
+		fset, err := dataset.NewFieldSet(ds, []string{transform.FieldTargets}, 64<<20, "test")
 		if err != nil {
 			t.Fatal(err)
 		}
 		fset.SetMasks(64 << 20)
-		tr, err := pipeline.ParseTransform(c.transform, pipeline.HWC)
+		tr, err := transform.ParseTransform(c.transform, transform.HWC)
 		if err != nil {
 			t.Fatal(err)
 		}

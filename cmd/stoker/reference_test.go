@@ -1,12 +1,5 @@
 package main
 
-// docs/reference.md is generated from the binary: every command's --help
-// as it prints it, and every metric stoker serve registers with its type,
-// labels and help. TestReference regenerates it and fails on a
-// difference; -update rewrites the file:
-//
-//	go test ./cmd/stoker -run TestReference -update
-
 import (
 	"bytes"
 	"encoding/json"
@@ -20,8 +13,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoker-dev/stoker/internal/helptext"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/internal/helptext" // docs/reference.md is generated from the binary: every command's --help
+	// as it prints it, and every metric stoker serve registers with its type,
+	// labels and help. TestReference regenerates it and fails on a
+	// difference; -update rewrites the file:
+	//
+	//	go test ./cmd/stoker -run TestReference -update
+	"github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 var updateReference = flag.Bool("update", false, "rewrite docs/reference.md from the binary (TestReference)")
@@ -282,13 +280,13 @@ func referenceMetrics(t *testing.T) []metricDoc {
 
 // referenceOps are the binary's ops, as `stoker ops list --json` prints
 // them.
-func referenceOps(t *testing.T, bin string) []pipeline.OpSchema {
+func referenceOps(t *testing.T, bin string) []ops.OpSchema {
 	t.Helper()
 	out, err := exec.Command(bin, "ops", "list", "--json").Output()
 	if err != nil {
 		t.Fatalf("stoker ops list --json: %v", err)
 	}
-	var ops []pipeline.OpSchema
+	var ops []ops.OpSchema
 	if err := json.Unmarshal(out, &ops); err != nil {
 		t.Fatalf("stoker ops list --json: %v\n%s", err, out)
 	}

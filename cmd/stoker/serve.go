@@ -20,14 +20,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
 	"github.com/stoker-dev/stoker/internal/cpu"
 	"github.com/stoker-dev/stoker/internal/version"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/source"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	"github.com/stoker-dev/stoker/server"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // serveFlags is `stoker serve`'s flag set, filling cfg. Deploy manifests
@@ -96,7 +96,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.DurationVar(&cfg.PeerRefresh, "peer-refresh", 5*time.Second, "how often a dns:/// --peers name is resolved again")
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "refuse jobs whose batches are larger")
 	fs.Float64Var(&cfg.MaxCPUWeight, "max-cpu-weight", 1, "the most a job's cpu_weight (its weight in the executor's share of the cores, which is by CPU time) may ask, and 1/this the least; 1: every job weighs alike")
-	fs.DurationVar(&cfg.MaxSampleCPU, "max-sample-cpu", pipeline.DefaultMaxSampleCPU, "refuse, when a job opens, a transform whose worst sample the cost model predicts at more CPU than this (every preset is under 10 ms); negative (-1s): no limit")
+	fs.DurationVar(&cfg.MaxSampleCPU, "max-sample-cpu", transform.DefaultMaxSampleCPU, "refuse, when a job opens, a transform whose worst sample the cost model predicts at more CPU than this (every preset is under 10 ms); negative (-1s): no limit")
 	fs.DurationVar(&cfg.MaxMeasuredCPU, "max-measured-cpu", 0, "fail a job whose samples measure more CPU than this on average on this server's workers (after 8 samples), with RESOURCE_EXHAUSTED naming what they measured: the cost model admitted it, its samples say otherwise; 0 (the default): 4 x --max-sample-cpu; negative: no bound")
 	fs.IntVar(&cfg.MaxStreamsPerClient, "max-streams-per-client", server.DefaultMaxStreamsPerClient, "open Feed streams allowed per client: the subject of its verified certificate over mutual TLS (--tls-client-ca), else its host (never its connection)")
 	fs.IntVar(&cfg.MaxStreams, "max-streams", server.DefaultMaxStreams, "open Feed (trainer) streams allowed in all; Work streams are counted apart (--max-work-streams)")
@@ -114,7 +114,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.Int64Var(&cfg.PixelBudget, "pixel-budget", 64<<20, "refuse images with more pixels (from the header, before decoding)")
 	fs.IntVar(&cfg.MaxScans, "max-scans", 100, "refuse progressive JPEGs with more scans")
 	fs.StringVar(&cfg.Decode, "decode", "exact", "how jobs that do not say (JobSpec.decode, Loader(decode=...)) decode their JPEGs: exact (full scale, then torchvision's resampling: its pixels) or fast (a DCT scale of 1/2, 1/4 or 1/8 where the crop is at least that many times the output: faster on large photos, not torchvision's bytes)")
-	fs.Int64Var(&cfg.MaxFileSize, "max-file-size", pipeline.DefaultMaxFileSize, "refuse larger files")
+	fs.Int64Var(&cfg.MaxFileSize, "max-file-size", dataset.DefaultMaxFileSize, "refuse larger files")
 	fs.Int64Var(&cfg.IndexBudget, "index-budget", 0, "memory for the decoder index (entropy-decoder checkpoints of each baseline JPEG decoded, so that later epochs decode only their crops), least recently used files dropped first; 0: 1/16 of --memory-budget; -1: no index")
 	fs.Int64Var(&cfg.CoefBudget, "coef-budget", 0, "memory for the coefficient cache (each baseline JPEG's DCT coefficients, kept once decoded, so that later epochs copy them instead of entropy-decoding them: about 2-3x the JPEG's bytes per file, for datasets that fit; and each progressive JPEG rewritten losslessly as a baseline one, about its size, so that it gets the same), taken out of --memory-budget; files admitted on their second decode while it has room, then kept; 0: a quarter of --memory-budget where this server decodes (--workers > 0) and that is at least 64 MiB, else none; -1: none")
 	fs.Int64Var(&cfg.PartnerBudget, "partner-budget", 0, "memory for the partner cache (a YOLOMosaic's images, each photo decoded and resized to imgsz once and kept, so that the window of the epoch's order its partners are drawn from decodes each photo about once: about 0.9 MB a 640-pixel photo), taken out of --memory-budget; the least recently used evicted; 0: a sixteenth of --memory-budget where this server decodes (--workers > 0) and that is at least 64 MiB, else none; -1: none")

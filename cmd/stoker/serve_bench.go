@@ -6,7 +6,7 @@ import (
 
 	"github.com/stoker-dev/stoker/bench/making"
 	"github.com/stoker-dev/stoker/internal/gpu"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/server"
 )
 
@@ -35,7 +35,7 @@ func (b *benchOpts) validate() error {
 // never for training.
 func (b *benchOpts) apply(cfg *server.Config, log *slog.Logger) {
 	if m, _ := making.New(b.replay, b.rate); m != nil && cfg.Workers > 0 {
-		cfg.Making = func(ds pipeline.Dataset, batchSize int, make server.MakeFunc) server.MakeFunc {
+		cfg.Making = func(ds dataset.Dataset, batchSize int, make server.MakeFunc) server.MakeFunc {
 			return server.MakeFunc(m.Wrap(ds, batchSize, making.MakeFunc(make)))
 		}
 		if b.replay {

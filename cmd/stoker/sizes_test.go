@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 )
 
 // TestIndexSizes: `stoker index --sizes` records every committed photo's
@@ -37,7 +37,7 @@ func TestIndexSizes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := pipeline.DecodeManifest(bytes.NewReader(b), 0)
+		m, err := dataset.DecodeManifest(bytes.NewReader(b), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -238,7 +238,7 @@ func checkListing(t *testing.T, what, listing string, fused *regexp.Regexp, fusi
 					in.pos, in.op, in.args, in.fn, strings.TrimSpace(src))] = true
 			}
 		case in.op == "CALL" && fusing[strings.TrimSuffix(in.args, "(SB)")]:
-			bad[fmt.Sprintf("%s: %s calls %s, which fuses multiply-adds on this target (use its twin in pipeline/internal/det)",
+			bad[fmt.Sprintf("%s: %s calls %s, which fuses multiply-adds on this target (use its twin in pipeline/det)",
 				in.pos, in.fn, strings.TrimSuffix(in.args, "(SB)"))] = true
 		}
 	}
@@ -280,11 +280,11 @@ func TestARM64NoFusedMultiplyAdd(t *testing.T) {
 // through both decode paths, presets, the resamplers and the geometric
 // kernels (pipeline/fn's torch resampling axis and functional ops, and
 // pipeline/kernels', run through the root's tests, which link them);
-// pipeline/internal/det's RNG and deterministic maths.
+// pipeline/det's RNG and deterministic maths.
 var goldenTests = []goldenPkg{
 	{"./pipeline/", "TestGoldenPlans|TestGoldenBatchReference|TestGoldenBatchFast|TestGoldenPresets|TestGoldenInterpTorch", 3},
 	{"./pipeline/transform/", "TestGeomGolden|TestPlanGolden", 2},
-	{"./pipeline/internal/det/", "TestRNGGolden|TestDetMathGolden|TestDetTrigGolden|TestDetAtanErfcGolden", 4},
+	{"./pipeline/det/", "TestRNGGolden|TestDetMathGolden|TestDetTrigGolden|TestDetAtanErfcGolden", 4},
 }
 
 // goldenPkg is one package's golden tests: a -test.run pattern, and how

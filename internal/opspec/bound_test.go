@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/transform"
+
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -16,7 +18,7 @@ import (
 // images' largest size is given (TransformData), which then bounds it.
 func TestMaxSize(t *testing.T) {
 	flip := []*stokerv1.Op{{Op: &stokerv1.Op_RandomHorizontalFlip{RandomHorizontalFlip: &stokerv1.RandomHorizontalFlip{}}}}
-	tf, err := Transform(&stokerv1.TransformSpec{Ops: flip, MaxSize: []uint32{600, 800}}, pipeline.CHW)
+	tf, err := Transform(&stokerv1.TransformSpec{Ops: flip, MaxSize: []uint32{600, 800}}, transform.CHW)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,18 +35,18 @@ func TestMaxSize(t *testing.T) {
 		{&stokerv1.TransformSpec{Ops: flip, MaxSize: []uint32{600, 1 << 31}}, "want 1.."},
 		{&stokerv1.TransformSpec{Preset: "ssdlite", MaxSize: []uint32{600, 800}}, "not with a preset or views"},
 	} {
-		if _, err := Transform(c.spec, pipeline.CHW); err == nil || !errors.Is(err, pipeline.ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
+		if _, err := Transform(c.spec, transform.CHW); err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want refused with %q", c.spec, err, c.want)
 		}
 	}
-	tf, err = TransformData(&stokerv1.TransformSpec{Ops: flip}, pipeline.CHW, 640, 480)
+	tf, err = TransformData(&stokerv1.TransformSpec{Ops: flip}, transform.CHW, 640, 480)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h, w := tf.Size(); !tf.Varies() || h != 480 || w != 640 {
 		t.Fatalf("images of at most 640x480: Varies %v, size %dx%d", tf.Varies(), h, w)
 	}
-	tf, err = TransformData(&stokerv1.TransformSpec{Ops: flip, MaxSize: []uint32{100, 200}}, pipeline.CHW, 640, 480)
+	tf, err = TransformData(&stokerv1.TransformSpec{Ops: flip, MaxSize: []uint32{100, 200}}, transform.CHW, 640, 480)
 	if err != nil {
 		t.Fatal(err)
 	}

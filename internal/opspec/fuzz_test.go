@@ -3,9 +3,9 @@ package opspec
 import (
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -23,7 +23,7 @@ func FuzzTransformSpec(f *testing.F) {
 		if proto.Unmarshal(b, &spec) != nil {
 			return
 		}
-		for _, l := range []pipeline.Layout{pipeline.CHW, pipeline.HWC} {
+		for _, l := range []transform.Layout{transform.CHW, transform.HWC} {
 			tf, err := Transform(&spec, l)
 			if (tf == nil) == (err == nil) {
 				t.Fatalf("Transform: %v and %v: want exactly one", tf, err)

@@ -1,5 +1,5 @@
 // Package ragged is a batch's detection targets on the wire: the samples'
-// targets, each made as pipeline.AppendTargets encodes one sample (the
+// targets, each made as targets.AppendTargets encodes one sample (the
 // maker's and the verifier's unit, compared byte for byte), packed into a
 // BatchTargets of ragged arrays (per array, every sample's instances back
 // to back, and offsets into them) as a batch's header is made, and
@@ -15,7 +15,7 @@ import (
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
-// The per-sample encoding (pipeline.AppendTargets): a 24-byte header (u32
+// The per-sample encoding (targets.AppendTargets): a 24-byte header (u32
 // H, u32 W, i64 image id, u32 K, u32 word: the boxes' format in its low
 // byte, P above it, wordMasks when masks follow), K x 16 bytes of boxes, K
 // x 8 of labels, K x P x 8 of keypoints, K crowd flags, K x P
@@ -62,7 +62,7 @@ type Overlap struct {
 	Instances bool
 }
 
-// OverlapOf is the mask a job's field set asks for (pipeline.FieldSet's).
+// OverlapOf is the mask a job's field set asks for (dataset.FieldSet's).
 func OverlapOf(fs interface {
 	OverlapMask() bool
 	MaskRatio() int

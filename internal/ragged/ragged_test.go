@@ -7,18 +7,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/targets"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // encode is sample i's targets as the pipeline encodes them
-// (pipeline.AppendTargets), with masks of random runs after them when
+// (targets.AppendTargets), with masks of random runs after them when
 // masks (appendMasks' layout: zeros to a multiple of 4, K run counts, the
 // runs).
-func encode(r *rand.Rand, i, k, p int, format pipeline.BoxFormat, masks bool) []byte {
-	t := &pipeline.Targets{W: 40 + i, H: 30 + 2*i, Format: format}
+func encode(r *rand.Rand, i, k, p int, format targets.BoxFormat, masks bool) []byte {
+	t := &targets.Targets{W: 40 + i, H: 30 + 2*i, Format: format}
 	t.ImageID, t.P, t.WantMasks = int64(1000+i), p, masks
 	for range k {
 		t.Boxes = append(t.Boxes, [4]float32{r.Float32() * 40, r.Float32() * 30, r.Float32() * 40, r.Float32() * 30})
@@ -29,7 +29,7 @@ func encode(r *rand.Rand, i, k, p int, format pipeline.BoxFormat, masks bool) []
 			t.Vis = append(t.Vis, uint8(r.IntN(3)))
 		}
 	}
-	b := pipeline.AppendTargets(nil, t)
+	b := targets.AppendTargets(nil, t)
 	if !masks {
 		return b
 	}
@@ -89,7 +89,7 @@ func batchOf(r *rand.Rand, ks []int, p int, pVaries, masks bool) [][]byte {
 		if pVaries && i == 3 {
 			pi = p + 2
 		}
-		vals[i] = encode(r, i, k, pi, pipeline.BoxCXCYWH, masks)
+		vals[i] = encode(r, i, k, pi, targets.BoxCXCYWH, masks)
 	}
 	return vals
 }
@@ -184,7 +184,7 @@ func TestPackUnpack(t *testing.T) {
 				}
 			}
 		}
-		if bt.GetBoxFormat() != uint32(pipeline.BoxCXCYWH) || bt.GetMasks() != c.masks {
+		if bt.GetBoxFormat() != uint32(targets.BoxCXCYWH) || bt.GetMasks() != c.masks {
 			t.Errorf("%s: format %d, masks %v", c.name, bt.GetBoxFormat(), bt.GetMasks())
 		}
 		if int64(len(buf)) > Size(size) {
@@ -223,8 +223,8 @@ func TestPackRefuses(t *testing.T) {
 	}{
 		{"short", [][]byte{good[0], good[1][:20]}, "sample 1's targets: 20 bytes"},
 		{"a byte more", [][]byte{good[0], append(bytes.Clone(good[1]), 0)}, "sample 1's targets"},
-		{"formats", [][]byte{good[0], encode(r, 1, 2, 0, pipeline.BoxXYXY, false)}, "boxes' format 0, sample 0's 2"},
-		{"masks", [][]byte{good[0], encode(r, 1, 2, 0, pipeline.BoxCXCYWH, true)}, "sample 1's targets: masks true, the job asks for masks false"},
+		{"formats", [][]byte{good[0], encode(r, 1, 2, 0, targets.BoxXYXY, false)}, "boxes' format 0, sample 0's 2"},
+		{"masks", [][]byte{good[0], encode(r, 1, 2, 0, targets.BoxCXCYWH, true)}, "sample 1's targets: masks true, the job asks for masks false"},
 	} {
 		if _, _, err := Pack(c.vals, false, Overlap{}, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Pack: %v, want an error with %q", c.name, err, c.want)
@@ -314,16 +314,16 @@ func TestPackNoSamples(t *testing.T) {
 }
 
 // TestPackMatchesTargetsSize: a sample of k instances of p keypoints
-// without masks takes pipeline.TargetsSize bytes, its header gone.
+// without masks takes targets.TargetsSize bytes, its header gone.
 func TestPackMatchesTargetsSize(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	v := encode(r, 0, 5, 3, pipeline.BoxXYXY, false)
-	if int64(len(v)) != pipeline.TargetsSize(5, 3) {
-		t.Fatalf("%d bytes, TargetsSize %d: the layout differs from the pipeline's", len(v), pipeline.TargetsSize(5, 3))
+	v := encode(r, 0, 5, 3, targets.BoxXYXY, false)
+	if int64(len(v)) != targets.TargetsSize(5, 3) {
+		t.Fatalf("%d bytes, TargetsSize %d: the layout differs from the pipeline's", len(v), targets.TargetsSize(5, 3))
 	}
 	_, buf, err := Pack([][]byte{v}, false, Overlap{}, nil)
-	if err != nil || int64(len(buf)) != pipeline.TargetsSize(5, 3)-header {
-		t.Fatalf("Pack: %d bytes, %v; want %d", len(buf), err, pipeline.TargetsSize(5, 3)-header)
+	if err != nil || int64(len(buf)) != targets.TargetsSize(5, 3)-header {
+		t.Fatalf("Pack: %d bytes, %v; want %d", len(buf), err, targets.TargetsSize(5, 3)-header)
 	}
 }
 
@@ -344,17 +344,17 @@ func testPackUnpackOverlap(t *testing.T, ov Overlap) {
 	ks := []int{3, 0, 300, 1, 7}
 	vals := make([][]byte, len(ks))
 	for i, k := range ks {
-		tg := &pipeline.Targets{W: 41 + 4*i, H: 30 + 3*i, WantOverlap: true}
+		tg := &targets.Targets{W: 41 + 4*i, H: 30 + 3*i, WantOverlap: true}
 		for range k {
 			tg.Add([4]float32{1, 2, 3, 4}, r.Int64N(80), false)
 		}
-		v := pipeline.AppendTargets(nil, tg)
+		v := targets.AppendTargets(nil, tg)
 		for len(v)%4 != 0 {
 			v = append(v, 0)
 		}
 		m := make([]byte, ov.bytes(int64(tg.H), int64(tg.W), int64(k)))
-		if ov.Ratio == 4 && !ov.Instances && int64(len(m)) != pipeline.OverlapMaskSize(tg.W, tg.H, k) {
-			t.Fatalf("%d bytes, pipeline.OverlapMaskSize %d", len(m), pipeline.OverlapMaskSize(tg.W, tg.H, k))
+		if ov.Ratio == 4 && !ov.Instances && int64(len(m)) != targets.OverlapMaskSize(tg.W, tg.H, k) {
+			t.Fatalf("%d bytes, targets.OverlapMaskSize %d", len(m), targets.OverlapMaskSize(tg.W, tg.H, k))
 		}
 		for j := range m {
 			m[j] = byte(r.IntN(256))

@@ -8,7 +8,7 @@ import (
 )
 
 // Unpack unpacks bt, the targets of a peer's batch of n samples, into
-// each sample's encoding (pipeline.AppendTargets' bytes, as the sample's
+// each sample's encoding (targets.AppendTargets' bytes, as the sample's
 // maker made them), calling put(i, v) with sample i's, v appended to
 // dst(i) (the sample's own buffer, emptied). Nothing of bt is trusted:
 // the per-sample lists must be n long, the offsets start at 0, never go

@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// Check checks the values of one sample's targets (pipeline.AppendTargets'
+// Check checks the values of one sample's targets (targets.AppendTargets'
 // encoding, as Unpack makes it of a peer's header) where a linear pass
 // over them can: boxes and keypoints finite in float32, labels within
 // [0, classes) (classes 0: the dataset names no classes, and labels are

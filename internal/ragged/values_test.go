@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // TestCheck: the encodings a maker makes (keypoints, masks, a fill block,
@@ -16,7 +16,7 @@ import (
 func TestCheck(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const k, p, classes = 3, 2, 80
-	base := encode(r, 2, k, p, pipeline.BoxXYXY, true)
+	base := encode(r, 2, k, p, targets.BoxXYXY, true)
 	labels := header + 16*k
 	points := labels + 8*k
 	crowd := points + 8*k*p
@@ -26,7 +26,7 @@ func TestCheck(t *testing.T) {
 		le.PutUint64(base[labels+8*j:], uint64(r.IntN(classes)))
 	}
 	filled := withFill(r, slices.Clone(base))
-	for _, v := range [][]byte{base, filled, encode(r, 1, 0, 0, pipeline.BoxXYWH, false), encode(r, 4, 5, 0, pipeline.BoxXYWH, false)} {
+	for _, v := range [][]byte{base, filled, encode(r, 1, 0, 0, targets.BoxXYWH, false), encode(r, 4, 5, 0, targets.BoxXYWH, false)} {
 		if err := Check(v, Overlap{}, 0); err != nil {
 			t.Fatalf("a maker's encoding: %v", err)
 		}
@@ -75,11 +75,11 @@ func TestCheck(t *testing.T) {
 // are not checked (any bit is a pixel).
 func TestCheckOverlap(t *testing.T) {
 	for _, k := range []int{3, 300} {
-		tg := &pipeline.Targets{W: 41, H: 30, WantOverlap: true}
+		tg := &targets.Targets{W: 41, H: 30, WantOverlap: true}
 		for range k {
 			tg.Add([4]float32{1, 2, 3, 4}, 0, false)
 		}
-		v := pipeline.AppendTargets(nil, tg)
+		v := targets.AppendTargets(nil, tg)
 		for len(v)%4 != 0 {
 			v = append(v, 0)
 		}

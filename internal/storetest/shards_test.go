@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/stoker-dev/stoker/internal/storetest"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 )
 
 // TestWriteShards: the shards are the same bytes on every run, each
@@ -37,12 +37,12 @@ func TestWriteShards(t *testing.T) {
 		}
 	}
 
-	wds, err := pipeline.OpenWebDataset(a)
+	wds, err := dataset.OpenWebDataset(a)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer wds.Close()
-	folder, err := pipeline.OpenImageFolder(photos)
+	folder, err := dataset.OpenImageFolder(photos)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/ragged"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -16,7 +17,7 @@ import (
 // job asks for them, from the header's ragged arrays (takeTargets). The
 // values are protobuf's, taken as they are: a header's bytes are parsed
 // into slices of their own, which nothing else holds.
-func takeFields(fs *pipeline.FieldSet, h *stokerv1.BatchHeader, n int, b *pipeline.Batch) error {
+func takeFields(fs *dataset.FieldSet, h *stokerv1.BatchHeader, n int, b *pipeline.Batch) error {
 	got := h.GetFields()
 	nf, t := fs.Len(), fs.TargetsAt()
 	want := nf
@@ -66,7 +67,7 @@ func takeFields(fs *pipeline.FieldSet, h *stokerv1.BatchHeader, n int, b *pipeli
 // server makes, and compares byte for byte where it makes the sample
 // again), in the sample's own buffer; every offset and length checked
 // first (ragged.Unpack).
-func takeTargets(fs *pipeline.FieldSet, bt *stokerv1.BatchTargets, n int, b *pipeline.Batch) error {
+func takeTargets(fs *dataset.FieldSet, bt *stokerv1.BatchTargets, n int, b *pipeline.Batch) error {
 	nf, t := fs.Len(), fs.TargetsAt()
 	return ragged.Unpack(bt, n, fs.Masks(), ragged.OverlapOf(fs), fs.TargetsMax(),
 		func(i int) []byte { return b.Fields[i*nf+t].Data[:0] },

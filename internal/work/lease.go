@@ -1,7 +1,9 @@
 package work
 
 import (
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/transform"
+
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -16,16 +18,16 @@ type Job struct {
 	SampleBytes int
 	// Layout is where a sample's views lie in a batch (their sizes add
 	// up to SampleBytes); the zero Layout is one view.
-	Layout pipeline.ViewLayout
+	Layout transform.ViewLayout
 	// Fields are the fields the job asks for (nil: none): a batch's
 	// header carries them, each value within their bound.
-	Fields *pipeline.FieldSet
+	Fields *dataset.FieldSet
 }
 
 // layout is j's ViewLayout.
-func (j *Job) layout() pipeline.ViewLayout {
+func (j *Job) layout() transform.ViewLayout {
 	if j.Layout.Views() == 0 {
-		return pipeline.OneView(j.SampleBytes)
+		return transform.OneView(j.SampleBytes)
 	}
 	return j.Layout
 }

@@ -10,13 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"google.golang.org/grpc/codes"
 )
 
 // One Work stream, seen from the coordinator: the requests queued for its
@@ -66,7 +66,7 @@ type pendingLease struct {
 	// lay is where the batch's samples' views lie, n its samples (a
 	// part's, in the answer's pixels) and slots the samples of the
 	// buffer they are placed in (the whole batch's).
-	lay      pipeline.ViewLayout
+	lay      transform.ViewLayout
 	n, slots int
 	keep     []kept
 	// kept are the pixels of l.Keep's slots, copied aside as they

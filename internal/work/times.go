@@ -4,7 +4,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
+
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -14,8 +15,8 @@ import (
 // coordinator's account of stages reads it.
 
 // makeTimes is t as LeaseDone carries it; nil for a batch not timed.
-func makeTimes(t pipeline.StageTimes) *stokerv1.MakeTimes {
-	if t == (pipeline.StageTimes{}) {
+func makeTimes(t batch.StageTimes) *stokerv1.MakeTimes {
+	if t == (batch.StageTimes{}) {
 		return nil
 	}
 	return &stokerv1.MakeTimes{
@@ -30,14 +31,14 @@ const maxReportedSeconds = 24 * 60 * 60
 
 // stageTimes reads a worker's report; a figure that cannot be one
 // (negative, NaN, infinite, more than a day) reads as 0.
-func stageTimes(m *stokerv1.MakeTimes) pipeline.StageTimes {
+func stageTimes(m *stokerv1.MakeTimes) batch.StageTimes {
 	d := func(s float64) time.Duration {
 		if !(s > 0) || math.IsInf(s, 0) || s > maxReportedSeconds {
 			return 0
 		}
 		return time.Duration(s * float64(time.Second))
 	}
-	return pipeline.StageTimes{
+	return batch.StageTimes{
 		Queue: d(m.GetQueueSeconds()), Read: d(m.GetReadSeconds()), Decode: d(m.GetDecodeSeconds()),
 		Transform: d(m.GetTransformSeconds()), Wall: d(m.GetWallSeconds()),
 	}

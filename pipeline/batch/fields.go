@@ -10,9 +10,9 @@ type Field struct {
 	Has  bool
 }
 
-// FieldSpec is the fields a batch asks for (pipeline.FieldSet): their
+// FieldSpec is the fields a batch asks for (dataset.FieldSet): their
 // names, in order, and the bound of each field of a sample. A nil
-// *pipeline.FieldSet is one of no fields.
+// *dataset.FieldSet is one of no fields.
 type FieldSpec interface {
 	Names() []string
 	Len() int

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"image"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // Format is an image's file format, as its first bytes say.

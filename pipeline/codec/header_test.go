@@ -10,7 +10,7 @@ import (
 	"image/png"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // TestParseHeader: the format, size, JPEG coding and sampling each encoder's file

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/internal/jpegenc"
 	_ "golang.org/x/image/webp" // ParseHeader reads a WebP's size through image.DecodeConfig
 )

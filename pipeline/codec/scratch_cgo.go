@@ -26,7 +26,7 @@ import (
 	"runtime"
 	"unsafe"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // Available says the C codec is built in (cgo); without cgo this package

@@ -10,7 +10,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // whole is the geometry of a view of the whole w x h source at outW x

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stoker-dev/stoker/pipeline/codec/index"
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // DecodeViews decodes the 1- or 3-component JPEG data (hd its header) per

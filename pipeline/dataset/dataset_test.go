@@ -323,9 +323,9 @@ func TestOpenPicksFormat(t *testing.T) {
 		name, path string
 		want       string
 	}{
-		{"image folder", folder, "*pipeline.ImageFolder"},
-		{"shard directory", shards, "*pipeline.WebDataset"},
-		{"one shard", filepath.Join(shards, "s-0.tar"), "*pipeline.WebDataset"},
+		{"image folder", folder, "*dataset.ImageFolder"},
+		{"shard directory", shards, "*dataset.WebDataset"},
+		{"one shard", filepath.Join(shards, "s-0.tar"), "*dataset.WebDataset"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := Open(tc.path)
@@ -350,9 +350,9 @@ func TestOpenPicksFormat(t *testing.T) {
 func typeName(d Dataset) string {
 	switch d.(type) {
 	case *ImageFolder:
-		return "*pipeline.ImageFolder"
+		return "*dataset.ImageFolder"
 	case *WebDataset:
-		return "*pipeline.WebDataset"
+		return "*dataset.WebDataset"
 	}
 	return "other"
 }

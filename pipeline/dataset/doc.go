@@ -127,10 +127,10 @@ package dataset
 
 import (
 	"github.com/stoker-dev/stoker/pipeline/batch"
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
-// Sentinel errors, pipeline/internal/errs' (the pipeline exports the same
+// Sentinel errors, pipeline/errs' (the pipeline exports the same
 // values): every error of a bad dataset or sample wraps one of them.
 var (
 	// ErrCorrupt: a file is not what its dataset says it is (a truncated

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 

@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 

@@ -14,11 +14,11 @@ import (
 // FieldTargets is the per-sample field a job's detection targets travel
 // as: a sample's instances (Targeted) moved through the geometry the
 // pipeline drew for it, made by the executor's worker after the image
-// (pipeline.AppendTargets gives the layout), never read from a dataset.
+// (targets.AppendTargets gives the layout), never read from a dataset.
 const FieldTargets = "targets"
 
 // TargetsHeader is the bytes of an encoded FieldTargets before its boxes
-// (pipeline.AppendTargets): the least a sample's targets field holds.
+// (targets.AppendTargets): the least a sample's targets field holds.
 const TargetsHeader = 24
 
 // Targeted is a Dataset whose samples have boxes and labels (COCO, YOLO).

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/annot"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // FieldYOLO is a YOLO dataset's sample's labels, as JSON: {"file_name":

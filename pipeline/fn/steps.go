@@ -5,7 +5,7 @@ package fn
 import (
 	"fmt"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 

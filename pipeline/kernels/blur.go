@@ -3,7 +3,7 @@ package kernels
 import (
 	"math"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // The convolution kernels: gaussian_blur and adjust_sharpness.

@@ -8,7 +8,7 @@ package kernels
 // float32 added fit in float64's 53 bits), then rounded to float32 once:
 // which is what torchvision's vectorized multiply-add (one rounding) gives.
 // Products that are added are wrapped in float64(...) so the compiler
-// cannot fuse them (see pipeline/internal/det); everything here is the
+// cannot fuse them (see pipeline/det); everything here is the
 // same bytes on every machine. Per-pixel work is a table lookup wherever
 // the output depends on one input byte.
 

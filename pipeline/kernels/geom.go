@@ -5,7 +5,7 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // The geometric kernels after the fused crop: torchvision.transforms.v2's
@@ -271,7 +271,7 @@ const degToRad float64 = math.Pi / 180
 // of w x h: the matrix taking an output pixel (from the image's center) to
 // the point it samples, as its float64 arithmetic computes it (the same
 // operations in the same order, every product rounded, sin, cos and tan
-// from pipeline/internal/det). center is the pivot from the top left, or
+// from pipeline/det). center is the pivot from the top left, or
 // the image's center unless hasCenter.
 func inverseAffine(w, h int, center [2]float64, hasCenter bool, angle float64, translate [2]float64, scale float64, shear [2]float64) [6]float64 {
 	var cx, cy float64

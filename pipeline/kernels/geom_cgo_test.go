@@ -6,7 +6,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // TestAffineCMatchesGo: the C resampling (AVX2 and FMA) and the Go one

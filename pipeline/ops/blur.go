@@ -3,8 +3,8 @@ package ops
 // GaussianBlur: torchvision.transforms.v2's, and gaussian_blur.
 
 import (
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 const OpGaussianBlur OpKind = "GaussianBlur"

@@ -1,8 +1,9 @@
 package ops
 
-import "github.com/stoker-dev/stoker/pipeline/internal/det"
-
-import "github.com/stoker-dev/stoker/pipeline/fn"
+import (
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/fn"
+)
 
 // RandomChannelPermutation: torchvision.transforms.v2's, the image's
 // channels in an order drawn uniformly for each image (make_params'

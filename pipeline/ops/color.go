@@ -10,8 +10,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 const (

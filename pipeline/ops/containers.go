@@ -10,7 +10,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 const (

@@ -13,8 +13,8 @@
 // docs. The geometry (the first op, fused into the decode) and its
 // families (crops, resizes, warps, detection's, the mosaic) live with the
 // Transform in pipeline/transform, which registers them here; the
-// pipeline's root names this package's types as before (pipeline.Op,
-// pipeline.OpKind, the Op* kinds). Its tests draw each family's compiled
+// pipeline's root names this package's types as before (ops.Op,
+// ops.OpKind, the Op* kinds). Its tests draw each family's compiled
 // node as a Transform does, without one. Of the module it imports the functional ops (pipeline/fn), the
 // policies (pipeline/policy), the kernels' and targets' names, the
 // batch's (pipeline/batch) and the pipeline's internals: never the root,

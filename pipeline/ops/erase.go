@@ -6,8 +6,8 @@ package ops
 import (
 	"math"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 const OpRandomErasing OpKind = "RandomErasing"

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/policy"
 )
 

@@ -24,9 +24,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 )
 
 // Def is one op: torchvision.transforms.v2's class, its schema and

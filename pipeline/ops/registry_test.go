@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // TestRegistrySchemas holds this room's table to what the reference, the

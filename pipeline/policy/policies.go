@@ -9,8 +9,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 

@@ -1,12 +1,12 @@
 package policy
 
 import (
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
-// Kind names a policy: its op's kind (pipeline.OpKind) as torchvision and
+// Kind names a policy: its op's kind (ops.OpKind) as torchvision and
 // timm name it.
 type Kind string
 

@@ -22,7 +22,7 @@ import (
 // pays for storing it too. Keeping what was admitted serves a fixed
 // budget/data share of the reads instead, which is what any policy can
 // expect of a uniformly random order, and a dataset that fits is read from
-// the store once. (The coefficient cache, pipeline.CoefCache, chose the
+// the store once. (The coefficient cache, codec.CoefCache, chose the
 // same.) What the policy gives up: bytes of a dataset no longer read stay
 // until the process ends (the memory tier) or the directory is cleared
 // (the disk tier).

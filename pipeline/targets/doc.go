@@ -15,7 +15,7 @@
 // boxes, points, masks and instances). Of the module it links
 // pipeline/dataset (Instances), pipeline/kernels (the masks' maps, the
 // affine maths), pipeline/kernels/cv (ultralytics' overlap mask) and
-// pipeline/internal/errs, never the pipeline's root.
+// pipeline/errs, never the pipeline's root.
 //
 // Floating point: every product that is added or subtracted is rounded
 // first (wrapped in float32(...) or float64(...)), or fused explicitly

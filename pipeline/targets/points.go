@@ -9,7 +9,7 @@ package targets
 import (
 	"fmt"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // ShiftPoints adds (dx, dy) to every point, in float32: crop_keypoints'

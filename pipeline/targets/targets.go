@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // Targets are one sample's instances: Boxes XYXY in pixels of a canvas of

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 )

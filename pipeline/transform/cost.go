@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 

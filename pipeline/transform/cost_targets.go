@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 )

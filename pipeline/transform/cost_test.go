@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 

@@ -12,7 +12,7 @@
 // size. Out: the sample's plan and steps (drawn, never decoded here), its
 // trace, the output's shape and layout, the transform's worst cost. The
 // pipeline's root decodes by the plan and names this package's types as
-// before (pipeline.Transform, pipeline.Layout, ...); a Transform's Trace
+// before (transform.Transform, transform.Layout, ...); a Transform's Trace
 // draws through the root's Decoder (Tracer). Of the module it imports the
 // op table, the functional ops, the kernels, the targets, the datasets'
 // names and the pipeline's internals: never the root, nor the codec.

@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 

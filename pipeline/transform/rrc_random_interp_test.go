@@ -3,8 +3,8 @@ package transform
 import (
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 

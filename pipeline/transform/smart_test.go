@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 

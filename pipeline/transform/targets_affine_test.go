@@ -6,8 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )

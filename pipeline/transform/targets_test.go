@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 )

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/internal/samplerkey"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )

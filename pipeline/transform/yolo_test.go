@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/testops"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"

@@ -21,7 +21,7 @@ __all__ = ["integer", "boolean", "optional_boolean", "seconds", "string", "optio
            "sample_error_limit", "fields", "MAX_FIELDS", "MAX_FIELD_NAME"]
 
 #: The most fields a job asks for, and a field name's most bytes (the
-#: server's bounds: pipeline.MaxFields, MaxFieldName).
+#: server's bounds: dataset.MaxFields, MaxFieldName).
 MAX_FIELDS = 16
 MAX_FIELD_NAME = 64
 

@@ -14,7 +14,7 @@ from stoker.v1 import stoker_pb2 as pb
 
 
 class Param(NamedTuple):
-    """One argument of an op's schema (pipeline.ParamSchema): its name, its
+    """One argument of an op's schema (ops.ParamSchema): its name, its
     type, its default as Python writes it (None: required), whether it is
     keyword-only, and the bounds of its numbers (None: none)."""
 

@@ -3,7 +3,7 @@
 // scan (huff.c's blob), kept in memory within a budget and saved to and
 // loaded from index files. It is plain Go (the C side reads and writes the
 // blobs); pipeline/codec's decodes use and extend an Index, and the
-// pipeline's root names it for its callers (pipeline.Index).
+// pipeline's root names it for its callers (index.Index).
 package index
 
 import (

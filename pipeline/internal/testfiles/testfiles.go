@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // Member is a tar shard's member: a file, or a directory when Data is nil.
@@ -134,7 +134,7 @@ func PNG(img image.Image) []byte {
 }
 
 // Noise is a w x h image (three planes, CHW) of pseudo-random bytes from
-// seed (pipeline/internal/det's generator): the same on every machine.
+// seed (pipeline/det's generator): the same on every machine.
 func Noise(w, h int, seed uint64) []byte {
 	r := det.Seeded(seed)
 	pix := make([]byte, 3*w*h)

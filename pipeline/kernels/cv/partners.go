@@ -1,6 +1,6 @@
 package cv
 
-import "github.com/stoker-dev/stoker/pipeline/internal/det"
+import "github.com/stoker-dev/stoker/pipeline/det"
 
 // The streams of a sample's key the partners are drawn from: apart from
 // every op's, so that drawing them shifts no other number.

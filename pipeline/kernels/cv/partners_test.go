@@ -3,7 +3,7 @@ package cv
 import (
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 

@@ -1,6 +1,6 @@
 package cv
 
-import "github.com/stoker-dev/stoker/pipeline/internal/det"
+import "github.com/stoker-dev/stoker/pipeline/det"
 
 // segment2box is ultralytics.utils.ops.segment2box(segment, w, h) in
 // float32: the extent of a segment inside the image (its extent when it is

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 )
 
 // Cache affinity (router.go, parts.go): each sample is made at its home
@@ -619,7 +619,7 @@ func fillFailing(l *lease.Lease, b *pipeline.Batch, bad int64) {
 	if i < 0 {
 		return
 	}
-	b.Errors = append(b.Errors, pipeline.SampleError{Index: bad, Reason: "corrupt JPEG", Err: pipeline.ErrCorrupt})
+	b.Errors = append(b.Errors, pipeline.SampleError{Index: bad, Reason: "corrupt JPEG", Err: errs.Corrupt})
 	if len(l.Indices) == 1 {
 		b.N, b.Labels, b.Indices = 0, b.Labels[:0], b.Indices[:0]
 		if l.Place == nil {

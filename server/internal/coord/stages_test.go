@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -21,16 +21,16 @@ func TestMakingShares(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	s := stageLog{window: TelemetryWindow}
 	// Out of the window by the time of the figures.
-	s.madeBy(t0.Add(-10*time.Second), old, time.Hour, pipeline.StageTimes{})
+	s.madeBy(t0.Add(-10*time.Second), old, time.Hour, batch.StageTimes{})
 	// 2 s local: samples' stages 1:1:2:0 of queue, read, decode, transform.
-	s.madeBy(t0, local, 2*time.Second, pipeline.StageTimes{Queue: time.Second, Read: time.Second, Decode: 2 * time.Second})
+	s.madeBy(t0, local, 2*time.Second, batch.StageTimes{Queue: time.Second, Read: time.Second, Decode: 2 * time.Second})
 	// 4 s on a peer that made it in 1 s: 3 s network.
-	s.madeBy(t0, peer, 4*time.Second, pipeline.StageTimes{Read: time.Second, Wall: time.Second})
+	s.madeBy(t0, peer, 4*time.Second, batch.StageTimes{Read: time.Second, Wall: time.Second})
 	// 2 s on a peer that reports a wall time longer than the lease: all
 	// making, no negative network.
-	s.madeBy(t0, peer, 2*time.Second, pipeline.StageTimes{Wall: 5 * time.Second})
+	s.madeBy(t0, peer, 2*time.Second, batch.StageTimes{Wall: 5 * time.Second})
 	// 2 s on a peer that lies: a negative wall is no report.
-	s.madeBy(t0, peer, 2*time.Second, pipeline.StageTimes{Wall: -time.Second, Read: -time.Second})
+	s.madeBy(t0, peer, 2*time.Second, batch.StageTimes{Wall: -time.Second, Read: -time.Second})
 	got := s.shares(t0.Add(time.Second))
 	ms := got.shares
 	if ms == nil {

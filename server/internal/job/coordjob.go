@@ -2,6 +2,8 @@ package job
 
 import (
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/plan"
@@ -32,10 +34,10 @@ func (j *Job) Plan(epoch, consumed uint64) coord.Plan { return j.EpochPlan(epoch
 func (j *Job) Spec() *stokerv1.JobSpec { return j.spec }
 
 // Data is the job's dataset (a mix's, when the job mixes).
-func (j *Job) Data() pipeline.Dataset { return j.ds }
+func (j *Job) Data() dataset.Dataset { return j.ds }
 
 // Transform is the job's compiled transform.
-func (j *Job) Transform() *pipeline.Transform { return j.t }
+func (j *Job) Transform() *transform.Transform { return j.t }
 
 // Policy is what a failed sample's slot becomes (JobSpec.fail_policy).
 func (j *Job) Policy() pipeline.FailPolicy { return j.policy }
@@ -44,7 +46,7 @@ func (j *Job) Policy() pipeline.FailPolicy { return j.policy }
 func (j *Job) ErrorLimit() ErrorLimit { return j.errLimit }
 
 // Fields are the fields the job sends with its samples, nil for none.
-func (j *Job) Fields() *pipeline.FieldSet { return j.fields }
+func (j *Job) Fields() *dataset.FieldSet { return j.fields }
 
 // ID names the job in queue names and metrics (Origin).
 func (j *Job) ID() string { return j.id }

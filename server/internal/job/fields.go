@@ -5,13 +5,16 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/stoker-dev/stoker/internal/ragged"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/targets"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // A job's fields (JobSpec.fields) travel in each batch's header, beside
@@ -35,10 +38,10 @@ const (
 
 // fieldsOf validates spec's fields against ds (served as name) for
 // batches of bs samples.
-func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) (*pipeline.FieldSet, error) {
+func fieldsOf(spec *stokerv1.JobSpec, name string, ds dataset.Dataset, bs int) (*dataset.FieldSet, error) {
 	names := spec.GetFields()
-	if slices.Contains(names, pipeline.FieldTargets) {
-		return nil, status.Errorf(codes.InvalidArgument, "field %q: ask for targets with targets=true (JobSpec.targets), which checks the transform", pipeline.FieldTargets)
+	if slices.Contains(names, transform.FieldTargets) {
+		return nil, status.Errorf(codes.InvalidArgument, "field %q: ask for targets with targets=true (JobSpec.targets), which checks the transform", transform.FieldTargets)
 	}
 	masks, overlap, err := targetFieldsOf(spec, ds)
 	if err != nil {
@@ -48,7 +51,7 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 		// The targets are made as a field, last, bounded as the others
 		// (with masks, by a bound of their own: SetMasks); they travel
 		// packed (packTargets).
-		names = append(slices.Clip(names), pipeline.FieldTargets)
+		names = append(slices.Clip(names), transform.FieldTargets)
 	}
 	if len(names) == 0 {
 		if spec.GetMaxFieldBytes() != 0 {
@@ -56,8 +59,8 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 		}
 		return nil, nil
 	}
-	if len(names) > pipeline.MaxFields {
-		return nil, status.Errorf(codes.InvalidArgument, "%d fields: the limit is %d", len(names), pipeline.MaxFields)
+	if len(names) > dataset.MaxFields {
+		return nil, status.Errorf(codes.InvalidArgument, "%d fields: the limit is %d", len(names), dataset.MaxFields)
 	}
 	most := int64(maxBatchFieldBytes) / (int64(bs) * int64(len(names)))
 	per := int64(spec.GetMaxFieldBytes())
@@ -73,9 +76,9 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 		return nil, status.Errorf(codes.InvalidArgument, "fields with batch_size %d: %d fields of %d samples leave less than a byte each within a batch's bound of %d bytes",
 			bs, len(names), bs, maxBatchFieldBytes)
 	}
-	fs, err := pipeline.NewFieldSet(ds, names, per, name)
+	fs, err := dataset.NewFieldSet(ds, names, per, name)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "dataset %q: %s", Truncate(name, 64), strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
+		return nil, status.Errorf(codes.InvalidArgument, "dataset %q: %s", Truncate(name, 64), strings.TrimPrefix(err.Error(), errs.Unsupported.Error()+": "))
 	}
 	if spec.GetContiguousLabels() {
 		fs.SetContiguousLabels()
@@ -92,7 +95,7 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 			return nil, status.Errorf(codes.InvalidArgument, "max_targets_bytes %d: a batch of %d samples may take %d bytes of fields in all, which leaves at most %d a sample's targets",
 				tb, bs, maxBatchFieldBytes, left)
 		}
-		if tb < int64(pipeline.TargetsSize(0, 0)) {
+		if tb < int64(targets.TargetsSize(0, 0)) {
 			return nil, status.Errorf(codes.InvalidArgument, "targets with masks with batch_size %d: the batch's %d bytes of fields leave a sample's targets %d bytes", bs, maxBatchFieldBytes, tb)
 		}
 		if masks {
@@ -120,7 +123,7 @@ var errMasksAndOverlap = status.Error(codes.InvalidArgument, "target_fields: \"m
 
 // targetFieldsOf checks spec's target_fields against ds and says whether
 // they ask for masks, and for the overlap mask (never both).
-func targetFieldsOf(spec *stokerv1.JobSpec, ds pipeline.Dataset) (masks, overlap bool, err error) {
+func targetFieldsOf(spec *stokerv1.JobSpec, ds dataset.Dataset) (masks, overlap bool, err error) {
 	tf := spec.GetTargetFields()
 	if len(tf) > 0 && !spec.GetTargets() {
 		return false, false, status.Error(codes.InvalidArgument, "target_fields without targets: they name the fields of the targets a job asks for (targets=true)")
@@ -135,7 +138,7 @@ func targetFieldsOf(spec *stokerv1.JobSpec, ds pipeline.Dataset) (masks, overlap
 			return false, false, status.Errorf(codes.InvalidArgument, "target_fields: %q: want some of %s", Truncate(n, 64), strings.Join(targetFieldNames, ", "))
 		case seen[n]:
 			return false, false, status.Errorf(codes.InvalidArgument, "target_fields: %q asked for twice", n)
-		case strings.HasPrefix(n, "keypoints") && pipeline.TargetKeypoints(ds) == 0:
+		case strings.HasPrefix(n, "keypoints") && transform.TargetKeypoints(ds) == 0:
 			return false, false, status.Errorf(codes.InvalidArgument, "target_fields: %q: the dataset has no keypoints", n)
 		}
 		seen[n] = true
@@ -172,10 +175,10 @@ func maskFormatOf(spec *stokerv1.JobSpec) (ratio int, overlap bool) {
 // output (the masks would have no pixels), as ultralytics' Format does;
 // a transform whose samples have sizes of their own is checked per
 // sample (targets.AppendOverlap).
-func checkMaskRatio(t *pipeline.Transform, spec *stokerv1.JobSpec) error {
+func checkMaskRatio(t *transform.Transform, spec *stokerv1.JobSpec) error {
 	r, _ := maskFormatOf(spec)
 	if h, w := t.Size(); !t.Varies() && h > 0 && w > 0 && r > min(h, w) {
-		return fmt.Errorf("%w: overlap_mask: mask_ratio=%d downsamples the transform's %dx%d output to zero size; use mask_ratio <= %d", pipeline.ErrUnsupported, r, w, h, min(h, w))
+		return fmt.Errorf("%w: overlap_mask: mask_ratio=%d downsamples the transform's %dx%d output to zero size; use mask_ratio <= %d", errs.Unsupported, r, w, h, min(h, w))
 	}
 	return nil
 }
@@ -219,7 +222,7 @@ func fieldValues(b *pipeline.Batch) []*stokerv1.FieldValues {
 		return nil
 	}
 	t := -1
-	if s, ok := fs.(*pipeline.FieldSet); ok {
+	if s, ok := fs.(*dataset.FieldSet); ok {
 		t = s.TargetsAt()
 	}
 	out := make([]*stokerv1.FieldValues, 0, nf)
@@ -246,7 +249,7 @@ func fieldValues(b *pipeline.Batch) []*stokerv1.FieldValues {
 // packTargets packs b's samples' targets (its field FieldTargets, each
 // sample's as the pipeline encoded it) into the ragged arrays of its
 // header, in b.Packed; nil when the job asks for none.
-func packTargets(fs *pipeline.FieldSet, b *pipeline.Batch) (*stokerv1.BatchTargets, error) {
+func packTargets(fs *dataset.FieldSet, b *pipeline.Batch) (*stokerv1.BatchTargets, error) {
 	t := fs.TargetsAt()
 	if t < 0 {
 		return nil, nil
@@ -269,9 +272,9 @@ func packTargets(fs *pipeline.FieldSet, b *pipeline.Batch) (*stokerv1.BatchTarge
 }
 
 // FieldNames is the fields ds's samples may have.
-func FieldNames(ds pipeline.Dataset) []string {
-	if fd, ok := ds.(pipeline.Fielded); ok {
+func FieldNames(ds dataset.Dataset) []string {
+	if fd, ok := ds.(dataset.Fielded); ok {
 		return fd.FieldNames()
 	}
-	return []string{pipeline.FieldSource}
+	return []string{dataset.FieldSource}
 }

@@ -9,14 +9,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/plan"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // Job is a validated JobSpec: what every batch of every epoch of the job is
@@ -26,11 +28,11 @@ import (
 type Job struct {
 	spec *stokerv1.JobSpec
 	name string
-	ds   pipeline.Dataset
-	t    *pipeline.Transform
+	ds   dataset.Dataset
+	t    *transform.Transform
 	// cost is t's predicted CPU per sample (pipeline's cost model);
 	// cpuSrc measures it (SetCPUSource).
-	cost   pipeline.Cost
+	cost   transform.Cost
 	cpuSrc atomic.Pointer[CPUSource]
 	// maxMeasured is the server's bound on its samples' measured mean
 	// CPU (Env.MaxMeasuredCPU; 0: none): CheckMeasured.
@@ -56,7 +58,7 @@ type Job struct {
 	repeats int
 	// fields are the fields the job sends with its samples (JobSpec
 	// fields), nil for none.
-	fields *pipeline.FieldSet
+	fields *dataset.FieldSet
 	// mix is each dataset's share of an epoch when ds is a mix
 	// (JobSpec.mix); nil for one dataset.
 	mix []plan.MixShare
@@ -115,7 +117,7 @@ type Origin struct {
 type Env struct {
 	// Datasets are the server's datasets by name; Names, their names
 	// sorted, for messages.
-	Datasets map[string]pipeline.Dataset
+	Datasets map[string]dataset.Dataset
 	Names    []string
 	// MaxBatchBytes is the server's --max-batch-bytes.
 	MaxBatchBytes int64
@@ -132,7 +134,7 @@ type Env struct {
 	MaxMeasuredCPU time.Duration
 	// Decode is the server's --decode: how a job that leaves
 	// JobSpec.decode unspecified decodes its JPEGs.
-	Decode pipeline.DecodeMode
+	Decode transform.DecodeMode
 }
 
 // New validates spec against env's datasets and limits. Its errors are
@@ -262,7 +264,7 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if j.fields, err = fieldsOf(spec, j.name, j.ds, bs); err != nil {
 		return nil, err
 	}
-	if tc := pipeline.TargetCostOf(j.t, j.ds, j.fields); tc != (pipeline.TargetCost{}) {
+	if tc := transform.TargetCostOf(j.t, j.ds, j.fields); tc != (transform.TargetCost{}) {
 		// A segment dataset's polygons (and the overlap mask), or the instance masks, cost the targets CPU of their own.
 		j.cost = j.t.CostWith(tc)
 		if err := j.t.CheckMaskWork(tc); err != nil {
@@ -281,7 +283,7 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 // checkCost refuses a transform whose worst sample is predicted over
 // limit (0: none), before anything of the job is read or decoded: with
 // the prediction, the limit, the op that dominates and the flag.
-func checkCost(c pipeline.Cost, limit time.Duration) error {
+func checkCost(c transform.Cost, limit time.Duration) error {
 	if limit <= 0 || c.Max <= limit {
 		return nil
 	}
@@ -322,7 +324,7 @@ func (j *Job) CPUWeight() float64 { return j.cpuWeight }
 func (j *Job) Client() string { return j.client }
 
 // Cost is the job's transform's predicted CPU per sample.
-func (j *Job) Cost() pipeline.Cost { return j.cost }
+func (j *Job) Cost() transform.Cost { return j.cost }
 
 // CPUSource is what measures a job's samples' CPU on this server: its
 // executor queue.
@@ -352,7 +354,7 @@ func (j *Job) CPUPerSample() (predicted, worst, measured float64) {
 // where it is unspecified: the job's spec then says what its batches are
 // made with, and a peer it is forwarded to makes them the same way
 // whatever its own default.
-func decodeOf(spec *stokerv1.JobSpec, def pipeline.DecodeMode) error {
+func decodeOf(spec *stokerv1.JobSpec, def transform.DecodeMode) error {
 	switch spec.GetDecode() {
 	case stokerv1.Decode_DECODE_UNSPECIFIED:
 		spec.Decode = DecodeProto(def)
@@ -364,16 +366,16 @@ func decodeOf(spec *stokerv1.JobSpec, def pipeline.DecodeMode) error {
 }
 
 // DecodeMode is the pipeline's mode of a resolved wire Decode.
-func DecodeMode(d stokerv1.Decode) pipeline.DecodeMode {
+func DecodeMode(d stokerv1.Decode) transform.DecodeMode {
 	if d == stokerv1.Decode_DECODE_FAST {
-		return pipeline.DecodeFast
+		return transform.DecodeFast
 	}
-	return pipeline.DecodeExact
+	return transform.DecodeExact
 }
 
 // DecodeProto is the wire Decode of a pipeline mode.
-func DecodeProto(m pipeline.DecodeMode) stokerv1.Decode {
-	if m == pipeline.DecodeFast {
+func DecodeProto(m transform.DecodeMode) stokerv1.Decode {
+	if m == transform.DecodeFast {
 		return stokerv1.Decode_DECODE_FAST
 	}
 	return stokerv1.Decode_DECODE_EXACT
@@ -541,7 +543,7 @@ func (j *Job) PackSizes(b *pipeline.Batch, h *stokerv1.BatchHeader) {
 // size after it) back to back, in place, and says so in h: ragged, its
 // shape's height and width the largest sample's, data_bytes and
 // sample_sizes. Packed once, as packSizes.
-func packRagged(t *pipeline.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader) {
+func packRagged(t *transform.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader) {
 	if len(b.Data) != b.N*t.SampleBytes() {
 		return
 	}
@@ -555,7 +557,7 @@ func packRagged(t *pipeline.Transform, b *pipeline.Batch, h *stokerv1.BatchHeade
 // sample, in place, and says so in h: its shape, data_bytes and
 // sample_sizes. Packed once: a batch already packed is not a multiple of
 // the slot.
-func packSizes(t *pipeline.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader) {
+func packSizes(t *transform.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader) {
 	if len(b.Data) != b.N*t.SampleBytes() {
 		return
 	}
@@ -565,14 +567,14 @@ func packSizes(t *pipeline.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader
 
 // packed says in h what a batch of per-sample sizes was packed to: data,
 // the samples' sizes, the largest height and width in its shape.
-func packed(t *pipeline.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader, bh, bw int, sizes [][2]int, data []byte) {
+func packed(t *transform.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader, bh, bw int, sizes [][2]int, data []byte) {
 	b.Data = data
 	h.DataBytes = uint64(len(data))
 	h.SampleSizes = make([]uint32, 0, 2*b.N)
 	for _, s := range sizes {
 		h.SampleSizes = append(h.SampleSizes, uint32(s[0]), uint32(s[1]))
 	}
-	if t.Layout() == pipeline.CHW {
+	if t.Layout() == transform.CHW {
 		h.Shape[2], h.Shape[3] = uint32(bh), uint32(bw)
 	} else {
 		h.Shape[1], h.Shape[2] = uint32(bh), uint32(bw)
@@ -643,7 +645,7 @@ func repeatsOf(spec *stokerv1.JobSpec, size, world int, sh shuffleChoice) (int, 
 // targets do not support yet (named).
 func targetsOf(spec *stokerv1.JobSpec, j *Job) error {
 	if !spec.GetTargets() {
-		if where := pipeline.NeedsTargets(j.t); where != "" {
+		if where := transform.NeedsTargets(j.t); where != "" {
 			return status.Errorf(codes.InvalidArgument, "transform: %s acts on targets, and the job asks for none (JobSpec.targets; Loader(targets=True))", where)
 		}
 		return nil
@@ -651,24 +653,24 @@ func targetsOf(spec *stokerv1.JobSpec, j *Job) error {
 	if j.mix != nil {
 		return status.Error(codes.InvalidArgument, "targets: a mix of datasets does not support targets yet")
 	}
-	if _, ok := j.ds.(pipeline.Targeted); !ok {
+	if _, ok := j.ds.(transform.Targeted); !ok {
 		return status.Errorf(codes.InvalidArgument, "targets: dataset %q has no annotations (serve it with --annotations %s=FILE)", Truncate(j.name, 64), Truncate(j.name, 64))
 	}
-	if err := pipeline.CheckTargets(j.t); err != nil {
-		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
+	if err := transform.CheckTargets(j.t); err != nil {
+		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), errs.Unsupported.Error()+": "))
 	}
 	var err error
 	if tf := spec.GetTargetFields(); slices.Contains(tf, "masks") && slices.Contains(tf, "overlap_mask") {
 		return errMasksAndOverlap
 	} else if slices.Contains(tf, "masks") {
-		err = pipeline.CheckMasks(j.t)
+		err = transform.CheckMasks(j.t)
 	} else if slices.Contains(tf, "overlap_mask") {
-		if err = pipeline.CheckOverlapMask(j.t, j.ds); err == nil {
+		if err = transform.CheckOverlapMask(j.t, j.ds); err == nil {
 			err = checkMaskRatio(j.t, spec)
 		}
 	}
 	if err != nil {
-		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
+		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), errs.Unsupported.Error()+": "))
 	}
 	return nil
 }

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -28,7 +29,7 @@ func (n names) ShardStarts() []int               { return []int{0, int(n) / 2} }
 
 // env is a server of one dataset, "tiny", of 64 samples in 2 shards.
 func env() Env {
-	return Env{Datasets: map[string]pipeline.Dataset{"tiny": names(64)}, Names: []string{"tiny"}, MaxBatchBytes: 1 << 30}
+	return Env{Datasets: map[string]dataset.Dataset{"tiny": names(64)}, Names: []string{"tiny"}, MaxBatchBytes: 1 << 30}
 }
 
 // spec is a job of tiny under the block shuffle, as rank of world.
@@ -125,13 +126,13 @@ func TestCPUWeight(t *testing.T) {
 func TestNewDecode(t *testing.T) {
 	for _, tc := range []struct {
 		job  pb.Decode
-		def  pipeline.DecodeMode
+		def  transform.DecodeMode
 		want pb.Decode
 	}{
-		{pb.Decode_DECODE_UNSPECIFIED, pipeline.DecodeExact, pb.Decode_DECODE_EXACT},
-		{pb.Decode_DECODE_UNSPECIFIED, pipeline.DecodeFast, pb.Decode_DECODE_FAST},
-		{pb.Decode_DECODE_EXACT, pipeline.DecodeFast, pb.Decode_DECODE_EXACT},
-		{pb.Decode_DECODE_FAST, pipeline.DecodeExact, pb.Decode_DECODE_FAST},
+		{pb.Decode_DECODE_UNSPECIFIED, transform.DecodeExact, pb.Decode_DECODE_EXACT},
+		{pb.Decode_DECODE_UNSPECIFIED, transform.DecodeFast, pb.Decode_DECODE_FAST},
+		{pb.Decode_DECODE_EXACT, transform.DecodeFast, pb.Decode_DECODE_EXACT},
+		{pb.Decode_DECODE_FAST, transform.DecodeExact, pb.Decode_DECODE_FAST},
 	} {
 		s := spec(0, 1)
 		s.Decode = tc.job

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/plan"
 )
@@ -30,7 +31,7 @@ type shuffleChoice struct {
 }
 
 // shuffleOf validates spec's shuffle against ds.
-func shuffleOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset) (shuffleChoice, error) {
+func shuffleOf(spec *stokerv1.JobSpec, name string, ds dataset.Dataset) (shuffleChoice, error) {
 	c := shuffleChoice{on: spec.GetShuffle()}
 	w, err := blockWindowOf(spec)
 	if w == 0 || err != nil {
@@ -39,7 +40,7 @@ func shuffleOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset) (shuffl
 	if !c.on {
 		return c, nil // shuffle_mode only says how a shuffled epoch is ordered
 	}
-	sh, ok := ds.(pipeline.Sharded)
+	sh, ok := ds.(dataset.Sharded)
 	if !ok {
 		return c, status.Errorf(codes.InvalidArgument, "dataset %q is not sharded (%s): each sample is an object of its own, so the global shuffle reads no more objects than a block shuffle would; use the global shuffle (Python: shuffle=True, not \"block\"; a JobSpec: shuffle_mode left unset)",
 			name, Format(ds))
@@ -91,7 +92,7 @@ const maxMixSamples = 1 << 40
 // mixOf is spec's mix of env's datasets (nil, nil when spec names
 // one dataset): the mixed dataset, and each part's share of an epoch.
 // Its errors are INVALID_ARGUMENT naming what is wrong.
-func mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice, env Env) (*pipeline.Mixed, []plan.MixShare, error) {
+func mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice, env Env) (*dataset.Mixed, []plan.MixShare, error) {
 	mix := spec.GetMix()
 	if len(mix) == 0 {
 		return nil, nil, nil
@@ -100,8 +101,8 @@ func mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice, env Env) (*pipeline.Mi
 	case spec.GetDataset() != "":
 		return nil, nil, status.Errorf(codes.InvalidArgument, "the job names dataset %q and a mix of %d: name one dataset, or leave dataset empty for the mix",
 			Truncate(spec.GetDataset(), 64), len(mix))
-	case len(mix) > pipeline.MaxMixParts:
-		return nil, nil, status.Errorf(codes.InvalidArgument, "a mix of %d datasets: the limit is %d", len(mix), pipeline.MaxMixParts)
+	case len(mix) > dataset.MaxMixParts:
+		return nil, nil, status.Errorf(codes.InvalidArgument, "a mix of %d datasets: the limit is %d", len(mix), dataset.MaxMixParts)
 	case !shuffle.on:
 		return nil, nil, status.Error(codes.InvalidArgument, "a mix draws its samples in a shuffled order: it needs shuffle=True "+
 			"(or the block shuffle, which mixes whole shards)")
@@ -110,7 +111,7 @@ func mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice, env Env) (*pipeline.Mi
 	case spec.GetMixSamples() > maxMixSamples:
 		return nil, nil, status.Errorf(codes.InvalidArgument, "mix_samples %d: the limit is %d", spec.GetMixSamples(), uint64(maxMixSamples))
 	}
-	parts := make([]pipeline.MixPart, len(mix))
+	parts := make([]dataset.MixPart, len(mix))
 	for i, m := range mix {
 		name := m.GetDataset()
 		if len(name) > maxDatasetName {
@@ -120,11 +121,11 @@ func mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice, env Env) (*pipeline.Mi
 		if !ok {
 			return nil, nil, status.Errorf(codes.InvalidArgument, "the mix names unknown dataset %q; known: %s", Truncate(name, 64), strings.Join(env.Names, ", "))
 		}
-		parts[i] = pipeline.MixPart{Name: name, DS: ds, Weight: m.GetWeight()}
+		parts[i] = dataset.MixPart{Name: name, DS: ds, Weight: m.GetWeight()}
 	}
-	mixed, err := pipeline.NewMixed(parts)
+	mixed, err := dataset.NewMixed(parts)
 	if err != nil {
-		return nil, nil, status.Errorf(codes.InvalidArgument, "%v", strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
+		return nil, nil, status.Errorf(codes.InvalidArgument, "%v", strings.TrimPrefix(err.Error(), errs.Unsupported.Error()+": "))
 	}
 	starts := mixed.Starts()
 	shares := make([]plan.MixShare, len(parts))
@@ -139,7 +140,7 @@ func mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice, env Env) (*pipeline.Mi
 		// Shard-level mixing: the weights share the epoch's shards.
 		var shards uint64
 		for i, part := range parts {
-			sh, ok := part.DS.(pipeline.Sharded)
+			sh, ok := part.DS.(dataset.Sharded)
 			if !ok {
 				return nil, nil, status.Errorf(codes.InvalidArgument, "dataset %q of the mix is not sharded (each sample an object or a file of its own): "+
 					"the block shuffle mixes whole shards; mix it with the global shuffle (shuffle=True)", part.Name)
@@ -157,7 +158,7 @@ func mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice, env Env) (*pipeline.Mi
 				spec.GetMixSamples(), n, maxMixShardDraws)
 		}
 	}
-	for i, q := range pipeline.MixQuotas(parts, n) {
+	for i, q := range dataset.MixQuotas(parts, n) {
 		shares[i].Quota = q
 	}
 	return mixed, shares, nil
@@ -207,11 +208,11 @@ func mixShuffleOf(spec *stokerv1.JobSpec) (shuffleChoice, error) {
 }
 
 // Format names a dataset's on-disk format as DatasetInfo.format does.
-func Format(ds pipeline.Dataset) string {
+func Format(ds dataset.Dataset) string {
 	switch d := ds.(type) {
-	case *pipeline.ImageFolder:
+	case *dataset.ImageFolder:
 		return "imagefolder"
-	case *pipeline.WebDataset:
+	case *dataset.WebDataset:
 		return "webdataset"
 	case interface{ Layout() string }:
 		return d.Layout()

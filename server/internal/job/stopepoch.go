@@ -3,10 +3,12 @@ package job
 import (
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -19,7 +21,7 @@ const maxStopOpName = 64
 // itself when it has none. A name that is no op of t, an op that cannot
 // be switched off, stop_ops without stop_epoch: INVALID_ARGUMENT, saying
 // why.
-func stopEpochOf(spec *stokerv1.JobSpec, t *pipeline.Transform) (*pipeline.Transform, error) {
+func stopEpochOf(spec *stokerv1.JobSpec, t *transform.Transform) (*transform.Transform, error) {
 	names := spec.GetStopOps()
 	if spec.GetStopEpoch() == 0 {
 		if len(names) > 0 {
@@ -28,16 +30,16 @@ func stopEpochOf(spec *stokerv1.JobSpec, t *pipeline.Transform) (*pipeline.Trans
 		}
 		return t, nil
 	}
-	var kinds []pipeline.OpKind
+	var kinds []ops.OpKind
 	for _, n := range names {
 		if len(n) > maxStopOpName {
 			return nil, status.Errorf(codes.InvalidArgument, "stop_ops: a name of %d bytes (%q): want an op's kind, as D-FINE's policy names its classes", len(n), Truncate(n, 64))
 		}
-		kinds = append(kinds, pipeline.OpKind(n))
+		kinds = append(kinds, ops.OpKind(n))
 	}
 	st, err := t.WithStopEpoch(spec.GetStopEpoch(), kinds)
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
+		return nil, status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), errs.Unsupported.Error()+": "))
 	}
 	return st, nil
 }

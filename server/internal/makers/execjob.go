@@ -5,13 +5,13 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/job"
+	"google.golang.org/protobuf/proto"
 )
 
 // MakeFunc makes one job's batch of the samples indices of epoch into b,
@@ -60,7 +60,7 @@ const ExecJobBytes = 6 << 10
 // Fill, when set. A Work job's (work) is weighed as its coordinator's at
 // client, a Feed job's as one of client's (rpc.ClientID; "": a client of
 // its own).
-func OpenExecJob(exec *pipeline.Executor, sh *Shares, making func(pipeline.Dataset, int, MakeFunc) MakeFunc, j *job.Job, work bool, client string) *ExecJob {
+func OpenExecJob(exec *pipeline.Executor, sh *Shares, making func(dataset.Dataset, int, MakeFunc) MakeFunc, j *job.Job, work bool, client string) *ExecJob {
 	e := &ExecJob{j: j, exec: exec, shares: sh, work: work, client: client}
 	e.make = e.fill
 	if making != nil {
@@ -125,9 +125,9 @@ func (e *ExecJob) fill(ctx context.Context, epoch uint64, indices []int64, place
 	if j.BlockWindow() > 0 {
 		// The block shuffle reads the window's shards whole over the
 		// next batches: read each ahead in a few long requests.
-		if sp, ok := j.Data().(pipeline.ShardFieldPrefetcher); ok && j.Fields() != nil {
+		if sp, ok := j.Data().(dataset.ShardFieldPrefetcher); ok && j.Fields() != nil {
 			sp.PrefetchShardFields(indices, j.Fields())
-		} else if sp, ok := j.Data().(pipeline.ShardPrefetcher); ok {
+		} else if sp, ok := j.Data().(dataset.ShardPrefetcher); ok {
 			sp.PrefetchShards(indices)
 		}
 	}

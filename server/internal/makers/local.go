@@ -6,6 +6,7 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/job"
 )
@@ -16,7 +17,7 @@ import (
 type Local struct {
 	exec   *pipeline.Executor
 	shares *Shares // nil with the fifo schedule
-	making func(pipeline.Dataset, int, MakeFunc) MakeFunc
+	making func(dataset.Dataset, int, MakeFunc) MakeFunc
 	slots  int
 
 	mu   sync.Mutex
@@ -28,7 +29,7 @@ var _ coord.Maker = (*Local)(nil)
 // NewLocal is the local executor's maker: its jobs' queues weighed by sh
 // (nil: fifo), their batches made as making wraps each queue's Fill (nil:
 // as it is), and slots leases at once at most.
-func NewLocal(exec *pipeline.Executor, sh *Shares, making func(pipeline.Dataset, int, MakeFunc) MakeFunc, slots int) *Local {
+func NewLocal(exec *pipeline.Executor, sh *Shares, making func(dataset.Dataset, int, MakeFunc) MakeFunc, slots int) *Local {
 	return &Local{exec: exec, shares: sh, making: making, slots: slots, jobs: make(map[coord.Job]*ExecJob)}
 }
 

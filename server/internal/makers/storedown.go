@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
@@ -16,7 +16,7 @@ import (
 // than --lease-timeout: the lease's deadline comes first, again and again,
 // and without this the job would end with a bare "context deadline
 // exceeded" that says nothing of the store or what to do. err otherwise.
-func storeWait(ds pipeline.Dataset, err error) error {
+func storeWait(ds dataset.Dataset, err error) error {
 	sd, ok := ds.(interface{ Store() source.Store })
 	if !ok || !errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -39,7 +39,7 @@ const resumeHint = "; every batch delivered before is whole (nothing was padded 
 
 // storeErr is err, a batch's failure, with resumeHint when its store was
 // at fault (source.IsStoreFault) or gave no answer in time (storeWait).
-func storeErr(ds pipeline.Dataset, err error) error {
+func storeErr(ds dataset.Dataset, err error) error {
 	if source.IsStoreFault(err) {
 		return fmt.Errorf("%w%s", err, resumeHint)
 	}

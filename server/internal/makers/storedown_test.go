@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // storeOf is a dataset read from a store that only has a name.
 type storeOf struct {
-	pipeline.Dataset
+	dataset.Dataset
 	url string
 }
 
@@ -45,7 +45,7 @@ func TestStoreWait(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		ds   pipeline.Dataset
+		ds   dataset.Dataset
 		err  error
 	}{
 		{"cancelled", storeOf{url: "s3://bucket/train"}, context.Canceled},

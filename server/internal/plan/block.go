@@ -5,10 +5,10 @@ import (
 	"math"
 	"sort"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
-// CheckShardStarts checks a dataset's pipeline.Sharded starts for n samples.
+// CheckShardStarts checks a dataset's dataset.Sharded starts for n samples.
 func CheckShardStarts(starts []int, n int) error {
 	if len(starts) == 0 {
 		return fmt.Errorf("its shard index names no shards")
@@ -54,7 +54,7 @@ const (
 func newBlockOrder(starts []int, n, window, seed, epoch uint64) *blockOrder {
 	o := &blockOrder{starts: starts, window: window, seed: seed, epoch: epoch}
 	s := uint64(len(starts))
-	perm := newPermutationFrom(s, pipeline.Key{Seed: seed, Epoch: epoch, Index: shardKeyIndex}.Stream(s))
+	perm := newPermutationFrom(s, det.Key{Seed: seed, Epoch: epoch, Index: shardKeyIndex}.Stream(s))
 	o.shard = make([]uint32, s)
 	o.pre = make([]uint64, s+1)
 	for q := range s {
@@ -85,7 +85,7 @@ func (o *blockOrder) at(x uint64, c *windowPerm) uint64 {
 	qhi := int(min(uint64(qlo)+o.window, uint64(len(o.shard))))
 	lo, hi := o.pre[qlo], o.pre[qhi]
 	if !c.ok || c.w != w {
-		r := pipeline.Key{Seed: o.seed, Epoch: o.epoch, Index: windowKeyIndex}.Stream(w)
+		r := det.Key{Seed: o.seed, Epoch: o.epoch, Index: windowKeyIndex}.Stream(w)
 		*c = windowPerm{ok: true, w: w, p: newPermutationFrom(hi-lo, r)}
 	}
 	y := lo + c.p.at(x-lo)

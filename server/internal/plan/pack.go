@@ -8,7 +8,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // Packing is one epoch cut into batches by vision tokens for every rank
@@ -137,7 +137,7 @@ func Pack(s PackSpec) (*Packing, error) {
 	}
 	order := make([]int64, s.Size)
 	if s.Shuffle && s.Size > 0 {
-		perm := pipeline.EpochPermutation(uint64(s.Size), s.Seed, s.Epoch)
+		perm := det.EpochPermutation(uint64(s.Size), s.Seed, s.Epoch)
 		for i := range order {
 			order[i] = int64(perm.At(uint64(i)))
 		}
@@ -277,7 +277,7 @@ func (k *packer) pack(order []int64, world int, depth uint64) (*Packing, error) 
 		stepOrder[i] = i
 	}
 	if k.shuffle && steps > 0 {
-		perm := pipeline.NewPermutation(uint64(steps), pipeline.Key{Seed: k.seed, Epoch: k.epoch, Index: packStepKeyIndex}.Stream(depth))
+		perm := det.NewPermutation(uint64(steps), det.Key{Seed: k.seed, Epoch: k.epoch, Index: packStepKeyIndex}.Stream(depth))
 		for i := range stepOrder {
 			stepOrder[i] = int(perm.At(uint64(i)))
 		}
@@ -289,9 +289,9 @@ func (k *packer) pack(order []int64, world int, depth uint64) (*Packing, error) 
 		slices.SortFunc(stepOrder, func(a, b int) int { return cmp.Compare(first[a], first[b]) })
 	}
 	p := &Packing{world: world, steps: steps, start: make([]int, 1, len(bins)+1), members: make([]int64, 0, len(order)), tokens: make([]int64, 0, len(bins))}
-	rk := pipeline.Key{Seed: k.seed, Epoch: k.epoch, Index: packRankKeyIndex, View: depth}
+	rk := det.Key{Seed: k.seed, Epoch: k.epoch, Index: packRankKeyIndex, View: depth}
 	for _, s := range stepOrder {
-		ranks := pipeline.NewPermutation(uint64(world), rk.Stream(uint64(s)))
+		ranks := det.NewPermutation(uint64(world), rk.Stream(uint64(s)))
 		for r := range world {
 			b := bins[s*world+int(ranks.At(uint64(r)))]
 			for _, q := range b.places {

@@ -3,15 +3,15 @@ package plan
 import (
 	"fmt"
 	"image"
-	_ "image/jpeg" // the photos' headers
+	_ "image/jpeg"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
+	"testing" // the photos' headers
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // qwenTokens is a Qwen2-VL image's vision tokens (after the merger):
@@ -80,7 +80,7 @@ func photoSizes(b *testing.B, dir string) [][2]int {
 
 // cocoSize draws a COCO-like size: the long side 640 mostly, the short
 // side 480 or 427 mostly, a quarter portrait.
-func cocoSize(r *pipeline.RNG) [2]int {
+func cocoSize(r *det.RNG) [2]int {
 	long := 640
 	if r.Float64() < 0.05 {
 		long = 500 + r.Intn(140)
@@ -102,7 +102,7 @@ func cocoSize(r *pipeline.RNG) [2]int {
 
 // largeSize draws an 8-20 MP size: 4:3, 3:2, 16:9, 1:1 or a 3:1
 // panorama, a third portrait.
-func largeSize(r *pipeline.RNG) [2]int {
+func largeSize(r *det.RNG) [2]int {
 	aspects := []float64{4.0 / 3, 4.0 / 3, 3.0 / 2, 3.0 / 2, 16.0 / 9, 1, 3}
 	a := aspects[r.Intn(len(aspects))]
 	px := r.Uniform(8e6, 20e6)
@@ -181,13 +181,13 @@ func BenchmarkPackBalance(b *testing.B) {
 	if _, err := os.Stat(dir); err == nil {
 		photos = photoSizes(b, dir)
 	}
-	dists := map[string]func(r *pipeline.RNG) [2]int{
+	dists := map[string]func(r *det.RNG) [2]int{
 		"coco":   cocoSize,
 		"8-20MP": largeSize,
 	}
 	if len(photos) > 0 {
-		dists["photos"] = func(r *pipeline.RNG) [2]int { return photos[r.Intn(len(photos))] }
-		dists["mixed"] = func(r *pipeline.RNG) [2]int {
+		dists["photos"] = func(r *det.RNG) [2]int { return photos[r.Intn(len(photos))] }
+		dists["mixed"] = func(r *det.RNG) [2]int {
 			switch r.Intn(3) {
 			case 0:
 				return photos[r.Intn(len(photos))]
@@ -210,7 +210,7 @@ func BenchmarkPackBalance(b *testing.B) {
 			{"max1280/budget16384", 1003520, 16384},
 			{"max16384/budget65536", 12845056, 65536},
 		} {
-			r := pipeline.Key{Seed: 5, Index: 1}.Stream(0)
+			r := det.Key{Seed: 5, Index: 1}.Stream(0)
 			tokens := make([]int64, n)
 			var sum int64
 			for i := range tokens {
@@ -260,7 +260,7 @@ func BenchmarkPackBalance(b *testing.B) {
 //	go test -run '^$' -bench 'BenchmarkPack$' ./server/internal/plan/
 func BenchmarkPack(b *testing.B) {
 	for _, n := range []int{100000, 1000000} {
-		r := pipeline.Key{Seed: 6, Index: 1}.Stream(0)
+		r := det.Key{Seed: 6, Index: 1}.Stream(0)
 		tokens := make([]int64, n)
 		for i := range tokens {
 			hw := cocoSize(&r)

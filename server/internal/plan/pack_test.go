@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // packCase is a packing's inputs drawn from a seed: a dataset of
@@ -21,7 +21,7 @@ type packCase struct {
 }
 
 func drawPackCase(seed uint64) packCase {
-	r := pipeline.Key{Seed: seed, Index: 7}.Stream(0)
+	r := det.Key{Seed: seed, Index: 7}.Stream(0)
 	n := r.Intn(3000)
 	world := 1 + r.Intn(16)
 	budget := int64(64 + r.Intn(20000))
@@ -220,7 +220,7 @@ func TestPackTooFew(t *testing.T) {
 func TestPackResume(t *testing.T) {
 	for seed := range uint64(60) {
 		c := drawPackCase(seed + 1000)
-		r := pipeline.Key{Seed: seed, Index: 8}.Stream(0)
+		r := det.Key{Seed: seed, Index: 8}.Stream(0)
 		p, err := Pack(c.spec)
 		if err != nil {
 			continue

@@ -5,7 +5,7 @@ import (
 	"math/bits"
 	"sort"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 // Plan is one rank's share of one epoch, cut into batches. It is a pure
@@ -83,7 +83,7 @@ type Spec struct {
 	// the plan is empty.
 	Consumed uint64
 	// Window > 0 selects the block shuffle (with Shuffle): shards per
-	// window, of the shards Shards starts (pipeline.Sharded's ShardStarts,
+	// window, of the shards Shards starts (dataset.Sharded's ShardStarts,
 	// valid for Size: CheckShardStarts).
 	Window int
 	Shards []int
@@ -101,7 +101,7 @@ type Spec struct {
 	// EpochWorld is the world size the epoch began with (elastic resume;
 	// 0 means World): a repeated-augmentation epoch's length is its.
 	EpochWorld int
-	// Mix, when set, plans a mix of datasets (pipeline.Mixed; with
+	// Mix, when set, plans a mix of datasets (dataset.Mixed; with
 	// Shuffle, not with Repeats). Under the global shuffle Size is the
 	// epoch's positions, the parts' quotas added up: the epoch's order is
 	// the global shuffle's permutation of Size draws, part p's Quota of
@@ -121,7 +121,7 @@ type Spec struct {
 type MixShare struct {
 	Start, Size int
 	Quota       uint64
-	// Shards are the dataset's shard starts (pipeline.Sharded), for the
+	// Shards are the dataset's shard starts (dataset.Sharded), for the
 	// block shuffle: its Quota then counts shards, not samples.
 	Shards []int
 }
@@ -306,8 +306,8 @@ func (m *mixOrder) at(v uint64) uint64 {
 
 // mixKey keys part p's rounds: an index no sample has, nor the global and
 // block orders' keys (math.MaxUint64 down to math.MaxUint64-2).
-func mixKey(seed, epoch uint64, p int) pipeline.Key {
-	return pipeline.Key{Seed: seed, Epoch: epoch, Index: math.MaxUint64 - 16 - uint64(p)}
+func mixKey(seed, epoch uint64, p int) det.Key {
+	return det.Key{Seed: seed, Epoch: epoch, Index: math.MaxUint64 - 16 - uint64(p)}
 }
 
 // mixBlocks is a mix's epoch under the block shuffle: part p's Quota
@@ -361,20 +361,20 @@ func (m *mixBlocks) global(x uint64) uint64 {
 func (p Plan) Positions() uint64 { return p.n }
 
 // permutation is a keyed pseudorandom bijection of [0, n)
-// (pipeline.Permutation: a Feistel network with cycle-walking, integer
+// (det.Permutation: a Feistel network with cycle-walking, integer
 // arithmetic only, the same on every machine). A Mosaic's partner draw
 // reads the same order (pipeline/partners.go), so it lives in pipeline.
-type permutation struct{ pipeline.Permutation }
+type permutation struct{ det.Permutation }
 
 // newPermutation is the global shuffle's order of epoch of n samples.
 func newPermutation(n, seed, epoch uint64) permutation {
-	return permutation{pipeline.EpochPermutation(n, seed, epoch)}
+	return permutation{det.EpochPermutation(n, seed, epoch)}
 }
 
 // newPermutationFrom is a permutation of [0, n), n > 0, keyed by r's next
 // values.
-func newPermutationFrom(n uint64, r pipeline.RNG) permutation {
-	return permutation{pipeline.NewPermutation(n, r)}
+func newPermutationFrom(n uint64, r det.RNG) permutation {
+	return permutation{det.NewPermutation(n, r)}
 }
 
 // at is the position i's image, i < n.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/det"
 )
 
 func TestPlan(t *testing.T) {
@@ -222,11 +222,11 @@ func BenchmarkPlanBatch(b *testing.B) {
 }
 
 // TestGlobalOrderIsEpochPermutation: the global shuffle's order is
-// pipeline.EpochPermutation's, which a Mosaic's partner draw reads
+// det.EpochPermutation's, which a Mosaic's partner draw reads
 // (its windows of that order), whatever the ranks split it into.
 func TestGlobalOrderIsEpochPermutation(t *testing.T) {
 	const n = 1000
-	perm := pipeline.EpochPermutation(n, 21, 6)
+	perm := det.EpochPermutation(n, 21, 6)
 	for _, world := range []int{1, 3} {
 		for rank := range world {
 			p := New(Spec{Size: n, Seed: 21, Epoch: 6, Shuffle: true, Rank: rank, World: world, BatchSize: 64})

@@ -3,7 +3,7 @@
 // pipeline's rooms (the datasets, the root's codec and executor) share, so
 // that an error one of them returns is errors.Is the same sentinel in all
 // of them. The pipeline and pipeline/dataset export these sentinels under
-// their own names (pipeline.ErrCorrupt, dataset.ErrCorrupt, ...): the same
+// their own names (errs.Corrupt, dataset.ErrCorrupt, ...): the same
 // values.
 package errs
 
