@@ -287,7 +287,7 @@ ONCE_ONLY := ^(TestExact|TestShareCPU)
 # run: the tests of the files named in NOCGO_SAME (the executor's
 # scheduling, fields: no decoded pixel
 # checked). Its other subpackages (dataset, source, annot, batch,
-# internal/det, codec/index) have no cgo code: not run again. (Not a
+# det, errs, codec/index) have no cgo code: not run again. (Not a
 # build constraint on those files: their helpers serve the other test
 # files of the package.)
 NOCGO_SAME := queue queue_class stages shares shipping fields header
