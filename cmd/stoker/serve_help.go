@@ -29,7 +29,7 @@ var serveGroups = []struct {
 		"peer-cert", "peer-key", "peer-insecure-token"}},
 	{"Limits (what one client, stream or file may take)", []string{"memory-budget", "max-streams",
 		"max-streams-per-client", "max-work-streams", "max-work-streams-per-client", "max-work-memory-per-client",
-		"max-batch-bytes", "max-sample-cpu",
+		"max-batch-bytes", "max-sample-cpu", "max-measured-cpu",
 		"first-message-timeout", "idle-timeout", "work-idle-timeout", "work-job-idle", "pixel-budget", "max-scans", "max-file-size"}},
 	{"Tuning", []string{"gpus", "stall-target", "schedule", "share-floor", "work-share", "max-cpu-weight", "advise-window",
 		"max-workers-recommended", "index-budget", "index-dir", "coef-budget", "partner-budget", "decode"}},
