@@ -240,7 +240,9 @@ func (t *Transform) CheckMaskWork(tc TargetCost) error {
 		return nil
 	}
 	px := float64(t.outW * t.outH)
-	work := ms.MaxExtent + ms.MaxCover*px + ms.MaxInstances*float64(t.outW+t.outH)
+	// Each product rounded before the sum (float64(x*y)): the same bits on
+	// every machine, no fused multiply-add (internal/fmacheck).
+	work := ms.MaxExtent + float64(ms.MaxCover*px) + float64(ms.MaxInstances*float64(t.outW+t.outH))
 	if work <= targets.MaxInstancePixels {
 		return nil
 	}
