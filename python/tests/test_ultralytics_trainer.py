@@ -16,7 +16,7 @@ import torch
 
 from conftest import PHOTOS_TESTDATA
 
-ultra = pytest.importorskip("stoker.ultralytics", reason="ultralytics is pinned in requirements-dev.txt")
+from stoker import ultralytics as ultra  # pinned in requirements-dev.txt: a missing one fails, never skips
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import stoker
 from stoker import transforms as T
 from test_vlm_qwen import bad_data, decoded, vlm_data, vlm_server  # noqa: F401 (fixtures)
 
-siglip2 = pytest.importorskip("transformers.models.siglip2.image_processing_siglip2")
+from transformers.models.siglip2 import image_processing_siglip2 as siglip2  # pinned in requirements-dev.txt: a missing one fails, never skips
 
 
 def processor(**kw: Any) -> Any:

@@ -410,6 +410,10 @@ func (j *Job) memBytes() int64 { return j.PixelBytes() + j.fieldBytes() }
 func (j *Job) ForwardSpec() *stokerv1.JobSpec {
 	f := proto.CloneOf(j.spec)
 	f.Fingerprint = j.ds.Fingerprint()
+	// A peer makes leases, it plans none: the coordinator's batch_size (the
+	// most samples a batch of tokens may hold) is all it needs, and it does
+	// not read every image's header again (tokens.go).
+	f.BatchTokens = 0
 	return f
 }
 
