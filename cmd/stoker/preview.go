@@ -16,7 +16,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/dataset"
-	transformpkg "github.com/stoker-dev/stoker/pipeline/transform"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
@@ -27,7 +27,7 @@ import (
 func runPreview(args []string) error {
 	fs := flag.NewFlagSet("preview", flag.ExitOnError)
 	data := fs.String("data", "", "the dataset: an ImageFolder or WebDataset directory, or an s3://, gs:// or azblob:// prefix (required)")
-	transform := fs.String("transform", "imagenet-train", "transform preset")
+	preset := fs.String("transform", "imagenet-train", "transform preset")
 	seed := fs.Uint64("seed", 0, "seed of the per-sample RNG")
 	epoch := fs.Uint64("epoch", 0, "epoch of the per-sample RNG")
 	n := fs.Int("n", 16, "number of samples")
@@ -56,13 +56,13 @@ func runPreview(args []string) error {
 		return err
 	}
 	defer ds.Close()
-	t, err := transformpkg.ParseTransform(*transform, transformpkg.HWC)
+	t, err := transform.ParseTransform(*preset, transform.HWC)
 	if err != nil {
 		return err
 	}
 	var fset *dataset.FieldSet
 	if *ann != "" {
-		if fset, err = dataset.NewFieldSet(ds, []string{transformpkg.FieldTargets}, 64<<20, "preview"); err != nil {
+		if fset, err = dataset.NewFieldSet(ds, []string{transform.FieldTargets}, 64<<20, "preview"); err != nil {
 			return err
 		}
 		if *masks {
@@ -86,7 +86,7 @@ func runPreview(args []string) error {
 		// The ops cannot move masks (the YOLO family's carry ultralytics'
 		// overlap mask instead): the boxes and keypoints alone.
 		fmt.Fprintf(os.Stderr, "preview: drawing without masks: %s\n", b.Errors[0].Reason)
-		if fset, err = dataset.NewFieldSet(ds, []string{transformpkg.FieldTargets}, 64<<20, "preview"); err != nil {
+		if fset, err = dataset.NewFieldSet(ds, []string{transform.FieldTargets}, 64<<20, "preview"); err != nil {
 			return err
 		}
 		b = pipeline.Batch{FieldSet: fset}
@@ -121,7 +121,7 @@ func runPreview(args []string) error {
 			px := b.Data[l.Offset(b.N, v, i):][:l.Bytes(v)]
 			stride, sh, sw := vw, vh, vw
 			if t.View(v).Varies() { // its own size, at the top left of the bound (the slot's trailer)
-				tr := px[len(px)-8:]
+				tr := px[len(px)-transform.SizeTrailer:]
 				sh, sw = min(int(binary.LittleEndian.Uint32(tr)), vh), min(int(binary.LittleEndian.Uint32(tr[4:])), vw)
 			}
 			for y := 0; y < sh; y++ {
