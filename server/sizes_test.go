@@ -152,3 +152,68 @@ func TestRaggedAnyTopology(t *testing.T) {
 		sameAsAlone(t, e, n, ep, alone)
 	}
 }
+
+// TestRaggedViewsAnyTopology: InternVL's two views (the canvas of tiles,
+// each sample its own size, and the thumbnail of one size) travel ragged
+// whether or not the job asks (JobInfo.ragged): each batch view after
+// view, every sample's own bytes back to back, sample_sizes every view's
+// and each view's dims its largest sample's; the same bytes alone and
+// leased to 3 peers with every slot verified, no peer quarantined.
+func TestRaggedViewsAnyTopology(t *testing.T) {
+	cfg := func() Config {
+		return Config{Datasets: map[string]string{"photos": "../testdata/photos"}, Workers: 1}
+	}
+	tiles := namedOp("TileResize", numArg("tile_size", 28), numArg("min_tiles", 1), numArg("max_tiles", 6))
+	thumb := &pb.Op{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 28, Width: 28, Interpolation: pb.Interpolation_INTERPOLATION_BICUBIC}}}
+	job := smallJob("photos", 5)
+	job.Job.Transform = &pb.TransformSpec{Views: []*pb.ViewGroup{
+		{Name: "tiles", Count: 1, Transform: &pb.TransformSpec{Ops: []*pb.Op{tiles}}},
+		{Name: "thumbnail", Count: 1, Transform: &pb.TransformSpec{Ops: []*pb.Op{thumb}}},
+	}}
+	var alone epoch
+	for _, n := range []int{0, 3} {
+		e := topology(t, cfg, n)
+		ep := e.collect(t, job)
+		if !ep.info.GetRagged() || !ep.info.GetSizesVary() || len(ep.info.GetViews()) != 2 {
+			t.Fatalf("%d peers: JobInfo ragged %v sizes_vary %v views %d; want ragged, varying, 2", n, ep.info.GetRagged(), ep.info.GetSizesVary(), len(ep.info.GetViews()))
+		}
+		grids := map[[2]uint32]bool{}
+		for k, b := range ep.batches {
+			h := b.hdr
+			bn := int(h.GetShape()[0])
+			sz, views := h.GetSampleSizes(), h.GetViews()
+			if !h.GetRagged() || len(views) != 2 || len(sz) != 2*2*bn {
+				t.Fatalf("%d peers: batch %d: ragged %v, %d views, %d sample sizes for %d samples", n, k, h.GetRagged(), len(views), len(sz), bn)
+			}
+			off := 0
+			for v := range 2 {
+				var bh, bw uint32
+				for i := range bn {
+					sh, sw := sz[2*(v*bn+i)], sz[2*(v*bn+i)+1]
+					if sh%28 != 0 || sw%28 != 0 || sh*sw > 6*28*28 || (v == 1 && (sh != 28 || sw != 28)) {
+						t.Fatalf("%d peers: batch %d view %d sample %d: %dx%d, not whole tiles of 28 (at most 6)", n, k, v, i, sh, sw)
+					}
+					if v == 0 {
+						grids[[2]uint32{sh, sw}] = true
+					}
+					bh, bw = max(bh, sh), max(bw, sw)
+					off += 3 * int(sh) * int(sw)
+				}
+				if d := views[v].GetDims(); d[0] != uint32(bn) || d[1] != 3 || d[2] != bh || d[3] != bw {
+					t.Fatalf("%d peers: batch %d view %d: dims %v; want [%d 3 %d %d]", n, k, v, d, bn, bh, bw)
+				}
+			}
+			if off != len(b.data) || uint64(off) != h.GetDataBytes() {
+				t.Fatalf("%d peers: batch %d: %d bytes (data_bytes %d), the samples' %d", n, k, len(b.data), h.GetDataBytes(), off)
+			}
+		}
+		if len(grids) < 2 {
+			t.Fatalf("%d peers: the photos made canvases of %v alone: want several grids", n, grids)
+		}
+		if n == 0 {
+			alone = ep
+			continue
+		}
+		sameAsAlone(t, e, n, ep, alone)
+	}
+}

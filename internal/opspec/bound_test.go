@@ -33,7 +33,7 @@ func TestMaxSize(t *testing.T) {
 		{&stokerv1.TransformSpec{Ops: flip, MaxSize: []uint32{600}}, "max_size of 1 values"},
 		{&stokerv1.TransformSpec{Ops: flip, MaxSize: []uint32{600, 0}}, "want 1.."},
 		{&stokerv1.TransformSpec{Ops: flip, MaxSize: []uint32{600, 1 << 31}}, "want 1.."},
-		{&stokerv1.TransformSpec{Preset: "ssdlite", MaxSize: []uint32{600, 800}}, "not with a preset or views"},
+		{&stokerv1.TransformSpec{Preset: "ssdlite", MaxSize: []uint32{600, 800}}, "not with a preset"},
 	} {
 		if _, err := Transform(c.spec, transform.CHW); err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want refused with %q", c.spec, err, c.want)

@@ -47,8 +47,8 @@ func TransformData(spec *stokerv1.TransformSpec, layout transform.Layout, w, h i
 	case len(ms) == 0:
 	case len(ms) != 2:
 		return nil, fmt.Errorf("%w: transform: max_size of %d values: want 2, (height, width)", errs.Unsupported, len(ms))
-	case len(spec.GetOps()) == 0:
-		return nil, fmt.Errorf("%w: transform: max_size bounds the sizes of an op list's samples: not with a preset or views", errs.Unsupported)
+	case spec.GetPreset() != "":
+		return nil, fmt.Errorf("%w: transform: max_size bounds the sizes of an op list's samples (or of views' op lists): not with a preset", errs.Unsupported)
 	default:
 		bound = [2]int{int(min(ms[0], 1<<20)), int(min(ms[1], 1<<20))}
 	}
@@ -57,7 +57,7 @@ func TransformData(spec *stokerv1.TransformSpec, layout transform.Layout, w, h i
 		if err != nil {
 			return nil, err
 		}
-		return transform.NewViews(layout, groups...)
+		return transform.NewViewsBound(layout, bound, groups...)
 	}
 	if spec.GetPreset() != "" {
 		if err := presetName(spec.GetPreset()); err != nil {

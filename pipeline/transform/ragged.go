@@ -3,6 +3,8 @@ package transform
 import (
 	"bytes"
 	"encoding/binary"
+
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
 // A ragged job's samples (JobSpec.ragged, a transform of per-sample sizes:
@@ -16,15 +18,24 @@ import (
 // and trailer alone (ViewLayout.SameSample).
 
 // WithRagged returns a copy of t whose samples are made compact in their
-// slots (see above); t itself when its samples have one size, or several
-// views.
+// slots (see above), of several views each view of per-sample sizes; t
+// itself when its samples have one size (or are ragged already).
 func (t *Transform) WithRagged() *Transform {
-	if !t.vary || t.views != nil {
+	if !t.vary || t.ragged {
 		return t
 	}
 	c := *t
 	c.ragged = true
-	c.vlayout.ragged, c.vlayout.elem = true, c.sampler().elem()
+	c.vlayout.ragged, c.vlayout.elem = make([]bool, c.Views()), c.sampler().elem()
+	if c.views != nil {
+		c.views = make([]*Transform, len(t.views))
+		for v, vt := range t.views {
+			c.views[v] = vt.WithRagged()
+			c.vlayout.ragged[v] = vt.vary
+		}
+	} else {
+		c.vlayout.ragged[0] = true
+	}
 	if s := c.stop; s != nil && s.after != nil { // a stop_epoch's variant too
 		cs := *s
 		cs.after = s.after.WithRagged()
@@ -70,39 +81,74 @@ func (t *Transform) slotSize(slot []byte) (h, w int) {
 // SampleBytes, back to back, in place: it returns each sample's (h, w),
 // the largest height and width among them, and data[:sum of 3*h*w*elem].
 // A sample only ever moves towards the start, past bytes already moved.
+// Of several views, PackRaggedViews.
 func (t *Transform) PackRagged(data []byte, n int) (bh, bw int, sizes [][2]int, packed []byte) {
-	slot, elem := t.SampleBytes(), t.sampler().elem()
-	sizes = make([][2]int, n)
+	dims, sizes, packed := t.PackRaggedViews(data, n)
+	return dims[0][0], dims[0][1], sizes, packed
+}
+
+// PackRaggedViews packs n samples of a ragged transform, in place, view
+// after view (the batch buffer's order, ViewLayout): of a view of
+// per-sample sizes each sample's compact bytes back to back, of a view of
+// one size its samples as they are. It returns each view's largest (h, w),
+// every view's samples' sizes (view-major: n of view 0, then view 1's...)
+// and the packed data.
+func (t *Transform) PackRaggedViews(data []byte, n int) (dims, sizes [][2]int, packed []byte) {
+	l, elem := t.vlayout, t.sampler().elem()
+	dims, sizes = make([][2]int, t.Views()), make([][2]int, 0, n*t.Views())
 	off := 0
-	for i := range n {
-		h, w := t.slotSize(data[i*slot : (i+1)*slot])
-		sizes[i] = [2]int{h, w}
-		bh, bw = max(bh, h), max(bw, w)
-		k := 3 * h * w * elem
-		copy(data[off:off+k], data[i*slot:i*slot+k])
-		off += k
+	for v := range t.Views() {
+		vt, b := t.View(v), l.Bytes(v)
+		for i := range n {
+			slot := data[l.Offset(n, v, i):][:b]
+			h, w, k := vt.outH, vt.outW, b
+			if vt.vary {
+				h, w = vt.slotSize(slot)
+				k = 3 * h * w * elem
+			}
+			sizes = append(sizes, [2]int{h, w})
+			dims[v] = [2]int{max(dims[v][0], h), max(dims[v][1], w)}
+			copy(data[off:off+k], slot[:k])
+			off += k
+		}
 	}
-	return bh, bw, sizes, data[:off]
+	return dims, sizes, data[:off]
 }
 
 // SameSample reports whether two samples of l (each SampleBytes, views in
-// order) are the same: every byte, or of a ragged layout the trailer and
+// order) are the same: every byte, or of a ragged view the trailer and
 // the compact bytes it sizes (the rest of a ragged slot is whatever the
 // slot held).
 func (l ViewLayout) SameSample(a, b []byte) bool {
-	if !l.ragged {
+	if l.ragged == nil {
 		return bytes.Equal(a, b)
 	}
-	if len(a) != len(b) || len(a) < SizeTrailer {
+	if len(a) != len(b) || len(a) != l.SampleBytes() {
 		return false
 	}
-	ta, tb := a[len(a)-SizeTrailer:], b[len(b)-SizeTrailer:]
-	if !bytes.Equal(ta, tb) {
-		return false
+	for v := range l.Views() {
+		va, vb := a[l.Start(v):][:l.Bytes(v)], b[l.Start(v):][:l.Bytes(v)]
+		if !l.ragged[v] {
+			if !bytes.Equal(va, vb) {
+				return false
+			}
+			continue
+		}
+		if len(va) < SizeTrailer {
+			return false
+		}
+		ta, tb := va[len(va)-SizeTrailer:], vb[len(vb)-SizeTrailer:]
+		if !bytes.Equal(ta, tb) {
+			return false
+		}
+		h, w := int(binary.LittleEndian.Uint32(ta)), int(binary.LittleEndian.Uint32(ta[4:]))
+		if h > optab.MaxSide || w > optab.MaxSide { // a lie past any bound (and 3*h*w*elem would overflow)
+			return false
+		}
+		k := 3 * h * w * l.elem
+		if k > len(va)-SizeTrailer || !bytes.Equal(va[:k], vb[:k]) {
+			return false
+		}
 	}
-	k := 3 * int(binary.LittleEndian.Uint32(ta)) * int(binary.LittleEndian.Uint32(ta[4:])) * l.elem
-	if k < 0 || k > len(a)-SizeTrailer {
-		return false
-	}
-	return bytes.Equal(a[:k], b[:k])
+	return true
 }

@@ -38,6 +38,13 @@ const maxViewName = 64
 // (all float or all uint8). A single group of one view is a plain
 // one-view transform.
 func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
+	return NewViewsBound(layout, [2]int{}, groups...)
+}
+
+// NewViewsBound is NewViews with the job's max_size, bound: each view of
+// per-sample sizes (a vision-language resize's) is bounded by it, as
+// NewTransformBound bounds one view; a view of one size ignores it.
+func NewViewsBound(layout Layout, bound [2]int, groups ...ViewGroup) (*Transform, error) {
 	bad := func(format string, a ...any) (*Transform, error) {
 		return nil, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
@@ -58,7 +65,7 @@ func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
 		}
 	}
 	if len(groups) == 1 && groups[0].Count == 1 {
-		t, err := NewTransform(layout, groups[0].Ops...)
+		t, err := newTransform(layout, bound, "", groups[0].Ops...)
 		if err != nil {
 			return nil, viewError(0, groups[0].Name, err)
 		}
@@ -66,12 +73,12 @@ func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
 	}
 	t := &Transform{layout: layout}
 	for g, vg := range groups {
-		vt, err := NewTransform(layout, vg.Ops...)
+		vt, err := newTransform(layout, bound, "", vg.Ops...)
 		if err != nil {
 			return nil, viewError(g, vg.Name, err)
 		}
-		if vt.vary || vt.geomW > 0 {
-			return bad("view group %d: a transform of per-sample sizes (RandomShortestSize, RandomRotation with expand=True) in several views is not supported", g)
+		if (vt.vary && (vt.resize == nil || !selfSized(vt.resize))) || vt.geomW > 0 {
+			return bad("view group %d: a transform of per-sample sizes (RandomShortestSize, RandomRotation with expand=True) in several views is not supported (of the geometries of per-sample sizes, only the vision-language resizes: SmartResize, NaFlexResize, TileResize)", g)
 		}
 		if vt.mosaic != nil {
 			return bad("view group %d: a YOLOMosaic in several views is not supported", g)
@@ -87,6 +94,12 @@ func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
 	v0 := t.views[0]
 	t.outH, t.outW, t.norm = v0.outH, v0.outW, v0.norm
 	t.setLayout()
+	for _, vt := range t.views {
+		t.vary = t.vary || vt.vary
+	}
+	if t.vary { // views of per-sample sizes travel ragged, always (ragged.go)
+		return t.WithRagged(), nil
+	}
 	return t, nil
 }
 
@@ -154,9 +167,10 @@ func (t sampler) ViewBytes() int {
 // samples back to back. The zero ViewLayout has no views.
 type ViewLayout struct {
 	prefix []int // prefix[v]: the bytes of views 0..v-1 of one sample
-	// ragged: a ragged transform's one view, elem bytes a value
-	// (WithRagged): SameSample compares the compact bytes alone.
-	ragged bool
+	// ragged: of a ragged transform (WithRagged), each view's: made
+	// compact in its slot, elem bytes a value; SameSample compares its
+	// compact bytes alone. nil: no view is.
+	ragged []bool
 	elem   int
 }
 

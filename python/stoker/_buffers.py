@@ -156,7 +156,13 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
         return buf.view([int(s) for s in shape])
 
     views = None
-    if len(h.views):
+    if len(h.views) and h.ragged:  # several views, some of per-sample sizes: each view's samples back to back
+        images, sizes_v = ragged_views(h, b.buf, elem, view, torch)
+        views = {}
+        for name, im in zip(names, images):
+            if name:
+                views.setdefault(name, []).append(im)
+    elif len(h.views):
         images, off = [], 0
         for v in h.views:
             n = elem
@@ -174,8 +180,11 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
         images = None  # each sample's own, below
     else:
         images = view(b.buf, h.shape)
-    sizes = sample_sizes(h, images, torch) if len(h.sample_sizes) else None
-    if h.ragged:
+    if len(h.views) and h.ragged:
+        sizes = sizes_v
+    else:
+        sizes = sample_sizes(h, images, torch) if len(h.sample_sizes) else None
+    if h.ragged and not len(h.views):
         images = ragged_images(h, b.buf, sizes, elem, view)
     elif sizes is not None and image_list:
         nchw = _chw(h)
@@ -195,13 +204,45 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
                 decode=DECODE_NAMES.get(h.decode) if len(h.traces) else None)
     if targets:
         out.labels, out.targets = labels, second
-    if sizes is not None:
+    if sizes is not None and len(h.views):  # several ragged views: a list of each view's sizes
+        out.sizes, out._layout, out._flat = sizes, "NCHW" if images and images[0] and images[0][0].shape[0] == 3 else "NHWC", b.buf
+    elif sizes is not None:
         out.sizes, out._layout = sizes, "NCHW" if _chw(h) else "NHWC"
         if h.ragged:
             out._flat = b.buf
         else:
             out._padded = view(b.buf, h.shape)
     return out
+
+
+def ragged_views(h: Any, buf: Any, elem: int, view: Any, torch: Any) -> Tuple[List[List[Any]], List[Any]]:
+    """A ragged batch of several views (BatchHeader.ragged and views):
+    per view, each sample's ``[3, h, w]`` (or ``[h, w, 3]``) view of the
+    buffer, view after view, and per view its samples' sizes (int64
+    ``[N, 2]``), from ``sample_sizes`` (every view's, view after view),
+    each at most its view's dims; the bytes must add up to the buffer's."""
+    n, nv = int(h.shape[0]), len(h.views)
+    if len(h.sample_sizes) != 2 * n * nv:
+        raise StokerError("INTERNAL", f"batch {h.number}: {len(h.sample_sizes)} sample sizes for {n} samples of {nv} views")
+    all_sizes = np.array(h.sample_sizes, dtype=np.int64).reshape(nv, n, 2)
+    images, sizes, off = [], [], 0
+    for v, shape in enumerate(h.views):
+        d = [int(x) for x in shape.dims]
+        chw = d[1] == 3 and (n == 0 or (d[2], d[3]) == tuple(int(x) for x in all_sizes[v].max(axis=0)))
+        bh, bw = (d[2], d[3]) if chw else (d[1], d[2])
+        sv = all_sizes[v]
+        if n and (int(sv.min()) < 1 or int(sv[:, 0].max()) != bh or int(sv[:, 1].max()) != bw):
+            raise StokerError("INTERNAL", f"batch {h.number}: view {v}'s sample sizes {sv.tolist()[:4]}... do not fit its {bh}x{bw}")
+        out = []
+        for hh, ww in sv.tolist():
+            k = 3 * hh * ww * elem
+            out.append(view(buf[off:off + k], (3, hh, ww) if chw else (hh, ww, 3)))
+            off += k
+        images.append(out)
+        sizes.append(torch.from_numpy(sv.copy()))
+    if off != buf.shape[0]:
+        raise StokerError("INTERNAL", f"batch {h.number}: ragged views of {off} bytes in a batch of {buf.shape[0]}")
+    return images, sizes
 
 
 def ragged_images(h: Any, buf: Any, sizes: Any, elem: int, view: Any) -> List[Any]:

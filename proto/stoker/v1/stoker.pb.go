@@ -1465,8 +1465,9 @@ type TransformSpec struct {
 	// "ssd" recipes). Each sample is then its own size, at most the bound
 	// (JobInfo.sizes_vary; sample_shape the bound, which the batch's memory
 	// is counted at); a sample past it fails, naming its image's size and
-	// the bound. Empty: none (those recipes are refused). Not with preset or
-	// views; an op list whose size is fixed or bounded by its ops ignores it.
+	// the bound. Empty: none (those recipes are refused). Not with a preset;
+	// of views, each view's op list is bounded by it (InternVL's canvas);
+	// an op list whose size is fixed or bounded by its ops ignores it.
 	MaxSize       []uint32 `protobuf:"varint,41,rep,packed,name=max_size,json=maxSize,proto3" json:"max_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -6255,7 +6256,10 @@ type BatchHeader struct {
 	// JobInfo.ragged: the pixels are each sample's own [3, h, w] (or
 	// [h, w, 3]) back to back in batch order, sample_sizes saying each h
 	// and w, with no padding (data_bytes their sum); shape is then the
-	// batch's largest height and width, as a padded batch's would be.
+	// batch's largest height and width, as a padded batch's would be. Of
+	// several views (views), view after view: each view's samples back to
+	// back, sample_sizes every view's (n of view 0, then of view 1...), and
+	// each view's dims its largest sample's (a view of one size: its own).
 	Ragged bool `protobuf:"varint,61,opt,name=ragged,proto3" json:"ragged,omitempty"`
 	// JobSpec.targets: every sample's targets, as ragged arrays (they are
 	// not among fields).

@@ -551,9 +551,16 @@ func packRagged(t *transform.Transform, b *pipeline.Batch, h *stokerv1.BatchHead
 	if len(b.Data) != b.N*t.SampleBytes() {
 		return
 	}
-	bh, bw, sizes, data := t.PackRagged(b.Data, b.N)
+	dims, sizes, data := t.PackRaggedViews(b.Data, b.N)
 	h.Ragged = true
-	packed(t, b, h, bh, bw, sizes, data)
+	packed(t, b, h, dims[0][0], dims[0][1], sizes, data)
+	for v, s := range h.Views { // several views: each its largest sample's, sample_sizes view after view
+		if t.Layout() == transform.CHW {
+			s.Dims[2], s.Dims[3] = uint32(dims[v][0]), uint32(dims[v][1])
+		} else {
+			s.Dims[1], s.Dims[2] = uint32(dims[v][0]), uint32(dims[v][1])
+		}
+	}
 }
 
 // packSizes packs a batch of per-sample sizes (each sample in its slot,
@@ -574,7 +581,7 @@ func packSizes(t *transform.Transform, b *pipeline.Batch, h *stokerv1.BatchHeade
 func packed(t *transform.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader, bh, bw int, sizes [][2]int, data []byte) {
 	b.Data = data
 	h.DataBytes = uint64(len(data))
-	h.SampleSizes = make([]uint32, 0, 2*b.N)
+	h.SampleSizes = make([]uint32, 0, 2*len(sizes))
 	for _, s := range sizes {
 		h.SampleSizes = append(h.SampleSizes, uint32(s[0]), uint32(s[1]))
 	}
