@@ -27,6 +27,11 @@ figure is the median over ``--rounds`` rounds. Prints each side's images per
 CPU-second and stoker's ratios to ``hf-tv`` (the processor's default).
 
     nice .venv/bin/python bench/vlm_qwen.py --data PHOTOS --n 256 --rounds 3
+
+``--family internvl`` measures InternVL's tiles the same way: the preset
+``"internvl"`` (TileResize and the thumbnail, two views of one decode)
+against ``GotOcr2ImageProcessor`` as InternVL3's checkpoints configure it
+(crop_to_patches, 1 to 12 tiles of 448, bicubic, ImageNet's mean and std).
 """
 from __future__ import annotations
 
@@ -68,6 +73,8 @@ def main() -> None:
     ap.add_argument("--max-size", type=int, nargs=2, default=None, metavar=("H", "W"),
                     help="the job's bound on a sample (default: SmartResize's own, 1428x1428 for qwen2-vl)")
     ap.add_argument("--transport", default="shm", choices=["shm", "grpc"])
+    ap.add_argument("--family", default="qwen2-vl", choices=["qwen2-vl", "internvl"],
+                    help="the processor and stoker's preset of the same name")
     ap.add_argument("--stoker-bin", default=os.path.join(REPO, "bin", "stoker"))
     args = ap.parse_args()
 
@@ -90,7 +97,15 @@ def main() -> None:
         shutil.copyfile(f, os.path.join(cls, f"{i:05d}.jpg"))
     paths = sorted(glob.glob(os.path.join(cls, "*.jpg")))
     blobs = [open(p, "rb").read() for p in paths]  # both sides read the same bytes from the page cache
-    proc = Qwen2VLImageProcessor()
+    if args.family == "internvl":
+        from transformers.models.got_ocr2.image_processing_got_ocr2 import GotOcr2ImageProcessor
+
+        proc = GotOcr2ImageProcessor(crop_to_patches=True, min_patches=1, max_patches=12, size={"height": 448, "width": 448},
+                                     resample=3, image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])
+        count = "num_patches"
+    else:
+        proc = Qwen2VLImageProcessor()
+        count = "image_grid_thw"
 
     def hf(pil: bool) -> float:
         t0 = self_cpu()
@@ -113,13 +128,13 @@ def main() -> None:
         # One job for the whole run, an epoch a round (a trainer's job runs
         # many epochs: its buffers are warm after the first).
         if not loader:
-            loader.append(stoker.Loader(srv.addr, "vlm", transform="qwen2-vl", batch_size=args.batch, shuffle=False,
+            loader.append(stoker.Loader(srv.addr, "vlm", transform=args.family, batch_size=args.batch, shuffle=False,
                                         pin_memory=False, timeout=300, transport=args.transport,
                                         max_size=tuple(args.max_size) if args.max_size else None))
         s0, c0, n = proc_cpu(srv.proc.pid), self_cpu(), 0
         for b in loader[0]:
             out = b.vision_inputs()
-            n += len(out["image_grid_thw"])
+            n += len(out[count])
         assert n == len(paths) and not list(loader[0].sample_errors), (n, list(loader[0].sample_errors)[:3])
         return proc_cpu(srv.proc.pid) - s0, self_cpu() - c0
 
@@ -144,7 +159,7 @@ def main() -> None:
             ld.close()
         shutil.rmtree(tmp, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in sides.items()}
-    print(f"{len(paths)} photos of {args.data}, batch {args.batch}, {args.rounds} rounds, medians, images per CPU-second:")
+    print(f"{args.family}: {len(paths)} photos of {args.data}, batch {args.batch}, {args.rounds} rounds, medians, images per CPU-second:")
     for k, v in med.items():
         print(f"  {k:11s} {v:8.1f}  ({1000 / v:.2f} ms of CPU an image)  x{v / med['hf-tv']:.2f} of hf-tv")
 

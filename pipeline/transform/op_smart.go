@@ -116,6 +116,12 @@ func (t *Transform) smartSize() {
 	t.geom, t.vary, t.varyGeom = ResizeCrop, true, true
 	t.outH, t.outW = t.bound[0], t.bound[1]
 	if t.bound == [2]int{} || t.boundFrom != "" { // none given, or a dataset's sizes (not a bound on SmartResize's)
+		if t.resize.Kind == OpTileResize {
+			s := tileBound(t.resize)
+			t.outH, t.outW = s, s
+			t.boundFrom = fmt.Sprintf("TileResize's own bound, a square of twice max_tiles=%d tiles", t.resize.MaxPixels)
+			return
+		}
 		if t.resize.Kind == OpNaFlexResize {
 			s := naflexBound(t.resize)
 			t.outH, t.outW = s, s
@@ -129,13 +135,19 @@ func (t *Transform) smartSize() {
 }
 
 // selfSized reports whether op is a vision-language processor's resize,
-// each sample's size its own rule's: SmartResize's, NaFlexResize's.
-func selfSized(op *optab.Op) bool { return op.Kind == OpSmartResize || op.Kind == OpNaFlexResize }
+// each sample's size its own rule's: SmartResize's, NaFlexResize's,
+// TileResize's.
+func selfSized(op *optab.Op) bool {
+	return op.Kind == OpSmartResize || op.Kind == OpNaFlexResize || op.Kind == OpTileResize
+}
 
 // selfSize is a selfSized op's size for a w x h image.
 func selfSize(op *optab.Op, w, h int) (rw, rh int, err error) {
-	if op.Kind == OpNaFlexResize {
+	switch op.Kind {
+	case OpNaFlexResize:
 		return NaFlexSize(op, w, h)
+	case OpTileResize:
+		return TileSize(op, w, h)
 	}
 	return SmartSize(op, w, h)
 }

@@ -149,18 +149,34 @@ class Batch(tuple):
 
     def vision_inputs(self, device: Any = None) -> Dict[str, Any]:
         """Of a vision-language transform (:func:`stoker.transforms.from_hf`,
-        the presets ``"qwen2-vl"`` and ``"qwen3-vl"``), what its processor
-        gives for the batch's images, made on ``device`` (``"cuda"``: only
-        the uint8 batch crosses to it): ``{"pixel_values": float32 [sum of
-        patches, C * T * P * P], "image_grid_thw": int64 [N, 3]}``, the
-        images in batch order (docs/vlm.md)."""
-        from stoker._vlm import NaFlexVision, naflex_inputs, vision_inputs
+        the presets ``"qwen2-vl"``, ``"qwen3-vl"``, ``"siglip2-naflex"``,
+        ``"internvl"``), what its processor gives for the batch's images,
+        made on ``device`` (``"cuda"``: only the uint8 batch crosses to it):
+        Qwen's ``{"pixel_values": float32 [sum of patches, C * T * P * P],
+        "image_grid_thw": int64 [N, 3]}``, NaFlex's ``pixel_values``,
+        ``pixel_attention_mask`` and ``spatial_shapes``, InternVL's
+        ``{"pixel_values": float32 [sum of tiles, 3, 448, 448],
+        "num_patches": int64 [N]}``; the images in batch order
+        (docs/vlm.md)."""
+        from stoker._vlm import InternVision, NaFlexVision, internvl_inputs, naflex_inputs, vision_inputs
 
         if self._vision is None:
             raise ValueError("vision_inputs needs a batch of a vision-language transform "
-                             "(stoker.transforms.from_hf(processor), or transform=\"qwen2-vl\", \"qwen3-vl\" or \"siglip2-naflex\")")
+                             "(stoker.transforms.from_hf(processor), or transform=\"qwen2-vl\", \"qwen3-vl\", \"siglip2-naflex\" or \"internvl\")")
         if self.sizes is None:
             raise ValueError("vision_inputs needs the samples' sizes: the transform is not a SmartResize")
+        if isinstance(self.sizes, list):  # several ragged views (InternVL's canvas and thumbnail): view after view
+            flat = self._flat if device is None else self._flat.to(device, non_blocking=True)
+            views, off = [], 0
+            for sz in self.sizes:
+                ims = []
+                for h, w in sz.tolist():
+                    n = 3 * h * w
+                    x = flat[off:off + n]
+                    ims.append(x.view(3, h, w) if self._layout == "NCHW" else x.view(h, w, 3).permute(2, 0, 1))
+                    off += n
+                views.append(ims)
+            return internvl_inputs(views, self.sizes, self._vision)
         if self._flat is not None:  # ragged: the buffer crosses once, the images are views of it there
             flat = self._flat if device is None else self._flat.to(device, non_blocking=True)
             images, off = [], 0
@@ -171,6 +187,8 @@ class Batch(tuple):
                 off += n
             if isinstance(self._vision, NaFlexVision):
                 return naflex_inputs(images, self.sizes, self._vision)
+            if isinstance(self._vision, InternVision):  # use_thumbnail=False: the canvases alone
+                return internvl_inputs([images], [self.sizes], self._vision)
             return vision_inputs(images, self.sizes, self._vision, "NCHW", None)
         images = self._padded if self._padded is not None else self.images
         return vision_inputs(images, self.sizes, self._vision, self._layout, device)

@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["NaFlexResize", "RandomChannelPermutation", "SmartResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
+__all__ = ["NaFlexResize", "RandomChannelPermutation", "SmartResize", "TileResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AugMix": (
@@ -232,6 +232,12 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("factor", "int", "28", False, 1, 1024),
         Param("interpolation", "interpolation", "'bicubic'"),
     ),
+    "TileResize": (
+        Param("tile_size", "int", "448", False, 1, 4096),
+        Param("min_tiles", "int", "1", False, 1, 256),
+        Param("max_tiles", "int", "12", False, 1, 256),
+        Param("interpolation", "interpolation", "'bicubic'"),
+    ),
     "TimmAugMix": (
         Param("config", "str", "'augmix-m3-w3'"),
         Param("interpolation", "interpolation", "None"),
@@ -331,6 +337,16 @@ class SmartResize(NamedOp):
         super().__init__(min_pixels=min_pixels, max_pixels=max_pixels, factor=factor, interpolation=interpolation)
 
 
+class TileResize(NamedOp):
+    """InternVL's dynamic tiling (transformers' GotOcr2ImageProcessor, crop_to_patches): the whole image resized to the grid of tile_size tiles, min_tiles to max_tiles of them, whose aspect is closest to the image's; each sample its own size (the trainer cuts the tiles)."""
+
+    _name = "TileResize"
+    _params = SCHEMA["TileResize"]
+
+    def __init__(self, tile_size: Any = 448, min_tiles: Any = 1, max_tiles: Any = 12, interpolation: Any = 'bicubic') -> None:
+        super().__init__(tile_size=tile_size, min_tiles=min_tiles, max_tiles=max_tiles, interpolation=interpolation)
+
+
 class YOLOCopyPaste(NamedOp):
     """Ultralytics' CopyPaste: in flip mode, right after a YOLOMosaic, the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; in mixup mode, after the YOLOMosaic's YOLORandomPerspective, with probability p, the copies taken so from another sample made by the same Mosaic and warp; a segment dataset's."""
 
@@ -422,4 +438,4 @@ class YOLORandomPerspective(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"NaFlexResize": NaFlexResize, "RandomChannelPermutation": RandomChannelPermutation, "SmartResize": SmartResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
+NAMED: Dict[str, Any] = {"NaFlexResize": NaFlexResize, "RandomChannelPermutation": RandomChannelPermutation, "SmartResize": SmartResize, "TileResize": TileResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}

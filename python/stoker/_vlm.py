@@ -16,14 +16,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from stoker._ops_containers import Compose
+from stoker._views import MultiView
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["QwenVision", "NaFlexVision", "VisionCompose", "from_hf", "VLM_PRESETS", "vlm_preset", "vision_inputs"]
+__all__ = ["QwenVision", "NaFlexVision", "InternVision", "VisionCompose", "VisionMultiView", "from_hf", "VLM_PRESETS",
+           "vlm_preset", "vision_inputs", "internvl_inputs"]
 
 OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 
 # The processors from_hf converts: transformers 5's torchvision back-end
 # (Qwen2VLImageProcessor) and 4.x's name for it (Qwen2VLImageProcessorFast).
@@ -69,6 +73,27 @@ class NaFlexVision:
     image_std: Tuple[float, ...] = (0.5, 0.5, 0.5)
 
 
+@dataclass(frozen=True)
+class InternVision:
+    """The device side of InternVL's dynamic tiling (transformers'
+    ``GotOcr2ImageProcessor`` with ``crop_to_patches``, which
+    ``InternVLProcessor`` holds): each image's canvas (a TileResize, its
+    sides multiples of tile_size) cut into its tiles, row by row, then its
+    thumbnail (the whole image resized to one tile, another view of the
+    same decode) when it has more than one tile and use_thumbnail, each
+    rescaled and normalized."""
+
+    tile_size: int = 448
+    min_tiles: int = 1
+    max_tiles: int = 12
+    use_thumbnail: bool = True
+    do_rescale: bool = True
+    rescale_factor: float = 1 / 255
+    do_normalize: bool = True
+    image_mean: Tuple[float, ...] = IMAGENET_MEAN
+    image_std: Tuple[float, ...] = IMAGENET_STD
+
+
 class VisionCompose(Compose):
     """A :class:`stoker.transforms.Compose` whose batches a vision-language
     model's processor would make: its ``vision`` says how
@@ -81,6 +106,43 @@ class VisionCompose(Compose):
 
     def __repr__(self) -> str:
         return f"VisionCompose({self.transforms!r}, vision={self.vision!r})"
+
+
+class VisionMultiView(MultiView):
+    """A :class:`stoker.transforms.MultiView` whose batches a
+    vision-language model's processor would make (InternVL's: the tiled
+    canvas and the thumbnail): its ``vision`` says how
+    :meth:`stoker.Batch.vision_inputs` turns them into the processor's
+    tensors."""
+
+    def __init__(self, groups: Any, vision: Any) -> None:
+        super().__init__(groups)
+        self.vision = vision
+
+
+def _tile_resize(v: InternVision, interpolation: str = "bicubic") -> Any:
+    from stoker._ops_generated import TileResize
+
+    return TileResize(tile_size=v.tile_size, min_tiles=v.min_tiles, max_tiles=v.max_tiles, interpolation=interpolation)
+
+
+def _internvl_transform(v: InternVision, interpolation: str = "bicubic") -> Any:
+    """InternVL's: the canvas, and with use_thumbnail the thumbnail as a
+    second view (both of one decode; the server makes the thumbnail of a
+    one-tile image too, vision_inputs leaves it out as the processor
+    does)."""
+    if not v.use_thumbnail:
+        return VisionCompose([_tile_resize(v, interpolation)], v)
+    from stoker._ops import Resize
+
+    thumb = Resize((v.tile_size, v.tile_size), interpolation=interpolation)
+    return VisionMultiView([("tiles", 1, [_tile_resize(v, interpolation)]), ("thumbnail", 1, [thumb])], v)
+
+
+def _internvl() -> Any:
+    # InternVL3's checkpoints (OpenGVLab/InternVL3-*-hf preprocessor_config.json):
+    # GotOcr2ImageProcessor, crop_to_patches, 1 to 12 tiles of 448, bicubic, ImageNet's mean and std.
+    return _internvl_transform(InternVision())
 
 
 def _smart_resize(min_pixels: int, max_pixels: int, factor: int, interpolation: str = "bicubic") -> Any:
@@ -116,10 +178,10 @@ def _siglip2_naflex() -> VisionCompose:
 
 #: The vision-language presets: names the client resolves (the server sees
 #: their SmartResize or NaFlexResize), each a processor's defaults.
-VLM_PRESETS = {"qwen2-vl": _qwen2_vl, "qwen3-vl": _qwen3_vl, "siglip2-naflex": _siglip2_naflex}
+VLM_PRESETS = {"qwen2-vl": _qwen2_vl, "qwen3-vl": _qwen3_vl, "siglip2-naflex": _siglip2_naflex, "internvl": _internvl}
 
 
-def vlm_preset(name: str) -> VisionCompose:
+def vlm_preset(name: str) -> Any:
     """The transform of a vision-language preset (:data:`VLM_PRESETS`)."""
     return VLM_PRESETS[name]()
 
@@ -128,7 +190,7 @@ def _refuse(name: str, what: str) -> None:
     raise ValueError(f"from_hf: {name}: {what}")
 
 
-def from_hf(processor: Any) -> VisionCompose:
+def from_hf(processor: Any) -> Any:
     """A transform that makes what a Hugging Face processor makes of each
     image: a Qwen2-VL, Qwen2.5-VL or Qwen3-VL image processor (transformers'
     ``Qwen2VLImageProcessor``, its torchvision back-end, the default), or a
@@ -147,6 +209,8 @@ def from_hf(processor: Any) -> VisionCompose:
     name = type(ip).__name__
     if name in _NAFLEX:
         return _from_siglip2(ip, name)
+    if name in _GOTOCR2:
+        return _from_gotocr2(ip, name)
     if name not in _SUPPORTED:
         _refuse(name, f"not a processor stoker reproduces (it does {', '.join(_SUPPORTED)}: the Qwen2-VL family's "
                       "torchvision back-end; load it with AutoImageProcessor.from_pretrained(..., backend='torchvision'))")
@@ -194,7 +258,11 @@ def _norm_args(ip: Any, name: str, mean0: Tuple[float, ...], std0: Tuple[float, 
     do_rescale, do_normalize = bool(getattr(ip, "do_rescale", True)), bool(getattr(ip, "do_normalize", True))
     if not (do_rescale or do_normalize):
         _refuse(name, "neither do_rescale nor do_normalize: pixel_values would stay uint8")
-    mean, std = getattr(ip, "image_mean", mean0), getattr(ip, "image_std", std0)
+    mean = getattr(ip, "image_mean", None)
+    std = getattr(ip, "image_std", None)
+    if do_normalize and (mean is None or std is None):
+        _refuse(name, "do_normalize with image_mean or image_std None (the processor refuses it too)")
+    mean, std = mean0 if mean is None else mean, std0 if std is None else std
     mean = tuple(float(m) for m in (mean if isinstance(mean, (list, tuple)) else [mean] * 3))
     std = tuple(float(x) for x in (std if isinstance(std, (list, tuple)) else [std] * 3))
     if len(mean) != 3 or len(std) != 3:
@@ -218,6 +286,77 @@ def _from_siglip2(ip: Any, name: str) -> VisionCompose:
     v = NaFlexVision(patch_size=int(getattr(ip, "patch_size", 16)), max_num_patches=int(getattr(ip, "max_num_patches", 256)),
                      **_norm_args(ip, name, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)))
     return VisionCompose([_naflex_resize(v.patch_size, v.max_num_patches, interp)], v)
+
+
+# InternVL's image processors from_hf converts (transformers' GotOcr2, which
+# InternVLProcessor holds): 5's torchvision back-end, 4.x's name for it.
+_GOTOCR2 = ("GotOcr2ImageProcessor", "GotOcr2ImageProcessorFast")
+
+
+def _interp_of(ip: Any, name: str, default: int) -> str:
+    resample = getattr(ip, "resample", default)
+    code = int(getattr(resample, "value", resample)) if not isinstance(resample, str) else None
+    interp = _RESAMPLE.get(code) if code is not None else None
+    if interp is None:
+        _refuse(name, f"resample={resample!r}: stoker resizes with nearest, bilinear or bicubic (torchvision's uint8)")
+    return interp
+
+
+def _from_gotocr2(ip: Any, name: str) -> Any:
+    """from_hf of InternVL's GotOcr2ImageProcessor: crop_to_patches, its
+    size (square tiles), min_patches and max_patches, resample, rescale and
+    normalize; the thumbnail as the processor adds it."""
+    if not getattr(ip, "crop_to_patches", False):
+        _refuse(name, "crop_to_patches=False: stoker converts InternVL's tiling (crop_to_patches=True); "
+                      "the plain resize is stoker.transforms.Resize((h, w))")
+    if not getattr(ip, "do_resize", True):
+        _refuse(name, "do_resize=False: the tiles are a resize of the image")
+    if getattr(ip, "do_convert_rgb", True) is False:
+        _refuse(name, "do_convert_rgb=False: stoker always decodes to RGB")
+    interp = _interp_of(ip, name, 3)
+    size = getattr(ip, "size", None) or {}
+    size = dict(size.items()) if hasattr(size, "items") else dict(vars(size))
+    th, tw = size.get("height"), size.get("width")
+    if not th or th != tw:
+        _refuse(name, f"size {size!r}: stoker's TileResize makes square tiles (height == width)")
+    lo, hi = int(getattr(ip, "min_patches", 1)), int(getattr(ip, "max_patches", 12))
+    v = InternVision(tile_size=int(th), min_tiles=lo, max_tiles=hi,
+                     **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
+    return _internvl_transform(v, interp)
+
+
+def internvl_inputs(views: Any, sizes: Any, v: InternVision) -> Dict[str, "torch.Tensor"]:
+    """InternVL's processor's ``pixel_values`` (float32 ``[sum of tiles, 3,
+    tile, tile]``: each image's tiles row by row, then its thumbnail when it
+    has more than one tile) and ``num_patches`` (int64 ``[N]``) of a ragged
+    batch: ``views`` the canvases (each uint8 ``[3, rows * tile, cols *
+    tile]``, on its device) and, with use_thumbnail, the thumbnails (each
+    ``[3, tile, tile]``); ``sizes`` each view's int64 ``[N, 2]``."""
+    import torch
+
+    canvases = views[0]
+    thumbs = views[1] if v.use_thumbnail else None
+    t = v.tile_size
+    dev = canvases[0].device if canvases else torch.device("cpu")
+    mean, std = _mean_std(v, dev) if v.do_normalize else (None, None)
+    out, counts = [], []
+    for i, (h, w) in enumerate(sizes[0].tolist()):
+        x = canvases[i]
+        if x.dtype != torch.uint8:
+            raise ValueError(f"vision_inputs wants the uint8 images a TileResize makes, got {x.dtype}")
+        if h % t or w % t:
+            raise ValueError(f"sample {i} is {h}x{w} (height x width): not whole tiles of {t}; was the transform a TileResize of tile_size {t}?")
+        rows, cols = h // t, w // t
+        tiles = x.reshape(3, rows, t, cols, t).permute(1, 3, 0, 2, 4).reshape(rows * cols, 3, t, t)
+        if thumbs is not None and rows * cols > 1:
+            tiles = torch.cat([tiles, thumbs[i].reshape(1, 3, t, t)], dim=0)
+        out.append(tiles)
+        counts.append(tiles.shape[0])
+    if not out:
+        return {"pixel_values": torch.empty(0, 3, t, t, device=dev), "num_patches": torch.empty(0, dtype=torch.long)}
+    x = torch.cat(out, dim=0).to(torch.float32)
+    x = x.sub_(mean).div_(std) if v.do_normalize else x.mul_(v.rescale_factor)
+    return {"pixel_values": x, "num_patches": torch.tensor(counts, dtype=torch.long)}
 
 
 def naflex_inputs(images: Any, sizes: Any, v: NaFlexVision) -> Dict[str, "torch.Tensor"]:
@@ -252,7 +391,7 @@ def naflex_inputs(images: Any, sizes: Any, v: NaFlexVision) -> Dict[str, "torch.
 _consts: Dict[Any, Any] = {}
 
 
-def _mean_std(v: QwenVision, device: Any) -> Tuple[Any, Any]:
+def _mean_std(v: Any, device: Any) -> Tuple[Any, Any]:
     """The processor's normalize constants on device: with rescale, mean
     and std times 1/rescale_factor as its _fuse_mean_std_and_rescale_factor
     makes them (float32 tensors, on the CPU, then moved)."""

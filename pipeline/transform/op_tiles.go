@@ -1,0 +1,130 @@
+package transform
+
+// TileResize: the image side of InternVL's dynamic tiling (transformers'
+// GotOcr2ImageProcessor with crop_to_patches, which InternVLProcessor
+// holds): the grid of tiles (columns x rows, min_tiles to max_tiles of
+// them) whose aspect is closest to the image's (get_optimal_tiled_canvas,
+// its tie rule), and the whole image resized to that canvas, tile_size a
+// tile's side, with torchvision's uint8 resize (bicubic, antialiased, by
+// default). Each sample has its own size, as SmartResize's (op_smart.go);
+// cutting the canvas into tiles is a view of it on the trainer's device
+// (Batch.vision_inputs). The processor's thumbnail (the whole image
+// resized to one tile, when the grid has more than one) is another view of
+// the same decode: the preset "internvl" is a MultiView of the two.
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+)
+
+// OpTileResize is InternVL's tiled canvas: Multiple its tile side
+// (size's height and width, square), MinPixels and MaxPixels its
+// min_patches and max_patches (tiles), Interp its resample.
+const OpTileResize optab.OpKind = "TileResize"
+
+// maxTiles bounds max_tiles: the grids considered are all columns x rows
+// of at most max_tiles tiles (transformers' get_all_supported_aspect_ratios
+// loops over max_tiles squared).
+const maxTiles = 256
+
+func init() {
+	optab.Define(optab.Def{Kind: OpTileResize,
+		Doc:   "InternVL's dynamic tiling (transformers' GotOcr2ImageProcessor, crop_to_patches): the whole image resized to the grid of tile_size tiles, min_tiles to max_tiles of them, whose aspect is closest to the image's; each sample its own size (the trainer cuts the tiles)",
+		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
+		Params: []optab.Param{
+			{Name: "tile_size", Typ: optab.PInt, Def: "448", Field: "Multiple", Lo: 1, Hi: optab.MaxSide},
+			{Name: "min_tiles", Typ: optab.PInt, Def: "1", Field: "MinPixels", Lo: 1, Hi: maxTiles},
+			{Name: "max_tiles", Typ: optab.PInt, Def: "12", Field: "MaxPixels", Lo: 1, Hi: maxTiles},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", Field: "Interp"},
+		},
+		Misplaced: "TileResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(tile_size=%d, min_tiles=%d, max_tiles=%d", op.Multiple, op.MinPixels, op.MaxPixels)
+			formatInterp(b, op)
+		}})
+}
+
+// checkTiles checks a TileResize, the geometry's op n.
+func checkTiles(op *optab.Op, n int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: transform: TileResize %s", errs.Unsupported, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case n > 0:
+		return bad("must come first: it resizes the whole image")
+	case op.Multiple < 1 || op.Multiple > optab.MaxSide:
+		return bad("tile_size %d: want 1..%d", op.Multiple, optab.MaxSide)
+	case op.MinPixels < 1 || op.MaxPixels < op.MinPixels || op.MaxPixels > maxTiles:
+		return bad("min_tiles %d, max_tiles %d: want 1 <= min_tiles <= max_tiles <= %d", op.MinPixels, op.MaxPixels, maxTiles)
+	case tileGrids(op.MinPixels, op.MaxPixels) == nil:
+		return bad("min_tiles %d, max_tiles %d: no grid of columns x rows has that many tiles", op.MinPixels, op.MaxPixels)
+	}
+	return nil
+}
+
+// tileGrids is transformers' get_all_supported_aspect_ratios: every
+// (columns, rows) of lo to hi tiles, columns the outer loop, then sorted
+// by tiles (a stable sort: Python's sorted).
+func tileGrids(lo, hi int) [][2]int {
+	var out [][2]int
+	for c := 1; c <= hi; c++ {
+		for r := 1; r <= hi; r++ {
+			if c*r <= hi && c*r >= lo {
+				out = append(out, [2]int{c, r})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i][0]*out[i][1] < out[j][0]*out[j][1] })
+	return out
+}
+
+// TileGrid is transformers' get_optimal_tiled_canvas for a w x h image:
+// the (columns, rows) whose columns/rows is closest to w/h, in float64 as
+// Python's; on a tie, the later grid (more tiles) while the image's area
+// is more than half the grid's.
+func TileGrid(op *optab.Op, w, h int) (cols, rows int) {
+	aspect, area := float64(w)/float64(h), float64(w)*float64(h)
+	t := float64(op.Multiple)
+	best, diff := [2]int{1, 1}, math.Inf(1)
+	for _, g := range tileGrids(op.MinPixels, op.MaxPixels) {
+		d := math.Abs(aspect - float64(g[0])/float64(g[1]))
+		switch {
+		case d < diff:
+			best, diff = g, d
+		case d == diff && area > float64(float64(0.5*t)*t)*float64(g[0])*float64(g[1]):
+			best = g
+		}
+	}
+	return best[0], best[1]
+}
+
+// TileSize is a TileResize's canvas for a w x h image: tile_size times
+// its grid's columns and rows.
+func TileSize(op *optab.Op, w, h int) (rw, rh int, err error) {
+	if w < 1 || h < 1 {
+		return 0, 0, fmt.Errorf("%w: TileResize of a %dx%d image", errs.Unsupported, w, h)
+	}
+	c, r := TileGrid(op, w, h)
+	rw, rh = c*op.Multiple, r*op.Multiple
+	if rw > optab.MaxSide || rh > optab.MaxSide {
+		return 0, 0, fmt.Errorf("%w: TileResize makes the %dx%d image %dx%d (%dx%d tiles of %d): past the largest side, %d",
+			errs.TooLarge, w, h, rw, rh, c, r, op.Multiple, optab.MaxSide)
+	}
+	return rw, rh, nil
+}
+
+// tileBound is the bound on a TileResize's samples without the job's
+// max_size: a square of twice max_tiles tiles (its side rounded up to
+// whole tiles, at most MaxSide), as smartBound's, so that every grid of
+// up to about 2:1 fits (5x5 tiles of 12: 1x6 to 6x1 and 2x5); a longer
+// one fails alone, naming the bound (give the job a max_size=(h, w) for
+// panoramas).
+func tileBound(op *optab.Op) int {
+	s := int(math.Ceil(math.Sqrt(2*float64(op.MaxPixels)))) * op.Multiple
+	return max(min(s, optab.MaxSide), op.Multiple)
+}
