@@ -288,7 +288,7 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 			return err
 		}
 		if vt.Varies() {
-			vt.CompactSample(out[offs[v]:][:vt.ViewBytes()], w, h)
+			vt.CompactSample(out[offs[v]:][:vt.ViewBytes()], w, h, hd.w, hd.h)
 		}
 	}
 	if timed {

@@ -45,7 +45,10 @@ import (
 // DETR family's dataloader.yml), and a COCO dataset's target labels are
 // its category_ids (torchvision's wrapper's) unless the job asks for
 // contiguous_labels, where they were always the categories' ranks.
-const OutputVersion = 8
+// Version 9: a sample of per-sample size's trailer is 16 bytes, its
+// image's size as decoded after its own (BatchHeader.source_sizes), where
+// it was 8: the slots of every such job (the frcnn preset's golden).
+const OutputVersion = 9
 
 // Decode paths, as Identity.Path names them.
 const (

@@ -69,10 +69,12 @@ func TestPerSampleSizes(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := b.Data[i*slot : (i+1)*slot]
-			if slot != 3*200*200*elem+8 || binary.LittleEndian.Uint32(got[slot-8:]) != uint32(h) || binary.LittleEndian.Uint32(got[slot-4:]) != uint32(w) {
-				t.Fatalf("sample %d: slot of %d bytes ending in %v: want 3x200x200 bytes then its size %dx%d", idx, slot, got[slot-8:], h, w)
+			tr := got[slot-transform.SizeTrailer:]
+			if slot != 3*200*200*elem+transform.SizeTrailer || binary.LittleEndian.Uint32(tr) != uint32(h) || binary.LittleEndian.Uint32(tr[4:]) != uint32(w) ||
+				binary.LittleEndian.Uint32(tr[8:]) != uint32(hd.h) || binary.LittleEndian.Uint32(tr[12:]) != uint32(hd.w) {
+				t.Fatalf("sample %d: slot of %d bytes ending in %v: want 3x200x200 bytes then its size %dx%d and its image's %dx%d", idx, slot, tr, h, w, hd.h, hd.w)
 			}
-			checkCorner(t, got[:slot-8], want, w, h, 200, 200, layout, idx, elem)
+			checkCorner(t, got[:slot-transform.SizeTrailer], want, w, h, 200, 200, layout, idx, elem)
 		}
 		d.Close()
 		if len(seen) < 3 {

@@ -185,6 +185,9 @@ func TestRaggedViewsAnyTopology(t *testing.T) {
 			if !h.GetRagged() || len(views) != 2 || len(sz) != 2*2*bn {
 				t.Fatalf("%d peers: batch %d: ragged %v, %d views, %d sample sizes for %d samples", n, k, h.GetRagged(), len(views), len(sz), bn)
 			}
+			if src := h.GetSourceSizes(); len(src) != 2*bn || slices.Contains(src, 0) {
+				t.Fatalf("%d peers: batch %d: source sizes %v for %d samples: want each image's height and width", n, k, src, bn)
+			}
 			off := 0
 			for v := range 2 {
 				var bh, bw uint32

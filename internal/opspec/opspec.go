@@ -410,7 +410,7 @@ func convert(o *stokerv1.Op, where string, depth int) (opspkg.Op, error) {
 const (
 	maxNamedName    = 64
 	maxNamedArgs    = 32
-	maxNamedNumbers = 64
+	maxNamedNumbers = 512
 	maxNamedText    = 256
 )
 

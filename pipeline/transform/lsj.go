@@ -141,8 +141,9 @@ func (t *Transform) lsjSteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 // nested_tensor_from_tensor_list pads it, the sizes beside it.
 
 // SizeTrailer is the bytes after a sample of per-sample size: its height
-// and width, u32 little-endian each.
-const SizeTrailer = 8
+// and width, then its image's as decoded (BatchHeader.source_sizes:
+// AnyRes's image_sizes, DETR's orig_size), u32 little-endian each.
+const SizeTrailer = 16
 
 // CompactOut is where a w x h sample is made in its slot (which starts
 // slot): all of it, or of per-sample sizes its start, compact.
@@ -155,12 +156,42 @@ func (t sampler) CompactOut(slot []byte, w, h int) []byte {
 }
 
 // PadSample spreads a w x h sample made compact at the start of out (its
-// slot: viewBytes) to the bound and writes its size after it.
-func (t sampler) PadSample(out []byte, w, h int) {
+// slot: viewBytes) to the bound and writes its size after it, and its
+// image's, srcW x srcH.
+func (t sampler) PadSample(out []byte, w, h, srcW, srcH int) {
 	px := out[:len(out)-SizeTrailer]
 	PadCorner(px, w, h, t.outW, t.outH, len(px)/(3*t.outW*t.outH), t.layout)
-	binary.LittleEndian.PutUint32(out[len(px):], uint32(h))
-	binary.LittleEndian.PutUint32(out[len(px)+4:], uint32(w))
+	putTrailer(out, w, h, srcW, srcH)
+}
+
+// putTrailer writes a sample's trailer at the end of its slot: its size
+// (h, w), its image's (srcH, srcW).
+func putTrailer(slot []byte, w, h, srcW, srcH int) {
+	tr := slot[len(slot)-SizeTrailer:]
+	binary.LittleEndian.PutUint32(tr, uint32(h))
+	binary.LittleEndian.PutUint32(tr[4:], uint32(w))
+	binary.LittleEndian.PutUint32(tr[8:], uint32(srcH))
+	binary.LittleEndian.PutUint32(tr[12:], uint32(srcW))
+}
+
+// SourceSizes is each of n samples' image's size as decoded (h, w), from
+// the trailers of a batch of per-sample sizes (its first view of them),
+// before it is packed (PackSizes, PackRaggedViews); nil of one size.
+func (t *Transform) SourceSizes(data []byte, n int) [][2]int {
+	for v := range t.Views() {
+		vt := t.View(v)
+		if !vt.vary {
+			continue
+		}
+		l, out := t.vlayout, make([][2]int, n)
+		for i := range n {
+			tr := data[l.Offset(n, v, i):][:l.Bytes(v)]
+			tr = tr[len(tr)-SizeTrailer:]
+			out[i] = [2]int{int(binary.LittleEndian.Uint32(tr[8:])), int(binary.LittleEndian.Uint32(tr[12:]))}
+		}
+		return out
+	}
+	return nil
 }
 
 // checkResize checks a Resize, RandomShortestSize or RandomResize, the

@@ -102,7 +102,7 @@ func naflexBound(op *optab.Op) int {
 // (the patches merged, as the model's image placeholder counts them),
 // NaFlexResize's patches. A transform of another geometry has none.
 func (t *Transform) VisionTokens(w, h int) (int64, error) {
-	if t.resize == nil || !selfSized(t.resize) {
+	if t.resize == nil || (t.resize.Kind != OpSmartResize && t.resize.Kind != OpNaFlexResize) {
 		return 0, fmt.Errorf("%w: transform: batch_tokens wants a SmartResize or NaFlexResize geometry (the vision-language presets): its images have no vision tokens", errs.Unsupported)
 	}
 	rw, rh, err := selfSize(t.resize, w, h)

@@ -116,6 +116,11 @@ func (t *Transform) smartSize() {
 	t.geom, t.vary, t.varyGeom = ResizeCrop, true, true
 	t.outH, t.outW = t.bound[0], t.bound[1]
 	if t.bound == [2]int{} || t.boundFrom != "" { // none given, or a dataset's sizes (not a bound on SmartResize's)
+		if t.resize.Kind == OpAnyResResize {
+			t.outH, t.outW = anyResBound(t.resize)
+			t.boundFrom = "AnyResResize's own bound, its largest grid_pinpoints' height and width"
+			return
+		}
 		if t.resize.Kind == OpTileResize {
 			s := tileBound(t.resize)
 			t.outH, t.outW = s, s
@@ -138,7 +143,7 @@ func (t *Transform) smartSize() {
 // each sample's size its own rule's: SmartResize's, NaFlexResize's,
 // TileResize's.
 func selfSized(op *optab.Op) bool {
-	return op.Kind == OpSmartResize || op.Kind == OpNaFlexResize || op.Kind == OpTileResize
+	return op.Kind == OpSmartResize || op.Kind == OpNaFlexResize || op.Kind == OpTileResize || op.Kind == OpAnyResResize
 }
 
 // selfSize is a selfSized op's size for a w x h image.
@@ -148,6 +153,9 @@ func selfSize(op *optab.Op, w, h int) (rw, rh int, err error) {
 		return NaFlexSize(op, w, h)
 	case OpTileResize:
 		return TileSize(op, w, h)
+	case OpAnyResResize: // the resized image's: the plan pads it to its resolution (anyResPlan)
+		_, _, rw, rh = AnyResFit(op, w, h)
+		return rw, rh, nil
 	}
 	return SmartSize(op, w, h)
 }

@@ -211,6 +211,9 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 			p.Canvas, p.ZoomW, p.ZoomH = true, srcW, srcH
 		}
 		p.KW, p.KH = p.ZoomW, p.ZoomH
+		if t.resize.Kind == OpAnyResResize { // resized into its resolution, padded to it (op_anyres.go)
+			anyResPlan(t.resize, &p, srcW, srcH)
+		}
 		if t.center != nil {
 			p.CW, p.CH = t.center.Size[1], t.center.Size[0]
 			p.CX, p.CY = CenterOffset(p.RW, p.CW), CenterOffset(p.RH, p.CH)
@@ -235,7 +238,7 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 	if !p.Vis && !p.Canvas && (p.CX < 0 || p.CY < 0 || p.CX+p.CW > w || p.CY+p.CH > h) {
 		// Only a CenterCrop can pass the image (RandomResizedCrop's box is
 		// inside it): torchvision pads it with zeros.
-		if t.rrc != nil || t.center == nil {
+		if t.rrc != nil || (t.center == nil && (t.resize == nil || t.resize.Kind != OpAnyResResize)) {
 			return p, fmt.Errorf("%w: image %dx%d: crop %d,%d %dx%d outside it", errs.Unsupported, srcW, srcH, p.CX, p.CY, p.CW, p.CH)
 		}
 		p.Padded = true

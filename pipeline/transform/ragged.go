@@ -57,16 +57,14 @@ func (t sampler) elem() int {
 }
 
 // CompactSample ends a ragged sample made compact at the start of out (a
-// slot): its size, in the trailer. A sample of a transform that is not
+// slot): its size and its image's (srcW x srcH), in the trailer. A sample of a transform that is not
 // ragged is spread to its place in the bound instead (PadSample).
-func (t sampler) CompactSample(out []byte, w, h int) {
+func (t sampler) CompactSample(out []byte, w, h, srcW, srcH int) {
 	if !t.ragged {
-		t.PadSample(out, w, h)
+		t.PadSample(out, w, h, srcW, srcH)
 		return
 	}
-	px := len(out) - SizeTrailer
-	binary.LittleEndian.PutUint32(out[px:], uint32(h))
-	binary.LittleEndian.PutUint32(out[px+4:], uint32(w))
+	putTrailer(out, w, h, srcW, srcH)
 }
 
 // slotSize is the (h, w) a slot's trailer says, each at most the bound: a

@@ -266,6 +266,11 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 				return nil, err
 			}
 			t.resize = op
+		case OpAnyResResize:
+			if err := checkAnyRes(op, n); err != nil {
+				return nil, err
+			}
+			t.resize = op
 		case OpResize, OpRandomShortestSize, OpRandomResize:
 			if t.pad != nil {
 				return bad("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")

@@ -26,7 +26,7 @@ func TestPresets(t *testing.T) {
 			}
 			bytes := 3 * side * side
 			if tr.Varies() {
-				bytes += 8 // each sample's size after its pixels
+				bytes += SizeTrailer // each sample's size and its image's after its pixels
 			}
 			if _, views := ViewPreset(name); views {
 				bytes = 0 // TestViewPresets checks their views

@@ -105,6 +105,10 @@ class Batch(tuple):
       transforms), a list of each sample's own ``[3, h, w]``: the server
       sends them back to back, unpadded (a ragged batch), and each is a
       view of the batch's buffer; ``None`` otherwise;
+    - ``source_sizes``: with ``sizes``, int64 ``[B, 2]``, each sample's
+      image's ``(height, width)`` as decoded, before the transform
+      (LLaVA-OneVision's ``image_sizes``, DETR's ``orig_size``); ``None``
+      otherwise;
     - ``mask``: with ``sizes``, bool ``[B, H, W]``, True on the padding
       (DETR's ``NestedTensor`` mask), made when first read; ``None``
       otherwise;
@@ -140,6 +144,7 @@ class Batch(tuple):
         self.decode = decode
         self.targets: Optional[List[Dict[str, Any]]] = None
         self.sizes: Any = None
+        self.source_sizes: Any = None
         self._padded: Any = None
         self._flat: Any = None  # a ragged batch's buffer (its images are views of it)
         self._layout = "NCHW"
@@ -150,19 +155,21 @@ class Batch(tuple):
     def vision_inputs(self, device: Any = None) -> Dict[str, Any]:
         """Of a vision-language transform (:func:`stoker.transforms.from_hf`,
         the presets ``"qwen2-vl"``, ``"qwen3-vl"``, ``"siglip2-naflex"``,
-        ``"internvl"``), what its processor gives for the batch's images,
+        ``"internvl"``, ``"llava-onevision"``), what its processor gives for the batch's images,
         made on ``device`` (``"cuda"``: only the uint8 batch crosses to it):
         Qwen's ``{"pixel_values": float32 [sum of patches, C * T * P * P],
         "image_grid_thw": int64 [N, 3]}``, NaFlex's ``pixel_values``,
         ``pixel_attention_mask`` and ``spatial_shapes``, InternVL's
         ``{"pixel_values": float32 [sum of tiles, 3, 448, 448],
-        "num_patches": int64 [N]}``; the images in batch order
+        "num_patches": int64 [N]}``, LLaVA-OneVision's ``pixel_values``,
+        ``image_sizes`` and ``batch_num_images``; the images in batch order
         (docs/vlm.md)."""
-        from stoker._vlm import InternVision, NaFlexVision, internvl_inputs, naflex_inputs, vision_inputs
+        from stoker._vlm import (AnyResVision, InternVision, NaFlexVision, anyres_inputs, internvl_inputs,
+                                 naflex_inputs, vision_inputs)
 
         if self._vision is None:
             raise ValueError("vision_inputs needs a batch of a vision-language transform "
-                             "(stoker.transforms.from_hf(processor), or transform=\"qwen2-vl\", \"qwen3-vl\", \"siglip2-naflex\" or \"internvl\")")
+                             "(stoker.transforms.from_hf(processor), or transform=\"qwen2-vl\", \"qwen3-vl\", \"siglip2-naflex\", \"internvl\" or \"llava-onevision\")")
         if self.sizes is None:
             raise ValueError("vision_inputs needs the samples' sizes: the transform is not a SmartResize")
         if isinstance(self.sizes, list):  # several ragged views (InternVL's canvas and thumbnail): view after view
@@ -176,6 +183,8 @@ class Batch(tuple):
                     ims.append(x.view(3, h, w) if self._layout == "NCHW" else x.view(h, w, 3).permute(2, 0, 1))
                     off += n
                 views.append(ims)
+            if isinstance(self._vision, AnyResVision):
+                return anyres_inputs(views, self.sizes, self.source_sizes, self._vision)
             return internvl_inputs(views, self.sizes, self._vision)
         if self._flat is not None:  # ragged: the buffer crosses once, the images are views of it there
             flat = self._flat if device is None else self._flat.to(device, non_blocking=True)

@@ -13,9 +13,13 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["NaFlexResize", "RandomChannelPermutation", "SmartResize", "TileResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
+__all__ = ["AnyResResize", "NaFlexResize", "RandomChannelPermutation", "SmartResize", "TileResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
+    "AnyResResize": (
+        Param("grid_pinpoints", "ints", None, False, 1, 4096),
+        Param("interpolation", "interpolation", "'bicubic'"),
+    ),
     "AugMix": (
         Param("severity", "int", "3"),
         Param("mixture_width", "int", "3"),
@@ -307,6 +311,16 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
 }
 
 
+class AnyResResize(NamedOp):
+    """LLaVA-OneVision's AnyRes (transformers' LlavaOnevisionImageProcessor): the image resized, aspect kept, into the best-fitting resolution of grid_pinpoints (flat (height, width) pairs; select_best_resolution) and padded to it with zeros, centred; each sample its own size (the trainer cuts the patches)."""
+
+    _name = "AnyResResize"
+    _params = SCHEMA["AnyResResize"]
+
+    def __init__(self, grid_pinpoints: Any, interpolation: Any = 'bicubic') -> None:
+        super().__init__(grid_pinpoints=grid_pinpoints, interpolation=interpolation)
+
+
 class NaFlexResize(NamedOp):
     """Transformers' SigLIP2 NaFlex resize: the whole image resized to the largest size, aspect kept, whose patch_size patches fit max_num_patches (sides multiples of patch_size), each sample its own size."""
 
@@ -438,4 +452,4 @@ class YOLORandomPerspective(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"NaFlexResize": NaFlexResize, "RandomChannelPermutation": RandomChannelPermutation, "SmartResize": SmartResize, "TileResize": TileResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
+NAMED: Dict[str, Any] = {"AnyResResize": AnyResResize, "NaFlexResize": NaFlexResize, "RandomChannelPermutation": RandomChannelPermutation, "SmartResize": SmartResize, "TileResize": TileResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}

@@ -21,8 +21,8 @@ from stoker._views import MultiView
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["QwenVision", "NaFlexVision", "InternVision", "VisionCompose", "VisionMultiView", "from_hf", "VLM_PRESETS",
-           "vlm_preset", "vision_inputs", "internvl_inputs"]
+__all__ = ["QwenVision", "NaFlexVision", "InternVision", "AnyResVision", "VisionCompose", "VisionMultiView", "from_hf", "VLM_PRESETS",
+           "vlm_preset", "vision_inputs", "internvl_inputs", "anyres_inputs"]
 
 OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -94,6 +94,31 @@ class InternVision:
     image_std: Tuple[float, ...] = IMAGENET_STD
 
 
+# LlavaOnevisionImageProcessor's image_grid_pinpoints (transformers 5.24):
+# 384 to 2304 a side, by 384, (height, width).
+ONEVISION_PINPOINTS = tuple((h, w) for h in range(384, 2305, 384) for w in range(384, 2305, 384))
+
+
+@dataclass(frozen=True)
+class AnyResVision:
+    """The device side of LLaVA-OneVision's AnyRes (transformers'
+    ``LlavaOnevisionImageProcessor``): each image's base (the whole image
+    resized to one patch, a view of the same decode) then its canvas (an
+    AnyResResize: the best-fitting resolution of the grid pinpoints, the
+    image in it padded with zeros) cut into patch_size patches, row by row,
+    each rescaled and normalized; with do_pad, the images' patches padded
+    with zeros to the batch's most."""
+
+    patch_size: int = 384
+    grid_pinpoints: Tuple[Tuple[int, int], ...] = ONEVISION_PINPOINTS
+    do_pad: bool = True
+    do_rescale: bool = True
+    rescale_factor: float = 1 / 255
+    do_normalize: bool = True
+    image_mean: Tuple[float, ...] = (0.5, 0.5, 0.5)
+    image_std: Tuple[float, ...] = (0.5, 0.5, 0.5)
+
+
 class VisionCompose(Compose):
     """A :class:`stoker.transforms.Compose` whose batches a vision-language
     model's processor would make: its ``vision`` says how
@@ -145,6 +170,25 @@ def _internvl() -> Any:
     return _internvl_transform(InternVision())
 
 
+def _anyres_transform(v: AnyResVision, interpolation: str = "bicubic") -> Any:
+    """LLaVA-OneVision's: the canvas, and the base image as a second view
+    (both of one decode)."""
+    from stoker._ops import Resize
+    from stoker._ops_generated import AnyResResize
+
+    flat = [int(x) for hw in v.grid_pinpoints for x in hw]
+    canvas = AnyResResize(grid_pinpoints=flat, interpolation=interpolation)
+    base = Resize((v.patch_size, v.patch_size), interpolation=interpolation)
+    return VisionMultiView([("canvas", 1, [canvas]), ("base", 1, [base])], v)
+
+
+def _llava_onevision() -> Any:
+    # LLaVA-OneVision's checkpoints (llava-hf/llava-onevision-qwen2-*-ov-hf
+    # preprocessor_config.json): 384-pixel patches, the 36 pinpoints,
+    # bicubic, mean and std 0.5 (SigLIP's).
+    return _anyres_transform(AnyResVision())
+
+
 def _smart_resize(min_pixels: int, max_pixels: int, factor: int, interpolation: str = "bicubic") -> Any:
     from stoker._ops_generated import SmartResize
 
@@ -178,7 +222,8 @@ def _siglip2_naflex() -> VisionCompose:
 
 #: The vision-language presets: names the client resolves (the server sees
 #: their SmartResize or NaFlexResize), each a processor's defaults.
-VLM_PRESETS = {"qwen2-vl": _qwen2_vl, "qwen3-vl": _qwen3_vl, "siglip2-naflex": _siglip2_naflex, "internvl": _internvl}
+VLM_PRESETS = {"qwen2-vl": _qwen2_vl, "qwen3-vl": _qwen3_vl, "siglip2-naflex": _siglip2_naflex, "internvl": _internvl,
+               "llava-onevision": _llava_onevision}
 
 
 def vlm_preset(name: str) -> Any:
@@ -211,6 +256,8 @@ def from_hf(processor: Any) -> Any:
         return _from_siglip2(ip, name)
     if name in _GOTOCR2:
         return _from_gotocr2(ip, name)
+    if name in _ONEVISION:
+        return _from_onevision(ip, name)
     if name not in _SUPPORTED:
         _refuse(name, f"not a processor stoker reproduces (it does {', '.join(_SUPPORTED)}: the Qwen2-VL family's "
                       "torchvision back-end; load it with AutoImageProcessor.from_pretrained(..., backend='torchvision'))")
@@ -323,6 +370,72 @@ def _from_gotocr2(ip: Any, name: str) -> Any:
     v = InternVision(tile_size=int(th), min_tiles=lo, max_tiles=hi,
                      **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
     return _internvl_transform(v, interp)
+
+
+# LLaVA-OneVision's image processors from_hf converts: 5's torchvision
+# back-end, 4.x's name for it.
+_ONEVISION = ("LlavaOnevisionImageProcessor", "LlavaOnevisionImageProcessorFast")
+
+
+def _from_onevision(ip: Any, name: str) -> Any:
+    """from_hf of LLaVA-OneVision's image processor: its size (square: the
+    patch), image_grid_pinpoints (each a multiple of the patch), resample,
+    rescale, normalize and do_pad."""
+    if not getattr(ip, "do_resize", True):
+        _refuse(name, "do_resize=False: the patches are a resize of the image")
+    if getattr(ip, "do_center_crop", None):
+        _refuse(name, "do_center_crop=True: stoker's AnyRes does not crop the patches")
+    if getattr(ip, "do_convert_rgb", True) is False:
+        _refuse(name, "do_convert_rgb=False: stoker always decodes to RGB")
+    interp = _interp_of(ip, name, 3)
+    size = getattr(ip, "size", None) or {}
+    size = dict(size.items()) if hasattr(size, "items") else dict(vars(size))
+    ph, pw = size.get("height"), size.get("width")
+    if not ph or ph != pw:
+        _refuse(name, f"size {size!r}: stoker's AnyRes wants a square patch (height == width)")
+    pins = tuple((int(h), int(w)) for h, w in getattr(ip, "image_grid_pinpoints", ONEVISION_PINPOINTS))
+    for h, w in pins:
+        if h % ph or w % ph:
+            _refuse(name, f"image_grid_pinpoints {h}x{w}: not whole patches of {ph} (the processor's patches would not stack)")
+    v = AnyResVision(patch_size=int(ph), grid_pinpoints=pins, do_pad=bool(getattr(ip, "do_pad", True)),
+                     **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
+    return _anyres_transform(v, interp)
+
+
+def anyres_inputs(views: Any, sizes: Any, source_sizes: Any, v: AnyResVision) -> Dict[str, Any]:
+    """LLaVA-OneVision's processor's ``pixel_values`` (float32 ``[N, most
+    patches, 3, P, P]`` with do_pad: each image's base, then its canvas's
+    patches row by row, then zeros; a list of each image's without),
+    ``image_sizes`` (int64 ``[N, 2]``, each image's height and width as
+    decoded) and ``batch_num_images`` (int64 ``[N]``, ones) of a ragged
+    batch: ``views`` the canvases (each uint8 ``[3, H, W]``, whole patches)
+    and the bases (``[3, P, P]``), on their device."""
+    import torch
+
+    canvases, bases = views
+    p = v.patch_size
+    dev = canvases[0].device if canvases else torch.device("cpu")
+    mean, std = _mean_std(v, dev) if v.do_normalize else (None, None)
+    out = []
+    for i, (h, w) in enumerate(sizes[0].tolist()):
+        x = canvases[i]
+        if x.dtype != torch.uint8:
+            raise ValueError(f"vision_inputs wants the uint8 images an AnyResResize makes, got {x.dtype}")
+        if h % p or w % p:
+            raise ValueError(f"sample {i} is {h}x{w} (height x width): not whole patches of {p}; was the transform an AnyResResize of these pinpoints?")
+        patches = x.reshape(3, h // p, p, w // p, p).permute(1, 3, 0, 2, 4).reshape(-1, 3, p, p)
+        x = torch.cat([bases[i].reshape(1, 3, p, p), patches], dim=0).to(torch.float32)
+        out.append(x.sub_(mean).div_(std) if v.do_normalize else x.mul_(v.rescale_factor))
+    n = len(out)
+    if v.do_pad:
+        most = max((x.shape[0] for x in out), default=0)
+        values: Any = torch.zeros(n, most, 3, p, p, dtype=torch.float32, device=dev)
+        for i, x in enumerate(out):
+            values[i, : x.shape[0]] = x
+    else:
+        values = out
+    return {"pixel_values": values, "image_sizes": source_sizes.to(torch.long).reshape(-1, 2),
+            "batch_num_images": torch.ones(n, dtype=torch.long)}
 
 
 def internvl_inputs(views: Any, sizes: Any, v: InternVision) -> Dict[str, "torch.Tensor"]:

@@ -87,7 +87,7 @@ from stoker._ops_policies import (
     timm_rand_augment,
 )
 from stoker._views import MAX_VIEWS, VIEW_PRESETS, MultiView
-from stoker._vlm import VLM_PRESETS, InternVision, NaFlexVision, QwenVision, VisionCompose, VisionMultiView, from_hf
+from stoker._vlm import VLM_PRESETS, AnyResVision, InternVision, NaFlexVision, QwenVision, VisionCompose, VisionMultiView, from_hf
 from stoker.v1 import stoker_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -162,6 +162,7 @@ __all__ = [
     "QwenVision",
     "NaFlexVision",
     "InternVision",
+    "AnyResVision",
     "VisionCompose",
     "VisionMultiView",
     "TORCHVISION_SUPPORTED",

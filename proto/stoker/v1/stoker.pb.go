@@ -2551,7 +2551,7 @@ type NamedArg_Number struct {
 }
 
 type NamedArg_Numbers struct {
-	// At most 64 values.
+	// At most 512 values (AnyResResize's grid_pinpoints: 256 pairs).
 	Numbers *Numbers `protobuf:"bytes,3,opt,name=numbers,proto3,oneof"`
 }
 
@@ -6261,6 +6261,11 @@ type BatchHeader struct {
 	// back, sample_sizes every view's (n of view 0, then of view 1...), and
 	// each view's dims its largest sample's (a view of one size: its own).
 	Ragged bool `protobuf:"varint,61,opt,name=ragged,proto3" json:"ragged,omitempty"`
+	// JobInfo.sizes_vary: each sample's image's height and width as
+	// decoded, before the transform, in batch order (h0, w0, h1, w1, ...):
+	// what LLaVA-OneVision's processor gives as image_sizes, DETR's
+	// orig_size.
+	SourceSizes []uint32 `protobuf:"varint,62,rep,packed,name=source_sizes,json=sourceSizes,proto3" json:"source_sizes,omitempty"`
 	// JobSpec.targets: every sample's targets, as ragged arrays (they are
 	// not among fields).
 	Targets       *BatchTargets `protobuf:"bytes,70,opt,name=targets,proto3" json:"targets,omitempty"`
@@ -6401,6 +6406,13 @@ func (x *BatchHeader) GetRagged() bool {
 		return x.Ragged
 	}
 	return false
+}
+
+func (x *BatchHeader) GetSourceSizes() []uint32 {
+	if x != nil {
+		return x.SourceSizes
+	}
+	return nil
 }
 
 func (x *BatchHeader) GetTargets() *BatchTargets {
@@ -9515,7 +9527,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06ragged\x18= \x01(\bR\x06ragged\"A\n" +
 	"\bViewInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
-	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\xa5\x04\n" +
+	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\xc8\x04\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x14\n" +
@@ -9532,7 +9544,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05views\x18( \x03(\v2\x10.stoker.v1.ShapeR\x05views\x12.\n" +
 	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fields\x12!\n" +
 	"\fsample_sizes\x18< \x03(\rR\vsampleSizes\x12\x16\n" +
-	"\x06ragged\x18= \x01(\bR\x06ragged\x121\n" +
+	"\x06ragged\x18= \x01(\bR\x06ragged\x12!\n" +
+	"\fsource_sizes\x18> \x03(\rR\vsourceSizes\x121\n" +
 	"\atargets\x18F \x01(\v2\x17.stoker.v1.BatchTargetsR\atargetsB\a\n" +
 	"\x05_slot\"\xbf\x05\n" +
 	"\fBatchTargets\x12\x18\n" +

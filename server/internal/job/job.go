@@ -551,6 +551,7 @@ func packRagged(t *transform.Transform, b *pipeline.Batch, h *stokerv1.BatchHead
 	if len(b.Data) != b.N*t.SampleBytes() {
 		return
 	}
+	h.SourceSizes = sourceSizes(t, b)
 	dims, sizes, data := t.PackRaggedViews(b.Data, b.N)
 	h.Ragged = true
 	packed(t, b, h, dims[0][0], dims[0][1], sizes, data)
@@ -572,8 +573,20 @@ func packSizes(t *transform.Transform, b *pipeline.Batch, h *stokerv1.BatchHeade
 	if len(b.Data) != b.N*t.SampleBytes() {
 		return
 	}
+	h.SourceSizes = sourceSizes(t, b)
 	bh, bw, sizes, data := t.PackSizes(b.Data, b.N)
 	packed(t, b, h, bh, bw, sizes, data)
+}
+
+// sourceSizes is BatchHeader.source_sizes of b (its samples in their
+// slots, not yet packed): each image's height and width as decoded.
+func sourceSizes(t *transform.Transform, b *pipeline.Batch) []uint32 {
+	src := t.SourceSizes(b.Data, b.N)
+	out := make([]uint32, 0, 2*len(src))
+	for _, s := range src {
+		out = append(out, uint32(s[0]), uint32(s[1]))
+	}
+	return out
 }
 
 // packed says in h what a batch of per-sample sizes was packed to: data,
