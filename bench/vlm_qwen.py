@@ -32,6 +32,9 @@ CPU-second and stoker's ratios to ``hf-tv`` (the processor's default).
 ``"internvl"`` (TileResize and the thumbnail, two views of one decode)
 against ``GotOcr2ImageProcessor`` as InternVL3's checkpoints configure it
 (crop_to_patches, 1 to 12 tiles of 448, bicubic, ImageNet's mean and std).
+``--family llava-onevision``: the preset ``"llava-onevision"`` (AnyResResize
+and the base image) against ``LlavaOnevisionImageProcessor`` as its
+checkpoints configure it (mean and std 0.5).
 """
 from __future__ import annotations
 
@@ -73,7 +76,7 @@ def main() -> None:
     ap.add_argument("--max-size", type=int, nargs=2, default=None, metavar=("H", "W"),
                     help="the job's bound on a sample (default: SmartResize's own, 1428x1428 for qwen2-vl)")
     ap.add_argument("--transport", default="shm", choices=["shm", "grpc"])
-    ap.add_argument("--family", default="qwen2-vl", choices=["qwen2-vl", "internvl"],
+    ap.add_argument("--family", default="qwen2-vl", choices=["qwen2-vl", "internvl", "llava-onevision"],
                     help="the processor and stoker's preset of the same name")
     ap.add_argument("--stoker-bin", default=os.path.join(REPO, "bin", "stoker"))
     args = ap.parse_args()
@@ -103,6 +106,11 @@ def main() -> None:
         proc = GotOcr2ImageProcessor(crop_to_patches=True, min_patches=1, max_patches=12, size={"height": 448, "width": 448},
                                      resample=3, image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])
         count = "num_patches"
+    elif args.family == "llava-onevision":
+        from transformers.models.llava_onevision.image_processing_llava_onevision import LlavaOnevisionImageProcessor
+
+        proc = LlavaOnevisionImageProcessor(image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
+        count = "image_sizes"
     else:
         proc = Qwen2VLImageProcessor()
         count = "image_grid_thw"
