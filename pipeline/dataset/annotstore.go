@@ -44,6 +44,13 @@ import (
 // has none: its label files are read from the disk at start.
 func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOption) (Dataset, error) {
 	o := newSourceOptions(opts)
+	if !source.IsRemote(ann) && IsConversationFile(ann) { // a JSON list: LLaVA's or ShareGPT's (convdataset.go)
+		if source.IsRemote(dir) || o.manifest != "" {
+			return nil, fmt.Errorf("%w: %s: a conversation dataset (a JSON list of records) is read from a local directory, without a manifest, for now", ErrUnsupported, path.Base(ann))
+		}
+		max, over := cocoFileBound(o.annBudget)
+		return OpenConversations(dir, ann, max, over, o.log)
+	}
 	yolo := isYOLOConfig(ann)
 	if yolo && o.manifest != "" && !source.IsRemote(dir) {
 		return nil, fmt.Errorf("%w: manifest %s: a YOLO dataset on a disk has no manifest: its label files are read from the disk at start; serve it without one", ErrUnsupported, o.manifest)

@@ -1,0 +1,370 @@
+package dataset
+
+// ConvDataset: a vision-language fine-tuning set as its repositories write
+// it, a JSON file listing conversations and the images they name, in
+// LLaVA's layout ([{"id": ..., "image": "coco/train2017/1.jpg",
+// "conversations": [...]}, ...]) or LLaMA-Factory's ShareGPT layout
+// ([{"messages": [...], "images": ["a.jpg"]}, ...]), the images under the
+// dataset's directory (`stoker serve --dataset NAME=DIR --annotations
+// NAME=FILE`).
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// FieldJSON is a conversation dataset's sample's record, as the file
+// gives it (its "conversations" or "messages", its "id", its images'
+// names, and whatever else the record holds).
+const FieldJSON = "json"
+
+const fieldIDJSON = 0
+
+// maxConvRecord bounds one record of a conversation file: a
+// conversation of 16 MiB is not a training sample.
+const maxConvRecord = 16 << 20
+
+// ConvDataset is a conversation dataset: a sample is a record of the file
+// with one image, read from DIR/its path, its record the field "json"
+// (the trainer's tokenizer takes the conversation from it). Labels are -1,
+// there are no classes. Records of no image (text alone) or of several
+// are left out when it opens, counted and logged with the first few ids:
+// stoker serves one image a sample. The fingerprint covers the file's
+// bytes and every image's name and size.
+type ConvDataset struct {
+	root *os.Root
+	// file is the conversation file, open: each record is read from it
+	// when a batch asks (its offset and length in recs), not kept.
+	file    *os.File
+	recs    [][2]int64
+	names   []string
+	sizes   []int64
+	maxSize int64
+	fp      string
+	// Left out: records without an image, records of several.
+	TextOnly, MultiImage int
+	annName              string
+}
+
+var (
+	_ Dataset = (*ConvDataset)(nil)
+	_ Fielded = (*ConvDataset)(nil)
+)
+
+// IsConversationFile reports whether the JSON file at path is a list (a
+// conversation dataset's) rather than an object (COCO's): its first byte
+// that is not white space is '['.
+func IsConversationFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			return false
+		}
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case 0xEF: // a UTF-8 byte order mark
+			r.ReadByte()
+			r.ReadByte()
+			continue
+		}
+		return b == '['
+	}
+}
+
+// convRecord is what ConvDataset reads of a record: its images (LLaVA's
+// "image", a name or a list; ShareGPT's "images"), its id, and whether it
+// holds a conversation.
+type convRecord struct {
+	ID            json.RawMessage `json:"id"`
+	Image         json.RawMessage `json:"image"`
+	Images        json.RawMessage `json:"images"`
+	Conversations json.RawMessage `json:"conversations"`
+	Messages      json.RawMessage `json:"messages"`
+}
+
+// images are a record's image names: "image" (a string or a list of
+// them), else "images"; null or absent: none.
+func (r *convRecord) images() ([]string, error) {
+	raw := r.Image
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		raw = r.Images
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return []string{s}, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("its images are %.40s: want a file name or a list of them", raw)
+	}
+	return list, nil
+}
+
+// OpenConversations opens the conversation file at ann (at most max
+// bytes; over says what bounds it) over the images under dir. A record that is not an object, has
+// no "conversations" or "messages", or names an image outside dir or
+// missing refuses the file, naming the record (the first few missing).
+func OpenConversations(dir, ann string, max int64, over string, lg *slog.Logger) (*ConvDataset, error) {
+	name := filepath.Base(ann)
+	rc, err := openLocalFile(ann, name, max, over)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	dec := json.NewDecoder(io.TeeReader(bufio.NewReaderSize(rc, 1<<20), h))
+	bad := func(format string, a ...any) (*ConvDataset, error) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, name, fmt.Sprintf(format, a...))
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return bad("not a conversation file: want a JSON list of records (LLaVA's {\"image\", \"conversations\"} or ShareGPT's {\"messages\", \"images\"})")
+	}
+	d := &ConvDataset{annName: name, maxSize: DefaultMaxFileSize}
+	var textOnly, multi []string
+	for k := 0; dec.More(); k++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, ErrTooLarge) {
+				return nil, err
+			}
+			return bad("record %d: %v", k, err)
+		}
+		if len(raw) > maxConvRecord {
+			return bad("record %d is %d bytes: the limit is %d", k, len(raw), maxConvRecord)
+		}
+		var r convRecord
+		if len(raw) == 0 || raw[0] != '{' {
+			return bad("record %d is %.40s: want an object", k, raw)
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return bad("record %d: %v", k, err)
+		}
+		if len(r.Conversations) == 0 && len(r.Messages) == 0 {
+			return bad("record %d (id %s) has neither \"conversations\" (LLaVA) nor \"messages\" (ShareGPT)", k, orNone(r.ID))
+		}
+		imgs, err := r.images()
+		if err != nil {
+			return bad("record %d (id %s): %v", k, orNone(r.ID), err)
+		}
+		switch len(imgs) {
+		case 0:
+			textOnly = append(textOnly, fmt.Sprintf("%d (id %s)", k, orNone(r.ID)))
+			continue
+		case 1:
+		default:
+			multi = append(multi, fmt.Sprintf("%d (id %s, %d images)", k, orNone(r.ID), len(imgs)))
+			continue
+		}
+		img := filepath.ToSlash(imgs[0])
+		if img == "" || !filepath.IsLocal(filepath.FromSlash(img)) {
+			return bad("record %d (id %s): image %q is not a path under the dataset's directory: the server reads only the files under it", k, orNone(r.ID), imgs[0])
+		}
+		d.recs = append(d.recs, [2]int64{dec.InputOffset() - int64(len(raw)), int64(len(raw))})
+		d.names = append(d.names, img)
+	}
+	if _, err := dec.Token(); err != nil { // the closing ']'
+		return bad("the list does not end: %v", err)
+	}
+	if _, err := io.Copy(h, dec.Buffered()); err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(h, rc); err != nil { // past what the decoder needed
+		return nil, err
+	}
+	if len(d.recs) == 0 {
+		return bad("no record with one image (%d without an image, %d with several): stoker serves one image a sample", len(textOnly), len(multi))
+	}
+	if d.file, err = os.Open(ann); err != nil {
+		return nil, err
+	}
+	if d.root, err = os.OpenRoot(dir); err != nil {
+		d.file.Close()
+		return nil, err
+	}
+	fp := sha256.New()
+	fp.Write(h.Sum(nil))
+	d.sizes = make([]int64, len(d.names))
+	var missing []string
+	for i, n := range d.names {
+		st, err := d.root.Stat(filepath.FromSlash(n))
+		if err != nil || !st.Mode().IsRegular() {
+			missing = append(missing, n)
+			continue
+		}
+		d.sizes[i] = st.Size()
+		fp.Write([]byte(n))
+		fp.Write(binary.LittleEndian.AppendUint64(nil, uint64(st.Size())))
+	}
+	if len(missing) > 0 {
+		d.Close()
+		return nil, errMissingImages(missing, len(d.names), name, dir)
+	}
+	d.fp = hex.EncodeToString(fp.Sum(nil))
+	d.TextOnly, d.MultiImage = len(textOnly), len(multi)
+	if len(textOnly)+len(multi) > 0 {
+		lg.Warn(fmt.Sprintf("%s: %d of %d records left out: %d without an image (%s), %d of several images (%s): stoker serves one image a sample",
+			name, len(textOnly)+len(multi), len(textOnly)+len(multi)+len(d.recs), len(textOnly), firstFew(textOnly), len(multi), firstFew(multi)),
+			"file", name, "text_only", len(textOnly), "multi_image", len(multi))
+	}
+	return d, nil
+}
+
+// orNone is a record's id for messages: its JSON, or "none".
+func orNone(id json.RawMessage) string {
+	if len(id) == 0 {
+		return "none"
+	}
+	if len(id) > 40 {
+		return string(id[:40]) + "…"
+	}
+	return string(id)
+}
+
+// firstFew is up to 3 of list, then how many more.
+func firstFew(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	if len(list) <= 3 {
+		return strings.Join(list, ", ")
+	}
+	return strings.Join(list[:3], ", ") + fmt.Sprintf(" and %d more", len(list)-3)
+}
+
+// AnnotationBytes is what the dataset keeps of its file: each record's
+// offset and length, each image's name and size.
+func (d *ConvDataset) AnnotationBytes() int64 {
+	n := int64(len(d.recs)) * (16 + 8 + 16)
+	for _, s := range d.names {
+		n += int64(len(s))
+	}
+	return n
+}
+
+// Layout is "conversations".
+func (d *ConvDataset) Layout() string { return "conversations" }
+
+// SetMaxFileSize bounds an image's size.
+func (d *ConvDataset) SetMaxFileSize(n int64) { d.maxSize = n }
+
+// Len implements Dataset.
+func (d *ConvDataset) Len() int { return len(d.recs) }
+
+// Label implements Dataset: -1 (a conversation has no class).
+func (d *ConvDataset) Label(i int) int64 { return -1 }
+
+// Classes implements Dataset: none.
+func (d *ConvDataset) Classes() []string { return nil }
+
+// Name implements Dataset: the record's image.
+func (d *ConvDataset) Name(i int) string { return d.names[i] }
+
+// Fingerprint implements Dataset.
+func (d *ConvDataset) Fingerprint() string { return d.fp }
+
+// Close implements Dataset.
+func (d *ConvDataset) Close() error { return errors.Join(d.root.Close(), d.file.Close()) }
+
+// Read implements Dataset: the record's image, from the dataset's
+// directory.
+func (d *ConvDataset) Read(i int, buf []byte) ([]byte, error) {
+	if i < 0 || i >= d.Len() {
+		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.Len())
+	}
+	name := d.names[i]
+	f, err := d.root.OpenFile(filepath.FromSlash(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, openError(d.root, name, "dataset root", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, stripPath(err))
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsupported, name)
+	}
+	if st.Size() != d.sizes[i] {
+		return nil, fmt.Errorf("%w: %s changed since the dataset was indexed: %d bytes, indexed at %d (reopen the dataset to take the change)", ErrCorrupt, name, st.Size(), d.sizes[i])
+	}
+	return readCapped(f, st.Size(), d.maxSize, name, buf)
+}
+
+// FieldID implements Fielded: "json" (the record), "path" (its image)
+// and "__key__" (it without its extension).
+func (d *ConvDataset) FieldID(name string) (int, bool) {
+	switch name {
+	case FieldJSON:
+		return fieldIDJSON, true
+	case FieldPath:
+		return fieldIDPath, true
+	case FieldKey:
+		return fieldIDKey, true
+	}
+	return 0, false
+}
+
+// FieldNames implements Fielded.
+func (d *ConvDataset) FieldNames() []string {
+	return []string{FieldJSON, FieldPath, FieldKey, FieldSource}
+}
+
+// FieldSize implements Fielded.
+func (d *ConvDataset) FieldSize(i, id int) int64 {
+	switch id {
+	case fieldIDJSON:
+		return d.recs[i][1]
+	case fieldIDPath:
+		return int64(len(d.names[i]))
+	case fieldIDKey:
+		return int64(len(keyOfPath(d.names[i])))
+	}
+	return -1
+}
+
+// ReadField implements Fielded.
+func (d *ConvDataset) ReadField(i, id int, buf []byte) ([]byte, error) {
+	switch id {
+	case fieldIDJSON:
+		off, n := d.recs[i][0], d.recs[i][1]
+		if int64(cap(buf)) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := d.file.ReadAt(buf, off); err != nil || buf[0] != '{' || buf[n-1] != '}' {
+			return nil, fmt.Errorf("%w: %s: record of %s changed since the dataset was opened (reopen it to take the change)", ErrCorrupt, d.annName, d.names[i])
+		}
+		return buf, nil
+	case fieldIDPath:
+		return append(buf[:0], d.names[i]...), nil
+	case fieldIDKey:
+		return append(buf[:0], keyOfPath(d.names[i])...), nil
+	}
+	return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.names[i])
+}
