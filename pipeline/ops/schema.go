@@ -453,6 +453,10 @@ type Op struct {
 	Mode  string
 	Beta  float64
 	Areas int
+	// TileTokens: TileResize's tokens_per_tile, the model's vision tokens
+	// a tile becomes (InternVL's 256: 448 / 14 patches a side, halved by
+	// its pixel shuffle), for batch_tokens.
+	TileTokens int
 }
 
 // ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in

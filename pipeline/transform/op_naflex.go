@@ -100,10 +100,19 @@ func naflexBound(op *optab.Op) int {
 // VisionTokens is the vision tokens a w x h image becomes under t's
 // vision-language geometry: SmartResize's (h' / factor) * (w' / factor)
 // (the patches merged, as the model's image placeholder counts them),
-// NaFlexResize's patches. A transform of another geometry has none.
+// NaFlexResize's patches, TileResize's tiles (and thumbnail) times
+// tokens_per_tile. A transform of another geometry has none (AnyRes's
+// count is the model's: its unpadding and newlines).
 func (t *Transform) VisionTokens(w, h int) (int64, error) {
-	if t.resize == nil || (t.resize.Kind != OpSmartResize && t.resize.Kind != OpNaFlexResize) {
-		return 0, fmt.Errorf("%w: transform: batch_tokens wants a SmartResize or NaFlexResize geometry (the vision-language presets): its images have no vision tokens", errs.Unsupported)
+	if t.views != nil { // InternVL's canvas and thumbnail (op_tiles.go)
+		if v0 := t.views[0]; v0.resize != nil && v0.resize.Kind == OpTileResize {
+			return tileTokens(v0.resize, w, h, len(t.views) > 1)
+		}
+	} else if t.resize != nil && t.resize.Kind == OpTileResize {
+		return tileTokens(t.resize, w, h, false)
+	}
+	if t.views != nil || t.resize == nil || (t.resize.Kind != OpSmartResize && t.resize.Kind != OpNaFlexResize) {
+		return 0, fmt.Errorf("%w: transform: batch_tokens wants a SmartResize, NaFlexResize or TileResize geometry (the vision-language presets but llava-onevision): its images have no vision tokens", errs.Unsupported)
 	}
 	rw, rh, err := selfSize(t.resize, w, h)
 	if err != nil {

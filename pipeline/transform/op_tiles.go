@@ -41,10 +41,11 @@ func init() {
 			{Name: "min_tiles", Typ: optab.PInt, Def: "1", Field: "MinPixels", Lo: 1, Hi: maxTiles},
 			{Name: "max_tiles", Typ: optab.PInt, Def: "12", Field: "MaxPixels", Lo: 1, Hi: maxTiles},
 			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", Field: "Interp"},
+			{Name: "tokens_per_tile", Typ: optab.PInt, Def: "256", Field: "TileTokens", Lo: 1, Hi: 1 << 16},
 		},
 		Misplaced: "TileResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(tile_size=%d, min_tiles=%d, max_tiles=%d", op.Multiple, op.MinPixels, op.MaxPixels)
+			fmt.Fprintf(b, "(tile_size=%d, min_tiles=%d, max_tiles=%d, tokens_per_tile=%d", op.Multiple, op.MinPixels, op.MaxPixels, op.TileTokens)
 			formatInterp(b, op)
 		}})
 }
@@ -61,6 +62,8 @@ func checkTiles(op *optab.Op, n int) error {
 		return bad("tile_size %d: want 1..%d", op.Multiple, optab.MaxSide)
 	case op.MinPixels < 1 || op.MaxPixels < op.MinPixels || op.MaxPixels > maxTiles:
 		return bad("min_tiles %d, max_tiles %d: want 1 <= min_tiles <= max_tiles <= %d", op.MinPixels, op.MaxPixels, maxTiles)
+	case op.TileTokens < 1 || op.TileTokens > 1<<16:
+		return bad("tokens_per_tile %d: want 1..%d", op.TileTokens, 1<<16)
 	case tileGrids(op.MinPixels, op.MaxPixels) == nil:
 		return bad("min_tiles %d, max_tiles %d: no grid of columns x rows has that many tiles", op.MinPixels, op.MaxPixels)
 	}
@@ -127,4 +130,20 @@ func TileSize(op *optab.Op, w, h int) (rw, rh int, err error) {
 func tileBound(op *optab.Op) int {
 	s := int(math.Ceil(math.Sqrt(2*float64(op.MaxPixels)))) * op.Multiple
 	return max(min(s, optab.MaxSide), op.Multiple)
+}
+
+// tileTokens is the vision tokens a w x h image's tiles become under a
+// TileResize: its tiles, and a thumbnail when thumbnail says the
+// transform makes one (a second view) and the grid has more than one
+// tile (as the processor adds it), times tokens_per_tile.
+func tileTokens(op *optab.Op, w, h int, thumbnail bool) (int64, error) {
+	if _, _, err := TileSize(op, w, h); err != nil {
+		return 0, err
+	}
+	c, r := TileGrid(op, w, h)
+	n := int64(c * r)
+	if thumbnail && n > 1 {
+		n++
+	}
+	return n * int64(op.TileTokens), nil
 }

@@ -67,7 +67,7 @@ func TestTileGrid(t *testing.T) {
 // not; a view of per-sample sizes that is not a vision-language resize is
 // still refused.
 func TestTileViews(t *testing.T) {
-	tiles := optab.Op{Kind: OpTileResize, Multiple: 448, MinPixels: 1, MaxPixels: 12, Interp: InterpBicubic}
+	tiles := optab.Op{Kind: OpTileResize, Multiple: 448, MinPixels: 1, MaxPixels: 12, Interp: InterpBicubic, TileTokens: 256}
 	thumb := optab.Op{Kind: OpResize, Size: [2]int{448, 448}, Interp: InterpBicubic}
 	tf, err := NewViews(CHW, ViewGroup{Name: "tiles", Count: 1, Ops: []optab.Op{tiles}}, ViewGroup{Name: "thumbnail", Count: 1, Ops: []optab.Op{thumb}})
 	if err != nil {
@@ -81,6 +81,11 @@ func TestTileViews(t *testing.T) {
 	}
 	if h, w := tf.View(0).Size(); h != 5*448 || w != 5*448 {
 		t.Fatalf("canvas bound %dx%d; want 5x5 tiles", h, w)
+	}
+	for _, c := range [][3]int{{640, 480, 13 * 256}, {448, 448, 256}, {896, 448, 3 * 256}} { // 4x3 and a thumbnail; one tile, none; 2x1 and one
+		if got, err := tf.VisionTokens(c[0], c[1]); err != nil || got != int64(c[2]) {
+			t.Errorf("VisionTokens(%dx%d) = %d, %v; want %d (tiles, the thumbnail past one, times 256)", c[0], c[1], got, err, c[2])
+		}
 	}
 	bounded, err := NewViewsBound(CHW, [2]int{448, 8 * 448}, ViewGroup{Count: 1, Ops: []optab.Op{tiles}}, ViewGroup{Count: 1, Ops: []optab.Op{thumb}})
 	if err != nil {

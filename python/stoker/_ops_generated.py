@@ -241,6 +241,7 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("min_tiles", "int", "1", False, 1, 256),
         Param("max_tiles", "int", "12", False, 1, 256),
         Param("interpolation", "interpolation", "'bicubic'"),
+        Param("tokens_per_tile", "int", "256", False, 1, 65536),
     ),
     "TimmAugMix": (
         Param("config", "str", "'augmix-m3-w3'"),
@@ -357,8 +358,8 @@ class TileResize(NamedOp):
     _name = "TileResize"
     _params = SCHEMA["TileResize"]
 
-    def __init__(self, tile_size: Any = 448, min_tiles: Any = 1, max_tiles: Any = 12, interpolation: Any = 'bicubic') -> None:
-        super().__init__(tile_size=tile_size, min_tiles=min_tiles, max_tiles=max_tiles, interpolation=interpolation)
+    def __init__(self, tile_size: Any = 448, min_tiles: Any = 1, max_tiles: Any = 12, interpolation: Any = 'bicubic', tokens_per_tile: Any = 256) -> None:
+        super().__init__(tile_size=tile_size, min_tiles=min_tiles, max_tiles=max_tiles, interpolation=interpolation, tokens_per_tile=tokens_per_tile)
 
 
 class YOLOCopyPaste(NamedOp):

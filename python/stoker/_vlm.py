@@ -87,6 +87,10 @@ class InternVision:
     min_tiles: int = 1
     max_tiles: int = 12
     use_thumbnail: bool = True
+    #: The model's vision tokens a tile becomes, for ``batch_tokens``
+    #: (InternVL's 256: 448 / 14 patches a side, halved by its pixel
+    #: shuffle); the processor does not know it.
+    tokens_per_tile: int = 256
     do_rescale: bool = True
     rescale_factor: float = 1 / 255
     do_normalize: bool = True
@@ -148,7 +152,8 @@ class VisionMultiView(MultiView):
 def _tile_resize(v: InternVision, interpolation: str = "bicubic") -> Any:
     from stoker._ops_generated import TileResize
 
-    return TileResize(tile_size=v.tile_size, min_tiles=v.min_tiles, max_tiles=v.max_tiles, interpolation=interpolation)
+    return TileResize(tile_size=v.tile_size, min_tiles=v.min_tiles, max_tiles=v.max_tiles, interpolation=interpolation,
+                      tokens_per_tile=v.tokens_per_tile)
 
 
 def _internvl_transform(v: InternVision, interpolation: str = "bicubic") -> Any:
@@ -235,7 +240,7 @@ def _refuse(name: str, what: str) -> None:
     raise ValueError(f"from_hf: {name}: {what}")
 
 
-def from_hf(processor: Any) -> Any:
+def from_hf(processor: Any, *, tokens_per_tile: int = 256) -> Any:
     """A transform that makes what a Hugging Face processor makes of each
     image: a Qwen2-VL, Qwen2.5-VL or Qwen3-VL image processor (transformers'
     ``Qwen2VLImageProcessor``, its torchvision back-end, the default), or a
@@ -243,8 +248,12 @@ def from_hf(processor: Any) -> Any:
     its ``image_processor``), as configured: its ``size`` (``shortest_edge``
     and ``longest_edge``, the min and max pixels), ``patch_size``,
     ``merge_size``, ``temporal_patch_size``, ``resample``, rescale and
-    normalize. Serve it with :class:`stoker.Loader` and call
-    :meth:`stoker.Batch.vision_inputs` on its batches.
+    normalize. Also SigLIP2's ``Siglip2ImageProcessor`` (NaFlex), InternVL's
+    ``GotOcr2ImageProcessor`` with ``crop_to_patches`` (its tiles and
+    thumbnail; ``tokens_per_tile``, the model's tokens a tile, for
+    ``batch_tokens``) and ``LlavaOnevisionImageProcessor`` (AnyRes). Serve
+    it with :class:`stoker.Loader` and call
+    :meth:`stoker.Batch.vision_inputs` on its batches (docs/vlm.md).
 
     What stoker does not do the processor's way is refused with ValueError
     naming it: another processor class (the PIL back-end, whose bicubic is
@@ -255,7 +264,7 @@ def from_hf(processor: Any) -> Any:
     if name in _NAFLEX:
         return _from_siglip2(ip, name)
     if name in _GOTOCR2:
-        return _from_gotocr2(ip, name)
+        return _from_gotocr2(ip, name, tokens_per_tile)
     if name in _ONEVISION:
         return _from_onevision(ip, name)
     if name not in _SUPPORTED:
@@ -349,10 +358,11 @@ def _interp_of(ip: Any, name: str, default: int) -> str:
     return interp
 
 
-def _from_gotocr2(ip: Any, name: str) -> Any:
+def _from_gotocr2(ip: Any, name: str, tokens_per_tile: int = 256) -> Any:
     """from_hf of InternVL's GotOcr2ImageProcessor: crop_to_patches, its
     size (square tiles), min_patches and max_patches, resample, rescale and
-    normalize; the thumbnail as the processor adds it."""
+    normalize; the thumbnail as the processor adds it; tokens_per_tile the
+    model's (batch_tokens)."""
     if not getattr(ip, "crop_to_patches", False):
         _refuse(name, "crop_to_patches=False: stoker converts InternVL's tiling (crop_to_patches=True); "
                       "the plain resize is stoker.transforms.Resize((h, w))")
@@ -367,7 +377,7 @@ def _from_gotocr2(ip: Any, name: str) -> Any:
     if not th or th != tw:
         _refuse(name, f"size {size!r}: stoker's TileResize makes square tiles (height == width)")
     lo, hi = int(getattr(ip, "min_patches", 1)), int(getattr(ip, "max_patches", 12))
-    v = InternVision(tile_size=int(th), min_tiles=lo, max_tiles=hi,
+    v = InternVision(tile_size=int(th), min_tiles=lo, max_tiles=hi, tokens_per_tile=int(tokens_per_tile),
                      **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
     return _internvl_transform(v, interp)
 

@@ -89,3 +89,29 @@ def test_internvl_preset_and_refusals() -> None:
         T.from_hf(internvl3(size={"height": 448, "width": 224}))
     with pytest.raises(ValueError, match="resample"):
         T.from_hf(internvl3(resample=1))
+
+
+def test_internvl_batch_tokens(vlm_server: str, vlm_data: Path) -> None:  # noqa: F811
+    """batch_tokens with InternVL's tiles: a sample's tokens are its tiles
+    and its thumbnail (when it has more than one tile) times
+    tokens_per_tile; each batch at most the budget, every sample once, the
+    batches of varying counts."""
+    proc = CONFIGS["small"][0]()
+    tf = T.from_hf(proc, tokens_per_tile=4)  # 56-px tiles: 2 x 2 merged patches of 14
+    budget = 64
+    seen: List[bytes] = []
+    counts = set()
+    with stoker.Loader(vlm_server, "vlm", transform=tf, batch_tokens=budget, max_size=(336, 336), fields=("path",),
+                       seed=1, pin_memory=False, timeout=120) as ld:
+        n = len(ld)
+        batches = 0
+        for b in ld:
+            got = b.vision_inputs()
+            tokens = int(got["num_patches"].sum()) * 4
+            assert 0 < tokens <= budget, (tokens, got["num_patches"])
+            seen += b.fields["path"]
+            counts.add(len(b.fields["path"]))
+            batches += 1
+        assert not list(ld.sample_errors)
+    assert batches == n and len(counts) > 1, counts
+    assert sorted(seen) == sorted(f"images/{p}".encode() for p in os.listdir(vlm_data / "images"))
