@@ -23,6 +23,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/stoker-dev/stoker/pipeline/annot"
 )
 
 // FieldJSON is a conversation dataset's sample's record, as the file
@@ -65,29 +67,23 @@ var (
 
 // IsConversationFile reports whether the JSON file at path is a list (a
 // conversation dataset's) rather than an object (COCO's): its first byte
-// that is not white space is '['.
+// that is not white space, within its first 4 KiB, is '['. It opens
+// without blocking and reads only a regular file (a FIFO or a device is
+// left to the COCO path, which refuses it saying why).
 func IsConversationFile(path string) bool {
-	f, err := os.Open(path)
+	f, st, err := annot.OpenStat(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	r := bufio.NewReader(f)
-	for {
-		b, err := r.ReadByte()
-		if err != nil {
-			return false
-		}
-		switch b {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case 0xEF: // a UTF-8 byte order mark
-			r.ReadByte()
-			r.ReadByte()
-			continue
-		}
-		return b == '['
+	if !st.Mode().IsRegular() {
+		return false
 	}
+	head := make([]byte, 4096)
+	n, _ := io.ReadFull(f, head)
+	head = bytes.TrimPrefix(head[:n], []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+	head = bytes.TrimLeft(head, " \t\r\n")
+	return len(head) > 0 && head[0] == '['
 }
 
 // convRecord is what ConvDataset reads of a record: its images (LLaVA's
@@ -200,8 +196,13 @@ func OpenConversations(dir, ann string, max int64, over string, lg *slog.Logger)
 	if len(d.recs) == 0 {
 		return bad("no record with one image (%d without an image, %d with several): stoker serves one image a sample", len(textOnly), len(multi))
 	}
-	if d.file, err = os.Open(ann); err != nil {
+	var st os.FileInfo
+	if d.file, st, err = annot.OpenStat(ann); err != nil {
 		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		d.file.Close()
+		return bad("not a regular file (%v)", st.Mode().Type())
 	}
 	if d.root, err = os.OpenRoot(dir); err != nil {
 		d.file.Close()
