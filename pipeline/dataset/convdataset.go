@@ -161,6 +161,10 @@ func OpenConversations(dir, ann string, max int64, over string, lg *slog.Logger)
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return bad("record %d: %v", k, err)
 		}
+		if len(r.Conversations) == 0 && len(r.Messages) == 0 && k == 0 { // a list, but not of conversations: neither layout
+			return nil, fmt.Errorf("%w: %w: %s: the top level is a list; want a JSON object with \"images\", \"annotations\" and \"categories\" arrays (COCO's), or a list of conversation records (LLaVA's {\"image\", \"conversations\"} or ShareGPT's {\"messages\", \"images\"}): record 0 (id %s) has neither \"conversations\" nor \"messages\"",
+				ErrUnsupported, annot.ErrNotCOCO, name, orNone(r.ID))
+		}
 		if len(r.Conversations) == 0 && len(r.Messages) == 0 {
 			return bad("record %d (id %s) has neither \"conversations\" (LLaVA) nor \"messages\" (ShareGPT)", k, orNone(r.ID))
 		}
