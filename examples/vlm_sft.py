@@ -8,9 +8,13 @@ The server decodes and resizes each image to its own size (the processor's
 ``smart_resize``, via ``stoker.transforms.from_hf``) and sends the batch
 ragged, the images back to back; ``batch.vision_inputs(device)`` makes the
 processor's ``pixel_values`` and ``image_grid_thw`` on the trainer's device.
-The model here is a small Qwen2-VL built from a config (random weights, no
-download), and the conversations are synthetic ("What is in the image?",
-answered with the image's class), tokenized by bytes: with a real checkpoint,
+With ``--conversations`` the dataset is a LLaVA or ShareGPT file served as
+one (``--dataset sft=IMAGES --annotations sft=FILE.json``): each batch's
+records come as the field ``json``, and the first human turn is the
+question, the first answer the reply. Without it the dataset is an
+ImageFolder and the conversation synthetic ("What is in the image?",
+answered with the image's class). The model here is a small Qwen2-VL built
+from a config (random weights, no download), its text tokenized by bytes: with a real checkpoint,
 load ``Qwen2VLForConditionalGeneration.from_pretrained`` and build the text
 with its processor's ``apply_chat_template`` and tokenizer; the image side
 stays as here. Each image's placeholder is ``grid_t * grid_h * grid_w /
@@ -21,7 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import torch
 from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessor
@@ -44,16 +48,30 @@ def tiny_model(merge: int) -> Qwen2VLForConditionalGeneration:
     return Qwen2VLForConditionalGeneration(cfg)
 
 
-def conversation(tokens: int, answer: str) -> tuple:
+def conversation(tokens: int, question: str, answer: str) -> tuple:
     """A sample's input ids and labels: the image's placeholder, the
     question, the answer (the only tokens the loss counts)."""
-    prompt = [START] + [IMAGE] * tokens + [END] + list(b"What is in the image? ")
+    prompt = [START] + [IMAGE] * tokens + [END] + list(question.encode())
     reply = list(answer.encode())
     return prompt + reply, [-100] * len(prompt) + reply
 
 
-def collate(grid: torch.Tensor, merge: int, answers: List[str]) -> Dict[str, torch.Tensor]:
-    ids, labels = zip(*(conversation(int(t * h * w) // merge**2, a) for (t, h, w), a in zip(grid.tolist(), answers)))
+def turns(record: bytes) -> Tuple[str, str]:
+    """A LLaVA record's (question, answer): its first human and gpt turns;
+    or a ShareGPT record's first user and assistant messages; the image
+    placeholder taken out of the question (the model's own goes before)."""
+    r = json.loads(record)
+    if "conversations" in r:
+        q = next(t["value"] for t in r["conversations"] if t["from"] == "human")
+        a = next(t["value"] for t in r["conversations"] if t["from"] == "gpt")
+    else:
+        q = next(m["content"] for m in r["messages"] if m["role"] == "user")
+        a = next(m["content"] for m in r["messages"] if m["role"] == "assistant")
+    return q.replace("<image>", "").strip() + " ", a
+
+
+def collate(grid: torch.Tensor, merge: int, qa: List[Tuple[str, str]]) -> Dict[str, torch.Tensor]:
+    ids, labels = zip(*(conversation(int(t * h * w) // merge**2, q, a) for (t, h, w), (q, a) in zip(grid.tolist(), qa)))
     n = max(map(len, ids))
     input_ids = torch.full((len(ids), n), PAD)
     lab = torch.full((len(ids), n), -100)
@@ -67,6 +85,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target", default="127.0.0.1:7070")
     ap.add_argument("--dataset", default="photos", help="an ImageFolder: each image's class is its answer")
+    ap.add_argument("--conversations", action="store_true",
+                    help="the dataset is a LLaVA or ShareGPT file (--annotations): its records' turns are the text")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--max-pixels", type=int, default=28 * 28 * 64, help="the processor's max_pixels (a small model: few tokens)")
@@ -77,16 +97,22 @@ def main() -> None:
     proc = Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=a.max_pixels)
     merge = proc.merge_size
     classes = next(d for d in stoker.list_datasets(a.target) if d.name == a.dataset).classes
+    fields = ("json",) if a.conversations else ()
     torch.manual_seed(0)
     model = tiny_model(merge).to(a.device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     report = []
-    with stoker.Loader(a.target, a.dataset, transform=stoker.transforms.from_hf(proc), batch_size=a.batch_size) as ld:
+    with stoker.Loader(a.target, a.dataset, transform=stoker.transforms.from_hf(proc), batch_size=a.batch_size,
+                       fields=fields) as ld:
         step = 0
         while step < a.steps:
             for batch in ld:
                 vis = batch.vision_inputs(device=a.device)  # pixel_values [sum of patches, 1176], image_grid_thw [N, 3]
-                text = collate(vis["image_grid_thw"].cpu(), merge, [classes[int(c)] for c in batch.labels])
+                if a.conversations:
+                    qa = [turns(r) for r in batch.fields["json"]]
+                else:
+                    qa = [("What is in the image? ", classes[int(c)]) for c in batch.labels]
+                text = collate(vis["image_grid_thw"].cpu(), merge, qa)
                 text = {k: v.to(a.device) for k, v in text.items()}
                 out = model(**text, **vis)
                 out.loss.backward()

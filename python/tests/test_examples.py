@@ -222,6 +222,36 @@ def test_clip_train(server: str, run_example, tmp_path: Path) -> None:
             assert bytes.fromhex(cap) == clip_caption(int(key.split("/")[1])), key
 
 
+def test_vlm_sft_conversations(stoker_bin: Path, run_example, tmp_path: Path) -> None:
+    """examples/vlm_sft.py --conversations: the same fine-tuning on a LLaVA
+    file (and ShareGPT records in it) over the committed photos, served as a
+    conversation dataset: each batch's records are the text."""
+    from stoker._local import LocalServer
+
+    photos = sorted((REPO / "testdata" / "photos").glob("*/*.jpg"))[:8]
+    img = tmp_path / "images"
+    img.mkdir()
+    records = []
+    for i, p in enumerate(photos):
+        (img / f"{i}.jpg").write_bytes(p.read_bytes())
+        if i % 2:
+            records.append({"messages": [{"role": "user", "content": "<image>Where was this taken?"},
+                                         {"role": "assistant", "content": p.parent.name}], "images": [f"{i}.jpg"]})
+        else:
+            records.append({"id": str(i), "image": f"{i}.jpg", "conversations": [
+                {"from": "human", "value": "<image>\nWhat is in the image?"}, {"from": "gpt", "value": p.parent.name}]})
+    (tmp_path / "sft.json").write_text(json.dumps(records))
+    with LocalServer(str(stoker_bin), {"sft": str(img)}, workers=1,
+                     args=["--annotations", f"sft={tmp_path / 'sft.json'}"], log_path=str(tmp_path / "server.log")) as srv:
+        out = run_example([str(EXAMPLES / "vlm_sft.py"), "--target", srv.addr, "--dataset", "sft", "--conversations",
+                           "--steps", "3", "--batch-size", "3", "--device", "cpu", "--report", "r.json"], tmp_path)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert len(report) == 3, out
+    for r in report:
+        assert math.isfinite(r["loss"]) and r["tokens"] > 0
+        assert r["image_tokens"] == r["tokens"] and r["patches"] == 4 * r["tokens"], r
+
+
 def test_vlm_sft(server: str, run_example, tmp_path: Path) -> None:
     """examples/vlm_sft.py: a small Qwen2-VL (from a config) fine-tuned a few
     steps on real photos from stoker (ragged batches, vision_inputs): each
