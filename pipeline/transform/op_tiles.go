@@ -15,7 +15,6 @@ package transform
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/errs"
@@ -27,10 +26,10 @@ import (
 // min_patches and max_patches (tiles), Interp its resample.
 const OpTileResize optab.OpKind = "TileResize"
 
-// maxTiles bounds max_tiles: the grids considered are all columns x rows
-// of at most max_tiles tiles (transformers' get_all_supported_aspect_ratios
-// loops over max_tiles squared).
-const maxTiles = 256
+// maxTiles bounds max_tiles (InternVL's checkpoints use 6 to 12; its
+// document recipes up to 40): the grid search walks every grid of at most
+// max_tiles tiles for each sample (about max_tiles^2 / 2 steps).
+const maxTiles = 64
 
 func init() {
 	optab.Define(optab.Def{Kind: OpTileResize,
@@ -64,43 +63,34 @@ func checkTiles(op *optab.Op, n int) error {
 		return bad("min_tiles %d, max_tiles %d: want 1 <= min_tiles <= max_tiles <= %d", op.MinPixels, op.MaxPixels, maxTiles)
 	case op.TileTokens < 1 || op.TileTokens > 1<<16:
 		return bad("tokens_per_tile %d: want 1..%d", op.TileTokens, 1<<16)
-	case tileGrids(op.MinPixels, op.MaxPixels) == nil:
-		return bad("min_tiles %d, max_tiles %d: no grid of columns x rows has that many tiles", op.MinPixels, op.MaxPixels)
 	}
 	return nil
-}
-
-// tileGrids is transformers' get_all_supported_aspect_ratios: every
-// (columns, rows) of lo to hi tiles, columns the outer loop, then sorted
-// by tiles (a stable sort: Python's sorted).
-func tileGrids(lo, hi int) [][2]int {
-	var out [][2]int
-	for c := 1; c <= hi; c++ {
-		for r := 1; r <= hi; r++ {
-			if c*r <= hi && c*r >= lo {
-				out = append(out, [2]int{c, r})
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i][0]*out[i][1] < out[j][0]*out[j][1] })
-	return out
 }
 
 // TileGrid is transformers' get_optimal_tiled_canvas for a w x h image:
 // the (columns, rows) whose columns/rows is closest to w/h, in float64 as
 // Python's; on a tie, the later grid (more tiles) while the image's area
-// is more than half the grid's.
+// is more than half the grid's. The grids are walked in the order of
+// get_all_supported_aspect_ratios (every columns x rows of min_tiles to
+// max_tiles tiles, columns the outer loop, stably sorted by tiles): by
+// tiles, then columns ascending; nothing is allocated.
 func TileGrid(op *optab.Op, w, h int) (cols, rows int) {
 	aspect, area := float64(w)/float64(h), float64(w)*float64(h)
 	t := float64(op.Multiple)
 	best, diff := [2]int{1, 1}, math.Inf(1)
-	for _, g := range tileGrids(op.MinPixels, op.MaxPixels) {
-		d := math.Abs(aspect - float64(g[0])/float64(g[1]))
-		switch {
-		case d < diff:
-			best, diff = g, d
-		case d == diff && area > float64(float64(0.5*t)*t)*float64(g[0])*float64(g[1]):
-			best = g
+	for n := op.MinPixels; n <= op.MaxPixels; n++ {
+		for c := 1; c <= n; c++ {
+			if n%c != 0 {
+				continue
+			}
+			g := [2]int{c, n / c}
+			d := math.Abs(aspect - float64(g[0])/float64(g[1]))
+			switch {
+			case d < diff:
+				best, diff = g, d
+			case d == diff && area > float64(float64(0.5*t)*t)*float64(g[0])*float64(g[1]):
+				best = g
+			}
 		}
 	}
 	return best[0], best[1]

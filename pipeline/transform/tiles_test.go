@@ -54,6 +54,7 @@ func TestTileGrid(t *testing.T) {
 		{Kind: OpTileResize, Multiple: 448, MinPixels: 13, MaxPixels: 12},
 		{Kind: OpTileResize, Multiple: 0, MinPixels: 1, MaxPixels: 12},
 		{Kind: OpTileResize, Multiple: 448, MinPixels: 1, MaxPixels: maxTiles + 1},
+		{Kind: OpTileResize, Multiple: 448, MinPixels: 1, MaxPixels: 12, TileTokens: 0},
 	} {
 		if err := checkTiles(&op, 0); err == nil {
 			t.Errorf("checkTiles(%+v) accepted", op)

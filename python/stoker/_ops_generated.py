@@ -238,8 +238,8 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
     ),
     "TileResize": (
         Param("tile_size", "int", "448", False, 1, 4096),
-        Param("min_tiles", "int", "1", False, 1, 256),
-        Param("max_tiles", "int", "12", False, 1, 256),
+        Param("min_tiles", "int", "1", False, 1, 64),
+        Param("max_tiles", "int", "12", False, 1, 64),
         Param("interpolation", "interpolation", "'bicubic'"),
         Param("tokens_per_tile", "int", "256", False, 1, 65536),
     ),
