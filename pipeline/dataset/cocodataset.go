@@ -284,9 +284,16 @@ func (d *COCODataset) Read(i int, buf []byte) ([]byte, error) {
 	if d.imgs != nil {
 		return d.imgs.read(i, name, d.maxSize, buf)
 	}
-	f, err := d.root.OpenFile(d.file(i), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return readIndexed(d.root, d.file(i), name, d.sizes[i], d.maxSize, buf)
+}
+
+// readIndexed reads the image at file under root (named name in
+// messages), indexed at size bytes, through the cap max: without
+// blocking, a regular file, the size it had when the dataset opened.
+func readIndexed(root *os.Root, file, name string, size, max int64, buf []byte) ([]byte, error) {
+	f, err := root.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, openError(d.root, name, "dataset root", err)
+		return nil, openError(root, name, "dataset root", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -296,10 +303,10 @@ func (d *COCODataset) Read(i int, buf []byte) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsupported, name)
 	}
-	if st.Size() != d.sizes[i] {
-		return nil, fmt.Errorf("%w: %s changed since the dataset was indexed: %d bytes, indexed at %d (reopen the dataset to take the change)", ErrCorrupt, name, st.Size(), d.sizes[i])
+	if st.Size() != size {
+		return nil, fmt.Errorf("%w: %s changed since the dataset was indexed: %d bytes, indexed at %d (reopen the dataset to take the change)", ErrCorrupt, name, st.Size(), size)
 	}
-	return readCapped(f, st.Size(), d.maxSize, name, buf)
+	return readCapped(f, st.Size(), max, name, buf)
 }
 
 // FieldID implements Fielded: "coco", "path" (the file_name) and

@@ -22,7 +22,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/stoker-dev/stoker/pipeline/annot"
 )
@@ -302,23 +301,7 @@ func (d *ConvDataset) Read(i int, buf []byte) ([]byte, error) {
 	if i < 0 || i >= d.Len() {
 		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.Len())
 	}
-	name := d.names[i]
-	f, err := d.root.OpenFile(filepath.FromSlash(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, openError(d.root, name, "dataset root", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, stripPath(err))
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsupported, name)
-	}
-	if st.Size() != d.sizes[i] {
-		return nil, fmt.Errorf("%w: %s changed since the dataset was indexed: %d bytes, indexed at %d (reopen the dataset to take the change)", ErrCorrupt, name, st.Size(), d.sizes[i])
-	}
-	return readCapped(f, st.Size(), d.maxSize, name, buf)
+	return readIndexed(d.root, filepath.FromSlash(d.names[i]), d.names[i], d.sizes[i], d.maxSize, buf)
 }
 
 // FieldID implements Fielded: "json" (the record), "path" (its image)
