@@ -274,33 +274,15 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256) -> Any:
     def get(key: str, default: Any = None) -> Any:
         return getattr(ip, key, default)
 
-    if not get("do_resize", True):
-        _refuse(name, "do_resize=False: stoker's SmartResize always resizes (a batch of unresized images has no grid)")
-    if get("do_convert_rgb", True) is False:
-        _refuse(name, "do_convert_rgb=False: stoker always decodes to RGB")
-    resample = get("resample", 3)
-    code = int(getattr(resample, "value", resample)) if not isinstance(resample, str) else None
-    interp = _RESAMPLE.get(code) if code is not None else None
-    if interp is None:
-        _refuse(name, f"resample={resample!r}: stoker resizes with nearest, bilinear or bicubic (torchvision's uint8)")
-    size = get("size") or {}
-    size = dict(size.items()) if hasattr(size, "items") else dict(vars(size))
+    interp = _resize_of(ip, name, 3, "stoker's SmartResize always resizes (a batch of unresized images has no grid)")
+    size = _size_of(ip)
     lo = size.get("shortest_edge") or get("min_pixels")
     hi = size.get("longest_edge") or get("max_pixels")
     if not lo or not hi:
         _refuse(name, f"size {size!r}: want shortest_edge and longest_edge (the min and max pixels)")
     patch, merge, temporal = int(get("patch_size", 14)), int(get("merge_size", 2)), int(get("temporal_patch_size", 2))
-    do_rescale, do_normalize = bool(get("do_rescale", True)), bool(get("do_normalize", True))
-    if not (do_rescale or do_normalize):
-        _refuse(name, "neither do_rescale nor do_normalize: pixel_values would stay uint8")
-    mean, std = get("image_mean", OPENAI_CLIP_MEAN), get("image_std", OPENAI_CLIP_STD)
-    mean = tuple(float(m) for m in (mean if isinstance(mean, (list, tuple)) else [mean] * 3))
-    std = tuple(float(s) for s in (std if isinstance(std, (list, tuple)) else [std] * 3))
-    if len(mean) != 3 or len(std) != 3:
-        _refuse(name, f"image_mean {mean!r}, image_std {std!r}: want 3 values each (RGB)")
-    v = QwenVision(patch_size=patch, merge_size=merge, temporal_patch_size=temporal, do_rescale=do_rescale,
-                   rescale_factor=float(get("rescale_factor", 1 / 255)), do_normalize=do_normalize,
-                   image_mean=mean, image_std=std)
+    v = QwenVision(patch_size=patch, merge_size=merge, temporal_patch_size=temporal,
+                   **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
     return VisionCompose([_smart_resize(int(lo), int(hi), v.factor, interp)], v)
 
 
@@ -330,15 +312,7 @@ def _norm_args(ip: Any, name: str, mean0: Tuple[float, ...], std0: Tuple[float, 
 def _from_siglip2(ip: Any, name: str) -> VisionCompose:
     """from_hf of a Siglip2ImageProcessor: its patch_size, max_num_patches,
     resample, rescale and normalize."""
-    if not getattr(ip, "do_resize", True):
-        _refuse(name, "do_resize=False: stoker's NaFlexResize always resizes")
-    if getattr(ip, "do_convert_rgb", True) is False:
-        _refuse(name, "do_convert_rgb=False: stoker always decodes to RGB")
-    resample = getattr(ip, "resample", 2)
-    code = int(getattr(resample, "value", resample)) if not isinstance(resample, str) else None
-    interp = _RESAMPLE.get(code) if code is not None else None
-    if interp is None:
-        _refuse(name, f"resample={resample!r}: stoker resizes with nearest, bilinear or bicubic (torchvision's uint8)")
+    interp = _resize_of(ip, name, 2, "stoker's NaFlexResize always resizes")
     v = NaFlexVision(patch_size=int(getattr(ip, "patch_size", 16)), max_num_patches=int(getattr(ip, "max_num_patches", 256)),
                      **_norm_args(ip, name, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)))
     return VisionCompose([_naflex_resize(v.patch_size, v.max_num_patches, interp)], v)
@@ -349,13 +323,35 @@ def _from_siglip2(ip: Any, name: str) -> VisionCompose:
 _GOTOCR2 = ("GotOcr2ImageProcessor", "GotOcr2ImageProcessorFast")
 
 
-def _interp_of(ip: Any, name: str, default: int) -> str:
+def _resize_of(ip: Any, name: str, default: int, no_resize: str) -> str:
+    """A processor's resize as stoker makes it, checked: do_resize (else
+    refused, saying no_resize), do_convert_rgb, and its resample (default
+    when it has none) as stoker's interpolation."""
+    if not getattr(ip, "do_resize", True):
+        _refuse(name, f"do_resize=False: {no_resize}")
+    if getattr(ip, "do_convert_rgb", True) is False:
+        _refuse(name, "do_convert_rgb=False: stoker always decodes to RGB")
     resample = getattr(ip, "resample", default)
     code = int(getattr(resample, "value", resample)) if not isinstance(resample, str) else None
     interp = _RESAMPLE.get(code) if code is not None else None
     if interp is None:
         _refuse(name, f"resample={resample!r}: stoker resizes with nearest, bilinear or bicubic (torchvision's uint8)")
     return interp
+
+
+def _size_of(ip: Any) -> Dict[str, Any]:
+    """A processor's size (a dict or a SizeDict) as a dict."""
+    size = getattr(ip, "size", None) or {}
+    return dict(size.items()) if hasattr(size, "items") else dict(vars(size))
+
+
+def _square_side(ip: Any, name: str, what: str) -> int:
+    """A processor's square size's side (height == width), else refused."""
+    size = _size_of(ip)
+    h, w = size.get("height"), size.get("width")
+    if not h or h != w:
+        _refuse(name, f"size {size!r}: stoker's {what} (height == width)")
+    return int(h)
 
 
 def _from_gotocr2(ip: Any, name: str, tokens_per_tile: int = 256) -> Any:
@@ -366,16 +362,8 @@ def _from_gotocr2(ip: Any, name: str, tokens_per_tile: int = 256) -> Any:
     if not getattr(ip, "crop_to_patches", False):
         _refuse(name, "crop_to_patches=False: stoker converts InternVL's tiling (crop_to_patches=True); "
                       "the plain resize is stoker.transforms.Resize((h, w))")
-    if not getattr(ip, "do_resize", True):
-        _refuse(name, "do_resize=False: the tiles are a resize of the image")
-    if getattr(ip, "do_convert_rgb", True) is False:
-        _refuse(name, "do_convert_rgb=False: stoker always decodes to RGB")
-    interp = _interp_of(ip, name, 3)
-    size = getattr(ip, "size", None) or {}
-    size = dict(size.items()) if hasattr(size, "items") else dict(vars(size))
-    th, tw = size.get("height"), size.get("width")
-    if not th or th != tw:
-        _refuse(name, f"size {size!r}: stoker's TileResize makes square tiles (height == width)")
+    interp = _resize_of(ip, name, 3, "the tiles are a resize of the image")
+    th = _square_side(ip, name, "TileResize makes square tiles")
     lo, hi = int(getattr(ip, "min_patches", 1)), int(getattr(ip, "max_patches", 12))
     v = InternVision(tile_size=int(th), min_tiles=lo, max_tiles=hi, tokens_per_tile=int(tokens_per_tile),
                      **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
@@ -391,18 +379,10 @@ def _from_onevision(ip: Any, name: str) -> Any:
     """from_hf of LLaVA-OneVision's image processor: its size (square: the
     patch), image_grid_pinpoints (each a multiple of the patch), resample,
     rescale, normalize and do_pad."""
-    if not getattr(ip, "do_resize", True):
-        _refuse(name, "do_resize=False: the patches are a resize of the image")
     if getattr(ip, "do_center_crop", None):
         _refuse(name, "do_center_crop=True: stoker's AnyRes does not crop the patches")
-    if getattr(ip, "do_convert_rgb", True) is False:
-        _refuse(name, "do_convert_rgb=False: stoker always decodes to RGB")
-    interp = _interp_of(ip, name, 3)
-    size = getattr(ip, "size", None) or {}
-    size = dict(size.items()) if hasattr(size, "items") else dict(vars(size))
-    ph, pw = size.get("height"), size.get("width")
-    if not ph or ph != pw:
-        _refuse(name, f"size {size!r}: stoker's AnyRes wants a square patch (height == width)")
+    interp = _resize_of(ip, name, 3, "the patches are a resize of the image")
+    ph = _square_side(ip, name, "AnyRes wants a square patch")
     pins = tuple((int(h), int(w)) for h, w in getattr(ip, "image_grid_pinpoints", ONEVISION_PINPOINTS))
     for h, w in pins:
         if h % ph or w % ph:
@@ -410,6 +390,19 @@ def _from_onevision(ip: Any, name: str) -> Any:
     v = AnyResVision(patch_size=int(ph), grid_pinpoints=pins, do_pad=bool(getattr(ip, "do_pad", True)),
                      **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
     return _anyres_transform(v, interp)
+
+
+def _cut(x: Any, i: int, h: int, w: int, p: int, op: str) -> Any:
+    """Sample i's uint8 canvas x ([3, h, w]) cut into its p x p tiles, row
+    by row: [rows * cols, 3, p, p] (views of x, no copy); a canvas that is
+    not uint8 or not whole tiles is refused, naming the op that makes it."""
+    import torch
+
+    if x.dtype != torch.uint8:
+        raise ValueError(f"vision_inputs wants the uint8 images a{'n' if op[0] in 'AEIOU' else ''} {op} makes, got {x.dtype}")
+    if h % p or w % p:
+        raise ValueError(f"sample {i} is {h}x{w} (height x width): not whole tiles of {p}; was the transform a{'n' if op[0] in 'AEIOU' else ''} {op} of that size?")
+    return x.reshape(3, h // p, p, w // p, p).permute(1, 3, 0, 2, 4).reshape(-1, 3, p, p)
 
 
 def anyres_inputs(views: Any, sizes: Any, source_sizes: Any, v: AnyResVision) -> Dict[str, Any]:
@@ -428,12 +421,7 @@ def anyres_inputs(views: Any, sizes: Any, source_sizes: Any, v: AnyResVision) ->
     mean, std = _mean_std(v, dev) if v.do_normalize else (None, None)
     out = []
     for i, (h, w) in enumerate(sizes[0].tolist()):
-        x = canvases[i]
-        if x.dtype != torch.uint8:
-            raise ValueError(f"vision_inputs wants the uint8 images an AnyResResize makes, got {x.dtype}")
-        if h % p or w % p:
-            raise ValueError(f"sample {i} is {h}x{w} (height x width): not whole patches of {p}; was the transform an AnyResResize of these pinpoints?")
-        patches = x.reshape(3, h // p, p, w // p, p).permute(1, 3, 0, 2, 4).reshape(-1, 3, p, p)
+        patches = _cut(canvases[i], i, h, w, p, "AnyResResize")
         x = torch.cat([bases[i].reshape(1, 3, p, p), patches], dim=0).to(torch.float32)
         out.append(x.sub_(mean).div_(std) if v.do_normalize else x.mul_(v.rescale_factor))
     n = len(out)
@@ -464,14 +452,8 @@ def internvl_inputs(views: Any, sizes: Any, v: InternVision) -> Dict[str, "torch
     mean, std = _mean_std(v, dev) if v.do_normalize else (None, None)
     out, counts = [], []
     for i, (h, w) in enumerate(sizes[0].tolist()):
-        x = canvases[i]
-        if x.dtype != torch.uint8:
-            raise ValueError(f"vision_inputs wants the uint8 images a TileResize makes, got {x.dtype}")
-        if h % t or w % t:
-            raise ValueError(f"sample {i} is {h}x{w} (height x width): not whole tiles of {t}; was the transform a TileResize of tile_size {t}?")
-        rows, cols = h // t, w // t
-        tiles = x.reshape(3, rows, t, cols, t).permute(1, 3, 0, 2, 4).reshape(rows * cols, 3, t, t)
-        if thumbs is not None and rows * cols > 1:
+        tiles = _cut(canvases[i], i, h, w, t, "TileResize")
+        if thumbs is not None and tiles.shape[0] > 1:
             tiles = torch.cat([tiles, thumbs[i].reshape(1, 3, t, t)], dim=0)
         out.append(tiles)
         counts.append(tiles.shape[0])
