@@ -111,7 +111,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 		"start_batch", st.Start, "skip", len(st.Skip), "consumed", st.Consumed, "transform", j.Transform().String(), "credits", st.Credits,
 		"shuffle", j.Shuffle())
 	for i, err := range j.TokenErrors() { // batch_tokens: left out of every batch; the first said
-		log.Warn("batch_tokens: samples left out of every batch", "count", len(j.TokenErrors()), "sample", j.Data().Name(i), "err", err)
+		log.Warn("batch_tokens: samples left out of every batch", "count", len(j.TokenErrors()), "sample", j.PlanItemName(i), "err", err)
 		break
 	}
 	var r *shm.Ring

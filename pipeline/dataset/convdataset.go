@@ -37,31 +37,59 @@ const fieldIDJSON = 0
 // conversation of 16 MiB is not a training sample.
 const maxConvRecord = 16 << 20
 
-// ConvDataset is a conversation dataset: a sample is a record of the file
-// with one image, read from DIR/its path, its record the field "json"
-// (the trainer's tokenizer takes the conversation from it). Labels are -1,
-// there are no classes. Records of no image (text alone) or of several
-// are left out when it opens, counted and logged with the first few ids:
-// stoker serves one image a sample. The fingerprint covers the file's
-// bytes and every image's name and size.
+// ConvDataset is a conversation dataset: a sample is one image of a
+// record, read from DIR/its path; a record of several images is as many
+// samples, consecutive in its order (Grouped: a job plans records and
+// serves each whole, its images together in one batch). Every image's
+// field "json" is its record (the trainer's tokenizer takes the
+// conversation from it). Labels are -1, there are no classes. Records of
+// no image (text alone) or of more than MaxRecordImages are left out
+// when it opens, counted and logged with the first few ids. The
+// fingerprint covers the file's bytes and every image's name and size.
 type ConvDataset struct {
 	root *os.Root
 	// file is the conversation file, open: each record is read from it
 	// when a batch asks (its offset and length in recs), not kept.
-	file    *os.File
-	recs    [][2]int64
+	file *os.File
+	recs [][2]int64
+	// first is each record's first sample (and, last, Len()); rec is each
+	// sample's record.
+	first   []int32
+	rec     []int32
+	most    int
 	names   []string
 	sizes   []int64
 	maxSize int64
 	fp      string
-	// Left out: records without an image, records of several.
+	// Left out: records without an image, records of more than
+	// MaxRecordImages.
 	TextOnly, MultiImage int
 	annName              string
+}
+
+// MaxRecordImages bounds one record's images: a batch holds a record
+// whole, so a job's batch may hold batch_size times its dataset's largest
+// record of images.
+const MaxRecordImages = 64
+
+// Grouped is a Dataset whose samples are the images of records (a
+// conversation file's): record r's images are samples [first, first+n) of
+// Record(r), in the record's order, and every sample is one record's.
+type Grouped interface {
+	// Records is how many records there are.
+	Records() int
+	// Record is record r's first sample and its number of images.
+	Record(r int) (first, n int)
+	// RecordOf is sample i's record.
+	RecordOf(i int) int
+	// MostImages is the most images a record has.
+	MostImages() int
 }
 
 var (
 	_ Dataset = (*ConvDataset)(nil)
 	_ Fielded = (*ConvDataset)(nil)
+	_ Grouped = (*ConvDataset)(nil)
 )
 
 // IsConversationFile reports whether the JSON file at path is a list (a
@@ -171,22 +199,29 @@ func OpenConversations(dir, ann string, max int64, over string, lg *slog.Logger)
 		if err != nil {
 			return bad("record %d (id %s): %v", k, orNone(r.ID), err)
 		}
-		switch len(imgs) {
-		case 0:
+		switch {
+		case len(imgs) == 0:
 			textOnly = append(textOnly, fmt.Sprintf("%d (id %s)", k, orNone(r.ID)))
 			continue
-		case 1:
-		default:
+		case len(imgs) > MaxRecordImages:
 			multi = append(multi, fmt.Sprintf("%d (id %s, %d images)", k, orNone(r.ID), len(imgs)))
 			continue
 		}
-		img := filepath.ToSlash(imgs[0])
-		if img == "" || !filepath.IsLocal(filepath.FromSlash(img)) {
-			return bad("record %d (id %s): image %q is not a path under the dataset's directory: the server reads only the files under it", k, orNone(r.ID), imgs[0])
+		for _, im := range imgs {
+			img := filepath.ToSlash(im)
+			if img == "" || !filepath.IsLocal(filepath.FromSlash(img)) {
+				return bad("record %d (id %s): image %q is not a path under the dataset's directory: the server reads only the files under it", k, orNone(r.ID), im)
+			}
+			d.rec = append(d.rec, int32(len(d.recs)))
+			d.names = append(d.names, img)
+		}
+		d.first = append(d.first, int32(len(d.names)-len(imgs)))
+		if len(imgs) > d.most {
+			d.most = len(imgs)
 		}
 		d.recs = append(d.recs, [2]int64{dec.InputOffset() - int64(len(raw)), int64(len(raw))})
-		d.names = append(d.names, img)
 	}
+	d.first = append(d.first, int32(len(d.names)))
 	if _, err := dec.Token(); err != nil { // the closing ']'
 		return bad("the list does not end: %v", err)
 	}
@@ -197,7 +232,7 @@ func OpenConversations(dir, ann string, max int64, over string, lg *slog.Logger)
 		return nil, err
 	}
 	if len(d.recs) == 0 {
-		return bad("no record with one image (%d without an image, %d with several): stoker serves one image a sample", len(textOnly), len(multi))
+		return bad("no record with an image (%d without an image, %d of more than %d)", len(textOnly), len(multi), MaxRecordImages)
 	}
 	var st os.FileInfo
 	if d.file, st, err = annot.OpenStat(ann); err != nil {
@@ -232,7 +267,7 @@ func OpenConversations(dir, ann string, max int64, over string, lg *slog.Logger)
 	d.fp = hex.EncodeToString(fp.Sum(nil))
 	d.TextOnly, d.MultiImage = len(textOnly), len(multi)
 	if len(textOnly)+len(multi) > 0 {
-		lg.Warn(fmt.Sprintf("%s: %d of %d records left out: %d without an image (%s), %d of several images (%s): stoker serves one image a sample",
+		lg.Warn(fmt.Sprintf("%s: %d of %d records left out: %d without an image (%s), %d of more than "+fmt.Sprint(MaxRecordImages)+" images (%s)",
 			name, len(textOnly)+len(multi), len(textOnly)+len(multi)+len(d.recs), len(textOnly), firstFew(textOnly), len(multi), firstFew(multi)),
 			"file", name, "text_only", len(textOnly), "multi_image", len(multi))
 	}
@@ -262,9 +297,9 @@ func firstFew(list []string) string {
 }
 
 // AnnotationBytes is what the dataset keeps of its file: each record's
-// offset and length, each image's name and size.
+// offset, length and first image, each image's name, size and record.
 func (d *ConvDataset) AnnotationBytes() int64 {
-	n := int64(len(d.recs)) * (16 + 8 + 16)
+	n := int64(len(d.recs))*(16+4) + int64(len(d.names))*(8+16+4)
 	for _, s := range d.names {
 		n += int64(len(s))
 	}
@@ -277,8 +312,22 @@ func (d *ConvDataset) Layout() string { return "conversations" }
 // SetMaxFileSize bounds an image's size.
 func (d *ConvDataset) SetMaxFileSize(n int64) { d.maxSize = n }
 
-// Len implements Dataset.
-func (d *ConvDataset) Len() int { return len(d.recs) }
+// Len implements Dataset: the records' images.
+func (d *ConvDataset) Len() int { return len(d.names) }
+
+// Records implements Grouped.
+func (d *ConvDataset) Records() int { return len(d.recs) }
+
+// Record implements Grouped.
+func (d *ConvDataset) Record(r int) (first, n int) {
+	return int(d.first[r]), int(d.first[r+1] - d.first[r])
+}
+
+// RecordOf implements Grouped.
+func (d *ConvDataset) RecordOf(i int) int { return int(d.rec[i]) }
+
+// MostImages implements Grouped.
+func (d *ConvDataset) MostImages() int { return d.most }
 
 // Label implements Dataset: -1 (a conversation has no class).
 func (d *ConvDataset) Label(i int) int64 { return -1 }
@@ -327,7 +376,7 @@ func (d *ConvDataset) FieldNames() []string {
 func (d *ConvDataset) FieldSize(i, id int) int64 {
 	switch id {
 	case fieldIDJSON:
-		return d.recs[i][1]
+		return d.recs[d.rec[i]][1]
 	case fieldIDPath:
 		return int64(len(d.names[i]))
 	case fieldIDKey:
@@ -340,7 +389,7 @@ func (d *ConvDataset) FieldSize(i, id int) int64 {
 func (d *ConvDataset) ReadField(i, id int, buf []byte) ([]byte, error) {
 	switch id {
 	case fieldIDJSON:
-		off, n := d.recs[i][0], d.recs[i][1]
+		off, n := d.recs[d.rec[i]][0], d.recs[d.rec[i]][1]
 		if int64(cap(buf)) < n {
 			buf = make([]byte, n)
 		}

@@ -39,17 +39,20 @@ func convDir(t *testing.T, text string) (dir, ann string) {
 }
 
 // TestConversations: LLaVA's and ShareGPT's records in one file, served
-// through OpenAnnotatedSource: a sample a record of one image, its image
-// read from the directory, its record the field "json" byte for byte (read
-// from the file when asked); records of no image or of several left out
-// and counted.
+// through OpenAnnotatedSource: a sample an image of a record, read from
+// the directory, its record the field "json" byte for byte (read from the
+// file when asked); a record of several images is as many samples,
+// consecutive (Grouped); records of no image or of more than
+// MaxRecordImages left out and counted.
 func TestConversations(t *testing.T) {
+	many := strings.Repeat(`"img/a.jpg", `, MaxRecordImages) + `"img/b.jpg"`
 	recs := []string{
 		`{"id": "1", "image": "img/a.jpg", "conversations": [{"from": "human", "value": "<image>\nWhat is it?"}, {"from": "gpt", "value": "A photo."}]}`,
 		`{"id": "2", "conversations": [{"from": "human", "value": "Text alone."}]}`,
 		`{"messages": [{"role": "user", "content": "<image>Describe."}], "images": ["img/b.jpg"]}`,
 		`{"id": 4, "image": ["img/a.jpg", "img/c.jpg"], "conversations": []}`,
 		`{"id": "5", "image": ["img/c.jpg"], "conversations": [{"from": "human", "value": "<image>"}]}`,
+		`{"id": "6", "images": [` + many + `], "messages": []}`,
 	}
 	dir, ann := convDir(t, "\n [\n"+strings.Join(recs, ",\n  ")+"\n]\n")
 	ds, err := OpenAnnotatedSource(context.Background(), dir, ann)
@@ -61,29 +64,37 @@ func TestConversations(t *testing.T) {
 	if !ok {
 		t.Fatalf("opened a %T", ds)
 	}
-	if d.Len() != 3 || d.TextOnly != 1 || d.MultiImage != 1 {
-		t.Fatalf("%d samples, %d text alone, %d of several images; want 3, 1, 1", d.Len(), d.TextOnly, d.MultiImage)
+	if d.Len() != 5 || d.Records() != 4 || d.MostImages() != 2 || d.TextOnly != 1 || d.MultiImage != 1 {
+		t.Fatalf("%d samples in %d records (at most %d images), %d text alone, %d of too many images; want 5 in 4 (2), 1, 1",
+			d.Len(), d.Records(), d.MostImages(), d.TextOnly, d.MultiImage)
 	}
 	id, ok := d.FieldID(FieldJSON)
 	if !ok {
 		t.Fatal("no json field")
 	}
-	for i, k := range []int{0, 2, 4} {
-		want := []string{"img/a.jpg", "img/b.jpg", "img/c.jpg"}[i]
-		if d.Name(i) != want || d.Label(i) != -1 {
-			t.Errorf("sample %d: %s, label %d; want %s, -1", i, d.Name(i), d.Label(i), want)
+	for i, c := range []struct {
+		name      string
+		rec, line int
+	}{{"img/a.jpg", 0, 0}, {"img/b.jpg", 1, 2}, {"img/a.jpg", 2, 3}, {"img/c.jpg", 2, 3}, {"img/c.jpg", 3, 4}} {
+		if d.Name(i) != c.name || d.Label(i) != -1 || d.RecordOf(i) != c.rec {
+			t.Errorf("sample %d: %s, label %d, record %d; want %s, -1, %d", i, d.Name(i), d.Label(i), d.RecordOf(i), c.name, c.rec)
 		}
 		got, err := d.ReadField(i, id, nil)
-		if err != nil || string(got) != recs[k] || d.FieldSize(i, id) != int64(len(recs[k])) {
-			t.Errorf("sample %d's json: %q, %v; want record %d", i, got, err, k)
+		if err != nil || string(got) != recs[c.line] || d.FieldSize(i, id) != int64(len(recs[c.line])) {
+			t.Errorf("sample %d's json: %q, %v; want record %d", i, got, err, c.line)
 		}
 		if !json.Valid(got) {
 			t.Errorf("sample %d's json is not JSON", i)
 		}
 		img, err := d.Read(i, nil)
-		disk, _ := os.ReadFile(filepath.Join(dir, want))
+		disk, _ := os.ReadFile(filepath.Join(dir, c.name))
 		if err != nil || string(img) != string(disk) {
-			t.Errorf("sample %d's image: %d bytes, %v; want %s's %d", i, len(img), err, want, len(disk))
+			t.Errorf("sample %d's image: %d bytes, %v; want %s's %d", i, len(img), err, c.name, len(disk))
+		}
+	}
+	for r, want := range [][2]int{{0, 1}, {1, 1}, {2, 2}, {4, 1}} {
+		if first, n := d.Record(r); first != want[0] || n != want[1] {
+			t.Errorf("record %d: images %d (+%d); want %d (+%d)", r, first, n, want[0], want[1])
 		}
 	}
 	if d.Fingerprint() == "" {
@@ -100,11 +111,12 @@ func TestConversationsRefused(t *testing.T) {
 		{`[{"image": "../img/a.jpg", "conversations": []}]`, "not a path under the dataset's directory"},
 		{`[{"image": "/etc/passwd", "conversations": []}]`, "not a path under the dataset's directory"},
 		{`[{"image": "img/zz.jpg", "conversations": []}]`, "img/zz.jpg"},
+		{`[{"images": ["img/a.jpg", "../b.jpg"], "messages": []}]`, "not a path under the dataset's directory"},
 		{`[1, 2]`, "record 0 is 1: want an object"},
 		{`[{"image": "img/a.jpg"}]`, "not a COCO annotations file"},
 		{`[{"image": "img/a.jpg", "conversations": []}, {"image": "img/b.jpg"}]`, "record 1 (id none) has neither \"conversations\""},
 		{`[{"image": 7, "conversations": []}]`, "want a file name or a list"},
-		{`[{"conversations": []}]`, "no record with one image"},
+		{`[{"conversations": []}]`, "no record with an image"},
 		{`[{"image": "img/a.jpg", "conversations": []}`, "does not end"},
 	} {
 		dir, ann := convDir(t, c.text)

@@ -21,6 +21,13 @@ def parse_trace(text: str) -> SampleTrace:
     return [(str(name), dict(args)) for name, args in json.loads(text)]
 
 
+def torch_bool(keep: Sequence[bool]) -> Any:
+    """keep as a bool tensor, to index a batch's tensors by."""
+    import torch
+
+    return torch.tensor(keep, dtype=torch.bool)
+
+
 def fields_of(header: Any, names: Sequence[str]) -> Dict[str, List[Optional[bytes]]]:
     """A BatchHeader's fields as ``Batch.fields``: each field asked for
     (``names``), a value per sample in batch order, None where a sample
@@ -109,6 +116,12 @@ class Batch(tuple):
       image's ``(height, width)`` as decoded, before the transform
       (LLaVA-OneVision's ``image_sizes``, DETR's ``orig_size``); ``None``
       otherwise;
+    - ``records``: of a dataset of records of several images (a
+      conversation file whose records name several), int64 ``[B]``, each
+      image's record: a record's images are consecutive and in its order,
+      and -1 marks the images of a record one of whose images failed
+      (``vision_inputs`` leaves them out, ``record_fields`` its text);
+      ``None`` where every sample is a record of its own;
     - ``mask``: with ``sizes``, bool ``[B, H, W]``, True on the padding
       (DETR's ``NestedTensor`` mask), made when first read; ``None``
       otherwise;
@@ -145,6 +158,7 @@ class Batch(tuple):
         self.targets: Optional[List[Dict[str, Any]]] = None
         self.sizes: Any = None
         self.source_sizes: Any = None
+        self.records: Any = None
         self._padded: Any = None
         self._flat: Any = None  # a ragged batch's buffer (its images are views of it)
         self._layout = "NCHW"
@@ -172,6 +186,7 @@ class Batch(tuple):
                              "(stoker.transforms.from_hf(processor), or transform=\"qwen2-vl\", \"qwen3-vl\", \"siglip2-naflex\", \"internvl\" or \"llava-onevision\")")
         if self.sizes is None:
             raise ValueError("vision_inputs needs the samples' sizes: the transform is not a SmartResize")
+        keep = None if self.records is None else (self.records >= 0).tolist()
         if isinstance(self.sizes, list):  # several ragged views (InternVL's canvas and thumbnail): view after view
             flat = self._flat if device is None else self._flat.to(device, non_blocking=True)
             views, off = [], 0
@@ -183,9 +198,14 @@ class Batch(tuple):
                     ims.append(x.view(3, h, w) if self._layout == "NCHW" else x.view(h, w, 3).permute(2, 0, 1))
                     off += n
                 views.append(ims)
+            sizes, source = self.sizes, self.source_sizes
+            if keep is not None and not all(keep):  # a record not whole: its images left out
+                views = [[x for x, k in zip(ims, keep) if k] for ims in views]
+                sizes = [sz[torch_bool(keep)] for sz in sizes]
+                source = source[torch_bool(keep)] if source is not None else None
             if isinstance(self._vision, AnyResVision):
-                return anyres_inputs(views, self.sizes, self.source_sizes, self._vision)
-            return internvl_inputs(views, self.sizes, self._vision)
+                return anyres_inputs(views, sizes, source, self._vision, self.images_per_record)
+            return internvl_inputs(views, sizes, self._vision)
         if self._flat is not None:  # ragged: the buffer crosses once, the images are views of it there
             flat = self._flat if device is None else self._flat.to(device, non_blocking=True)
             images, off = [], 0
@@ -194,13 +214,56 @@ class Batch(tuple):
                 x = flat[off:off + n]
                 images.append(x.view(3, h, w) if self._layout == "NCHW" else x.view(h, w, 3).permute(2, 0, 1))
                 off += n
+            sizes = self.sizes
+            if keep is not None and not all(keep):  # a record not whole: its images left out
+                images, sizes = [x for x, k in zip(images, keep) if k], sizes[torch_bool(keep)]
             if isinstance(self._vision, NaFlexVision):
-                return naflex_inputs(images, self.sizes, self._vision)
+                return naflex_inputs(images, sizes, self._vision)
             if isinstance(self._vision, InternVision):  # use_thumbnail=False: the canvases alone
-                return internvl_inputs([images], [self.sizes], self._vision)
-            return vision_inputs(images, self.sizes, self._vision, "NCHW", None)
+                return internvl_inputs([images], [sizes], self._vision)
+            return vision_inputs(images, sizes, self._vision, "NCHW", None)
         images = self._padded if self._padded is not None else self.images
-        return vision_inputs(images, self.sizes, self._vision, self._layout, device)
+        sizes = self.sizes
+        if keep is not None and not all(keep):
+            images, sizes = images[torch_bool(keep)], sizes[torch_bool(keep)]
+        return vision_inputs(images, sizes, self._vision, self._layout, device)
+
+    @property
+    def images_per_record(self) -> Any:
+        """Of a dataset of records of several images (``records``), int64
+        ``[R]``: how many images each record whole in the batch has, in
+        batch order (the records marked -1 left out): LLaVA-OneVision's
+        ``batch_num_images``; ``None`` without records."""
+        if self.records is None:
+            return None
+        import torch
+
+        counts, prev = [], None
+        for r in self.records.tolist():
+            if r < 0:
+                prev = None
+                continue
+            if r == prev:
+                counts[-1] += 1
+            else:
+                counts.append(1)
+            prev = r
+        return torch.tensor(counts, dtype=torch.long)
+
+    def record_fields(self, name: str) -> List[Optional[bytes]]:
+        """Field ``name``'s value (``Loader(fields=...)``) per record whole
+        in the batch, in batch order: its first image's (``"json"``: the
+        conversation); per sample (``fields[name]``) where every sample is
+        a record of its own."""
+        values = self.fields[name]
+        if self.records is None:
+            return list(values)
+        out, prev = [], None
+        for i, r in enumerate(self.records.tolist()):
+            if r >= 0 and r != prev:
+                out.append(values[i])
+            prev = r if r >= 0 else None
+        return out
 
     @property
     def mask(self) -> Any:

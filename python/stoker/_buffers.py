@@ -208,6 +208,10 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
         if len(h.source_sizes) != 2 * int(h.shape[0]):
             raise StokerError("INTERNAL", f"batch {h.number}: {len(h.source_sizes)} source sizes for {int(h.shape[0])} samples")
         out.source_sizes = torch.from_numpy(np.array(h.source_sizes, dtype=np.int64).reshape(-1, 2))
+    if len(h.records):
+        if len(h.records) != int(h.shape[0]):
+            raise StokerError("INTERNAL", f"batch {h.number}: {len(h.records)} records for {int(h.shape[0])} samples")
+        out.records = torch.from_numpy(np.array(h.records, dtype=np.int64))
     if sizes is not None and len(h.views):  # several ragged views: a list of each view's sizes
         out.sizes, out._layout, out._flat = sizes, "NCHW" if images and images[0] and images[0][0].shape[0] == 3 else "NHWC", b.buf
     elif sizes is not None:

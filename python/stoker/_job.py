@@ -13,7 +13,7 @@ from stoker.v1 import stoker_pb2 as pb
 __all__ = ["Job", "layout_enum", "FAIL_POLICIES"]
 
 _LAYOUTS = {"NCHW": pb.LAYOUT_NCHW, "NHWC": pb.LAYOUT_NHWC}
-FAIL_POLICIES = {"pad": pb.FAIL_POLICY_PAD, "drop": pb.FAIL_POLICY_DROP}
+FAIL_POLICIES = {"pad": pb.FAIL_POLICY_PAD, "drop": pb.FAIL_POLICY_DROP, None: pb.FAIL_POLICY_UNSPECIFIED}
 #: Loader(decode=...): None leaves it to the server (stoker serve --decode).
 DECODES = {None: pb.DECODE_UNSPECIFIED, "exact": pb.DECODE_EXACT, "fast": pb.DECODE_FAST}
 #: JobInfo.decode and BatchHeader.decode back to their names.
@@ -42,7 +42,7 @@ class Job:
     world_size: int
     drop_last: bool
     layout: str  # "NCHW" or "NHWC"
-    fail_policy: str  # "pad" or "drop"
+    fail_policy: Optional[str]  # "pad", "drop" or None (the server's: pad, or drop for records of several images)
     shuffle_window: Optional[int] = None  # "block": shards per window; None: the server's default
     # Failed samples an epoch tolerates: an int count, a float fraction of
     # the epoch; None: the server's default.

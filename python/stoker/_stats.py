@@ -48,7 +48,9 @@ class LoaderStats:
 class Tally:
     """A Loader's :class:`LoaderStats` and its list of sample errors."""
 
-    fail_policy: str
+    #: "pad", "drop", or None: the server's (pad; drop where the batch
+    #: has records of several images).
+    fail_policy: Optional[str]
     stats: LoaderStats = field(default_factory=LoaderStats)
     sample_errors: List[SampleError] = field(default_factory=list)
     _seen: Set[Tuple[int, str, str]] = field(default_factory=set)
@@ -63,9 +65,15 @@ class Tally:
         if header.HasField("slot"):
             st.shm_batches += 1
         if header.errors:
-            if self.fail_policy == "drop":
+            if self._policy(header) == "drop":
                 st.short_batches += 1
             self._errors(header)
+
+    def _policy(self, header: pb.BatchHeader) -> str:
+        """The fail policy that made header's batch."""
+        if self.fail_policy is not None:
+            return self.fail_policy
+        return "drop" if len(header.records) else "pad"
 
     def _errors(self, header: pb.BatchHeader) -> None:
         errors = header.errors
@@ -79,7 +87,7 @@ class Tally:
             self._warned = True
             e = errors[0]
             n = int(header.shape[0]) if header.shape else 0
-            if self.fail_policy == "drop":
+            if self._policy(header) == "drop":
                 did = (f"the 'drop' policy left {_them(len(errors))} out: the batch has {n} samples, not "
                        f"{n + len(errors)}")
             else:

@@ -405,13 +405,13 @@ def _cut(x: Any, i: int, h: int, w: int, p: int, op: str) -> Any:
     return x.reshape(3, h // p, p, w // p, p).permute(1, 3, 0, 2, 4).reshape(-1, 3, p, p)
 
 
-def anyres_inputs(views: Any, sizes: Any, source_sizes: Any, v: AnyResVision) -> Dict[str, Any]:
+def anyres_inputs(views: Any, sizes: Any, source_sizes: Any, v: AnyResVision, num_images: Any = None) -> Dict[str, Any]:
     """LLaVA-OneVision's processor's ``pixel_values`` (float32 ``[N, most
     patches, 3, P, P]`` with do_pad: each image's base, then its canvas's
     patches row by row, then zeros; a list of each image's without),
     ``image_sizes`` (int64 ``[N, 2]``, each image's height and width as
-    decoded) and ``batch_num_images`` (int64 ``[N]``, ones) of a ragged
-    batch: ``views`` the canvases (each uint8 ``[3, H, W]``, whole patches)
+    decoded) and ``batch_num_images`` (int64, each record's images:
+    ``num_images``, or ones, ``[N]``) of a ragged batch: ``views`` the canvases (each uint8 ``[3, H, W]``, whole patches)
     and the bases (``[3, P, P]``), on their device."""
     import torch
 
@@ -433,7 +433,7 @@ def anyres_inputs(views: Any, sizes: Any, source_sizes: Any, v: AnyResVision) ->
     else:
         values = out
     return {"pixel_values": values, "image_sizes": source_sizes.to(torch.long).reshape(-1, 2),
-            "batch_num_images": torch.ones(n, dtype=torch.long)}
+            "batch_num_images": num_images if num_images is not None else torch.ones(n, dtype=torch.long)}
 
 
 def internvl_inputs(views: Any, sizes: Any, v: InternVision) -> Dict[str, "torch.Tensor"]:

@@ -221,7 +221,11 @@ class Loader:
             left out: that batch is smaller, counted in
             ``stats.short_batches``). Either way the sample is listed in
             :attr:`sample_errors` and a RuntimeWarning (once) says what the
-            policy did. A batch every sample of which failed is never
+            policy did. None (the default): ``"pad"``, or ``"drop"`` over a
+            dataset of records of several images (a conversation file's:
+            a record one of whose images failed is left out whole,
+            ``Batch.records``), where ``"pad"`` is refused. A batch every
+            sample of which failed is never
             yielded: the iteration raises StokerError("DATA_LOSS") naming
             why. A sample whose store failed (unreachable, throttling past
             its retries, credentials refused) is no fault of the sample:
@@ -467,7 +471,7 @@ class Loader:
         tls_key: Optional[str] = None,
         credentials: Optional["grpc.ChannelCredentials"] = None,
         allow_insecure_token: bool = False,
-        fail_policy: str = "pad",
+        fail_policy: Optional[str] = None,
         tune_malloc: bool = True,
         transport: str = "auto",
         shuffle_window: Optional[int] = None,
@@ -531,8 +535,8 @@ class Loader:
         layout_enum(self.layout)
         self.in_order = _args.boolean("in_order", in_order)
         self.timeout = _args.seconds("timeout", timeout)
-        if _args.string("fail_policy", fail_policy) not in FAIL_POLICIES:
-            raise ValueError(f"fail_policy must be 'pad' or 'drop', got {fail_policy!r}")
+        if fail_policy is not None and _args.string("fail_policy", fail_policy) not in FAIL_POLICIES:
+            raise ValueError(f"fail_policy must be 'pad', 'drop' or None, got {fail_policy!r}")
         self.fail_policy = fail_policy
         self.max_sample_errors = _args.sample_error_limit(max_sample_errors)
         self.tune_malloc = _args.boolean("tune_malloc", tune_malloc)

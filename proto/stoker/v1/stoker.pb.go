@@ -6266,6 +6266,14 @@ type BatchHeader struct {
 	// what LLaVA-OneVision's processor gives as image_sizes, DETR's
 	// orig_size.
 	SourceSizes []uint32 `protobuf:"varint,62,rep,packed,name=source_sizes,json=sourceSizes,proto3" json:"source_sizes,omitempty"`
+	// A dataset of records of several images (a conversation file's):
+	// per sample (an image), in batch order, the record it is of; a
+	// record's images are consecutive, in its order, and a batch holds
+	// each of its records whole. -1 marks the images of a record that is
+	// not whole in the batch (one of its images failed: errors names it):
+	// a trainer leaves them out, and the record's text. Empty where every
+	// sample is a record of its own.
+	Records []int64 `protobuf:"varint,63,rep,packed,name=records,proto3" json:"records,omitempty"`
 	// JobSpec.targets: every sample's targets, as ragged arrays (they are
 	// not among fields).
 	Targets       *BatchTargets `protobuf:"bytes,70,opt,name=targets,proto3" json:"targets,omitempty"`
@@ -6411,6 +6419,13 @@ func (x *BatchHeader) GetRagged() bool {
 func (x *BatchHeader) GetSourceSizes() []uint32 {
 	if x != nil {
 		return x.SourceSizes
+	}
+	return nil
+}
+
+func (x *BatchHeader) GetRecords() []int64 {
+	if x != nil {
+		return x.Records
 	}
 	return nil
 }
@@ -9527,7 +9542,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06ragged\x18= \x01(\bR\x06ragged\"A\n" +
 	"\bViewInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
-	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\xc8\x04\n" +
+	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\xe2\x04\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x14\n" +
@@ -9545,7 +9560,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fields\x12!\n" +
 	"\fsample_sizes\x18< \x03(\rR\vsampleSizes\x12\x16\n" +
 	"\x06ragged\x18= \x01(\bR\x06ragged\x12!\n" +
-	"\fsource_sizes\x18> \x03(\rR\vsourceSizes\x121\n" +
+	"\fsource_sizes\x18> \x03(\rR\vsourceSizes\x12\x18\n" +
+	"\arecords\x18? \x03(\x03R\arecords\x121\n" +
 	"\atargets\x18F \x01(\v2\x17.stoker.v1.BatchTargetsR\atargetsB\a\n" +
 	"\x05_slot\"\xbf\x05\n" +
 	"\fBatchTargets\x12\x18\n" +

@@ -20,7 +20,7 @@ var _ coord.Plan = plan.RankPacking{}
 func (j *Job) Dataset() string   { return j.name }
 func (j *Job) Rank() int         { return j.rank }
 func (j *Job) World() int        { return j.world }
-func (j *Job) BatchSize() int    { return int(j.spec.GetBatchSize()) }
+func (j *Job) BatchSize() int    { return j.MaxSamples() }
 func (j *Job) SampleBytes() int  { return j.t.SampleBytes() }
 func (j *Job) BatchBytes() int64 { return j.memBytes() }
 func (j *Job) Pads() bool        { return j.policy == pipeline.PadFromBatch }

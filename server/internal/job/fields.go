@@ -188,9 +188,9 @@ func checkMaskRatio(t *transform.Transform, spec *stokerv1.JobSpec) error {
 // at its bound, and a run offset).
 func (j *Job) fieldBytes() int64 {
 	fs := j.fields
-	n := int64(j.spec.GetBatchSize()) * fs.SampleMax()
+	n := int64(j.MaxSamples()) * fs.SampleMax()
 	if fs.HasTargets() {
-		n += ragged.Size(int64(j.spec.GetBatchSize()) * fs.TargetsMax())
+		n += ragged.Size(int64(j.MaxSamples()) * fs.TargetsMax())
 	}
 	return n
 }
@@ -205,7 +205,7 @@ func (j *Job) SlotBytes(targetsInSlot bool) int64 {
 	if !targetsInSlot || !j.fields.HasTargets() {
 		return px
 	}
-	room := ragged.SlotRoom(px, int64(j.spec.GetBatchSize()), j.fields.TargetsMax())
+	room := ragged.SlotRoom(px, int64(j.MaxSamples()), j.fields.TargetsMax())
 	if room == 0 {
 		return px
 	}

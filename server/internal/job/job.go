@@ -64,6 +64,11 @@ type Job struct {
 	mix []plan.MixShare
 	// tokens: a job cut by vision tokens (batch_tokens; tokens.go), nil else.
 	tokens *tokenPlan
+	// groups: the dataset's records of several images, the plans' items
+	// (records.go); nil where every sample is its own. slots is the most
+	// samples a batch holds (MaxSamples).
+	groups dataset.Grouped
+	slots  int
 	// id names the job in queue names and metrics (its coordinator's
 	// name, or the Work stream's and its job id).
 	id string
@@ -209,6 +214,9 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if j.repeats, err = repeatsOf(spec, j.ds.Len(), j.world, j.shuffle); err != nil {
 		return nil, err
 	}
+	if err := j.openRecords(spec); err != nil {
+		return nil, err
+	}
 	var imgW, imgH int // the dataset's largest image, where its annotations list every one (COCO's)
 	if b, ok := j.ds.(interface{ ImageBound() (int, int) }); ok {
 		imgW, imgH = b.ImageBound()
@@ -232,6 +240,10 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 		}
 		bs = int(spec.GetBatchSize())
 	}
+	if err := j.setSlots(bs); err != nil {
+		return nil, err
+	}
+	bs = j.slots // from here on, what a batch holds: its images
 	j.cost = j.t.Cost()
 	j.maxMeasured = max(env.MaxMeasuredCPU, 0)
 	if err := checkCost(j.cost, env.MaxSampleCPU); err != nil {
@@ -398,7 +410,7 @@ func knownFields(spec *stokerv1.JobSpec) (*stokerv1.JobSpec, error) {
 
 // PixelBytes is the size of one whole batch's pixels.
 func (j *Job) PixelBytes() int64 {
-	return int64(j.spec.GetBatchSize()) * int64(j.t.SampleBytes())
+	return int64(j.MaxSamples()) * int64(j.t.SampleBytes())
 }
 
 // memBytes is what one batch may hold: its pixels, and its fields at
@@ -421,10 +433,16 @@ func (j *Job) ForwardSpec() *stokerv1.JobSpec {
 // resume; 0 normally). Only an epoch resumed with consumed positions keeps
 // the block shuffle's spans of the world it began with.
 func (j *Job) EpochPlan(epoch, consumed uint64) coord.Plan {
+	var p coord.Plan
 	if j.tokens != nil { // cut by vision tokens (tokens.go)
-		return j.tokenEpoch(epoch)
+		p = j.tokenEpoch(epoch)
+	} else {
+		p = j.plainPlan(epoch, consumed)
 	}
-	return j.plainPlan(epoch, consumed)
+	if j.groups != nil { // a plan of records, served as their images (records.go)
+		return recordsOf(p, j.groups)
+	}
+	return p
 }
 
 // plainPlan is EpochPlan's of batch_size samples a batch.
@@ -445,6 +463,8 @@ func (j *Job) plainPlan(epoch, consumed uint64) plan.Plan {
 // (0 under the block shuffle, whose plan counts its drawn shards').
 func (j *Job) planSize() int {
 	switch {
+	case j.groups != nil:
+		return j.groups.Records()
 	case j.mix == nil:
 		return j.ds.Len()
 	case j.shuffle.window > 0:
@@ -461,7 +481,7 @@ func (j *Job) planSize() int {
 // positions of a mix's epoch.
 func (j *Job) datasetSize(epoch uint64) uint64 {
 	if j.mix == nil {
-		return uint64(j.ds.Len())
+		return uint64(j.planSize())
 	}
 	return j.plainPlan(epoch, 0).Positions()
 }
@@ -522,6 +542,9 @@ func (j *Job) Header(epoch uint64, k int, b *pipeline.Batch) (*stokerv1.BatchHea
 		h.Decode = j.spec.GetDecode()
 	}
 	h.Fields = fieldValues(b)
+	if j.groups != nil {
+		h.Records = recordsHeader(j.groups, j.ds.Len(), b.Indices, b.Errors)
+	}
 	t, err := packTargets(j.fields, b)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "batch %d of epoch %d: targets: %v", k, epoch, err)

@@ -60,23 +60,37 @@ func (j *Job) openTokens(spec *stokerv1.JobSpec) error {
 	if m == nil && n > maxHeaderScan {
 		return status.Errorf(codes.FailedPrecondition, "batch_tokens: dataset %q has %d samples and no image sizes in a manifest: index it with `stoker index --sizes` (reading %d headers at every job's open is refused)", j.name, n, n)
 	}
-	tp := &tokenPlan{budget: budget, tokens: make([]int64, n), errs: map[int]error{}}
+	// An item of the plan is a sample, or a record of several images
+	// (records.go): its tokens are its images'.
+	items, images := n, func(i int) (int, int) { return i, 1 }
+	if j.groups != nil {
+		items, images = j.groups.Records(), j.groups.Record
+	}
+	tp := &tokenPlan{budget: budget, tokens: make([]int64, items), errs: map[int]error{}}
 	var buf []byte
 	least := int64(-1)
-	for i := range n {
-		var w, h int
-		var err error
-		if m != nil {
-			var ok bool
-			if w, h, ok = m.ImageSize(i); !ok {
-				err = errors.New("its size is unknown to the manifest (its header did not parse when indexed)")
-			}
-		} else if buf, err = j.ds.Read(i, buf[:0]); err == nil {
-			w, h, err = pipeline.ImageSize(buf)
-		}
+	for i := range items {
+		first, count := images(i)
 		var t int64
-		if err == nil {
-			t, err = j.t.VisionTokens(w, h)
+		var err error
+		for s := first; s < first+count && err == nil; s++ {
+			var w, h int
+			if m != nil {
+				var ok bool
+				if w, h, ok = m.ImageSize(s); !ok {
+					err = errors.New("its size is unknown to the manifest (its header did not parse when indexed)")
+				}
+			} else if buf, err = j.ds.Read(s, buf[:0]); err == nil {
+				w, h, err = pipeline.ImageSize(buf)
+			}
+			var ts int64
+			if err == nil {
+				ts, err = j.t.VisionTokens(w, h)
+			}
+			if err != nil && count > 1 {
+				err = fmt.Errorf("its image %s: %w", j.ds.Name(s), err)
+			}
+			t += ts
 		}
 		switch {
 		case err != nil:
@@ -91,9 +105,9 @@ func (j *Job) openTokens(spec *stokerv1.JobSpec) error {
 		}
 	}
 	if least < 1 {
-		return status.Errorf(codes.FailedPrecondition, "batch_tokens %d: no sample of dataset %q fits (%d of %d have no size or too many tokens)", budget, j.name, len(tp.errs), n)
+		return status.Errorf(codes.FailedPrecondition, "batch_tokens %d: no sample of dataset %q fits (%d of %d have no size or too many tokens)", budget, j.name, len(tp.errs), items)
 	}
-	spec.BatchSize = uint32(min(budget/least, int64(n), maxBatchSize))
+	spec.BatchSize = uint32(min(budget/least, int64(items), maxBatchSize))
 	j.tokens = tp
 	if _, err := tp.packed(j, 0); err != nil {
 		return status.Errorf(codes.FailedPrecondition, "batch_tokens %d: %v", budget, err)
@@ -110,7 +124,7 @@ func (tp *tokenPlan) packed(j *Job, epoch uint64) (*plan.Packing, error) {
 	}
 	tp.epoch = epoch
 	tp.packing, tp.err = plan.Pack(plan.PackSpec{
-		Size: j.ds.Len(), Budget: tp.budget, Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on, World: j.world,
+		Size: len(tp.tokens), Budget: tp.budget, Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on, World: j.world,
 		Tokens: func(i int) (int64, error) {
 			if err := tp.errs[i]; err != nil {
 				return 0, err
@@ -157,8 +171,9 @@ func (t tokenBatches) Batches() int        { return len(t.batches) }
 func (t tokenBatches) Samples() int        { return t.samples }
 func (t tokenBatches) Batch(k int) []int64 { return t.batches[k] }
 
-// TokenErrors are the samples of a job cut by vision tokens left out of
-// every batch (no size, or more tokens than the budget), with why.
+// TokenErrors are the samples (or records: PlanItemName) of a job cut by
+// vision tokens left out of every batch (no size, or more tokens than the
+// budget), with why.
 func (j *Job) TokenErrors() map[int]error {
 	if j.tokens == nil {
 		return nil

@@ -64,7 +64,7 @@ func OpenExecJob(exec *pipeline.Executor, sh *Shares, making func(dataset.Datase
 	e := &ExecJob{j: j, exec: exec, shares: sh, work: work, client: client}
 	e.make = e.fill
 	if making != nil {
-		e.make = making(j.Data(), int(j.Spec().GetBatchSize()), e.make)
+		e.make = making(j.Data(), j.MaxSamples(), e.make)
 	}
 	return e
 }
@@ -152,8 +152,8 @@ func (e *ExecJob) Header(epoch uint64, k int, b *pipeline.Batch) (*stokerv1.Batc
 	return e.j.Header(epoch, k, b)
 }
 
-// BatchSize is the job's batch size.
-func (e *ExecJob) BatchSize() int { return int(e.j.Spec().GetBatchSize()) }
+// BatchSize is the most samples a batch of the job holds.
+func (e *ExecJob) BatchSize() int { return e.j.MaxSamples() }
 
 // SampleBytes is what one sample of a lease may hold: its pixels, and
 // its fields at their bound (its targets twice: as made, and packed for

@@ -1,0 +1,119 @@
+"""Records of several images (a LLaVA record's "image" list, a ShareGPT
+record's "images"), served by a real `stoker serve --annotations`: each
+record whole, its images consecutive and in its order in one batch
+(Batch.records), every record once an epoch, by records a batch
+(batch_size) or by vision tokens across ranks (batch_tokens); the images
+the processor's (the qwen2-vl preset); a record one of whose images fails
+left out whole, named in sample_errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Tuple
+
+import pytest
+import torch
+from torchvision.io import ImageReadMode, decode_jpeg, read_file
+
+import stoker
+from stoker._local import LocalServer
+
+from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor  # pinned: never skips
+
+REPO = Path(__file__).resolve().parents[2]
+PHOTOS = REPO / "testdata" / "photos"
+
+
+@pytest.fixture(scope="module")
+def records_server(stoker_bin: Path, tmp_path_factory: Any) -> Iterator[Tuple[str, Path, List[Dict[str, Any]]]]:
+    """A server of 13 records over 12 photos: record i has 1 + i % 3
+    images (photos reused across records), LLaVA's and ShareGPT's layouts
+    alternating; record 12's second image is a corrupt JPEG."""
+    photos = sorted(PHOTOS.glob("*/*.jpg"))[:12]
+    assert len(photos) == 12, f"the committed photos are missing under {PHOTOS}"
+    tmp = tmp_path_factory.mktemp("records")
+    img = tmp / "images"
+    img.mkdir()
+    for i, p in enumerate(photos):
+        (img / f"{i:03d}.jpg").write_bytes(p.read_bytes())
+    (img / "bad.jpg").write_bytes(b"\xff\xd8\xff\xe0" + b"\x00" * 200)
+    records: List[Dict[str, Any]] = []
+    for i in range(12):
+        names = [f"{(i + k * 5) % 12:03d}.jpg" for k in range(1 + i % 3)]
+        if i % 2:
+            records.append({"messages": [{"role": "user", "content": "<image>" * len(names) + f"Record {i}?"}],
+                            "images": names})
+        else:
+            records.append({"id": f"r{i}", "image": names if len(names) > 1 else names[0],
+                            "conversations": [{"from": "human", "value": "<image>\n" * len(names) + f"Record {i}?"}]})
+    records.append({"id": "broken", "image": ["000.jpg", "bad.jpg"], "conversations": [{"from": "human", "value": "x"}]})
+    ann = tmp / "sft.json"
+    ann.write_text(json.dumps(records))
+    with LocalServer(str(stoker_bin), {"sft": str(img)}, workers=1,
+                     args=["--grace", "1s", "--annotations", f"sft={ann}"], log_path=str(tmp / "server.log")) as srv:
+        yield srv.addr, img, records
+
+
+def names_of(rec: Dict[str, Any]) -> List[str]:
+    im = rec.get("image") or rec.get("images")
+    return [im] if isinstance(im, str) else list(im)
+
+
+def check_batch(b: Any, img: Path, proc: Any) -> List[Dict[str, Any]]:
+    """b's records whole, each record's images its own in order, the
+    pixels the processor's over the kept images; its records."""
+    assert b.records is not None and len(b.records) == len(b.fields["path"])
+    recs = [json.loads(r) for r in b.record_fields("json")]
+    counts = b.images_per_record.tolist()
+    assert len(counts) == len(recs)
+    kept = [p.decode() for p, r in zip(b.fields["path"], b.records.tolist()) if r >= 0]
+    assert kept == [n for rec in recs for n in names_of(rec)]  # each record's images, in its order
+    assert counts == [len(names_of(r)) for r in recs]
+    got = b.vision_inputs()
+    want = proc(images=[decode_jpeg(read_file(str(img / n)), mode=ImageReadMode.RGB) for n in kept], return_tensors="pt")
+    assert torch.equal(got["image_grid_thw"], want["image_grid_thw"])
+    torch.testing.assert_close(got["pixel_values"], want["pixel_values"], atol=1e-6, rtol=0)
+    return recs
+
+
+def test_records_whole_by_batch_size(records_server: Tuple[str, Path, List[Dict[str, Any]]]) -> None:
+    """batch_size counts records; every record once an epoch, whole; the
+    record with a corrupt image left out, its other image marked -1, the
+    corrupt one in sample_errors."""
+    addr, img, records = records_server
+    proc = Qwen2VLImageProcessor()
+    seen: List[Dict[str, Any]] = []
+    marked = 0
+    with stoker.Loader(addr, "sft", transform="qwen2-vl", batch_size=3, fields=("json", "path"), shuffle=True,
+                       seed=5, pin_memory=False, timeout=120, max_sample_errors=1) as ld:
+        assert len(ld) == 5  # 13 records, 3 a batch
+        with pytest.warns(RuntimeWarning, match="'drop' policy left it out"):
+            for b in ld:
+                seen += check_batch(b, img, proc)
+                marked += int((b.records < 0).sum())
+        errors = list(ld.sample_errors)
+    assert sorted(json.dumps(r) for r in seen) == sorted(json.dumps(r) for r in records[:12])
+    assert marked == 1  # 000.jpg of the broken record; bad.jpg was dropped
+    assert len(errors) == 1 and "bad.jpg" in str(errors[0]), errors
+
+
+def test_records_by_tokens_across_ranks(records_server: Tuple[str, Path, List[Dict[str, Any]]]) -> None:
+    """batch_tokens over 2 ranks: a batch's tokens (its records' images')
+    at most the budget, every good record once across the ranks, whole;
+    the broken record (its image's header does not parse) in no batch."""
+    addr, img, records = records_server
+    proc = Qwen2VLImageProcessor()
+    budget = 1200
+    seen: List[Dict[str, Any]] = []
+    for rank in range(2):
+        with stoker.Loader(addr, "sft", transform="qwen2-vl", batch_tokens=budget, fields=("json", "path"), seed=2,
+                           rank=rank, world_size=2, pin_memory=False, timeout=120) as ld:
+            n = 0
+            for b in ld:
+                seen += check_batch(b, img, proc)
+                tokens = int(b.vision_inputs()["image_grid_thw"].prod(dim=1).sum()) // 4
+                assert 0 < tokens <= budget
+                n += 1
+            assert n == len(ld)
+    assert sorted(json.dumps(r) for r in seen) == sorted(json.dumps(r) for r in records[:12])

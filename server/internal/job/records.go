@@ -1,0 +1,153 @@
+package job
+
+// A job over a dataset of records of several images (a conversation
+// file's, dataset.Grouped): its plans are of records, each record's
+// images served whole, together, in its order, in one batch. batch_size
+// (and batch_tokens' budget) counts records; a batch then holds at most
+// batch_size times the dataset's most images a record (MaxSamples), which
+// bounds its memory. A record one of whose images fails is left out of
+// its batch whole (the fail policy is drop: no other image can take the
+// place of one of a conversation's), and BatchHeader.records marks its
+// other images -1, so that a trainer takes neither them nor its text.
+
+import (
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/coord"
+)
+
+// groupedOf is ds as records of several images, or nil where every
+// sample is a record of its own (a plan of samples then).
+func groupedOf(ds dataset.Dataset) dataset.Grouped {
+	if g, ok := ds.(dataset.Grouped); ok && g.Records() < ds.Len() {
+		return g
+	}
+	return nil
+}
+
+// openRecords sets j's records where its dataset has records of several
+// images: what such a job may not ask for is refused, and its fail policy
+// is drop.
+func (j *Job) openRecords(spec *stokerv1.JobSpec) error {
+	if j.groups = groupedOf(j.ds); j.groups == nil {
+		return nil
+	}
+	if j.mix != nil || j.repeats > 1 || j.shuffle.window > 0 {
+		return status.Errorf(codes.Unimplemented, "dataset %q has records of several images (%d images in %d records): a mix, repeats or the block shuffle of it is not served",
+			j.name, j.ds.Len(), j.groups.Records())
+	}
+	if spec.GetFailPolicy() == stokerv1.FailPolicy_FAIL_POLICY_PAD {
+		return status.Errorf(codes.InvalidArgument, "fail_policy pad: dataset %q has records of several images, and no other image may take the place of one of a record's; "+
+			"a record with a failed image is left out of its batch whole (fail_policy drop, its default)", j.name)
+	}
+	j.policy = pipeline.Drop
+	return nil
+}
+
+// MaxSamples is the most samples (images) one batch of the job holds:
+// batch_size, times the most images a record has where the dataset has
+// records of several.
+func (j *Job) MaxSamples() int { return j.slots }
+
+// setSlots sets MaxSamples from batch_size (bs), refusing a batch past
+// maxBatchSize images.
+func (j *Job) setSlots(bs int) error {
+	j.slots = bs
+	if j.groups == nil {
+		return nil
+	}
+	most := j.groups.MostImages()
+	if bs*most > maxBatchSize {
+		return status.Errorf(codes.InvalidArgument, "batch_size %d: dataset %q has records of up to %d images, and a batch of %d records may hold %d images, over the limit of %d",
+			bs, j.name, most, bs, bs*most, maxBatchSize)
+	}
+	j.slots = bs * most
+	return nil
+}
+
+// PlanItemName names item i of the job's plans in messages: a sample's
+// name, or a record's first image's.
+func (j *Job) PlanItemName(i int) string {
+	if j.groups != nil {
+		first, _ := j.groups.Record(i)
+		return j.ds.Name(first)
+	}
+	return j.ds.Name(i)
+}
+
+// recordPlan is a plan of records as one of their images: each record's
+// images in its order, the records in the plan's.
+type recordPlan struct {
+	p       coord.Plan
+	g       dataset.Grouped
+	samples int
+}
+
+// recordsOf is p, a plan of g's records, as a plan of their images.
+func recordsOf(p coord.Plan, g dataset.Grouped) coord.Plan {
+	r := recordPlan{p: p, g: g}
+	for k := range p.Batches() {
+		for _, rec := range p.Batch(k) {
+			_, n := g.Record(int(rec))
+			r.samples += n
+		}
+	}
+	return r
+}
+
+func (r recordPlan) Batches() int { return r.p.Batches() }
+func (r recordPlan) Samples() int { return r.samples }
+
+// Batch is batch k's records' images.
+func (r recordPlan) Batch(k int) []int64 {
+	recs := r.p.Batch(k)
+	out := make([]int64, 0, len(recs))
+	for _, rec := range recs {
+		first, n := r.g.Record(int(rec))
+		for i := range n {
+			out = append(out, int64(first+i))
+		}
+	}
+	return out
+}
+
+// recordsHeader is BatchHeader.records of a batch whose samples are
+// indices (after the fail policy dropped its failed ones, errs): each
+// image's record, or -1 for the images of a record that is not whole in
+// the batch (one of its images failed, or is missing).
+func recordsHeader(g dataset.Grouped, size int, indices []int64, errs []pipeline.SampleError) []int64 {
+	failed := map[int]bool{}
+	for _, e := range errs {
+		if e.Index >= 0 && e.Index < int64(size) {
+			failed[g.RecordOf(int(e.Index))] = true
+		}
+	}
+	out := make([]int64, len(indices))
+	for i := 0; i < len(indices); {
+		if indices[i] < 0 || indices[i] >= int64(size) {
+			out[i] = -1
+			i++
+			continue
+		}
+		rec := g.RecordOf(int(indices[i]))
+		first, n := g.Record(rec)
+		whole := !failed[rec] && i+n <= len(indices)
+		for k := 0; whole && k < n; k++ {
+			whole = indices[i+k] == int64(first+k)
+		}
+		if !whole {
+			out[i] = -1
+			i++
+			continue
+		}
+		for k := range n {
+			out[i+k] = int64(rec)
+		}
+		i += n
+	}
+	return out
+}
