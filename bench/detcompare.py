@@ -251,8 +251,12 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--baseline", action="store_true", help="run the torchvision baseline alone (one JSON line)")
+    ap.add_argument("--before", help="another stoker binary run in each round too (the build before a change), "
+                    "reported beside stoker and as stoker / before per CPU-second")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    if a.before and a.transform == "yolo":
+        sys.exit("detcompare: --before is for the torchvision recipes, not yolo")
     if a.transform == "yolo":  # its own baseline: ultralytics' dataloader (bench/yolocompare.py)
         if a.baseline:
             sys.exit("detcompare: yolo's baseline is bench/yolocompare.py --baseline polygons|boxes")
@@ -266,22 +270,28 @@ def main() -> None:
     ann = os.path.join(a.data, "annotations", "instances.json")
     parts = ("epoch1", "later")
     ips = {"stoker epoch1": [], "stoker later": [], "tv2": []}
+    runs = [("stoker", a.stoker)]
+    if a.before:
+        ips.update({"before epoch1": [], "before later": []})
+        runs.append(("before", a.before))
     cpu = {k: [] for k in ips}
     share, inst, tbytes = [], [], []
     for r in range(a.rounds):
         which = ["--spec", SPECS[a.transform]] if a.transform in SPECS else ["--transform", a.transform]
-        s = last_json([a.stoker, "bench", "pipeline", "--data", images, "--annotations", ann, "--threads", "1",
-                       *which, "--seconds", str(a.seconds), "--json"])
-        for p in parts:
-            ips[f"stoker {p}"].append(s[p]["images_per_sec"])
-            cpu[f"stoker {p}"].append(s[p]["images_per_cpu_sec"])
-        tg = s["targets"]
-        share.append(tg["share_of_batch_bytes"])
-        inst.append(tg["instances_per_sample"])
-        tbytes.append(tg["bytes_per_sample"])
-        errors = s["epoch1"]["errors"] + s["later"]["errors"]
-        if errors:
-            sys.exit(f"detcompare: stoker had {errors} sample errors")
+        for name, binary in runs:
+            s = last_json([binary, "bench", "pipeline", "--data", images, "--annotations", ann, "--threads", "1",
+                           *which, "--seconds", str(a.seconds), "--json"])
+            for p in parts:
+                ips[f"{name} {p}"].append(s[p]["images_per_sec"])
+                cpu[f"{name} {p}"].append(s[p]["images_per_cpu_sec"])
+            errors = s["epoch1"]["errors"] + s["later"]["errors"]
+            if errors:
+                sys.exit(f"detcompare: {name} had {errors} sample errors")
+            if name == "stoker":
+                tg = s["targets"]
+                share.append(tg["share_of_batch_bytes"])
+                inst.append(tg["instances_per_sample"])
+                tbytes.append(tg["bytes_per_sample"])
         b = last_json([sys.executable, os.path.abspath(__file__), "--baseline", "--data", a.data,
                        "--transform", a.transform, "--seconds", str(a.seconds)])
         ips["tv2"].append(b["images_per_sec"])
@@ -303,6 +313,9 @@ def main() -> None:
         q = {"ratio": med[f"stoker {p}"] / med["tv2"], "ratio_per_cpu_sec": mcpu[f"stoker {p}"] / mcpu["tv2"]}
         res[p] = q
         print(f"{label:12} stoker / tv2 = {q['ratio']:.2f}x images/s, {q['ratio_per_cpu_sec']:.2f}x per CPU-second")
+        if a.before:
+            q["vs_before_per_cpu_sec"] = mcpu[f"stoker {p}"] / mcpu[f"before {p}"]
+            print(f"{label:12} stoker / before = {q['vs_before_per_cpu_sec']:.3f}x per CPU-second")
     t = res["targets"]
     word = "PASS" if t["share_of_batch_bytes"] <= TARGET_BYTES_SHARE else "FAIL"
     print(f"targets: {t['instances_per_sample']:.1f} instances and {t['bytes_per_sample']:.0f} bytes a sample after the "
