@@ -9,7 +9,10 @@ progressive (PIL's progressive JPEG), the others baseline; 4:2:0 at quality
 OUT/<class>/<n>.jpg, the class that of the photo the first tile came from.
 Deterministic given --seed (the same bytes from the same Pillow).
 
-usage: bench/mklarge.py OUT [--n 12] [--seed 0] [--src testdata/photos]
+With --coco, COCO's sizes instead (640 x 480 and kin, COCOSIZES), every
+image baseline: the COCO-sized photos the vision-language targets name.
+
+usage: bench/mklarge.py OUT [--n 12] [--seed 0] [--src testdata/photos] [--coco]
        (Pillow and numpy: .venv has them)
 """
 from __future__ import annotations
@@ -26,6 +29,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = [(4000, 3000), (3840, 2400), (3024, 4032), (5472, 3648), (3456, 2592), (2400, 3840), (4608, 3456),
          (4032, 3024)]
 MIN_PIXELS = 8_000_000
+#: COCO's commonest sizes (width, height), for --coco.
+COCOSIZES = [(640, 480), (480, 640), (640, 427), (427, 640), (640, 424), (612, 612), (640, 512), (500, 375)]
 
 
 def sources(src: str) -> list[tuple[str, str]]:
@@ -74,18 +79,19 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=12, help="how many images (every second one progressive)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--src", default=os.path.join(HERE, "..", "testdata", "photos"))
+    ap.add_argument("--coco", action="store_true", help="COCO's sizes (COCOSIZES), all baseline")
     a = ap.parse_args()
     rnd = random.Random(a.seed)
     rng = np.random.default_rng(a.seed)
     photos = [(c, Image.open(p).convert("RGB")) for c, p in sources(a.src)]
     total = 0
     for i in range(a.n):
-        w, h = SIZES[i % len(SIZES)]
-        assert w * h >= MIN_PIXELS
+        w, h = (COCOSIZES if a.coco else SIZES)[i % len(COCOSIZES if a.coco else SIZES)]
+        assert a.coco or w * h >= MIN_PIXELS
         cls, im = make(photos, w, h, rnd, rng)
         d = os.path.join(a.out, cls)
         os.makedirs(d, exist_ok=True)
-        progressive = i % 2 == 1
+        progressive = i % 2 == 1 and not a.coco
         p = os.path.join(d, f"{i:04d}{'-progressive' if progressive else ''}.jpg")
         im.save(p, "JPEG", quality=rnd.randint(90, 97), subsampling=2, progressive=progressive, optimize=progressive)
         total += os.path.getsize(p)
