@@ -415,6 +415,10 @@ def anyres_inputs(views: Any, sizes: Any, source_sizes: Any, v: AnyResVision, nu
     and the bases (``[3, P, P]``), on their device."""
     import torch
 
+    if num_images is not None and bool((num_images > 1).any()):
+        raise ValueError("vision_inputs: LLaVA-OneVision's processor pads each image of a record of several to a square "
+                         "(the mean's colour) and does not patch it, which stoker does not make yet: serve records of "
+                         "one image to the llava-onevision transform (docs/vlm.md)")
     canvases, bases = views
     p = v.patch_size
     dev = canvases[0].device if canvases else torch.device("cpu")

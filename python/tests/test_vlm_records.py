@@ -117,3 +117,18 @@ def test_records_by_tokens_across_ranks(records_server: Tuple[str, Path, List[Di
                 n += 1
             assert n == len(ld)
     assert sorted(json.dumps(r) for r in seen) == sorted(json.dumps(r) for r in records[:12])
+
+
+def test_onevision_refuses_records_of_several() -> None:
+    """LLaVA-OneVision's processor pads each image of a record of several
+    to a square and does not patch it: vision_inputs refuses such a
+    record rather than give other pixels."""
+    from stoker._vlm import AnyResVision, anyres_inputs
+
+    v = AnyResVision(patch_size=4, grid_pinpoints=((4, 4), (4, 8)), do_pad=True)
+    canvas, base = torch.zeros(3, 4, 8, dtype=torch.uint8), torch.zeros(3, 4, 4, dtype=torch.uint8)
+    sizes = [torch.tensor([[4, 8], [4, 8]]), torch.tensor([[4, 4], [4, 4]])]
+    ok = anyres_inputs([[canvas, canvas], [base, base]], sizes, torch.tensor([[9, 17], [9, 17]]), v, torch.tensor([1, 1]))
+    assert tuple(ok["pixel_values"].shape) == (2, 3, 3, 4, 4) and ok["batch_num_images"].tolist() == [1, 1]
+    with pytest.raises(ValueError, match="pads each image of a record of several"):
+        anyres_inputs([[canvas, canvas], [base, base]], sizes, torch.tensor([[9, 17], [9, 17]]), v, torch.tensor([2]))
