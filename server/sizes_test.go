@@ -2,7 +2,12 @@ package server
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -216,6 +221,116 @@ func TestRaggedViewsAnyTopology(t *testing.T) {
 		if n == 0 {
 			alone = ep
 			continue
+		}
+		sameAsAlone(t, e, n, ep, alone)
+	}
+}
+
+// TestRecordsAnyTopology: a conversation file's records of several images
+// (one of whose images is corrupt) served alone and leased to 3 verified
+// peers: every record once an epoch, its images consecutive and in its
+// order (BatchHeader.records), at most batch_size records a batch; the
+// record with the corrupt image marked -1 and its image named in the
+// batch's errors; the same bytes, records and fields either way, no peer
+// quarantined.
+func TestRecordsAnyTopology(t *testing.T) {
+	dir := t.TempDir()
+	photos, err := filepath.Glob("../testdata/photos/*/*.jpg")
+	if err != nil || len(photos) < 6 {
+		t.Fatalf("the committed photos are missing: %v", err)
+	}
+	for i, p := range photos[:6] {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.jpg", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.jpg"), []byte("\xff\xd8\xff\xe0 not a JPEG"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var recs []string
+	want := map[int][]string{} // record: its images
+	for r := range 9 {
+		var names []string
+		for k := range 1 + r%3 {
+			names = append(names, fmt.Sprintf("%d.jpg", (r+2*k)%6))
+		}
+		if r == 7 {
+			names = []string{"1.jpg", "bad.jpg"}
+		}
+		want[r] = names
+		q, _ := json.Marshal(names)
+		recs = append(recs, fmt.Sprintf(`{"id": %d, "images": %s, "messages": [{"role": "user", "content": "hi"}]}`, r, q))
+	}
+	ann := filepath.Join(t.TempDir(), "sft.json")
+	if err := os.WriteFile(ann, []byte("["+strings.Join(recs, ",\n")+"]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := func() Config {
+		return Config{Datasets: map[string]string{"sft": dir}, Annotations: map[string]string{"sft": ann}, Workers: 1}
+	}
+	job := smallJob("sft", 2)
+	job.Job.Transform = &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 16, Width: 16}}}}}
+	job.Job.Fields = []string{"path"}
+	job.Job.MaxSampleErrors = &pb.SampleErrorLimit{Count: 1}
+	var alone epoch
+	for _, n := range []int{0, 3} {
+		e := topology(t, cfg, n)
+		ep := e.collect(t, job)
+		seen, marked, errs := map[int]int{}, 0, 0
+		for k, b := range ep.batches {
+			h := b.hdr
+			recsOf, paths := h.GetRecords(), h.GetFields()[0].GetValues()
+			if len(recsOf) != int(h.GetShape()[0]) || len(paths) != len(recsOf) {
+				t.Fatalf("%d peers: batch %d: %d records for %d samples", n, k, len(recsOf), h.GetShape()[0])
+			}
+			inBatch := map[int64]bool{}
+			for i := 0; i < len(recsOf); {
+				r := recsOf[i]
+				if r < 0 {
+					marked++
+					i++
+					continue
+				}
+				names := want[int(r)]
+				for x, name := range names {
+					if i+x >= len(recsOf) || recsOf[i+x] != r || string(paths[i+x]) != name {
+						t.Fatalf("%d peers: batch %d: record %d (%v) is not whole and in order at %d: records %v", n, k, r, names, i, recsOf)
+					}
+				}
+				seen[int(r)]++
+				inBatch[r] = true
+				i += len(names)
+			}
+			if len(inBatch) > 2 {
+				t.Fatalf("%d peers: batch %d holds %d records, batch_size 2", n, k, len(inBatch))
+			}
+			for _, se := range h.GetErrors() {
+				errs++
+				if !strings.Contains(se.GetName(), "bad.jpg") {
+					t.Errorf("%d peers: batch %d: error %v; want bad.jpg's", n, k, se)
+				}
+			}
+		}
+		for r := range 9 {
+			if wantN := map[bool]int{true: 0, false: 1}[r == 7]; seen[r] != wantN {
+				t.Errorf("%d peers: record %d served whole %d times; want %d", n, r, seen[r], wantN)
+			}
+		}
+		if marked != 1 || errs != 1 {
+			t.Errorf("%d peers: %d images marked -1, %d errors; want 1.jpg of record 7 marked, bad.jpg failed", n, marked, errs)
+		}
+		if n == 0 {
+			alone = ep
+			continue
+		}
+		for i, b := range ep.batches {
+			if i < len(alone.batches) && !slices.Equal(b.hdr.GetRecords(), alone.batches[i].hdr.GetRecords()) {
+				t.Errorf("%d peers: batch %d's records %v, alone %v", n, i, b.hdr.GetRecords(), alone.batches[i].hdr.GetRecords())
+			}
 		}
 		sameAsAlone(t, e, n, ep, alone)
 	}
