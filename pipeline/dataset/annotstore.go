@@ -45,11 +45,11 @@ import (
 func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOption) (Dataset, error) {
 	o := newSourceOptions(opts)
 	if !source.IsRemote(ann) && IsConversationFile(ann) { // a JSON list: LLaVA's or ShareGPT's (convdataset.go)
-		if source.IsRemote(dir) || o.manifest != "" {
-			return nil, fmt.Errorf("%w: %s: a conversation dataset (a JSON list of records) is read from a local directory, without a manifest, for now", ErrUnsupported, path.Base(ann))
+		if source.IsRemote(dir) {
+			return nil, fmt.Errorf("%w: %s: a conversation dataset (a JSON list of records) is read from a local directory for now", ErrUnsupported, path.Base(ann))
 		}
 		max, over := cocoFileBound(o.annBudget)
-		return OpenConversations(dir, ann, max, over, o.log)
+		return openConversations(ctx, dir, ann, max, over, o, true)
 	}
 	yolo := isYOLOConfig(ann)
 	if yolo && o.manifest != "" && !source.IsRemote(dir) {
@@ -191,6 +191,9 @@ func IndexAnnotated(ctx context.Context, dir, ann string, opts ...SourceOption) 
 	}
 	if isYOLOConfig(ann) {
 		return indexYOLO(ctx, dir, ann, opts)
+	}
+	if !source.IsRemote(ann) && IsConversationFile(ann) {
+		return indexConversations(ctx, dir, ann, opts)
 	}
 	ds, err := OpenAnnotatedSource(ctx, dir, ann, append(opts, func(o *sourceOptions) { o.manifest = "" })...)
 	if err != nil {

@@ -11,6 +11,7 @@ package dataset
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -24,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/annot"
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // FieldJSON is a conversation dataset's sample's record, as the file
@@ -61,6 +63,11 @@ type ConvDataset struct {
 	sizes   []int64
 	maxSize int64
 	fp      string
+	// annSum is the file's hex SHA-256; m its manifest (stoker index),
+	// nil without one, and obj each image's object in it.
+	annSum string
+	m      *Manifest
+	obj    []int32
 	// Left out: records without an image, records of more than
 	// MaxRecordImages.
 	TextOnly, MultiImage int
@@ -154,6 +161,14 @@ func (r *convRecord) images() ([]string, error) {
 // no "conversations" or "messages", or names an image outside dir or
 // missing refuses the file, naming the record (the first few missing).
 func OpenConversations(dir, ann string, max int64, over string, lg *slog.Logger) (*ConvDataset, error) {
+	return openConversations(context.Background(), dir, ann, max, over, sourceOptions{log: lg}, false)
+}
+
+// openConversations is OpenConversations, the images' sizes taken from
+// the manifest o names or the one beside them (withManifest; stoker
+// index) instead of looked up one by one.
+func openConversations(ctx context.Context, dir, ann string, max int64, over string, o sourceOptions, withManifest bool) (*ConvDataset, error) {
+	lg := o.log
 	name := filepath.Base(ann)
 	rc, err := openLocalFile(ann, name, max, over)
 	if err != nil {
@@ -246,23 +261,36 @@ func OpenConversations(dir, ann string, max int64, over string, lg *slog.Logger)
 		d.file.Close()
 		return nil, err
 	}
-	fp := sha256.New()
-	fp.Write(h.Sum(nil))
+	d.annSum = hex.EncodeToString(h.Sum(nil))
 	d.sizes = make([]int64, len(d.names))
+	used := false
+	if withManifest {
+		if used, err = d.fromManifest(ctx, dir, o); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
 	var missing []string
 	for i, n := range d.names {
+		if used {
+			break
+		}
 		st, err := d.root.Stat(filepath.FromSlash(n))
 		if err != nil || !st.Mode().IsRegular() {
 			missing = append(missing, n)
 			continue
 		}
 		d.sizes[i] = st.Size()
-		fp.Write([]byte(n))
-		fp.Write(binary.LittleEndian.AppendUint64(nil, uint64(st.Size())))
 	}
 	if len(missing) > 0 {
 		d.Close()
 		return nil, errMissingImages(missing, len(d.names), name, dir)
+	}
+	fp := sha256.New()
+	fp.Write(h.Sum(nil))
+	for i, n := range d.names {
+		fp.Write([]byte(n))
+		fp.Write(binary.LittleEndian.AppendUint64(nil, uint64(d.sizes[i])))
 	}
 	d.fp = hex.EncodeToString(fp.Sum(nil))
 	d.TextOnly, d.MultiImage = len(textOnly), len(multi)
@@ -272,6 +300,110 @@ func OpenConversations(dir, ann string, max int64, over string, lg *slog.Logger)
 			"file", name, "text_only", len(textOnly), "multi_image", len(multi))
 	}
 	return d, nil
+}
+
+// fromManifest takes the images' sizes from the conversation manifest
+// o names, or the one beside the images (used: false, without an error,
+// when there is none, or the one beside them is of another file): its
+// images are the file's, and a sample of them is checked unchanged
+// (checkFresh).
+func (d *ConvDataset) fromManifest(ctx context.Context, dir string, o sourceOptions) (used bool, err error) {
+	if o.manifest == "" {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(ManifestName))); err != nil {
+			return false, nil
+		}
+	}
+	st, m, where, err := loadAnnotatedManifest(ctx, dir, o)
+	if err != nil || m == nil {
+		return false, err
+	}
+	defer st.Close()
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s (run `stoker index %s --annotations FILE` again)", ErrManifest, where, fmt.Sprintf(format, a...), dir)
+	}
+	if o.manifest == "" && (m.Layout != LayoutConversations || m.AnnotationsSHA256 != d.annSum) {
+		o.log.Info("the manifest beside the images is of other annotations: looking the images up", "manifest", where)
+		return false, nil
+	}
+	switch {
+	case m.Layout != LayoutConversations:
+		return false, bad("a manifest of a %s dataset, not of a conversation file's images", m.Layout)
+	case m.AnnotationsSHA256 != d.annSum:
+		return false, bad("made with another conversation file (SHA-256 %s; %s's is %s)", m.AnnotationsSHA256, d.annName, d.annSum)
+	}
+	if err := checkOwner(m, st, dir, o.manifest != ""); err != nil {
+		return false, fmt.Errorf("%w: %s: %v", ErrManifest, where, err)
+	}
+	index := make(map[string]int32, m.NumObjects())
+	for i := range m.NumObjects() {
+		index[m.key(i)] = int32(i)
+	}
+	d.obj = make([]int32, len(d.names))
+	for i, n := range d.names {
+		k, ok := index[n]
+		if !ok {
+			return false, bad("image %s of the file is not in it", n)
+		}
+		d.obj[i], d.sizes[i] = k, m.Object(int(k)).Size
+	}
+	if err := checkFresh(ctx, st, m, where, o.log); err != nil {
+		return false, err
+	}
+	d.m = m
+	o.log.Info("conversation images opened from their manifest", "manifest", where, "images", m.NumObjects(), "sizes", m.HasImageSizes())
+	return true, nil
+}
+
+// KnowsImageSizes reports whether the dataset has its images' sizes
+// from its manifest (stoker index --annotations FILE --sizes).
+func (d *ConvDataset) KnowsImageSizes() bool { return d.m != nil && d.m.HasImageSizes() }
+
+// ImageSize is sample i's image's width and height from the manifest; ok
+// is false where it does not know them.
+func (d *ConvDataset) ImageSize(i int) (w, h int, ok bool) {
+	if d.m == nil {
+		return 0, 0, false
+	}
+	return d.m.ImageSize(int(d.obj[i]))
+}
+
+// indexConversations is IndexAnnotated's manifest of the conversation
+// file ann over the images under dir (a local directory): each image
+// once, in the order the file first names it, with its size and
+// modification time (and, with --sizes, its width and height), and the
+// file's SHA-256.
+func indexConversations(ctx context.Context, dir, ann string, opts []SourceOption) (*Manifest, error) {
+	if source.IsRemote(dir) {
+		return nil, fmt.Errorf("%w: %s: a conversation dataset's images are read from a local directory for now", ErrUnsupported, dir)
+	}
+	o := newSourceOptions(opts)
+	max, over := cocoFileBound(o.annBudget)
+	d, err := openConversations(ctx, dir, ann, max, over, o, false)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	m := &Manifest{Layout: LayoutConversations, AnnotationsSHA256: d.annSum}
+	if m.Root, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(d.names))
+	for _, n := range d.names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		fi, err := d.root.Stat(filepath.FromSlash(n))
+		if err != nil {
+			return nil, err
+		}
+		obj := source.Object{Key: n, Size: fi.Size(), ModTime: fi.ModTime()}
+		m.AddSample(ManifestSample{Object: m.AddObject(obj), Size: obj.Size, Label: -1})
+	}
+	if err := sizeIndexed(ctx, m, opts, rootOpener(d.root)); err != nil {
+		return nil, err
+	}
+	return m, m.check()
 }
 
 // orNone is a record's id for messages: its JSON, or "none".
@@ -297,9 +429,10 @@ func firstFew(list []string) string {
 }
 
 // AnnotationBytes is what the dataset keeps of its file: each record's
-// offset, length and first image, each image's name, size and record.
+// offset, length and first image, each image's name, size, record and
+// object in the manifest.
 func (d *ConvDataset) AnnotationBytes() int64 {
-	n := int64(len(d.recs))*(16+4) + int64(len(d.names))*(8+16+4)
+	n := int64(len(d.recs))*(16+4) + int64(len(d.names))*(8+16+4+4)
 	for _, s := range d.names {
 		n += int64(len(s))
 	}

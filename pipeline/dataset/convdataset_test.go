@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -132,5 +133,78 @@ func TestConversationsRefused(t *testing.T) {
 		if !errors.Is(err, ErrUnsupported) && !strings.Contains(c.want, "zz") {
 			t.Errorf("%s: %v is not ErrUnsupported", c.text, err)
 		}
+	}
+}
+
+// TestConversationsManifest: `stoker index DIR --annotations FILE
+// --sizes` of a conversation file lists each image once with its size,
+// the file's SHA-256 in it; opened beside the images (or named), the
+// dataset takes its images' sizes from it, its fingerprint unchanged, and
+// knows its images' widths and heights; a manifest of another file is
+// passed over beside the images and refused when named.
+func TestConversationsManifest(t *testing.T) {
+	recs := `[{"id": 1, "image": "img/a.jpg", "conversations": [{"from": "human", "value": "<image>"}]},
+	          {"id": 2, "images": ["img/b.jpg", "img/a.jpg", "img/c.jpg"], "messages": [{"role": "user", "content": "x"}]}]`
+	dir, ann := convDir(t, recs)
+	ctx := context.Background()
+	plain, err := OpenAnnotatedSource(ctx, dir, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := plain.Fingerprint()
+	plain.Close()
+	m, err := IndexAnnotated(ctx, dir, ann, WithIndexOptions(IndexOptions{ImageSize: headerSize}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Layout != LayoutConversations || m.NumObjects() != 3 || m.Len() != 3 || !m.HasImageSizes() {
+		t.Fatalf("manifest: layout %s, %d objects, %d samples, sizes %v; want conversations, 3, 3, true", m.Layout, m.NumObjects(), m.Len(), m.HasImageSizes())
+	}
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeManifest(bytes.NewReader(buf.Bytes()), 1<<20); err != nil {
+		t.Fatalf("the manifest does not read back: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".stoker"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(ManifestName)), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := OpenAnnotatedSource(ctx, dir, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ds.(*ConvDataset)
+	if !d.KnowsImageSizes() || d.Fingerprint() != fp || d.Len() != 4 {
+		t.Fatalf("opened with its manifest: sizes %v, fingerprint %s (want %s), %d samples", d.KnowsImageSizes(), d.Fingerprint(), fp, d.Len())
+	}
+	for i := range d.Len() {
+		img, err := d.Read(i, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, h, ok := d.ImageSize(i)
+		hw, hh, err := headerSize(img)
+		if !ok || err != nil || w != hw || h != hh {
+			t.Errorf("sample %d (%s): size %dx%d %v; its header says %dx%d", i, d.Name(i), w, h, ok, hw, hh)
+		}
+	}
+	d.Close()
+	// Another file's manifest: passed over beside the images, refused when named.
+	other := filepath.Join(t.TempDir(), "other.json")
+	if err := os.WriteFile(other, []byte(`[{"image": "img/c.jpg", "conversations": []}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ds, err = OpenAnnotatedSource(ctx, dir, other)
+	if err != nil || ds.(*ConvDataset).KnowsImageSizes() {
+		t.Fatalf("another file beside a manifest: %v (sizes known: want the manifest passed over)", err)
+	}
+	ds.Close()
+	named := filepath.Join(dir, filepath.FromSlash(ManifestName))
+	if _, err := OpenAnnotatedSource(ctx, dir, other, WithManifest(named)); err == nil || !strings.Contains(err.Error(), "another conversation file") {
+		t.Fatalf("another file with the manifest named: %v; want refused", err)
 	}
 }

@@ -23,7 +23,20 @@ const (
 	// LayoutYOLO: the images of a YOLO dataset in object storage, an
 	// object each in path order, with their label files (manifest_yolo.go).
 	LayoutYOLO = "yolo"
+	// LayoutConversations: the images a conversation file names, an
+	// object each (each image once, in the order the file first names
+	// it), with the file's SHA-256 (convdataset.go): with their sizes
+	// (--sizes), a batch_tokens job counts its tokens without reading a
+	// header.
+	LayoutConversations = "conversations"
 )
+
+// annotated reports whether the manifest's layout is of an annotations
+// file's images (COCO's, YOLO's, a conversation file's): its SHA-256 is
+// in the manifest, each sample an image whole.
+func (m *Manifest) annotated() bool {
+	return m.Layout == LayoutCOCO || m.Layout == LayoutYOLO || m.Layout == LayoutConversations
+}
 
 // ManifestName is where a dataset's manifest is kept beside its data,
 // relative to the dataset's root: a dot-directory, which neither a listing
@@ -243,7 +256,7 @@ func (m *Manifest) check() error {
 		return fmt.Errorf("%w: %d bytes of hashes for %d samples", ErrManifest, len(s.hashes), len(s.obj))
 	}
 	switch m.Layout {
-	case LayoutImageFolder, LayoutWebDataset, LayoutCOCO, LayoutYOLO:
+	case LayoutImageFolder, LayoutWebDataset, LayoutCOCO, LayoutYOLO, LayoutConversations:
 	default:
 		return fmt.Errorf("%w: layout %q (want %s or %s)", ErrManifest, m.Layout, LayoutImageFolder, LayoutWebDataset)
 	}
@@ -271,7 +284,7 @@ func (m *Manifest) check() error {
 	if m.Layout == LayoutWebDataset {
 		return m.checkWebDataset()
 	}
-	if m.Layout == LayoutCOCO || m.Layout == LayoutYOLO {
+	if m.annotated() {
 		return m.checkCOCO()
 	}
 	if s.unlabelled > 0 || len(s.noImage) > 0 || m.fields.end != nil {
@@ -460,8 +473,8 @@ func (m *Manifest) Fingerprint() string {
 		h = newIndexHash(LayoutImageFolder, m.Classes)
 	case LayoutYOLO:
 		return m.yoloFingerprint()
-	case LayoutCOCO: // COCODataset's: the annotations' hash, then each image
-		h = newIndexHash(LayoutCOCO, m.Classes)
+	case LayoutCOCO, LayoutConversations: // COCODataset's: the annotations' hash, then each image
+		h = newIndexHash(m.Layout, m.Classes)
 		h.str(m.AnnotationsSHA256)
 	default:
 		h = newIndexHash(LayoutWebDataset, nil)

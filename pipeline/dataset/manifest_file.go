@@ -117,7 +117,7 @@ func (m *Manifest) Encode(w io.Writer) error {
 		e.uint(uint64(s.clsSize[i]))
 	}
 	version := uint32(manifestVersion)
-	if m.Layout == LayoutCOCO || m.Layout == LayoutYOLO {
+	if m.annotated() {
 		version = manifestVersionCOCO
 		e.str(m.AnnotationsSHA256)
 	}
@@ -386,7 +386,7 @@ func (d *decoder) manifest() (*Manifest, error) {
 		d.cls(s, ns)
 	}
 	// From version 7 a layout's own sections are there for it alone.
-	annotated := m.Layout == LayoutCOCO || m.Layout == LayoutYOLO || d.version < manifestVersionSizes
+	annotated := m.annotated() || d.version < manifestVersionSizes
 	if d.version >= 5 && annotated {
 		m.AnnotationsSHA256 = d.string()
 	}

@@ -72,3 +72,43 @@ def test_llava_and_sharegpt_records(stoker_bin: Path, tmp_path: Path) -> None:
     assert seen == set(served) | {"two"}
     text = log.read_text()
     assert "1 of 14 records left out: 1 without an image" in text, text[-2000:]
+
+
+def test_indexed_conversations_batch_tokens(stoker_bin: Path, tmp_path: Path) -> None:
+    """A conversation file of more images than a job may read the headers
+    of at open (70,000 records over 3 photos): batch_tokens is refused,
+    naming `stoker index`; after `stoker index DIR --annotations FILE
+    --sizes` (the manifest beside the images) the job opens, its tokens
+    from the manifest, and its batches are within the budget."""
+    import subprocess
+
+    import pytest
+
+    photos = sorted(PHOTOS.glob("*/*.jpg"))[:3]
+    img = tmp_path / "images"
+    img.mkdir()
+    for i, p in enumerate(photos):
+        (img / f"{i}.jpg").write_bytes(p.read_bytes())
+    ann = tmp_path / "sft.json"
+    ann.write_text(json.dumps([{"id": k, "image": f"{k % 3}.jpg", "conversations": [{"from": "human", "value": "<image>"}]}
+                               for k in range(70_000)]))
+    budget = 2048
+
+    def serve() -> Any:
+        return LocalServer(str(stoker_bin), {"sft": str(img)}, workers=1, args=["--grace", "1s", "--annotations", f"sft={ann}"],
+                           log_path=str(tmp_path / "server.log"))
+
+    with serve() as srv:
+        with pytest.raises(stoker.StokerError, match="stoker index"):
+            with stoker.Loader(srv.addr, "sft", transform="qwen2-vl", batch_tokens=budget, pin_memory=False, timeout=120) as ld:
+                len(ld)
+    out = subprocess.run([str(stoker_bin), "index", str(img), "--annotations", str(ann), "--sizes"], check=True,
+                         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert "conversations, 3 samples in 3 objects" in out.stdout and "3 of the images' sizes" in out.stdout, out.stdout
+    with serve() as srv:
+        with stoker.Loader(srv.addr, "sft", transform="qwen2-vl", batch_tokens=budget, pin_memory=False, timeout=120) as ld:
+            assert len(ld) > 0
+            b = next(iter(ld))
+            tokens = int(b.vision_inputs()["image_grid_thw"].prod(dim=1).sum()) // 4
+            assert 0 < tokens <= budget
+    assert "conversation images opened from their manifest" in (tmp_path / "server.log").read_text()

@@ -52,13 +52,21 @@ func (j *Job) openTokens(spec *stokerv1.JobSpec) error {
 	if j.mix != nil || j.repeats > 1 || j.shuffle.window > 0 {
 		return status.Errorf(codes.Unimplemented, "batch_tokens with a mix, repeats or the block shuffle is not served: one dataset, shuffled globally or not")
 	}
-	var m *dataset.Manifest
+	// The images' sizes from the dataset's manifest, where it has them
+	// (stoker index --sizes): a COCO or folder dataset's, or a conversation
+	// file's (its samples are not the manifest's).
+	var known func(i int) (w, h int, ok bool)
 	if md, ok := j.ds.(interface{ Manifest() *dataset.Manifest }); ok && md.Manifest() != nil && md.Manifest().HasImageSizes() {
-		m = md.Manifest()
+		known = md.Manifest().ImageSize
+	} else if s, ok := j.ds.(interface {
+		KnowsImageSizes() bool
+		ImageSize(i int) (w, h int, ok bool)
+	}); ok && s.KnowsImageSizes() {
+		known = s.ImageSize
 	}
 	n := j.ds.Len()
-	if m == nil && n > maxHeaderScan {
-		return status.Errorf(codes.FailedPrecondition, "batch_tokens: dataset %q has %d samples and no image sizes in a manifest: index it with `stoker index --sizes` (reading %d headers at every job's open is refused)", j.name, n, n)
+	if known == nil && n > maxHeaderScan {
+		return status.Errorf(codes.FailedPrecondition, "batch_tokens: dataset %q has %d samples and no image sizes in a manifest: index it with `stoker index DIR --sizes` (and --annotations FILE where it has one; reading %d headers at every job's open is refused)", j.name, n, n)
 	}
 	// An item of the plan is a sample, or a record of several images
 	// (records.go): its tokens are its images'.
@@ -75,9 +83,9 @@ func (j *Job) openTokens(spec *stokerv1.JobSpec) error {
 		var err error
 		for s := first; s < first+count && err == nil; s++ {
 			var w, h int
-			if m != nil {
+			if known != nil {
 				var ok bool
-				if w, h, ok = m.ImageSize(s); !ok {
+				if w, h, ok = known(s); !ok {
 					err = errors.New("its size is unknown to the manifest (its header did not parse when indexed)")
 				}
 			} else if buf, err = j.ds.Read(s, buf[:0]); err == nil {
