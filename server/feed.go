@@ -46,7 +46,7 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 	}
 	id := strconv.FormatUint(s.streamID.Add(1), 10)
 	log := s.log.With("job", id, "dataset", job.SpecName(o.GetJob()), "client", rpc.ClientHost(ctx))
-	j, err := s.newJob(o.GetJob(), job.Origin{Stream: id, EpochWorld: int(o.GetEpochWorldSize()), Client: rpc.ClientID(ctx)})
+	j, err := s.newJob(o.GetJob(), job.Origin{Stream: id, EpochWorld: int(o.GetEpochWorldSize()), TokenResumes: o.GetTokenResumes(), Client: rpc.ClientID(ctx)})
 	if err == nil {
 		var st coord.Stream
 		if st, err = streamOf(o, j); err == nil {
@@ -214,6 +214,11 @@ func streamOf(o *stokerv1.OpenJob, j *job.Job) (coord.Stream, error) {
 	st := coord.Stream{
 		Epoch: o.GetEpoch(), Epochs: o.GetEpochs(), Consumed: o.GetConsumed(),
 		AsReady: o.GetAsReady(), Credits: int64(o.GetCredits()), Skip: o.GetSkipBatches(),
+	}
+	if st.Consumed > 0 {
+		if err := j.CheckTokenResume(st.Epoch); err != nil {
+			return st, err
+		}
 	}
 	p := j.EpochPlan(st.Epoch, st.Consumed)
 	if o.GetStartBatch() > uint64(p.Batches()) {
@@ -447,9 +452,14 @@ func (f *feed) receive(c *coord.Coordinator, cancel context.CancelCauseFunc) {
 // DescribeJob implements stokerv1.FeedServiceServer: the JobInfo of one
 // epoch of a job, without making anything.
 func (s *Server) DescribeJob(_ context.Context, req *stokerv1.DescribeJobRequest) (*stokerv1.DescribeJobResponse, error) {
-	j, err := s.newJob(req.GetJob(), job.Origin{})
+	j, err := s.newJob(req.GetJob(), job.Origin{TokenResumes: req.GetTokenResumes()})
 	if err != nil {
 		return nil, err
+	}
+	if req.GetConsumed() > 0 {
+		if err := j.CheckTokenResume(req.GetEpoch()); err != nil {
+			return nil, err
+		}
 	}
 	return &stokerv1.DescribeJobResponse{Info: j.Info(req.GetEpoch(), j.EpochPlan(req.GetEpoch(), req.GetConsumed()))}, nil
 }

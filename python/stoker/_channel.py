@@ -579,7 +579,8 @@ class Connection:
         self._grpc_threads += [t for t in threading.enumerate() if t not in before and _is_grpc_thread(t)]
         return started
 
-    def describe_job(self, job: pb.JobSpec, epoch: int, consumed: int, timeout: float) -> pb.JobInfo:
+    def describe_job(self, job: pb.JobSpec, epoch: int, consumed: int, timeout: float,
+                     token_resumes: Sequence[int] = ()) -> pb.JobInfo:
         """The JobInfo of ``epoch`` of ``job`` (DescribeJob): nothing is made."""
         import grpc
 
@@ -588,7 +589,7 @@ class Connection:
             request_serializer=pb.DescribeJobRequest.SerializeToString,
             response_deserializer=pb.DescribeJobResponse.FromString,
         )
-        req = pb.DescribeJobRequest(job=job, epoch=epoch, consumed=consumed)
+        req = pb.DescribeJobRequest(job=job, epoch=epoch, consumed=consumed, token_resumes=list(token_resumes))
         try:
             return call(req, timeout=timeout, metadata=self.metadata).info
         except grpc.RpcError as e:

@@ -148,6 +148,7 @@ class Job:
             skip_batches=r.skip_batches,
             consumed=r.consumed,
             epoch_world_size=r.epoch_world_size,
+            token_resumes=list(r.token_resumes),
             shm=shm,
         )
 
@@ -169,4 +170,5 @@ class Job:
             "repeats": self.repeats,
             "stop_epoch": self.stop_epoch,
             "stop_ops": list(self.stop_ops),
+            "batch_tokens": self.batch_tokens,
         }

@@ -16,14 +16,14 @@ that world size, ``epoch_world_size``, along with ``consumed``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 __all__ = ["MATCHED_PARAMS", "Progress", "Resume", "elastic_consumed", "make_state", "resume_from"]
 
 #: Job parameters a state_dict must share with the Loader that loads it
 #: (``rank`` and ``world_size`` may differ).
 MATCHED_PARAMS = ("dataset", "transform", "batch_size", "seed", "shuffle", "shuffle_window", "drop_last", "layout",
-                  "repeats", "stop_epoch", "stop_ops")
+                  "repeats", "stop_epoch", "stop_ops", "batch_tokens")
 
 
 class Progress:
@@ -70,6 +70,10 @@ class Resume:
     #: positions of its block-shuffle spans (OpenJob.epoch_world_size);
     #: 0 when nothing was consumed: the new world's.
     epoch_world_size: int = 0
+    #: A job cut by vision tokens resumed elastically: the epoch's resumes
+    #: so far, (world size, steps its ranks took) pairs flat
+    #: (OpenJob.token_resumes); consumed is then their batches, > 0.
+    token_resumes: Tuple[int, ...] = ()
 
 
 def elastic_consumed(
@@ -92,6 +96,7 @@ def make_state(
     dataset_size: int,
     in_order: bool,
     epoch_world_size: int = 0,
+    token_resumes: Sequence[int] = (),
 ) -> Dict[str, Any]:
     """A state_dict: plain Python values, fit for ``torch.save`` or JSON.
     ``epoch_world_size`` is the world size the epoch began with (0: this
@@ -103,6 +108,7 @@ def make_state(
         "consumed": int(consumed),
         "in_order": bool(in_order),
         "epoch_world_size": int(epoch_world_size) or int(params["world_size"]),
+        "token_resumes": [int(x) for x in token_resumes],
     }
     sd.update(params)
     sd["fingerprint"] = fingerprint
@@ -136,6 +142,16 @@ def resume_from(
     if epoch < 0 or batches < 0 or consumed < 0 or saved_world < 1 or began < 1:
         raise ValueError(f"state_dict has invalid values: epoch {epoch}, batches_consumed {batches}, "
                          f"consumed {consumed}, world_size {saved_world}, epoch_world_size {began}")
+    resumes = tuple(int(x) for x in state.get("token_resumes", ()) or ())
+    if len(resumes) % 2 or any(x < 0 for x in resumes):
+        raise ValueError(f"state_dict has invalid token_resumes {list(resumes)[:8]}: want (world size, steps) pairs")
+    if params.get("batch_tokens") and saved_world != world:
+        # Cut by vision tokens: the steps each rank of the saved world took
+        # are one more resume of the epoch, which the server packs after
+        # (its batches are not positions of an order).
+        resumes += (saved_world, batches)
+        done = consumed + batches * saved_world
+        return Resume(epoch, 0, (), max(done, 1), fingerprint, began, token_resumes=resumes)
     if saved_world == world:
         taken = tuple(sorted({int(k) for k in state.get("taken", ()) if int(k) > batches}))
         if saved_rank != rank and (taken or not state.get("in_order", True)):
@@ -143,7 +159,7 @@ def resume_from(
                 f"this state_dict was saved by rank {saved_rank} in as-ready mode (in_order=False), whose "
                 f"batches taken are its own: load each rank's own state_dict into rank {rank}"
             )
-        return Resume(epoch, batches, taken, consumed, fingerprint, began if consumed else 0)
+        return Resume(epoch, batches, taken, consumed, fingerprint, began if consumed else 0, token_resumes=resumes)
     size = int(state.get("dataset_size", 0) or 0) or dataset_size
     consumed = elastic_consumed(consumed, batches, int(params["batch_size"]), saved_world, size)
     return Resume(epoch, 0, (), consumed, fingerprint, began if consumed else 0)

@@ -611,6 +611,10 @@ class Loader:
         # elastically with positions consumed (Resume.epoch_world_size);
         # 0: this loader's.
         self._epoch_world = 0
+        # A job cut by vision tokens resumed elastically: the epoch's
+        # resumes before this loader, (world size, steps) pairs flat
+        # (Resume.token_resumes, OpenJob.token_resumes); () otherwise.
+        self._token_resumes: Tuple[int, ...] = ()
         # The current position: the epoch and its batches taken. _yielded:
         # an iteration took batches of it (and left it mid-epoch, if it is
         # not running): the next iteration runs the next epoch unless
@@ -740,7 +744,7 @@ class Loader:
             if epoch != self.epoch or self._yielded or r is not None:
                 self._resume = None
                 self._progress = Progress()
-                self.consumed, self._epoch_world = 0, 0
+                self.consumed, self._epoch_world, self._token_resumes = 0, 0, ()
             self._yielded = False
         self.epoch = epoch
         self._chosen = True
@@ -785,6 +789,7 @@ class Loader:
             int(info.dataset_size) if info is not None else 0,
             self.in_order,
             self._epoch_world,
+            self._token_resumes,
         )
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
@@ -826,13 +831,17 @@ class Loader:
         split: the new world's, and the saved one's if its ranks had
         reached their last batch), plus, in as-ready mode, the batches taken
         past the prefix, which are delivered again. Resumes chain: the
-        resumed loader's state_dict carries its ``consumed``.
+        resumed loader's state_dict carries its ``consumed``. A job cut by
+        vision tokens (``batch_tokens``) has no positions to count: its
+        state_dict carries ``token_resumes``, the (world size, steps) of
+        each earlier world of the epoch, and the server packs what they
+        left for the new ranks, every sample once.
         """
         info = self.job_info
         r = resume_from(state, self._job().params(), int(info.dataset_size) if info is not None else None)
         self.epoch = r.epoch
         self._progress = Progress(r.start_batch, r.skip_batches)
-        self.consumed, self._epoch_world = r.consumed, r.epoch_world_size
+        self.consumed, self._epoch_world, self._token_resumes = r.consumed, r.epoch_world_size, r.token_resumes
         self._resume = r
         self._yielded = False
         self._chosen = True
@@ -872,13 +881,13 @@ class Loader:
         """Batches this rank gets in the current epoch (from its resume's
         ``consumed``, if any), as the server computes them: asked once per
         (epoch, consumed) with DescribeJob, which makes nothing."""
-        key = (self.epoch, self.consumed)
+        key = (self.epoch, self.consumed, self._token_resumes)
         n = self._len_cache.get(key)
         if n is None:
             self._ensure_local()
             conn = self._session.connection(self._endpoint)
             info = conn.describe_job(self._job().spec(), self.epoch, self.consumed,
-                                     self.timeout if self.timeout is not None else 60.0)
+                                     self.timeout if self.timeout is not None else 60.0, self._token_resumes)
             n = self._len_cache[key] = int(info.batches)
         return n
 
@@ -893,12 +902,13 @@ class Loader:
         if resume is not None:
             progress = Progress(resume.start_batch, resume.skip_batches)
             self.epoch, self.consumed, self._epoch_world = resume.epoch, resume.consumed, resume.epoch_world_size
+            self._token_resumes = resume.token_resumes
         else:
             if self._yielded and not self._chosen:
                 # The last iteration left its epoch early: it is over.
                 self.epoch += 1
             progress = Progress()
-            self.consumed, self._epoch_world = 0, 0
+            self.consumed, self._epoch_world, self._token_resumes = 0, 0, ()
         self._progress = progress
         self._yielded = self._chosen = False
         return self.epoch, resume, progress
@@ -912,7 +922,7 @@ class Loader:
         if progress is self._progress:
             self.epoch = epoch + 1
             self._progress = Progress()
-            self.consumed, self._epoch_world = 0, 0
+            self.consumed, self._epoch_world, self._token_resumes = 0, 0, ()
             self._yielded = self._chosen = False
         stream.next_epoch = epoch + 1
         stream.end_pending = not end_read
@@ -958,7 +968,7 @@ class Loader:
             if progress is self._progress:  # the loader's current iteration
                 self.consumed = consumed
             batches = int(info.batches)
-            self._len_cache[(epoch, consumed)] = batches
+            self._len_cache[(epoch, consumed, resume.token_resumes if resume is not None else ())] = batches
             if resume is not None and resume.fingerprint and info.fingerprint != resume.fingerprint:
                 warnings.warn(
                     f"stoker: dataset {self.dataset!r} changed since the state_dict was saved "

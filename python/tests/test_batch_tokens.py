@@ -71,3 +71,48 @@ def test_batch_tokens_refused_without_vision_tokens(server: str) -> None:
     plain = loader(server, "tiny")
     assert plain._job().spec().batch_tokens == 0 and len(plain) > 0
     plain.close()
+
+
+def take(server: str, rank: int, world: int, steps: int, state=None) -> Tuple[List[int], dict]:
+    """The indices of the first ``steps`` batches (all of them when None)
+    of rank of world, after loading ``state``, and its state_dict then."""
+    with stoker.Loader(server, "vlm", transform=transform(), max_size=(448, 2240), batch_tokens=BUDGET, rank=rank, world_size=world,
+                       seed=5, return_indices=True, pin_memory=False, timeout=120) as ld:
+        if state is not None:
+            ld.load_state_dict(state)
+        n, got = len(ld), []
+        for k, b in enumerate(ld):
+            got += [int(i) for i in b.indices]
+            if steps is not None and k + 1 == steps:
+                break
+        else:
+            assert steps is None or n == steps, (n, steps)
+        return got, ld.state_dict()
+
+
+def test_batch_tokens_elastic_resume(vlm_server: str, vlm_data) -> None:  # noqa: F811
+    """An epoch cut by vision tokens begun on 2 ranks, resumed after 2 steps
+    on 3, then after 1 more step on 1: every sample exactly once over the
+    three worlds (the server packs what the resumes left)."""
+    server = vlm_server
+    size = len(list((vlm_data / "images").iterdir()))
+    seen: List[int] = []
+    states = []
+    for rank in range(2):
+        got, st = take(server, rank, 2, 2)
+        seen += got
+        states.append(st)
+    assert states[0]["token_resumes"] == [] and states[0]["batches_consumed"] == 2
+    mid = []
+    for rank in range(3):
+        got, st = take(server, rank, 3, 1, states[0])
+        seen += got
+        mid.append(st)
+    assert mid[0]["token_resumes"] == [2, 2], mid[0]
+    got, end = take(server, 0, 1, None, mid[0])
+    seen += got
+    assert sorted(seen) == list(range(size)), (len(seen), size)  # every sample once
+    # A resume of no ranks is refused, saying why.
+    bad = dict(mid[0], token_resumes=[2, 2, 0, 1])
+    with pytest.raises(stoker.StokerError, match="token_resumes"):
+        take(server, 0, 1, None, bad)

@@ -1028,8 +1028,16 @@ type OpenJob struct {
 	// and consumed counts positions taken from all spans in step, so it
 	// must stay the epoch's first world size through every resume of it.
 	EpochWorldSize uint32 `protobuf:"varint,10,opt,name=epoch_world_size,json=epochWorldSize,proto3" json:"epoch_world_size,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Elastic resume of a job cut by vision tokens (JobSpec.batch_tokens;
+	// first epoch only, with consumed > 0): the resumes of the epoch before
+	// this stream, in order, as pairs (world size, steps its ranks
+	// consumed): the epoch began with the first pair's world, which took
+	// its first steps; the samples left were packed for the next pair's
+	// world, and so on. This stream's world packs what is left after them.
+	// At most 64 pairs.
+	TokenResumes  []uint32 `protobuf:"varint,11,rep,packed,name=token_resumes,json=tokenResumes,proto3" json:"token_resumes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OpenJob) Reset() {
@@ -1130,6 +1138,13 @@ func (x *OpenJob) GetEpochWorldSize() uint32 {
 		return x.EpochWorldSize
 	}
 	return 0
+}
+
+func (x *OpenJob) GetTokenResumes() []uint32 {
+	if x != nil {
+		return x.TokenResumes
+	}
+	return nil
 }
 
 // ShmRequest proposes shared-memory delivery. The server answers with a
@@ -1337,7 +1352,9 @@ type DescribeJobRequest struct {
 	Job   *JobSpec               `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
 	Epoch uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// As in OpenJob.consumed.
-	Consumed      uint64 `protobuf:"varint,3,opt,name=consumed,proto3" json:"consumed,omitempty"`
+	Consumed uint64 `protobuf:"varint,3,opt,name=consumed,proto3" json:"consumed,omitempty"`
+	// As in OpenJob.token_resumes.
+	TokenResumes  []uint32 `protobuf:"varint,4,rep,packed,name=token_resumes,json=tokenResumes,proto3" json:"token_resumes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1391,6 +1408,13 @@ func (x *DescribeJobRequest) GetConsumed() uint64 {
 		return x.Consumed
 	}
 	return 0
+}
+
+func (x *DescribeJobRequest) GetTokenResumes() []uint32 {
+	if x != nil {
+		return x.TokenResumes
+	}
+	return nil
 }
 
 // DescribeJobResponse is the epoch's JobInfo.
@@ -9127,7 +9151,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06weight\x18\x02 \x01(\x01R\x06weight\"D\n" +
 	"\x10SampleErrorLimit\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x1a\n" +
-	"\bfraction\x18\x02 \x01(\x01R\bfraction\"\xc5\x02\n" +
+	"\bfraction\x18\x02 \x01(\x01R\bfraction\"\xea\x02\n" +
 	"\aOpenJob\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.JobSpecR\x03job\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
@@ -9140,7 +9164,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\bconsumed\x18\b \x01(\x04R\bconsumed\x12'\n" +
 	"\x03shm\x18\t \x01(\v2\x15.stoker.v1.ShmRequestR\x03shm\x12(\n" +
 	"\x10epoch_world_size\x18\n" +
-	" \x01(\rR\x0eepochWorldSize\"M\n" +
+	" \x01(\rR\x0eepochWorldSize\x12#\n" +
+	"\rtoken_resumes\x18\v \x03(\rR\ftokenResumes\"M\n" +
 	"\n" +
 	"ShmRequest\x12\x17\n" +
 	"\aboot_id\x18\x01 \x01(\tR\x06bootId\x12&\n" +
@@ -9154,11 +9179,12 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"slot_bytes\x18\x05 \x01(\x04R\tslotBytes\"3\n" +
 	"\tShmAccept\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"l\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x91\x01\n" +
 	"\x12DescribeJobRequest\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.JobSpecR\x03job\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\bconsumed\x18\x03 \x01(\x04R\bconsumed\"=\n" +
+	"\bconsumed\x18\x03 \x01(\x04R\bconsumed\x12#\n" +
+	"\rtoken_resumes\x18\x04 \x03(\rR\ftokenResumes\"=\n" +
 	"\x13DescribeJobResponse\x12&\n" +
 	"\x04info\x18\x01 \x01(\v2\x12.stoker.v1.JobInfoR\x04info\"\x8f\x01\n" +
 	"\rTransformSpec\x12\x16\n" +

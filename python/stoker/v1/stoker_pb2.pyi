@@ -158,7 +158,7 @@ class SampleErrorLimit(_message.Message):
     def __init__(self, count: _Optional[int] = ..., fraction: _Optional[float] = ...) -> None: ...
 
 class OpenJob(_message.Message):
-    __slots__ = ("job", "epoch", "epochs", "credits", "as_ready", "start_batch", "skip_batches", "consumed", "shm", "epoch_world_size")
+    __slots__ = ("job", "epoch", "epochs", "credits", "as_ready", "start_batch", "skip_batches", "consumed", "shm", "epoch_world_size", "token_resumes")
     JOB_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     EPOCHS_FIELD_NUMBER: _ClassVar[int]
@@ -169,6 +169,7 @@ class OpenJob(_message.Message):
     CONSUMED_FIELD_NUMBER: _ClassVar[int]
     SHM_FIELD_NUMBER: _ClassVar[int]
     EPOCH_WORLD_SIZE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_RESUMES_FIELD_NUMBER: _ClassVar[int]
     job: JobSpec
     epoch: int
     epochs: int
@@ -179,7 +180,8 @@ class OpenJob(_message.Message):
     consumed: int
     shm: ShmRequest
     epoch_world_size: int
-    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., credits: _Optional[int] = ..., as_ready: _Optional[bool] = ..., start_batch: _Optional[int] = ..., skip_batches: _Optional[_Iterable[int]] = ..., consumed: _Optional[int] = ..., shm: _Optional[_Union[ShmRequest, _Mapping]] = ..., epoch_world_size: _Optional[int] = ...) -> None: ...
+    token_resumes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., credits: _Optional[int] = ..., as_ready: _Optional[bool] = ..., start_batch: _Optional[int] = ..., skip_batches: _Optional[_Iterable[int]] = ..., consumed: _Optional[int] = ..., shm: _Optional[_Union[ShmRequest, _Mapping]] = ..., epoch_world_size: _Optional[int] = ..., token_resumes: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ShmRequest(_message.Message):
     __slots__ = ("boot_id", "targets_in_slot")
@@ -212,14 +214,16 @@ class ShmAccept(_message.Message):
     def __init__(self, ok: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class DescribeJobRequest(_message.Message):
-    __slots__ = ("job", "epoch", "consumed")
+    __slots__ = ("job", "epoch", "consumed", "token_resumes")
     JOB_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     CONSUMED_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_RESUMES_FIELD_NUMBER: _ClassVar[int]
     job: JobSpec
     epoch: int
     consumed: int
-    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., epoch: _Optional[int] = ..., consumed: _Optional[int] = ...) -> None: ...
+    token_resumes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., epoch: _Optional[int] = ..., consumed: _Optional[int] = ..., token_resumes: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class DescribeJobResponse(_message.Message):
     __slots__ = ("info",)

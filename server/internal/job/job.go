@@ -111,6 +111,9 @@ type Origin struct {
 	Stream string
 	// EpochWorld is the stream's OpenJob.epoch_world_size.
 	EpochWorld int
+	// TokenResumes is the stream's OpenJob.token_resumes (pairs of world
+	// size and steps), for a job cut by vision tokens.
+	TokenResumes []uint32
 	// Client is who opened a Feed job (rpc.ClientID): the executor
 	// shares its cores between clients first, then among each client's
 	// jobs. Empty: one client of its own per job.
@@ -235,10 +238,12 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 		j.t = j.t.WithRagged() // of one size or several views: as it was (JobInfo.ragged false)
 	}
 	if spec.GetBatchTokens() != 0 { // batch_size becomes the most samples a batch may hold (tokens.go)
-		if err := j.openTokens(spec); err != nil {
+		if err := j.openTokens(spec, o.TokenResumes); err != nil {
 			return nil, err
 		}
 		bs = int(spec.GetBatchSize())
+	} else if len(o.TokenResumes) > 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "token_resumes: the job is not cut by vision tokens (batch_tokens 0)")
 	}
 	if err := j.setSlots(bs); err != nil {
 		return nil, err
@@ -434,8 +439,8 @@ func (j *Job) ForwardSpec() *stokerv1.JobSpec {
 // the block shuffle's spans of the world it began with.
 func (j *Job) EpochPlan(epoch, consumed uint64) coord.Plan {
 	var p coord.Plan
-	if j.tokens != nil { // cut by vision tokens (tokens.go)
-		p = j.tokenEpoch(epoch)
+	if j.tokens != nil { // cut by vision tokens (tokens.go); consumed: resumed elastically
+		p = j.tokenEpoch(epoch, consumed > 0)
 	} else {
 		p = j.plainPlan(epoch, consumed)
 	}

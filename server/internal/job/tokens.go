@@ -28,20 +28,28 @@ import (
 // tokens reads at open when the dataset has no sizes in a manifest.
 const maxHeaderScan = 1 << 16
 
-// tokenPlan is a job's vision tokens and its last epoch's packing.
+// maxTokenResumes bounds OpenJob.token_resumes' pairs.
+const maxTokenResumes = 64
+
+// tokenPlan is a job's vision tokens, its stream's elastic resumes and
+// its last epoch's packing.
 type tokenPlan struct {
 	budget  int64
 	tokens  []int64
 	errs    map[int]error
+	resumed []plan.PackResume
 	mu      sync.Mutex
 	epoch   uint64
+	resume  bool
 	packing *plan.Packing
 	err     error
 }
 
 // openTokens reads every sample's vision tokens for a job of batch_tokens
-// and sets its batch_size to the most samples a batch may hold.
-func (j *Job) openTokens(spec *stokerv1.JobSpec) error {
+// and sets its batch_size to the most samples a batch may hold; resumes
+// are the stream's elastic resumes of its first epoch (OpenJob
+// token_resumes), checked against that epoch's packing.
+func (j *Job) openTokens(spec *stokerv1.JobSpec, resumes []uint32) error {
 	budget := int64(spec.GetBatchTokens())
 	if budget < 1 {
 		return status.Errorf(codes.InvalidArgument, "batch_tokens %d: want at least 1", spec.GetBatchTokens())
@@ -117,22 +125,53 @@ func (j *Job) openTokens(spec *stokerv1.JobSpec) error {
 	}
 	spec.BatchSize = uint32(min(budget/least, int64(items), maxBatchSize))
 	j.tokens = tp
-	if _, err := tp.packed(j, 0); err != nil {
+	if _, err := tp.packed(j, 0, false); err != nil {
 		return status.Errorf(codes.FailedPrecondition, "batch_tokens %d: %v", budget, err)
+	}
+	if len(resumes) == 0 {
+		return nil
+	}
+	if len(resumes)%2 != 0 || len(resumes) > 2*maxTokenResumes {
+		return status.Errorf(codes.InvalidArgument, "token_resumes: %d numbers; want pairs of (world size, steps), at most %d", len(resumes), maxTokenResumes)
+	}
+	for k := 0; k < len(resumes); k += 2 {
+		if resumes[k] < 1 || int(resumes[k]) > len(tp.tokens) {
+			return status.Errorf(codes.InvalidArgument, "token_resumes: resume %d has world size %d: want 1..%d (the samples)", k/2, resumes[k], len(tp.tokens))
+		}
+		tp.resumed = append(tp.resumed, plan.PackResume{World: int(resumes[k]), Steps: int(resumes[k+1])})
 	}
 	return nil
 }
 
-// packed is epoch's packing (the last one computed is kept).
-func (tp *tokenPlan) packed(j *Job, epoch uint64) (*plan.Packing, error) {
+// CheckTokenResume says why the stream's elastic resumes (OpenJob
+// token_resumes) cannot resume epoch, nil when they can or there are
+// none: more steps than the worlds had, say.
+func (j *Job) CheckTokenResume(epoch uint64) error {
+	if j.tokens == nil || len(j.tokens.resumed) == 0 {
+		return nil
+	}
+	if _, err := j.tokens.packed(j, epoch, true); err != nil {
+		return status.Errorf(codes.InvalidArgument, "token_resumes: epoch %d: %v", epoch, err)
+	}
+	return nil
+}
+
+// packed is epoch's packing, after the stream's elastic resumes when
+// resume (the last one computed is kept).
+func (tp *tokenPlan) packed(j *Job, epoch uint64, resume bool) (*plan.Packing, error) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
-	if tp.packing != nil && tp.epoch == epoch || tp.err != nil && tp.epoch == epoch {
+	if (tp.packing != nil || tp.err != nil) && tp.epoch == epoch && tp.resume == resume {
 		return tp.packing, tp.err
 	}
-	tp.epoch = epoch
+	tp.epoch, tp.resume = epoch, resume
+	var resumed []plan.PackResume
+	if resume {
+		resumed = tp.resumed
+	}
 	tp.packing, tp.err = plan.Pack(plan.PackSpec{
-		Size: len(tp.tokens), Budget: tp.budget, Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on, World: j.world,
+		Resumed: resumed,
+		Size:    len(tp.tokens), Budget: tp.budget, Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on, World: j.world,
 		Tokens: func(i int) (int64, error) {
 			if err := tp.errs[i]; err != nil {
 				return 0, err
@@ -143,13 +182,14 @@ func (tp *tokenPlan) packed(j *Job, epoch uint64) (*plan.Packing, error) {
 	return tp.packing, tp.err
 }
 
-// tokenEpoch is the rank's share of epoch's packing (none when the epoch
+// tokenEpoch is the rank's share of epoch's packing, after the stream's
+// elastic resumes when resume (none when the epoch
 // cannot be packed: the error is the log's), without the samples whose
 // tokens are unknown or over the budget (TokenErrors: the packer deals
 // them round as members of no tokens; here they are left out, so that no
 // batch passes the budget).
-func (j *Job) tokenEpoch(epoch uint64) coord.Plan {
-	p, err := j.tokens.packed(j, epoch)
+func (j *Job) tokenEpoch(epoch uint64, resume bool) coord.Plan {
+	p, err := j.tokens.packed(j, epoch, resume)
 	if err != nil {
 		return plan.New(plan.Spec{Size: 0, World: 1, BatchSize: 1})
 	}
