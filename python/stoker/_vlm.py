@@ -121,6 +121,14 @@ class AnyResVision:
     do_normalize: bool = True
     image_mean: Tuple[float, ...] = (0.5, 0.5, 0.5)
     image_std: Tuple[float, ...] = (0.5, 0.5, 0.5)
+    #: Whether vision_inputs gives batch_num_images (OneVision's processor
+    #: does, LLaVA-NeXT's does not).
+    batch_num_images: bool = True
+
+
+# LlavaNextImageProcessor's image_grid_pinpoints (transformers 5.24),
+# (height, width); its checkpoints' patch is 336.
+LLAVA_NEXT_PINPOINTS = ((336, 672), (672, 336), (672, 672), (1008, 336), (336, 1008))
 
 
 class VisionCompose(Compose):
@@ -251,7 +259,8 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256) -> Any:
     normalize. Also SigLIP2's ``Siglip2ImageProcessor`` (NaFlex), InternVL's
     ``GotOcr2ImageProcessor`` with ``crop_to_patches`` (its tiles and
     thumbnail; ``tokens_per_tile``, the model's tokens a tile, for
-    ``batch_tokens``) and ``LlavaOnevisionImageProcessor`` (AnyRes). Serve
+    ``batch_tokens``), ``LlavaOnevisionImageProcessor`` and
+    ``LlavaNextImageProcessor`` (AnyRes). Serve
     it with :class:`stoker.Loader` and call
     :meth:`stoker.Batch.vision_inputs` on its batches (docs/vlm.md).
 
@@ -267,6 +276,8 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256) -> Any:
         return _from_gotocr2(ip, name, tokens_per_tile)
     if name in _ONEVISION:
         return _from_onevision(ip, name)
+    if name in _NEXT:
+        return _from_llava_next(ip, name)
     if name not in _SUPPORTED:
         _refuse(name, f"not a processor stoker reproduces (it does {', '.join(_SUPPORTED)}: the Qwen2-VL family's "
                       "torchvision back-end; load it with AutoImageProcessor.from_pretrained(..., backend='torchvision'))")
@@ -339,9 +350,9 @@ def _resize_of(ip: Any, name: str, default: int, no_resize: str) -> str:
     return interp
 
 
-def _size_of(ip: Any) -> Dict[str, Any]:
-    """A processor's size (a dict or a SizeDict) as a dict."""
-    size = getattr(ip, "size", None) or {}
+def _size_of(ip: Any, attr: str = "size") -> Dict[str, Any]:
+    """A processor's size (or crop_size: attr; a dict or a SizeDict) as a dict."""
+    size = getattr(ip, attr, None) or {}
     return dict(size.items()) if hasattr(size, "items") else dict(vars(size))
 
 
@@ -392,6 +403,32 @@ def _from_onevision(ip: Any, name: str) -> Any:
     return _anyres_transform(v, interp)
 
 
+_NEXT = ("LlavaNextImageProcessor", "LlavaNextImageProcessorFast")
+
+
+def _from_llava_next(ip: Any, name: str) -> Any:
+    """from_hf of LLaVA-NeXT's image processor: AnyRes as OneVision's, its
+    patch the crop_size, its base the image resized to (shortest_edge,
+    shortest_edge); each patch and the base then resized to the
+    shortest_edge and center-cropped to crop_size, which is nothing when
+    the two are equal (its checkpoints': 336), and refused otherwise."""
+    interp = _resize_of(ip, name, 3, "the patches are a resize of the image")
+    size, crop = _size_of(ip), _size_of(ip, "crop_size")
+    s = size.get("shortest_edge") or (size.get("height") if size.get("height") == size.get("width") else None)
+    c = crop.get("height") if crop.get("height") and crop.get("height") == crop.get("width") else None
+    if not s or (getattr(ip, "do_center_crop", True) and c != s) or (not getattr(ip, "do_center_crop", True) and c and c != s):
+        _refuse(name, f"size {size!r} and crop_size {crop!r}: stoker's AnyRes wants a square patch of the size's side "
+                      "(each patch then neither resized nor cropped again)")
+    p = int(s)
+    pins = tuple((int(h), int(w)) for h, w in getattr(ip, "image_grid_pinpoints", LLAVA_NEXT_PINPOINTS))
+    for h, w in pins:
+        if h % p or w % p:
+            _refuse(name, f"image_grid_pinpoints {h}x{w}: not whole patches of {p} (the processor's patches would not stack)")
+    v = AnyResVision(patch_size=p, grid_pinpoints=pins, do_pad=bool(getattr(ip, "do_pad", True)), batch_num_images=False,
+                     **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
+    return _anyres_transform(v, interp)
+
+
 def _cut(x: Any, i: int, h: int, w: int, p: int, op: str) -> Any:
     """Sample i's uint8 canvas x ([3, h, w]) cut into its p x p tiles, row
     by row: [rows * cols, 3, p, p] (views of x, no copy); a canvas that is
@@ -415,7 +452,7 @@ def anyres_inputs(views: Any, sizes: Any, source_sizes: Any, v: AnyResVision, nu
     and the bases (``[3, P, P]``), on their device."""
     import torch
 
-    if num_images is not None and bool((num_images > 1).any()):
+    if v.batch_num_images and num_images is not None and bool((num_images > 1).any()):
         raise ValueError("vision_inputs: LLaVA-OneVision's processor pads each image of a record of several to a square "
                          "(the mean's colour) and does not patch it, which stoker does not make yet: serve records of "
                          "one image to the llava-onevision transform (docs/vlm.md)")
@@ -436,8 +473,10 @@ def anyres_inputs(views: Any, sizes: Any, source_sizes: Any, v: AnyResVision, nu
             values[i, : x.shape[0]] = x
     else:
         values = out
-    return {"pixel_values": values, "image_sizes": source_sizes.to(torch.long).reshape(-1, 2),
-            "batch_num_images": num_images if num_images is not None else torch.ones(n, dtype=torch.long)}
+    out_ = {"pixel_values": values, "image_sizes": source_sizes.to(torch.long).reshape(-1, 2)}
+    if v.batch_num_images:
+        out_["batch_num_images"] = num_images if num_images is not None else torch.ones(n, dtype=torch.long)
+    return out_
 
 
 def internvl_inputs(views: Any, sizes: Any, v: InternVision) -> Dict[str, "torch.Tensor"]:

@@ -24,6 +24,7 @@ from test_vlm_qwen import bad_data, decoded, vlm_data, vlm_server  # noqa: F401 
 
 from transformers.image_processing_utils import get_patch_output_size, select_best_resolution  # pinned: never skips
 from transformers.image_utils import ChannelDimension, SizeDict
+from transformers.models.llava_next import image_processing_llava_next as nx
 from transformers.models.llava_onevision import image_processing_llava_onevision as ov
 
 
@@ -35,8 +36,21 @@ def onevision(**kw: Any) -> Any:
     return ov.LlavaOnevisionImageProcessor(**args)
 
 
+def llava_next(**kw: Any) -> Any:
+    """LLaVA-NeXT's image processor as its checkpoints configure it
+    (llava-hf/llava-v1.6-*-hf: 336-px patches, the class's five pinpoints,
+    OpenAI CLIP's mean and std, bicubic)."""
+    args = dict(size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336})
+    args.update(kw)
+    return nx.LlavaNextImageProcessor(**args)
+
+
 # name: (processor, transform, max_size)
 CONFIGS = {
+    "llava-next": (llava_next, T.from_hf, None),
+    "next-small": (lambda: llava_next(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56}, resample=2,
+                                      image_grid_pinpoints=[[56, 112], [112, 56], [112, 112], [168, 56], [56, 168]]),
+                   T.from_hf, None),
     "llava-onevision": (onevision, lambda p: "llava-onevision", None),
     "small": (lambda: ov.LlavaOnevisionImageProcessor(  # the class's mean and std (OpenAI CLIP's), bilinear
         size={"height": 56, "width": 56}, resample=2,
@@ -49,7 +63,8 @@ CONFIGS = {
 def test_onevision_parity(vlm_server: str, vlm_data: Path, name: str, transport: str) -> None:  # noqa: F811
     make, tf, bound = CONFIGS[name]
     proc = make()
-    p = proc.size.height if isinstance(proc.size, SizeDict) else proc.size["height"]
+    crop = proc.crop_size if name.startswith("next") or name == "llava-next" else proc.size
+    p = crop.height if isinstance(crop, SizeDict) else crop["height"]
     seen, padded = set(), 0
     with stoker.Loader(vlm_server, "vlm", transform=tf(proc), batch_size=5, fields=("path",), shuffle=False,
                        max_size=bound, pin_memory=False, timeout=120, transport=transport) as ld:
@@ -60,7 +75,9 @@ def test_onevision_parity(vlm_server: str, vlm_data: Path, name: str, transport:
             want = proc(images=imgs, return_tensors="pt")
             where = f"{name} {transport} {[x.decode() for x in b.fields['path']]}"
             assert torch.equal(got["image_sizes"], want["image_sizes"]), where
-            assert torch.equal(got["batch_num_images"], torch.as_tensor(want["batch_num_images"]).long()), where
+            assert set(got) == set(want.keys()), (where, set(got), set(want.keys()))
+            if "batch_num_images" in want:  # OneVision's; LLaVA-NeXT's processor gives none
+                assert torch.equal(got["batch_num_images"], torch.as_tensor(want["batch_num_images"]).long()), where
             assert got["pixel_values"].shape == want["pixel_values"].shape, (where, got["pixel_values"].shape)
             torch.testing.assert_close(got["pixel_values"], want["pixel_values"], atol=1e-6, rtol=0)
             for i, img in enumerate(imgs):
@@ -92,3 +109,7 @@ def test_onevision_preset_and_refusals() -> None:
         T.from_hf(onevision(image_grid_pinpoints=[[384, 500]]))
     with pytest.raises(ValueError, match="resample"):
         T.from_hf(onevision(resample=1))
+    with pytest.raises(ValueError, match="crop_size"):  # each patch resized and cropped again: not stoker's AnyRes
+        T.from_hf(llava_next(crop_size={"height": 224, "width": 224}))
+    with pytest.raises(ValueError, match="whole patches"):
+        T.from_hf(llava_next(image_grid_pinpoints=[[336, 500]]))
