@@ -457,6 +457,11 @@ type Op struct {
 	// a tile becomes (InternVL's 256: 448 / 14 patches a side, halved by
 	// its pixel shuffle), for batch_tokens.
 	TileTokens int
+	// AnyResResize's model token count, for batch_tokens (op_anyres.go):
+	// Multiple its patch side, PatchGrid the model's tokens a patch
+	// side, BaseTokens the base image's, MaxPatches OneVision's
+	// anyres_max_N pooling (0: none).
+	PatchGrid, BaseTokens, MaxPatches int
 }
 
 // ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in

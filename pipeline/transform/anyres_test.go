@@ -92,3 +92,36 @@ func TestAnyResPlan(t *testing.T) {
 		t.Fatalf("plan %+v, %v: want 560x336 in 672x336, padded 56 at the left", p, err)
 	}
 }
+
+// TestAnyResTokens: the vision tokens of an image under AnyRes as
+// transformers 5.24's processors count them (the values printed by
+// LlavaOnevisionProcessor._get_number_of_features with its checkpoints'
+// 729 tokens a patch, anyres_max_9 and the full strategy; and
+// LlavaNextProcessor's with llava-v1.6's 336-px patch of 14-px tokens, a
+// CLS and the default strategy, which takes one off: a base of 576), over
+// 25 sizes: COCO's, tiny, long, square, 8-20 MP, and past every pinpoint.
+func TestAnyResTokens(t *testing.T) {
+	sizes := [][2]int{{480, 640}, {640, 480}, {427, 640}, {612, 612}, {20, 12}, {180, 1400}, {1000, 240}, {1500, 2000}, {8, 1190},
+		{98, 70}, {4032, 3024}, {3000, 4000}, {384, 384}, {385, 384}, {768, 1152}, {1, 1}, {2304, 2304}, {5000, 300},
+		{300, 5000}, {333, 500}, {500, 333}, {1024, 768}, {720, 1280}, {1080, 1920}, {2160, 3840}} // (h, w)
+	ov := optab.Op{Kind: OpAnyResResize, Sizes: onevisionPinpoints(), Multiple: 384, PatchGrid: 27, BaseTokens: 729, MaxPatches: 9}
+	next := optab.Op{Kind: OpAnyResResize, Sizes: []int{336, 672, 672, 336, 672, 672, 1008, 336, 336, 1008}, Multiple: 336, PatchGrid: 24, BaseTokens: 576}
+	for _, c := range []struct {
+		name string
+		op   optab.Op
+		want []int64
+	}{
+		{"onevision", ov, []int64{2929, 2943, 2709, 3699, 1215, 2146, 2349, 7309, 838, 1269, 7332, 7309, 1485, 1513, 5157, 1485, 7371, 2349, 2196, 1836, 1849, 4744, 5967, 7269, 7317}},
+		{"next", next, []int64{2340, 2352, 2144, 2928, 936, 1306, 1944, 2340, 576, 1032, 2352, 2340, 2928, 2928, 2144, 1176, 2928, 936, 868, 1464, 1476, 2352, 1948, 1948, 1948}},
+	} {
+		for i, s := range sizes {
+			got, err := anyResTokens(&c.op, s[1], s[0])
+			if err != nil || got != c.want[i] {
+				t.Errorf("%s: %dx%d (h x w): %d tokens, %v; transformers counts %d", c.name, s[0], s[1], got, err, c.want[i])
+			}
+		}
+	}
+	if _, err := anyResTokens(&optab.Op{Kind: OpAnyResResize, Sizes: onevisionPinpoints()}, 640, 480); err == nil {
+		t.Error("an AnyResResize without the model's count has tokens")
+	}
+}

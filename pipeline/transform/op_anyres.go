@@ -36,10 +36,21 @@ func init() {
 		Params: []optab.Param{
 			{Name: "grid_pinpoints", Typ: optab.PInts, Field: "Sizes", Lo: 1, Hi: optab.MaxSide},
 			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", Field: "Interp"},
+			// The model's vision tokens (batch_tokens): the processor's
+			// patch side, the model's tokens a patch side, the base
+			// image's tokens, OneVision's anyres_max_N (0: no pooling);
+			// 0: no count.
+			{Name: "patch", Typ: optab.PInt, Def: "0", Field: "Multiple", Lo: 0, Hi: optab.MaxSide},
+			{Name: "tokens_grid", Typ: optab.PInt, Def: "0", Field: "PatchGrid", Lo: 0, Hi: 1024},
+			{Name: "base_tokens", Typ: optab.PInt, Def: "0", Field: "BaseTokens", Lo: 0, Hi: 1 << 20},
+			{Name: "max_patches", Typ: optab.PInt, Def: "0", Field: "MaxPatches", Lo: 0, Hi: 1024},
 		},
 		Misplaced: "AnyResResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(grid_pinpoints=%v", op.Sizes)
+			if op.PatchGrid > 0 {
+				fmt.Fprintf(b, ", patch=%d, tokens_grid=%d, base_tokens=%d, max_patches=%d", op.Multiple, op.PatchGrid, op.BaseTokens, op.MaxPatches)
+			}
 			formatInterp(b, op)
 		}})
 }
@@ -60,7 +71,83 @@ func checkAnyRes(op *optab.Op, n int) error {
 			return bad("grid_pinpoints %v: sides must be in 1..%d", op.Sizes, optab.MaxSide)
 		}
 	}
+	if (op.PatchGrid > 0) != (op.Multiple > 0) {
+		return bad("patch %d and tokens_grid %d: give both (the model's token count) or neither", op.Multiple, op.PatchGrid)
+	}
 	return nil
+}
+
+// anyResTokens is the vision tokens a w x h image becomes under an
+// AnyResResize with the model's count (patch, tokens_grid, base_tokens,
+// max_patches): transformers' LlavaOnevisionProcessor's (and
+// LlavaNextProcessor's) _get_number_of_features, the base image's tokens
+// given whole. The canvas's grid of patches, tokens_grid tokens a patch
+// side, less the rows or columns that are the padding's (the image's
+// aspect, rounded as Python's int(round(x, 7))); a newline token a row;
+// pooled to anyres_max_N patches' worth where the ratio passes 1.1.
+func anyResTokens(op *optab.Op, w, h int) (int64, error) {
+	if op.PatchGrid < 1 || op.Multiple < 1 {
+		return 0, fmt.Errorf("%w: transform: batch_tokens with AnyResResize wants the model's count: patch and tokens_grid (from_hf of the model's processor sets them)", errs.Unsupported)
+	}
+	bw, bh, _, _ := AnyResFit(op, w, h)
+	g := op.PatchGrid
+	ch, cw := g*(bh/op.Multiple), g*(bw/op.Multiple)
+	if ch < 1 || cw < 1 {
+		return 0, fmt.Errorf("%w: transform: AnyResResize: resolution %dx%d is less than a patch of %d", errs.Unsupported, bw, bh, op.Multiple)
+	}
+	if float64(w)/float64(h) > float64(cw)/float64(ch) {
+		nh := pyIntRound7(float64(h) * (float64(cw) / float64(w)))
+		ch -= floorDiv(ch-nh, 2) * 2
+	} else {
+		nw := pyIntRound7(float64(w) * (float64(ch) / float64(h)))
+		cw -= floorDiv(cw-nw, 2) * 2
+	}
+	unpadded, newlines := int64(ch)*int64(cw), int64(ch)
+	if op.MaxPatches > 0 {
+		ratio := math.Sqrt(float64(int64(ch)*int64(cw)) / float64(int64(op.MaxPatches)*int64(g)*int64(g)))
+		if ratio > 1.1 {
+			a, b := int64(pyFloorDivFloat(float64(ch), ratio)), int64(pyFloorDivFloat(float64(cw), ratio))
+			unpadded, newlines = a*b, a
+		}
+	}
+	return unpadded + newlines + int64(op.BaseTokens), nil
+}
+
+// pyIntRound7 is Python's int(round(x, 7)) for x >= 0: x truncated, but
+// taken up when it is within half of 1e-7 of the next integer.
+func pyIntRound7(x float64) int {
+	n := math.Floor(x)
+	if x >= n+1-0.5e-7 {
+		n++
+	}
+	return int(n)
+}
+
+// floorDiv is Python's // of ints.
+func floorDiv(a, b int) int {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// pyFloorDivFloat is Python's a // b of floats (CPython's float_floor_div:
+// through fmod, not a rounded quotient).
+func pyFloorDivFloat(a, b float64) float64 {
+	mod := math.Mod(a, b)
+	div := (a - mod) / b
+	if mod != 0 && (b < 0) != (mod < 0) {
+		div--
+	}
+	if div == 0 {
+		return math.Copysign(0, a/b)
+	}
+	f := math.Floor(div)
+	if div-f > 0.5 {
+		f++
+	}
+	return f
 }
 
 // AnyResFit is transformers' select_best_resolution for a w x h image

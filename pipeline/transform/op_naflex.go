@@ -101,18 +101,23 @@ func naflexBound(op *optab.Op) int {
 // vision-language geometry: SmartResize's (h' / factor) * (w' / factor)
 // (the patches merged, as the model's image placeholder counts them),
 // NaFlexResize's patches, TileResize's tiles (and thumbnail) times
-// tokens_per_tile. A transform of another geometry has none (AnyRes's
-// count is the model's: its unpadding and newlines).
+// tokens_per_tile, AnyResResize's the model's count (its patch grid less
+// the padding, newlines, pooling, the base image; anyResTokens). A
+// transform of another geometry has none.
 func (t *Transform) VisionTokens(w, h int) (int64, error) {
-	if t.views != nil { // InternVL's canvas and thumbnail (op_tiles.go)
+	if t.views != nil { // InternVL's canvas and thumbnail (op_tiles.go), AnyRes's canvas and base (op_anyres.go)
 		if v0 := t.views[0]; v0.resize != nil && v0.resize.Kind == OpTileResize {
 			return tileTokens(v0.resize, w, h, len(t.views) > 1)
+		} else if v0.resize != nil && v0.resize.Kind == OpAnyResResize {
+			return anyResTokens(v0.resize, w, h)
 		}
 	} else if t.resize != nil && t.resize.Kind == OpTileResize {
 		return tileTokens(t.resize, w, h, false)
+	} else if t.resize != nil && t.resize.Kind == OpAnyResResize {
+		return anyResTokens(t.resize, w, h)
 	}
 	if t.views != nil || t.resize == nil || (t.resize.Kind != OpSmartResize && t.resize.Kind != OpNaFlexResize) {
-		return 0, fmt.Errorf("%w: transform: batch_tokens wants a SmartResize, NaFlexResize or TileResize geometry (the vision-language presets but llava-onevision): its images have no vision tokens", errs.Unsupported)
+		return 0, fmt.Errorf("%w: transform: batch_tokens wants a SmartResize, NaFlexResize, TileResize or AnyResResize geometry: its images have no vision tokens", errs.Unsupported)
 	}
 	rw, rh, err := selfSize(t.resize, w, h)
 	if err != nil {

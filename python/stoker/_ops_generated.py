@@ -19,6 +19,10 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AnyResResize": (
         Param("grid_pinpoints", "ints", None, False, 1, 4096),
         Param("interpolation", "interpolation", "'bicubic'"),
+        Param("patch", "int", "0", False, 0, 4096),
+        Param("tokens_grid", "int", "0", False, 0, 1024),
+        Param("base_tokens", "int", "0", False, 0, 1.048576e+06),
+        Param("max_patches", "int", "0", False, 0, 1024),
     ),
     "AugMix": (
         Param("severity", "int", "3"),
@@ -318,8 +322,8 @@ class AnyResResize(NamedOp):
     _name = "AnyResResize"
     _params = SCHEMA["AnyResResize"]
 
-    def __init__(self, grid_pinpoints: Any, interpolation: Any = 'bicubic') -> None:
-        super().__init__(grid_pinpoints=grid_pinpoints, interpolation=interpolation)
+    def __init__(self, grid_pinpoints: Any, interpolation: Any = 'bicubic', patch: Any = 0, tokens_grid: Any = 0, base_tokens: Any = 0, max_patches: Any = 0) -> None:
+        super().__init__(grid_pinpoints=grid_pinpoints, interpolation=interpolation, patch=patch, tokens_grid=tokens_grid, base_tokens=base_tokens, max_patches=max_patches)
 
 
 class NaFlexResize(NamedOp):

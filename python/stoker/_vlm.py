@@ -183,14 +183,23 @@ def _internvl() -> Any:
     return _internvl_transform(InternVision())
 
 
-def _anyres_transform(v: AnyResVision, interpolation: str = "bicubic") -> Any:
+#: LLaVA-OneVision's model count (llava-onevision-qwen2-*-ov-hf): 729
+#: tokens a 384-px patch (27 a side), anyres_max_9, the full strategy.
+ONEVISION_TOKENS = (27, 729, 9)
+
+
+def _anyres_transform(v: AnyResVision, interpolation: str = "bicubic", tokens: Tuple[int, int, int] = (0, 0, 0)) -> Any:
     """LLaVA-OneVision's: the canvas, and the base image as a second view
-    (both of one decode)."""
+    (both of one decode); tokens the model's count (tokens a patch side,
+    the base image's tokens, anyres_max_N) for batch_tokens, (0, 0, 0):
+    none."""
     from stoker._ops import Resize
     from stoker._ops_generated import AnyResResize
 
     flat = [int(x) for hw in v.grid_pinpoints for x in hw]
-    canvas = AnyResResize(grid_pinpoints=flat, interpolation=interpolation)
+    grid, base, most = tokens
+    canvas = AnyResResize(grid_pinpoints=flat, interpolation=interpolation, patch=v.patch_size if grid else 0,
+                          tokens_grid=grid, base_tokens=base, max_patches=most)
     base = Resize((v.patch_size, v.patch_size), interpolation=interpolation)
     return VisionMultiView([("canvas", 1, [canvas]), ("base", 1, [base])], v)
 
@@ -199,7 +208,7 @@ def _llava_onevision() -> Any:
     # LLaVA-OneVision's checkpoints (llava-hf/llava-onevision-qwen2-*-ov-hf
     # preprocessor_config.json): 384-pixel patches, the 36 pinpoints,
     # bicubic, mean and std 0.5 (SigLIP's).
-    return _anyres_transform(AnyResVision())
+    return _anyres_transform(AnyResVision(), tokens=ONEVISION_TOKENS)
 
 
 def _smart_resize(min_pixels: int, max_pixels: int, factor: int, interpolation: str = "bicubic") -> Any:
@@ -275,9 +284,9 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256) -> Any:
     if name in _GOTOCR2:
         return _from_gotocr2(ip, name, tokens_per_tile)
     if name in _ONEVISION:
-        return _from_onevision(ip, name)
+        return _from_onevision(ip, name, processor)
     if name in _NEXT:
-        return _from_llava_next(ip, name)
+        return _from_llava_next(ip, name, processor)
     if name not in _SUPPORTED:
         _refuse(name, f"not a processor stoker reproduces (it does {', '.join(_SUPPORTED)}: the Qwen2-VL family's "
                       "torchvision back-end; load it with AutoImageProcessor.from_pretrained(..., backend='torchvision'))")
@@ -386,10 +395,34 @@ def _from_gotocr2(ip: Any, name: str, tokens_per_tile: int = 256) -> Any:
 _ONEVISION = ("LlavaOnevisionImageProcessor", "LlavaOnevisionImageProcessorFast")
 
 
-def _from_onevision(ip: Any, name: str) -> Any:
+def _anyres_count(processor: Any, name: str, patch: int, next_: bool) -> Tuple[int, int, int]:
+    """The model's vision tokens of AnyRes for batch_tokens, from the
+    processor that holds the image processor (LlavaOnevisionProcessor's
+    num_image_tokens, vision_aspect_ratio and vision_feature_select_strategy;
+    LlavaNextProcessor's patch_size, num_additional_image_tokens and the
+    strategy), or the checkpoints' when given the image processor alone:
+    (tokens a patch side, the base image's tokens, anyres_max_N or 0)."""
+    import math
+
+    held = getattr(processor, "image_processor", None) is not None
+    get = (lambda k, d: getattr(processor, k, None) or d) if held else (lambda k, d: d)
+    minus = 1 if get("vision_feature_select_strategy", "full" if not next_ else "default") == "default" else 0
+    if next_:
+        g = patch // int(get("patch_size", 14))
+        return g, g * g + int(get("num_additional_image_tokens", 1)) - minus, 0
+    n = int(get("num_image_tokens", 729))
+    g = math.isqrt(n)
+    ratio = str(get("vision_aspect_ratio", "anyres_max_9"))
+    if not ratio.startswith("anyres_max_") or not ratio[len("anyres_max_"):].isdigit():
+        _refuse(name, f"vision_aspect_ratio {ratio!r}: stoker counts anyres_max_N")
+    return g, n - minus, int(ratio[len("anyres_max_"):])
+
+
+def _from_onevision(ip: Any, name: str, processor: Any = None) -> Any:
     """from_hf of LLaVA-OneVision's image processor: its size (square: the
     patch), image_grid_pinpoints (each a multiple of the patch), resample,
-    rescale, normalize and do_pad."""
+    rescale, normalize and do_pad; the model's count of tokens from the
+    processor (_anyres_count)."""
     if getattr(ip, "do_center_crop", None):
         _refuse(name, "do_center_crop=True: stoker's AnyRes does not crop the patches")
     interp = _resize_of(ip, name, 3, "the patches are a resize of the image")
@@ -400,13 +433,13 @@ def _from_onevision(ip: Any, name: str) -> Any:
             _refuse(name, f"image_grid_pinpoints {h}x{w}: not whole patches of {ph} (the processor's patches would not stack)")
     v = AnyResVision(patch_size=int(ph), grid_pinpoints=pins, do_pad=bool(getattr(ip, "do_pad", True)),
                      **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
-    return _anyres_transform(v, interp)
+    return _anyres_transform(v, interp, _anyres_count(processor if processor is not None else ip, name, int(ph), False))
 
 
 _NEXT = ("LlavaNextImageProcessor", "LlavaNextImageProcessorFast")
 
 
-def _from_llava_next(ip: Any, name: str) -> Any:
+def _from_llava_next(ip: Any, name: str, processor: Any = None) -> Any:
     """from_hf of LLaVA-NeXT's image processor: AnyRes as OneVision's, its
     patch the crop_size, its base the image resized to (shortest_edge,
     shortest_edge); each patch and the base then resized to the
@@ -426,7 +459,7 @@ def _from_llava_next(ip: Any, name: str) -> Any:
             _refuse(name, f"image_grid_pinpoints {h}x{w}: not whole patches of {p} (the processor's patches would not stack)")
     v = AnyResVision(patch_size=p, grid_pinpoints=pins, do_pad=bool(getattr(ip, "do_pad", True)), batch_num_images=False,
                      **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
-    return _anyres_transform(v, interp)
+    return _anyres_transform(v, interp, _anyres_count(processor if processor is not None else ip, name, p, True))
 
 
 def _cut(x: Any, i: int, h: int, w: int, p: int, op: str) -> Any:

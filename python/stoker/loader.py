@@ -424,7 +424,7 @@ class Loader:
             (``stoker index --sizes``; without, each image's header, for a
             dataset of at most 65,536 samples), every sample once an epoch
             over the ranks, the ranks' tokens per step balanced, the
-            batches ragged. Wants a SmartResize, NaFlexResize or TileResize transform
+            batches ragged. Wants a SmartResize, NaFlexResize, TileResize or AnyResResize transform
             (the vision-language presets, ``from_hf``); None (the
             default): batches of ``batch_size``.
 

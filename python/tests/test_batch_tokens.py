@@ -65,7 +65,7 @@ def test_batch_tokens_refused_without_vision_tokens(server: str) -> None:
     assert ld._job().spec().batch_tokens == 16384
     with pytest.raises(stoker.StokerError) as e:
         next(iter(ld))
-    assert e.value.code == "INVALID_ARGUMENT" and "SmartResize, NaFlexResize or TileResize" in e.value.message, e.value
+    assert e.value.code == "INVALID_ARGUMENT" and "SmartResize, NaFlexResize, TileResize or AnyResResize" in e.value.message, e.value
     ld.close()
     # Without it the job is the batch_size job it always was.
     plain = loader(server, "tiny")

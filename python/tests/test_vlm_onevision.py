@@ -113,3 +113,47 @@ def test_onevision_preset_and_refusals() -> None:
         T.from_hf(llava_next(crop_size={"height": 224, "width": 224}))
     with pytest.raises(ValueError, match="whole patches"):
         T.from_hf(llava_next(image_grid_pinpoints=[[336, 500]]))
+
+
+def counter(kind: str, proc: Any) -> Any:
+    """transformers' token count of AnyRes (the processors'
+    _get_number_of_features, which need no tokenizer), as the checkpoints
+    configure it: OneVision's 729 tokens a patch, anyres_max_9 and the full
+    strategy; LLaVA-NeXT's 14-px tokens, a CLS and the default strategy
+    (one token off)."""
+    from transformers.models.llava_next.processing_llava_next import LlavaNextProcessor
+    from transformers.models.llava_onevision.processing_llava_onevision import LlavaOnevisionProcessor
+
+    if kind == "onevision":
+        c = LlavaOnevisionProcessor.__new__(LlavaOnevisionProcessor)
+        c.num_image_tokens, c.vision_aspect_ratio, c.vision_feature_select_strategy = 729, "anyres_max_9", "full"
+    else:
+        c = LlavaNextProcessor.__new__(LlavaNextProcessor)
+        c.patch_size, c.num_additional_image_tokens, c.vision_feature_select_strategy = 14, 1, "default"
+    c.image_processor = proc
+    return lambda h, w, p: c._get_number_of_features(h, w, p, p) - (c.vision_feature_select_strategy == "default")
+
+
+@pytest.mark.parametrize("kind", ["onevision", "next"])
+def test_anyres_batch_tokens(vlm_server: str, vlm_data: Path, kind: str) -> None:  # noqa: F811
+    """batch_tokens with AnyRes: a batch's tokens, as transformers counts
+    each image's (from its size as decoded), at most the budget; every
+    sample once; batches of varying counts."""
+    proc = onevision() if kind == "onevision" else llava_next()
+    p = 384 if kind == "onevision" else 336
+    count = counter(kind, proc)
+    budget = 12000  # OneVision's canvas slot is 2304 x 2304: at most 14 of them within the server's batch bytes
+    seen: List[bytes] = []
+    counts = set()
+    with stoker.Loader(vlm_server, "vlm", transform=T.from_hf(proc), batch_tokens=budget, fields=("path",), seed=3,
+                       pin_memory=False, timeout=120) as ld:
+        n, batches = len(ld), 0
+        for b in ld:
+            tokens = sum(count(h, w, p) for h, w in b.source_sizes.tolist())
+            assert 0 < tokens <= budget, (tokens, b.source_sizes.tolist())
+            seen += b.fields["path"]
+            counts.add(len(b.fields["path"]))
+            batches += 1
+        assert not list(ld.sample_errors)
+    assert batches == n and len(counts) > 1, counts
+    assert sorted(seen) == sorted(f"images/{x}".encode() for x in os.listdir(vlm_data / "images"))

@@ -544,7 +544,8 @@ type JobSpec struct {
 	// every sample is in one batch of one rank once an epoch and the ranks'
 	// tokens per step are balanced (docs/ARCHITECTURE.md, "Batches cut by
 	// vision tokens"). 0: off, batches of batch_size. The transform's
-	// geometry must be a SmartResize, NaFlexResize or TileResize (else INVALID_ARGUMENT);
+	// geometry must be a SmartResize, NaFlexResize, TileResize or an
+	// AnyResResize with the model's count (else INVALID_ARGUMENT);
 	// the images' sizes come from the manifest, or from their headers when
 	// the dataset has at most 65,536 samples; batch_size becomes the most
 	// samples a batch may hold. Samples of no known size or over the budget

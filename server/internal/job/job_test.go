@@ -88,7 +88,7 @@ func TestNewRefused(t *testing.T) {
 		{"negative cpu weight", func(s *pb.JobSpec) { s.CpuWeight = -1 }, codes.InvalidArgument, "cpu_weight -1: want a finite number > 0"},
 		{"NaN cpu weight", func(s *pb.JobSpec) { s.CpuWeight = math.NaN() }, codes.InvalidArgument, "cpu_weight NaN"},
 		{"unknown decode", func(s *pb.JobSpec) { s.Decode = 7 }, codes.InvalidArgument, "unknown decode 7: want DECODE_EXACT"},
-		{"batch_tokens without vision tokens", func(s *pb.JobSpec) { s.BatchTokens = 16384 }, codes.InvalidArgument, "batch_tokens 16384: unsupported: transform: batch_tokens wants a SmartResize, NaFlexResize or TileResize geometry"},
+		{"batch_tokens without vision tokens", func(s *pb.JobSpec) { s.BatchTokens = 16384 }, codes.InvalidArgument, "batch_tokens 16384: unsupported: transform: batch_tokens wants a SmartResize, NaFlexResize, TileResize or AnyResResize geometry"},
 	} {
 		s := spec(0, 2)
 		tc.edit(s)
