@@ -44,10 +44,7 @@ import (
 // has none: its label files are read from the disk at start.
 func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOption) (Dataset, error) {
 	o := newSourceOptions(opts)
-	if !source.IsRemote(ann) && IsConversationFile(ann) { // a JSON list: LLaVA's or ShareGPT's (convdataset.go)
-		if source.IsRemote(dir) {
-			return nil, fmt.Errorf("%w: %s: a conversation dataset (a JSON list of records) is read from a local directory for now", ErrUnsupported, path.Base(ann))
-		}
+	if isConversations(ctx, ann, o) { // a JSON list: LLaVA's or ShareGPT's (convdataset.go)
 		max, over := cocoFileBound(o.annBudget)
 		return openConversations(ctx, dir, ann, max, over, o, true)
 	}
@@ -192,7 +189,7 @@ func IndexAnnotated(ctx context.Context, dir, ann string, opts ...SourceOption) 
 	if isYOLOConfig(ann) {
 		return indexYOLO(ctx, dir, ann, opts)
 	}
-	if !source.IsRemote(ann) && IsConversationFile(ann) {
+	if isConversations(ctx, ann, newSourceOptions(opts)) {
 		return indexConversations(ctx, dir, ann, opts)
 	}
 	ds, err := OpenAnnotatedSource(ctx, dir, ann, append(opts, func(o *sourceOptions) { o.manifest = "" })...)
@@ -239,6 +236,15 @@ func IndexAnnotated(ctx context.Context, dir, ann string, opts ...SourceOption) 
 	return m, nil
 }
 
+// isConversations reports whether the annotations at ann (a local file
+// or an object's URL) are a conversation file: a JSON list.
+func isConversations(ctx context.Context, ann string, o sourceOptions) bool {
+	if source.IsRemote(ann) {
+		return isConversationObject(ctx, ann, o)
+	}
+	return IsConversationFile(ann)
+}
+
 // openAnnotationsFile opens the annotations at loc, a local file
 // (openLocalFile) or an object's URL, of at most max bytes (over: the
 // words after the bound in the message of a larger one), for one
@@ -251,32 +257,46 @@ func openAnnotationsFile(ctx context.Context, loc string, o sourceOptions, max i
 		}
 		return rc, nil
 	}
-	if u, err := url.Parse(loc); err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		// Never echoed: what follows the scheme may be a credential.
-		scheme, _, _ := strings.Cut(loc, "://")
-		return nil, fmt.Errorf("annotations %s://...: an annotations URL takes no user, query or fragment (credentials come from the provider's standard chain)", scheme)
-	}
-	dir, base := splitURL(loc)
-	if base == "" || strings.HasSuffix(dir, ":/") {
-		return nil, fmt.Errorf("annotations %s: want a file's URL, SCHEME://BUCKET/PATH/NAME", loc)
-	}
-	st, err := source.Open(ctx, dir, o.store...)
+	st, obj, err := openAnnotationsObject(ctx, loc, o, max, over)
 	if err != nil {
-		return nil, fmt.Errorf("annotations %s: %w", loc, err)
+		return nil, err
 	}
-	obj, err := st.Stat(ctx, base)
-	if err == nil && obj.Size > max {
-		err = fmt.Errorf("%w: %d bytes, over the %d%s", ErrTooLarge, obj.Size, max, over)
-	}
-	var rc io.ReadCloser
-	if err == nil {
-		rc, err = st.NewReader(ctx, obj, 0)
-	}
+	rc, err := st.NewReader(ctx, obj, 0)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("annotations %s: %w", loc, err)
 	}
 	return &storeFile{Reader: io.LimitReader(rc, obj.Size), rc: rc, st: st}, nil
+}
+
+// openAnnotationsObject opens the store of the annotations object at the
+// URL loc and looks it up (its version, to read it at), refusing one of
+// more than max bytes (over: the words after the bound).
+func openAnnotationsObject(ctx context.Context, loc string, o sourceOptions, max int64, over string) (source.Store, source.Object, error) {
+	if u, err := url.Parse(loc); err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		// Never echoed: what follows the scheme may be a credential.
+		scheme, _, _ := strings.Cut(loc, "://")
+		return nil, source.Object{}, fmt.Errorf("annotations %s://...: an annotations URL takes no user, query or fragment (credentials come from the provider's standard chain)", scheme)
+	}
+	dir, base := splitURL(loc)
+	if base == "" || strings.HasSuffix(dir, ":/") {
+		return nil, source.Object{}, fmt.Errorf("annotations %s: want a file's URL, SCHEME://BUCKET/PATH/NAME", loc)
+	}
+	// The store outlives ctx: a conversation file's records are read from
+	// it as batches ask.
+	st, err := source.Open(context.WithoutCancel(ctx), dir, o.store...)
+	if err != nil {
+		return nil, source.Object{}, fmt.Errorf("annotations %s: %w", loc, err)
+	}
+	obj, err := st.Stat(ctx, base)
+	if err == nil && obj.Size > max {
+		err = fmt.Errorf("%w: %d bytes, over the %d%s", ErrTooLarge, obj.Size, max, over)
+	}
+	if err != nil {
+		st.Close()
+		return nil, source.Object{}, fmt.Errorf("annotations %s: %w", loc, err)
+	}
+	return st, obj, nil
 }
 
 // storeFile is an object read as a stream; closing it closes its store.

@@ -243,6 +243,7 @@ func annotatedInStore(t *testing.T, putTree func(prefix, dir string), put func(k
 		t.Errorf("annotations that are not there: %v", err)
 	}
 	yoloManifest(t, put, url, root, log, &logs)
+	convInStore(t, put, url, log, &logs)
 }
 
 // yoloManifest: a YOLO dataset in the store at ds/ indexed: its manifest's

@@ -20,7 +20,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -64,10 +66,15 @@ type ConvDataset struct {
 	maxSize int64
 	fp      string
 	// annSum is the file's hex SHA-256; m its manifest (stoker index),
-	// nil without one, and obj each image's object in it.
+	// nil without one, and obj each image's object in it (or in imgs).
 	annSum string
 	m      *Manifest
 	obj    []int32
+	// A file and images in object storage: the file's store and object
+	// (its records read back at its version), the images' objects.
+	annSt  source.Store
+	annObj source.Object
+	imgs   *storeImages
 	// Left out: records without an image, records of more than
 	// MaxRecordImages.
 	TextOnly, MultiImage int
@@ -94,9 +101,10 @@ type Grouped interface {
 }
 
 var (
-	_ Dataset = (*ConvDataset)(nil)
-	_ Fielded = (*ConvDataset)(nil)
-	_ Grouped = (*ConvDataset)(nil)
+	_ Dataset    = (*ConvDataset)(nil)
+	_ Fielded    = (*ConvDataset)(nil)
+	_ Grouped    = (*ConvDataset)(nil)
+	_ Prefetcher = (*ConvDataset)(nil)
 )
 
 // IsConversationFile reports whether the JSON file at path is a list (a
@@ -116,6 +124,23 @@ func IsConversationFile(path string) bool {
 	head := make([]byte, 4096)
 	n, _ := io.ReadFull(f, head)
 	head = bytes.TrimPrefix(head[:n], []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+	head = bytes.TrimLeft(head, " \t\r\n")
+	return len(head) > 0 && head[0] == '['
+}
+
+// isConversationObject is IsConversationFile of the annotations object at
+// the URL loc: its first 4 KiB read.
+func isConversationObject(ctx context.Context, loc string, o sourceOptions) bool {
+	st, obj, err := openAnnotationsObject(ctx, loc, o, math.MaxInt64, "")
+	if err != nil {
+		return false
+	}
+	defer st.Close()
+	head := make([]byte, min(obj.Size, 4096))
+	if st.ReadRange(ctx, obj, 0, head) != nil {
+		return false
+	}
+	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	head = bytes.TrimLeft(head, " \t\r\n")
 	return len(head) > 0 && head[0] == '['
 }
@@ -169,12 +194,31 @@ func OpenConversations(dir, ann string, max int64, over string, lg *slog.Logger)
 // index) instead of looked up one by one.
 func openConversations(ctx context.Context, dir, ann string, max int64, over string, o sourceOptions, withManifest bool) (*ConvDataset, error) {
 	lg := o.log
-	name := filepath.Base(ann)
-	rc, err := openLocalFile(ann, name, max, over)
-	if err != nil {
+	name := path.Base(filepath.ToSlash(ann))
+	var rc io.ReadCloser
+	var annSt source.Store
+	var annObj source.Object
+	var err error
+	if source.IsRemote(ann) {
+		if annSt, annObj, err = openAnnotationsObject(ctx, ann, o, max, over); err != nil {
+			return nil, err
+		}
+		r, err := annSt.NewReader(ctx, annObj, 0)
+		if err != nil {
+			annSt.Close()
+			return nil, fmt.Errorf("annotations %s: %w", ann, err)
+		}
+		rc = &storeFile{Reader: io.LimitReader(r, annObj.Size), rc: r, st: nopCloser{annSt}}
+	} else if rc, err = openLocalFile(ann, name, max, over); err != nil {
 		return nil, err
 	}
 	defer rc.Close()
+	done := false
+	defer func() {
+		if !done && annSt != nil {
+			annSt.Close()
+		}
+	}()
 	h := sha256.New()
 	dec := json.NewDecoder(io.TeeReader(bufio.NewReaderSize(rc, 1<<20), h))
 	bad := func(format string, a ...any) (*ConvDataset, error) {
@@ -249,42 +293,24 @@ func openConversations(ctx context.Context, dir, ann string, max int64, over str
 	if len(d.recs) == 0 {
 		return bad("no record with an image (%d without an image, %d of more than %d)", len(textOnly), len(multi), MaxRecordImages)
 	}
-	var st os.FileInfo
-	if d.file, st, err = annot.OpenStat(ann); err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		d.file.Close()
-		return bad("not a regular file (%v)", st.Mode().Type())
-	}
-	if d.root, err = os.OpenRoot(dir); err != nil {
-		d.file.Close()
-		return nil, err
-	}
-	d.annSum = hex.EncodeToString(h.Sum(nil))
-	d.sizes = make([]int64, len(d.names))
-	used := false
-	if withManifest {
-		if used, err = d.fromManifest(ctx, dir, o); err != nil {
-			d.Close()
+	if annSt != nil {
+		d.annSt, d.annObj = annSt, annObj
+	} else {
+		var st os.FileInfo
+		if d.file, st, err = annot.OpenStat(ann); err != nil {
 			return nil, err
 		}
-	}
-	var missing []string
-	for i, n := range d.names {
-		if used {
-			break
+		if !st.Mode().IsRegular() {
+			d.file.Close()
+			return bad("not a regular file (%v)", st.Mode().Type())
 		}
-		st, err := d.root.Stat(filepath.FromSlash(n))
-		if err != nil || !st.Mode().IsRegular() {
-			missing = append(missing, n)
-			continue
-		}
-		d.sizes[i] = st.Size()
 	}
-	if len(missing) > 0 {
+	done = true // d.Close closes what is open from here
+	d.annSum = hex.EncodeToString(h.Sum(nil))
+	d.sizes = make([]int64, len(d.names))
+	if err := d.openImages(ctx, dir, o, withManifest); err != nil {
 		d.Close()
-		return nil, errMissingImages(missing, len(d.names), name, dir)
+		return nil, err
 	}
 	fp := sha256.New()
 	fp.Write(h.Sum(nil))
@@ -308,7 +334,7 @@ func openConversations(ctx context.Context, dir, ann string, max int64, over str
 // images are the file's, and a sample of them is checked unchanged
 // (checkFresh).
 func (d *ConvDataset) fromManifest(ctx context.Context, dir string, o sourceOptions) (used bool, err error) {
-	if o.manifest == "" {
+	if o.manifest == "" && !source.IsRemote(dir) {
 		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(ManifestName))); err != nil {
 			return false, nil
 		}
@@ -317,7 +343,11 @@ func (d *ConvDataset) fromManifest(ctx context.Context, dir string, o sourceOpti
 	if err != nil || m == nil {
 		return false, err
 	}
-	defer st.Close()
+	defer func() {
+		if !used || err != nil || !source.IsRemote(dir) {
+			st.Close()
+		}
+	}()
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s: %s (run `stoker index %s --annotations FILE` again)", ErrManifest, where, fmt.Sprintf(format, a...), dir)
 	}
@@ -349,10 +379,99 @@ func (d *ConvDataset) fromManifest(ctx context.Context, dir string, o sourceOpti
 	if err := checkFresh(ctx, st, m, where, o.log); err != nil {
 		return false, err
 	}
+	if source.IsRemote(dir) { // the images read at the manifest's versions
+		objs := make([]source.Object, m.NumObjects())
+		for k := range objs {
+			objs[k] = m.Object(k)
+		}
+		if d.imgs, err = newStoreImages(st, o.ranges(st), objs); err != nil {
+			return false, err
+		}
+		d.imgs.stale = "the manifest " + where + " is stale: run `stoker index " + dir + " --annotations FILE` again"
+	}
 	d.m = m
 	o.log.Info("conversation images opened from their manifest", "manifest", where, "images", m.NumObjects(), "sizes", m.HasImageSizes())
 	return true, nil
 }
+
+// openImages finds the images the records name: under the local
+// directory dir (each looked up, or their sizes taken from the manifest:
+// fromManifest), or in the store at the URL dir (from its manifest, else
+// one listing of it: each image the object whose key is its path), read
+// at their versions. The first few missing are named.
+func (d *ConvDataset) openImages(ctx context.Context, dir string, o sourceOptions, withManifest bool) error {
+	if !source.IsRemote(dir) {
+		var err error
+		if d.root, err = os.OpenRoot(dir); err != nil {
+			return err
+		}
+	}
+	if withManifest {
+		if used, err := d.fromManifest(ctx, dir, o); err != nil || used {
+			return err
+		}
+	}
+	var missing []string
+	if source.IsRemote(dir) {
+		st, err := source.Open(context.WithoutCancel(ctx), dir, o.store...)
+		if err != nil {
+			return err
+		}
+		index := make(map[string]int32, len(d.names))
+		for _, n := range d.names {
+			if _, ok := index[n]; !ok {
+				index[n] = -1
+			}
+		}
+		var objs []source.Object
+		if err := st.List(ctx, "", func(obj source.Object) error {
+			if k, ok := index[obj.Key]; ok && k < 0 {
+				index[obj.Key] = int32(len(objs))
+				objs = append(objs, obj)
+			}
+			return nil
+		}); err != nil {
+			st.Close()
+			return err
+		}
+		d.obj = make([]int32, len(d.names))
+		for i, n := range d.names {
+			if d.obj[i] = index[n]; d.obj[i] < 0 {
+				missing = append(missing, n)
+				continue
+			}
+			d.sizes[i] = objs[d.obj[i]].Size
+		}
+		if len(missing) > 0 {
+			st.Close()
+			return errMissingImages(missing, len(d.names), d.annName, st.String())
+		}
+		if d.imgs, err = newStoreImages(st, o.ranges(st), objs); err != nil {
+			st.Close()
+			return err
+		}
+		o.log.Info("conversation images listed", "source", st.String(), "images", len(objs))
+		return nil
+	}
+	for i, n := range d.names {
+		st, err := d.root.Stat(filepath.FromSlash(n))
+		if err != nil || !st.Mode().IsRegular() {
+			missing = append(missing, n)
+			continue
+		}
+		d.sizes[i] = st.Size()
+	}
+	if len(missing) > 0 {
+		return errMissingImages(missing, len(d.names), d.annName, dir)
+	}
+	return nil
+}
+
+// nopCloser is a store whose Close does nothing: the conversation file's
+// store, read as a stream at open and kept for its records.
+type nopCloser struct{ source.Store }
+
+func (nopCloser) Close() error { return nil }
 
 // KnowsImageSizes reports whether the dataset has its images' sizes
 // from its manifest (stoker index --annotations FILE --sizes).
@@ -373,9 +492,6 @@ func (d *ConvDataset) ImageSize(i int) (w, h int, ok bool) {
 // modification time (and, with --sizes, its width and height), and the
 // file's SHA-256.
 func indexConversations(ctx context.Context, dir, ann string, opts []SourceOption) (*Manifest, error) {
-	if source.IsRemote(dir) {
-		return nil, fmt.Errorf("%w: %s: a conversation dataset's images are read from a local directory for now", ErrUnsupported, dir)
-	}
 	o := newSourceOptions(opts)
 	max, over := cocoFileBound(o.annBudget)
 	d, err := openConversations(ctx, dir, ann, max, over, o, false)
@@ -384,6 +500,16 @@ func indexConversations(ctx context.Context, dir, ann string, opts []SourceOptio
 	}
 	defer d.Close()
 	m := &Manifest{Layout: LayoutConversations, AnnotationsSHA256: d.annSum}
+	if d.imgs != nil { // in a store: its objects as listed, in the order the file first names them
+		m.Root = d.imgs.st.String()
+		for _, obj := range d.imgs.objs {
+			m.AddSample(ManifestSample{Object: m.AddObject(obj), Size: obj.Size, Label: -1})
+		}
+		if err := sizeIndexed(ctx, m, opts, d.imgs.st.NewReader); err != nil {
+			return nil, err
+		}
+		return m, m.check()
+	}
 	if m.Root, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
@@ -475,7 +601,22 @@ func (d *ConvDataset) Name(i int) string { return d.names[i] }
 func (d *ConvDataset) Fingerprint() string { return d.fp }
 
 // Close implements Dataset.
-func (d *ConvDataset) Close() error { return errors.Join(d.root.Close(), d.file.Close()) }
+func (d *ConvDataset) Close() error {
+	var errs []error
+	if d.root != nil {
+		errs = append(errs, d.root.Close())
+	}
+	if d.file != nil {
+		errs = append(errs, d.file.Close())
+	}
+	if d.annSt != nil {
+		errs = append(errs, d.annSt.Close())
+	}
+	if d.imgs != nil {
+		errs = append(errs, d.imgs.close())
+	}
+	return errors.Join(errs...)
+}
 
 // Read implements Dataset: the record's image, from the dataset's
 // directory.
@@ -483,7 +624,25 @@ func (d *ConvDataset) Read(i int, buf []byte) ([]byte, error) {
 	if i < 0 || i >= d.Len() {
 		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.Len())
 	}
+	if d.imgs != nil {
+		return d.imgs.read(int(d.obj[i]), d.names[i], d.maxSize, buf)
+	}
 	return readIndexed(d.root, filepath.FromSlash(d.names[i]), d.names[i], d.sizes[i], d.maxSize, buf)
+}
+
+// Prefetch implements Prefetcher: images in a store are hinted to its
+// reads.
+func (d *ConvDataset) Prefetch(indices []int64) {
+	if d.imgs == nil {
+		return
+	}
+	objs := make([]int64, 0, len(indices))
+	for _, i := range indices {
+		if i >= 0 && i < int64(len(d.obj)) {
+			objs = append(objs, int64(d.obj[i]))
+		}
+	}
+	d.imgs.prefetch(objs, d.maxSize)
 }
 
 // FieldID implements Fielded: "json" (the record), "path" (its image)
@@ -527,7 +686,13 @@ func (d *ConvDataset) ReadField(i, id int, buf []byte) ([]byte, error) {
 			buf = make([]byte, n)
 		}
 		buf = buf[:n]
-		if _, err := d.file.ReadAt(buf, off); err != nil || buf[0] != '{' || buf[n-1] != '}' {
+		var err error
+		if d.annSt != nil { // at the version read at open: another is ErrChanged
+			err = d.annSt.ReadRange(context.Background(), d.annObj, off, buf)
+		} else {
+			_, err = d.file.ReadAt(buf, off)
+		}
+		if err != nil || buf[0] != '{' || buf[n-1] != '}' {
 			return nil, fmt.Errorf("%w: %s: record of %s changed since the dataset was opened (reopen it to take the change)", ErrCorrupt, d.annName, d.names[i])
 		}
 		return buf, nil

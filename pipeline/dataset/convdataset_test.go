@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,5 +207,98 @@ func TestConversationsManifest(t *testing.T) {
 	named := filepath.Join(dir, filepath.FromSlash(ManifestName))
 	if _, err := OpenAnnotatedSource(ctx, dir, other, WithManifest(named)); err == nil || !strings.Contains(err.Error(), "another conversation file") {
 		t.Fatalf("another file with the manifest named: %v; want refused", err)
+	}
+}
+
+// convInStore: a conversation file (a record of one image, one of two) in
+// the store at conv/annotations/, over images in conv/images (or either of
+// them on the disk): the samples, records, fields and
+// fingerprint of the same files opened from the disk, each record's JSON
+// read back from the object; indexed and the manifest put beside the
+// images, opened from it (not listed) with its images' sizes; a record
+// naming an image the prefix lacks refuses the file, naming it.
+func convInStore(t *testing.T, put func(key string, data []byte), url func(prefix string) string, log *slog.Logger, logs *bytes.Buffer) {
+	ctx := t.Context()
+	conv := []byte(`[{"id": 1, "image": "a.jpg", "conversations": [{"from": "human", "value": "<image>"}]},
+ {"images": ["b.jpg", "sub/c.png"], "messages": [{"role": "user", "content": "<image><image>"}]}]`)
+	// Its own prefix, conv/: annotatedInStore changed ds/'s a.jpg since.
+	local := t.TempDir()
+	for name, data := range map[string]string{"a.jpg": "aaaa", "b.jpg": "bbbbbb", "sub/c.png": "cc"} {
+		p := filepath.Join(local, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		put("conv/images/"+name, []byte(data))
+	}
+	put("conv/annotations/sft.json", conv)
+	file := filepath.Join(t.TempDir(), "sft.json")
+	if err := os.WriteFile(file, conv, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := OpenAnnotatedSource(ctx, local, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer want.Close()
+	same := func(t *testing.T, got Dataset) {
+		t.Helper()
+		sameDataset(t, got, want)
+		g, w := got.(*ConvDataset), want.(*ConvDataset)
+		for i := range w.Len() {
+			a, errA := g.ReadField(i, fieldIDJSON, nil)
+			b, _ := w.ReadField(i, fieldIDJSON, nil)
+			if errA != nil || !bytes.Equal(a, b) || g.RecordOf(i) != w.RecordOf(i) {
+				t.Errorf("sample %d: record %d, json %q (%v); want %d, %q", i, g.RecordOf(i), a, errA, w.RecordOf(i), b)
+			}
+		}
+	}
+	for _, c := range []struct{ name, dir, ann string }{
+		{"conv", url("conv/images"), url("conv/annotations/sft.json")},
+		{"conv-local-file", url("conv/images"), file},
+		{"conv-local-images", local, url("conv/annotations/sft.json")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := OpenAnnotatedSource(ctx, c.dir, c.ann)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Close()
+			if g := got.(*ConvDataset); g.Records() != 2 || g.Len() != 3 {
+				t.Fatalf("%d records of %d images; want 2 of 3", g.Records(), g.Len())
+			}
+			same(t, got)
+		})
+	}
+	t.Run("conv-manifest", func(t *testing.T) {
+		m, err := IndexAnnotated(ctx, url("conv/images"), url("conv/annotations/sft.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Layout != LayoutConversations || m.NumObjects() != 3 {
+			t.Fatalf("manifest %s of %d objects; want conversations of 3", m.Layout, m.NumObjects())
+		}
+		var buf bytes.Buffer
+		if err := m.Encode(&buf); err != nil {
+			t.Fatal(err)
+		}
+		put("conv/images/"+ManifestName, buf.Bytes())
+		logs.Reset()
+		got, err := OpenAnnotatedSource(ctx, url("conv/images"), url("conv/annotations/sft.json"), WithLog(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer got.Close()
+		if !strings.Contains(logs.String(), "conversation images opened from their manifest") || strings.Contains(logs.String(), "conversation images listed") {
+			t.Errorf("the manifest beside the images was not used:\n%s", logs.String())
+		}
+		same(t, got)
+	})
+	bad := bytes.Replace(conv, []byte("sub/c.png"), []byte("sub/z.png"), 1)
+	put("conv/annotations/other.json", bad)
+	if _, err := OpenAnnotatedSource(ctx, url("conv/images"), url("conv/annotations/other.json")); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "sub/z.png") {
+		t.Errorf("a record naming a missing image: %v", err)
 	}
 }
