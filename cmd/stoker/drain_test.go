@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/client"
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // TestDrainWorker drains one of two workers (one that holds leases, both
@@ -197,9 +198,34 @@ func holdingWorker(t *testing.T, ctx context.Context, coord *serveProc, workers 
 		t.Fatal(err)
 	}
 	defer c.Close()
-	st, err := c.Status(ctx)
-	if err != nil {
-		t.Fatalf("coordinator status: %v", err)
+	// The coordinator counts a lease in flight until it has read its
+	// result: results a worker sent before it stopped may still wait in
+	// the coordinator's socket on a loaded machine, and the worker no
+	// longer holds those leases. The workers stopped, nothing more comes:
+	// read the coordinator's view until three reads in a row agree (it has
+	// read what was sent), so that the count is of leases the worker had
+	// not answered.
+	var st *pb.StatusResponse
+	for prev, same := "", 0; same < 3; {
+		if st, err = c.Status(ctx); err != nil {
+			t.Fatalf("coordinator status: %v", err)
+		}
+		var key strings.Builder
+		for _, j := range st.GetJobs() {
+			for _, m := range j.GetMakers() {
+				fmt.Fprintf(&key, "%s=%d ", m.GetName(), m.GetInFlight())
+			}
+		}
+		if key.String() == prev {
+			same++
+		} else {
+			prev, same = key.String(), 0
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("coordinator status: %v", ctx.Err())
+		case <-time.After(20 * time.Millisecond): // a read's pace, no bound: the loop ends on agreement
+		}
 	}
 	var victim *serveProc
 	var most uint32
