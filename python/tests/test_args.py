@@ -80,7 +80,7 @@ def make(**kw) -> stoker.Loader:
         ({"layout": 1}, TypeError),
         ({"layout": None}, TypeError),
         ({"layout": "CHW"}, ValueError),
-        ({"fail_policy": None}, TypeError),
+        ({"fail_policy": 1}, TypeError),  # None is the server's default (pad, or drop for records of several images)
         ({"fail_policy": "skip"}, ValueError),
         # A CPU weight: a positive, finite number.
         ({"cpu_weight": 0}, ValueError),
