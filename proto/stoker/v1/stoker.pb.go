@@ -1035,7 +1035,7 @@ type OpenJob struct {
 	// consumed): the epoch began with the first pair's world, which took
 	// its first steps; the samples left were packed for the next pair's
 	// world, and so on. This stream's world packs what is left after them.
-	// At most 64 pairs.
+	// At most 16 pairs (each is the epoch packed again).
 	TokenResumes  []uint32 `protobuf:"varint,11,rep,packed,name=token_resumes,json=tokenResumes,proto3" json:"token_resumes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

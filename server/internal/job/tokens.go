@@ -28,8 +28,10 @@ import (
 // tokens reads at open when the dataset has no sizes in a manifest.
 const maxHeaderScan = 1 << 16
 
-// maxTokenResumes bounds OpenJob.token_resumes' pairs.
-const maxTokenResumes = 64
+// maxTokenResumes bounds OpenJob.token_resumes' pairs: each is the whole
+// epoch packed again at the stream's open (a client's DescribeJob too),
+// so a chain of them costs that many packings of the dataset.
+const maxTokenResumes = 16
 
 // tokenPlan is a job's vision tokens, its stream's elastic resumes and
 // its last epoch's packing.
