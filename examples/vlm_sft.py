@@ -10,7 +10,8 @@ ragged, the images back to back; ``batch.vision_inputs(device)`` makes the
 processor's ``pixel_values`` and ``image_grid_thw`` on the trainer's device.
 With ``--conversations`` the dataset is a LLaVA or ShareGPT file served as
 one (``--dataset sft=IMAGES --annotations sft=FILE.json``): each batch's
-records come as the field ``json``, and the first human turn is the
+records come as the field ``json`` (a record of several images whole, its
+images' placeholders one after another), and the first human turn is the
 question, the first answer the reply. Without it the dataset is an
 ImageFolder and the conversation synthetic ("What is in the image?",
 answered with the image's class). The model here is a small Qwen2-VL built
@@ -48,10 +49,11 @@ def tiny_model(merge: int) -> Qwen2VLForConditionalGeneration:
     return Qwen2VLForConditionalGeneration(cfg)
 
 
-def conversation(tokens: int, question: str, answer: str) -> tuple:
-    """A sample's input ids and labels: the image's placeholder, the
-    question, the answer (the only tokens the loss counts)."""
-    prompt = [START] + [IMAGE] * tokens + [END] + list(question.encode())
+def conversation(tokens: List[int], question: str, answer: str) -> tuple:
+    """A sample's input ids and labels: each of its images' placeholders
+    (its vision tokens each), the question, the answer (the only tokens the
+    loss counts)."""
+    prompt = [x for n in tokens for x in [START] + [IMAGE] * n + [END]] + list(question.encode())
     reply = list(answer.encode())
     return prompt + reply, [-100] * len(prompt) + reply
 
@@ -70,8 +72,15 @@ def turns(record: bytes) -> Tuple[str, str]:
     return q.replace("<image>", "").strip() + " ", a
 
 
-def collate(grid: torch.Tensor, merge: int, qa: List[Tuple[str, str]]) -> Dict[str, torch.Tensor]:
-    ids, labels = zip(*(conversation(int(t * h * w) // merge**2, q, a) for (t, h, w), (q, a) in zip(grid.tolist(), qa)))
+def collate(grid: torch.Tensor, merge: int, qa: List[Tuple[str, str]], counts: List[int]) -> Dict[str, torch.Tensor]:
+    """The text side of a batch: a sample a record of counts[i] images (in
+    the grid's order), its question and answer qa[i]."""
+    tokens = [int(t * h * w) // merge**2 for t, h, w in grid.tolist()]
+    per, at = [], 0
+    for n in counts:
+        per.append(tokens[at:at + n])
+        at += n
+    ids, labels = zip(*(conversation(t, q, a) for t, (q, a) in zip(per, qa)))
     n = max(map(len, ids))
     input_ids = torch.full((len(ids), n), PAD)
     lab = torch.full((len(ids), n), -100)
@@ -108,11 +117,14 @@ def main() -> None:
         while step < a.steps:
             for batch in ld:
                 vis = batch.vision_inputs(device=a.device)  # pixel_values [sum of patches, 1176], image_grid_thw [N, 3]
-                if a.conversations:
-                    qa = [turns(r) for r in batch.fields["json"]]
+                counts = [1] * len(vis["image_grid_thw"])
+                if a.conversations:  # a record of several images comes whole: its text once, its images in order
+                    qa = [turns(r) for r in batch.record_fields("json")]
+                    if batch.images_per_record is not None:
+                        counts = batch.images_per_record.tolist()
                 else:
                     qa = [("What is in the image? ", classes[int(c)]) for c in batch.labels]
-                text = collate(vis["image_grid_thw"].cpu(), merge, qa)
+                text = collate(vis["image_grid_thw"].cpu(), merge, qa, counts)
                 text = {k: v.to(a.device) for k, v in text.items()}
                 out = model(**text, **vis)
                 out.loss.backward()
@@ -122,7 +134,8 @@ def main() -> None:
                 print(f"step {step}: loss {out.loss.item():.4f}, {len(batch.labels)} images, {tokens} vision tokens, "
                       f"{vis['pixel_values'].shape[0]} patches")
                 report.append({"loss": out.loss.item(), "tokens": tokens, "patches": int(vis["pixel_values"].shape[0]),
-                               "image_tokens": int((text["input_ids"] == IMAGE).sum())})
+                               "image_tokens": int((text["input_ids"] == IMAGE).sum()), "samples": len(qa),
+                               "images": sum(counts)})
                 step += 1
                 if step == a.steps:
                     break

@@ -224,8 +224,9 @@ def test_clip_train(server: str, run_example, tmp_path: Path) -> None:
 
 def test_vlm_sft_conversations(stoker_bin: Path, run_example, tmp_path: Path) -> None:
     """examples/vlm_sft.py --conversations: the same fine-tuning on a LLaVA
-    file (and ShareGPT records in it) over the committed photos, served as a
-    conversation dataset: each batch's records are the text."""
+    file (and ShareGPT records in it, two of several images) over the
+    committed photos, served as a conversation dataset: each batch's records
+    are the text, a record of several images its placeholders in order."""
     from stoker._local import LocalServer
 
     photos = sorted((REPO / "testdata" / "photos").glob("*/*.jpg"))[:8]
@@ -240,13 +241,18 @@ def test_vlm_sft_conversations(stoker_bin: Path, run_example, tmp_path: Path) ->
         else:
             records.append({"id": str(i), "image": f"{i}.jpg", "conversations": [
                 {"from": "human", "value": "<image>\nWhat is in the image?"}, {"from": "gpt", "value": p.parent.name}]})
+    records += [{"id": "two", "image": ["0.jpg", "3.jpg"], "conversations": [  # records of several images, whole
+        {"from": "human", "value": "<image>\n<image>\nWhat are these?"}, {"from": "gpt", "value": "two photos"}]},
+                {"messages": [{"role": "user", "content": "<image><image><image>Three?"},
+                              {"role": "assistant", "content": "yes"}], "images": ["1.jpg", "2.jpg", "5.jpg"]}]
     (tmp_path / "sft.json").write_text(json.dumps(records))
     with LocalServer(str(stoker_bin), {"sft": str(img)}, workers=1,
                      args=["--annotations", f"sft={tmp_path / 'sft.json'}"], log_path=str(tmp_path / "server.log")) as srv:
         out = run_example([str(EXAMPLES / "vlm_sft.py"), "--target", srv.addr, "--dataset", "sft", "--conversations",
-                           "--steps", "3", "--batch-size", "3", "--device", "cpu", "--report", "r.json"], tmp_path)
+                           "--steps", "4", "--batch-size", "3", "--device", "cpu", "--report", "r.json"], tmp_path)
     report = json.loads((tmp_path / "r.json").read_text())
-    assert len(report) == 3, out
+    assert len(report) == 4, out
+    assert any(r["images"] > r["samples"] for r in report), report  # a record of several images trained on
     for r in report:
         assert math.isfinite(r["loss"]) and r["tokens"] > 0
         assert r["image_tokens"] == r["tokens"] and r["patches"] == 4 * r["tokens"], r
