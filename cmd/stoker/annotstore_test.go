@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +100,83 @@ func sameServed(t *testing.T, ctx context.Context, got, want *serveProc) {
 		if !proto.Equal(gt, wt) {
 			t.Errorf("batch %d: targets differ from the disk's", k)
 		}
+	}
+}
+
+// TestConversationsServedFromBucket: a LLaVA/ShareGPT conversation file
+// (records of one image and of two) over `stoker mkdata`'s photos, both
+// put in a real S3 server (versitygw); `stoker index URL --annotations
+// URL --sizes` writes its manifest beside the images, and a server of the
+// bucket opens from it the very batches (pixels, records, each image's
+// record's JSON) and fingerprint of a server of the same files on a disk.
+func TestConversationsServedFromBucket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve and versitygw processes")
+	}
+	ctx := processTest(t, 4*time.Minute)
+	dir := t.TempDir()
+	if out, errOut, err := runStoker(ctx, nil, "mkdata", "--coco", "--out", dir, "--n", "9"); err != nil {
+		t.Fatalf("mkdata: %v\n%s%s", err, out, errOut)
+	}
+	images := filepath.Join(dir, "images", "train")
+	var names []string
+	err := filepath.WalkDir(images, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(images, p)
+			names = append(names, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil || len(names) != 9 {
+		t.Fatalf("mkdata wrote %d images (%v)", len(names), err)
+	}
+	q := func(s string) string { return `"` + s + `"` }
+	recs := []string{
+		`{"id": 0, "image": ` + q(names[0]) + `, "conversations": [{"from": "human", "value": "<image>"}]}`,
+		`{"images": [` + q(names[1]) + `, ` + q(names[2]) + `], "messages": [{"role": "user", "content": "<image><image>"}]}`,
+	}
+	for i := 3; i < 9; i++ {
+		recs = append(recs, `{"id": `+fmt.Sprint(i)+`, "image": `+q(names[i])+`, "conversations": [{"from": "human", "value": "x"}]}`)
+	}
+	ann := filepath.Join(dir, "sft.json")
+	if err := os.WriteFile(ann, []byte("["+strings.Join(recs, ",\n")+"]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := s3Env(t)
+	s.PutTree(t, "bkt", "sft/", dir)
+	imagesURL, annURL := s.URL("bkt", "sft/images/train"), s.URL("bkt", "sft/sft.json")
+	if out := runIndexCmd(t, ctx, nil, imagesURL, "--annotations", annURL, "--sizes"); !strings.HasPrefix(out, "wrote s3://bkt/sft/images/train/.stoker/manifest: conversations, 9 samples in 9 objects") ||
+		!strings.Contains(out, "9 of the images' sizes") {
+		t.Fatalf("stoker index --annotations said %q", out)
+	}
+	local := launchServe(t, serveConfig{name: "local", dataset: images, workers: 1, args: []string{"--annotations", "ds=" + ann}})
+	bucket := launchServe(t, serveConfig{name: "bucket", dataset: imagesURL, workers: 1, args: []string{"--annotations", "ds=" + annURL}})
+	local.waitReady(t, ctx)
+	bucket.waitReady(t, ctx)
+	if len(bucket.findLogs("conversation images opened from their manifest", nil)) != 1 {
+		t.Errorf("the bucket's server did not open from the manifest beside the images")
+	}
+	spec := testJob(3, 5)
+	spec.Fields = []string{"json"}
+	w := consumeEpoch(t, ctx, local.addr, spec, consumeOpts{})
+	g := consumeEpoch(t, ctx, bucket.addr, spec, consumeOpts{})
+	if g.info.GetFingerprint() != w.info.GetFingerprint() || len(g.batches) != len(w.batches) || len(w.batches) != 3 {
+		t.Fatalf("fingerprint %s, %d batches; the disk's %s, %d (want 3: 8 records, 3 a batch)", g.info.GetFingerprint(), len(g.batches), w.info.GetFingerprint(), len(w.batches))
+	}
+	two := 0
+	for k, b := range g.batches {
+		wb := w.batches[k]
+		if b.sum() != wb.sum() || len(b.hdr.GetErrors()) != 0 || !proto.Equal(b.hdr.GetFields()[0], wb.hdr.GetFields()[0]) ||
+			fmt.Sprint(b.hdr.GetRecords()) != fmt.Sprint(wb.hdr.GetRecords()) {
+			t.Fatalf("batch %d differs from the disk's (records %v, %v; errors %v)", k, b.hdr.GetRecords(), wb.hdr.GetRecords(), b.hdr.GetErrors())
+		}
+		for i, r := range b.hdr.GetRecords() {
+			if r == 1 && i+1 < len(b.hdr.GetRecords()) && b.hdr.GetRecords()[i+1] == 1 {
+				two++
+			}
+		}
+	}
+	if two != 1 {
+		t.Errorf("the record of two images came whole %d times, want once", two)
 	}
 }
