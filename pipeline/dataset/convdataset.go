@@ -123,7 +123,13 @@ func IsConversationFile(path string) bool {
 	}
 	head := make([]byte, 4096)
 	n, _ := io.ReadFull(f, head)
-	head = bytes.TrimPrefix(head[:n], []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+	return opensList(head[:n])
+}
+
+// opensList reports whether a JSON file's first bytes open a list: its
+// first byte past a UTF-8 byte order mark and white space is '['.
+func opensList(head []byte) bool {
+	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	head = bytes.TrimLeft(head, " \t\r\n")
 	return len(head) > 0 && head[0] == '['
 }
@@ -137,12 +143,7 @@ func isConversationObject(ctx context.Context, loc string, o sourceOptions) bool
 	}
 	defer st.Close()
 	head := make([]byte, min(obj.Size, 4096))
-	if st.ReadRange(ctx, obj, 0, head) != nil {
-		return false
-	}
-	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
-	head = bytes.TrimLeft(head, " \t\r\n")
-	return len(head) > 0 && head[0] == '['
+	return st.ReadRange(ctx, obj, 0, head) == nil && opensList(head)
 }
 
 // convRecord is what ConvDataset reads of a record: its images (LLaVA's
