@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
@@ -401,8 +400,7 @@ func resBound(t *transform.Transform, mosaic, goRef bool, w, h, pw, ph int) int6
 		}
 		n += view(nw, nh, W, H)
 		most = max(most, nw)
-		if s := vt.ZoomSide(); s > 0 { // the canvas resized from its crop, row by row
-			cw, ch := int64(math.Ceil(s*float64(w)))+1, int64(math.Ceil(s*float64(h)))+1
+		if cw, ch := vt.ZoomCanvas(w, h); cw > 0 { // the canvas resized from its crop, row by row
 			n += view(int64(vt.OutW()), int64(vt.OutH()), cw, ch)
 			W, H = max(W, cw), max(H, ch)
 		}
@@ -457,8 +455,10 @@ func decodeBound(t *transform.Transform, mosaic, goCanvas bool, w, h int) (pix, 
 			}
 		}
 		if goCanvas && vt.MayPad() && w > 0 && h > 0 {
-			s := max(vt.ZoomSide(), 1)
-			cw, ch := int64(math.Ceil(s*float64(w)))+1, int64(math.Ceil(s*float64(h)))+1
+			cw, ch := vt.ZoomCanvas(w, h)
+			if cw == 0 { // the image's own canvas
+				cw, ch = int64(w)+1, int64(h)+1
+			}
 			zoom = max(zoom, 4*cw*ch+3*int64(vt.OutW())*ch)
 		}
 	}

@@ -125,3 +125,63 @@ func TestAnyResTokens(t *testing.T) {
 		t.Error("an AnyResResize without the model's count has tokens")
 	}
 }
+
+// PadToSquare: the canvas a square of the longer side, the image centred
+// as pad_to_square centres it (the odd pixel right or bottom), none for a
+// square image; refused anywhere but first and before one Resize((h, w)).
+// VisionTokensIn: with the square view beside AnyRes's, an image of a
+// record of several is 729 + 1 tokens (LlavaOnevisionProcessor's
+// replace_image_token), one of a record of one AnyRes's count.
+func TestPadToSquare(t *testing.T) {
+	sq := optab.Op{Kind: OpPadToSquare, Fill: [3]float64{127, 127, 127}}
+	resize := optab.Op{Kind: OpResize, Size: [2]int{384, 384}, Interp: InterpBicubic}
+	tf, err := NewTransform(CHW, sq, resize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		w, h   int
+		zoomed bool
+		pad    [4]int
+	}{{640, 480, true, [4]int{0, 80, 0, 80}}, {5, 4, true, [4]int{0, 0, 0, 1}}, {3, 8, true, [4]int{2, 0, 3, 0}}, {7, 7, false, [4]int{}}} {
+		p, err := tf.sampler().Plan(c.w, c.h, det.Key{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Zoomed != c.zoomed || p.ZoomPad != c.pad || (c.zoomed && (p.ZoomW != max(c.w, c.h) || p.ZoomH != p.ZoomW)) ||
+			p.OutW != 384 || p.OutH != 384 {
+			t.Errorf("%dx%d: zoomed %v, pad %v, canvas %dx%d, out %dx%d; want %v, %v, a square of %d, 384x384",
+				c.w, c.h, p.Zoomed, p.ZoomPad, p.ZoomW, p.ZoomH, p.OutW, p.OutH, c.zoomed, c.pad, max(c.w, c.h))
+		}
+	}
+	for name, ops := range map[string][]optab.Op{
+		"not first":        {resize, sq},
+		"alone":            {sq},
+		"then CenterCrop":  {sq, {Kind: OpCenterCrop, Size: [2]int{8, 8}}},
+		"then Resize(int)": {sq, {Kind: OpResize, Size: [2]int{8, 0}}},
+		"fractional fill":  {{Kind: OpPadToSquare, Fill: [3]float64{127.5, 0, 0}}, resize},
+	} {
+		if _, err := NewTransform(CHW, ops...); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	ov := optab.Op{Kind: OpAnyResResize, Sizes: onevisionPinpoints(), Multiple: 384, PatchGrid: 27, BaseTokens: 729, MaxPatches: 9, Interp: InterpBicubic}
+	groups := []ViewGroup{{Name: "canvas", Count: 1, Ops: []optab.Op{ov}}, {Name: "base", Count: 1, Ops: []optab.Op{resize}}}
+	two, err := NewViews(CHW, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	three, err := NewViews(CHW, append(groups, ViewGroup{Name: "square", Count: 1, Ops: []optab.Op{sq, resize}})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tf     *Transform
+		images int
+		want   int64
+	}{{three, 1, 2929}, {three, 2, 730}, {three, 5, 730}, {two, 2, 2929}, {two, 1, 2929}} {
+		if got, err := c.tf.VisionTokensIn(640, 480, c.images); err != nil || got != c.want {
+			t.Errorf("%d views, an image of a record of %d: %d tokens, %v; want %d", len(c.tf.views), c.images, got, err, c.want)
+		}
+	}
+}

@@ -88,6 +88,10 @@ const streamZoom = StreamCrop*64 + 1
 // v)). Drawn in float32 from 24-bit uniforms, as torch.rand draws
 // float32s and multiplies a Python number with them in float32.
 func (t *Transform) zoomOut(p *SamplePlan, k det.Key) {
+	if t.zoom.Kind == OpPadToSquare { // op_anyres.go: drawn from nothing
+		squarePad(p)
+		return
+	}
 	r := k.Stream(streamZoom)
 	u := r.Float32
 	if float64(u()) >= t.zoom.P {

@@ -29,6 +29,13 @@ const OpAnyResResize optab.OpKind = "AnyResResize"
 // maxPinpoints bounds grid_pinpoints: LLaVA-OneVision's are 36.
 const maxPinpoints = 256
 
+// OpPadToSquare is LLaVA-OneVision's image of a record of several
+// (LlavaOnevisionImageProcessor.pad_to_square): the image padded with Fill
+// to a square of its longer side, centred (the left and top padding
+// floored); first, then Resize((h, w)), fused into the decode as a
+// RandomZoomOut's canvas is.
+const OpPadToSquare optab.OpKind = "PadToSquare"
+
 func init() {
 	optab.Define(optab.Def{Kind: OpAnyResResize,
 		Doc:   "LLaVA-OneVision's AnyRes (transformers' LlavaOnevisionImageProcessor): the image resized, aspect kept, into the best-fitting resolution of grid_pinpoints (flat (height, width) pairs; select_best_resolution) and padded to it with zeros, centred; each sample its own size (the trainer cuts the patches)",
@@ -53,6 +60,29 @@ func init() {
 			}
 			formatInterp(b, op)
 		}})
+	optab.Define(optab.Def{Kind: OpPadToSquare,
+		Doc:   "LLaVA-OneVision's pad_to_square (its images of a record of several): the image padded with fill (one value a channel) to a square of its longer side, centred; first, then Resize((h, w))",
+		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
+		Params: []optab.Param{
+			{Name: "fill", Typ: optab.PFloats, Def: "(0, 0, 0)", Field: "Fill", Lo: 0, Hi: 255},
+		},
+		Misplaced: "PadToSquare after other ops is not supported: it is first, then Resize((h, w)), fused into the decode",
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(fill=%s)", fillText(op.Fill))
+		}})
+}
+
+// squarePad is a PadToSquare's canvas for p's image: a square of its
+// longer side, the image centred, as pad_to_square pads it (none when the
+// image is square).
+func squarePad(p *SamplePlan) {
+	m := max(p.SrcW, p.SrcH)
+	if p.SrcW == p.SrcH {
+		return
+	}
+	left, top := (m-p.SrcW)/2, (m-p.SrcH)/2
+	p.Zoomed, p.ZoomW, p.ZoomH = true, m, m
+	p.ZoomPad = [4]int{left, top, m - p.SrcW - left, m - p.SrcH - top}
 }
 
 // checkAnyRes checks an AnyResResize, the geometry's op n.
@@ -201,4 +231,25 @@ func anyResPlan(op *optab.Op, p *SamplePlan, srcW, srcH int) {
 	p.RW, p.RH = rw, rh
 	p.OutW, p.OutH, p.CW, p.CH = bw, bh, bw, bh
 	p.CX, p.CY = -((bw - rw) / 2), -((bh - rh) / 2)
+}
+
+// VisionTokensIn is VisionTokens of an image of a record of images: with
+// AnyRes's canvas and a PadToSquare view beside it (LLaVA-OneVision's
+// image of a record of several: from_hf's third view), an image of a
+// record of several is that square alone, the base image's tokens and a
+// newline (LlavaOnevisionProcessor's num_image_tokens + 1).
+func (t *Transform) VisionTokensIn(w, h, images int) (int64, error) {
+	if images > 1 && len(t.views) > 2 {
+		if v0 := t.views[0]; v0.resize != nil && v0.resize.Kind == OpAnyResResize {
+			for _, v := range t.views[1:] {
+				if v.zoom != nil && v.zoom.Kind == OpPadToSquare {
+					if v0.resize.PatchGrid < 1 {
+						return anyResTokens(v0.resize, w, h) // refused: no count
+					}
+					return int64(v0.resize.BaseTokens) + 1, nil
+				}
+			}
+		}
+	}
+	return t.VisionTokens(w, h)
 }

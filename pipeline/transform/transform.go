@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -205,7 +206,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 			if err := t.multiOp(op, n); err != nil {
 				return nil, err
 			}
-		case OpRandomZoomOut:
+		case OpRandomZoomOut, OpPadToSquare: // a canvas (PadToSquare's a square: op_anyres.go)
 			t.zoom = op
 		case OpRandomIoUCrop:
 			k, err := t.iouCrop(op, n)
@@ -458,13 +459,20 @@ func (t sampler) MayPad() bool {
 		t.fixed != nil || t.yolo != nil || len(t.pre) > 0
 }
 
-// ZoomSide is the largest side a RandomZoomOut's canvas takes of the
-// image's (its side_range's maximum; 0: no RandomZoomOut).
-func (t sampler) ZoomSide() float64 {
-	if t.zoom == nil {
-		return 0
+// ZoomCanvas bounds the canvas of a RandomZoomOut or a PadToSquare for a
+// w x h image: side_range's maximum of each side, rounded up and a pixel
+// over (the side drawn in float32), or the square of the longer side; 0,
+// 0 without one.
+func (t sampler) ZoomCanvas(w, h int) (cw, ch int64) {
+	switch {
+	case t.zoom == nil:
+		return 0, 0
+	case t.zoom.Kind == OpPadToSquare:
+		m := int64(max(w, h))
+		return m, m
 	}
-	return t.zoom.SideRange[1]
+	s := t.zoom.SideRange[1]
+	return int64(math.Ceil(s*float64(w))) + 1, int64(math.Ceil(s*float64(h))) + 1
 }
 
 // PixelBytes is the size of a sample's uint8 pixels, before Normalize.

@@ -30,6 +30,17 @@ func (t *Transform) checkZoomOut(op *optab.Op, n int) error {
 		return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	switch {
+	case op.Kind == OpPadToSquare && n > 0:
+		return bad("PadToSquare must be the first op (then Resize((h, w)))")
+	case op.Kind == OpPadToSquare:
+		for _, f := range op.Fill {
+			if f != math.Trunc(f) {
+				return bad("PadToSquare fill %v: want integers 0..255 (a uint8 image's values)", op.Fill)
+			}
+		}
+		return nil
+	case t.zoom != nil && t.zoom.Kind == OpPadToSquare && !(op.Kind == OpResize && op.Size[1] > 0 && t.resize == nil):
+		return bad("PadToSquare then %s is not supported: follow PadToSquare with one Resize((h, w))", op.Kind)
 	case op.Kind == OpRandomZoomOut && n > 0:
 		return bad("RandomZoomOut must be the first op (then Resize(h, w), RandomCrop or CenterCrop)")
 	case op.Kind == OpRandomZoomOut:
@@ -207,6 +218,9 @@ func checkSize(op *optab.Op, shorterOK bool) error {
 // checkAlone refuses a RandomZoomOut or a Pad that no op after it brings
 // to a size.
 func (t *Transform) checkAlone() error {
+	if t.zoom != nil && t.zoom.Kind == OpPadToSquare && t.resize == nil {
+		return fmt.Errorf("%w: transform: PadToSquare alone gives a size that varies per image: follow it with Resize((h, w))", errs.Unsupported)
+	}
 	if t.zoom != nil && t.rcrop == nil && t.center == nil && t.resize == nil && (t.iou == nil || t.bound == [2]int{}) {
 		return fmt.Errorf("%w: transform: RandomZoomOut alone gives a size that varies per image: follow it with Resize(h, w), RandomCrop or CenterCrop, which fix the batch's size "+
 			"(or with a RandomIoUCrop, and give the job a bound on the sizes, max_size=(h, w))", errs.Unsupported)

@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["AnyResResize", "NaFlexResize", "RandomChannelPermutation", "SmartResize", "TileResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
+__all__ = ["AnyResResize", "NaFlexResize", "PadToSquare", "RandomChannelPermutation", "SmartResize", "TileResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AnyResResize": (
@@ -84,6 +84,9 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "PadIfSmaller": (
         Param("size", "int", None),
         Param("fill", "typed_fill", "0"),
+    ),
+    "PadToSquare": (
+        Param("fill", "floats", "(0, 0, 0)", False, 0, 255),
     ),
     "RandAugment": (
         Param("num_ops", "int", "2"),
@@ -336,6 +339,16 @@ class NaFlexResize(NamedOp):
         super().__init__(patch_size=patch_size, max_num_patches=max_num_patches, interpolation=interpolation)
 
 
+class PadToSquare(NamedOp):
+    """LLaVA-OneVision's pad_to_square (its images of a record of several): the image padded with fill (one value a channel) to a square of its longer side, centred; first, then Resize((h, w))."""
+
+    _name = "PadToSquare"
+    _params = SCHEMA["PadToSquare"]
+
+    def __init__(self, fill: Any = (0, 0, 0)) -> None:
+        super().__init__(fill=fill)
+
+
 class RandomChannelPermutation(NamedOp):
     """The image's channels in an order drawn uniformly per image."""
 
@@ -457,4 +470,4 @@ class YOLORandomPerspective(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"AnyResResize": AnyResResize, "NaFlexResize": NaFlexResize, "RandomChannelPermutation": RandomChannelPermutation, "SmartResize": SmartResize, "TileResize": TileResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
+NAMED: Dict[str, Any] = {"AnyResResize": AnyResResize, "NaFlexResize": NaFlexResize, "PadToSquare": PadToSquare, "RandomChannelPermutation": RandomChannelPermutation, "SmartResize": SmartResize, "TileResize": TileResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}

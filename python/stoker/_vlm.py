@@ -124,6 +124,11 @@ class AnyResVision:
     #: Whether vision_inputs gives batch_num_images (OneVision's processor
     #: does, LLaVA-NeXT's does not).
     batch_num_images: bool = True
+    #: Whether the transform makes each image's square too (a third view:
+    #: PadToSquare with the mean's colour, then the patch's resize), which
+    #: OneVision's processor gives an image of a record of several in
+    #: place of its base and patches.
+    multi_image: bool = True
 
 
 # LlavaNextImageProcessor's image_grid_pinpoints (transformers 5.24),
@@ -201,7 +206,13 @@ def _anyres_transform(v: AnyResVision, interpolation: str = "bicubic", tokens: T
     canvas = AnyResResize(grid_pinpoints=flat, interpolation=interpolation, patch=v.patch_size if grid else 0,
                           tokens_grid=grid, base_tokens=base, max_patches=most)
     base = Resize((v.patch_size, v.patch_size), interpolation=interpolation)
-    return VisionMultiView([("canvas", 1, [canvas]), ("base", 1, [base])], v)
+    views = [("canvas", 1, [canvas]), ("base", 1, [base])]
+    if v.multi_image:  # pad_to_square's background_color: the mean's, int(x * 255)
+        from stoker._ops_generated import PadToSquare
+
+        fill = [int(x * 255) for x in v.image_mean]
+        views.append(("square", 1, [PadToSquare(fill=fill), Resize((v.patch_size, v.patch_size), interpolation=interpolation)]))
+    return VisionMultiView(views, v)
 
 
 def _llava_onevision() -> Any:
@@ -257,7 +268,7 @@ def _refuse(name: str, what: str) -> None:
     raise ValueError(f"from_hf: {name}: {what}")
 
 
-def from_hf(processor: Any, *, tokens_per_tile: int = 256) -> Any:
+def from_hf(processor: Any, *, tokens_per_tile: int = 256, multi_image: bool = True) -> Any:
     """A transform that makes what a Hugging Face processor makes of each
     image: a Qwen2-VL, Qwen2.5-VL or Qwen3-VL image processor (transformers'
     ``Qwen2VLImageProcessor``, its torchvision back-end, the default), or a
@@ -269,7 +280,10 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256) -> Any:
     ``GotOcr2ImageProcessor`` with ``crop_to_patches`` (its tiles and
     thumbnail; ``tokens_per_tile``, the model's tokens a tile, for
     ``batch_tokens``), ``LlavaOnevisionImageProcessor`` and
-    ``LlavaNextImageProcessor`` (AnyRes). Serve
+    ``LlavaNextImageProcessor`` (AnyRes; of OneVision's, each image's
+    square too, what the processor makes of an image of a record of
+    several, unless ``multi_image=False``: a dataset of one image a record
+    saves that resize). Serve
     it with :class:`stoker.Loader` and call
     :meth:`stoker.Batch.vision_inputs` on its batches (docs/vlm.md).
 
@@ -284,7 +298,7 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256) -> Any:
     if name in _GOTOCR2:
         return _from_gotocr2(ip, name, tokens_per_tile)
     if name in _ONEVISION:
-        return _from_onevision(ip, name, processor)
+        return _from_onevision(ip, name, processor, multi_image)
     if name in _NEXT:
         return _from_llava_next(ip, name, processor)
     if name not in _SUPPORTED:
@@ -418,7 +432,7 @@ def _anyres_count(processor: Any, name: str, patch: int, next_: bool) -> Tuple[i
     return g, n - minus, int(ratio[len("anyres_max_"):])
 
 
-def _from_onevision(ip: Any, name: str, processor: Any = None) -> Any:
+def _from_onevision(ip: Any, name: str, processor: Any = None, multi_image: bool = True) -> Any:
     """from_hf of LLaVA-OneVision's image processor: its size (square: the
     patch), image_grid_pinpoints (each a multiple of the patch), resample,
     rescale, normalize and do_pad; the model's count of tokens from the
@@ -431,7 +445,7 @@ def _from_onevision(ip: Any, name: str, processor: Any = None) -> Any:
     for h, w in pins:
         if h % ph or w % ph:
             _refuse(name, f"image_grid_pinpoints {h}x{w}: not whole patches of {ph} (the processor's patches would not stack)")
-    v = AnyResVision(patch_size=int(ph), grid_pinpoints=pins, do_pad=bool(getattr(ip, "do_pad", True)),
+    v = AnyResVision(patch_size=int(ph), grid_pinpoints=pins, do_pad=bool(getattr(ip, "do_pad", True)), multi_image=bool(multi_image),
                      **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
     return _anyres_transform(v, interp, _anyres_count(processor if processor is not None else ip, name, int(ph), False))
 
@@ -457,7 +471,7 @@ def _from_llava_next(ip: Any, name: str, processor: Any = None) -> Any:
     for h, w in pins:
         if h % p or w % p:
             _refuse(name, f"image_grid_pinpoints {h}x{w}: not whole patches of {p} (the processor's patches would not stack)")
-    v = AnyResVision(patch_size=p, grid_pinpoints=pins, do_pad=bool(getattr(ip, "do_pad", True)), batch_num_images=False,
+    v = AnyResVision(patch_size=p, grid_pinpoints=pins, do_pad=bool(getattr(ip, "do_pad", True)), batch_num_images=False, multi_image=False,
                      **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
     return _anyres_transform(v, interp, _anyres_count(processor if processor is not None else ip, name, p, True))
 
@@ -478,25 +492,34 @@ def _cut(x: Any, i: int, h: int, w: int, p: int, op: str) -> Any:
 def anyres_inputs(views: Any, sizes: Any, source_sizes: Any, v: AnyResVision, num_images: Any = None) -> Dict[str, Any]:
     """LLaVA-OneVision's processor's ``pixel_values`` (float32 ``[N, most
     patches, 3, P, P]`` with do_pad: each image's base, then its canvas's
-    patches row by row, then zeros; a list of each image's without),
-    ``image_sizes`` (int64 ``[N, 2]``, each image's height and width as
-    decoded) and ``batch_num_images`` (int64, each record's images:
-    ``num_images``, or ones, ``[N]``) of a ragged batch: ``views`` the canvases (each uint8 ``[3, H, W]``, whole patches)
-    and the bases (``[3, P, P]``), on their device."""
+    patches row by row, then zeros; an image of a record of several its
+    square alone; a list of each image's without), ``image_sizes`` (int64
+    ``[N, 2]``, each image's height and width as decoded) and
+    ``batch_num_images`` (int64, each record's images: ``num_images``, or
+    ones, ``[N]``) of a ragged batch: ``views`` the canvases (each uint8
+    ``[3, H, W]``, whole patches), the bases (``[3, P, P]``) and, with
+    multi_image, the squares (``[3, P, P]``), on their device."""
     import torch
 
-    if v.batch_num_images and num_images is not None and bool((num_images > 1).any()):
+    several = v.batch_num_images and num_images is not None and bool((num_images > 1).any())
+    if several and (not v.multi_image or len(views) < 3):
         raise ValueError("vision_inputs: LLaVA-OneVision's processor pads each image of a record of several to a square "
-                         "(the mean's colour) and does not patch it, which stoker does not make yet: serve records of "
-                         "one image to the llava-onevision transform (docs/vlm.md)")
-    canvases, bases = views
+                         "(the mean's colour) and does not patch it, and this transform does not make that square "
+                         "(from_hf(..., multi_image=False)): serve it with from_hf(processor) (docs/vlm.md)")
+    canvases, bases = views[0], views[1]
+    squares = views[2] if several else None
+    # The processor's need_patching: an image of a record of one.
+    patched = [n == 1 for n in num_images.tolist() for _ in range(n)] if several else None
     p = v.patch_size
     dev = canvases[0].device if canvases else torch.device("cpu")
     mean, std = _mean_std(v, dev) if v.do_normalize else (None, None)
     out = []
     for i, (h, w) in enumerate(sizes[0].tolist()):
-        patches = _cut(canvases[i], i, h, w, p, "AnyResResize")
-        x = torch.cat([bases[i].reshape(1, 3, p, p), patches], dim=0).to(torch.float32)
+        if patched is not None and not patched[i]:
+            x = squares[i].reshape(1, 3, p, p).to(torch.float32)
+        else:
+            patches = _cut(canvases[i], i, h, w, p, "AnyResResize")
+            x = torch.cat([bases[i].reshape(1, 3, p, p), patches], dim=0).to(torch.float32)
         out.append(x.sub_(mean).div_(std) if v.do_normalize else x.mul_(v.rescale_factor))
     n = len(out)
     if v.do_pad:

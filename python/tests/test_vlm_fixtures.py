@@ -16,11 +16,14 @@ numbers:
 - LLaVA-OneVision (LlavaOnevisionImageProcessingTester): its 20-px patch
   with the default 384-px pinpoints is refused by from_hf, naming why
   (its patches are not whole); test_multi_images' single 768 x 768 image at
-  384 is its base and 4 patches, (1, 5, 3, 384, 384).
+  384 is its base and 4 patches, (1, 5, 3, 384, 384); its two records (that
+  image, then 7 of 1152 x 1152, each padded to a square and not patched,
+  served from a conversation file) are (8, 5, 3, 384, 384).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -55,8 +58,15 @@ def _sets() -> Dict[str, List[torch.Tensor]]:
         "got-equal": fixture_images(rng, [(400, 400)] * 7),
         "got-random": fixture_images(rng, [tuple(int(x) for x in rng.integers(30, 400, 2)) for _ in range(7)]),
         "ov-768": fixture_images(rng, [(768, 768)]),
+        # test_multi_images: a record of one 768 x 768 image, then one of 7 of 1152 x 1152.
+        "ov-multi": fixture_images(rng, [(768, 768)] + [(1152, 1152)] * 7),
     }
     return out
+
+
+# The fixture sets served as records of several images (a conversation
+# file of the set's images, by their places): test_multi_images' two.
+RECORDS = {"ov-multi": [[0], [1, 2, 3, 4, 5, 6, 7]]}
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +80,13 @@ def fixtures_server(stoker_bin: Path, tmp_path_factory: Any) -> Iterator[Tuple[s
         d.mkdir(parents=True)
         for i, im in enumerate(ims):
             write_png(im, str(d / f"{i:03d}.png"), compression_level=1)
-    with LocalServer(str(stoker_bin), {n: str(root / n) for n in sets}, workers=1, args=["--grace", "1s"],
+    args = ["--grace", "1s"]
+    for name, recs in RECORDS.items():
+        conv = [{"id": f"r{i}", "image": [f"x/{k:03d}.png" for k in ks], "conversations": [{"from": "human", "value": "<image>"}]}
+                for i, ks in enumerate(recs)]
+        (root / f"{name}.json").write_text(json.dumps(conv))
+        args += ["--annotations", f"{name}={root / name}.json"]
+    with LocalServer(str(stoker_bin), {n: str(root / n) for n in sets}, workers=1, args=args,
                      log_path=str(root / "server.log")) as srv:
         yield srv.addr, root, sets
 
@@ -78,8 +94,8 @@ def fixtures_server(stoker_bin: Path, tmp_path_factory: Any) -> Iterator[Tuple[s
 def served(addr: str, root: Path, name: str, tf: Any, max_size: Any = None) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
     """vision_inputs of the whole set in one batch, and the images as
     decoded from their files, in the batch's order."""
-    with stoker.Loader(addr, name, transform=tf, batch_size=7, fields=("path",), shuffle=False, max_size=max_size,
-                       pin_memory=False, timeout=120) as ld:
+    with stoker.Loader(addr, name, transform=tf, batch_size=len(RECORDS.get(name, [0] * 7)), fields=("path",), shuffle=False,
+                       max_size=max_size, pin_memory=False, timeout=120) as ld:
         batches = list(ld)
         assert not list(ld.sample_errors)
     assert len(batches) == 1
@@ -142,5 +158,12 @@ def test_llava_onevision_fixtures(fixtures_server: Tuple[str, Path, Dict[str, Li
     got, imgs = served(addr, root, "ov-768", T.from_hf(proc))
     want = proc(images=imgs, return_tensors="pt")
     assert tuple(got["pixel_values"].shape) == (1, 5, 3, 384, 384)
+    torch.testing.assert_close(got["pixel_values"], want["pixel_values"], atol=1e-6, rtol=0)
+    assert torch.equal(got["image_sizes"], want["image_sizes"])
+    # test_multi_images: only the single image patched, (8, 5, 3, 384, 384); each of the 7 its square.
+    got, imgs = served(addr, root, "ov-multi", T.from_hf(proc), max_size=(1152, 1152))
+    want = proc(images=[imgs[:1], imgs[1:]], return_tensors="pt")
+    assert tuple(got["pixel_values"].shape) == (8, 5, 3, 384, 384)
+    assert got["batch_num_images"].tolist() == [1, 7] == list(want["batch_num_images"])
     torch.testing.assert_close(got["pixel_values"], want["pixel_values"], atol=1e-6, rtol=0)
     assert torch.equal(got["image_sizes"], want["image_sizes"])

@@ -65,12 +65,13 @@ def test_onevision_parity(vlm_server: str, vlm_data: Path, name: str, transport:
     proc = make()
     crop = proc.crop_size if name.startswith("next") or name == "llava-next" else proc.size
     p = crop.height if isinstance(crop, SizeDict) else crop["height"]
-    seen, padded = set(), 0
+    seen, padded, squared = set(), 0, 0
     with stoker.Loader(vlm_server, "vlm", transform=tf(proc), batch_size=5, fields=("path",), shuffle=False,
                        max_size=bound, pin_memory=False, timeout=120, transport=transport) as ld:
         for b in ld:
             got = b.vision_inputs()
-            canvases, bases = b.images
+            canvases, bases = b.images[:2]
+            squares = b.images[2] if len(b.images) > 2 else None  # OneVision's: an image of a record of several
             imgs: List[torch.Tensor] = [decoded(vlm_data, x) for x in b.fields["path"]]
             want = proc(images=imgs, return_tensors="pt")
             where = f"{name} {transport} {[x.decode() for x in b.fields['path']]}"
@@ -93,11 +94,17 @@ def test_onevision_parity(vlm_server: str, vlm_data: Path, name: str, transport:
                 assert torch.equal(canvases[i], ref), f"{where} sample {i}"
                 ref = proc.resize(img[None], SizeDict(height=p, width=p), resample=proc.resample)[0]
                 assert torch.equal(bases[i], ref), f"{where} sample {i}"
+                if squares is not None:  # the processor's pad_to_square (the mean's colour), then its resize
+                    sq = proc.pad_to_square(img, background_color=tuple(int(x * 255) for x in proc.image_mean))
+                    ref = proc.resize(sq[None], SizeDict(height=p, width=p), resample=proc.resample)[0]
+                    assert torch.equal(squares[i], ref), f"{where} sample {i}: the square"
+                    squared += h != w
                 padded += (rh, rw) != (bh, bw)
                 seen.add(b.fields["path"][i])
         assert not list(ld.sample_errors)
     assert len(seen) == len(os.listdir(vlm_data / "images"))
     assert padded > 0  # some canvases padded: the centring exercised
+    assert squared > 0 or not name.startswith(("llava-onevision", "small"))  # OneVision's squares padded
 
 
 def test_onevision_preset_and_refusals() -> None:

@@ -119,16 +119,86 @@ def test_records_by_tokens_across_ranks(records_server: Tuple[str, Path, List[Di
     assert sorted(json.dumps(r) for r in seen) == sorted(json.dumps(r) for r in records[:12])
 
 
-def test_onevision_refuses_records_of_several() -> None:
-    """LLaVA-OneVision's processor pads each image of a record of several
-    to a square and does not patch it: vision_inputs refuses such a
-    record rather than give other pixels."""
+def onevision_processor() -> Any:
+    """LLaVA-OneVision's image processor as its checkpoints configure it
+    (mean and std 0.5: the square's colour 127)."""
+    from transformers.models.llava_onevision.image_processing_llava_onevision import LlavaOnevisionImageProcessor
+
+    return LlavaOnevisionImageProcessor(image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
+
+
+def onevision_want(b: Any, img: Path, proc: Any) -> Any:
+    """The processor over b's kept images, nested by record (its
+    batch_num_images: an image of a record of several padded to a square,
+    not patched)."""
+    kept = [p.decode() for p, r in zip(b.fields["path"], b.records.tolist()) if r >= 0]
+    nested, at = [], 0
+    for n in b.images_per_record.tolist():
+        nested.append([decode_jpeg(read_file(str(img / x)), mode=ImageReadMode.RGB) for x in kept[at:at + n]])
+        at += n
+    return proc(images=nested, return_tensors="pt")
+
+
+def test_onevision_records_of_several(records_server: Tuple[str, Path, List[Dict[str, Any]]]) -> None:
+    """LLaVA-OneVision over records of one to three images: vision_inputs
+    equal to the processor's over each batch's records (each image of a
+    record of several its square of the mean's colour resized, alone; an
+    image of a record of one its base and patches), batch_num_images its."""
+    addr, img, records = records_server
+    proc = onevision_processor()
+    seen: List[Dict[str, Any]] = []
+    several = 0
+    with stoker.Loader(addr, "sft", transform=stoker.transforms.from_hf(proc), batch_size=3, fields=("json", "path"),
+                       shuffle=True, seed=7, pin_memory=False, timeout=120, max_sample_errors=1) as ld:
+        with pytest.warns(RuntimeWarning, match="'drop' policy left it out"):
+            for b in ld:
+                got, want = b.vision_inputs(), onevision_want(b, img, proc)
+                assert set(got) == set(want.keys())
+                assert torch.equal(got["batch_num_images"], torch.as_tensor(want["batch_num_images"]).long())
+                assert torch.equal(got["image_sizes"], want["image_sizes"])
+                assert got["pixel_values"].shape == want["pixel_values"].shape
+                torch.testing.assert_close(got["pixel_values"], want["pixel_values"], atol=1e-6, rtol=0)
+                seen += [json.loads(r) for r in b.record_fields("json")]
+                several += int((b.images_per_record > 1).sum())
+    assert sorted(json.dumps(r) for r in seen) == sorted(json.dumps(r) for r in records[:12])
+    assert several == 8  # records 1, 2, 4, 5, 7, 8, 10, 11
+
+
+def test_onevision_records_by_tokens(records_server: Tuple[str, Path, List[Dict[str, Any]]]) -> None:
+    """batch_tokens with LLaVA-OneVision over records: an image of a record
+    of several is the base's 729 tokens and a newline, one of a record of
+    one AnyRes's count (the processor's replace_image_token, which needs
+    no tokenizer past its counts); every batch within the budget, every
+    good record once."""
+    from transformers.models.llava_onevision.processing_llava_onevision import LlavaOnevisionProcessor
+
+    addr, img, records = records_server
+    proc = onevision_processor()
+    c = LlavaOnevisionProcessor.__new__(LlavaOnevisionProcessor)
+    c.num_image_tokens, c.vision_aspect_ratio, c.vision_feature_select_strategy = 729, "anyres_max_9", "full"
+    c.image_processor, c.image_token = proc, "<image>"
+    budget = 4000
+    seen: List[Dict[str, Any]] = []
+    with stoker.Loader(addr, "sft", transform=stoker.transforms.from_hf(proc), batch_tokens=budget, fields=("json", "path"),
+                       seed=4, pin_memory=False, timeout=120) as ld:
+        for b in ld:
+            want = onevision_want(b, img, proc)
+            tokens = sum(len(c.replace_image_token(want, i)) // len("<image>") for i in range(len(want["image_sizes"])))
+            assert 0 < tokens <= budget, tokens
+            seen += [json.loads(r) for r in b.record_fields("json")]
+    assert sorted(json.dumps(r) for r in seen) == sorted(json.dumps(r) for r in records[:12])
+
+
+def test_onevision_without_squares_refuses_records_of_several() -> None:
+    """from_hf(..., multi_image=False) makes no square: vision_inputs
+    refuses a record of several rather than give other pixels."""
     from stoker._vlm import AnyResVision, anyres_inputs
 
-    v = AnyResVision(patch_size=4, grid_pinpoints=((4, 4), (4, 8)), do_pad=True)
+    v = AnyResVision(patch_size=4, grid_pinpoints=((4, 4), (4, 8)), do_pad=True, multi_image=False)
     canvas, base = torch.zeros(3, 4, 8, dtype=torch.uint8), torch.zeros(3, 4, 4, dtype=torch.uint8)
     sizes = [torch.tensor([[4, 8], [4, 8]]), torch.tensor([[4, 4], [4, 4]])]
     ok = anyres_inputs([[canvas, canvas], [base, base]], sizes, torch.tensor([[9, 17], [9, 17]]), v, torch.tensor([1, 1]))
     assert tuple(ok["pixel_values"].shape) == (2, 3, 3, 4, 4) and ok["batch_num_images"].tolist() == [1, 1]
     with pytest.raises(ValueError, match="pads each image of a record of several"):
         anyres_inputs([[canvas, canvas], [base, base]], sizes, torch.tensor([[9, 17], [9, 17]]), v, torch.tensor([2]))
+    assert len(stoker.transforms.from_hf(onevision_processor(), multi_image=False).groups) == 2

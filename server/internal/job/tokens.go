@@ -103,7 +103,7 @@ func (j *Job) openTokens(spec *stokerv1.JobSpec, resumes []uint32) error {
 			}
 			var ts int64
 			if err == nil {
-				ts, err = j.t.VisionTokens(w, h)
+				ts, err = j.t.VisionTokensIn(w, h, count)
 			}
 			if err != nil && count > 1 {
 				err = fmt.Errorf("its image %s: %w", j.ds.Name(s), err)
