@@ -10,6 +10,8 @@ import (
 	"sort"
 )
 
+var _ Grouped = (*Mixed)(nil)
+
 // MaxMixParts is the most datasets one mix may name.
 const MaxMixParts = 64
 
@@ -31,7 +33,10 @@ type MixPart struct {
 type Mixed struct {
 	parts  []MixPart
 	starts []int // part p's samples are [starts[p], starts[p+1])
-	fp     string
+	// rstarts: part p's records (Grouped: a part's own, or each of its
+	// samples one) are [rstarts[p], rstarts[p+1]).
+	rstarts []int
+	fp      string
 	// Fields: the names any part's samples have, and per name each
 	// part's id of it (ok false where the part has none).
 	fields []string
@@ -51,7 +56,7 @@ func NewMixed(parts []MixPart) (*Mixed, error) {
 	if len(parts) == 0 || len(parts) > MaxMixParts {
 		return nil, fmt.Errorf("%w: a mix of %d datasets: want 1..%d", ErrUnsupported, len(parts), MaxMixParts)
 	}
-	m := &Mixed{parts: slices.Clone(parts), starts: make([]int, 1, len(parts)+1)}
+	m := &Mixed{parts: slices.Clone(parts), starts: make([]int, 1, len(parts)+1), rstarts: make([]int, 1, len(parts)+1)}
 	h := sha256.New()
 	h.Write([]byte("stoker mix 1\x00"))
 	for p, part := range parts {
@@ -71,6 +76,7 @@ func NewMixed(parts []MixPart) (*Mixed, error) {
 			return nil, fmt.Errorf("%w: the mix's datasets hold too many samples", ErrUnsupported)
 		}
 		m.starts = append(m.starts, n)
+		m.rstarts = append(m.rstarts, m.rstarts[p]+RecordsOf(part.DS))
 		var w [8]byte
 		binary.LittleEndian.PutUint64(w[:], math.Float64bits(part.Weight))
 		fmt.Fprintf(h, "%d:%s\x00%s\x00", len(part.Name), part.Name, part.DS.Fingerprint())
@@ -113,6 +119,81 @@ func (m *Mixed) Parts() []MixPart { return m.parts }
 // Starts is the first index of each part, then Len(); the caller must not
 // modify it.
 func (m *Mixed) Starts() []int { return m.starts }
+
+// RecordsOf is ds's records: a Grouped dataset's, else its samples (each
+// a record of one image).
+func RecordsOf(ds Dataset) int {
+	if g, ok := ds.(Grouped); ok {
+		return g.Records()
+	}
+	return ds.Len()
+}
+
+// RecordStarts is the first record of each part, then Records() (Grouped:
+// a part's records, or each of its samples one); the caller must not
+// modify it.
+func (m *Mixed) RecordStarts() []int { return m.rstarts }
+
+// Records is the mix's records: its parts', part after part (Grouped).
+func (m *Mixed) Records() int { return m.rstarts[len(m.parts)] }
+
+// Record is record r's first sample and its images (Grouped).
+func (m *Mixed) Record(r int) (first, n int) {
+	p := sort.SearchInts(m.rstarts[1:], r+1)
+	if g, ok := m.parts[p].DS.(Grouped); ok {
+		first, n = g.Record(r - m.rstarts[p])
+		return m.starts[p] + first, n
+	}
+	return m.starts[p] + r - m.rstarts[p], 1
+}
+
+// RecordOf is sample i's record (Grouped).
+func (m *Mixed) RecordOf(i int) int {
+	p, j := m.locate(i)
+	if g, ok := m.parts[p].DS.(Grouped); ok {
+		return m.rstarts[p] + g.RecordOf(j)
+	}
+	return m.rstarts[p] + j
+}
+
+// MostImages is the most images a record of any part has (Grouped).
+func (m *Mixed) MostImages() int {
+	most := 1
+	for _, part := range m.parts {
+		if g, ok := part.DS.(Grouped); ok {
+			most = max(most, g.MostImages())
+		}
+	}
+	return most
+}
+
+// RecordShardStarts is a Sharded dataset's shard starts as records (a
+// Grouped dataset's, each shard's first sample's record; else its own):
+// an error where a shard starts inside a record.
+func RecordShardStarts(ds Dataset) ([]int, error) {
+	sh, ok := ds.(Sharded)
+	if !ok {
+		return nil, fmt.Errorf("%w: not sharded", ErrUnsupported)
+	}
+	starts := sh.ShardStarts()
+	g, ok := ds.(Grouped)
+	if !ok {
+		return starts, nil
+	}
+	out := make([]int, len(starts))
+	for k, s := range starts {
+		if s >= ds.Len() {
+			out[k] = g.Records()
+			continue
+		}
+		r := g.RecordOf(s)
+		if first, _ := g.Record(r); first != s {
+			return nil, fmt.Errorf("%w: shard %d starts at sample %d, inside record %d (samples %d on)", ErrUnsupported, k, s, r, first)
+		}
+		out[k] = r
+	}
+	return out, nil
+}
 
 // locate is the part of index i and i's index in it.
 func (m *Mixed) locate(i int) (int, int) {

@@ -214,10 +214,10 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	} else if j.shuffle, err = shuffleOf(spec, j.name, j.ds); err != nil {
 		return nil, err
 	}
-	if j.repeats, err = repeatsOf(spec, j.ds.Len(), j.world, j.shuffle); err != nil {
+	if err := j.openRecords(spec); err != nil {
 		return nil, err
 	}
-	if err := j.openRecords(spec); err != nil {
+	if j.repeats, err = repeatsOf(spec, dataset.RecordsOf(j.ds), j.world, j.shuffle); err != nil {
 		return nil, err
 	}
 	var imgW, imgH int // the dataset's largest image, where its annotations list every one (COCO's)
@@ -468,7 +468,7 @@ func (j *Job) plainPlan(epoch, consumed uint64) plan.Plan {
 // (0 under the block shuffle, whose plan counts its drawn shards').
 func (j *Job) planSize() int {
 	switch {
-	case j.groups != nil:
+	case j.mix == nil && j.groups != nil:
 		return j.groups.Records()
 	case j.mix == nil:
 		return j.ds.Len()

@@ -29,16 +29,14 @@ func groupedOf(ds dataset.Dataset) dataset.Grouped {
 	return nil
 }
 
-// openRecords sets j's records where its dataset has records of several
-// images: what such a job may not ask for is refused, and its fail policy
-// is drop.
+// openRecords sets j's records where its dataset (or a part of its mix)
+// has records of several images: what such a job may not ask for is
+// refused, and its fail policy is drop. Its plan's items are records: a
+// mix's shares and the block shuffle's shards are in records
+// (shuffle.go), and so are repeats.
 func (j *Job) openRecords(spec *stokerv1.JobSpec) error {
 	if j.groups = groupedOf(j.ds); j.groups == nil {
 		return nil
-	}
-	if j.mix != nil || j.repeats > 1 || j.shuffle.window > 0 {
-		return status.Errorf(codes.Unimplemented, "dataset %q has records of several images (%d images in %d records): a mix, repeats or the block shuffle of it is not served",
-			j.name, j.ds.Len(), j.groups.Records())
 	}
 	if spec.GetFailPolicy() == stokerv1.FailPolicy_FAIL_POLICY_PAD {
 		return status.Errorf(codes.InvalidArgument, "fail_policy pad: dataset %q has records of several images, and no other image may take the place of one of a record's; "+

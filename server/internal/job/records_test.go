@@ -38,10 +38,19 @@ func (g *grouped) Records() int                     { return len(g.first) - 1 }
 func (g *grouped) Record(r int) (int, int)          { return g.first[r], g.first[r+1] - g.first[r] }
 func (g *grouped) RecordOf(i int) int               { return g.rec[i] }
 func (g *grouped) MostImages() int                  { return 3 }
-func (g *grouped) ShardStarts() []int               { return []int{0} }
 func (g *grouped) Fingerprint() string              { return "grouped" }
 func (g *grouped) Name(i int) string                { return fmt.Sprintf("r%d-%d.jpg", g.rec[i], i-g.first[g.rec[i]]) }
 func (g *grouped) Read(int, []byte) ([]byte, error) { return nil, fmt.Errorf("no bytes") }
+
+// ShardStarts: a shard every 7 records, as a WebDataset's shards start
+// at a sample (a record) of their own.
+func (g *grouped) ShardStarts() []int {
+	var starts []int
+	for r := 0; r < g.Records(); r += 7 {
+		starts = append(starts, g.first[r])
+	}
+	return starts
+}
 
 func groupedEnv(g *grouped) Env {
 	return Env{Datasets: map[string]dataset.Dataset{"sft": g}, Names: []string{"sft"}, MaxBatchBytes: 1 << 30}
@@ -103,6 +112,88 @@ func TestRecordPlans(t *testing.T) {
 	}
 }
 
+// TestRecordsMixRepeatsBlock: a mix with a dataset of records of several
+// images (its shares in records, mix_samples counting records), repeats
+// and the block shuffle (its shards as records) plan records too: each
+// batch holds whole records, in order; every record of the one dataset
+// at least once an epoch across the ranks (repeats: as often as RASampler
+// repeats it), the mix's records drawn from both parts in proportion.
+func TestRecordsMixRepeatsBlock(t *testing.T) {
+	g := newGrouped(300)
+	env := Env{Datasets: map[string]dataset.Dataset{"sft": g, "cls": names(200)}, Names: []string{"cls", "sft"}, MaxBatchBytes: 1 << 30}
+	for _, c := range []struct {
+		name  string
+		edit  func(*pb.JobSpec)
+		world uint32
+		every int // each record of sft served at least this often across the ranks (0: the mix's draw; -1: RASampler's)
+	}{
+		{"repeats", func(s *pb.JobSpec) { s.Repeats = 3 }, 2, -1},
+		{"block", func(s *pb.JobSpec) { s.ShuffleMode, s.ShuffleWindow = pb.ShuffleMode_SHUFFLE_MODE_BLOCK, 3 }, 2, 1},
+		{"mix", func(s *pb.JobSpec) {
+			s.Dataset, s.Mix = "", []*pb.MixPart{{Dataset: "sft", Weight: 3}, {Dataset: "cls", Weight: 1}}
+		}, 2, 0},
+		{"mix block", func(s *pb.JobSpec) {
+			s.Dataset, s.Mix = "", []*pb.MixPart{{Dataset: "sft", Weight: 1}, {Dataset: "cls", Weight: 1}}
+			s.ShuffleMode, s.ShuffleWindow = pb.ShuffleMode_SHUFFLE_MODE_BLOCK, 2
+		}, 1, 0},
+	} {
+		seen, sft, images := map[int]int{}, 0, 0
+		for rank := range c.world {
+			s := &pb.JobSpec{Dataset: "sft", BatchSize: 5, Rank: rank, WorldSize: c.world, Shuffle: true, Seed: 3,
+				Transform: &pb.TransformSpec{Preset: "imagenet-eval"}}
+			c.edit(s)
+			j, err := New(s, env, Origin{})
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if j.groups == nil || j.MaxSamples() != 15 || j.Policy() != pipeline.Drop {
+				t.Fatalf("%s: a plan of samples (MaxSamples %d); want one of records, 15 images a batch at most", c.name, j.MaxSamples())
+			}
+			p := j.EpochPlan(1, 0)
+			for k := range p.Batches() {
+				b := p.Batch(k)
+				recs := 0
+				for i := 0; i < len(b); {
+					r := j.groups.RecordOf(int(b[i]))
+					first, cnt := j.groups.Record(r)
+					for x := range cnt {
+						if i+x >= len(b) || b[i+x] != int64(first+x) {
+							t.Fatalf("%s: rank %d batch %d: %v does not hold record %d (images %d..%d) whole and in order", c.name, rank, k, b, r, first, first+cnt-1)
+						}
+					}
+					seen[r]++
+					recs++
+					if cnt > 1 || strings.HasPrefix(j.ds.Name(first), "sft:") || j.mix == nil {
+						sft++
+					}
+					images += cnt
+					i += cnt
+				}
+				if recs > 5 {
+					t.Fatalf("%s: batch %d holds %d records; want at most 5", c.name, k, recs)
+				}
+			}
+		}
+		twice := 0
+		for _, n := range seen {
+			twice += min(n-1, 1)
+		}
+		if c.every < 0 { // RASampler: floor(300 // 256 * 256 / 2) records a rank, the copies of each on several ranks
+			if n := sumOf(seen); n != 256 || twice == 0 {
+				t.Errorf("%s: %d records served, %d of them more than once; want 256, some repeated", c.name, n, twice)
+			}
+		} else if c.every > 0 {
+			for r := range g.Records() {
+				if seen[r] < c.every {
+					t.Errorf("%s: record %d served %d times; want at least %d", c.name, r, seen[r], c.every)
+				}
+			}
+		} else if all := len(seen); sft == 0 || sft == images || all < 100 {
+			t.Errorf("%s: %d records drawn, %d of them sft's of %d images: want both parts drawn", c.name, all, sft, images)
+		}
+	}
+}
+
 // TestRecordsRefused: what a job over records of several images cannot
 // be is refused saying why.
 func TestRecordsRefused(t *testing.T) {
@@ -113,7 +204,6 @@ func TestRecordsRefused(t *testing.T) {
 		want string
 	}{
 		{"pad", func(s *pb.JobSpec) { s.FailPolicy = pb.FailPolicy_FAIL_POLICY_PAD }, codes.InvalidArgument, "no other image may take the place"},
-		{"repeats", func(s *pb.JobSpec) { s.Repeats = 2 }, codes.Unimplemented, "records of several images"},
 		{"too many images a batch", func(s *pb.JobSpec) { s.BatchSize = maxBatchSize/3 + 1 }, codes.InvalidArgument, "over the limit of 65536"},
 	} {
 		s := &pb.JobSpec{Dataset: "sft", BatchSize: 4, Shuffle: true, Transform: &pb.TransformSpec{Preset: "imagenet-eval"}}
@@ -151,4 +241,11 @@ func TestRecordsHeader(t *testing.T) {
 			t.Errorf("%v, failed %v: %s; want %s", c.indices, c.failed, got, c.want)
 		}
 	}
+}
+
+func sumOf(m map[int]int) (n int) {
+	for _, v := range m {
+		n += v
+	}
+	return n
 }

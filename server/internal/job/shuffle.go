@@ -40,16 +40,30 @@ func shuffleOf(spec *stokerv1.JobSpec, name string, ds dataset.Dataset) (shuffle
 	if !c.on {
 		return c, nil // shuffle_mode only says how a shuffled epoch is ordered
 	}
-	sh, ok := ds.(dataset.Sharded)
+	_, ok := ds.(dataset.Sharded)
 	if !ok {
 		return c, status.Errorf(codes.InvalidArgument, "dataset %q is not sharded (%s): each sample is an object of its own, so the global shuffle reads no more objects than a block shuffle would; use the global shuffle (Python: shuffle=True, not \"block\"; a JobSpec: shuffle_mode left unset)",
 			name, Format(ds))
 	}
-	c.starts, c.window = sh.ShardStarts(), w
-	if err := plan.CheckShardStarts(c.starts, ds.Len()); err != nil {
+	c.window = w
+	if c.starts, err = shardStarts(ds, groupedOf(ds) != nil); err != nil {
 		return c, status.Errorf(codes.FailedPrecondition, "dataset %q: %v", name, err)
 	}
 	return c, nil
+}
+
+// shardStarts is a sharded dataset's shard starts, checked: as records
+// where records is set (a plan of records: records.go), else as samples.
+func shardStarts(ds dataset.Dataset, records bool) ([]int, error) {
+	if !records {
+		starts := ds.(dataset.Sharded).ShardStarts()
+		return starts, plan.CheckShardStarts(starts, ds.Len())
+	}
+	starts, err := dataset.RecordShardStarts(ds)
+	if err != nil {
+		return nil, err
+	}
+	return starts, plan.CheckShardStarts(starts, dataset.RecordsOf(ds))
 }
 
 // blockWindowOf is spec's block shuffle's window in shards (its default
@@ -127,32 +141,37 @@ func mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice, env Env) (*dataset.Mix
 	if err != nil {
 		return nil, nil, status.Errorf(codes.InvalidArgument, "%v", strings.TrimPrefix(err.Error(), errs.Unsupported.Error()+": "))
 	}
-	starts := mixed.Starts()
+	// The plan's items: samples, or records where a part has records of
+	// several images (records.go: mix_samples then counts records).
+	starts, items := mixed.Starts(), mixed.Len()
+	if groupedOf(mixed) != nil {
+		starts, items = mixed.RecordStarts(), mixed.Records()
+	}
 	shares := make([]plan.MixShare, len(parts))
 	for i := range parts {
 		shares[i] = plan.MixShare{Start: starts[i], Size: starts[i+1] - starts[i]}
 	}
 	n := spec.GetMixSamples()
 	if n == 0 {
-		n = uint64(mixed.Len())
+		n = uint64(items)
 	}
 	if shuffle.window > 0 {
 		// Shard-level mixing: the weights share the epoch's shards.
 		var shards uint64
 		for i, part := range parts {
-			sh, ok := part.DS.(dataset.Sharded)
-			if !ok {
+			if _, ok := part.DS.(dataset.Sharded); !ok {
 				return nil, nil, status.Errorf(codes.InvalidArgument, "dataset %q of the mix is not sharded (each sample an object or a file of its own): "+
 					"the block shuffle mixes whole shards; mix it with the global shuffle (shuffle=True)", part.Name)
 			}
-			if err := plan.CheckShardStarts(sh.ShardStarts(), part.DS.Len()); err != nil {
+			ss, err := shardStarts(part.DS, items != mixed.Len())
+			if err != nil {
 				return nil, nil, status.Errorf(codes.FailedPrecondition, "dataset %q: %v", part.Name, err)
 			}
-			shares[i].Shards = sh.ShardStarts()
+			shares[i].Shards = ss
 			shards += uint64(len(shares[i].Shards))
 		}
 		// mix_samples in shards: as many as hold about that many samples.
-		n = max(1, (n*shards+uint64(mixed.Len())/2)/uint64(mixed.Len()))
+		n = max(1, (n*shards+uint64(items)/2)/uint64(items))
 		if n > maxMixShardDraws {
 			return nil, nil, status.Errorf(codes.InvalidArgument, "mix_samples %d draws %d shards under the block shuffle: the limit is %d",
 				spec.GetMixSamples(), n, maxMixShardDraws)
