@@ -127,7 +127,8 @@ class AnyResVision:
     #: Whether the transform makes each image's square too (a third view:
     #: PadToSquare with the mean's colour, then the patch's resize), which
     #: OneVision's processor gives an image of a record of several in
-    #: place of its base and patches.
+    #: place of its base and patches; the server makes it only where the
+    #: data has such records (ViewGroup.several_images).
     multi_image: bool = True
 
 
@@ -155,11 +156,20 @@ class VisionMultiView(MultiView):
     vision-language model's processor would make (InternVL's: the tiled
     canvas and the thumbnail): its ``vision`` says how
     :meth:`stoker.Batch.vision_inputs` turns them into the processor's
-    tensors."""
+    tensors. The groups named in ``several_images`` are made only where
+    the data has records of several images (LLaVA-OneVision's square):
+    the server leaves them out of a job over single images."""
 
-    def __init__(self, groups: Any, vision: Any) -> None:
+    def __init__(self, groups: Any, vision: Any, several_images: Tuple[str, ...] = ()) -> None:
         super().__init__(groups)
         self.vision = vision
+        self.several_images = tuple(several_images)
+
+    def to_spec(self) -> Any:
+        spec = super().to_spec()
+        for g in spec.views:
+            g.several_images = g.name in self.several_images
+        return spec
 
 
 def _tile_resize(v: InternVision, interpolation: str = "bicubic") -> Any:
@@ -212,7 +222,7 @@ def _anyres_transform(v: AnyResVision, interpolation: str = "bicubic", tokens: T
 
         fill = [int(x * 255) for x in v.image_mean]
         views.append(("square", 1, [PadToSquare(fill=fill), Resize((v.patch_size, v.patch_size), interpolation=interpolation)]))
-    return VisionMultiView(views, v)
+    return VisionMultiView(views, v, several_images=("square",))
 
 
 def _llava_onevision() -> Any:
@@ -268,7 +278,7 @@ def _refuse(name: str, what: str) -> None:
     raise ValueError(f"from_hf: {name}: {what}")
 
 
-def from_hf(processor: Any, *, tokens_per_tile: int = 256, multi_image: bool = True) -> Any:
+def from_hf(processor: Any, *, tokens_per_tile: int = 256) -> Any:
     """A transform that makes what a Hugging Face processor makes of each
     image: a Qwen2-VL, Qwen2.5-VL or Qwen3-VL image processor (transformers'
     ``Qwen2VLImageProcessor``, its torchvision back-end, the default), or a
@@ -282,8 +292,8 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256, multi_image: bool = T
     ``batch_tokens``), ``LlavaOnevisionImageProcessor`` and
     ``LlavaNextImageProcessor`` (AnyRes; of OneVision's, each image's
     square too, what the processor makes of an image of a record of
-    several, unless ``multi_image=False``: a dataset of one image a record
-    saves that resize). Serve
+    several, which the server makes only where the data has such
+    records). Serve
     it with :class:`stoker.Loader` and call
     :meth:`stoker.Batch.vision_inputs` on its batches (docs/vlm.md).
 
@@ -298,7 +308,7 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256, multi_image: bool = T
     if name in _GOTOCR2:
         return _from_gotocr2(ip, name, tokens_per_tile)
     if name in _ONEVISION:
-        return _from_onevision(ip, name, processor, multi_image)
+        return _from_onevision(ip, name, processor)
     if name in _NEXT:
         return _from_llava_next(ip, name, processor)
     if name not in _SUPPORTED:
@@ -432,7 +442,7 @@ def _anyres_count(processor: Any, name: str, patch: int, next_: bool) -> Tuple[i
     return g, n - minus, int(ratio[len("anyres_max_"):])
 
 
-def _from_onevision(ip: Any, name: str, processor: Any = None, multi_image: bool = True) -> Any:
+def _from_onevision(ip: Any, name: str, processor: Any = None) -> Any:
     """from_hf of LLaVA-OneVision's image processor: its size (square: the
     patch), image_grid_pinpoints (each a multiple of the patch), resample,
     rescale, normalize and do_pad; the model's count of tokens from the
@@ -445,7 +455,7 @@ def _from_onevision(ip: Any, name: str, processor: Any = None, multi_image: bool
     for h, w in pins:
         if h % ph or w % ph:
             _refuse(name, f"image_grid_pinpoints {h}x{w}: not whole patches of {ph} (the processor's patches would not stack)")
-    v = AnyResVision(patch_size=int(ph), grid_pinpoints=pins, do_pad=bool(getattr(ip, "do_pad", True)), multi_image=bool(multi_image),
+    v = AnyResVision(patch_size=int(ph), grid_pinpoints=pins, do_pad=bool(getattr(ip, "do_pad", True)),
                      **_norm_args(ip, name, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD))
     return _anyres_transform(v, interp, _anyres_count(processor if processor is not None else ip, name, int(ph), False))
 
@@ -504,8 +514,8 @@ def anyres_inputs(views: Any, sizes: Any, source_sizes: Any, v: AnyResVision, nu
     several = v.batch_num_images and num_images is not None and bool((num_images > 1).any())
     if several and (not v.multi_image or len(views) < 3):
         raise ValueError("vision_inputs: LLaVA-OneVision's processor pads each image of a record of several to a square "
-                         "(the mean's colour) and does not patch it, and this transform does not make that square "
-                         "(from_hf(..., multi_image=False)): serve it with from_hf(processor) (docs/vlm.md)")
+                         "(the mean's colour) and does not patch it, and this batch has no such square: its transform "
+                         "makes none (AnyResVision(multi_image=False)); serve it with from_hf(processor) (docs/vlm.md)")
     canvases, bases = views[0], views[1]
     squares = views[2] if several else None
     # The processor's need_patching: an image of a record of one.

@@ -190,8 +190,9 @@ def test_onevision_records_by_tokens(records_server: Tuple[str, Path, List[Dict[
 
 
 def test_onevision_without_squares_refuses_records_of_several() -> None:
-    """from_hf(..., multi_image=False) makes no square: vision_inputs
-    refuses a record of several rather than give other pixels."""
+    """A batch without the squares (a transform that makes none):
+    vision_inputs refuses a record of several rather than give other
+    pixels."""
     from stoker._vlm import AnyResVision, anyres_inputs
 
     v = AnyResVision(patch_size=4, grid_pinpoints=((4, 4), (4, 8)), do_pad=True, multi_image=False)
@@ -201,4 +202,5 @@ def test_onevision_without_squares_refuses_records_of_several() -> None:
     assert tuple(ok["pixel_values"].shape) == (2, 3, 3, 4, 4) and ok["batch_num_images"].tolist() == [1, 1]
     with pytest.raises(ValueError, match="pads each image of a record of several"):
         anyres_inputs([[canvas, canvas], [base, base]], sizes, torch.tensor([[9, 17], [9, 17]]), v, torch.tensor([2]))
-    assert len(stoker.transforms.from_hf(onevision_processor(), multi_image=False).groups) == 2
+    spec = stoker.transforms.from_hf(onevision_processor()).to_spec()  # the square made only for records of several
+    assert [(g.name, g.several_images) for g in spec.views] == [("canvas", False), ("base", False), ("square", True)]

@@ -1565,7 +1565,13 @@ type ViewGroup struct {
 	// At least 1.
 	Count uint32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
 	// A preset (of one view) or an op list; not views.
-	Transform     *TransformSpec `protobuf:"bytes,3,opt,name=transform,proto3" json:"transform,omitempty"`
+	Transform *TransformSpec `protobuf:"bytes,3,opt,name=transform,proto3" json:"transform,omitempty"`
+	// Made only where the job's data has records of several images (a
+	// conversation file's, a WebDataset sample's numbered images): what a
+	// processor makes of such an image alone (LLaVA-OneVision's square). A
+	// job over data of one image a record leaves the group out: its
+	// JobInfo.views say which groups it makes.
+	SeveralImages bool `protobuf:"varint,4,opt,name=several_images,json=severalImages,proto3" json:"several_images,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1619,6 +1625,13 @@ func (x *ViewGroup) GetTransform() *TransformSpec {
 		return x.Transform
 	}
 	return nil
+}
+
+func (x *ViewGroup) GetSeveralImages() bool {
+	if x != nil {
+		return x.SeveralImages
+	}
+	return false
 }
 
 // Op is one transform step.
@@ -9192,11 +9205,12 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06preset\x18\x01 \x01(\tR\x06preset\x12\x1f\n" +
 	"\x03ops\x18\x02 \x03(\v2\r.stoker.v1.OpR\x03ops\x12*\n" +
 	"\x05views\x18( \x03(\v2\x14.stoker.v1.ViewGroupR\x05views\x12\x19\n" +
-	"\bmax_size\x18) \x03(\rR\amaxSize\"m\n" +
+	"\bmax_size\x18) \x03(\rR\amaxSize\"\x94\x01\n" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\x87\x19\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\x12%\n" +
+	"\x0eseveral_images\x18\x04 \x01(\bR\rseveralImages\"\x87\x19\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +

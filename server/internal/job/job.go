@@ -224,6 +224,9 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if b, ok := j.ds.(interface{ ImageBound() (int, int) }); ok {
 		imgW, imgH = b.ImageBound()
 	}
+	if err := j.viewsForRecords(spec); err != nil {
+		return nil, err
+	}
 	if j.t, err = NewTransformData(spec.GetTransform(), spec.GetLayout(), imgW, imgH); err != nil {
 		return nil, err
 	}

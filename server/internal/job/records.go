@@ -11,6 +11,8 @@ package job
 // other images -1, so that a trainer takes neither them nor its text.
 
 import (
+	"slices"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -148,4 +150,21 @@ func recordsHeader(g dataset.Grouped, size int, indices []int64, errs []pipeline
 		i += n
 	}
 	return out
+}
+
+// viewsForRecords leaves out of spec's views the groups made only for
+// images of records of several (ViewGroup.several_images: OneVision's
+// square) where the job's data has none, so that a job over single
+// images does not make them; a transform of such groups alone is refused.
+func (j *Job) viewsForRecords(spec *stokerv1.JobSpec) error {
+	views := spec.GetTransform().GetViews()
+	if j.groups != nil || !slices.ContainsFunc(views, (*stokerv1.ViewGroup).GetSeveralImages) {
+		return nil
+	}
+	kept := slices.DeleteFunc(slices.Clone(views), (*stokerv1.ViewGroup).GetSeveralImages)
+	if len(kept) == 0 {
+		return status.Errorf(codes.InvalidArgument, "transform: every view group is made only for images of records of several (several_images), and dataset %q has none", j.name)
+	}
+	spec.Transform.Views = kept
+	return nil
 }

@@ -249,3 +249,36 @@ func sumOf(m map[int]int) (n int) {
 	}
 	return n
 }
+
+// TestSeveralImagesViews: a view group made only for images of records of
+// several (ViewGroup.several_images) is left out of a job over single
+// images and kept over records of several; a transform of such groups
+// alone over single images is refused.
+func TestSeveralImagesViews(t *testing.T) {
+	views := func(several ...bool) *pb.TransformSpec {
+		ts := &pb.TransformSpec{}
+		for i, s := range several {
+			ts.Views = append(ts.Views, &pb.ViewGroup{Name: fmt.Sprintf("v%d", i), Count: 1, SeveralImages: s,
+				Transform: &pb.TransformSpec{Preset: "imagenet-eval"}})
+		}
+		return ts
+	}
+	env := Env{Datasets: map[string]dataset.Dataset{"sft": newGrouped(30), "cls": names(30)}, Names: []string{"cls", "sft"}, MaxBatchBytes: 1 << 30}
+	for _, c := range []struct {
+		ds      string
+		several []bool
+		views   int
+	}{{"cls", []bool{false, false, true}, 2}, {"sft", []bool{false, false, true}, 3}, {"cls", []bool{false, true, false}, 2}, {"sft", []bool{true}, 1}} {
+		j, err := New(&pb.JobSpec{Dataset: c.ds, BatchSize: 4, Transform: views(c.several...)}, env, Origin{})
+		if err != nil {
+			t.Fatalf("%s %v: %v", c.ds, c.several, err)
+		}
+		if fw := len(j.ForwardSpec().GetTransform().GetViews()); j.t.Views() != c.views || fw != c.views {
+			t.Errorf("%s %v: %d views, %d forwarded to peers; want %d", c.ds, c.several, j.t.Views(), fw, c.views)
+		}
+	}
+	_, err := New(&pb.JobSpec{Dataset: "cls", BatchSize: 4, Transform: views(true, true)}, env, Origin{})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "several_images") {
+		t.Errorf("groups all several_images over single images: %v; want InvalidArgument naming several_images", err)
+	}
+}
