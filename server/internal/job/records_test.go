@@ -115,6 +115,7 @@ func TestRecordsRefused(t *testing.T) {
 		{"pad", func(s *pb.JobSpec) { s.FailPolicy = pb.FailPolicy_FAIL_POLICY_PAD }, codes.InvalidArgument, "no other image may take the place"},
 		{"repeats", func(s *pb.JobSpec) { s.Repeats = 2 }, codes.Unimplemented, "records of several images"},
 		{"too many images a batch", func(s *pb.JobSpec) { s.BatchSize = maxBatchSize/3 + 1 }, codes.InvalidArgument, "over the limit of 65536"},
+		{"mix", func(s *pb.JobSpec) { s.Dataset, s.Mix = "", []*pb.MixPart{{Dataset: "sft", Weight: 1}} }, codes.Unimplemented, "a mix of it is not served"},
 	} {
 		s := &pb.JobSpec{Dataset: "sft", BatchSize: 4, Shuffle: true, Transform: &pb.TransformSpec{Preset: "imagenet-eval"}}
 		tc.edit(s)

@@ -121,6 +121,11 @@ func mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice, env Env) (*dataset.Mix
 		if !ok {
 			return nil, nil, status.Errorf(codes.InvalidArgument, "the mix names unknown dataset %q; known: %s", Truncate(name, 64), strings.Join(env.Names, ", "))
 		}
+		if g := groupedOf(ds); g != nil {
+			// A mix draws samples, and would serve a record's images apart.
+			return nil, nil, status.Errorf(codes.Unimplemented, "dataset %q of the mix has records of several images (%d images in %d records): a mix of it is not served",
+				name, ds.Len(), g.Records())
+		}
 		parts[i] = dataset.MixPart{Name: name, DS: ds, Weight: m.GetWeight()}
 	}
 	mixed, err := dataset.NewMixed(parts)
