@@ -146,7 +146,8 @@ func checkRecords(t *testing.T, ds Dataset, recs []wantRecord) {
 // KEY.1.jpg, ...) is a record of them, in numeric order whatever the
 // tar's, each image a sample with the record's fields and label, named
 // shard/member; a plain image and a single numbered one are records of
-// one; the dataset is Grouped, unlabelled or labelled. A dataset of one
+// one; the dataset is Grouped, unlabelled or labelled, and a record's
+// member is not taken for one image's targets. A dataset of one
 // image a sample is not grouped, its samples, names and fingerprint as
 // they always were.
 func TestWebDatasetRecords(t *testing.T) {
@@ -157,6 +158,9 @@ func TestWebDatasetRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkRecords(t, d, recs)
+		if _, err := WithMemberTargets(d, "json"); !errors.Is(err, ErrUnsupported) || !strings.Contains(fmt.Sprint(err), "targets of records of several images are not served") {
+			t.Errorf("targets of the records' json: %v; want refused", err)
+		}
 		if want := []string{"0", "1", "2", "3"}; labels && !slices.Equal(d.Classes(), want) {
 			t.Errorf("classes %v; want %v", d.Classes(), want)
 		}
