@@ -80,6 +80,10 @@ type Manifest struct {
 	// sizes are each sample's image width and height (0, 0: unknown),
 	// or nil: none recorded (manifest_file.go, stoker index --sizes).
 	sizes []uint32
+	// recs are a WebDataset's records of several images, grouped by
+	// their members' names once check has run (webdataset_records.go);
+	// nil where every sample is an image of its own.
+	recs *wdsRecords
 }
 
 // ManifestSample is one sample: the bytes [Off, Off+Size) of an object
@@ -336,6 +340,14 @@ func (m *Manifest) checkWebDataset() error {
 	m.wfields = wdsFields{t: t, labelled: s.unlabelled == 0, imageExts: map[string]bool{}}
 	for i := range n {
 		if s.noImage[int32(i)] {
+			// An older stoker took a record's images (KEY.0.jpg, ...)
+			// for fields of a key without an image.
+			for k := range t.entries(i) {
+				if ext, _, _ := t.entry(i, k); isNumberedImage(ext) {
+					return fmt.Errorf("%w: sample %d, %s, has numbered images (%s.%s) as fields, as an older stoker indexed a record of several images: run `stoker index` again",
+						ErrManifest, i, errs.Clip(m.name(i), 256), errs.Clip(cut(&s.mems, s.memEnd, i), 256), ext)
+				}
+			}
 			continue
 		}
 		if _, ext, ok := keyOfMember(cut(&s.mems, s.memEnd, i)); ok && !m.wfields.imageExts[ext] {
@@ -345,6 +357,11 @@ func (m *Manifest) checkWebDataset() error {
 			m.wfields.imageExts[ext] = true
 		}
 	}
+	recs, err := groupRecords(n, func(i int) int32 { return s.obj[i] }, func(i int) string { return cut(&s.mems, s.memEnd, i) })
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrManifest, err)
+	}
+	m.recs = recs
 	m.Classes = []string{}
 	if s.unlabelled > 0 {
 		return nil // no classes

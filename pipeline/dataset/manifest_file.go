@@ -40,6 +40,12 @@ import (
 //	annotations (version 5, a COCO manifest's alone): the hex SHA-256 of
 //	        its annotations file
 //
+// A WebDataset with records of several images (KEY.0.jpg, KEY.1.jpg, ...:
+// webdataset_records.go) is written as version 8, version 7's body whose
+// sizes section may be empty (count 0: none recorded): its records are
+// its members' names, and an older stoker refuses the version rather
+// than serve a record's images as samples of their own.
+//
 // In version 3 a label is written plus one (0: none, an unlabelled
 // WebDataset's). A manifest of an earlier version records no fields: a
 // server reading one serves its samples' keys and labels, and asks for a
@@ -125,12 +131,18 @@ func (m *Manifest) Encode(w io.Writer) error {
 		version = manifestVersionYOLO
 		m.encodeLabels(&e)
 	}
-	if m.sizes != nil {
+	if m.sizes != nil || m.hasRecords() {
 		version = manifestVersionSizes
 		e.uint(uint64(len(m.sizes) / 2))
 		for _, v := range m.sizes {
 			e.uint(uint64(v))
 		}
+	}
+	if m.hasRecords() {
+		// Its records are grouped from its members' names: no section of
+		// their own, but an older stoker, which would serve their images
+		// as samples of their own, must refuse it.
+		version = manifestVersionRecords
 	}
 	if err := errors.Join(bw.Flush(), zw.Close()); err != nil {
 		return err
@@ -190,8 +202,8 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: not a stoker manifest (magic %q)", ErrManifest, hdr[:8])
 	}
 	version := binary.LittleEndian.Uint32(hdr[8:])
-	if version < 1 || version > manifestVersionSizes {
-		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersionSizes)
+	if version < 1 || version > manifestVersionRecords {
+		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersionRecords)
 	}
 	clen, ulen := binary.LittleEndian.Uint64(hdr[12:]), binary.LittleEndian.Uint64(hdr[20:])
 	if clen > uint64(maxSize-manifestHeader) {

@@ -25,7 +25,11 @@ const maxImageSide = 1 << 30
 
 // sizes reads the sizes section (version 7).
 func (d *decoder) sizes(m *Manifest, ns int) {
-	if n := d.count("sizes", 2); d.err == nil && n != ns {
+	n := d.count("sizes", 2)
+	if d.err == nil && n == 0 && d.version >= manifestVersionRecords {
+		return // none recorded (a WebDataset's records without --sizes)
+	}
+	if d.err == nil && n != ns {
 		d.fail("%d sizes for %d samples", n, ns)
 	}
 	if d.err != nil {

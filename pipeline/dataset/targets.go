@@ -196,6 +196,12 @@ func WithMemberTargets(ds Dataset, ext string) (Dataset, error) {
 		}
 		return nil, fmt.Errorf("%w: annotations .%s: each sample's member key.%s: %s", ErrUnsupported, ext, ext, why)
 	}
+	if g, ok := ds.(Grouped); ok && g.Records() < ds.Len() {
+		// Its member is the record's, not one image's: whose boxes
+		// they are would be a guess.
+		return nil, fmt.Errorf("%w: annotations .%s: the dataset has records of several images (KEY.0.jpg, KEY.1.jpg, ...: %d images in %d records), "+
+			"and a record's member key.%s is the record's, not one image's: targets of records of several images are not served", ErrUnsupported, ext, ds.Len(), g.Records(), ext)
+	}
 	m := memberTargets{ext: ext, id: id}
 	h := sha256.Sum256([]byte(ds.Fingerprint() + "\x00annotations ." + ext))
 	m.mfp = hex.EncodeToString(h[:])

@@ -23,6 +23,10 @@ import (
 // without a key.cls is refused, and a key without an image is no sample.
 // An unlabelled one (no .cls at all: captions) has every key as a sample,
 // label -1 and no classes; a key without an image fails when read.
+// A key of numbered images, key.0.jpg, key.1.jpg, ... (a vision-language
+// sample's), is a record of them (Grouped, as a conversation file's
+// records are): each image a sample, in numeric order, named
+// shard/key.<n>.jpg, with the key's label and fields (webdataset_records.go).
 type WebDataset struct {
 	shards  []*os.File
 	names   []string // shard base names
@@ -30,6 +34,9 @@ type WebDataset struct {
 	starts  []int // first sample of each shard with samples (ShardStarts)
 	classes []string
 	fields  wdsFields
+	// recs are its records of several images (webdataset_records.go),
+	// nil where every sample is an image of its own.
+	recs    *wdsRecords
 	maxSize int64
 	fp      string
 }
@@ -77,6 +84,10 @@ type wdsScanned struct {
 	// clsOff and clsSize are its .cls member's bytes in the shard.
 	clsOff, clsSize int64
 	members         []wdsMember
+	// images are a record's numbered images (KEY.0.jpg, KEY.1.jpg, ...)
+	// in their order, the first its image above; none for a key of one
+	// plain image (KEY.jpg).
+	images []wdsImage
 }
 
 // wdsMember is a member of a key that is not its image or its label: a
@@ -204,6 +215,11 @@ func openWebDataset(path string, progress func(IndexProgress)) (*WebDataset, err
 	}
 	ws.labelled = labelled
 	d.fields = ws
+	if d.recs, err = groupRecords(len(d.samples), func(i int) int32 { return d.samples[i].shard },
+		func(i int) string { return d.samples[i].name }); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnsupported, path, err) // the scan placed them: not reached
+	}
 	h := newIndexHash("webdataset", nil)
 	maxLabel := int64(-1)
 	for _, s := range d.samples {
@@ -247,8 +263,20 @@ func wdsSamples(scans [][]wdsScanned, shards []string, what string, add func(*wd
 			case !labelled:
 				s.label = -1
 			}
-			if err := add(s); err != nil {
-				return labelled, err
+			if len(s.images) == 0 {
+				if err := add(s); err != nil {
+					return labelled, err
+				}
+				continue
+			}
+			// A record: each of its images a sample, with the record's
+			// label and fields.
+			for _, im := range s.images {
+				one := *s
+				one.offset, one.size, one.name, one.hash = im.offset, im.size, im.name, im.hash
+				if err := add(&one); err != nil {
+					return labelled, err
+				}
 			}
 		}
 	}

@@ -6,10 +6,12 @@ package dataset
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -124,7 +126,25 @@ func scanShard(pr shardReader, si int32, shard string, hash bool) ([]wdsScanned,
 			out = append(out, wdsScanned{wdsSample: wdsSample{shard: si, noImage: true, name: key}})
 		}
 		p := &out[k]
-		switch lower := strings.ToLower(ext); {
+		lower := strings.ToLower(ext)
+		if n, ok := numberedImage(lower); ok {
+			// One of a record's images (KEY.0.jpg, KEY.1.jpg, ...):
+			// placed in its record once the shard is scanned (records).
+			if sparse {
+				return nil, fmt.Errorf("%w: shard %s: %s is stored as a sparse file (tar --sparse), which cannot be read in place", ErrUnsupported, shard, hd.Name)
+			}
+			im := wdsImage{n: n, offset: pr.offset(), size: hd.Size, name: hd.Name}
+			if hash {
+				h := sha256.New()
+				if _, err := io.Copy(h, tr); err != nil {
+					return nil, fmt.Errorf("%w: shard %s: %s: %v", ErrCorrupt, shard, hd.Name, err)
+				}
+				im.hash = h.Sum(nil)
+			}
+			p.images = append(p.images, im)
+			continue
+		}
+		switch {
 		case imageExt(lower):
 			if sparse {
 				return nil, fmt.Errorf("%w: shard %s: %s is stored as a sparse file (tar --sparse), which cannot be read in place", ErrUnsupported, shard, hd.Name)
@@ -167,5 +187,92 @@ func scanShard(pr shardReader, si int32, shard string, hash bool) ([]wdsScanned,
 			p.members = append(p.members, wdsMember{ext: ext, off: pr.offset(), size: hd.Size})
 		}
 	}
+	for k := range out {
+		if err := out[k].record(shard); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// wdsImage is one of a record's numbered images (KEY.<n>.jpg): its
+// number, and its member's bytes and name.
+type wdsImage struct {
+	n            int
+	offset, size int64
+	name         string
+	hash         []byte
+}
+
+// numberedImage says whether a member's extension (lowercased) is a
+// record's image's, "<n>.jpg" (or .jpeg, .png, .webp), and its number
+// (-1 for digits past an int).
+func numberedImage(ext string) (n int, ok bool) {
+	digits, img, found := strings.Cut(ext, ".")
+	if !found || digits == "" || !imageExt(img) || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil {
+		return -1, true
+	}
+	return n, true
+}
+
+// record orders a key's numbered images by number (10 after 9) and makes
+// the key a sample of them: its image the first, the others in images.
+// A key with both a plain image and numbered ones, with more than
+// MaxRecordImages, or whose numbers are not 0, 1, 2, ... is refused,
+// naming the shard, the key and why.
+func (p *wdsScanned) record(shard string) error {
+	if len(p.images) == 0 {
+		return nil
+	}
+	key := p.name
+	if !p.noImage {
+		key, _, _ = keyOfMember(p.name)
+	}
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: shard %s: sample %s %s: a sample is one image (KEY.jpg) or a record of several numbered from 0 (KEY.0.jpg, KEY.1.jpg, ...)",
+			ErrUnsupported, shard, key, fmt.Sprintf(format, a...))
+	}
+	if !p.noImage {
+		return bad("has both an image %s and numbered images (%s, ...), and which it is would be a guess", p.name, p.images[0].name)
+	}
+	if len(p.images) > MaxRecordImages {
+		return bad("has %d numbered images: the limit is %d a record (a batch holds a record whole)", len(p.images), MaxRecordImages)
+	}
+	slices.SortStableFunc(p.images, func(a, b wdsImage) int { return cmp.Compare(a.n, b.n) })
+	for k, im := range p.images {
+		switch {
+		case im.n == k:
+		case k > 0 && im.n == p.images[k-1].n:
+			return bad("has two images numbered %d (%s and %s)", im.n, p.images[k-1].name, im.name)
+		default:
+			return bad("has no image numbered %d (its images are numbered %s)", k, imageNumbers(p.images))
+		}
+	}
+	first := p.images[0]
+	p.noImage, p.offset, p.size, p.name, p.hash = false, first.offset, first.size, first.name, first.hash
+	return nil
+}
+
+// imageNumbers lists a record's images' numbers for a message.
+func imageNumbers(images []wdsImage) string {
+	var b strings.Builder
+	for k, im := range images {
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		if k == 8 {
+			fmt.Fprintf(&b, "... (%d in all)", len(images))
+			break
+		}
+		if im.n < 0 {
+			b.WriteString("(past an int)")
+		} else {
+			b.WriteString(strconv.Itoa(im.n))
+		}
+	}
+	return b.String()
 }
