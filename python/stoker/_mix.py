@@ -28,7 +28,10 @@ class Mix:
     has samples goes round again, each round in a fresh order; one drawn
     less often takes a different random subset each epoch. Deterministic
     from the seed: exactly once per epoch position, resumable, ranks
-    disjoint, peers and cache affinity as for one dataset.
+    disjoint, peers and cache affinity as for one dataset. Where a dataset
+    has records of several images (a conversation file's, WebDataset
+    samples of numbered images), the mix counts records: ``samples`` and
+    the shares are records, each drawn whole (docs/vlm.md).
 
     Each sample's label is its own dataset's (mixing datasets of different
     label spaces is the caller's business); ``fields=("__source__",)``

@@ -8,7 +8,10 @@ left out whole, named in sample_errors."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import tarfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -50,7 +53,17 @@ def records_server(stoker_bin: Path, tmp_path_factory: Any) -> Iterator[Tuple[st
     records.append({"id": "broken", "image": ["000.jpg", "bad.jpg"], "conversations": [{"from": "human", "value": "x"}]})
     ann = tmp / "sft.json"
     ann.write_text(json.dumps(records))
-    with LocalServer(str(stoker_bin), {"sft": str(img)}, workers=1,
+    wds = tmp / "wds"  # the same records as WebDataset samples: KEY.0.jpg, KEY.1.jpg, ..., KEY.json
+    wds.mkdir()
+    with tarfile.open(wds / "shard-000.tar", "w") as tar:
+        for i, rec in enumerate(records[:12]):
+            for k, name in enumerate(names_of(rec)):
+                tar.add(str(img / name), arcname=f"w{i:03d}.{k}.jpg")
+            data = json.dumps(rec).encode()
+            info = tarfile.TarInfo(f"w{i:03d}.json")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with LocalServer(str(stoker_bin), {"sft": str(img), "wds": str(wds)}, workers=1,
                      args=["--grace", "1s", "--annotations", f"sft={ann}"], log_path=str(tmp / "server.log")) as srv:
         yield srv.addr, img, records
 
@@ -137,6 +150,41 @@ def onevision_want(b: Any, img: Path, proc: Any) -> Any:
         nested.append([decode_jpeg(read_file(str(img / x)), mode=ImageReadMode.RGB) for x in kept[at:at + n]])
         at += n
     return proc(images=nested, return_tensors="pt")
+
+
+@pytest.mark.parametrize("data", ["wds", "mix"])
+def test_records_from_shards_and_mixed(records_server: Tuple[str, Path, List[Dict[str, Any]]], data: str) -> None:
+    """The same records as WebDataset samples of numbered images, and a
+    mix of them with the conversation file's: each batch's records whole,
+    in order, their images the processor's; every record once an epoch
+    from the shards, and from both parts in the mix (its records drawn
+    whole, mix_samples counting records)."""
+    addr, img, records = records_server
+    proc = Qwen2VLImageProcessor()
+    ds: Any = "wds" if data == "wds" else stoker.Mix({"sft": 1, "wds": 1}, samples=24)
+    seen: List[Dict[str, Any]] = []
+    sources = set()
+    with stoker.Loader(addr, ds, transform="qwen2-vl", batch_size=3, fields=("json", "__source__"), shuffle=True,
+                       seed=3, pin_memory=False, timeout=120, max_sample_errors=1) as ld:
+        batches = 0
+        broken = pytest.warns(RuntimeWarning, match="'drop' policy left it out") if data == "mix" else contextlib.nullcontext()
+        with broken:  # seed 3 draws the broken record into the mix's 12 of sft's 13
+            for b in ld:
+                recs = [json.loads(r) for r in b.record_fields("json")]
+                assert b.images_per_record.tolist() == [len(names_of(r)) for r in recs]
+                kept = [n for rec in recs for n in names_of(rec)]
+                got = b.vision_inputs()
+                want = proc(images=[decode_jpeg(read_file(str(img / n)), mode=ImageReadMode.RGB) for n in kept], return_tensors="pt")
+                assert torch.equal(got["image_grid_thw"], want["image_grid_thw"])
+                torch.testing.assert_close(got["pixel_values"], want["pixel_values"], atol=1e-6, rtol=0)
+                seen += recs
+                sources.update(x.decode() for x in b.record_fields("__source__") if x is not None)
+                batches += 1
+        assert batches == len(ld)
+    if data == "wds":
+        assert sorted(json.dumps(r) for r in seen) == sorted(json.dumps(r) for r in records[:12])
+    else:  # 24 records drawn, 12 a part, the broken record's draw left out whole
+        assert len(seen) == 23 and sources == {"sft", "wds"}, (len(seen), sources)
 
 
 def test_onevision_records_of_several(records_server: Tuple[str, Path, List[Dict[str, Any]]]) -> None:
