@@ -159,3 +159,40 @@ func selfSize(op *optab.Op, w, h int) (rw, rh int, err error) {
 	}
 	return SmartSize(op, w, h)
 }
+
+// KnownSizesBound is the largest sample, (height, width), t's
+// vision-language geometry (SmartResize, NaFlexResize, TileResize,
+// AnyResResize: each view's) makes of n images whose sizes size gives: the
+// bound (max_size) a job over data of known sizes may give its samples
+// rather than the geometry's own (AnyRes's largest pinpoint, twice
+// max_pixels), so that a slot is its data's largest. ok is false where t
+// has no such geometry or an image's size is unknown. An image the
+// geometry refuses (past smart_resize's aspect limit) is passed over: it
+// fails alone when made.
+func (t *Transform) KnownSizesBound(n int, size func(i int) (w, h int, ok bool)) (bound [2]int, ok bool) {
+	var ops []*optab.Op
+	for v := range t.Views() {
+		if vt := t.View(v); vt.resize != nil && selfSized(vt.resize) {
+			ops = append(ops, vt.resize)
+		}
+	}
+	if len(ops) == 0 || n < 1 {
+		return bound, false
+	}
+	for i := range n {
+		w, h, known := size(i)
+		if !known {
+			return [2]int{}, false
+		}
+		for _, op := range ops {
+			var ow, oh int
+			if op.Kind == OpAnyResResize { // the canvas: its resolution
+				ow, oh, _, _ = AnyResFit(op, w, h)
+			} else if rw, rh, err := selfSize(op, w, h); err == nil {
+				ow, oh = rw, rh
+			}
+			bound = [2]int{max(bound[0], oh), max(bound[1], ow)}
+		}
+	}
+	return bound, bound[0] > 0 && bound[1] > 0
+}

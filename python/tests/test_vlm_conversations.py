@@ -111,4 +111,13 @@ def test_indexed_conversations_batch_tokens(stoker_bin: Path, tmp_path: Path) ->
             b = next(iter(ld))
             tokens = int(b.vision_inputs()["image_grid_thw"].prod(dim=1).sum()) // 4
             assert 0 < tokens <= budget
+            # The slot is the data's largest image as smart_resize makes it (the manifest's sizes), not a square of
+            # twice max_pixels: what the server's memory counts for a batch.
+            from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
+
+            from PIL import Image
+
+            sizes = [smart_resize(*Image.open(p).size[::-1], factor=28, min_pixels=56 * 56, max_pixels=28 * 28 * 1280)
+                     for p in photos]
+            assert list(ld.job_info.sample_shape) == [3, max(h for h, _ in sizes), max(w for _, w in sizes)], ld.job_info
     assert "conversation images opened from their manifest" in (tmp_path / "server.log").read_text()

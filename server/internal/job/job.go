@@ -230,6 +230,9 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if j.t, err = NewTransformData(spec.GetTransform(), spec.GetLayout(), imgW, imgH); err != nil {
 		return nil, err
 	}
+	if err := j.boundByData(spec); err != nil { // a vision-language geometry's slot: its data's largest (tokens.go)
+		return nil, err
+	}
 	if j.t, err = stopEpochOf(spec, j.t); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -280,5 +281,56 @@ func TestSeveralImagesViews(t *testing.T) {
 	_, err := New(&pb.JobSpec{Dataset: "cls", BatchSize: 4, Transform: views(true, true)}, env, Origin{})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "several_images") {
 		t.Errorf("groups all several_images over single images: %v; want InvalidArgument naming several_images", err)
+	}
+}
+
+// sized is names whose images' sizes are known (a manifest's): image i
+// is 640 x 480, or 480 x 640 for odd i.
+type sized struct{ names }
+
+func (s sized) KnowsImageSizes() bool { return true }
+func (s sized) ImageSize(i int) (w, h int, ok bool) {
+	if i%2 == 1 {
+		return 480, 640, true
+	}
+	return 640, 480, true
+}
+
+// TestBoundByData: a vision-language geometry over data of known sizes
+// takes its data's largest sample as its bound (max_size, forwarded to
+// peers), not its own (AnyRes's largest pinpoint, 2304 x 2304): the
+// canvas of a 640 x 480 or 480 x 640 image is 768 x 768
+// (select_best_resolution), so a slot is 768 x 768 (and its size, 16
+// bytes); a max_size the trainer gives, and data of unknown sizes, keep
+// theirs.
+func TestBoundByData(t *testing.T) {
+	var pins []float64
+	for h := 384; h <= 2304; h += 384 {
+		for w := 384; w <= 2304; w += 384 {
+			pins = append(pins, float64(h), float64(w))
+		}
+	}
+	anyres := func(maxSize ...uint32) *pb.TransformSpec {
+		return &pb.TransformSpec{MaxSize: maxSize, Ops: []*pb.Op{{Op: &pb.Op_Named{Named: &pb.NamedOp{Name: "AnyResResize", Args: []*pb.NamedArg{
+			{Name: "grid_pinpoints", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: pins}}}}}}}}}
+	}
+	env := Env{Datasets: map[string]dataset.Dataset{"known": sized{names(10)}, "unknown": names(10)}, Names: []string{"known", "unknown"}, MaxBatchBytes: 1 << 30}
+	for _, c := range []struct {
+		ds    string
+		tf    *pb.TransformSpec
+		bytes int
+		fwd   []uint32
+	}{
+		{"known", anyres(), 3*768*768 + 16, []uint32{768, 768}},
+		{"unknown", anyres(), 3*2304*2304 + 16, nil},
+		{"known", anyres(2000, 2000), 3*2000*2000 + 16, []uint32{2000, 2000}},
+	} {
+		j, err := New(&pb.JobSpec{Dataset: c.ds, BatchSize: 4, Transform: c.tf}, env, Origin{})
+		if err != nil {
+			t.Fatalf("%s %v: %v", c.ds, c.tf.GetMaxSize(), err)
+		}
+		if got, fwd := j.t.SampleBytes(), j.ForwardSpec().GetTransform().GetMaxSize(); got != c.bytes || !slices.Equal(fwd, c.fwd) {
+			t.Errorf("%s %v: a slot of %d bytes, max_size %v forwarded; want %d, %v", c.ds, c.tf.GetMaxSize(), got, fwd, c.bytes, c.fwd)
+		}
 	}
 }

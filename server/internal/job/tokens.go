@@ -62,18 +62,7 @@ func (j *Job) openTokens(spec *stokerv1.JobSpec, resumes []uint32) error {
 	if j.mix != nil || j.repeats > 1 || j.shuffle.window > 0 {
 		return status.Errorf(codes.Unimplemented, "batch_tokens with a mix, repeats or the block shuffle is not served: one dataset, shuffled globally or not")
 	}
-	// The images' sizes from the dataset's manifest, where it has them
-	// (stoker index --sizes): a COCO or folder dataset's, or a conversation
-	// file's (its samples are not the manifest's).
-	var known func(i int) (w, h int, ok bool)
-	if md, ok := j.ds.(interface{ Manifest() *dataset.Manifest }); ok && md.Manifest() != nil && md.Manifest().HasImageSizes() {
-		known = md.Manifest().ImageSize
-	} else if s, ok := j.ds.(interface {
-		KnowsImageSizes() bool
-		ImageSize(i int) (w, h int, ok bool)
-	}); ok && s.KnowsImageSizes() {
-		known = s.ImageSize
-	}
+	known := j.knownSizes()
 	n := j.ds.Len()
 	if known == nil && n > maxHeaderScan {
 		return status.Errorf(codes.FailedPrecondition, "batch_tokens: dataset %q has %d samples and no image sizes in a manifest: index it with `stoker index DIR --sizes` (and --annotations FILE where it has one; reading %d headers at every job's open is refused)", j.name, n, n)
@@ -229,4 +218,44 @@ func (j *Job) TokenErrors() map[int]error {
 		return nil
 	}
 	return j.tokens.errs
+}
+
+// knownSizes is the images' sizes from the dataset's manifest, where it
+// has them (stoker index --sizes): a COCO or folder dataset's, or a
+// conversation file's (its samples are not the manifest's); nil where it
+// has none.
+func (j *Job) knownSizes() func(i int) (w, h int, ok bool) {
+	if md, ok := j.ds.(interface{ Manifest() *dataset.Manifest }); ok && md.Manifest() != nil && md.Manifest().HasImageSizes() {
+		return md.Manifest().ImageSize
+	} else if s, ok := j.ds.(interface {
+		KnowsImageSizes() bool
+		ImageSize(i int) (w, h int, ok bool)
+	}); ok && s.KnowsImageSizes() {
+		return s.ImageSize
+	}
+	return nil
+}
+
+// boundByData gives a job of a vision-language geometry over data of
+// known sizes (a manifest's) the bound of its data, its largest sample,
+// as max_size where the trainer gave none: a slot is then that sample's,
+// not the geometry's own bound (AnyRes's largest pinpoint, 2304 x 2304;
+// twice max_pixels), which counted every batch at up to 16 MB an image
+// in the server's memory. The spec carries it to the peers.
+func (j *Job) boundByData(spec *stokerv1.JobSpec) error {
+	known := j.knownSizes()
+	if known == nil || len(spec.GetTransform().GetMaxSize()) > 0 || spec.GetTransform().GetPreset() != "" {
+		return nil
+	}
+	b, ok := j.t.KnownSizesBound(j.ds.Len(), known)
+	if !ok {
+		return nil
+	}
+	spec.Transform.MaxSize = []uint32{uint32(b[0]), uint32(b[1])}
+	t, err := NewTransformData(spec.GetTransform(), spec.GetLayout(), 0, 0)
+	if err != nil {
+		return err
+	}
+	j.t = t
+	return nil
 }
