@@ -35,6 +35,12 @@ against ``GotOcr2ImageProcessor`` as InternVL3's checkpoints configure it
 ``--family llava-onevision``: the preset ``"llava-onevision"`` (AnyResResize
 and the base image) against ``LlavaOnevisionImageProcessor`` as its
 checkpoints configure it (mean and std 0.5).
+
+``--records K`` serves the photos as a conversation file of records of K
+consecutive photos each (``--batch`` then counts records) and gives the
+processor each batch's images nested by record: OneVision's records of
+several, each image padded to a square and not patched (the server makes
+every image's three views where the data has such records).
 """
 from __future__ import annotations
 
@@ -78,6 +84,8 @@ def main() -> None:
     ap.add_argument("--transport", default="shm", choices=["shm", "grpc"])
     ap.add_argument("--family", default="qwen2-vl", choices=["qwen2-vl", "internvl", "llava-onevision"],
                     help="the processor and stoker's preset of the same name")
+    ap.add_argument("--records", type=int, default=0, metavar="K",
+                    help="serve the photos as records of K images each (a conversation file); 0: an ImageFolder")
     ap.add_argument("--stoker-bin", default=os.path.join(REPO, "bin", "stoker"))
     args = ap.parse_args()
 
@@ -115,19 +123,36 @@ def main() -> None:
         proc = Qwen2VLImageProcessor()
         count = "image_grid_thw"
 
+    k = max(args.records, 1)
+    step = args.batch * k  # images a batch
+    srv_args = []
+    if args.records:
+        import json
+
+        if len(paths) % k:
+            sys.exit(f"vlm_qwen: {len(paths)} photos are not records of {k}")
+        conv = [{"id": str(r), "image": [os.path.relpath(p, os.path.join(tmp, "ds")) for p in paths[r * k:(r + 1) * k]],
+                 "conversations": [{"from": "human", "value": "<image>" * k}]} for r in range(len(paths) // k)]
+        ann = os.path.join(tmp, "records.json")
+        with open(ann, "w") as f:
+            json.dump(conv, f)
+        srv_args = ["--annotations", f"vlm={ann}"]
+
     def hf(pil: bool) -> float:
         t0 = self_cpu()
-        for s in range(0, len(paths), args.batch):
+        for s in range(0, len(paths), step):
             if pil:
-                imgs = [Image.open(p).convert("RGB") for p in paths[s:s + args.batch]]
+                imgs = [Image.open(p).convert("RGB") for p in paths[s:s + step]]
             else:
                 imgs = [decode_jpeg(torch.frombuffer(bytearray(b), dtype=torch.uint8), mode=ImageReadMode.RGB)
-                        for b in blobs[s:s + args.batch]]
+                        for b in blobs[s:s + step]]
+            if args.records:  # nested by record: the processor's batch_num_images
+                imgs = [imgs[r:r + k] for r in range(0, len(imgs), k)]
             out = proc(images=imgs, return_tensors="pt")
             assert out["pixel_values"].dtype == torch.float32
         return self_cpu() - t0
 
-    srv = LocalServer(args.stoker_bin, {"vlm": os.path.join(tmp, "ds")}, workers=1,
+    srv = LocalServer(args.stoker_bin, {"vlm": os.path.join(tmp, "ds")}, workers=1, args=srv_args,
                       prefix=["taskset", "-c", str(args.core)])
 
     loader: list = []
@@ -167,7 +192,8 @@ def main() -> None:
             ld.close()
         shutil.rmtree(tmp, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in sides.items()}
-    print(f"{args.family}: {len(paths)} photos of {args.data}, batch {args.batch}, {args.rounds} rounds, medians, images per CPU-second:")
+    what = f"records of {k}, batch {args.batch} records" if args.records else f"batch {args.batch}"
+    print(f"{args.family}: {len(paths)} photos of {args.data}, {what}, {args.rounds} rounds, medians, images per CPU-second:")
     for k, v in med.items():
         print(f"  {k:11s} {v:8.1f}  ({1000 / v:.2f} ms of CPU an image)  x{v / med['hf-tv']:.2f} of hf-tv")
 
