@@ -87,6 +87,12 @@ type Decoder struct {
 	// planes), chw one view's planes packed to HWC before Normalize.
 	pix []byte
 	chw []byte
+	// skip is which views the next decodeAt does not make (the executor's
+	// Transform.SkipViews for the sample's record; nil: every view), and
+	// kplans, koffs the plans and offsets of the views it makes.
+	skip   []bool
+	kplans []transform.SamplePlan
+	koffs  []int
 	// post is the last Decode's time in the ops after decoding (the
 	// steps, Normalize), measured when the Decoder times stages (an
 	// Executor's, with a StageObserver); 0 otherwise.
@@ -195,8 +201,15 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 	// straight into out.
 	// So does a RandomZoomOut's canvas before a Resize: the image is
 	// decoded at its own size, padded onto the canvas and resized.
+	skip := d.skip
+	if len(skip) != len(d.plans) {
+		skip = nil
+	}
 	padded := false
 	for i := range d.plans {
+		if skip != nil && skip[i] {
+			continue
+		}
 		p := &d.plans[i]
 		padded = padded || p.Padded || p.Canvas
 		if px := int64(p.ZoomW) * int64(p.ZoomH); p.Canvas && px > d.opts.pixelBudget {
@@ -240,7 +253,17 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 			doffs = d.voffs
 		}
 	}
-	if err := d.decodeGuarded(data, &hd, plans, decLayout, dst, doffs); err != nil {
+	kplans, koffs := plans, doffs
+	if skip != nil { // the views the sample gets: their region alone decoded
+		d.kplans, d.koffs = d.kplans[:0], d.koffs[:0]
+		for v := range plans {
+			if !skip[v] {
+				d.kplans, d.koffs = append(d.kplans, plans[v]), append(d.koffs, doffs[v])
+			}
+		}
+		kplans, koffs = d.kplans, d.koffs
+	}
+	if err := d.decodeGuarded(data, &hd, kplans, decLayout, dst, koffs); err != nil {
 		return err
 	}
 	if d.ops.Stopped() {
@@ -248,6 +271,9 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 	}
 	if padded {
 		for v := range d.plans {
+			if skip != nil && skip[v] {
+				continue
+			}
 			if p := &d.plans[v]; p.Canvas {
 				vp := &d.dplans[v]
 				if pre := d.vd[v].pre; len(pre) > 0 {
@@ -275,6 +301,15 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 	}
 	for v := range t.Views() {
 		vt := t.View(v).Sampler(sk)
+		if skip != nil && skip[v] { // zeros; of per-sample sizes 0 x 0, the image's size beside
+			slot := out[offs[v]:][:vt.ViewBytes()]
+			if vt.Varies() {
+				vt.CompactSample(slot, 0, 0, hd.w, hd.h)
+			} else {
+				clear(slot)
+			}
+			continue
+		}
 		w, h := vt.SampleSize(&d.plans[v])
 		pix := dst[doffs[v]:][:3*w*h]
 		if vt.Varies() || vt.GeomW() > 0 { // room for the steps that grow it (rotate's expand), up to the bound

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/cpuclock" // The executor's scheduler (weighted fair queueing on the CPU each queue's
+
 	// samples cost, by class) and its workers' loop.
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
@@ -395,7 +397,9 @@ func (e *Executor) run(d *Decoder, w int) {
 					d.SetBoxSource(tg, int(idx))
 				}
 			}
+			d.skip = recordSkip(r.t, r.ds, int(idx))
 			err = d.decodeAt(data, r.t, k, r.data, d.offs)
+			d.skip = nil
 			if err == nil && r.fset.HasTargets() {
 				n := r.fset.Len()
 				err = r.fset.TargetsInto(r.fields[i*n:(i+1)*n], func(b []byte) ([]byte, error) {
@@ -473,4 +477,21 @@ func (e *Executor) lockThread() (unlock func()) {
 	}
 	runtime.LockOSThread()
 	return runtime.UnlockOSThread
+}
+
+// recordSkip is the views of t sample i of ds does not get: of a view
+// group for the images of records of one image or of several alone
+// (transform.RecordImages), the others' (every sample of a dataset that
+// is not Grouped is a record of one image); nil where it gets them all.
+func recordSkip(t *transform.Transform, ds dataset.Dataset, i int) []bool {
+	one := t.SkipViews(false)
+	if one == nil && t.SkipViews(true) == nil {
+		return nil
+	}
+	if g, ok := ds.(dataset.Grouped); ok {
+		if _, n := g.Record(g.RecordOf(i)); n > 1 {
+			return t.SkipViews(true)
+		}
+	}
+	return one
 }

@@ -104,6 +104,14 @@ func views(in []*stokerv1.ViewGroup) ([]transform.ViewGroup, error) {
 		t := vg.GetTransform()
 		out[g] = transform.ViewGroup{Name: vg.GetName(), Count: int(vg.GetCount())}
 		switch {
+		case vg.GetSeveralImages() && vg.GetOneImage():
+			return nil, fmt.Errorf("%w: transform: %s: several_images and one_image: give one (or neither: every image)", errs.Unsupported, where)
+		case vg.GetSeveralImages():
+			out[g].Images = transform.SeveralImages
+		case vg.GetOneImage():
+			out[g].Images = transform.OneImage
+		}
+		switch {
 		case len(t.GetViews()) > 0:
 			return nil, fmt.Errorf("%w: transform: %s: views inside a view: give each group a preset or ops", errs.Unsupported, where)
 		case t.GetPreset() != "" && len(t.GetOps()) > 0, t.GetPreset() == "" && len(t.GetOps()) == 0:

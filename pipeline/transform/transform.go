@@ -113,9 +113,13 @@ type Transform struct {
 	// views are a transform of several views' (NewViews), each a one-view
 	// transform, and their groups' names; nil for a one-view transform.
 	// outH, outW and norm are then view 0's.
-	views     []*Transform
-	viewNames []string
-	vlayout   ViewLayout
+	views []*Transform
+	// viewImages is each view's group's Images, skipViews SkipViews'
+	// answers (for records of one image, of several).
+	viewImages []RecordImages
+	skipViews  [2][]bool
+	viewNames  []string
+	vlayout    ViewLayout
 	// decode is how the fast path decodes a JPEG before the geometry
 	// (WithDecode): DecodeExact, the zero value, or DecodeFast.
 	decode DecodeMode

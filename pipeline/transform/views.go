@@ -20,7 +20,25 @@ type ViewGroup struct {
 	Name  string
 	Count int
 	Ops   []optab.Op
+	// Images is which images the group's views are made for: every one,
+	// or those of records of one or of several images only (the others'
+	// views zeros: SkipViews).
+	Images RecordImages
 }
+
+// RecordImages is which images of a dataset of records a view group is
+// made for (ViewGroup.Images).
+type RecordImages uint8
+
+const (
+	// AnyImage: every image.
+	AnyImage RecordImages = iota
+	// OneImage: the images of records of one image (LLaVA-OneVision's
+	// canvas and base).
+	OneImage
+	// SeveralImages: the images of records of several (its square).
+	SeveralImages
+)
 
 // maxViewName bounds a group's name.
 const maxViewName = 64
@@ -89,9 +107,11 @@ func NewViewsBound(layout Layout, bound [2]int, groups ...ViewGroup) (*Transform
 		for range vg.Count {
 			t.views = append(t.views, vt)
 			t.viewNames = append(t.viewNames, vg.Name)
+			t.viewImages = append(t.viewImages, vg.Images)
 		}
 	}
 	v0 := t.views[0]
+	t.setSkipViews()
 	t.outH, t.outW, t.norm = v0.outH, v0.outW, v0.norm
 	t.setLayout()
 	for _, vt := range t.views {
@@ -127,6 +147,31 @@ func (t *Transform) View(v int) *Transform {
 		return t
 	}
 	return t.views[v]
+}
+
+// SkipViews is which of t's views an image of a record of one (several
+// false) or of several images does not get (ViewGroup.Images): nil where
+// it gets them all.
+func (t *Transform) SkipViews(several bool) []bool {
+	if several {
+		return t.skipViews[1]
+	}
+	return t.skipViews[0]
+}
+
+// setSkipViews computes SkipViews' answers from t's views' Images.
+func (t *Transform) setSkipViews() {
+	for k, several := range []bool{false, true} {
+		for v, im := range t.viewImages {
+			if im == AnyImage || (im == SeveralImages) == several {
+				continue
+			}
+			if t.skipViews[k] == nil {
+				t.skipViews[k] = make([]bool, len(t.views))
+			}
+			t.skipViews[k][v] = true
+		}
+	}
 }
 
 // ViewName is view v's group's name ("" when unnamed).

@@ -239,7 +239,8 @@ def ragged_views(h: Any, buf: Any, elem: int, view: Any, torch: Any) -> Tuple[Li
         chw = d[1] == 3 and (n == 0 or (d[2], d[3]) == tuple(int(x) for x in all_sizes[v].max(axis=0)))
         bh, bw = (d[2], d[3]) if chw else (d[1], d[2])
         sv = all_sizes[v]
-        if n and (int(sv.min()) < 1 or int(sv[:, 0].max()) != bh or int(sv[:, 1].max()) != bw):
+        # A sample's view may be 0 x 0: a view group for the images of records of one (or of several) alone.
+        if n and (int(sv.min()) < 0 or int(sv[:, 0].max()) != bh or int(sv[:, 1].max()) != bw):
             raise StokerError("INTERNAL", f"batch {h.number}: view {v}'s sample sizes {sv.tolist()[:4]}... do not fit its {bh}x{bw}")
         out = []
         for hh, ww in sv.tolist():

@@ -156,19 +156,24 @@ class VisionMultiView(MultiView):
     vision-language model's processor would make (InternVL's: the tiled
     canvas and the thumbnail): its ``vision`` says how
     :meth:`stoker.Batch.vision_inputs` turns them into the processor's
-    tensors. The groups named in ``several_images`` are made only where
-    the data has records of several images (LLaVA-OneVision's square):
-    the server leaves them out of a job over single images."""
+    tensors. The groups named in ``several_images`` are made only for
+    the images of records of several (LLaVA-OneVision's square: the
+    server leaves them out of a job over single images), those in
+    ``one_image`` only for the images of records of one (its canvas and
+    base); another image's view of them is zeros."""
 
-    def __init__(self, groups: Any, vision: Any, several_images: Tuple[str, ...] = ()) -> None:
+    def __init__(self, groups: Any, vision: Any, several_images: Tuple[str, ...] = (),
+                 one_image: Tuple[str, ...] = ()) -> None:
         super().__init__(groups)
         self.vision = vision
         self.several_images = tuple(several_images)
+        self.one_image = tuple(one_image)
 
     def to_spec(self) -> Any:
         spec = super().to_spec()
         for g in spec.views:
             g.several_images = g.name in self.several_images
+            g.one_image = g.name in self.one_image
         return spec
 
 
@@ -222,7 +227,7 @@ def _anyres_transform(v: AnyResVision, interpolation: str = "bicubic", tokens: T
 
         fill = [int(x * 255) for x in v.image_mean]
         views.append(("square", 1, [PadToSquare(fill=fill), Resize((v.patch_size, v.patch_size), interpolation=interpolation)]))
-    return VisionMultiView(views, v, several_images=("square",))
+    return VisionMultiView(views, v, several_images=("square",), one_image=("canvas", "base"))
 
 
 def _llava_onevision() -> Any:

@@ -187,19 +187,25 @@ def test_records_from_shards_and_mixed(records_server: Tuple[str, Path, List[Dic
         assert len(seen) == 23 and sources == {"sft", "wds"}, (len(seen), sources)
 
 
-def test_onevision_records_of_several(records_server: Tuple[str, Path, List[Dict[str, Any]]]) -> None:
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_onevision_records_of_several(records_server: Tuple[str, Path, List[Dict[str, Any]]], batch_size: int) -> None:
     """LLaVA-OneVision over records of one to three images: vision_inputs
     equal to the processor's over each batch's records (each image of a
     record of several its square of the mean's colour resized, alone; an
-    image of a record of one its base and patches), batch_num_images its."""
+    image of a record of one its base and patches), batch_num_images its.
+    The server makes each image the views of its record's kind alone (the
+    others 0 x 0 or zeros): a batch of one record of several has no
+    canvas at all."""
     addr, img, records = records_server
     proc = onevision_processor()
     seen: List[Dict[str, Any]] = []
     several = 0
-    with stoker.Loader(addr, "sft", transform=stoker.transforms.from_hf(proc), batch_size=3, fields=("json", "path"),
+    with stoker.Loader(addr, "sft", transform=stoker.transforms.from_hf(proc), batch_size=batch_size, fields=("json", "path"),
                        shuffle=True, seed=7, pin_memory=False, timeout=120, max_sample_errors=1) as ld:
         with pytest.warns(RuntimeWarning, match="'drop' policy left it out"):
             for b in ld:
+                if not len(b.images_per_record):  # the broken record alone: nothing left of it
+                    continue
                 got, want = b.vision_inputs(), onevision_want(b, img, proc)
                 assert set(got) == set(want.keys())
                 assert torch.equal(got["batch_num_images"], torch.as_tensor(want["batch_num_images"]).long())
@@ -208,6 +214,10 @@ def test_onevision_records_of_several(records_server: Tuple[str, Path, List[Dict
                 torch.testing.assert_close(got["pixel_values"], want["pixel_values"], atol=1e-6, rtol=0)
                 seen += [json.loads(r) for r in b.record_fields("json")]
                 several += int((b.images_per_record > 1).sum())
+                canvas = b.sizes[0].tolist()
+                for i, r in enumerate(b.records.tolist()):  # each image its record's kind's views alone
+                    alone = sum(x == r for x in b.records.tolist()) == 1
+                    assert (canvas[i] != [0, 0]) == alone or r < 0, (i, canvas[i], b.records.tolist())
     assert sorted(json.dumps(r) for r in seen) == sorted(json.dumps(r) for r in records[:12])
     assert several == 8  # records 1, 2, 4, 5, 7, 8, 10, 11
 

@@ -1566,12 +1566,19 @@ type ViewGroup struct {
 	Count uint32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
 	// A preset (of one view) or an op list; not views.
 	Transform *TransformSpec `protobuf:"bytes,3,opt,name=transform,proto3" json:"transform,omitempty"`
-	// Made only where the job's data has records of several images (a
+	// Made only for the images of records of several images (a
 	// conversation file's, a WebDataset sample's numbered images): what a
 	// processor makes of such an image alone (LLaVA-OneVision's square). A
 	// job over data of one image a record leaves the group out: its
-	// JobInfo.views say which groups it makes.
+	// JobInfo.views say which groups it makes. Another image's view of the
+	// group is zeros (of per-sample sizes: 0 x 0).
 	SeveralImages bool `protobuf:"varint,4,opt,name=several_images,json=severalImages,proto3" json:"several_images,omitempty"`
+	// Made only for the images of records of one image (every image of
+	// data without records of several): what a processor makes of an image
+	// alone and not of an image of a record of several (LLaVA-OneVision's
+	// canvas and base). Another image's view of the group is zeros (of
+	// per-sample sizes: 0 x 0). Not with several_images.
+	OneImage      bool `protobuf:"varint,5,opt,name=one_image,json=oneImage,proto3" json:"one_image,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1630,6 +1637,13 @@ func (x *ViewGroup) GetTransform() *TransformSpec {
 func (x *ViewGroup) GetSeveralImages() bool {
 	if x != nil {
 		return x.SeveralImages
+	}
+	return false
+}
+
+func (x *ViewGroup) GetOneImage() bool {
+	if x != nil {
+		return x.OneImage
 	}
 	return false
 }
@@ -9205,12 +9219,13 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06preset\x18\x01 \x01(\tR\x06preset\x12\x1f\n" +
 	"\x03ops\x18\x02 \x03(\v2\r.stoker.v1.OpR\x03ops\x12*\n" +
 	"\x05views\x18( \x03(\v2\x14.stoker.v1.ViewGroupR\x05views\x12\x19\n" +
-	"\bmax_size\x18) \x03(\rR\amaxSize\"\x94\x01\n" +
+	"\bmax_size\x18) \x03(\rR\amaxSize\"\xb1\x01\n" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
 	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\x12%\n" +
-	"\x0eseveral_images\x18\x04 \x01(\bR\rseveralImages\"\x87\x19\n" +
+	"\x0eseveral_images\x18\x04 \x01(\bR\rseveralImages\x12\x1b\n" +
+	"\tone_image\x18\x05 \x01(\bR\boneImage\"\x87\x19\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +

@@ -244,16 +244,18 @@ class TransformSpec(_message.Message):
     def __init__(self, preset: _Optional[str] = ..., ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ..., views: _Optional[_Iterable[_Union[ViewGroup, _Mapping]]] = ..., max_size: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ViewGroup(_message.Message):
-    __slots__ = ("name", "count", "transform", "several_images")
+    __slots__ = ("name", "count", "transform", "several_images", "one_image")
     NAME_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     TRANSFORM_FIELD_NUMBER: _ClassVar[int]
     SEVERAL_IMAGES_FIELD_NUMBER: _ClassVar[int]
+    ONE_IMAGE_FIELD_NUMBER: _ClassVar[int]
     name: str
     count: int
     transform: TransformSpec
     several_images: bool
-    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., several_images: _Optional[bool] = ...) -> None: ...
+    one_image: bool
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., several_images: _Optional[bool] = ..., one_image: _Optional[bool] = ...) -> None: ...
 
 class Op(_message.Message):
     __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix", "sanitize_bounding_boxes", "random_zoom_out", "random_iou_crop", "random_photometric_distort", "convert_bounding_box_format", "scale_jitter", "fixed_size_crop", "random_shortest_size", "random_resize", "clamp_bounding_boxes", "clamp_key_points", "sanitize_key_points", "random_perspective", "pad_if_smaller", "named")

@@ -155,10 +155,35 @@ func recordsHeader(g dataset.Grouped, size int, indices []int64, errs []pipeline
 // viewsForRecords leaves out of spec's views the groups made only for
 // images of records of several (ViewGroup.several_images: OneVision's
 // square) where the job's data has none, so that a job over single
-// images does not make them; a transform of such groups alone is refused.
+// images does not make them; a transform of such groups alone is refused,
+// and so, over records of several, is one that leaves some image no view
+// (the executor makes each image the views of its record's kind alone:
+// Transform.SkipViews).
 func (j *Job) viewsForRecords(spec *stokerv1.JobSpec) error {
 	views := spec.GetTransform().GetViews()
-	if j.groups != nil || !slices.ContainsFunc(views, (*stokerv1.ViewGroup).GetSeveralImages) {
+	if j.groups != nil {
+		// Each image gets a view: one of a record of several (not
+		// one_image's), and one of a record of one (not several_images').
+		one := false
+		for r := range j.groups.Records() {
+			if _, n := j.groups.Record(r); n == 1 {
+				one = true
+				break
+			}
+		}
+		for _, c := range []struct {
+			what string
+			has  bool
+			not  func(*stokerv1.ViewGroup) bool
+		}{{"several images", true, (*stokerv1.ViewGroup).GetOneImage}, {"one image", one, (*stokerv1.ViewGroup).GetSeveralImages}} {
+			if c.has && len(views) > 0 && !slices.ContainsFunc(views, func(g *stokerv1.ViewGroup) bool { return !c.not(g) }) {
+				return status.Errorf(codes.InvalidArgument, "transform: dataset %q has records of %s, whose images would get no view: "+
+					"give a view group for them (several_images, one_image, or neither: every image)", j.name, c.what)
+			}
+		}
+		return nil
+	}
+	if !slices.ContainsFunc(views, (*stokerv1.ViewGroup).GetSeveralImages) {
 		return nil
 	}
 	kept := slices.DeleteFunc(slices.Clone(views), (*stokerv1.ViewGroup).GetSeveralImages)

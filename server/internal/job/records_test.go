@@ -269,7 +269,7 @@ func TestSeveralImagesViews(t *testing.T) {
 		ds      string
 		several []bool
 		views   int
-	}{{"cls", []bool{false, false, true}, 2}, {"sft", []bool{false, false, true}, 3}, {"cls", []bool{false, true, false}, 2}, {"sft", []bool{true}, 1}} {
+	}{{"cls", []bool{false, false, true}, 2}, {"sft", []bool{false, false, true}, 3}, {"cls", []bool{false, true, false}, 2}, {"sft", []bool{true, false}, 2}} {
 		j, err := New(&pb.JobSpec{Dataset: c.ds, BatchSize: 4, Transform: views(c.several...)}, env, Origin{})
 		if err != nil {
 			t.Fatalf("%s %v: %v", c.ds, c.several, err)
@@ -281,6 +281,22 @@ func TestSeveralImagesViews(t *testing.T) {
 	_, err := New(&pb.JobSpec{Dataset: "cls", BatchSize: 4, Transform: views(true, true)}, env, Origin{})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "several_images") {
 		t.Errorf("groups all several_images over single images: %v; want InvalidArgument naming several_images", err)
+	}
+	// Over records of one image and of several, each kind needs a view.
+	ts := views(false, false)
+	for _, g := range ts.Views {
+		g.OneImage = true
+	}
+	_, err = New(&pb.JobSpec{Dataset: "sft", BatchSize: 4, Transform: ts}, env, Origin{})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "records of several images, whose images would get no view") {
+		t.Errorf("groups all one_image over records of several: %v; want InvalidArgument", err)
+	}
+	j, err := New(&pb.JobSpec{Dataset: "sft", BatchSize: 4, Transform: views(true, false)}, env, Origin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one, several := j.t.SkipViews(false), j.t.SkipViews(true); !slices.Equal(one, []bool{true, false}) || several != nil {
+		t.Errorf("SkipViews: a record of one %v, of several %v; want [true false] (the square skipped), nil (the other group any image's)", one, several)
 	}
 }
 
