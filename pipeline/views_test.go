@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -195,4 +196,74 @@ func TestViewsTrace(t *testing.T) {
 			t.Errorf("image %d: Transform.Trace %s, the decode's %s", idx, again, got)
 		}
 	}
+}
+
+// TestSkipViews: a sample made with some of its views skipped (the
+// executor's recordSkip: OneVision's square for an image of a record of
+// one, its canvas and base for one of a record of several) has its other
+// views byte for byte as when every view is made, a skipped view of one
+// size zeros, and a skipped ragged view 0 x 0 with its image's size in
+// its trailer.
+func TestSkipViews(t *testing.T) {
+	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Interp: transform.InterpBicubic}
+	tr, err := transform.NewViews(transform.CHW,
+		transform.ViewGroup{Name: "canvas", Count: 1, Images: transform.OneImage, Ops: []ops.Op{
+			{Kind: transform.OpAnyResResize, Sizes: []int{32, 32, 32, 64, 64, 32, 64, 64}, Interp: transform.InterpBicubic}}},
+		transform.ViewGroup{Name: "base", Count: 1, Images: transform.OneImage, Ops: []ops.Op{resize}},
+		transform.ViewGroup{Name: "square", Count: 1, Images: transform.SeveralImages, Ops: []ops.Op{
+			{Kind: transform.OpPadToSquare, Fill: [3]float64{127, 127, 127}}, resize}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, several := tr.SkipViews(false), tr.SkipViews(true)
+	if fmt.Sprint(one, several) != "[false false true] [true true false]" {
+		t.Fatalf("SkipViews %v, %v", one, several)
+	}
+	offs := []int{0}
+	for v := range tr.Views() - 1 {
+		offs = append(offs, offs[v]+tr.View(v).Sampler(sk).ViewBytes())
+	}
+	for f, data := range goldenJPEGs()[:4] {
+		all := make([]byte, tr.SampleBytes())
+		d := NewDecoder()
+		if err := d.Decode(data, tr, det.Key{Index: uint64(f)}, all); err != nil {
+			t.Fatal(err)
+		}
+		hd, err := parseHeader(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, skip := range [][]bool{one, several} {
+			got := bytes.Repeat([]byte{0xa5}, tr.SampleBytes())
+			d.skip = skip
+			err := d.Decode(data, tr, det.Key{Index: uint64(f)}, got)
+			d.skip = nil
+			if err != nil {
+				t.Fatal(err)
+			}
+			for v := range tr.Views() {
+				vt := tr.View(v).Sampler(sk)
+				g, a := got[offs[v]:][:vt.ViewBytes()], all[offs[v]:][:vt.ViewBytes()]
+				switch {
+				case !skip[v] && !bytes.Equal(g, a):
+					t.Errorf("file %d, skipping %v: view %d differs from the sample of every view", f, skip, v)
+				case skip[v] && vt.Varies():
+					if tail, want := g[len(g)-transform.SizeTrailer:], trailer(0, 0, hd.w, hd.h); !bytes.Equal(tail, want) {
+						t.Errorf("file %d: skipped ragged view %d's trailer %v; want %v (0 x 0, its image %dx%d)", f, v, tail, want, hd.w, hd.h)
+					}
+				case skip[v] && !bytes.Equal(g, make([]byte, len(g))):
+					t.Errorf("file %d: skipped view %d is not zeros", f, v)
+				}
+			}
+		}
+	}
+}
+
+// trailer is a ragged sample's trailer: its size (h, w), its image's.
+func trailer(w, h, srcW, srcH int) []byte {
+	b := make([]byte, 0, transform.SizeTrailer)
+	for _, x := range []int{h, w, srcH, srcW} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(x))
+	}
+	return b
 }
