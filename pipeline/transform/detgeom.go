@@ -22,11 +22,21 @@ const maxPre = 4
 // children of the geometry's stream, as streamZoom.
 const streamPre = StreamCrop*64 + 3
 
-// leadingPre counts the RandomPhotometricDistorts that ops start with.
+// leadingPre counts the RandomPhotometricDistorts that ops start with,
+// and before a vision-language resize (SmartResize, NaFlexResize...) the
+// ColorJitters too: the image at its own size jittered, as a trainer's
+// torchvision ColorJitter before the processor jitters it.
 func leadingPre(ops []optab.Op) int {
 	n := 0
 	for n < len(ops) && ops[n].Kind == optab.OpRandomPhotometricDistort {
 		n++
+	}
+	m := n
+	for m < len(ops) && (ops[m].Kind == optab.OpColorJitter || ops[m].Kind == optab.OpRandomPhotometricDistort) {
+		m++
+	}
+	if m > n && m < len(ops) && selfSized(&ops[m]) {
+		return m
 	}
 	return n
 }
@@ -44,7 +54,8 @@ func (t *Transform) compilePre(pre int) error {
 		return bad("%d ops before the geometry: the limit is %d", pre, maxPre)
 	}
 	bounded := t.iou != nil && t.resize == nil && t.vary // a RandomIoUCrop's own size, under the job's bound
-	if !bounded && (t.resize == nil || t.resize.Size[1] == 0) || t.center != nil || t.rrc != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil {
+	vlm := t.resize != nil && selfSized(t.resize)        // the whole image resized to its own size: the canvas resized
+	if !bounded && !vlm && (t.resize == nil || t.resize.Size[1] == 0) || t.center != nil || t.rrc != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil {
 		return bad("op 0 (RandomPhotometricDistort) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any), " +
 			"or a RandomIoUCrop under a bound on the sizes (max_size=(h, w)); move it after the geometry")
 	}

@@ -2,8 +2,10 @@ package transform
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
@@ -78,5 +80,30 @@ func TestSmartResizeTransform(t *testing.T) {
 		if _, err := NewTransform(CHW, ops...); !errors.Is(err, errs.Unsupported) {
 			t.Errorf("%s: %v; want refused", optab.OpsString(ops), err)
 		}
+	}
+}
+
+// TestColorJitterBeforeSmart: ColorJitter (and RandomPhotometricDistort)
+// before a vision-language resize run on the image at its own size: the
+// canvas path, the resize's size the image's own; not before another
+// geometry, nor in several views.
+func TestColorJitterBeforeSmart(t *testing.T) {
+	cj := optab.Op{Kind: optab.OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}}
+	sm := optab.Op{Kind: OpSmartResize, MinPixels: 3136, MaxPixels: 1003520, Multiple: 28, Interp: InterpBicubic}
+	tf, err := NewTransform(CHW, cj, sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tf.sampler().Plan(640, 480, det.Key{Seed: 1})
+	if err != nil || len(tf.pre) != 1 || !p.Canvas || p.KW != 640 || p.KH != 480 || p.OutW != 644 || p.OutH != 476 {
+		t.Errorf("ColorJitter then SmartResize of 640x480: pre %d, canvas %v %dx%d, out %dx%d, %v; want 1, the image's own canvas, 644x476",
+			len(tf.pre), p.Canvas, p.KW, p.KH, p.OutW, p.OutH, err)
+	}
+	if _, err := NewTransform(CHW, cj, optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{0.5, 1}, Ratio: [2]float64{0.75, 1.33}}); err == nil {
+		t.Error("ColorJitter before a RandomResizedCrop accepted")
+	}
+	_, err = NewViews(CHW, ViewGroup{Count: 1, Ops: []optab.Op{cj, sm}}, ViewGroup{Count: 1, Ops: []optab.Op{{Kind: OpResize, Size: [2]int{8, 8}}}})
+	if err == nil || !strings.Contains(err.Error(), "several views") {
+		t.Errorf("ColorJitter before SmartResize in several views: %v; want refused", err)
 	}
 }

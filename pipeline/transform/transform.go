@@ -316,8 +316,8 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	case t.rrc != nil:
 		t.geom, t.outH, t.outW = CropResize, t.rrc.Size[0], t.rrc.Size[1]
 	case t.resize != nil && selfSized(t.resize):
-		if t.center != nil || t.zoom != nil || len(t.pre) > 0 {
-			return bad("%s is the geometry alone (the vision-language processors resize the whole image): no op before it, no crop after it", t.resize.Kind)
+		if t.center != nil || t.zoom != nil {
+			return bad("%s is the geometry alone (the vision-language processors resize the whole image): no geometry op before it (ColorJitter may come before it), no crop after it", t.resize.Kind)
 		}
 		t.smartSize()
 	case t.center != nil:

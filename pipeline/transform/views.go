@@ -101,6 +101,9 @@ func NewViewsBound(layout Layout, bound [2]int, groups ...ViewGroup) (*Transform
 		if vt.mosaic != nil {
 			return bad("view group %d: a YOLOMosaic in several views is not supported", g)
 		}
+		if len(vt.pre) > 0 && vt.resize != nil && selfSized(vt.resize) {
+			return bad("view group %d%s: ops before %s in several views are not supported: each view would draw its own, where the processor's views are of one augmented image", g, groupName(vg.Name), vt.resize.Kind)
+		}
 		if len(t.views) > 0 && vt.Float() != t.views[0].Float() {
 			return bad("view group %d%s ends in Normalize and view group 0 does not, or the other way round: a batch's views are all float32 or all uint8", g, groupName(vg.Name))
 		}

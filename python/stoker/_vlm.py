@@ -283,7 +283,7 @@ def _refuse(name: str, what: str) -> None:
     raise ValueError(f"from_hf: {name}: {what}")
 
 
-def from_hf(processor: Any, *, tokens_per_tile: int = 256) -> Any:
+def from_hf(processor: Any, *, tokens_per_tile: int = 256, before: Any = ()) -> Any:
     """A transform that makes what a Hugging Face processor makes of each
     image: a Qwen2-VL, Qwen2.5-VL or Qwen3-VL image processor (transformers'
     ``Qwen2VLImageProcessor``, its torchvision back-end, the default), or a
@@ -302,10 +302,33 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256) -> Any:
     it with :class:`stoker.Loader` and call
     :meth:`stoker.Batch.vision_inputs` on its batches (docs/vlm.md).
 
+    ``before``: augmentation a trainer runs on the image before the
+    processor, made on the image at its own size before the resize:
+    :class:`~stoker.transforms.ColorJitter` and
+    ``RandomPhotometricDistort``, of the one-view processors (the Qwen2-VL
+    family's and NaFlex's).
+
     What stoker does not do the processor's way is refused with ValueError
     naming it: another processor class (the PIL back-end, whose bicubic is
     PIL's), ``do_resize=False``, a resample other than nearest, bilinear or
     bicubic, ``do_convert_rgb=False``, neither rescale nor normalize."""
+    tf = _from_hf(processor, tokens_per_tile)
+    before = list(before)
+    if not before:
+        return tf
+    name = type(getattr(processor, "image_processor", None) or processor).__name__
+    if not isinstance(tf, VisionCompose):
+        _refuse(name, "before=: its processor makes several views of an image (tiles and thumbnail, canvas and base), "
+                      "each of which would draw its own augmentation; ops before it go with the Qwen2-VL family and NaFlex")
+    for op in before:
+        if type(op).__name__ not in ("ColorJitter", "RandomPhotometricDistort"):
+            _refuse(name, f"before=: {type(op).__name__}: stoker makes ColorJitter and RandomPhotometricDistort "
+                          "before a processor's resize")
+    return VisionCompose([*before, *tf.transforms], tf.vision)
+
+
+def _from_hf(processor: Any, tokens_per_tile: int) -> Any:
+    """from_hf without its augmentation before."""
     ip = getattr(processor, "image_processor", None) or processor
     name = type(ip).__name__
     if name in _NAFLEX:

@@ -251,3 +251,51 @@ def test_vision_inputs_alone(layout: str, kwargs: Dict[str, Any]) -> None:
     want = proc(images=imgs, do_resize=False, return_tensors="pt")
     assert torch.equal(got["image_grid_thw"], want["image_grid_thw"])
     assert torch.equal(got["pixel_values"], want["pixel_values"].to(torch.float32)), kwargs
+
+
+@pytest.mark.parametrize("name", ["qwen2-vl", "naflex"])
+def test_color_jitter_before_the_processor(vlm_server: str, vlm_data: Path, name: str) -> None:
+    """from_hf(proc, before=[ColorJitter(...)]): torchvision's ColorJitter
+    on the image at its own size (its factors and order as the batch's
+    trace drew them, replayed with torchvision's functional ops), then the
+    processor, gives vision_inputs within the jitter kernels' bound (2
+    levels, normalized), nearly every value equal, every image of the
+    committed photos and the extremes; the sizes and grids exactly; a
+    processor of several views refuses it."""
+    import torchvision.transforms.v2.functional as F
+    from transformers.models.siglip2.image_processing_siglip2 import Siglip2ImageProcessor
+
+    proc = Qwen2VLImageProcessor() if name == "qwen2-vl" else Siglip2ImageProcessor()
+    tf = T.from_hf(proc, before=[T.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1)])
+    # stoker's ColorJitter kernels are within 1 level of torchvision's, hue 2 (docs/transforms.md): as much after normalize.
+    atol = 2 / 255 / min(proc.image_std) + 1e-6
+    n, kinds = 0, set()
+    with stoker.Loader(vlm_server, "vlm", transform=tf, batch_size=6, fields=("path",), shuffle=False, trace=True,
+                       max_size=(512, 3232) if name == "naflex" else None, pin_memory=False, timeout=120) as ld:
+        for b in ld:
+            got = b.vision_inputs()
+            imgs = []
+            for i, path in enumerate(b.fields["path"]):
+                img = decoded(vlm_data, path)
+                for step, args in b.trace[i]:
+                    if step.startswith("adjust_"):  # the jitter, before the resize
+                        img = getattr(F, step)(img, **args)
+                        kinds.add(step)
+                imgs.append(img)
+            want = proc(images=imgs, return_tensors="pt")
+            assert set(got) == set(want.keys()), (set(got), set(want.keys()))
+            for k in want.keys():
+                tol = atol if k == "pixel_values" else 0
+                torch.testing.assert_close(got[k], want[k], atol=tol, rtol=0, msg=lambda m: f"{k} {b.fields['path']}: {m}")
+            off = (got["pixel_values"] - want["pixel_values"]).abs() > 1e-6
+            assert int(off.sum()) <= off.numel() // 10000, f"{int(off.sum())} of {off.numel()} values off"
+            n += len(imgs)
+        assert not list(ld.sample_errors)
+    assert n == len(os.listdir(vlm_data / "images"))
+    assert kinds == {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue"}, kinds
+    from transformers.models.got_ocr2.image_processing_got_ocr2 import GotOcr2ImageProcessor
+
+    with pytest.raises(ValueError, match="several views"):
+        T.from_hf(GotOcr2ImageProcessor(crop_to_patches=True), before=[T.ColorJitter(brightness=0.4)])
+    with pytest.raises(ValueError, match="RandomResizedCrop"):
+        T.from_hf(proc, before=[T.RandomResizedCrop(224)])
