@@ -116,6 +116,10 @@ func (t *Transform) VisionTokens(w, h int) (int64, error) {
 	} else if t.resize != nil && t.resize.Kind == OpAnyResResize {
 		return anyResTokens(t.resize, w, h)
 	}
+	if sa := t.smartAfter; sa != nil && t.views == nil { // a RandomResizedCrop's size, which smart_resize keeps
+		f := int64(sa.Multiple)
+		return (int64(t.outH) / f) * (int64(t.outW) / f), nil
+	}
 	if t.views != nil || t.resize == nil || (t.resize.Kind != OpSmartResize && t.resize.Kind != OpNaFlexResize) {
 		return 0, fmt.Errorf("%w: transform: batch_tokens wants a SmartResize, NaFlexResize, TileResize or AnyResResize geometry: its images have no vision tokens", errs.Unsupported)
 	}

@@ -196,3 +196,28 @@ func (t *Transform) KnownSizesBound(n int, size func(i int) (w, h int, ok bool))
 	}
 	return bound, bound[0] > 0 && bound[1] > 0
 }
+
+// smartAfterCrop takes a SmartResize after a RandomResizedCrop (a
+// trainer's torchvision RandomResizedCrop before the Qwen2-VL processor):
+// every image is then the crop's size, which smart_resize keeps where it
+// is whole patches within the pixel budget, and torchvision's resize to
+// the same size returns the image as it is; so the crop alone makes the
+// processor's pixels, and the SmartResize stays for its vision tokens.
+// A size smart_resize changes would be a second resize: refused, naming
+// the size it keeps.
+func (t *Transform) smartAfterCrop(op *optab.Op) error {
+	if err := checkSmart(op, 0); err != nil {
+		return err
+	}
+	h, w := t.rrc.Size[0], t.rrc.Size[1]
+	rw, rh, err := SmartSize(op, w, h)
+	if err != nil {
+		return err
+	}
+	if rw != w || rh != h {
+		return fmt.Errorf("%w: transform: RandomResizedCrop(%d, %d) then SmartResize: smart_resize makes its %dx%d images %dx%d, a second resize stoker does not make; give RandomResizedCrop a size smart_resize keeps, (%d, %d)",
+			errs.Unsupported, h, w, w, h, rw, rh, rh, rw)
+	}
+	t.smartAfter = op
+	return nil
+}

@@ -72,7 +72,7 @@ func TestSmartResizeTransform(t *testing.T) {
 		t.Errorf("SmartResize, ColorJitter, RandomHorizontalFlip: %v", err)
 	}
 	for _, ops := range [][]optab.Op{
-		{{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}}, op},
+		{{Kind: OpRandomResizedCrop, Size: [2]int{256, 256}}, op}, // smart_resize would make it 252 x 252: a second resize
 		{op, {Kind: OpCenterCrop, Size: [2]int{224, 224}}},
 		{{Kind: OpSmartResize, MinPixels: 10, MaxPixels: 5, Multiple: 28}},
 		{{Kind: OpSmartResize, MinPixels: 10, MaxPixels: 50, Multiple: 0}},
@@ -105,5 +105,30 @@ func TestColorJitterBeforeSmart(t *testing.T) {
 	_, err = NewViews(CHW, ViewGroup{Count: 1, Ops: []optab.Op{cj, sm}}, ViewGroup{Count: 1, Ops: []optab.Op{{Kind: OpResize, Size: [2]int{8, 8}}}})
 	if err == nil || !strings.Contains(err.Error(), "several views") {
 		t.Errorf("ColorJitter before SmartResize in several views: %v; want refused", err)
+	}
+}
+
+// TestRandomResizedCropBeforeSmart: a RandomResizedCrop whose size
+// smart_resize keeps, then SmartResize, is the crop alone (torchvision's
+// resize to the same size returns the image), its vision tokens the
+// size's; a size smart_resize changes is refused, naming the size it
+// keeps.
+func TestRandomResizedCropBeforeSmart(t *testing.T) {
+	sm := optab.Op{Kind: OpSmartResize, MinPixels: 3136, MaxPixels: 1003520, Multiple: 28, Interp: InterpBicubic}
+	rrc := func(h, w int) optab.Op {
+		return optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{h, w}, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}, Interp: InterpBicubic}
+	}
+	tf, err := NewTransform(CHW, rrc(448, 336), sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tf.resize != nil || tf.outH != 448 || tf.outW != 336 || tf.Varies() {
+		t.Errorf("RandomResizedCrop(448, 336) then SmartResize: out %dx%d, varies %v; want the crop's 336x448, fixed", tf.outW, tf.outH, tf.Varies())
+	}
+	if n, err := tf.VisionTokens(640, 480); err != nil || n != 16*12 {
+		t.Errorf("vision tokens %d, %v; want 192 (448/28 x 336/28)", n, err)
+	}
+	if _, err := NewTransform(CHW, rrc(256, 256), sm); err == nil || !strings.Contains(err.Error(), "(252, 252)") {
+		t.Errorf("RandomResizedCrop(256) then SmartResize: %v; want refused naming (252, 252)", err)
 	}
 }

@@ -114,6 +114,9 @@ type Transform struct {
 	// transform, and their groups' names; nil for a one-view transform.
 	// outH, outW and norm are then view 0's.
 	views []*Transform
+	// smartAfter is a SmartResize after a RandomResizedCrop whose size it
+	// keeps (smartAfterCrop): nothing to make, its count of vision tokens.
+	smartAfter *optab.Op
 	// viewImages is each view's group's Images, skipViews SkipViews'
 	// answers (for records of one image, of several).
 	viewImages []RecordImages
@@ -257,6 +260,12 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 			}
 			t.rrc = op
 		case OpSmartResize:
+			if n == 1 && t.rrc != nil { // a trainer's RandomResizedCrop before the processor (op_smart.go)
+				if err := t.smartAfterCrop(op); err != nil {
+					return nil, err
+				}
+				break
+			}
 			if err := checkSmart(op, n); err != nil {
 				return nil, err
 			}

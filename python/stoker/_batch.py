@@ -178,12 +178,17 @@ class Batch(tuple):
         "num_patches": int64 [N]}``, LLaVA-OneVision's ``pixel_values``,
         ``image_sizes`` and ``batch_num_images``; the images in batch order
         (docs/vlm.md)."""
-        from stoker._vlm import (AnyResVision, InternVision, NaFlexVision, anyres_inputs, internvl_inputs,
+        from stoker._vlm import (AnyResVision, InternVision, NaFlexVision, QwenVision, anyres_inputs, internvl_inputs,
                                  naflex_inputs, vision_inputs)
 
         if self._vision is None:
             raise ValueError("vision_inputs needs a batch of a vision-language transform "
                              "(stoker.transforms.from_hf(processor), or transform=\"qwen2-vl\", \"qwen3-vl\", \"siglip2-naflex\", \"internvl\" or \"llava-onevision\")")
+        if self.sizes is None and isinstance(self._vision, QwenVision) and not isinstance(self.images, list):
+            import torch  # every image one size (a RandomResizedCrop before the processor): that size each
+
+            hw = self.images.shape[2:4] if self._layout == "NCHW" else self.images.shape[1:3]
+            self.sizes = torch.tensor([list(hw)] * int(self.images.shape[0]), dtype=torch.long)
         if self.sizes is None:
             raise ValueError("vision_inputs needs the samples' sizes: the transform is not a SmartResize")
         keep = None if self.records is None else (self.records >= 0).tolist()

@@ -306,7 +306,10 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256, before: Any = ()) -> 
     processor, made on the image at its own size before the resize:
     :class:`~stoker.transforms.ColorJitter` and
     ``RandomPhotometricDistort``, of the one-view processors (the Qwen2-VL
-    family's and NaFlex's).
+    family's and NaFlex's); and of the Qwen2-VL family's a
+    :class:`~stoker.transforms.RandomResizedCrop` to a size smart_resize
+    keeps (whole patches within the pixel budget: the processor's resize
+    is then none), every image that size.
 
     What stoker does not do the processor's way is refused with ValueError
     naming it: another processor class (the PIL back-end, whose bicubic is
@@ -320,11 +323,19 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256, before: Any = ()) -> 
     if not isinstance(tf, VisionCompose):
         _refuse(name, "before=: its processor makes several views of an image (tiles and thumbnail, canvas and base), "
                       "each of which would draw its own augmentation; ops before it go with the Qwen2-VL family and NaFlex")
+    crops = [op for op in before if type(op).__name__ == "RandomResizedCrop"]
     for op in before:
-        if type(op).__name__ not in ("ColorJitter", "RandomPhotometricDistort"):
-            _refuse(name, f"before=: {type(op).__name__}: stoker makes ColorJitter and RandomPhotometricDistort "
-                          "before a processor's resize")
-    return VisionCompose([*before, *tf.transforms], tf.vision)
+        if type(op).__name__ not in ("ColorJitter", "RandomPhotometricDistort", "RandomResizedCrop"):
+            _refuse(name, f"before=: {type(op).__name__}: stoker makes RandomResizedCrop, ColorJitter and "
+                          "RandomPhotometricDistort before a processor's resize")
+    if not crops:
+        return VisionCompose([*before, *tf.transforms], tf.vision)
+    if len(crops) > 1 or type(before[0]).__name__ != "RandomResizedCrop" or not isinstance(tf.vision, QwenVision):
+        _refuse(name, "before=: one RandomResizedCrop, first, before the Qwen2-VL family's processor "
+                      "(its SmartResize keeps the crop's size: the photometric ops may then follow it)")
+    # The crop, the processor's resize (none: the server checks that smart_resize keeps the size), then the rest,
+    # which commute with a resize that is none.
+    return VisionCompose([before[0], *tf.transforms, *before[1:]], tf.vision)
 
 
 def _from_hf(processor: Any, tokens_per_tile: int) -> Any:

@@ -297,5 +297,48 @@ def test_color_jitter_before_the_processor(vlm_server: str, vlm_data: Path, name
 
     with pytest.raises(ValueError, match="several views"):
         T.from_hf(GotOcr2ImageProcessor(crop_to_patches=True), before=[T.ColorJitter(brightness=0.4)])
-    with pytest.raises(ValueError, match="RandomResizedCrop"):
-        T.from_hf(proc, before=[T.RandomResizedCrop(224)])
+    with pytest.raises(ValueError, match="RandomHorizontalFlip"):  # it goes after the processor's resize
+        T.from_hf(proc, before=[T.RandomHorizontalFlip()])
+
+
+def test_random_resized_crop_before_the_processor(vlm_server: str, vlm_data: Path) -> None:
+    """from_hf(proc, before=[RandomResizedCrop(448, ...), ColorJitter(...)]):
+    torchvision's resized_crop (the trace's box replayed with its functional
+    op), then the processor (whose smart_resize keeps 448 x 448: its resize
+    returns the crop as it is), gives vision_inputs to 1e-6 without the
+    jitter and within the jitter kernels' bound with it; a size
+    smart_resize would change is refused at open, naming the one it keeps."""
+    import torchvision.transforms.v2.functional as F
+    from torchvision.transforms import InterpolationMode
+
+    proc = Qwen2VLImageProcessor()
+    for jitter in (False, True):
+        before = [T.RandomResizedCrop(448, scale=(0.3, 1.0), interpolation="bicubic")]
+        if jitter:
+            before.append(T.ColorJitter(brightness=0.4, contrast=0.4))
+        n = 0
+        with stoker.Loader(vlm_server, "vlm", transform=T.from_hf(proc, before=before), batch_size=6, fields=("path",),
+                           shuffle=False, trace=True, pin_memory=False, timeout=120) as ld:
+            for b in ld:
+                got = b.vision_inputs()
+                imgs = []
+                for i, path in enumerate(b.fields["path"]):
+                    img = decoded(vlm_data, path)
+                    for step, args in b.trace[i]:
+                        kw = dict(args)
+                        if "interpolation" in kw:
+                            kw["interpolation"] = InterpolationMode(kw["interpolation"])
+                        img = getattr(F, step)(img, **kw)
+                    assert tuple(img.shape[1:]) == (448, 448), b.trace[i]
+                    imgs.append(img)
+                want = proc(images=imgs, return_tensors="pt")
+                assert torch.equal(got["image_grid_thw"], want["image_grid_thw"])
+                atol = 2 / 255 / min(proc.image_std) + 1e-6 if jitter else 1e-6
+                torch.testing.assert_close(got["pixel_values"], want["pixel_values"], atol=atol, rtol=0)
+                n += len(imgs)
+            assert not list(ld.sample_errors)
+        assert n == len(os.listdir(vlm_data / "images"))
+    with stoker.Loader(vlm_server, "vlm", transform=T.from_hf(proc, before=[T.RandomResizedCrop(256)]), batch_size=6,
+                       pin_memory=False, timeout=120) as ld:
+        with pytest.raises(stoker.StokerError, match=r"\(252, 252\)"):
+            next(iter(ld))
