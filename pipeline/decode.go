@@ -235,7 +235,7 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 		if padded {
 			d.dplans = append(d.dplans[:0], d.plans...)
 			for v := range d.dplans {
-				if p := &d.plans[v]; p.Padded || p.Canvas {
+				if p := &d.plans[v]; (p.Padded || p.Canvas) && (skip == nil || !skip[v]) { // a skipped view: no room for its visible part
 					d.dplans[v] = p.Visible()
 					d.voffs = append(d.voffs, n)
 					n += 3 * d.dplans[v].OutW * d.dplans[v].OutH

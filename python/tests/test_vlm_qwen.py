@@ -120,6 +120,26 @@ def decoded(root: Path, path: bytes) -> torch.Tensor:
     return decode_jpeg(read_file(str(root / path.decode())), mode=ImageReadMode.RGB)
 
 
+def replayed(root: Path, b: Any, keep: Any = lambda step: True) -> List[torch.Tensor]:
+    """b's images decoded from their files and the steps of each one's
+    trace that keep(step) takes replayed with torchvision's functional
+    ops (a RandomResizedCrop's resized_crop, ColorJitter's adjust_*)."""
+    import torchvision.transforms.v2.functional as F
+    from torchvision.transforms import InterpolationMode
+
+    out = []
+    for i, path in enumerate(b.fields["path"]):
+        img = decoded(root, path)
+        for step, args in b.trace[i]:
+            if keep(step):
+                kw = dict(args)
+                if "interpolation" in kw:
+                    kw["interpolation"] = InterpolationMode(kw["interpolation"])
+                img = getattr(F, step)(img, **kw)
+        out.append(img)
+    return out
+
+
 def processor_resize(proc: Any, img: torch.Tensor) -> torch.Tensor:
     """The processor's own resize (smart_resize, then its torchvision
     resize) of one decoded image: uint8, before rescale and normalize."""
@@ -262,7 +282,6 @@ def test_color_jitter_before_the_processor(vlm_server: str, vlm_data: Path, name
     levels, normalized), nearly every value equal, every image of the
     committed photos and the extremes; the sizes and grids exactly; a
     processor of several views refuses it."""
-    import torchvision.transforms.v2.functional as F
     from transformers.models.siglip2.image_processing_siglip2 import Siglip2ImageProcessor
 
     proc = Qwen2VLImageProcessor() if name == "qwen2-vl" else Siglip2ImageProcessor()
@@ -274,14 +293,8 @@ def test_color_jitter_before_the_processor(vlm_server: str, vlm_data: Path, name
                        max_size=(512, 3232) if name == "naflex" else None, pin_memory=False, timeout=120) as ld:
         for b in ld:
             got = b.vision_inputs()
-            imgs = []
-            for i, path in enumerate(b.fields["path"]):
-                img = decoded(vlm_data, path)
-                for step, args in b.trace[i]:
-                    if step.startswith("adjust_"):  # the jitter, before the resize
-                        img = getattr(F, step)(img, **args)
-                        kinds.add(step)
-                imgs.append(img)
+            imgs = replayed(vlm_data, b, lambda step: step.startswith("adjust_"))  # the jitter, before the resize
+            kinds.update(step for tr in b.trace for step, _ in tr if step.startswith("adjust_"))
             want = proc(images=imgs, return_tensors="pt")
             assert set(got) == set(want.keys()), (set(got), set(want.keys()))
             for k in want.keys():
@@ -308,9 +321,6 @@ def test_random_resized_crop_before_the_processor(vlm_server: str, vlm_data: Pat
     returns the crop as it is), gives vision_inputs to 1e-6 without the
     jitter and within the jitter kernels' bound with it; a size
     smart_resize would change is refused at open, naming the one it keeps."""
-    import torchvision.transforms.v2.functional as F
-    from torchvision.transforms import InterpolationMode
-
     proc = Qwen2VLImageProcessor()
     for jitter in (False, True):
         before = [T.RandomResizedCrop(448, scale=(0.3, 1.0), interpolation="bicubic")]
@@ -321,16 +331,8 @@ def test_random_resized_crop_before_the_processor(vlm_server: str, vlm_data: Pat
                            shuffle=False, trace=True, pin_memory=False, timeout=120) as ld:
             for b in ld:
                 got = b.vision_inputs()
-                imgs = []
-                for i, path in enumerate(b.fields["path"]):
-                    img = decoded(vlm_data, path)
-                    for step, args in b.trace[i]:
-                        kw = dict(args)
-                        if "interpolation" in kw:
-                            kw["interpolation"] = InterpolationMode(kw["interpolation"])
-                        img = getattr(F, step)(img, **kw)
-                    assert tuple(img.shape[1:]) == (448, 448), b.trace[i]
-                    imgs.append(img)
+                imgs = replayed(vlm_data, b)
+                assert all(tuple(img.shape[1:]) == (448, 448) for img in imgs), b.trace
                 want = proc(images=imgs, return_tensors="pt")
                 assert torch.equal(got["image_grid_thw"], want["image_grid_thw"])
                 atol = 2 / 255 / min(proc.image_std) + 1e-6 if jitter else 1e-6
