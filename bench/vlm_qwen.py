@@ -36,6 +36,12 @@ against ``GotOcr2ImageProcessor`` as InternVL3's checkpoints configure it
 and the base image) against ``LlavaOnevisionImageProcessor`` as its
 checkpoints configure it (mean and std 0.5).
 
+``--jitter`` puts torchvision's ``ColorJitter(0.4, 0.4, 0.4, 0.1)`` before
+the processor on each decoded image (the trainer's augmentation), and
+stoker's ``from_hf(proc, before=[ColorJitter(...)])`` in place of the
+preset: the jitter on the image at its own size, once an image whatever
+its views.
+
 ``--records K`` serves the photos as a conversation file of records of K
 consecutive photos each (``--batch`` then counts records) and gives the
 processor each batch's images nested by record: OneVision's records of
@@ -86,6 +92,9 @@ def main() -> None:
                     help="the processor and stoker's preset of the same name")
     ap.add_argument("--records", type=int, default=0, metavar="K",
                     help="serve the photos as records of K images each (a conversation file); 0: an ImageFolder")
+    ap.add_argument("--jitter", action="store_true",
+                    help="torchvision's ColorJitter(0.4, 0.4, 0.4, 0.1) on each image before the processor "
+                         "(stoker: from_hf(proc, before=[ColorJitter(...)]))")
     ap.add_argument("--stoker-bin", default=os.path.join(REPO, "bin", "stoker"))
     args = ap.parse_args()
 
@@ -123,6 +132,14 @@ def main() -> None:
         proc = Qwen2VLImageProcessor()
         count = "image_grid_thw"
 
+    jitter, transform = None, args.family
+    if args.jitter:
+        from torchvision.transforms import v2
+
+        from stoker import transforms as T
+
+        jitter = v2.ColorJitter(0.4, 0.4, 0.4, 0.1)
+        transform = T.from_hf(proc, before=[T.ColorJitter(0.4, 0.4, 0.4, 0.1)])
     k = max(args.records, 1)
     step = args.batch * k  # images a batch
     srv_args = []
@@ -146,6 +163,8 @@ def main() -> None:
             else:
                 imgs = [decode_jpeg(torch.frombuffer(bytearray(b), dtype=torch.uint8), mode=ImageReadMode.RGB)
                         for b in blobs[s:s + step]]
+            if jitter is not None:
+                imgs = [jitter(img) for img in imgs]
             if args.records:  # nested by record: the processor's batch_num_images
                 imgs = [imgs[r:r + k] for r in range(0, len(imgs), k)]
             out = proc(images=imgs, return_tensors="pt")
@@ -161,7 +180,7 @@ def main() -> None:
         # One job for the whole run, an epoch a round (a trainer's job runs
         # many epochs: its buffers are warm after the first).
         if not loader:
-            loader.append(stoker.Loader(srv.addr, "vlm", transform=args.family, batch_size=args.batch, shuffle=False,
+            loader.append(stoker.Loader(srv.addr, "vlm", transform=transform, batch_size=args.batch, shuffle=False,
                                         pin_memory=False, timeout=300, transport=args.transport,
                                         max_size=tuple(args.max_size) if args.max_size else None))
         s0, c0, n = proc_cpu(srv.proc.pid), self_cpu(), 0
@@ -193,6 +212,7 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in sides.items()}
     what = f"records of {k}, batch {args.batch} records" if args.records else f"batch {args.batch}"
+    what += ", ColorJitter before the processor" if args.jitter else ""
     print(f"{args.family}: {len(paths)} photos of {args.data}, {what}, {args.rounds} rounds, medians, images per CPU-second:")
     for k, v in med.items():
         print(f"  {k:11s} {v:8.1f}  ({1000 / v:.2f} ms of CPU an image)  x{v / med['hf-tv']:.2f} of hf-tv")

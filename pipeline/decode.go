@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
@@ -93,6 +94,9 @@ type Decoder struct {
 	skip   []bool
 	kplans []transform.SamplePlan
 	koffs  []int
+	// dup[v]: view v's canvas is an earlier view's, decoded and its ops
+	// before the geometry run once (a SharedPre transform's).
+	dup []bool
 	// post is the last Decode's time in the ops after decoding (the
 	// steps, Normalize), measured when the Decoder times stages (an
 	// Executor's, with a StageObserver); 0 otherwise.
@@ -130,6 +134,9 @@ type Decoder struct {
 	multi multiState
 	// scratch is its counted scratch's reservation (header.go).
 	scratch scratchState
+	// padded is canvasView's room for an AnyResResize's image before its
+	// padding (at most its slot's size).
+	padded []byte
 }
 
 // viewDraw is what one view of the last sample drew: its geometry's plan
@@ -217,6 +224,7 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 				errs.TooLarge, p.SrcW, p.SrcH, p.ZoomW, p.ZoomH, px, d.opts.pixelBudget)
 		}
 	}
+	d.dup = d.dup[:0]
 	direct = direct && !padded && !t.Varies() && t.Sampler(sk).GeomW() == 0 // per-sample sizes: made compact, then padCorner; grown: in room
 	// Where the decode writes: straight into out, or the views back to
 	// back in d.pix when they are not yet the output's bytes.
@@ -234,12 +242,23 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 		d.voffs = d.voffs[:0]
 		if padded {
 			d.dplans = append(d.dplans[:0], d.plans...)
+			canvas := -1 // of SharedPre's views, the first whose canvas is decoded
 			for v := range d.dplans {
-				if p := &d.plans[v]; (p.Padded || p.Canvas) && (skip == nil || !skip[v]) { // a skipped view: no room for its visible part
+				p := &d.plans[v]
+				dup := t.SharedPre() && p.Canvas && canvas >= 0 && (skip == nil || !skip[v])
+				d.dup = append(d.dup, dup)
+				switch {
+				case dup: // the one image, jittered once: the first canvas view's
+					d.dplans[v] = d.dplans[canvas]
+					d.voffs = append(d.voffs, d.voffs[canvas])
+				case (p.Padded || p.Canvas) && (skip == nil || !skip[v]): // a skipped view: no room for its visible part
+					if p.Canvas {
+						canvas = v
+					}
 					d.dplans[v] = p.Visible()
 					d.voffs = append(d.voffs, n)
 					n += 3 * d.dplans[v].OutW * d.dplans[v].OutH
-				} else {
+				default:
 					d.voffs = append(d.voffs, d.soffs[v])
 				}
 			}
@@ -253,11 +272,15 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 			doffs = d.voffs
 		}
 	}
+	dup := d.dup
+	if len(dup) != len(plans) {
+		dup = nil
+	}
 	kplans, koffs := plans, doffs
-	if skip != nil { // the views the sample gets: their region alone decoded
+	if skip != nil || slices.Contains(dup, true) { // the views the sample gets: their region alone decoded, a shared canvas once
 		d.kplans, d.koffs = d.kplans[:0], d.koffs[:0]
 		for v := range plans {
-			if !skip[v] {
+			if (skip == nil || !skip[v]) && (dup == nil || !dup[v]) {
 				d.kplans, d.koffs = append(d.kplans, plans[v]), append(d.koffs, doffs[v])
 			}
 		}
@@ -276,12 +299,12 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 			}
 			if p := &d.plans[v]; p.Canvas {
 				vp := &d.dplans[v]
-				if pre := d.vd[v].pre; len(pre) > 0 {
+				if pre := d.vd[v].pre; len(pre) > 0 && (dup == nil || !dup[v]) {
 					if _, err := d.applyGuarded(pre, kernels.Planes{Pix: dst[d.voffs[v]:][:3*vp.OutW*vp.OutH], W: vp.OutW, H: vp.OutH}); err != nil {
 						return err
 					}
 				}
-				d.resizeCanvas(dst[d.soffs[v]:][:3*p.OutW*p.OutH], p, dst[d.voffs[v]:][:3*vp.OutW*vp.OutH], decLayout)
+				d.canvasView(dst[d.soffs[v]:][:3*p.OutW*p.OutH], p, dst[d.voffs[v]:][:3*vp.OutW*vp.OutH], decLayout)
 			} else if p.Padded {
 				vp := &d.dplans[v]
 				x, y := p.PadAt()
@@ -387,7 +410,11 @@ func (d *Decoder) draw(t *transform.Transform, hd *header, k det.Key) (direct bo
 			if cap(vd.pre) < vt.MaxPre() {
 				vd.pre = make([]fn.Step, 0, vt.MaxPre())
 			}
-			if vd.pre = vt.DrawPreInto(&d.drawer, kv, vd.pre); len(vd.pre) > 0 {
+			kp := kv
+			if t.SharedPre() { // a processor's views of one augmented image: view 0's draw
+				kp = k
+			}
+			if vd.pre = vt.DrawPreInto(&d.drawer, kp, vd.pre); len(vd.pre) > 0 {
 				direct, decLayout = false, transform.CHW // the steps run on planes
 			}
 		}
@@ -400,6 +427,29 @@ func (d *Decoder) draw(t *transform.Transform, hd *header, k det.Key) (direct bo
 		d.plans = append(d.plans, p)
 	}
 	return direct, decLayout, nil
+}
+
+// canvasView makes a canvas plan's view of src (the image decoded at its
+// own size, its ops before the geometry run) in dst: the canvas resized,
+// and of an AnyResResize's plan (Padded) resized to the image's size in
+// its resolution (RW x RH), then padded with zeros into it, centred.
+func (d *Decoder) canvasView(dst []byte, p *transform.SamplePlan, src []byte, layout transform.Layout) {
+	if !p.Padded {
+		d.resizeCanvas(dst, p, src, layout)
+		return
+	}
+	cp := *p
+	cp.OutW, cp.OutH, cp.Padded = p.RW, p.RH, false
+	n := 3 * p.RW * p.RH
+	if cap(d.padded) < n {
+		d.padded = make([]byte, n)
+	}
+	d.resizeCanvas(d.padded[:n], &cp, src, layout)
+	x := p.PadL
+	if p.Flip { // the resized image flipped: its padding too
+		x = p.OutW - p.RW - p.PadL
+	}
+	padInto(dst, p.OutW, p.OutH, d.padded[:n], p.RW, p.RH, x, p.PadT, [3]float64{}, layout)
 }
 
 // noSteps reports whether no view of the last sample drew a step.

@@ -267,3 +267,123 @@ func trailer(w, h, srcW, srcH int) []byte {
 	}
 	return b
 }
+
+// TestSharedPreViews: a vision-language processor's views that start
+// with the same ColorJitter (SharedPre) are of one jittered image: every
+// view's trace starts with view 0's steps, and each view of one size is
+// the bytes its own ops make as a one-view transform with view 0's key,
+// also when some views are skipped (the first among them, whose decoded
+// canvas the others share).
+func TestSharedPreViews(t *testing.T) {
+	cj := ops.ColorJitterOp(0.4, 0.4, 0.4, 0.1)
+	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Interp: transform.InterpBicubic}
+	square := []ops.Op{cj, {Kind: transform.OpPadToSquare, Fill: [3]float64{127, 127, 127}}, resize}
+	tr, err := transform.NewViews(transform.CHW,
+		transform.ViewGroup{Name: "canvas", Count: 1, Ops: []ops.Op{
+			cj, {Kind: transform.OpAnyResResize, Sizes: []int{32, 32, 32, 64, 64, 32, 64, 64}, Interp: transform.InterpBicubic}}},
+		transform.ViewGroup{Name: "base", Count: 1, Ops: []ops.Op{cj, resize}},
+		transform.ViewGroup{Name: "square", Count: 1, Ops: square})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.SharedPre() {
+		t.Fatal("not SharedPre")
+	}
+	singles := []*transform.Transform{mustTransform(t, transform.CHW, cj, resize), mustTransform(t, transform.CHW, square...)}
+	d := NewDecoder()
+	defer d.Close()
+	out := make([]byte, tr.SampleBytes())
+	for idx, data := range goldenJPEGs()[:6] {
+		k := det.Key{Seed: 3, Epoch: 1, Index: uint64(idx)}
+		if err := d.Decode(data, tr, k, out); err != nil {
+			t.Fatal(err)
+		}
+		var views [][]json.RawMessage
+		if got := d.AppendTrace(nil, tr); json.Unmarshal(got, &views) != nil || len(views) != 3 {
+			t.Fatalf("trace %s", got)
+		}
+		for v := range views {
+			if len(views[v]) < 2 || !bytes.Equal(views[v][0], views[0][0]) {
+				t.Errorf("image %d view %d: trace %s; want it to start with view 0's jitter %s", idx, v, views[v], views[0][0])
+			}
+		}
+		off := tr.View(0).Sampler(sk).ViewBytes()
+		for v, st := range singles {
+			want := make([]byte, st.SampleBytes())
+			if err := d.Decode(data, st, k, want); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out[off:][:len(want)], want) {
+				t.Errorf("image %d view %d: not the one-view transform's bytes with view 0's key", idx, v+1)
+			}
+			off += len(want)
+		}
+		// Of the views a record's image gets (the first skipped: the
+		// canvas another view shares), each the same bytes.
+		for _, skip := range [][]bool{{true, false, false}, {false, true, false}, {true, true, false}} {
+			got := make([]byte, tr.SampleBytes())
+			d.skip = skip
+			err := d.Decode(data, tr, k, got)
+			d.skip = nil
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := 0
+			for v := range tr.Views() {
+				n := tr.View(v).Sampler(sk).ViewBytes()
+				if !skip[v] && !bytes.Equal(got[off:][:n], out[off:][:n]) {
+					t.Errorf("image %d, skipping %v: view %d differs from the sample of every view", idx, skip, v)
+				}
+				off += n
+			}
+		}
+	}
+}
+
+// TestPreCanvasIsTheGeometry: a ColorJitter that changes nothing
+// (brightness (1, 1)) before a whole-image resize takes the canvas path
+// (the image decoded at its own size, then resized), and makes the bytes
+// the resize makes alone: a vision-language resize's (AnyResResize's
+// canvas padded as its resolution pads it, SmartResize's), Resize((h,
+// w))'s and PadToSquare's; flipped too.
+func TestPreCanvasIsTheGeometry(t *testing.T) {
+	none := ops.Op{Kind: ops.OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{1, 1}, {1, 1}, {1, 1}, {0, 0}}}
+	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 40}, Interp: transform.InterpBicubic}
+	anyRes := ops.Op{Kind: transform.OpAnyResResize, Sizes: []int{32, 32, 32, 64, 64, 32, 64, 64, 96, 32}, Interp: transform.InterpBicubic}
+	for name, geom := range map[string][]ops.Op{
+		"AnyResResize":         {anyRes},
+		"AnyResResize flipped": {anyRes, {Kind: ops.OpRandomHorizontalFlip, P: 1}},
+		"SmartResize":          {{Kind: transform.OpSmartResize, MinPixels: 1024, MaxPixels: 8192, Multiple: 16, Interp: transform.InterpBicubic}},
+		"Resize":               {resize},
+		"PadToSquare":          {{Kind: transform.OpPadToSquare, Fill: [3]float64{127, 0, 255}}, resize},
+	} {
+		for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
+			plain, err := transform.NewViewsBound(layout, [2]int{512, 512}, transform.ViewGroup{Count: 1, Ops: geom})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pre, err := transform.NewViewsBound(layout, [2]int{512, 512}, transform.ViewGroup{Count: 1, Ops: append([]ops.Op{none}, geom...)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plain.SampleBytes() != pre.SampleBytes() {
+				t.Fatalf("%s: %d bytes a sample, with the ColorJitter %d", name, plain.SampleBytes(), pre.SampleBytes())
+			}
+			d := NewDecoder()
+			for f, data := range goldenJPEGs()[:6] {
+				k := det.Key{Seed: 5, Index: uint64(f)}
+				want, got := make([]byte, plain.SampleBytes()), make([]byte, pre.SampleBytes())
+				if err := d.Decode(data, plain, k, want); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Decode(data, pre, k, got); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s %v file %d: the canvas path's bytes are not the resize's", name, layout, f)
+				}
+			}
+			d.Close()
+		}
+	}
+}

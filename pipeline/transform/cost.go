@@ -152,7 +152,7 @@ func (t *Transform) Cost() Cost {
 		if geo > domNs {
 			dominant, domNs = where+fmt.Sprintf("op 0 (%s): the resampling to %dx%d", v.ops[0].Kind, w, h), geo
 		}
-		if m, x := v.canvasNs(srcPx, px, &buf); x > 0 {
+		if m, x := v.canvasNs(srcPx, px, !t.sharedPre || vi == 0, &buf); x > 0 {
 			mean += m
 			worst += x
 			if x > domNs {
@@ -213,8 +213,10 @@ func (t *Transform) detGeometry() bool {
 // between a RandomIoUCrop and its Resize is drawn; the canvas r*r times
 // the source when zoomed (r uniform in side_range), else the source. The
 // ops before the geometry run on the source: their drawn steps' mean over
-// costDraws samples, all of them at worst. 0, 0 without a canvas path.
-func (t *Transform) canvasNs(srcPx, px float64, buf *[]fn.Step) (mean, worst float64) {
+// costDraws samples, all of them at worst (pre false: not counted, a
+// SharedPre view after the first, which runs them once for all). 0, 0
+// without a canvas path.
+func (t *Transform) canvasNs(srcPx, px float64, pre bool, buf *[]fn.Step) (mean, worst float64) {
 	if t.yolo != nil {
 		x := t.yolo.ns(srcPx, px)
 		return x, x
@@ -251,7 +253,7 @@ func (t *Transform) canvasNs(srcPx, px float64, buf *[]fn.Step) (mean, worst flo
 	}
 	mean = float64(pz*zoomed) + float64((pc-pz)*at(1))
 	worst = max(at(hi), at(1))
-	if len(t.pre) > 0 {
+	if len(t.pre) > 0 && pre {
 		s := int(math.Sqrt(srcPx))
 		var sum float64
 		for i := range costDraws {

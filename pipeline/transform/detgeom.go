@@ -23,9 +23,11 @@ const maxPre = 4
 const streamPre = StreamCrop*64 + 3
 
 // leadingPre counts the RandomPhotometricDistorts that ops start with,
-// and before a vision-language resize (SmartResize, NaFlexResize...) the
-// ColorJitters too: the image at its own size jittered, as a trainer's
-// torchvision ColorJitter before the processor jitters it.
+// and before a resize of the whole image (a vision-language resize:
+// SmartResize, NaFlexResize...; Resize((h, w)); PadToSquare, whose
+// Resize follows) the ColorJitters too: the image at its own size
+// jittered, as a trainer's torchvision ColorJitter before the processor
+// (or before its Resize) jitters it.
 func leadingPre(ops []optab.Op) int {
 	n := 0
 	for n < len(ops) && ops[n].Kind == optab.OpRandomPhotometricDistort {
@@ -35,10 +37,16 @@ func leadingPre(ops []optab.Op) int {
 	for m < len(ops) && (ops[m].Kind == optab.OpColorJitter || ops[m].Kind == optab.OpRandomPhotometricDistort) {
 		m++
 	}
-	if m > n && m < len(ops) && selfSized(&ops[m]) {
+	if m > n && m < len(ops) && wholeResize(&ops[m]) {
 		return m
 	}
 	return n
+}
+
+// wholeResize reports whether op resizes the whole image (or pads it to
+// a square first): a ColorJitter before it runs on the image itself.
+func wholeResize(op *optab.Op) bool {
+	return selfSized(op) || op.Kind == OpResize && op.Size[1] > 0 || op.Kind == OpPadToSquare
 }
 
 // compilePre compiles t's first pre ops (RandomPhotometricDistort: ops on
@@ -56,8 +64,8 @@ func (t *Transform) compilePre(pre int) error {
 	bounded := t.iou != nil && t.resize == nil && t.vary // a RandomIoUCrop's own size, under the job's bound
 	vlm := t.resize != nil && selfSized(t.resize)        // the whole image resized to its own size: the canvas resized
 	if !bounded && !vlm && (t.resize == nil || t.resize.Size[1] == 0) || t.center != nil || t.rrc != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil {
-		return bad("op 0 (RandomPhotometricDistort) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any), " +
-			"or a RandomIoUCrop under a bound on the sizes (max_size=(h, w)); move it after the geometry")
+		return bad("op 0 (%s) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any), "+
+			"or a RandomIoUCrop under a bound on the sizes (max_size=(h, w)); move it after the geometry", t.ops[0].Kind)
 	}
 	c := optab.Compiler{W: t.outW, H: t.outH}
 	for i := range pre {

@@ -235,10 +235,11 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 	if p.Geom == ResizeCrop {
 		w, h = p.RW, p.RH
 	}
-	if !p.Vis && !p.Canvas && (p.CX < 0 || p.CY < 0 || p.CX+p.CW > w || p.CY+p.CH > h) {
+	anyRes := t.resize != nil && t.resize.Kind == OpAnyResResize // its canvas path pads the resized canvas too (decode.go)
+	if !p.Vis && (!p.Canvas || anyRes) && (p.CX < 0 || p.CY < 0 || p.CX+p.CW > w || p.CY+p.CH > h) {
 		// Only a CenterCrop can pass the image (RandomResizedCrop's box is
 		// inside it): torchvision pads it with zeros.
-		if t.rrc != nil || (t.center == nil && (t.resize == nil || t.resize.Kind != OpAnyResResize)) {
+		if t.rrc != nil || (t.center == nil && !anyRes) {
 			return p, fmt.Errorf("%w: image %dx%d: crop %d,%d %dx%d outside it", errs.Unsupported, srcW, srcH, p.CX, p.CY, p.CW, p.CH)
 		}
 		p.Padded = true

@@ -2,6 +2,7 @@ package transform
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -102,9 +103,54 @@ func TestColorJitterBeforeSmart(t *testing.T) {
 	if _, err := NewTransform(CHW, cj, optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{0.5, 1}, Ratio: [2]float64{0.75, 1.33}}); err == nil {
 		t.Error("ColorJitter before a RandomResizedCrop accepted")
 	}
-	_, err = NewViews(CHW, ViewGroup{Count: 1, Ops: []optab.Op{cj, sm}}, ViewGroup{Count: 1, Ops: []optab.Op{{Kind: OpResize, Size: [2]int{8, 8}}}})
-	if err == nil || !strings.Contains(err.Error(), "several views") {
-		t.Errorf("ColorJitter before SmartResize in several views: %v; want refused", err)
+	resize := optab.Op{Kind: OpResize, Size: [2]int{8, 8}}
+	_, err = NewViews(CHW, ViewGroup{Count: 1, Ops: []optab.Op{cj, sm}}, ViewGroup{Count: 1, Ops: []optab.Op{resize}})
+	if err == nil || !strings.Contains(err.Error(), "give every group the same ops before its resize") {
+		t.Errorf("ColorJitter before SmartResize in one view of two: %v; want refused", err)
+	}
+}
+
+// TestSharedPre: a vision-language processor's views (a vision-language
+// resize among them) that start with the same ColorJitter draw it once:
+// every view's pre steps are view 0's, also a PadToSquare's; views of
+// one size each draw their own (a self-supervised recipe's); a ColorJitter
+// before Resize((h, w)) runs on the image at its own size.
+func TestSharedPre(t *testing.T) {
+	cj := optab.Op{Kind: optab.OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}}
+	tiles := optab.Op{Kind: OpTileResize, Multiple: 448, MinPixels: 1, MaxPixels: 12, TileTokens: 256, Interp: InterpBicubic}
+	resize := optab.Op{Kind: OpResize, Size: [2]int{448, 448}, Interp: InterpBicubic}
+	sq := optab.Op{Kind: OpPadToSquare, Fill: [3]float64{127, 127, 127}}
+	one, err := NewTransform(CHW, cj, resize)
+	if err != nil || len(one.pre) != 1 {
+		t.Fatalf("ColorJitter then Resize((448, 448)): %v; want one op before the geometry", err)
+	}
+	if p, err := one.sampler().Plan(640, 480, det.Key{Seed: 1}); err != nil || !p.Canvas || p.KW != 640 || p.KH != 480 {
+		t.Errorf("ColorJitter then Resize((448, 448)) of 640x480: canvas %v %dx%d, %v; want the image's own canvas", p.Canvas, p.KW, p.KH, err)
+	}
+	tf, err := NewViews(CHW, ViewGroup{Name: "tiles", Count: 1, Ops: []optab.Op{cj, tiles}},
+		ViewGroup{Name: "thumbnail", Count: 1, Ops: []optab.Op{cj, resize}},
+		ViewGroup{Name: "square", Count: 1, Ops: []optab.Op{cj, sq, resize}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tf.SharedPre() {
+		t.Fatal("a processor's views with the same ColorJitter: not SharedPre")
+	}
+	for seed := range uint64(20) {
+		k := det.Key{Seed: seed, Index: seed * 7}
+		want := tf.View(0).drawPre(k, nil)
+		if len(want) == 0 {
+			continue
+		}
+		for v := 1; v < tf.Views(); v++ {
+			if got := tf.View(v).drawPre(k, nil); !reflect.DeepEqual(got, want) {
+				t.Errorf("seed %d: view %d draws %+v with view 0's key, view 0 %+v", seed, v, got, want)
+			}
+		}
+	}
+	ssl, err := NewViews(CHW, ViewGroup{Count: 2, Ops: []optab.Op{photometricOp(), resize}})
+	if err != nil || ssl.SharedPre() {
+		t.Errorf("two views of Resize((448, 448)) after a RandomPhotometricDistort: shared %v, %v; want each its own draw", ssl != nil && ssl.SharedPre(), err)
 	}
 }
 

@@ -121,8 +121,14 @@ type Transform struct {
 	// answers (for records of one image, of several).
 	viewImages []RecordImages
 	skipViews  [2][]bool
-	viewNames  []string
-	vlayout    ViewLayout
+	// sharedPre: the views are a vision-language processor's (one of
+	// them a SmartResize, TileResize, AnyResResize...) and start with the
+	// same ops before their geometry, drawn once for the image with view
+	// 0's key (SharedPre): the trainer's augmentation, then the
+	// processor's views of the one augmented image.
+	sharedPre bool
+	viewNames []string
+	vlayout   ViewLayout
 	// decode is how the fast path decodes a JPEG before the geometry
 	// (WithDecode): DecodeExact, the zero value, or DecodeFast.
 	decode DecodeMode

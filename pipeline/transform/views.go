@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/errs"
@@ -101,9 +102,6 @@ func NewViewsBound(layout Layout, bound [2]int, groups ...ViewGroup) (*Transform
 		if vt.mosaic != nil {
 			return bad("view group %d: a YOLOMosaic in several views is not supported", g)
 		}
-		if len(vt.pre) > 0 && vt.resize != nil && selfSized(vt.resize) {
-			return bad("view group %d%s: ops before %s in several views are not supported: each view would draw its own, where the processor's views are of one augmented image", g, groupName(vg.Name), vt.resize.Kind)
-		}
 		if len(t.views) > 0 && vt.Float() != t.views[0].Float() {
 			return bad("view group %d%s ends in Normalize and view group 0 does not, or the other way round: a batch's views are all float32 or all uint8", g, groupName(vg.Name))
 		}
@@ -112,6 +110,9 @@ func NewViewsBound(layout Layout, bound [2]int, groups ...ViewGroup) (*Transform
 			t.viewNames = append(t.viewNames, vg.Name)
 			t.viewImages = append(t.viewImages, vg.Images)
 		}
+	}
+	if err := t.setSharedPre(groups); err != nil {
+		return nil, err
 	}
 	v0 := t.views[0]
 	t.setSkipViews()
@@ -161,6 +162,43 @@ func (t *Transform) SkipViews(several bool) []bool {
 	}
 	return t.skipViews[0]
 }
+
+// setSharedPre sets t.sharedPre where t's views are a vision-language
+// processor's (one of them resized to the image's own size: SmartResize,
+// TileResize, AnyResResize, NaFlexResize) and some have ops before their
+// geometry: those ops are the trainer's augmentation before the
+// processor, of one image, so every group must start with the same ones.
+func (t *Transform) setSharedPre(groups []ViewGroup) error {
+	vlm, pre := false, false
+	for _, vt := range t.views {
+		vlm = vlm || vt.resize != nil && selfSized(vt.resize)
+		pre = pre || len(vt.pre) > 0
+	}
+	if !vlm || !pre {
+		return nil
+	}
+	ops0 := groups[0].Ops[:leadingPre(groups[0].Ops)]
+	for g, vg := range groups {
+		if ops := vg.Ops[:leadingPre(vg.Ops)]; !reflect.DeepEqual(ops, ops0) {
+			return fmt.Errorf("%w: transform: view group %d%s starts with %s before its geometry, view group 0 with %s: the views of a vision-language processor are of one augmented image, drawn once: give every group the same ops before its resize",
+				errs.Unsupported, g, groupName(vg.Name), opsOrNone(ops), opsOrNone(ops0))
+		}
+	}
+	t.sharedPre = true
+	return nil
+}
+
+// opsOrNone is ops for a message, "no ops" for none.
+func opsOrNone(ops []optab.Op) string {
+	if len(ops) == 0 {
+		return "no ops"
+	}
+	return optab.OpsString(ops)
+}
+
+// SharedPre reports whether t's views draw their ops before the geometry
+// once, with view 0's key (setSharedPre): the same steps in every view.
+func (t *Transform) SharedPre() bool { return t.sharedPre }
 
 // setSkipViews computes SkipViews' answers from t's views' Images.
 func (t *Transform) setSkipViews() {

@@ -13,7 +13,7 @@ the temporal repeat, the patchify) and gives what the processor gives:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 
 from stoker._ops_containers import Compose
 from stoker._views import MultiView
@@ -168,6 +168,18 @@ class VisionMultiView(MultiView):
         self.vision = vision
         self.several_images = tuple(several_images)
         self.one_image = tuple(one_image)
+        self._groups = list(groups)
+
+    def before(self, ops: Sequence[Any]) -> "VisionMultiView":
+        """This transform with ops (a trainer's augmentation before the
+        processor) first in every group: the server draws them once an
+        image, for all its views."""
+        groups = []
+        for name, count, group in self._groups:
+            if not isinstance(group, (list, tuple)):
+                raise ValueError(f"VisionMultiView.before: group {name!r} is {type(group).__name__}: want a list of ops")
+            groups.append((name, count, [*ops, *group]))
+        return VisionMultiView(groups, self.vision, self.several_images, self.one_image)
 
     def to_spec(self) -> Any:
         spec = super().to_spec()
@@ -305,8 +317,10 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256, before: Any = ()) -> 
     ``before``: augmentation a trainer runs on the image before the
     processor, made on the image at its own size before the resize:
     :class:`~stoker.transforms.ColorJitter` and
-    ``RandomPhotometricDistort``, of the one-view processors (the Qwen2-VL
-    family's and NaFlex's); and of the Qwen2-VL family's a
+    ``RandomPhotometricDistort``, of every processor (of those of several
+    views, InternVL's tiles and thumbnail, OneVision's canvas, base and
+    square, drawn once an image: every view is of the one jittered
+    image); and of the Qwen2-VL family's a
     :class:`~stoker.transforms.RandomResizedCrop` to a size smart_resize
     keeps (whole patches within the pixel budget: the processor's resize
     is then none), every image that size.
@@ -320,14 +334,17 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256, before: Any = ()) -> 
     if not before:
         return tf
     name = type(getattr(processor, "image_processor", None) or processor).__name__
-    if not isinstance(tf, VisionCompose):
-        _refuse(name, "before=: its processor makes several views of an image (tiles and thumbnail, canvas and base), "
-                      "each of which would draw its own augmentation; ops before it go with the Qwen2-VL family and NaFlex")
     crops = [op for op in before if type(op).__name__ == "RandomResizedCrop"]
     for op in before:
         if type(op).__name__ not in ("ColorJitter", "RandomPhotometricDistort", "RandomResizedCrop"):
             _refuse(name, f"before=: {type(op).__name__}: stoker makes RandomResizedCrop, ColorJitter and "
                           "RandomPhotometricDistort before a processor's resize")
+    if isinstance(tf, VisionMultiView):
+        if crops:
+            _refuse(name, "before=: RandomResizedCrop: its processor makes several views of an image (tiles and "
+                          "thumbnail, canvas and base), which would need its crop's size kept by each; ColorJitter "
+                          "and RandomPhotometricDistort go before it")
+        return tf.before(before)
     if not crops:
         return VisionCompose([*before, *tf.transforms], tf.vision)
     if len(crops) > 1 or type(before[0]).__name__ != "RandomResizedCrop" or not isinstance(tf.vision, QwenVision):

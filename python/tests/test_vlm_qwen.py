@@ -120,17 +120,18 @@ def decoded(root: Path, path: bytes) -> torch.Tensor:
     return decode_jpeg(read_file(str(root / path.decode())), mode=ImageReadMode.RGB)
 
 
-def replayed(root: Path, b: Any, keep: Any = lambda step: True) -> List[torch.Tensor]:
+def replayed(root: Path, b: Any, keep: Any = lambda step: True, steps: Any = None) -> List[torch.Tensor]:
     """b's images decoded from their files and the steps of each one's
-    trace that keep(step) takes replayed with torchvision's functional
-    ops (a RandomResizedCrop's resized_crop, ColorJitter's adjust_*)."""
+    trace that keep(step) takes (or steps[i], image i's) replayed with
+    torchvision's functional ops (a RandomResizedCrop's resized_crop,
+    ColorJitter's adjust_*)."""
     import torchvision.transforms.v2.functional as F
     from torchvision.transforms import InterpolationMode
 
     out = []
     for i, path in enumerate(b.fields["path"]):
         img = decoded(root, path)
-        for step, args in b.trace[i]:
+        for step, args in (b.trace[i] if steps is None else steps[i]):
             if keep(step):
                 kw = dict(args)
                 if "interpolation" in kw:
@@ -273,43 +274,73 @@ def test_vision_inputs_alone(layout: str, kwargs: Dict[str, Any]) -> None:
     assert torch.equal(got["pixel_values"], want["pixel_values"].to(torch.float32)), kwargs
 
 
-@pytest.mark.parametrize("name", ["qwen2-vl", "naflex"])
+def jitter_processor(name: str) -> Any:
+    """test_color_jitter_before_the_processor's processor, its job's
+    max_size: the one-view processors', InternVL's tiles and thumbnail
+    and OneVision's canvas, base and square (small tiles and patches, as
+    test_vlm_internvl.py's and test_vlm_onevision.py's "small")."""
+    from transformers.models.siglip2.image_processing_siglip2 import Siglip2ImageProcessor
+    from transformers.models.got_ocr2.image_processing_got_ocr2 import GotOcr2ImageProcessor
+    from transformers.models.llava_onevision.image_processing_llava_onevision import LlavaOnevisionImageProcessor
+
+    if name == "qwen2-vl":
+        return Qwen2VLImageProcessor(), None
+    if name == "naflex":
+        return Siglip2ImageProcessor(), (512, 3232)
+    if name == "internvl":
+        return GotOcr2ImageProcessor(crop_to_patches=True, size={"height": 56, "width": 56}, min_patches=2, max_patches=6,
+                                     resample=3), (336, 336)
+    return LlavaOnevisionImageProcessor(size={"height": 56, "width": 56}, resample=2,
+                                        image_grid_pinpoints=[[56, 112], [112, 56], [112, 112], [168, 56], [56, 168]]), None
+
+
+@pytest.mark.parametrize("name", ["qwen2-vl", "naflex", "internvl", "onevision"])
 def test_color_jitter_before_the_processor(vlm_server: str, vlm_data: Path, name: str) -> None:
     """from_hf(proc, before=[ColorJitter(...)]): torchvision's ColorJitter
     on the image at its own size (its factors and order as the batch's
     trace drew them, replayed with torchvision's functional ops), then the
     processor, gives vision_inputs within the jitter kernels' bound (2
     levels, normalized), nearly every value equal, every image of the
-    committed photos and the extremes; the sizes and grids exactly; a
-    processor of several views refuses it."""
-    from transformers.models.siglip2.image_processing_siglip2 import Siglip2ImageProcessor
-
-    proc = Qwen2VLImageProcessor() if name == "qwen2-vl" else Siglip2ImageProcessor()
+    committed photos and the extremes; the sizes and grids exactly. Of a
+    processor of several views (InternVL's tiles and thumbnail,
+    OneVision's canvas, base and square) every view is of the one jittered
+    image: each view's trace starts with the same jitter."""
+    proc, bound = jitter_processor(name)
     tf = T.from_hf(proc, before=[T.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1)])
+    if name == "onevision":  # its squares made for single images too, to hold them to the processor's
+        tf.several_images = ()
     # stoker's ColorJitter kernels are within 1 level of torchvision's, hue 2 (docs/transforms.md): as much after normalize.
     atol = 2 / 255 / min(proc.image_std) + 1e-6
     n, kinds = 0, set()
     with stoker.Loader(vlm_server, "vlm", transform=tf, batch_size=6, fields=("path",), shuffle=False, trace=True,
-                       max_size=(512, 3232) if name == "naflex" else None, pin_memory=False, timeout=120) as ld:
+                       max_size=bound, pin_memory=False, timeout=120) as ld:
         for b in ld:
             got = b.vision_inputs()
-            imgs = replayed(vlm_data, b, lambda step: step.startswith("adjust_"))  # the jitter, before the resize
-            kinds.update(step for tr in b.trace for step, _ in tr if step.startswith("adjust_"))
+            if name in ("qwen2-vl", "naflex"):
+                jitter = [[step for step in tr if step[0].startswith("adjust_")] for tr in b.trace]
+            else:  # a trace a view (trace[v][i]): each view's jitter is view 0's
+                assert len(b.trace) == (2 if name == "internvl" else 3), len(b.trace)
+                adj = [[[step for step in tr if step[0].startswith("adjust_")] for tr in view] for view in b.trace]
+                for i, path in enumerate(b.fields["path"]):
+                    assert adj[0][i] and all(a[i] == adj[0][i] for a in adj), f"{path}: {[a[i] for a in adj]}"
+                jitter = adj[0]
+            imgs = replayed(vlm_data, b, steps=jitter)  # the jitter, before the resize
+            kinds.update(step for tr in jitter for step, _ in tr)
             want = proc(images=imgs, return_tensors="pt")
             assert set(got) == set(want.keys()), (set(got), set(want.keys()))
             for k in want.keys():
                 tol = atol if k == "pixel_values" else 0
-                torch.testing.assert_close(got[k], want[k], atol=tol, rtol=0, msg=lambda m: f"{k} {b.fields['path']}: {m}")
+                torch.testing.assert_close(torch.as_tensor(got[k]), torch.as_tensor(want[k]), atol=tol, rtol=0,
+                                           msg=lambda m: f"{k} {b.fields['path']}: {m}")
             off = (got["pixel_values"] - want["pixel_values"]).abs() > 1e-6
             assert int(off.sum()) <= off.numel() // 10000, f"{int(off.sum())} of {off.numel()} values off"
             n += len(imgs)
         assert not list(ld.sample_errors)
     assert n == len(os.listdir(vlm_data / "images"))
     assert kinds == {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue"}, kinds
-    from transformers.models.got_ocr2.image_processing_got_ocr2 import GotOcr2ImageProcessor
-
-    with pytest.raises(ValueError, match="several views"):
-        T.from_hf(GotOcr2ImageProcessor(crop_to_patches=True), before=[T.ColorJitter(brightness=0.4)])
+    if name == "internvl":
+        with pytest.raises(ValueError, match="several views"):
+            T.from_hf(proc, before=[T.RandomResizedCrop(448)])
     with pytest.raises(ValueError, match="RandomHorizontalFlip"):  # it goes after the processor's resize
         T.from_hf(proc, before=[T.RandomHorizontalFlip()])
 
