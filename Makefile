@@ -282,17 +282,14 @@ ONCE_ONLY := ^(TestExact|TestShareCPU)
 # package, of pipeline/kernels and of the rooms whose tests run the
 # kernels (pipeline/fn, pipeline/transform: a step's kernel, a trace's
 # steps applied, the pure-Go build's cost prices) that compile without
-# cgo, less those
-# whose code and checks are the same without cgo, which the -race run has
-# run: the tests of the files named in NOCGO_SAME (the executor's
-# scheduling, fields: no decoded pixel
-# checked). Its other subpackages (dataset, source, annot, batch,
-# det, errs, codec/index) have no cgo code: not run again. (Not a
-# build constraint on those files: their helpers serve the other test
-# files of the package.)
-NOCGO_SAME := queue queue_class stages shares shipping fields header
-TEST_NAMES_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n); print n }
-NOCGO_SKIP = $(shell awk '$(TEST_NAMES_AWK)' $(NOCGO_SAME:%=pipeline/%_test.go) | paste -sd'|')
+# cgo. The pipeline's tests whose code and checks are the same without
+# cgo (the executor's scheduling, fields, headers: no decoded pixel
+# checked) are in files built with cgo alone (//go:build cgo: queue_test.go,
+# queue_class_test.go, stages_test.go, shares_test.go, shipping_test.go,
+# fields_test.go, header_test.go), which the -race run has run; their
+# helpers are in executor_helpers_test.go. Its other subpackages (dataset,
+# source, annot, batch, det, errs, codec/index) have no cgo code: not run
+# again.
 
 # deploy/ is a module of its own (its tests need the Kubernetes modules,
 # which the binary's module does not require): ./... does not reach it.
@@ -306,7 +303,7 @@ test-go-once: stores ## the Go tests that run once without -race: the pipeline's
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestExact' $(EXACT_PKGS) </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestShareCPU' $(SHARE_PKGS) </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./internal/fmacheck/ </dev/null
-	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ ./pipeline/ops/ ./pipeline/policy/ </dev/null
+	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ ./pipeline/ops/ ./pipeline/policy/ </dev/null
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...
 
 # The arm64 build with cgo: the pipeline's C cross-compiled with

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package pipeline
 
 import (
@@ -5,47 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/errs"
-	"github.com/stoker-dev/stoker/pipeline/source"
 )
-
-// clipShards is an unlabelled WebDataset of image-text pairs, CLIP's
-// layout: KEY.jpg beside KEY.txt and KEY.json, one caption in invalid
-// UTF-8, one key with a caption and no image, one whose .json is over a
-// small bound, and one with no .json.
-func clipShards(t testing.TB) (dir string, captions map[string][]byte) {
-	t.Helper()
-	dir = t.TempDir()
-	captions = map[string][]byte{}
-	var members []tarMember
-	for i := range 6 {
-		key := fmt.Sprintf("s/%03d", i)
-		jpg := encodeJPEG(testPicture(40+i, 32), 90)
-		cap := []byte(fmt.Sprintf("a photo of thing %d", i))
-		if i == 2 {
-			cap = []byte{'c', 0xff, 0xfe, 'x'} // not UTF-8: passed through as is
-		}
-		captions[key] = cap
-		members = append(members, tarMember{Name: key + ".jpg", Data: jpg}, tarMember{Name: key + ".txt", Data: cap})
-		switch i {
-		case 3:
-			members = append(members, tarMember{Name: key + ".json", Data: bytes.Repeat([]byte("x"), 5000)})
-		case 5:
-		default:
-			members = append(members, tarMember{Name: key + ".json", Data: []byte(fmt.Sprintf(`{"i": %d}`, i))})
-		}
-	}
-	members = append(members, tarMember{Name: "s/999.txt", Data: []byte("a caption without its image")})
-	captions["s/999"] = []byte("a caption without its image")
-	writeShard(t, filepath.Join(dir, "clip-000.tar"), members)
-	return dir, captions
-}
 
 // TestWebDatasetFields: a CLIP-style dataset opens unlabelled, every key a
 // sample; its fields are its members' bytes, the same read locally and
@@ -190,13 +158,4 @@ func TestImageFolderFields(t *testing.T) {
 	if _, err := dataset.NewFieldSet(ds, []string{"path", "path"}, 100, "folder"); err == nil {
 		t.Errorf("a field twice: no error")
 	}
-}
-
-func openDirStore(t *testing.T, dir string) source.Store {
-	t.Helper()
-	st, err := source.Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package pipeline
 
 import (
@@ -9,18 +11,6 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
-
-// slowReads is memDataset whose every Read sleeps first: a disk or a store
-// slower than the decoder.
-type slowReads struct {
-	memDataset
-	d time.Duration
-}
-
-func (s slowReads) Read(i int, buf []byte) ([]byte, error) {
-	time.Sleep(s.d)
-	return s.memDataset.Read(i, buf)
-}
 
 // TestBatchTimes: an Executor that times its stages gives each batch the
 // time its samples spent in each stage (a Read that sleeps shows as read
