@@ -327,7 +327,8 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 		if skip != nil && skip[v] { // zeros; of per-sample sizes 0 x 0, the image's size beside
 			slot := out[offs[v]:][:vt.ViewBytes()]
 			if vt.Varies() {
-				vt.CompactSample(slot, 0, 0, hd.w, hd.h)
+				sw, sh := d.plans[v].ImageSize()
+				vt.CompactSample(slot, 0, 0, sw, sh)
 			} else {
 				clear(slot)
 			}
@@ -345,8 +346,9 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 		if err != nil {
 			return err
 		}
-		if vt.Varies() {
-			vt.CompactSample(out[offs[v]:][:vt.ViewBytes()], w, h, hd.w, hd.h)
+		if vt.Varies() { // the image's size as the geometry took it (a crop's before it: the crop's)
+			sw, sh := d.plans[v].ImageSize()
+			vt.CompactSample(out[offs[v]:][:vt.ViewBytes()], w, h, sw, sh)
 		}
 	}
 	if timed {
@@ -380,7 +382,11 @@ func (d *Decoder) draw(t *transform.Transform, hd *header, k det.Key) (direct bo
 				return false, 0, fmt.Errorf("targets: %w", err)
 			}
 		}
-		p, err := vt.PlanBoxes(hd.w, hd.h, kv, src, &d.boxRoom)
+		kg := kv           // the plan's and the ops before it's
+		if t.SharedPre() { // a processor's views of one augmented image: view 0's crop, flip and ops before
+			kg = k
+		}
+		p, err := vt.PlanBoxes(hd.w, hd.h, kg, src, &d.boxRoom)
 		// RandomResizedCrop's fallback (torchvision's formula) rounds a
 		// side to zero on images much thinner than its ratio range: (3,
 		// 4) on a 1x10 image, say. Neither path can resample an empty
@@ -410,11 +416,7 @@ func (d *Decoder) draw(t *transform.Transform, hd *header, k det.Key) (direct bo
 			if cap(vd.pre) < vt.MaxPre() {
 				vd.pre = make([]fn.Step, 0, vt.MaxPre())
 			}
-			kp := kv
-			if t.SharedPre() { // a processor's views of one augmented image: view 0's draw
-				kp = k
-			}
-			if vd.pre = vt.DrawPreInto(&d.drawer, kp, vd.pre); len(vd.pre) > 0 {
+			if vd.pre = vt.DrawPreInto(&d.drawer, kg, vd.pre); len(vd.pre) > 0 {
 				direct, decLayout = false, transform.CHW // the steps run on planes
 			}
 		}

@@ -353,6 +353,10 @@ func (vd *viewDraw) appendTrace(b []byte, t *transform.Transform) []byte {
 		}
 		n++
 	}
+	if st, ok := vd.plan.PreCropStep(); ok { // a crop before the ops before the geometry
+		sep()
+		b = st.AppendJSON(b)
+	}
 	for _, st := range vd.pre {
 		sep()
 		b = st.AppendJSON(b)

@@ -50,14 +50,15 @@ func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []transform.Samp
 // scratch out of memory): resizeCanvasGo then.
 func (d *Decoder) resizeCanvasFast(dst []byte, p *transform.SamplePlan, src []byte, layout transform.Layout) bool {
 	f := &d.fast
-	if f.open() != nil || len(dst) == 0 || len(src) < 3*p.SrcW*p.SrcH {
+	w, h := p.ImageSize()
+	if f.open() != nil || len(dst) == 0 || len(src) < 3*w*h {
 		return false
 	}
 	cp := *p
 	cp.Geom, cp.SrcW, cp.SrcH, cp.CX, cp.CY, cp.CW, cp.CH = transform.CropResize, p.KW, p.KH, 0, 0, p.KW, p.KH
 	ps := [1]transform.SamplePlan{cp}
 	f.setJob(&d.opts, &header{w: p.KW, h: p.KH, comps: 3}, ps[:], canvasOff[:], len(dst), layout, d.knobs())
-	rc := f.s.Canvas(src, p.SrcW, p.SrcH, layout == transform.HWC, p.ZoomPad[0]-p.KX, p.ZoomPad[1]-p.KY, p.PreFlip,
+	rc := f.s.Canvas(src, w, h, layout == transform.HWC, p.ZoomPad[0]-p.KX, p.ZoomPad[1]-p.KY, p.PreFlip,
 		[3]byte{byte(p.RCFill[0]), byte(p.RCFill[1]), byte(p.RCFill[2])}, dst)
 	return rc == codec.OK
 }

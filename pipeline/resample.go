@@ -80,7 +80,8 @@ func (d *Decoder) resizeCanvas(dst []byte, p *transform.SamplePlan, src []byte, 
 // whole in the Decoder's scratch (the fill, the image's part of it, its
 // columns reversed if p.preFlip), then resized (resampleRGBA).
 func (d *Decoder) resizeCanvasGo(dst []byte, p *transform.SamplePlan, src []byte, layout transform.Layout) {
-	kw, kh, w, h := p.KW, p.KH, p.SrcW, p.SrcH
+	kw, kh := p.KW, p.KH
+	w, h := p.ImageSize()
 	n := 4 * kw * kh
 	if cap(d.canvas) < n {
 		d.canvas = make([]byte, n)

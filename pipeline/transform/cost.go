@@ -225,8 +225,11 @@ func (t *Transform) canvasNs(srcPx, px float64, pre bool, buf *[]fn.Step) (mean,
 	if t.iou != nil {
 		flip = t.preFlip
 	}
-	if t.resize == nil || (t.zoom == nil && len(t.pre) == 0 && flip == 0) {
+	if t.resize == nil || (t.zoom == nil && len(t.pre) == 0 && t.preCrop == nil && flip == 0) {
 		return 0, 0
+	}
+	if c := t.preCrop; c != nil { // the canvas is the crop's size
+		srcPx = float64(c.Size[0] * c.Size[1])
 	}
 	// A canvas r times the source a side, as an output pixel and a canvas
 	// pixel cost it.
@@ -248,7 +251,7 @@ func (t *Transform) canvasNs(srcPx, px float64, pre bool, buf *[]fn.Step) (mean,
 		zoomed /= grid
 	}
 	pc := 1.0 // the chance of the canvas path
-	if len(t.pre) == 0 {
+	if len(t.pre) == 0 && t.preCrop == nil {
 		pc = 1 - float64((1-pz)*(1-flip))
 	}
 	mean = float64(pz*zoomed) + float64((pc-pz)*at(1))

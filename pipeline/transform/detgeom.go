@@ -49,26 +49,27 @@ func wholeResize(op *optab.Op) bool {
 	return selfSized(op) || op.Kind == OpResize && op.Size[1] > 0 || op.Kind == OpPadToSquare
 }
 
-// compilePre compiles t's first pre ops (RandomPhotometricDistort: ops on
-// pixels alone, whose draws do not depend on the image's size), which run
+// compilePre compiles t's ops from up to pre (RandomPhotometricDistort,
+// ColorJitter: ops on pixels alone, whose draws do not depend on the
+// image's size; from is 1 after a crop before them, cropBefore), which run
 // on the image decoded at its own size before the geometry: every sample
 // then takes the canvas path, which needs a geometry that ends in
 // Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any).
-func (t *Transform) compilePre(pre int) error {
+func (t *Transform) compilePre(from, pre int) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
-	if pre > maxPre {
-		return bad("%d ops before the geometry: the limit is %d", pre, maxPre)
+	if pre-from > maxPre {
+		return bad("%d ops before the geometry: the limit is %d", pre-from, maxPre)
 	}
 	bounded := t.iou != nil && t.resize == nil && t.vary // a RandomIoUCrop's own size, under the job's bound
 	vlm := t.resize != nil && selfSized(t.resize)        // the whole image resized to its own size: the canvas resized
 	if !bounded && !vlm && (t.resize == nil || t.resize.Size[1] == 0) || t.center != nil || t.rrc != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil {
-		return bad("op 0 (%s) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any), "+
-			"or a RandomIoUCrop under a bound on the sizes (max_size=(h, w)); move it after the geometry", t.ops[0].Kind)
+		return bad("op %d (%s) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any), "+
+			"or a RandomIoUCrop under a bound on the sizes (max_size=(h, w)); move it after the geometry", from, t.ops[from].Kind)
 	}
 	c := optab.Compiler{W: t.outW, H: t.outH}
-	for i := range pre {
+	for i := from; i < pre; i++ {
 		nd, err := c.Compile(&t.ops[i], i, streamPre+uint64(i), 0)
 		if err != nil {
 			return err

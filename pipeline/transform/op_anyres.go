@@ -76,13 +76,14 @@ func init() {
 // longer side, the image centred, as pad_to_square pads it (none when the
 // image is square).
 func squarePad(p *SamplePlan) {
-	m := max(p.SrcW, p.SrcH)
-	if p.SrcW == p.SrcH {
+	w, h := p.ImageSize()
+	m := max(w, h)
+	if w == h {
 		return
 	}
-	left, top := (m-p.SrcW)/2, (m-p.SrcH)/2
+	left, top := (m-w)/2, (m-h)/2
 	p.Zoomed, p.ZoomW, p.ZoomH = true, m, m
-	p.ZoomPad = [4]int{left, top, m - p.SrcW - left, m - p.SrcH - top}
+	p.ZoomPad = [4]int{left, top, m - w - left, m - h - top}
 }
 
 // checkAnyRes checks an AnyResResize, the geometry's op n.

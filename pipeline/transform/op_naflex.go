@@ -105,7 +105,8 @@ func naflexBound(op *optab.Op) int {
 // the padding, newlines, pooling, the base image; anyResTokens). A
 // transform of another geometry has none.
 func (t *Transform) VisionTokens(w, h int) (int64, error) {
-	if t.views != nil { // InternVL's canvas and thumbnail (op_tiles.go), AnyRes's canvas and base (op_anyres.go)
+	w, h = t.seenSize(w, h) // a crop's before the processor: its size, every image's
+	if t.views != nil {     // InternVL's canvas and thumbnail (op_tiles.go), AnyRes's canvas and base (op_anyres.go)
 		if v0 := t.views[0]; v0.resize != nil && v0.resize.Kind == OpTileResize {
 			return tileTokens(v0.resize, w, h, len(t.views) > 1)
 		} else if v0.resize != nil && v0.resize.Kind == OpAnyResResize {

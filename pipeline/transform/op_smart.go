@@ -14,6 +14,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
@@ -114,6 +115,17 @@ func smartBound(op *optab.Op) int {
 // size, at most the job's bound (max_size) or smartBound.
 func (t *Transform) smartSize() {
 	t.geom, t.vary, t.varyGeom = ResizeCrop, true, true
+	if c := t.preCrop; c != nil { // every image the crop's size: the size the resize makes of it
+		w, h := c.Size[1], c.Size[0]
+		if t.resize.Kind == OpAnyResResize { // the canvas: its resolution
+			w, h, _, _ = AnyResFit(t.resize, w, h)
+		} else if rw, rh, err := selfSize(t.resize, w, h); err == nil {
+			w, h = rw, rh
+		}
+		t.outH, t.outW = h, w
+		t.boundFrom = fmt.Sprintf("the size %s makes of RandomResizedCrop's %dx%d", t.resize.Kind, c.Size[1], c.Size[0])
+		return
+	}
 	t.outH, t.outW = t.bound[0], t.bound[1]
 	if t.bound == [2]int{} || t.boundFrom != "" { // none given, or a dataset's sizes (not a bound on SmartResize's)
 		if t.resize.Kind == OpAnyResResize {
@@ -171,20 +183,22 @@ func selfSize(op *optab.Op, w, h int) (rw, rh int, err error) {
 // fails alone when made.
 func (t *Transform) KnownSizesBound(n int, size func(i int) (w, h int, ok bool)) (bound [2]int, ok bool) {
 	var ops []*optab.Op
+	var seen []*Transform // each op's view
 	for v := range t.Views() {
 		if vt := t.View(v); vt.resize != nil && selfSized(vt.resize) {
-			ops = append(ops, vt.resize)
+			ops, seen = append(ops, vt.resize), append(seen, vt)
 		}
 	}
 	if len(ops) == 0 || n < 1 {
 		return bound, false
 	}
 	for i := range n {
-		w, h, known := size(i)
+		w0, h0, known := size(i)
 		if !known {
 			return [2]int{}, false
 		}
-		for _, op := range ops {
+		for v, op := range ops {
+			w, h := seen[v].seenSize(w0, h0)
 			var ow, oh int
 			if op.Kind == OpAnyResResize { // the canvas: its resolution
 				ow, oh, _, _ = AnyResFit(op, w, h)
@@ -203,21 +217,84 @@ func (t *Transform) KnownSizesBound(n int, size func(i int) (w, h int, ok bool))
 // is whole patches within the pixel budget, and torchvision's resize to
 // the same size returns the image as it is; so the crop alone makes the
 // processor's pixels, and the SmartResize stays for its vision tokens.
-// A size smart_resize changes would be a second resize: refused, naming
-// the size it keeps.
+// (cropBefore takes a size smart_resize changes: two resizes.)
 func (t *Transform) smartAfterCrop(op *optab.Op) error {
 	if err := checkSmart(op, 0); err != nil {
 		return err
 	}
-	h, w := t.rrc.Size[0], t.rrc.Size[1]
-	rw, rh, err := SmartSize(op, w, h)
-	if err != nil {
-		return err
-	}
-	if rw != w || rh != h {
-		return fmt.Errorf("%w: transform: RandomResizedCrop(%d, %d) then SmartResize: smart_resize makes its %dx%d images %dx%d, a second resize stoker does not make; give RandomResizedCrop a size smart_resize keeps, (%d, %d)",
-			errs.Unsupported, h, w, w, h, rw, rh, rh, rw)
-	}
 	t.smartAfter = op
 	return nil
+}
+
+// cropBefore counts the ops before the geometry of a trainer's
+// RandomResizedCrop before a processor's resize: ops[0] the crop, then
+// ColorJitters or RandomPhotometricDistorts, then a resize of the whole
+// image (wholeResize: a vision-language resize, Resize((h, w)),
+// PadToSquare then Resize); 0 for none. The crop is then the image the
+// rest of the geometry sees: decoded, cropped and resized to its size
+// (two resizes, as torchvision's crop then the processor's resize make
+// them), the ops before the resize run on it, then the canvas path
+// resizes it. A crop then a SmartResize that keeps its size is
+// smartAfterCrop's (the crop is the processor's pixels): 0.
+func cropBefore(ops []optab.Op) int {
+	if len(ops) < 2 || ops[0].Kind != OpRandomResizedCrop {
+		return 0
+	}
+	m := 1
+	for m < len(ops) && (ops[m].Kind == optab.OpColorJitter || ops[m].Kind == optab.OpRandomPhotometricDistort) {
+		m++
+	}
+	if m == len(ops) || !wholeResize(&ops[m]) {
+		return 0
+	}
+	if op := &ops[1]; m == 1 && op.Kind == OpSmartResize && checkSmart(op, 0) == nil {
+		if w, h, err := SmartSize(op, ops[0].Size[1], ops[0].Size[0]); err == nil && w == ops[0].Size[1] && h == ops[0].Size[0] {
+			return 0
+		}
+	}
+	return m
+}
+
+// setPreCrop takes op, a RandomResizedCrop before a resize of the whole
+// image (cropBefore), as t's crop before the geometry.
+func (t *Transform) setPreCrop(op *optab.Op) error {
+	if err := checkRRC(op); err != nil {
+		return err
+	}
+	if op.RandomInterp {
+		return fmt.Errorf("%w: transform: RandomResizedCrop with a random interpolation before a resize of the whole image is not supported: give it one", errs.Unsupported)
+	}
+	if err := checkInterp(op, true); err != nil {
+		return err
+	}
+	t.preCrop = op
+	return nil
+}
+
+// planCrop draws t's crop before the geometry (preCrop) of p's source,
+// from the stream a RandomResizedCrop's box is drawn from.
+func (t *Transform) planCrop(p *SamplePlan, k det.Key) error {
+	c := t.preCrop
+	r := k.Stream(StreamCrop)
+	p.PreCrop = true
+	p.PreCX, p.PreCY, p.PreCW, p.PreCH = RRCParams(&r, p.SrcW, p.SrcH, c.Scale, c.Ratio)
+	p.PreW, p.PreH = c.Size[1], c.Size[0]
+	p.PreInterp, p.PreAntialias = c.Interp, !c.NoAntialias && c.Interp != InterpNearest
+	if p.PreCW < 1 || p.PreCH < 1 {
+		return fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", errs.Unsupported, p.SrcW, p.SrcH, p.PreCW, p.PreCH)
+	}
+	return nil
+}
+
+// seenSize is the size t's geometry sees of a w x h image: its crop's
+// before the resize (cropBefore; of several views, view 0's), else w x h.
+func (t *Transform) seenSize(w, h int) (int, int) {
+	v := t
+	if t.views != nil {
+		v = t.views[0]
+	}
+	if c := v.preCrop; c != nil {
+		return c.Size[1], c.Size[0]
+	}
+	return w, h
 }

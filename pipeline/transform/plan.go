@@ -88,6 +88,25 @@ type SamplePlan struct {
 	YLW, YLH                  int
 	YLB                       cv.LetterBoxGeom
 	YP                        cv.PerspectiveParams
+	// PreCrop: a RandomResizedCrop before a resize of the whole image (a
+	// trainer's before a vision-language processor: cropBefore): its box
+	// of the source (PreCX, PreCY, PreCW, PreCH) resized to PreW x PreH
+	// with PreInterp is the image the rest of the plan sees (ImageSize), a
+	// canvas plan's, which Visible decodes.
+	PreCrop                    bool
+	PreCX, PreCY, PreCW, PreCH int
+	PreW, PreH                 int
+	PreInterp                  Interpolation
+	PreAntialias               bool
+}
+
+// ImageSize is the size of the image the plan's geometry takes: its
+// crop's before the geometry (PreCrop), else the source's.
+func (p *SamplePlan) ImageSize() (w, h int) {
+	if p.PreCrop {
+		return p.PreW, p.PreH
+	}
+	return p.SrcW, p.SrcH
 }
 
 // Visible is the plan of what a padded plan decodes: the crop clipped to
@@ -96,7 +115,11 @@ func (p *SamplePlan) Visible() SamplePlan {
 	v := *p
 	if p.Canvas { // the whole image, at its own size, unflipped
 		v.Geom, v.CX, v.CY, v.CW, v.CH, v.OutW, v.OutH = CropResize, 0, 0, p.SrcW, p.SrcH, p.SrcW, p.SrcH
-		v.Padded, v.Vis, v.Canvas, v.Flip = false, false, false, false
+		v.Padded, v.Vis, v.Canvas, v.Flip, v.PreCrop = false, false, false, false, false
+		if p.PreCrop { // the crop before the geometry, resized to its size
+			v.CX, v.CY, v.CW, v.CH, v.OutW, v.OutH = p.PreCX, p.PreCY, p.PreCW, p.PreCH, p.PreW, p.PreH
+			v.Interp, v.Antialias = p.PreInterp, p.PreAntialias
+		}
 		return v
 	}
 	if p.Vis {
@@ -153,6 +176,12 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 	gw, gh := t.geomSize()
 	p := SamplePlan{Geom: t.geom, SrcW: srcW, SrcH: srcH, OutW: gw, OutH: gh}
 	bicubic := false
+	if t.preCrop != nil { // the rest of the plan takes the crop for the image (op_smart.go)
+		if err := t.planCrop(&p, k); err != nil {
+			return p, err
+		}
+		srcW, srcH = p.PreW, p.PreH
+	}
 	if t.zoom != nil {
 		t.zoomOut(&p, k)
 	}
@@ -207,7 +236,7 @@ func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scra
 		p.CW, p.CH = p.RW, p.RH
 		if p.Zoomed { // RandomZoomOut then Resize(h, w): the canvas resized
 			p.Canvas, p.RCFill = true, t.zoom.Fill
-		} else if len(t.pre) > 0 { // ops before: the image's own canvas
+		} else if len(t.pre) > 0 || t.preCrop != nil { // ops (or a crop) before: the image's own canvas
 			p.Canvas, p.ZoomW, p.ZoomH = true, srcW, srcH
 		}
 		p.KW, p.KH = p.ZoomW, p.ZoomH

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
@@ -73,7 +74,6 @@ func TestSmartResizeTransform(t *testing.T) {
 		t.Errorf("SmartResize, ColorJitter, RandomHorizontalFlip: %v", err)
 	}
 	for _, ops := range [][]optab.Op{
-		{{Kind: OpRandomResizedCrop, Size: [2]int{256, 256}}, op}, // smart_resize would make it 252 x 252: a second resize
 		{op, {Kind: OpCenterCrop, Size: [2]int{224, 224}}},
 		{{Kind: OpSmartResize, MinPixels: 10, MaxPixels: 5, Multiple: 28}},
 		{{Kind: OpSmartResize, MinPixels: 10, MaxPixels: 50, Multiple: 0}},
@@ -157,8 +157,8 @@ func TestSharedPre(t *testing.T) {
 // TestRandomResizedCropBeforeSmart: a RandomResizedCrop whose size
 // smart_resize keeps, then SmartResize, is the crop alone (torchvision's
 // resize to the same size returns the image), its vision tokens the
-// size's; a size smart_resize changes is refused, naming the size it
-// keeps.
+// size's; to a size smart_resize changes, the crop is made, then resized
+// on the canvas path (cropBefore): every image that size, its tokens.
 func TestRandomResizedCropBeforeSmart(t *testing.T) {
 	sm := optab.Op{Kind: OpSmartResize, MinPixels: 3136, MaxPixels: 1003520, Multiple: 28, Interp: InterpBicubic}
 	rrc := func(h, w int) optab.Op {
@@ -174,7 +174,23 @@ func TestRandomResizedCropBeforeSmart(t *testing.T) {
 	if n, err := tf.VisionTokens(640, 480); err != nil || n != 16*12 {
 		t.Errorf("vision tokens %d, %v; want 192 (448/28 x 336/28)", n, err)
 	}
-	if _, err := NewTransform(CHW, rrc(256, 256), sm); err == nil || !strings.Contains(err.Error(), "(252, 252)") {
-		t.Errorf("RandomResizedCrop(256) then SmartResize: %v; want refused naming (252, 252)", err)
+	two, err := NewTransform(CHW, rrc(256, 256), sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if two.preCrop == nil || two.outH != 252 || two.outW != 252 {
+		t.Errorf("RandomResizedCrop(256) then SmartResize: crop %v, out %dx%d; want the crop before, 252x252", two.preCrop != nil, two.outW, two.outH)
+	}
+	if n, err := two.VisionTokens(640, 480); err != nil || n != 9*9 {
+		t.Errorf("vision tokens %d, %v; want 81 (252/28 squared)", n, err)
+	}
+	p, err := two.sampler().Plan(640, 480, det.Key{Seed: 2})
+	v := p.Visible()
+	if err != nil || !p.Canvas || !p.PreCrop || p.KW != 256 || p.KH != 256 || p.OutW != 252 || p.OutH != 252 ||
+		v.OutW != 256 || v.OutH != 256 || v.CW != p.PreCW || v.Interp != InterpBicubic {
+		t.Errorf("RandomResizedCrop(256) then SmartResize of 640x480: %+v, %v; want the crop resized to 256x256, its canvas resized to 252x252", p, err)
+	}
+	if st, ok := p.PreCropStep(); !ok || st.Fn != fn.ResizedCrop || st.I[4] != 256 {
+		t.Errorf("the crop's step %+v, %v", st, ok)
 	}
 }

@@ -220,6 +220,9 @@ func CheckTargets(t *Transform) error {
 	if t.views != nil {
 		return fmt.Errorf("%w: targets do not support views (multi-crop) yet", errs.Unsupported)
 	}
+	if t.preCrop != nil {
+		return fmt.Errorf("%w: targets do not support a RandomResizedCrop before a resize of the whole image (two resizes) yet", errs.Unsupported)
+	}
 	return checkTargetOps(t.ops, "")
 }
 

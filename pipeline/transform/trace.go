@@ -57,6 +57,17 @@ func ParseTrace(data []byte) ([]fn.Step, error) {
 	return steps, nil
 }
 
+// PreCropStep is the step of p's crop before the geometry (PreCrop:
+// torchvision's resized_crop, which the trace shows before the ops that
+// run on the crop), ok false for none.
+func (p *SamplePlan) PreCropStep() (st fn.Step, ok bool) {
+	if !p.PreCrop {
+		return st, false
+	}
+	st = fn.Step{Fn: fn.ResizedCrop, I: [6]int{p.PreCY, p.PreCX, p.PreCH, p.PreCW, p.PreH, p.PreW}, Interp: p.PreInterp, Antialias: p.PreAntialias}
+	return st, true
+}
+
 // GeometrySteps are the plan's geometry as functional ops: resized_crop
 // (RandomResizedCrop), resize and center_crop (Resize, CenterCrop), then
 // horizontal_flip when a fused flip drew one.

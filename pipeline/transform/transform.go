@@ -117,6 +117,10 @@ type Transform struct {
 	// smartAfter is a SmartResize after a RandomResizedCrop whose size it
 	// keeps (smartAfterCrop): nothing to make, its count of vision tokens.
 	smartAfter *optab.Op
+	// preCrop is a RandomResizedCrop before a resize of the whole image (a
+	// trainer's before a vision-language processor: cropBefore), whose
+	// output every later part of the geometry takes for the image.
+	preCrop *optab.Op
 	// viewImages is each view's group's Images, skipViews SkipViews'
 	// answers (for records of one image, of several).
 	viewImages []RecordImages
@@ -197,7 +201,15 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	}
 	// RandomPhotometricDistort before the geometry (compilePre): the
 	// geometry is parsed from the op after them.
-	all, pre := t.ops, leadingPre(t.ops)
+	all, pre, from := t.ops, leadingPre(t.ops), 0
+	if pre == 0 { // or a RandomResizedCrop, and those, before a resize of the whole image (op_smart.go)
+		if pre = cropBefore(t.ops); pre > 0 {
+			if err := t.setPreCrop(&t.ops[0]); err != nil {
+				return nil, err
+			}
+			from = 1
+		}
+	}
 	t.ops = t.ops[pre:]
 	n, err := t.lsjGeometry() // ops of the geometry: a ScaleJitter and FixedSizeCrop's (lsj.go)
 	if err == nil && n == 0 {
@@ -411,8 +423,8 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		t.post[i] = nd
 		t.maxSteps += nd.MaxSteps
 	}
-	if t.ops = all; pre > 0 {
-		if err := t.compilePre(pre); err != nil {
+	if t.ops = all; pre > from {
+		if err := t.compilePre(from, pre); err != nil {
 			return nil, err
 		}
 	}

@@ -165,21 +165,21 @@ func (t *Transform) SkipViews(several bool) []bool {
 
 // setSharedPre sets t.sharedPre where t's views are a vision-language
 // processor's (one of them resized to the image's own size: SmartResize,
-// TileResize, AnyResResize, NaFlexResize) and some have ops before their
-// geometry: those ops are the trainer's augmentation before the
+// TileResize, AnyResResize, NaFlexResize) and some have ops (or a crop)
+// before their geometry: those are the trainer's augmentation before the
 // processor, of one image, so every group must start with the same ones.
 func (t *Transform) setSharedPre(groups []ViewGroup) error {
 	vlm, pre := false, false
 	for _, vt := range t.views {
 		vlm = vlm || vt.resize != nil && selfSized(vt.resize)
-		pre = pre || len(vt.pre) > 0
+		pre = pre || len(vt.pre) > 0 || vt.preCrop != nil
 	}
 	if !vlm || !pre {
 		return nil
 	}
-	ops0 := groups[0].Ops[:leadingPre(groups[0].Ops)]
+	ops0 := groups[0].Ops[:beforeGeometry(groups[0].Ops)]
 	for g, vg := range groups {
-		if ops := vg.Ops[:leadingPre(vg.Ops)]; !reflect.DeepEqual(ops, ops0) {
+		if ops := vg.Ops[:beforeGeometry(vg.Ops)]; !reflect.DeepEqual(ops, ops0) {
 			return fmt.Errorf("%w: transform: view group %d%s starts with %s before its geometry, view group 0 with %s: the views of a vision-language processor are of one augmented image, drawn once: give every group the same ops before its resize",
 				errs.Unsupported, g, groupName(vg.Name), opsOrNone(ops), opsOrNone(ops0))
 		}
@@ -196,8 +196,19 @@ func opsOrNone(ops []optab.Op) string {
 	return optab.OpsString(ops)
 }
 
-// SharedPre reports whether t's views draw their ops before the geometry
-// once, with view 0's key (setSharedPre): the same steps in every view.
+// beforeGeometry counts ops' ops before a resize of the whole image: a
+// crop (cropBefore) and the ops on pixels after it, or those alone
+// (leadingPre).
+func beforeGeometry(ops []optab.Op) int {
+	if n := leadingPre(ops); n > 0 {
+		return n
+	}
+	return cropBefore(ops)
+}
+
+// SharedPre reports whether t's views draw their crop and ops before the
+// geometry once, with view 0's key (setSharedPre): the same crop and
+// steps in every view (and its plan's other draws: a fused flip).
 func (t *Transform) SharedPre() bool { return t.sharedPre }
 
 // setSkipViews computes SkipViews' answers from t's views' Images.

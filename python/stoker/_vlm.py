@@ -317,13 +317,14 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256, before: Any = ()) -> 
     ``before``: augmentation a trainer runs on the image before the
     processor, made on the image at its own size before the resize:
     :class:`~stoker.transforms.ColorJitter` and
-    ``RandomPhotometricDistort``, of every processor (of those of several
-    views, InternVL's tiles and thumbnail, OneVision's canvas, base and
-    square, drawn once an image: every view is of the one jittered
-    image); and of the Qwen2-VL family's a
-    :class:`~stoker.transforms.RandomResizedCrop` to a size smart_resize
-    keeps (whole patches within the pixel budget: the processor's resize
-    is then none), every image that size.
+    ``RandomPhotometricDistort``; and first, a
+    :class:`~stoker.transforms.RandomResizedCrop` (every image then that
+    size, which the processor resizes as it resizes any image: two
+    resizes, none where smart_resize keeps the size), the photometric ops
+    then on the crop. Of the processors of several views (InternVL's
+    tiles and thumbnail, OneVision's canvas, base and square) they are
+    drawn and made once an image: every view is of the one augmented
+    image.
 
     What stoker does not do the processor's way is refused with ValueError
     naming it: another processor class (the PIL back-end, whose bicubic is
@@ -339,20 +340,13 @@ def from_hf(processor: Any, *, tokens_per_tile: int = 256, before: Any = ()) -> 
         if type(op).__name__ not in ("ColorJitter", "RandomPhotometricDistort", "RandomResizedCrop"):
             _refuse(name, f"before=: {type(op).__name__}: stoker makes RandomResizedCrop, ColorJitter and "
                           "RandomPhotometricDistort before a processor's resize")
-    if isinstance(tf, VisionMultiView):
-        if crops:
-            _refuse(name, "before=: RandomResizedCrop: its processor makes several views of an image (tiles and "
-                          "thumbnail, canvas and base), which would need its crop's size kept by each; ColorJitter "
-                          "and RandomPhotometricDistort go before it")
+    if crops and (len(crops) > 1 or type(before[0]).__name__ != "RandomResizedCrop"):
+        _refuse(name, "before=: one RandomResizedCrop, first (the photometric ops may then follow it)")
+    if isinstance(tf, VisionMultiView):  # every view of the one augmented image: the server draws it once
         return tf.before(before)
-    if not crops:
-        return VisionCompose([*before, *tf.transforms], tf.vision)
-    if len(crops) > 1 or type(before[0]).__name__ != "RandomResizedCrop" or not isinstance(tf.vision, QwenVision):
-        _refuse(name, "before=: one RandomResizedCrop, first, before the Qwen2-VL family's processor "
-                      "(its SmartResize keeps the crop's size: the photometric ops may then follow it)")
-    # The crop, the processor's resize (none: the server checks that smart_resize keeps the size), then the rest,
-    # which commute with a resize that is none.
-    return VisionCompose([before[0], *tf.transforms, *before[1:]], tf.vision)
+    # The crop (resized to its size), the photometric ops on it, then the processor's resize (none where
+    # smart_resize keeps the crop's size and no op comes between: the crop alone is the processor's pixels).
+    return VisionCompose([*before, *tf.transforms], tf.vision)
 
 
 def _from_hf(processor: Any, tokens_per_tile: int) -> Any:

@@ -338,40 +338,60 @@ def test_color_jitter_before_the_processor(vlm_server: str, vlm_data: Path, name
         assert not list(ld.sample_errors)
     assert n == len(os.listdir(vlm_data / "images"))
     assert kinds == {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue"}, kinds
-    if name == "internvl":
-        with pytest.raises(ValueError, match="several views"):
-            T.from_hf(proc, before=[T.RandomResizedCrop(448)])
+    with pytest.raises(ValueError, match="one RandomResizedCrop, first"):  # the photometric ops after it, on the crop
+        T.from_hf(proc, before=[T.ColorJitter(brightness=0.4), T.RandomResizedCrop(448)])
     with pytest.raises(ValueError, match="RandomHorizontalFlip"):  # it goes after the processor's resize
         T.from_hf(proc, before=[T.RandomHorizontalFlip()])
 
 
-def test_random_resized_crop_before_the_processor(vlm_server: str, vlm_data: Path) -> None:
-    """from_hf(proc, before=[RandomResizedCrop(448, ...), ColorJitter(...)]):
+#: test_random_resized_crop_before_the_processor's processors (jitter_processor's) and crop sizes.
+CROPS = {"qwen2-vl": ("qwen2-vl", 448), "qwen2-vl-256": ("qwen2-vl", 256), "naflex": ("naflex", (200, 300)),
+         "internvl": ("internvl", (100, 150)), "onevision": ("onevision", (100, 150))}
+
+
+@pytest.mark.parametrize("jitter", [False, True])
+@pytest.mark.parametrize("name", sorted(CROPS))
+def test_random_resized_crop_before_the_processor(vlm_server: str, vlm_data: Path, name: str, jitter: bool) -> None:
+    """from_hf(proc, before=[RandomResizedCrop(size, ...), ColorJitter(...)]):
     torchvision's resized_crop (the trace's box replayed with its functional
-    op), then the processor (whose smart_resize keeps 448 x 448: its resize
-    returns the crop as it is), gives vision_inputs to 1e-6 without the
-    jitter and within the jitter kernels' bound with it; a size
-    smart_resize would change is refused at open, naming the one it keeps."""
-    proc = Qwen2VLImageProcessor()
-    for jitter in (False, True):
-        before = [T.RandomResizedCrop(448, scale=(0.3, 1.0), interpolation="bicubic")]
-        if jitter:
-            before.append(T.ColorJitter(brightness=0.4, contrast=0.4))
-        n = 0
-        with stoker.Loader(vlm_server, "vlm", transform=T.from_hf(proc, before=before), batch_size=6, fields=("path",),
-                           shuffle=False, trace=True, pin_memory=False, timeout=120) as ld:
-            for b in ld:
-                got = b.vision_inputs()
-                imgs = replayed(vlm_data, b)
-                assert all(tuple(img.shape[1:]) == (448, 448) for img in imgs), b.trace
-                want = proc(images=imgs, return_tensors="pt")
-                assert torch.equal(got["image_grid_thw"], want["image_grid_thw"])
-                atol = 2 / 255 / min(proc.image_std) + 1e-6 if jitter else 1e-6
-                torch.testing.assert_close(got["pixel_values"], want["pixel_values"], atol=atol, rtol=0)
-                n += len(imgs)
-            assert not list(ld.sample_errors)
-        assert n == len(os.listdir(vlm_data / "images"))
-    with stoker.Loader(vlm_server, "vlm", transform=T.from_hf(proc, before=[T.RandomResizedCrop(256)]), batch_size=6,
-                       pin_memory=False, timeout=120) as ld:
-        with pytest.raises(stoker.StokerError, match=r"\(252, 252\)"):
-            next(iter(ld))
+    op), the jitter, then the processor, gives vision_inputs to 1e-6 without
+    the jitter and within the jitter kernels' bound with it: a size
+    smart_resize keeps (448: its resize returns the crop as it is) and one
+    it changes (256, to 252: two resizes), NaFlex's, and the processors of
+    several views (InternVL's tiles and thumbnail, OneVision's canvas, base
+    and square), each view of the one crop."""
+    proc, bound = jitter_processor(CROPS[name][0])
+    size = CROPS[name][1]
+    before = [T.RandomResizedCrop(size, scale=(0.3, 1.0), interpolation="bicubic")]
+    if jitter:
+        before.append(T.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1))
+    tf = T.from_hf(proc, before=before)
+    if name == "onevision":  # its squares made for single images too, to hold them to the processor's
+        tf.several_images = ()
+    hw = (size, size) if isinstance(size, int) else size
+    n = 0
+    with stoker.Loader(vlm_server, "vlm", transform=tf, batch_size=6, fields=("path",), shuffle=False, trace=True,
+                       max_size=bound, pin_memory=False, timeout=120) as ld:
+        for b in ld:
+            got = b.vision_inputs()
+            keep = lambda step: step[0] == "resized_crop" or step[0].startswith("adjust_")  # noqa: E731
+            if name in ("internvl", "onevision"):  # a trace a view (trace[v][i]): each view's crop and jitter view 0's
+                steps = [[[st for st in tr if keep(st)] for tr in view] for view in b.trace]
+                for i, path in enumerate(b.fields["path"]):
+                    assert all(s[i] == steps[0][i] for s in steps), f"{path}: {[s[i] for s in steps]}"
+                steps = steps[0]
+            else:
+                steps = [[st for st in tr if keep(st)] for tr in b.trace]
+            assert all(tr and tr[0][0] == "resized_crop" for tr in steps), steps
+            imgs = replayed(vlm_data, b, steps=steps)
+            assert all(tuple(img.shape[1:]) == hw for img in imgs), b.trace
+            want = proc(images=imgs, return_tensors="pt")
+            assert set(got) == set(want.keys()), (set(got), set(want.keys()))
+            atol = 2 / 255 / min(proc.image_std) + 1e-6 if jitter else 1e-6
+            for k in want.keys():
+                torch.testing.assert_close(torch.as_tensor(got[k]), torch.as_tensor(want[k]),
+                                           atol=atol if k == "pixel_values" else 0, rtol=0,
+                                           msg=lambda m: f"{k} {b.fields['path']}: {m}")
+            n += len(imgs)
+        assert not list(ld.sample_errors)
+    assert n == len(os.listdir(vlm_data / "images"))
