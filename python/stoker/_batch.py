@@ -114,8 +114,10 @@ class Batch(tuple):
       view of the batch's buffer; ``None`` otherwise;
     - ``source_sizes``: with ``sizes``, int64 ``[B, 2]``, each sample's
       image's ``(height, width)`` as decoded, before the transform
-      (LLaVA-OneVision's ``image_sizes``, DETR's ``orig_size``); ``None``
-      otherwise;
+      (LLaVA-OneVision's ``image_sizes``, DETR's ``orig_size``; after a
+      ``RandomResizedCrop`` before a processor, ``from_hf(proc,
+      before=[...])``, the crop's size, the image the processor sees);
+      ``None`` otherwise;
     - ``records``: of a dataset of records of several images (a
       conversation file whose records name several), int64 ``[B]``, each
       image's record: a record's images are consecutive and in its order,

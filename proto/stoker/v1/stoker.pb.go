@@ -6316,7 +6316,8 @@ type BatchHeader struct {
 	// JobInfo.sizes_vary: each sample's image's height and width as
 	// decoded, before the transform, in batch order (h0, w0, h1, w1, ...):
 	// what LLaVA-OneVision's processor gives as image_sizes, DETR's
-	// orig_size.
+	// orig_size. After a RandomResizedCrop before a processor's resize,
+	// the crop's size: the image the processor is given.
 	SourceSizes []uint32 `protobuf:"varint,62,rep,packed,name=source_sizes,json=sourceSizes,proto3" json:"source_sizes,omitempty"`
 	// A dataset of records of several images (a conversation file's):
 	// per sample (an image), in batch order, the record it is of; a
