@@ -406,76 +406,85 @@ func TestCropBeforeTheResize(t *testing.T) {
 		{{Kind: transform.OpPadToSquare, Fill: [3]float64{127, 0, 255}}, resize},
 		{{Kind: transform.OpSmartResize, MinPixels: 256, MaxPixels: 8192, Multiple: 28, Interp: transform.InterpBicubic}},
 	}
+	alone := mustTransform(t, transform.CHW, crop)
+	d := NewDecoder()
+	defer d.Close()
+	for f, data := range goldenJPEGs()[:6] {
+		for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
+			checkCropBefore(t, d, data, f, layout, crop, geoms, alone)
+		}
+	}
+}
+
+// checkCropBefore is TestCropBeforeTheResize's check of one image (file
+// f) in one layout.
+func checkCropBefore(t *testing.T, d *Decoder, data []byte, f int, layout transform.Layout, crop ops.Op, geoms [][]ops.Op, alone *transform.Transform) {
+	t.Helper()
 	var groups []transform.ViewGroup
 	for _, g := range geoms {
 		groups = append(groups, transform.ViewGroup{Count: 1, Ops: append([]ops.Op{crop}, g...)})
 	}
-	tr, err := transform.NewViews(transform.CHW, groups...)
+	tr, err := transform.NewViews(layout, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !tr.SharedPre() {
 		t.Fatal("a processor's views after one crop: not SharedPre")
 	}
-	alone := mustTransform(t, transform.CHW, crop)
-	d := NewDecoder()
-	defer d.Close()
 	out := make([]byte, tr.SampleBytes())
-	for f, data := range goldenJPEGs()[:6] {
-		k := det.Key{Seed: 9, Epoch: 2, Index: uint64(f)}
-		if err := d.Decode(data, tr, k, out); err != nil {
+	k := det.Key{Seed: 9, Epoch: 2, Index: uint64(f)}
+	if err := d.Decode(data, tr, k, out); err != nil {
+		t.Fatal(err)
+	}
+	var traces [][]json.RawMessage
+	if got := d.AppendTrace(nil, tr); json.Unmarshal(got, &traces) != nil || len(traces) != len(geoms) {
+		t.Fatalf("trace %s", got)
+	}
+	for v := range traces { // each view's first step: the one crop
+		if !bytes.Contains(traces[v][0], []byte(`"resized_crop"`)) || !bytes.Equal(traces[v][0], traces[0][0]) {
+			t.Errorf("file %d view %d: trace %s; want it to start with view 0's crop %s", f, v, traces[v], traces[0][0])
+		}
+	}
+	pix := make([]byte, alone.SampleBytes())
+	if err := d.Decode(data, alone, k, pix); err != nil {
+		t.Fatal(err)
+	}
+	img := image.NewNRGBA(image.Rect(0, 0, 44, 60))
+	for i := range 44 * 60 {
+		img.Pix[4*i], img.Pix[4*i+1], img.Pix[4*i+2], img.Pix[4*i+3] = pix[i], pix[44*60+i], pix[2*44*60+i], 255
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	off := 0
+	for v, g := range geoms {
+		vt := tr.View(v).Sampler(sk)
+		one, err := transform.NewViewsBound(layout, [2]int{512, 512}, transform.ViewGroup{Count: 1, Ops: g})
+		if err != nil {
 			t.Fatal(err)
 		}
-		var traces [][]json.RawMessage
-		if got := d.AppendTrace(nil, tr); json.Unmarshal(got, &traces) != nil || len(traces) != len(geoms) {
-			t.Fatalf("trace %s", got)
-		}
-		for v := range traces { // each view's first step: the one crop
-			if !bytes.Contains(traces[v][0], []byte(`"resized_crop"`)) || !bytes.Equal(traces[v][0], traces[0][0]) {
-				t.Errorf("file %d view %d: trace %s; want it to start with view 0's crop %s", f, v, traces[v], traces[0][0])
-			}
-		}
-		pix := make([]byte, alone.SampleBytes())
-		if err := d.Decode(data, alone, k, pix); err != nil {
+		one = one.WithRagged()
+		want := make([]byte, one.SampleBytes())
+		if err := d.Decode(b.Bytes(), one, k, want); err != nil {
 			t.Fatal(err)
 		}
-		img := image.NewNRGBA(image.Rect(0, 0, 44, 60))
-		for i := range 44 * 60 {
-			img.Pix[4*i], img.Pix[4*i+1], img.Pix[4*i+2], img.Pix[4*i+3] = pix[i], pix[44*60+i], pix[2*44*60+i], 255
+		got := out[off:][:vt.ViewBytes()]
+		off += vt.ViewBytes()
+		if !vt.Varies() { // of one size: the bytes
+			if !bytes.Equal(got, want) {
+				t.Errorf("file %d %v view %d (%s): not what the resize alone makes of the crop", f, layout, v, ops.OpsString(g))
+			}
+			continue
 		}
-		var b bytes.Buffer
-		if err := png.Encode(&b, img); err != nil {
-			t.Fatal(err)
+		gt, wt := got[len(got)-transform.SizeTrailer:], want[len(want)-transform.SizeTrailer:]
+		h, w := int(binary.LittleEndian.Uint32(gt)), int(binary.LittleEndian.Uint32(gt[4:]))
+		if !bytes.Equal(gt, wt) || !bytes.Equal(gt[8:], trailer(0, 0, 44, 60)[8:]) {
+			t.Errorf("file %d view %d: trailer %v, the resize's alone %v; want the crop's size 44x60", f, v, gt, wt)
+			continue
 		}
-		off := 0
-		for v, g := range geoms {
-			vt := tr.View(v).Sampler(sk)
-			one, err := transform.NewViewsBound(transform.CHW, [2]int{512, 512}, transform.ViewGroup{Count: 1, Ops: g})
-			if err != nil {
-				t.Fatal(err)
-			}
-			one = one.WithRagged()
-			want := make([]byte, one.SampleBytes())
-			if err := d.Decode(b.Bytes(), one, k, want); err != nil {
-				t.Fatal(err)
-			}
-			got := out[off:][:vt.ViewBytes()]
-			off += vt.ViewBytes()
-			if !vt.Varies() { // of one size: the bytes
-				if !bytes.Equal(got, want) {
-					t.Errorf("file %d view %d (%s): not what the resize alone makes of the crop", f, v, ops.OpsString(g))
-				}
-				continue
-			}
-			gt, wt := got[len(got)-transform.SizeTrailer:], want[len(want)-transform.SizeTrailer:]
-			h, w := int(binary.LittleEndian.Uint32(gt)), int(binary.LittleEndian.Uint32(gt[4:]))
-			if !bytes.Equal(gt, wt) || !bytes.Equal(gt[8:], trailer(0, 0, 44, 60)[8:]) {
-				t.Errorf("file %d view %d: trailer %v, the resize's alone %v; want the crop's size 44x60", f, v, gt, wt)
-				continue
-			}
-			if !bytes.Equal(got[:3*w*h], want[:3*w*h]) {
-				t.Errorf("file %d view %d (%s): not what the resize alone makes of the crop", f, v, ops.OpsString(g))
-			}
+		if !bytes.Equal(got[:3*w*h], want[:3*w*h]) {
+			t.Errorf("file %d view %d (%s): not what the resize alone makes of the crop", f, v, ops.OpsString(g))
 		}
 	}
 }
