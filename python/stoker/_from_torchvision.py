@@ -320,6 +320,12 @@ class _Converter:
         pre = 0  # RandomPhotometricDistort before the geometry: on the image, before a Resize((h, w))
         while pre < len(self.ops) and self.ops[pre][1] == "RandomPhotometricDistort":
             pre += 1
+        m = pre  # and ColorJitter, right before a Resize((h, w)) (not then cropped): the image jittered at its own size
+        while m < len(self.ops) and self.ops[m][1] in ("ColorJitter", "RandomPhotometricDistort"):
+            m += 1
+        if m > pre and m < len(self.ops) and self.ops[m][1] == "Resize" and not isinstance(self.ops[m][2].size, int) and \
+                not (m + 1 < len(self.ops) and self.ops[m + 1][1] == "CenterCrop"):
+            pre = m
         if pre and pre < len(self.ops):
             ops, geo = self.ops, [name for _, name, _ in self.ops[pre:pre + 2]]
             resize = next((op for _, name, op in self.ops[pre:] if name == "Resize"), None)

@@ -46,6 +46,7 @@ TRANSFORMS = {
              T.SanitizeBoundingBoxes()],
     "photometric-resize": [T.RandomPhotometricDistort(p=0.7), T.Resize((100, 90), interpolation="bicubic"),
                            T.RandomPhotometricDistort(p=0.5)],
+    "jitter-resize": [T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.Resize((100, 90), interpolation="bicubic")],
     "ssdlite": [T.RandomIoUCrop(), T.RandomHorizontalFlip(), T.SanitizeBoundingBoxes(),
                 T.Resize((80, 80), antialias=False)],
 }
@@ -103,6 +104,9 @@ def test_pixels_are_torchvisions(server: str, det: Path, stoker_bin: Path, name:
     assert n == 2 * N
     if name.startswith("photometric"):
         assert PHOTOMETRIC <= ops, ops
+        return
+    if name == "jitter-resize":  # ColorJitter before a Resize((h, w)): on the image at its own size
+        assert PHOTOMETRIC - {"permute_channels"} <= ops and "resize" in ops, ops
         return
     assert {"iou_crop", "resize"} <= ops, ops
     if name not in ("iou-flip-bicubic", "ssdlite"):  # no RandomZoomOut

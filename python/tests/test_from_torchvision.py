@@ -215,6 +215,11 @@ def test_random_iou_crop() -> None:
     assert got.transforms[1].to_proto().convert_bounding_box_format.format == "XYWH"
     got = T.from_torchvision(tv2.Compose([tv2.Resize((64, 64)), tv2.RandomPhotometricDistort((0.9, 1.1), p=1)]))
     assert got.transforms == [T.Resize((64, 64)), T.RandomPhotometricDistort((0.9, 1.1), p=1)]
+    got = T.from_torchvision(tv2.Compose([tv2.ColorJitter(0.4, 0.4), tv2.Resize((64, 64))]))
+    assert got.transforms == [T.ColorJitter(0.4, 0.4), T.Resize((64, 64))]  # on the image at its own size, then resized
+    for bad in ([tv2.ColorJitter(0.4), tv2.Resize(64)], [tv2.ColorJitter(0.4), tv2.Resize((64, 64)), tv2.CenterCrop(48)]):
+        with pytest.raises(ValueError, match="comes before the geometry"):
+            T.from_torchvision(tv2.Compose(bad))
     for bad in ([tv2.RandomPhotometricDistort(), tv2.RandomResizedCrop(64)],
                 [tv2.RandomPhotometricDistort(), tv2.Resize(64), tv2.CenterCrop(64)],
                 [tv2.RandomPhotometricDistort(), tv2.RandomZoomOut(), tv2.RandomCrop(64)]):
