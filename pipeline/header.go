@@ -137,6 +137,7 @@ func WithScratchBudget(b ScratchBudget, wait time.Duration) Option {
 // mask's canvas), is never kept.
 type scratchParts struct {
 	pix, zoom                   int64 // the decode's own pixels (d.pix, d.chw); a RandomZoomOut's canvas in Go (d.canvas, d.mid)
+	pad                         int64 // AnyResResize's canvas resized, before its padding (d.padded: canvasView)
 	maskSrc, maskMaps, maskRuns int64 // the source mask, the maps and canvas indexes, the runs
 	full, imgs, canvas, others  int64 // a Mosaic's image decoded whole, its images, its canvas, MixUp's, CutMix's and CopyPaste's
 	yolo                        int64 // the YOLO kernels' planes
@@ -148,14 +149,14 @@ type scratchParts struct {
 
 // sum is the parts' bytes.
 func (p scratchParts) sum() int64 {
-	return p.pix + p.zoom + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.kern + p.res + p.files + p.lib + p.transient
+	return p.pix + p.zoom + p.pad + p.maskSrc + p.maskMaps + p.maskRuns + p.full + p.imgs + p.canvas + p.others + p.yolo + p.kern + p.res + p.files + p.lib + p.transient
 }
 
 // after is what a Decoder keeping p (transient none) holds at most while
 // it makes a sample that needs need: each part the larger of the two, as
 // each buffer grows only to what the sample asks of it.
 func (p *scratchParts) after(need *scratchParts) int64 {
-	return max(p.pix, need.pix) + max(p.zoom, need.zoom) +
+	return max(p.pix, need.pix) + max(p.zoom, need.zoom) + max(p.pad, need.pad) +
 		max(p.maskSrc, need.maskSrc) + max(p.maskMaps, need.maskMaps) + max(p.maskRuns, need.maskRuns) +
 		max(p.full, need.full) + max(p.imgs, need.imgs) + max(p.canvas, need.canvas) + max(p.others, need.others) +
 		max(p.yolo, need.yolo) + max(p.kern, need.kern) + max(p.res, need.res) + max(p.files, need.files) + max(p.lib, need.lib) + need.transient
@@ -164,7 +165,7 @@ func (p *scratchParts) after(need *scratchParts) int64 {
 // scratchBytes is what the Decoder keeps of the counted scratch.
 func (d *Decoder) scratchBytes() scratchParts {
 	var p scratchParts
-	p.pix, p.zoom = int64(cap(d.pix)+cap(d.chw)), int64(cap(d.canvas)+cap(d.mid))
+	p.pix, p.zoom, p.pad = int64(cap(d.pix)+cap(d.chw)), int64(cap(d.canvas)+cap(d.mid)), int64(cap(d.padded))
 	p.maskSrc, p.maskMaps, p.maskRuns = d.targets.ScratchBytes()
 	m := &d.multi
 	p.full, p.canvas = int64(cap(m.full)), int64(cap(m.canvas))
@@ -188,7 +189,7 @@ func (d *Decoder) scratchBytes() scratchParts {
 // dropScratch lets the counted scratch go and gives its reservation back.
 func (d *Decoder) dropScratch() {
 	d.targets.DropScratch()
-	d.pix, d.chw, d.canvas, d.mid = nil, nil, nil, nil
+	d.pix, d.chw, d.canvas, d.mid, d.padded = nil, nil, nil, nil, nil
 	m := &d.multi
 	m.full, m.canvas, m.mix, m.cut, m.cpMask, m.cpImg, m.cpPts = nil, nil, nil, nil, nil, nil, nil
 	clear(m.imgs[:cap(m.imgs)])
@@ -254,7 +255,7 @@ func scratchBound(t *transform.Transform, mosaic, cached, goCanvas bool, w, h in
 	var p scratchParts
 	src := int64(w) * int64(h)
 	out := int64(at.OutW()) * int64(at.OutH())
-	p.pix, p.zoom = decodeBound(t, mosaic, goCanvas, w, h)
+	p.pix, p.zoom, p.pad = decodeBound(t, mosaic, goCanvas, w, h)
 	if mo := at.MosaicOp(); mosaic && mo != nil {
 		s := int64(mo.ImgSz)
 		side := 2 * s
@@ -362,7 +363,8 @@ func kernBound(t *transform.Transform, w, h int) int64 {
 // downscale's ratio, and 153 an output one); the decoded rows (at most
 // four, with their taps' slack) and the vertical pass's. A view's output
 // is its own size, or the image's where it may be decoded at its own size
-// (MayPad, Whole, a Mosaic's images, made whole); 0 on the reference path
+// (MayPad, Whole, a Mosaic's images, made whole; a crop's before the
+// geometry, then resized as a canvas); 0 on the reference path
 // (no C decode).
 func resBound(t *transform.Transform, mosaic, goRef bool, w, h, pw, ph int) int64 {
 	if goRef || w <= 0 || h <= 0 {
@@ -392,8 +394,9 @@ func resBound(t *transform.Transform, mosaic, goRef bool, w, h, pw, ph int) int6
 		if g := vt.YOLO(); g != nil {
 			nw, nh = max(nw, int64(g.ImgSz())), max(nh, int64(g.ImgSz()))
 		}
+		sw, sh := vt.SeenSize(w, h) // a crop's before the geometry: decoded at its size, then resized
 		if vt.MayPad() || vt.Whole() || vt.Varies() {
-			nw, nh = max(nw, W), max(nh, H)
+			nw, nh = max(nw, W, int64(sw)), max(nh, H, int64(sh))
 		}
 		if px := int64(vt.PixelBytes() / 3); nw > 0 {
 			nh = max(nh, px/nw)
@@ -403,6 +406,9 @@ func resBound(t *transform.Transform, mosaic, goRef bool, w, h, pw, ph int) int6
 		if cw, ch := vt.ZoomCanvas(w, h); cw > 0 { // the canvas resized from its crop, row by row
 			n += view(int64(vt.OutW()), int64(vt.OutH()), cw, ch)
 			W, H = max(W, cw), max(H, ch)
+		} else if sw != w || sh != h { // the crop's canvas resized
+			n += view(int64(vt.OutW()), int64(vt.OutH()), int64(sw), int64(sh))
+			W, H = max(W, int64(sw)), max(H, int64(sh))
 		}
 	}
 	return n + rows(W, H, most)
@@ -412,12 +418,14 @@ func resBound(t *transform.Transform, mosaic, goRef bool, w, h, pw, ph int) int6
 // Mosaic applies) holds for a w x h image (decodeAt, decodeMosaic): when a
 // view is made apart from the output (Staged), every view's pixels
 // (PixelBytes), each view's visible part decoded apart where its geometry
-// may pad (MayPad: the image at its own size, or the output's), and the
-// planes packed to HWC before Normalize; a Mosaic's canvas when it is not
-// made in the output. zoom is a canvas made whole in Go (goCanvas): RGBA
-// at the largest RandomZoomOut canvas (side_range's maximum of each side,
-// rounded up), and its resize's rows.
-func decodeBound(t *transform.Transform, mosaic, goCanvas bool, w, h int) (pix, zoom int64) {
+// may pad (MayPad: the image at its own size, a crop's before the
+// geometry, or the output's), and the planes packed to HWC before
+// Normalize; a Mosaic's canvas when it is not made in the output. zoom is
+// a canvas made whole in Go (goCanvas): RGBA at the largest RandomZoomOut
+// canvas (side_range's maximum of each side, rounded up), and its
+// resize's rows. pad is an AnyResResize's canvas resized before its
+// padding (PadsCanvas), at most its view's room.
+func decodeBound(t *transform.Transform, mosaic, goCanvas bool, w, h int) (pix, zoom, pad int64) {
 	at := t.Sampler(sk)
 	src := 3 * int64(w) * int64(h)
 	if mosaic {
@@ -427,7 +435,7 @@ func decodeBound(t *transform.Transform, mosaic, goCanvas bool, w, h int) (pix, 
 				pix *= 2
 			}
 		}
-		return pix, 0
+		return pix, 0, 0
 	}
 	vs := at.ViewList()
 	view := func(i int) *transform.Transform { // view i of the len(vs) (nil: t alone)
@@ -445,24 +453,28 @@ func decodeBound(t *transform.Transform, mosaic, goCanvas bool, w, h int) (pix, 
 	for i := range nv {
 		vt := view(i).Sampler(sk)
 		pb := int64(vt.RoomFor(w, h))
+		sw, sh := vt.SeenSize(w, h) // the image the geometry takes: a crop's before it
 		if staged {
 			pix += pb
 			if vt.MayPad() {
-				pix += max(src, pb)
+				pix += max(src, 3*int64(sw)*int64(sh), pb)
 			}
 			if vt.Layout() == transform.HWC && vt.NormOp() != nil {
 				chw = max(chw, pb)
+			}
+			if vt.PadsCanvas() { // the Decoder's padded: the canvas resized, before its padding
+				pad = max(pad, pb)
 			}
 		}
 		if goCanvas && vt.MayPad() && w > 0 && h > 0 {
 			cw, ch := vt.ZoomCanvas(w, h)
 			if cw == 0 { // the image's own canvas
-				cw, ch = int64(w)+1, int64(h)+1
+				cw, ch = int64(sw)+1, int64(sh)+1
 			}
 			zoom = max(zoom, 4*cw*ch+3*int64(vt.OutW())*ch)
 		}
 	}
-	return pix + chw, zoom
+	return pix + chw, zoom, pad
 }
 
 // addRoom is n and the room a sample of vt is made in for its image hd

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,8 @@ func (b *countBudget) Release(n int64)  { b.held -= n }
 // before its output: Normalize, an HWC output with steps, a crop past the
 // image, a RandomZoomOut's canvas, and that canvas made whole on the
 // reference path, a RandomRotation with expand=True first: its room the
-// image's rotation) are counted in the sample's reservation from its
+// image's rotation; AnyRes's canvas after a ColorJitter, a crop before a
+// processor's resize larger than the image) are counted in the sample's reservation from its
 // header: after each of 12 photos the Decoder keeps at most the bound of
 // that image's sample or what it kept before, part by part, and the
 // budget holds what it keeps;
@@ -35,6 +37,12 @@ func TestDecodeScratchInBound(t *testing.T) {
 	files := photos(t, 12)
 	norm := ops.Op{Kind: ops.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
 	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
+	// The canvas path of a vision-language processor's resize: AnyRes's
+	// canvas resized apart, then padded (Decoder.padded); a crop before the
+	// resize larger than the photos (the crop, not the image, decoded).
+	jitter := ops.ColorJitterOp(0.4, 0.4, 0.4, 0.1)
+	anyRes := ops.Op{Kind: transform.OpAnyResResize, Sizes: []int{64, 64, 64, 128, 128, 64}, Interp: transform.InterpBicubic}
+	bigCrop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{900, 700}, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}}
 	for _, c := range []struct {
 		name      string
 		layout    transform.Layout
@@ -50,6 +58,10 @@ func TestDecodeScratchInBound(t *testing.T) {
 		{"zoom-out", transform.CHW, []ops.Op{zoom, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false, false},
 		{"zoom-out-reference", transform.CHW, []ops.Op{zoom, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, true, false},
 		{"rotate-expand-first", transform.CHW, []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false, false},
+		{"jitter-anyres", transform.CHW, []ops.Op{jitter, anyRes}, false, false},
+		{"crop-before-anyres", transform.HWC, []ops.Op{bigCrop, jitter, anyRes}, false, false},
+		{"crop-before-smart", transform.CHW, []ops.Op{bigCrop, {Kind: transform.OpSmartResize, MinPixels: 1024, MaxPixels: 65536, Multiple: 28}}, false, false},
+		{"crop-before-square-reference", transform.CHW, []ops.Op{bigCrop, {Kind: transform.OpPadToSquare, Fill: [3]float64{1, 2, 3}}, {Kind: transform.OpResize, Size: [2]int{64, 64}}}, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr := mustTransform(t, c.layout, c.ops...)
@@ -73,14 +85,14 @@ func TestDecodeScratchInBound(t *testing.T) {
 					t.Fatalf("photo %d: %v", i, err)
 				}
 				kept := d.scratchBytes() // each buffer grows to what a sample asks of it, and stays
-				if kept.pix > max(bound.pix, most.pix) || kept.zoom > max(bound.zoom, most.zoom) {
-					t.Fatalf("photo %d (%dx%d): the decode keeps %d bytes of pixels and %d of canvas, its bound %d and %d (kept before: %d and %d)",
-						i, hd.w, hd.h, kept.pix, kept.zoom, bound.pix, bound.zoom, most.pix, most.zoom)
+				if kept.pix > max(bound.pix, most.pix) || kept.zoom > max(bound.zoom, most.zoom) || kept.pad > max(bound.pad, most.pad) {
+					t.Fatalf("photo %d (%dx%d): the decode keeps %d bytes of pixels, %d of canvas and %d of AnyRes's canvas, its bound %d, %d and %d (kept before: %d, %d and %d)",
+						i, hd.w, hd.h, kept.pix, kept.zoom, kept.pad, bound.pix, bound.zoom, bound.pad, most.pix, most.zoom, most.pad)
 				}
 				if b.held != kept.sum() {
 					t.Fatalf("photo %d: %d bytes reserved, %d kept", i, b.held, kept.sum())
 				}
-				most.pix, most.zoom = max(most.pix, kept.pix), max(most.zoom, kept.zoom)
+				most.pix, most.zoom, most.pad = max(most.pix, kept.pix), max(most.zoom, kept.zoom), max(most.pad, kept.pad)
 				if c.direct && (bound.pix != 0 || bound.zoom != 0) {
 					t.Fatalf("photo %d: a decode straight into the output bound to %d bytes of pixels, %d of canvas", i, bound.pix, bound.zoom)
 				}
@@ -90,6 +102,9 @@ func TestDecodeScratchInBound(t *testing.T) {
 			}
 			if c.reference && most.zoom == 0 {
 				t.Errorf("the reference path's canvas kept nothing: nothing counted")
+			}
+			if strings.HasSuffix(c.name, "anyres") && most.pad == 0 {
+				t.Errorf("AnyRes's canvas before its padding kept nothing: nothing counted")
 			}
 			t.Logf("kept at most %d bytes of pixels, %d of canvas", most.pix, most.zoom)
 		})

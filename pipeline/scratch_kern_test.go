@@ -132,6 +132,8 @@ func (b *limitBudget) Release(n int64) { b.held -= n }
 func TestResamplerScratchInBound(t *testing.T) {
 	files := photos(t, 8)
 	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
+	// A crop before a processor's resize, larger than the photos: decoded at its size, then resized.
+	bigCrop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{900, 700}, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}}
 	for _, c := range []struct {
 		name      string
 		ops       []ops.Op
@@ -145,6 +147,8 @@ func TestResamplerScratchInBound(t *testing.T) {
 		{"rotate-expand-first", []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false},
 		{"yolo", []ops.Op{{Kind: transform.OpYOLOLoadImage, ImgSz: 64}, {Kind: transform.OpYOLOLetterBox, Size: [2]int{64, 64}, Stride: 32, ScaleUp: true, LetterCenter: true}}, false},
 		{"tall", []ops.Op{{Kind: transform.OpResize, Size: [2]int{224, 224}}}, false},
+		{"crop-before-smart", []ops.Op{bigCrop, {Kind: transform.OpSmartResize, MinPixels: 1024, MaxPixels: 65536, Multiple: 28}}, false},
+		{"crop-before-anyres", []ops.Op{bigCrop, {Kind: transform.OpAnyResResize, Sizes: []int{64, 64, 64, 128, 128, 64}}}, false},
 		{"reference", []ops.Op{{Kind: transform.OpResize, Size: [2]int{48, 64}}}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -482,12 +482,23 @@ func (t sampler) Staged() bool {
 // MayPad says whether t's geometry may decode a sample's visible part
 // apart, then pad or paste it into place: a crop that may pass the image
 // (CenterCrop, RandomCrop, Pad, FixedSizeCrop) or a canvas (RandomZoomOut,
-// RandomIoUCrop's flip, the ops before the geometry, the YOLO geometry's
-// letterbox). That part is at most the image at its own size or the
-// output's.
+// RandomIoUCrop's flip, the ops or the crop before the geometry, the YOLO
+// geometry's letterbox). That part is at most the image at its own size
+// (SeenSize: a crop's before the geometry) or the output's.
 func (t sampler) MayPad() bool {
 	return t.center != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil || t.zoom != nil || t.iou != nil ||
-		t.fixed != nil || t.yolo != nil || len(t.pre) > 0
+		t.fixed != nil || t.yolo != nil || len(t.pre) > 0 || t.preCrop != nil
+}
+
+// SeenSize is the size of the image t's geometry takes of a w x h source:
+// its crop's before the geometry (cropBefore), else w x h.
+func (t sampler) SeenSize(w, h int) (int, int) { return t.seenSize(w, h) }
+
+// PadsCanvas says whether t's canvas path resizes the canvas apart, then
+// pads it into the output (an AnyResResize after ops or a crop before
+// it: the Decoder's canvasView), in room of the output's size.
+func (t sampler) PadsCanvas() bool {
+	return t.resize != nil && t.resize.Kind == OpAnyResResize && (len(t.pre) > 0 || t.preCrop != nil)
 }
 
 // ZoomCanvas bounds the canvas of a RandomZoomOut or a PadToSquare for a
@@ -495,6 +506,7 @@ func (t sampler) MayPad() bool {
 // over (the side drawn in float32), or the square of the longer side; 0,
 // 0 without one.
 func (t sampler) ZoomCanvas(w, h int) (cw, ch int64) {
+	w, h = t.seenSize(w, h) // of a crop before the geometry, the crop's
 	switch {
 	case t.zoom == nil:
 		return 0, 0
