@@ -199,16 +199,15 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	bad := func(format string, a ...any) (*Transform, error) {
 		return nil, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
-	// RandomPhotometricDistort before the geometry (compilePre): the
-	// geometry is parsed from the op after them.
-	all, pre, from := t.ops, leadingPre(t.ops), 0
-	if pre == 0 { // or a RandomResizedCrop, and those, before a resize of the whole image (op_smart.go)
-		if pre = cropBefore(t.ops); pre > 0 {
-			if err := t.setPreCrop(&t.ops[0]); err != nil {
-				return nil, err
-			}
-			from = 1
+	// RandomPhotometricDistort before the geometry (compilePre), or a
+	// RandomResizedCrop and those before a resize of the whole image
+	// (cropBefore): the geometry is parsed from the op after them.
+	all, pre, from := t.ops, beforeGeometry(t.ops), 0
+	if pre > 0 && t.ops[0].Kind == OpRandomResizedCrop {
+		if err := t.setPreCrop(&t.ops[0]); err != nil {
+			return nil, err
 		}
+		from = 1
 	}
 	t.ops = t.ops[pre:]
 	n, err := t.lsjGeometry() // ops of the geometry: a ScaleJitter and FixedSizeCrop's (lsj.go)
