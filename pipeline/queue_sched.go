@@ -1,5 +1,8 @@
 package pipeline
 
+// The executor's scheduler (weighted fair queueing on the CPU each queue's
+// samples cost, by class) and its workers' loop.
+
 import (
 	"math"
 	"runtime"
@@ -9,9 +12,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/det"
-	"github.com/stoker-dev/stoker/pipeline/internal/cpuclock" // The executor's scheduler (weighted fair queueing on the CPU each queue's
-
-	// samples cost, by class) and its workers' loop.
+	"github.com/stoker-dev/stoker/pipeline/internal/cpuclock"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
