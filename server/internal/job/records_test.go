@@ -254,7 +254,8 @@ func sumOf(m map[int]int) (n int) {
 // TestSeveralImagesViews: a view group made only for images of records of
 // several (ViewGroup.several_images) is left out of a job over single
 // images and kept over records of several; a transform of such groups
-// alone over single images is refused.
+// alone over single images is refused, and one_image's groups alone over
+// records of several (not over records of one image each).
 func TestSeveralImagesViews(t *testing.T) {
 	views := func(several ...bool) *pb.TransformSpec {
 		ts := &pb.TransformSpec{}
@@ -264,7 +265,8 @@ func TestSeveralImagesViews(t *testing.T) {
 		}
 		return ts
 	}
-	env := Env{Datasets: map[string]dataset.Dataset{"sft": newGrouped(30), "cls": names(30)}, Names: []string{"cls", "sft"}, MaxBatchBytes: 1 << 30}
+	env := Env{Datasets: map[string]dataset.Dataset{"sft": newGrouped(30), "cls": names(30), "ones": newGrouped(1)},
+		Names: []string{"cls", "ones", "sft"}, MaxBatchBytes: 1 << 30}
 	for _, c := range []struct {
 		ds      string
 		several []bool
@@ -290,6 +292,9 @@ func TestSeveralImagesViews(t *testing.T) {
 	_, err = New(&pb.JobSpec{Dataset: "sft", BatchSize: 4, Transform: ts}, env, Origin{})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "records of several images, whose images would get no view") {
 		t.Errorf("groups all one_image over records of several: %v; want InvalidArgument", err)
+	}
+	if _, err = New(&pb.JobSpec{Dataset: "ones", BatchSize: 1, Transform: ts}, env, Origin{}); err != nil {
+		t.Errorf("groups all one_image over records of one image each: %v; want accepted", err)
 	}
 	j, err := New(&pb.JobSpec{Dataset: "sft", BatchSize: 4, Transform: views(true, false)}, env, Origin{})
 	if err != nil {
