@@ -48,6 +48,7 @@ import (
 
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/freeport"
+	"github.com/stoker-dev/stoker/internal/opspec"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -441,8 +442,7 @@ func (b *bpBench) autoscaleOnce(ctx context.Context, start int, res *bpAutoscale
 // cropSpec is RandomResizedCrop(n) and a flip.
 func cropSpec(n uint32) *stokerv1.TransformSpec {
 	return &stokerv1.TransformSpec{Ops: []*stokerv1.Op{
-		{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: n}}},
-		{Op: &stokerv1.Op_RandomHorizontalFlip{RandomHorizontalFlip: &stokerv1.RandomHorizontalFlip{}}},
+		opspec.Wire("RandomResizedCrop", "size", int(n)), opspec.Wire("RandomHorizontalFlip"),
 	}}
 }
 

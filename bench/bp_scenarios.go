@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/freeport"
+	"github.com/stoker-dev/stoker/internal/opspec"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -23,8 +24,7 @@ func (b *bpBench) spec(dataset string) *stokerv1.JobSpec {
 	t := &stokerv1.TransformSpec{Preset: b.o.transform}
 	if n := uint32(b.o.size); n > 0 {
 		t = &stokerv1.TransformSpec{Ops: []*stokerv1.Op{
-			{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: n}}},
-			{Op: &stokerv1.Op_RandomHorizontalFlip{RandomHorizontalFlip: &stokerv1.RandomHorizontalFlip{}}},
+			opspec.Wire("RandomResizedCrop", "size", int(n)), opspec.Wire("RandomHorizontalFlip"),
 		}}
 	}
 	return &stokerv1.JobSpec{Dataset: dataset, Transform: t, BatchSize: uint32(b.o.batch), Seed: 1, Shuffle: true}

@@ -31,6 +31,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/internal/opspec"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
 )
@@ -171,8 +172,8 @@ func spec(batchSize uint32) *pb.JobSpec {
 	return &pb.JobSpec{
 		Dataset: "tiny",
 		Transform: &pb.TransformSpec{Ops: []*pb.Op{
-			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
-			{Op: &pb.Op_RandomHorizontalFlip{RandomHorizontalFlip: &pb.RandomHorizontalFlip{}}},
+			opspec.Wire("RandomResizedCrop", "size", 32),
+			opspec.Wire("RandomHorizontalFlip"),
 		}},
 		BatchSize: batchSize,
 		Seed:      7,
@@ -921,8 +922,8 @@ func TestLoaderTrace(t *testing.T) {
 	s := spec(4)
 	s.Trace = true
 	s.Transform = &pb.TransformSpec{Ops: []*pb.Op{
-		{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
-		{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}}}},
+		opspec.Wire("RandomResizedCrop", "size", 32),
+		opspec.Wire("RandomRotation", "degrees", []float64{-10, 10}),
 	}}
 	l := c.Loader(s, client.WithEpochs(1))
 	defer l.Close()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/internal/opspec"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -19,7 +20,7 @@ func TestLoaderViews(t *testing.T) {
 	s := spec(4)
 	s.Trace = true
 	crop := func(side uint32) *pb.TransformSpec {
-		return &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: side}}}}}
+		return &pb.TransformSpec{Ops: []*pb.Op{opspec.Wire("RandomResizedCrop", "size", int(side))}}
 	}
 	s.Transform = &pb.TransformSpec{Views: []*pb.ViewGroup{{Name: "global", Count: 2, Transform: crop(32)}, {Count: 1, Transform: crop(8)}}}
 	chunks := drain(t, c.Loader(s, client.WithEpochs(1)))

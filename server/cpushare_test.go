@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -18,9 +19,9 @@ import (
 // bombJob is the bomb: RandomResizedCrop(4096) and 32 blurs of
 // kernel 1023, sigma 1000, batch 1: within every per-op bound.
 func bombJob(dataset string) *pb.OpenJob {
-	ops := []*pb.Op{{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 4096}}}}
+	ops := []*pb.Op{opspec.Wire("RandomResizedCrop", "size", 4096)}
 	for range 32 {
-		ops = append(ops, &pb.Op{Op: &pb.Op_GaussianBlur{GaussianBlur: &pb.GaussianBlur{KernelX: 1023, KernelY: 1023, SigmaMin: 1000, SigmaMax: 1000}}})
+		ops = append(ops, opspec.Wire("GaussianBlur", "kernel_size", []int{1023, 1023}, "sigma", []float64{1000, 1000}))
 	}
 	return &pb.OpenJob{Job: &pb.JobSpec{Dataset: dataset, Transform: &pb.TransformSpec{Ops: ops}, BatchSize: 1, Seed: 1, Shuffle: true}, Credits: 4}
 }
@@ -28,11 +29,10 @@ func bombJob(dataset string) *pb.OpenJob {
 // augMixJob is AugMix at severity 10, width 16, depth 14 (242 steps) after
 // a crop of side px: expensive, and under the default limit.
 func augMixJob(dataset string, px, batch uint32) *pb.OpenJob {
-	depth := int32(14)
 	return &pb.OpenJob{Job: &pb.JobSpec{
 		Dataset: dataset,
 		Transform: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(px),
-			{Op: &pb.Op_AugMix{AugMix: &pb.AugMix{Severity: 10, MixtureWidth: 16, ChainDepth: &depth, Alpha: 1}}}}},
+			opspec.Wire("AugMix", "severity", 10, "mixture_width", 16, "chain_depth", 14, "alpha", 1)}},
 		BatchSize: batch, Seed: 1, Shuffle: true,
 	}, Credits: 4}
 }

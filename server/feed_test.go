@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stoker-dev/stoker/internal/lease"
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
@@ -384,7 +385,7 @@ func TestFeedErrors(t *testing.T) {
 	}{
 		{"unknown dataset", with(func(o *pb.OpenJob) { o.Job.Dataset = "imagenet" }), codes.NotFound, []string{`"imagenet"`, "known: tiny"}},
 		{"resize shorter side without crop", with(func(o *pb.OpenJob) {
-			o.Job.Transform = &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32}}}}}
+			o.Job.Transform = &pb.TransformSpec{Ops: []*pb.Op{opspec.Wire("Resize", "size", 32)}}
 		}), codes.InvalidArgument, []string{"Resize(32)"}},
 		{"rrc size 0", with(func(o *pb.OpenJob) { o.Job.Transform = &pb.TransformSpec{Ops: []*pb.Op{rrcOp(0)}} }), codes.InvalidArgument, []string{"RandomResizedCrop"}},
 		{"no transform", with(func(o *pb.OpenJob) { o.Job.Transform = nil }), codes.InvalidArgument, []string{"exactly one"}},
@@ -483,7 +484,7 @@ func TestFeedChunking(t *testing.T) {
 		Job: &pb.JobSpec{
 			Dataset: "tiny",
 			// 40 × 3 × 288 × 288 = 9.95 MB: three chunks.
-			Transform: &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 288, Width: 288}}}}},
+			Transform: &pb.TransformSpec{Ops: []*pb.Op{opspec.Wire("Resize", "size", []int{288, 288})}},
 			BatchSize: 64,
 			Seed:      5,
 			Layout:    pb.Layout_LAYOUT_NHWC,

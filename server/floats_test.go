@@ -11,94 +11,93 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
+	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // validOpLists are transforms a server accepts, between them holding every
-// op that has a float field, each float at a valid value.
+// op of the registry that takes a number, each with its numbers at valid
+// values.
 func validOpLists() [][]*pb.Op {
+	w := opspec.Wire
 	return [][]*pb.Op{
 		{
-			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, ScaleMin: 0.5, ScaleMax: 1, RatioMin: 0.75, RatioMax: 1.25}}},
+			w("RandomResizedCrop", "size", 32, "scale", []float64{0.5, 1}, "ratio", []float64{0.75, 1.25}),
 			flipOp(proto.Float64(0.5)),
-			{Op: &pb.Op_ColorJitter{ColorJitter: &pb.ColorJitter{Brightness: 0.2, Contrast: 0.2, Saturation: 0.2, Hue: 0.1,
-				BrightnessRange: &pb.Range{Min: 0.5, Max: 1.5}, ContrastRange: &pb.Range{Min: 0.5, Max: 1.5},
-				SaturationRange: &pb.Range{Min: 0.5, Max: 1.5}, HueRange: &pb.Range{Min: -0.1, Max: 0.1}}}},
-			{Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.5, 0.5, 0.5}, Std: []float64{0.2, 0.2, 0.2}}}},
+			w("ColorJitter", "brightness", 0.2, "contrast", 0.2, "saturation", 0.2, "hue", 0.1),
+			w("Normalize", "mean", []float64{0.5, 0.5, 0.5}, "std", []float64{0.2, 0.2, 0.2}),
 		},
 		{
-			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 40, Width: 40}}},
-			{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32}}},
-			{Op: &pb.Op_RandomVerticalFlip{RandomVerticalFlip: &pb.RandomVerticalFlip{P: proto.Float64(0.5)}}},
-			{Op: &pb.Op_RandomGrayscale{RandomGrayscale: &pb.RandomGrayscale{P: proto.Float64(0.2)}}},
-			{Op: &pb.Op_GaussianBlur{GaussianBlur: &pb.GaussianBlur{KernelX: 5, KernelY: 5, SigmaMin: 0.1, SigmaMax: 2}}},
-			{Op: &pb.Op_RandomSolarize{RandomSolarize: &pb.RandomSolarize{Threshold: 128, P: proto.Float64(0.2)}}},
-			{Op: &pb.Op_RandomPosterize{RandomPosterize: &pb.RandomPosterize{Bits: 4, P: proto.Float64(0.2)}}},
-			{Op: &pb.Op_RandomInvert{RandomInvert: &pb.RandomInvert{P: proto.Float64(0.2)}}},
-			{Op: &pb.Op_RandomEqualize{RandomEqualize: &pb.RandomEqualize{P: proto.Float64(0.2)}}},
-			{Op: &pb.Op_RandomAutocontrast{RandomAutocontrast: &pb.RandomAutocontrast{P: proto.Float64(0.2)}}},
-			{Op: &pb.Op_RandomAdjustSharpness{RandomAdjustSharpness: &pb.RandomAdjustSharpness{SharpnessFactor: 2, P: proto.Float64(0.2)}}},
-			{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}, Fill: []float64{1, 2, 3}, Center: []float64{4, 5}}}},
-			{Op: &pb.Op_RandomAffine{RandomAffine: &pb.RandomAffine{Degrees: &pb.Range{Min: -10, Max: 10}, Translate: []float64{0.1, 0.1},
-				Scale: &pb.Range{Min: 0.9, Max: 1.1}, Shear: []float64{-5, 5, -5, 5}, Fill: []float64{1, 2, 3}, Center: []float64{4, 5}}}},
-			{Op: &pb.Op_RandomErasing{RandomErasing: &pb.RandomErasing{P: proto.Float64(0.2), Scale: &pb.Range{Min: 0.02, Max: 0.3},
-				Ratio: &pb.Range{Min: 0.3, Max: 3.3}, Value: []float64{1, 2, 3}, NoiseMean: []float64{0.5, 0.5, 0.5}, NoiseStd: []float64{0.2, 0.2, 0.2}}}},
-			{Op: &pb.Op_RandomErasing{RandomErasing: &pb.RandomErasing{RandomValue: true}}},
-			{Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{DistortionScale: proto.Float64(0.4), P: proto.Float64(0.5), Fill: []float64{1, 2, 3}}}},
-			{Op: &pb.Op_RandomApply{RandomApply: &pb.RandomApply{P: proto.Float64(0.8), Ops: []*pb.Op{
-				{Op: &pb.Op_ColorJitter{ColorJitter: &pb.ColorJitter{BrightnessRange: &pb.Range{Min: 0.5, Max: 1.5}, Hue: 0.1,
-					ContrastRange: &pb.Range{Min: 0.5, Max: 1.5}, SaturationRange: &pb.Range{Min: 0.5, Max: 1.5}, HueRange: &pb.Range{Min: -0.1, Max: 0.1}}}},
-			}}}},
-			{Op: &pb.Op_RandomChoice{RandomChoice: &pb.RandomChoice{P: []float64{1, 2}, Ops: []*pb.Op{
-				{Op: &pb.Op_RandomInvert{RandomInvert: &pb.RandomInvert{}}},
-				{Op: &pb.Op_RandomOrder{RandomOrder: &pb.RandomOrder{Ops: []*pb.Op{{Op: &pb.Op_Grayscale{Grayscale: &pb.Grayscale{}}}}}}},
-			}}}},
-			{Op: &pb.Op_TrivialAugmentWide{TrivialAugmentWide: &pb.TrivialAugmentWide{Fill: []float64{1, 2, 3}}}},
-			{Op: &pb.Op_RandAugment{RandAugment: &pb.RandAugment{Fill: []float64{1, 2, 3}}}},
-			{Op: &pb.Op_AutoAugment{AutoAugment: &pb.AutoAugment{Fill: []float64{1, 2, 3}}}},
-			{Op: &pb.Op_AugMix{AugMix: &pb.AugMix{Alpha: 1, Fill: []float64{1, 2, 3}}}},
-			{Op: &pb.Op_TimmRandAugment{TimmRandAugment: &pb.TimmRandAugment{Config: "rand-m9-mstd0.5-inc1", Fill: []float64{1, 2, 3}}}},
-			{Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v0r-mstd0.5", Fill: []float64{1, 2, 3}}}},
-			{Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-m5-w4-d2", Fill: []float64{1, 2, 3}}}},
+			w("Resize", "size", []int{40, 40}),
+			w("CenterCrop", "size", 32),
+			w("RandomVerticalFlip", "p", 0.5),
+			w("RandomGrayscale", "p", 0.2),
+			w("GaussianBlur", "kernel_size", []int{5, 5}, "sigma", []float64{0.1, 2}),
+			w("RandomSolarize", "threshold", 128, "p", 0.2),
+			w("RandomPosterize", "bits", 4, "p", 0.2),
+			w("RandomInvert", "p", 0.2),
+			w("RandomEqualize", "p", 0.2),
+			w("RandomAutocontrast", "p", 0.2),
+			w("RandomAdjustSharpness", "sharpness_factor", 2, "p", 0.2),
+			w("RandomRotation", "degrees", []float64{-10, 10}, "fill", []float64{1, 2, 3}, "center", []float64{4, 5}),
+			w("RandomAffine", "degrees", []float64{-10, 10}, "translate", []float64{0.1, 0.1}, "scale", []float64{0.9, 1.1},
+				"shear", []float64{-5, 5, -5, 5}, "fill", []float64{1, 2, 3}, "center", []float64{4, 5}),
+			w("RandomErasing", "p", 0.2, "scale", []float64{0.02, 0.3}, "ratio", []float64{0.3, 3.3}, "value", []float64{1, 2, 3}),
+			w("RandomErasing", "value", "random", "noise_mean", []float64{0.5, 0.5, 0.5}, "noise_std", []float64{0.2, 0.2, 0.2}, "count", []int{1, 2}),
+			w("RandomPerspective", "distortion_scale", 0.4, "p", 0.5, "fill", []float64{1, 2, 3}),
+			w("RandomApply", "p", 0.8, "transforms", []*pb.Op{
+				w("ColorJitter", "brightness", []float64{0.5, 1.5}, "contrast", []float64{0.5, 1.5}, "saturation", []float64{0.5, 1.5}, "hue", []float64{-0.1, 0.1}),
+			}),
+			w("RandomChoice", "p", []float64{1, 2}, "transforms", []*pb.Op{
+				w("RandomInvert"),
+				w("RandomOrder", "transforms", []*pb.Op{w("Grayscale", "num_output_channels", 3)}),
+			}),
+			w("TrivialAugmentWide", "num_magnitude_bins", 31, "fill", []float64{1, 2, 3}),
+			w("RandAugment", "num_ops", 2, "magnitude", 9, "num_magnitude_bins", 31, "fill", []float64{1, 2, 3}),
+			w("AutoAugment", "fill", []float64{1, 2, 3}),
+			w("AugMix", "severity", 3, "mixture_width", 3, "chain_depth", 2, "alpha", 1, "fill", []float64{1, 2, 3}),
+			w("TimmRandAugment", "config", "rand-m9-mstd0.5-inc1", "fill", []float64{1, 2, 3}),
+			w("TimmAutoAugment", "config", "v0r-mstd0.5", "fill", []float64{1, 2, 3}),
+			w("TimmAugMix", "config", "augmix-m5-w4-d2", "fill", []float64{1, 2, 3}),
 		},
 		{
-			{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{1, 2, 3}}}},
-			{Op: &pb.Op_RandomCrop{RandomCrop: &pb.RandomCrop{Height: 32, Padding: []uint32{2}, PadIfNeeded: true, Fill: []float64{1, 2, 3}}}},
+			w("Pad", "padding", []int{4}, "fill", []float64{1, 2, 3}),
+			w("RandomCrop", "size", 32, "padding", []int{2}, "pad_if_needed", true, "fill", []float64{1, 2, 3}),
 		},
 		{
-			{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{Fill: []float64{1, 2, 3}, SideRange: &pb.Range{Min: 1, Max: 2}, P: proto.Float64(0.5)}}},
-			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+			w("RandomZoomOut", "fill", []float64{1, 2, 3}, "side_range", []float64{1, 2}, "p", 0.5),
+			w("Resize", "size", []int{32, 32}),
 		},
 		{
-			{Op: &pb.Op_RandomPhotometricDistort{RandomPhotometricDistort: &pb.RandomPhotometricDistort{Brightness: &pb.Range{Min: 0.9, Max: 1.1},
-				Contrast: &pb.Range{Min: 0.5, Max: 1.5}, Saturation: &pb.Range{Min: 0.5, Max: 1.5}, Hue: &pb.Range{Min: -0.1, Max: 0.1}, P: proto.Float64(0.5)}}},
-			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+			w("RandomPhotometricDistort", "brightness", []float64{0.9, 1.1}, "contrast", []float64{0.5, 1.5}, "saturation", []float64{0.5, 1.5},
+				"hue", []float64{-0.1, 0.1}, "p", 0.5),
+			w("Resize", "size", []int{32, 32}),
 		},
 		{ // large-scale jitter
-			{Op: &pb.Op_ScaleJitter{ScaleJitter: &pb.ScaleJitter{TargetHeight: 64, TargetWidth: 48, ScaleRange: &pb.Range{Min: 0.5, Max: 1.5}}}},
-			{Op: &pb.Op_FixedSizeCrop{FixedSizeCrop: &pb.FixedSizeCrop{Height: 32, Fill: []float64{1, 2, 3}}}},
+			w("ScaleJitter", "target_size", []int{48, 64}, "scale_range", []float64{0.5, 1.5}),
+			w("FixedSizeCrop", "size", 32, "fill", []float64{1, 2, 3}),
 		},
 		{ // per-sample sizes (targets)
-			{Op: &pb.Op_RandomShortestSize{RandomShortestSize: &pb.RandomShortestSize{MinSize: []uint32{24, 32}, MaxSize: proto.Uint32(48)}}},
-			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(1), MinArea: proto.Float64(1)}}},
+			w("RandomShortestSize", "min_size", []int{24, 32}, "max_size", 48),
+			w("SanitizeBoundingBoxes", "min_size", 1, "min_area", 1),
 		},
 		{
-			{Op: &pb.Op_RandomResize{RandomResize: &pb.RandomResize{MinSize: 40, MaxSize: 48}}},
-			{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32}}},
+			w("RandomResize", "min_size", 40, "max_size", 48),
+			w("CenterCrop", "size", 32),
 		},
 		{ // the segmentation references' geometry
-			{Op: &pb.Op_RandomResize{RandomResize: &pb.RandomResize{MinSize: 20, MaxSize: 48}}},
-			{Op: &pb.Op_PadIfSmaller{PadIfSmaller: &pb.PadIfSmaller{Size: 32, Fill: []float64{1, 2, 3}, MaskFill: proto.Float64(255)}}},
-			{Op: &pb.Op_RandomCrop{RandomCrop: &pb.RandomCrop{Height: 32}}},
+			w("RandomResize", "min_size", 20, "max_size", 48),
+			withArgs(w("PadIfSmaller", "size", 32), typedFill([]float64{1, 2, 3}, 255)),
+			w("RandomCrop", "size", 32),
 		},
 		{ // a job with targets (describe's "det")
-			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
-			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(2), MinArea: proto.Float64(3)}}},
-			{Op: &pb.Op_ClampKeyPoints{ClampKeyPoints: &pb.ClampKeyPoints{}}},
-			{Op: &pb.Op_SanitizeKeyPoints{SanitizeKeyPoints: &pb.SanitizeKeyPoints{}}},
-			{Op: &pb.Op_ClampBoundingBoxes{ClampBoundingBoxes: &pb.ClampBoundingBoxes{ClampingMode: proto.String("hard")}}},
+			w("RandomResizedCrop", "size", 32),
+			w("SanitizeBoundingBoxes", "min_size", 2, "min_area", 3),
+			w("ClampKeyPoints"),
+			w("SanitizeKeyPoints"),
+			w("ClampBoundingBoxes", "clamping_mode", "hard"),
 		},
 		{ // ultralytics' Mosaic, a named op (its partners read with each sample)
 			{Op: &pb.Op_Named{Named: &pb.NamedOp{Name: "YOLOMosaic", Args: []*pb.NamedArg{
@@ -112,19 +111,42 @@ func validOpLists() [][]*pb.Op {
 			namedOp("YOLOCutMix", numArg("p", 0.5), numArg("beta", 1), numArg("num_areas", 3)),
 		},
 		{ // the DETR recipes' geometry (targets)
-			{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{MinScale: proto.Float64(0.3), MaxScale: proto.Float64(1),
-				MinAspectRatio: proto.Float64(0.5), MaxAspectRatio: proto.Float64(2), SamplerOptions: []float64{0, 0.5, 1}}}},
-			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+			w("RandomIoUCrop", "min_scale", 0.3, "max_scale", 1, "min_aspect_ratio", 0.5, "max_aspect_ratio", 2, "sampler_options", []float64{0, 0.5, 1},
+				"trials", 40, "p", 1),
+			w("Resize", "size", []int{32, 32}),
 		},
 		{ // the YOLO family: NamedOps (op_yolo.go)
 			namedOp("YOLOLoadImage", numArg("imgsz", 48)),
 			namedOp("YOLOLetterBox", &pb.NamedArg{Name: "new_shape", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: []float64{32, 40}}}},
-				&pb.NamedArg{Name: "scaleup", Value: &pb.NamedArg_Flag{Flag: false}}),
+				&pb.NamedArg{Name: "scaleup", Value: &pb.NamedArg_Flag{Flag: false}}, numArg("stride", 32)),
 			namedOp("YOLORandomPerspective", numArg("degrees", 5), numArg("translate", 0.1), numArg("scale", 0.5), numArg("shear", 2), numArg("perspective", 0.0005)),
 			namedOp("YOLORandomHSV", numArg("hgain", 0.015), numArg("sgain", 0.7), numArg("vgain", 0.4)),
 			namedOp("YOLORandomFlip", numArg("p", 0.5), &pb.NamedArg{Name: "direction", Value: &pb.NamedArg_Text{Text: "vertical"}}),
 		},
+		// the vision-language resizes (each sample its own size)
+		{w("AnyResResize", "grid_pinpoints", []int{32, 32, 32, 64, 64, 32}, "patch", 16, "tokens_grid", 2, "base_tokens", 4, "max_patches", 8)},
+		{w("SmartResize", "min_pixels", 1024, "max_pixels", 8192, "factor", 16)},
+		{w("NaFlexResize", "patch_size", 16, "max_num_patches", 64)},
+		{w("TileResize", "tile_size", 28, "min_tiles", 1, "max_tiles", 6, "tokens_per_tile", 16)},
+		{w("PadToSquare", "fill", []float64{127, 0, 255}), w("Resize", "size", []int{32, 40})},
 	}
+}
+
+// typedFill is torchvision's fill per type, {tv_tensors.Image: image,
+// tv_tensors.Mask: mask}, as a NamedOp's fill (image nil: None).
+func typedFill(image []float64, mask float64) *pb.NamedArg {
+	t := &pb.TypedFill{Mask: mask}
+	if image != nil {
+		t.Image = &pb.Numbers{Values: image}
+	}
+	return &pb.NamedArg{Name: "fill", Value: &pb.NamedArg_TypedFill{TypedFill: t}}
+}
+
+// withArgs is op (a NamedOp) with args added.
+func withArgs(op *pb.Op, args ...*pb.NamedArg) *pb.Op {
+	n := op.GetNamed()
+	n.Args = append(n.Args, args...)
+	return op
 }
 
 // namedOp is an op sent by name (a NamedOp), numArg one of its numbers.
@@ -137,23 +159,60 @@ func numArg(name string, v float64) *pb.NamedArg {
 }
 
 // targetsOnly says whether ops act on targets (SanitizeBoundingBoxes,
-// RandomIoUCrop): a
-// job of them needs an annotated dataset and JobSpec.targets.
+// RandomIoUCrop, ...): a job of them needs an annotated dataset and
+// JobSpec.targets.
 func targetsOnly(ops []*pb.Op) bool {
 	for _, op := range ops {
-		if op.GetSanitizeBoundingBoxes() != nil || op.GetRandomIouCrop() != nil || op.GetClampBoundingBoxes() != nil ||
-			op.GetNamed().GetName() == "YOLOCopyPaste" || op.GetNamed().GetName() == "YOLOCutMix" {
+		switch op.GetNamed().GetName() {
+		case "SanitizeBoundingBoxes", "RandomIoUCrop", "ClampBoundingBoxes", "YOLOCopyPaste", "YOLOCutMix":
 			return true
 		}
 	}
 	return false
 }
 
-// TestOpFloatsRefuseNonFinite: NaN, +Inf or -Inf in any float field of any
-// op gets INVALID_ARGUMENT from a real server, never a job. The ops and
-// their fields are read from the proto descriptors, so a new op or a new
-// float field is covered without editing this test; an op with float
-// fields that validOpLists lacks fails it.
+// numberSlot is one number of an op list's arguments: where it is, and
+// how to set it.
+type numberSlot struct {
+	op, name string
+	set      func(float64)
+}
+
+// numberSlots are every number of ops' arguments (a number, a tuple's
+// values, a fill per type's image values and mask), the ops of containers
+// too, in order.
+func numberSlots(ops []*pb.Op, where string) []numberSlot {
+	var out []numberSlot
+	for i, op := range ops {
+		n := op.GetNamed()
+		at := fmt.Sprintf("%sop %d (%s)", where, i, n.GetName())
+		for _, a := range n.GetArgs() {
+			switch v := a.GetValue().(type) {
+			case *pb.NamedArg_Number:
+				out = append(out, numberSlot{n.GetName(), fmt.Sprintf("%s.%s", at, a.GetName()), func(x float64) { v.Number = x }})
+			case *pb.NamedArg_Numbers:
+				for k := range v.Numbers.GetValues() {
+					out = append(out, numberSlot{n.GetName(), fmt.Sprintf("%s.%s[%d]", at, a.GetName(), k), func(x float64) { v.Numbers.Values[k] = x }})
+				}
+			case *pb.NamedArg_TypedFill:
+				for k := range v.TypedFill.GetImage().GetValues() {
+					out = append(out, numberSlot{n.GetName(), fmt.Sprintf("%s.%s.image[%d]", at, a.GetName(), k), func(x float64) { v.TypedFill.Image.Values[k] = x }})
+				}
+				out = append(out, numberSlot{n.GetName(), fmt.Sprintf("%s.%s.mask", at, a.GetName()), func(x float64) { v.TypedFill.Mask = x }})
+			case *pb.NamedArg_Ops:
+				out = append(out, numberSlots(v.Ops.GetOps(), at+" > ")...)
+			}
+		}
+	}
+	return out
+}
+
+// TestOpFloatsRefuseNonFinite: NaN, +Inf or -Inf in any number of any
+// op's arguments (each on the wire a double: a number, a tuple's value, a
+// fill per type's) gets INVALID_ARGUMENT from a real server, never a job.
+// Every number validOpLists gives is spoiled in turn, and every op of the
+// registry that takes a number must have an example there giving one, so
+// a new op is covered or fails this test.
 func TestOpFloatsRefuseNonFinite(t *testing.T) {
 	ann, _ := photosCOCO(t)
 	e := newEnv(t, Config{Datasets: map[string]string{"tiny": makeDataset(t, []string{"a", "b", "c"}, 13, true), "det": "../testdata/photos"},
@@ -168,117 +227,42 @@ func TestOpFloatsRefuseNonFinite(t *testing.T) {
 		_, err := e.client.DescribeJob(ctx, &pb.DescribeJobRequest{Job: job})
 		return err
 	}
+	covered := map[string]bool{}
 	for _, ops := range validOpLists() {
 		if err := describe(ops); err != nil {
 			t.Fatalf("a valid transform refused: %v", err)
 		}
+		for _, s := range numberSlots(ops, "") {
+			covered[s.op] = true
+		}
 	}
-	oneof := (&pb.Op{}).ProtoReflect().Descriptor().Oneofs().ByName("op")
-	if oneof == nil {
-		t.Fatal("Op has no oneof op")
+	numeric := map[string]bool{"float": true, "int": true, "range": true, "size": true, "fill": true, "floats": true, "ints": true, "typed_fill": true}
+	for _, s := range opspkg.OpSchemas() {
+		for _, p := range s.Params {
+			if numeric[p.Type] && !covered[s.Name] {
+				t.Errorf("op %s takes numbers (%s) and has no valid example giving one in validOpLists: add one", s.Name, p.Name)
+				break
+			}
+		}
 	}
 	checked := 0
-	for i := range oneof.Fields().Len() {
-		opField := oneof.Fields().Get(i)
-		var floats []protoreflect.FieldDescriptor
-		fields := opField.Message().Fields()
-		for j := range fields.Len() {
-			if k := fields.Get(j).Kind(); k == protoreflect.DoubleKind || k == protoreflect.FloatKind {
-				floats = append(floats, fields.Get(j))
-			}
-		}
-		checked += spoilRanges(t, describe, opField)
-		if len(floats) == 0 {
-			continue
-		}
-		list, at := findOp(validOpLists(), opField)
-		if list == nil {
-			t.Errorf("op %s has float fields and no valid example in validOpLists: add one", opField.Name())
-			continue
-		}
-		for _, f := range floats {
-			n := 1
-			if f.IsList() {
-				n = list[at].ProtoReflect().Get(opField).Message().Get(f).List().Len()
-				if n == 0 {
-					t.Errorf("%s.%s: the valid example has no elements to spoil", opField.Name(), f.Name())
-				}
-			}
-			for idx := range n {
-				for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-					name := fmt.Sprintf("%s.%s[%d]=%v", opField.Name(), f.Name(), idx, bad)
-					ops, _ := findOp(validOpLists(), opField)
-					m := ops[at].ProtoReflect().Mutable(opField).Message()
-					v := protoreflect.ValueOfFloat64(bad)
-					if f.Kind() == protoreflect.FloatKind {
-						v = protoreflect.ValueOfFloat32(float32(bad))
-					}
-					if f.IsList() {
-						m.Mutable(f).List().Set(idx, v)
-					} else {
-						m.Set(f, v)
-					}
-					err := describe(ops)
-					if status.Code(err) != codes.InvalidArgument {
-						t.Errorf("%s: %v, want InvalidArgument", name, err)
-					}
-					checked++
-				}
-			}
-		}
-	}
-	if checked == 0 {
-		t.Fatal("no float field found in any op")
-	}
-	t.Logf("%d non-finite values refused", checked)
-}
-
-// findOp returns the first list holding an op set in opField, and its
-// position.
-func findOp(lists [][]*pb.Op, opField protoreflect.FieldDescriptor) ([]*pb.Op, int) {
-	for _, l := range lists {
-		for i, op := range l {
-			if op.ProtoReflect().Has(opField) {
-				return l, i
-			}
-		}
-	}
-	return nil, 0
-}
-
-// spoilRanges sets each Range field of opField's valid example (its min,
-// then its max) to NaN and the infinities, and checks each is refused. It
-// returns how many it checked.
-func spoilRanges(t *testing.T, describe func([]*pb.Op) error, opField protoreflect.FieldDescriptor) int {
-	t.Helper()
-	list, at := findOp(validOpLists(), opField)
-	if list == nil {
-		return 0
-	}
-	checked := 0
-	fields := opField.Message().Fields()
-	for j := range fields.Len() {
-		f := fields.Get(j)
-		if f.Kind() != protoreflect.MessageKind || f.Message().FullName() != "stoker.v1.Range" {
-			continue
-		}
-		if !list[at].ProtoReflect().Get(opField).Message().Has(f) {
-			t.Errorf("%s.%s: the valid example does not set it", opField.Name(), f.Name())
-			continue
-		}
-		for _, end := range []protoreflect.Name{"min", "max"} {
+	for l := range validOpLists() {
+		for k := range numberSlots(validOpLists()[l], "") {
 			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-				ops, _ := findOp(validOpLists(), opField)
-				r := ops[at].ProtoReflect().Mutable(opField).Message().Mutable(f).Message()
-				r.Set(r.Descriptor().Fields().ByName(end), protoreflect.ValueOfFloat64(bad))
+				ops := validOpLists()[l]
+				slot := numberSlots(ops, "")[k]
+				slot.set(bad)
 				if err := describe(ops); status.Code(err) != codes.InvalidArgument {
-					t.Errorf("%s.%s.%s=%v: %v, want InvalidArgument", opField.Name(), f.Name(), end, bad, err)
+					t.Errorf("%s=%v: %v, want InvalidArgument", slot.name, bad, err)
 				}
 				checked++
 			}
 		}
 	}
-	return checked
+	if checked == 0 {
+		t.Fatal("no number found in any op")
+	}
+	t.Logf("%d non-finite values refused", checked)
 }
 
 // TestDegenerateRangesRefused: finite values that leave nothing to make (an
@@ -295,11 +279,11 @@ func TestDegenerateRangesRefused(t *testing.T) {
 		ops  []*pb.Op
 		want string
 	}{
-		{"rrc ratio tiny", []*pb.Op{{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, RatioMin: 1e-300, RatioMax: 1e-299}}}},
+		{"rrc ratio tiny", []*pb.Op{opspec.Wire("RandomResizedCrop", "size", 32, "ratio", []float64{1e-300, 1e-299})},
 			"every crop would be empty"},
-		{"rrc ratio huge", []*pb.Op{{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, RatioMin: 1e299, RatioMax: 1e300}}}},
+		{"rrc ratio huge", []*pb.Op{opspec.Wire("RandomResizedCrop", "size", 32, "ratio", []float64{1e299, 1e300})},
 			"every crop would be empty"},
-		{"normalize std 1e-300", []*pb.Op{rrcOp(32), {Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.5, 0.5, 0.5}, Std: []float64{0.2, 1e-300, 0.2}}}}},
+		{"normalize std 1e-300", []*pb.Op{rrcOp(32), opspec.Wire("Normalize", "mean", []float64{0.5, 0.5, 0.5}, "std", []float64{0.2, 1e-300, 0.2})},
 			"(1 + |mean|) / std at most"},
 	} {
 		open := smallJob("tiny", 8)

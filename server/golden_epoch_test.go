@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"hash"
 	"slices"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -155,10 +157,10 @@ func TestTracedEpochsAnyTopology(t *testing.T) {
 	job := goldenEpochJob(1)
 	job.Job.Trace = true
 	job.Job.Transform = &pb.TransformSpec{Ops: []*pb.Op{
-		{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, Interpolation: pb.Interpolation_INTERPOLATION_BICUBIC}}},
-		{Op: &pb.Op_RandomHorizontalFlip{RandomHorizontalFlip: &pb.RandomHorizontalFlip{}}},
-		{Op: &pb.Op_TrivialAugmentWide{TrivialAugmentWide: &pb.TrivialAugmentWide{}}},
-		{Op: &pb.Op_RandomErasing{RandomErasing: &pb.RandomErasing{RandomValue: true}}},
+		opspec.Wire("RandomResizedCrop", "size", 32, "interpolation", "bicubic"),
+		opspec.Wire("RandomHorizontalFlip"),
+		opspec.Wire("TrivialAugmentWide"),
+		opspec.Wire("RandomErasing", "value", "random"),
 	}}
 	var want epoch
 	for _, n := range []int{0, 1, 3} {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -140,7 +141,7 @@ func TestDeepNesting(t *testing.T) {
 	nest := func(depth int) *pb.JobSpec {
 		op := flipOp(nil)
 		for range depth {
-			op = &pb.Op{Op: &pb.Op_RandomApply{RandomApply: &pb.RandomApply{Ops: []*pb.Op{op}}}}
+			op = opspec.Wire("RandomApply", "transforms", []*pb.Op{op})
 		}
 		spec := smallJob("tiny", 8).GetJob()
 		spec.Transform.Ops = append(spec.Transform.Ops, op)
@@ -149,7 +150,11 @@ func TestDeepNesting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	conn := dial(t, e.addr)
-	for _, depth := range []int{5, 100, 10000, 100000} {
+	// Each level is a RandomApply NamedOp of about 44 bytes: 20000 levels
+	// are well past protobuf's recursion limit and within the server's
+	// message limit (1 MiB; 100000 levels would be 4.4 MB, refused
+	// RESOURCE_EXHAUSTED before anything is decoded).
+	for _, depth := range []int{5, 100, 10000, 20000} {
 		want := fmt.Sprintf("nest at most %d deep", ops.MaxNesting)
 		if depth < 10000 {
 			want = "nested deeper than"

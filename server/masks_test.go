@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -56,7 +57,7 @@ func TestMasksAnyTopology(t *testing.T) {
 	job.Job.Targets = true
 	job.Job.TargetFields = []string{"boxes", "labels", "masks"}
 	job.Job.Transform.Ops = append(job.Job.Transform.Ops,
-		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}})
+		opspec.Wire("RandomRotation", "degrees", []float64{-30, 30}))
 	var alone epoch
 	for _, n := range []int{0, 3} {
 		e := topology(t, cfg, n)
@@ -123,8 +124,8 @@ func TestMasksFillAnyTopology(t *testing.T) {
 	job := smallJob("det", 8)
 	job.Job.Targets = true
 	job.Job.TargetFields = []string{"boxes", "labels", "masks"}
-	job.Job.Transform.Ops = []*pb.Op{{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 24, Width: 24}}}, typedPad(9, m),
-		{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: 20, Max: 40}, Fill: []float64{9}, MaskFill: &m}}}}
+	job.Job.Transform.Ops = []*pb.Op{opspec.Wire("CenterCrop", "size", []int{24, 24}), typedPad(9, m),
+		withFill(opspec.Wire("RandomRotation", "degrees", []float64{20, 40}), []float64{9}, &m)}
 	var alone epoch
 	for _, n := range []int{0, 3} {
 		e := topology(t, cfg, n)
@@ -201,9 +202,9 @@ func TestMasksFillAnyTopology(t *testing.T) {
 func TestMasksRefused(t *testing.T) {
 	ann, _ := photosMasks(t)
 	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1})
-	rot := &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}, Fill: []float64{3, 4, 5}}}}
-	pad := &pb.Op{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{5, 6, 7}}}}
-	center := &pb.Op{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32, Width: 32}}}
+	rot := opspec.Wire("RandomRotation", "degrees", []float64{-10, 10}, "fill", []float64{3, 4, 5})
+	pad := opspec.Wire("Pad", "padding", []int{4}, "fill", []float64{5, 6, 7})
+	center := opspec.Wire("CenterCrop", "size", []int{32, 32})
 	masks := []string{"boxes", "masks"}
 	for _, c := range []struct {
 		name    string
@@ -221,11 +222,11 @@ func TestMasksRefused(t *testing.T) {
 		{"bound too large", true, masks, 8 << 20, nil, "max_targets_bytes 8388608: a batch of 8 samples"},
 		{"rotation fill", true, masks, 0, []*pb.Op{rrcOp(32), rot}, "RandomRotation (op 1): fill [3 4 5] with masks"},
 		{"pad fill", true, masks, 0, []*pb.Op{pad, center}, "Pad (op 0): fill [5 6 7] with masks"},
-		{"perspective fill", true, masks, 0, []*pb.Op{rrcOp(32), {Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{Fill: []float64{3, 4, 5}}}}},
+		{"perspective fill", true, masks, 0, []*pb.Op{rrcOp(32), opspec.Wire("RandomPerspective", "fill", []float64{3, 4, 5})},
 			"RandomPerspective (op 1): fill [3 4 5] with masks"},
-		{"mask fill past a byte", true, masks, 0, []*pb.Op{typedPad(5, 256), center}, "mask_fill 256: want an integer 0..255"},
-		{"mask fill negative", true, masks, 0, []*pb.Op{typedPad(5, -1), center}, "mask_fill -1: want an integer 0..255"},
-		{"mask fill not a byte", true, masks, 0, []*pb.Op{typedPad(5, 0.5), center}, "mask_fill 0.5: want an integer 0..255"},
+		{"mask fill past a byte", true, masks, 0, []*pb.Op{typedPad(5, 256), center}, "Pad: fill: the Mask's fill 256: want an integer 0..255"},
+		{"mask fill negative", true, masks, 0, []*pb.Op{typedPad(5, -1), center}, "Pad: fill: the Mask's fill -1: want an integer 0..255"},
+		{"mask fill not a byte", true, masks, 0, []*pb.Op{typedPad(5, 0.5), center}, "Pad: fill: the Mask's fill 0.5: want an integer 0..255"},
 	} {
 		job := smallJob("det", 8)
 		job.Job.Targets, job.Job.TargetFields, job.Job.MaxTargetsBytes = c.targets, c.fields, c.max
@@ -244,7 +245,20 @@ func TestMasksRefused(t *testing.T) {
 // typedPad is a Pad of 4 with a fill per type: fill to the pixels, mask to
 // the masks.
 func typedPad(fill, mask float64) *pb.Op {
-	return &pb.Op{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{fill}, MaskFill: &mask}}}
+	return withFill(opspec.Wire("Pad", "padding", []int{4}), []float64{fill}, &mask)
+}
+
+// withFill is op (a NamedOp) with its fill: with mask, a fill per type
+// ({Image: fill, Mask: *mask}; fill nil: None); without, fill alone
+// (every type's; nil: none given, the default).
+func withFill(op *pb.Op, fill []float64, mask *float64) *pb.Op {
+	switch {
+	case mask != nil:
+		return withArgs(op, typedFill(fill, *mask))
+	case fill != nil:
+		return withArgs(op, &pb.NamedArg{Name: "fill", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: fill}}})
+	}
+	return op
 }
 
 // TestMasksFillPerType: a Pad, a RandomZoomOut, a RandomRotation and a
@@ -255,24 +269,22 @@ func TestMasksFillPerType(t *testing.T) {
 	ann, _ := photosMasks(t)
 	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1})
 	zero := 0.0
-	crop40 := &pb.Op{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 40, Width: 40}}}
-	resize := &pb.Op{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 48, Width: 48}}}
+	crop40 := opspec.Wire("CenterCrop", "size", []int{40, 40})
+	resize := opspec.Wire("Resize", "size", []int{48, 48})
 	zoom := func(fill []float64, mask *float64) *pb.Op {
-		p := 1.0
-		return &pb.Op{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{Fill: fill, MaskFill: mask, P: &p, SideRange: &pb.Range{Min: 1.5, Max: 2}}}}
+		return withFill(opspec.Wire("RandomZoomOut", "p", 1, "side_range", []float64{1.5, 2}), fill, mask)
 	}
 	rot := func(fill []float64, mask *float64) *pb.Op {
-		return &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: 20, Max: 40}, Fill: fill, MaskFill: mask}}}
+		return withFill(opspec.Wire("RandomRotation", "degrees", []float64{20, 40}), fill, mask)
 	}
 	persp := func(fill []float64, mask *float64) *pb.Op {
-		p := 1.0
-		return &pb.Op{Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{P: &p, Fill: fill, MaskFill: mask}}}
+		return withFill(opspec.Wire("RandomPerspective", "p", 1), fill, mask)
 	}
 	for _, c := range []struct {
 		name        string
 		typed, zero []*pb.Op
 	}{
-		{"pad", []*pb.Op{crop40, typedPad(200, 0)}, []*pb.Op{crop40, {Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}}}}}},
+		{"pad", []*pb.Op{crop40, typedPad(200, 0)}, []*pb.Op{crop40, opspec.Wire("Pad", "padding", []int{4})}},
 		{"zoom out", []*pb.Op{zoom([]float64{123, 117, 104}, &zero), resize}, []*pb.Op{zoom(nil, nil), resize}},
 		{"rotation", []*pb.Op{rrcOp(48), rot([]float64{9}, &zero)}, []*pb.Op{rrcOp(48), rot(nil, nil)}},
 		{"perspective", []*pb.Op{rrcOp(48), persp([]float64{9}, &zero)}, []*pb.Op{rrcOp(48), persp(nil, nil)}},

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -30,7 +31,7 @@ func TestMeasuredCostFailsTheJob(t *testing.T) {
 	}
 	blur := func(epochs uint64) *pb.OpenJob {
 		o := smallJob("photos", 2)
-		o.Job.Transform.Ops = []*pb.Op{rrcOp(224), {Op: &pb.Op_GaussianBlur{GaussianBlur: &pb.GaussianBlur{KernelX: 31, KernelY: 31, SigmaMin: 5, SigmaMax: 5}}}}
+		o.Job.Transform.Ops = []*pb.Op{rrcOp(224), opspec.Wire("GaussianBlur", "kernel_size", []int{31, 31}, "sigma", []float64{5, 5})}
 		o.Epochs = epochs
 		return o
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/codec"
 	"github.com/stoker-dev/stoker/pipeline/dataset"
@@ -53,18 +54,18 @@ func scratchJobs(t *testing.T) []struct {
 	masks.Job.Targets = true
 	masks.Job.TargetFields = []string{"boxes", "labels", "masks"}
 	masks.Job.Transform.Ops = append(masks.Job.Transform.Ops,
-		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}, Expand: true}}},
-		&pb.Op{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 40, Width: 40}}})
+		opspec.Wire("RandomRotation", "degrees", []float64{-30, 30}, "expand", true),
+		opspec.Wire("Resize", "size", []int{40, 40}))
 	persp := smallJob("det", 4)
 	persp.Job.Targets = true
 	persp.Job.TargetFields = []string{"boxes", "labels", "masks"}
 	one := 1.0
 	persp.Job.Transform.Ops = append(persp.Job.Transform.Ops,
-		&pb.Op{Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{P: &one}}})
+		opspec.Wire("RandomPerspective", "p", one))
 	first := smallJob("det", 4)
 	first.Job.Targets = true
 	first.Job.TargetFields = []string{"boxes", "labels", "masks"}
-	first.Job.Transform.Ops = []*pb.Op{rotFirst, {Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 40, Width: 40}}}}
+	first.Job.Transform.Ops = []*pb.Op{rotFirst, opspec.Wire("Resize", "size", []int{40, 40})}
 	mosaic := smallJob("seg", 4)
 	mosaic.Job.Targets = true
 	mosaic.Job.TargetFields = []string{"boxes", "labels", "overlap_mask"}
@@ -176,7 +177,7 @@ func TestScratchRefusedAtOpen(t *testing.T) {
 	masks.Job.Targets = true
 	masks.Job.TargetFields = []string{"boxes", "labels", "masks"}
 	masks.Job.Transform.Ops = append(masks.Job.Transform.Ops,
-		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}})
+		opspec.Wire("RandomRotation", "degrees", []float64{-30, 30}))
 	for _, c := range []struct {
 		name string
 		cfg  Config
@@ -247,7 +248,7 @@ func TestScratchPerSample(t *testing.T) {
 
 // rotFirst is a RandomRotation with expand=True, first: the image whole
 // at its own size rotated.
-var rotFirst = &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -45, Max: 45}, Expand: true}}}
+var rotFirst = opspec.Wire("RandomRotation", "degrees", []float64{-45, 45}, "expand", true)
 
 // photoSizes are the smallest and the largest of testdata/photos' images,
 // in pixels, and the largest's size.
@@ -328,9 +329,9 @@ func TestScratchDecodePixels(t *testing.T) {
 	minPx, maxPx, maxW, maxH := photoSizes(t)
 	keepLo, keepHi := photoKeep(t)
 	p := 1.0
-	norm := &pb.Op{Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229, 0.224, 0.225}}}}
-	resize := func(h, w uint32) *pb.Op { return &pb.Op{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: h, Width: w}}} }
-	zoom := &pb.Op{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{P: &p, SideRange: &pb.Range{Min: 1.5, Max: 3}}}}
+	norm := opspec.Wire("Normalize", "mean", []float64{0.485, 0.456, 0.406}, "std", []float64{0.229, 0.224, 0.225})
+	resize := func(h, w int) *pb.Op { return opspec.Wire("Resize", "size", []int{h, w}) }
+	zoom := opspec.Wire("RandomZoomOut", "p", p, "side_range", []float64{1.5, 3})
 	cfg := Config{Datasets: map[string]string{"photos": "../testdata/photos"}, Workers: 1, MemoryBudget: 256 << 20}
 	for _, c := range []struct {
 		name   string
@@ -399,7 +400,7 @@ func TestScratchRotateFirstPerSample(t *testing.T) {
 	e := startServer(t, Config{Datasets: map[string]string{"photos": "../testdata/photos"}, Workers: 2, MemoryBudget: 400 << 10})
 	base := e.srv.budget.InUse()
 	job := smallJob("photos", 1)
-	job.Job.Transform.Ops = []*pb.Op{rotFirst, {Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}}}
+	job.Job.Transform.Ops = []*pb.Op{rotFirst, opspec.Wire("Resize", "size", []int{32, 32})}
 	msgs := refusedEpoch(t, e, job, "rotated room")
 	t.Logf("%d errors, the first: %s", len(msgs), msgs[0])
 	for _, m := range msgs {

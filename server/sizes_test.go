@@ -10,8 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
+	"github.com/stoker-dev/stoker/internal/opspec"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -27,7 +26,7 @@ func TestSizesAnyTopology(t *testing.T) {
 	cfg := func() Config {
 		return Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1}
 	}
-	shortest := &pb.Op{Op: &pb.Op_RandomShortestSize{RandomShortestSize: &pb.RandomShortestSize{MinSize: []uint32{20, 28, 36}, MaxSize: proto.Uint32(40)}}}
+	shortest := opspec.Wire("RandomShortestSize", "min_size", []int{20, 28, 36}, "max_size", 40)
 	for _, targets := range []bool{true, false} {
 		job := smallJob("det", 5)
 		job.Job.Targets = targets
@@ -110,7 +109,7 @@ func TestRaggedAnyTopology(t *testing.T) {
 	cfg := func() Config {
 		return Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1}
 	}
-	shortest := &pb.Op{Op: &pb.Op_RandomShortestSize{RandomShortestSize: &pb.RandomShortestSize{MinSize: []uint32{20, 28, 36}, MaxSize: proto.Uint32(40)}}}
+	shortest := opspec.Wire("RandomShortestSize", "min_size", []int{20, 28, 36}, "max_size", 40)
 	job := smallJob("det", 5)
 	job.Job.Targets = true
 	job.Job.Transform.Ops = []*pb.Op{shortest, flipOp(nil)}
@@ -169,7 +168,7 @@ func TestRaggedViewsAnyTopology(t *testing.T) {
 		return Config{Datasets: map[string]string{"photos": "../testdata/photos"}, Workers: 1}
 	}
 	tiles := namedOp("TileResize", numArg("tile_size", 28), numArg("min_tiles", 1), numArg("max_tiles", 6))
-	thumb := &pb.Op{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 28, Width: 28, Interpolation: pb.Interpolation_INTERPOLATION_BICUBIC}}}
+	thumb := opspec.Wire("Resize", "size", []int{28, 28}, "interpolation", "bicubic")
 	job := smallJob("photos", 5)
 	job.Job.Transform = &pb.TransformSpec{Views: []*pb.ViewGroup{
 		{Name: "tiles", Count: 1, Transform: &pb.TransformSpec{Ops: []*pb.Op{tiles}}},
@@ -273,7 +272,7 @@ func TestRecordsAnyTopology(t *testing.T) {
 		return Config{Datasets: map[string]string{"sft": dir}, Annotations: map[string]string{"sft": ann}, Workers: 1}
 	}
 	job := smallJob("sft", 2)
-	job.Job.Transform = &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 16, Width: 16}}}}}
+	job.Job.Transform = &pb.TransformSpec{Ops: []*pb.Op{opspec.Wire("Resize", "size", []int{16, 16})}}
 	job.Job.Fields = []string{"path"}
 	job.Job.MaxSampleErrors = &pb.SampleErrorLimit{Count: 1}
 	var alone epoch

@@ -9,19 +9,20 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // detrOps is the DETR family's recipe (the detr preset's ops) resized to
 // size x size.
 func detrOps(size uint32) []*pb.Op {
-	sanitize := &pb.Op{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{}}}
+	sanitize := opspec.Wire("SanitizeBoundingBoxes")
 	return []*pb.Op{
-		{Op: &pb.Op_RandomPhotometricDistort{RandomPhotometricDistort: &pb.RandomPhotometricDistort{}}},
-		{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{}}},
-		{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{}}},
+		opspec.Wire("RandomPhotometricDistort"),
+		opspec.Wire("RandomZoomOut"),
+		opspec.Wire("RandomIoUCrop"),
 		sanitize, flipOp(nil),
-		{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: size, Width: size}}},
+		opspec.Wire("Resize", "size", []int{int(size), int(size)}),
 		sanitize,
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/internal/opspec"
 )
 
 // photosKeypoints is photosCOCO's file with keypoints: category 1 names 3,
@@ -53,7 +53,7 @@ func TestTargetsKeypointsAnyTopology(t *testing.T) {
 	job := smallJob("det", 8)
 	job.Job.Targets = true
 	job.Job.Transform.Ops = append(job.Job.Transform.Ops,
-		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}})
+		opspec.Wire("RandomRotation", "degrees", []float64{-30, 30}))
 	const p = 3
 	var alone epoch
 	for _, n := range []int{0, 3} {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/internal/storetest"
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/source"
@@ -39,7 +40,7 @@ func TestTargetsFromBucket(t *testing.T) {
 	job.Job.Targets = true
 	job.Job.Fields = []string{"coco"}
 	job.Job.Transform.Ops = append(job.Job.Transform.Ops,
-		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}})
+		opspec.Wire("RandomRotation", "degrees", []float64{-30, 30}))
 	local := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 2})
 	remote := startServer(t, Config{Datasets: map[string]string{"det": s.URL("det", "photos/")},
 		Annotations: map[string]string{"det": s.URL("det", "annotations/instances.json")}, Workers: 2})
@@ -167,7 +168,7 @@ func TestTargetsFromShards(t *testing.T) {
 	job := smallJob("det", 8)
 	job.Job.Targets = true
 	job.Job.Transform.Ops = append(job.Job.Transform.Ops,
-		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}})
+		opspec.Wire("RandomRotation", "degrees", []float64{-30, 30}))
 	coco := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 2})
 	want := coco.collect(t, job)
 	for _, c := range []struct {

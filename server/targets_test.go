@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -123,9 +124,9 @@ func TestTargetsAnyTopology(t *testing.T) {
 	job := smallJob("det", 8)
 	job.Job.Targets = true
 	job.Job.Transform.Ops = append(job.Job.Transform.Ops,
-		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}},
-		&pb.Op{Op: &pb.Op_RandomAffine{RandomAffine: &pb.RandomAffine{Degrees: &pb.Range{Min: -10, Max: 10}, Translate: []float64{0.1, 0.1},
-			Scale: &pb.Range{Min: 0.8, Max: 1.2}, Shear: []float64{-5, 5}}}})
+		opspec.Wire("RandomRotation", "degrees", []float64{-30, 30}),
+		opspec.Wire("RandomAffine", "degrees", []float64{-10, 10}, "translate", []float64{0.1, 0.1},
+			"scale", []float64{0.8, 1.2}, "shear", []float64{-5, 5}))
 	var alone epoch
 	for _, n := range []int{0, 3} {
 		e := topology(t, cfg, n)
@@ -178,9 +179,9 @@ func TestTargetsRefused(t *testing.T) {
 	ann, _ := photosCOCO(t)
 	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos", "tiny": "../testdata/photos"},
 		Annotations: map[string]string{"det": ann}, Workers: 1})
-	rot := &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}}}}
-	policy := &pb.Op{Op: &pb.Op_TrivialAugmentWide{TrivialAugmentWide: &pb.TrivialAugmentWide{}}}
-	sanitize := &pb.Op{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{}}}
+	rot := opspec.Wire("RandomRotation", "degrees", []float64{-10, 10})
+	policy := opspec.Wire("TrivialAugmentWide")
+	sanitize := opspec.Wire("SanitizeBoundingBoxes")
 	for _, c := range []struct {
 		name    string
 		dataset string
@@ -221,26 +222,26 @@ func TestDetrTargetsAnyTopology(t *testing.T) {
 	cfg := func() Config {
 		return Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1}
 	}
-	sanitize := &pb.Op{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{}}}
-	cxcywh := &pb.Op{Op: &pb.Op_ConvertBoundingBoxFormat{ConvertBoundingBoxFormat: &pb.ConvertBoundingBoxFormat{Format: "CXCYWH"}}}
+	sanitize := opspec.Wire("SanitizeBoundingBoxes")
+	cxcywh := opspec.Wire("ConvertBoundingBoxFormat", "format", "CXCYWH")
 	for name, ops := range map[string][]*pb.Op{
 		"detr": {
-			{Op: &pb.Op_RandomPhotometricDistort{RandomPhotometricDistort: &pb.RandomPhotometricDistort{}}},
-			{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{}}},
-			{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{}}},
+			opspec.Wire("RandomPhotometricDistort"),
+			opspec.Wire("RandomZoomOut"),
+			opspec.Wire("RandomIoUCrop"),
 			sanitize, flipOp(nil),
-			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+			opspec.Wire("Resize", "size", []int{32, 32}),
 			sanitize, cxcywh,
 		},
 		"lsj": {
-			{Op: &pb.Op_ScaleJitter{ScaleJitter: &pb.ScaleJitter{TargetHeight: 40, TargetWidth: 40}}},
-			{Op: &pb.Op_FixedSizeCrop{FixedSizeCrop: &pb.FixedSizeCrop{Height: 32, Fill: []float64{123, 117, 104}}}},
+			opspec.Wire("ScaleJitter", "target_size", []int{40, 40}),
+			opspec.Wire("FixedSizeCrop", "size", 32, "fill", []float64{123, 117, 104}),
 			flipOp(nil), sanitize, cxcywh,
 		},
 		"segref": { // the segmentation references' geometry: the crop of a drawn resize, padded where smaller
-			{Op: &pb.Op_RandomResize{RandomResize: &pb.RandomResize{MinSize: 20, MaxSize: 60}}}, flipOp(nil),
-			{Op: &pb.Op_PadIfSmaller{PadIfSmaller: &pb.PadIfSmaller{Size: 32, MaskFill: new(255.0)}}},
-			{Op: &pb.Op_RandomCrop{RandomCrop: &pb.RandomCrop{Height: 32}}}, cxcywh,
+			opspec.Wire("RandomResize", "min_size", 20, "max_size", 60), flipOp(nil),
+			withArgs(opspec.Wire("PadIfSmaller", "size", 32), typedFill([]float64{0}, 255)),
+			opspec.Wire("RandomCrop", "size", 32), cxcywh,
 		},
 		"yolo": { // ultralytics' single-image ops (named: op_yolo.go), drawn from each sample's key
 			namedOp("YOLOLoadImage", numArg("imgsz", 48)), namedOp("YOLOLetterBox", numArg("new_shape", 32)),

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/internal/racebuild"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -54,7 +55,7 @@ func blurBomb(dataset string, px uint32) *pb.OpenJob {
 	}
 	ops := []*pb.Op{rrcOp(px)}
 	for range 32 {
-		ops = append(ops, &pb.Op{Op: &pb.Op_GaussianBlur{GaussianBlur: &pb.GaussianBlur{KernelX: k, KernelY: k, SigmaMin: 1000, SigmaMax: 1000}}})
+		ops = append(ops, opspec.Wire("GaussianBlur", "kernel_size", []int{int(k), int(k)}, "sigma", []float64{1000, 1000}))
 	}
 	return &pb.OpenJob{Job: &pb.JobSpec{Dataset: dataset, Transform: &pb.TransformSpec{Ops: ops}, BatchSize: 1, Seed: 1, Shuffle: true}, Credits: 4}
 }

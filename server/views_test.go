@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -22,13 +23,13 @@ import (
 // and ops: 2 "global" 32 px crops, 3 "local" 16 px ones.
 func viewsSpec() *pb.TransformSpec {
 	global := &pb.TransformSpec{Ops: []*pb.Op{
-		{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, ScaleMin: 0.4, ScaleMax: 1, Interpolation: pb.Interpolation_INTERPOLATION_BICUBIC}}},
+		opspec.Wire("RandomResizedCrop", "size", 32, "scale", []float64{0.4, 1}, "interpolation", "bicubic"),
 		flipOp(nil),
-		{Op: &pb.Op_RandomApply{RandomApply: &pb.RandomApply{Ops: []*pb.Op{{Op: &pb.Op_ColorJitter{ColorJitter: &pb.ColorJitter{Brightness: 0.4, Contrast: 0.4, Saturation: 0.2, Hue: 0.1}}}}}}},
+		opspec.Wire("RandomApply", "transforms", []*pb.Op{opspec.Wire("ColorJitter", "brightness", 0.4, "contrast", 0.4, "saturation", 0.2, "hue", 0.1)}),
 	}}
 	local := &pb.TransformSpec{Ops: []*pb.Op{
-		{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 16, ScaleMin: 0.05, ScaleMax: 0.4}}},
-		{Op: &pb.Op_RandomGrayscale{RandomGrayscale: &pb.RandomGrayscale{}}},
+		opspec.Wire("RandomResizedCrop", "size", 16, "scale", []float64{0.05, 0.4}),
+		opspec.Wire("RandomGrayscale"),
 	}}
 	return &pb.TransformSpec{Views: []*pb.ViewGroup{
 		{Name: "global", Count: 2, Transform: global},

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/internal/waitfor"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -274,7 +275,7 @@ func TestSilentWorkStreams(t *testing.T) {
 func TestWorkJobScratchRefusedAtOpen(t *testing.T) {
 	root := makeDataset(t, []string{"a", "b"}, 5, false)
 	big := smallJob("tiny", 4).GetJob()
-	big.Transform.Ops = []*pb.Op{rrcOp(256), {Op: &pb.Op_AugMix{AugMix: &pb.AugMix{Severity: 3, MixtureWidth: 3, Alpha: 1}}}}
+	big.Transform.Ops = []*pb.Op{rrcOp(256), opspec.Wire("AugMix", "severity", 3, "mixture_width", 3, "alpha", 1)}
 	cfg := Config{Datasets: map[string]string{"tiny": root}, Workers: 1, MaxWorkMemoryPerClient: 64 << 20}
 	probe := startServer(t, cfg)
 	j, err := probe.srv.newJob(big, jobpkg.Origin{Stream: "probe"})

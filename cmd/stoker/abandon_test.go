@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -18,9 +19,9 @@ import (
 var noCostLimit = []string{"--max-sample-cpu", "-1s"}
 
 func bombJob(side uint32) *stokerv1.JobSpec {
-	ops := []*stokerv1.Op{{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: side}}}}
+	ops := []*stokerv1.Op{opspec.Wire("RandomResizedCrop", "size", int(side))}
 	for range 32 {
-		ops = append(ops, &stokerv1.Op{Op: &stokerv1.Op_GaussianBlur{GaussianBlur: &stokerv1.GaussianBlur{KernelX: 1023, KernelY: 1023, SigmaMin: 1000, SigmaMax: 1000}}})
+		ops = append(ops, opspec.Wire("GaussianBlur", "kernel_size", 1023, "sigma", 1000.0))
 	}
 	return &stokerv1.JobSpec{Dataset: "ds", Transform: &stokerv1.TransformSpec{Ops: ops}, BatchSize: 1, Seed: 7}
 }
@@ -102,9 +103,9 @@ func TestSIGTERMDuringBomb(t *testing.T) {
 // work in samples that a loaded machine stretched past the timeout: a
 // maker that kept working looked hung between two of them.
 func slowJob() *stokerv1.JobSpec {
-	ops := []*stokerv1.Op{{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: 256}}}}
+	ops := []*stokerv1.Op{opspec.Wire("RandomResizedCrop", "size", 256)}
 	for range 8 {
-		ops = append(ops, &stokerv1.Op{Op: &stokerv1.Op_GaussianBlur{GaussianBlur: &stokerv1.GaussianBlur{KernelX: 101, KernelY: 101, SigmaMin: 50, SigmaMax: 50}}})
+		ops = append(ops, opspec.Wire("GaussianBlur", "kernel_size", 101, "sigma", 50.0))
 	}
 	return &stokerv1.JobSpec{Dataset: "ds", Transform: &stokerv1.TransformSpec{Ops: ops}, BatchSize: slowBatch, Seed: 3, Shuffle: true}
 }

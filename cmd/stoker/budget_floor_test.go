@@ -12,8 +12,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/internal/storetest"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
 )
 
@@ -50,7 +50,7 @@ func TestServeMemoryFloor(t *testing.T) {
 	p := startServe(t, ctx, serveConfig{name: "floor", dataset: s.URL("ds/"), workers: 2,
 		args: []string{"--memory-budget", strconv.Itoa(budget)}})
 	spec := testJob(64, 1)
-	spec.Transform.Ops[0] = &stokerv1.Op{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: 224}}}
+	spec.Transform.Ops[0] = opspec.Wire("RandomResizedCrop", "size", 224)
 	var wg sync.WaitGroup
 	for tr := range 2 {
 		wg.Go(func() {

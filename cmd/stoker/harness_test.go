@@ -34,6 +34,7 @@ import (
 
 	"github.com/stoker-dev/stoker/bench"
 	"github.com/stoker-dev/stoker/internal/buildlock"
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/internal/waitfor"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
@@ -270,8 +271,7 @@ func testJob(batchSize uint32, seed uint64) *stokerv1.JobSpec {
 	return &stokerv1.JobSpec{
 		Dataset: "ds",
 		Transform: &stokerv1.TransformSpec{Ops: []*stokerv1.Op{
-			{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: 32}}},
-			{Op: &stokerv1.Op_RandomHorizontalFlip{RandomHorizontalFlip: &stokerv1.RandomHorizontalFlip{}}},
+			opspec.Wire("RandomResizedCrop", "size", 32), opspec.Wire("RandomHorizontalFlip"),
 		}},
 		BatchSize: batchSize,
 		Seed:      seed,

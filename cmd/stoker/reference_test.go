@@ -126,7 +126,7 @@ func renderReference(t *testing.T) string {
 		"(`pipeline/ops`, `pipeline/transform`): where each stands (the geometry, fused into the decode, first; the ops after it, in\n" +
 		"order; the containers), what it does to a job's targets, and its arguments with torchvision's\n" +
 		"defaults. `stoker.transforms` has a class of each name taking the same arguments (a test holds them\n" +
-		"to this table); a *named* op travels as a `NamedOp`. What they do, with examples:\n" +
+		"to this table; a *named* op's class is generated from it); every op travels as a `NamedOp`. What they do, with examples:\n" +
 		"[transforms.md](transforms.md), [detection.md](detection.md).\n\n" +
 		"| op | place | targets | arguments | what it does |\n|---|---|---|---|---|\n")
 	for _, op := range referenceOps(t, bin) {

@@ -17,7 +17,7 @@ import (
 // 1..MaxSide a side; without it the recipe is refused unless the dataset's
 // images' largest size is given (TransformData), which then bounds it.
 func TestMaxSize(t *testing.T) {
-	flip := []*stokerv1.Op{{Op: &stokerv1.Op_RandomHorizontalFlip{RandomHorizontalFlip: &stokerv1.RandomHorizontalFlip{}}}}
+	flip := []*stokerv1.Op{Wire("RandomHorizontalFlip")}
 	tf, err := Transform(&stokerv1.TransformSpec{Ops: flip, MaxSize: []uint32{600, 800}}, transform.CHW)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,18 @@ func init() {
 	Define(Def{Kind: OpGaussianBlur, Doc: "a Gaussian blur of kernel_size (x, y) and sigma drawn uniform in (min, max)",
 		Params:  []Param{{Name: "kernel_size", Typ: PSize}, {Name: "sigma", Typ: PRange, Def: "(0.1, 2.0)"}},
 		Targets: TargetsPixels, AnyFormat: true, Format: FormatNone,
+		FromArgs: func(a *Args) Op {
+			op := Op{KernelSize: a.Size("kernel_size")}
+			switch s := a.Floats("sigma"); len(s) {
+			case 1:
+				op.Sigma = [2]float64{s[0], s[0]}
+			case 2:
+				op.Sigma = [2]float64(s)
+			default:
+				a.Errorf("sigma %v: want a number or (min, max)", s)
+			}
+			return op
+		},
 		Compile: func(c *Compiler, n *Node, at CompileAt) error {
 			op := n.Op
 			for _, k := range op.KernelSize {

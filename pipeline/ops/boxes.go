@@ -45,6 +45,12 @@ func init() {
 	box(Def{Kind: OpSanitizeBoundingBoxes, Doc: "drops the instances whose boxes are smaller than min_size a side or min_area",
 		Params: []Param{{Name: "min_size", Typ: PFloat, Def: "1.0"}, {Name: "min_area", Typ: PFloat, Def: "1.0"},
 			{Name: "labels_getter", Typ: pAny, Def: "'default'"}},
+		FromArgs: func(a *Args) Op {
+			if l, ok := a.vals["labels_getter"].(string); !ok || l != "default" {
+				a.Errorf("labels_getter %v: stoker's targets drop each box's label with it (labels_getter='default')", a.show("labels_getter"))
+			}
+			return Op{MinSize: a.Float("min_size"), MinArea: a.Float("min_area")}
+		},
 		Compile: func(_ *Compiler, n *Node, at CompileAt) error {
 			if err := CheckSanitize(n.Op); err != nil {
 				return OpError(at.Where, "%v", err)
@@ -55,6 +61,13 @@ func init() {
 		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(min_size=%g, min_area=%g)", op.MinSize, op.MinArea) }})
 	box(Def{Kind: OpConvertBoundingBoxFormat, Doc: "delivers the boxes in format (XYXY, XYWH or CXCYWH), last",
 		Params: []Param{{Name: "format", Typ: PString}},
+		FromArgs: func(a *Args) Op {
+			f, err := targets.ParseBoxFormat(a.Str("format"))
+			if err != nil {
+				a.Errorf("%v", err)
+			}
+			return Op{BoxFormat: f}
+		},
 		Compile: func(_ *Compiler, n *Node, at CompileAt) error {
 			if at.depth > 0 {
 				return OpError(at.Where, "ConvertBoundingBoxFormat inside a container is not supported: it comes last, after every op that moves boxes")
@@ -68,6 +81,15 @@ func init() {
 		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", op.BoxFormat) }})
 	box(Def{Kind: OpClampBoundingBoxes, Doc: "clamps the boxes to the canvas, in their format (clamping_mode None: leaves them)",
 		Params: []Param{{Name: "clamping_mode", Typ: PString, Def: "'auto'"}}, AnyFormat: true,
+		FromArgs: func(a *Args) Op {
+			switch m := a.Str("clamping_mode"); {
+			case a.IsNone("clamping_mode"):
+				return Op{ClampNone: true}
+			case m != "auto" && m != "soft" && m != "hard": // the same for unrotated boxes
+				a.Errorf("clamping_mode %q: want 'auto', 'soft', 'hard' or None", TruncKind(OpKind(m)))
+			}
+			return Op{}
+		},
 		Step: func(*Op) fn.Step { return fn.Step{Fn: fn.ClampBoxes} },
 		Draw: func(n *Node, _ *det.RNG, d *Drawer) {
 			if !n.Op.ClampNone { // None: torchvision's returns the boxes as they are
@@ -83,6 +105,12 @@ func init() {
 		Step: func(*Op) fn.Step { return fn.Step{Fn: fn.ClampKeypoints} }})
 	box(Def{Kind: OpSanitizeKeyPoints, Doc: "drops the instances with a keypoint off the canvas",
 		Params: []Param{{Name: "labels_getter", Typ: pAny, Def: "None"}}, AnyFormat: true,
+		FromArgs: func(a *Args) Op {
+			if l, ok := a.vals["labels_getter"].(string); !a.IsNone("labels_getter") && (!ok || l != "default") {
+				a.Errorf("labels_getter %v: stoker's targets drop an instance whole; give None or 'default'", a.show("labels_getter"))
+			}
+			return Op{}
+		},
 		Step: func(*Op) fn.Step { return fn.Step{Fn: fn.SanitizeKeypoints} }})
 }
 

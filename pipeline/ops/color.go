@@ -32,7 +32,7 @@ func init() {
 	Define(Def{Kind: OpColorJitter, Doc: "adjusts brightness, contrast, saturation and hue by random factors, in a random order",
 		Params: []Param{{Name: "brightness", Typ: PRange, Def: "None"}, {Name: "contrast", Typ: PRange, Def: "None"},
 			{Name: "saturation", Typ: PRange, Def: "None"}, {Name: "hue", Typ: PRange, Def: "None"}},
-		Targets: TargetsPixels, AnyFormat: true,
+		Targets: TargetsPixels, AnyFormat: true, FromArgs: colorJitterArgs,
 		Compile: func(c *Compiler, n *Node, at CompileAt) error {
 			n.MaxSteps = 4
 			return c.jitter(n, at.Where)
@@ -50,7 +50,7 @@ func init() {
 	Define(Def{Kind: OpRandomPhotometricDistort, Doc: "SSD's photometric distortion: each adjustment at p, contrast before or after saturation and hue, a channel permutation at p",
 		Params: []Param{{Name: "brightness", Typ: PRange, Def: "(0.875, 1.125)"}, {Name: "contrast", Typ: PRange, Def: "(0.5, 1.5)"},
 			{Name: "saturation", Typ: PRange, Def: "(0.5, 1.5)"}, {Name: "hue", Typ: PRange, Def: "(-0.05, 0.05)"}, PParam(0.5)},
-		Targets: TargetsPixels, AnyFormat: true,
+		Targets: TargetsPixels, AnyFormat: true, FromArgs: photometricArgs,
 		Compile: func(c *Compiler, n *Node, at CompileAt) error {
 			if err := CheckProb(n.Op, at); err != nil {
 				return err
@@ -72,7 +72,13 @@ func init() {
 		}})
 	grayStep := func(*Op) fn.Step { return fn.Step{Fn: fn.RGBToGrayscale, I: [6]int{3}} }
 	Define(Def{Kind: OpGrayscale, Doc: "the image's luma in its three channels",
-		Params:  []Param{{Name: "num_output_channels", Typ: PInt, Def: "3"}},
+		Params: []Param{{Name: "num_output_channels", Typ: PInt, Def: "3"}},
+		FromArgs: func(a *Args) Op {
+			if c := a.Int("num_output_channels"); c != 3 {
+				a.Errorf("num_output_channels=%d: stoker's batches have 3 channels; use num_output_channels=3", c)
+			}
+			return Op{}
+		},
 		Targets: TargetsPixels, AnyFormat: true, Step: grayStep, Draw: drawAlways, Format: FormatNone})
 	Define(Def{Kind: OpRandomGrayscale, Doc: "Grayscale with probability p",
 		Params:  []Param{PParam(0.1)},
@@ -165,4 +171,45 @@ func (n *Node) drawPhotometric(r *det.RNG, d *Drawer) {
 	if permute {
 		d.Emit(fn.Step{Fn: fn.PermuteChannels, I: [6]int{perm[0], perm[1], perm[2]}})
 	}
+}
+
+// jitterNames are ColorJitter's and RandomPhotometricDistort's arguments,
+// in Op.Jitter's order.
+var jitterNames = [4]string{"brightness", "contrast", "saturation", "hue"}
+
+// colorJitterArgs reads torchvision's forms: None (no change), a number x
+// ([max(0, 1-x), 1+x]; hue [-x, x]) or (min, max).
+func colorJitterArgs(a *Args) Op {
+	op := Op{JitterRanges: true}
+	for i, name := range jitterNames {
+		if a.IsNone(name) {
+			op.Jitter[i] = [2]float64{1, 1}
+			if i == 3 {
+				op.Jitter[i] = [2]float64{}
+			}
+			continue
+		}
+		fs := a.Floats(name)
+		switch {
+		case len(fs) == 2:
+			op.Jitter[i] = [2]float64(fs)
+		case len(fs) != 1:
+			a.Errorf("%s %v: want a number or (min, max)", name, fs)
+		case !(fs[0] >= 0):
+			a.Errorf("%s %v: a single number must be >= 0", name, fs[0])
+		case i == 3:
+			op.Jitter[i] = [2]float64{-fs[0], fs[0]}
+		default:
+			op.Jitter[i] = [2]float64{max(1-fs[0], 0), 1 + fs[0]}
+		}
+	}
+	return op
+}
+
+func photometricArgs(a *Args) Op {
+	op := Op{JitterRanges: true, P: a.Float("p")}
+	for i, name := range jitterNames {
+		op.Jitter[i] = a.Pair(name)
+	}
+	return op
 }

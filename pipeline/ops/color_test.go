@@ -231,7 +231,7 @@ func TestRandomChannelPermutation(t *testing.T) {
 		msg  string
 	}{
 		{"RandomChannelPermutation", map[string]any{"p": 0.5}, `unknown argument "p"`},
-		{"RandomSolarize", map[string]any{"threshold": 128.0}, "a message of its own"},
+		{"RandomSolarize", map[string]any{"threshold": 300.0}, "threshold: 300: want 0..255"},
 		{"NoSuchOp", nil, "unknown op"},
 	} {
 		if _, err := NamedOp(tc.kind, tc.args); !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), tc.msg) {

@@ -21,8 +21,9 @@ const (
 
 func init() {
 	Define(Def{Kind: OpRandomApply, Doc: "its ops, in order, with probability p",
-		Params:  []Param{{Name: "transforms", Typ: pOps}, PParam(0.5)},
-		Targets: TargetsContainer, Compile: compileContainer,
+		Params:   []Param{{Name: "transforms", Typ: pOps}, PParam(0.5)},
+		FromArgs: func(a *Args) Op { return Op{Ops: a.Ops("transforms"), P: a.Float("p")} },
+		Targets:  TargetsContainer, Compile: compileContainer,
 		Draw: func(n *Node, r *det.RNG, d *Drawer) {
 			if r.Float64() < n.Op.P {
 				for i := range n.kids {
@@ -33,8 +34,9 @@ func init() {
 		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "([%s], p=%g)", OpsString(op.Ops), op.P) },
 		MaxNs:  sumKidsNs})
 	Define(Def{Kind: OpRandomChoice, Doc: "one of its ops, drawn with the weights p (None: uniform)",
-		Params:  []Param{{Name: "transforms", Typ: pOps}, {Name: "p", Typ: PFloats, Def: "None"}},
-		Targets: TargetsContainer, Compile: compileContainer,
+		Params:   []Param{{Name: "transforms", Typ: pOps}, {Name: "p", Typ: PFloats, Def: "None"}},
+		FromArgs: func(a *Args) Op { return Op{Ops: a.Ops("transforms"), Probs: a.Floats("p")} },
+		Targets:  TargetsContainer, Compile: compileContainer,
 		Draw: func(n *Node, r *det.RNG, d *Drawer) {
 			u := r.Float64()
 			i := 0
@@ -52,8 +54,9 @@ func init() {
 			return s
 		}})
 	Define(Def{Kind: OpRandomOrder, Doc: "its ops, each once, in a random order",
-		Params:  []Param{{Name: "transforms", Typ: pOps}},
-		Targets: TargetsContainer, Compile: compileContainer,
+		Params:   []Param{{Name: "transforms", Typ: pOps}},
+		FromArgs: func(a *Args) Op { return Op{Ops: a.Ops("transforms")} },
+		Targets:  TargetsContainer, Compile: compileContainer,
 		Draw: func(n *Node, r *det.RNG, d *Drawer) {
 			var perm [MaxOps]int
 			p := perm[:len(n.kids)]

@@ -22,7 +22,7 @@ func init() {
 			{Name: "value", Typ: pAny, Def: "0"}, {Name: "inplace", Typ: PBool, Def: "False"},
 			{Name: "noise_mean", Typ: PFloats, Def: "None", kwOnly: true}, {Name: "noise_std", Typ: PFloats, Def: "None", kwOnly: true},
 			{Name: "per_box", Typ: PBool, Def: "False", kwOnly: true}, {Name: "count", Typ: pAny, Def: "1", kwOnly: true}},
-		Targets: TargetsPixels, AnyFormat: true, Compile: compileErasing,
+		Targets: TargetsPixels, AnyFormat: true, Compile: compileErasing, FromArgs: erasingArgs,
 		Draw:  func(n *Node, r *det.RNG, d *Drawer) { n.drawErasing(r, d) },
 		MaxNs: func(_ *Node, w, h int) float64 { return StepNs(fn.Step{Fn: fn.Erase, I: [6]int{0, 0, h, w}}, w, h) }})
 }
@@ -135,4 +135,48 @@ func (n *Node) eraseBox(r *det.RNG, d *Drawer, area float64, count int) {
 func normalPixel(z, mean, std float64) float64 {
 	v := math.Floor(float64(255*float64(mean+float64(std*z))) + 0.5)
 	return math.Max(0, math.Min(255, v))
+}
+
+// erasingArgs reads torchvision's value (a number, one a channel, or
+// "random") and timm's keyword-only noise_mean, noise_std, per_box and
+// count (an int, or (min_count, max_count)).
+func erasingArgs(a *Args) Op {
+	op := Op{P: a.Float("p"), Scale: a.Pair("scale"), Ratio: a.Pair("ratio")}
+	if s, ok := a.vals["value"].(string); ok {
+		if s != "random" {
+			a.Errorf("value %q: want 'random', or a number or one per channel", TruncKind(OpKind(s)))
+		}
+		op.RandomValue = true
+	} else if !a.IsNone("value") {
+		op.Value, _ = a.Fill("value")
+	}
+	m, s := a.Floats("noise_mean"), a.Floats("noise_std")
+	switch {
+	case m == nil && s == nil:
+	case len(m) != 3 || len(s) != 3:
+		a.Errorf("noise_mean and noise_std: want 3 values each (or None: ImageNet's), got %d and %d", len(m), len(s))
+	case !op.RandomValue:
+		a.Errorf("noise_mean and noise_std are for value='random'")
+	default:
+		op.Mean, op.Std = [3]float64(m), [3]float64(s)
+	}
+	if op.RandomColor = a.Bool("per_box"); op.RandomColor && !op.RandomValue {
+		a.Errorf("per_box (one random colour per box) is for value='random'")
+	}
+	switch c := a.Floats("count"); len(c) {
+	case 1:
+		if op.MinCount = a.Int("count"); op.MinCount < 1 || op.MinCount > MaxEraseCount {
+			a.Errorf("count %d: want 1..%d", op.MinCount, MaxEraseCount)
+		}
+		op.MaxCount = op.MinCount
+	case 2:
+		if c[0] != math.Trunc(c[0]) || c[1] != math.Trunc(c[1]) || c[0] < 1 || c[1] > MaxEraseCount {
+			a.Errorf("count %v: want integers 1..%d", c, MaxEraseCount)
+			break
+		}
+		op.MinCount, op.MaxCount = int(c[0]), int(c[1])
+	default:
+		a.Errorf("count %v: want an int or (min_count, max_count)", c)
+	}
+	return op
 }

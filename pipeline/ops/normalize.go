@@ -16,6 +16,17 @@ func init() {
 	Define(Def{Kind: OpNormalize, Doc: "(pixel/255 - mean) / std as float32, last",
 		Params:  []Param{{Name: "mean", Typ: PFloats}, {Name: "std", Typ: PFloats}, {Name: "inplace", Typ: PBool, Def: "False"}},
 		Targets: TargetsPixels, Stays: true, Format: FormatNone,
+		FromArgs: func(a *Args) Op {
+			m, s := a.Floats("mean"), a.Floats("std")
+			if len(m) == 1 && len(s) == 1 {
+				m, s = []float64{m[0], m[0], m[0]}, []float64{s[0], s[0], s[0]}
+			}
+			if len(m) != 3 || len(s) != 3 {
+				a.Errorf("needs 3 means and 3 stds (or one of each), got %d and %d", len(m), len(s))
+				return Op{}
+			}
+			return Op{Mean: [3]float64(m), Std: [3]float64(s)}
+		},
 		Compile: func(_ *Compiler, _ *Node, at CompileAt) error {
 			return OpError(at.Where, "Normalize must come once, last (and not inside a container)")
 		}})

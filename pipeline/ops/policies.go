@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/policy"
 )
 
@@ -52,7 +53,7 @@ func init() {
 }
 
 func definePolicy(kind OpKind, doc string, params []Param, format func(*strings.Builder, *Op)) {
-	Define(Def{Kind: kind, Doc: doc, Params: params, Format: format,
+	Define(Def{Kind: kind, Doc: doc, Params: params, Format: format, FromArgs: policyArgs,
 		Compile: func(c *Compiler, n *Node, at CompileAt) error {
 			pol, err := policy.New(policyParams(n.Op), c.W, c.H)
 			if err != nil {
@@ -73,4 +74,41 @@ func policyParams(op *Op) *policy.Params {
 		Fill: op.Fill, FillNone: op.FillNone, NumOps: op.NumOps, Magnitude: op.Magnitude, Bins: op.Bins,
 		Policy: op.Policy, Severity: op.Severity, MixtureWidth: op.MixtureWidth, ChainDepth: op.ChainDepth,
 		Alpha: op.Alpha, PartialOps: op.PartialOps}
+}
+
+// policyArgs reads a policy's arguments: torchvision's (fill None: no
+// fill blended) and timm's (a config string; interpolation None: bilinear
+// or bicubic drawn per op; fill None: the default, ImageNet's mean).
+func policyArgs(a *Args) Op {
+	var op Op
+	timm := false
+	switch OpKind(a.kind) {
+	case OpTrivialAugmentWide:
+		op.Bins = a.Int("num_magnitude_bins")
+	case OpRandAugment:
+		op.NumOps, op.Magnitude, op.Bins = a.Int("num_ops"), a.Int("magnitude"), a.Int("num_magnitude_bins")
+	case OpAutoAugment:
+		op.Policy = a.Str("policy")
+	case OpAugMix:
+		op.Severity, op.MixtureWidth, op.ChainDepth = a.Int("severity"), a.Int("mixture_width"), a.Int("chain_depth")
+		op.Alpha, op.PartialOps = a.Float("alpha"), !a.Bool("all_ops")
+		if op.ChainDepth == 0 || op.ChainDepth < -1 {
+			a.Errorf("chain_depth %d: want -1 (random 1..3) or >= 1", op.ChainDepth)
+		}
+	default:
+		op.Policy, timm = a.Str("config"), true
+	}
+	if timm && a.IsNone("interpolation") {
+		op.Interp, op.RandomInterp = kernels.Nearest, true
+	} else {
+		op.Interp = a.Interp("interpolation")
+	}
+	if fill, ok := a.Fill("fill"); ok {
+		op.Fill = fill
+	} else if timm {
+		op.Fill = [3]float64{124, 116, 104}
+	} else {
+		op.FillNone = true
+	}
+	return op
 }

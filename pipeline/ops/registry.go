@@ -40,8 +40,12 @@ type Def struct {
 	// their defaults (python/stoker's classes take the same; a test holds
 	// them to it).
 	Params []Param
-	// Named: it travels on the wire as a NamedOp (its name and params),
-	// having no message of its own, and its Python class is generated.
+	// FromArgs makes the op from its arguments (a NamedOp's, checked
+	// against Params' types), recording what is wrong in a (Args.Errorf);
+	// nil: each param sets its Field.
+	FromArgs func(a *Args) Op
+	// Named: its Python class is generated from Params (no hand-written
+	// one). Every op travels on the wire as a NamedOp.
 	Named bool
 	// Geometry: fused into the decode, parsed by NewTransform (its place
 	// there is the geometry's grammar); misplaced says why it cannot stand

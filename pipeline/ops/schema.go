@@ -3,8 +3,8 @@ package ops
 // An op (Op: its kind and torchvision's arguments) and its schema: its
 // arguments as torchvision names them, their defaults and bounds. The
 // reference and the Python classes are made from it (OpSchemas), and a
-// NamedOp (an op on the wire by name, with no message of its own) is read
-// through it (NamedOp).
+// NamedOp (every op on the wire: its name and arguments) is read through
+// it (NamedOp, then the op's FromArgs: args.go).
 
 import (
 	"fmt"
@@ -116,9 +116,10 @@ func OpSchemas() []OpSchema {
 }
 
 // NamedOp is the op kind with args (torchvision's argument names; each a
-// float64, a []float64, a string or a bool), the others at their
-// defaults: a NamedOp from the wire. Only a named op (opDef.named) is read
-// so; every value is checked against its param's type and bounds.
+// float64, a []float64, a string, a bool, nil for None, a TypedFill or a
+// container's []Op), the others at their defaults: an op from the wire.
+// Each value is checked against its param's type and bounds, then the
+// op's FromArgs makes it (or, without one, each param sets its Field).
 func NamedOp(kind string, args map[string]any) (Op, error) {
 	d := Lookup(OpKind(kind))
 	if d == nil {
@@ -127,10 +128,12 @@ func NamedOp(kind string, args map[string]any) (Op, error) {
 	bad := func(format string, a ...any) (Op, error) {
 		return Op{}, fmt.Errorf("%w: %s: %s", errs.Unsupported, kind, fmt.Sprintf(format, a...))
 	}
-	if !d.Named {
-		return bad("it has a message of its own on the wire: send that, not a NamedOp")
+	for name := range args {
+		if !hasParam(d.Params, name) {
+			return bad("unknown argument %q", TruncKind(OpKind(name)))
+		}
 	}
-	op := Op{Kind: d.Kind}
+	a := &Args{kind: d.Kind, vals: make(map[string]any, len(d.Params)), given: make(map[string]bool, len(args))}
 	for _, p := range d.Params {
 		v, given := args[p.Name]
 		if !given {
@@ -141,14 +144,20 @@ func NamedOp(kind string, args map[string]any) (Op, error) {
 			if v, err = parseDefault(p.Def); err != nil {
 				panic(fmt.Sprintf("pipeline: %s's %s default %q: %v", kind, p.Name, p.Def, err))
 			}
-		}
-		if err := p.set(&op, v); err != nil {
+		} else if err := p.check(v); err != nil {
 			return bad("%s: %v", p.Name, err)
 		}
+		a.vals[p.Name], a.given[p.Name] = v, given
 	}
-	for name := range args {
-		if !hasParam(d.Params, name) {
-			return bad("unknown argument %q", TruncKind(OpKind(name)))
+	if d.FromArgs != nil {
+		op := d.FromArgs(a)
+		op.Kind = d.Kind
+		return op, a.Err()
+	}
+	op := Op{Kind: d.Kind}
+	for _, p := range d.Params {
+		if err := p.set(&op, a.vals[p.Name]); err != nil {
+			return bad("%s: %v", p.Name, err)
 		}
 	}
 	return op, nil

@@ -85,10 +85,10 @@ func init() {
 	geometry(optab.Def{Kind: OpRandomResizedCrop, Doc: "a random crop of area scale and aspect ratio, resized to size",
 		Params: []optab.Param{size, {Name: "scale", Typ: optab.PRange, Def: "(0.08, 1.0)"}, {Name: "ratio", Typ: optab.PRange, Def: "(0.75, 1.3333333333333333)"},
 			interp, antialias},
-		Stays: true, Format: formatSize})
+		Stays: true, Format: formatSize, FromArgs: rrcArgs})
 	geometry(optab.Def{Kind: OpResize, Doc: "resized to (h, w), or its shorter side to size (then a CenterCrop)",
 		Params: []optab.Param{size, interp, {Name: "max_size", Typ: optab.PInt, Def: "None"}, antialias},
-		Stays:  true, AfterGrow: fixSize, Format: func(b *strings.Builder, op *optab.Op) {
+		Stays:  true, AfterGrow: fixSize, FromArgs: resizeArgs, Format: func(b *strings.Builder, op *optab.Op) {
 			if op.Size[1] == 0 {
 				fmt.Fprintf(b, "(%d", op.Size[0])
 			} else {
@@ -97,20 +97,40 @@ func init() {
 			formatInterp(b, op)
 		}})
 	geometry(optab.Def{Kind: OpCenterCrop, Doc: "the central crop of size (padded where the image is smaller)",
-		Params: []optab.Param{size}, Stays: true, AfterGrow: fixSize, Format: formatSize})
+		Params: []optab.Param{size}, Stays: true, AfterGrow: fixSize, Format: formatSize,
+		FromArgs: func(a *optab.Args) optab.Op { return optab.Op{Size: a.Size("size")} }})
 	geometry(optab.Def{Kind: OpRandomCrop, Doc: "a crop of size at a random place, after padding (constant fill)",
 		Params: []optab.Param{size, {Name: "padding", Typ: optab.PInts, Def: "None"}, {Name: "pad_if_needed", Typ: optab.PBool, Def: "False"}, fill, mode},
 		Stays:  true, Masks: fillMasks,
+		FromArgs: func(a *optab.Args) optab.Op {
+			op := optab.Op{Size: a.Size("size"), PadIfNeeded: a.Bool("pad_if_needed")}
+			if !a.IsNone("padding") {
+				padArgs(a, &op)
+			}
+			fillArgs(a, &op)
+			return op
+		},
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(%dx%d, padding=%v, pad_if_needed=%v, fill=%v)", op.Size[0], op.Size[1], op.Padding, op.PadIfNeeded, op.Fill)
 		}})
 	geometry(optab.Def{Kind: OpPad, Doc: "padding with a constant fill, right before or after a RandomCrop or CenterCrop",
 		Params: []optab.Param{{Name: "padding", Typ: optab.PInts}, fill, mode},
 		Stays:  true, Masks: fillMasks,
+		FromArgs: func(a *optab.Args) optab.Op {
+			var op optab.Op
+			padArgs(a, &op)
+			fillArgs(a, &op)
+			return op
+		},
 		Misplaced: "Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)",
 		Format:    func(b *strings.Builder, op *optab.Op) { fmt.Fprintf(b, "(padding=%v, fill=%v)", op.Padding, op.Fill) }})
 	geometry(optab.Def{Kind: OpRandomZoomOut, Doc: "with probability p, the image padded with fill onto a canvas side_range times its size",
 		Params: []optab.Param{fill, {Name: "side_range", Typ: optab.PRange, Def: "(1.0, 4.0)"}, optab.PParam(0.5)}, Masks: fillMasks,
+		FromArgs: func(a *optab.Args) optab.Op {
+			op := optab.Op{SideRange: a.Pair("side_range"), P: a.Float("p")}
+			a.TypedFill("fill", &op, false)
+			return op
+		},
 		Misplaced: "RandomZoomOut after other ops is not supported: it is the first op (then Resize(h, w), RandomCrop or CenterCrop), fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(fill=%v, side_range=%v, p=%g)", op.Fill, op.SideRange, op.P)
@@ -120,8 +140,8 @@ func init() {
 			{Name: "min_aspect_ratio", Typ: optab.PFloat, Def: "0.5"}, {Name: "max_aspect_ratio", Typ: optab.PFloat, Def: "2.0"},
 			{Name: "sampler_options", Typ: optab.PFloats, Def: "None"}, {Name: "trials", Typ: optab.PInt, Def: "40"},
 			optab.KeywordOnly(optab.Param{Name: "p", Typ: optab.PFloat, Def: "1.0", Field: "P", Lo: 0, Hi: 1})},
-		NeedsTargets: true,
-		Misplaced:    "RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode",
+		NeedsTargets: true, FromArgs: iouCropArgs,
+		Misplaced: "RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d", op.Scale, op.Ratio, op.Options, op.Trials)
 			if p := iouP(op); p < 1 {
@@ -131,23 +151,49 @@ func init() {
 		}})
 	lsj(optab.Def{Kind: OpScaleJitter, Doc: "resized by target_size times a scale drawn in scale_range (large-scale jitter)",
 		Params: []optab.Param{{Name: "target_size", Typ: optab.PSize}, {Name: "scale_range", Typ: optab.PRange, Def: "(0.1, 2.0)"}, interp, antialias},
+		FromArgs: func(a *optab.Args) optab.Op {
+			// torchvision's target_size pairs its second value with the
+			// height (ScaleJitter.make_params).
+			ts := a.Size("target_size")
+			op := optab.Op{Size: [2]int{ts[1], ts[0]}, Scale: a.Pair("scale_range"), Interp: a.Interp("interpolation")}
+			a.Antialias(&op)
+			return op
+		},
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(%dx%d, scale_range=%v", op.Size[0], op.Size[1], op.Scale)
 			formatInterp(b, op)
 		}})
 	lsj(optab.Def{Kind: OpFixedSizeCrop, Doc: "a random crop of at most size, padded on the right and bottom with fill to size",
 		Params: []optab.Param{size, {Name: "fill", Typ: optab.PFill, Def: "0"}, mode},
+		FromArgs: func(a *optab.Args) optab.Op {
+			op := optab.Op{Size: a.Size("size")}
+			fillArgs(a, &op)
+			return op
+		},
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(%dx%d, fill=%v)", op.Size[0], op.Size[1], op.Fill)
 		}})
 	lsj(optab.Def{Kind: OpRandomShortestSize, Doc: "the shorter side resized to one of min_size, the longer at most max_size",
 		Params: []optab.Param{{Name: "min_size", Typ: optab.PInts}, {Name: "max_size", Typ: optab.PInt, Def: "None"}, interp, antialias},
+		FromArgs: func(a *optab.Args) optab.Op {
+			op := optab.Op{Sizes: a.Ints("min_size"), Interp: a.Interp("interpolation")}
+			if !a.IsNone("max_size") {
+				op.MaxSize = min(a.Int("max_size"), 1<<20)
+			}
+			a.Antialias(&op)
+			return op
+		},
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(min_size=%v, max_size=%d", op.Sizes, op.MaxSize)
 			formatInterp(b, op)
 		}})
 	lsj(optab.Def{Kind: OpRandomResize, Doc: "the shorter side resized to a size drawn in [min_size, max_size)",
 		Params: []optab.Param{{Name: "min_size", Typ: optab.PInt}, {Name: "max_size", Typ: optab.PInt}, interp, antialias},
+		FromArgs: func(a *optab.Args) optab.Op {
+			op := optab.Op{Sizes: []int{min(a.Int("min_size"), 1<<20), min(a.Int("max_size"), 1<<20)}, Interp: a.Interp("interpolation")}
+			a.Antialias(&op)
+			return op
+		},
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(min_size=%d, max_size=%d", op.Sizes[0], op.Sizes[1])
 			formatInterp(b, op)
@@ -247,4 +293,71 @@ func fixSize(op *optab.Op, stream uint64, where string) (optab.Node, error) {
 	n.Def = &postResize
 	n.Step = fn.Step{Fn: fn.Resize, I: [6]int{4: op.Size[0], 5: op.Size[1]}, Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
 	return n, nil
+}
+
+// rrcArgs reads RandomResizedCrop's arguments; interpolation "random" is
+// timm's RandomResizedCropAndInterpolation(interpolation="random").
+func rrcArgs(a *optab.Args) optab.Op {
+	op := optab.Op{Size: a.Size("size"), Scale: a.Pair("scale"), Ratio: a.Pair("ratio")}
+	if a.Str("interpolation") == "random" {
+		op.Interp, op.RandomInterp = InterpBilinear, true
+	} else {
+		op.Interp = a.Interp("interpolation")
+	}
+	a.Antialias(&op)
+	return op
+}
+
+// resizeArgs reads Resize's: an int size resizes the shorter side
+// (Size[1] 0); max_size is refused (the size would vary per image).
+func resizeArgs(a *optab.Args) optab.Op {
+	op := optab.Op{Interp: a.Interp("interpolation")}
+	if is := a.Ints("size"); len(is) == 1 {
+		op.Size = [2]int{is[0], 0}
+	} else {
+		op.Size = a.Size("size")
+	}
+	if !a.IsNone("max_size") {
+		a.Errorf("max_size is not supported: a batch's images have one size (Resize then CenterCrop, or Resize((h, w)))")
+	}
+	a.Antialias(&op)
+	return op
+}
+
+// iouCropArgs reads RandomIoUCrop's (and stoker's keyword-only p).
+func iouCropArgs(a *optab.Args) optab.Op {
+	op := optab.Op{Scale: [2]float64{a.Float("min_scale"), a.Float("max_scale")},
+		Ratio:   [2]float64{a.Float("min_aspect_ratio"), a.Float("max_aspect_ratio")},
+		Options: a.Floats("sampler_options"), Trials: min(a.Int("trials"), 1<<20), P: a.Float("p")}
+	if op.Options == nil {
+		op.Options = []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}
+	}
+	if !(op.P > 0 && op.P <= 1) {
+		a.Errorf("p=%v: want 0 < p <= 1 (p=0 never crops: leave the op out)", op.P)
+	}
+	return op
+}
+
+// padArgs reads torchvision's padding forms (1 value: every side; 2:
+// left and right, top and bottom; 4: left, top, right, bottom).
+func padArgs(a *optab.Args, op *optab.Op) {
+	switch p := a.Ints("padding"); len(p) {
+	case 1:
+		op.Padding = [4]int{p[0], p[0], p[0], p[0]}
+	case 2:
+		op.Padding = [4]int{p[0], p[1], p[0], p[1]}
+	case 4:
+		op.Padding = [4]int(p)
+	default:
+		a.Errorf("padding of %d values: want 1, 2 or 4", len(p))
+	}
+}
+
+// fillArgs reads a constant padding's fill (a fill per type where the
+// op takes one; None: 0) and padding_mode, which must be "constant".
+func fillArgs(a *optab.Args, op *optab.Op) {
+	if m := a.Str("padding_mode"); !a.IsNone("padding_mode") && m != "constant" {
+		a.Errorf("padding_mode %q: stoker pads with a constant fill only (padding_mode=\"constant\")", optab.TruncKind(optab.OpKind(m)))
+	}
+	a.TypedFill("fill", op, false)
 }

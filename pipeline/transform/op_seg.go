@@ -31,6 +31,12 @@ func init() {
 	optab.Define(optab.Def{Kind: OpPadIfSmaller, Doc: "padded on the right and bottom with fill to at least size a side (the segmentation references')",
 		Params:   []optab.Param{{Name: "size", Typ: optab.PInt}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Geometry: true, Targets: optab.TargetsMove, Stays: true, Masks: fillMasks,
+		FromArgs: func(a *optab.Args) optab.Op {
+			s := min(a.Int("size"), 1<<20)
+			op := optab.Op{Size: [2]int{s, s}}
+			a.TypedFill("fill", &op, false)
+			return op
+		},
 		Misplaced: "PadIfSmaller is supported only in the segmentation references' geometry: RandomResize, RandomHorizontalFlip (if any), PadIfSmaller, then RandomCrop",
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(%d, fill=%v", op.Size[0], op.Fill)

@@ -33,6 +33,12 @@ func init() {
 		Params: []optab.Param{{Name: "degrees", Typ: optab.PRange}, {Name: "interpolation", Typ: optab.PInterp, Def: "'nearest'"},
 			{Name: "expand", Typ: optab.PBool, Def: "False", Field: "Expand"}, {Name: "center", Typ: optab.PFloats, Def: "None"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks,
+		FromArgs: func(a *optab.Args) optab.Op {
+			op := optab.Op{Degrees: angleArgs(a, "degrees"), Interp: a.Interp("interpolation"), Expand: a.Bool("expand")}
+			a.TypedFill("fill", &op, true)
+			centerArgs(a, &op)
+			return op
+		},
 		Grows: func(op *optab.Op) bool { return op.Expand },
 		Draw: func(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 			op := n.Op
@@ -55,7 +61,7 @@ func init() {
 			{Name: "shear", Typ: optab.PFloats, Def: "None"}, {Name: "interpolation", Typ: optab.PInterp, Def: "'nearest'"},
 			{Name: "fill", Typ: optab.PFillBy, Def: "0"}, {Name: "center", Typ: optab.PFloats, Def: "None"}},
 		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks,
-		Draw: drawAffine,
+		Draw: drawAffine, FromArgs: affineArgs,
 		MaxNs: func(n *optab.Node, w, h int) float64 {
 			return optab.StepNs(fn.Step{Fn: fn.Affine, Interp: n.Op.Interp}, w, h)
 		}})
@@ -63,6 +69,11 @@ func init() {
 		Params: []optab.Param{{Name: "distortion_scale", Typ: optab.PFloat, Def: "0.5"}, optab.PParam(0.5),
 			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Targets: optab.TargetsMove,
+		FromArgs: func(a *optab.Args) optab.Op {
+			op := optab.Op{Distortion: a.Float("distortion_scale"), P: a.Float("p"), Interp: a.Interp("interpolation")}
+			a.TypedFill("fill", &op, true)
+			return op
+		},
 		Compile: func(c *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 			op := n.Op
 			if err := optab.CheckProb(op, at); err != nil {
@@ -472,3 +483,56 @@ func kernelScratchOf(ops []optab.Op) KernelScratch {
 
 // KernelScratch is t's steps' kernels' scratch bound (kernelScratchOf).
 func (t sampler) KernelScratch() KernelScratch { return t.kern }
+
+// angleArgs reads torchvision's _setup_angle: a number x >= 0 is (-x, x),
+// else (min, max).
+func angleArgs(a *optab.Args, name string) [2]float64 {
+	switch fs := a.Floats(name); len(fs) {
+	case 1:
+		if !(fs[0] >= 0) {
+			a.Errorf("%s %v: a single number must be >= 0", name, fs[0])
+		}
+		return [2]float64{0 - fs[0], fs[0]}
+	case 2:
+		return [2]float64(fs)
+	}
+	a.Errorf("%s %v: want a number or (min, max)", name, a.Floats(name))
+	return [2]float64{}
+}
+
+// centerArgs reads a warp's center: None (the image's) or (x, y).
+func centerArgs(a *optab.Args, op *optab.Op) {
+	if a.IsNone("center") {
+		return
+	}
+	op.Center, op.HasCenter = a.Pair("center"), true
+}
+
+// affineArgs reads RandomAffine's: translate and scale None or pairs,
+// shear None, a number x ((-x, x) along x), (min, max) along x, or
+// (min_x, max_x, min_y, max_y).
+func affineArgs(a *optab.Args) optab.Op {
+	op := optab.Op{Degrees: angleArgs(a, "degrees"), Interp: a.Interp("interpolation")}
+	a.TypedFill("fill", &op, true)
+	centerArgs(a, &op)
+	if !a.IsNone("translate") {
+		op.Translate, op.HasTranslate = a.Pair("translate"), true
+	}
+	if !a.IsNone("scale") {
+		op.Scale = a.Pair("scale")
+	}
+	switch s := a.Floats("shear"); len(s) {
+	case 0:
+	case 1:
+		op.HasShear, op.Shear = true, [4]float64{angleArgs(a, "shear")[0], s[0]}
+	case 2:
+		op.HasShear = true
+		copy(op.Shear[:], s)
+	case 4:
+		op.HasShear, op.ShearY = true, true
+		copy(op.Shear[:], s)
+	default:
+		a.Errorf("shear has %d values: want None, a number, 2 or 4", len(s))
+	}
+	return op
+}

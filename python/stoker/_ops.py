@@ -13,17 +13,17 @@ from stoker._ops_base import (
     Transform,
     angle,
     fill_by_type,
-    fill_list,
     fill_values,
     hw,
     integer,
     interp_name,
-    interp_pb,
     mean_std,
+    named_op,
     min_max,
     prob,
     real,
     seq,
+    typed_fill,
 )
 from stoker.v1 import stoker_pb2 as pb
 
@@ -77,15 +77,8 @@ class RandomResizedCrop(Transform):
         self.antialias = _antialias(cls, antialias)
 
     def to_proto(self) -> pb.Op:
-        h, w = self.size
-        rand = self.interpolation == "random"
-        return pb.Op(
-            random_resized_crop=pb.RandomResizedCrop(
-                height=h, width=w, scale_min=self.scale[0], scale_max=self.scale[1], ratio_min=self.ratio[0],
-                ratio_max=self.ratio[1], interpolation=interp_pb(None if rand else self.interpolation, "bilinear"),
-                antialias=None if self.antialias else False, random_interpolation=rand,
-            )
-        )
+        return named_op("RandomResizedCrop", size=self.size, scale=self.scale, ratio=self.ratio,
+                        interpolation=self.interpolation, antialias=self.antialias)
 
 
 class Resize(Transform):
@@ -110,9 +103,7 @@ class Resize(Transform):
         self.antialias = _antialias(cls, antialias)
 
     def to_proto(self) -> pb.Op:
-        h, w = (self.size, 0) if isinstance(self.size, int) else self.size
-        return pb.Op(resize=pb.Resize(height=h, width=w, interpolation=interp_pb(self.interpolation, "bilinear"),
-                                      antialias=None if self.antialias else False))
+        return named_op("Resize", size=self.size, interpolation=self.interpolation, antialias=self.antialias)
 
 
 class CenterCrop(Transform):
@@ -122,8 +113,7 @@ class CenterCrop(Transform):
         self.size = hw("CenterCrop", size)
 
     def to_proto(self) -> pb.Op:
-        h, w = self.size
-        return pb.Op(center_crop=pb.CenterCrop(height=h, width=w))
+        return named_op("CenterCrop", size=self.size)
 
 
 def _padding(cls: str, padding: Any) -> Tuple[int, ...]:
@@ -143,12 +133,6 @@ def _typed(op: Transform, cls: str, fill: Any) -> Any:
     if mask is not None:
         op.mask_fill = mask  # type: ignore[attr-defined]
     return fill
-
-
-def _mask_fill(op: Transform) -> Dict[str, float]:
-    """The wire's mask_fill of an op with a fill per type ({}: none)."""
-    m = vars(op).get("mask_fill")
-    return {} if m is None else {"mask_fill": m}
 
 
 def _constant_fill(cls: str, fill: Any, padding_mode: str) -> Optional[Tuple[float, ...]]:
@@ -184,10 +168,8 @@ class RandomCrop(Transform):
         self.padding_mode = padding_mode
 
     def to_proto(self) -> pb.Op:
-        h, w = self.size
-        return pb.Op(random_crop=pb.RandomCrop(height=h, width=w, padding=list(self.padding),
-                                               pad_if_needed=self.pad_if_needed, fill=fill_list(self.fill),
-                                               **_mask_fill(self)))
+        return named_op("RandomCrop", size=self.size, padding=self.padding or None, pad_if_needed=self.pad_if_needed,
+                        fill=typed_fill(self, self.fill))
 
 
 class Pad(Transform):
@@ -206,7 +188,7 @@ class Pad(Transform):
         self.padding_mode = padding_mode
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(pad=pb.Pad(padding=list(self.padding), fill=fill_list(self.fill), **_mask_fill(self)))
+        return named_op("Pad", padding=self.padding, fill=typed_fill(self, self.fill))
 
 
 class RandomZoomOut(Transform):
@@ -233,10 +215,7 @@ class RandomZoomOut(Transform):
         self.p = prob(cls, p)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_zoom_out=pb.RandomZoomOut(fill=fill_list(self.fill), p=self.p,
-                                                      side_range=pb.Range(min=self.side_range[0],
-                                                                          max=self.side_range[1]),
-                                                      **_mask_fill(self)))
+        return named_op("RandomZoomOut", fill=typed_fill(self, self.fill), side_range=self.side_range, p=self.p)
 
 
 class RandomIoUCrop(Transform):
@@ -280,12 +259,9 @@ class RandomIoUCrop(Transform):
             raise ValueError(f"{cls}: p={p}: want 0 < p <= 1 (p=0 never crops: leave the op out)")
 
     def to_proto(self) -> pb.Op:
-        op = pb.RandomIoUCrop(
-            min_scale=self.min_scale, max_scale=self.max_scale, min_aspect_ratio=self.min_aspect_ratio,
-            max_aspect_ratio=self.max_aspect_ratio, sampler_options=list(self.sampler_options), trials=self.trials)
-        if self.p != 1:
-            op.p = self.p
-        return pb.Op(random_iou_crop=op)
+        return named_op("RandomIoUCrop", min_scale=self.min_scale, max_scale=self.max_scale,
+                        min_aspect_ratio=self.min_aspect_ratio, max_aspect_ratio=self.max_aspect_ratio,
+                        sampler_options=self.sampler_options, trials=self.trials, p=self.p)
 
 
 class ScaleJitter(Transform):
@@ -312,10 +288,8 @@ class ScaleJitter(Transform):
         self.antialias = _antialias(cls, antialias)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(scale_jitter=pb.ScaleJitter(
-            target_height=self.target_size[1], target_width=self.target_size[0],
-            scale_range=pb.Range(min=self.scale_range[0], max=self.scale_range[1]),
-            interpolation=interp_pb(self.interpolation, "bilinear"), antialias=None if self.antialias else False))
+        return named_op("ScaleJitter", target_size=self.target_size, scale_range=self.scale_range,
+                        interpolation=self.interpolation, antialias=self.antialias)
 
 
 class FixedSizeCrop(Transform):
@@ -334,8 +308,7 @@ class FixedSizeCrop(Transform):
         self.fill = _constant_fill(cls, fill, padding_mode)
 
     def to_proto(self) -> pb.Op:
-        h, w = self.size
-        return pb.Op(fixed_size_crop=pb.FixedSizeCrop(height=h, width=w, fill=fill_list(self.fill)))
+        return named_op("FixedSizeCrop", size=self.size, fill=self.fill)
 
 
 class RandomShortestSize(Transform):
@@ -361,9 +334,8 @@ class RandomShortestSize(Transform):
         self.antialias = _antialias(cls, antialias)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_shortest_size=pb.RandomShortestSize(
-            min_size=list(self.min_size), max_size=self.max_size,
-            interpolation=interp_pb(self.interpolation, "bilinear"), antialias=None if self.antialias else False))
+        return named_op("RandomShortestSize", min_size=self.min_size, max_size=self.max_size,
+                        interpolation=self.interpolation, antialias=self.antialias)
 
 
 class RandomResize(Transform):
@@ -387,9 +359,8 @@ class RandomResize(Transform):
         self.antialias = _antialias(cls, antialias)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_resize=pb.RandomResize(
-            min_size=self.min_size, max_size=self.max_size,
-            interpolation=interp_pb(self.interpolation, "bilinear"), antialias=None if self.antialias else False))
+        return named_op("RandomResize", min_size=self.min_size, max_size=self.max_size,
+                        interpolation=self.interpolation, antialias=self.antialias)
 
 
 class PadIfSmaller(Transform):
@@ -408,7 +379,7 @@ class PadIfSmaller(Transform):
         self.fill = _constant_fill(cls, _typed(self, cls, fill), "constant")
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(pad_if_smaller=pb.PadIfSmaller(size=self.size, fill=fill_list(self.fill), **_mask_fill(self)))
+        return named_op("PadIfSmaller", size=self.size, fill=typed_fill(self, self.fill))
 
 
 class ConvertBoundingBoxFormat(Transform):
@@ -426,7 +397,7 @@ class ConvertBoundingBoxFormat(Transform):
         self.format = name.upper()
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format=self.format))
+        return named_op("ConvertBoundingBoxFormat", format=self.format)
 
 
 class RandomHorizontalFlip(Transform):
@@ -436,7 +407,7 @@ class RandomHorizontalFlip(Transform):
         self.p = prob("RandomHorizontalFlip", p)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip(p=self.p))
+        return named_op("RandomHorizontalFlip", p=self.p)
 
 
 class RandomVerticalFlip(Transform):
@@ -446,7 +417,7 @@ class RandomVerticalFlip(Transform):
         self.p = prob("RandomVerticalFlip", p)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=self.p))
+        return named_op("RandomVerticalFlip", p=self.p)
 
 
 class SanitizeBoundingBoxes(Transform):
@@ -470,7 +441,7 @@ class SanitizeBoundingBoxes(Transform):
             raise ValueError(f"SanitizeBoundingBoxes: min_area must be >= 1, got {min_area}.")
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=self.min_size, min_area=self.min_area))
+        return named_op("SanitizeBoundingBoxes", min_size=self.min_size, min_area=self.min_area)
 
 
 class ClampBoundingBoxes(Transform):
@@ -488,8 +459,7 @@ class ClampBoundingBoxes(Transform):
         self.clamping_mode = clamping_mode
 
     def to_proto(self) -> pb.Op:
-        mode = "none" if self.clamping_mode is None else self.clamping_mode
-        return pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode=mode))
+        return named_op("ClampBoundingBoxes", clamping_mode=self.clamping_mode)
 
 
 class ClampKeyPoints(Transform):
@@ -499,7 +469,7 @@ class ClampKeyPoints(Transform):
     without keypoints: nothing to clamp)."""
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(clamp_key_points=pb.ClampKeyPoints())
+        return named_op("ClampKeyPoints")
 
 
 class SanitizeKeyPoints(Transform):
@@ -522,7 +492,7 @@ class SanitizeKeyPoints(Transform):
         self.labels_getter = labels_getter
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(sanitize_key_points=pb.SanitizeKeyPoints())
+        return named_op("SanitizeKeyPoints", labels_getter=self.labels_getter)
 
 
 def _jitter(name: str, v: Any, center: float, bound: Tuple[float, float], clip: bool) -> Tuple[Any, Any]:
@@ -565,13 +535,7 @@ class ColorJitter(Transform):
         self._given = (b, c, s, h)
 
     def to_proto(self) -> pb.Op:
-        m = pb.ColorJitter()
-        for name, v in zip(("brightness", "contrast", "saturation", "hue"), self._given):
-            if isinstance(v, tuple):  # a range as given; a number as the number
-                getattr(m, name + "_range").CopyFrom(pb.Range(min=v[0], max=v[1]))
-            else:
-                setattr(m, name, v)
-        return pb.Op(color_jitter=m)
+        return named_op("ColorJitter", **dict(zip(("brightness", "contrast", "saturation", "hue"), self._given)))
 
 
 class RandomPhotometricDistort(Transform):
@@ -595,9 +559,8 @@ class RandomPhotometricDistort(Transform):
         self.p = prob(cls, p)
 
     def to_proto(self) -> pb.Op:
-        r = {k: pb.Range(min=v[0], max=v[1]) for k, v in (("brightness", self.brightness), ("contrast", self.contrast),
-                                                          ("saturation", self.saturation), ("hue", self.hue))}
-        return pb.Op(random_photometric_distort=pb.RandomPhotometricDistort(p=self.p, **r))
+        return named_op("RandomPhotometricDistort", brightness=self.brightness, contrast=self.contrast,
+                        saturation=self.saturation, hue=self.hue, p=self.p)
 
 
 class Normalize(Transform):
@@ -613,7 +576,7 @@ class Normalize(Transform):
         self.mean, self.std = mean_std("Normalize", mean, std)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(normalize=pb.Normalize(mean=self.mean, std=self.std))
+        return named_op("Normalize", mean=self.mean, std=self.std)
 
 
 class Grayscale(Transform):
@@ -634,7 +597,7 @@ class Grayscale(Transform):
         self.num_output_channels = n
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(grayscale=pb.Grayscale(num_output_channels=3))
+        return named_op("Grayscale", num_output_channels=3)
 
 
 class RandomGrayscale(Transform):
@@ -644,7 +607,7 @@ class RandomGrayscale(Transform):
         self.p = prob("RandomGrayscale", p)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_grayscale=pb.RandomGrayscale(p=self.p))
+        return named_op("RandomGrayscale", p=self.p)
 
 
 class GaussianBlur(Transform):
@@ -668,9 +631,7 @@ class GaussianBlur(Transform):
         self.sigma = sig
 
     def to_proto(self) -> pb.Op:
-        kx, ky = self.kernel_size
-        return pb.Op(gaussian_blur=pb.GaussianBlur(kernel_x=kx, kernel_y=ky, sigma_min=self.sigma[0],
-                                                   sigma_max=self.sigma[1]))
+        return named_op("GaussianBlur", kernel_size=self.kernel_size, sigma=self.sigma)
 
 
 class RandomSolarize(Transform):
@@ -686,7 +647,7 @@ class RandomSolarize(Transform):
         self.p = prob("RandomSolarize", p)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_solarize=pb.RandomSolarize(threshold=self.threshold, p=self.p))
+        return named_op("RandomSolarize", threshold=self.threshold, p=self.p)
 
 
 class RandomPosterize(Transform):
@@ -697,7 +658,7 @@ class RandomPosterize(Transform):
         self.p = prob("RandomPosterize", p)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_posterize=pb.RandomPosterize(bits=self.bits, p=self.p))
+        return named_op("RandomPosterize", bits=self.bits, p=self.p)
 
 
 class _RandomPointOp(Transform):
@@ -709,8 +670,7 @@ class _RandomPointOp(Transform):
         self.p = prob(type(self).__name__, p)
 
     def to_proto(self) -> pb.Op:
-        msg = getattr(pb, type(self).__name__)(p=self.p)
-        return pb.Op(**{self._field: msg})
+        return named_op(type(self).__name__, p=self.p)
 
 
 class RandomInvert(_RandomPointOp):
@@ -744,8 +704,7 @@ class RandomAdjustSharpness(Transform):
         self.p = prob("RandomAdjustSharpness", p)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_adjust_sharpness=pb.RandomAdjustSharpness(sharpness_factor=self.sharpness_factor,
-                                                                      p=self.p))
+        return named_op("RandomAdjustSharpness", sharpness_factor=self.sharpness_factor, p=self.p)
 
 
 def _center(cls: str, v: Any) -> Optional[Tuple[float, ...]]:
@@ -774,10 +733,8 @@ class RandomRotation(Transform):
         self.fill = fill_values(cls, _typed(self, cls, fill))
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_rotation=pb.RandomRotation(
-            degrees=pb.Range(min=self.degrees[0], max=self.degrees[1]),
-            interpolation=interp_pb(self.interpolation, "nearest"), fill=fill_list(self.fill),
-            fill_none=self.fill is None, center=list(self.center or ()), expand=self.expand, **_mask_fill(self)))
+        return named_op("RandomRotation", degrees=self.degrees, interpolation=self.interpolation, expand=self.expand,
+                        center=self.center, fill=typed_fill(self, self.fill))
 
 
 def interpolation_warp(cls: str, v: Any) -> str:
@@ -805,9 +762,8 @@ class RandomPerspective(Transform):
         self.fill = fill_values(cls, _typed(self, cls, fill))
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_perspective=pb.RandomPerspective(
-            distortion_scale=self.distortion_scale, p=self.p, interpolation=interp_pb(self.interpolation, "bilinear"),
-            fill=fill_list(self.fill), fill_none=self.fill is None, **_mask_fill(self)))
+        return named_op("RandomPerspective", distortion_scale=self.distortion_scale, p=self.p,
+                        interpolation=self.interpolation, fill=typed_fill(self, self.fill))
 
 
 class RandomAffine(Transform):
@@ -841,13 +797,9 @@ class RandomAffine(Transform):
         self.center = _center(cls, center)
 
     def to_proto(self) -> pb.Op:
-        m = pb.RandomAffine(degrees=pb.Range(min=self.degrees[0], max=self.degrees[1]),
-                            translate=list(self.translate or ()), shear=list(self.shear or ()),
-                            interpolation=interp_pb(self.interpolation, "nearest"), fill=fill_list(self.fill),
-                            fill_none=self.fill is None, center=list(self.center or ()), **_mask_fill(self))
-        if self.scale is not None:
-            m.scale.CopyFrom(pb.Range(min=self.scale[0], max=self.scale[1]))
-        return pb.Op(random_affine=m)
+        return named_op("RandomAffine", degrees=self.degrees, translate=self.translate, scale=self.scale,
+                        shear=self.shear, interpolation=self.interpolation, fill=typed_fill(self, self.fill),
+                        center=self.center)
 
 
 class RandomErasing(Transform):
@@ -925,16 +877,8 @@ class RandomErasing(Transform):
             self.count = integer(cls, "count", count, 1, 16)
 
     def to_proto(self) -> pb.Op:
-        m = pb.RandomErasing(p=self.p, scale=pb.Range(min=self.scale[0], max=self.scale[1]),
-                             ratio=pb.Range(min=self.ratio[0], max=self.ratio[1]))
+        args: Dict[str, Any] = {"p": self.p, "scale": self.scale, "ratio": self.ratio, "value": self.value}
         if self.value == "random":
-            m.random_value = True
-            m.random_color = self.per_box
-            m.noise_mean.extend(self.noise_mean or ())
-            m.noise_std.extend(self.noise_std or ())
-        else:
-            m.value.extend(fill_list(self.value))
-        lo, hi = self.count if isinstance(self.count, tuple) else (self.count, self.count)
-        if hi > 1:
-            m.min_count, m.max_count = lo, hi
-        return pb.Op(random_erasing=m)
+            args.update(noise_mean=self.noise_mean, noise_std=self.noise_std, per_box=self.per_box)
+        args["count"] = self.count
+        return named_op("RandomErasing", **args)

@@ -143,13 +143,7 @@ def hw(cls: str, size: Any, name: str = "size") -> Tuple[int, int]:
     return h, w
 
 
-#: The interpolations stoker resamples with, by torchvision's name, and
-#: PIL's integer codes that torchvision accepts for them.
-_INTERP = {
-    "nearest": pb.INTERPOLATION_NEAREST,
-    "bilinear": pb.INTERPOLATION_BILINEAR,
-    "bicubic": pb.INTERPOLATION_BICUBIC,
-}
+#: PIL's integer codes that torchvision accepts for its interpolations.
 _PIL_CODES = {0: "nearest", 2: "bilinear", 3: "bicubic", 1: "lanczos", 4: "box", 5: "hamming"}
 
 
@@ -168,14 +162,6 @@ def interp_name(cls: str, v: Any, allowed: Sequence[str]) -> str:
         raise ValueError(f"{cls}: interpolation {name!r} is not supported by stoker here: use "
                          f"{' or '.join(repr(a) for a in allowed)}")
     return name
-
-
-def interp_pb(name: Optional[str], default: Optional[str]) -> int:
-    """The wire's Interpolation for ``name``: unspecified when it is the
-    op's default, so a spec with defaults is the same bytes as ever."""
-    if name is None or name == default:
-        return pb.INTERPOLATION_UNSPECIFIED
-    return _INTERP[name]
 
 
 def fill_values(cls: str, v: Any, name: str = "fill") -> Optional[Tuple[float, ...]]:
@@ -221,6 +207,39 @@ def fill_by_type(cls: str, v: Any) -> Tuple[Any, Optional[float]]:
     return image, m
 
 
-def fill_list(v: Optional[Tuple[float, ...]]) -> list:
-    """A fill as the wire's repeated field (none: 0)."""
-    return [] if v is None else list(v)
+def named_op(name: str, **args: Any) -> pb.Op:
+    """The wire's Op for the op ``name`` with ``args`` by torchvision's
+    names: each a number, a sequence of numbers, a str, a bool, None, a
+    :class:`pb.OpList` (a container's ops) or a :class:`pb.TypedFill`. The
+    server reads them through the op's schema (``stoker ops list``)."""
+    return pb.Op(named=pb.NamedOp(name=name, args=[wire_arg(k, v) for k, v in args.items()]))
+
+
+def wire_arg(name: str, v: Any) -> pb.NamedArg:
+    """One argument as the wire's NamedArg."""
+    if v is None:
+        return pb.NamedArg(name=name, none=True)
+    if isinstance(v, bool):
+        return pb.NamedArg(name=name, flag=v)
+    if isinstance(v, str):
+        return pb.NamedArg(name=name, text=v)
+    if isinstance(v, pb.TypedFill):
+        return pb.NamedArg(name=name, typed_fill=v)
+    if isinstance(v, pb.OpList):
+        return pb.NamedArg(name=name, ops=v)
+    if hasattr(v, "__len__"):
+        return pb.NamedArg(name=name, numbers=pb.Numbers(values=[float(x) for x in v]))
+    return pb.NamedArg(name=name, number=float(v))
+
+
+def typed_fill(op: Transform, fill: Optional[Sequence[float]]) -> Any:
+    """An op's fill for the wire: with a fill per type (``op.mask_fill``
+    set), the pixels' and the masks' as a :class:`pb.TypedFill`; else the
+    fill (None or its values)."""
+    mask = vars(op).get("mask_fill")
+    if mask is None:
+        return fill
+    t = pb.TypedFill(mask=mask)
+    if fill is not None:
+        t.image.values.extend(fill)
+    return t

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from stoker._ops import Normalize
-from stoker._ops_base import Transform, prob, real
+from stoker._ops_base import Transform, named_op, prob, real
 from stoker.v1 import stoker_pb2 as pb
 
 
@@ -93,7 +93,7 @@ class RandomApply(Transform):
 
     def to_proto(self) -> pb.Op:
         ops = [t.to_proto() for t in flatten(self.transforms)]
-        return pb.Op(random_apply=pb.RandomApply(ops=ops, p=self.p))
+        return named_op("RandomApply", transforms=pb.OpList(ops=ops), p=self.p)
 
 
 class RandomChoice(Transform):
@@ -118,7 +118,7 @@ class RandomChoice(Transform):
 
     def to_proto(self) -> pb.Op:
         ops = [_one(t).to_proto() for t in self.transforms]
-        return pb.Op(random_choice=pb.RandomChoice(ops=ops, p=list(self.p or ())))
+        return named_op("RandomChoice", transforms=pb.OpList(ops=ops), p=self.p)
 
 
 class RandomOrder(Transform):
@@ -130,4 +130,4 @@ class RandomOrder(Transform):
             raise ValueError("RandomOrder: Pass at least one transform")
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(random_order=pb.RandomOrder(ops=[_one(t).to_proto() for t in self.transforms]))
+        return named_op("RandomOrder", transforms=pb.OpList(ops=[_one(t).to_proto() for t in self.transforms]))

@@ -4,8 +4,8 @@
 
 SCHEMA is every op's arguments, with torchvision's names and defaults: the
 hand-written classes of stoker.transforms take the same (a test holds them to
-it). The named ops, which have no message of their own on the wire, have
-their classes here, sent as a NamedOp."""
+it). The named ops, which have no hand-written class, have their classes
+here; every op is sent as a NamedOp."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The base of the named ops' classes (stoker._ops_generated, made from the
-server's op registry): ops with no message of their own on the wire, sent
-as a NamedOp of their torchvision name and arguments, which the server reads
+server's op registry): ops with no hand-written class, sent (as every op
+is) as a NamedOp of their torchvision name and arguments, which the server reads
 through the same registry. Each argument is checked here against its
 schema's type and bounds, as the server checks it again."""
 
@@ -61,7 +61,7 @@ def _arg(cls: str, p: Param, v: Any) -> pb.NamedArg:
 
 
 class NamedOp(Transform):
-    """An op of the server's registry with no message of its own: its
+    """An op of the server's registry with no hand-written class: its
     class (generated) names it and its schema's arguments."""
 
     _name = ""

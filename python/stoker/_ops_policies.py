@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any, Optional
 
-from stoker._ops_base import Fill, Transform, fill_list, fill_values, integer, interp_name, interp_pb, real
+from stoker._ops_base import Fill, Transform, fill_values, integer, interp_name, named_op, real
 from stoker.v1 import stoker_pb2 as pb
 
 # torchvision's policies take bicubic on PIL images (its tensor kernels
@@ -41,9 +41,8 @@ class TrivialAugmentWide(Transform):
         self.fill = fill_values(cls, fill)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(trivial_augment_wide=pb.TrivialAugmentWide(
-            num_magnitude_bins=self.num_magnitude_bins, interpolation=interp_pb(self.interpolation, "nearest"),
-            fill=fill_list(self.fill)))
+        return named_op("TrivialAugmentWide", num_magnitude_bins=self.num_magnitude_bins,
+                        interpolation=self.interpolation, fill=self.fill)
 
 
 class RandAugment(Transform):
@@ -65,9 +64,8 @@ class RandAugment(Transform):
         self.fill = fill_values(cls, fill)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(rand_augment=pb.RandAugment(
-            num_ops=self.num_ops, magnitude=self.magnitude, num_magnitude_bins=self.num_magnitude_bins,
-            interpolation=interp_pb(self.interpolation, "nearest"), fill=fill_list(self.fill)))
+        return named_op("RandAugment", num_ops=self.num_ops, magnitude=self.magnitude,
+                        num_magnitude_bins=self.num_magnitude_bins, interpolation=self.interpolation, fill=self.fill)
 
 
 _AA_POLICIES = ("imagenet", "cifar10", "svhn")
@@ -88,9 +86,7 @@ class AutoAugment(Transform):
         self.fill = fill_values(cls, fill)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(auto_augment=pb.AutoAugment(policy=self.policy,
-                                                 interpolation=interp_pb(self.interpolation, "nearest"),
-                                                 fill=fill_list(self.fill)))
+        return named_op("AutoAugment", policy=self.policy, interpolation=self.interpolation, fill=self.fill)
 
 
 class AugMix(Transform):
@@ -119,10 +115,9 @@ class AugMix(Transform):
         self.fill = fill_values(cls, fill)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(aug_mix=pb.AugMix(
-            severity=self.severity, mixture_width=self.mixture_width, chain_depth=self.chain_depth,
-            alpha=self.alpha, all_ops=self.all_ops, interpolation=interp_pb(self.interpolation, "bilinear"),
-            fill=fill_list(self.fill)))
+        return named_op("AugMix", severity=self.severity, mixture_width=self.mixture_width,
+                        chain_depth=self.chain_depth, alpha=self.alpha, all_ops=self.all_ops,
+                        interpolation=self.interpolation, fill=self.fill)
 
 
 #: ImageNet's mean colour in uint8 pixels: timm's fill (img_mean).
@@ -190,8 +185,7 @@ class TimmRandAugment(Transform):
         self.fill = fill_values(cls, IMAGENET_MEAN_PIXELS if fill is None else fill)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(timm_rand_augment=pb.TimmRandAugment(
-            config=self.config, interpolation=interp_pb(self.interpolation, None), fill=fill_list(self.fill)))
+        return named_op("TimmRandAugment", config=self.config, interpolation=self.interpolation, fill=self.fill)
 
 
 def timm_rand_augment(config: str = "rand-m9-mstd0.5-inc1", interpolation: Any = None,
@@ -260,8 +254,7 @@ class TimmAutoAugment(Transform):
         self.fill = fill_values(cls, IMAGENET_MEAN_PIXELS if fill is None else fill)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(timm_auto_augment=pb.TimmAutoAugment(
-            config=self.config, interpolation=interp_pb(self.interpolation, None), fill=fill_list(self.fill)))
+        return named_op("TimmAutoAugment", config=self.config, interpolation=self.interpolation, fill=self.fill)
 
 
 def timm_auto_augment(config: str = "original", interpolation: Any = None,
@@ -333,8 +326,7 @@ class TimmAugMix(Transform):
         self.fill = fill_values(cls, IMAGENET_MEAN_PIXELS if fill is None else fill)
 
     def to_proto(self) -> pb.Op:
-        return pb.Op(timm_aug_mix=pb.TimmAugMix(
-            config=self.config, interpolation=interp_pb(self.interpolation, None), fill=fill_list(self.fill)))
+        return named_op("TimmAugMix", config=self.config, interpolation=self.interpolation, fill=self.fill)
 
 
 def timm_aug_mix(config: str = "augmix-m3-w3", interpolation: Any = None,

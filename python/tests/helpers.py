@@ -43,3 +43,16 @@ def assert_same_batches(a, b) -> None:
 def indices(batches) -> List[int]:
     """The dataset indices of batches yielded with return_indices, in order."""
     return [i for b in batches for i in b[2].tolist()]
+
+
+def wire_args(op) -> dict:
+    """A wire op's (a NamedOp's) arguments by name: a number, a list of
+    numbers, a str, a bool, None, a container's ops (a list of wire ops) or
+    a typed fill (the pb.TypedFill)."""
+    out = {}
+    for a in op.named.args:
+        k = a.WhichOneof("value")
+        out[a.name] = {"number": lambda: a.number, "numbers": lambda: list(a.numbers.values), "text": lambda: a.text,
+                       "flag": lambda: a.flag, "none": lambda: None, "ops": lambda: list(a.ops.ops),
+                       "typed_fill": lambda: a.typed_fill}[k]()
+    return out

@@ -19,6 +19,7 @@ from google.protobuf import json_format
 from torchvision.transforms import v2 as tv2
 
 import stoker
+from helpers import wire_args
 from stoker import transforms as T
 from stoker.v1 import stoker_pb2 as pb
 from test_targets import N, coco_sources, det, server  # noqa: F401 (the fixtures)
@@ -114,7 +115,7 @@ def test_random_apply_of_an_iou_crop_converts() -> None:
         tv2.RandomApply([tv2.RandomIoUCrop()], p=0.8), tv2.SanitizeBoundingBoxes(), tv2.Resize((320, 320))]))
     crop = spec.transforms[0]
     assert isinstance(crop, T.RandomIoUCrop) and crop.p == pytest.approx(0.8)
-    assert crop.to_proto().random_iou_crop.p == pytest.approx(0.8)
+    assert wire_args(crop.to_proto())["p"] == pytest.approx(0.8)
     # Both p: RandomApply's of the DETR family's.
     spec = stoker.transforms.from_torchvision(tv2.Compose([
         tv2.RandomApply([_dfine_iou_crop()(p=0.5)], p=0.5), tv2.Resize((320, 320))]))
@@ -124,8 +125,8 @@ def test_random_apply_of_an_iou_crop_converts() -> None:
                                                        tv2.Resize((320, 320))]))
     with pytest.raises(ValueError, match="p=1.5"):
         T.RandomIoUCrop(p=1.5)
-    # Without p the wire is as before (no field set).
-    assert not T.RandomIoUCrop().to_proto().random_iou_crop.HasField("p")
+    # Without p, torchvision's crop: always drawn.
+    assert wire_args(T.RandomIoUCrop().to_proto())["p"] == 1
 
 
 def test_detr_preset_crops_four_in_five(stoker_bin: Path) -> None:

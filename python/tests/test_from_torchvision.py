@@ -15,7 +15,9 @@ from torchvision import tv_tensors
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms import v2 as tv2
 
+from helpers import wire_args
 from stoker import transforms as T
+from stoker.v1 import stoker_pb2 as pb
 
 # The recipes use v2.ToTensor as they were written (deprecated in v2).
 pytestmark = pytest.mark.filterwarnings(r"ignore:The transform `ToTensor\(\)` is deprecated:UserWarning")
@@ -162,7 +164,7 @@ def test_pad(version) -> None:
     assert got.transforms == [T.Pad(4), T.RandomCrop(32), T.RandomHorizontalFlip()]
     got = T.from_torchvision(tv.Compose([tv.Pad([1, 2, 3, 4], fill=(9, 8, 7)), tv.CenterCrop(40)]))
     assert got.transforms == [T.Pad([1, 2, 3, 4], fill=(9, 8, 7)), T.CenterCrop(40)]
-    assert [op.to_proto() for op in got.transforms][0].pad.padding == [1, 2, 3, 4]
+    assert wire_args(got.transforms[0].to_proto())["padding"] == [1, 2, 3, 4]
     # after the crop (not resized), and on both sides of it
     got = T.from_torchvision(tv.Compose([tv.RandomCrop(28), tv.Pad(2), tv.RandomHorizontalFlip()]))
     assert got.transforms == [T.RandomCrop(28), T.Pad(2), T.RandomHorizontalFlip()]
@@ -180,8 +182,9 @@ def test_random_zoom_out() -> None:
                                                             side_range=(1.5, 2), p=1), tv2.RandomCrop(300)]))
     assert got.transforms == [T.RandomZoomOut({tv_tensors.Image: (1, 2, 3), tv_tensors.Mask: 0}, (1.5, 2), 1),
                               T.RandomCrop(300)]
-    assert got.transforms[0].mask_fill == 0 and got.transforms[0].to_proto().random_zoom_out.HasField("mask_fill")
-    assert got.transforms[0].to_proto().random_zoom_out.side_range.max == 2
+    zoom = wire_args(got.transforms[0].to_proto())
+    assert got.transforms[0].mask_fill == 0 and zoom["fill"] == pb.TypedFill(image=pb.Numbers(values=[1, 2, 3]), mask=0)
+    assert zoom["side_range"][1] == 2
     got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(fill=7), tv2.CenterCrop(64)]))
     assert got.transforms == [T.RandomZoomOut(7), T.CenterCrop(64)]
     for bad, want in [([tv2.RandomZoomOut()], "RandomZoomOut needs Resize"),
@@ -209,10 +212,10 @@ def test_random_iou_crop() -> None:
                    T.RandomHorizontalFlip(), T.Resize((640, 640)), T.SanitizeBoundingBoxes()]
     got = T.from_torchvision(tv2.Compose([tv2.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], 7), tv2.Resize((64, 48))]))
     assert got.transforms == [T.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], 7), T.Resize((64, 48))]
-    assert list(got.transforms[0].to_proto().random_iou_crop.sampler_options) == [0.3, 1]
+    assert wire_args(got.transforms[0].to_proto())["sampler_options"] == [0.3, 1]
     got = T.from_torchvision(tv2.Compose([tv2.Resize((64, 64)),
                                           tv2.ConvertBoundingBoxFormat(tv_tensors.BoundingBoxFormat.XYWH)]))
-    assert got.transforms[1].to_proto().convert_bounding_box_format.format == "XYWH"
+    assert wire_args(got.transforms[1].to_proto())["format"] == "XYWH"
     got = T.from_torchvision(tv2.Compose([tv2.Resize((64, 64)), tv2.RandomPhotometricDistort((0.9, 1.1), p=1)]))
     assert got.transforms == [T.Resize((64, 64)), T.RandomPhotometricDistort((0.9, 1.1), p=1)]
     got = T.from_torchvision(tv2.Compose([tv2.ColorJitter(0.4, 0.4), tv2.Resize((64, 64))]))
@@ -251,8 +254,8 @@ def test_scale_jitter_fixed_size_crop() -> None:
         fixed("torchvision.prototype.transforms._geometry", (300, 200), {tv_tensors.Image: 7, tv_tensors.Mask: 0})]))
     assert got.transforms == [T.ScaleJitter((640, 480), (0.5, 1.5), "bicubic", antialias=False),
                               T.FixedSizeCrop((300, 200), fill=7)]
-    p = got.transforms[0].to_proto().scale_jitter
-    assert (p.target_height, p.target_width) == (480, 640)  # make_params: target_size[1] / height
+    # torchvision's order, (w, h): make_params divides target_size[1] by the height
+    assert wire_args(got.transforms[0].to_proto())["target_size"] == [640, 480]
     assert T.from_torchvision(tv2.Compose([fixed("transforms", (64, 48), 0)])).transforms == [T.FixedSizeCrop((64, 48))]
     for bad, want in (([tv2.ScaleJitter((64, 64))], "ScaleJitter needs FixedSizeCrop right after it"),
                       ([tv2.ScaleJitter((64, 64)), tv2.RandomHorizontalFlip(), fixed("transforms", (64, 64), 0)],

@@ -373,12 +373,12 @@ def test_geometry_kernels(stoker_bin: Path) -> None:
 
 # -- the geometry fused into the decode ---------------------------------------------
 
-INTERP_PB = {pb.INTERPOLATION_NEAREST: 1, pb.INTERPOLATION_BILINEAR: 0, pb.INTERPOLATION_BICUBIC: 2,
-             pb.INTERPOLATION_UNSPECIFIED: 0}
+#: kernels.Interpolation's values, by name.
+INTERP = {"nearest": 1, "bilinear": 0, "bicubic": 2}
 
 
-def _four(padding: Sequence[int]) -> List[int]:
-    p = list(padding)
+def _four(padding: Sequence[float]) -> List[int]:
+    p = [int(v) for v in padding]
     return {0: [0] * 4, 1: p * 4, 2: p * 2, 4: p}[len(p)]
 
 
@@ -386,28 +386,42 @@ def _fill(fill: Sequence[float]) -> List[float]:
     return [float(v) for v in fill] * (3 if len(fill) == 1 else 1) if fill else [0.0] * 3
 
 
+def _args(o: pb.Op) -> Dict[str, Any]:
+    """A wire op's arguments: numbers, tuples, strings, bools, None."""
+    out: Dict[str, Any] = {}
+    for a in o.named.args:
+        k = a.WhichOneof("value")
+        out[a.name] = {"number": lambda: a.number, "numbers": lambda: list(a.numbers.values), "text": lambda: a.text,
+                       "flag": lambda: a.flag, "none": lambda: None}[k]()
+    return out
+
+
+def _hw(v: Any) -> List[int]:
+    return [int(v), int(v)] if not isinstance(v, list) else [int(x) for x in v] * (2 if len(v) == 1 else 1)
+
+
 def pipeline_ops(spec: pb.TransformSpec) -> List[Dict[str, Any]]:
     """The pipeline package's Ops (the driver's JSON) of a TransformSpec's
-    geometry, field for field as internal/opspec maps them."""
+    geometry, argument for argument as its ops' FromArgs read them."""
     ops = []
     for o in spec.ops:
-        kind = o.WhichOneof("op")
-        m = getattr(o, kind)
-        if kind == "random_resized_crop":
-            ops.append({"Kind": "RandomResizedCrop", "Size": [m.height, m.width or m.height],
-                        "Scale": [m.scale_min, m.scale_max], "Ratio": [m.ratio_min, m.ratio_max],
-                        "Interp": INTERP_PB[m.interpolation],
-                        "NoAntialias": m.HasField("antialias") and not m.antialias})
-        elif kind == "resize":
-            ops.append({"Kind": "Resize", "Size": [m.height, m.width], "Interp": INTERP_PB[m.interpolation],
-                        "NoAntialias": m.HasField("antialias") and not m.antialias})
-        elif kind == "center_crop":
-            ops.append({"Kind": "CenterCrop", "Size": [m.height, m.width or m.height]})
-        elif kind == "pad":
-            ops.append({"Kind": "Pad", "Padding": _four(m.padding), "Fill": _fill(m.fill)})
-        elif kind == "random_crop":
-            ops.append({"Kind": "RandomCrop", "Size": [m.height, m.width or m.height], "Padding": _four(m.padding),
-                        "PadIfNeeded": m.pad_if_needed, "Fill": _fill(m.fill)})
+        kind, m = o.named.name, _args(o)
+        noaa = m.get("antialias", True) is False
+        if kind == "RandomResizedCrop":
+            ops.append({"Kind": kind, "Size": _hw(m["size"]), "Scale": m.get("scale", [0.08, 1.0]),
+                        "Ratio": m.get("ratio", [3 / 4, 4 / 3]), "Interp": INTERP[m.get("interpolation", "bilinear")],
+                        "NoAntialias": noaa})
+        elif kind == "Resize":
+            size = [int(m["size"]), 0] if not isinstance(m["size"], list) else _hw(m["size"])
+            ops.append({"Kind": kind, "Size": size, "Interp": INTERP[m.get("interpolation", "bilinear")],
+                        "NoAntialias": noaa})
+        elif kind == "CenterCrop":
+            ops.append({"Kind": kind, "Size": _hw(m["size"])})
+        elif kind == "Pad":
+            ops.append({"Kind": kind, "Padding": _four(m["padding"]), "Fill": _fill(m.get("fill") or [])})
+        elif kind == "RandomCrop":
+            ops.append({"Kind": kind, "Size": _hw(m["size"]), "Padding": _four(m.get("padding") or []),
+                        "PadIfNeeded": m.get("pad_if_needed", False), "Fill": _fill(m.get("fill") or [])})
         else:
             raise AssertionError(f"no geometry: {kind}")
     return ops

@@ -33,6 +33,7 @@ from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as F
 
 import stoker
+from helpers import wire_args
 from stoker import transforms as T
 from stoker.v1 import stoker_pb2 as pb
 from test_parity_sampling import continuous_case, op
@@ -182,7 +183,7 @@ def test_from_torchvision() -> None:
     tv = tv2.RandomPerspective(0.3, p=0.7, interpolation=InterpolationMode.NEAREST, fill=5)
     got = T.from_torchvision(tv2.Compose([tv2.Resize((32, 32)), tv]))
     assert got.transforms[1].to_proto() == T.RandomPerspective(0.3, 0.7, "nearest", 5).to_proto()
-    assert got.transforms[1].to_proto().random_perspective.fill == [5]
+    assert wire_args(got.transforms[1].to_proto())["fill"] == [5]
     with pytest.raises(ValueError, match="distortion_scale"):
         T.RandomPerspective(1.5)
 

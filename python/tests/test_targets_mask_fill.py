@@ -26,10 +26,12 @@ from torchvision.io import ImageReadMode, decode_jpeg, read_file
 from torchvision.transforms import v2 as tv2
 
 import stoker
+from helpers import wire_args
 from stoker import _buffers as buffers
 from stoker import transforms as T
 from stoker._errors import StokerError
 from stoker._targets import arrays_of
+from stoker.v1 import stoker_pb2 as pb
 from test_detection_ops import replay_pixels
 from test_targets import N, coco_sources, det, server  # noqa: F401 (the fixtures)
 from test_targets_masks import coco_masks, fixed_keep, replay_masks
@@ -143,7 +145,7 @@ def test_fill_per_type_is_torchvisions(server: str, det: Path, name: str) -> Non
     if theirs is not None:
         assert fills(T.from_torchvision(tv2.Compose(theirs())).transforms) == fills(tf.transforms)
     typed = [op for op in tf.transforms if "mask_fill" in vars(op)]
-    assert all(op.to_proto().ListFields()[0][1].HasField("mask_fill") for op in typed)
+    assert all(isinstance(wire_args(op.to_proto())["fill"], pb.TypedFill) for op in typed)
     big = {mask_fill} if isinstance(mask_fill, int) else set(mask_fill.values())
     big -= {0, 1}  # a fill a mask's own pixels cannot be: seen in the masks
     want, src = coco_sources(det), coco_masks(det)

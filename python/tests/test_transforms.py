@@ -1,7 +1,7 @@
 """Transform specs and the client's argument checks: no server needed.
 
-The op classes against the wire contract (proto/stoker/v1/stoker.proto's
-defaults, field by field) and against torchvision (pinned in
+The op classes against the wire contract (each op a NamedOp of the
+server's schema, argument by argument) and against torchvision (pinned in
 python/requirements.txt: torchvision 0.29.2) for their defaults and
 checks. from_torchvision: test_from_torchvision.py; the server's word on
 the specs: test_transforms_server.py."""
@@ -12,6 +12,7 @@ import pytest
 
 import stoker
 from stoker import transforms as T
+from stoker._ops_base import named_op
 from stoker.v1 import stoker_pb2 as pb
 
 
@@ -38,19 +39,18 @@ def test_ops_convert_to_proto() -> None:
         )
     )
     rrc, flip, jit, norm = spec.ops
-    assert rrc.random_resized_crop == pb.RandomResizedCrop(
-        height=200, width=100, scale_min=0.5, scale_max=1, ratio_min=0.5, ratio_max=2
-    )
-    # p=0 is sent as set, not as "unset means 0.5".
-    assert flip.random_horizontal_flip.HasField("p") and flip.random_horizontal_flip.p == 0.0
-    assert jit.color_jitter == pb.ColorJitter(brightness=0.4, saturation=0.2)
-    assert list(norm.normalize.mean) == [0.5] * 3 and list(norm.normalize.std) == [0.25] * 3
+    assert rrc == N("RandomResizedCrop", size=(200, 100), scale=(0.5, 1), ratio=(0.5, 2), interpolation="bilinear",
+                    antialias=True)
+    # p=0 is sent, not left to the default 0.5.
+    assert flip == N("RandomHorizontalFlip", p=0)
+    assert jit == N("ColorJitter", brightness=0.4, contrast=0, saturation=0.2, hue=0)
+    assert norm == N("Normalize", mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
 
 
 def test_sizes_follow_torchvision() -> None:
-    assert T.Resize(256).to_proto().resize == pb.Resize(height=256, width=0)
-    assert T.Resize((32, 48)).to_proto().resize == pb.Resize(height=32, width=48)
-    assert T.CenterCrop(224).to_proto().center_crop == pb.CenterCrop(height=224, width=224)
+    assert T.Resize(256).to_proto() == N("Resize", size=256, interpolation="bilinear", antialias=True)
+    assert T.Resize((32, 48)).to_proto() == N("Resize", size=(32, 48), interpolation="bilinear", antialias=True)
+    assert T.CenterCrop(224).to_proto() == N("CenterCrop", size=(224, 224))
     assert T.RandomResizedCrop([7]).size == (7, 7)
     spec = T.to_spec([T.Resize(256), T.CenterCrop(224)])
     assert len(spec.ops) == 2
@@ -145,12 +145,24 @@ def test_buffer_pool_reuses_only_released_buffers() -> None:
     assert c.__array_interface__["data"][0] == addr_b
 
 
-# The op catalogue: every class's Op, field by field. A field left unset
-# means what the proto says (interpolation: the op's default; antialias:
-# True; sigma (0, 0): (0.1, 2.0)); a probability is always sent.
+# The op catalogue: every class's Op, argument by argument, as the server
+# reads it (its schema: `stoker ops list`). A hand-written class sends every
+# argument it has; a generated one (the YOLO family's, the vision-language
+# resizes) only those not at their defaults.
 
-R = pb.Range
-BICUBIC, BILINEAR, NEAREST = pb.INTERPOLATION_BICUBIC, pb.INTERPOLATION_BILINEAR, pb.INTERPOLATION_NEAREST
+
+def N(name: str, **args: object) -> pb.Op:
+    """The wire's op ``name`` with ``args``, as a test writes it (a
+    container's ops a list)."""
+    return named_op(name, **{k: pb.OpList(ops=v) if isinstance(v, list) else v for k, v in args.items()})
+
+
+def Typed(image: object, mask: float) -> pb.TypedFill:
+    """A fill per type on the wire: the pixels' (None: None) and the masks'."""
+    t = pb.TypedFill(mask=mask)
+    if image is not None:
+        t.image.values.extend(image)  # type: ignore[arg-type]
+    return t
 
 
 def _interp_modes():
@@ -160,208 +172,196 @@ def _interp_modes():
 
 
 SPECS = [
-    (lambda: T.RandomCrop(32, padding=4),
-     pb.Op(random_crop=pb.RandomCrop(height=32, width=32, padding=[4], fill=[0]))),
+    (lambda: T.RandomCrop(32, padding=4), N('RandomCrop', size=(32, 32), padding=(4,), pad_if_needed=False, fill=(0,))),
     (lambda: T.RandomCrop((30, 40), padding=(1, 2), pad_if_needed=True, fill=(1, 2, 3)),
-     pb.Op(random_crop=pb.RandomCrop(height=30, width=40, padding=[1, 2], pad_if_needed=True, fill=[1, 2, 3]))),
-    (lambda: T.Pad(4), pb.Op(pad=pb.Pad(padding=[4], fill=[0]))),
-    (lambda: T.Pad((1, 2, 3, 4), fill=(1, 2, 3)), pb.Op(pad=pb.Pad(padding=[1, 2, 3, 4], fill=[1, 2, 3]))),
+     N('RandomCrop', size=(30, 40), padding=(1, 2), pad_if_needed=True, fill=(1, 2, 3))),
+    (lambda: T.Pad(4), N('Pad', padding=(4,), fill=(0,))),
+    (lambda: T.Pad((1, 2, 3, 4), fill=(1, 2, 3)), N('Pad', padding=(1, 2, 3, 4), fill=(1, 2, 3))),
     (lambda: T.RandomResizedCrop(224),
-     pb.Op(random_resized_crop=pb.RandomResizedCrop(height=224, width=224, scale_min=0.08, scale_max=1,
-                                                    ratio_min=3 / 4, ratio_max=4 / 3))),
+     N('RandomResizedCrop', size=(224, 224), scale=(0.08, 1), ratio=(0.75, 1.3333333333333333),
+       interpolation='bilinear', antialias=True)),
     (lambda: T.RandomResizedCrop((200, 100), scale=(0.9, 1), interpolation=_interp_modes().BICUBIC, antialias=False),
-     pb.Op(random_resized_crop=pb.RandomResizedCrop(height=200, width=100, scale_min=0.9, scale_max=1,
-                                                    ratio_min=3 / 4, ratio_max=4 / 3, interpolation=BICUBIC,
-                                                    antialias=False))),
-    (lambda: T.RandomResizedCrop(64, interpolation=3), (  # PIL's BICUBIC code, as torchvision takes it
-        pb.Op(random_resized_crop=pb.RandomResizedCrop(height=64, width=64, scale_min=0.08, scale_max=1,
-                                                       ratio_min=3 / 4, ratio_max=4 / 3, interpolation=BICUBIC)))),
-    (lambda: T.Resize([256], interpolation="nearest"),
-     pb.Op(resize=pb.Resize(height=256, interpolation=NEAREST))),
-    (lambda: T.Resize((32, 48), antialias=False), pb.Op(resize=pb.Resize(height=32, width=48, antialias=False))),
-    (lambda: T.CenterCrop((3, 4)), pb.Op(center_crop=pb.CenterCrop(height=3, width=4))),
-    (lambda: T.RandomHorizontalFlip(), pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip(p=0.5))),
-    (lambda: T.RandomVerticalFlip(), pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=0.5))),
-    (lambda: T.RandomVerticalFlip(0.0), pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=0.0))),
-    (lambda: T.RandomZoomOut(), pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[0], p=0.5, side_range=pb.Range(min=1, max=4)))),
+     N('RandomResizedCrop', size=(200, 100), scale=(0.9, 1), ratio=(0.75, 1.3333333333333333), interpolation='bicubic',
+       antialias=False)),
+    (lambda: T.RandomResizedCrop(64, interpolation=3),
+     N('RandomResizedCrop', size=(64, 64), scale=(0.08, 1), ratio=(0.75, 1.3333333333333333), interpolation='bicubic',
+       antialias=True)),
+    (lambda: T.Resize([256], interpolation="nearest"), N('Resize', size=256, interpolation='nearest', antialias=True)),
+    (lambda: T.Resize((32, 48), antialias=False),
+     N('Resize', size=(32, 48), interpolation='bilinear', antialias=False)),
+    (lambda: T.CenterCrop((3, 4)), N('CenterCrop', size=(3, 4))),
+    (lambda: T.RandomHorizontalFlip(), N('RandomHorizontalFlip', p=0.5)),
+    (lambda: T.RandomVerticalFlip(), N('RandomVerticalFlip', p=0.5)),
+    (lambda: T.RandomVerticalFlip(0.0), N('RandomVerticalFlip', p=0)),
+    (lambda: T.RandomZoomOut(), N('RandomZoomOut', fill=(0,), side_range=(1, 4), p=0.5)),
     (lambda: T.RandomZoomOut((1, 2, 3), side_range=[1.5, 2], p=1),
-     pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[1, 2, 3], p=1, side_range=pb.Range(min=1.5, max=2)))),
-    (lambda: T.RandomIoUCrop(), pb.Op(random_iou_crop=pb.RandomIoUCrop(
-        min_scale=0.3, max_scale=1, min_aspect_ratio=0.5, max_aspect_ratio=2, sampler_options=[0, 0.1, 0.3, 0.5, 0.7, 0.9, 1],
-        trials=40))),
-    (lambda: T.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], trials=7), pb.Op(random_iou_crop=pb.RandomIoUCrop(
-        min_scale=0.5, max_scale=0.9, min_aspect_ratio=0.75, max_aspect_ratio=1.5, sampler_options=[0.3, 1], trials=7))),
-    (lambda: T.RandomPhotometricDistort(), pb.Op(random_photometric_distort=pb.RandomPhotometricDistort(
-        brightness=pb.Range(min=0.875, max=1.125), contrast=pb.Range(min=0.5, max=1.5),
-        saturation=pb.Range(min=0.5, max=1.5), hue=pb.Range(min=-0.05, max=0.05), p=0.5))),
-    (lambda: T.RandomPhotometricDistort((0.9, 1.1), hue=[-0.1, 0.2], p=1), pb.Op(
-        random_photometric_distort=pb.RandomPhotometricDistort(
-            brightness=pb.Range(min=0.9, max=1.1), contrast=pb.Range(min=0.5, max=1.5),
-            saturation=pb.Range(min=0.5, max=1.5), hue=pb.Range(min=-0.1, max=0.2), p=1))),
-    (lambda: T.ScaleJitter((1024, 1024)), pb.Op(scale_jitter=pb.ScaleJitter(
-        target_height=1024, target_width=1024, scale_range=pb.Range(min=0.1, max=2)))),
+     N('RandomZoomOut', fill=(1, 2, 3), side_range=(1.5, 2), p=1)),
+    (lambda: T.RandomIoUCrop(),
+     N('RandomIoUCrop', min_scale=0.3, max_scale=1, min_aspect_ratio=0.5, max_aspect_ratio=2,
+       sampler_options=(0, 0.1, 0.3, 0.5, 0.7, 0.9, 1), trials=40, p=1)),
+    (lambda: T.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], trials=7),
+     N('RandomIoUCrop', min_scale=0.5, max_scale=0.9, min_aspect_ratio=0.75, max_aspect_ratio=1.5,
+       sampler_options=(0.3, 1), trials=7, p=1)),
+    (lambda: T.RandomPhotometricDistort(),
+     N('RandomPhotometricDistort', brightness=(0.875, 1.125), contrast=(0.5, 1.5), saturation=(0.5, 1.5),
+       hue=(-0.05, 0.05), p=0.5)),
+    (lambda: T.RandomPhotometricDistort((0.9, 1.1), hue=[-0.1, 0.2], p=1),
+     N('RandomPhotometricDistort', brightness=(0.9, 1.1), contrast=(0.5, 1.5), saturation=(0.5, 1.5), hue=(-0.1, 0.2),
+       p=1)),
+    (lambda: T.ScaleJitter((1024, 1024)),
+     N('ScaleJitter', target_size=(1024, 1024), scale_range=(0.1, 2), interpolation='bilinear', antialias=True)),
     (lambda: T.ScaleJitter([640, 480], scale_range=(0.5, 1.5), interpolation="bicubic", antialias=False),
-     pb.Op(scale_jitter=pb.ScaleJitter(target_height=480, target_width=640, scale_range=pb.Range(min=0.5, max=1.5),
-                                       interpolation=BICUBIC, antialias=False))),
-    (lambda: T.FixedSizeCrop(1024), pb.Op(fixed_size_crop=pb.FixedSizeCrop(height=1024, width=1024, fill=[0]))),
-    (lambda: T.FixedSizeCrop((64, 48), fill=(123, 117, 104)),
-     pb.Op(fixed_size_crop=pb.FixedSizeCrop(height=64, width=48, fill=[123, 117, 104]))),
-    (lambda: T.RandomShortestSize((480, 800), 1333), pb.Op(random_shortest_size=pb.RandomShortestSize(
-        min_size=[480, 800], max_size=1333))),
+     N('ScaleJitter', target_size=(640, 480), scale_range=(0.5, 1.5), interpolation='bicubic', antialias=False)),
+    (lambda: T.FixedSizeCrop(1024), N('FixedSizeCrop', size=(1024, 1024), fill=(0,))),
+    (lambda: T.FixedSizeCrop((64, 48), fill=(123, 117, 104)), N('FixedSizeCrop', size=(64, 48), fill=(123, 117, 104))),
+    (lambda: T.RandomShortestSize((480, 800), 1333),
+     N('RandomShortestSize', min_size=(480, 800), max_size=1333, interpolation='bilinear', antialias=True)),
     (lambda: T.RandomShortestSize(512, interpolation="nearest", antialias=False),
-     pb.Op(random_shortest_size=pb.RandomShortestSize(min_size=[512], interpolation=NEAREST, antialias=False))),
-    (lambda: T.RandomResize(256, 320), pb.Op(random_resize=pb.RandomResize(min_size=256, max_size=320))),
+     N('RandomShortestSize', min_size=(512,), max_size=None, interpolation='nearest', antialias=False)),
+    (lambda: T.RandomResize(256, 320),
+     N('RandomResize', min_size=256, max_size=320, interpolation='bilinear', antialias=True)),
     (lambda: T.RandomResize(100, 140, "bicubic", antialias=False),
-     pb.Op(random_resize=pb.RandomResize(min_size=100, max_size=140, interpolation=BICUBIC, antialias=False))),
-    (lambda: T.PadIfSmaller(480), pb.Op(pad_if_smaller=pb.PadIfSmaller(size=480, fill=[0]))),
+     N('RandomResize', min_size=100, max_size=140, interpolation='bicubic', antialias=False)),
+    (lambda: T.PadIfSmaller(480), N('PadIfSmaller', size=480, fill=(0,))),
     (lambda: T.PadIfSmaller(480, fill={_mask(): 255, "others": (1, 2, 3)}),
-     pb.Op(pad_if_smaller=pb.PadIfSmaller(size=480, fill=[1, 2, 3], mask_fill=255))),
-    (lambda: T.ConvertBoundingBoxFormat("cxcywh"),
-     pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format="CXCYWH"))),
-    (lambda: T.RandomPerspective(), pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.5, p=0.5, fill=[0]))),
+     N('PadIfSmaller', size=480, fill=Typed((1, 2, 3), 255))),
+    (lambda: T.ConvertBoundingBoxFormat("cxcywh"), N('ConvertBoundingBoxFormat', format='CXCYWH')),
+    (lambda: T.RandomPerspective(),
+     N('RandomPerspective', distortion_scale=0.5, p=0.5, interpolation='bilinear', fill=(0,))),
     # An op with no message of its own: its generated class sends a NamedOp.
-    (lambda: T.RandomChannelPermutation(), pb.Op(named=pb.NamedOp(name="RandomChannelPermutation"))),
-    (lambda: T.YOLOMosaic(), pb.Op(named=pb.NamedOp(name="YOLOMosaic"))),
-    (lambda: T.YOLOMosaic(320, n=9), pb.Op(named=pb.NamedOp(name="YOLOMosaic", args=[
-        pb.NamedArg(name="imgsz", number=320), pb.NamedArg(name="n", number=9)]))),
-    (lambda: T.YOLOMixUp(), pb.Op(named=pb.NamedOp(name="YOLOMixUp"))),
-    (lambda: T.YOLOMixUp(0.2), pb.Op(named=pb.NamedOp(name="YOLOMixUp", args=[pb.NamedArg(name="p", number=0.2)]))),
-    (lambda: T.YOLOCopyPaste(), pb.Op(named=pb.NamedOp(name="YOLOCopyPaste"))),
-    (lambda: T.YOLOCutMix(0.5, num_areas=4), pb.Op(named=pb.NamedOp(name="YOLOCutMix", args=[
-        pb.NamedArg(name="p", number=0.5), pb.NamedArg(name="num_areas", number=4)]))),
-    (lambda: T.YOLOCopyPaste(0.3, mode="flip"), pb.Op(named=pb.NamedOp(name="YOLOCopyPaste", args=[
-        pb.NamedArg(name="p", number=0.3)]))),
+    (lambda: T.RandomChannelPermutation(), N('RandomChannelPermutation')),
+    (lambda: T.YOLOMosaic(), N('YOLOMosaic')),
+    (lambda: T.YOLOMosaic(320, n=9), N('YOLOMosaic', imgsz=320, n=9)),
+    (lambda: T.YOLOMixUp(), N('YOLOMixUp')),
+    (lambda: T.YOLOMixUp(0.2), N('YOLOMixUp', p=0.2)),
+    (lambda: T.YOLOCopyPaste(), N('YOLOCopyPaste')),
+    (lambda: T.YOLOCutMix(0.5, num_areas=4), N('YOLOCutMix', p=0.5, num_areas=4)),
+    (lambda: T.YOLOCopyPaste(0.3, mode="flip"), N('YOLOCopyPaste', p=0.3)),
     # The YOLO family (ultralytics' ops), named ops too: a default is not sent.
-    (lambda: T.YOLOLoadImage(), pb.Op(named=pb.NamedOp(name="YOLOLoadImage"))),
-    (lambda: T.YOLOLetterBox(640, scaleup=False), pb.Op(named=pb.NamedOp(name="YOLOLetterBox", args=[
-        pb.NamedArg(name="new_shape", numbers=pb.Numbers(values=[640])), pb.NamedArg(name="scaleup", flag=False)]))),
-    (lambda: T.YOLORandomPerspective(10.0, size=(640, 480)), pb.Op(named=pb.NamedOp(name="YOLORandomPerspective", args=[
-        pb.NamedArg(name="degrees", number=10), pb.NamedArg(name="size", numbers=pb.Numbers(values=[640, 480]))]))),
-    (lambda: T.YOLORandomHSV(0.015, 0.7, 0.4), pb.Op(named=pb.NamedOp(name="YOLORandomHSV", args=[
-        pb.NamedArg(name="hgain", number=0.015), pb.NamedArg(name="sgain", number=0.7), pb.NamedArg(name="vgain", number=0.4)]))),
-    (lambda: T.YOLORandomFlip(direction="vertical", flip_idx=[1, 0]), pb.Op(named=pb.NamedOp(name="YOLORandomFlip", args=[
-        pb.NamedArg(name="direction", text="vertical"), pb.NamedArg(name="flip_idx", numbers=pb.Numbers(values=[1, 0]))]))),
+    (lambda: T.YOLOLoadImage(), N('YOLOLoadImage')),
+    (lambda: T.YOLOLetterBox(640, scaleup=False), N('YOLOLetterBox', new_shape=(640,), scaleup=False)),
+    (lambda: T.YOLORandomPerspective(10.0, size=(640, 480)), N('YOLORandomPerspective', degrees=10, size=(640, 480))),
+    (lambda: T.YOLORandomHSV(0.015, 0.7, 0.4), N('YOLORandomHSV', hgain=0.015, sgain=0.7, vgain=0.4)),
+    (lambda: T.YOLORandomFlip(direction="vertical", flip_idx=[1, 0]),
+     N('YOLORandomFlip', direction='vertical', flip_idx=(1, 0))),
     (lambda: T.RandomPerspective(0.3, 1, "nearest", None),
-     pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.3, p=1, interpolation=NEAREST, fill_none=True))),
-    (lambda: T.ClampBoundingBoxes(), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="auto"))),
-    (lambda: T.ClampBoundingBoxes(None), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="none"))),
-    (lambda: T.ClampKeyPoints(), pb.Op(clamp_key_points=pb.ClampKeyPoints())),
-    (lambda: T.SanitizeKeyPoints(), pb.Op(sanitize_key_points=pb.SanitizeKeyPoints())),
-    (lambda: T.SanitizeBoundingBoxes(), pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=1, min_area=1))),
-    (lambda: T.SanitizeBoundingBoxes(2, min_area=3.5),
-     pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=2, min_area=3.5))),
-    (lambda: T.ColorJitter(), pb.Op(color_jitter=pb.ColorJitter())),
+     N('RandomPerspective', distortion_scale=0.3, p=1, interpolation='nearest', fill=None)),
+    (lambda: T.ClampBoundingBoxes(), N('ClampBoundingBoxes', clamping_mode='auto')),
+    (lambda: T.ClampBoundingBoxes(None), N('ClampBoundingBoxes', clamping_mode=None)),
+    (lambda: T.ClampKeyPoints(), N('ClampKeyPoints')),
+    (lambda: T.SanitizeKeyPoints(), N('SanitizeKeyPoints', labels_getter=None)),
+    (lambda: T.SanitizeBoundingBoxes(), N('SanitizeBoundingBoxes', min_size=1, min_area=1)),
+    (lambda: T.SanitizeBoundingBoxes(2, min_area=3.5), N('SanitizeBoundingBoxes', min_size=2, min_area=3.5)),
+    (lambda: T.ColorJitter(), N('ColorJitter', brightness=0, contrast=0, saturation=0, hue=0)),
     (lambda: T.ColorJitter(0.4, 0.4, 0.2, 0.1),
-     pb.Op(color_jitter=pb.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.2, hue=0.1))),
+     N('ColorJitter', brightness=0.4, contrast=0.4, saturation=0.2, hue=0.1)),
     (lambda: T.ColorJitter(brightness=(0.5, 1.5), hue=[-0.1, 0.25]),
-     pb.Op(color_jitter=pb.ColorJitter(brightness_range=R(min=0.5, max=1.5), hue_range=R(min=-0.1, max=0.25)))),
-    (lambda: T.Grayscale(), pb.Op(grayscale=pb.Grayscale(num_output_channels=3))),
-    (lambda: T.RandomGrayscale(), pb.Op(random_grayscale=pb.RandomGrayscale(p=0.1))),
-    (lambda: T.GaussianBlur(23),
-     pb.Op(gaussian_blur=pb.GaussianBlur(kernel_x=23, kernel_y=23, sigma_min=0.1, sigma_max=2.0))),
-    (lambda: T.GaussianBlur((3, 5), sigma=1.5),
-     pb.Op(gaussian_blur=pb.GaussianBlur(kernel_x=3, kernel_y=5, sigma_min=1.5, sigma_max=1.5))),
-    (lambda: T.RandomSolarize(128), pb.Op(random_solarize=pb.RandomSolarize(threshold=128, p=0.5))),
-    (lambda: T.RandomPosterize(4, p=0.2), pb.Op(random_posterize=pb.RandomPosterize(bits=4, p=0.2))),
-    (lambda: T.RandomInvert(), pb.Op(random_invert=pb.RandomInvert(p=0.5))),
-    (lambda: T.RandomEqualize(0.25), pb.Op(random_equalize=pb.RandomEqualize(p=0.25))),
-    (lambda: T.RandomAutocontrast(), pb.Op(random_autocontrast=pb.RandomAutocontrast(p=0.5))),
-    (lambda: T.RandomAdjustSharpness(2), pb.Op(random_adjust_sharpness=pb.RandomAdjustSharpness(sharpness_factor=2,
-                                                                                                p=0.5))),
-    (lambda: T.RandomRotation(15), pb.Op(random_rotation=pb.RandomRotation(degrees=R(min=-15, max=15), fill=[0]))),
+     N('ColorJitter', brightness=(0.5, 1.5), contrast=0, saturation=0, hue=(-0.1, 0.25))),
+    (lambda: T.Grayscale(), N('Grayscale', num_output_channels=3)),
+    (lambda: T.RandomGrayscale(), N('RandomGrayscale', p=0.1)),
+    (lambda: T.GaussianBlur(23), N('GaussianBlur', kernel_size=(23, 23), sigma=(0.1, 2))),
+    (lambda: T.GaussianBlur((3, 5), sigma=1.5), N('GaussianBlur', kernel_size=(3, 5), sigma=(1.5, 1.5))),
+    (lambda: T.RandomSolarize(128), N('RandomSolarize', threshold=128, p=0.5)),
+    (lambda: T.RandomPosterize(4, p=0.2), N('RandomPosterize', bits=4, p=0.2)),
+    (lambda: T.RandomInvert(), N('RandomInvert', p=0.5)),
+    (lambda: T.RandomEqualize(0.25), N('RandomEqualize', p=0.25)),
+    (lambda: T.RandomAutocontrast(), N('RandomAutocontrast', p=0.5)),
+    (lambda: T.RandomAdjustSharpness(2), N('RandomAdjustSharpness', sharpness_factor=2, p=0.5)),
+    (lambda: T.RandomRotation(15),
+     N('RandomRotation', degrees=(-15, 15), interpolation='nearest', expand=False, center=None, fill=(0,))),
     (lambda: T.RandomRotation(15, expand=True),
-     pb.Op(random_rotation=pb.RandomRotation(degrees=R(min=-15, max=15), fill=[0], expand=True))),
+     N('RandomRotation', degrees=(-15, 15), interpolation='nearest', expand=True, center=None, fill=(0,))),
     (lambda: T.RandomRotation((0, 90), interpolation="bilinear", center=(1, 2), fill=(1, 2, 3)),
-     pb.Op(random_rotation=pb.RandomRotation(degrees=R(min=0, max=90), interpolation=BILINEAR, fill=[1, 2, 3],
-                                             center=[1, 2]))),
-    (lambda: T.RandomAffine(0), pb.Op(random_affine=pb.RandomAffine(degrees=R(min=0, max=0), fill=[0]))),
+     N('RandomRotation', degrees=(0, 90), interpolation='bilinear', expand=False, center=(1, 2), fill=(1, 2, 3))),
+    (lambda: T.RandomAffine(0),
+     N('RandomAffine', degrees=(0, 0), translate=None, scale=None, shear=None, interpolation='nearest', fill=(0,),
+       center=None)),
     (lambda: T.RandomAffine(10, translate=(0.1, 0.2), scale=(0.9, 1.1), shear=5, interpolation=_interp_modes().BILINEAR,
                             fill=None, center=(3, 4)),
-     pb.Op(random_affine=pb.RandomAffine(degrees=R(min=-10, max=10), translate=[0.1, 0.2], scale=R(min=0.9, max=1.1),
-                                         shear=[-5, 5], interpolation=BILINEAR, center=[3, 4], fill_none=True))),
+     N('RandomAffine', degrees=(-10, 10), translate=(0.1, 0.2), scale=(0.9, 1.1), shear=(-5, 5),
+       interpolation='bilinear', fill=None, center=(3, 4))),
     (lambda: T.RandomAffine((-5, 5), shear=(1, 2, 3, 4)),
-     pb.Op(random_affine=pb.RandomAffine(degrees=R(min=-5, max=5), shear=[1, 2, 3, 4], fill=[0]))),
-    (lambda: T.RandomErasing(),
-     pb.Op(random_erasing=pb.RandomErasing(p=0.5, scale=R(min=0.02, max=0.33), ratio=R(min=0.3, max=3.3), value=[0]))),
+     N('RandomAffine', degrees=(-5, 5), translate=None, scale=None, shear=(1, 2, 3, 4), interpolation='nearest',
+       fill=(0,), center=None)),
+    (lambda: T.RandomErasing(), N('RandomErasing', p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=(0,), count=1)),
     (lambda: T.RandomErasing(p=0.1, value=(124, 116, 104)),
-     pb.Op(random_erasing=pb.RandomErasing(p=0.1, scale=R(min=0.02, max=0.33), ratio=R(min=0.3, max=3.3),
-                                           value=[124, 116, 104]))),
+     N('RandomErasing', p=0.1, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=(124, 116, 104), count=1)),
     (lambda: T.RandomErasing(scale=(0.02, 1 / 3), ratio=(0.3, 1 / 0.3), value="random"),
-     pb.Op(random_erasing=pb.RandomErasing(p=0.5, scale=R(min=0.02, max=1 / 3), ratio=R(min=0.3, max=1 / 0.3),
-                                           random_value=True))),
+     N('RandomErasing', p=0.5, scale=(0.02, 0.3333333333333333), ratio=(0.3, 3.3333333333333335), value='random',
+       noise_mean=None, noise_std=None, per_box=False, count=1)),
     (lambda: T.RandomErasing(value="random", per_box=True, count=(1, 3)),
-     pb.Op(random_erasing=pb.RandomErasing(p=0.5, scale=R(min=0.02, max=0.33), ratio=R(min=0.3, max=3.3),
-                                           random_value=True, random_color=True, min_count=1, max_count=3))),
+     N('RandomErasing', p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value='random', noise_mean=None, noise_std=None,
+       per_box=True, count=(1, 3))),
     (lambda: T.RandomErasing(count=2),
-     pb.Op(random_erasing=pb.RandomErasing(p=0.5, scale=R(min=0.02, max=0.33), ratio=R(min=0.3, max=3.3), value=[0],
-                                           min_count=2, max_count=2))),
+     N('RandomErasing', p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=(0,), count=2)),
     (lambda: T.RandomErasing(value="random", noise_mean=(0.5, 0.5, 0.5), noise_std=(0.25, 0.25, 0.25)),
-     pb.Op(random_erasing=pb.RandomErasing(p=0.5, scale=R(min=0.02, max=0.33), ratio=R(min=0.3, max=3.3),
-                                           random_value=True, noise_mean=[0.5] * 3, noise_std=[0.25] * 3))),
+     N('RandomErasing', p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value='random', noise_mean=(0.5, 0.5, 0.5),
+       noise_std=(0.25, 0.25, 0.25), per_box=False, count=1)),
     (lambda: T.RandomApply([T.ColorJitter(0.4)], p=0.8),
-     pb.Op(random_apply=pb.RandomApply(ops=[pb.Op(color_jitter=pb.ColorJitter(brightness=0.4))], p=0.8))),
-    (lambda: T.RandomApply([T.Compose([T.RandomInvert(), T.Compose([T.Grayscale()])])]),  # flattened
-     pb.Op(random_apply=pb.RandomApply(ops=[pb.Op(random_invert=pb.RandomInvert(p=0.5)),
-                                            pb.Op(grayscale=pb.Grayscale(num_output_channels=3))], p=0.5))),
+     N('RandomApply', transforms=[N('ColorJitter', brightness=0.4, contrast=0, saturation=0, hue=0)], p=0.8)),
+    (lambda: T.RandomApply([T.Compose([T.RandomInvert(), T.Compose([T.Grayscale()])])]),
+     N('RandomApply', transforms=[N('RandomInvert', p=0.5), N('Grayscale', num_output_channels=3)], p=0.5)),
     (lambda: T.RandomChoice([T.Grayscale(), T.RandomSolarize(0, p=1.0)], p=[1, 3]),
-     pb.Op(random_choice=pb.RandomChoice(ops=[pb.Op(grayscale=pb.Grayscale(num_output_channels=3)),
-                                              pb.Op(random_solarize=pb.RandomSolarize(threshold=0, p=1))], p=[1, 3]))),
+     N('RandomChoice', transforms=[N('Grayscale', num_output_channels=3), N('RandomSolarize', threshold=0,
+       p=1)], p=(1, 3))),
     # A Compose in a RandomChoice or a RandomOrder is one choice: all its
     # ops, as RandomApply(p=1).
     (lambda: T.RandomChoice([T.Compose([T.RandomInvert(1.0), T.Grayscale()]), T.Compose([T.RandomInvert(1.0)])]),
-     pb.Op(random_choice=pb.RandomChoice(ops=[
-         pb.Op(random_apply=pb.RandomApply(ops=[pb.Op(random_invert=pb.RandomInvert(p=1)),
-                                                pb.Op(grayscale=pb.Grayscale(num_output_channels=3))], p=1)),
-         pb.Op(random_invert=pb.RandomInvert(p=1))]))),
+     N('RandomChoice', transforms=[N('RandomApply', transforms=[N('RandomInvert', p=1), N('Grayscale',
+       num_output_channels=3)], p=1), N('RandomInvert', p=1)], p=None)),
     (lambda: T.RandomOrder([T.RandomInvert(), T.RandomApply([T.RandomEqualize()], p=0.3)]),
-     pb.Op(random_order=pb.RandomOrder(ops=[
-         pb.Op(random_invert=pb.RandomInvert(p=0.5)),
-         pb.Op(random_apply=pb.RandomApply(ops=[pb.Op(random_equalize=pb.RandomEqualize(p=0.5))], p=0.3))]))),
-    (lambda: T.TrivialAugmentWide(), pb.Op(trivial_augment_wide=pb.TrivialAugmentWide(num_magnitude_bins=31))),
+     N('RandomOrder', transforms=[N('RandomInvert', p=0.5), N('RandomApply', transforms=[N('RandomEqualize',
+       p=0.5)], p=0.3)])),
+    (lambda: T.TrivialAugmentWide(),
+     N('TrivialAugmentWide', num_magnitude_bins=31, interpolation='nearest', fill=None)),
     (lambda: T.TrivialAugmentWide(interpolation="bilinear", fill=128),
-     pb.Op(trivial_augment_wide=pb.TrivialAugmentWide(num_magnitude_bins=31, interpolation=BILINEAR, fill=[128]))),
-    (lambda: T.RandAugment(), pb.Op(rand_augment=pb.RandAugment(num_ops=2, magnitude=9, num_magnitude_bins=31))),
+     N('TrivialAugmentWide', num_magnitude_bins=31, interpolation='bilinear', fill=(128,))),
+    (lambda: T.RandAugment(),
+     N('RandAugment', num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation='nearest', fill=None)),
     (lambda: T.RandAugment(num_ops=0, magnitude=0, num_magnitude_bins=5, fill=[1, 2, 3]),
-     pb.Op(rand_augment=pb.RandAugment(num_ops=0, magnitude=0, num_magnitude_bins=5, fill=[1, 2, 3]))),
-    (lambda: T.AutoAugment(), pb.Op(auto_augment=pb.AutoAugment(policy="imagenet"))),
+     N('RandAugment', num_ops=0, magnitude=0, num_magnitude_bins=5, interpolation='nearest', fill=(1, 2, 3))),
+    (lambda: T.AutoAugment(), N('AutoAugment', policy='imagenet', interpolation='nearest', fill=None)),
     (lambda: T.AutoAugment(__import__("torchvision").transforms.AutoAugmentPolicy.SVHN, interpolation="bilinear"),
-     pb.Op(auto_augment=pb.AutoAugment(policy="svhn", interpolation=BILINEAR))),
+     N('AutoAugment', policy='svhn', interpolation='bilinear', fill=None)),
     (lambda: T.AugMix(),
-     pb.Op(aug_mix=pb.AugMix(severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True))),
+     N('AugMix', severity=3, mixture_width=3, chain_depth=-1, alpha=1, all_ops=True, interpolation='bilinear',
+       fill=None)),
     (lambda: T.AugMix(severity=1, mixture_width=2, chain_depth=2, alpha=0.5, all_ops=False, interpolation="nearest"),
-     pb.Op(aug_mix=pb.AugMix(severity=1, mixture_width=2, chain_depth=2, alpha=0.5, all_ops=False,
-                             interpolation=NEAREST))),
+     N('AugMix', severity=1, mixture_width=2, chain_depth=2, alpha=0.5, all_ops=False, interpolation='nearest',
+       fill=None)),
     (lambda: T.timm_rand_augment(),
-     pb.Op(timm_rand_augment=pb.TimmRandAugment(config="rand-m9-mstd0.5-inc1", fill=[124, 116, 104]))),
+     N('TimmRandAugment', config='rand-m9-mstd0.5-inc1', interpolation=None, fill=(124, 116, 104))),
     (lambda: T.timm_rand_augment("rand-m7-n3-mmax12", interpolation="bicubic", fill=0),
-     pb.Op(timm_rand_augment=pb.TimmRandAugment(config="rand-m7-n3-mmax12", interpolation=BICUBIC, fill=[0]))),
-    (lambda: T.timm_aug_mix(),
-     pb.Op(timm_aug_mix=pb.TimmAugMix(config="augmix-m3-w3", fill=[124, 116, 104]))),
+     N('TimmRandAugment', config='rand-m7-n3-mmax12', interpolation='bicubic', fill=(0,))),
+    (lambda: T.timm_aug_mix(), N('TimmAugMix', config='augmix-m3-w3', interpolation=None, fill=(124, 116, 104))),
     (lambda: T.timm_aug_mix("augmix-m5-w4-d2", interpolation="bilinear", fill=(1, 2, 3)),
-     pb.Op(timm_aug_mix=pb.TimmAugMix(config="augmix-m5-w4-d2", interpolation=BILINEAR, fill=[1, 2, 3]))),
-    (lambda: T.timm_auto_augment(),
-     pb.Op(timm_auto_augment=pb.TimmAutoAugment(config="original", fill=[124, 116, 104]))),
+     N('TimmAugMix', config='augmix-m5-w4-d2', interpolation='bilinear', fill=(1, 2, 3))),
+    (lambda: T.timm_auto_augment(), N('TimmAutoAugment', config='original', interpolation=None, fill=(124, 116, 104))),
     (lambda: T.timm_auto_augment("v0r-mstd0.5", interpolation="bicubic", fill=0),
-     pb.Op(timm_auto_augment=pb.TimmAutoAugment(config="v0r-mstd0.5", interpolation=BICUBIC, fill=[0]))),
-    (lambda: T.Normalize([0.5], [0.25]), pb.Op(normalize=pb.Normalize(mean=[0.5] * 3, std=[0.25] * 3))),
+     N('TimmAutoAugment', config='v0r-mstd0.5', interpolation='bicubic', fill=(0,))),
+    (lambda: T.Normalize([0.5], [0.25]), N('Normalize', mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))),
 ]
-
 
 @pytest.mark.parametrize("make,want", SPECS, ids=lambda x: "" if isinstance(x, pb.Op) else None)
 def test_every_op_to_proto(make, want) -> None:
     got = make().to_proto()
     assert got == want, f"{got}\n!=\n{want}"
-    # Optional fields set to their default stay set (p=0.5 is "0.5", not
-    # "unset"), and unset ones stay unset (antialias).
-    for field in ("p", "antialias", "num_ops", "magnitude", "chain_depth", "all_ops"):
-        msg = getattr(got, got.WhichOneof("op"))
-        if field in msg.DESCRIPTOR.fields_by_name and msg.DESCRIPTOR.fields_by_name[field].has_presence:
-            assert msg.HasField(field) == getattr(want, want.WhichOneof("op")).HasField(field), field
 
 
-def test_every_wire_op_has_a_class() -> None:
-    covered = {make().to_proto().WhichOneof("op") for make, _ in SPECS}
-    assert covered == {f.name for f in pb.Op.DESCRIPTOR.oneofs_by_name["op"].fields}
+def test_every_op_has_a_case() -> None:
+    """Every hand-written op class is in SPECS, and every op travels as a
+    NamedOp whose arguments are its schema's (the server's, generated into
+    stoker._ops_generated.SCHEMA)."""
+    from stoker._ops_generated import SCHEMA
+    from stoker._ops_named import NamedOp
+
+    covered = {make().to_proto().named.name for make, _ in SPECS}
+    classes = {n for n in T.__all__ if isinstance(getattr(T, n), type) and issubclass(getattr(T, n), T.Transform)
+               and n in SCHEMA and not issubclass(getattr(T, n), NamedOp)}
+    assert classes - covered == set()
+    for make, want in SPECS:
+        params = {p.name for p in SCHEMA[want.named.name]}
+        assert {a.name for a in want.named.args} <= params, want.named.name
 
 
 def test_signatures_are_torchvisions() -> None:

@@ -243,63 +243,6 @@ func (FailPolicy) EnumDescriptor() ([]byte, []int) {
 	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
 }
 
-// Interpolation is torchvision's InterpolationMode.
-type Interpolation int32
-
-const (
-	// The op's own default (bilinear for the geometry; nearest for
-	// RandomRotation, RandomAffine and torchvision's policies, bilinear for
-	// AugMix; for TimmRandAugment, a random choice of bilinear and bicubic
-	// per op, as timm's).
-	Interpolation_INTERPOLATION_UNSPECIFIED Interpolation = 0
-	Interpolation_INTERPOLATION_NEAREST     Interpolation = 1
-	Interpolation_INTERPOLATION_BILINEAR    Interpolation = 2
-	Interpolation_INTERPOLATION_BICUBIC     Interpolation = 3
-)
-
-// Enum value maps for Interpolation.
-var (
-	Interpolation_name = map[int32]string{
-		0: "INTERPOLATION_UNSPECIFIED",
-		1: "INTERPOLATION_NEAREST",
-		2: "INTERPOLATION_BILINEAR",
-		3: "INTERPOLATION_BICUBIC",
-	}
-	Interpolation_value = map[string]int32{
-		"INTERPOLATION_UNSPECIFIED": 0,
-		"INTERPOLATION_NEAREST":     1,
-		"INTERPOLATION_BILINEAR":    2,
-		"INTERPOLATION_BICUBIC":     3,
-	}
-)
-
-func (x Interpolation) Enum() *Interpolation {
-	p := new(Interpolation)
-	*p = x
-	return p
-}
-
-func (x Interpolation) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (Interpolation) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[4].Descriptor()
-}
-
-func (Interpolation) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[4]
-}
-
-func (x Interpolation) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use Interpolation.Descriptor instead.
-func (Interpolation) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
-}
-
 // Dtype is the element type of a batch's pixels.
 type Dtype int32
 
@@ -336,11 +279,11 @@ func (x Dtype) String() string {
 }
 
 func (Dtype) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[5].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[4].Descriptor()
 }
 
 func (Dtype) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[5]
+	return &file_stoker_v1_stoker_proto_enumTypes[4]
 }
 
 func (x Dtype) Number() protoreflect.EnumNumber {
@@ -349,7 +292,7 @@ func (x Dtype) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Dtype.Descriptor instead.
 func (Dtype) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
 }
 
 // FeedRequest is a message from the trainer on a Feed stream.
@@ -1468,8 +1411,8 @@ func (x *DescribeJobResponse) GetInfo() *JobInfo {
 // of the three is set. The first op is the geometry (RandomResizedCrop,
 // Resize, CenterCrop, or Resize then CenterCrop), fused into the decode;
 // every other op runs after it on the output-sized image, in the order
-// given; Normalize, if any, is last. Unset fields take torchvision's
-// defaults, as each message says.
+// given; Normalize, if any, is last. An op's arguments not given take
+// torchvision's defaults.
 type TransformSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A preset's name: imagenet-train, imagenet-eval, tv-resnet50-v2, deit,
@@ -1648,56 +1591,15 @@ func (x *ViewGroup) GetOneImage() bool {
 	return false
 }
 
-// Op is one transform step.
+// Op is one transform step: an op of the server's registry by its
+// torchvision name (`stoker ops list` lists them, docs/reference.md says
+// their arguments). Every op travels so; the per-op messages of earlier
+// versions are gone (their field numbers are reserved, and a server names
+// the op it finds in one: upgrade the client).
 type Op struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Op:
 	//
-	//	*Op_RandomResizedCrop
-	//	*Op_Resize
-	//	*Op_CenterCrop
-	//	*Op_RandomHorizontalFlip
-	//	*Op_ColorJitter
-	//	*Op_Normalize
-	//	*Op_RandomVerticalFlip
-	//	*Op_Grayscale
-	//	*Op_RandomGrayscale
-	//	*Op_GaussianBlur
-	//	*Op_RandomSolarize
-	//	*Op_RandomPosterize
-	//	*Op_RandomInvert
-	//	*Op_RandomEqualize
-	//	*Op_RandomAutocontrast
-	//	*Op_RandomAdjustSharpness
-	//	*Op_RandomRotation
-	//	*Op_RandomAffine
-	//	*Op_RandomErasing
-	//	*Op_RandomApply
-	//	*Op_RandomChoice
-	//	*Op_RandomOrder
-	//	*Op_TrivialAugmentWide
-	//	*Op_RandAugment
-	//	*Op_AutoAugment
-	//	*Op_AugMix
-	//	*Op_TimmRandAugment
-	//	*Op_RandomCrop
-	//	*Op_Pad
-	//	*Op_TimmAutoAugment
-	//	*Op_TimmAugMix
-	//	*Op_SanitizeBoundingBoxes
-	//	*Op_RandomZoomOut
-	//	*Op_RandomIouCrop
-	//	*Op_RandomPhotometricDistort
-	//	*Op_ConvertBoundingBoxFormat
-	//	*Op_ScaleJitter
-	//	*Op_FixedSizeCrop
-	//	*Op_RandomShortestSize
-	//	*Op_RandomResize
-	//	*Op_ClampBoundingBoxes
-	//	*Op_ClampKeyPoints
-	//	*Op_SanitizeKeyPoints
-	//	*Op_RandomPerspective
-	//	*Op_PadIfSmaller
 	//	*Op_Named
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
@@ -1741,411 +1643,6 @@ func (x *Op) GetOp() isOp_Op {
 	return nil
 }
 
-func (x *Op) GetRandomResizedCrop() *RandomResizedCrop {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomResizedCrop); ok {
-			return x.RandomResizedCrop
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetResize() *Resize {
-	if x != nil {
-		if x, ok := x.Op.(*Op_Resize); ok {
-			return x.Resize
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetCenterCrop() *CenterCrop {
-	if x != nil {
-		if x, ok := x.Op.(*Op_CenterCrop); ok {
-			return x.CenterCrop
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomHorizontalFlip() *RandomHorizontalFlip {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomHorizontalFlip); ok {
-			return x.RandomHorizontalFlip
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetColorJitter() *ColorJitter {
-	if x != nil {
-		if x, ok := x.Op.(*Op_ColorJitter); ok {
-			return x.ColorJitter
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetNormalize() *Normalize {
-	if x != nil {
-		if x, ok := x.Op.(*Op_Normalize); ok {
-			return x.Normalize
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomVerticalFlip() *RandomVerticalFlip {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomVerticalFlip); ok {
-			return x.RandomVerticalFlip
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetGrayscale() *Grayscale {
-	if x != nil {
-		if x, ok := x.Op.(*Op_Grayscale); ok {
-			return x.Grayscale
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomGrayscale() *RandomGrayscale {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomGrayscale); ok {
-			return x.RandomGrayscale
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetGaussianBlur() *GaussianBlur {
-	if x != nil {
-		if x, ok := x.Op.(*Op_GaussianBlur); ok {
-			return x.GaussianBlur
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomSolarize() *RandomSolarize {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomSolarize); ok {
-			return x.RandomSolarize
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomPosterize() *RandomPosterize {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomPosterize); ok {
-			return x.RandomPosterize
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomInvert() *RandomInvert {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomInvert); ok {
-			return x.RandomInvert
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomEqualize() *RandomEqualize {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomEqualize); ok {
-			return x.RandomEqualize
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomAutocontrast() *RandomAutocontrast {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomAutocontrast); ok {
-			return x.RandomAutocontrast
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomAdjustSharpness() *RandomAdjustSharpness {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomAdjustSharpness); ok {
-			return x.RandomAdjustSharpness
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomRotation() *RandomRotation {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomRotation); ok {
-			return x.RandomRotation
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomAffine() *RandomAffine {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomAffine); ok {
-			return x.RandomAffine
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomErasing() *RandomErasing {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomErasing); ok {
-			return x.RandomErasing
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomApply() *RandomApply {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomApply); ok {
-			return x.RandomApply
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomChoice() *RandomChoice {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomChoice); ok {
-			return x.RandomChoice
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomOrder() *RandomOrder {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomOrder); ok {
-			return x.RandomOrder
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetTrivialAugmentWide() *TrivialAugmentWide {
-	if x != nil {
-		if x, ok := x.Op.(*Op_TrivialAugmentWide); ok {
-			return x.TrivialAugmentWide
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandAugment() *RandAugment {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandAugment); ok {
-			return x.RandAugment
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetAutoAugment() *AutoAugment {
-	if x != nil {
-		if x, ok := x.Op.(*Op_AutoAugment); ok {
-			return x.AutoAugment
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetAugMix() *AugMix {
-	if x != nil {
-		if x, ok := x.Op.(*Op_AugMix); ok {
-			return x.AugMix
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetTimmRandAugment() *TimmRandAugment {
-	if x != nil {
-		if x, ok := x.Op.(*Op_TimmRandAugment); ok {
-			return x.TimmRandAugment
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomCrop() *RandomCrop {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomCrop); ok {
-			return x.RandomCrop
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetPad() *Pad {
-	if x != nil {
-		if x, ok := x.Op.(*Op_Pad); ok {
-			return x.Pad
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetTimmAutoAugment() *TimmAutoAugment {
-	if x != nil {
-		if x, ok := x.Op.(*Op_TimmAutoAugment); ok {
-			return x.TimmAutoAugment
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetTimmAugMix() *TimmAugMix {
-	if x != nil {
-		if x, ok := x.Op.(*Op_TimmAugMix); ok {
-			return x.TimmAugMix
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetSanitizeBoundingBoxes() *SanitizeBoundingBoxes {
-	if x != nil {
-		if x, ok := x.Op.(*Op_SanitizeBoundingBoxes); ok {
-			return x.SanitizeBoundingBoxes
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomZoomOut() *RandomZoomOut {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomZoomOut); ok {
-			return x.RandomZoomOut
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomIouCrop() *RandomIoUCrop {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomIouCrop); ok {
-			return x.RandomIouCrop
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomPhotometricDistort() *RandomPhotometricDistort {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomPhotometricDistort); ok {
-			return x.RandomPhotometricDistort
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetConvertBoundingBoxFormat() *ConvertBoundingBoxFormat {
-	if x != nil {
-		if x, ok := x.Op.(*Op_ConvertBoundingBoxFormat); ok {
-			return x.ConvertBoundingBoxFormat
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetScaleJitter() *ScaleJitter {
-	if x != nil {
-		if x, ok := x.Op.(*Op_ScaleJitter); ok {
-			return x.ScaleJitter
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetFixedSizeCrop() *FixedSizeCrop {
-	if x != nil {
-		if x, ok := x.Op.(*Op_FixedSizeCrop); ok {
-			return x.FixedSizeCrop
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomShortestSize() *RandomShortestSize {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomShortestSize); ok {
-			return x.RandomShortestSize
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomResize() *RandomResize {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomResize); ok {
-			return x.RandomResize
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetClampBoundingBoxes() *ClampBoundingBoxes {
-	if x != nil {
-		if x, ok := x.Op.(*Op_ClampBoundingBoxes); ok {
-			return x.ClampBoundingBoxes
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetClampKeyPoints() *ClampKeyPoints {
-	if x != nil {
-		if x, ok := x.Op.(*Op_ClampKeyPoints); ok {
-			return x.ClampKeyPoints
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetSanitizeKeyPoints() *SanitizeKeyPoints {
-	if x != nil {
-		if x, ok := x.Op.(*Op_SanitizeKeyPoints); ok {
-			return x.SanitizeKeyPoints
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetRandomPerspective() *RandomPerspective {
-	if x != nil {
-		if x, ok := x.Op.(*Op_RandomPerspective); ok {
-			return x.RandomPerspective
-		}
-	}
-	return nil
-}
-
-func (x *Op) GetPadIfSmaller() *PadIfSmaller {
-	if x != nil {
-		if x, ok := x.Op.(*Op_PadIfSmaller); ok {
-			return x.PadIfSmaller
-		}
-	}
-	return nil
-}
-
 func (x *Op) GetNamed() *NamedOp {
 	if x != nil {
 		if x, ok := x.Op.(*Op_Named); ok {
@@ -2159,290 +1656,18 @@ type isOp_Op interface {
 	isOp_Op()
 }
 
-type Op_RandomResizedCrop struct {
-	RandomResizedCrop *RandomResizedCrop `protobuf:"bytes,1,opt,name=random_resized_crop,json=randomResizedCrop,proto3,oneof"`
-}
-
-type Op_Resize struct {
-	Resize *Resize `protobuf:"bytes,2,opt,name=resize,proto3,oneof"`
-}
-
-type Op_CenterCrop struct {
-	CenterCrop *CenterCrop `protobuf:"bytes,3,opt,name=center_crop,json=centerCrop,proto3,oneof"`
-}
-
-type Op_RandomHorizontalFlip struct {
-	RandomHorizontalFlip *RandomHorizontalFlip `protobuf:"bytes,4,opt,name=random_horizontal_flip,json=randomHorizontalFlip,proto3,oneof"`
-}
-
-type Op_ColorJitter struct {
-	ColorJitter *ColorJitter `protobuf:"bytes,5,opt,name=color_jitter,json=colorJitter,proto3,oneof"`
-}
-
-type Op_Normalize struct {
-	Normalize *Normalize `protobuf:"bytes,6,opt,name=normalize,proto3,oneof"`
-}
-
-type Op_RandomVerticalFlip struct {
-	RandomVerticalFlip *RandomVerticalFlip `protobuf:"bytes,7,opt,name=random_vertical_flip,json=randomVerticalFlip,proto3,oneof"`
-}
-
-type Op_Grayscale struct {
-	Grayscale *Grayscale `protobuf:"bytes,8,opt,name=grayscale,proto3,oneof"`
-}
-
-type Op_RandomGrayscale struct {
-	RandomGrayscale *RandomGrayscale `protobuf:"bytes,9,opt,name=random_grayscale,json=randomGrayscale,proto3,oneof"`
-}
-
-type Op_GaussianBlur struct {
-	GaussianBlur *GaussianBlur `protobuf:"bytes,10,opt,name=gaussian_blur,json=gaussianBlur,proto3,oneof"`
-}
-
-type Op_RandomSolarize struct {
-	RandomSolarize *RandomSolarize `protobuf:"bytes,11,opt,name=random_solarize,json=randomSolarize,proto3,oneof"`
-}
-
-type Op_RandomPosterize struct {
-	RandomPosterize *RandomPosterize `protobuf:"bytes,12,opt,name=random_posterize,json=randomPosterize,proto3,oneof"`
-}
-
-type Op_RandomInvert struct {
-	RandomInvert *RandomInvert `protobuf:"bytes,13,opt,name=random_invert,json=randomInvert,proto3,oneof"`
-}
-
-type Op_RandomEqualize struct {
-	RandomEqualize *RandomEqualize `protobuf:"bytes,14,opt,name=random_equalize,json=randomEqualize,proto3,oneof"`
-}
-
-type Op_RandomAutocontrast struct {
-	RandomAutocontrast *RandomAutocontrast `protobuf:"bytes,15,opt,name=random_autocontrast,json=randomAutocontrast,proto3,oneof"`
-}
-
-type Op_RandomAdjustSharpness struct {
-	RandomAdjustSharpness *RandomAdjustSharpness `protobuf:"bytes,16,opt,name=random_adjust_sharpness,json=randomAdjustSharpness,proto3,oneof"`
-}
-
-type Op_RandomRotation struct {
-	RandomRotation *RandomRotation `protobuf:"bytes,17,opt,name=random_rotation,json=randomRotation,proto3,oneof"`
-}
-
-type Op_RandomAffine struct {
-	RandomAffine *RandomAffine `protobuf:"bytes,18,opt,name=random_affine,json=randomAffine,proto3,oneof"`
-}
-
-type Op_RandomErasing struct {
-	RandomErasing *RandomErasing `protobuf:"bytes,19,opt,name=random_erasing,json=randomErasing,proto3,oneof"`
-}
-
-type Op_RandomApply struct {
-	RandomApply *RandomApply `protobuf:"bytes,20,opt,name=random_apply,json=randomApply,proto3,oneof"`
-}
-
-type Op_RandomChoice struct {
-	RandomChoice *RandomChoice `protobuf:"bytes,21,opt,name=random_choice,json=randomChoice,proto3,oneof"`
-}
-
-type Op_RandomOrder struct {
-	RandomOrder *RandomOrder `protobuf:"bytes,22,opt,name=random_order,json=randomOrder,proto3,oneof"`
-}
-
-type Op_TrivialAugmentWide struct {
-	TrivialAugmentWide *TrivialAugmentWide `protobuf:"bytes,23,opt,name=trivial_augment_wide,json=trivialAugmentWide,proto3,oneof"`
-}
-
-type Op_RandAugment struct {
-	RandAugment *RandAugment `protobuf:"bytes,24,opt,name=rand_augment,json=randAugment,proto3,oneof"`
-}
-
-type Op_AutoAugment struct {
-	AutoAugment *AutoAugment `protobuf:"bytes,25,opt,name=auto_augment,json=autoAugment,proto3,oneof"`
-}
-
-type Op_AugMix struct {
-	AugMix *AugMix `protobuf:"bytes,26,opt,name=aug_mix,json=augMix,proto3,oneof"`
-}
-
-type Op_TimmRandAugment struct {
-	TimmRandAugment *TimmRandAugment `protobuf:"bytes,27,opt,name=timm_rand_augment,json=timmRandAugment,proto3,oneof"`
-}
-
-type Op_RandomCrop struct {
-	RandomCrop *RandomCrop `protobuf:"bytes,90,opt,name=random_crop,json=randomCrop,proto3,oneof"`
-}
-
-type Op_Pad struct {
-	Pad *Pad `protobuf:"bytes,120,opt,name=pad,proto3,oneof"`
-}
-
-type Op_TimmAutoAugment struct {
-	TimmAutoAugment *TimmAutoAugment `protobuf:"bytes,133,opt,name=timm_auto_augment,json=timmAutoAugment,proto3,oneof"`
-}
-
-type Op_TimmAugMix struct {
-	TimmAugMix *TimmAugMix `protobuf:"bytes,134,opt,name=timm_aug_mix,json=timmAugMix,proto3,oneof"`
-}
-
-type Op_SanitizeBoundingBoxes struct {
-	SanitizeBoundingBoxes *SanitizeBoundingBoxes `protobuf:"bytes,160,opt,name=sanitize_bounding_boxes,json=sanitizeBoundingBoxes,proto3,oneof"`
-}
-
-type Op_RandomZoomOut struct {
-	RandomZoomOut *RandomZoomOut `protobuf:"bytes,161,opt,name=random_zoom_out,json=randomZoomOut,proto3,oneof"`
-}
-
-type Op_RandomIouCrop struct {
-	RandomIouCrop *RandomIoUCrop `protobuf:"bytes,162,opt,name=random_iou_crop,json=randomIouCrop,proto3,oneof"`
-}
-
-type Op_RandomPhotometricDistort struct {
-	RandomPhotometricDistort *RandomPhotometricDistort `protobuf:"bytes,163,opt,name=random_photometric_distort,json=randomPhotometricDistort,proto3,oneof"`
-}
-
-type Op_ConvertBoundingBoxFormat struct {
-	ConvertBoundingBoxFormat *ConvertBoundingBoxFormat `protobuf:"bytes,164,opt,name=convert_bounding_box_format,json=convertBoundingBoxFormat,proto3,oneof"`
-}
-
-type Op_ScaleJitter struct {
-	ScaleJitter *ScaleJitter `protobuf:"bytes,165,opt,name=scale_jitter,json=scaleJitter,proto3,oneof"`
-}
-
-type Op_FixedSizeCrop struct {
-	FixedSizeCrop *FixedSizeCrop `protobuf:"bytes,166,opt,name=fixed_size_crop,json=fixedSizeCrop,proto3,oneof"`
-}
-
-type Op_RandomShortestSize struct {
-	RandomShortestSize *RandomShortestSize `protobuf:"bytes,167,opt,name=random_shortest_size,json=randomShortestSize,proto3,oneof"`
-}
-
-type Op_RandomResize struct {
-	RandomResize *RandomResize `protobuf:"bytes,168,opt,name=random_resize,json=randomResize,proto3,oneof"`
-}
-
-type Op_ClampBoundingBoxes struct {
-	ClampBoundingBoxes *ClampBoundingBoxes `protobuf:"bytes,170,opt,name=clamp_bounding_boxes,json=clampBoundingBoxes,proto3,oneof"`
-}
-
-type Op_ClampKeyPoints struct {
-	ClampKeyPoints *ClampKeyPoints `protobuf:"bytes,171,opt,name=clamp_key_points,json=clampKeyPoints,proto3,oneof"`
-}
-
-type Op_SanitizeKeyPoints struct {
-	SanitizeKeyPoints *SanitizeKeyPoints `protobuf:"bytes,172,opt,name=sanitize_key_points,json=sanitizeKeyPoints,proto3,oneof"`
-}
-
-type Op_RandomPerspective struct {
-	RandomPerspective *RandomPerspective `protobuf:"bytes,173,opt,name=random_perspective,json=randomPerspective,proto3,oneof"`
-}
-
-type Op_PadIfSmaller struct {
-	PadIfSmaller *PadIfSmaller `protobuf:"bytes,174,opt,name=pad_if_smaller,json=padIfSmaller,proto3,oneof"`
-}
-
 type Op_Named struct {
-	// An op of the server's registry that has no message of its own, by
-	// name (`stoker ops list` lists them; stoker.transforms sends them so).
 	Named *NamedOp `protobuf:"bytes,200,opt,name=named,proto3,oneof"`
 }
-
-func (*Op_RandomResizedCrop) isOp_Op() {}
-
-func (*Op_Resize) isOp_Op() {}
-
-func (*Op_CenterCrop) isOp_Op() {}
-
-func (*Op_RandomHorizontalFlip) isOp_Op() {}
-
-func (*Op_ColorJitter) isOp_Op() {}
-
-func (*Op_Normalize) isOp_Op() {}
-
-func (*Op_RandomVerticalFlip) isOp_Op() {}
-
-func (*Op_Grayscale) isOp_Op() {}
-
-func (*Op_RandomGrayscale) isOp_Op() {}
-
-func (*Op_GaussianBlur) isOp_Op() {}
-
-func (*Op_RandomSolarize) isOp_Op() {}
-
-func (*Op_RandomPosterize) isOp_Op() {}
-
-func (*Op_RandomInvert) isOp_Op() {}
-
-func (*Op_RandomEqualize) isOp_Op() {}
-
-func (*Op_RandomAutocontrast) isOp_Op() {}
-
-func (*Op_RandomAdjustSharpness) isOp_Op() {}
-
-func (*Op_RandomRotation) isOp_Op() {}
-
-func (*Op_RandomAffine) isOp_Op() {}
-
-func (*Op_RandomErasing) isOp_Op() {}
-
-func (*Op_RandomApply) isOp_Op() {}
-
-func (*Op_RandomChoice) isOp_Op() {}
-
-func (*Op_RandomOrder) isOp_Op() {}
-
-func (*Op_TrivialAugmentWide) isOp_Op() {}
-
-func (*Op_RandAugment) isOp_Op() {}
-
-func (*Op_AutoAugment) isOp_Op() {}
-
-func (*Op_AugMix) isOp_Op() {}
-
-func (*Op_TimmRandAugment) isOp_Op() {}
-
-func (*Op_RandomCrop) isOp_Op() {}
-
-func (*Op_Pad) isOp_Op() {}
-
-func (*Op_TimmAutoAugment) isOp_Op() {}
-
-func (*Op_TimmAugMix) isOp_Op() {}
-
-func (*Op_SanitizeBoundingBoxes) isOp_Op() {}
-
-func (*Op_RandomZoomOut) isOp_Op() {}
-
-func (*Op_RandomIouCrop) isOp_Op() {}
-
-func (*Op_RandomPhotometricDistort) isOp_Op() {}
-
-func (*Op_ConvertBoundingBoxFormat) isOp_Op() {}
-
-func (*Op_ScaleJitter) isOp_Op() {}
-
-func (*Op_FixedSizeCrop) isOp_Op() {}
-
-func (*Op_RandomShortestSize) isOp_Op() {}
-
-func (*Op_RandomResize) isOp_Op() {}
-
-func (*Op_ClampBoundingBoxes) isOp_Op() {}
-
-func (*Op_ClampKeyPoints) isOp_Op() {}
-
-func (*Op_SanitizeKeyPoints) isOp_Op() {}
-
-func (*Op_RandomPerspective) isOp_Op() {}
-
-func (*Op_PadIfSmaller) isOp_Op() {}
 
 func (*Op_Named) isOp_Op() {}
 
 // NamedOp is an op of the server's registry by its torchvision name (say
-// "RandomChannelPermutation") with its arguments by torchvision's names;
-// the arguments not given take their defaults. An op with a message of its
-// own is sent as that message. The server checks the name, each
-// argument's name, type and bounds against the op's schema, and refuses
-// what does not fit, naming it.
+// "RandomResizedCrop") with its arguments by torchvision's names and in
+// torchvision's forms (a size an int or (h, w), a fill one number or one a
+// channel); the arguments not given take their defaults. The server checks
+// the name, each argument's name, type and bounds against the op's schema,
+// and refuses what does not fit, naming it.
 type NamedOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 64 bytes.
@@ -2498,7 +1723,7 @@ func (x *NamedOp) GetArgs() []*NamedArg {
 }
 
 // NamedArg is one argument of a NamedOp: a number, a tuple of numbers, a
-// string or a bool.
+// string, a bool, None, a container's ops or a fill per type.
 type NamedArg struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 64 bytes.
@@ -2509,6 +1734,9 @@ type NamedArg struct {
 	//	*NamedArg_Numbers
 	//	*NamedArg_Text
 	//	*NamedArg_Flag
+	//	*NamedArg_None
+	//	*NamedArg_Ops
+	//	*NamedArg_TypedFill
 	Value         isNamedArg_Value `protobuf_oneof:"value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2594,6 +1822,33 @@ func (x *NamedArg) GetFlag() bool {
 	return false
 }
 
+func (x *NamedArg) GetNone() bool {
+	if x != nil {
+		if x, ok := x.Value.(*NamedArg_None); ok {
+			return x.None
+		}
+	}
+	return false
+}
+
+func (x *NamedArg) GetOps() *OpList {
+	if x != nil {
+		if x, ok := x.Value.(*NamedArg_Ops); ok {
+			return x.Ops
+		}
+	}
+	return nil
+}
+
+func (x *NamedArg) GetTypedFill() *TypedFill {
+	if x != nil {
+		if x, ok := x.Value.(*NamedArg_TypedFill); ok {
+			return x.TypedFill
+		}
+	}
+	return nil
+}
+
 type isNamedArg_Value interface {
 	isNamedArg_Value()
 }
@@ -2616,6 +1871,24 @@ type NamedArg_Flag struct {
 	Flag bool `protobuf:"varint,5,opt,name=flag,proto3,oneof"`
 }
 
+type NamedArg_None struct {
+	// Python's None (true), where the argument takes it: RandomRotation's
+	// fill=None, Resize's antialias=None.
+	None bool `protobuf:"varint,6,opt,name=none,proto3,oneof"`
+}
+
+type NamedArg_Ops struct {
+	// A container's ops (RandomApply's transforms), nested at most 16
+	// deep.
+	Ops *OpList `protobuf:"bytes,7,opt,name=ops,proto3,oneof"`
+}
+
+type NamedArg_TypedFill struct {
+	// torchvision's fill per type, {tv_tensors.Image: v, tv_tensors.Mask:
+	// m}.
+	TypedFill *TypedFill `protobuf:"bytes,8,opt,name=typed_fill,json=typedFill,proto3,oneof"`
+}
+
 func (*NamedArg_Number) isNamedArg_Value() {}
 
 func (*NamedArg_Numbers) isNamedArg_Value() {}
@@ -2623,6 +1896,111 @@ func (*NamedArg_Numbers) isNamedArg_Value() {}
 func (*NamedArg_Text) isNamedArg_Value() {}
 
 func (*NamedArg_Flag) isNamedArg_Value() {}
+
+func (*NamedArg_None) isNamedArg_Value() {}
+
+func (*NamedArg_Ops) isNamedArg_Value() {}
+
+func (*NamedArg_TypedFill) isNamedArg_Value() {}
+
+// OpList is a container's ops.
+type OpList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ops           []*Op                  `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpList) Reset() {
+	*x = OpList{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpList) ProtoMessage() {}
+
+func (x *OpList) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpList.ProtoReflect.Descriptor instead.
+func (*OpList) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *OpList) GetOps() []*Op {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+// TypedFill is a fill per type: the pixels' (unset: None) and the masks'
+// (a uint8 Mask's value, 0..255).
+type TypedFill struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Image         *Numbers               `protobuf:"bytes,1,opt,name=image,proto3" json:"image,omitempty"`
+	Mask          float64                `protobuf:"fixed64,2,opt,name=mask,proto3" json:"mask,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TypedFill) Reset() {
+	*x = TypedFill{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypedFill) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypedFill) ProtoMessage() {}
+
+func (x *TypedFill) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypedFill.ProtoReflect.Descriptor instead.
+func (*TypedFill) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *TypedFill) GetImage() *Numbers {
+	if x != nil {
+		return x.Image
+	}
+	return nil
+}
+
+func (x *TypedFill) GetMask() float64 {
+	if x != nil {
+		return x.Mask
+	}
+	return 0
+}
 
 // Numbers is a tuple of numbers.
 type Numbers struct {
@@ -2634,7 +2012,7 @@ type Numbers struct {
 
 func (x *Numbers) Reset() {
 	*x = Numbers{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2646,7 +2024,7 @@ func (x *Numbers) String() string {
 func (*Numbers) ProtoMessage() {}
 
 func (x *Numbers) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2659,3179 +2037,12 @@ func (x *Numbers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Numbers.ProtoReflect.Descriptor instead.
 func (*Numbers) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Numbers) GetValues() []float64 {
 	if x != nil {
 		return x.Values
-	}
-	return nil
-}
-
-// Pad is torchvision's Pad with padding_mode "constant": the image padded
-// by padding with a constant fill. A geometry op: right before a
-// RandomCrop or a CenterCrop (which fix the batch's size), or right after
-// one that is not resized.
-type Pad struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// torchvision's padding: 1 value (every side), 2 (left and right, top
-	// and bottom) or 4 (left, top, right, bottom).
-	Padding []uint32 `protobuf:"varint,1,rep,packed,name=padding,proto3" json:"padding,omitempty"`
-	// The constant fill: 1 value or 3 (per channel), integers 0..255;
-	// empty: 0.
-	Fill []float64 `protobuf:"fixed64,2,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	// "" or "constant"; torchvision's edge, reflect and symmetric are
-	// refused.
-	PaddingMode string `protobuf:"bytes,3,opt,name=padding_mode,json=paddingMode,proto3" json:"padding_mode,omitempty"`
-	// Set: the fill is torchvision's per type ({tv_tensors.Image: fill,
-	// tv_tensors.Mask: mask_fill}): fill goes to the pixels alone and
-	// mask_fill (0..255) to a job's masks. Unset: fill is every type's, the
-	// masks' too (so a job with masks needs fill 0).
-	MaskFill      *float64 `protobuf:"fixed64,4,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Pad) Reset() {
-	*x = Pad{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Pad) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Pad) ProtoMessage() {}
-
-func (x *Pad) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Pad.ProtoReflect.Descriptor instead.
-func (*Pad) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
-}
-
-func (x *Pad) GetPadding() []uint32 {
-	if x != nil {
-		return x.Padding
-	}
-	return nil
-}
-
-func (x *Pad) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-func (x *Pad) GetPaddingMode() string {
-	if x != nil {
-		return x.PaddingMode
-	}
-	return ""
-}
-
-func (x *Pad) GetMaskFill() float64 {
-	if x != nil && x.MaskFill != nil {
-		return *x.MaskFill
-	}
-	return 0
-}
-
-// RandomZoomOut is torchvision.transforms.v2's RandomZoomOut (SSD's zoom
-// out): with probability p, the image is padded with fill onto a canvas r
-// times its size (r uniform in side_range, each side truncated), at a
-// uniform position; a job's target boxes move with it. A geometry op,
-// first: followed by Resize(h, w) (the canvas resized), a RandomCrop or a
-// CenterCrop, which fix the batch's size.
-type RandomZoomOut struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The constant fill: 1 value or 3 (per channel), integers 0..255;
-	// empty: 0.
-	Fill []float64 `protobuf:"fixed64,1,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	// (min, max), 1 <= min <= max <= 16; unset: (1, 4).
-	SideRange *Range `protobuf:"bytes,2,opt,name=side_range,json=sideRange,proto3" json:"side_range,omitempty"`
-	// Unset: 0.5.
-	P *float64 `protobuf:"fixed64,3,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	// As Pad's: the masks' fill of a per-type fill (unset: fill's).
-	MaskFill      *float64 `protobuf:"fixed64,4,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomZoomOut) Reset() {
-	*x = RandomZoomOut{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomZoomOut) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomZoomOut) ProtoMessage() {}
-
-func (x *RandomZoomOut) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomZoomOut.ProtoReflect.Descriptor instead.
-func (*RandomZoomOut) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
-}
-
-func (x *RandomZoomOut) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-func (x *RandomZoomOut) GetSideRange() *Range {
-	if x != nil {
-		return x.SideRange
-	}
-	return nil
-}
-
-func (x *RandomZoomOut) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-func (x *RandomZoomOut) GetMaskFill() float64 {
-	if x != nil && x.MaskFill != nil {
-		return *x.MaskFill
-	}
-	return 0
-}
-
-// ScaleJitter is torchvision.transforms.v2's ScaleJitter (large-scale
-// jitter): the image resized by r = min(target_height / height,
-// target_width / width) times a scale uniform in scale_range, each side
-// int(side * r); a job's target boxes move with it. A geometry op, first,
-// then FixedSizeCrop (which fixes the batch's size).
-type ScaleJitter struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The target size; width 0 means square.
-	TargetHeight uint32 `protobuf:"varint,1,opt,name=target_height,json=targetHeight,proto3" json:"target_height,omitempty"`
-	TargetWidth  uint32 `protobuf:"varint,2,opt,name=target_width,json=targetWidth,proto3" json:"target_width,omitempty"`
-	// (min, max), 0 < min <= max <= 16; unset: (0.1, 2).
-	ScaleRange *Range `protobuf:"bytes,3,opt,name=scale_range,json=scaleRange,proto3" json:"scale_range,omitempty"`
-	// Bilinear unless set (nearest, bilinear or bicubic).
-	Interpolation Interpolation `protobuf:"varint,4,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	// Unset: true.
-	Antialias     *bool `protobuf:"varint,5,opt,name=antialias,proto3,oneof" json:"antialias,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ScaleJitter) Reset() {
-	*x = ScaleJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ScaleJitter) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ScaleJitter) ProtoMessage() {}
-
-func (x *ScaleJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ScaleJitter.ProtoReflect.Descriptor instead.
-func (*ScaleJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
-}
-
-func (x *ScaleJitter) GetTargetHeight() uint32 {
-	if x != nil {
-		return x.TargetHeight
-	}
-	return 0
-}
-
-func (x *ScaleJitter) GetTargetWidth() uint32 {
-	if x != nil {
-		return x.TargetWidth
-	}
-	return 0
-}
-
-func (x *ScaleJitter) GetScaleRange() *Range {
-	if x != nil {
-		return x.ScaleRange
-	}
-	return nil
-}
-
-func (x *ScaleJitter) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *ScaleJitter) GetAntialias() bool {
-	if x != nil && x.Antialias != nil {
-		return *x.Antialias
-	}
-	return false
-}
-
-// RandomShortestSize is torchvision.transforms.v2's RandomShortestSize:
-// the shorter side resized to one of min_size (drawn uniformly), the
-// longer at most max_size, each side truncated. A geometry op, first: a
-// CenterCrop after it fixes the batch's size; without one each sample
-// has its own size, at most max_size a side (JobInfo.sizes_vary;
-// max_size required then).
-type RandomShortestSize struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	MinSize []uint32               `protobuf:"varint,1,rep,packed,name=min_size,json=minSize,proto3" json:"min_size,omitempty"`
-	// Unset: None (then a CenterCrop must follow).
-	MaxSize *uint32 `protobuf:"varint,2,opt,name=max_size,json=maxSize,proto3,oneof" json:"max_size,omitempty"`
-	// Bilinear unless set (nearest, bilinear or bicubic).
-	Interpolation Interpolation `protobuf:"varint,3,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	// Unset: true.
-	Antialias     *bool `protobuf:"varint,4,opt,name=antialias,proto3,oneof" json:"antialias,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomShortestSize) Reset() {
-	*x = RandomShortestSize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomShortestSize) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomShortestSize) ProtoMessage() {}
-
-func (x *RandomShortestSize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomShortestSize.ProtoReflect.Descriptor instead.
-func (*RandomShortestSize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
-}
-
-func (x *RandomShortestSize) GetMinSize() []uint32 {
-	if x != nil {
-		return x.MinSize
-	}
-	return nil
-}
-
-func (x *RandomShortestSize) GetMaxSize() uint32 {
-	if x != nil && x.MaxSize != nil {
-		return *x.MaxSize
-	}
-	return 0
-}
-
-func (x *RandomShortestSize) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *RandomShortestSize) GetAntialias() bool {
-	if x != nil && x.Antialias != nil {
-		return *x.Antialias
-	}
-	return false
-}
-
-// RandomResize is torchvision.transforms.v2's RandomResize: the shorter
-// side resized to a size uniform in [min_size, max_size), the longer
-// scaled and truncated. A geometry op, first, then a CenterCrop (the
-// longer side has no bound of its own).
-type RandomResize struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	MinSize uint32                 `protobuf:"varint,1,opt,name=min_size,json=minSize,proto3" json:"min_size,omitempty"`
-	MaxSize uint32                 `protobuf:"varint,2,opt,name=max_size,json=maxSize,proto3" json:"max_size,omitempty"`
-	// Bilinear unless set (nearest, bilinear or bicubic).
-	Interpolation Interpolation `protobuf:"varint,3,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	// Unset: true.
-	Antialias     *bool `protobuf:"varint,4,opt,name=antialias,proto3,oneof" json:"antialias,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomResize) Reset() {
-	*x = RandomResize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomResize) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomResize) ProtoMessage() {}
-
-func (x *RandomResize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomResize.ProtoReflect.Descriptor instead.
-func (*RandomResize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
-}
-
-func (x *RandomResize) GetMinSize() uint32 {
-	if x != nil {
-		return x.MinSize
-	}
-	return 0
-}
-
-func (x *RandomResize) GetMaxSize() uint32 {
-	if x != nil {
-		return x.MaxSize
-	}
-	return 0
-}
-
-func (x *RandomResize) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *RandomResize) GetAntialias() bool {
-	if x != nil && x.Antialias != nil {
-		return *x.Antialias
-	}
-	return false
-}
-
-// PadIfSmaller is torchvision's segmentation references' PadIfSmaller
-// (references/segmentation/v2_extras.py): the image padded on the right
-// and bottom with fill to at least size a side (padding [0, 0, max(size -
-// w, 0), max(size - h, 0)]). A geometry op: after a RandomResize (and a
-// RandomHorizontalFlip), right before a RandomCrop.
-type PadIfSmaller struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Size  uint32                 `protobuf:"varint,1,opt,name=size,proto3" json:"size,omitempty"`
-	// The constant fill: 1 value or 3 (per channel), integers 0..255;
-	// empty: 0.
-	Fill []float64 `protobuf:"fixed64,2,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	// As Pad's: the masks' fill of a per-type fill (unset: fill's; the
-	// references give {tv_tensors.Mask: 255, "others": 0}).
-	MaskFill      *float64 `protobuf:"fixed64,3,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PadIfSmaller) Reset() {
-	*x = PadIfSmaller{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PadIfSmaller) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PadIfSmaller) ProtoMessage() {}
-
-func (x *PadIfSmaller) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PadIfSmaller.ProtoReflect.Descriptor instead.
-func (*PadIfSmaller) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
-}
-
-func (x *PadIfSmaller) GetSize() uint32 {
-	if x != nil {
-		return x.Size
-	}
-	return 0
-}
-
-func (x *PadIfSmaller) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-func (x *PadIfSmaller) GetMaskFill() float64 {
-	if x != nil && x.MaskFill != nil {
-		return *x.MaskFill
-	}
-	return 0
-}
-
-// FixedSizeCrop is torchvision's FixedSizeCrop (its detection references'
-// and prototype transforms', of the large-scale-jitter recipe): the image
-// cropped to at most height x width at a random place (one uniform r: top
-// int((H - height) * r), left int((W - width) * r), where the image is
-// larger), then padded on the right and bottom with fill to height x
-// width. A job's target boxes are cropped and clamped, and those left
-// empty dropped with their labels. A geometry op: first, or right after a
-// ScaleJitter.
-type FixedSizeCrop struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Height uint32                 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
-	// 0 means square.
-	Width uint32 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
-	// The constant fill: 1 value or 3 (per channel), integers 0..255;
-	// empty: 0.
-	Fill []float64 `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	// "" or "constant" (the only mode torchvision's pads a tensor with).
-	PaddingMode   string `protobuf:"bytes,4,opt,name=padding_mode,json=paddingMode,proto3" json:"padding_mode,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *FixedSizeCrop) Reset() {
-	*x = FixedSizeCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *FixedSizeCrop) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*FixedSizeCrop) ProtoMessage() {}
-
-func (x *FixedSizeCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use FixedSizeCrop.ProtoReflect.Descriptor instead.
-func (*FixedSizeCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
-}
-
-func (x *FixedSizeCrop) GetHeight() uint32 {
-	if x != nil {
-		return x.Height
-	}
-	return 0
-}
-
-func (x *FixedSizeCrop) GetWidth() uint32 {
-	if x != nil {
-		return x.Width
-	}
-	return 0
-}
-
-func (x *FixedSizeCrop) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-func (x *FixedSizeCrop) GetPaddingMode() string {
-	if x != nil {
-		return x.PaddingMode
-	}
-	return ""
-}
-
-// RandomIoUCrop is torchvision.transforms.v2's RandomIoUCrop (SSD's IoU
-// crop): rounds of a uniform option of sampler_options (a minimal IoU; one
-// >= 1 leaves the image) and trials of a crop (each side times a scale in
-// [min_scale, max_scale], its aspect within [min_aspect_ratio,
-// max_aspect_ratio]) until a crop holds a box's centre and overlaps one
-// such box by at least the option; the boxes whose centre is outside it
-// are set to 0, which a SanitizeBoundingBoxes after it drops. A job with
-// targets only (its draw needs the boxes). A geometry op: first or right
-// after a RandomZoomOut, then Resize(h, w) (after SanitizeBoundingBoxes
-// and one RandomHorizontalFlip, if any). A sample no crop can serve within
-// 1000 rounds fails (torchvision's loops on).
-type RandomIoUCrop struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// 0 < min_scale <= max_scale <= 1; unset: 0.3 and 1.
-	MinScale *float64 `protobuf:"fixed64,1,opt,name=min_scale,json=minScale,proto3,oneof" json:"min_scale,omitempty"`
-	MaxScale *float64 `protobuf:"fixed64,2,opt,name=max_scale,json=maxScale,proto3,oneof" json:"max_scale,omitempty"`
-	// 0 < min <= max; unset: 0.5 and 2.
-	MinAspectRatio *float64 `protobuf:"fixed64,3,opt,name=min_aspect_ratio,json=minAspectRatio,proto3,oneof" json:"min_aspect_ratio,omitempty"`
-	MaxAspectRatio *float64 `protobuf:"fixed64,4,opt,name=max_aspect_ratio,json=maxAspectRatio,proto3,oneof" json:"max_aspect_ratio,omitempty"`
-	// 1 to 64 values >= 0; empty: [0, 0.1, 0.3, 0.5, 0.7, 0.9, 1].
-	SamplerOptions []float64 `protobuf:"fixed64,5,rep,packed,name=sampler_options,json=samplerOptions,proto3" json:"sampler_options,omitempty"`
-	// 1 to 1000; unset: 40.
-	Trials *uint32 `protobuf:"varint,6,opt,name=trials,proto3,oneof" json:"trials,omitempty"`
-	// The probability that the crop is drawn at all (the DETR family's
-	// RandomIoUCrop(p=...), and torchvision's RandomApply([RandomIoUCrop()],
-	// p)): 0 < p <= 1; unset: 1. A crop not drawn leaves the image (and its
-	// boxes) whole, as an option >= 1 does.
-	P             *float64 `protobuf:"fixed64,7,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomIoUCrop) Reset() {
-	*x = RandomIoUCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomIoUCrop) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomIoUCrop) ProtoMessage() {}
-
-func (x *RandomIoUCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomIoUCrop.ProtoReflect.Descriptor instead.
-func (*RandomIoUCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
-}
-
-func (x *RandomIoUCrop) GetMinScale() float64 {
-	if x != nil && x.MinScale != nil {
-		return *x.MinScale
-	}
-	return 0
-}
-
-func (x *RandomIoUCrop) GetMaxScale() float64 {
-	if x != nil && x.MaxScale != nil {
-		return *x.MaxScale
-	}
-	return 0
-}
-
-func (x *RandomIoUCrop) GetMinAspectRatio() float64 {
-	if x != nil && x.MinAspectRatio != nil {
-		return *x.MinAspectRatio
-	}
-	return 0
-}
-
-func (x *RandomIoUCrop) GetMaxAspectRatio() float64 {
-	if x != nil && x.MaxAspectRatio != nil {
-		return *x.MaxAspectRatio
-	}
-	return 0
-}
-
-func (x *RandomIoUCrop) GetSamplerOptions() []float64 {
-	if x != nil {
-		return x.SamplerOptions
-	}
-	return nil
-}
-
-func (x *RandomIoUCrop) GetTrials() uint32 {
-	if x != nil && x.Trials != nil {
-		return *x.Trials
-	}
-	return 0
-}
-
-func (x *RandomIoUCrop) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// RandomPhotometricDistort is torchvision.transforms.v2's (SSD's
-// photometric distortion): each of brightness, contrast, saturation and
-// hue drawn with probability p, uniform in its range; contrast before or
-// after saturation and hue at even odds; the channels permuted at random
-// with probability p. Target boxes stay. After the geometry, or before a
-// geometry that ends in Resize(h, w) (after a RandomZoomOut or
-// RandomIoUCrop, if any), on the image at its own size (the DETR
-// recipes').
-type RandomPhotometricDistort struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// (min, max): 0 <= min <= max <= 100; unset: (0.875, 1.125).
-	Brightness *Range `protobuf:"bytes,1,opt,name=brightness,proto3" json:"brightness,omitempty"`
-	// Unset: (0.5, 1.5).
-	Contrast *Range `protobuf:"bytes,2,opt,name=contrast,proto3" json:"contrast,omitempty"`
-	// Unset: (0.5, 1.5).
-	Saturation *Range `protobuf:"bytes,3,opt,name=saturation,proto3" json:"saturation,omitempty"`
-	// -0.5 <= min <= max <= 0.5; unset: (-0.05, 0.05).
-	Hue *Range `protobuf:"bytes,4,opt,name=hue,proto3" json:"hue,omitempty"`
-	// Unset: 0.5.
-	P             *float64 `protobuf:"fixed64,5,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomPhotometricDistort) Reset() {
-	*x = RandomPhotometricDistort{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomPhotometricDistort) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomPhotometricDistort) ProtoMessage() {}
-
-func (x *RandomPhotometricDistort) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomPhotometricDistort.ProtoReflect.Descriptor instead.
-func (*RandomPhotometricDistort) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
-}
-
-func (x *RandomPhotometricDistort) GetBrightness() *Range {
-	if x != nil {
-		return x.Brightness
-	}
-	return nil
-}
-
-func (x *RandomPhotometricDistort) GetContrast() *Range {
-	if x != nil {
-		return x.Contrast
-	}
-	return nil
-}
-
-func (x *RandomPhotometricDistort) GetSaturation() *Range {
-	if x != nil {
-		return x.Saturation
-	}
-	return nil
-}
-
-func (x *RandomPhotometricDistort) GetHue() *Range {
-	if x != nil {
-		return x.Hue
-	}
-	return nil
-}
-
-func (x *RandomPhotometricDistort) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// ConvertBoundingBoxFormat is torchvision.transforms.v2's: a job's target
-// boxes (JobSpec.targets; refused without) delivered in format, which
-// their header carries. After every op that moves or drops boxes (only
-// ops on pixels may follow it).
-type ConvertBoundingBoxFormat struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// "XYXY", "XYWH" or "CXCYWH" (any case).
-	Format        string `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ConvertBoundingBoxFormat) Reset() {
-	*x = ConvertBoundingBoxFormat{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ConvertBoundingBoxFormat) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ConvertBoundingBoxFormat) ProtoMessage() {}
-
-func (x *ConvertBoundingBoxFormat) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ConvertBoundingBoxFormat.ProtoReflect.Descriptor instead.
-func (*ConvertBoundingBoxFormat) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
-}
-
-func (x *ConvertBoundingBoxFormat) GetFormat() string {
-	if x != nil {
-		return x.Format
-	}
-	return ""
-}
-
-// SanitizeBoundingBoxes is torchvision.transforms.v2's: a job's targets
-// (JobSpec.targets) lose the boxes narrower or lower than min_size, smaller
-// in area than min_area, or outside the canvas, with their labels, at its
-// place among the ops. The pixels are untouched. Refused in a job without
-// targets (torchvision's fails when no boxes are given).
-type SanitizeBoundingBoxes struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// At least 1; unset: 1.
-	MinSize *float64 `protobuf:"fixed64,1,opt,name=min_size,json=minSize,proto3,oneof" json:"min_size,omitempty"`
-	// At least 1; unset: 1.
-	MinArea       *float64 `protobuf:"fixed64,2,opt,name=min_area,json=minArea,proto3,oneof" json:"min_area,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *SanitizeBoundingBoxes) Reset() {
-	*x = SanitizeBoundingBoxes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SanitizeBoundingBoxes) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SanitizeBoundingBoxes) ProtoMessage() {}
-
-func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SanitizeBoundingBoxes.ProtoReflect.Descriptor instead.
-func (*SanitizeBoundingBoxes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
-}
-
-func (x *SanitizeBoundingBoxes) GetMinSize() float64 {
-	if x != nil && x.MinSize != nil {
-		return *x.MinSize
-	}
-	return 0
-}
-
-func (x *SanitizeBoundingBoxes) GetMinArea() float64 {
-	if x != nil && x.MinArea != nil {
-		return *x.MinArea
-	}
-	return 0
-}
-
-// ClampBoundingBoxes is torchvision.transforms.v2's: a job's target boxes
-// (JobSpec.targets; refused without) clamped to the canvas where it stands,
-// in their format (converted to XYXY, clamped, converted back, in float32
-// as torchvision computes). The pixels are untouched.
-type ClampBoundingBoxes struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// "auto" (the boxes' own, stoker's "soft"), "soft" or "hard" (the same
-	// for these boxes) or "none" (Python's None: the boxes are left as they
-	// are); unset: "auto".
-	ClampingMode  *string `protobuf:"bytes,1,opt,name=clamping_mode,json=clampingMode,proto3,oneof" json:"clamping_mode,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ClampBoundingBoxes) Reset() {
-	*x = ClampBoundingBoxes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ClampBoundingBoxes) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ClampBoundingBoxes) ProtoMessage() {}
-
-func (x *ClampBoundingBoxes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ClampBoundingBoxes.ProtoReflect.Descriptor instead.
-func (*ClampBoundingBoxes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
-}
-
-func (x *ClampBoundingBoxes) GetClampingMode() string {
-	if x != nil && x.ClampingMode != nil {
-		return *x.ClampingMode
-	}
-	return ""
-}
-
-// ClampKeyPoints is torchvision.transforms.v2's: a job's target keypoints
-// (JobSpec.targets; refused without) clamped to the canvas, x to
-// [0, W - 1] and y to [0, H - 1], where it stands.
-type ClampKeyPoints struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ClampKeyPoints) Reset() {
-	*x = ClampKeyPoints{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ClampKeyPoints) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ClampKeyPoints) ProtoMessage() {}
-
-func (x *ClampKeyPoints) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ClampKeyPoints.ProtoReflect.Descriptor instead.
-func (*ClampKeyPoints) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
-}
-
-// SanitizeKeyPoints is torchvision.transforms.v2's: a job's targets (JobSpec.targets;
-// refused without) lose every instance with a keypoint outside the canvas
-// (x < 0 or x >= W, y < 0 or y >= H, or NaN), where it stands: its
-// keypoints, visibilities, box, label and crowd flag together (as
-// torchvision's with a labels_getter that returns every per-instance
-// field). The pixels are untouched.
-type SanitizeKeyPoints struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *SanitizeKeyPoints) Reset() {
-	*x = SanitizeKeyPoints{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SanitizeKeyPoints) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SanitizeKeyPoints) ProtoMessage() {}
-
-func (x *SanitizeKeyPoints) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SanitizeKeyPoints.ProtoReflect.Descriptor instead.
-func (*SanitizeKeyPoints) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
-}
-
-// RandomPerspective is torchvision.transforms.v2's: with probability p,
-// the image's corners each moved inward by up to distortion_scale of half
-// its side (make_params' draws), the image resampled through the
-// perspective that takes them there (torch's grid, nearest or bilinear),
-// fill where nothing maps; a job's target boxes and keypoints move with
-// it. After the geometry.
-type RandomPerspective struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// 0..1; unset: 0.5.
-	DistortionScale *float64 `protobuf:"fixed64,1,opt,name=distortion_scale,json=distortionScale,proto3,oneof" json:"distortion_scale,omitempty"`
-	// unset: 0.5.
-	P *float64 `protobuf:"fixed64,2,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	// NEAREST or BILINEAR (unset: BILINEAR).
-	Interpolation Interpolation `protobuf:"varint,3,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	// One value, or one per channel, in 0..255; unset: 0.
-	Fill []float64 `protobuf:"fixed64,4,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	// fill=None (torchvision's functional default): no fill is blended in.
-	FillNone bool `protobuf:"varint,5,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
-	// As RandomAffine's: the masks' fill of a per-type fill (unset: fill's).
-	MaskFill      *float64 `protobuf:"fixed64,6,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomPerspective) Reset() {
-	*x = RandomPerspective{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomPerspective) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomPerspective) ProtoMessage() {}
-
-func (x *RandomPerspective) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomPerspective.ProtoReflect.Descriptor instead.
-func (*RandomPerspective) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
-}
-
-func (x *RandomPerspective) GetDistortionScale() float64 {
-	if x != nil && x.DistortionScale != nil {
-		return *x.DistortionScale
-	}
-	return 0
-}
-
-func (x *RandomPerspective) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-func (x *RandomPerspective) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *RandomPerspective) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-func (x *RandomPerspective) GetFillNone() bool {
-	if x != nil {
-		return x.FillNone
-	}
-	return false
-}
-
-func (x *RandomPerspective) GetMaskFill() float64 {
-	if x != nil && x.MaskFill != nil {
-		return *x.MaskFill
-	}
-	return 0
-}
-
-// RandomCrop is torchvision's RandomCrop: the image padded (padding, then
-// with pad_if_needed each side still short of the crop by its difference
-// on both ends), then a crop of height x width at a uniform position. A
-// geometry op (first, alone). padding_mode "constant" only.
-type RandomCrop struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Height uint32                 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
-	// 0: height.
-	Width uint32 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
-	// torchvision's padding: empty (None), 1 value (every side), 2 (left and
-	// right, top and bottom) or 4 (left, top, right, bottom).
-	Padding     []uint32 `protobuf:"varint,3,rep,packed,name=padding,proto3" json:"padding,omitempty"`
-	PadIfNeeded bool     `protobuf:"varint,4,opt,name=pad_if_needed,json=padIfNeeded,proto3" json:"pad_if_needed,omitempty"`
-	// The constant fill: 1 value or 3 (per channel), integers 0..255;
-	// empty: 0.
-	Fill []float64 `protobuf:"fixed64,5,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	// "" or "constant"; torchvision's edge, reflect and symmetric are
-	// refused.
-	PaddingMode string `protobuf:"bytes,6,opt,name=padding_mode,json=paddingMode,proto3" json:"padding_mode,omitempty"`
-	// As Pad's: the masks' fill of a per-type fill (unset: fill's).
-	MaskFill      *float64 `protobuf:"fixed64,7,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomCrop) Reset() {
-	*x = RandomCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomCrop) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomCrop) ProtoMessage() {}
-
-func (x *RandomCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
-func (*RandomCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
-}
-
-func (x *RandomCrop) GetHeight() uint32 {
-	if x != nil {
-		return x.Height
-	}
-	return 0
-}
-
-func (x *RandomCrop) GetWidth() uint32 {
-	if x != nil {
-		return x.Width
-	}
-	return 0
-}
-
-func (x *RandomCrop) GetPadding() []uint32 {
-	if x != nil {
-		return x.Padding
-	}
-	return nil
-}
-
-func (x *RandomCrop) GetPadIfNeeded() bool {
-	if x != nil {
-		return x.PadIfNeeded
-	}
-	return false
-}
-
-func (x *RandomCrop) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-func (x *RandomCrop) GetPaddingMode() string {
-	if x != nil {
-		return x.PaddingMode
-	}
-	return ""
-}
-
-func (x *RandomCrop) GetMaskFill() float64 {
-	if x != nil && x.MaskFill != nil {
-		return *x.MaskFill
-	}
-	return 0
-}
-
-// Range is a (min, max) pair.
-type Range struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Min           float64                `protobuf:"fixed64,1,opt,name=min,proto3" json:"min,omitempty"`
-	Max           float64                `protobuf:"fixed64,2,opt,name=max,proto3" json:"max,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Range) Reset() {
-	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Range) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Range) ProtoMessage() {}
-
-func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Range.ProtoReflect.Descriptor instead.
-func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
-}
-
-func (x *Range) GetMin() float64 {
-	if x != nil {
-		return x.Min
-	}
-	return 0
-}
-
-func (x *Range) GetMax() float64 {
-	if x != nil {
-		return x.Max
-	}
-	return 0
-}
-
-// RandomResizedCrop(size, scale, ratio, interpolation, antialias); zero
-// scale and ratio take torchvision's defaults (0.08, 1) and (3/4, 4/3).
-// Width 0 means square. Unset antialias is True.
-type RandomResizedCrop struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Height        uint32                 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
-	Width         uint32                 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
-	ScaleMin      float64                `protobuf:"fixed64,3,opt,name=scale_min,json=scaleMin,proto3" json:"scale_min,omitempty"`
-	ScaleMax      float64                `protobuf:"fixed64,4,opt,name=scale_max,json=scaleMax,proto3" json:"scale_max,omitempty"`
-	RatioMin      float64                `protobuf:"fixed64,5,opt,name=ratio_min,json=ratioMin,proto3" json:"ratio_min,omitempty"`
-	RatioMax      float64                `protobuf:"fixed64,6,opt,name=ratio_max,json=ratioMax,proto3" json:"ratio_max,omitempty"`
-	Interpolation Interpolation          `protobuf:"varint,7,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	Antialias     *bool                  `protobuf:"varint,8,opt,name=antialias,proto3,oneof" json:"antialias,omitempty"`
-	// timm's RandomResizedCropAndInterpolation(interpolation="random"):
-	// bilinear or bicubic, drawn per sample with even odds after the crop
-	// (interpolation is then unset).
-	RandomInterpolation bool `protobuf:"varint,80,opt,name=random_interpolation,json=randomInterpolation,proto3" json:"random_interpolation,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
-}
-
-func (x *RandomResizedCrop) Reset() {
-	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomResizedCrop) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomResizedCrop) ProtoMessage() {}
-
-func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
-func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
-}
-
-func (x *RandomResizedCrop) GetHeight() uint32 {
-	if x != nil {
-		return x.Height
-	}
-	return 0
-}
-
-func (x *RandomResizedCrop) GetWidth() uint32 {
-	if x != nil {
-		return x.Width
-	}
-	return 0
-}
-
-func (x *RandomResizedCrop) GetScaleMin() float64 {
-	if x != nil {
-		return x.ScaleMin
-	}
-	return 0
-}
-
-func (x *RandomResizedCrop) GetScaleMax() float64 {
-	if x != nil {
-		return x.ScaleMax
-	}
-	return 0
-}
-
-func (x *RandomResizedCrop) GetRatioMin() float64 {
-	if x != nil {
-		return x.RatioMin
-	}
-	return 0
-}
-
-func (x *RandomResizedCrop) GetRatioMax() float64 {
-	if x != nil {
-		return x.RatioMax
-	}
-	return 0
-}
-
-func (x *RandomResizedCrop) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *RandomResizedCrop) GetAntialias() bool {
-	if x != nil && x.Antialias != nil {
-		return *x.Antialias
-	}
-	return false
-}
-
-func (x *RandomResizedCrop) GetRandomInterpolation() bool {
-	if x != nil {
-		return x.RandomInterpolation
-	}
-	return false
-}
-
-// Resize to (height, width), or the shorter side to height when width is 0.
-// Unset antialias is True.
-type Resize struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Height        uint32                 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
-	Width         uint32                 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
-	Interpolation Interpolation          `protobuf:"varint,3,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	Antialias     *bool                  `protobuf:"varint,4,opt,name=antialias,proto3,oneof" json:"antialias,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Resize) Reset() {
-	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Resize) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Resize) ProtoMessage() {}
-
-func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Resize.ProtoReflect.Descriptor instead.
-func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
-}
-
-func (x *Resize) GetHeight() uint32 {
-	if x != nil {
-		return x.Height
-	}
-	return 0
-}
-
-func (x *Resize) GetWidth() uint32 {
-	if x != nil {
-		return x.Width
-	}
-	return 0
-}
-
-func (x *Resize) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *Resize) GetAntialias() bool {
-	if x != nil && x.Antialias != nil {
-		return *x.Antialias
-	}
-	return false
-}
-
-// CenterCrop(height, width); width 0 means square.
-type CenterCrop struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Height        uint32                 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
-	Width         uint32                 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CenterCrop) Reset() {
-	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CenterCrop) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CenterCrop) ProtoMessage() {}
-
-func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
-func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
-}
-
-func (x *CenterCrop) GetHeight() uint32 {
-	if x != nil {
-		return x.Height
-	}
-	return 0
-}
-
-func (x *CenterCrop) GetWidth() uint32 {
-	if x != nil {
-		return x.Width
-	}
-	return 0
-}
-
-// RandomHorizontalFlip(p); unset p means 0.5.
-type RandomHorizontalFlip struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomHorizontalFlip) Reset() {
-	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomHorizontalFlip) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomHorizontalFlip) ProtoMessage() {}
-
-func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
-func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
-}
-
-func (x *RandomHorizontalFlip) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// RandomVerticalFlip(p); unset p means 0.5.
-type RandomVerticalFlip struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomVerticalFlip) Reset() {
-	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomVerticalFlip) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomVerticalFlip) ProtoMessage() {}
-
-func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
-func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
-}
-
-func (x *RandomVerticalFlip) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// ColorJitter(brightness, contrast, saturation, hue): a single number x is
-// the range [max(0, 1 - x), 1 + x] ([-x, x] for hue), 0 is None; a range,
-// when set, takes its place ((1, 1), (0, 0) for hue, is None). The four
-// adjustments run in a random order.
-type ColorJitter struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Brightness      float64                `protobuf:"fixed64,1,opt,name=brightness,proto3" json:"brightness,omitempty"`
-	Contrast        float64                `protobuf:"fixed64,2,opt,name=contrast,proto3" json:"contrast,omitempty"`
-	Saturation      float64                `protobuf:"fixed64,3,opt,name=saturation,proto3" json:"saturation,omitempty"`
-	Hue             float64                `protobuf:"fixed64,4,opt,name=hue,proto3" json:"hue,omitempty"`
-	BrightnessRange *Range                 `protobuf:"bytes,5,opt,name=brightness_range,json=brightnessRange,proto3" json:"brightness_range,omitempty"`
-	ContrastRange   *Range                 `protobuf:"bytes,6,opt,name=contrast_range,json=contrastRange,proto3" json:"contrast_range,omitempty"`
-	SaturationRange *Range                 `protobuf:"bytes,7,opt,name=saturation_range,json=saturationRange,proto3" json:"saturation_range,omitempty"`
-	HueRange        *Range                 `protobuf:"bytes,8,opt,name=hue_range,json=hueRange,proto3" json:"hue_range,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
-}
-
-func (x *ColorJitter) Reset() {
-	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ColorJitter) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ColorJitter) ProtoMessage() {}
-
-func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
-func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
-}
-
-func (x *ColorJitter) GetBrightness() float64 {
-	if x != nil {
-		return x.Brightness
-	}
-	return 0
-}
-
-func (x *ColorJitter) GetContrast() float64 {
-	if x != nil {
-		return x.Contrast
-	}
-	return 0
-}
-
-func (x *ColorJitter) GetSaturation() float64 {
-	if x != nil {
-		return x.Saturation
-	}
-	return 0
-}
-
-func (x *ColorJitter) GetHue() float64 {
-	if x != nil {
-		return x.Hue
-	}
-	return 0
-}
-
-func (x *ColorJitter) GetBrightnessRange() *Range {
-	if x != nil {
-		return x.BrightnessRange
-	}
-	return nil
-}
-
-func (x *ColorJitter) GetContrastRange() *Range {
-	if x != nil {
-		return x.ContrastRange
-	}
-	return nil
-}
-
-func (x *ColorJitter) GetSaturationRange() *Range {
-	if x != nil {
-		return x.SaturationRange
-	}
-	return nil
-}
-
-func (x *ColorJitter) GetHueRange() *Range {
-	if x != nil {
-		return x.HueRange
-	}
-	return nil
-}
-
-// Normalize(mean, std): the output becomes float32. Usually better done on
-// the GPU (stoker.normalize in Python); here for those who ask.
-type Normalize struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Mean          []float64              `protobuf:"fixed64,1,rep,packed,name=mean,proto3" json:"mean,omitempty"`
-	Std           []float64              `protobuf:"fixed64,2,rep,packed,name=std,proto3" json:"std,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Normalize) Reset() {
-	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Normalize) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Normalize) ProtoMessage() {}
-
-func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
-func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
-}
-
-func (x *Normalize) GetMean() []float64 {
-	if x != nil {
-		return x.Mean
-	}
-	return nil
-}
-
-func (x *Normalize) GetStd() []float64 {
-	if x != nil {
-		return x.Std
-	}
-	return nil
-}
-
-// Grayscale(num_output_channels): 0 or 3 (a batch has 3 channels).
-type Grayscale struct {
-	state             protoimpl.MessageState `protogen:"open.v1"`
-	NumOutputChannels uint32                 `protobuf:"varint,1,opt,name=num_output_channels,json=numOutputChannels,proto3" json:"num_output_channels,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
-}
-
-func (x *Grayscale) Reset() {
-	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Grayscale) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Grayscale) ProtoMessage() {}
-
-func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
-func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
-}
-
-func (x *Grayscale) GetNumOutputChannels() uint32 {
-	if x != nil {
-		return x.NumOutputChannels
-	}
-	return 0
-}
-
-// RandomGrayscale(p); unset p means 0.1.
-type RandomGrayscale struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomGrayscale) Reset() {
-	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomGrayscale) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomGrayscale) ProtoMessage() {}
-
-func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
-func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
-}
-
-func (x *RandomGrayscale) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// GaussianBlur(kernel_size, sigma): odd kernel sides; sigma drawn uniformly
-// from (sigma_min, sigma_max), unset (0, 0) meaning (0.1, 2.0).
-type GaussianBlur struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	KernelX       uint32                 `protobuf:"varint,1,opt,name=kernel_x,json=kernelX,proto3" json:"kernel_x,omitempty"`
-	KernelY       uint32                 `protobuf:"varint,2,opt,name=kernel_y,json=kernelY,proto3" json:"kernel_y,omitempty"`
-	SigmaMin      float64                `protobuf:"fixed64,3,opt,name=sigma_min,json=sigmaMin,proto3" json:"sigma_min,omitempty"`
-	SigmaMax      float64                `protobuf:"fixed64,4,opt,name=sigma_max,json=sigmaMax,proto3" json:"sigma_max,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *GaussianBlur) Reset() {
-	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *GaussianBlur) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*GaussianBlur) ProtoMessage() {}
-
-func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
-func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
-}
-
-func (x *GaussianBlur) GetKernelX() uint32 {
-	if x != nil {
-		return x.KernelX
-	}
-	return 0
-}
-
-func (x *GaussianBlur) GetKernelY() uint32 {
-	if x != nil {
-		return x.KernelY
-	}
-	return 0
-}
-
-func (x *GaussianBlur) GetSigmaMin() float64 {
-	if x != nil {
-		return x.SigmaMin
-	}
-	return 0
-}
-
-func (x *GaussianBlur) GetSigmaMax() float64 {
-	if x != nil {
-		return x.SigmaMax
-	}
-	return 0
-}
-
-// RandomSolarize(threshold, p): threshold in 0..255; unset p means 0.5.
-type RandomSolarize struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Threshold     float64                `protobuf:"fixed64,1,opt,name=threshold,proto3" json:"threshold,omitempty"`
-	P             *float64               `protobuf:"fixed64,2,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomSolarize) Reset() {
-	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomSolarize) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomSolarize) ProtoMessage() {}
-
-func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
-func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
-}
-
-func (x *RandomSolarize) GetThreshold() float64 {
-	if x != nil {
-		return x.Threshold
-	}
-	return 0
-}
-
-func (x *RandomSolarize) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// RandomPosterize(bits, p): bits 0..8; unset p means 0.5.
-type RandomPosterize struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Bits          uint32                 `protobuf:"varint,1,opt,name=bits,proto3" json:"bits,omitempty"`
-	P             *float64               `protobuf:"fixed64,2,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomPosterize) Reset() {
-	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomPosterize) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomPosterize) ProtoMessage() {}
-
-func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
-func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
-}
-
-func (x *RandomPosterize) GetBits() uint32 {
-	if x != nil {
-		return x.Bits
-	}
-	return 0
-}
-
-func (x *RandomPosterize) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// RandomInvert(p); unset p means 0.5.
-type RandomInvert struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomInvert) Reset() {
-	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomInvert) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomInvert) ProtoMessage() {}
-
-func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
-func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
-}
-
-func (x *RandomInvert) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// RandomEqualize(p); unset p means 0.5.
-type RandomEqualize struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomEqualize) Reset() {
-	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomEqualize) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomEqualize) ProtoMessage() {}
-
-func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
-func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
-}
-
-func (x *RandomEqualize) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// RandomAutocontrast(p); unset p means 0.5.
-type RandomAutocontrast struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomAutocontrast) Reset() {
-	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomAutocontrast) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomAutocontrast) ProtoMessage() {}
-
-func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
-func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
-}
-
-func (x *RandomAutocontrast) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// RandomAdjustSharpness(sharpness_factor, p); unset p means 0.5.
-type RandomAdjustSharpness struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	SharpnessFactor float64                `protobuf:"fixed64,1,opt,name=sharpness_factor,json=sharpnessFactor,proto3" json:"sharpness_factor,omitempty"`
-	P               *float64               `protobuf:"fixed64,2,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
-}
-
-func (x *RandomAdjustSharpness) Reset() {
-	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomAdjustSharpness) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomAdjustSharpness) ProtoMessage() {}
-
-func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
-func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
-}
-
-func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
-	if x != nil {
-		return x.SharpnessFactor
-	}
-	return 0
-}
-
-func (x *RandomAdjustSharpness) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// RandomRotation(degrees, interpolation, expand=False, center, fill): the
-// angle drawn uniformly from degrees; interpolation nearest (the default)
-// or bilinear; fill 0, 1 or 3 values (none: 0), or fill_none for
-// torchvision's fill=None (with bilinear, the border keeps the inside
-// taps' sum instead of blending towards a fill); center none or (x, y);
-// expand: the output made large enough to hold the whole rotated image
-// (each sample its own size, bounded by the size before it).
-type RandomRotation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Degrees       *Range                 `protobuf:"bytes,1,opt,name=degrees,proto3" json:"degrees,omitempty"`
-	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	Center        []float64              `protobuf:"fixed64,4,rep,packed,name=center,proto3" json:"center,omitempty"`
-	FillNone      bool                   `protobuf:"varint,5,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
-	Expand        bool                   `protobuf:"varint,6,opt,name=expand,proto3" json:"expand,omitempty"`
-	// As Pad's: the masks' fill of a per-type fill (unset: fill's).
-	MaskFill      *float64 `protobuf:"fixed64,7,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomRotation) Reset() {
-	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomRotation) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomRotation) ProtoMessage() {}
-
-func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
-func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
-}
-
-func (x *RandomRotation) GetDegrees() *Range {
-	if x != nil {
-		return x.Degrees
-	}
-	return nil
-}
-
-func (x *RandomRotation) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *RandomRotation) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-func (x *RandomRotation) GetCenter() []float64 {
-	if x != nil {
-		return x.Center
-	}
-	return nil
-}
-
-func (x *RandomRotation) GetFillNone() bool {
-	if x != nil {
-		return x.FillNone
-	}
-	return false
-}
-
-func (x *RandomRotation) GetExpand() bool {
-	if x != nil {
-		return x.Expand
-	}
-	return false
-}
-
-func (x *RandomRotation) GetMaskFill() float64 {
-	if x != nil && x.MaskFill != nil {
-		return *x.MaskFill
-	}
-	return 0
-}
-
-// RandomAffine(degrees, translate, scale, shear, interpolation, fill,
-// center): translate none or (max_dx, max_dy) fractions; scale unset is
-// None; shear none, (min_x, max_x) or (min_x, max_x, min_y, max_y); fill
-// and fill_none as RandomRotation's.
-type RandomAffine struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Degrees       *Range                 `protobuf:"bytes,1,opt,name=degrees,proto3" json:"degrees,omitempty"`
-	Translate     []float64              `protobuf:"fixed64,2,rep,packed,name=translate,proto3" json:"translate,omitempty"`
-	Scale         *Range                 `protobuf:"bytes,3,opt,name=scale,proto3" json:"scale,omitempty"`
-	Shear         []float64              `protobuf:"fixed64,4,rep,packed,name=shear,proto3" json:"shear,omitempty"`
-	Interpolation Interpolation          `protobuf:"varint,5,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	Fill          []float64              `protobuf:"fixed64,6,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	Center        []float64              `protobuf:"fixed64,7,rep,packed,name=center,proto3" json:"center,omitempty"`
-	FillNone      bool                   `protobuf:"varint,8,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
-	// As Pad's: the masks' fill of a per-type fill (unset: fill's).
-	MaskFill      *float64 `protobuf:"fixed64,9,opt,name=mask_fill,json=maskFill,proto3,oneof" json:"mask_fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomAffine) Reset() {
-	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomAffine) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomAffine) ProtoMessage() {}
-
-func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
-func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
-}
-
-func (x *RandomAffine) GetDegrees() *Range {
-	if x != nil {
-		return x.Degrees
-	}
-	return nil
-}
-
-func (x *RandomAffine) GetTranslate() []float64 {
-	if x != nil {
-		return x.Translate
-	}
-	return nil
-}
-
-func (x *RandomAffine) GetScale() *Range {
-	if x != nil {
-		return x.Scale
-	}
-	return nil
-}
-
-func (x *RandomAffine) GetShear() []float64 {
-	if x != nil {
-		return x.Shear
-	}
-	return nil
-}
-
-func (x *RandomAffine) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *RandomAffine) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-func (x *RandomAffine) GetCenter() []float64 {
-	if x != nil {
-		return x.Center
-	}
-	return nil
-}
-
-func (x *RandomAffine) GetFillNone() bool {
-	if x != nil {
-		return x.FillNone
-	}
-	return false
-}
-
-func (x *RandomAffine) GetMaskFill() float64 {
-	if x != nil && x.MaskFill != nil {
-		return *x.MaskFill
-	}
-	return 0
-}
-
-// RandomErasing(p, scale, ratio, value) on uint8 pixels: value is 1 or 3
-// pixel values in 0..255 (none: 0), or random_value for noise: a standard
-// normal value per pixel after a Normalize of noise_mean and noise_std
-// (unset: ImageNet's), written as the uint8 pixel that normalizes to it.
-// Unset p means 0.5, scale (0.02, 0.33), ratio (0.3, 3.3).
-type RandomErasing struct {
-	state       protoimpl.MessageState `protogen:"open.v1"`
-	P           *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	Scale       *Range                 `protobuf:"bytes,2,opt,name=scale,proto3" json:"scale,omitempty"`
-	Ratio       *Range                 `protobuf:"bytes,3,opt,name=ratio,proto3" json:"ratio,omitempty"`
-	Value       []float64              `protobuf:"fixed64,4,rep,packed,name=value,proto3" json:"value,omitempty"`
-	RandomValue bool                   `protobuf:"varint,5,opt,name=random_value,json=randomValue,proto3" json:"random_value,omitempty"`
-	NoiseMean   []float64              `protobuf:"fixed64,6,rep,packed,name=noise_mean,json=noiseMean,proto3" json:"noise_mean,omitempty"`
-	NoiseStd    []float64              `protobuf:"fixed64,7,rep,packed,name=noise_std,json=noiseStd,proto3" json:"noise_std,omitempty"`
-	// With random_value: one standard normal value per channel for the
-	// whole box (timm's RandomErasing mode "rand"), not one per pixel.
-	RandomColor bool `protobuf:"varint,130,opt,name=random_color,json=randomColor,proto3" json:"random_color,omitempty"`
-	// timm's RandomErasing count: min_count boxes (unset: 1), or when
-	// max_count is larger a uniform number of min_count..max_count, each
-	// box's area range divided by that number (each box its own ten tries).
-	// Unset max_count is min_count. At most 16.
-	MinCount      uint32 `protobuf:"varint,131,opt,name=min_count,json=minCount,proto3" json:"min_count,omitempty"`
-	MaxCount      uint32 `protobuf:"varint,132,opt,name=max_count,json=maxCount,proto3" json:"max_count,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomErasing) Reset() {
-	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomErasing) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomErasing) ProtoMessage() {}
-
-func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
-func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
-}
-
-func (x *RandomErasing) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-func (x *RandomErasing) GetScale() *Range {
-	if x != nil {
-		return x.Scale
-	}
-	return nil
-}
-
-func (x *RandomErasing) GetRatio() *Range {
-	if x != nil {
-		return x.Ratio
-	}
-	return nil
-}
-
-func (x *RandomErasing) GetValue() []float64 {
-	if x != nil {
-		return x.Value
-	}
-	return nil
-}
-
-func (x *RandomErasing) GetRandomValue() bool {
-	if x != nil {
-		return x.RandomValue
-	}
-	return false
-}
-
-func (x *RandomErasing) GetNoiseMean() []float64 {
-	if x != nil {
-		return x.NoiseMean
-	}
-	return nil
-}
-
-func (x *RandomErasing) GetNoiseStd() []float64 {
-	if x != nil {
-		return x.NoiseStd
-	}
-	return nil
-}
-
-func (x *RandomErasing) GetRandomColor() bool {
-	if x != nil {
-		return x.RandomColor
-	}
-	return false
-}
-
-func (x *RandomErasing) GetMinCount() uint32 {
-	if x != nil {
-		return x.MinCount
-	}
-	return 0
-}
-
-func (x *RandomErasing) GetMaxCount() uint32 {
-	if x != nil {
-		return x.MaxCount
-	}
-	return 0
-}
-
-// RandomApply(ops, p): all of ops, or none; unset p means 0.5.
-type RandomApply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ops           []*Op                  `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
-	P             *float64               `protobuf:"fixed64,2,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomApply) Reset() {
-	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomApply) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomApply) ProtoMessage() {}
-
-func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
-func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
-}
-
-func (x *RandomApply) GetOps() []*Op {
-	if x != nil {
-		return x.Ops
-	}
-	return nil
-}
-
-func (x *RandomApply) GetP() float64 {
-	if x != nil && x.P != nil {
-		return *x.P
-	}
-	return 0
-}
-
-// RandomChoice(ops, p): one of ops, chosen with weights p (none: equal).
-type RandomChoice struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ops           []*Op                  `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
-	P             []float64              `protobuf:"fixed64,2,rep,packed,name=p,proto3" json:"p,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomChoice) Reset() {
-	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomChoice) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomChoice) ProtoMessage() {}
-
-func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
-func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
-}
-
-func (x *RandomChoice) GetOps() []*Op {
-	if x != nil {
-		return x.Ops
-	}
-	return nil
-}
-
-func (x *RandomChoice) GetP() []float64 {
-	if x != nil {
-		return x.P
-	}
-	return nil
-}
-
-// RandomOrder(ops): all of ops, in a random order.
-type RandomOrder struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ops           []*Op                  `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RandomOrder) Reset() {
-	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandomOrder) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandomOrder) ProtoMessage() {}
-
-func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
-func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
-}
-
-func (x *RandomOrder) GetOps() []*Op {
-	if x != nil {
-		return x.Ops
-	}
-	return nil
-}
-
-// TrivialAugmentWide(num_magnitude_bins, interpolation, fill); unset bins
-// means 31. For torchvision's policies (this, RandAugment, AutoAugment and
-// AugMix) no fill is torchvision's default, fill=None.
-type TrivialAugmentWide struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	NumMagnitudeBins uint32                 `protobuf:"varint,1,opt,name=num_magnitude_bins,json=numMagnitudeBins,proto3" json:"num_magnitude_bins,omitempty"`
-	Interpolation    Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	Fill             []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
-}
-
-func (x *TrivialAugmentWide) Reset() {
-	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TrivialAugmentWide) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TrivialAugmentWide) ProtoMessage() {}
-
-func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
-func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
-}
-
-func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
-	if x != nil {
-		return x.NumMagnitudeBins
-	}
-	return 0
-}
-
-func (x *TrivialAugmentWide) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *TrivialAugmentWide) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-// RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill);
-// unset means 2, 9 and 31.
-type RandAugment struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	NumOps           *uint32                `protobuf:"varint,1,opt,name=num_ops,json=numOps,proto3,oneof" json:"num_ops,omitempty"`
-	Magnitude        *uint32                `protobuf:"varint,2,opt,name=magnitude,proto3,oneof" json:"magnitude,omitempty"`
-	NumMagnitudeBins uint32                 `protobuf:"varint,3,opt,name=num_magnitude_bins,json=numMagnitudeBins,proto3" json:"num_magnitude_bins,omitempty"`
-	Interpolation    Interpolation          `protobuf:"varint,4,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	Fill             []float64              `protobuf:"fixed64,5,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
-}
-
-func (x *RandAugment) Reset() {
-	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RandAugment) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RandAugment) ProtoMessage() {}
-
-func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
-func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
-}
-
-func (x *RandAugment) GetNumOps() uint32 {
-	if x != nil && x.NumOps != nil {
-		return *x.NumOps
-	}
-	return 0
-}
-
-func (x *RandAugment) GetMagnitude() uint32 {
-	if x != nil && x.Magnitude != nil {
-		return *x.Magnitude
-	}
-	return 0
-}
-
-func (x *RandAugment) GetNumMagnitudeBins() uint32 {
-	if x != nil {
-		return x.NumMagnitudeBins
-	}
-	return 0
-}
-
-func (x *RandAugment) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *RandAugment) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-// AutoAugment(policy, interpolation, fill): policy "imagenet" (the
-// default), "cifar10" or "svhn".
-type AutoAugment struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Policy        string                 `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
-	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *AutoAugment) Reset() {
-	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *AutoAugment) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*AutoAugment) ProtoMessage() {}
-
-func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
-func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
-}
-
-func (x *AutoAugment) GetPolicy() string {
-	if x != nil {
-		return x.Policy
-	}
-	return ""
-}
-
-func (x *AutoAugment) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *AutoAugment) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-// AugMix(severity, mixture_width, chain_depth, alpha, all_ops,
-// interpolation, fill); unset means 3, 3, -1 (random 1..3), 1.0, True.
-type AugMix struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Severity      uint32                 `protobuf:"varint,1,opt,name=severity,proto3" json:"severity,omitempty"`
-	MixtureWidth  uint32                 `protobuf:"varint,2,opt,name=mixture_width,json=mixtureWidth,proto3" json:"mixture_width,omitempty"`
-	ChainDepth    *int32                 `protobuf:"varint,3,opt,name=chain_depth,json=chainDepth,proto3,oneof" json:"chain_depth,omitempty"`
-	Alpha         float64                `protobuf:"fixed64,4,opt,name=alpha,proto3" json:"alpha,omitempty"`
-	AllOps        *bool                  `protobuf:"varint,5,opt,name=all_ops,json=allOps,proto3,oneof" json:"all_ops,omitempty"`
-	Interpolation Interpolation          `protobuf:"varint,6,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	Fill          []float64              `protobuf:"fixed64,7,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *AugMix) Reset() {
-	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *AugMix) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*AugMix) ProtoMessage() {}
-
-func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
-func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
-}
-
-func (x *AugMix) GetSeverity() uint32 {
-	if x != nil {
-		return x.Severity
-	}
-	return 0
-}
-
-func (x *AugMix) GetMixtureWidth() uint32 {
-	if x != nil {
-		return x.MixtureWidth
-	}
-	return 0
-}
-
-func (x *AugMix) GetChainDepth() int32 {
-	if x != nil && x.ChainDepth != nil {
-		return *x.ChainDepth
-	}
-	return 0
-}
-
-func (x *AugMix) GetAlpha() float64 {
-	if x != nil {
-		return x.Alpha
-	}
-	return 0
-}
-
-func (x *AugMix) GetAllOps() bool {
-	if x != nil && x.AllOps != nil {
-		return *x.AllOps
-	}
-	return false
-}
-
-func (x *AugMix) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *AugMix) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-// TimmRandAugment: timm's RandAugment, a policy of its own (PIL's ops in
-// timm, torchvision's functional kernels here): config as timm's
-// rand_augment_transform ("rand-m9-mstd0.5-inc1"; m, n, mstd, mmax, inc);
-// fill none means (124, 116, 104) (ImageNet's mean colour, as timm's
-// create_transform passes it); interpolation bilinear or bicubic, or unset
-// for a random choice per op.
-type TimmRandAugment struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Config        string                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
-	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *TimmRandAugment) Reset() {
-	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TimmRandAugment) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TimmRandAugment) ProtoMessage() {}
-
-func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
-func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
-}
-
-func (x *TimmRandAugment) GetConfig() string {
-	if x != nil {
-		return x.Config
-	}
-	return ""
-}
-
-func (x *TimmRandAugment) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *TimmRandAugment) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-// TimmAutoAugment: timm's AutoAugment (auto_augment_transform), a policy
-// of its own: config as timm's ("original", "originalr", "v0", "v0r" or
-// "3a", then an optional mstd section: "v0r-mstd0.5"), a uniformly chosen
-// sub-policy of (op, probability, magnitude) run with timm's level
-// functions; fill none means (124, 116, 104) as for TimmRandAugment;
-// interpolation bilinear or bicubic, or unset for a random choice per op.
-type TimmAutoAugment struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Config        string                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
-	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *TimmAutoAugment) Reset() {
-	*x = TimmAutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TimmAutoAugment) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TimmAutoAugment) ProtoMessage() {}
-
-func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
-func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
-}
-
-func (x *TimmAutoAugment) GetConfig() string {
-	if x != nil {
-		return x.Config
-	}
-	return ""
-}
-
-func (x *TimmAutoAugment) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *TimmAutoAugment) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
-	}
-	return nil
-}
-
-// TimmAugMix: timm's AugMix (augment_and_mix_transform), a policy of its
-// own: config as timm's ("augmix", then m severity (3), w width (3), d
-// depth (-1: 1..3 per chain), a alpha (1), b blended (0; 1 is refused),
-// mstd magnitude noise (default: uniform in [0, m]); "augmix-m5-w4-d2"):
-// width chains of timm's AugMix ops from the image, their float32 sum by
-// Dirichlet weights truncated to uint8, then PIL's blend with the image
-// by a Beta weight. translate_pct is timm's create_transform's 0.3; fill
-// none means (124, 116, 104); interpolation bilinear or bicubic, or unset
-// for a random choice per op.
-type TimmAugMix struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Config        string                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
-	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
-	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *TimmAugMix) Reset() {
-	*x = TimmAugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TimmAugMix) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TimmAugMix) ProtoMessage() {}
-
-func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
-func (*TimmAugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
-}
-
-func (x *TimmAugMix) GetConfig() string {
-	if x != nil {
-		return x.Config
-	}
-	return ""
-}
-
-func (x *TimmAugMix) GetInterpolation() Interpolation {
-	if x != nil {
-		return x.Interpolation
-	}
-	return Interpolation_INTERPOLATION_UNSPECIFIED
-}
-
-func (x *TimmAugMix) GetFill() []float64 {
-	if x != nil {
-		return x.Fill
 	}
 	return nil
 }
@@ -5857,7 +2068,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5869,7 +2080,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5882,7 +2093,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -5937,7 +2148,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5949,7 +2160,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5962,7 +2173,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -6092,7 +2303,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6104,7 +2315,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6117,7 +2328,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -6224,7 +2435,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6236,7 +2447,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6249,7 +2460,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -6336,7 +2547,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6348,7 +2559,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6361,7 +2572,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -6587,7 +2798,7 @@ type BatchTargets struct {
 
 func (x *BatchTargets) Reset() {
 	*x = BatchTargets{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6599,7 +2810,7 @@ func (x *BatchTargets) String() string {
 func (*BatchTargets) ProtoMessage() {}
 
 func (x *BatchTargets) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6612,7 +2823,7 @@ func (x *BatchTargets) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchTargets.ProtoReflect.Descriptor instead.
 func (*BatchTargets) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BatchTargets) GetOffsets() []uint32 {
@@ -6778,7 +2989,7 @@ type TargetsInSlot struct {
 
 func (x *TargetsInSlot) Reset() {
 	*x = TargetsInSlot{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6790,7 +3001,7 @@ func (x *TargetsInSlot) String() string {
 func (*TargetsInSlot) ProtoMessage() {}
 
 func (x *TargetsInSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6803,7 +3014,7 @@ func (x *TargetsInSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TargetsInSlot.ProtoReflect.Descriptor instead.
 func (*TargetsInSlot) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TargetsInSlot) GetBoxes() *SlotRange {
@@ -6887,7 +3098,7 @@ type SlotRange struct {
 
 func (x *SlotRange) Reset() {
 	*x = SlotRange{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6899,7 +3110,7 @@ func (x *SlotRange) String() string {
 func (*SlotRange) ProtoMessage() {}
 
 func (x *SlotRange) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6912,7 +3123,7 @@ func (x *SlotRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotRange.ProtoReflect.Descriptor instead.
 func (*SlotRange) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SlotRange) GetOffset() uint64 {
@@ -6939,7 +3150,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6951,7 +3162,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6964,7 +3175,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -6989,7 +3200,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7001,7 +3212,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7014,7 +3225,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FieldValues) GetName() string {
@@ -7051,7 +3262,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7063,7 +3274,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7076,7 +3287,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -7114,7 +3325,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7126,7 +3337,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7139,7 +3350,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -7176,7 +3387,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7188,7 +3399,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7201,7 +3412,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -7241,7 +3452,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7253,7 +3464,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7266,7 +3477,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -7279,7 +3490,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7291,7 +3502,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7304,7 +3515,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -7337,7 +3548,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7349,7 +3560,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7362,7 +3573,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -7431,7 +3642,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7443,7 +3654,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7456,7 +3667,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -7562,7 +3773,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7574,7 +3785,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7587,7 +3798,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -7606,7 +3817,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7618,7 +3829,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7631,7 +3842,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -7651,7 +3862,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7663,7 +3874,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7676,7 +3887,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -7725,7 +3936,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7737,7 +3948,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7750,7 +3961,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -7826,7 +4037,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7838,7 +4049,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7851,7 +4062,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -7878,7 +4089,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7890,7 +4101,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7903,7 +4114,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -8007,7 +4218,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8019,7 +4230,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8032,7 +4243,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -8062,7 +4273,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8074,7 +4285,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8087,7 +4298,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{86}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -8159,7 +4370,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8171,7 +4382,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8184,7 +4395,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{87}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -8258,7 +4469,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8270,7 +4481,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8283,7 +4494,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{88}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -8329,7 +4540,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8341,7 +4552,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8354,7 +4565,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{89}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -8407,7 +4618,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8419,7 +4630,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8432,7 +4643,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{90}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -8465,7 +4676,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8477,7 +4688,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8490,7 +4701,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{91}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -8509,7 +4720,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8521,7 +4732,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8534,7 +4745,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{92}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -8641,7 +4852,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[93]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8653,7 +4864,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[93]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8666,7 +4877,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{93}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *JobStatus) GetId() string {
@@ -8895,7 +5106,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[94]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8907,7 +5118,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[94]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8920,7 +5131,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{94}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -9018,7 +5229,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[95]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9030,7 +5241,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[95]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9043,7 +5254,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{95}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -9226,349 +5437,31 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
 	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\x12%\n" +
 	"\x0eseveral_images\x18\x04 \x01(\bR\rseveralImages\x12\x1b\n" +
-	"\tone_image\x18\x05 \x01(\bR\boneImage\"\x87\x19\n" +
-	"\x02Op\x12N\n" +
-	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
-	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
-	"\vcenter_crop\x18\x03 \x01(\v2\x15.stoker.v1.CenterCropH\x00R\n" +
-	"centerCrop\x12W\n" +
-	"\x16random_horizontal_flip\x18\x04 \x01(\v2\x1f.stoker.v1.RandomHorizontalFlipH\x00R\x14randomHorizontalFlip\x12;\n" +
-	"\fcolor_jitter\x18\x05 \x01(\v2\x16.stoker.v1.ColorJitterH\x00R\vcolorJitter\x124\n" +
-	"\tnormalize\x18\x06 \x01(\v2\x14.stoker.v1.NormalizeH\x00R\tnormalize\x12Q\n" +
-	"\x14random_vertical_flip\x18\a \x01(\v2\x1d.stoker.v1.RandomVerticalFlipH\x00R\x12randomVerticalFlip\x124\n" +
-	"\tgrayscale\x18\b \x01(\v2\x14.stoker.v1.GrayscaleH\x00R\tgrayscale\x12G\n" +
-	"\x10random_grayscale\x18\t \x01(\v2\x1a.stoker.v1.RandomGrayscaleH\x00R\x0frandomGrayscale\x12>\n" +
-	"\rgaussian_blur\x18\n" +
-	" \x01(\v2\x17.stoker.v1.GaussianBlurH\x00R\fgaussianBlur\x12D\n" +
-	"\x0frandom_solarize\x18\v \x01(\v2\x19.stoker.v1.RandomSolarizeH\x00R\x0erandomSolarize\x12G\n" +
-	"\x10random_posterize\x18\f \x01(\v2\x1a.stoker.v1.RandomPosterizeH\x00R\x0frandomPosterize\x12>\n" +
-	"\rrandom_invert\x18\r \x01(\v2\x17.stoker.v1.RandomInvertH\x00R\frandomInvert\x12D\n" +
-	"\x0frandom_equalize\x18\x0e \x01(\v2\x19.stoker.v1.RandomEqualizeH\x00R\x0erandomEqualize\x12P\n" +
-	"\x13random_autocontrast\x18\x0f \x01(\v2\x1d.stoker.v1.RandomAutocontrastH\x00R\x12randomAutocontrast\x12Z\n" +
-	"\x17random_adjust_sharpness\x18\x10 \x01(\v2 .stoker.v1.RandomAdjustSharpnessH\x00R\x15randomAdjustSharpness\x12D\n" +
-	"\x0frandom_rotation\x18\x11 \x01(\v2\x19.stoker.v1.RandomRotationH\x00R\x0erandomRotation\x12>\n" +
-	"\rrandom_affine\x18\x12 \x01(\v2\x17.stoker.v1.RandomAffineH\x00R\frandomAffine\x12A\n" +
-	"\x0erandom_erasing\x18\x13 \x01(\v2\x18.stoker.v1.RandomErasingH\x00R\rrandomErasing\x12;\n" +
-	"\frandom_apply\x18\x14 \x01(\v2\x16.stoker.v1.RandomApplyH\x00R\vrandomApply\x12>\n" +
-	"\rrandom_choice\x18\x15 \x01(\v2\x17.stoker.v1.RandomChoiceH\x00R\frandomChoice\x12;\n" +
-	"\frandom_order\x18\x16 \x01(\v2\x16.stoker.v1.RandomOrderH\x00R\vrandomOrder\x12Q\n" +
-	"\x14trivial_augment_wide\x18\x17 \x01(\v2\x1d.stoker.v1.TrivialAugmentWideH\x00R\x12trivialAugmentWide\x12;\n" +
-	"\frand_augment\x18\x18 \x01(\v2\x16.stoker.v1.RandAugmentH\x00R\vrandAugment\x12;\n" +
-	"\fauto_augment\x18\x19 \x01(\v2\x16.stoker.v1.AutoAugmentH\x00R\vautoAugment\x12,\n" +
-	"\aaug_mix\x18\x1a \x01(\v2\x11.stoker.v1.AugMixH\x00R\x06augMix\x12H\n" +
-	"\x11timm_rand_augment\x18\x1b \x01(\v2\x1a.stoker.v1.TimmRandAugmentH\x00R\x0ftimmRandAugment\x128\n" +
-	"\vrandom_crop\x18Z \x01(\v2\x15.stoker.v1.RandomCropH\x00R\n" +
-	"randomCrop\x12\"\n" +
-	"\x03pad\x18x \x01(\v2\x0e.stoker.v1.PadH\x00R\x03pad\x12I\n" +
-	"\x11timm_auto_augment\x18\x85\x01 \x01(\v2\x1a.stoker.v1.TimmAutoAugmentH\x00R\x0ftimmAutoAugment\x12:\n" +
-	"\ftimm_aug_mix\x18\x86\x01 \x01(\v2\x15.stoker.v1.TimmAugMixH\x00R\n" +
-	"timmAugMix\x12[\n" +
-	"\x17sanitize_bounding_boxes\x18\xa0\x01 \x01(\v2 .stoker.v1.SanitizeBoundingBoxesH\x00R\x15sanitizeBoundingBoxes\x12C\n" +
-	"\x0frandom_zoom_out\x18\xa1\x01 \x01(\v2\x18.stoker.v1.RandomZoomOutH\x00R\rrandomZoomOut\x12C\n" +
-	"\x0frandom_iou_crop\x18\xa2\x01 \x01(\v2\x18.stoker.v1.RandomIoUCropH\x00R\rrandomIouCrop\x12d\n" +
-	"\x1arandom_photometric_distort\x18\xa3\x01 \x01(\v2#.stoker.v1.RandomPhotometricDistortH\x00R\x18randomPhotometricDistort\x12e\n" +
-	"\x1bconvert_bounding_box_format\x18\xa4\x01 \x01(\v2#.stoker.v1.ConvertBoundingBoxFormatH\x00R\x18convertBoundingBoxFormat\x12<\n" +
-	"\fscale_jitter\x18\xa5\x01 \x01(\v2\x16.stoker.v1.ScaleJitterH\x00R\vscaleJitter\x12C\n" +
-	"\x0ffixed_size_crop\x18\xa6\x01 \x01(\v2\x18.stoker.v1.FixedSizeCropH\x00R\rfixedSizeCrop\x12R\n" +
-	"\x14random_shortest_size\x18\xa7\x01 \x01(\v2\x1d.stoker.v1.RandomShortestSizeH\x00R\x12randomShortestSize\x12?\n" +
-	"\rrandom_resize\x18\xa8\x01 \x01(\v2\x17.stoker.v1.RandomResizeH\x00R\frandomResize\x12R\n" +
-	"\x14clamp_bounding_boxes\x18\xaa\x01 \x01(\v2\x1d.stoker.v1.ClampBoundingBoxesH\x00R\x12clampBoundingBoxes\x12F\n" +
-	"\x10clamp_key_points\x18\xab\x01 \x01(\v2\x19.stoker.v1.ClampKeyPointsH\x00R\x0eclampKeyPoints\x12O\n" +
-	"\x13sanitize_key_points\x18\xac\x01 \x01(\v2\x1c.stoker.v1.SanitizeKeyPointsH\x00R\x11sanitizeKeyPoints\x12N\n" +
-	"\x12random_perspective\x18\xad\x01 \x01(\v2\x1c.stoker.v1.RandomPerspectiveH\x00R\x11randomPerspective\x12@\n" +
-	"\x0epad_if_smaller\x18\xae\x01 \x01(\v2\x17.stoker.v1.PadIfSmallerH\x00R\fpadIfSmaller\x12+\n" +
+	"\tone_image\x18\x05 \x01(\bR\boneImage\"\xec\x06\n" +
+	"\x02Op\x12+\n" +
 	"\x05named\x18\xc8\x01 \x01(\v2\x12.stoker.v1.NamedOpH\x00R\x05namedB\x04\n" +
-	"\x02op\"F\n" +
+	"\x02opJ\x04\b\x01\x10\x1cJ\x04\bZ\x10[J\x04\bx\x10yJ\x06\b\x85\x01\x10\x86\x01J\x06\b\x86\x01\x10\x87\x01J\x06\b\xa0\x01\x10\xa9\x01J\x06\b\xaa\x01\x10\xaf\x01R\x13random_resized_cropR\x06resizeR\vcenter_cropR\x16random_horizontal_flipR\fcolor_jitterR\tnormalizeR\x14random_vertical_flipR\tgrayscaleR\x10random_grayscaleR\rgaussian_blurR\x0frandom_solarizeR\x10random_posterizeR\rrandom_invertR\x0frandom_equalizeR\x13random_autocontrastR\x17random_adjust_sharpnessR\x0frandom_rotationR\rrandom_affineR\x0erandom_erasingR\frandom_applyR\rrandom_choiceR\frandom_orderR\x14trivial_augment_wideR\frand_augmentR\fauto_augmentR\aaug_mixR\x11timm_rand_augmentR\vrandom_cropR\x03padR\x11timm_auto_augmentR\ftimm_aug_mixR\x17sanitize_bounding_boxesR\x0frandom_zoom_outR\x0frandom_iou_cropR\x1arandom_photometric_distortR\x1bconvert_bounding_box_formatR\fscale_jitterR\x0ffixed_size_cropR\x14random_shortest_sizeR\rrandom_resizeR\x14clamp_bounding_boxesR\x10clamp_key_pointsR\x13sanitize_key_pointsR\x12random_perspectiveR\x0epad_if_smaller\"F\n" +
 	"\aNamedOp\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
-	"\x04args\x18\x02 \x03(\v2\x13.stoker.v1.NamedArgR\x04args\"\x9d\x01\n" +
+	"\x04args\x18\x02 \x03(\v2\x13.stoker.v1.NamedArgR\x04args\"\x91\x02\n" +
 	"\bNamedArg\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\x06number\x18\x02 \x01(\x01H\x00R\x06number\x12.\n" +
 	"\anumbers\x18\x03 \x01(\v2\x12.stoker.v1.NumbersH\x00R\anumbers\x12\x14\n" +
 	"\x04text\x18\x04 \x01(\tH\x00R\x04text\x12\x14\n" +
-	"\x04flag\x18\x05 \x01(\bH\x00R\x04flagB\a\n" +
-	"\x05value\"!\n" +
+	"\x04flag\x18\x05 \x01(\bH\x00R\x04flag\x12\x14\n" +
+	"\x04none\x18\x06 \x01(\bH\x00R\x04none\x12%\n" +
+	"\x03ops\x18\a \x01(\v2\x11.stoker.v1.OpListH\x00R\x03ops\x125\n" +
+	"\n" +
+	"typed_fill\x18\b \x01(\v2\x14.stoker.v1.TypedFillH\x00R\ttypedFillB\a\n" +
+	"\x05value\")\n" +
+	"\x06OpList\x12\x1f\n" +
+	"\x03ops\x18\x01 \x03(\v2\r.stoker.v1.OpR\x03ops\"I\n" +
+	"\tTypedFill\x12(\n" +
+	"\x05image\x18\x01 \x01(\v2\x12.stoker.v1.NumbersR\x05image\x12\x12\n" +
+	"\x04mask\x18\x02 \x01(\x01R\x04mask\"!\n" +
 	"\aNumbers\x12\x16\n" +
-	"\x06values\x18\x01 \x03(\x01R\x06values\"\x86\x01\n" +
-	"\x03Pad\x12\x18\n" +
-	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
-	"\x04fill\x18\x02 \x03(\x01R\x04fill\x12!\n" +
-	"\fpadding_mode\x18\x03 \x01(\tR\vpaddingMode\x12 \n" +
-	"\tmask_fill\x18\x04 \x01(\x01H\x00R\bmaskFill\x88\x01\x01B\f\n" +
-	"\n" +
-	"_mask_fill\"\x9d\x01\n" +
-	"\rRandomZoomOut\x12\x12\n" +
-	"\x04fill\x18\x01 \x03(\x01R\x04fill\x12/\n" +
-	"\n" +
-	"side_range\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\tsideRange\x12\x11\n" +
-	"\x01p\x18\x03 \x01(\x01H\x00R\x01p\x88\x01\x01\x12 \n" +
-	"\tmask_fill\x18\x04 \x01(\x01H\x01R\bmaskFill\x88\x01\x01B\x04\n" +
-	"\x02_pB\f\n" +
-	"\n" +
-	"_mask_fill\"\xf9\x01\n" +
-	"\vScaleJitter\x12#\n" +
-	"\rtarget_height\x18\x01 \x01(\rR\ftargetHeight\x12!\n" +
-	"\ftarget_width\x18\x02 \x01(\rR\vtargetWidth\x121\n" +
-	"\vscale_range\x18\x03 \x01(\v2\x10.stoker.v1.RangeR\n" +
-	"scaleRange\x12>\n" +
-	"\rinterpolation\x18\x04 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12!\n" +
-	"\tantialias\x18\x05 \x01(\bH\x00R\tantialias\x88\x01\x01B\f\n" +
-	"\n" +
-	"_antialias\"\xcd\x01\n" +
-	"\x12RandomShortestSize\x12\x19\n" +
-	"\bmin_size\x18\x01 \x03(\rR\aminSize\x12\x1e\n" +
-	"\bmax_size\x18\x02 \x01(\rH\x00R\amaxSize\x88\x01\x01\x12>\n" +
-	"\rinterpolation\x18\x03 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12!\n" +
-	"\tantialias\x18\x04 \x01(\bH\x01R\tantialias\x88\x01\x01B\v\n" +
-	"\t_max_sizeB\f\n" +
-	"\n" +
-	"_antialias\"\xb5\x01\n" +
-	"\fRandomResize\x12\x19\n" +
-	"\bmin_size\x18\x01 \x01(\rR\aminSize\x12\x19\n" +
-	"\bmax_size\x18\x02 \x01(\rR\amaxSize\x12>\n" +
-	"\rinterpolation\x18\x03 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12!\n" +
-	"\tantialias\x18\x04 \x01(\bH\x00R\tantialias\x88\x01\x01B\f\n" +
-	"\n" +
-	"_antialias\"f\n" +
-	"\fPadIfSmaller\x12\x12\n" +
-	"\x04size\x18\x01 \x01(\rR\x04size\x12\x12\n" +
-	"\x04fill\x18\x02 \x03(\x01R\x04fill\x12 \n" +
-	"\tmask_fill\x18\x03 \x01(\x01H\x00R\bmaskFill\x88\x01\x01B\f\n" +
-	"\n" +
-	"_mask_fill\"t\n" +
-	"\rFixedSizeCrop\x12\x16\n" +
-	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
-	"\x05width\x18\x02 \x01(\rR\x05width\x12\x12\n" +
-	"\x04fill\x18\x03 \x03(\x01R\x04fill\x12!\n" +
-	"\fpadding_mode\x18\x04 \x01(\tR\vpaddingMode\"\xe1\x02\n" +
-	"\rRandomIoUCrop\x12 \n" +
-	"\tmin_scale\x18\x01 \x01(\x01H\x00R\bminScale\x88\x01\x01\x12 \n" +
-	"\tmax_scale\x18\x02 \x01(\x01H\x01R\bmaxScale\x88\x01\x01\x12-\n" +
-	"\x10min_aspect_ratio\x18\x03 \x01(\x01H\x02R\x0eminAspectRatio\x88\x01\x01\x12-\n" +
-	"\x10max_aspect_ratio\x18\x04 \x01(\x01H\x03R\x0emaxAspectRatio\x88\x01\x01\x12'\n" +
-	"\x0fsampler_options\x18\x05 \x03(\x01R\x0esamplerOptions\x12\x1b\n" +
-	"\x06trials\x18\x06 \x01(\rH\x04R\x06trials\x88\x01\x01\x12\x11\n" +
-	"\x01p\x18\a \x01(\x01H\x05R\x01p\x88\x01\x01B\f\n" +
-	"\n" +
-	"_min_scaleB\f\n" +
-	"\n" +
-	"_max_scaleB\x13\n" +
-	"\x11_min_aspect_ratioB\x13\n" +
-	"\x11_max_aspect_ratioB\t\n" +
-	"\a_trialsB\x04\n" +
-	"\x02_p\"\xe9\x01\n" +
-	"\x18RandomPhotometricDistort\x120\n" +
-	"\n" +
-	"brightness\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\n" +
-	"brightness\x12,\n" +
-	"\bcontrast\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\bcontrast\x120\n" +
-	"\n" +
-	"saturation\x18\x03 \x01(\v2\x10.stoker.v1.RangeR\n" +
-	"saturation\x12\"\n" +
-	"\x03hue\x18\x04 \x01(\v2\x10.stoker.v1.RangeR\x03hue\x12\x11\n" +
-	"\x01p\x18\x05 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"2\n" +
-	"\x18ConvertBoundingBoxFormat\x12\x16\n" +
-	"\x06format\x18\x01 \x01(\tR\x06format\"q\n" +
-	"\x15SanitizeBoundingBoxes\x12\x1e\n" +
-	"\bmin_size\x18\x01 \x01(\x01H\x00R\aminSize\x88\x01\x01\x12\x1e\n" +
-	"\bmin_area\x18\x02 \x01(\x01H\x01R\aminArea\x88\x01\x01B\v\n" +
-	"\t_min_sizeB\v\n" +
-	"\t_min_area\"P\n" +
-	"\x12ClampBoundingBoxes\x12(\n" +
-	"\rclamping_mode\x18\x01 \x01(\tH\x00R\fclampingMode\x88\x01\x01B\x10\n" +
-	"\x0e_clamping_mode\"\x10\n" +
-	"\x0eClampKeyPoints\"\x13\n" +
-	"\x11SanitizeKeyPoints\"\x92\x02\n" +
-	"\x11RandomPerspective\x12.\n" +
-	"\x10distortion_scale\x18\x01 \x01(\x01H\x00R\x0fdistortionScale\x88\x01\x01\x12\x11\n" +
-	"\x01p\x18\x02 \x01(\x01H\x01R\x01p\x88\x01\x01\x12>\n" +
-	"\rinterpolation\x18\x03 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
-	"\x04fill\x18\x04 \x03(\x01R\x04fill\x12\x1b\n" +
-	"\tfill_none\x18\x05 \x01(\bR\bfillNone\x12 \n" +
-	"\tmask_fill\x18\x06 \x01(\x01H\x02R\bmaskFill\x88\x01\x01B\x13\n" +
-	"\x11_distortion_scaleB\x04\n" +
-	"\x02_pB\f\n" +
-	"\n" +
-	"_mask_fill\"\xdf\x01\n" +
-	"\n" +
-	"RandomCrop\x12\x16\n" +
-	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
-	"\x05width\x18\x02 \x01(\rR\x05width\x12\x18\n" +
-	"\apadding\x18\x03 \x03(\rR\apadding\x12\"\n" +
-	"\rpad_if_needed\x18\x04 \x01(\bR\vpadIfNeeded\x12\x12\n" +
-	"\x04fill\x18\x05 \x03(\x01R\x04fill\x12!\n" +
-	"\fpadding_mode\x18\x06 \x01(\tR\vpaddingMode\x12 \n" +
-	"\tmask_fill\x18\a \x01(\x01H\x00R\bmaskFill\x88\x01\x01B\f\n" +
-	"\n" +
-	"_mask_fill\"+\n" +
-	"\x05Range\x12\x10\n" +
-	"\x03min\x18\x01 \x01(\x01R\x03min\x12\x10\n" +
-	"\x03max\x18\x02 \x01(\x01R\x03max\"\xd9\x02\n" +
-	"\x11RandomResizedCrop\x12\x16\n" +
-	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
-	"\x05width\x18\x02 \x01(\rR\x05width\x12\x1b\n" +
-	"\tscale_min\x18\x03 \x01(\x01R\bscaleMin\x12\x1b\n" +
-	"\tscale_max\x18\x04 \x01(\x01R\bscaleMax\x12\x1b\n" +
-	"\tratio_min\x18\x05 \x01(\x01R\bratioMin\x12\x1b\n" +
-	"\tratio_max\x18\x06 \x01(\x01R\bratioMax\x12>\n" +
-	"\rinterpolation\x18\a \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12!\n" +
-	"\tantialias\x18\b \x01(\bH\x00R\tantialias\x88\x01\x01\x121\n" +
-	"\x14random_interpolation\x18P \x01(\bR\x13randomInterpolationB\f\n" +
-	"\n" +
-	"_antialias\"\xa7\x01\n" +
-	"\x06Resize\x12\x16\n" +
-	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
-	"\x05width\x18\x02 \x01(\rR\x05width\x12>\n" +
-	"\rinterpolation\x18\x03 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12!\n" +
-	"\tantialias\x18\x04 \x01(\bH\x00R\tantialias\x88\x01\x01B\f\n" +
-	"\n" +
-	"_antialias\":\n" +
-	"\n" +
-	"CenterCrop\x12\x16\n" +
-	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
-	"\x05width\x18\x02 \x01(\rR\x05width\"/\n" +
-	"\x14RandomHorizontalFlip\x12\x11\n" +
-	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"-\n" +
-	"\x12RandomVerticalFlip\x12\x11\n" +
-	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"\xdd\x02\n" +
-	"\vColorJitter\x12\x1e\n" +
-	"\n" +
-	"brightness\x18\x01 \x01(\x01R\n" +
-	"brightness\x12\x1a\n" +
-	"\bcontrast\x18\x02 \x01(\x01R\bcontrast\x12\x1e\n" +
-	"\n" +
-	"saturation\x18\x03 \x01(\x01R\n" +
-	"saturation\x12\x10\n" +
-	"\x03hue\x18\x04 \x01(\x01R\x03hue\x12;\n" +
-	"\x10brightness_range\x18\x05 \x01(\v2\x10.stoker.v1.RangeR\x0fbrightnessRange\x127\n" +
-	"\x0econtrast_range\x18\x06 \x01(\v2\x10.stoker.v1.RangeR\rcontrastRange\x12;\n" +
-	"\x10saturation_range\x18\a \x01(\v2\x10.stoker.v1.RangeR\x0fsaturationRange\x12-\n" +
-	"\thue_range\x18\b \x01(\v2\x10.stoker.v1.RangeR\bhueRange\"1\n" +
-	"\tNormalize\x12\x12\n" +
-	"\x04mean\x18\x01 \x03(\x01R\x04mean\x12\x10\n" +
-	"\x03std\x18\x02 \x03(\x01R\x03std\";\n" +
-	"\tGrayscale\x12.\n" +
-	"\x13num_output_channels\x18\x01 \x01(\rR\x11numOutputChannels\"*\n" +
-	"\x0fRandomGrayscale\x12\x11\n" +
-	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"~\n" +
-	"\fGaussianBlur\x12\x19\n" +
-	"\bkernel_x\x18\x01 \x01(\rR\akernelX\x12\x19\n" +
-	"\bkernel_y\x18\x02 \x01(\rR\akernelY\x12\x1b\n" +
-	"\tsigma_min\x18\x03 \x01(\x01R\bsigmaMin\x12\x1b\n" +
-	"\tsigma_max\x18\x04 \x01(\x01R\bsigmaMax\"G\n" +
-	"\x0eRandomSolarize\x12\x1c\n" +
-	"\tthreshold\x18\x01 \x01(\x01R\tthreshold\x12\x11\n" +
-	"\x01p\x18\x02 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\">\n" +
-	"\x0fRandomPosterize\x12\x12\n" +
-	"\x04bits\x18\x01 \x01(\rR\x04bits\x12\x11\n" +
-	"\x01p\x18\x02 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"'\n" +
-	"\fRandomInvert\x12\x11\n" +
-	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\")\n" +
-	"\x0eRandomEqualize\x12\x11\n" +
-	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"-\n" +
-	"\x12RandomAutocontrast\x12\x11\n" +
-	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"[\n" +
-	"\x15RandomAdjustSharpness\x12)\n" +
-	"\x10sharpness_factor\x18\x01 \x01(\x01R\x0fsharpnessFactor\x12\x11\n" +
-	"\x01p\x18\x02 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"\x8d\x02\n" +
-	"\x0eRandomRotation\x12*\n" +
-	"\adegrees\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\adegrees\x12>\n" +
-	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
-	"\x04fill\x18\x03 \x03(\x01R\x04fill\x12\x16\n" +
-	"\x06center\x18\x04 \x03(\x01R\x06center\x12\x1b\n" +
-	"\tfill_none\x18\x05 \x01(\bR\bfillNone\x12\x16\n" +
-	"\x06expand\x18\x06 \x01(\bR\x06expand\x12 \n" +
-	"\tmask_fill\x18\a \x01(\x01H\x00R\bmaskFill\x88\x01\x01B\f\n" +
-	"\n" +
-	"_mask_fill\"\xcf\x02\n" +
-	"\fRandomAffine\x12*\n" +
-	"\adegrees\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\adegrees\x12\x1c\n" +
-	"\ttranslate\x18\x02 \x03(\x01R\ttranslate\x12&\n" +
-	"\x05scale\x18\x03 \x01(\v2\x10.stoker.v1.RangeR\x05scale\x12\x14\n" +
-	"\x05shear\x18\x04 \x03(\x01R\x05shear\x12>\n" +
-	"\rinterpolation\x18\x05 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
-	"\x04fill\x18\x06 \x03(\x01R\x04fill\x12\x16\n" +
-	"\x06center\x18\a \x03(\x01R\x06center\x12\x1b\n" +
-	"\tfill_none\x18\b \x01(\bR\bfillNone\x12 \n" +
-	"\tmask_fill\x18\t \x01(\x01H\x00R\bmaskFill\x88\x01\x01B\f\n" +
-	"\n" +
-	"_mask_fill\"\xcd\x02\n" +
-	"\rRandomErasing\x12\x11\n" +
-	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01\x12&\n" +
-	"\x05scale\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\x05scale\x12&\n" +
-	"\x05ratio\x18\x03 \x01(\v2\x10.stoker.v1.RangeR\x05ratio\x12\x14\n" +
-	"\x05value\x18\x04 \x03(\x01R\x05value\x12!\n" +
-	"\frandom_value\x18\x05 \x01(\bR\vrandomValue\x12\x1d\n" +
-	"\n" +
-	"noise_mean\x18\x06 \x03(\x01R\tnoiseMean\x12\x1b\n" +
-	"\tnoise_std\x18\a \x03(\x01R\bnoiseStd\x12\"\n" +
-	"\frandom_color\x18\x82\x01 \x01(\bR\vrandomColor\x12\x1c\n" +
-	"\tmin_count\x18\x83\x01 \x01(\rR\bminCount\x12\x1c\n" +
-	"\tmax_count\x18\x84\x01 \x01(\rR\bmaxCountB\x04\n" +
-	"\x02_p\"G\n" +
-	"\vRandomApply\x12\x1f\n" +
-	"\x03ops\x18\x01 \x03(\v2\r.stoker.v1.OpR\x03ops\x12\x11\n" +
-	"\x01p\x18\x02 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"=\n" +
-	"\fRandomChoice\x12\x1f\n" +
-	"\x03ops\x18\x01 \x03(\v2\r.stoker.v1.OpR\x03ops\x12\f\n" +
-	"\x01p\x18\x02 \x03(\x01R\x01p\".\n" +
-	"\vRandomOrder\x12\x1f\n" +
-	"\x03ops\x18\x01 \x03(\v2\r.stoker.v1.OpR\x03ops\"\x96\x01\n" +
-	"\x12TrivialAugmentWide\x12,\n" +
-	"\x12num_magnitude_bins\x18\x01 \x01(\rR\x10numMagnitudeBins\x12>\n" +
-	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
-	"\x04fill\x18\x03 \x03(\x01R\x04fill\"\xea\x01\n" +
-	"\vRandAugment\x12\x1c\n" +
-	"\anum_ops\x18\x01 \x01(\rH\x00R\x06numOps\x88\x01\x01\x12!\n" +
-	"\tmagnitude\x18\x02 \x01(\rH\x01R\tmagnitude\x88\x01\x01\x12,\n" +
-	"\x12num_magnitude_bins\x18\x03 \x01(\rR\x10numMagnitudeBins\x12>\n" +
-	"\rinterpolation\x18\x04 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
-	"\x04fill\x18\x05 \x03(\x01R\x04fillB\n" +
-	"\n" +
-	"\b_num_opsB\f\n" +
-	"\n" +
-	"_magnitude\"y\n" +
-	"\vAutoAugment\x12\x16\n" +
-	"\x06policy\x18\x01 \x01(\tR\x06policy\x12>\n" +
-	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
-	"\x04fill\x18\x03 \x03(\x01R\x04fill\"\x93\x02\n" +
-	"\x06AugMix\x12\x1a\n" +
-	"\bseverity\x18\x01 \x01(\rR\bseverity\x12#\n" +
-	"\rmixture_width\x18\x02 \x01(\rR\fmixtureWidth\x12$\n" +
-	"\vchain_depth\x18\x03 \x01(\x05H\x00R\n" +
-	"chainDepth\x88\x01\x01\x12\x14\n" +
-	"\x05alpha\x18\x04 \x01(\x01R\x05alpha\x12\x1c\n" +
-	"\aall_ops\x18\x05 \x01(\bH\x01R\x06allOps\x88\x01\x01\x12>\n" +
-	"\rinterpolation\x18\x06 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
-	"\x04fill\x18\a \x03(\x01R\x04fillB\x0e\n" +
-	"\f_chain_depthB\n" +
-	"\n" +
-	"\b_all_ops\"}\n" +
-	"\x0fTimmRandAugment\x12\x16\n" +
-	"\x06config\x18\x01 \x01(\tR\x06config\x12>\n" +
-	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
-	"\x04fill\x18\x03 \x03(\x01R\x04fill\"}\n" +
-	"\x0fTimmAutoAugment\x12\x16\n" +
-	"\x06config\x18\x01 \x01(\tR\x06config\x12>\n" +
-	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
-	"\x04fill\x18\x03 \x03(\x01R\x04fill\"x\n" +
-	"\n" +
-	"TimmAugMix\x12\x16\n" +
-	"\x06config\x18\x01 \x01(\tR\x06config\x12>\n" +
-	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
-	"\x04fill\x18\x03 \x03(\x01R\x04fill\"\xa9\x01\n" +
+	"\x06values\x18\x01 \x03(\x01R\x06values\"\xa9\x01\n" +
 	"\x06Credit\x12\x18\n" +
 	"\acredits\x18\x01 \x01(\rR\acredits\x12!\n" +
 	"\fwait_seconds\x18\x02 \x01(\x01R\vwaitSeconds\x12\x18\n" +
@@ -9845,12 +5738,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"FailPolicy\x12\x1b\n" +
 	"\x17FAIL_POLICY_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fFAIL_POLICY_PAD\x10\x01\x12\x14\n" +
-	"\x10FAIL_POLICY_DROP\x10\x02*\x80\x01\n" +
-	"\rInterpolation\x12\x1d\n" +
-	"\x19INTERPOLATION_UNSPECIFIED\x10\x00\x12\x19\n" +
-	"\x15INTERPOLATION_NEAREST\x10\x01\x12\x1a\n" +
-	"\x16INTERPOLATION_BILINEAR\x10\x02\x12\x19\n" +
-	"\x15INTERPOLATION_BICUBIC\x10\x03*B\n" +
+	"\x10FAIL_POLICY_DROP\x10\x02*B\n" +
 	"\x05Dtype\x12\x15\n" +
 	"\x11DTYPE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vDTYPE_UINT8\x10\x01\x12\x11\n" +
@@ -9875,269 +5763,150 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 	return file_stoker_v1_stoker_proto_rawDescData
 }
 
-var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
+var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_stoker_v1_stoker_proto_goTypes = []any{
-	(Decode)(0),                      // 0: stoker.v1.Decode
-	(ShuffleMode)(0),                 // 1: stoker.v1.ShuffleMode
-	(Layout)(0),                      // 2: stoker.v1.Layout
-	(FailPolicy)(0),                  // 3: stoker.v1.FailPolicy
-	(Interpolation)(0),               // 4: stoker.v1.Interpolation
-	(Dtype)(0),                       // 5: stoker.v1.Dtype
-	(*FeedRequest)(nil),              // 6: stoker.v1.FeedRequest
-	(*JobSpec)(nil),                  // 7: stoker.v1.JobSpec
-	(*MixPart)(nil),                  // 8: stoker.v1.MixPart
-	(*SampleErrorLimit)(nil),         // 9: stoker.v1.SampleErrorLimit
-	(*OpenJob)(nil),                  // 10: stoker.v1.OpenJob
-	(*ShmRequest)(nil),               // 11: stoker.v1.ShmRequest
-	(*ShmOffer)(nil),                 // 12: stoker.v1.ShmOffer
-	(*ShmAccept)(nil),                // 13: stoker.v1.ShmAccept
-	(*DescribeJobRequest)(nil),       // 14: stoker.v1.DescribeJobRequest
-	(*DescribeJobResponse)(nil),      // 15: stoker.v1.DescribeJobResponse
-	(*TransformSpec)(nil),            // 16: stoker.v1.TransformSpec
-	(*ViewGroup)(nil),                // 17: stoker.v1.ViewGroup
-	(*Op)(nil),                       // 18: stoker.v1.Op
-	(*NamedOp)(nil),                  // 19: stoker.v1.NamedOp
-	(*NamedArg)(nil),                 // 20: stoker.v1.NamedArg
-	(*Numbers)(nil),                  // 21: stoker.v1.Numbers
-	(*Pad)(nil),                      // 22: stoker.v1.Pad
-	(*RandomZoomOut)(nil),            // 23: stoker.v1.RandomZoomOut
-	(*ScaleJitter)(nil),              // 24: stoker.v1.ScaleJitter
-	(*RandomShortestSize)(nil),       // 25: stoker.v1.RandomShortestSize
-	(*RandomResize)(nil),             // 26: stoker.v1.RandomResize
-	(*PadIfSmaller)(nil),             // 27: stoker.v1.PadIfSmaller
-	(*FixedSizeCrop)(nil),            // 28: stoker.v1.FixedSizeCrop
-	(*RandomIoUCrop)(nil),            // 29: stoker.v1.RandomIoUCrop
-	(*RandomPhotometricDistort)(nil), // 30: stoker.v1.RandomPhotometricDistort
-	(*ConvertBoundingBoxFormat)(nil), // 31: stoker.v1.ConvertBoundingBoxFormat
-	(*SanitizeBoundingBoxes)(nil),    // 32: stoker.v1.SanitizeBoundingBoxes
-	(*ClampBoundingBoxes)(nil),       // 33: stoker.v1.ClampBoundingBoxes
-	(*ClampKeyPoints)(nil),           // 34: stoker.v1.ClampKeyPoints
-	(*SanitizeKeyPoints)(nil),        // 35: stoker.v1.SanitizeKeyPoints
-	(*RandomPerspective)(nil),        // 36: stoker.v1.RandomPerspective
-	(*RandomCrop)(nil),               // 37: stoker.v1.RandomCrop
-	(*Range)(nil),                    // 38: stoker.v1.Range
-	(*RandomResizedCrop)(nil),        // 39: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                   // 40: stoker.v1.Resize
-	(*CenterCrop)(nil),               // 41: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),     // 42: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),       // 43: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),              // 44: stoker.v1.ColorJitter
-	(*Normalize)(nil),                // 45: stoker.v1.Normalize
-	(*Grayscale)(nil),                // 46: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),          // 47: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),             // 48: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),           // 49: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),          // 50: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),             // 51: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),           // 52: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),       // 53: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil),    // 54: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),           // 55: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),             // 56: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),            // 57: stoker.v1.RandomErasing
-	(*RandomApply)(nil),              // 58: stoker.v1.RandomApply
-	(*RandomChoice)(nil),             // 59: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),              // 60: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),       // 61: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),              // 62: stoker.v1.RandAugment
-	(*AutoAugment)(nil),              // 63: stoker.v1.AutoAugment
-	(*AugMix)(nil),                   // 64: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),          // 65: stoker.v1.TimmRandAugment
-	(*TimmAutoAugment)(nil),          // 66: stoker.v1.TimmAutoAugment
-	(*TimmAugMix)(nil),               // 67: stoker.v1.TimmAugMix
-	(*Credit)(nil),                   // 68: stoker.v1.Credit
-	(*FeedResponse)(nil),             // 69: stoker.v1.FeedResponse
-	(*JobInfo)(nil),                  // 70: stoker.v1.JobInfo
-	(*ViewInfo)(nil),                 // 71: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),              // 72: stoker.v1.BatchHeader
-	(*BatchTargets)(nil),             // 73: stoker.v1.BatchTargets
-	(*TargetsInSlot)(nil),            // 74: stoker.v1.TargetsInSlot
-	(*SlotRange)(nil),                // 75: stoker.v1.SlotRange
-	(*Shape)(nil),                    // 76: stoker.v1.Shape
-	(*FieldValues)(nil),              // 77: stoker.v1.FieldValues
-	(*SampleError)(nil),              // 78: stoker.v1.SampleError
-	(*Chunk)(nil),                    // 79: stoker.v1.Chunk
-	(*EpochEnd)(nil),                 // 80: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),      // 81: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),     // 82: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),              // 83: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),              // 84: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                   // 85: stoker.v1.JobEnd
-	(*WorkPing)(nil),                 // 86: stoker.v1.WorkPing
-	(*WorkJob)(nil),                  // 87: stoker.v1.WorkJob
-	(*Lease)(nil),                    // 88: stoker.v1.Lease
-	(*CancelLease)(nil),              // 89: stoker.v1.CancelLease
-	(*WorkResponse)(nil),             // 90: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),            // 91: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),               // 92: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),          // 93: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),                // 94: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),                // 95: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),              // 96: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),            // 97: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),           // 98: stoker.v1.StatusResponse
-	(*JobStatus)(nil),                // 99: stoker.v1.JobStatus
-	(*MakingShares)(nil),             // 100: stoker.v1.MakingShares
-	(*MakerStatus)(nil),              // 101: stoker.v1.MakerStatus
+	(Decode)(0),                  // 0: stoker.v1.Decode
+	(ShuffleMode)(0),             // 1: stoker.v1.ShuffleMode
+	(Layout)(0),                  // 2: stoker.v1.Layout
+	(FailPolicy)(0),              // 3: stoker.v1.FailPolicy
+	(Dtype)(0),                   // 4: stoker.v1.Dtype
+	(*FeedRequest)(nil),          // 5: stoker.v1.FeedRequest
+	(*JobSpec)(nil),              // 6: stoker.v1.JobSpec
+	(*MixPart)(nil),              // 7: stoker.v1.MixPart
+	(*SampleErrorLimit)(nil),     // 8: stoker.v1.SampleErrorLimit
+	(*OpenJob)(nil),              // 9: stoker.v1.OpenJob
+	(*ShmRequest)(nil),           // 10: stoker.v1.ShmRequest
+	(*ShmOffer)(nil),             // 11: stoker.v1.ShmOffer
+	(*ShmAccept)(nil),            // 12: stoker.v1.ShmAccept
+	(*DescribeJobRequest)(nil),   // 13: stoker.v1.DescribeJobRequest
+	(*DescribeJobResponse)(nil),  // 14: stoker.v1.DescribeJobResponse
+	(*TransformSpec)(nil),        // 15: stoker.v1.TransformSpec
+	(*ViewGroup)(nil),            // 16: stoker.v1.ViewGroup
+	(*Op)(nil),                   // 17: stoker.v1.Op
+	(*NamedOp)(nil),              // 18: stoker.v1.NamedOp
+	(*NamedArg)(nil),             // 19: stoker.v1.NamedArg
+	(*OpList)(nil),               // 20: stoker.v1.OpList
+	(*TypedFill)(nil),            // 21: stoker.v1.TypedFill
+	(*Numbers)(nil),              // 22: stoker.v1.Numbers
+	(*Credit)(nil),               // 23: stoker.v1.Credit
+	(*FeedResponse)(nil),         // 24: stoker.v1.FeedResponse
+	(*JobInfo)(nil),              // 25: stoker.v1.JobInfo
+	(*ViewInfo)(nil),             // 26: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),          // 27: stoker.v1.BatchHeader
+	(*BatchTargets)(nil),         // 28: stoker.v1.BatchTargets
+	(*TargetsInSlot)(nil),        // 29: stoker.v1.TargetsInSlot
+	(*SlotRange)(nil),            // 30: stoker.v1.SlotRange
+	(*Shape)(nil),                // 31: stoker.v1.Shape
+	(*FieldValues)(nil),          // 32: stoker.v1.FieldValues
+	(*SampleError)(nil),          // 33: stoker.v1.SampleError
+	(*Chunk)(nil),                // 34: stoker.v1.Chunk
+	(*EpochEnd)(nil),             // 35: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),  // 36: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil), // 37: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),          // 38: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),          // 39: stoker.v1.WorkRequest
+	(*JobEnd)(nil),               // 40: stoker.v1.JobEnd
+	(*WorkPing)(nil),             // 41: stoker.v1.WorkPing
+	(*WorkJob)(nil),              // 42: stoker.v1.WorkJob
+	(*Lease)(nil),                // 43: stoker.v1.Lease
+	(*CancelLease)(nil),          // 44: stoker.v1.CancelLease
+	(*WorkResponse)(nil),         // 45: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),        // 46: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),           // 47: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),      // 48: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),            // 49: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),            // 50: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),          // 51: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),        // 52: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),       // 53: stoker.v1.StatusResponse
+	(*JobStatus)(nil),            // 54: stoker.v1.JobStatus
+	(*MakingShares)(nil),         // 55: stoker.v1.MakingShares
+	(*MakerStatus)(nil),          // 56: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
-	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	68,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
-	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
-	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
-	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
-	3,   // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
-	1,   // 6: stoker.v1.JobSpec.shuffle_mode:type_name -> stoker.v1.ShuffleMode
-	9,   // 7: stoker.v1.JobSpec.max_sample_errors:type_name -> stoker.v1.SampleErrorLimit
-	8,   // 8: stoker.v1.JobSpec.mix:type_name -> stoker.v1.MixPart
-	0,   // 9: stoker.v1.JobSpec.decode:type_name -> stoker.v1.Decode
-	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
-	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
-	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	70,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
-	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
-	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
-	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	39,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	40,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	41,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	42,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	44,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	45,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	43,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	46,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	47,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	48,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	49,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	50,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	51,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	52,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	53,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	54,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	55,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	56,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	57,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	58,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	59,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	60,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	61,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	62,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	63,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	64,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	65,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	37,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
-	22,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	66,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
-	67,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
-	32,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
-	23,  // 49: stoker.v1.Op.random_zoom_out:type_name -> stoker.v1.RandomZoomOut
-	29,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
-	30,  // 51: stoker.v1.Op.random_photometric_distort:type_name -> stoker.v1.RandomPhotometricDistort
-	31,  // 52: stoker.v1.Op.convert_bounding_box_format:type_name -> stoker.v1.ConvertBoundingBoxFormat
-	24,  // 53: stoker.v1.Op.scale_jitter:type_name -> stoker.v1.ScaleJitter
-	28,  // 54: stoker.v1.Op.fixed_size_crop:type_name -> stoker.v1.FixedSizeCrop
-	25,  // 55: stoker.v1.Op.random_shortest_size:type_name -> stoker.v1.RandomShortestSize
-	26,  // 56: stoker.v1.Op.random_resize:type_name -> stoker.v1.RandomResize
-	33,  // 57: stoker.v1.Op.clamp_bounding_boxes:type_name -> stoker.v1.ClampBoundingBoxes
-	34,  // 58: stoker.v1.Op.clamp_key_points:type_name -> stoker.v1.ClampKeyPoints
-	35,  // 59: stoker.v1.Op.sanitize_key_points:type_name -> stoker.v1.SanitizeKeyPoints
-	36,  // 60: stoker.v1.Op.random_perspective:type_name -> stoker.v1.RandomPerspective
-	27,  // 61: stoker.v1.Op.pad_if_smaller:type_name -> stoker.v1.PadIfSmaller
-	19,  // 62: stoker.v1.Op.named:type_name -> stoker.v1.NamedOp
-	20,  // 63: stoker.v1.NamedOp.args:type_name -> stoker.v1.NamedArg
-	21,  // 64: stoker.v1.NamedArg.numbers:type_name -> stoker.v1.Numbers
-	38,  // 65: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
-	38,  // 66: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
-	4,   // 67: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 68: stoker.v1.RandomShortestSize.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 69: stoker.v1.RandomResize.interpolation:type_name -> stoker.v1.Interpolation
-	38,  // 70: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
-	38,  // 71: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
-	38,  // 72: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
-	38,  // 73: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
-	4,   // 74: stoker.v1.RandomPerspective.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 75: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 76: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	38,  // 77: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	38,  // 78: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	38,  // 79: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	38,  // 80: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	38,  // 81: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 82: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	38,  // 83: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	38,  // 84: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 85: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	38,  // 86: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	38,  // 87: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 88: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 89: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 90: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 91: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 92: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 93: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 94: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 95: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 96: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 97: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
-	70,  // 98: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	72,  // 99: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	79,  // 100: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	80,  // 101: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 102: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 103: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	71,  // 104: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 105: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 106: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	78,  // 107: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 108: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	76,  // 109: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	77,  // 110: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	73,  // 111: stoker.v1.BatchHeader.targets:type_name -> stoker.v1.BatchTargets
-	74,  // 112: stoker.v1.BatchTargets.in_slot:type_name -> stoker.v1.TargetsInSlot
-	75,  // 113: stoker.v1.TargetsInSlot.boxes:type_name -> stoker.v1.SlotRange
-	75,  // 114: stoker.v1.TargetsInSlot.labels:type_name -> stoker.v1.SlotRange
-	75,  // 115: stoker.v1.TargetsInSlot.iscrowd:type_name -> stoker.v1.SlotRange
-	75,  // 116: stoker.v1.TargetsInSlot.keypoints:type_name -> stoker.v1.SlotRange
-	75,  // 117: stoker.v1.TargetsInSlot.keypoints_visibility:type_name -> stoker.v1.SlotRange
-	75,  // 118: stoker.v1.TargetsInSlot.mask_offsets:type_name -> stoker.v1.SlotRange
-	75,  // 119: stoker.v1.TargetsInSlot.mask_runs:type_name -> stoker.v1.SlotRange
-	75,  // 120: stoker.v1.TargetsInSlot.overlap_masks:type_name -> stoker.v1.SlotRange
-	75,  // 121: stoker.v1.TargetsInSlot.mask_fill_offsets:type_name -> stoker.v1.SlotRange
-	75,  // 122: stoker.v1.TargetsInSlot.mask_fills:type_name -> stoker.v1.SlotRange
-	83,  // 123: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	87,  // 124: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	88,  // 125: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	89,  // 126: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	85,  // 127: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	86,  // 128: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 129: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	92,  // 130: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	94,  // 131: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	79,  // 132: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	96,  // 133: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	91,  // 134: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	93,  // 135: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	72,  // 136: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	95,  // 137: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	99,  // 138: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	101, // 139: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	100, // 140: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 141: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	81,  // 142: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 143: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	97,  // 144: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	84,  // 145: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	69,  // 146: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	82,  // 147: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 148: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	98,  // 149: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	90,  // 150: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	146, // [146:151] is the sub-list for method output_type
-	141, // [141:146] is the sub-list for method input_type
-	141, // [141:141] is the sub-list for extension type_name
-	141, // [141:141] is the sub-list for extension extendee
-	0,   // [0:141] is the sub-list for field type_name
+	9,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
+	23, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	12, // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
+	15, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
+	2,  // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
+	3,  // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
+	1,  // 6: stoker.v1.JobSpec.shuffle_mode:type_name -> stoker.v1.ShuffleMode
+	8,  // 7: stoker.v1.JobSpec.max_sample_errors:type_name -> stoker.v1.SampleErrorLimit
+	7,  // 8: stoker.v1.JobSpec.mix:type_name -> stoker.v1.MixPart
+	0,  // 9: stoker.v1.JobSpec.decode:type_name -> stoker.v1.Decode
+	6,  // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
+	10, // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
+	6,  // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
+	25, // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	17, // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
+	16, // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
+	15, // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
+	18, // 17: stoker.v1.Op.named:type_name -> stoker.v1.NamedOp
+	19, // 18: stoker.v1.NamedOp.args:type_name -> stoker.v1.NamedArg
+	22, // 19: stoker.v1.NamedArg.numbers:type_name -> stoker.v1.Numbers
+	20, // 20: stoker.v1.NamedArg.ops:type_name -> stoker.v1.OpList
+	21, // 21: stoker.v1.NamedArg.typed_fill:type_name -> stoker.v1.TypedFill
+	17, // 22: stoker.v1.OpList.ops:type_name -> stoker.v1.Op
+	22, // 23: stoker.v1.TypedFill.image:type_name -> stoker.v1.Numbers
+	25, // 24: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	27, // 25: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	34, // 26: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	35, // 27: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	11, // 28: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	4,  // 29: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	26, // 30: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,  // 31: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	4,  // 32: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	33, // 33: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,  // 34: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	31, // 35: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	32, // 36: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	28, // 37: stoker.v1.BatchHeader.targets:type_name -> stoker.v1.BatchTargets
+	29, // 38: stoker.v1.BatchTargets.in_slot:type_name -> stoker.v1.TargetsInSlot
+	30, // 39: stoker.v1.TargetsInSlot.boxes:type_name -> stoker.v1.SlotRange
+	30, // 40: stoker.v1.TargetsInSlot.labels:type_name -> stoker.v1.SlotRange
+	30, // 41: stoker.v1.TargetsInSlot.iscrowd:type_name -> stoker.v1.SlotRange
+	30, // 42: stoker.v1.TargetsInSlot.keypoints:type_name -> stoker.v1.SlotRange
+	30, // 43: stoker.v1.TargetsInSlot.keypoints_visibility:type_name -> stoker.v1.SlotRange
+	30, // 44: stoker.v1.TargetsInSlot.mask_offsets:type_name -> stoker.v1.SlotRange
+	30, // 45: stoker.v1.TargetsInSlot.mask_runs:type_name -> stoker.v1.SlotRange
+	30, // 46: stoker.v1.TargetsInSlot.overlap_masks:type_name -> stoker.v1.SlotRange
+	30, // 47: stoker.v1.TargetsInSlot.mask_fill_offsets:type_name -> stoker.v1.SlotRange
+	30, // 48: stoker.v1.TargetsInSlot.mask_fills:type_name -> stoker.v1.SlotRange
+	38, // 49: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	42, // 50: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	43, // 51: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	44, // 52: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	40, // 53: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	41, // 54: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	6,  // 55: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	47, // 56: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	49, // 57: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	34, // 58: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	51, // 59: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	46, // 60: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	48, // 61: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	27, // 62: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	50, // 63: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	54, // 64: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	56, // 65: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	55, // 66: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	5,  // 67: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	36, // 68: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	13, // 69: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	52, // 70: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	39, // 71: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	24, // 72: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	37, // 73: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	14, // 74: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	53, // 75: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	45, // 76: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	72, // [72:77] is the sub-list for method output_type
+	67, // [67:72] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -10152,51 +5921,6 @@ func file_stoker_v1_stoker_proto_init() {
 	}
 	file_stoker_v1_stoker_proto_msgTypes[1].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[12].OneofWrappers = []any{
-		(*Op_RandomResizedCrop)(nil),
-		(*Op_Resize)(nil),
-		(*Op_CenterCrop)(nil),
-		(*Op_RandomHorizontalFlip)(nil),
-		(*Op_ColorJitter)(nil),
-		(*Op_Normalize)(nil),
-		(*Op_RandomVerticalFlip)(nil),
-		(*Op_Grayscale)(nil),
-		(*Op_RandomGrayscale)(nil),
-		(*Op_GaussianBlur)(nil),
-		(*Op_RandomSolarize)(nil),
-		(*Op_RandomPosterize)(nil),
-		(*Op_RandomInvert)(nil),
-		(*Op_RandomEqualize)(nil),
-		(*Op_RandomAutocontrast)(nil),
-		(*Op_RandomAdjustSharpness)(nil),
-		(*Op_RandomRotation)(nil),
-		(*Op_RandomAffine)(nil),
-		(*Op_RandomErasing)(nil),
-		(*Op_RandomApply)(nil),
-		(*Op_RandomChoice)(nil),
-		(*Op_RandomOrder)(nil),
-		(*Op_TrivialAugmentWide)(nil),
-		(*Op_RandAugment)(nil),
-		(*Op_AutoAugment)(nil),
-		(*Op_AugMix)(nil),
-		(*Op_TimmRandAugment)(nil),
-		(*Op_RandomCrop)(nil),
-		(*Op_Pad)(nil),
-		(*Op_TimmAutoAugment)(nil),
-		(*Op_TimmAugMix)(nil),
-		(*Op_SanitizeBoundingBoxes)(nil),
-		(*Op_RandomZoomOut)(nil),
-		(*Op_RandomIouCrop)(nil),
-		(*Op_RandomPhotometricDistort)(nil),
-		(*Op_ConvertBoundingBoxFormat)(nil),
-		(*Op_ScaleJitter)(nil),
-		(*Op_FixedSizeCrop)(nil),
-		(*Op_RandomShortestSize)(nil),
-		(*Op_RandomResize)(nil),
-		(*Op_ClampBoundingBoxes)(nil),
-		(*Op_ClampKeyPoints)(nil),
-		(*Op_SanitizeKeyPoints)(nil),
-		(*Op_RandomPerspective)(nil),
-		(*Op_PadIfSmaller)(nil),
 		(*Op_Named)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{
@@ -10204,53 +5928,27 @@ func file_stoker_v1_stoker_proto_init() {
 		(*NamedArg_Numbers)(nil),
 		(*NamedArg_Text)(nil),
 		(*NamedArg_Flag)(nil),
+		(*NamedArg_None)(nil),
+		(*NamedArg_Ops)(nil),
+		(*NamedArg_TypedFill)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[21].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[34].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[43].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[46].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[47].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[49].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[50].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[51].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[52].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[56].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[58].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[63].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[66].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[67].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[78].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[34].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[84].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -10262,8 +5960,8 @@ func file_stoker_v1_stoker_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   96,
+			NumEnums:      5,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

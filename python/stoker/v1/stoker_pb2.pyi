@@ -31,13 +31,6 @@ class FailPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FAIL_POLICY_PAD: _ClassVar[FailPolicy]
     FAIL_POLICY_DROP: _ClassVar[FailPolicy]
 
-class Interpolation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
-    __slots__ = ()
-    INTERPOLATION_UNSPECIFIED: _ClassVar[Interpolation]
-    INTERPOLATION_NEAREST: _ClassVar[Interpolation]
-    INTERPOLATION_BILINEAR: _ClassVar[Interpolation]
-    INTERPOLATION_BICUBIC: _ClassVar[Interpolation]
-
 class Dtype(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     DTYPE_UNSPECIFIED: _ClassVar[Dtype]
@@ -55,10 +48,6 @@ LAYOUT_NHWC: Layout
 FAIL_POLICY_UNSPECIFIED: FailPolicy
 FAIL_POLICY_PAD: FailPolicy
 FAIL_POLICY_DROP: FailPolicy
-INTERPOLATION_UNSPECIFIED: Interpolation
-INTERPOLATION_NEAREST: Interpolation
-INTERPOLATION_BILINEAR: Interpolation
-INTERPOLATION_BICUBIC: Interpolation
 DTYPE_UNSPECIFIED: Dtype
 DTYPE_UINT8: Dtype
 DTYPE_FLOAT32: Dtype
@@ -258,100 +247,10 @@ class ViewGroup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., several_images: _Optional[bool] = ..., one_image: _Optional[bool] = ...) -> None: ...
 
 class Op(_message.Message):
-    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix", "sanitize_bounding_boxes", "random_zoom_out", "random_iou_crop", "random_photometric_distort", "convert_bounding_box_format", "scale_jitter", "fixed_size_crop", "random_shortest_size", "random_resize", "clamp_bounding_boxes", "clamp_key_points", "sanitize_key_points", "random_perspective", "pad_if_smaller", "named")
-    RANDOM_RESIZED_CROP_FIELD_NUMBER: _ClassVar[int]
-    RESIZE_FIELD_NUMBER: _ClassVar[int]
-    CENTER_CROP_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_HORIZONTAL_FLIP_FIELD_NUMBER: _ClassVar[int]
-    COLOR_JITTER_FIELD_NUMBER: _ClassVar[int]
-    NORMALIZE_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_VERTICAL_FLIP_FIELD_NUMBER: _ClassVar[int]
-    GRAYSCALE_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_GRAYSCALE_FIELD_NUMBER: _ClassVar[int]
-    GAUSSIAN_BLUR_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_SOLARIZE_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_POSTERIZE_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_INVERT_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_EQUALIZE_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_AUTOCONTRAST_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_ADJUST_SHARPNESS_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_ROTATION_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_AFFINE_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_ERASING_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_APPLY_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_CHOICE_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_ORDER_FIELD_NUMBER: _ClassVar[int]
-    TRIVIAL_AUGMENT_WIDE_FIELD_NUMBER: _ClassVar[int]
-    RAND_AUGMENT_FIELD_NUMBER: _ClassVar[int]
-    AUTO_AUGMENT_FIELD_NUMBER: _ClassVar[int]
-    AUG_MIX_FIELD_NUMBER: _ClassVar[int]
-    TIMM_RAND_AUGMENT_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_CROP_FIELD_NUMBER: _ClassVar[int]
-    PAD_FIELD_NUMBER: _ClassVar[int]
-    TIMM_AUTO_AUGMENT_FIELD_NUMBER: _ClassVar[int]
-    TIMM_AUG_MIX_FIELD_NUMBER: _ClassVar[int]
-    SANITIZE_BOUNDING_BOXES_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_ZOOM_OUT_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_IOU_CROP_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_PHOTOMETRIC_DISTORT_FIELD_NUMBER: _ClassVar[int]
-    CONVERT_BOUNDING_BOX_FORMAT_FIELD_NUMBER: _ClassVar[int]
-    SCALE_JITTER_FIELD_NUMBER: _ClassVar[int]
-    FIXED_SIZE_CROP_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_SHORTEST_SIZE_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_RESIZE_FIELD_NUMBER: _ClassVar[int]
-    CLAMP_BOUNDING_BOXES_FIELD_NUMBER: _ClassVar[int]
-    CLAMP_KEY_POINTS_FIELD_NUMBER: _ClassVar[int]
-    SANITIZE_KEY_POINTS_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_PERSPECTIVE_FIELD_NUMBER: _ClassVar[int]
-    PAD_IF_SMALLER_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("named",)
     NAMED_FIELD_NUMBER: _ClassVar[int]
-    random_resized_crop: RandomResizedCrop
-    resize: Resize
-    center_crop: CenterCrop
-    random_horizontal_flip: RandomHorizontalFlip
-    color_jitter: ColorJitter
-    normalize: Normalize
-    random_vertical_flip: RandomVerticalFlip
-    grayscale: Grayscale
-    random_grayscale: RandomGrayscale
-    gaussian_blur: GaussianBlur
-    random_solarize: RandomSolarize
-    random_posterize: RandomPosterize
-    random_invert: RandomInvert
-    random_equalize: RandomEqualize
-    random_autocontrast: RandomAutocontrast
-    random_adjust_sharpness: RandomAdjustSharpness
-    random_rotation: RandomRotation
-    random_affine: RandomAffine
-    random_erasing: RandomErasing
-    random_apply: RandomApply
-    random_choice: RandomChoice
-    random_order: RandomOrder
-    trivial_augment_wide: TrivialAugmentWide
-    rand_augment: RandAugment
-    auto_augment: AutoAugment
-    aug_mix: AugMix
-    timm_rand_augment: TimmRandAugment
-    random_crop: RandomCrop
-    pad: Pad
-    timm_auto_augment: TimmAutoAugment
-    timm_aug_mix: TimmAugMix
-    sanitize_bounding_boxes: SanitizeBoundingBoxes
-    random_zoom_out: RandomZoomOut
-    random_iou_crop: RandomIoUCrop
-    random_photometric_distort: RandomPhotometricDistort
-    convert_bounding_box_format: ConvertBoundingBoxFormat
-    scale_jitter: ScaleJitter
-    fixed_size_crop: FixedSizeCrop
-    random_shortest_size: RandomShortestSize
-    random_resize: RandomResize
-    clamp_bounding_boxes: ClampBoundingBoxes
-    clamp_key_points: ClampKeyPoints
-    sanitize_key_points: SanitizeKeyPoints
-    random_perspective: RandomPerspective
-    pad_if_smaller: PadIfSmaller
     named: NamedOp
-    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ..., timm_aug_mix: _Optional[_Union[TimmAugMix, _Mapping]] = ..., sanitize_bounding_boxes: _Optional[_Union[SanitizeBoundingBoxes, _Mapping]] = ..., random_zoom_out: _Optional[_Union[RandomZoomOut, _Mapping]] = ..., random_iou_crop: _Optional[_Union[RandomIoUCrop, _Mapping]] = ..., random_photometric_distort: _Optional[_Union[RandomPhotometricDistort, _Mapping]] = ..., convert_bounding_box_format: _Optional[_Union[ConvertBoundingBoxFormat, _Mapping]] = ..., scale_jitter: _Optional[_Union[ScaleJitter, _Mapping]] = ..., fixed_size_crop: _Optional[_Union[FixedSizeCrop, _Mapping]] = ..., random_shortest_size: _Optional[_Union[RandomShortestSize, _Mapping]] = ..., random_resize: _Optional[_Union[RandomResize, _Mapping]] = ..., clamp_bounding_boxes: _Optional[_Union[ClampBoundingBoxes, _Mapping]] = ..., clamp_key_points: _Optional[_Union[ClampKeyPoints, _Mapping]] = ..., sanitize_key_points: _Optional[_Union[SanitizeKeyPoints, _Mapping]] = ..., random_perspective: _Optional[_Union[RandomPerspective, _Mapping]] = ..., pad_if_smaller: _Optional[_Union[PadIfSmaller, _Mapping]] = ..., named: _Optional[_Union[NamedOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, named: _Optional[_Union[NamedOp, _Mapping]] = ...) -> None: ...
 
 class NamedOp(_message.Message):
     __slots__ = ("name", "args")
@@ -362,526 +261,44 @@ class NamedOp(_message.Message):
     def __init__(self, name: _Optional[str] = ..., args: _Optional[_Iterable[_Union[NamedArg, _Mapping]]] = ...) -> None: ...
 
 class NamedArg(_message.Message):
-    __slots__ = ("name", "number", "numbers", "text", "flag")
+    __slots__ = ("name", "number", "numbers", "text", "flag", "none", "ops", "typed_fill")
     NAME_FIELD_NUMBER: _ClassVar[int]
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     NUMBERS_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     FLAG_FIELD_NUMBER: _ClassVar[int]
+    NONE_FIELD_NUMBER: _ClassVar[int]
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    TYPED_FILL_FIELD_NUMBER: _ClassVar[int]
     name: str
     number: float
     numbers: Numbers
     text: str
     flag: bool
-    def __init__(self, name: _Optional[str] = ..., number: _Optional[float] = ..., numbers: _Optional[_Union[Numbers, _Mapping]] = ..., text: _Optional[str] = ..., flag: _Optional[bool] = ...) -> None: ...
+    none: bool
+    ops: OpList
+    typed_fill: TypedFill
+    def __init__(self, name: _Optional[str] = ..., number: _Optional[float] = ..., numbers: _Optional[_Union[Numbers, _Mapping]] = ..., text: _Optional[str] = ..., flag: _Optional[bool] = ..., none: _Optional[bool] = ..., ops: _Optional[_Union[OpList, _Mapping]] = ..., typed_fill: _Optional[_Union[TypedFill, _Mapping]] = ...) -> None: ...
+
+class OpList(_message.Message):
+    __slots__ = ("ops",)
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    ops: _containers.RepeatedCompositeFieldContainer[Op]
+    def __init__(self, ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ...) -> None: ...
+
+class TypedFill(_message.Message):
+    __slots__ = ("image", "mask")
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    MASK_FIELD_NUMBER: _ClassVar[int]
+    image: Numbers
+    mask: float
+    def __init__(self, image: _Optional[_Union[Numbers, _Mapping]] = ..., mask: _Optional[float] = ...) -> None: ...
 
 class Numbers(_message.Message):
     __slots__ = ("values",)
     VALUES_FIELD_NUMBER: _ClassVar[int]
     values: _containers.RepeatedScalarFieldContainer[float]
     def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
-
-class Pad(_message.Message):
-    __slots__ = ("padding", "fill", "padding_mode", "mask_fill")
-    PADDING_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    PADDING_MODE_FIELD_NUMBER: _ClassVar[int]
-    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
-    padding: _containers.RepeatedScalarFieldContainer[int]
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    padding_mode: str
-    mask_fill: float
-    def __init__(self, padding: _Optional[_Iterable[int]] = ..., fill: _Optional[_Iterable[float]] = ..., padding_mode: _Optional[str] = ..., mask_fill: _Optional[float] = ...) -> None: ...
-
-class RandomZoomOut(_message.Message):
-    __slots__ = ("fill", "side_range", "p", "mask_fill")
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    SIDE_RANGE_FIELD_NUMBER: _ClassVar[int]
-    P_FIELD_NUMBER: _ClassVar[int]
-    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    side_range: Range
-    p: float
-    mask_fill: float
-    def __init__(self, fill: _Optional[_Iterable[float]] = ..., side_range: _Optional[_Union[Range, _Mapping]] = ..., p: _Optional[float] = ..., mask_fill: _Optional[float] = ...) -> None: ...
-
-class ScaleJitter(_message.Message):
-    __slots__ = ("target_height", "target_width", "scale_range", "interpolation", "antialias")
-    TARGET_HEIGHT_FIELD_NUMBER: _ClassVar[int]
-    TARGET_WIDTH_FIELD_NUMBER: _ClassVar[int]
-    SCALE_RANGE_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    ANTIALIAS_FIELD_NUMBER: _ClassVar[int]
-    target_height: int
-    target_width: int
-    scale_range: Range
-    interpolation: Interpolation
-    antialias: bool
-    def __init__(self, target_height: _Optional[int] = ..., target_width: _Optional[int] = ..., scale_range: _Optional[_Union[Range, _Mapping]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ...) -> None: ...
-
-class RandomShortestSize(_message.Message):
-    __slots__ = ("min_size", "max_size", "interpolation", "antialias")
-    MIN_SIZE_FIELD_NUMBER: _ClassVar[int]
-    MAX_SIZE_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    ANTIALIAS_FIELD_NUMBER: _ClassVar[int]
-    min_size: _containers.RepeatedScalarFieldContainer[int]
-    max_size: int
-    interpolation: Interpolation
-    antialias: bool
-    def __init__(self, min_size: _Optional[_Iterable[int]] = ..., max_size: _Optional[int] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ...) -> None: ...
-
-class RandomResize(_message.Message):
-    __slots__ = ("min_size", "max_size", "interpolation", "antialias")
-    MIN_SIZE_FIELD_NUMBER: _ClassVar[int]
-    MAX_SIZE_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    ANTIALIAS_FIELD_NUMBER: _ClassVar[int]
-    min_size: int
-    max_size: int
-    interpolation: Interpolation
-    antialias: bool
-    def __init__(self, min_size: _Optional[int] = ..., max_size: _Optional[int] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ...) -> None: ...
-
-class PadIfSmaller(_message.Message):
-    __slots__ = ("size", "fill", "mask_fill")
-    SIZE_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
-    size: int
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    mask_fill: float
-    def __init__(self, size: _Optional[int] = ..., fill: _Optional[_Iterable[float]] = ..., mask_fill: _Optional[float] = ...) -> None: ...
-
-class FixedSizeCrop(_message.Message):
-    __slots__ = ("height", "width", "fill", "padding_mode")
-    HEIGHT_FIELD_NUMBER: _ClassVar[int]
-    WIDTH_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    PADDING_MODE_FIELD_NUMBER: _ClassVar[int]
-    height: int
-    width: int
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    padding_mode: str
-    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., fill: _Optional[_Iterable[float]] = ..., padding_mode: _Optional[str] = ...) -> None: ...
-
-class RandomIoUCrop(_message.Message):
-    __slots__ = ("min_scale", "max_scale", "min_aspect_ratio", "max_aspect_ratio", "sampler_options", "trials", "p")
-    MIN_SCALE_FIELD_NUMBER: _ClassVar[int]
-    MAX_SCALE_FIELD_NUMBER: _ClassVar[int]
-    MIN_ASPECT_RATIO_FIELD_NUMBER: _ClassVar[int]
-    MAX_ASPECT_RATIO_FIELD_NUMBER: _ClassVar[int]
-    SAMPLER_OPTIONS_FIELD_NUMBER: _ClassVar[int]
-    TRIALS_FIELD_NUMBER: _ClassVar[int]
-    P_FIELD_NUMBER: _ClassVar[int]
-    min_scale: float
-    max_scale: float
-    min_aspect_ratio: float
-    max_aspect_ratio: float
-    sampler_options: _containers.RepeatedScalarFieldContainer[float]
-    trials: int
-    p: float
-    def __init__(self, min_scale: _Optional[float] = ..., max_scale: _Optional[float] = ..., min_aspect_ratio: _Optional[float] = ..., max_aspect_ratio: _Optional[float] = ..., sampler_options: _Optional[_Iterable[float]] = ..., trials: _Optional[int] = ..., p: _Optional[float] = ...) -> None: ...
-
-class RandomPhotometricDistort(_message.Message):
-    __slots__ = ("brightness", "contrast", "saturation", "hue", "p")
-    BRIGHTNESS_FIELD_NUMBER: _ClassVar[int]
-    CONTRAST_FIELD_NUMBER: _ClassVar[int]
-    SATURATION_FIELD_NUMBER: _ClassVar[int]
-    HUE_FIELD_NUMBER: _ClassVar[int]
-    P_FIELD_NUMBER: _ClassVar[int]
-    brightness: Range
-    contrast: Range
-    saturation: Range
-    hue: Range
-    p: float
-    def __init__(self, brightness: _Optional[_Union[Range, _Mapping]] = ..., contrast: _Optional[_Union[Range, _Mapping]] = ..., saturation: _Optional[_Union[Range, _Mapping]] = ..., hue: _Optional[_Union[Range, _Mapping]] = ..., p: _Optional[float] = ...) -> None: ...
-
-class ConvertBoundingBoxFormat(_message.Message):
-    __slots__ = ("format",)
-    FORMAT_FIELD_NUMBER: _ClassVar[int]
-    format: str
-    def __init__(self, format: _Optional[str] = ...) -> None: ...
-
-class SanitizeBoundingBoxes(_message.Message):
-    __slots__ = ("min_size", "min_area")
-    MIN_SIZE_FIELD_NUMBER: _ClassVar[int]
-    MIN_AREA_FIELD_NUMBER: _ClassVar[int]
-    min_size: float
-    min_area: float
-    def __init__(self, min_size: _Optional[float] = ..., min_area: _Optional[float] = ...) -> None: ...
-
-class ClampBoundingBoxes(_message.Message):
-    __slots__ = ("clamping_mode",)
-    CLAMPING_MODE_FIELD_NUMBER: _ClassVar[int]
-    clamping_mode: str
-    def __init__(self, clamping_mode: _Optional[str] = ...) -> None: ...
-
-class ClampKeyPoints(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
-
-class SanitizeKeyPoints(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
-
-class RandomPerspective(_message.Message):
-    __slots__ = ("distortion_scale", "p", "interpolation", "fill", "fill_none", "mask_fill")
-    DISTORTION_SCALE_FIELD_NUMBER: _ClassVar[int]
-    P_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    FILL_NONE_FIELD_NUMBER: _ClassVar[int]
-    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
-    distortion_scale: float
-    p: float
-    interpolation: Interpolation
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    fill_none: bool
-    mask_fill: float
-    def __init__(self, distortion_scale: _Optional[float] = ..., p: _Optional[float] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ..., mask_fill: _Optional[float] = ...) -> None: ...
-
-class RandomCrop(_message.Message):
-    __slots__ = ("height", "width", "padding", "pad_if_needed", "fill", "padding_mode", "mask_fill")
-    HEIGHT_FIELD_NUMBER: _ClassVar[int]
-    WIDTH_FIELD_NUMBER: _ClassVar[int]
-    PADDING_FIELD_NUMBER: _ClassVar[int]
-    PAD_IF_NEEDED_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    PADDING_MODE_FIELD_NUMBER: _ClassVar[int]
-    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
-    height: int
-    width: int
-    padding: _containers.RepeatedScalarFieldContainer[int]
-    pad_if_needed: bool
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    padding_mode: str
-    mask_fill: float
-    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., padding: _Optional[_Iterable[int]] = ..., pad_if_needed: _Optional[bool] = ..., fill: _Optional[_Iterable[float]] = ..., padding_mode: _Optional[str] = ..., mask_fill: _Optional[float] = ...) -> None: ...
-
-class Range(_message.Message):
-    __slots__ = ("min", "max")
-    MIN_FIELD_NUMBER: _ClassVar[int]
-    MAX_FIELD_NUMBER: _ClassVar[int]
-    min: float
-    max: float
-    def __init__(self, min: _Optional[float] = ..., max: _Optional[float] = ...) -> None: ...
-
-class RandomResizedCrop(_message.Message):
-    __slots__ = ("height", "width", "scale_min", "scale_max", "ratio_min", "ratio_max", "interpolation", "antialias", "random_interpolation")
-    HEIGHT_FIELD_NUMBER: _ClassVar[int]
-    WIDTH_FIELD_NUMBER: _ClassVar[int]
-    SCALE_MIN_FIELD_NUMBER: _ClassVar[int]
-    SCALE_MAX_FIELD_NUMBER: _ClassVar[int]
-    RATIO_MIN_FIELD_NUMBER: _ClassVar[int]
-    RATIO_MAX_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    ANTIALIAS_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    height: int
-    width: int
-    scale_min: float
-    scale_max: float
-    ratio_min: float
-    ratio_max: float
-    interpolation: Interpolation
-    antialias: bool
-    random_interpolation: bool
-    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., scale_min: _Optional[float] = ..., scale_max: _Optional[float] = ..., ratio_min: _Optional[float] = ..., ratio_max: _Optional[float] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ..., random_interpolation: _Optional[bool] = ...) -> None: ...
-
-class Resize(_message.Message):
-    __slots__ = ("height", "width", "interpolation", "antialias")
-    HEIGHT_FIELD_NUMBER: _ClassVar[int]
-    WIDTH_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    ANTIALIAS_FIELD_NUMBER: _ClassVar[int]
-    height: int
-    width: int
-    interpolation: Interpolation
-    antialias: bool
-    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ...) -> None: ...
-
-class CenterCrop(_message.Message):
-    __slots__ = ("height", "width")
-    HEIGHT_FIELD_NUMBER: _ClassVar[int]
-    WIDTH_FIELD_NUMBER: _ClassVar[int]
-    height: int
-    width: int
-    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ...) -> None: ...
-
-class RandomHorizontalFlip(_message.Message):
-    __slots__ = ("p",)
-    P_FIELD_NUMBER: _ClassVar[int]
-    p: float
-    def __init__(self, p: _Optional[float] = ...) -> None: ...
-
-class RandomVerticalFlip(_message.Message):
-    __slots__ = ("p",)
-    P_FIELD_NUMBER: _ClassVar[int]
-    p: float
-    def __init__(self, p: _Optional[float] = ...) -> None: ...
-
-class ColorJitter(_message.Message):
-    __slots__ = ("brightness", "contrast", "saturation", "hue", "brightness_range", "contrast_range", "saturation_range", "hue_range")
-    BRIGHTNESS_FIELD_NUMBER: _ClassVar[int]
-    CONTRAST_FIELD_NUMBER: _ClassVar[int]
-    SATURATION_FIELD_NUMBER: _ClassVar[int]
-    HUE_FIELD_NUMBER: _ClassVar[int]
-    BRIGHTNESS_RANGE_FIELD_NUMBER: _ClassVar[int]
-    CONTRAST_RANGE_FIELD_NUMBER: _ClassVar[int]
-    SATURATION_RANGE_FIELD_NUMBER: _ClassVar[int]
-    HUE_RANGE_FIELD_NUMBER: _ClassVar[int]
-    brightness: float
-    contrast: float
-    saturation: float
-    hue: float
-    brightness_range: Range
-    contrast_range: Range
-    saturation_range: Range
-    hue_range: Range
-    def __init__(self, brightness: _Optional[float] = ..., contrast: _Optional[float] = ..., saturation: _Optional[float] = ..., hue: _Optional[float] = ..., brightness_range: _Optional[_Union[Range, _Mapping]] = ..., contrast_range: _Optional[_Union[Range, _Mapping]] = ..., saturation_range: _Optional[_Union[Range, _Mapping]] = ..., hue_range: _Optional[_Union[Range, _Mapping]] = ...) -> None: ...
-
-class Normalize(_message.Message):
-    __slots__ = ("mean", "std")
-    MEAN_FIELD_NUMBER: _ClassVar[int]
-    STD_FIELD_NUMBER: _ClassVar[int]
-    mean: _containers.RepeatedScalarFieldContainer[float]
-    std: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, mean: _Optional[_Iterable[float]] = ..., std: _Optional[_Iterable[float]] = ...) -> None: ...
-
-class Grayscale(_message.Message):
-    __slots__ = ("num_output_channels",)
-    NUM_OUTPUT_CHANNELS_FIELD_NUMBER: _ClassVar[int]
-    num_output_channels: int
-    def __init__(self, num_output_channels: _Optional[int] = ...) -> None: ...
-
-class RandomGrayscale(_message.Message):
-    __slots__ = ("p",)
-    P_FIELD_NUMBER: _ClassVar[int]
-    p: float
-    def __init__(self, p: _Optional[float] = ...) -> None: ...
-
-class GaussianBlur(_message.Message):
-    __slots__ = ("kernel_x", "kernel_y", "sigma_min", "sigma_max")
-    KERNEL_X_FIELD_NUMBER: _ClassVar[int]
-    KERNEL_Y_FIELD_NUMBER: _ClassVar[int]
-    SIGMA_MIN_FIELD_NUMBER: _ClassVar[int]
-    SIGMA_MAX_FIELD_NUMBER: _ClassVar[int]
-    kernel_x: int
-    kernel_y: int
-    sigma_min: float
-    sigma_max: float
-    def __init__(self, kernel_x: _Optional[int] = ..., kernel_y: _Optional[int] = ..., sigma_min: _Optional[float] = ..., sigma_max: _Optional[float] = ...) -> None: ...
-
-class RandomSolarize(_message.Message):
-    __slots__ = ("threshold", "p")
-    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
-    P_FIELD_NUMBER: _ClassVar[int]
-    threshold: float
-    p: float
-    def __init__(self, threshold: _Optional[float] = ..., p: _Optional[float] = ...) -> None: ...
-
-class RandomPosterize(_message.Message):
-    __slots__ = ("bits", "p")
-    BITS_FIELD_NUMBER: _ClassVar[int]
-    P_FIELD_NUMBER: _ClassVar[int]
-    bits: int
-    p: float
-    def __init__(self, bits: _Optional[int] = ..., p: _Optional[float] = ...) -> None: ...
-
-class RandomInvert(_message.Message):
-    __slots__ = ("p",)
-    P_FIELD_NUMBER: _ClassVar[int]
-    p: float
-    def __init__(self, p: _Optional[float] = ...) -> None: ...
-
-class RandomEqualize(_message.Message):
-    __slots__ = ("p",)
-    P_FIELD_NUMBER: _ClassVar[int]
-    p: float
-    def __init__(self, p: _Optional[float] = ...) -> None: ...
-
-class RandomAutocontrast(_message.Message):
-    __slots__ = ("p",)
-    P_FIELD_NUMBER: _ClassVar[int]
-    p: float
-    def __init__(self, p: _Optional[float] = ...) -> None: ...
-
-class RandomAdjustSharpness(_message.Message):
-    __slots__ = ("sharpness_factor", "p")
-    SHARPNESS_FACTOR_FIELD_NUMBER: _ClassVar[int]
-    P_FIELD_NUMBER: _ClassVar[int]
-    sharpness_factor: float
-    p: float
-    def __init__(self, sharpness_factor: _Optional[float] = ..., p: _Optional[float] = ...) -> None: ...
-
-class RandomRotation(_message.Message):
-    __slots__ = ("degrees", "interpolation", "fill", "center", "fill_none", "expand", "mask_fill")
-    DEGREES_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    CENTER_FIELD_NUMBER: _ClassVar[int]
-    FILL_NONE_FIELD_NUMBER: _ClassVar[int]
-    EXPAND_FIELD_NUMBER: _ClassVar[int]
-    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
-    degrees: Range
-    interpolation: Interpolation
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    center: _containers.RepeatedScalarFieldContainer[float]
-    fill_none: bool
-    expand: bool
-    mask_fill: float
-    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ..., expand: _Optional[bool] = ..., mask_fill: _Optional[float] = ...) -> None: ...
-
-class RandomAffine(_message.Message):
-    __slots__ = ("degrees", "translate", "scale", "shear", "interpolation", "fill", "center", "fill_none", "mask_fill")
-    DEGREES_FIELD_NUMBER: _ClassVar[int]
-    TRANSLATE_FIELD_NUMBER: _ClassVar[int]
-    SCALE_FIELD_NUMBER: _ClassVar[int]
-    SHEAR_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    CENTER_FIELD_NUMBER: _ClassVar[int]
-    FILL_NONE_FIELD_NUMBER: _ClassVar[int]
-    MASK_FILL_FIELD_NUMBER: _ClassVar[int]
-    degrees: Range
-    translate: _containers.RepeatedScalarFieldContainer[float]
-    scale: Range
-    shear: _containers.RepeatedScalarFieldContainer[float]
-    interpolation: Interpolation
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    center: _containers.RepeatedScalarFieldContainer[float]
-    fill_none: bool
-    mask_fill: float
-    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., translate: _Optional[_Iterable[float]] = ..., scale: _Optional[_Union[Range, _Mapping]] = ..., shear: _Optional[_Iterable[float]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ..., mask_fill: _Optional[float] = ...) -> None: ...
-
-class RandomErasing(_message.Message):
-    __slots__ = ("p", "scale", "ratio", "value", "random_value", "noise_mean", "noise_std", "random_color", "min_count", "max_count")
-    P_FIELD_NUMBER: _ClassVar[int]
-    SCALE_FIELD_NUMBER: _ClassVar[int]
-    RATIO_FIELD_NUMBER: _ClassVar[int]
-    VALUE_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_VALUE_FIELD_NUMBER: _ClassVar[int]
-    NOISE_MEAN_FIELD_NUMBER: _ClassVar[int]
-    NOISE_STD_FIELD_NUMBER: _ClassVar[int]
-    RANDOM_COLOR_FIELD_NUMBER: _ClassVar[int]
-    MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
-    MAX_COUNT_FIELD_NUMBER: _ClassVar[int]
-    p: float
-    scale: Range
-    ratio: Range
-    value: _containers.RepeatedScalarFieldContainer[float]
-    random_value: bool
-    noise_mean: _containers.RepeatedScalarFieldContainer[float]
-    noise_std: _containers.RepeatedScalarFieldContainer[float]
-    random_color: bool
-    min_count: int
-    max_count: int
-    def __init__(self, p: _Optional[float] = ..., scale: _Optional[_Union[Range, _Mapping]] = ..., ratio: _Optional[_Union[Range, _Mapping]] = ..., value: _Optional[_Iterable[float]] = ..., random_value: _Optional[bool] = ..., noise_mean: _Optional[_Iterable[float]] = ..., noise_std: _Optional[_Iterable[float]] = ..., random_color: _Optional[bool] = ..., min_count: _Optional[int] = ..., max_count: _Optional[int] = ...) -> None: ...
-
-class RandomApply(_message.Message):
-    __slots__ = ("ops", "p")
-    OPS_FIELD_NUMBER: _ClassVar[int]
-    P_FIELD_NUMBER: _ClassVar[int]
-    ops: _containers.RepeatedCompositeFieldContainer[Op]
-    p: float
-    def __init__(self, ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ..., p: _Optional[float] = ...) -> None: ...
-
-class RandomChoice(_message.Message):
-    __slots__ = ("ops", "p")
-    OPS_FIELD_NUMBER: _ClassVar[int]
-    P_FIELD_NUMBER: _ClassVar[int]
-    ops: _containers.RepeatedCompositeFieldContainer[Op]
-    p: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ..., p: _Optional[_Iterable[float]] = ...) -> None: ...
-
-class RandomOrder(_message.Message):
-    __slots__ = ("ops",)
-    OPS_FIELD_NUMBER: _ClassVar[int]
-    ops: _containers.RepeatedCompositeFieldContainer[Op]
-    def __init__(self, ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ...) -> None: ...
-
-class TrivialAugmentWide(_message.Message):
-    __slots__ = ("num_magnitude_bins", "interpolation", "fill")
-    NUM_MAGNITUDE_BINS_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    num_magnitude_bins: int
-    interpolation: Interpolation
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, num_magnitude_bins: _Optional[int] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
-
-class RandAugment(_message.Message):
-    __slots__ = ("num_ops", "magnitude", "num_magnitude_bins", "interpolation", "fill")
-    NUM_OPS_FIELD_NUMBER: _ClassVar[int]
-    MAGNITUDE_FIELD_NUMBER: _ClassVar[int]
-    NUM_MAGNITUDE_BINS_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    num_ops: int
-    magnitude: int
-    num_magnitude_bins: int
-    interpolation: Interpolation
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, num_ops: _Optional[int] = ..., magnitude: _Optional[int] = ..., num_magnitude_bins: _Optional[int] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
-
-class AutoAugment(_message.Message):
-    __slots__ = ("policy", "interpolation", "fill")
-    POLICY_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    policy: str
-    interpolation: Interpolation
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, policy: _Optional[str] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
-
-class AugMix(_message.Message):
-    __slots__ = ("severity", "mixture_width", "chain_depth", "alpha", "all_ops", "interpolation", "fill")
-    SEVERITY_FIELD_NUMBER: _ClassVar[int]
-    MIXTURE_WIDTH_FIELD_NUMBER: _ClassVar[int]
-    CHAIN_DEPTH_FIELD_NUMBER: _ClassVar[int]
-    ALPHA_FIELD_NUMBER: _ClassVar[int]
-    ALL_OPS_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    severity: int
-    mixture_width: int
-    chain_depth: int
-    alpha: float
-    all_ops: bool
-    interpolation: Interpolation
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, severity: _Optional[int] = ..., mixture_width: _Optional[int] = ..., chain_depth: _Optional[int] = ..., alpha: _Optional[float] = ..., all_ops: _Optional[bool] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
-
-class TimmRandAugment(_message.Message):
-    __slots__ = ("config", "interpolation", "fill")
-    CONFIG_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    config: str
-    interpolation: Interpolation
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, config: _Optional[str] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
-
-class TimmAutoAugment(_message.Message):
-    __slots__ = ("config", "interpolation", "fill")
-    CONFIG_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    config: str
-    interpolation: Interpolation
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, config: _Optional[str] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
-
-class TimmAugMix(_message.Message):
-    __slots__ = ("config", "interpolation", "fill")
-    CONFIG_FIELD_NUMBER: _ClassVar[int]
-    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
-    FILL_FIELD_NUMBER: _ClassVar[int]
-    config: str
-    interpolation: Interpolation
-    fill: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, config: _Optional[str] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class Credit(_message.Message):
     __slots__ = ("credits", "wait_seconds", "batches", "step_seconds", "released_slots")

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/errs"
@@ -155,6 +156,9 @@ type Env struct {
 func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if spec == nil {
 		return nil, status.Error(codes.InvalidArgument, "no job spec")
+	}
+	if err := opspec.Retired(spec.GetTransform()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), errs.Unsupported.Error()+": "))
 	}
 	spec, err := knownFields(spec)
 	if err != nil {

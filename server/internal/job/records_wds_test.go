@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -76,7 +77,7 @@ func TestRecordsWebDataset(t *testing.T) {
 			seen := map[string]int{}
 			for rank := range world {
 				s := &pb.JobSpec{Dataset: "vlm", BatchSize: 3, Rank: rank, WorldSize: world, Shuffle: true, Seed: 5, Fields: []string{"json", "__key__"},
-					Transform: &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 16, Width: 16}}}}}}
+					Transform: &pb.TransformSpec{Ops: []*pb.Op{opspec.Wire("Resize", "size", []int{16, 16})}}}
 				if c.block {
 					s.ShuffleMode, s.ShuffleWindow = pb.ShuffleMode_SHUFFLE_MODE_BLOCK, 1
 				}
