@@ -178,7 +178,7 @@ def test_photometric_draws_are_torchvisions(stoker_bin: Path) -> None:
     order on the same draws."""
     kw = dict(brightness=(0.8, 1.2), contrast=(0.6, 1.4), saturation=(0.5, 1.5), hue=(-0.1, 0.1), p=0.6)
     t = tv2.RandomPhotometricDistort(**kw)
-    spec = [pb.Op(resize=pb.Resize(height=8, width=8)), T.RandomPhotometricDistort(**kw).to_proto()]
+    spec = [T.Resize((8, 8)).to_proto(), T.RandomPhotometricDistort(**kw).to_proto()]
     img = torch.zeros(3, 8, 8, dtype=torch.uint8)
     draws = 20000
     keys = ("brightness_factor", "contrast_factor", "saturation_factor", "hue_factor")
@@ -266,7 +266,7 @@ DRAWS = 6000
 
 
 def stoker_iou_draws(stoker_bin: Path, spec: pb.Op, seed: int) -> List[Tuple[int, ...]]:
-    js = json_format.MessageToJson(pb.TransformSpec(ops=[spec, pb.Op(resize=pb.Resize(height=32, width=32))]),
+    js = json_format.MessageToJson(pb.TransformSpec(ops=[spec, T.Resize((32, 32)).to_proto()]),
                                    indent=None)
     r = subprocess.run([str(stoker_bin), "ops", "draw", "--spec", js, "--n", str(DRAWS), "--seed", str(seed),
                         "--source", "500x375", "--boxes", json.dumps(BOXES)], capture_output=True, text=True,

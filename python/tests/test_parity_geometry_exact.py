@@ -28,6 +28,7 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms.v2 import functional as F
 
 import stoker
+from stoker import transforms as T
 from stoker._local import LocalServer
 from stoker.v1 import stoker_pb2 as pb
 
@@ -41,12 +42,12 @@ SIZES = [("autumn/000000.jpg", 1920, 1080), ("kite/000028.jpg", 2560, 1440), ("s
 #: The presets' geometry (the first op of tv-resnet50-v2, dino-local,
 #: dino-global, clip), and imagenet-eval's resize then crop.
 GEOMETRIES: Dict[str, pb.TransformSpec] = {
-    "tv-resnet50-v2": pb.TransformSpec(ops=[pb.Op(random_resized_crop=pb.RandomResizedCrop(height=176))]),
-    "dino-local": pb.TransformSpec(ops=[pb.Op(random_resized_crop=pb.RandomResizedCrop(
-        height=96, scale_min=0.05, scale_max=0.4, interpolation=pb.INTERPOLATION_BICUBIC))]),
-    "dino-global": pb.TransformSpec(ops=[pb.Op(random_resized_crop=pb.RandomResizedCrop(
-        height=224, scale_min=0.4, scale_max=1, interpolation=pb.INTERPOLATION_BICUBIC))]),
-    "rrc96-bilinear": pb.TransformSpec(ops=[pb.Op(random_resized_crop=pb.RandomResizedCrop(height=96))]),
+    "tv-resnet50-v2": pb.TransformSpec(ops=[T.RandomResizedCrop(176).to_proto()]),
+    "dino-local": pb.TransformSpec(ops=[T.RandomResizedCrop(
+        96, scale=(0.05, 0.4), interpolation="bicubic").to_proto()]),
+    "dino-global": pb.TransformSpec(ops=[T.RandomResizedCrop(
+        224, scale=(0.4, 1), interpolation="bicubic").to_proto()]),
+    "rrc96-bilinear": pb.TransformSpec(ops=[T.RandomResizedCrop(96).to_proto()]),
     "imagenet-eval": pb.TransformSpec(preset="imagenet-eval"),
 }
 

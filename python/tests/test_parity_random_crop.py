@@ -19,60 +19,53 @@ from torchvision.transforms import v2 as T
 from torchvision.transforms.v2 import functional as F
 
 from helpers import loader
+from stoker import transforms as ST
 from stoker.v1 import stoker_pb2 as pb
 from test_parity_sampling import continuous_case, image
 
 CASES: Dict[str, List[pb.Op]] = {
     # CIFAR's recipe on photos: a crop inside, 4 px of zeros around
-    "padding": [pb.Op(random_crop=pb.RandomCrop(height=224, padding=[4]))],
+    "padding": [ST.RandomCrop(224, padding=[4]).to_proto()],
     # crops larger than the photos (300-500 px): pad_if_needed, a fill per
     # channel, uneven padding, flipped after
-    "pad-if-needed": [pb.Op(random_crop=pb.RandomCrop(height=520, width=480, padding=[3, 0, 9, 2], pad_if_needed=True,
-                                                      fill=[10, 200, 30])),
-                      pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip())],
-    "center-crop-larger": [pb.Op(center_crop=pb.CenterCrop(height=515, width=520))],
+    "pad-if-needed": [ST.RandomCrop((520, 480), padding=[3, 0, 9, 2], pad_if_needed=True,
+                                    fill=[10, 200, 30]).to_proto(),
+                      ST.RandomHorizontalFlip().to_proto()],
+    "center-crop-larger": [ST.CenterCrop((515, 520)).to_proto()],
     # Pad: CIFAR's recipe written with Pad (the crop reaches into it), a
     # fill per channel; then RandomCrop's own padding of the same fill
-    "pad-random-crop": [pb.Op(pad=pb.Pad(padding=[4])), pb.Op(random_crop=pb.RandomCrop(height=224))],
-    "pad-random-crop-fill": [pb.Op(pad=pb.Pad(padding=[2, 50, 7, 1], fill=[10, 200, 30])),
-                             pb.Op(random_crop=pb.RandomCrop(height=520, width=480, padding=[3], pad_if_needed=True,
-                                                             fill=[10, 200, 30])),
-                             pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip())],
+    "pad-random-crop": [ST.Pad([4]).to_proto(), ST.RandomCrop(224).to_proto()],
+    "pad-random-crop-fill": [ST.Pad([2, 50, 7, 1], fill=[10, 200, 30]).to_proto(),
+                             ST.RandomCrop((520, 480), padding=[3], pad_if_needed=True, fill=[10, 200, 30]).to_proto(),
+                             ST.RandomHorizontalFlip().to_proto()],
     # Pad then CenterCrop: into the Pad's fill (photos of 213-500 px), and
     # past the padded image (center_crop's zeros beside a Pad of 0)
-    "pad-center-crop": [pb.Op(pad=pb.Pad(padding=[300, 300], fill=[7, 8, 9])),
-                        pb.Op(center_crop=pb.CenterCrop(height=500, width=540))],
-    "pad-center-crop-larger": [pb.Op(pad=pb.Pad(padding=[5, 0, 1, 3])),
-                               pb.Op(center_crop=pb.CenterCrop(height=515, width=520))],
+    "pad-center-crop": [ST.Pad([300, 300], fill=[7, 8, 9]).to_proto(), ST.CenterCrop((500, 540)).to_proto()],
+    "pad-center-crop-larger": [ST.Pad([5, 0, 1, 3]).to_proto(), ST.CenterCrop((515, 520)).to_proto()],
     # Pad after the crop: CIFAR's recipe's crop padded again (a fill per
     # channel), and a CenterCrop past the photos (zeros) then Pad(0),
     # flipped after
-    "random-crop-pad": [pb.Op(random_crop=pb.RandomCrop(height=200, padding=[4], fill=[10, 200, 30])),
-                        pb.Op(pad=pb.Pad(padding=[3, 0, 9, 2], fill=[10, 200, 30]))],
-    "center-crop-larger-pad": [pb.Op(center_crop=pb.CenterCrop(height=515, width=520)),
-                               pb.Op(pad=pb.Pad(padding=[1, 2])),
-                               pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip())],
+    "random-crop-pad": [ST.RandomCrop(200, padding=[4], fill=[10, 200, 30]).to_proto(),
+                        ST.Pad([3, 0, 9, 2], fill=[10, 200, 30]).to_proto()],
+    "center-crop-larger-pad": [ST.CenterCrop((515, 520)).to_proto(), ST.Pad([1, 2]).to_proto(),
+                               ST.RandomHorizontalFlip().to_proto()],
     # a resize before the padded crop: torch's kernels to the byte, bicubic
     # and (the default) antialiased bilinear
-    "resize-center-crop-larger": [pb.Op(resize=pb.Resize(height=200, interpolation=pb.INTERPOLATION_BICUBIC)),
-                                  pb.Op(center_crop=pb.CenterCrop(height=230))],
-    "resize-center-crop-larger-bilinear": [pb.Op(resize=pb.Resize(height=200)),
-                                           pb.Op(center_crop=pb.CenterCrop(height=230))],
+    "resize-center-crop-larger": [ST.Resize(200, interpolation="bicubic").to_proto(), ST.CenterCrop(230).to_proto()],
+    "resize-center-crop-larger-bilinear": [ST.Resize(200).to_proto(), ST.CenterCrop(230).to_proto()],
     # RandomZoomOut: the canvas resized (a fill per channel; antialiased
     # bilinear down, bicubic, nearest), flipped after; the canvas cropped
     # (RandomCrop, CenterCrop: its padding before theirs)
-    "zoom-out-resize": [pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[10, 200, 30], p=0.8)),
-                        pb.Op(resize=pb.Resize(height=160, width=200)),
-                        pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip())],
-    "zoom-out-resize-bicubic": [pb.Op(random_zoom_out=pb.RandomZoomOut(side_range=pb.Range(min=1.2, max=2), p=1)),
-                                pb.Op(resize=pb.Resize(height=600, width=640, interpolation=pb.INTERPOLATION_BICUBIC))],
-    "zoom-out-resize-nearest": [pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[5], p=0.7)),
-                                pb.Op(resize=pb.Resize(height=300, width=300, interpolation=pb.INTERPOLATION_NEAREST))],
-    "zoom-out-random-crop": [pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[10, 200, 30], side_range=pb.Range(min=1, max=2))),
-                             pb.Op(random_crop=pb.RandomCrop(height=400, width=450, pad_if_needed=True,
-                                                             fill=[10, 200, 30]))],
-    "zoom-out-center-crop": [pb.Op(random_zoom_out=pb.RandomZoomOut(side_range=pb.Range(min=1.5, max=3), p=0.9)),
-                             pb.Op(center_crop=pb.CenterCrop(height=520, width=500))],
+    "zoom-out-resize": [ST.RandomZoomOut(fill=[10, 200, 30], p=0.8).to_proto(), ST.Resize((160, 200)).to_proto(),
+                        ST.RandomHorizontalFlip().to_proto()],
+    "zoom-out-resize-bicubic": [ST.RandomZoomOut(side_range=(1.2, 2), p=1).to_proto(),
+                                ST.Resize((600, 640), interpolation="bicubic").to_proto()],
+    "zoom-out-resize-nearest": [ST.RandomZoomOut(fill=[5], p=0.7).to_proto(),
+                                ST.Resize((300, 300), interpolation="nearest").to_proto()],
+    "zoom-out-random-crop": [ST.RandomZoomOut(fill=[10, 200, 30], side_range=(1, 2)).to_proto(),
+                             ST.RandomCrop((400, 450), pad_if_needed=True, fill=[10, 200, 30]).to_proto()],
+    "zoom-out-center-crop": [ST.RandomZoomOut(side_range=(1.5, 3), p=0.9).to_proto(),
+                             ST.CenterCrop((520, 500)).to_proto()],
 }
 
 
@@ -108,12 +101,12 @@ def test_pixels_are_torchvisions(server: str, data_dirs: Dict[str, Path], case: 
 
 
 @pytest.mark.parametrize("spec, tv", [
-    (pb.RandomCrop(height=300, width=360, padding=[5, 7]), lambda: T.RandomCrop((300, 360), padding=[5, 7])),
-    (pb.RandomCrop(height=400, width=520, pad_if_needed=True), lambda: T.RandomCrop((400, 520), pad_if_needed=True)),
+    (ST.RandomCrop((300, 360), padding=[5, 7]), lambda: T.RandomCrop((300, 360), padding=[5, 7])),
+    (ST.RandomCrop((400, 520), pad_if_needed=True), lambda: T.RandomCrop((400, 520), pad_if_needed=True)),
 ])
-def test_positions_are_torchvisions(stoker_bin: Path, spec: pb.RandomCrop, tv: Any) -> None:
+def test_positions_are_torchvisions(stoker_bin: Path, spec: ST.RandomCrop, tv: Any) -> None:
     t = tv()
     img = image(375, 500)
-    continuous_case(stoker_bin, pb.Op(random_crop=spec), "crop", lambda a: {"top": a["top"], "left": a["left"]},
+    continuous_case(stoker_bin, spec.to_proto(), "crop", lambda a: {"top": a["top"], "left": a["left"]},
                     lambda: {k: float(v) for k, v in t.make_params([img]).items() if k in ("top", "left")},
                     seed=21, source=(500, 375), geometry=True)

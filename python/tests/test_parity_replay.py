@@ -39,6 +39,7 @@ from torchvision.transforms.v2 import functional as F
 import stoker
 from helpers import loader
 from opsapply import ops_apply
+from stoker import transforms as T
 from stoker.v1 import stoker_pb2 as pb
 
 GEOMETRY = ("resized_crop", "resize", "center_crop")
@@ -49,38 +50,31 @@ WITHIN_2 = {"adjust_hue"}
 RESAMPLING = {"gaussian_blur", "rotate", "affine"}
 
 
-def rrc(side: int, interp: int = pb.INTERPOLATION_BICUBIC) -> pb.Op:
-    return pb.Op(random_resized_crop=pb.RandomResizedCrop(height=side, interpolation=interp))
+def rrc(side: int, interpolation: str = "bicubic") -> pb.Op:
+    return T.RandomResizedCrop(side, interpolation=interpolation).to_proto()
 
 
 EVERYTHING = [
     rrc(96),
-    pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip()),
-    pb.Op(random_apply=pb.RandomApply(p=0.8, ops=[pb.Op(color_jitter=pb.ColorJitter(
-        brightness=0.4, contrast=0.4, saturation=0.3, hue=0.15))])),
-    pb.Op(random_grayscale=pb.RandomGrayscale(p=0.2)),
-    pb.Op(random_choice=pb.RandomChoice(ops=[
-        pb.Op(gaussian_blur=pb.GaussianBlur(kernel_x=9, kernel_y=5, sigma_min=0.1, sigma_max=2)),
-        pb.Op(random_solarize=pb.RandomSolarize(threshold=128, p=1)),
-        pb.Op(random_posterize=pb.RandomPosterize(bits=3, p=1))])),
-    pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=0.3)),
-    pb.Op(random_rotation=pb.RandomRotation(degrees=pb.Range(min=-30, max=30), interpolation=pb.INTERPOLATION_BILINEAR,
-                                            fill=[10, 20, 30])),
-    pb.Op(random_affine=pb.RandomAffine(degrees=pb.Range(min=-10, max=10), translate=[0.1, 0.1],
-                                        scale=pb.Range(min=0.8, max=1.2), shear=[-10, 10])),
-    pb.Op(random_order=pb.RandomOrder(ops=[pb.Op(random_equalize=pb.RandomEqualize(p=0.3)),
-                                           pb.Op(random_autocontrast=pb.RandomAutocontrast(p=0.3)),
-                                           pb.Op(random_adjust_sharpness=pb.RandomAdjustSharpness(sharpness_factor=2, p=0.3)),
-                                           pb.Op(random_invert=pb.RandomInvert(p=0.2))])),
-    pb.Op(random_erasing=pb.RandomErasing(p=0.5, value=[124, 116, 104])),
+    T.RandomHorizontalFlip().to_proto(),
+    T.RandomApply([T.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.3, hue=0.15)], p=0.8).to_proto(),
+    T.RandomGrayscale(p=0.2).to_proto(),
+    T.RandomChoice([T.GaussianBlur((9, 5), sigma=(0.1, 2)), T.RandomSolarize(128, p=1),
+                    T.RandomPosterize(3, p=1)]).to_proto(),
+    T.RandomVerticalFlip(p=0.3).to_proto(),
+    T.RandomRotation((-30, 30), interpolation="bilinear", fill=[10, 20, 30]).to_proto(),
+    T.RandomAffine((-10, 10), translate=[0.1, 0.1], scale=(0.8, 1.2), shear=[-10, 10]).to_proto(),
+    T.RandomOrder([T.RandomEqualize(p=0.3), T.RandomAutocontrast(p=0.3), T.RandomAdjustSharpness(2, p=0.3),
+                   T.RandomInvert(p=0.2)]).to_proto(),
+    T.RandomErasing(p=0.5, value=[124, 116, 104]).to_proto(),
 ]
 
 POLICIES = [
     rrc(64),
-    pb.Op(auto_augment=pb.AutoAugment()),
-    pb.Op(rand_augment=pb.RandAugment(interpolation=pb.INTERPOLATION_BILINEAR)),
-    pb.Op(aug_mix=pb.AugMix(mixture_width=2)),
-    pb.Op(random_erasing=pb.RandomErasing(p=0.5, random_value=True)),
+    T.AutoAugment().to_proto(),
+    T.RandAugment(interpolation="bilinear").to_proto(),
+    T.AugMix(mixture_width=2).to_proto(),
+    T.RandomErasing(p=0.5, value="random").to_proto(),
 ]
 
 RECIPES: Dict[str, Any] = {
@@ -99,14 +93,11 @@ def first_op(name: str, spec: Any) -> pb.TransformSpec:
     """The recipe's geometry alone, as a spec."""
     ops = pb.TransformSpec(ops=spec) if isinstance(spec, list) else None
     if ops is None:
-        from stoker import transforms as T
-
-        presets = {"tv-resnet50-v2": (176, pb.INTERPOLATION_BILINEAR, (0.08, 1)), "deit": (224, pb.INTERPOLATION_BICUBIC, (0.08, 1)),
-                   "simclr-view": (224, pb.INTERPOLATION_BILINEAR, (0.08, 1)), "dino-global": (224, pb.INTERPOLATION_BICUBIC, (0.4, 1)),
-                   "dino-local": (96, pb.INTERPOLATION_BICUBIC, (0.05, 0.4)), "clip": (224, pb.INTERPOLATION_BICUBIC, (0.9, 1))}
+        presets = {"tv-resnet50-v2": (176, "bilinear", (0.08, 1)), "deit": (224, "bicubic", (0.08, 1)),
+                   "simclr-view": (224, "bilinear", (0.08, 1)), "dino-global": (224, "bicubic", (0.4, 1)),
+                   "dino-local": (96, "bicubic", (0.05, 0.4)), "clip": (224, "bicubic", (0.9, 1))}
         side, interp, scale = presets[name]
-        return pb.TransformSpec(ops=[pb.Op(random_resized_crop=pb.RandomResizedCrop(
-            height=side, interpolation=interp, scale_min=scale[0], scale_max=scale[1]))])
+        return pb.TransformSpec(ops=[T.RandomResizedCrop(side, scale=scale, interpolation=interp).to_proto()])
     return pb.TransformSpec(ops=[ops.ops[0]])
 
 

@@ -34,6 +34,7 @@ from google.protobuf import json_format
 from torchvision.transforms import v2 as T
 
 from stats import Checks, chi2_goodness, chi2_homogeneity, compare_values, in_band, json_lines
+from stoker import transforms as ST
 from stoker.v1 import stoker_pb2 as pb
 
 #: Draws per side. The issue's harness asks >= 10^5 for the categorical
@@ -44,11 +45,13 @@ SIDE = 224
 
 
 def op(**kw: Any) -> pb.Op:
+    """An op message built field by field (test_perspective.py's; this
+    file builds its ops through stoker.transforms' classes, ST)."""
     return pb.Op(**kw)
 
 
 def center(side: int = SIDE, width: int = 0) -> pb.Op:
-    return op(center_crop=pb.CenterCrop(height=side, width=width or side))
+    return ST.CenterCrop((side, width or side)).to_proto()
 
 
 def stoker_traces(stoker_bin: Path, ops: Sequence[pb.Op], n: int, source: Tuple[int, int] = (SIDE, SIDE),
@@ -147,14 +150,14 @@ def stoker_category(name: str, a: Dict[str, Any]) -> Tuple[str, float]:
 
 
 POLICIES = {
-    "TrivialAugmentWide": (lambda: T.TrivialAugmentWide(), op(trivial_augment_wide=pb.TrivialAugmentWide())),
-    "RandAugment": (lambda: T.RandAugment(), op(rand_augment=pb.RandAugment())),
+    "TrivialAugmentWide": (lambda: T.TrivialAugmentWide(), ST.TrivialAugmentWide().to_proto()),
+    "RandAugment": (lambda: T.RandAugment(), ST.RandAugment().to_proto()),
     "RandAugment-n3-m5-b11": (lambda: T.RandAugment(num_ops=3, magnitude=5, num_magnitude_bins=11),
-                              op(rand_augment=pb.RandAugment(num_ops=3, magnitude=5, num_magnitude_bins=11))),
-    "AutoAugment-imagenet": (lambda: T.AutoAugment(T.AutoAugmentPolicy.IMAGENET), op(auto_augment=pb.AutoAugment())),
+                              ST.RandAugment(num_ops=3, magnitude=5, num_magnitude_bins=11).to_proto()),
+    "AutoAugment-imagenet": (lambda: T.AutoAugment(T.AutoAugmentPolicy.IMAGENET), ST.AutoAugment().to_proto()),
     "AutoAugment-cifar10": (lambda: T.AutoAugment(T.AutoAugmentPolicy.CIFAR10),
-                            op(auto_augment=pb.AutoAugment(policy="cifar10"))),
-    "AutoAugment-svhn": (lambda: T.AutoAugment(T.AutoAugmentPolicy.SVHN), op(auto_augment=pb.AutoAugment(policy="svhn"))),
+                            ST.AutoAugment("cifar10").to_proto()),
+    "AutoAugment-svhn": (lambda: T.AutoAugment(T.AutoAugmentPolicy.SVHN), ST.AutoAugment("svhn").to_proto()),
 }
 
 
@@ -189,7 +192,7 @@ def test_augmix(stoker_bin: Path) -> None:
     one chain) and the operations at severity bins (chi-square)."""
 
     def run(k: int) -> Checks:
-        traces = stoker_traces(stoker_bin, [center(), op(aug_mix=pb.AugMix(mixture_width=1))], N_CONT, seed=k)
+        traces = stoker_traces(stoker_bin, [center(), ST.AugMix(mixture_width=1).to_proto()], N_CONT, seed=k)
         m0, depth, ops_m = [], [], []
         for steps in traces:
             names = [s for s, _ in steps]
@@ -240,8 +243,8 @@ def test_color_jitter(stoker_bin: Path) -> None:
     keys = ["brightness_factor", "contrast_factor", "saturation_factor", "hue_factor"]
 
     def run(k: int) -> Checks:
-        traces = stoker_traces(stoker_bin, [center(32), op(color_jitter=pb.ColorJitter(
-            brightness=0.4, contrast=0.3, saturation=0.2, hue=0.1))], N_CONT, source=(32, 32), seed=k)
+        traces = stoker_traces(stoker_bin, [center(32), ST.ColorJitter(
+            brightness=0.4, contrast=0.3, saturation=0.2, hue=0.1).to_proto()], N_CONT, source=(32, 32), seed=k)
         orders, factors = [], {key: [] for key in keys}
         for steps in traces:
             orders.append(tuple(names.index(s) for s, _ in steps))
@@ -313,8 +316,8 @@ def test_random_resized_crop(stoker_bin: Path, scale: Tuple[float, float]) -> No
     the center crop."""
     t = T.RandomResizedCrop(224, scale=scale)
     img = image(375, 500)
-    spec = pb.RandomResizedCrop(height=224, scale_min=scale[0], scale_max=scale[1])
-    continuous_case(stoker_bin, op(random_resized_crop=spec), "resized_crop",
+    spec = ST.RandomResizedCrop(224, scale=scale).to_proto()
+    continuous_case(stoker_bin, spec, "resized_crop",
                     lambda a: {k: a[k] for k in ("top", "left", "height", "width")},
                     lambda: {k: float(v) for k, v in t.make_params([img]).items() if k in ("top", "left", "height", "width")},
                     seed=11, source=(500, 375), geometry=True)
@@ -332,22 +335,22 @@ def test_random_zoom_out(stoker_bin: Path, side_range: Tuple[float, float], p: f
             return {}
         return dict(zip(("left", "top", "right", "bottom"), map(float, t.make_params([img])["padding"])))
 
-    spec = pb.RandomZoomOut(side_range=pb.Range(min=side_range[0], max=side_range[1]), p=p)
-    continuous_case(stoker_bin, op(random_zoom_out=spec), "pad",
+    spec = ST.RandomZoomOut(side_range=side_range, p=p).to_proto()
+    continuous_case(stoker_bin, spec, "pad",
                     lambda a: dict(zip(("left", "top", "right", "bottom"), map(float, a["padding"]))),
-                    theirs, seed=13, source=(500, 375), geometry=True, rest=[op(resize=pb.Resize(height=64, width=64))])
+                    theirs, seed=13, source=(500, 375), geometry=True, rest=[ST.Resize((64, 64)).to_proto()])
 
 
 def test_gaussian_blur_sigma(stoker_bin: Path) -> None:
     t = T.GaussianBlur(23, sigma=(0.1, 2.0))
-    continuous_case(stoker_bin, op(gaussian_blur=pb.GaussianBlur(kernel_x=23, kernel_y=23, sigma_min=0.1, sigma_max=2)),
+    continuous_case(stoker_bin, ST.GaussianBlur(23, sigma=(0.1, 2)).to_proto(),
                     "gaussian_blur", lambda a: {"sigma": a["sigma"][0]},
                     lambda: {"sigma": t.make_params([image()])["sigma"][0]}, seed=12)
 
 
 def test_random_rotation(stoker_bin: Path) -> None:
     t = T.RandomRotation((-30, 30))
-    continuous_case(stoker_bin, op(random_rotation=pb.RandomRotation(degrees=pb.Range(min=-30, max=30))), "rotate",
+    continuous_case(stoker_bin, ST.RandomRotation((-30, 30)).to_proto(), "rotate",
                     lambda a: {"angle": a["angle"]}, lambda: {"angle": t.make_params([image()])["angle"]}, seed=13)
 
 
@@ -359,8 +362,8 @@ def test_random_affine(stoker_bin: Path) -> None:
         return {"angle": prm["angle"], "tx": prm["translate"][0], "ty": prm["translate"][1], "scale": prm["scale"],
                 "shear_x": prm["shear"][0], "shear_y": prm["shear"][1]}
 
-    continuous_case(stoker_bin, op(random_affine=pb.RandomAffine(
-        degrees=pb.Range(min=-10, max=10), translate=[0.1, 0.2], scale=pb.Range(min=0.8, max=1.2), shear=[-5, 5, -3, 3])),
+    continuous_case(stoker_bin, ST.RandomAffine(
+        (-10, 10), translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-5, 5, -3, 3)).to_proto(),
         "affine", lambda a: {"angle": a["angle"], "tx": a["translate"][0], "ty": a["translate"][1], "scale": a["scale"],
                              "shear_x": a["shear"][0], "shear_y": a["shear"][1]}, theirs, seed=14)
 
@@ -375,8 +378,7 @@ def test_random_erasing(stoker_bin: Path) -> None:
         prm = t.make_params([img])
         return {} if prm["v"] is None else {k: float(prm[k]) for k in ("i", "j", "h", "w")}
 
-    continuous_case(stoker_bin, op(random_erasing=pb.RandomErasing(p=1, scale=pb.Range(min=0.02, max=0.6),
-                                                                   ratio=pb.Range(min=0.2, max=5))),
+    continuous_case(stoker_bin, ST.RandomErasing(p=1, scale=(0.02, 0.6), ratio=(0.2, 5)).to_proto(),
                     "erase", lambda a: {k: float(a[k]) for k in ("i", "j", "h", "w")}, theirs, seed=15, source=(60, 40))
 
 
@@ -407,16 +409,16 @@ def tv_sequences(make: Callable[[List[str]], Any], n: int, seed: int) -> List[Tu
     return out
 
 
-def invert() -> pb.Op:
-    return op(random_invert=pb.RandomInvert(p=1))
+def invert() -> ST.RandomInvert:
+    return ST.RandomInvert(p=1)
 
 
-def vflip() -> pb.Op:
-    return op(random_vertical_flip=pb.RandomVerticalFlip(p=1))
+def vflip() -> ST.RandomVerticalFlip:
+    return ST.RandomVerticalFlip(p=1)
 
 
-def gray() -> pb.Op:
-    return op(grayscale=pb.Grayscale())
+def gray() -> ST.Grayscale:
+    return ST.Grayscale()
 
 
 NAMES = {"invert": "invert", "vertical_flip": "vflip", "rgb_to_grayscale": "gray", "solarize": "solarize",
@@ -424,16 +426,15 @@ NAMES = {"invert": "invert", "vertical_flip": "vflip", "rgb_to_grayscale": "gray
          "adjust_sharpness": "sharpness", "horizontal_flip": "hflip"}
 
 CONTAINERS = {
-    "RandomApply": (op(random_apply=pb.RandomApply(ops=[invert(), vflip()], p=0.3)),
+    "RandomApply": (ST.RandomApply([invert(), vflip()], p=0.3).to_proto(),
                     lambda log: T.RandomApply([Rec("invert", log), Rec("vflip", log)], p=0.3)),
-    "RandomChoice": (op(random_choice=pb.RandomChoice(ops=[invert(), vflip(), gray()], p=[1, 2, 3])),
+    "RandomChoice": (ST.RandomChoice([invert(), vflip(), gray()], p=[1, 2, 3]).to_proto(),
                      lambda log: T.RandomChoice([Rec("invert", log), Rec("vflip", log), Rec("gray", log)], p=[1, 2, 3])),
-    "RandomChoice-uniform": (op(random_choice=pb.RandomChoice(ops=[invert(), vflip(), gray()])),
+    "RandomChoice-uniform": (ST.RandomChoice([invert(), vflip(), gray()]).to_proto(),
                              lambda log: T.RandomChoice([Rec("invert", log), Rec("vflip", log), Rec("gray", log)])),
-    "RandomOrder": (op(random_order=pb.RandomOrder(ops=[invert(), vflip(), gray()])),
+    "RandomOrder": (ST.RandomOrder([invert(), vflip(), gray()]).to_proto(),
                     lambda log: T.RandomOrder([Rec("invert", log), Rec("vflip", log), Rec("gray", log)])),
-    "nested": (op(random_apply=pb.RandomApply(p=0.7, ops=[
-        op(random_choice=pb.RandomChoice(ops=[invert(), op(random_order=pb.RandomOrder(ops=[vflip(), gray()]))]))])),
+    "nested": (ST.RandomApply([ST.RandomChoice([invert(), ST.RandomOrder([vflip(), gray()])])], p=0.7).to_proto(),
                lambda log: T.RandomApply([T.RandomChoice([Rec("invert", log), T.RandomOrder([Rec("vflip", log),
                                                                                          Rec("gray", log)])])], p=0.7)),
 }
@@ -460,15 +461,14 @@ def test_own_probabilities(stoker_bin: Path) -> None:
     """The ops with a p of their own fire with probability p, as
     torchvision's _RandomApplyTransform (torch.rand(1) >= p skips)."""
     cases = [
-        (op(random_grayscale=pb.RandomGrayscale(p=0.2)), T.RandomGrayscale(p=0.2), "gray"),
-        (op(random_solarize=pb.RandomSolarize(threshold=100, p=0.3)), T.RandomSolarize(100, p=0.3), "solarize"),
-        (op(random_posterize=pb.RandomPosterize(bits=3, p=0.6)), T.RandomPosterize(3, p=0.6), "posterize"),
-        (op(random_equalize=pb.RandomEqualize(p=0.45)), T.RandomEqualize(p=0.45), "equalize"),
-        (op(random_autocontrast=pb.RandomAutocontrast(p=0.15)), T.RandomAutocontrast(p=0.15), "autocontrast"),
-        (op(random_adjust_sharpness=pb.RandomAdjustSharpness(sharpness_factor=2, p=0.7)),
-         T.RandomAdjustSharpness(2, p=0.7), "sharpness"),
-        (op(random_vertical_flip=pb.RandomVerticalFlip(p=0.25)), T.RandomVerticalFlip(p=0.25), "vflip"),
-        (op(random_invert=pb.RandomInvert(p=0.5)), T.RandomInvert(p=0.5), "invert"),
+        (ST.RandomGrayscale(p=0.2).to_proto(), T.RandomGrayscale(p=0.2), "gray"),
+        (ST.RandomSolarize(100, p=0.3).to_proto(), T.RandomSolarize(100, p=0.3), "solarize"),
+        (ST.RandomPosterize(3, p=0.6).to_proto(), T.RandomPosterize(3, p=0.6), "posterize"),
+        (ST.RandomEqualize(p=0.45).to_proto(), T.RandomEqualize(p=0.45), "equalize"),
+        (ST.RandomAutocontrast(p=0.15).to_proto(), T.RandomAutocontrast(p=0.15), "autocontrast"),
+        (ST.RandomAdjustSharpness(2, p=0.7).to_proto(), T.RandomAdjustSharpness(2, p=0.7), "sharpness"),
+        (ST.RandomVerticalFlip(p=0.25).to_proto(), T.RandomVerticalFlip(p=0.25), "vflip"),
+        (ST.RandomInvert(p=0.5).to_proto(), T.RandomInvert(p=0.5), "invert"),
     ]
     for i, (spec, t, name) in enumerate(cases):
         log: List[str] = []
@@ -610,8 +610,7 @@ def test_timm_rand_augment(stoker_bin: Path, config: str) -> None:
 
     def run(k: int) -> Checks:
         k += base
-        traces = stoker_traces(stoker_bin, [center(), op(timm_rand_augment=pb.TimmRandAugment(
-            config=config))], N, seed=k)
+        traces = stoker_traces(stoker_bin, [center(), ST.TimmRandAugment(config).to_proto()], N, seed=k)
         for steps in traces:
             for s, a in steps:
                 assert s != "solarize_add" or 0 <= a["addition"] <= 128, (config, s, a)
@@ -721,8 +720,8 @@ def test_trivial_augment_bins_are_torchs(stoker_bin: Path, bins: int) -> None:
     an integer, 15.999999 for 16 at bin 15 of 31, truncate as torchvision
     truncates them)."""
     want = _tv_calls(T.TrivialAugmentWide(num_magnitude_bins=bins), bins)
-    traces = stoker_traces(stoker_bin, [center(), op(trivial_augment_wide=pb.TrivialAugmentWide(
-        num_magnitude_bins=bins))], 40 * len(want), seed=3)
+    traces = stoker_traces(stoker_bin, [center(), ST.TrivialAugmentWide(num_magnitude_bins=bins).to_proto()],
+                           40 * len(want), seed=3)
     got = {_shear_to(want, _call_key(s, a)) for steps in traces for s, a in steps}
     assert got - want == set(), f"{len(got - want)} traced calls torchvision's TrivialAugmentWide never makes: {sorted(got - want)[:8]}"
     # the shear and translation of magnitude 0 are one affine either way

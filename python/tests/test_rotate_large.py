@@ -53,6 +53,7 @@ from torchvision.transforms.v2.functional._geometry import _affine_grid
 
 from helpers import loader
 from opsapply import ops_apply
+from stoker import transforms as T
 from stoker.v1 import stoker_pb2 as pb
 
 #: (width, height) of the canvases: 224 to 640, square and not.
@@ -230,16 +231,15 @@ def test_kernels_bound(stoker_bin: Path, tmp_path: Path) -> None:
 
 #: The served transforms: geometry (a fixed size), then the warp.
 SERVED: Dict[str, List[pb.Op]] = {
-    "resize300-rotation-nearest": [pb.Op(resize=pb.Resize(height=300, width=300)),
-                                   pb.Op(random_rotation=pb.RandomRotation(degrees=pb.Range(min=-30, max=30)))],
-    "resize300-rotation-center-nearest": [pb.Op(resize=pb.Resize(height=300, width=300)), pb.Op(
-        random_rotation=pb.RandomRotation(degrees=pb.Range(min=-45, max=45), center=[100.5, 210]))],
-    "pad-centercrop-rotation-nearest": [pb.Op(pad=pb.Pad(padding=[40])), pb.Op(center_crop=pb.CenterCrop(height=440, width=480)),
-                                        pb.Op(random_rotation=pb.RandomRotation(degrees=pb.Range(min=-20, max=20)))],
-    "resize480x360-affine-nearest": [pb.Op(resize=pb.Resize(height=480, width=360)), pb.Op(random_affine=pb.RandomAffine(
-        degrees=pb.Range(min=-25, max=25), translate=[0.1, 0.1], scale=pb.Range(min=0.8, max=1.2), shear=[-10, 10]))],
-    "resize300-affine-bilinear": [pb.Op(resize=pb.Resize(height=300, width=300)), pb.Op(random_affine=pb.RandomAffine(
-        degrees=pb.Range(min=-25, max=25), shear=[-10, 10, -5, 5], interpolation=pb.INTERPOLATION_BILINEAR, fill=[128]))],
+    "resize300-rotation-nearest": [T.Resize((300, 300)).to_proto(), T.RandomRotation((-30, 30)).to_proto()],
+    "resize300-rotation-center-nearest": [T.Resize((300, 300)).to_proto(),
+                                          T.RandomRotation((-45, 45), center=[100.5, 210]).to_proto()],
+    "pad-centercrop-rotation-nearest": [T.Pad(40).to_proto(), T.CenterCrop((440, 480)).to_proto(),
+                                        T.RandomRotation((-20, 20)).to_proto()],
+    "resize480x360-affine-nearest": [T.Resize((480, 360)).to_proto(), T.RandomAffine(
+        (-25, 25), translate=[0.1, 0.1], scale=(0.8, 1.2), shear=[-10, 10]).to_proto()],
+    "resize300-affine-bilinear": [T.Resize((300, 300)).to_proto(), T.RandomAffine(
+        (-25, 25), shear=[-10, 10, -5, 5], interpolation="bilinear", fill=[128]).to_proto()],
 }
 
 

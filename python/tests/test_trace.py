@@ -10,16 +10,17 @@ import torch
 
 import stoker
 from helpers import loader
+from stoker import transforms as T
 from stoker.v1 import stoker_pb2 as pb
 
-#: Ops of every kind that draws, as a wire spec (the Python classes are
-#: tested in test_transforms.py).
+#: Ops of every kind that draws, as a wire spec made by stoker.transforms'
+#: classes (the classes themselves are tested in test_transforms.py).
 RECIPE = [
-    pb.Op(random_resized_crop=pb.RandomResizedCrop(height=32, interpolation=pb.INTERPOLATION_BICUBIC)),
-    pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip()),
-    pb.Op(random_apply=pb.RandomApply(p=0.8, ops=[pb.Op(color_jitter=pb.ColorJitter(brightness=0.4, hue=0.1))])),
-    pb.Op(trivial_augment_wide=pb.TrivialAugmentWide()),
-    pb.Op(random_erasing=pb.RandomErasing(p=0.5)),
+    T.RandomResizedCrop(32, interpolation="bicubic").to_proto(),
+    T.RandomHorizontalFlip().to_proto(),
+    T.RandomApply([T.ColorJitter(brightness=0.4, hue=0.1)], p=0.8).to_proto(),
+    T.TrivialAugmentWide().to_proto(),
+    T.RandomErasing(p=0.5).to_proto(),
 ]
 
 
