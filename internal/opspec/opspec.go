@@ -8,6 +8,7 @@
 package opspec
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -316,6 +317,9 @@ func named(n *stokerv1.NamedOp, where string, depth int) (opspkg.Op, error) {
 		}
 	}
 	op, err := opspkg.NamedOp(n.GetName(), args)
+	if errors.Is(err, errs.Unsupported) { // "transform: op 1: Pad: fill: ...", the kind of error said once, first
+		return op, fmt.Errorf("%w: transform: %s: %s", errs.Unsupported, where, strings.TrimPrefix(err.Error(), errs.Unsupported.Error()+": "))
+	}
 	if err != nil {
 		return op, fmt.Errorf("transform: %s: %w", where, err)
 	}

@@ -13,6 +13,7 @@ import torch
 
 import stoker
 from stoker import transforms as T
+from stoker._ops_base import named_op
 from stoker.v1 import stoker_pb2 as pb
 from stoker.v1.stoker_pb2_grpc import FeedServiceStub
 
@@ -376,7 +377,7 @@ def test_normalize_refuses_what_the_server_refuses(server: str, std: float) -> N
         stoker.normalize(images, T.IMAGENET_MEAN, stds)
     with pytest.raises(ValueError, match="std"):
         T.Normalize(T.IMAGENET_MEAN, stds)
-    op = pb.Op(normalize=pb.Normalize(mean=T.IMAGENET_MEAN, std=stds))
+    op = named_op("Normalize", mean=T.IMAGENET_MEAN, std=stds)  # as a client that skips the class's checks
     spec = pb.JobSpec(dataset="tiny", batch_size=4, transform=pb.TransformSpec(ops=[T.RandomResizedCrop(32).to_proto(), op]))
     with grpc.insecure_channel(server) as ch:
         with pytest.raises(grpc.RpcError) as e:

@@ -44,12 +44,6 @@ N_CONT = 20_000
 SIDE = 224
 
 
-def op(**kw: Any) -> pb.Op:
-    """An op message built field by field (test_perspective.py's; this
-    file builds its ops through stoker.transforms' classes, ST)."""
-    return pb.Op(**kw)
-
-
 def center(side: int = SIDE, width: int = 0) -> pb.Op:
     return ST.CenterCrop((side, width or side)).to_proto()
 

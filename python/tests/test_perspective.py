@@ -35,8 +35,7 @@ from torchvision.transforms.v2 import functional as F
 import stoker
 from helpers import wire_args
 from stoker import transforms as T
-from stoker.v1 import stoker_pb2 as pb
-from test_parity_sampling import continuous_case, op
+from test_parity_sampling import continuous_case
 from test_targets_clamp import N, check, grown, server, sources  # noqa: F401 (the fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,7 +117,7 @@ def test_draws_are_make_params(stoker_bin: Path, monkeypatch: pytest.MonkeyPatch
         t.make_params([torch.zeros(3, h, w, dtype=torch.uint8)])
         return flat(seen.pop())
 
-    continuous_case(stoker_bin, op(random_perspective=pb.RandomPerspective(distortion_scale=0.6, p=1)), "perspective",
+    continuous_case(stoker_bin, T.RandomPerspective(distortion_scale=0.6, p=1).to_proto(), "perspective",
                     lambda a: flat(a["endpoints"]), theirs, seed=17, source=(w, h))
 
 

@@ -34,6 +34,7 @@ from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as F
 
 import stoker
+from helpers import wire_args
 from stoker import transforms as T
 from stoker._local import LocalServer
 from test_targets import PIXELS
@@ -243,9 +244,9 @@ def test_from_torchvision_converts_them() -> None:
                                           tv2.ClampKeyPoints(), tv2.SanitizeKeyPoints(),
                                           tv2.SanitizeKeyPoints(labels_getter="default")]))
     ops = [op.to_proto() for op in got.transforms[2:]]
-    assert [op.WhichOneof("op") for op in ops] == ["clamp_bounding_boxes", "clamp_bounding_boxes", "clamp_key_points",
-                                                   "sanitize_key_points", "sanitize_key_points"]
-    assert ops[0].clamp_bounding_boxes.clamping_mode == "auto" and ops[1].clamp_bounding_boxes.clamping_mode == "none"
+    assert [op.named.name for op in ops] == ["ClampBoundingBoxes", "ClampBoundingBoxes", "ClampKeyPoints",
+                                             "SanitizeKeyPoints", "SanitizeKeyPoints"]
+    assert wire_args(ops[0])["clamping_mode"] == "auto" and wire_args(ops[1])["clamping_mode"] is None
     with pytest.raises(ValueError, match="labels_getter"):
         T.from_torchvision(tv2.Compose([tv2.Resize((32, 32)), tv2.SanitizeKeyPoints(labels_getter=every_field)]))
     with pytest.raises(ValueError, match="clamping_mode"):

@@ -226,11 +226,13 @@ def _with_mask_fill(op: Any, m: Any) -> Any:
 
 
 @pytest.mark.parametrize("op,what", [
-    (lambda: _with_mask_fill(T.Pad(4, fill={IMG: 7, MASK: 1}), 256), "op 0: mask_fill 256: want an integer 0..255"),
-    (lambda: _with_mask_fill(T.Pad(4, fill={IMG: 7, MASK: 1}), -1), "op 0: mask_fill -1: want an integer 0..255"),
+    (lambda: _with_mask_fill(T.Pad(4, fill={IMG: 7, MASK: 1}), 256),
+     "op 0: Pad: fill: the Mask's fill 256: want an integer 0..255"),
+    (lambda: _with_mask_fill(T.Pad(4, fill={IMG: 7, MASK: 1}), -1),
+     "op 0: Pad: fill: the Mask's fill -1: want an integer 0..255"),
     (lambda: T.Pad(4, fill=(1, 2, 3)), "Pad (op 0): fill [1 2 3] with masks"),
     (lambda: _with_mask_fill(T.RandomRotation(10, fill={IMG: 7, MASK: 1}), 300),
-     "op 1: mask_fill 300: want an integer 0..255"),
+     "op 1: RandomRotation: fill: the Mask's fill 300: want an integer 0..255"),
 ])
 def test_mask_fill_refused(server: str, op: Any, what: str) -> None:  # noqa: F811
     """A Mask fill past a byte or negative (the client refuses it: sent
