@@ -118,7 +118,7 @@ func Grows(op *Op) bool {
 
 // PParam is the argument p, a probability of default def.
 func PParam(def float64) Param {
-	return Param{Name: "p", Typ: PFloat, Def: strconv.FormatFloat(def, 'f', -1, 64), Field: "P", Lo: 0, Hi: 1}
+	return Param{Name: "p", Typ: PFloat, Def: strconv.FormatFloat(def, 'f', -1, 64), At: func(o *Op) any { return &o.P }, Lo: 0, Hi: 1}
 }
 
 // KeywordOnly is p keyword-only (after torchvision's *): an argument

@@ -178,24 +178,23 @@ func TestDrawSchemaBounds(t *testing.T) {
 			continue
 		}
 		for _, p := range Defs[k].Params {
-			if p.Field == "" || !(p.Hi > p.Lo) {
+			if p.At == nil || !(p.Hi > p.Lo) {
 				continue
 			}
 			checked++
 			set := func(v float64) Op {
 				op := base
-				f := reflect.ValueOf(&op).Elem().FieldByName(p.Field)
-				switch f.Kind() {
-				case reflect.Float64:
-					f.SetFloat(v)
-				case reflect.Int:
-					f.SetInt(int64(v))
+				switch f := p.At(&op).(type) {
+				case *float64:
+					*f = v
+				case *int:
+					*f = int(v)
 				default:
-					t.Fatalf("%s.%s: field %s of kind %s", k, p.Name, p.Field, f.Kind())
+					t.Fatalf("%s.%s: a field of type %T", k, p.Name, f)
 				}
 				return op
 			}
-			isInt := reflect.ValueOf(base).FieldByName(p.Field).Kind() == reflect.Int
+			_, isInt := p.At(&base).(*int)
 			for _, v := range []float64{p.Lo, p.Hi} {
 				n := compileOp(t, set(v))
 				for i := range uint64(50) {

@@ -35,7 +35,7 @@ func init() {
 			}})
 	}
 	point(OpRandomSolarize, "inverts the pixels at or above threshold, with probability p",
-		[]Param{{Name: "threshold", Typ: PFloat, Field: "Threshold", Lo: 0, Hi: 255}, PParam(0.5)},
+		[]Param{{Name: "threshold", Typ: PFloat, At: func(o *Op) any { return &o.Threshold }, Lo: 0, Hi: 255}, PParam(0.5)},
 		func(op *Op) fn.Step { return fn.Step{Fn: fn.Solarize, F: [6]float64{op.Threshold}} },
 		func(n *Node, at CompileAt) error {
 			if !(n.Op.Threshold >= 0 && n.Op.Threshold <= 255) {
@@ -44,7 +44,7 @@ func init() {
 			return nil
 		})
 	point(OpRandomPosterize, "keeps the top bits of each channel, with probability p",
-		[]Param{{Name: "bits", Typ: PInt, Field: "Bits", Lo: 0, Hi: 8}, PParam(0.5)},
+		[]Param{{Name: "bits", Typ: PInt, At: func(o *Op) any { return &o.Bits }, Lo: 0, Hi: 8}, PParam(0.5)},
 		func(op *Op) fn.Step { return fn.Step{Fn: fn.Posterize, I: [6]int{op.Bits}} },
 		func(n *Node, at CompileAt) error {
 			if n.Op.Bits < 0 || n.Op.Bits > 8 {
@@ -59,7 +59,7 @@ func init() {
 	point(OpRandomAutocontrast, "stretches each channel to 0..255 with probability p", []Param{PParam(0.5)},
 		func(*Op) fn.Step { return fn.Step{Fn: fn.Autocontrast} }, nil)
 	point(OpRandomAdjustSharpness, "sharpens (or blurs, below 1) by sharpness_factor with probability p",
-		[]Param{{Name: "sharpness_factor", Typ: PFloat, Field: "Factor", Lo: 0, Hi: 1e3}, PParam(0.5)},
+		[]Param{{Name: "sharpness_factor", Typ: PFloat, At: func(o *Op) any { return &o.Factor }, Lo: 0, Hi: 1e3}, PParam(0.5)},
 		func(op *Op) fn.Step { return fn.Step{Fn: fn.AdjustSharpness, F: [6]float64{op.Factor}} },
 		func(n *Node, at CompileAt) error {
 			if !(n.Op.Factor >= 0 && n.Op.Factor <= 1e3) {

@@ -42,7 +42,7 @@ type Def struct {
 	Params []Param
 	// FromArgs makes the op from its arguments (a NamedOp's, checked
 	// against Params' types), recording what is wrong in a (Args.Errorf);
-	// nil: each param sets its Field.
+	// nil: each param sets its field (Param.At).
 	FromArgs func(a *Args) Op
 	// Named: its Python class is generated from Params (no hand-written
 	// one). Every op travels on the wire as a NamedOp.

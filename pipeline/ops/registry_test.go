@@ -131,16 +131,21 @@ func TestNamedOpRefusals(t *testing.T) {
 }
 
 // TestParamSet: a value set by name is checked against its argument's
-// type and bounds before it reaches the op.
+// type and bounds (check, as NamedOp calls it) before it reaches the op
+// (set).
 func TestParamSet(t *testing.T) {
-	p := Param{Name: "p", Typ: PFloat, Def: "0.5", Field: "P", Lo: 0, Hi: 1}
+	p := Param{Name: "p", Typ: PFloat, Def: "0.5", At: func(o *Op) any { return &o.P }, Lo: 0, Hi: 1}
 	var op Op
 	if err := p.set(&op, 0.25); err != nil || op.P != 0.25 {
 		t.Fatalf("p=0.25: %v, op.P %v", err, op.P)
 	}
 	for _, bad := range []any{1.5, -0.1, math.NaN(), math.Inf(1), "x", true, []float64{0.1, 0.2}} {
 		op := Op{P: 0.25}
-		if err := p.set(&op, bad); err == nil {
+		err := p.check(bad)
+		if err == nil {
+			err = p.set(&op, bad)
+		}
+		if err == nil {
 			t.Errorf("p=%v: accepted", bad)
 		} else if op.P != 0.25 {
 			t.Errorf("p=%v: refused (%v) but the op was changed to %v", bad, err, op.P)

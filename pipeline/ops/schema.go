@@ -9,7 +9,6 @@ package ops
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -51,9 +50,10 @@ type Param struct {
 	Def string
 	// kwOnly: keyword-only (after torchvision's *).
 	kwOnly bool
-	// Field is the Op field a NamedOp's value of it sets ("": a NamedOp
-	// may not set it); lo and hi bound its numbers, when hi > lo.
-	Field  string
+	// At is the Op field a value of it sets, for an op without a
+	// FromArgs (nil: none; FromArgs reads it); Lo and Hi bound its
+	// numbers, when Hi > Lo.
+	At     func(op *Op) any
 	Lo, Hi float64
 }
 
@@ -119,7 +119,8 @@ func OpSchemas() []OpSchema {
 // float64, a []float64, a string, a bool, nil for None, a TypedFill or a
 // container's []Op), the others at their defaults: an op from the wire.
 // Each value is checked against its param's type and bounds, then the
-// op's FromArgs makes it (or, without one, each param sets its Field).
+// op's FromArgs makes it (or, without one, each param sets its field,
+// Param.At).
 func NamedOp(kind string, args map[string]any) (Op, error) {
 	d := Lookup(OpKind(kind))
 	if d == nil {
@@ -172,94 +173,90 @@ func hasParam(ps []Param, name string) bool {
 	return false
 }
 
-// set sets p's field of op to v, checked against p's type and bounds.
+// set sets p's field of op (At) to v: v's kind and bounds are checked
+// (Param.check), its shape here: a size of one number is (x, x).
 func (p *Param) set(op *Op, v any) error {
-	if p.Field == "" {
+	if p.At == nil {
 		if v == nil {
 			return nil // None where the op has no field: its default
 		}
 		return fmt.Errorf("not settable by name")
 	}
-	f := reflect.ValueOf(op).Elem().FieldByName(p.Field)
 	if v == nil {
 		return nil // None: the field's zero (the op's doc says what it means)
 	}
-	num := func(x float64) error {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("%v: want a finite number", x)
-		}
-		if p.Hi > p.Lo && !(x >= p.Lo && x <= p.Hi) {
-			return fmt.Errorf("%v: want %v..%v", x, p.Lo, p.Hi)
-		}
-		return nil
-	}
-	switch x := v.(type) {
-	case float64:
-		if err := num(x); err != nil {
-			return err
-		}
-		switch f.Kind() {
-		case reflect.Float64:
-			f.SetFloat(x)
-			return nil
-		case reflect.Int:
+	integers := func(xs []float64) ([]int, error) {
+		out := make([]int, len(xs))
+		for i, x := range xs {
 			if x != math.Trunc(x) || math.Abs(x) > 1<<30 {
+				return nil, fmt.Errorf("%v: want integers", xs)
+			}
+			out[i] = int(x)
+		}
+		return out, nil
+	}
+	nums, _ := v.([]float64)
+	if x, ok := v.(float64); ok {
+		nums = []float64{x}
+	}
+	switch f := p.At(op).(type) {
+	case *float64:
+		if x, ok := v.(float64); ok {
+			*f = x
+			return nil
+		}
+	case *int:
+		if x, ok := v.(float64); ok {
+			is, err := integers([]float64{x})
+			if err != nil {
 				return fmt.Errorf("%v: want an integer", x)
 			}
-			f.SetInt(int64(x))
-			return nil
-		case reflect.Array: // a size: (x, x)
-			return p.set(op, []float64{x, x})
-		}
-	case []float64:
-		if f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Int && len(x) == 1 && f.Len() == 2 {
-			x = []float64{x[0], x[0]} // a size of one number: (x, x)
-		}
-		if fk := f.Kind(); (fk == reflect.Slice || (fk == reflect.Array && f.Len() == len(x))) && f.Type().Elem().Kind() == reflect.Int {
-			if f.Kind() == reflect.Slice {
-				f.Set(reflect.MakeSlice(f.Type(), len(x), len(x)))
-			}
-			for i, e := range x {
-				if err := num(e); err != nil {
-					return err
-				}
-				if e != math.Trunc(e) {
-					return fmt.Errorf("%v: want integers", x)
-				}
-				f.Index(i).SetInt(int64(e))
-			}
+			*f = is[0]
 			return nil
 		}
-		if f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Float64 && f.Len() == len(x) {
-			for i, e := range x {
-				if err := num(e); err != nil {
-					return err
-				}
-				f.Index(i).SetFloat(e)
-			}
+	case *[2]int:
+		if len(nums) == 1 {
+			nums = []float64{nums[0], nums[0]} // a size of one number: (x, x)
+		}
+		if len(nums) != 2 {
+			return fmt.Errorf("%d values: want 2", len(nums))
+		}
+		is, err := integers(nums)
+		if err != nil {
+			return err
+		}
+		*f = [2]int(is)
+		return nil
+	case *[]int:
+		if nums != nil {
+			is, err := integers(nums)
+			*f = is
+			return err
+		}
+	case *[3]float64:
+		if len(nums) != 3 {
+			return fmt.Errorf("%d values: want 3", len(nums))
+		}
+		*f = [3]float64(nums)
+		return nil
+	case *bool:
+		if x, ok := v.(bool); ok {
+			*f = x
 			return nil
 		}
-		if k := f.Kind(); k == reflect.Array || k == reflect.Slice {
-			return fmt.Errorf("%d values: want %d", len(x), f.Len())
-		}
-	case bool:
-		if f.Kind() == reflect.Bool {
-			f.SetBool(x)
+	case *string:
+		if x, ok := v.(string); ok {
+			*f = x
 			return nil
 		}
-	case string:
-		switch {
-		case f.Type() == reflect.TypeOf(kernels.Interpolation(0)):
+	case *kernels.Interpolation:
+		if x, ok := v.(string); ok {
 			in, err := fn.ParseInterpolation(x)
-			if err != nil {
-				return err
-			}
-			f.Set(reflect.ValueOf(in))
-			return nil
-		case f.Kind() == reflect.String:
-			f.SetString(x)
-			return nil
+			*f = in
+			return err
 		}
+	default:
+		panic(fmt.Sprintf("pipeline: param %s sets a %T", p.Name, f))
 	}
 	return fmt.Errorf("%v: want a %s", v, paramTypeNames[p.Typ])
 }

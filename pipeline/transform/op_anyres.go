@@ -41,16 +41,16 @@ func init() {
 		Doc:   "LLaVA-OneVision's AnyRes (transformers' LlavaOnevisionImageProcessor): the image resized, aspect kept, into the best-fitting resolution of grid_pinpoints (flat (height, width) pairs; select_best_resolution) and padded to it with zeros, centred; each sample its own size (the trainer cuts the patches)",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
 		Params: []optab.Param{
-			{Name: "grid_pinpoints", Typ: optab.PInts, Field: "Sizes", Lo: 1, Hi: optab.MaxSide},
-			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", Field: "Interp"},
+			{Name: "grid_pinpoints", Typ: optab.PInts, At: func(o *optab.Op) any { return &o.Sizes }, Lo: 1, Hi: optab.MaxSide},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &o.Interp }},
 			// The model's vision tokens (batch_tokens): the processor's
 			// patch side, the model's tokens a patch side, the base
 			// image's tokens, OneVision's anyres_max_N (0: no pooling);
 			// 0: no count.
-			{Name: "patch", Typ: optab.PInt, Def: "0", Field: "Multiple", Lo: 0, Hi: optab.MaxSide},
-			{Name: "tokens_grid", Typ: optab.PInt, Def: "0", Field: "PatchGrid", Lo: 0, Hi: 1024},
-			{Name: "base_tokens", Typ: optab.PInt, Def: "0", Field: "BaseTokens", Lo: 0, Hi: 1 << 20},
-			{Name: "max_patches", Typ: optab.PInt, Def: "0", Field: "MaxPatches", Lo: 0, Hi: 1024},
+			{Name: "patch", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &o.Multiple }, Lo: 0, Hi: optab.MaxSide},
+			{Name: "tokens_grid", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &o.PatchGrid }, Lo: 0, Hi: 1024},
+			{Name: "base_tokens", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &o.BaseTokens }, Lo: 0, Hi: 1 << 20},
+			{Name: "max_patches", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &o.MaxPatches }, Lo: 0, Hi: 1024},
 		},
 		Misplaced: "AnyResResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
@@ -64,7 +64,7 @@ func init() {
 		Doc:   "LLaVA-OneVision's pad_to_square (its images of a record of several): the image padded with fill (one value a channel) to a square of its longer side, centred; first, then Resize((h, w))",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
 		Params: []optab.Param{
-			{Name: "fill", Typ: optab.PFloats, Def: "(0, 0, 0)", Field: "Fill", Lo: 0, Hi: 255},
+			{Name: "fill", Typ: optab.PFloats, Def: "(0, 0, 0)", At: func(o *optab.Op) any { return &o.Fill }, Lo: 0, Hi: 255},
 		},
 		Misplaced: "PadToSquare after other ops is not supported: it is first, then Resize((h, w)), fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {

@@ -139,7 +139,7 @@ func init() {
 		Params: []optab.Param{{Name: "min_scale", Typ: optab.PFloat, Def: "0.3"}, {Name: "max_scale", Typ: optab.PFloat, Def: "1.0"},
 			{Name: "min_aspect_ratio", Typ: optab.PFloat, Def: "0.5"}, {Name: "max_aspect_ratio", Typ: optab.PFloat, Def: "2.0"},
 			{Name: "sampler_options", Typ: optab.PFloats, Def: "None"}, {Name: "trials", Typ: optab.PInt, Def: "40"},
-			optab.KeywordOnly(optab.Param{Name: "p", Typ: optab.PFloat, Def: "1.0", Field: "P", Lo: 0, Hi: 1})},
+			optab.KeywordOnly(optab.Param{Name: "p", Typ: optab.PFloat, Def: "1.0", At: func(o *optab.Op) any { return &o.P }, Lo: 0, Hi: 1})},
 		NeedsTargets: true, FromArgs: iouCropArgs,
 		Misplaced: "RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {

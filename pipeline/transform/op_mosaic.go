@@ -47,9 +47,9 @@ func init() {
 	optab.Define(optab.Def{Kind: OpMosaic, Doc: "ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114",
 		Named: true, Geometry: true, Targets: optab.TargetsMove,
 		Params: []optab.Param{
-			{Name: "imgsz", Typ: optab.PInt, Def: "640", Field: "ImgSz", Lo: 32, Hi: optab.MaxSide / 2},
-			{Name: "p", Typ: optab.PFloat, Def: "1.0", Field: "P", Lo: 0, Hi: 1},
-			{Name: "n", Typ: optab.PInt, Def: "4", Field: "Tiles", Lo: 4, Hi: 9},
+			{Name: "imgsz", Typ: optab.PInt, Def: "640", At: func(o *optab.Op) any { return &o.ImgSz }, Lo: 32, Hi: optab.MaxSide / 2},
+			{Name: "p", Typ: optab.PFloat, Def: "1.0", At: func(o *optab.Op) any { return &o.P }, Lo: 0, Hi: 1},
+			{Name: "n", Typ: optab.PInt, Def: "4", At: func(o *optab.Op) any { return &o.Tiles }, Lo: 4, Hi: 9},
 		},
 		Misplaced: "YOLOMosaic after other ops is not supported: it is the geometry, first, fused into the decode",
 		Masks:     func(*optab.Op) error { return fmt.Errorf("%w: masks do not follow YOLOMosaic yet", errs.Unsupported) },
@@ -64,7 +64,7 @@ func init() {
 		Format:    optab.FormatP})
 	optab.Define(optab.Def{Kind: OpCopyPaste, Doc: "ultralytics' CopyPaste: in flip mode, right after a YOLOMosaic, the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; in mixup mode, after the YOLOMosaic's YOLORandomPerspective, with probability p, the copies taken so from another sample made by the same Mosaic and warp; a segment dataset's",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, NeedsTargets: true,
-		Params:    []optab.Param{optab.PParam(0.5), {Name: "mode", Typ: optab.PString, Def: "'flip'", Field: "Mode"}},
+		Params:    []optab.Param{optab.PParam(0.5), {Name: "mode", Typ: optab.PString, Def: "'flip'", At: func(o *optab.Op) any { return &o.Mode }}},
 		Misplaced: "YOLOCopyPaste is supported right after a YOLOMosaic (flip mode) or its YOLORandomPerspective (mixup mode) only (ultralytics' pre_transform)",
 		Masks: func(*optab.Op) error {
 			return fmt.Errorf("%w: masks do not follow YOLOCopyPaste yet", errs.Unsupported)
@@ -74,8 +74,8 @@ func init() {
 		}})
 	optab.Define(optab.Def{Kind: OpCutMix, Doc: "ultralytics' CutMix, last of the YOLOMosaic's ops: with probability p, of num_areas boxes drawn (side ratio sqrt(1 - Beta(beta, beta))), one that overlaps no instance takes another sample's pixels (made by the same ops) and its instances there",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, NeedsTargets: true,
-		Params: []optab.Param{optab.PParam(0), {Name: "beta", Typ: optab.PFloat, Def: "1.0", Field: "Beta", Lo: 0.01, Hi: 100},
-			{Name: "num_areas", Typ: optab.PInt, Def: "3", Field: "Areas", Lo: 1, Hi: 16}},
+		Params: []optab.Param{optab.PParam(0), {Name: "beta", Typ: optab.PFloat, Def: "1.0", At: func(o *optab.Op) any { return &o.Beta }, Lo: 0.01, Hi: 100},
+			{Name: "num_areas", Typ: optab.PInt, Def: "3", At: func(o *optab.Op) any { return &o.Areas }, Lo: 1, Hi: 16}},
 		Misplaced: "YOLOCutMix is supported last of a YOLOMosaic's ops only (ultralytics' v8_transforms)",
 		Masks:     func(*optab.Op) error { return fmt.Errorf("%w: masks do not follow YOLOCutMix yet", errs.Unsupported) },
 		Format: func(b *strings.Builder, op *optab.Op) {

@@ -28,9 +28,9 @@ func init() {
 		Doc:   "transformers' SigLIP2 NaFlex resize: the whole image resized to the largest size, aspect kept, whose patch_size patches fit max_num_patches (sides multiples of patch_size), each sample its own size",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
 		Params: []optab.Param{
-			{Name: "patch_size", Typ: optab.PInt, Def: "16", Field: "Multiple", Lo: 1, Hi: 1024},
-			{Name: "max_num_patches", Typ: optab.PInt, Def: "256", Field: "MaxPixels", Lo: 1, Hi: 1 << 20},
-			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'", Field: "Interp"},
+			{Name: "patch_size", Typ: optab.PInt, Def: "16", At: func(o *optab.Op) any { return &o.Multiple }, Lo: 1, Hi: 1024},
+			{Name: "max_num_patches", Typ: optab.PInt, Def: "256", At: func(o *optab.Op) any { return &o.MaxPixels }, Lo: 1, Hi: 1 << 20},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'", At: func(o *optab.Op) any { return &o.Interp }},
 		},
 		Misplaced: "NaFlexResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {

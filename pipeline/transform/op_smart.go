@@ -34,10 +34,10 @@ func init() {
 		Doc:   "transformers' Qwen2-VL smart_resize: the whole image resized to sides that are multiples of factor (patch_size * merge_size), its area within [min_pixels, max_pixels], each sample its own size",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
 		Params: []optab.Param{
-			{Name: "min_pixels", Typ: optab.PInt, Def: "3136", Field: "MinPixels", Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
-			{Name: "max_pixels", Typ: optab.PInt, Def: "1003520", Field: "MaxPixels", Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
-			{Name: "factor", Typ: optab.PInt, Def: "28", Field: "Multiple", Lo: 1, Hi: 1024},
-			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", Field: "Interp"},
+			{Name: "min_pixels", Typ: optab.PInt, Def: "3136", At: func(o *optab.Op) any { return &o.MinPixels }, Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
+			{Name: "max_pixels", Typ: optab.PInt, Def: "1003520", At: func(o *optab.Op) any { return &o.MaxPixels }, Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
+			{Name: "factor", Typ: optab.PInt, Def: "28", At: func(o *optab.Op) any { return &o.Multiple }, Lo: 1, Hi: 1024},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &o.Interp }},
 		},
 		Misplaced: "SmartResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {

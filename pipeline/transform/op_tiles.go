@@ -36,11 +36,11 @@ func init() {
 		Doc:   "InternVL's dynamic tiling (transformers' GotOcr2ImageProcessor, crop_to_patches): the whole image resized to the grid of tile_size tiles, min_tiles to max_tiles of them, whose aspect is closest to the image's; each sample its own size (the trainer cuts the tiles)",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
 		Params: []optab.Param{
-			{Name: "tile_size", Typ: optab.PInt, Def: "448", Field: "Multiple", Lo: 1, Hi: optab.MaxSide},
-			{Name: "min_tiles", Typ: optab.PInt, Def: "1", Field: "MinPixels", Lo: 1, Hi: maxTiles},
-			{Name: "max_tiles", Typ: optab.PInt, Def: "12", Field: "MaxPixels", Lo: 1, Hi: maxTiles},
-			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", Field: "Interp"},
-			{Name: "tokens_per_tile", Typ: optab.PInt, Def: "256", Field: "TileTokens", Lo: 1, Hi: 1 << 16},
+			{Name: "tile_size", Typ: optab.PInt, Def: "448", At: func(o *optab.Op) any { return &o.Multiple }, Lo: 1, Hi: optab.MaxSide},
+			{Name: "min_tiles", Typ: optab.PInt, Def: "1", At: func(o *optab.Op) any { return &o.MinPixels }, Lo: 1, Hi: maxTiles},
+			{Name: "max_tiles", Typ: optab.PInt, Def: "12", At: func(o *optab.Op) any { return &o.MaxPixels }, Lo: 1, Hi: maxTiles},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &o.Interp }},
+			{Name: "tokens_per_tile", Typ: optab.PInt, Def: "256", At: func(o *optab.Op) any { return &o.TileTokens }, Lo: 1, Hi: 1 << 16},
 		},
 		Misplaced: "TileResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {

@@ -31,7 +31,7 @@ const (
 func init() {
 	optab.Define(optab.Def{Kind: OpRandomRotation, Doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill; expand grows the image to hold all of it",
 		Params: []optab.Param{{Name: "degrees", Typ: optab.PRange}, {Name: "interpolation", Typ: optab.PInterp, Def: "'nearest'"},
-			{Name: "expand", Typ: optab.PBool, Def: "False", Field: "Expand"}, {Name: "center", Typ: optab.PFloats, Def: "None"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
+			{Name: "expand", Typ: optab.PBool, Def: "False", At: func(o *optab.Op) any { return &o.Expand }}, {Name: "center", Typ: optab.PFloats, Def: "None"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks,
 		FromArgs: func(a *optab.Args) optab.Op {
 			op := optab.Op{Degrees: angleArgs(a, "degrees"), Interp: a.Interp("interpolation"), Expand: a.Bool("expand")}

@@ -51,32 +51,32 @@ func init() {
 		optab.Define(d)
 	}
 	yolo(optab.Def{Kind: OpYOLOLoadImage, Doc: "ultralytics' load_image: the whole image, its long side resized to imgsz (cv2.INTER_LINEAR)",
-		Params:   []optab.Param{{Name: "imgsz", Typ: optab.PInt, Def: "640", Field: "ImgSz", Lo: 1, Hi: optab.MaxSide}},
+		Params:   []optab.Param{{Name: "imgsz", Typ: optab.PInt, Def: "640", At: func(o *optab.Op) any { return &o.ImgSz }, Lo: 1, Hi: optab.MaxSide}},
 		Geometry: true, Targets: optab.TargetsInstances,
 		Format: func(b *strings.Builder, op *optab.Op) { fmt.Fprintf(b, "(imgsz=%d)", op.ImgSz) }})
 	yolo(optab.Def{Kind: OpYOLOLetterBox, Doc: "ultralytics' LetterBox: resized to fit new_shape (h, w), padded with 114",
-		Params: []optab.Param{{Name: "new_shape", Typ: optab.PSize, Def: "(640, 640)", Field: "Size", Lo: 1, Hi: optab.MaxSide},
-			{Name: "auto", Typ: optab.PBool, Def: "False", Field: "Auto"}, {Name: "scale_fill", Typ: optab.PBool, Def: "False", Field: "ScaleFill"},
-			{Name: "scaleup", Typ: optab.PBool, Def: "True", Field: "ScaleUp"}, {Name: "center", Typ: optab.PBool, Def: "True", Field: "LetterCenter"},
-			{Name: "stride", Typ: optab.PInt, Def: "32", Field: "Stride", Lo: 1, Hi: 4096}},
+		Params: []optab.Param{{Name: "new_shape", Typ: optab.PSize, Def: "(640, 640)", At: func(o *optab.Op) any { return &o.Size }, Lo: 1, Hi: optab.MaxSide},
+			{Name: "auto", Typ: optab.PBool, Def: "False", At: func(o *optab.Op) any { return &o.Auto }}, {Name: "scale_fill", Typ: optab.PBool, Def: "False", At: func(o *optab.Op) any { return &o.ScaleFill }},
+			{Name: "scaleup", Typ: optab.PBool, Def: "True", At: func(o *optab.Op) any { return &o.ScaleUp }}, {Name: "center", Typ: optab.PBool, Def: "True", At: func(o *optab.Op) any { return &o.LetterCenter }},
+			{Name: "stride", Typ: optab.PInt, Def: "32", At: func(o *optab.Op) any { return &o.Stride }, Lo: 1, Hi: 4096}},
 		Geometry: true, Targets: optab.TargetsInstances,
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(%dx%d, auto=%v, scale_fill=%v, scaleup=%v, center=%v, stride=%d)", op.Size[0], op.Size[1], op.Auto, op.ScaleFill, op.ScaleUp, op.LetterCenter, op.Stride)
 		}})
 	yolo(optab.Def{Kind: OpYOLORandomPerspective, Doc: "ultralytics' RandomPerspective: a random warp into size (w, h; None: the image's), boxes filtered",
-		Params: []optab.Param{{Name: "degrees", Typ: optab.PFloat, Def: "0.0", Field: "YDegrees", Lo: 0, Hi: 360},
-			{Name: "translate", Typ: optab.PFloat, Def: "0.1", Field: "YTranslate", Lo: 0, Hi: 1},
-			{Name: "scale", Typ: optab.PFloat, Def: "0.5", Field: "YScale", Lo: 0, Hi: 0.99},
-			{Name: "shear", Typ: optab.PFloat, Def: "0.0", Field: "YShear", Lo: 0, Hi: 80},
-			{Name: "perspective", Typ: optab.PFloat, Def: "0.0", Field: "YPersp", Lo: 0, Hi: 0.01},
-			{Name: "size", Typ: optab.PSize, Def: "None", Field: "YSize", Lo: 1, Hi: optab.MaxSide}},
+		Params: []optab.Param{{Name: "degrees", Typ: optab.PFloat, Def: "0.0", At: func(o *optab.Op) any { return &o.YDegrees }, Lo: 0, Hi: 360},
+			{Name: "translate", Typ: optab.PFloat, Def: "0.1", At: func(o *optab.Op) any { return &o.YTranslate }, Lo: 0, Hi: 1},
+			{Name: "scale", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &o.YScale }, Lo: 0, Hi: 0.99},
+			{Name: "shear", Typ: optab.PFloat, Def: "0.0", At: func(o *optab.Op) any { return &o.YShear }, Lo: 0, Hi: 80},
+			{Name: "perspective", Typ: optab.PFloat, Def: "0.0", At: func(o *optab.Op) any { return &o.YPersp }, Lo: 0, Hi: 0.01},
+			{Name: "size", Typ: optab.PSize, Def: "None", At: func(o *optab.Op) any { return &o.YSize }, Lo: 1, Hi: optab.MaxSide}},
 		Geometry: true, Targets: optab.TargetsInstances,
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(degrees=%g, translate=%g, scale=%g, shear=%g, perspective=%g, size=%v)", op.YDegrees, op.YTranslate, op.YScale, op.YShear, op.YPersp, op.YSize)
 		}})
 	yolo(optab.Def{Kind: OpYOLORandomHSV, Doc: "ultralytics' RandomHSV: hue, saturation and value by gains drawn in -+(hgain, sgain, vgain)",
-		Params: []optab.Param{{Name: "hgain", Typ: optab.PFloat, Def: "0.5", Field: "HGain", Lo: 0, Hi: 1},
-			{Name: "sgain", Typ: optab.PFloat, Def: "0.5", Field: "SGain", Lo: 0, Hi: 1}, {Name: "vgain", Typ: optab.PFloat, Def: "0.5", Field: "VGain", Lo: 0, Hi: 1}},
+		Params: []optab.Param{{Name: "hgain", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &o.HGain }, Lo: 0, Hi: 1},
+			{Name: "sgain", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &o.SGain }, Lo: 0, Hi: 1}, {Name: "vgain", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &o.VGain }, Lo: 0, Hi: 1}},
 		Targets: optab.TargetsPixels, AnyFormat: true,
 		Step: func(*optab.Op) fn.Step { return fn.Step{Fn: fn.YOLOHSV} }, // its cost
 		Compile: func(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
@@ -102,8 +102,8 @@ func init() {
 			fmt.Fprintf(b, "(hgain=%g, sgain=%g, vgain=%g)", op.HGain, op.SGain, op.VGain)
 		}})
 	yolo(optab.Def{Kind: OpYOLORandomFlip, Doc: "ultralytics' RandomFlip: flipped with probability p in direction, keypoints reordered by flip_idx",
-		Params: []optab.Param{optab.PParam(0.5), {Name: "direction", Typ: optab.PString, Def: "'horizontal'", Field: "Direction"},
-			{Name: "flip_idx", Typ: optab.PInts, Def: "None", Field: "FlipIdx", Lo: 0, Hi: 1023}},
+		Params: []optab.Param{optab.PParam(0.5), {Name: "direction", Typ: optab.PString, Def: "'horizontal'", At: func(o *optab.Op) any { return &o.Direction }},
+			{Name: "flip_idx", Typ: optab.PInts, Def: "None", At: func(o *optab.Op) any { return &o.FlipIdx }, Lo: 0, Hi: 1023}},
 		Targets: optab.TargetsInstances,
 		Compile: func(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 			if err := optab.CheckProb(n.Op, at); err != nil {
