@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/stoker-dev/stoker/pipeline/errs"
+	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -78,5 +79,36 @@ func TestWire(t *testing.T) {
 	}
 	if r := ops[2]; r.Degrees != [2]float64{-10, 10} || !r.FillNone {
 		t.Errorf("RandomRotation(10, fill=None): degrees %v, FillNone %v", r.Degrees, r.FillNone)
+	}
+}
+
+// TestEveryOpAtItsDefaults: every registered op (the geometry's families'
+// too) is read from the wire with only the arguments its schema requires,
+// given by an example, and every default of its schema is one its reading
+// takes: none of them is refused.
+func TestEveryOpAtItsDefaults(t *testing.T) {
+	required := map[string][]any{
+		"size": {224}, "kernel_size": {3}, "mean": {[]float64{0.5, 0.5, 0.5}}, "std": {[]float64{0.2, 0.2, 0.2}},
+		"format": {"XYWH"}, "threshold": {128}, "bits": {4}, "sharpness_factor": {2}, "degrees": {10},
+		"padding": {4}, "target_size": {[]int{640, 480}}, "min_size": {[]int{480}},
+		"transforms": {[]*stokerv1.Op{Wire("RandomHorizontalFlip")}}, "grid_pinpoints": {[]int{336, 672}},
+	}
+	// RandomResize's two sizes: an int each, min < max.
+	own := map[string][]any{"RandomResize": {"min_size", 256, "max_size", 320}}
+	for _, s := range opspkg.OpSchemas() {
+		args, ok := own[s.Name]
+		for _, p := range s.Params {
+			if ok || !p.Required {
+				continue
+			}
+			ex, known := required[p.Name]
+			if !known {
+				t.Fatalf("%s: no example of its required %s", s.Name, p.Name)
+			}
+			args = append(args, p.Name, ex[0])
+		}
+		if _, err := Ops([]*stokerv1.Op{Wire(s.Name, args...)}); err != nil {
+			t.Errorf("%s at its defaults: %v", s.Name, err)
+		}
 	}
 }

@@ -207,12 +207,7 @@ func (a *Args) Ops(name string) []Op {
 }
 
 // show is name's value for a message.
-func (a *Args) show(name string) any {
-	if v, ok := a.vals[name].([]Op); ok {
-		return fmt.Sprintf("[%d ops]", len(v))
-	}
-	return a.vals[name]
-}
+func (a *Args) show(name string) any { return showArg(a.vals[name]) }
 
 // check checks v's kind against p's type (its shape is the getters').
 func (p *Param) check(v any) error {

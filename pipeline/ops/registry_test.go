@@ -42,20 +42,8 @@ func TestRegistrySchemas(t *testing.T) {
 				t.Errorf("%s.%s: default %q: %v", k, p.Name, p.Def, err)
 				continue
 			}
-			if p.Hi <= p.Lo {
-				continue
-			}
-			var nums []float64
-			switch x := v.(type) {
-			case float64:
-				nums = []float64{x}
-			case []float64:
-				nums = x
-			}
-			for _, x := range nums {
-				if x < p.Lo || x > p.Hi {
-					t.Errorf("%s.%s: default %s outside its bounds %v..%v", k, p.Name, p.Def, p.Lo, p.Hi)
-				}
+			if err := p.check(v); err != nil { // its kind and its bounds
+				t.Errorf("%s.%s: default %s: %v", k, p.Name, p.Def, err)
 			}
 		}
 	}
