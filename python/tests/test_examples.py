@@ -177,11 +177,12 @@ def _canon(x):
     if not isinstance(x, dict):
         return x
     x = {k: _canon(v) for k, v in x.items()}
-    for name in ("brightness", "contrast", "saturation", "hue"):
-        v = x.get("colorJitter", {}).pop(name, None)
-        if v is not None:
-            lo, hi = (-v, v) if name == "hue" else (max(1 - v, 0.0), 1 + v)
-            x["colorJitter"][name + "Range"] = {k: b for k, b in (("min", lo), ("max", hi)) if b != 0}
+    if x.get("name") == "ColorJitter":
+        for a in x.get("args", []):
+            if "number" in a:
+                v = a.pop("number")
+                lo, hi = (-v, v) if a["name"] == "hue" else (max(1 - v, 0.0), 1 + v)
+                a["numbers"] = {"values": [lo, hi]}
     return x
 
 
