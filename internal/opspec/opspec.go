@@ -171,9 +171,8 @@ func ops(in []*stokerv1.Op, path string, depth int) ([]opspkg.Op, error) {
 func convert(o *stokerv1.Op, where string, depth int) (opspkg.Op, error) {
 	n := o.GetNamed()
 	if n == nil {
-		if name := retired(o); name != "" {
-			return opspkg.Op{}, fmt.Errorf("%w: transform: %s: %s came as its own message, which this server no longer reads: every op travels as a NamedOp now (upgrade the client)",
-				errs.Unsupported, where, name)
+		if err := retiredErr(o, where); err != nil {
+			return opspkg.Op{}, err
 		}
 		return opspkg.Op{}, fmt.Errorf("%w: transform: %s: the op is empty (a newer client's op this server does not know?)", errs.Unsupported, where)
 	}
@@ -217,6 +216,17 @@ func retired(o *stokerv1.Op) string {
 	return ""
 }
 
+// retiredErr is the refusal of o, at where, when it holds a retired
+// per-op message (nil when it holds none).
+func retiredErr(o *stokerv1.Op, where string) error {
+	name := retired(o)
+	if name == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: transform: %s: %s came as its own message, which this server no longer reads: every op travels as a NamedOp now (upgrade the client)",
+		errs.Unsupported, where, name)
+}
+
 // Retired refuses a spec whose ops include a retired per-op message
 // (retiredOps), naming the op: a JobSpec's unknown fields are dropped
 // before its transform is compiled, so the server asks first.
@@ -224,9 +234,8 @@ func Retired(spec *stokerv1.TransformSpec) error {
 	check := func(ops []*stokerv1.Op, where string) error {
 		for i, o := range ops {
 			if o.GetOp() == nil {
-				if name := retired(o); name != "" {
-					return fmt.Errorf("%w: transform: %sop %d: %s came as its own message, which this server no longer reads: every op travels as a NamedOp now (upgrade the client)",
-						errs.Unsupported, where, i, name)
+				if err := retiredErr(o, fmt.Sprintf("%sop %d", where, i)); err != nil {
+					return err
 				}
 			}
 		}

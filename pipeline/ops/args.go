@@ -163,8 +163,10 @@ func (a *Args) Antialias(op *Op) {
 }
 
 // Fill is a fill of one value or one a channel (None: none, false).
-func (a *Args) Fill(name string) (fill [3]float64, ok bool) {
-	fs := a.Floats(name)
+func (a *Args) Fill(name string) (fill [3]float64, ok bool) { return a.fill(name, a.Floats(name)) }
+
+// fill is the fill fs (nil: None, false) of argument name.
+func (a *Args) fill(name string, fs []float64) (fill [3]float64, ok bool) {
 	switch len(fs) {
 	case 0:
 		return fill, fs != nil
@@ -180,21 +182,18 @@ func (a *Args) Fill(name string) (fill [3]float64, ok bool) {
 // TypedFill sets op's Fill (FillNone where it is None and noneOK, else
 // zero), and with a fill per type the masks' (FillTyped, FillMask).
 func (a *Args) TypedFill(name string, op *Op, noneOK bool) {
-	v := a.vals[name]
-	if t, typed := v.(TypedFill); typed {
-		if !(t.Mask >= 0 && t.Mask <= 255) || t.Mask != math.Trunc(t.Mask) {
-			a.Errorf("%s: the Mask's fill %v: want an integer 0..255 (a uint8 Mask's value)", name, t.Mask)
-		}
-		op.FillTyped, op.FillMask = true, t.Mask
-		a.vals[name] = t.Image
-		if t.Image == nil {
-			a.vals[name] = nil
-		}
-		defer func() { a.vals[name] = v }()
+	t, typed := a.vals[name].(TypedFill)
+	if !typed {
+		op.Fill, _ = a.Fill(name)
+		op.FillNone = noneOK && a.IsNone(name)
+		return
 	}
-	fill, ok := a.Fill(name)
-	op.Fill = fill
-	op.FillNone = !ok && noneOK && a.IsNone(name)
+	if !(t.Mask >= 0 && t.Mask <= 255) || t.Mask != math.Trunc(t.Mask) {
+		a.Errorf("%s: the Mask's fill %v: want an integer 0..255 (a uint8 Mask's value)", name, t.Mask)
+	}
+	op.FillTyped, op.FillMask = true, t.Mask
+	op.Fill, _ = a.fill(name, t.Image)
+	op.FillNone = noneOK && t.Image == nil
 }
 
 // Ops is a container's ops.

@@ -82,7 +82,7 @@ func policyParams(op *Op) *policy.Params {
 func policyArgs(a *Args) Op {
 	var op Op
 	timm := false
-	switch OpKind(a.kind) {
+	switch a.kind {
 	case OpTrivialAugmentWide:
 		op.Bins = a.Int("num_magnitude_bins")
 	case OpRandAugment:

@@ -85,6 +85,7 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms import v2 as T
 from torchvision.transforms.v2 import functional as F
 
+from helpers import wire_args
 from stoker.transforms import from_torchvision, to_spec
 from stoker.v1 import stoker_pb2 as pb
 
@@ -386,16 +387,6 @@ def _fill(fill: Sequence[float]) -> List[float]:
     return [float(v) for v in fill] * (3 if len(fill) == 1 else 1) if fill else [0.0] * 3
 
 
-def _args(o: pb.Op) -> Dict[str, Any]:
-    """A wire op's arguments: numbers, tuples, strings, bools, None."""
-    out: Dict[str, Any] = {}
-    for a in o.named.args:
-        k = a.WhichOneof("value")
-        out[a.name] = {"number": lambda: a.number, "numbers": lambda: list(a.numbers.values), "text": lambda: a.text,
-                       "flag": lambda: a.flag, "none": lambda: None}[k]()
-    return out
-
-
 def _hw(v: Any) -> List[int]:
     return [int(v), int(v)] if not isinstance(v, list) else [int(x) for x in v] * (2 if len(v) == 1 else 1)
 
@@ -405,7 +396,7 @@ def pipeline_ops(spec: pb.TransformSpec) -> List[Dict[str, Any]]:
     geometry, argument for argument as its ops' FromArgs read them."""
     ops = []
     for o in spec.ops:
-        kind, m = o.named.name, _args(o)
+        kind, m = o.named.name, wire_args(o)
         noaa = m.get("antialias", True) is False
         if kind == "RandomResizedCrop":
             ops.append({"Kind": kind, "Size": _hw(m["size"]), "Scale": m.get("scale", [0.08, 1.0]),
