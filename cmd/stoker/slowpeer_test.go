@@ -17,6 +17,11 @@ import (
 const (
 	slowPeerRate  = 10.0 // the healthy worker's batches per second
 	slowPeerShare = 0.08 // the slow worker's rate, as a share of it
+	// slowPeerLeaseTimeout is the --lease-timeout of TestFaultSlowPeer/whole's
+	// coordinator over both peers: past the slow peer's leases (1.25 s
+	// each at its rate, queued at most a window deep) and past any hedge
+	// delay, so that its leases end by a hedge, never by a timeout.
+	slowPeerLeaseTimeout = 30 * time.Second
 )
 
 // slowPeerCluster is the healthy worker, the slow one, and two
@@ -102,7 +107,16 @@ func TestFaultSlowPeer(t *testing.T) {
 
 	t.Run("whole", func(t *testing.T) {
 		ctx := processTest(t, 120*time.Second)
-		c := startSlowPeerCluster(t, ctx, faultSamples, "--cache-affinity=false")
+		// The coordinator's lease timeout is far past any hedge delay
+		// here. A peer's lease reports no progress, so it times out one
+		// timeout after its issue, and a lease hedges only when its delay
+		// (twice the p95 of the job's recent leases, times the leases queued
+		// before it on its maker) is under the timeout. At the harness's 2 s,
+		// a loaded machine that slowed the healthy peer's first leases
+		// pushed the slow peer's second queued lease (2.5 s at its rate)
+		// past the timeout before its hedge was due: reason="timeout",
+		// no hedge, and nothing this test asserts about hedges happened.
+		c := startSlowPeerCluster(t, ctx, faultSamples, "--cache-affinity=false", "--lease-timeout", slowPeerLeaseTimeout.String())
 		var (
 			mu     sync.Mutex
 			marked string
