@@ -101,9 +101,10 @@ type Decoder struct {
 	// steps, Normalize), measured when the Decoder times stages (an
 	// Executor's, with a StageObserver); 0 otherwise.
 	post time.Duration
-	// The last Decode's views, each one's plan and steps (its trace); the
-	// plans and offsets handed to the decode; the ops' scratch and drawer.
-	vd    []viewDraw
+	// plan is the last Decode's sample plan (transform.Plan: each view's
+	// geometry and steps, its trace); plans its views' geometry, handed to
+	// the decode, and offs its offsets; ops the ops' scratch.
+	plan  transform.Plan
 	plans []transform.SamplePlan
 	offs  []int
 	soffs []int
@@ -111,7 +112,6 @@ type Decoder struct {
 	dplans []transform.SamplePlan
 	voffs  []int
 	ops    ops.Scratch
-	drawer ops.Drawer
 	// admitNow: the sample has copies to come (repeated augmentation), so
 	// its file is admitted to the coefficient cache on this decode rather
 	// than its second. Set by the Executor per sample.
@@ -122,11 +122,9 @@ type Decoder struct {
 	canvas, mid []byte
 	yoloRoom    yoloScratch
 	// boxSrc and boxIdx: where the sample's source boxes are, for a
-	// RandomIoUCrop's draw (SetBoxSource); boxes and boxRoom its scratch.
-	boxSrc  transform.Targeted
-	boxIdx  int
-	boxes   targets.Targets
-	boxRoom [][4]float32
+	// RandomIoUCrop's draw (SetBoxSource).
+	boxSrc transform.Targeted
+	boxIdx int
 	// epoch is the last sample's Key.Epoch: its trace and targets (AtEpoch).
 	epoch uint64
 	// multi: the multi-image geometry's partners and scratch
@@ -137,17 +135,6 @@ type Decoder struct {
 	// padded is canvasView's room for an AnyResResize's image before its
 	// padding (at most its slot's size).
 	padded []byte
-}
-
-// viewDraw is what one view of the last sample drew: its geometry's plan
-// and its ops' steps; pre the steps of the ops before the geometry
-// (Transform.pre), run on the image at its own size before a canvas plan's
-// geometry.
-type viewDraw struct {
-	plan  transform.SamplePlan
-	steps []fn.Step
-	pre   []fn.Step
-	multi *transform.MultiDraw // a Mosaic's draw (decode_multi.go), nil for none
 }
 
 // NewDecoder returns a Decoder with the given options.
@@ -299,7 +286,7 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 			}
 			if p := &d.plans[v]; p.Canvas {
 				vp := &d.dplans[v]
-				if pre := d.vd[v].pre; len(pre) > 0 && (dup == nil || !dup[v]) {
+				if pre := d.plan.Views[v].Pre; len(pre) > 0 && (dup == nil || !dup[v]) {
 					if _, err := d.applyGuarded(pre, kernels.Planes{Pix: dst[d.voffs[v]:][:3*vp.OutW*vp.OutH], W: vp.OutW, H: vp.OutH}); err != nil {
 						return err
 					}
@@ -339,7 +326,7 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 		if vt.Varies() || vt.GeomW() > 0 { // room for the steps that grow it (rotate's expand), up to the bound
 			pix = dst[doffs[v]:][: 3*w*h : vt.RoomFor(hd.w, hd.h)]
 		}
-		w, h, err := d.finishView(vt.Transform, &d.vd[v], pix, decLayout, direct, out[offs[v]:], w, h)
+		w, h, err := d.finishView(vt.Transform, &d.plan.Views[v], pix, decLayout, direct, out[offs[v]:], w, h)
 		if err == nil && !vt.Varies() && (w != vt.OutW() || h != vt.OutH()) {
 			err = fmt.Errorf("%w: the ops made a %dx%d image, not the transform's %dx%d", errs.Unsupported, w, h, vt.OutW(), vt.OutH())
 		}
@@ -357,78 +344,22 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 	return nil
 }
 
-// draw plans each of t's views of a w x h image for key k (view v with
-// k.View + v: a batch's samples have View 0) and draws its steps, into d.vd and d.plans. It returns
-// whether the decode writes the output's bytes (uint8, and the layout the
-// ops need) and the layout it decodes to: planes for ops, which an HWC
-// output gets packed after them.
+// draw draws the sample's plan for key k of a source of header hd
+// (transform.Plan: its boxes, when a RandomIoUCrop draws against them,
+// from SetBoxSource's) into d.plan, and each view's geometry into d.plans.
+// It returns whether the decode writes the output's bytes (uint8, and the
+// layout the ops need) and the layout it decodes to: planes for ops, which
+// an HWC output gets packed after them.
 func (d *Decoder) draw(t *transform.Transform, hd *header, k det.Key) (direct bool, decLayout transform.Layout, err error) {
-	t = t.Sampler(sk).AtEpoch(k.Epoch) // without the ops a stop_epoch switched off
 	d.epoch = k.Epoch
-	nv := t.Views()
-	if cap(d.vd) < nv {
-		d.vd = append(d.vd[:cap(d.vd)], make([]viewDraw, nv-cap(d.vd))...)
+	d.plans = d.plans[:0]
+	if err := t.Plan(&d.plan, hd.w, hd.h, k, transform.BoxSource{From: d.boxSrc, Index: d.boxIdx}); err != nil {
+		return false, 0, err
 	}
-	d.vd, d.plans = d.vd[:nv], d.plans[:0]
-	direct, decLayout = true, t.Layout()
-	for v := range nv {
-		vt, kv := t.View(v).Sampler(sk), k
-		kv.View += uint64(v)
-		var src *targets.Targets
-		if vt.IoUOp() != nil && vt.IoUOn() && d.boxSrc != nil {
-			src = &d.boxes
-			src.Reset()
-			if err := d.boxSrc.SourceTargets(d.boxIdx, hd.w, hd.h, &src.Instances); err != nil {
-				return false, 0, fmt.Errorf("targets: %w", err)
-			}
-		}
-		kg := kv           // the plan's and the ops before it's
-		if t.SharedPre() { // a processor's views of one augmented image: view 0's crop, flip and ops before
-			kg = k
-		}
-		p, err := vt.PlanBoxes(hd.w, hd.h, kg, src, &d.boxRoom)
-		// RandomResizedCrop's fallback (torchvision's formula) rounds a
-		// side to zero on images much thinner than its ratio range: (3,
-		// 4) on a 1x10 image, say. Neither path can resample an empty
-		// crop (the reference path would return a sample of stale
-		// bytes).
-		if err == nil && (p.CW < 1 || p.CH < 1) {
-			err = fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", errs.Unsupported, hd.w, hd.h, p.CW, p.CH)
-		}
-		if err != nil {
-			if nv > 1 {
-				err = fmt.Errorf("view %d: %w", v, err)
-			}
-			return false, 0, err
-		}
-		p.Exact = t.DecodeMode() == transform.DecodeExact
-		vd := &d.vd[v]
-		vd.plan, vd.steps, vd.multi = p, vd.steps[:0], nil
-		if len(vt.PostNodes()) > 0 {
-			if cap(vd.steps) < vt.MaxSteps() {
-				vd.steps = make([]fn.Step, 0, vt.MaxSteps())
-			}
-			w, h := vt.SampleSize(&p)
-			vd.steps = vt.DrawInto(&d.drawer, kv, w, h, vd.steps)
-		}
-		vd.pre = vd.pre[:0]
-		if len(vt.PreNodes()) > 0 {
-			if cap(vd.pre) < vt.MaxPre() {
-				vd.pre = make([]fn.Step, 0, vt.MaxPre())
-			}
-			if vd.pre = vt.DrawPreInto(&d.drawer, kg, vd.pre); len(vd.pre) > 0 {
-				direct, decLayout = false, transform.CHW // the steps run on planes
-			}
-		}
-		if vt.NormOp() != nil {
-			direct = false
-		}
-		if len(vd.steps) > 0 && t.Layout() == transform.HWC {
-			direct, decLayout = false, transform.CHW
-		}
-		d.plans = append(d.plans, p)
+	for v := range d.plan.Views {
+		d.plans = append(d.plans, d.plan.Views[v].Geom)
 	}
-	return direct, decLayout, nil
+	return d.plan.Direct, d.plan.Layout, nil
 }
 
 // canvasView makes a canvas plan's view of src (the image decoded at its
@@ -456,8 +387,8 @@ func (d *Decoder) canvasView(dst []byte, p *transform.SamplePlan, src []byte, la
 
 // noSteps reports whether no view of the last sample drew a step.
 func (d *Decoder) noSteps() bool {
-	for i := range d.vd {
-		if len(d.vd[i].steps) > 0 {
+	for i := range d.plan.Views {
+		if len(d.plan.Views[i].Steps) > 0 {
 			return false
 		}
 	}
@@ -470,9 +401,9 @@ func (d *Decoder) noSteps() bool {
 // normalized or copied (of per-sample sizes, compact: compactOut). It
 // returns the size after the steps (rotate's expand may grow it, in
 // pix's room).
-func (d *Decoder) finishView(t *transform.Transform, vd *viewDraw, pix []byte, decLayout transform.Layout, direct bool, slot []byte, w, h int) (int, int, error) {
-	if len(vd.steps) > 0 {
-		p, err := d.applyGuarded(vd.steps, kernels.Planes{Pix: pix, W: w, H: h})
+func (d *Decoder) finishView(t *transform.Transform, vp *transform.ViewPlan, pix []byte, decLayout transform.Layout, direct bool, slot []byte, w, h int) (int, int, error) {
+	if len(vp.Steps) > 0 {
+		p, err := d.applyGuarded(vp.Steps, kernels.Planes{Pix: pix, W: w, H: h})
 		if err != nil {
 			return w, h, err
 		}

@@ -6,9 +6,9 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
-	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv" // The multi-image geometry: a sample made of its own image and partners
+
 	// read from the dataset (a Mosaic, op_mosaic.go). The executor reads the
 	// partners' bytes in the sample's lease (readPartners) and hands them to
 	// its Decoder (SetPartners); the decode makes each image whole, at its
@@ -40,7 +40,7 @@ type multiState struct {
 	off  [1]int
 	// canvas is a mosaic's before the YOLORandomPerspective after it, mix
 	// a MixUp partner's image; drawn what the last sample drew
-	// (its trace and targets read it through viewDraw.multi).
+	// (its trace and targets read it through its plan's ViewPlan.Multi).
 	canvas, mix, cut []byte
 	drawn            transform.MultiDraw
 	ins              []cv.Instances
@@ -314,21 +314,9 @@ func (d *Decoder) decodeMosaic(data []byte, t *transform.Transform, k det.Key, o
 	if len(idx) != 0 {
 		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (SetPartners before Decode)", errs.Unsupported, len(idx))
 	}
-	if cap(d.vd) < 1 {
-		d.vd = make([]viewDraw, 1)
-	}
-	d.vd = d.vd[:1]
-	vd := &d.vd[0]
-	vd.plan = transform.SamplePlan{Geom: transform.CropResize, SrcW: w, SrcH: h, CW: w, CH: h, OutW: w, OutH: h, Exact: true}
-	vd.steps, vd.pre, vd.multi = vd.steps[:0], vd.pre[:0], dr
-	if len(at.PostNodes()) > 0 {
-		if cap(vd.steps) < at.MaxSteps() {
-			vd.steps = make([]fn.Step, 0, at.MaxSteps())
-		}
-		vd.steps = at.DrawInto(&d.drawer, k, w, h, vd.steps)
-	}
-	d.plans = append(d.plans[:0], vd.plan)
-	_, _, err = d.finishView(at.Transform, vd, img.Pix, transform.CHW, direct, out[offs[0]:][:at.ViewBytes()], w, h)
+	t.PlanMulti(&d.plan, w, h, k, dr)
+	d.plans = append(d.plans[:0], d.plan.Views[0].Geom)
+	_, _, err = d.finishView(at.Transform, &d.plan.Views[0], img.Pix, transform.CHW, direct, out[offs[0]:][:at.ViewBytes()], w, h)
 	return err
 }
 

@@ -30,27 +30,27 @@ func (d *Decoder) appendTargets(b []byte, t *transform.Transform, ds transform.T
 	if t.Sampler(sk).ViewList() != nil {
 		return b, fmt.Errorf("%w: targets do not support views yet", errs.Unsupported)
 	}
-	vd, t := &d.vd[0], t.Sampler(sk).AtEpoch(d.epoch)
+	vp, t := &d.plan.Views[0], t.Sampler(sk).AtEpoch(d.epoch)
 	d.targets.ContiguousLabels = fs.ContiguousLabels() // kept by Reset, for the partners' too
-	if vd.multi != nil {
-		return d.appendMosaicTargets(b, t, ds, fs, vd.multi)
+	if vp.Multi != nil {
+		return d.appendMosaicTargets(b, t, ds, fs, vp.Multi)
 	}
 	tg := &d.targets
 	tg.Reset()
 	tg.WantMasks = fs.Masks()
-	w0, h0, err := sourceTargets(ds, i, &vd.plan, &tg.Instances)
+	w0, h0, err := sourceTargets(ds, i, &vp.Geom, &tg.Instances)
 	if err != nil {
 		return b, err
 	}
 	if tg.WantMasks {
-		tg.StartMasks(vd.plan.SrcW, vd.plan.SrcH)
+		tg.StartMasks(vp.Geom.SrcW, vp.Geom.SrcH)
 	}
 	// The geometry's steps, then the ops' (the trace's order), in two
 	// calls: no list of both is made.
 	var geo [6]fn.Step
-	w, h, err := transform.MoveTargets(tg, w0, h0, t.Sampler(sk).GeometrySteps(&vd.plan, geo[:0]))
+	w, h, err := transform.MoveTargets(tg, w0, h0, t.Sampler(sk).GeometrySteps(&vp.Geom, geo[:0]))
 	if err == nil {
-		w, h, err = transform.MoveTargets(tg, w, h, vd.steps)
+		w, h, err = transform.MoveTargets(tg, w, h, vp.Steps)
 	}
 	if err != nil {
 		return b, err
@@ -148,7 +148,7 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *transform.Transform, ds trans
 	if err := setMosaicTargets(&tg.Instances, &all); err != nil {
 		return b, err
 	}
-	w, h, err := transform.MoveTargets(tg, t.Sampler(sk).OutW(), t.Sampler(sk).OutH(), d.vd[0].steps)
+	w, h, err := transform.MoveTargets(tg, t.Sampler(sk).OutW(), t.Sampler(sk).OutH(), d.plan.Views[0].Steps)
 	if err != nil {
 		return b, err
 	}
@@ -324,90 +324,14 @@ func partnerErr(j int, m *transform.MosaicDraw, err error) error {
 // against.
 func (d *Decoder) SetBoxSource(ds transform.Targeted, i int) { d.boxSrc, d.boxIdx = ds, i }
 
-// AppendTrace appends the trace of the last sample d decoded with t (a
-// JSON list of [op, {arguments}] pairs: see AppendTrace) to b; of a
-// transform of several views, a JSON list of each view's, in order. It is
-// only meaningful after a Decode that succeeded.
-func (d *Decoder) AppendTrace(b []byte, t *transform.Transform) []byte {
-	if t = t.Sampler(sk).AtEpoch(d.epoch); t.Sampler(sk).ViewList() == nil {
-		return d.vd[0].appendTrace(b, t)
-	}
-	b = append(b, '[')
-	for v := range t.Sampler(sk).ViewList() {
-		if v > 0 {
-			b = append(b, ',')
-		}
-		b = d.vd[v].appendTrace(b, t.Sampler(sk).ViewList()[v])
-	}
-	return append(b, ']')
+// AppendTrace appends the trace of the last sample d decoded (a JSON list
+// of [op, {arguments}] pairs: see transform.AppendTrace) to b; of a
+// transform of several views, a JSON list of each view's, in order: its
+// plan's (transform.Plan.AppendTrace). It is only meaningful after a
+// Decode that succeeded.
+func (d *Decoder) AppendTrace(b []byte) []byte {
+	return d.plan.AppendTrace(b)
 }
-
-// appendTrace appends one view's trace, as drawn for t, to b.
-func (vd *viewDraw) appendTrace(b []byte, t *transform.Transform) []byte {
-	var geo [6]fn.Step
-	b = append(b, '[')
-	n := 0
-	sep := func() {
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-	}
-	if st, ok := vd.plan.PreCropStep(); ok { // a crop before the ops before the geometry
-		sep()
-		b = st.AppendJSON(b)
-	}
-	for _, st := range vd.pre {
-		sep()
-		b = st.AppendJSON(b)
-	}
-	geom := t.Sampler(sk).GeometrySteps(&vd.plan, geo[:0])
-	if vd.multi != nil { // a Mosaic's sample: its entries are its geometry
-		sep()
-		b, geom = vd.multi.AppendJSON(b), nil
-	}
-	for _, st := range geom {
-		sep()
-		b = st.AppendJSON(b)
-	}
-	for i := range vd.steps {
-		sep()
-		b = vd.steps[i].AppendJSON(b)
-	}
-	if t.Sampler(sk).NormOp() != nil {
-		sep()
-		st := fn.Step{Fn: fn.Normalize}
-		copy(st.F[:3], t.Sampler(sk).NormOp().Mean[:])
-		copy(st.F[3:], t.Sampler(sk).NormOp().Std[:])
-		b = st.AppendJSON(b)
-	}
-	return append(b, ']')
-}
-
-// traceBoxes is Transform.TraceBoxes (its Tracer): a Decoder's draw of
-// the sample, without decoding anything.
-func traceBoxes(t *transform.Transform, srcW, srcH int, k det.Key, boxes [][4]float32) ([]byte, error) {
-	var d Decoder
-	if boxes != nil {
-		d.SetBoxSource(fixedBoxes(boxes), 0)
-	}
-	if _, _, err := d.draw(t, &header{w: srcW, h: srcH}, k); err != nil {
-		return nil, err
-	}
-	return d.AppendTrace(nil, t), nil
-}
-
-// fixedBoxes is a Targeted of one sample's boxes, label 0 each.
-type fixedBoxes [][4]float32
-
-func (b fixedBoxes) SourceTargets(i, w, h int, t *transform.Instances) error {
-	for _, bx := range b {
-		t.Add(bx, 0, false)
-	}
-	return nil
-}
-
-func init() { transform.Tracer = traceBoxes }
 
 // copyPasteMix is CopyPaste in mixup mode on img, the pre_transform of
 // key k (its mosaic mo, warped by pp) already made, when t has one and it

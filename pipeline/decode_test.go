@@ -506,14 +506,14 @@ func TestExactRandomCrop(t *testing.T) {
 					if err := d.Decode(data, tr, k, got); err != nil {
 						t.Fatalf("%v %v: %v", op.Size, op.Padding, err)
 					}
-					steps, err := transform.ParseTrace(d.AppendTrace(nil, tr))
+					steps, err := transform.ParseTrace(d.AppendTrace(nil))
 					if err != nil {
 						t.Fatal(err)
 					}
 					want, top, left := padCropReference(full, 61, 40, steps, layout)
 					tops[top], lefts[left] = true, true
 					if !bytes.Equal(got, want) {
-						t.Fatalf("%s ref=%v %s %v %v flip=%v sample %d: not the padded crop of the trace %s", enc, ref, layout, op.Size, op.Padding, flip, i, d.AppendTrace(nil, tr))
+						t.Fatalf("%s ref=%v %s %v %v flip=%v sample %d: not the padded crop of the trace %s", enc, ref, layout, op.Size, op.Padding, flip, i, d.AppendTrace(nil))
 					}
 				}
 				pw := 61 + op.Padding[0] + op.Padding[2]
@@ -584,7 +584,7 @@ func TestExactPad(t *testing.T) {
 					if err := d.Decode(data, tr, k, got); err != nil {
 						t.Fatalf("%s: %v", opspkg.OpsString(ops), err)
 					}
-					trace := d.AppendTrace(nil, tr)
+					trace := d.AppendTrace(nil)
 					steps, err := transform.ParseTrace(trace)
 					if err != nil {
 						t.Fatal(err)

@@ -147,7 +147,7 @@ func TestWebPMatchesTorchvision(t *testing.T) {
 				if err := d.Decode(data, tr, det.Key{}, got); err != nil {
 					t.Fatal(err)
 				}
-				y0, x0 := d.vd[0].plan.CY, d.vd[0].plan.CX
+				y0, x0 := d.plan.Views[0].Geom.CY, d.plan.Views[0].Geom.CX
 				var exp []byte
 				for y := y0; y < y0+s[0]; y++ {
 					exp = append(exp, want[3*(y*w+x0):3*(y*w+x0+s[1])]...)

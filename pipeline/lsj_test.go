@@ -39,7 +39,7 @@ func TestExactLSJDecode(t *testing.T) {
 					if err := d.Decode(data, tr, det.Key{Seed: 2, Index: i}, got); err != nil {
 						t.Fatal(err)
 					}
-					p := d.vd[0].plan
+					p := d.plan.Views[0].Geom
 					rw, rh := p.SrcW, p.SrcH
 					whole := make([]byte, 3*rw*rh)
 					if tr.Sampler(sk).JitterOp() != nil {

@@ -416,7 +416,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		}
 		r.errs[i] = err
 		if err == nil && r.traces != nil {
-			r.traces[i] = d.AppendTrace(r.traces[i][:0], r.t)
+			r.traces[i] = d.AppendTrace(r.traces[i][:0])
 		}
 		if e.cpu != nil {
 			used := e.cpu() - c0

@@ -42,12 +42,12 @@ func TestExactSegDecode(t *testing.T) {
 				if err := d.Decode(data, tr, det.Key{Seed: 3, Index: i}, got); err != nil {
 					t.Fatal(err)
 				}
-				trace := d.AppendTrace(nil, tr)
+				trace := d.AppendTrace(nil)
 				steps, err := transform.ParseTrace(trace)
 				if err != nil {
 					t.Fatal(err)
 				}
-				p := d.vd[0].plan
+				p := d.plan.Views[0].Geom
 				if steps[0].Fn != fn.Resize || steps[0].I[4] != p.RH || steps[0].I[5] != p.RW {
 					t.Fatalf("%s key %d: trace %v does not start with the plan's resize to %dx%d", opspkg.OpsString(ops), i, steps, p.RW, p.RH)
 				}

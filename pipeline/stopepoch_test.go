@@ -57,8 +57,8 @@ func TestExactStopEpochPixels(t *testing.T) {
 				if err := d.Decode(data, stop, det.Key{Seed: 3, Epoch: 1, Index: i}, got); err != nil {
 					t.Fatal(err)
 				}
-				trace := string(d.AppendTrace(nil, stop))
-				if d.vd[0].plan.PreFlip {
+				trace := string(d.AppendTrace(nil))
+				if d.plan.Views[0].Geom.PreFlip {
 					flipped++
 					if !strings.Contains(trace, "horizontal_flip") {
 						t.Errorf("%s %s sample %d: flipped, trace %s", mode, c.name, i, trace)
@@ -123,12 +123,12 @@ func TestExactStopEpochZoomGeometries(t *testing.T) {
 					if err := d.Decode(data, ref, k, want); err != nil {
 						t.Fatal(err)
 					}
-					wantTrace := string(d.AppendTrace(nil, ref))
+					wantTrace := string(d.AppendTrace(nil))
 					got := make([]byte, stop.SampleBytes())
 					if err := d.Decode(data, stop, k, got); err != nil {
 						t.Fatal(err)
 					}
-					trace := string(d.AppendTrace(nil, stop))
+					trace := string(d.AppendTrace(nil))
 					if !bytes.Equal(got, want) || trace != wantTrace {
 						t.Errorf("%s, %s, epoch %d, sample %d: trace %s, want %s (bytes equal: %v)", geo[0].Kind, c.name, ep, i, trace, wantTrace, bytes.Equal(got, want))
 					}

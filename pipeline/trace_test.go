@@ -3,23 +3,24 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"image"
+	"image/jpeg"
 	"strings"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/testops"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
-// TestTracerHook: pipeline/internal/testops' TraceBoxes, the Tracer
-// pipeline/transform's tests draw through (their binary does not link
-// this package, whose Decoder is the Tracer everywhere else), is the
-// Decoder's trace byte for byte, errors alike: over every preset, the
-// recipes the tests share, a stop_epoch's epochs before and after, a
-// fast decode mode, and several views.
-func TestTracerHook(t *testing.T) {
+// TestTraceIsTheDecodersPlan: Transform.TraceBoxes, the plan drawn
+// without decoding (what `stoker ops draw` prints and the sampling tests
+// count), is the trace of the plan the Decoder executes on a real decode
+// of the same sample, byte for byte, errors alike: over every preset, the
+// recipes the tests share, a stop_epoch's epochs before and after, a fast
+// decode mode, several views, and a crop that comes out empty.
+func TestTraceIsTheDecodersPlan(t *testing.T) {
 	trs := map[string]*transform.Transform{}
 	for _, name := range transform.PresetNames() {
 		tr, err := transform.ParseTransform(name, transform.CHW)
@@ -42,20 +43,42 @@ func TestTracerHook(t *testing.T) {
 	trs["detr stopped at 1"] = stop
 	trs["detr fast"] = trs["detr"].WithDecode(transform.DecodeFast)
 	trs["empty crop"] = mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{3, 4}})
-	boxes := [][4]float32{{40, 60, 200, 300}, {300, 100, 620, 460}, {10, 10, 30, 40}}
+	views, err := transform.NewViews(transform.CHW, transform.ViewGroup{Count: 2, Ops: recipeOps()},
+		transform.ViewGroup{Count: 1, Ops: []ops.Op{{Kind: transform.OpCenterCrop, Size: [2]int{40, 61}}, {Kind: ops.OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trs["views"] = views
+	var thin bytes.Buffer // a 1x10 image: RandomResizedCrop's fallback empties its crop
+	if err := jpeg.Encode(&thin, image.NewGray(image.Rect(0, 0, 1, 10)), nil); err != nil {
+		t.Fatal(err)
+	}
+	files := append(goldenJPEGs()[:2], thin.Bytes())
+	boxes := fixedBoxes{{40, 60, 200, 300}, {300, 100, 480, 360}, {10, 10, 30, 40}}
+	d := NewDecoder()
+	defer d.Close()
 	for name, tr := range trs {
 		compared, mosaics, refused := 0, 0, 0
-		for i := range uint64(24) {
-			for _, size := range [][2]int{{640, 480}, {1, 10}} {
+		for i := range uint64(12) {
+			for _, data := range files {
+				hd, err := parseHeader(data)
+				if err != nil {
+					t.Fatal(err)
+				}
 				k := det.Key{Seed: 5, Epoch: i % 3, Index: i}
-				want, err := tr.TraceBoxes(size[0], size[1], k, boxes)
+				want, err := tr.TraceBoxes(hd.w, hd.h, k, boxes)
 				if err != nil && strings.Contains(err.Error(), "needs its partners' images") {
 					mosaics++
-					continue // a Mosaic's draw: refused before the Tracer
+					continue // a Mosaic's draw: its executor's (TestMosaicPartners reads its traces)
 				}
-				got, err2 := testops.TraceBoxes(tr, size[0], size[1], k, boxes)
+				d.SetBoxSource(boxes, 0)
+				err2 := d.Decode(data, tr, k, make([]byte, tr.SampleBytes()))
+				var got []byte
+				if err2 == nil {
+					got = d.AppendTrace(nil)
+				}
 				if !bytes.Equal(got, want) || (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
-					t.Fatalf("%s, %dx%d, key %+v: testops' trace %s (%v), the Decoder's %s (%v)", name, size[0], size[1], k, got, err2, want, err)
+					t.Fatalf("%s, %dx%d, key %+v: the decode's trace %s (%v), the plan's %s (%v)", name, hd.w, hd.h, k, got, err2, want, err)
 				}
 				compared++
 				if err != nil {
@@ -65,7 +88,7 @@ func TestTracerHook(t *testing.T) {
 		}
 		bad := compared == 0 && mosaics == 0 || compared > 0 && refused == compared
 		if name == "empty crop" {
-			bad = refused == 0 // its 1x10 images' crops are empty
+			bad = refused == 0 // the 1x10 image's crops are empty
 		}
 		if bad {
 			t.Errorf("%s: %d traces compared, %d of them refused (%d Mosaic draws)", name, compared, refused, mosaics)

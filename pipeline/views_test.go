@@ -175,7 +175,7 @@ func TestViewsTrace(t *testing.T) {
 			t.Fatal(err)
 		}
 		var views []json.RawMessage
-		got := d.AppendTrace(nil, tr)
+		got := d.AppendTrace(nil)
 		if err := json.Unmarshal(got, &views); err != nil || len(views) != len(singles) {
 			t.Fatalf("trace %s: %v, %d views", got, err, len(views))
 		}
@@ -301,7 +301,7 @@ func TestSharedPreViews(t *testing.T) {
 			t.Fatal(err)
 		}
 		var views [][]json.RawMessage
-		if got := d.AppendTrace(nil, tr); json.Unmarshal(got, &views) != nil || len(views) != 3 {
+		if got := d.AppendTrace(nil); json.Unmarshal(got, &views) != nil || len(views) != 3 {
 			t.Fatalf("trace %s", got)
 		}
 		for v := range views {
@@ -437,7 +437,7 @@ func checkCropBefore(t *testing.T, d *Decoder, data []byte, f int, layout transf
 		t.Fatal(err)
 	}
 	var traces [][]json.RawMessage
-	if got := d.AppendTrace(nil, tr); json.Unmarshal(got, &traces) != nil || len(traces) != len(geoms) {
+	if got := d.AppendTrace(nil); json.Unmarshal(got, &traces) != nil || len(traces) != len(geoms) {
 		t.Fatalf("trace %s", got)
 	}
 	for v := range traces { // each view's first step: the one crop

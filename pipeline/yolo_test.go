@@ -80,7 +80,7 @@ func TestYOLOPipelineIsItsKernels(t *testing.T) {
 		if err := dec.Decode(data, tf, k, out); err != nil {
 			t.Fatal(err)
 		}
-		steps, err := transform.ParseTrace(dec.AppendTrace(nil, tf))
+		steps, err := transform.ParseTrace(dec.AppendTrace(nil))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,7 +39,7 @@ func TestExactZoomOutDecode(t *testing.T) {
 				if err := d.Decode(data, zoom, det.Key{Seed: 1, Index: i}, got); err != nil {
 					t.Fatal(err)
 				}
-				p := d.vd[0].plan
+				p := d.plan.Views[0].Geom
 				if !p.Canvas || p.ZoomW*p.ZoomH <= p.SrcW*p.SrcH {
 					t.Fatalf("plan %+v: not a canvas", p)
 				}

@@ -48,7 +48,7 @@ func TestBoundRecipes(t *testing.T) {
 		}
 		crops, zooms := 0, 0
 		for i := range uint64(300) {
-			p, err := tr.sampler().PlanBoxes(300, 280, det.Key{Seed: 3, Index: i}, &boxes, nil)
+			p, err := tr.sampler().planBoxes(300, 280, det.Key{Seed: 3, Index: i}, &boxes, nil)
 			if err != nil {
 				t.Fatalf("%s key %d: %v", name, i, err)
 			}
@@ -81,7 +81,7 @@ func TestBoundRecipes(t *testing.T) {
 		small, _ := NewTransformBound(CHW, [2]int{270, 310}, ops...)
 		failed := 0
 		for i := range uint64(100) {
-			_, err := small.sampler().PlanBoxes(300, 280, det.Key{Seed: 3, Index: i}, &boxes, nil)
+			_, err := small.sampler().planBoxes(300, 280, det.Key{Seed: 3, Index: i}, &boxes, nil)
 			if err == nil {
 				continue
 			}
@@ -161,13 +161,13 @@ func TestBoundStopEpoch(t *testing.T) {
 	for i := range uint64(200) {
 		for _, epoch := range []uint64{1, 2} {
 			at := st.sampler().AtEpoch(epoch).sampler()
-			p, err := at.PlanBoxes(300, 280, det.Key{Seed: 3, Epoch: epoch, Index: i}, &boxes, nil)
+			p, err := at.planBoxes(300, 280, det.Key{Seed: 3, Epoch: epoch, Index: i}, &boxes, nil)
 			if err != nil {
 				t.Fatalf("epoch %d key %d: %v", epoch, i, err)
 			}
 			w, h := at.SampleSize(&p)
-			if epoch == 2 && (w != 300 || h != 280 || p.Zoomed || p.IoU || len(at.PreNodes()) > 0) {
-				t.Fatalf("after stop_epoch, key %d: %dx%d (zoomed %v, crop %v, %d ops before)", i, w, h, p.Zoomed, p.IoU, len(at.PreNodes()))
+			if epoch == 2 && (w != 300 || h != 280 || p.Zoomed || p.IoU || len(at.pre) > 0) {
+				t.Fatalf("after stop_epoch, key %d: %dx%d (zoomed %v, crop %v, %d ops before)", i, w, h, p.Zoomed, p.IoU, len(at.pre))
 			}
 			if epoch == 1 && (w > 300 || h > 280) {
 				grown++

@@ -291,9 +291,9 @@ func (t *Transform) StopEpoch() (epoch uint64, kinds []optab.OpKind, ok bool) {
 	return t.stop.epoch, slices.Clone(t.stop.kinds), true
 }
 
-// IoUOn reports whether t's RandomIoUCrop draws its crop (not switched
+// iouOn reports whether t's RandomIoUCrop draws its crop (not switched
 // off by a stop_epoch).
-func (t sampler) IoUOn() bool { return t.stop == nil || !t.stop.iouOff }
+func (t sampler) iouOn() bool { return t.stop == nil || !t.stop.iouOff }
 
 // stopString describes t's stop_epoch for String ("" for none).
 func (t *Transform) stopString() string {

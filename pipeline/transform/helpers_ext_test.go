@@ -6,14 +6,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/internal/samplerkey"
 	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
 	"github.com/stoker-dev/stoker/pipeline/internal/testops"
-	"github.com/stoker-dev/stoker/pipeline/transform"
 )
-
-// The Tracer Transform.Trace draws through: the root's Decoder where the
-// root is linked; in this package's test binary, which does not link it,
-// testops' copy of that draw (the root's TestTracerHook holds the two to
-// the same bytes).
-func init() { transform.Tracer = testops.TraceBoxes }
 
 // The external tests' helpers: NewTransform's must and the op lists they
 // share with the root's tests (pipeline/internal/testops, which imports

@@ -167,12 +167,12 @@ type region struct {
 // Plan computes a sample's plan. A CenterCrop larger than the image is
 // padded with zeros, as torchvision pads it (samplePlan.padded).
 func (t sampler) Plan(srcW, srcH int, k det.Key) (SamplePlan, error) {
-	return t.PlanBoxes(srcW, srcH, k, nil, nil)
+	return t.planBoxes(srcW, srcH, k, nil, nil)
 }
 
-// PlanBoxes is plan for a sample whose boxes are src (nil: none known;
+// planBoxes is plan for a sample whose boxes are src (nil: none known;
 // RandomIoUCrop draws against them), scratch the room it may use.
-func (t sampler) PlanBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scratch *[][4]float32) (SamplePlan, error) {
+func (t sampler) planBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scratch *[][4]float32) (SamplePlan, error) {
 	gw, gh := t.geomSize()
 	p := SamplePlan{Geom: t.geom, SrcW: srcW, SrcH: srcH, OutW: gw, OutH: gh}
 	bicubic := false

@@ -186,11 +186,11 @@ func (t sampler) DrawSteps(k det.Key, buf []fn.Step) []fn.Step {
 // DrawStepsAt is drawSteps for a sample of w x h (its own size, of a
 // transform of per-sample sizes).
 func (t sampler) DrawStepsAt(k det.Key, w, h int, buf []fn.Step) []fn.Step {
-	return t.DrawInto(new(optab.Drawer), k, w, h, buf)
+	return t.drawInto(new(optab.Drawer), k, w, h, buf)
 }
 
-// DrawInto is drawStepsAt with the caller's drawer d, reused.
-func (t sampler) DrawInto(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step) []fn.Step {
+// drawInto is drawStepsAt with the caller's drawer d, reused.
+func (t sampler) drawInto(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step) []fn.Step {
 	*d = optab.Drawer{K: k, W: w, H: h, Steps: buf}
 	for i := range t.post {
 		t.post[i].Draw(d)
@@ -215,10 +215,13 @@ func (t *Transform) TraceBoxes(srcW, srcH int, k det.Key, boxes [][4]float32) ([
 	if at := t.sampler().AtEpoch(k.Epoch); at.mosaic != nil && at.sampler().MosaicOn(k) {
 		return nil, fmt.Errorf("%w: a YOLOMosaic's draw needs its partners' images (their sizes): only a decode traces it", errs.Unsupported)
 	}
-	return Tracer(t, srcW, srcH, k, boxes)
+	var p Plan
+	src := BoxSource{}
+	if boxes != nil {
+		src.From = fixedBoxes(boxes)
+	}
+	if err := t.Plan(&p, srcW, srcH, k, src); err != nil {
+		return nil, err
+	}
+	return p.AppendTrace(nil), nil
 }
-
-// Tracer draws a sample as a decode would, without decoding anything,
-// and returns its trace: the pipeline's Decoder, which fuses the geometry
-// (it sets Tracer as it is initialized).
-var Tracer func(t *Transform, srcW, srcH int, k det.Key, boxes [][4]float32) ([]byte, error)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	optab "github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
@@ -52,23 +51,24 @@ func TestTraceRoundTrip(t *testing.T) {
 	}
 }
 
-// TestDrawNoAlloc: drawing a sample's steps allocates nothing once the
-// buffer is big enough, with a reused drawer (the executor's hot path:
-// a Decoder's).
-func TestDrawNoAlloc(t *testing.T) {
+// TestPlanNoAlloc: drawing a sample's plan allocates nothing once its
+// buffers grew (the executor's hot path: a Decoder reuses its Plan).
+func TestPlanNoAlloc(t *testing.T) {
 	allocTest(t)
 	tr := mustTransform(t, transform.CHW, recipeOps()...)
-	buf := make([]fn.Step, 0, tr.Sampler(sk).MaxSteps())
+	var p transform.Plan
 	i := uint64(0)
-	var d optab.Drawer // a Decoder's, reused
-	allocs := testing.AllocsPerRun(200, func() {
-		buf = tr.Sampler(sk).DrawInto(&d, det.Key{Seed: 3, Index: i}, tr.Sampler(sk).OutW(), tr.Sampler(sk).OutH(), buf[:0])
+	draw := func() {
+		if err := tr.Plan(&p, 500, 375, det.Key{Seed: 3, Index: i}, transform.BoxSource{}); err != nil {
+			t.Fatal(err)
+		}
 		i++
-	})
-	if allocs != 0 {
-		t.Errorf("drawSteps allocates %.1f times a sample", allocs)
 	}
-	if len(buf) > tr.Sampler(sk).MaxSteps() {
-		t.Errorf("drew %d steps, over the bound of %d", len(buf), tr.Sampler(sk).MaxSteps())
+	draw()
+	if allocs := testing.AllocsPerRun(200, draw); allocs != 0 {
+		t.Errorf("Plan allocates %.1f times a sample", allocs)
+	}
+	if n := len(p.Views[0].Steps); n > tr.Sampler(sk).MaxSteps() {
+		t.Errorf("drew %d steps, over the bound of %d", n, tr.Sampler(sk).MaxSteps())
 	}
 }

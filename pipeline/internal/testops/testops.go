@@ -3,8 +3,7 @@
 // recipe of every drawing op, torchvision's policies, the large-scale
 // jitter, the YOLO family by name, a Mosaic with MixUp. One copy, so a
 // test that decodes (the root's) and one that draws without decoding
-// (pipeline/transform's) hold the same ops; and TraceBoxes, the Tracer
-// pipeline/transform's tests draw traces through (trace.go). It imports
+// (pipeline/transform's) hold the same ops. It imports
 // pipeline/transform, so that room's internal tests cannot use it.
 package testops
 

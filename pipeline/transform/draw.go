@@ -1,0 +1,230 @@
+package transform
+
+import (
+	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/fn"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/targets"
+)
+
+// Plan is what one sample of a single source image undergoes, drawn before
+// a pixel of it is decoded: per view, the geometry's plan (where its
+// pixels come from, at what size, flipped or not), the steps of the ops
+// before the geometry and those after it. Transform.Plan draws it, a pure
+// function of (transform, source size, key, the source's boxes); the
+// pipeline's Decoder executes it; its trace (AppendTrace) is what a batch
+// asked for traces carries and what `stoker ops draw` prints. Drawing is
+// tested without decoding.
+//
+// A Plan is a plain value whose buffers are reused from one sample to the
+// next (Plan fills it in place, as the Decoder draws every sample).
+type Plan struct {
+	// Views are the transform's views, in order (one unless it has
+	// several).
+	Views []ViewPlan
+	// Direct: the decode may write the output's bytes itself (uint8, no
+	// step runs on planes after it, no Normalize); Layout is the layout
+	// it decodes into (planes, CHW, when steps run on them).
+	Direct bool
+	Layout Layout
+
+	t       *Transform // what drew it: the transform of the key's epoch (AtEpoch)
+	drawer  optab.Drawer
+	boxes   targets.Targets
+	boxRoom [][4]float32
+}
+
+// ViewPlan is one view's part of a Plan.
+type ViewPlan struct {
+	Geom SamplePlan
+	// Pre are the steps of the ops before the geometry (a detection
+	// recipe's photometric ops), run on the image at its own size; Steps
+	// those of the ops after it, at the sample's size.
+	Pre, Steps []fn.Step
+	// Multi is a multi-image sample's draw (a Mosaic's: its partners, the
+	// tiles' places), which is its geometry; nil for a single image.
+	Multi *MultiDraw
+}
+
+// BoxSource is where a sample's boxes are: From's sample Index. A plan
+// reads them only when it draws against them (a RandomIoUCrop); From nil:
+// none known, and such a plan fails.
+type BoxSource struct {
+	From  Targeted
+	Index int
+}
+
+// Plan draws into p everything sample k of a srcW x srcH source undergoes
+// (see Plan), reusing p's buffers. View v draws with k.View + v (a batch's
+// samples have View 0). A sample whose transform makes a Mosaic of it at
+// k's epoch is planned by its executor, which needs the partners' images
+// (Transform.PlanMulti).
+func (t *Transform) Plan(p *Plan, srcW, srcH int, k det.Key, boxes BoxSource) error {
+	t = t.sampler().AtEpoch(k.Epoch) // without the ops a stop_epoch switched off
+	p.t = t
+	nv := t.Views()
+	if cap(p.Views) < nv {
+		p.Views = append(p.Views[:cap(p.Views)], make([]ViewPlan, nv-cap(p.Views))...)
+	}
+	p.Views = p.Views[:nv]
+	p.Direct, p.Layout = true, t.Layout()
+	for v := range nv {
+		vt, kv := t.View(v).sampler(), k
+		kv.View += uint64(v)
+		var src *targets.Targets
+		if vt.iou != nil && vt.iouOn() && boxes.From != nil {
+			src = &p.boxes
+			src.Reset()
+			if err := boxes.From.SourceTargets(boxes.Index, srcW, srcH, &src.Instances); err != nil {
+				return fmt.Errorf("targets: %w", err)
+			}
+		}
+		kg := kv           // the plan's and the ops before it's
+		if t.SharedPre() { // a processor's views of one augmented image: view 0's crop, flip and ops before
+			kg = k
+		}
+		g, err := vt.planBoxes(srcW, srcH, kg, src, &p.boxRoom)
+		// RandomResizedCrop's fallback (torchvision's formula) rounds a
+		// side to zero on images much thinner than its ratio range: (3,
+		// 4) on a 1x10 image, say. Neither decode path can resample an
+		// empty crop (the reference path would return a sample of stale
+		// bytes).
+		if err == nil && (g.CW < 1 || g.CH < 1) {
+			err = fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", errs.Unsupported, srcW, srcH, g.CW, g.CH)
+		}
+		if err != nil {
+			if nv > 1 {
+				err = fmt.Errorf("view %d: %w", v, err)
+			}
+			return err
+		}
+		g.Exact = t.DecodeMode() == DecodeExact
+		vp := &p.Views[v]
+		vp.Geom, vp.Multi = g, nil
+		w, h := vt.SampleSize(&g)
+		vp.Steps = vt.drawSteps(&p.drawer, kv, w, h, vp.Steps)
+		vp.Pre = vp.Pre[:0]
+		if len(vt.pre) > 0 {
+			if cap(vp.Pre) < vt.maxPre {
+				vp.Pre = make([]fn.Step, 0, vt.maxPre)
+			}
+			if vp.Pre = vt.drawPreInto(&p.drawer, kg, vp.Pre); len(vp.Pre) > 0 {
+				p.Direct, p.Layout = false, CHW // the steps run on planes
+			}
+		}
+		if vt.norm != nil {
+			p.Direct = false
+		}
+		if len(vp.Steps) > 0 && t.Layout() == HWC {
+			p.Direct, p.Layout = false, CHW
+		}
+	}
+	return nil
+}
+
+// PlanMulti sets p to the plan of a multi-image sample k (a Mosaic's),
+// whose canvas, w x h, its executor made with draw dr: its geometry is
+// the draw, taken whole, and the steps after it are drawn at its size.
+func (t *Transform) PlanMulti(p *Plan, w, h int, k det.Key, dr *MultiDraw) {
+	t = t.sampler().AtEpoch(k.Epoch)
+	p.t = t
+	if cap(p.Views) < 1 {
+		p.Views = make([]ViewPlan, 1)
+	}
+	p.Views = p.Views[:1]
+	// The canvas is made in planes, in the output itself when that is
+	// what it is.
+	p.Direct, p.Layout = t.Layout() == CHW && t.norm == nil && !t.vary, CHW
+	vp := &p.Views[0]
+	vp.Geom = SamplePlan{Geom: CropResize, SrcW: w, SrcH: h, CW: w, CH: h, OutW: w, OutH: h, Exact: true}
+	vp.Pre, vp.Multi = vp.Pre[:0], dr
+	vp.Steps = t.sampler().drawSteps(&p.drawer, k, w, h, vp.Steps)
+}
+
+// drawSteps draws the steps of t's ops after the geometry for a w x h
+// sample into buf (reused; emptied first).
+func (t sampler) drawSteps(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step) []fn.Step {
+	buf = buf[:0]
+	if len(t.post) == 0 {
+		return buf
+	}
+	if cap(buf) < t.maxSteps {
+		buf = make([]fn.Step, 0, t.maxSteps)
+	}
+	return t.drawInto(d, k, w, h, buf)
+}
+
+// AppendTrace appends p's trace to b (see AppendTrace): of one view, a
+// JSON list of its steps: the crop before the ops before the geometry,
+// those ops' steps, the geometry's (a multi-image draw's entries), the
+// steps after it, Normalize; of several views, a JSON list of each view's,
+// in order.
+func (p *Plan) AppendTrace(b []byte) []byte {
+	if p.t.views == nil {
+		return p.Views[0].appendTrace(b, p.t)
+	}
+	b = append(b, '[')
+	for v, vt := range p.t.views {
+		if v > 0 {
+			b = append(b, ',')
+		}
+		b = p.Views[v].appendTrace(b, vt)
+	}
+	return append(b, ']')
+}
+
+// appendTrace appends one view's trace, as drawn for t (the view's
+// transform), to b.
+func (vp *ViewPlan) appendTrace(b []byte, t *Transform) []byte {
+	var geo [6]fn.Step
+	b = append(b, '[')
+	n := 0
+	add := func(st *fn.Step) {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = st.AppendJSON(b)
+	}
+	if st, ok := vp.Geom.PreCropStep(); ok { // a crop before the ops before the geometry
+		add(&st)
+	}
+	for i := range vp.Pre {
+		add(&vp.Pre[i])
+	}
+	if vp.Multi != nil { // a Mosaic's sample: its entries are its geometry
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = vp.Multi.AppendJSON(b)
+	} else {
+		geom := t.sampler().GeometrySteps(&vp.Geom, geo[:0])
+		for i := range geom {
+			add(&geom[i])
+		}
+	}
+	for i := range vp.Steps {
+		add(&vp.Steps[i])
+	}
+	if norm := t.norm; norm != nil {
+		st := fn.Step{Fn: fn.Normalize}
+		copy(st.F[:3], norm.Mean[:])
+		copy(st.F[3:], norm.Std[:])
+		add(&st)
+	}
+	return append(b, ']')
+}
+
+// fixedBoxes is a Targeted of one sample's boxes, label 0 each.
+type fixedBoxes [][4]float32
+
+func (b fixedBoxes) SourceTargets(_, _, _ int, t *Instances) error {
+	for _, bx := range b {
+		t.Add(bx, 0, false)
+	}
+	return nil
+}
