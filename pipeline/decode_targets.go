@@ -7,7 +7,6 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
-	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	"github.com/stoker-dev/stoker/pipeline/ops"
@@ -45,10 +44,9 @@ func (d *Decoder) appendTargets(b []byte, t *transform.Transform, ds transform.T
 	if tg.WantMasks {
 		tg.StartMasks(vp.Geom.SrcW, vp.Geom.SrcH)
 	}
-	// The geometry's steps, then the ops' (the trace's order), in two
+	// The plan's geometry steps, then the ops' (the trace's order), in two
 	// calls: no list of both is made.
-	var geo [6]fn.Step
-	w, h, err := transform.MoveTargets(tg, w0, h0, t.Sampler(sk).GeometrySteps(&vp.Geom, geo[:0]))
+	w, h, err := transform.MoveTargets(tg, w0, h0, vp.Geometry)
 	if err == nil {
 		w, h, err = transform.MoveTargets(tg, w, h, vp.Steps)
 	}

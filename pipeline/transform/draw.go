@@ -12,8 +12,9 @@ import (
 
 // Plan is what one sample of a single source image undergoes, drawn before
 // a pixel of it is decoded: per view, the geometry's plan (where its
-// pixels come from, at what size, flipped or not), the steps of the ops
-// before the geometry and those after it. Transform.Plan draws it, a pure
+// pixels come from, at what size, flipped or not) and its steps, the
+// steps of the ops before the geometry and those after it. The
+// geometry's steps, then the ops', are the moves its targets take. Transform.Plan draws it, a pure
 // function of (transform, source size, key, the source's boxes); the
 // pipeline's Decoder executes it; its trace (AppendTrace) is what a batch
 // asked for traces carries and what `stoker ops draw` prints. Drawing is
@@ -39,7 +40,12 @@ type Plan struct {
 
 // ViewPlan is one view's part of a Plan.
 type ViewPlan struct {
-	Geom SamplePlan
+	// Geom is the geometry's plan, which the decode fuses (its crop,
+	// scale and filter); Geometry the same as torchvision's functional
+	// steps (resized_crop, resize, pad, crop, horizontal_flip, ...): its
+	// trace's, and what moves the sample's targets.
+	Geom     SamplePlan
+	Geometry []fn.Step
 	// Pre are the steps of the ops before the geometry (a detection
 	// recipe's photometric ops), run on the image at its own size; Steps
 	// those of the ops after it, at the sample's size.
@@ -104,6 +110,7 @@ func (t *Transform) Plan(p *Plan, srcW, srcH int, k det.Key, boxes BoxSource) er
 		g.Exact = t.DecodeMode() == DecodeExact
 		vp := &p.Views[v]
 		vp.Geom, vp.Multi = g, nil
+		vp.Geometry = vt.GeometrySteps(&vp.Geom, vp.Geometry[:0])
 		w, h := vt.SampleSize(&g)
 		vp.Steps = vt.drawSteps(&p.drawer, kv, w, h, vp.Steps)
 		vp.Pre = vp.Pre[:0]
@@ -140,7 +147,7 @@ func (t *Transform) PlanMulti(p *Plan, w, h int, k det.Key, dr *MultiDraw) {
 	p.Direct, p.Layout = t.Layout() == CHW && t.norm == nil && !t.vary, CHW
 	vp := &p.Views[0]
 	vp.Geom = SamplePlan{Geom: CropResize, SrcW: w, SrcH: h, CW: w, CH: h, OutW: w, OutH: h, Exact: true}
-	vp.Pre, vp.Multi = vp.Pre[:0], dr
+	vp.Pre, vp.Geometry, vp.Multi = vp.Pre[:0], vp.Geometry[:0], dr
 	vp.Steps = t.sampler().drawSteps(&p.drawer, k, w, h, vp.Steps)
 }
 
@@ -179,7 +186,6 @@ func (p *Plan) AppendTrace(b []byte) []byte {
 // appendTrace appends one view's trace, as drawn for t (the view's
 // transform), to b.
 func (vp *ViewPlan) appendTrace(b []byte, t *Transform) []byte {
-	var geo [6]fn.Step
 	b = append(b, '[')
 	n := 0
 	add := func(st *fn.Step) {
@@ -201,11 +207,9 @@ func (vp *ViewPlan) appendTrace(b []byte, t *Transform) []byte {
 		}
 		n++
 		b = vp.Multi.AppendJSON(b)
-	} else {
-		geom := t.sampler().GeometrySteps(&vp.Geom, geo[:0])
-		for i := range geom {
-			add(&geom[i])
-		}
+	}
+	for i := range vp.Geometry {
+		add(&vp.Geometry[i])
 	}
 	for i := range vp.Steps {
 		add(&vp.Steps[i])
