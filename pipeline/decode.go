@@ -125,8 +125,6 @@ type Decoder struct {
 	// RandomIoUCrop's draw (SetBoxSource).
 	boxSrc transform.Targeted
 	boxIdx int
-	// epoch is the last sample's Key.Epoch: its trace and targets (AtEpoch).
-	epoch uint64
 	// multi: the multi-image geometry's partners and scratch
 	// (decode_multi.go).
 	multi multiState
@@ -351,7 +349,6 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 // layout the ops need) and the layout it decodes to: planes for ops, which
 // an HWC output gets packed after them.
 func (d *Decoder) draw(t *transform.Transform, hd *header, k det.Key) (direct bool, decLayout transform.Layout, err error) {
-	d.epoch = k.Epoch
 	d.plans = d.plans[:0]
 	if err := t.Plan(&d.plan, hd.w, hd.h, k, transform.BoxSource{From: d.boxSrc, Index: d.boxIdx}); err != nil {
 		return false, 0, err

@@ -219,7 +219,6 @@ func (d *Decoder) decodeMosaic(data []byte, t *transform.Transform, k det.Key, o
 	idx, pdata := m.partners, m.pdata
 	m.partners, m.pdata = nil, nil
 	at := t.Sampler(sk).AtEpoch(k.Epoch).Sampler(sk)
-	d.epoch = k.Epoch
 	if t.Views() != 1 {
 		return fmt.Errorf("%w: YOLOMosaic in a transform of several views is not supported", errs.Unsupported)
 	}

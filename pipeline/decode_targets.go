@@ -29,7 +29,7 @@ func (d *Decoder) appendTargets(b []byte, t *transform.Transform, ds transform.T
 	if t.Sampler(sk).ViewList() != nil {
 		return b, fmt.Errorf("%w: targets do not support views yet", errs.Unsupported)
 	}
-	vp, t := &d.plan.Views[0], t.Sampler(sk).AtEpoch(d.epoch)
+	vp, t := &d.plan.Views[0], d.plan.Transform()      // the transform at the sample's epoch
 	d.targets.ContiguousLabels = fs.ContiguousLabels() // kept by Reset, for the partners' too
 	if vp.Multi != nil {
 		return d.appendMosaicTargets(b, t, ds, fs, vp.Multi)

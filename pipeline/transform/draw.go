@@ -38,6 +38,10 @@ type Plan struct {
 	boxRoom [][4]float32
 }
 
+// Transform is the transform p was drawn with, as it is at the key's
+// epoch (without the ops a stop_epoch switched off).
+func (p *Plan) Transform() *Transform { return p.t }
+
 // ViewPlan is one view's part of a Plan.
 type ViewPlan struct {
 	// Geom is the geometry's plan, which the decode fuses (its crop,
