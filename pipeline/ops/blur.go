@@ -12,7 +12,7 @@ const OpGaussianBlur OpKind = "GaussianBlur"
 func init() {
 	Define(Def{Kind: OpGaussianBlur, Doc: "a Gaussian blur of kernel_size (x, y) and sigma drawn uniform in (min, max)",
 		Params:  []Param{{Name: "kernel_size", Typ: PSize}, {Name: "sigma", Typ: PRange, Def: "(0.1, 2.0)"}},
-		Targets: TargetsPixels, AnyFormat: true, Format: FormatNone,
+		Targets: TargetsPixels, AnyFormat: true, Format: FormatNone, OneSize: true,
 		FromArgs: func(a *Args) Op {
 			op := Op{KernelSize: a.Size("kernel_size")}
 			switch s := a.Floats("sigma"); len(s) {

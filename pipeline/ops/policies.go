@@ -53,7 +53,7 @@ func init() {
 }
 
 func definePolicy(kind OpKind, doc string, params []Param, format func(*strings.Builder, *Op)) {
-	Define(Def{Kind: kind, Doc: doc, Params: params, Format: format, FromArgs: policyArgs,
+	Define(Def{Kind: kind, Doc: doc, Params: params, Format: format, FromArgs: policyArgs, OneSize: true,
 		Compile: func(c *Compiler, n *Node, at CompileAt) error {
 			pol, err := policy.New(policyParams(n.Op), c.W, c.H)
 			if err != nil {

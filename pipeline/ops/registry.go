@@ -61,6 +61,11 @@ type Def struct {
 	NeedsTargets bool
 	AnyFormat    bool
 	Stays        bool
+	// OneSize: Compile fixes it for the sample's one size (a policy's
+	// magnitudes, GaussianBlur's kernel), so it cannot follow a geometry
+	// of per-sample sizes (NewTransform refuses it there, in containers
+	// too).
+	OneSize bool
 	// Compile checks its arguments beyond the schema and precomputes its
 	// node (nil: nothing to check); step, for an op whose only draw is
 	// whether it applies, is the step it emits (node.step).

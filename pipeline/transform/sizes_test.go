@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +49,8 @@ func TestPerSampleSizesRefused(t *testing.T) {
 		{[]optab.Op{{Kind: OpResize, Size: [2]int{256, 0}}}, "RandomShortestSize with a max_size"},
 		{[]optab.Op{{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}, {Kind: optab.OpGaussianBlur, KernelSize: [2]int{3, 3}, Sigma: [2]float64{0.1, 2}}}, "compiled for one size"},
 		{[]optab.Op{{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}, {Kind: optab.OpTrivialAugmentWide, Bins: 31}}, "compiled for one size"},
+		{[]optab.Op{{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}, {Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{
+			{Kind: optab.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}}}, "AugMix after a geometry of per-sample sizes"},
 		{[]optab.Op{{Kind: OpRandomShortestSize, MaxSize: 600}}, "min_size of 0 sizes"},
 		{[]optab.Op{{Kind: OpRandomShortestSize, Sizes: []int{0}, MaxSize: 600}}, "sides must be in"},
 		{[]optab.Op{{Kind: OpRandomResize, Sizes: []int{800, 480}}, {Kind: OpCenterCrop, Size: [2]int{224, 224}}}, "min_size < max_size"},
@@ -60,6 +63,18 @@ func TestPerSampleSizesRefused(t *testing.T) {
 		if err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one saying %q", c.ops, err, c.want)
 		}
+	}
+	// Which ops are compiled for one size is their Def's to say (OneSize):
+	// the policies and GaussianBlur.
+	var oneSize []string
+	for k, d := range optab.Defs {
+		if d.OneSize {
+			oneSize = append(oneSize, string(k))
+		}
+	}
+	slices.Sort(oneSize)
+	if want := []string{"AugMix", "AutoAugment", "GaussianBlur", "RandAugment", "TimmAugMix", "TimmAutoAugment", "TimmRandAugment", "TrivialAugmentWide"}; !slices.Equal(oneSize, want) {
+		t.Errorf("the ops compiled for one size are %v, want %v", oneSize, want)
 	}
 	vt, err := NewViews(CHW, ViewGroup{Count: 2, Ops: []optab.Op{{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}}})
 	if err == nil || !strings.Contains(err.Error(), "several views") {
