@@ -138,7 +138,9 @@ def _augmix_record(t: Any, n: int, seed: int, side: int) -> List[Tuple[str, floa
     torch.manual_seed(seed)
     calls: List[Tuple[str, float]] = []
     t._apply_image_or_video_transform = lambda img, tid, m, interpolation, fill: calls.append((tid, float(m))) or img
-    img = image(side, side)
+    # The draws read the size alone; with no channels the forward's mixing
+    # of the pixels is empty (the same calls, seed for seed).
+    img = torch.zeros(0, side, side, dtype=torch.uint8)
     for _ in range(n):
         t(img)
     return [tv_category(i, m) for i, m in calls]
