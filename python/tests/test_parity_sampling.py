@@ -56,12 +56,8 @@ def stoker_traces(stoker_bin: Path, ops: Sequence[pb.Op], n: int, source: Tuple[
     r = subprocess.run([str(stoker_bin), "ops", "draw", "--spec", spec, "--n", str(n), "--seed", str(seed),
                         "--source", f"{source[0]}x{source[1]}"], capture_output=True, text=True, timeout=600,
                        stdin=subprocess.DEVNULL, check=True)
-    out = []
-    for trace in json_lines(r.stdout):
-        steps = [(name, args) for name, args in trace]
-        if skip_geometry:
-            steps = [s for s in steps if s[0] not in ("resized_crop", "resize", "center_crop")]
-        out.append(steps)
+    geometry = ("resized_crop", "resize", "center_crop") if skip_geometry else ()
+    out = [[(name, args) for name, args in trace if name not in geometry] for trace in json_lines(r.stdout)]
     assert len(out) == n
     return out
 
@@ -506,6 +502,13 @@ TIMM_WEIGHTED = {"Rotate": 3, "ShearX": 2, "ShearY": 2, "TranslateXRel": 1, "Tra
                  "PosterizeIncreasing": 0.05, "Invert": 0.05}
 
 
+#: TIMM_WEIGHTED's names and the probabilities timm_draw hands
+#: np.random.choice (w / w.sum(), computed once).
+_TIMM_WEIGHTED_NAMES = list(TIMM_WEIGHTED)
+_TIMM_WEIGHTED_P = np.array([TIMM_WEIGHTED[k] for k in _TIMM_WEIGHTED_NAMES])
+_TIMM_WEIGHTED_P = _TIMM_WEIGHTED_P / _TIMM_WEIGHTED_P.sum()
+
+
 def timm_draw(rng: random.Random, m: float = 9, mstd: float = 0.5, n: int = 2, mmax: float = 0, p: float = 0.5,
               inc: bool = True, weighted: Any = None) -> Tuple[Tuple[str, float], ...]:
     """timm's RandAugment(rand_augment_ops(m, p, transforms), n) sampling,
@@ -515,28 +518,29 @@ def timm_draw(rng: random.Random, m: float = 9, mstd: float = 0.5, n: int = 2, m
     np.random.choice by _RAND_WEIGHTED_0 without replacement), each
     applied with probability p at magnitude gauss(m, mstd) clipped to
     [0, mmax or 10]; its level argument, as (op, argument) with stoker's
-    trace's conventions."""
+    trace's conventions. (rng.choice(space) is space[rng.randrange(len(space))],
+    the same draw; the table of weights is made once.)"""
     out = []
+    random_ = rng.random
     if weighted is not None:
-        names = list(TIMM_WEIGHTED)
-        w = np.array([TIMM_WEIGHTED[k] for k in names])
-        names = [names[i] for i in weighted.choice(len(names), n, replace=False, p=w / w.sum())]
+        names = [_TIMM_WEIGHTED_NAMES[i] for i in weighted.choice(len(_TIMM_WEIGHTED_NAMES), n, replace=False,
+                                                                  p=_TIMM_WEIGHTED_P)]
     else:
         space = TIMM_INC if inc else TIMM_PLAIN
-        names = [space[rng.randrange(len(space))] for _ in range(n)]
+        choice = rng.choice
+        names = [choice(space) for _ in range(n)]
+    top = mmax or 10.0
     for name in names:
-        if p < 1.0 and rng.random() > p:
+        if p < 1.0 and random_() > p:
             continue
-        mag = max(0.0, min(rng.gauss(m, mstd) if mstd > 0 else m, mmax or 10.0))
+        mag = max(0.0, min(rng.gauss(m, mstd) if mstd > 0 else m, top))
         lvl = mag / 10
-
-        def negate(v: float) -> float:
-            return -v if rng.random() > 0.5 else v
 
         if name in ("AutoContrast", "Equalize", "Invert"):
             out.append((name, 0.0))
         elif name == "Rotate":
-            out.append((name, r4(negate(lvl * 30))))
+            v = lvl * 30
+            out.append((name, r4(-v if random_() > 0.5 else v)))
         elif name == "Posterize":
             bits = int(lvl * 4)
             if bits < 8:
@@ -554,14 +558,26 @@ def timm_draw(rng: random.Random, m: float = 9, mstd: float = 0.5, n: int = 2, m
         elif name == "SolarizeAdd":
             out.append(("SolarizeAdd", float(min(128, int(lvl * 110)))))
         elif name.endswith("Increasing"):
-            out.append((name[:-len("Increasing")], r4(max(0.1, 1.0 + negate(lvl * 0.9)))))
+            v = lvl * 0.9
+            out.append((name[:-len("Increasing")], r4(max(0.1, 1.0 + (-v if random_() > 0.5 else v)))))
         elif name in ("Color", "Contrast", "Brightness", "Sharpness"):
             out.append((name, r4(lvl * 1.8 + 0.1)))
         elif name in ("ShearX", "ShearY"):
-            out.append((name, r4(negate(lvl * 0.3))))
+            v = lvl * 0.3
+            out.append((name, r4(-v if random_() > 0.5 else v)))
         else:  # TranslateXRel, TranslateYRel: a fraction of the side
-            out.append((name[:-3], r4(negate(lvl * 0.45))))
+            v = lvl * 0.45
+            out.append((name[:-3], r4(-v if random_() > 0.5 else v)))
     return tuple(out)
+
+
+#: timm_category's simple steps: the trace's step to timm's op and the
+#: argument it reads.
+_TIMM_TABLE = {"rotate": ("Rotate", "angle"), "posterize": ("Posterize", "bits"), "solarize": ("Solarize", "threshold"),
+               "solarize_add": ("SolarizeAdd", "addition"), "adjust_saturation": ("Color", "saturation_factor"),
+               "adjust_contrast": ("Contrast", "contrast_factor"), "adjust_brightness": ("Brightness", "brightness_factor"),
+               "adjust_sharpness": ("Sharpness", "sharpness_factor")}
+_TIMM_PLAIN_STEPS = {"autocontrast": "AutoContrast", "equalize": "Equalize", "invert": "Invert"}
 
 
 def timm_category(name: str, a: Dict[str, Any]) -> Tuple[str, float]:
@@ -571,14 +587,10 @@ def timm_category(name: str, a: Dict[str, Any]) -> Tuple[str, float]:
         if a["center"] == [0.0, 0.0]:
             return ("ShearX", r4(math.tan(math.radians(sx)))) if sx != 0 else ("ShearY", r4(math.tan(math.radians(sy))))
         return ("TranslateX", r4(-tx / SIDE)) if tx != 0 else ("TranslateY", r4(-ty / SIDE))
-    table = {"rotate": ("Rotate", "angle"), "posterize": ("Posterize", "bits"), "solarize": ("Solarize", "threshold"),
-             "solarize_add": ("SolarizeAdd", "addition"), "adjust_saturation": ("Color", "saturation_factor"),
-             "adjust_contrast": ("Contrast", "contrast_factor"), "adjust_brightness": ("Brightness", "brightness_factor"),
-             "adjust_sharpness": ("Sharpness", "sharpness_factor")}
-    if name in table:
-        tid, key = table[name]
+    if name in _TIMM_TABLE:
+        tid, key = _TIMM_TABLE[name]
         return (tid, r4(a[key]))
-    return ({"autocontrast": "AutoContrast", "equalize": "Equalize", "invert": "Invert"}[name], 0.0)
+    return (_TIMM_PLAIN_STEPS[name], 0.0)
 
 
 TIMM_CONFIGS = {
