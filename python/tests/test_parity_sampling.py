@@ -249,8 +249,9 @@ def test_color_jitter(stoker_bin: Path) -> None:
         torch.manual_seed(5 + k)
         t = T.ColorJitter(brightness=0.4, contrast=0.3, saturation=0.2, hue=0.1)
         t_orders, t_factors = [], {key: [] for key in keys}
+        img = image(32, 32)  # one image for every draw: make_params reads nothing of it
         for _ in range(N_CONT):
-            prm = t.make_params([image(32, 32)])
+            prm = t.make_params([img])
             t_orders.append(tuple(int(i) for i in prm["fn_idx"]))
             for key in keys:
                 t_factors[key].append(prm[key])
@@ -338,22 +339,25 @@ def test_random_zoom_out(stoker_bin: Path, side_range: Tuple[float, float], p: f
 
 def test_gaussian_blur_sigma(stoker_bin: Path) -> None:
     t = T.GaussianBlur(23, sigma=(0.1, 2.0))
+    img = image()  # one image for every draw, not one made per draw
     continuous_case(stoker_bin, ST.GaussianBlur(23, sigma=(0.1, 2)).to_proto(),
                     "gaussian_blur", lambda a: {"sigma": a["sigma"][0]},
-                    lambda: {"sigma": t.make_params([image()])["sigma"][0]}, seed=12)
+                    lambda: {"sigma": t.make_params([img])["sigma"][0]}, seed=12)
 
 
 def test_random_rotation(stoker_bin: Path) -> None:
     t = T.RandomRotation((-30, 30))
+    img = image()  # one image for every draw, not one made per draw
     continuous_case(stoker_bin, ST.RandomRotation((-30, 30)).to_proto(), "rotate",
-                    lambda a: {"angle": a["angle"]}, lambda: {"angle": t.make_params([image()])["angle"]}, seed=13)
+                    lambda a: {"angle": a["angle"]}, lambda: {"angle": t.make_params([img])["angle"]}, seed=13)
 
 
 def test_random_affine(stoker_bin: Path) -> None:
     t = T.RandomAffine(degrees=10, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-5, 5, -3, 3))
+    img = image()  # one image for every draw (make_params reads its size), not one made per draw
 
     def theirs() -> Dict[str, float]:
-        prm = t.make_params([image()])
+        prm = t.make_params([img])
         return {"angle": prm["angle"], "tx": prm["translate"][0], "ty": prm["translate"][1], "scale": prm["scale"],
                 "shear_x": prm["shear"][0], "shear_y": prm["shear"][1]}
 
