@@ -112,15 +112,18 @@ def test_decoded_pixels_equal_decode_image(driver: Path, files: List[Path], tmp_
     """The whole image, and boxes of it (each the box's own pixels: a crop
     decodes only the rows, and for WebP the columns, the box needs)."""
     jobs = []
+    decoded = {}  # each file decoded once (HWC), not again for each of its boxes
     for f in files:
-        _, h, w = _decoded(f).shape
+        img = _decoded(f)
+        _, h, w = img.shape
+        decoded[str(f)] = img.permute(1, 2, 0).numpy()
         for top, left, bh, bw in [(0, 0, h, w), *_boxes(h, w), (h // 2 + 1, w // 3 + 1, h // 4 + 1, w // 5 + 3)]:
             jobs.append(dict(file=str(f), interpolation="nearest", antialias=False, op="resized_crop", top=top,
                              left=left, height=bh, width=bw, size=[bh, bw]))
     bad = []
     for (got, _), job in zip(_run(driver, jobs, tmp_path), jobs):
         y, x = job["top"], job["left"]
-        want = _decoded(Path(job["file"])).permute(1, 2, 0).numpy()[y:y + job["height"], x:x + job["width"]]
+        want = decoded[job["file"]][y:y + job["height"], x:x + job["width"]]
         if not np.array_equal(got, want):
             d = np.abs(got.astype(np.int16) - want.astype(np.int16))
             bad.append(f"{Path(job['file']).name} box {(y, x, job['height'], job['width'])}: "
@@ -130,18 +133,17 @@ def test_decoded_pixels_equal_decode_image(driver: Path, files: List[Path], tmp_
 
 def test_resized_crop_matches_torchvision(driver: Path, files: List[Path], tmp_path: Path) -> None:
     jobs = []
+    decoded = {}  # each file decoded once, for its size and its pixels
     for f in files:
-        _, h, w = _decoded(f).shape
+        decoded[str(f)] = _decoded(f)
+        _, h, w = decoded[str(f)].shape
         for top, left, bh, bw in _boxes(h, w):
             for size in ([224, 224], [max(1, bh // 7), max(1, bw // 5)], [min(2 * bh + 1, 400), min(bw + 3, 400)]):
                 for interp, aa in FILTERS:
                     jobs.append(dict(file=str(f), interpolation=interp, antialias=aa, op="resized_crop", top=top,
                                      left=left, height=bh, width=bw, size=size))
-    decoded = {}
     failures = []
     for (got, rep), job in zip(_run(driver, jobs, tmp_path), jobs):
-        if job["file"] not in decoded:
-            decoded[job["file"]] = _decoded(Path(job["file"]))
         want = _torchvision(decoded[job["file"]], job)
         d = np.abs(got.astype(np.int16) - want.astype(np.int16))
         assert rep["scale_m"] == 8
