@@ -3,10 +3,12 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
@@ -103,5 +105,78 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 	}
 	if at := st.Sampler(sk).AtEpoch(1); at.Sampler(sk).CopyPasteMixOp() != nil || at.Sampler(sk).MosaicOp() != nil || st.Sampler(sk).AtEpoch(0).Sampler(sk).CopyPasteMixOp() == nil {
 		t.Error("stop_epoch did not switch the CopyPaste off with the Mosaic")
+	}
+}
+
+// pastedFlip matches a flip-mode CopyPaste that pasted, in a trace.
+var pastedFlip = regexp.MustCompile(`"copy_paste":[1-9]`)
+
+// countMem counts the label reads of a segMem.
+type countMem struct {
+	segMem
+	reads *int
+}
+
+func (d countMem) UltralyticsTargets(i, w, h int, t *transform.Instances) error {
+	*d.reads++
+	return d.segMem.UltralyticsTargets(i, w, h, t)
+}
+
+// TestMultiLabelsReadOnce: a mosaic sample whose CopyPaste, MixUp and
+// CutMix draw against its labels reads each of its images' labels once,
+// for its draw and its targets together: at most once per image its
+// mosaics read (the sample's, its partners'), never again after the
+// decode.
+func TestMultiLabelsReadOnce(t *testing.T) {
+	files := mosaicPNGs(t, 11)
+	mo := ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
+	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
+	mix, cut := ops.Op{Kind: transform.OpMixUp, P: 1}, ops.Op{Kind: transform.OpCutMix, P: 1, Beta: 1, Areas: 8}
+	for name, list := range map[string][]ops.Op{
+		"flip":  {mo, {Kind: transform.OpCopyPaste, P: 1, Mode: "flip"}, persp, mix, cut},
+		"mixup": {mo, persp, {Kind: transform.OpCopyPaste, P: 1, Mode: "mixup"}, mix, cut},
+	} {
+		tr, err := transform.NewTransform(transform.CHW, list...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads := 0
+		ds := countMem{segMem{yoloMem: yoloMem{memDataset{files}, -1}}, &reads}
+		fs, err := dataset.NewFieldSet(ds, []string{transform.FieldTargets}, 1<<20, "mosaic")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := NewDecoder()
+		out := make([]byte, tr.SampleBytes())
+		cuts, total, images := 0, 0, 0
+		for i := range len(files) {
+			k := det.Key{Seed: 5, Epoch: 2, Index: uint64(i)}
+			idx := tr.PartnersOf(k, len(files))
+			pdata := make([][]byte, len(idx))
+			for j, p := range idx {
+				pdata[j] = files[p]
+			}
+			reads = 0
+			d.SetBoxSource(ds, i)
+			d.SetPartners(idx, pdata)
+			if err := d.Decode(files[i], tr, k, out); err != nil {
+				t.Fatalf("%s: sample %d: %v", name, i, err)
+			}
+			drawn := reads
+			if _, err := d.AppendTargets(nil, tr, ds, i, fs); err != nil {
+				t.Fatalf("%s: sample %d's targets: %v", name, i, err)
+			}
+			if drawn == 0 || reads != drawn || reads > 1+len(idx) {
+				t.Errorf("%s: sample %d read labels %d times in its decode and %d in all, of %d images", name, i, drawn, reads, 1+len(idx))
+			}
+			total, images = total+reads, images+1+len(idx)
+			trace := string(d.AppendTrace(nil))
+			cuts += strings.Count(trace, `"applied":true`) + len(pastedFlip.FindAllString(trace, -1))
+		}
+		if cuts == 0 {
+			t.Errorf("%s: no CutMix or CopyPaste applied", name)
+		}
+		t.Logf("%s: %d label reads for %d samples of %d images", name, total, len(files), images)
+		d.Close()
 	}
 }

@@ -5,9 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
-	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
-	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
@@ -69,16 +67,14 @@ func (d *Decoder) appendTargets(b []byte, t *transform.Transform, ds transform.T
 }
 
 // cutmixTargets is all (the sample's instances, p keypoints each) after
-// the CutMix that applied (CutMix.apply_instances): the partner's picked
-// instances moved into the area, after them.
+// the CutMix that applied (CutMix.apply_instances): the partner's
+// instances its draw picked (drawCutMix) moved into the area, after them.
 func (d *Decoder) cutmixTargets(ds transform.Targeted, md *transform.MultiDraw, all cv.Instances, p int) (cv.Instances, error) {
-	two, sel, err := d.cutmixPick(ds, md, all)
+	two, _, err := d.preMixInstances(ds, &d.multi.pres[preCut], md)
 	if err != nil {
-		return all, err
+		return all, fmt.Errorf("cutmix partner (sample %d): %w", md.CutM.Idx[0], err)
 	}
-	if len(sel) == 0 {
-		return all, fmt.Errorf("targets: YOLOCutMix applied, its labels pick nothing")
-	}
+	sel := d.multi.cutSel
 	if t := md.CutM.Idx; len(two.Keypoints) > 0 && len(two.Keypoints[0]) != p || cv.MixedSegments(all, two) {
 		return all, fmt.Errorf("%w: cutmix partner (sample %d) has other labels than the sample's (keypoints or polygons)", errs.Unsupported, t[0])
 	}
@@ -88,7 +84,7 @@ func (d *Decoder) cutmixTargets(ds transform.Targeted, md *transform.MultiDraw, 
 // cutmixPick is the CutMix partner's instances and those its area takes
 // (cv.CutMixPick), given the sample's instances in.
 func (d *Decoder) cutmixPick(ds transform.Targeted, md *transform.MultiDraw, in cv.Instances) (cv.Instances, []int, error) {
-	two, _, err := d.preMixInstances(ds, &md.CutM, &md.CutPP, &md.CutCPM, md)
+	two, _, err := d.preMixInstances(ds, &d.multi.pres[preCut], md)
 	if err != nil {
 		return two, nil, fmt.Errorf("cutmix partner (sample %d): %w", md.CutM.Idx[0], err)
 	}
@@ -132,6 +128,12 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *transform.Transform, ds trans
 	if fs.Masks() {
 		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", errs.Unsupported)
 	}
+	if m := &d.multi; m.cl != d.targets.ContiguousLabels { // read with other labels: read again
+		for i := range m.pres {
+			m.pres[i].haveIn, m.pres[i].haveOut = false, false
+		}
+		m.cl = d.targets.ContiguousLabels
+	}
 	all, p, err := d.multiInstances(ds, md)
 	if err == nil && md.CutOK {
 		all, err = d.cutmixTargets(ds, md, all, p)
@@ -158,14 +160,14 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *transform.Transform, ds trans
 }
 
 // multiInstances is a mosaic's instances after the ops of its
-// pre_transform (its CopyPaste, its warp) and its MixUp (the partner's,
+// pre_transform (its CopyPastes, its warp) and its MixUp (the partner's,
 // made the same way, after them), and the keypoints an instance.
 func (d *Decoder) multiInstances(ds transform.Targeted, md *transform.MultiDraw) (cv.Instances, int, error) {
-	all, p, err := d.preMixInstances(ds, &md.Mo, &md.PP, &md.CPM, md)
+	all, p, err := d.preMixInstances(ds, &d.multi.pres[preSelf], md)
 	if err != nil || !md.Mix {
 		return all, p, err
 	}
-	two, p2, err := d.preMixInstances(ds, &md.MixM, &md.MixPP, &md.MixCPM, md)
+	two, p2, err := d.preMixInstances(ds, &d.multi.pres[preMix], md)
 	if err != nil {
 		return all, p, fmt.Errorf("mixup partner (sample %d): %w", md.MixM.Idx[0], err)
 	}
@@ -178,34 +180,22 @@ func (d *Decoder) multiInstances(ds transform.Targeted, md *transform.MultiDraw)
 	return cv.Concat(all, two), p, nil
 }
 
-// preInstances is one pre_transform's instances: its mosaic's (mo),
-// pasted, warped (pp).
-func (d *Decoder) preInstances(ds transform.Targeted, mo *transform.MosaicDraw, pp *cv.PerspectiveParams, md *transform.MultiDraw) (cv.Instances, int, error) {
-	in, p, err := d.mosaicInstances(ds, mo)
-	if err == nil {
-		in, err = copyPasteInstances(in, mo)
+// preInstances is pre_transform pr's instances: its mosaic's, with the
+// copies its CopyPaste in flip mode pasted (CopyPaste.apply_instances:
+// after them, as its draw selected them), warped; read once.
+func (d *Decoder) preInstances(ds transform.Targeted, pr *preDraw, md *transform.MultiDraw) (cv.Instances, int, error) {
+	if pr.haveIn {
+		return pr.in, pr.p, nil
 	}
+	in, p, err := d.mosaicInstances(ds, pr.mo)
 	if err != nil {
 		return in, p, err
 	}
-	return md.PerspInstances(in, pp), p, nil
-}
-
-// copyPasteInstances is a mosaic's instances after the CopyPaste that
-// followed it, if any (CopyPaste.apply_instances: the pasted copies
-// after them; the same selection its decode made, of the same labels).
-func copyPasteInstances(in cv.Instances, mo *transform.MosaicDraw) (cv.Instances, error) {
-	if !mo.CP {
-		return in, nil
+	if pr.mo.CP {
+		in = cv.CopyPasteInstances(in, pr.flipped, pr.sel)
 	}
-	flipped, sel, err := copyPasteSelect(in, mo, mo.CPP)
-	if err != nil {
-		return in, err
-	}
-	if len(sel) != mo.Pasted {
-		return in, fmt.Errorf("targets: YOLOCopyPaste pasted %d copies, its labels select %d", mo.Pasted, len(sel))
-	}
-	return cv.CopyPasteInstances(in, flipped, sel), nil
+	pr.in, pr.p, pr.haveIn = md.PerspInstances(in, pr.pp), p, true
+	return pr.in, p, nil
 }
 
 // setMosaicTargets appends in's instances to t (reset, its P set): boxes
@@ -220,7 +210,11 @@ func setMosaicTargets(t *dataset.Instances, in *cv.Instances) error {
 		if len(in.Segments) != len(in.Boxes) {
 			return fmt.Errorf("targets: a mosaic of %d instances with %d segments", len(in.Boxes), len(in.Segments))
 		}
-		t.Segments = append(t.Segments, in.Segments...)
+		// Copies: the steps after the geometry move them in place, and
+		// in's are the pre_transforms' (read once, for the draw too).
+		for _, sg := range in.Segments {
+			t.Segments = append(t.Segments, append([][2]float32(nil), sg...))
+		}
 	}
 	for q := range in.Boxes {
 		t.Add(in.Boxes[q], in.Cls[q], false)
@@ -331,69 +325,18 @@ func (d *Decoder) AppendTrace(b []byte) []byte {
 	return d.plan.AppendTrace(b)
 }
 
-// copyPasteMix is CopyPaste in mixup mode on img, the pre_transform of
-// key k (its mosaic mo, warped by pp) already made, when t has one and it
-// draws to apply: its partner (the next handed, take) made by the Mosaic
-// and the warp, its instances chosen against img's (copyPasteMixSelect),
-// their polygons filled into a mask (cv.CopyPasteMask) and the partner's
-// pixels copied there (cv2.copyTo).
-func (d *Decoder) copyPasteMix(img kernels.Planes, t *transform.Transform, k det.Key, take func(int) ([]int, [][]byte, error),
-	cp *transform.CPMixDraw, mo *transform.MosaicDraw, pp *cv.PerspectiveParams, md *transform.MultiDraw) error {
-	*cp = transform.CPMixDraw{Mo: cp.Mo, On: t.Sampler(sk).CopyPasteMixOn(k)}
-	if !cp.On {
-		return nil
-	}
-	cp.P = t.Sampler(sk).CopyPasteMixOp().P
-	ci, cd, err := take(1)
-	if err != nil {
-		return err
-	}
-	pi, pd, err := take(t.Sampler(sk).MosaicOp().Tiles - 1)
-	if err != nil {
-		return err
-	}
-	m := &d.multi
-	n := img.W * img.H
-	if cap(m.cpImg) < 3*n {
-		m.cpImg = make([]byte, 3*n)
-	}
-	part := kernels.Planes{Pix: m.cpImg[:3*n], W: img.W, H: img.H}
-	if err := d.preInto(part, cd[0], ci[0], pi, pd, t, transform.CopyPasteKey(k, ci[0]), &cp.Mo, &cp.PP); err != nil {
-		return fmt.Errorf("copy_paste partner (sample %d): %w", ci[0], err)
-	}
-	if d.boxSrc == nil {
-		return fmt.Errorf("%w: YOLOCopyPaste pastes another sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", errs.Unsupported)
-	}
-	in, _, err := d.preInstances(d.boxSrc, mo, pp, md)
-	if err != nil {
-		return err
-	}
-	cp.Applied = len(in.Boxes) > 0
-	two, sel, err := d.copyPasteMixSelect(d.boxSrc, in, cp, md)
-	if err != nil || len(sel) == 0 {
-		return err
-	}
-	if cap(m.cpMask) < n {
-		m.cpMask = make([]byte, n)
-	}
-	mask := m.cpMask[:n]
-	m.cpPts = cv.CopyPasteMask(mask, img.W, img.H, two, sel, m.cpPts)
-	cv.CopyPasteFrom(img, part, mask)
-	cp.Pasted = len(sel)
-	return nil
-}
-
 // copyPasteMixSelect is CopyPaste.get_params in mixup mode on the
-// instances in of a pre_transform whose CopyPaste drew cp, of ds's
-// labels: the partner's instances (its mosaic, warped) and those it
-// pastes (cv.CopyPasteMixSelect); none when in has none (ultralytics'
-// returns such a sample untouched). Boxes without polygons are refused,
-// as in flip mode.
-func (d *Decoder) copyPasteMixSelect(ds transform.Targeted, in cv.Instances, cp *transform.CPMixDraw, md *transform.MultiDraw) (cv.Instances, []int, error) {
+// instances in of pre_transform pr, of ds's labels: its partner's
+// instances (its mosaic, warped) and those it pastes
+// (cv.CopyPasteMixSelect); none when in has none (ultralytics' returns
+// such a sample untouched). Boxes without polygons are refused, as in
+// flip mode.
+func (d *Decoder) copyPasteMixSelect(ds transform.Targeted, in cv.Instances, pr *preDraw, md *transform.MultiDraw) (cv.Instances, []int, error) {
 	if len(in.Boxes) == 0 {
 		return cv.Instances{}, nil, nil
 	}
-	two, _, err := d.preInstances(ds, &cp.Mo, &cp.PP, md)
+	cp := pr.cp
+	two, _, err := d.preInstances(ds, pr.cpPart, md)
 	if err != nil {
 		return two, nil, fmt.Errorf("copy_paste partner (sample %d): %w", cp.Mo.Idx[0], err)
 	}
@@ -408,20 +351,25 @@ func (d *Decoder) copyPasteMixSelect(ds transform.Targeted, in cv.Instances, cp 
 	return two, cv.CopyPasteMixSelect(in, two, cp.P), nil
 }
 
-// preMixInstances is one pre_transform's instances: its mosaic's (mo),
-// pasted by a CopyPaste in flip mode, warped (pp), then with what its
-// CopyPaste in mixup mode pasted (cp, nil: none), after them.
-func (d *Decoder) preMixInstances(ds transform.Targeted, mo *transform.MosaicDraw, pp *cv.PerspectiveParams, cp *transform.CPMixDraw, md *transform.MultiDraw) (cv.Instances, int, error) {
-	in, p, err := d.preInstances(ds, mo, pp, md)
-	if err != nil || cp == nil || !cp.On {
-		return in, p, err
+// preMixInstances is pre_transform pr's instances (preInstances), then
+// what its CopyPaste in mixup mode pasted, as its draw selected them,
+// after them; read once.
+func (d *Decoder) preMixInstances(ds transform.Targeted, pr *preDraw, md *transform.MultiDraw) (cv.Instances, int, error) {
+	if pr.haveOut {
+		return pr.out, pr.p, nil
 	}
-	two, sel, err := d.copyPasteMixSelect(ds, in, cp, md)
+	in, p, err := d.preInstances(ds, pr, md)
 	if err != nil {
 		return in, p, err
 	}
-	if len(sel) != cp.Pasted {
-		return in, p, fmt.Errorf("targets: YOLOCopyPaste pasted %d of its partner's instances, its labels select %d", cp.Pasted, len(sel))
+	if pr.cp != nil && len(pr.cpSel) > 0 {
+		if !pr.cpPart.haveIn { // read with other labels since: again
+			if pr.two, _, err = d.preInstances(ds, pr.cpPart, md); err != nil {
+				return in, p, fmt.Errorf("copy_paste partner (sample %d): %w", pr.cp.Mo.Idx[0], err)
+			}
+		}
+		in = cv.CopyPasteInstances(in, pr.two, pr.cpSel)
 	}
-	return cv.CopyPasteInstances(in, two, sel), p, nil
+	pr.out, pr.haveOut = in, true
+	return in, p, nil
 }
