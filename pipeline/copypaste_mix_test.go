@@ -122,12 +122,13 @@ func (d countMem) UltralyticsTargets(i, w, h int, t *transform.Instances) error 
 	return d.segMem.UltralyticsTargets(i, w, h, t)
 }
 
-// TestMultiLabelsReadOnce: a mosaic sample whose CopyPaste, MixUp and
-// CutMix draw against its labels reads each of its images' labels once,
-// for its draw and its targets together: at most once per image its
-// mosaics read (the sample's, its partners'), never again after the
-// decode.
-func TestMultiLabelsReadOnce(t *testing.T) {
+// TestMultiPlan: a mosaic sample whose CopyPaste, MixUp and CutMix draw
+// against its labels is planned from its files' headers and its labels
+// alone (transform.PlanMulti, no decode), and that plan is what its
+// decode made: the same trace. Its images' labels are read once, for
+// its plan and its targets together: once per image its mosaics read (the
+// sample's, its partners'), never again after the decode.
+func TestMultiPlan(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	mo := ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
 	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
@@ -163,6 +164,14 @@ func TestMultiLabelsReadOnce(t *testing.T) {
 				t.Fatalf("%s: sample %d: %v", name, i, err)
 			}
 			drawn := reads
+			var p transform.Plan
+			if err := tr.PlanMulti(&p, k, transform.MultiSource{Data: files[i], Partners: idx, Files: pdata, Size: ImageSize, Labels: ds}); err != nil {
+				t.Fatalf("%s: sample %d: %v", name, i, err)
+			}
+			if got, want := p.AppendTrace(nil), d.AppendTrace(nil); !bytes.Equal(got, want) {
+				t.Fatalf("%s: sample %d: planned without a decode\n%s\nthe decode's\n%s", name, i, got, want)
+			}
+			reads = drawn
 			if _, err := d.AppendTargets(nil, tr, ds, i, fs); err != nil {
 				t.Fatalf("%s: sample %d's targets: %v", name, i, err)
 			}

@@ -36,6 +36,7 @@ type Plan struct {
 	drawer  optab.Drawer
 	boxes   targets.Targets
 	boxRoom [][4]float32
+	multi   MultiDraw // Views[0].Multi's, of a multi-image sample (PlanMulti)
 }
 
 // Transform is the transform p was drawn with, as it is at the key's
@@ -54,8 +55,9 @@ type ViewPlan struct {
 	// recipe's photometric ops), run on the image at its own size; Steps
 	// those of the ops after it, at the sample's size.
 	Pre, Steps []fn.Step
-	// Multi is a multi-image sample's draw (a Mosaic's: its partners, the
-	// tiles' places), which is its geometry; nil for a single image.
+	// Multi is a multi-image sample's draw (a Mosaic's: its partners'
+	// pre_transforms, the tiles' places, what its CopyPastes and CutMix
+	// take), which is its geometry; nil for a single image.
 	Multi *MultiDraw
 }
 
@@ -70,8 +72,7 @@ type BoxSource struct {
 // Plan draws into p everything sample k of a srcW x srcH source undergoes
 // (see Plan), reusing p's buffers. View v draws with k.View + v (a batch's
 // samples have View 0). A sample whose transform makes a Mosaic of it at
-// k's epoch is planned by its executor, which needs the partners' images
-// (Transform.PlanMulti).
+// k's epoch is planned from its partners' files too (Transform.PlanMulti).
 func (t *Transform) Plan(p *Plan, srcW, srcH int, k det.Key, boxes BoxSource) error {
 	t = t.sampler().AtEpoch(k.Epoch) // without the ops a stop_epoch switched off
 	p.t = t
@@ -134,25 +135,6 @@ func (t *Transform) Plan(p *Plan, srcW, srcH int, k det.Key, boxes BoxSource) er
 		}
 	}
 	return nil
-}
-
-// PlanMulti sets p to the plan of a multi-image sample k (a Mosaic's),
-// whose canvas, w x h, its executor made with draw dr: its geometry is
-// the draw, taken whole, and the steps after it are drawn at its size.
-func (t *Transform) PlanMulti(p *Plan, w, h int, k det.Key, dr *MultiDraw) {
-	t = t.sampler().AtEpoch(k.Epoch)
-	p.t = t
-	if cap(p.Views) < 1 {
-		p.Views = make([]ViewPlan, 1)
-	}
-	p.Views = p.Views[:1]
-	// The canvas is made in planes, in the output itself when that is
-	// what it is.
-	p.Direct, p.Layout = t.Layout() == CHW && t.norm == nil && !t.vary, CHW
-	vp := &p.Views[0]
-	vp.Geom = SamplePlan{Geom: CropResize, SrcW: w, SrcH: h, CW: w, CH: h, OutW: w, OutH: h, Exact: true}
-	vp.Pre, vp.Geometry, vp.Multi = vp.Pre[:0], vp.Geometry[:0], dr
-	vp.Steps = t.sampler().drawSteps(&p.drawer, k, w, h, vp.Steps)
 }
 
 // drawSteps draws the steps of t's ops after the geometry for a w x h

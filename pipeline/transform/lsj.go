@@ -155,10 +155,10 @@ func (t sampler) CompactOut(slot []byte, w, h int) []byte {
 	return px[:len(px)/(t.outW*t.outH)*w*h]
 }
 
-// PadSample spreads a w x h sample made compact at the start of out (its
+// padSample spreads a w x h sample made compact at the start of out (its
 // slot: viewBytes) to the bound and writes its size after it, and its
 // image's, srcW x srcH.
-func (t sampler) PadSample(out []byte, w, h, srcW, srcH int) {
+func (t sampler) padSample(out []byte, w, h, srcW, srcH int) {
 	px := out[:len(out)-SizeTrailer]
 	PadCorner(px, w, h, t.outW, t.outH, len(px)/(3*t.outW*t.outH), t.layout)
 	putTrailer(out, w, h, srcW, srcH)

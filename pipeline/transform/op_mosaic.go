@@ -21,12 +21,10 @@ package transform
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
-	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
@@ -142,12 +140,12 @@ type cutArea struct {
 	cx, cy int
 }
 
-// CutMixDraw is CutMix's draw for key k on a w x h sample: whether it
+// cutMixDraw is CutMix's draw for key k on a w x h sample: whether it
 // applies (random.uniform(0, 1) > p skips it), then each area's ratio
 // (np.random.beta(beta, beta): X/(X+Y) of two Gamma(beta)) and centre
 // (np.random.randint(w), randint(h)), into buf; r goes on to draw the
 // choice among the free areas.
-func (t sampler) CutMixDraw(k det.Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r det.RNG) {
+func (t sampler) cutMixDraw(k det.Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r det.RNG) {
 	if t.cutmix == nil {
 		return false, buf[:0], r
 	}
@@ -300,6 +298,17 @@ type MultiDraw struct {
 	CutPP      cv.PerspectiveParams
 	// A CopyPaste in mixup mode's draws: the sample's, the partners'.
 	CPM, MixCPM, CutCPM CPMixDraw
+	// Pres are the sample's pre_transforms as drawn (PreSelf, PreMix,
+	// PreCut, each then its CopyPaste partner's), CutSel the CutMix
+	// partner's instances its area takes.
+	Pres   [nPres]PreDraw
+	CutSel []int
+	// src is what draw draws from, while it draws; cl the labels the
+	// instances were read with; lab and ins the reads' scratch.
+	src MultiSource
+	cl  bool
+	lab Instances
+	ins []cv.Instances
 }
 
 // CutArea is CutMix's area i (cv.CutMixArea of its draws).
@@ -342,7 +351,7 @@ func (t sampler) MultiPartners(k det.Key, size int, buf []int) []int {
 		return nil
 	}
 	buf = t.prePartners(k, size, buf[:0])
-	if on, _ := t.MixUpDraw(k); on {
+	if on, _ := t.mixUpDraw(k); on {
 		j := mixupPartner(k, size)
 		buf = append(buf, j)
 		buf = t.prePartners(MixKey(k, j), size, buf)
@@ -364,10 +373,10 @@ func (t *Transform) mosaicPartners(k det.Key, size int, buf []int) []int {
 	return buf
 }
 
-// MixUpDraw is MixUp's draw for key k: whether it applies (ultralytics'
+// mixUpDraw is MixUp's draw for key k: whether it applies (ultralytics'
 // random.uniform(0, 1) > p skips it) and its ratio (np.random.beta(32,
 // 32): X/(X+Y) of two Gamma(32) draws).
-func (t sampler) MixUpDraw(k det.Key) (on bool, r float64) {
+func (t sampler) mixUpDraw(k det.Key) (on bool, r float64) {
 	if t.mixup == nil {
 		return false, 0
 	}
@@ -387,11 +396,11 @@ func mixupPartner(k det.Key, size int) int {
 	return one[0]
 }
 
-// MosaicCentre is Mosaic.get_params' draw for n = 4: yc, then xc, each
+// mosaicCentre is Mosaic.get_params' draw for n = 4: yc, then xc, each
 // int(random.uniform(-border, 2*imgsz + border)) with border -imgsz//2
 // (Python's floor division), from the geometry's stream after mosaicOn's.
 // 9 draws nothing.
-func (t sampler) MosaicCentre(k det.Key) (xc, yc int) {
+func (t sampler) mosaicCentre(k det.Key) (xc, yc int) {
 	if t.mosaic.Tiles != 4 {
 		return 0, 0
 	}
@@ -405,90 +414,319 @@ func (t sampler) MosaicCentre(k det.Key) (xc, yc int) {
 	return xc, yc
 }
 
-// appendJSON appends the mosaic's arguments: {n, imgsz, indexes (the
-// sample's first, then its partners), sizes ((w, h) each, as load_image
-// resized it), xc, yc, and after a YOLOCopyPaste copy_paste: the copies
-// it pasted}.
-func (m *MosaicDraw) appendJSON(b []byte) []byte {
-	b = append(b, `{"n":`...)
-	b = strconv.AppendInt(b, int64(m.N), 10)
-	b = append(b, `,"imgsz":`...)
-	b = strconv.AppendInt(b, int64(m.Imgsz), 10)
-	b = append(b, `,"indexes":`...)
-	b = fn.AppendInts(b, m.Idx)
-	b = append(b, `,"sizes":[`...)
-	for i, s := range m.Sizes {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = fn.AppendInts(b, s[:])
-	}
-	b = append(b, `],"xc":`...)
-	b = strconv.AppendInt(b, int64(m.XC), 10)
-	b = append(b, `,"yc":`...)
-	b = strconv.AppendInt(b, int64(m.YC), 10)
-	if m.CP {
-		b = append(b, `,"copy_paste":`...)
-		b = strconv.AppendInt(b, int64(m.Pasted), 10)
-	}
-	return append(b, '}')
+// MultiSource is what a multi-image sample's plan is drawn from: its own
+// file (Data) and the partners handed for it (Partners, their Files), in
+// MultiPartners' order; Size, a file's size from its header (an error
+// where it does not parse or is over the decoder's pixel budget); and
+// its labels (Labels, nil: none, a job without targets; Contiguous: a
+// COCO dataset's labelled by rank), which a CopyPaste and a CutMix draw
+// against.
+type MultiSource struct {
+	Data       []byte
+	Partners   []int
+	Files      [][]byte
+	Size       func(data []byte) (w, h int, err error)
+	Labels     Targeted
+	Contiguous bool
 }
 
-// AppendJSON appends the sample's multi-image entries to its trace:
-// ["mosaic", {its arguments}], then, when its MixUp applied, ["mixup",
-// {"r": the ratio, "mosaic": the partner's mosaic}].
-func (m *MultiDraw) AppendJSON(b []byte) []byte {
-	b = append(b, `["yolo_mosaic",`...)
-	b = m.Mo.appendJSON(b)
-	b = append(b, ']')
-	if m.Persp {
-		b = append(b, ',')
-		st := m.perspStep(&m.PP)
-		b = st.AppendJSON(b)
+// PreDraw is one pre_transform of a multi-image sample (ultralytics'
+// Mosaic of one image and its partners, the CopyPaste in flip mode after
+// it, the YOLORandomPerspective after them, a CopyPaste in mixup mode) as
+// its plan drew it, before a pixel: the image Self and its file Data,
+// the partners Pidx and their files Pdata, its key, where its draws are
+// kept (Mo, PP, CP: in the trace's MultiDraw), and what its CopyPastes
+// paste (Flipped and Sel: the flip mode's mirrored instances and those
+// pasted; Two and CPSel: the mixup mode's partner's, CPPart, likewise).
+// The executor makes its pixels from it; its instances are read once,
+// for the draw and the targets alike.
+type PreDraw struct {
+	Self   int
+	Data   []byte
+	Pidx   []int
+	Pdata  [][]byte
+	Key    det.Key
+	Mo     *MosaicDraw
+	PP     *cv.PerspectiveParams
+	CP     *CPMixDraw // nil for a CopyPaste's partner, which has none
+	CPPart *PreDraw
+	// Flipped and Sel, Two and CPSel: see above.
+	Flipped, Two cv.Instances
+	Sel, CPSel   []int
+	// in is its instances after its mosaic, flip-mode CopyPaste and warp;
+	// out after its mixup-mode CopyPaste too; p the keypoints an
+	// instance. Read once (haveIn, haveOut).
+	in, out         cv.Instances
+	p               int
+	haveIn, haveOut bool
+}
+
+// start sets pr to the pre_transform of sample self (its file data,
+// partners pidx and pdata) of key k, its draws kept in mo, pp and cp.
+func (pr *PreDraw) start(self int, data []byte, pidx []int, pdata [][]byte, k det.Key, mo *MosaicDraw, pp *cv.PerspectiveParams, cp *CPMixDraw, cpPart *PreDraw) {
+	*pr = PreDraw{Self: self, Data: data, Pidx: pidx, Pdata: pdata, Key: k, Mo: mo, PP: pp, CP: cp, CPPart: cpPart, Sel: pr.Sel[:0], CPSel: pr.CPSel[:0]}
+}
+
+// The pre_transforms of a multi-image sample, in MultiDraw.Pres: the
+// sample's, its MixUp partner's, its CutMix partner's, each followed by
+// its mixup-mode CopyPaste partner's.
+const (
+	PreSelf = 2 * iota
+	PreMix
+	PreCut
+	nPres
+)
+
+// handed are the partners handed for a sample not yet taken by its
+// draw, in MultiPartners' order.
+type handed struct {
+	idx  []int
+	data [][]byte
+}
+
+// take takes the next c partners.
+func (h *handed) take(c int) ([]int, [][]byte, error) {
+	if len(h.idx) < c {
+		return nil, nil, fmt.Errorf("%w: the YOLOMosaic wants more partners than the %d handed (SetPartners before Decode)", errs.Unsupported, len(h.data))
 	}
-	b = m.CPM.appendJSON(b, `,["yolo_copy_paste",`, "]", m)
-	if m.Mix {
-		b = append(b, `,["yolo_mixup",{"r":`...)
-		b = fn.AppendFloat(b, m.MixR)
-		b = append(b, `,"mosaic":`...)
-		b = m.MixM.appendJSON(b)
-		if m.Persp {
-			b = append(b, `,"perspective":`...)
-			st := m.perspStep(&m.MixPP)
-			b = st.AppendJSON(b)
+	i, p := h.idx[:c], h.data[:c]
+	h.idx, h.data = h.idx[c:], h.data[c:]
+	return i, p, nil
+}
+
+// PlanMulti draws into p everything the multi-image sample of key k (a
+// Mosaic's, at k's epoch) undergoes, before a pixel of it is made: its
+// pre_transform, then its MixUp's and its CutMix's partners', each made
+// the same way (ViewPlan.Multi's Pres), the CutMix's area, and the steps
+// after them at the output's size. The images' places come from their
+// headers (src.Size); what the CopyPastes and the CutMix take, from the
+// labels, read once and kept for the targets (MultiDraw.Instances).
+func (t *Transform) PlanMulti(p *Plan, k det.Key, src MultiSource) error {
+	t = t.sampler().AtEpoch(k.Epoch)
+	p.t = t
+	if t.Views() != 1 {
+		return fmt.Errorf("%w: YOLOMosaic in a transform of several views is not supported", errs.Unsupported)
+	}
+	if len(src.Partners) != len(src.Files) {
+		return fmt.Errorf("%w: %d partners and %d files (SetPartners before Decode)", errs.Unsupported, len(src.Partners), len(src.Files))
+	}
+	if cap(p.Views) < 1 {
+		p.Views = make([]ViewPlan, 1)
+	}
+	p.Views = p.Views[:1]
+	// The canvas is made in planes, in the output itself when that is
+	// what it is.
+	p.Direct, p.Layout = t.Layout() == CHW && t.norm == nil && !t.vary, CHW
+	w, h := t.outW, t.outH
+	md := &p.multi
+	hd := handed{src.Partners, src.Files}
+	if err := md.draw(t.sampler(), k, src, &hd, w, h); err != nil {
+		return err
+	}
+	if len(hd.idx) != 0 {
+		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (SetPartners before Decode)", errs.Unsupported, len(hd.idx))
+	}
+	vp := &p.Views[0]
+	vp.Geom = SamplePlan{Geom: CropResize, SrcW: w, SrcH: h, CW: w, CH: h, OutW: w, OutH: h, Exact: true}
+	vp.Pre, vp.Geometry, vp.Multi = vp.Pre[:0], vp.Geometry[:0], md
+	vp.Steps = t.sampler().drawSteps(&p.drawer, k, w, h, vp.Steps)
+	return nil
+}
+
+// draw draws md for the sample of key k of t (at its epoch), the output
+// w x h: its pre_transform, then its MixUp's and CutMix's partners', and
+// the CutMix's area. It takes the partners in MultiPartners' order.
+func (md *MultiDraw) draw(t sampler, k det.Key, src MultiSource, h *handed, w, ht int) error {
+	n := t.mosaic.Tiles
+	md.Mix, md.Persp = false, t.yolo != nil
+	if md.Persp {
+		md.Warp, md.W, md.H = t.yolo.Persp.YPersp != 0, w, ht
+	}
+	md.src, md.cl = src, src.Contiguous
+	defer func() { md.src = MultiSource{} }() // not its files past the draw
+	next := func(slot int, self int, data []byte, k det.Key, mo *MosaicDraw, pp *cv.PerspectiveParams, cp *CPMixDraw) error {
+		pi, pd, err := h.take(n - 1)
+		if err != nil {
+			return err
 		}
-		b = m.MixCPM.appendJSON(b, `,"copy_paste":`, "", m)
-		b = append(b, "}]"...)
+		pr := &md.Pres[slot]
+		pr.start(self, data, pi, pd, k, mo, pp, cp, &md.Pres[slot+1])
+		return md.drawPre(t, pr, h)
 	}
-	if m.Cut { // ["yolo_cutmix", {"areas": [[lam, cx, cy], ...], "choice", "applied", "mosaic", "perspective"}]
-		b = append(b, `,["yolo_cutmix",{"areas":[`...)
-		for i, a := range m.CutAreas {
-			if i > 0 {
-				b = append(b, ',')
+	if err := next(PreSelf, int(k.Index), src.Data, k, &md.Mo, &md.PP, &md.CPM); err != nil {
+		return err
+	}
+	if on, r := t.mixUpDraw(k); on { // its partner is the one handed next (MultiPartners drew it)
+		mi, mf, err := h.take(1)
+		if err != nil {
+			return err
+		}
+		if err := next(PreMix, mi[0], mf[0], MixKey(k, mi[0]), &md.MixM, &md.MixPP, &md.MixCPM); err != nil {
+			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
+		}
+		md.Mix, md.MixR = true, r
+	}
+	md.Cut, md.CutOK, md.CutChoice = false, false, -1
+	on, areas, r := t.cutMixDraw(k, w, ht, md.CutAreas)
+	if !on {
+		return nil
+	}
+	md.CutAreas, md.CutW, md.CutH = areas, w, ht
+	ci, cf, err := h.take(1)
+	if err != nil {
+		return err
+	}
+	if err := next(PreCut, ci[0], cf[0], CutKey(k, ci[0]), &md.CutM, &md.CutPP, &md.CutCPM); err != nil {
+		return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
+	}
+	md.Cut = true
+	return md.drawCutMix(&r)
+}
+
+// drawPre draws pre_transform pr: its mosaic (drawMosaic), then its
+// CopyPaste in mixup mode, when t has one and it draws to apply: its
+// partner (the next handed, h) drawn the same way, and the partner's
+// instances it pastes, chosen against pr's (copyPasteMixSelect).
+func (md *MultiDraw) drawPre(t sampler, pr *PreDraw, h *handed) error {
+	if err := md.drawMosaic(t, pr); err != nil {
+		return err
+	}
+	cp := pr.CP
+	*cp = CPMixDraw{Mo: cp.Mo, On: t.copyPasteMixOn(pr.Key)}
+	if !cp.On {
+		return nil
+	}
+	cp.P = t.copyPasteMix.P
+	ci, cd, err := h.take(1)
+	if err != nil {
+		return err
+	}
+	pi, pd, err := h.take(t.mosaic.Tiles - 1)
+	if err != nil {
+		return err
+	}
+	part := pr.CPPart
+	part.start(ci[0], cd[0], pi, pd, CopyPasteKey(pr.Key, ci[0]), &cp.Mo, &cp.PP, nil, nil)
+	if err := md.drawMosaic(t, part); err != nil {
+		return fmt.Errorf("copy_paste partner (sample %d): %w", ci[0], err)
+	}
+	ds := md.src.Labels
+	if ds == nil {
+		return fmt.Errorf("%w: YOLOCopyPaste pastes another sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", errs.Unsupported)
+	}
+	in, _, err := md.preInstances(ds, pr)
+	if err != nil {
+		return err
+	}
+	cp.Applied = len(in.Boxes) > 0
+	two, sel, err := md.copyPasteMixSelect(ds, in, pr)
+	if err != nil {
+		return err
+	}
+	pr.Two, pr.CPSel, cp.Pasted = two, append(pr.CPSel, sel...), len(sel)
+	return nil
+}
+
+// drawMosaic draws the Mosaic of pre_transform pr into pr.Mo: its images
+// (the sample's first), each one's load_image size from its header, the
+// centre and the tiles; the YOLORandomPerspective's after it into pr.PP;
+// and the CopyPaste in flip mode's after it, when t has one: the
+// mosaic's instances (the sample's labels), mirrored, and those it
+// pastes (copyPasteSelect).
+func (md *MultiDraw) drawMosaic(t sampler, pr *PreDraw) error {
+	mo := pr.Mo
+	n, s := t.mosaic.Tiles, t.mosaic.ImgSz
+	mo.N, mo.Imgsz = n, s
+	mo.Idx = append(append(mo.Idx[:0], pr.Self), pr.Pidx...)
+	mo.Sizes = mo.Sizes[:0]
+	for j := range n {
+		src := pr.Data
+		if j > 0 {
+			src = pr.Pdata[j-1]
+		}
+		w, h, err := md.src.Size(src)
+		if err != nil {
+			if j > 0 {
+				return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, n-1, pr.Pidx[j-1], err)
 			}
-			b = append(fn.AppendFloat(append(b, '['), a.lam), ',')
-			b = append(strconv.AppendInt(append(strconv.AppendInt(b, int64(a.cx), 10), ','), int64(a.cy), 10), ']')
+			return err
 		}
-		b = strconv.AppendInt(append(b, `],"choice":`...), int64(m.CutChoice), 10)
-		b = strconv.AppendBool(append(b, `,"applied":`...), m.CutOK)
-		b = m.CutM.appendJSON(append(b, `,"mosaic":`...))
-		if m.Persp {
-			st := m.perspStep(&m.CutPP)
-			b = st.AppendJSON(append(b, `,"perspective":`...))
-		}
-		b = m.CutCPM.appendJSON(b, `,"copy_paste":`, "", m)
-		b = append(b, "}]"...)
+		w, h = cv.LoadSize(w, h, s)
+		mo.Sizes = append(mo.Sizes, [2]int{w, h})
 	}
-	return b
+	mo.XC, mo.YC = t.mosaicCentre(pr.Key)
+	tiles, err := cv.MosaicLayout(n, s, mo.XC, mo.YC, mo.Sizes)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errs.Unsupported, err)
+	}
+	mo.Tiles = tiles
+	if t.yolo != nil {
+		*pr.PP = DrawYOLOPersp(t.yolo.Persp, pr.Key)
+	}
+	mo.CP, mo.Pasted = t.copyPaste != nil, 0
+	if !mo.CP {
+		return nil
+	}
+	mo.CPP = t.copyPaste.P
+	ds := md.src.Labels
+	if ds == nil {
+		return fmt.Errorf("%w: YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", errs.Unsupported)
+	}
+	in, p, err := md.mosaicInstances(ds, mo)
+	if err != nil {
+		return err
+	}
+	flipped, sel, err := copyPasteSelect(in, mo, mo.CPP)
+	if err != nil {
+		return err
+	}
+	pr.Flipped, pr.Sel, mo.Pasted = flipped, append(pr.Sel, sel...), len(sel)
+	// Its instances, as its targets will want them: read once.
+	pr.in, pr.p, pr.haveIn = md.PerspInstances(cv.CopyPasteInstances(in, flipped, sel), pr.PP), p, true
+	return nil
 }
 
-// perspStep is the YOLORandomPerspective's step of draw pp, as yoloSteps
-// writes it.
-func (m *MultiDraw) perspStep(pp *cv.PerspectiveParams) fn.Step {
-	st := fn.Step{Fn: fn.YOLOPerspective, I: [6]int{4: m.H, 5: m.W}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
-		Center: [2]float64{pp.PX, pp.PY}}
-	if m.Warp {
-		st.I[0] = 1
+// drawCutMix is CutMix.get_params on the sample (its instances after its
+// pre_transform and MixUp) with its partner drawn (r the stream to draw
+// the area's choice from): of the areas drawn, those that overlap no
+// instance; none, nothing; else one chosen (np.random.choice), which
+// applies when it takes any of the partner's instances (cv.CutMixPick).
+func (md *MultiDraw) drawCutMix(r *det.RNG) error {
+	ds := md.src.Labels
+	if ds == nil {
+		return fmt.Errorf("%w: YOLOCutMix places its area against the sample's labels: it needs them (a job with targets)", errs.Unsupported)
 	}
-	return st
+	in, _, err := md.multiInstances(ds)
+	if err != nil {
+		return err
+	}
+	boxes := make([][4]float32, len(md.CutAreas))
+	for i := range boxes {
+		boxes[i] = md.CutArea(i)
+	}
+	free := cv.CutMixFree(boxes, in.Boxes)
+	if len(free) == 0 {
+		return nil
+	}
+	md.CutChoice = free[r.Intn(len(free))]
+	_, sel, err := md.cutmixPick(ds, in)
+	if err != nil {
+		return err
+	}
+	md.CutSel = append(md.CutSel[:0], sel...)
+	md.CutOK = len(sel) > 0
+	return nil
+}
+
+// copyPasteSelect is CopyPaste.get_params in flip mode on a mosaic's
+// instances in (its 2*imgsz canvas): their mirrored copies and those it
+// pastes (cv.CopyPasteSelect). A mosaic of boxes without segments is
+// refused: ultralytics' CopyPaste skips it silently, leaving a job that
+// asked for it without it.
+func copyPasteSelect(in cv.Instances, mo *MosaicDraw, p float64) (cv.Instances, []int, error) {
+	if len(in.Boxes) > 0 && len(in.Segments) == 0 && p > 0 {
+		return cv.Instances{}, nil, fmt.Errorf("%w: YOLOCopyPaste: the mosaic of samples %v has boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", errs.Unsupported, mo.Idx)
+	}
+	flipped, sel := cv.CopyPasteSelect(in, cv.MosaicSize(mo.Imgsz), p)
+	return flipped, sel, nil
 }

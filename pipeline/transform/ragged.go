@@ -11,7 +11,7 @@ import (
 // SmartResize's, RandomShortestSize's) are made compact at the start of
 // their slot, h*w pixels (its layout, uint8 or float32), with the size
 // trailer at the slot's end and the rest of the slot left as it was: no
-// spreading to the bound (PadSample: most of a SmartResize job's CPU, a
+// spreading to the bound (padSample: most of a SmartResize job's CPU, a
 // 1428x1428 slot for a 644x476 image). PackRagged then moves each compact
 // sample to its place back to back: what the trainer receives. Whoever
 // compares a ragged slot (a peer's, verified) compares its compact bytes
@@ -58,10 +58,10 @@ func (t sampler) elem() int {
 
 // CompactSample ends a ragged sample made compact at the start of out (a
 // slot): its size and its image's (srcW x srcH), in the trailer. A sample of a transform that is not
-// ragged is spread to its place in the bound instead (PadSample).
+// ragged is spread to its place in the bound instead (padSample).
 func (t sampler) CompactSample(out []byte, w, h, srcW, srcH int) {
 	if !t.ragged {
-		t.PadSample(out, w, h, srcW, srcH)
+		t.padSample(out, w, h, srcW, srcH)
 		return
 	}
 	putTrailer(out, w, h, srcW, srcH)
