@@ -48,7 +48,9 @@ draw prints the traces a transform draws for samples 0..N-1 of an epoch
 (one JSON list a line), without decoding anything: what the sampling tests
 count. --spec is a TransformSpec in protobuf's JSON ({"preset": "deit"} or
 {"ops": [...]}); every sample is a --source image, with the --boxes given
-(a RandomIoUCrop draws against them).
+(a RandomIoUCrop, a YOLOCopyPaste or a YOLOCutMix draws against them), and
+a multi-image op's partners (a YOLOMosaic's, a YOLOMixUp's) are drawn
+among the N samples, each such an image.
 
 cv runs the YOLO family's kernels (ultralytics' resize, warps, HSV,
 LetterBox, Mosaic, RandomPerspective, MixUp, CopyPaste, with the parameters
@@ -128,7 +130,7 @@ func opsDraw(spec, source, boxes string, n int, seed, epoch uint64, out io.Write
 	}
 	bw := bufio.NewWriter(out)
 	for i := range n {
-		js, err := t.TraceBoxes(w, h, det.Key{Seed: seed, Epoch: epoch, Index: uint64(i)}, bx)
+		js, err := t.TraceSet(w, h, det.Key{Seed: seed, Epoch: epoch, Index: uint64(i)}, bx, n)
 		if err != nil {
 			return err
 		}

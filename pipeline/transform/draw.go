@@ -209,11 +209,20 @@ func (vp *ViewPlan) appendTrace(b []byte, t *Transform) []byte {
 	return append(b, ']')
 }
 
-// fixedBoxes is a Targeted of one sample's boxes, label 0 each.
-type fixedBoxes [][4]float32
+// sourceBoxes is a Targeted of samples alike, each a w x h image with
+// boxes b (in its pixels), label 0 each: asked at another size (a
+// Mosaic's load_image size), scaled to it.
+type sourceBoxes struct {
+	b    [][4]float32
+	w, h int
+}
 
-func (b fixedBoxes) SourceTargets(_, _, _ int, t *Instances) error {
-	for _, bx := range b {
+func (s sourceBoxes) SourceTargets(_, w, h int, t *Instances) error {
+	fx, fy := float32(w)/float32(s.w), float32(h)/float32(s.h)
+	for _, bx := range s.b {
+		if w != s.w || h != s.h {
+			bx = [4]float32{bx[0] * fx, bx[1] * fy, bx[2] * fx, bx[3] * fy}
+		}
 		t.Add(bx, 0, false)
 	}
 	return nil

@@ -205,24 +205,41 @@ func (t sampler) drawInto(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step) [
 // Trace is the trace a w x h source image would get for key k, drawn
 // without decoding anything (what `stoker ops draw` prints, and what the
 // sampling tests count): the plan's geometry, the steps, normalize (of
-// several views, each view's).
+// several views, each view's); a Mosaic's entries for a sample it makes
+// of the image and itself as its partners (TraceSet of one).
 func (t *Transform) Trace(srcW, srcH int, k det.Key) ([]byte, error) {
 	return t.TraceBoxes(srcW, srcH, k, nil)
 }
 
 // TraceBoxes is Trace for a source whose boxes (XYXY, in its pixels) are
-// boxes: what a RandomIoUCrop draws against (nil: none, and a transform
-// with one fails).
+// boxes: what a RandomIoUCrop, a CopyPaste or a CutMix draws against
+// (nil: none, and a transform with one fails).
 func (t *Transform) TraceBoxes(srcW, srcH int, k det.Key, boxes [][4]float32) ([]byte, error) {
-	if at := t.sampler().AtEpoch(k.Epoch); at.mosaic != nil && at.sampler().MosaicOn(k) {
-		return nil, fmt.Errorf("%w: a YOLOMosaic's draw needs its partners' images (their sizes): only a decode traces it", errs.Unsupported)
+	return t.TraceSet(srcW, srcH, k, boxes, 1)
+}
+
+// TraceSet is TraceBoxes for sample k of a set of size samples alike:
+// a multi-image op's partners (a Mosaic's, a MixUp's) are drawn among
+// them (MultiPartners), each a srcW x srcH image with the same boxes,
+// scaled to the size it is loaded at. Its plan is the decode's for such
+// a set (Transform.PlanMulti).
+func (t *Transform) TraceSet(srcW, srcH int, k det.Key, boxes [][4]float32, size int) ([]byte, error) {
+	if size < 1 {
+		return nil, fmt.Errorf("%w: a set of %d samples", errs.Unsupported, size)
 	}
 	var p Plan
-	src := BoxSource{}
+	var src Targeted
 	if boxes != nil {
-		src.From = fixedBoxes(boxes)
+		src = sourceBoxes{boxes, srcW, srcH}
 	}
-	if err := t.Plan(&p, srcW, srcH, k, src); err != nil {
+	if idx := t.sampler().MultiPartners(k, size, nil); idx != nil {
+		sz := func([]byte) (int, int, error) { return srcW, srcH, nil }
+		if err := t.PlanMulti(&p, k, MultiSource{Partners: idx, Files: make([][]byte, len(idx)), Size: sz, Labels: src}); err != nil {
+			return nil, err
+		}
+		return p.AppendTrace(nil), nil
+	}
+	if err := t.Plan(&p, srcW, srcH, k, BoxSource{From: src}); err != nil {
 		return nil, err
 	}
 	return p.AppendTrace(nil), nil
