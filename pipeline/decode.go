@@ -173,7 +173,7 @@ func (d *Decoder) Decode(data []byte, t *transform.Transform, k det.Key, out []b
 // decodeAt is Decode with view v going to out[offs[v]:], View(v)'s
 // sample size long: a sample's place in a batch buffer (ViewLayout).
 func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out []byte, offs []int) error {
-	if at := t.Sampler(sk).AtEpoch(k.Epoch).Sampler(sk); at.MosaicOp() != nil && at.MosaicOn(k) {
+	if t.Multi(k) {
 		return d.decodeMosaic(data, t, k, out, offs)
 	}
 	d.multi.partners, d.multi.pdata = nil, nil

@@ -62,7 +62,7 @@ func (d *Decoder) SetPartners(idx []int, data [][]byte) {
 }
 
 // readPartners reads the partners idx of a sample of ds (its
-// Transform's MultiPartners) into bufs (reused), as the executor does in
+// Transform's AppendPartners) into bufs (reused), as the executor does in
 // the sample's lease: nil, nil when it draws none. A partner that cannot be read fails the sample,
 // naming the partner (its store's fault stays the store's: the error
 // wraps it).
@@ -86,11 +86,8 @@ func readPartners(ds dataset.Dataset, idx []int, bufs *[][]byte) ([][]byte, erro
 
 // partnerHints are the partners the samples indices (of copies, nil:
 // none) of epoch will read, in the order they will be read, for a
-// Prefetcher: nil when t has no Mosaic then.
+// Prefetcher: nil when none reads any (t has no multi-image op then).
 func partnerHints(t *transform.Transform, seed, epoch uint64, indices []int64, copies []uint32, size int) []int64 {
-	if t.Sampler(sk).AtEpoch(epoch).Sampler(sk).MosaicOp() == nil {
-		return nil
-	}
 	var out []int64
 	var buf []int
 	for i, idx := range indices {
@@ -98,7 +95,7 @@ func partnerHints(t *transform.Transform, seed, epoch uint64, indices []int64, c
 		if copies != nil {
 			k.Copy = uint64(copies[i])
 		}
-		buf = t.Sampler(sk).MultiPartners(k, size, buf)
+		buf = t.AppendPartners(buf, k, size)
 		for _, p := range buf {
 			out = append(out, int64(p))
 		}
@@ -215,7 +212,7 @@ func (d *Decoder) release() {
 
 // decodeMosaic is decodeAt for a sample whose Mosaic applies at k's
 // epoch: data is the sample's file, the partners' are the Decoder's
-// (SetPartners), in MultiPartners' order. Everything the sample
+// (SetPartners), in AppendPartners' order. Everything the sample
 // undergoes is planned first (transform.PlanMulti: the images' places
 // from their headers, what the CopyPastes and the CutMix take from the
 // labels), then its pixels are made from that plan.

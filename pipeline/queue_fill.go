@@ -360,7 +360,7 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *transform.
 	}
 	t = t.Sampler(sk).AtEpoch(k.Epoch)
 	at := t.Sampler(sk)
-	mosaic := at.MosaicOp() != nil && at.MosaicOn(k)
+	mosaic := t.Multi(k)
 	iw, ih, lib := size(data)
 	var w, h, pmw, pmh int
 	var ppx int64

@@ -294,7 +294,7 @@ func (e *Executor) run(d *Decoder, w int) {
 	defer e.wg.Done()
 	defer d.Close()
 	defer e.lockThread()()
-	var pidx []int // a sample's partners (MultiPartners); the buffers its file and theirs are read into are the Decoder's (d.scratch.file, pfiles)
+	var pidx []int // a sample's partners (AppendPartners); the buffers its file and theirs are read into are the Decoder's (d.scratch.file, pfiles)
 	yielded := time.Now()
 	e.mu.Lock()
 	for {
@@ -351,7 +351,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		}
 		// A multi-image op's partners, read in the sample's lease
 		// (decode_multi.go): none for most transforms.
-		pidx = r.t.Sampler(sk).MultiPartners(k, r.ds.Len(), pidx)
+		pidx = r.t.AppendPartners(pidx, k, r.ds.Len())
 		if err == nil {
 			// The buffers its files are read into, reserved before the
 			// read where the dataset knows their sizes (header.go).

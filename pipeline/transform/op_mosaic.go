@@ -249,10 +249,10 @@ func (t *Transform) checkMulti() error {
 	return nil
 }
 
-// MosaicOn is the Mosaic's draw of whether it applies to the sample of
+// mosaicOn is the Mosaic's draw of whether it applies to the sample of
 // key k (ultralytics' random.uniform(0, 1) > p leaves it): the first
 // number of the geometry's stream.
-func (t sampler) MosaicOn(k det.Key) bool {
+func (t sampler) mosaicOn(k det.Key) bool {
 	r := k.Stream(StreamCrop)
 	return !(r.Float64() > t.mosaic.P)
 }
@@ -334,7 +334,7 @@ func MixKey(k det.Key, j int) det.Key {
 	return k
 }
 
-// MultiPartners appends to buf[:0] the partners the sample of key k reads
+// multiPartners appends to buf[:0] the partners the sample of key k reads
 // in a dataset of size samples, for t at k's epoch, in the order its
 // decode takes them: its pre_transform's (prePartners: its Mosaic's n-1,
 // and a CopyPaste in mixup mode's), then, when its MixUp is drawn, the
@@ -345,9 +345,9 @@ func MixKey(k det.Key, j int) det.Key {
 // so the epoch's plan is untouched (every index is still the primary
 // sample exactly once an epoch) and a sample's mosaic is the same on any
 // topology and across a resume.
-func (t sampler) MultiPartners(k det.Key, size int, buf []int) []int {
+func (t sampler) multiPartners(k det.Key, size int, buf []int) []int {
 	t = t.AtEpoch(k.Epoch).sampler()
-	if t.mosaic == nil || size < 1 || !t.MosaicOn(k) {
+	if t.mosaic == nil || size < 1 || !t.mosaicOn(k) {
 		return nil
 	}
 	buf = t.prePartners(k, size, buf[:0])
@@ -416,7 +416,7 @@ func (t sampler) mosaicCentre(k det.Key) (xc, yc int) {
 
 // MultiSource is what a multi-image sample's plan is drawn from: its own
 // file (Data) and the partners handed for it (Partners, their Files), in
-// MultiPartners' order; Size, a file's size from its header (an error
+// multiPartners' order; Size, a file's size from its header (an error
 // where it does not parse or is over the decoder's pixel budget); and
 // its labels (Labels, nil: none, a job without targets; Contiguous: a
 // COCO dataset's labelled by rank), which a CopyPaste and a CutMix draw
@@ -478,7 +478,7 @@ const (
 )
 
 // handed are the partners handed for a sample not yet taken by its
-// draw, in MultiPartners' order.
+// draw, in multiPartners' order.
 type handed struct {
 	idx  []int
 	data [][]byte
@@ -535,7 +535,7 @@ func (t *Transform) PlanMulti(p *Plan, k det.Key, src MultiSource) error {
 
 // draw draws md for the sample of key k of t (at its epoch), the output
 // w x h: its pre_transform, then its MixUp's and CutMix's partners', and
-// the CutMix's area. It takes the partners in MultiPartners' order.
+// the CutMix's area. It takes the partners in multiPartners' order.
 func (md *MultiDraw) draw(t sampler, k det.Key, src MultiSource, h *handed, w, ht int) error {
 	n := t.mosaic.Tiles
 	md.Mix, md.Persp = false, t.yolo != nil
@@ -556,7 +556,7 @@ func (md *MultiDraw) draw(t sampler, k det.Key, src MultiSource, h *handed, w, h
 	if err := next(PreSelf, int(k.Index), src.Data, k, &md.Mo, &md.PP, &md.CPM); err != nil {
 		return err
 	}
-	if on, r := t.mixUpDraw(k); on { // its partner is the one handed next (MultiPartners drew it)
+	if on, r := t.mixUpDraw(k); on { // its partner is the one handed next (multiPartners drew it)
 		mi, mf, err := h.take(1)
 		if err != nil {
 			return err

@@ -449,7 +449,21 @@ func (md *MultiDraw) PerspInstances(in cv.Instances, pp *cv.PerspectiveParams) c
 // in the order its decode takes them (multiPartners): what a caller of
 // Decode reads and hands to SetPartners.
 func (t *Transform) PartnersOf(k det.Key, size int) []int {
-	return t.sampler().MultiPartners(k, size, nil)
+	return t.sampler().multiPartners(k, size, nil)
+}
+
+// AppendPartners is PartnersOf appended to buf[:0] (reused): what the
+// executor reads in a sample's lease.
+func (t *Transform) AppendPartners(buf []int, k det.Key, size int) []int {
+	return t.sampler().multiPartners(k, size, buf)
+}
+
+// Multi says whether the sample of key k is made of several images (a
+// Mosaic applies at its epoch and draws to): PlanMulti plans it, from
+// its partners' files.
+func (t *Transform) Multi(k det.Key) bool {
+	at := t.sampler().AtEpoch(k.Epoch).sampler()
+	return at.mosaic != nil && at.mosaicOn(k)
 }
 
 // ImgSz is YOLOLoadImage's imgsz: the long side it loads an image to.

@@ -220,7 +220,7 @@ func (t *Transform) TraceBoxes(srcW, srcH int, k det.Key, boxes [][4]float32) ([
 
 // TraceSet is TraceBoxes for sample k of a set of size samples alike:
 // a multi-image op's partners (a Mosaic's, a MixUp's) are drawn among
-// them (MultiPartners), each a srcW x srcH image with the same boxes,
+// them (multiPartners), each a srcW x srcH image with the same boxes,
 // scaled to the size it is loaded at. Its plan is the decode's for such
 // a set (Transform.PlanMulti).
 func (t *Transform) TraceSet(srcW, srcH int, k det.Key, boxes [][4]float32, size int) ([]byte, error) {
@@ -232,7 +232,7 @@ func (t *Transform) TraceSet(srcW, srcH int, k det.Key, boxes [][4]float32, size
 	if boxes != nil {
 		src = sourceBoxes{boxes, srcW, srcH}
 	}
-	if idx := t.sampler().MultiPartners(k, size, nil); idx != nil {
+	if idx := t.sampler().multiPartners(k, size, nil); idx != nil {
 		sz := func([]byte) (int, int, error) { return srcW, srcH, nil }
 		if err := t.PlanMulti(&p, k, MultiSource{Partners: idx, Files: make([][]byte, len(idx)), Size: sz, Labels: src}); err != nil {
 			return nil, err
