@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
@@ -127,7 +129,8 @@ func (d countMem) UltralyticsTargets(i, w, h int, t *transform.Instances) error 
 // alone (transform.PlanMulti, no decode), and that plan is what its
 // decode made: the same trace. Its images' labels are read once, for
 // its plan and its targets together: once per image its mosaics read (the
-// sample's, its partners'), never again after the decode.
+// sample's, its partners'), never again after the decode. Without labels,
+// a CopyPaste or a CutMix is refused, named.
 func TestMultiPlan(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	mo := ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
@@ -187,5 +190,27 @@ func TestMultiPlan(t *testing.T) {
 		}
 		t.Logf("%s: %d label reads for %d samples of %d images", name, total, len(files), images)
 		d.Close()
+	}
+	// Planned without labels (a job without targets), an op that draws
+	// against them is refused, named.
+	for want, list := range map[string][]ops.Op{
+		"YOLOCopyPaste": {mo, {Kind: transform.OpCopyPaste, P: 1, Mode: "flip"}, persp},
+		"YOLOCutMix":    {mo, persp, cut},
+	} {
+		tr, err := transform.NewTransform(transform.CHW, list...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := det.Key{Seed: 5, Epoch: 2, Index: 3}
+		idx := tr.PartnersOf(k, len(files))
+		pdata := make([][]byte, len(idx))
+		for j, p := range idx {
+			pdata[j] = files[p]
+		}
+		var p transform.Plan
+		err = tr.PlanMulti(&p, k, transform.MultiSource{Data: files[3], Partners: idx, Files: pdata, Size: ImageSize})
+		if !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s planned without labels: %v", want, err)
+		}
 	}
 }

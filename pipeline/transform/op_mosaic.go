@@ -610,9 +610,9 @@ func (md *MultiDraw) drawPre(t sampler, pr *PreDraw, h *handed) error {
 	if err := md.drawMosaic(t, part); err != nil {
 		return fmt.Errorf("copy_paste partner (sample %d): %w", ci[0], err)
 	}
-	ds := md.src.Labels
-	if ds == nil {
-		return fmt.Errorf("%w: YOLOCopyPaste pastes another sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", errs.Unsupported)
+	ds, err := md.labels("YOLOCopyPaste pastes another sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)")
+	if err != nil {
+		return err
 	}
 	in, _, err := md.preInstances(ds, pr)
 	if err != nil {
@@ -668,9 +668,9 @@ func (md *MultiDraw) drawMosaic(t sampler, pr *PreDraw) error {
 		return nil
 	}
 	mo.CPP = t.copyPaste.P
-	ds := md.src.Labels
-	if ds == nil {
-		return fmt.Errorf("%w: YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)", errs.Unsupported)
+	ds, err := md.labels("YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)")
+	if err != nil {
+		return err
 	}
 	in, p, err := md.mosaicInstances(ds, mo)
 	if err != nil {
@@ -692,9 +692,9 @@ func (md *MultiDraw) drawMosaic(t sampler, pr *PreDraw) error {
 // instance; none, nothing; else one chosen (np.random.choice), which
 // applies when it takes any of the partner's instances (cv.CutMixPick).
 func (md *MultiDraw) drawCutMix(r *det.RNG) error {
-	ds := md.src.Labels
-	if ds == nil {
-		return fmt.Errorf("%w: YOLOCutMix places its area against the sample's labels: it needs them (a job with targets)", errs.Unsupported)
+	ds, err := md.labels("YOLOCutMix places its area against the sample's labels: it needs them (a job with targets)")
+	if err != nil {
+		return err
 	}
 	in, _, err := md.multiInstances(ds)
 	if err != nil {
@@ -716,6 +716,16 @@ func (md *MultiDraw) drawCutMix(r *det.RNG) error {
 	md.CutSel = append(md.CutSel[:0], sel...)
 	md.CutOK = len(sel) > 0
 	return nil
+}
+
+// labels is the labels the sample's draw reads, where an op draws
+// against them: without them (a job without targets), an error saying
+// why the op needs them.
+func (md *MultiDraw) labels(why string) (Targeted, error) {
+	if md.src.Labels == nil {
+		return nil, fmt.Errorf("%w: %s", errs.Unsupported, why)
+	}
+	return md.src.Labels, nil
 }
 
 // copyPasteSelect is CopyPaste.get_params in flip mode on a mosaic's
