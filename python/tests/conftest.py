@@ -42,6 +42,8 @@ sys.path.insert(0, str(REPO / "python"))
 
 from stoker._local import LocalServer  # noqa: E402
 
+import blasorder  # noqa: E402
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """torch on one intra-op thread in this process, for every module.
@@ -61,6 +63,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "expect_warning(category, match): the test must emit this warning (asserted, not printed)"
     )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"torch's float32 sums of three products: {blasorder.host_order()} (stoker's: fused; blasorder.py)"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def torch_in_stokers_order() -> Iterator[str]:
+    """torchvision's grids, boxes and keypoints summed in stoker's order
+    (MKL's AVX-512 path) for the whole session, where this host's torch
+    sums them plainly (an AMD CPU, say): the parity tests hold stoker to
+    torchvision's bits on any host, and a torch that sums in an order
+    blasorder.py does not know fails every test here, loudly."""
+    with blasorder.substitute() as order:
+        yield order
 
 
 @pytest.hookimpl(wrapper=True)

@@ -13,12 +13,14 @@ of the points; a nearest pixel moves only where its point is within an ulp
 of a pixel edge (about one pixel in two 400 px images), a bilinear one by
 a level on about 100 pixels of a 400 px image.
 
-So the tests first find which order this torch sums in (probe_order):
+So the tests first find which order this torch sums in (probe_order;
+in this process that is MKL's AVX-512 order on every host, as the
+session's blasorder.substitute puts torch's sums in it where the host's
+MKL sums plainly):
 
 - test_kernels_large: stoker's kernels (`stoker ops apply`) against
   torchvision in this process: identical where torch sums as MKL's
-  AVX-512 path (the x86-64 machines these tests run on); where it sums
-  otherwise, the bound below;
+  AVX-512 path; where it sums otherwise, the bound below;
 - test_kernels_bound: against torchvision in a process whose MKL is held
   to its AVX2 path (MKL_ENABLE_INSTRUCTIONS=AVX2), i.e. torch on a CPU
   without AVX-512: nearest pixels differ only where the sampling point is
@@ -51,6 +53,7 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms.v2 import functional as F
 from torchvision.transforms.v2.functional._geometry import _affine_grid
 
+from blasorder import fma32
 from helpers import loader
 from opsapply import ops_apply
 from stoker import transforms as T
@@ -58,20 +61,6 @@ from stoker.v1 import stoker_pb2 as pb
 
 #: (width, height) of the canvases: 224 to 640, square and not.
 SIZES = [(224, 224), (300, 300), (333, 480), (480, 480), (640, 427), (517, 611)]
-
-
-def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """a*b + c in float32 with one rounding (a float32 FMA): the product is
-    exact in float64, the sum rounded to odd there (TwoSum), then once to
-    float32."""
-    p = a.astype(np.float64) * b.astype(np.float64)
-    cc = c.astype(np.float64)
-    s = p + cc
-    bb = s - p
-    e = (p - (s - bb)) + (cc - bb)
-    odd = (e != 0) & ((s.view(np.uint64) & 1) == 0)
-    s = np.where(odd, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
-    return s.astype(np.float32)
 
 
 def grid_orders(w: int, h: int, theta: torch.Tensor) -> Dict[str, np.ndarray]:
