@@ -81,17 +81,20 @@ func TestBenchAutoscale(t *testing.T) {
 			t.Errorf("from %d: ended at %d workers; want the loop to have moved towards %d", start, replicas, a.Needed)
 		}
 		// The workers it started joined the coordinator through the DNS
-		// name, and those it stopped left it: after the last change, a
-		// sample has exactly the final count ready.
+		// name, and those it stopped left it: some sample has as many
+		// ready as the loop then ran, a count other than the start. (Not
+		// necessarily the final count: on a loaded machine the loop may
+		// overshoot and make its last change at the run's end, with no
+		// sample after it; when it settles is the benchmark's verdict.)
 		joined := false
 		for _, s := range run.Samples {
 			if s.Replicas < 1 || s.Replicas > maxReplicas || s.GPUIdle < 0 || s.GPUIdle > 1 || s.PeersReady > maxReplicas {
 				t.Errorf("from %d, sample at %.1f s: %+v", start, s.T, s)
 			}
-			joined = joined || s.T > run.SettledAt && s.PeersReady == float64(run.Final)
+			joined = joined || s.Replicas != start && s.PeersReady == float64(s.Replicas)
 		}
 		if !joined {
-			t.Errorf("from %d: no sample after the last change at %.1f s with the final %d workers ready", start, run.SettledAt, run.Final)
+			t.Errorf("from %d: no sample with a count of workers other than %d all ready (final %d)", start, start, run.Final)
 		}
 		path := rep.Plots[map[int]string{1: "autoscale-from1", 3: "autoscale-from3"}[start]]
 		if path != filepath.Join(plots, map[int]string{1: "backpressure-autoscale-from1.png", 3: "backpressure-autoscale-from3.png"}[start]) {
