@@ -105,7 +105,8 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if at := st.Sampler(sk).AtEpoch(1); at.Sampler(sk).CopyPasteMixOp() != nil || at.Sampler(sk).MosaicOp() != nil || st.Sampler(sk).AtEpoch(0).Sampler(sk).CopyPasteMixOp() == nil {
+	_, mosaic := st.Sampler(sk).AtEpoch(1).MultiRoom()
+	if mr, _ := st.Sampler(sk).AtEpoch(0).MultiRoom(); mosaic || !mr.CopyPaste {
 		t.Error("stop_epoch did not switch the CopyPaste off with the Mosaic")
 	}
 }

@@ -65,7 +65,7 @@ func ImageSize(head []byte) (w, h int, err error) {
 // row); the masks'
 // (the source mask, a byte a pixel; the maps and, after a rotation, an
 // affine or a perspective, the canvas indexes, 4 bytes a canvas pixel; the
-// runs and a fill block's), the multi-image geometry's (a Mosaic's images
+// runs and a fill block's), the multi-image geometry's (its images
 // load_image'd when there is no partner cache, one image decoded whole,
 // the canvas, a MixUp's, CutMix's or CopyPaste's image and mask), the
 // YOLO kernels' (their planes between load, letterbox and warp) and the
@@ -139,7 +139,7 @@ type scratchParts struct {
 	pix, zoom                   int64 // the decode's own pixels (d.pix, d.chw); a RandomZoomOut's canvas in Go (d.canvas, d.mid)
 	pad                         int64 // AnyResResize's canvas resized, before its padding (d.padded: canvasView)
 	maskSrc, maskMaps, maskRuns int64 // the source mask, the maps and canvas indexes, the runs
-	full, imgs, canvas, others  int64 // a Mosaic's image decoded whole, its images, its canvas, MixUp's, CutMix's and CopyPaste's
+	full, imgs, canvas, others  int64 // a multi-image op's image decoded whole, its images, its canvas, its partners (transform.MultiRoom)
 	yolo                        int64 // the YOLO kernels' planes
 	kern                        int64 // the steps' kernels' buffers (kernels.Scratch)
 	res                         int64 // the C resampler's filters and rows (codec.Scratch.ResamplerBytes)
@@ -217,18 +217,18 @@ func (d *Decoder) trimScratch(gen uint64) {
 // SampleScratch is the counted scratch a sample of t needs at most for
 // images (its own and its partners') of at most w x h, fs the fields its
 // targets carry; with w and h 0, what it needs whatever its image's size
-// (the output's, a Mosaic's imgsz and the YOLO ops' alone). A job one of
+// (the output's, a multi-image op's side and the YOLO ops' alone). A job one of
 // whose samples the memory budget cannot hold is refused when it opens.
 func SampleScratch(t *transform.Transform, fs *dataset.FieldSet, w, h int) int64 {
 	px := int64(w) * int64(h)
-	mosaic := t.Sampler(sk).MosaicOp() != nil
-	p := scratchBound(t, mosaic, false, !haveFast, w, h, px, fs)
-	n := p.sum() + resBound(t, mosaic, !haveFast, w, h, w, h)
+	_, multi := t.MultiRoom()
+	p := scratchBound(t, multi, false, !haveFast, w, h, px, fs)
+	n := p.sum() + resBound(t, multi, !haveFast, w, h, w, h)
 	if e, _, ok := t.StopEpoch(); ok { // the ops after stop_epoch
 		at := t.Sampler(sk).AtEpoch(e)
-		mosaic = at.Sampler(sk).MosaicOp() != nil
-		p = scratchBound(at, mosaic, false, !haveFast, w, h, px, fs)
-		n = max(n, p.sum()+resBound(at, mosaic, !haveFast, w, h, w, h))
+		_, multi = at.MultiRoom()
+		p = scratchBound(at, multi, false, !haveFast, w, h, px, fs)
+		n = max(n, p.sum()+resBound(at, multi, !haveFast, w, h, w, h))
 	}
 	return n
 }
@@ -236,11 +236,12 @@ func SampleScratch(t *transform.Transform, fs *dataset.FieldSet, w, h int) int64
 // ResamplerScratch is the part of SampleScratch that the decoder's C
 // resampler keeps (resBound) for images of at most w x h.
 func ResamplerScratch(t *transform.Transform, w, h int) int64 {
-	return resBound(t, t.Sampler(sk).MosaicOp() != nil, !haveFast, w, h, w, h)
+	_, multi := t.MultiRoom()
+	return resBound(t, multi, !haveFast, w, h, w, h)
 }
 
 // scratchBound bounds the counted scratch a sample of at (its transform
-// at the sample's epoch; mosaic: its Mosaic applies) needs while it is
+// at the sample's epoch; multi: its multi-image op applies) needs while it is
 // made, by part: its image w x h, its partners' largest ppx pixels, fs the
 // fields its targets carry; cached: the load_image'd images are a
 // partner cache's (counted there); goCanvas: a RandomZoomOut's canvas is
@@ -250,35 +251,20 @@ func ResamplerScratch(t *transform.Transform, w, h int) int64 {
 // imgsz needs none); the runs of masks, whose number the pixels bound
 // only loosely, at 64 KiB (masks of a few regions take less): more is
 // taken after (settleScratch).
-func scratchBound(t *transform.Transform, mosaic, cached, goCanvas bool, w, h int, ppx int64, fs *dataset.FieldSet) scratchParts {
+func scratchBound(t *transform.Transform, multi, cached, goCanvas bool, w, h int, ppx int64, fs *dataset.FieldSet) scratchParts {
 	at := t.Sampler(sk)
 	var p scratchParts
 	src := int64(w) * int64(h)
 	out := int64(at.OutW()) * int64(at.OutH())
-	p.pix, p.zoom, p.pad = decodeBound(t, mosaic, goCanvas, w, h)
-	if mo := at.MosaicOp(); mosaic && mo != nil {
-		s := int64(mo.ImgSz)
-		side := 2 * s
-		if mo.Tiles == 9 {
-			side = 3 * s
-		}
+	p.pix, p.zoom, p.pad = decodeBound(t, multi, goCanvas, w, h)
+	if mr, ok := t.MultiRoom(); multi && ok {
 		// The images load_image'd (the partner cache's, when there is
-		// one), one image decoded whole, the canvas; a MixUp's and a
-		// CutMix's partner made at the output's size; a CopyPaste's
-		// partner image, mask and points.
+		// one), one image decoded whole, the canvas, the partners made
+		// at the output's size.
 		if !cached {
-			p.imgs = 3 * int64(mo.Tiles) * s * s
+			p.imgs = mr.Images
 		}
-		p.full, p.canvas = 3*max(src, ppx), 3*side*side
-		if at.MixUpOp() != nil {
-			p.others += 3 * out
-		}
-		if at.CutMixOp() != nil {
-			p.others += 3 * out
-		}
-		if at.CopyPasteOp() != nil || at.CopyPasteMixOp() != nil {
-			p.others += 3*out + out + 8*out
-		}
+		p.full, p.canvas, p.others = 3*max(src, ppx), mr.Canvas, mr.Partners
 	} else if g := at.YOLO(); g != nil {
 		// The planes: the image unpacked from HWC, loaded (at most imgsz
 		// a side), letterboxed and warped (at most the output's, or the
@@ -354,8 +340,8 @@ func kernBound(t *transform.Transform, w, h int) int64 {
 
 // resBound bounds what the decoder's C resampler keeps (res:
 // codec.Scratch's ResamplerBytes, each buffer grown a quarter past what
-// a decode asks) after the C decodes of a sample of at (mosaic: its
-// Mosaic applies) of a w x h image, its partners' sides at most pw x ph:
+// a decode asks) after the C decodes of a sample of at (multi: its
+// multi-image op applies) of a w x h image, its partners' sides at most pw x ph:
 // for each view, its rows resampled across (3 bytes a pixel of its
 // output's width by the source rows its taps read: the image's height at
 // most, a RandomZoomOut canvas's) and its filters (taps and weights:
@@ -363,10 +349,10 @@ func kernBound(t *transform.Transform, w, h int) int64 {
 // downscale's ratio, and 153 an output one); the decoded rows (at most
 // four, with their taps' slack) and the vertical pass's. A view's output
 // is its own size, or the image's where it may be decoded at its own size
-// (MayPad, Whole, a Mosaic's images, made whole; a crop's before the
+// (MayPad, Whole, a multi-image op's images, made whole; a crop's before the
 // geometry, then resized as a canvas); 0 on the reference path
 // (no C decode).
-func resBound(t *transform.Transform, mosaic, goRef bool, w, h, pw, ph int) int64 {
+func resBound(t *transform.Transform, multi, goRef bool, w, h, pw, ph int) int64 {
 	if goRef || w <= 0 || h <= 0 {
 		return 0
 	}
@@ -376,11 +362,11 @@ func resBound(t *transform.Transform, mosaic, goRef bool, w, h, pw, ph int) int6
 	}
 	rows := func(sw, sh, nw int64) int64 { return 100*sw + 40*sh + 2*nw + 2048 }
 	W, H := int64(w), int64(h)
-	if mo := at.MosaicOp(); mosaic && mo != nil {
-		// Each image made whole (at its own size, or loaded at imgsz),
-		// a MixUp's, CutMix's or CopyPaste's partner at the output's.
+	if mr, ok := t.MultiRoom(); multi && ok {
+		// Each image made whole (at its own size, or loaded at its
+		// side), a partner made at the output's.
 		sw, sh := max(W, int64(pw)), max(H, int64(ph))
-		nw, nh := max(sw, int64(mo.ImgSz), int64(at.OutW())), max(sh, int64(mo.ImgSz), int64(at.OutH()))
+		nw, nh := max(sw, int64(mr.Side), int64(at.OutW())), max(sh, int64(mr.Side), int64(at.OutH()))
 		return view(nw, nh, sw, sh) + rows(sw, sh, nw)
 	}
 	vs := at.ViewList()
@@ -414,21 +400,21 @@ func resBound(t *transform.Transform, mosaic, goRef bool, w, h, pw, ph int) int6
 	return n + rows(W, H, most)
 }
 
-// decodeBound bounds the decode's own pixels a sample of at (mosaic: its
-// Mosaic applies) holds for a w x h image (decodeAt, decodeMosaic): when a
+// decodeBound bounds the decode's own pixels a sample of at (multi: its
+// multi-image op applies) holds for a w x h image (decodeAt, decodeMosaic): when a
 // view is made apart from the output (Staged), every view's pixels
 // (PixelBytes), each view's visible part decoded apart where its geometry
 // may pad (MayPad: the image at its own size, a crop's before the
 // geometry, or the output's), and the planes packed to HWC before
-// Normalize; a Mosaic's canvas when it is not made in the output. zoom is
+// Normalize; a multi-image op's canvas when it is not made in the output. zoom is
 // a canvas made whole in Go (goCanvas): RGBA at the largest RandomZoomOut
 // canvas (side_range's maximum of each side, rounded up), and its
 // resize's rows. pad is an AnyResResize's canvas resized before its
 // padding (PadsCanvas), at most its view's room.
-func decodeBound(t *transform.Transform, mosaic, goCanvas bool, w, h int) (pix, zoom, pad int64) {
+func decodeBound(t *transform.Transform, multi, goCanvas bool, w, h int) (pix, zoom, pad int64) {
 	at := t.Sampler(sk)
 	src := 3 * int64(w) * int64(h)
-	if mosaic {
+	if multi {
 		if at.Layout() != transform.CHW || at.NormOp() != nil || at.Varies() {
 			pix = int64(at.PixelBytes())
 			if at.Layout() == transform.HWC && at.NormOp() != nil {

@@ -431,7 +431,9 @@ func TestMosaicCopyPaste(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Sampler(sk).AtEpoch(2).Sampler(sk).CopyPasteOp() == nil || st.Sampler(sk).AtEpoch(3).Sampler(sk).CopyPasteOp() != nil || (st.Sampler(sk).AtEpoch(3).Sampler(sk).MosaicOp() == nil) != (kinds == nil) {
+		before, _ := st.Sampler(sk).AtEpoch(2).MultiRoom()
+		after, mosaic := st.Sampler(sk).AtEpoch(3).MultiRoom()
+		if !before.CopyPaste || after.CopyPaste || !mosaic != (kinds == nil) {
 			t.Errorf("stop_epoch %v: CopyPaste not switched off at epoch 3 alone", kinds)
 		}
 	}

@@ -405,7 +405,9 @@ func TestMosaicCutMix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Sampler(sk).AtEpoch(2).Sampler(sk).CutMixOp() == nil || st.Sampler(sk).AtEpoch(3).Sampler(sk).CutMixOp() != nil || transform.NeedsTargets(cm) != "YOLOCutMix (op 2)" {
+	before, _ := st.Sampler(sk).AtEpoch(2).MultiRoom()
+	after, _ := st.Sampler(sk).AtEpoch(3).MultiRoom()
+	if !before.CutMix || after.CutMix || transform.NeedsTargets(cm) != "YOLOCutMix (op 2)" {
 		t.Error("stop_epoch does not switch CutMix off, or it does not need targets")
 	}
 }

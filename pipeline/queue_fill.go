@@ -360,7 +360,7 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *transform.
 	}
 	t = t.Sampler(sk).AtEpoch(k.Epoch)
 	at := t.Sampler(sk)
-	mosaic := t.Multi(k)
+	multi := t.Multi(k)
 	iw, ih, lib := size(data)
 	var w, h, pmw, pmh int
 	var ppx int64
@@ -373,14 +373,14 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *transform.
 	// canvas geometry's and a whole image's room depend on the images'
 	// sizes (the C decoders' and the resampler's memory on every
 	// image's).
-	if mosaic || at.YOLO() != nil || fs.Masks() || bySize(t) || at.MaxPre() > 0 {
+	if multi || at.YOLO() != nil || fs.Masks() || bySize(t) || at.MaxPre() > 0 {
 		w, h = iw, ih
 	} else {
 		ppx = 0
 	}
-	bound := scratchBound(t, mosaic, d.opts.partners != nil, !haveFast || d.opts.reference, w, h, ppx, fs)
+	bound := scratchBound(t, multi, d.opts.partners != nil, !haveFast || d.opts.reference, w, h, ppx, fs)
 	bound.lib = lib
-	bound.res = resBound(t, mosaic, !haveFast || d.opts.reference, iw, ih, pmw, pmh)
+	bound.res = resBound(t, multi, !haveFast || d.opts.reference, iw, ih, pmw, pmh)
 	bound.files = int64(cap(data))
 	for _, p := range pdata {
 		bound.files += int64(cap(p))

@@ -47,3 +47,50 @@ func TestMosaicRefused(t *testing.T) {
 		t.Fatalf("NamedOp: %+v, %v", op, err)
 	}
 }
+
+// TestMultiRoom: the room the root's scratch bound counts for a
+// multi-image op, from the op's arguments and the partner ops after it:
+// the images load_image'd at imgsz, the canvas (2 or 3 tiles a side), a
+// MixUp's and a CutMix's partner at the output's size, a CopyPaste's
+// image, mask and points; none for a transform without one, or at the
+// epoch a stop_epoch switches the Mosaic off.
+func TestMultiRoom(t *testing.T) {
+	persp := optab.Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{60, 50}}
+	const out = 60 * 50
+	for _, c := range []struct {
+		ops  []optab.Op
+		want MultiRoom
+	}{
+		{[]optab.Op{{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 1}, persp},
+			MultiRoom{Images: 3 * 4 * 48 * 48, Canvas: 3 * 96 * 96, Side: 48}},
+		{[]optab.Op{{Kind: OpMosaic, ImgSz: 48, Tiles: 9, P: 1}, persp, {Kind: OpMixUp, P: 0.5}},
+			MultiRoom{Images: 3 * 9 * 48 * 48, Canvas: 3 * 144 * 144, Side: 48, MixUp: true, Partners: 3 * out}},
+		{[]optab.Op{{Kind: OpMosaic, ImgSz: 40, Tiles: 4, P: 1}, persp, {Kind: OpCopyPaste, P: 1, Mode: "mixup"}, {Kind: OpCutMix, P: 1, Beta: 1, Areas: 8}},
+			MultiRoom{Images: 3 * 4 * 40 * 40, Canvas: 3 * 80 * 80, Side: 40, CopyPaste: true, CutMix: true, Partners: 3*out + 12*out}},
+	} {
+		tr, err := NewTransform(CHW, c.ops...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := tr.MultiRoom(); !ok || got != c.want {
+			t.Errorf("%s: %+v, %v; want %+v", tr, got, ok, c.want)
+		}
+		st, err := tr.WithStopEpoch(2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := st.sampler().AtEpoch(1).MultiRoom(); !ok || got != c.want {
+			t.Errorf("%s before its stop_epoch: %+v, %v", tr, got, ok)
+		}
+		if got, ok := st.sampler().AtEpoch(2).MultiRoom(); ok {
+			t.Errorf("%s at its stop_epoch: %+v, want none", tr, got)
+		}
+	}
+	tr, err := NewTransform(CHW, optab.Op{Kind: OpResize, Size: [2]int{64, 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := tr.MultiRoom(); ok {
+		t.Errorf("%s: %+v, want none", tr, got)
+	}
+}

@@ -209,9 +209,6 @@ func (t *Transform) checkCopyPasteMix(op *optab.Op, n int) error {
 	return nil
 }
 
-// CopyPasteMixOp is t's CopyPaste in mixup mode, if any.
-func (t sampler) CopyPasteMixOp() *optab.Op { return t.copyPasteMix }
-
 // copyPasteMixOn is a CopyPaste in mixup mode's draw for the
 // pre_transform of key k: whether it applies (BaseMixTransform's
 // random.uniform(0, 1) > p skips it; p 0 never does).
@@ -464,6 +461,47 @@ func (t *Transform) AppendPartners(buf []int, k det.Key, size int) []int {
 func (t *Transform) Multi(k det.Key) bool {
 	at := t.sampler().AtEpoch(k.Epoch).sampler()
 	return at.mosaic != nil && at.mosaicOn(k)
+}
+
+// MultiRoom is the room, in bytes, that making a sample whose
+// multi-image op applies takes beside its own image's decode: what the
+// root's scratch bound (pipeline/header.go) counts for the op, from the
+// op's own arguments and the ops that take partners after it.
+type MultiRoom struct {
+	Images   int64 // the images load_image'd at Side (a partner cache's, where there is one)
+	Canvas   int64 // the canvas they are laid out on
+	Partners int64 // the partners made at the output's size: a MixUp's, a CutMix's, a CopyPaste's image, mask and points
+	Side     int   // the long side the images are loaded at: what each is resampled to at least
+	// The ops after the Mosaic in force (a stop_epoch's transform has
+	// none of those it switched off), each with its partner.
+	MixUp, CopyPaste, CutMix bool
+}
+
+// MultiRoom is the room of t's multi-image op (ok false: t has none at
+// this epoch; AtEpoch's transform has the ops a stop_epoch leaves).
+func (t *Transform) MultiRoom() (r MultiRoom, ok bool) {
+	mo := t.mosaic
+	if mo == nil {
+		return r, false
+	}
+	s := int64(mo.ImgSz)
+	side := 2 * s // the canvas: 2 x 2 tiles, or 3 x 3
+	if mo.Tiles == 9 {
+		side = 3 * s
+	}
+	out := int64(t.outW) * int64(t.outH)
+	r = MultiRoom{Images: 3 * int64(mo.Tiles) * s * s, Canvas: 3 * side * side, Side: mo.ImgSz,
+		MixUp: t.mixup != nil, CopyPaste: t.copyPaste != nil || t.copyPasteMix != nil, CutMix: t.cutmix != nil}
+	if r.MixUp {
+		r.Partners += 3 * out
+	}
+	if r.CutMix {
+		r.Partners += 3 * out
+	}
+	if r.CopyPaste {
+		r.Partners += 3*out + out + 8*out // the image, its mask, its points
+	}
+	return r, true
 }
 
 // ImgSz is YOLOLoadImage's imgsz: the long side it loads an image to.

@@ -188,19 +188,6 @@ func (t sampler) NormOp() *optab.Op { return t.norm }
 // JitterOp is the geometry's ScaleJitter, if any.
 func (t sampler) JitterOp() *optab.Op { return t.jitter }
 
-// MosaicOp is the YOLOMosaic of the multi-image geometry, if any;
-// CopyPasteOp and CutMixOp the YOLOCopyPaste and YOLOCutMix after it.
-func (t sampler) MosaicOp() *optab.Op { return t.mosaic }
-
-// CopyPasteOp is the YOLOCopyPaste after the mosaic, if any.
-func (t sampler) CopyPasteOp() *optab.Op { return t.copyPaste }
-
-// CutMixOp is the YOLOCutMix ending the multi-image geometry, if any.
-func (t sampler) CutMixOp() *optab.Op { return t.cutmix }
-
-// MixUpOp is the YOLOMixUp after the mosaic, if any.
-func (t sampler) MixUpOp() *optab.Op { return t.mixup }
-
 // YOLO is the YOLO family's geometry, if any.
 func (t sampler) YOLO() *yoloGeom { return t.yolo }
 
