@@ -175,7 +175,7 @@ func runCost(args []string) error {
 		pass := func(epoch uint64) {
 			for i, p := range photos {
 				if targets {
-					d.SetBoxSource(boxes, i)
+					d.SetTargets(boxes, i, fset)
 				}
 				k := det.Key{Seed: 1, Epoch: epoch, Index: uint64(i)}
 				if idx := t.PartnersOf(k, len(photos)); idx != nil { // a Mosaic's (yolo): read, as the executor reads them
@@ -190,7 +190,7 @@ func runCost(args []string) error {
 				}
 				if fset != nil { // the targets too, as a job asking for them makes them
 					var err error
-					if tb, err = d.AppendTargets(tb[:0], t, boxes, i, fset); err != nil {
+					if tb, err = d.AppendTargets(tb[:0], t, fset); err != nil {
 						panic(fmt.Sprintf("sample %d's targets: %v", i, err))
 					}
 				}

@@ -162,7 +162,7 @@ func TestMultiPlan(t *testing.T) {
 				pdata[j] = files[p]
 			}
 			reads = 0
-			d.SetBoxSource(ds, i)
+			d.SetTargets(ds, i, fs)
 			d.SetPartners(idx, pdata)
 			if err := d.Decode(files[i], tr, k, out); err != nil {
 				t.Fatalf("%s: sample %d: %v", name, i, err)
@@ -176,7 +176,7 @@ func TestMultiPlan(t *testing.T) {
 				t.Fatalf("%s: sample %d: planned without a decode\n%s\nthe decode's\n%s", name, i, got, want)
 			}
 			reads = drawn
-			if _, err := d.AppendTargets(nil, tr, ds, i, fs); err != nil {
+			if _, err := d.AppendTargets(nil, tr, fs); err != nil {
 				t.Fatalf("%s: sample %d's targets: %v", name, i, err)
 			}
 			if drawn == 0 || reads != drawn || reads > 1+len(idx) {

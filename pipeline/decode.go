@@ -121,8 +121,8 @@ type Decoder struct {
 	// its horizontal pass' rows (resampleRGBA); yoloRoom the YOLO geometry's.
 	canvas, mid []byte
 	yoloRoom    yoloScratch
-	// boxSrc and boxIdx: where the sample's source boxes are, for a
-	// RandomIoUCrop's draw (SetBoxSource).
+	// boxSrc and boxIdx: where the sample's targets are, for a
+	// RandomIoUCrop's or a mosaic's draw and its targets (SetTargets).
 	boxSrc transform.Targeted
 	boxIdx int
 	// multi: the multi-image geometry's partners and scratch
@@ -343,14 +343,15 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 }
 
 // draw draws the sample's plan for key k of a source of header hd
-// (transform.Plan: its boxes, when a RandomIoUCrop draws against them,
-// from SetBoxSource's) into d.plan, and each view's geometry into d.plans.
+// (transform.Plan: its targets, when a RandomIoUCrop draws against them,
+// from SetTargets') into d.plan, and each view's geometry into d.plans.
 // It returns whether the decode writes the output's bytes (uint8, and the
 // layout the ops need) and the layout it decodes to: planes for ops, which
 // an HWC output gets packed after them.
 func (d *Decoder) draw(t *transform.Transform, hd *header, k det.Key) (direct bool, decLayout transform.Layout, err error) {
 	d.plans = d.plans[:0]
-	if err := t.Plan(&d.plan, hd.w, hd.h, k, transform.BoxSource{From: d.boxSrc, Index: d.boxIdx}); err != nil {
+	src := transform.BoxSource{From: d.boxSrc, Index: d.boxIdx, Masks: d.targets.WantMasks, Contiguous: d.targets.ContiguousLabels}
+	if err := t.Plan(&d.plan, hd.w, hd.h, k, src); err != nil {
 		return false, 0, err
 	}
 	for v := range d.plan.Views {

@@ -14,30 +14,38 @@ import (
 // side of targets.go, op_yolo.go and trace.go (their moves and steps are the
 // ops'), and a Transform's Trace, which draws a decode without decoding.
 
-// appendTargets appends sample i's targets (of ds), moved through the
-// geometry and steps d drew for its last sample with t, to b.
-// AppendTargets appends sample i's targets (of ds, with fs's options)
-// made after the Decoder's last decode of it with t, as the executor
+// AppendTargets appends the targets of the sample the Decoder last
+// decoded with t (SetTargets' sample, with fs's options), as the executor
 // makes them: for a benchmark of their cost (bench cost).
-func (d *Decoder) AppendTargets(b []byte, t *transform.Transform, ds transform.Targeted, i int, fs *dataset.FieldSet) ([]byte, error) {
-	return d.appendTargets(b, t, ds, i, fs)
+func (d *Decoder) AppendTargets(b []byte, t *transform.Transform, fs *dataset.FieldSet) ([]byte, error) {
+	return d.appendTargets(b, t, fs)
 }
 
-func (d *Decoder) appendTargets(b []byte, t *transform.Transform, ds transform.Targeted, i int, fs *dataset.FieldSet) ([]byte, error) {
+// appendTargets appends the targets of the sample d last decoded with t
+// (SetTargets' sample), moved through the geometry and steps it drew, to
+// b. They are read once: by the plan, where its draw needed them (a
+// RandomIoUCrop's, a mosaic's), or here.
+func (d *Decoder) appendTargets(b []byte, t *transform.Transform, fs *dataset.FieldSet) ([]byte, error) {
 	if t.Sampler(sk).ViewList() != nil {
 		return b, fmt.Errorf("%w: targets do not support views yet", errs.Unsupported)
 	}
-	vp, t := &d.plan.Views[0], d.plan.Transform()      // the transform at the sample's epoch
-	d.targets.ContiguousLabels = fs.ContiguousLabels() // kept by Reset, for the partners' too
+	ds, i := d.boxSrc, d.boxIdx
+	if ds == nil {
+		return b, fmt.Errorf("%w: targets: the sample's dataset has none (SetTargets)", errs.Unsupported)
+	}
+	vp, t := &d.plan.Views[0], d.plan.Transform() // the transform at the sample's epoch
+	d.wantTargets(fs)
 	if vp.Multi != nil {
 		return d.appendMosaicTargets(b, t, ds, fs, vp.Multi)
 	}
 	tg := &d.targets
 	tg.Reset()
-	tg.WantMasks = fs.Masks()
-	w0, h0, err := sourceTargets(ds, i, &vp.Geom, &tg.Instances)
-	if err != nil {
-		return b, err
+	w0, h0 := vp.Geom.SrcW, vp.Geom.SrcH
+	if vp.Geom.YOLO || !d.plan.TakeSource(&tg.Instances) { // read here, as the draw did not
+		var err error
+		if w0, h0, err = sourceTargets(ds, i, &vp.Geom, &tg.Instances); err != nil {
+			return b, err
+		}
 	}
 	if tg.WantMasks {
 		tg.StartMasks(vp.Geom.SrcW, vp.Geom.SrcH)
@@ -143,10 +151,20 @@ func setMosaicTargets(t *dataset.Instances, in *cv.Instances) error {
 	return nil
 }
 
-// SetBoxSource tells d that the next samples it decodes are ds's sample i
-// (until the next call; nil: none), whose boxes a RandomIoUCrop draws
-// against.
-func (d *Decoder) SetBoxSource(ds transform.Targeted, i int) { d.boxSrc, d.boxIdx = ds, i }
+// SetTargets tells d that the next samples it decodes are ds's sample i
+// (until the next call; nil: none), whose targets fs asks for (nil:
+// boxes and labels): what a RandomIoUCrop and a mosaic draw against, and
+// what AppendTargets appends, read once for both.
+func (d *Decoder) SetTargets(ds transform.Targeted, i int, fs *dataset.FieldSet) {
+	d.boxSrc, d.boxIdx = ds, i
+	d.wantTargets(fs)
+}
+
+// wantTargets sets the options the sample's targets are read with: fs's
+// masks and label numbering (kept by Reset, for a mosaic's partners too).
+func (d *Decoder) wantTargets(fs *dataset.FieldSet) {
+	d.targets.WantMasks, d.targets.ContiguousLabels = fs.Masks(), fs.ContiguousLabels()
+}
 
 // AppendTrace appends the trace of the last sample d decoded (a JSON list
 // of [op, {arguments}] pairs: see transform.AppendTrace) to b; of a

@@ -144,7 +144,7 @@ func testGoldenPresets(t *testing.T, mode transform.DecodeMode, golden map[strin
 			out := make([]byte, tr.SampleBytes())
 			for i, idx := range goldenIndices {
 				if fs != nil {
-					d.SetBoxSource(ds.(transform.Targeted), int(idx))
+					d.SetTargets(ds.(transform.Targeted), int(idx), nil)
 				}
 				k := det.Key{Seed: seed, Epoch: 3, Index: uint64(idx)}
 				if p := tr.PartnersOf(k, len(files.files)); p != nil { // a Mosaic's (yolo)

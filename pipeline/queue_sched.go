@@ -392,10 +392,10 @@ func (e *Executor) run(d *Decoder, w int) {
 				d.offs = append(d.offs, r.layout.Offset(slots, v, at))
 			}
 			d.admitNow = r.copies != nil
-			d.SetBoxSource(nil, 0)
-			if r.fset.HasTargets() { // a RandomIoUCrop draws against the boxes
+			d.SetTargets(nil, 0, nil)
+			if r.fset.HasTargets() { // read once, for the draw (a RandomIoUCrop's) and the targets
 				if tg, ok := r.ds.(transform.Targeted); ok {
-					d.SetBoxSource(tg, int(idx))
+					d.SetTargets(tg, int(idx), r.fset)
 				}
 			}
 			d.skip = recordSkip(r.t, r.ds, int(idx))
@@ -404,7 +404,7 @@ func (e *Executor) run(d *Decoder, w int) {
 			if err == nil && r.fset.HasTargets() {
 				n := r.fset.Len()
 				err = r.fset.TargetsInto(r.fields[i*n:(i+1)*n], func(b []byte) ([]byte, error) {
-					return d.appendTargets(b, r.t, r.ds.(transform.Targeted), int(idx), r.fset)
+					return d.appendTargets(b, r.t, r.fset)
 				})
 			}
 		}

@@ -43,17 +43,18 @@ func TestExactStopEpochPixels(t *testing.T) {
 		for _, c := range decoderKinds {
 			d := NewDecoder(c.opts...)
 			want := make([]byte, resize.SampleBytes())
+			d.SetTargets(ds, 0, nil)
 			if err := d.Decode(data, resize, det.Key{}, want); err != nil {
 				t.Fatal(err)
 			}
-			wantTg, err := d.appendTargets(nil, resize, ds, 0, nil)
+			wantTg, err := d.appendTargets(nil, resize, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			plain, flipped := 0, 0
 			for i := range uint64(8) {
 				got := make([]byte, stop.SampleBytes())
-				d.SetBoxSource(ds, 0)
+				d.SetTargets(ds, 0, nil)
 				if err := d.Decode(data, stop, det.Key{Seed: 3, Epoch: 1, Index: i}, got); err != nil {
 					t.Fatal(err)
 				}
@@ -70,7 +71,7 @@ func TestExactStopEpochPixels(t *testing.T) {
 					mx, mean := diffStats(got, want)
 					t.Errorf("%s %s sample %d: not the photo resized to 640x640 (max %v, mean %v); trace %s", mode, c.name, i, mx, mean, trace)
 				}
-				tg, err := d.appendTargets(nil, stop, ds, 0, nil)
+				tg, err := d.appendTargets(nil, stop, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

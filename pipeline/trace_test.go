@@ -83,7 +83,7 @@ func TestTraceIsTheDecodersPlan(t *testing.T) {
 					}
 					d.SetPartners(idx, pdata)
 				}
-				d.SetBoxSource(boxes, 0)
+				d.SetTargets(boxes, 0, nil)
 				err2 := d.Decode(data, tr, k, make([]byte, tr.SampleBytes()))
 				var got []byte
 				if err2 == nil {

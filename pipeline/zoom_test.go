@@ -122,7 +122,7 @@ func benchPreset(b *testing.B, name string) {
 	}
 	d := NewDecoder()
 	defer d.Close()
-	d.SetBoxSource(fixedBoxes{{46, 85, 69, 383}, {138, 106, 367, 298}, {321, 319, 459, 425}}, 0)
+	d.SetTargets(fixedBoxes{{46, 85, 69, 383}, {138, 106, 367, 298}, {321, 319, 459, 425}}, 0, nil)
 	out := make([]byte, tr.SampleBytes())
 	for i := 0; b.Loop(); i++ {
 		if err := d.Decode(data, tr, det.Key{Seed: 1, Index: uint64(i)}, out); err != nil {

@@ -34,7 +34,8 @@ type Plan struct {
 
 	t       *Transform // what drew it: the transform of the key's epoch (AtEpoch)
 	drawer  optab.Drawer
-	boxes   targets.Targets
+	boxes   targets.Targets // the sample's source targets, where the draw read them (read: TakeSource's)
+	read    bool
 	boxRoom [][4]float32
 	multi   MultiDraw // Views[0].Multi's, of a multi-image sample (PlanMulti)
 }
@@ -61,12 +62,29 @@ type ViewPlan struct {
 	Multi *MultiDraw
 }
 
-// BoxSource is where a sample's boxes are: From's sample Index. A plan
-// reads them only when it draws against them (a RandomIoUCrop); From nil:
-// none known, and such a plan fails.
+// BoxSource is where a sample's targets are: From's sample Index, read
+// with the job's options (Instances' WantMasks and ContiguousLabels). A
+// plan reads them only when it draws against them (a RandomIoUCrop), and
+// keeps them for the sample's targets (TakeSource): they are read once.
+// From nil: none known, and such a plan fails.
 type BoxSource struct {
-	From  Targeted
-	Index int
+	From              Targeted
+	Index             int
+	Masks, Contiguous bool
+}
+
+// TakeSource gives t the source targets (at the source's size) that the
+// plan read for its draw, swapping their buffers with t's, when it read
+// them with t's options (WantMasks, ContiguousLabels): the caller's
+// BoxSource's sample, which then needs no second read. False: it read
+// none such (its draw did not need them), and the caller reads them.
+func (p *Plan) TakeSource(t *Instances) bool {
+	if !p.read || p.boxes.WantMasks != t.WantMasks || p.boxes.ContiguousLabels != t.ContiguousLabels {
+		return false
+	}
+	p.read = false
+	p.boxes.Instances, *t = *t, p.boxes.Instances
+	return true
 }
 
 // Plan draws into p everything sample k of a srcW x srcH source undergoes
@@ -82,15 +100,20 @@ func (t *Transform) Plan(p *Plan, srcW, srcH int, k det.Key, boxes BoxSource) er
 	}
 	p.Views = p.Views[:nv]
 	p.Direct, p.Layout = true, t.Layout()
+	p.read = false
 	for v := range nv {
 		vt, kv := t.View(v).sampler(), k
 		kv.View += uint64(v)
 		var src *targets.Targets
 		if vt.iou != nil && vt.iouOn() && boxes.From != nil {
 			src = &p.boxes
-			src.Reset()
-			if err := boxes.From.SourceTargets(boxes.Index, srcW, srcH, &src.Instances); err != nil {
-				return fmt.Errorf("targets: %w", err)
+			if !p.read { // once, for every view
+				src.Reset()
+				src.WantMasks, src.ContiguousLabels = boxes.Masks, boxes.Contiguous
+				if err := boxes.From.SourceTargets(boxes.Index, srcW, srcH, &src.Instances); err != nil {
+					return fmt.Errorf("targets: %w", err)
+				}
+				p.read = true
 			}
 		}
 		kg := kv           // the plan's and the ops before it's
