@@ -341,7 +341,7 @@ test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and 
 		go test -asan -count=1 -timeout $(ASAN_TEST_TIMEOUT) ./pipeline/ ./pipeline/codec/ ./pipeline/kernels/ ./pipeline/kernels/cv/ ./pipeline/fn/ ./pipeline/ops/ ./pipeline/policy/ ./pipeline/transform/ </dev/null
 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
-	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null
+	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q --durations=25 python/tests </dev/null
 
 # make check: the inner loop, minutes not a quarter of an hour: lint, the
 # build, and the Go unit tests that start no process, store or compiler:
