@@ -165,7 +165,7 @@ func (d *Decoder) Decode(data []byte, t *transform.Transform, k det.Key, out []b
 	off := 0
 	for v := range t.Views() {
 		d.offs = append(d.offs, off)
-		off += t.View(v).Sampler(sk).ViewBytes()
+		off += t.View(v).SampleBytes()
 	}
 	return d.decodeAt(data, t, k, out, d.offs)
 }
@@ -310,7 +310,7 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 	for v := range t.Views() {
 		vt := t.View(v).Sampler(sk)
 		if skip != nil && skip[v] { // zeros; of per-sample sizes 0 x 0, the image's size beside
-			slot := out[offs[v]:][:vt.ViewBytes()]
+			slot := out[offs[v]:][:vt.SampleBytes()]
 			if vt.Varies() {
 				sw, sh := d.plans[v].ImageSize()
 				vt.CompactSample(slot, 0, 0, sw, sh)
@@ -333,7 +333,7 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 		}
 		if vt.Varies() { // the image's size as the geometry took it (a crop's before it: the crop's)
 			sw, sh := d.plans[v].ImageSize()
-			vt.CompactSample(out[offs[v]:][:vt.ViewBytes()], w, h, sw, sh)
+			vt.CompactSample(out[offs[v]:][:vt.SampleBytes()], w, h, sw, sh)
 		}
 	}
 	if timed {

@@ -238,25 +238,25 @@ func (d *Decoder) decodeMosaic(data []byte, t *transform.Transform, k det.Key, o
 	} else {
 		img = partnerPlanes(&d.pix, w, h)
 	}
-	if err := d.makePre(img, at, &md.Pres[transform.PreSelf]); err != nil {
+	if err := d.makePre(img, md, &md.Pres[transform.PreSelf]); err != nil {
 		return err
 	}
 	if md.Mix {
 		mc := partnerPlanes(&m.mix, w, h)
-		if err := d.makePre(mc, at, &md.Pres[transform.PreMix]); err != nil {
+		if err := d.makePre(mc, md, &md.Pres[transform.PreMix]); err != nil {
 			return fmt.Errorf("mixup partner (sample %d): %w", md.Pres[transform.PreMix].Self, err)
 		}
 		cv.MixUp(img, mc, md.MixR, cv.Instances{}, cv.Instances{})
 	}
 	if md.CutOK { // the partner's pixels in the area chosen (CutMix.apply_image)
 		cc := partnerPlanes(&m.cut, w, h)
-		if err := d.makePre(cc, at, &md.Pres[transform.PreCut]); err != nil {
+		if err := d.makePre(cc, md, &md.Pres[transform.PreCut]); err != nil {
 			return fmt.Errorf("cutmix partner (sample %d): %w", md.Pres[transform.PreCut].Self, err)
 		}
 		cv.CutMixImage(img, cc, md.CutArea(md.CutChoice))
 	}
 	d.plans = append(d.plans[:0], vp.Geom)
-	_, _, err := d.finishView(at, vp, img.Pix, transform.CHW, d.plan.Direct, out[offs[0]:][:at.Sampler(sk).ViewBytes()], w, h)
+	_, _, err := d.finishView(at, vp, img.Pix, transform.CHW, d.plan.Direct, out[offs[0]:][:at.SampleBytes()], w, h)
 	return err
 }
 
@@ -279,8 +279,8 @@ func partnerPlanes(buf *[]byte, w, h int) kernels.Planes {
 // warped (makeWarped), then what its CopyPaste in mixup mode pastes, if
 // any: its partner made the same way, its pixels copied where the pasted
 // instances' polygons fill a mask (cv2.copyTo).
-func (d *Decoder) makePre(dst kernels.Planes, t *transform.Transform, pr *transform.PreDraw) error {
-	if err := d.makeWarped(dst, t, pr); err != nil {
+func (d *Decoder) makePre(dst kernels.Planes, md *transform.MultiDraw, pr *transform.PreDraw) error {
+	if err := d.makeWarped(dst, md, pr); err != nil {
 		return err
 	}
 	if pr.CP == nil || len(pr.CPSel) == 0 {
@@ -288,7 +288,7 @@ func (d *Decoder) makePre(dst kernels.Planes, t *transform.Transform, pr *transf
 	}
 	m := &d.multi
 	part := partnerPlanes(&m.cpImg, dst.W, dst.H)
-	if err := d.makeWarped(part, t, pr.CPPart); err != nil {
+	if err := d.makeWarped(part, md, pr.CPPart); err != nil {
 		return fmt.Errorf("copy_paste partner (sample %d): %w", pr.CPPart.Self, err)
 	}
 	mask := d.pasteMask(dst.W, dst.H, pr.Two, pr.CPSel)
@@ -309,11 +309,10 @@ func (d *Decoder) pasteMask(w, h int, in cv.Instances, sel []int) []byte {
 }
 
 // makeWarped makes pr's mosaic, the copies its CopyPaste in flip mode
-// pastes, and the YOLORandomPerspective after them, if any, from the
-// mosaic's canvas to dst's size.
-func (d *Decoder) makeWarped(dst kernels.Planes, t *transform.Transform, pr *transform.PreDraw) error {
-	y := t.Sampler(sk).YOLO()
-	if y == nil {
+// pastes, and the YOLORandomPerspective after them, if md drew one, from
+// the mosaic's canvas to dst's size.
+func (d *Decoder) makeWarped(dst kernels.Planes, md *transform.MultiDraw, pr *transform.PreDraw) error {
+	if !md.Persp {
 		if err := d.makeMosaic(dst, pr, nil); err != nil {
 			return err
 		}
@@ -323,7 +322,7 @@ func (d *Decoder) makeWarped(dst kernels.Planes, t *transform.Transform, pr *tra
 	m := &d.multi
 	s := cv.MosaicSize(pr.Mo.Imgsz)
 	canvas := partnerPlanes(&m.canvas, s, s)
-	persp := y.Persp.YPersp != 0
+	persp := md.Warp
 	mat := cv.PerspectiveMatrix(*pr.PP, s, s, dst.W, dst.H)
 	// The canvas is made only where the warp reads it (a scale of 1 reads
 	// a quarter of it): the rest keeps an earlier sample's bytes, unread.

@@ -26,7 +26,7 @@ func (d *Decoder) AppendTargets(b []byte, t *transform.Transform, fs *dataset.Fi
 // b. They are read once: by the plan, where its draw needed them (a
 // RandomIoUCrop's, a mosaic's), or here.
 func (d *Decoder) appendTargets(b []byte, t *transform.Transform, fs *dataset.FieldSet) ([]byte, error) {
-	if t.Sampler(sk).ViewList() != nil {
+	if t.Views() > 1 {
 		return b, fmt.Errorf("%w: targets do not support views yet", errs.Unsupported)
 	}
 	ds, i := d.boxSrc, d.boxIdx
@@ -105,7 +105,8 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *transform.Transform, ds trans
 	if err := setMosaicTargets(&tg.Instances, &all); err != nil {
 		return b, err
 	}
-	w, h, err := transform.MoveTargets(tg, t.Sampler(sk).OutW(), t.Sampler(sk).OutH(), d.plan.Views[0].Steps)
+	oh, ow := t.Size()
+	w, h, err := transform.MoveTargets(tg, ow, oh, d.plan.Views[0].Steps)
 	if err != nil {
 		return b, err
 	}

@@ -223,7 +223,7 @@ func TestSkipViews(t *testing.T) {
 	}
 	offs := []int{0}
 	for v := range tr.Views() - 1 {
-		offs = append(offs, offs[v]+tr.View(v).Sampler(sk).ViewBytes())
+		offs = append(offs, offs[v]+tr.View(v).SampleBytes())
 	}
 	for f, data := range goldenJPEGs()[:4] {
 		all := make([]byte, tr.SampleBytes())
@@ -245,7 +245,7 @@ func TestSkipViews(t *testing.T) {
 			}
 			for v := range tr.Views() {
 				vt := tr.View(v).Sampler(sk)
-				g, a := got[offs[v]:][:vt.ViewBytes()], all[offs[v]:][:vt.ViewBytes()]
+				g, a := got[offs[v]:][:vt.SampleBytes()], all[offs[v]:][:vt.SampleBytes()]
 				switch {
 				case !skip[v] && !bytes.Equal(g, a):
 					t.Errorf("file %d, skipping %v: view %d differs from the sample of every view", f, skip, v)
@@ -309,7 +309,7 @@ func TestSharedPreViews(t *testing.T) {
 				t.Errorf("image %d view %d: trace %s; want it to start with view 0's jitter %s", idx, v, views[v], views[0][0])
 			}
 		}
-		off := tr.View(0).Sampler(sk).ViewBytes()
+		off := tr.View(0).SampleBytes()
 		for v, st := range singles {
 			want := make([]byte, st.SampleBytes())
 			if err := d.Decode(data, st, k, want); err != nil {
@@ -332,7 +332,7 @@ func TestSharedPreViews(t *testing.T) {
 			}
 			off := 0
 			for v := range tr.Views() {
-				n := tr.View(v).Sampler(sk).ViewBytes()
+				n := tr.View(v).SampleBytes()
 				if !skip[v] && !bytes.Equal(got[off:][:n], out[off:][:n]) {
 					t.Errorf("image %d, skipping %v: view %d differs from the sample of every view", idx, skip, v)
 				}
@@ -469,8 +469,8 @@ func checkCropBefore(t *testing.T, d *Decoder, data []byte, f int, layout transf
 		if err := d.Decode(b.Bytes(), one, k, want); err != nil {
 			t.Fatal(err)
 		}
-		got := out[off:][:vt.ViewBytes()]
-		off += vt.ViewBytes()
+		got := out[off:][:vt.SampleBytes()]
+		off += vt.SampleBytes()
 		if !vt.Varies() { // of one size: the bytes
 			if !bytes.Equal(got, want) {
 				t.Errorf("file %d %v view %d (%s): not what the resize alone makes of the crop", f, layout, v, ops.OpsString(g))

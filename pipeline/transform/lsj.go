@@ -148,7 +148,7 @@ const SizeTrailer = 16
 // CompactOut is where a w x h sample is made in its slot (which starts
 // slot): all of it, or of per-sample sizes its start, compact.
 func (t sampler) CompactOut(slot []byte, w, h int) []byte {
-	px := slot[:t.ViewBytes()]
+	px := slot[:t.viewBytes()]
 	if t.vary {
 		px = px[:len(px)-SizeTrailer]
 	}

@@ -493,11 +493,11 @@ func (t *Transform) Shape() [3]int {
 // up.
 func (t *Transform) SampleBytes() int {
 	if t.views == nil {
-		return t.sampler().ViewBytes()
+		return t.sampler().viewBytes()
 	}
 	n := 0
 	for _, v := range t.views {
-		n += v.sampler().ViewBytes()
+		n += v.sampler().viewBytes()
 	}
 	return n
 }
