@@ -174,7 +174,7 @@ func (d *Decoder) Decode(data []byte, t *transform.Transform, k det.Key, out []b
 // sample size long: a sample's place in a batch buffer (ViewLayout).
 func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out []byte, offs []int) error {
 	if t.Multi(k) {
-		return d.decodeMosaic(data, t, k, out, offs)
+		return d.decodeMulti(data, t, k, out, offs)
 	}
 	d.multi.partners, d.multi.pdata = nil, nil
 	hd, err := parseHeader(data)

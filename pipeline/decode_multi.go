@@ -210,13 +210,13 @@ func (d *Decoder) release() {
 	m.held = m.held[:0]
 }
 
-// decodeMosaic is decodeAt for a sample whose Mosaic applies at k's
-// epoch: data is the sample's file, the partners' are the Decoder's
-// (SetPartners), in AppendPartners' order. Everything the sample
+// decodeMulti is decodeAt for a sample of several images (its Mosaic
+// applies at k's epoch): data is the sample's file, the partners' are the
+// Decoder's (SetPartners), in AppendPartners' order. Everything the sample
 // undergoes is planned first (transform.PlanMulti: the images' places
 // from their headers, what the CopyPastes and the CutMix take from the
 // labels), then its pixels are made from that plan.
-func (d *Decoder) decodeMosaic(data []byte, t *transform.Transform, k det.Key, out []byte, offs []int) error {
+func (d *Decoder) decodeMulti(data []byte, t *transform.Transform, k det.Key, out []byte, offs []int) error {
 	m := &d.multi
 	if m.size == nil {
 		m.size = d.wholeSize

@@ -36,7 +36,7 @@ func (d *Decoder) appendTargets(b []byte, t *transform.Transform, fs *dataset.Fi
 	vp, t := &d.plan.Views[0], d.plan.Transform() // the transform at the sample's epoch
 	d.wantTargets(fs)
 	if vp.Multi != nil {
-		return d.appendMosaicTargets(b, t, ds, fs, vp.Multi)
+		return d.appendMultiTargets(b, t, ds, fs, vp.Multi)
 	}
 	tg := &d.targets
 	tg.Reset()
@@ -85,12 +85,12 @@ func sourceTargets(ds transform.Targeted, i int, p *transform.SamplePlan, t *tra
 	return p.SrcW, p.SrcH, ds.SourceTargets(i, p.SrcW, p.SrcH, t)
 }
 
-// appendMosaicTargets is appendTargets for a sample the last decode made
+// appendMultiTargets is appendTargets for a sample the last decode made
 // as a mosaic (md): its instances as its plan read and moved them
 // (transform.MultiDraw.Instances, ultralytics' moves), then moved by the
 // steps after the geometry (RandomFlip with its flip_idx, ...). Masks are
 // refused.
-func (d *Decoder) appendMosaicTargets(b []byte, t *transform.Transform, ds transform.Targeted, fs *dataset.FieldSet, md *transform.MultiDraw) ([]byte, error) {
+func (d *Decoder) appendMultiTargets(b []byte, t *transform.Transform, ds transform.Targeted, fs *dataset.FieldSet, md *transform.MultiDraw) ([]byte, error) {
 	if fs.Masks() {
 		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", errs.Unsupported)
 	}
@@ -102,7 +102,7 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *transform.Transform, ds trans
 	tg.Reset()
 	tg.ImageID = int64(md.Mo.Idx[0])
 	tg.P = p
-	if err := setMosaicTargets(&tg.Instances, &all); err != nil {
+	if err := setMultiTargets(&tg.Instances, &all); err != nil {
 		return b, err
 	}
 	oh, ow := t.Size()
@@ -117,11 +117,11 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *transform.Transform, ds trans
 	return targets.AppendTargets(b, tg), nil
 }
 
-// setMosaicTargets appends in's instances to t (reset, its P set): boxes
+// setMultiTargets appends in's instances to t (reset, its P set): boxes
 // and classes, segments where it has them, and with P, each instance's P
 // keypoints and their visibilities (ultralytics' float visibility, 0, 1
 // or 2, as COCO's v).
-func setMosaicTargets(t *dataset.Instances, in *cv.Instances) error {
+func setMultiTargets(t *dataset.Instances, in *cv.Instances) error {
 	if t.P > 0 && len(in.Keypoints) != len(in.Boxes) {
 		return fmt.Errorf("targets: a mosaic of %d instances with %d keypoint sets", len(in.Boxes), len(in.Keypoints))
 	}

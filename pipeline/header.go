@@ -401,7 +401,7 @@ func resBound(t *transform.Transform, multi, goRef bool, w, h, pw, ph int) int64
 }
 
 // decodeBound bounds the decode's own pixels a sample of at (multi: its
-// multi-image op applies) holds for a w x h image (decodeAt, decodeMosaic): when a
+// multi-image op applies) holds for a w x h image (decodeAt, decodeMulti): when a
 // view is made apart from the output (Staged), every view's pixels
 // (PixelBytes), each view's visible part decoded apart where its geometry
 // may pad (MayPad: the image at its own size, a crop's before the
