@@ -32,6 +32,7 @@ func TestExactLSJDecode(t *testing.T) {
 		for _, c := range decoderKinds {
 			for _, ops := range [][]opspkg.Op{lsjOps(300, 240, fill), lsjOps(300, 240, fill)[1:]} {
 				tr := mustTransform(t, layout, ops...)
+				jitter := slices.ContainsFunc(ops, func(o opspkg.Op) bool { return o.Kind == transform.OpScaleJitter })
 				d := NewDecoder(c.opts...)
 				kinds := map[string]int{}
 				for i := range uint64(8) {
@@ -42,7 +43,7 @@ func TestExactLSJDecode(t *testing.T) {
 					p := d.plan.Views[0].Geom
 					rw, rh := p.SrcW, p.SrcH
 					whole := make([]byte, 3*rw*rh)
-					if tr.Sampler(sk).JitterOp() != nil {
+					if jitter {
 						rw, rh = p.RW, p.RH
 						rs := mustTransform(t, transform.HWC, opspkg.Op{Kind: transform.OpResize, Size: [2]int{rh, rw}})
 						whole = make([]byte, rs.SampleBytes())
@@ -81,7 +82,7 @@ func TestExactLSJDecode(t *testing.T) {
 					}
 					kinds[map[bool]string{true: "padded", false: "cropped"}[p.Padded]]++
 				}
-				if tr.Sampler(sk).JitterOp() != nil && (kinds["padded"] == 0 || kinds["cropped"] == 0) {
+				if jitter && (kinds["padded"] == 0 || kinds["cropped"] == 0) {
 					t.Errorf("%s: 8 keys drew %v", opspkg.OpsString(ops), kinds)
 				}
 				d.Close()
@@ -108,14 +109,14 @@ func TestLSJEdges(t *testing.T) {
 				}
 				for _, wh := range sizes {
 					for k := range uint64(4) {
-						p, err := tr.Sampler(sk).Plan(wh[0], wh[1], det.Key{Seed: 9, Index: k})
-						if err != nil {
+						var p transform.Plan
+						if err := tr.Plan(&p, wh[0], wh[1], det.Key{Seed: 9, Index: k}, transform.BoxSource{}); err != nil {
 							if !errors.Is(err, errs.Unsupported) {
 								t.Fatalf("%dx%d: %v", wh[0], wh[1], err)
 							}
 							continue
 						}
-						steps := tr.Sampler(sk).GeometrySteps(&p, nil)
+						steps := p.Views[0].Geometry
 						if back, err := transform.ParseTrace(transform.AppendTrace(nil, steps)); err != nil || !slices.Equal(back, steps) {
 							t.Fatalf("%dx%d: trace %v parsed back as %v (%v)", wh[0], wh[1], steps, back, err)
 						}

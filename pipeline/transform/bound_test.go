@@ -59,7 +59,7 @@ func TestBoundRecipes(t *testing.T) {
 			case name != "hflip" && (w != p.CW || h != p.CH || w > 1200 || h > 1300):
 				t.Fatalf("%s key %d: %dx%d, want its crop's %dx%d", name, i, w, h, p.CW, p.CH)
 			}
-			steps := tr.sampler().GeometrySteps(&p, nil)
+			steps := tr.sampler().geometrySteps(&p, nil)
 			for _, st := range steps {
 				if st.Fn.String() == "resize" {
 					t.Fatalf("%s key %d: a resize in %v", name, i, steps)

@@ -138,7 +138,7 @@ func (t *Transform) Plan(p *Plan, srcW, srcH int, k det.Key, boxes BoxSource) er
 		g.Exact = t.DecodeMode() == DecodeExact
 		vp := &p.Views[v]
 		vp.Geom, vp.Multi = g, nil
-		vp.Geometry = vt.GeometrySteps(&vp.Geom, vp.Geometry[:0])
+		vp.Geometry = vt.geometrySteps(&vp.Geom, vp.Geometry[:0])
 		w, h := vt.SampleSize(&g)
 		vp.Steps = vt.drawSteps(&p.drawer, kv, w, h, vp.Steps)
 		vp.Pre = vp.Pre[:0]

@@ -27,10 +27,11 @@ func TestScaleJitterDraws(t *testing.T) {
 	var sum float64
 	crops, pads, flips := 0, 0, 0
 	for i := range uint64(keys) {
-		p, err := tr.Sampler(sk).Plan(W, H, det.Key{Seed: 3, Index: i})
-		if err != nil {
+		var pl transform.Plan
+		if err := tr.Plan(&pl, W, H, det.Key{Seed: 3, Index: i}, transform.BoxSource{}); err != nil {
 			t.Fatal(err)
 		}
+		p := &pl.Views[0].Geom
 		s := float64(p.RW) / W / base
 		if s < 0.1-0.01 || s > 2+1e-9 || p.RH < int(float64(H)*base*0.1)-1 || p.RH > int(float64(H)*base*2) {
 			t.Fatalf("key %d: resized to %dx%d: scale %v outside (0.1, 2)", i, p.RW, p.RH, s)
@@ -57,7 +58,7 @@ func TestScaleJitterDraws(t *testing.T) {
 		if p.Padded {
 			pads++
 		}
-		steps := tr.Sampler(sk).GeometrySteps(&p, nil)
+		steps := pl.Views[0].Geometry
 		want := []fn.Step{{Fn: fn.Resize, I: [6]int{4: p.RH, 5: p.RW}, Antialias: true},
 			{Fn: fn.FixedSizeCrop, I: [6]int{p.CY, p.CX, min(p.RH, 300), min(p.RW, 300), 300, 300}, Fill: [3]float64{1, 2, 3}}}
 		if p.Flip {

@@ -203,7 +203,7 @@ func (t *Transform) segPlan(p *SamplePlan, k det.Key) error {
 func (t *Transform) segSteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 	rs := t.resize
 	buf = append(buf, fn.Step{Fn: fn.Resize, I: [6]int{4: p.RH, 5: p.RW}, Interp: rs.Interp, Antialias: !rs.NoAntialias && rs.Interp != InterpNearest})
-	if p.Flip && t.seg.flip != nil { // else a flip fused after the crop, GeometrySteps' last
+	if p.Flip && t.seg.flip != nil { // else a flip fused after the crop, geometrySteps' last
 		buf = append(buf, fn.Step{Fn: fn.HorizontalFlip})
 	}
 	if pr, pb := p.segPad[0], p.segPad[1]; pr > 0 || pb > 0 {

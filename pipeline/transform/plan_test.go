@@ -221,7 +221,7 @@ func TestPlanDeterminism(t *testing.T) {
 			t.Fatalf("key %+v: two plans differ: %+v vs %+v", k, a, b)
 		}
 		distinct[[4]int{a.CX, a.CY, a.CW, a.CH}] = true
-		sa, sb := tr.sampler().DrawSteps(k, nil), tr.sampler().DrawSteps(k, nil)
+		sa, sb := tr.sampler().drawStepsFor(k, nil), tr.sampler().drawStepsFor(k, nil)
 		if !slices.Equal(sa, sb) || len(sa) != 3 {
 			t.Fatalf("key %+v: steps %v and %v: want the same 3 (brightness, contrast, saturation)", k, sa, sb)
 		}

@@ -39,7 +39,7 @@ func TestRandomResizedCropRandomInterp(t *testing.T) {
 		if b.Interp == InterpBicubic {
 			bicubic++
 		}
-		st := trRand.sampler().GeometrySteps(&b, nil)
+		st := trRand.sampler().geometrySteps(&b, nil)
 		if st[0].Fn != fn.ResizedCrop || st[0].Interp != b.Interp || !st[0].Antialias {
 			t.Fatalf("key %d: trace step %+v for a %s plan", i, st[0], b.Interp)
 		}

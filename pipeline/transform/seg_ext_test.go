@@ -27,15 +27,16 @@ func TestSegPlans(t *testing.T) {
 	shorter := map[int]int{}
 	flips, pads, crops := 0, 0, 0
 	for i := range uint64(keys) {
-		p, err := tr.Sampler(sk).Plan(W, H, det.Key{Seed: 5, Index: i})
-		if err != nil {
+		var pl transform.Plan
+		if err := tr.Plan(&pl, W, H, det.Key{Seed: 5, Index: i}, transform.BoxSource{}); err != nil {
 			t.Fatal(err)
 		}
+		p := &pl.Views[0].Geom
 		if s := min(p.RW, p.RH); s < 100 || s >= 400 || p.RH != s || p.RW != int(float64(s)*W/H) {
 			t.Fatalf("key %d: resized to %dx%d", i, p.RW, p.RH)
 		}
 		shorter[min(p.RW, p.RH)]++
-		steps := tr.Sampler(sk).GeometrySteps(&p, nil)
+		steps := pl.Views[0].Geometry
 		want := []fn.Step{{Fn: fn.Resize, I: [6]int{4: p.RH, 5: p.RW}, Antialias: true}}
 		if p.Flip {
 			flips++

@@ -70,10 +70,10 @@ func (p *SamplePlan) PreCropStep() (st fn.Step, ok bool) {
 	return st, true
 }
 
-// GeometrySteps are the plan's geometry as functional ops: resized_crop
+// geometrySteps are the plan's geometry as functional ops: resized_crop
 // (RandomResizedCrop), resize and center_crop (Resize, CenterCrop), then
 // horizontal_flip when a fused flip drew one.
-func (t sampler) GeometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
+func (t sampler) geometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 	aa := func(op *optab.Op) fn.Step {
 		return fn.Step{Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
 	}
@@ -179,15 +179,15 @@ func (t *Transform) MaxTraceBytes() int {
 	return n
 }
 
-// DrawSteps appends to buf the steps t's ops after the geometry draw for
+// drawStepsFor appends to buf the steps t's ops after the geometry draw for
 // key k, in the order they run, and returns it.
-func (t sampler) DrawSteps(k det.Key, buf []fn.Step) []fn.Step {
-	return t.DrawStepsAt(k, t.outW, t.outH, buf)
+func (t sampler) drawStepsFor(k det.Key, buf []fn.Step) []fn.Step {
+	return t.drawStepsAt(k, t.outW, t.outH, buf)
 }
 
-// DrawStepsAt is drawSteps for a sample of w x h (its own size, of a
+// drawStepsAt is drawSteps for a sample of w x h (its own size, of a
 // transform of per-sample sizes).
-func (t sampler) DrawStepsAt(k det.Key, w, h int, buf []fn.Step) []fn.Step {
+func (t sampler) drawStepsAt(k det.Key, w, h int, buf []fn.Step) []fn.Step {
 	return t.drawInto(new(optab.Drawer), k, w, h, buf)
 }
 

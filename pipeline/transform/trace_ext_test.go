@@ -15,8 +15,12 @@ import (
 func TestTraceRoundTrip(t *testing.T) {
 	tr := mustTransform(t, transform.CHW, recipeOps()...)
 	seen := map[fn.Fn]bool{}
+	var pl transform.Plan
 	for i := range uint64(300) {
-		steps := tr.Sampler(sk).DrawSteps(det.Key{Seed: 1, Index: i}, nil)
+		if err := tr.Plan(&pl, 320, 240, det.Key{Seed: 1, Index: i}, transform.BoxSource{}); err != nil {
+			t.Fatal(err)
+		}
+		steps := pl.Views[0].Steps
 		js := transform.AppendTrace(nil, steps)
 		if !json.Valid(js) {
 			t.Fatalf("key %d: invalid JSON %s", i, js)

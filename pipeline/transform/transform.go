@@ -185,9 +185,6 @@ func (t sampler) MaxPre() int { return t.maxPre }
 // NormOp is the Normalize the samples end in (nil: none, uint8 samples).
 func (t sampler) NormOp() *optab.Op { return t.norm }
 
-// JitterOp is the geometry's ScaleJitter, if any.
-func (t sampler) JitterOp() *optab.Op { return t.jitter }
-
 // YOLO is the YOLO family's geometry, if any.
 func (t sampler) YOLO() *yoloGeom { return t.yolo }
 

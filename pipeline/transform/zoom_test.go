@@ -34,7 +34,7 @@ func TestZoomOutDraws(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			steps := tr.sampler().GeometrySteps(&p, nil)
+			steps := tr.sampler().geometrySteps(&p, nil)
 			if !p.Zoomed {
 				if len(steps) > 0 && steps[0].Fn == fn.Pad {
 					t.Fatalf("key %d: not zoomed, traced %v", i, steps)
