@@ -325,8 +325,8 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 			pix = dst[doffs[v]:][: 3*w*h : vt.RoomFor(hd.w, hd.h)]
 		}
 		w, h, err := d.finishView(vt.Transform, &d.plan.Views[v], pix, decLayout, direct, out[offs[v]:], w, h)
-		if err == nil && !vt.Varies() && (w != vt.OutW() || h != vt.OutH()) {
-			err = fmt.Errorf("%w: the ops made a %dx%d image, not the transform's %dx%d", errs.Unsupported, w, h, vt.OutW(), vt.OutH())
+		if vh, vw := vt.Size(); err == nil && !vt.Varies() && (w != vw || h != vh) {
+			err = fmt.Errorf("%w: the ops made a %dx%d image, not the transform's %dx%d", errs.Unsupported, w, h, vw, vh)
 		}
 		if err != nil {
 			return err

@@ -255,7 +255,8 @@ func scratchBound(t *transform.Transform, multi, cached, goCanvas bool, w, h int
 	at := t.Sampler(sk)
 	var p scratchParts
 	src := int64(w) * int64(h)
-	out := int64(at.OutW()) * int64(at.OutH())
+	oh, ow := t.Size()
+	out := int64(ow) * int64(oh)
 	p.pix, p.zoom, p.pad = decodeBound(t, multi, goCanvas, w, h)
 	if mr, ok := t.MultiRoom(); multi && ok {
 		// The images load_image'd (the partner cache's, when there is
@@ -283,9 +284,9 @@ func scratchBound(t *transform.Transform, multi, cached, goCanvas bool, w, h int
 		// make), three canvas indexes of 4 bytes a pixel; the runs and
 		// a fill block's.
 		p.maskSrc = src + int64(h)
-		p.maskMaps = 3 * 4 * int64(max(w, at.OutW())+max(h, at.OutH()))
+		p.maskMaps = 3 * 4 * int64(max(w, ow)+max(h, oh))
 		if at.Whole() { // the maps of the rotated canvas: its sides at most the image's sum, and 2
-			p.maskMaps = 3 * 4 * int64(2*(w+h+2)+at.OutW()+at.OutH())
+			p.maskMaps = 3 * 4 * int64(2*(w+h+2)+ow+oh)
 		}
 		if at.Turns() {
 			p.maskMaps += 3 * 4 * int64(at.RoomFor(w, h)/3)
@@ -310,7 +311,8 @@ func scratchBound(t *transform.Transform, multi, cached, goCanvas bool, w, h int
 func kernBound(t *transform.Transform, w, h int) int64 {
 	at := t.Sampler(sk)
 	var px int64
-	side := int64(w + h + at.OutW() + at.OutH()) // a rotation's canvas: its sides at most the image's sum
+	oh, ow := t.Size()
+	side := int64(w + h + ow + oh) // a rotation's canvas: its sides at most the image's sum
 	k := at.KernelScratch()
 	if at.MaxPre() > 0 {
 		px = int64(w) * int64(h)
@@ -323,7 +325,8 @@ func kernBound(t *transform.Transform, w, h int) int64 {
 		vs := v.Sampler(sk)
 		if vs.MaxSteps() > 0 {
 			px = max(px, int64(vs.RoomFor(w, h)/3))
-			side = max(side, int64(w+h+vs.OutW()+vs.OutH()))
+			vh, vw := v.Size()
+			side = max(side, int64(w+h+vw+vh))
 		}
 		vk := vs.KernelScratch()
 		k.PerPx, k.PerSide, k.Fixed = max(k.PerPx, vk.PerPx), max(k.PerSide, vk.PerSide), max(k.Fixed, vk.Fixed)
@@ -366,7 +369,8 @@ func resBound(t *transform.Transform, multi, goRef bool, w, h, pw, ph int) int64
 		// Each image made whole (at its own size, or loaded at its
 		// side), a partner made at the output's.
 		sw, sh := max(W, int64(pw)), max(H, int64(ph))
-		nw, nh := max(sw, int64(mr.Side), int64(at.OutW())), max(sh, int64(mr.Side), int64(at.OutH()))
+		oh, ow := t.Size()
+		nw, nh := max(sw, int64(mr.Side), int64(ow)), max(sh, int64(mr.Side), int64(oh))
 		return view(nw, nh, sw, sh) + rows(sw, sh, nw)
 	}
 	vs := at.ViewList()
@@ -376,7 +380,8 @@ func resBound(t *transform.Transform, multi, goRef bool, w, h, pw, ph int) int64
 	var n, most int64
 	for _, v := range vs {
 		vt := v.Sampler(sk)
-		nw, nh := int64(max(vt.OutW(), vt.GeomW())), int64(vt.OutH())
+		vh, vw := v.Size()
+		nw, nh := int64(max(vw, vt.GeomW())), int64(vh)
 		if g := vt.YOLO(); g != nil {
 			nw, nh = max(nw, int64(g.ImgSz())), max(nh, int64(g.ImgSz()))
 		}
@@ -390,10 +395,10 @@ func resBound(t *transform.Transform, multi, goRef bool, w, h, pw, ph int) int64
 		n += view(nw, nh, W, H)
 		most = max(most, nw)
 		if cw, ch := vt.ZoomCanvas(w, h); cw > 0 { // the canvas resized from its crop, row by row
-			n += view(int64(vt.OutW()), int64(vt.OutH()), cw, ch)
+			n += view(int64(vw), int64(vh), cw, ch)
 			W, H = max(W, cw), max(H, ch)
 		} else if sw != w || sh != h { // the crop's canvas resized
-			n += view(int64(vt.OutW()), int64(vt.OutH()), int64(sw), int64(sh))
+			n += view(int64(vw), int64(vh), int64(sw), int64(sh))
 			W, H = max(W, int64(sw)), max(H, int64(sh))
 		}
 	}
@@ -457,7 +462,8 @@ func decodeBound(t *transform.Transform, multi, goCanvas bool, w, h int) (pix, z
 			if cw == 0 { // the image's own canvas
 				cw, ch = int64(sw)+1, int64(sh)+1
 			}
-			zoom = max(zoom, 4*cw*ch+3*int64(vt.OutW())*ch)
+			_, vw := vt.Size()
+			zoom = max(zoom, 4*cw*ch+3*int64(vw)*ch)
 		}
 	}
 	return pix + chw, zoom, pad

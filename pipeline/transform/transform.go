@@ -165,12 +165,6 @@ func (t *Transform) Sampler(samplerkey.Key) sampler { return sampler{t} }
 // it fuses the geometry, draws the steps into its own buffers, packs the
 // samples).
 
-// OutW is the output width (view 0's), OutH its height: Size's.
-func (t sampler) OutW() int { return t.outW }
-
-// OutH is the output height (view 0's).
-func (t sampler) OutH() int { return t.outH }
-
 // GeomW is the width the geometry makes when the ops after it grow the
 // image (a RandomRotation with expand=True; 0: no such op).
 func (t sampler) GeomW() int { return t.geomW }
