@@ -317,11 +317,8 @@ func kernBound(t *transform.Transform, w, h int) int64 {
 	if at.MaxPre() > 0 {
 		px = int64(w) * int64(h)
 	}
-	views := at.ViewList()
-	if views == nil {
-		views = []*transform.Transform{t}
-	}
-	for _, v := range views {
+	for i := range t.Views() { // t itself, of one view
+		v := t.View(i)
 		vs := v.Sampler(sk)
 		if vs.MaxSteps() > 0 {
 			px = max(px, int64(vs.RoomFor(w, h)/3))
@@ -359,7 +356,6 @@ func resBound(t *transform.Transform, multi, goRef bool, w, h, pw, ph int) int64
 	if goRef || w <= 0 || h <= 0 {
 		return 0
 	}
-	at := t.Sampler(sk)
 	view := func(nw, nh, sw, sh int64) int64 {
 		return 5*(3*nw*sh+4)/4 + 170*(sw+sh) + 153*(nw+nh) + 800
 	}
@@ -373,12 +369,9 @@ func resBound(t *transform.Transform, multi, goRef bool, w, h, pw, ph int) int64
 		nw, nh := max(sw, int64(mr.Side), int64(ow)), max(sh, int64(mr.Side), int64(oh))
 		return view(nw, nh, sw, sh) + rows(sw, sh, nw)
 	}
-	vs := at.ViewList()
-	if vs == nil {
-		vs = []*transform.Transform{t}
-	}
 	var n, most int64
-	for _, v := range vs {
+	for i := range t.Views() { // t itself, of one view
+		v := t.View(i)
 		vt := v.Sampler(sk)
 		vh, vw := v.Size()
 		nw, nh := int64(max(vw, vt.GeomW())), int64(vh)
@@ -428,14 +421,7 @@ func decodeBound(t *transform.Transform, multi, goCanvas bool, w, h int) (pix, z
 		}
 		return pix, 0, 0
 	}
-	vs := at.ViewList()
-	view := func(i int) *transform.Transform { // view i of the len(vs) (nil: t alone)
-		if vs == nil {
-			return t
-		}
-		return vs[i]
-	}
-	nv := max(len(vs), 1)
+	view, nv := t.View, t.Views() // t itself, of one view
 	staged := false
 	for i := range nv {
 		staged = staged || view(i).Sampler(sk).Staged()
@@ -485,14 +471,10 @@ func (d *Decoder) addRoom(n int, vt *transform.Transform, hd *header) (int, erro
 // (the sampler's MayPad) or is made in a room of its image's
 // (Whole): its bound depends on the image's size.
 func bySize(t *transform.Transform) bool {
-	at := t.Sampler(sk)
-	if vs := at.ViewList(); vs != nil {
-		for _, v := range vs {
-			if s := v.Sampler(sk); s.MayPad() || s.Whole() {
-				return true
-			}
+	for v := range t.Views() { // t itself, of one view
+		if s := t.View(v).Sampler(sk); s.MayPad() || s.Whole() {
+			return true
 		}
-		return false
 	}
-	return at.MayPad() || at.Whole()
+	return false
 }

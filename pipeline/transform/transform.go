@@ -182,9 +182,6 @@ func (t sampler) NormOp() *optab.Op { return t.norm }
 // YOLO is the YOLO family's geometry, if any.
 func (t sampler) YOLO() *yoloGeom { return t.yolo }
 
-// ViewList is a transform of several views' views (nil: one view).
-func (t sampler) ViewList() []*Transform { return t.views }
-
 // sampler is t's side for the Decoder, within this package.
 func (t *Transform) sampler() sampler { return sampler{t} }
 
