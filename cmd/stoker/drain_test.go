@@ -58,6 +58,7 @@ func TestDrainWorker(t *testing.T) {
 		termAt   time.Time
 		failedAt float64 // the victim's lease failures, other than draining, at SIGTERM
 		dropAt   float64
+		lostAt   float64
 	)
 	// Failures of the victim's leases other than turned away: "draining"
 	// (the drain's answer) and "busy" (the worker's lease limit, reached in
@@ -88,6 +89,7 @@ func TestDrainWorker(t *testing.T) {
 				t.Fatal(err)
 			}
 			failedAt, dropAt = notDrain(ms), sumSeries(ms, "stoker_results_dropped_total")
+			lostAt = sumSeries(ms, "stoker_lease_hedges_total", `outcome="lost"`)
 			// As the pod's preStop hook does: stoker drain signals the
 			// server and waits for it to exit. Its SIGTERM waits, pending,
 			// for the victim to go on: it comes to a worker that holds
@@ -165,13 +167,20 @@ func TestDrainWorker(t *testing.T) {
 
 	// The coordinator lost none of them: no lease of the victim failed
 	// (other than turned away for the drain or as busy), no result was
-	// dropped.
+	// dropped but a hedge's the coordinator cancelled, its first lease
+	// having made the batch (while both workers were stopped for the hook,
+	// their leases grew slow and the coordinator hedged them on the
+	// other: on a loaded machine the victim may hold such hedges when the
+	// drain begins, finish them, and see them dropped as lost).
 	ms := logLeases(t, ctx, coord)
 	if got := notDrain(ms); got != failedAt {
 		t.Errorf("%v leases of %s failed after SIGTERM (reasons other than draining): made again elsewhere", got-failedAt, victim.addr)
 	}
-	if got := sumSeries(ms, "stoker_results_dropped_total"); got != dropAt {
-		t.Errorf("the coordinator dropped %v results after SIGTERM", got-dropAt)
+	lost := sumSeries(ms, "stoker_lease_hedges_total", `outcome="lost"`) - lostAt
+	if got := sumSeries(ms, "stoker_results_dropped_total") - dropAt; got > lost {
+		t.Errorf("the coordinator dropped %v results after SIGTERM, %v hedges it cancelled: %v results of leases it had not cancelled", got, lost, got-lost)
+	} else if got > 0 {
+		t.Logf("the coordinator dropped %v results after SIGTERM, each a hedge it cancelled (%v lost)", got, lost)
 	}
 	// Every lease the worker turned away, the coordinator counts as
 	// turned away by the drain (not failed); it may count more: a lease it

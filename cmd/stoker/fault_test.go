@@ -54,7 +54,7 @@ func logLeases(t *testing.T, ctx context.Context, coord *serveProc) map[string]f
 	var lines []string
 	for series, v := range ms {
 		if strings.HasPrefix(series, "stoker_leases_total{") || strings.HasPrefix(series, "stoker_lease_failures_total{") ||
-			strings.HasPrefix(series, "stoker_results_dropped_total") {
+			strings.HasPrefix(series, "stoker_results_dropped_total") || strings.HasPrefix(series, "stoker_lease_hedges_total{") {
 			lines = append(lines, fmt.Sprintf("%s %v", series, v))
 		}
 	}
