@@ -155,7 +155,8 @@ func setMultiTargets(t *dataset.Instances, in *cv.Instances) error {
 // SetTargets tells d that the next samples it decodes are ds's sample i
 // (until the next call; nil: none), whose targets fs asks for (nil:
 // boxes and labels): what a RandomIoUCrop and a mosaic draw against, and
-// what AppendTargets appends, read once for both.
+// what AppendTargets appends, read once for both. It comes before the
+// sample's Decode, whose plan may read them.
 func (d *Decoder) SetTargets(ds transform.Targeted, i int, fs *dataset.FieldSet) {
 	d.boxSrc, d.boxIdx = ds, i
 	d.wantTargets(fs)

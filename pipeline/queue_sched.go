@@ -392,12 +392,11 @@ func (e *Executor) run(d *Decoder, w int) {
 				d.offs = append(d.offs, r.layout.Offset(slots, v, at))
 			}
 			d.admitNow = r.copies != nil
-			d.SetTargets(nil, 0, nil)
-			if r.fset.HasTargets() { // read once, for the draw (a RandomIoUCrop's) and the targets
-				if tg, ok := r.ds.(transform.Targeted); ok {
-					d.SetTargets(tg, int(idx), r.fset)
-				}
+			var tg transform.Targeted // none: the job asks for no targets
+			if r.fset.HasTargets() {
+				tg, _ = r.ds.(transform.Targeted)
 			}
+			d.SetTargets(tg, int(idx), r.fset) // read once, for the draw (a RandomIoUCrop's) and the targets
 			d.skip = recordSkip(r.t, r.ds, int(idx))
 			err = d.decodeAt(data, r.t, k, r.data, d.offs)
 			d.skip = nil
