@@ -105,8 +105,8 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, mosaic := st.Sampler(sk).AtEpoch(1).MultiRoom()
-	if mr, _ := st.Sampler(sk).AtEpoch(0).MultiRoom(); mosaic || !mr.CopyPaste {
+	_, mosaic := st.AtEpoch(1).MultiRoom()
+	if mr, _ := st.AtEpoch(0).MultiRoom(); mosaic || !mr.CopyPaste {
 		t.Error("stop_epoch did not switch the CopyPaste off with the Mosaic")
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/samplerkey"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	"github.com/stoker-dev/stoker/pipeline/ops"
@@ -53,12 +52,6 @@ type options struct {
 // Option configures a Decoder (and, through NewExecutor, an Executor's
 // decoders and its schedule).
 type Option func(*options)
-
-// sk opens a Transform's side for the Decoder, t.Sampler(sk): its plan,
-// draws and compiled nodes, which only the root reads (TestArrows lets
-// only the root, pipeline/transform and the tests' testops import
-// pipeline/internal/samplerkey).
-var sk samplerkey.Key
 
 // WithPixelBudget refuses images that declare more than n pixels, before
 // decoding them. Default 64 Mpx (64<<20).
@@ -210,7 +203,7 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 		}
 	}
 	d.dup = d.dup[:0]
-	direct = direct && !padded && !t.Varies() && t.Sampler(sk).GeomW() == 0 // per-sample sizes: made compact, then padCorner; grown: in room
+	direct = direct && !padded && !t.Varies() && t.Needs().GeomW == 0 // per-sample sizes: made compact, then padCorner; grown: in room
 	// Where the decode writes: straight into out, or the views back to
 	// back in d.pix when they are not yet the output's bytes.
 	dst, doffs, plans := out, offs, d.plans
@@ -308,7 +301,7 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 		t0 = time.Now()
 	}
 	for v := range t.Views() {
-		vt := t.View(v).Sampler(sk)
+		vt := t.View(v)
 		if skip != nil && skip[v] { // zeros; of per-sample sizes 0 x 0, the image's size beside
 			slot := out[offs[v]:][:vt.SampleBytes()]
 			if vt.Varies() {
@@ -321,10 +314,10 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 		}
 		w, h := vt.SampleSize(&d.plans[v])
 		pix := dst[doffs[v]:][:3*w*h]
-		if vt.Varies() || vt.GeomW() > 0 { // room for the steps that grow it (rotate's expand), up to the bound
+		if vt.Varies() || vt.Needs().GeomW > 0 { // room for the steps that grow it (rotate's expand), up to the bound
 			pix = dst[doffs[v]:][: 3*w*h : vt.RoomFor(hd.w, hd.h)]
 		}
-		w, h, err := d.finishView(vt.Transform, &d.plan.Views[v], pix, decLayout, direct, out[offs[v]:], w, h)
+		w, h, err := d.finishView(vt, &d.plan.Views[v], pix, decLayout, direct, out[offs[v]:], w, h)
 		if vh, vw := vt.Size(); err == nil && !vt.Varies() && (w != vw || h != vh) {
 			err = fmt.Errorf("%w: the ops made a %dx%d image, not the transform's %dx%d", errs.Unsupported, w, h, vw, vh)
 		}
@@ -410,14 +403,15 @@ func (d *Decoder) finishView(t *transform.Transform, vp *transform.ViewPlan, pix
 	if direct {
 		return w, h, nil
 	}
-	return w, h, d.packView(t, pix, decLayout, t.Sampler(sk).CompactOut(slot, w, h))
+	return w, h, d.packView(t, pix, decLayout, t.CompactOut(slot, w, h))
 }
 
 // packView makes a view's output out from its pixels pix (in decLayout):
 // packed to the transform's layout, normalized or copied.
 func (d *Decoder) packView(t *transform.Transform, pix []byte, decLayout transform.Layout, out []byte) error {
+	norm := t.Needs().Norm
 	if decLayout != t.Layout() { // planes to HWC
-		if t.Sampler(sk).NormOp() == nil {
+		if norm == nil {
 			chwToHWC(pix, out)
 			return nil
 		}
@@ -427,8 +421,8 @@ func (d *Decoder) packView(t *transform.Transform, pix []byte, decLayout transfo
 		chwToHWC(pix, d.chw[:len(pix)])
 		pix = d.chw[:len(pix)]
 	}
-	if t.Sampler(sk).NormOp() != nil {
-		normalize(pix, out, t.Layout(), t.Sampler(sk).NormOp())
+	if norm != nil {
+		normalize(pix, out, t.Layout(), norm)
 	} else {
 		copy(out, pix)
 	}

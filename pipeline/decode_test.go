@@ -122,7 +122,7 @@ func TestReferenceTrain(t *testing.T) {
 	flips := 0
 	for i := range uint64(4) {
 		k := det.Key{Seed: 3, Index: i}
-		p, err := train.Sampler(sk).Plan(src.Bounds().Dx(), src.Bounds().Dy(), k)
+		p, err := geomPlan(train, src.Bounds().Dx(), src.Bounds().Dy(), k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +224,7 @@ func TestStepsWiring(t *testing.T) {
 			t.Errorf("key %d: the sample differs from its steps run on the plain sample", i)
 		}
 		wantF := make([]byte, full.SampleBytes())
-		normalize(want, wantF, transform.CHW, full.Sampler(sk).NormOp())
+		normalize(want, wantF, transform.CHW, full.Needs().Norm)
 		gotF := make([]byte, full.SampleBytes())
 		if err := d.Decode(data, full, k, gotF); err != nil {
 			t.Fatal(err)

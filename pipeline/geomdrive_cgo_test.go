@@ -144,7 +144,7 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 	if err != nil {
 		return fail(err)
 	}
-	p, err := t.Sampler(sk).Plan(hd.w, hd.h, det.Key{})
+	p, err := geomPlan(t, hd.w, hd.h, det.Key{})
 	if err != nil {
 		return fail(err)
 	}
@@ -184,12 +184,12 @@ func geomTransform(d *Decoder, j geomJob, data []byte) ([]byte, geomResult) {
 		return fail(err)
 	}
 	k := det.Key{Seed: j.Seed, Index: j.Index}
-	p, err := t.Sampler(sk).Plan(hd.w, hd.h, k)
+	p, err := geomPlan(t, hd.w, hd.h, k)
 	if err != nil {
 		return fail(err)
 	}
 	if len(j.WantCrop) == 2 {
-		for ; p.RCTop != j.WantCrop[0] || p.RCLeft != j.WantCrop[1]; p, err = t.Sampler(sk).Plan(hd.w, hd.h, k) {
+		for ; p.RCTop != j.WantCrop[0] || p.RCLeft != j.WantCrop[1]; p, err = geomPlan(t, hd.w, hd.h, k) {
 			if k.Index++; err != nil || k.Index > j.Index+1_000_000 {
 				return fail(fmt.Errorf("no RandomCrop at %v in a million samples (%v)", j.WantCrop, err))
 			}

@@ -59,7 +59,7 @@ func TestGoldenPlans(t *testing.T) {
 		{2000, 100, det.Key{Seed: 7, Epoch: 3, Index: 5}, 933, 0, 133, 100, true}, // no try fits: the center fallback
 		{640, 480, det.Key{Seed: 1 << 63, Epoch: 1 << 40, Index: 1<<64 - 2}, 258, 16, 331, 440, true},
 	} {
-		p, err := tr.Sampler(sk).Plan(tc.w, tc.h, tc.k)
+		p, err := geomPlan(tr, tc.w, tc.h, tc.k)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ func TestFastOutputLength(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := smallTrain(t)
-	p, err := tr.Sampler(sk).Plan(hd.w, hd.h, det.Key{Seed: 5})
+	p, err := geomPlan(tr, hd.w, hd.h, det.Key{Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -225,7 +225,7 @@ func SampleScratch(t *transform.Transform, fs *dataset.FieldSet, w, h int) int64
 	p := scratchBound(t, multi, false, !haveFast, w, h, px, fs)
 	n := p.sum() + resBound(t, multi, !haveFast, w, h, w, h)
 	if e, _, ok := t.StopEpoch(); ok { // the ops after stop_epoch
-		at := t.Sampler(sk).AtEpoch(e)
+		at := t.AtEpoch(e)
 		_, multi = at.MultiRoom()
 		p = scratchBound(at, multi, false, !haveFast, w, h, px, fs)
 		n = max(n, p.sum()+resBound(at, multi, !haveFast, w, h, w, h))
@@ -252,7 +252,7 @@ func ResamplerScratch(t *transform.Transform, w, h int) int64 {
 // only loosely, at 64 KiB (masks of a few regions take less): more is
 // taken after (settleScratch).
 func scratchBound(t *transform.Transform, multi, cached, goCanvas bool, w, h int, ppx int64, fs *dataset.FieldSet) scratchParts {
-	at := t.Sampler(sk)
+	at := t.Needs()
 	var p scratchParts
 	src := int64(w) * int64(h)
 	oh, ow := t.Size()
@@ -266,12 +266,12 @@ func scratchBound(t *transform.Transform, multi, cached, goCanvas bool, w, h int
 			p.imgs = mr.Images
 		}
 		p.full, p.canvas, p.others = 3*max(src, ppx), mr.Canvas, mr.Partners
-	} else if g := at.YOLO(); g != nil {
+	} else if at.YOLOSide > 0 {
 		// The planes: the image unpacked from HWC, loaded (at most imgsz
 		// a side), letterboxed and warped (at most the output's, or the
 		// loaded size unpadded).
-		s := int64(g.ImgSz())
-		if at.Layout() == transform.HWC {
+		s := int64(at.YOLOSide)
+		if t.Layout() == transform.HWC {
 			p.yolo += 3 * src
 		}
 		p.yolo += 3*s*s + 2*3*max(out, s*s)
@@ -285,11 +285,11 @@ func scratchBound(t *transform.Transform, multi, cached, goCanvas bool, w, h int
 		// a fill block's.
 		p.maskSrc = src + int64(h)
 		p.maskMaps = 3 * 4 * int64(max(w, ow)+max(h, oh))
-		if at.Whole() { // the maps of the rotated canvas: its sides at most the image's sum, and 2
+		if at.Whole { // the maps of the rotated canvas: its sides at most the image's sum, and 2
 			p.maskMaps = 3 * 4 * int64(2*(w+h+2)+ow+oh)
 		}
-		if at.Turns() {
-			p.maskMaps += 3 * 4 * int64(at.RoomFor(w, h)/3)
+		if at.Turns {
+			p.maskMaps += 3 * 4 * int64(t.RoomFor(w, h)/3)
 		}
 		p.maskRuns = 64 << 10
 	}
@@ -309,29 +309,29 @@ func scratchBound(t *transform.Transform, multi, cached, goCanvas bool, w, h int
 // for the photometric steps before the geometry), and the steps' spare
 // buffer after a RandomRotation(expand=True) first (GrowBytes).
 func kernBound(t *transform.Transform, w, h int) int64 {
-	at := t.Sampler(sk)
+	at := t.Needs()
 	var px int64
 	oh, ow := t.Size()
 	side := int64(w + h + ow + oh) // a rotation's canvas: its sides at most the image's sum
-	k := at.KernelScratch()
-	if at.MaxPre() > 0 {
+	k := at.Kernel
+	if at.MaxPre > 0 {
 		px = int64(w) * int64(h)
 	}
 	for i := range t.Views() { // t itself, of one view
 		v := t.View(i)
-		vs := v.Sampler(sk)
-		if vs.MaxSteps() > 0 {
-			px = max(px, int64(vs.RoomFor(w, h)/3))
+		vs := v.Needs()
+		if vs.MaxSteps > 0 {
+			px = max(px, int64(v.RoomFor(w, h)/3))
 			vh, vw := v.Size()
 			side = max(side, int64(w+h+vw+vh))
 		}
-		vk := vs.KernelScratch()
+		vk := vs.Kernel
 		k.PerPx, k.PerSide, k.Fixed = max(k.PerPx, vk.PerPx), max(k.PerSide, vk.PerSide), max(k.Fixed, vk.Fixed)
 	}
-	if at.MaxSteps() > 0 {
-		px = max(px, int64(at.PixelBytes()/3))
+	if at.MaxSteps > 0 {
+		px = max(px, int64(t.PixelBytes()/3))
 	}
-	grow := int64(at.GrowBytes(w, h)) // the Resize or CenterCrop after a rotation's expand
+	grow := int64(t.GrowBytes(w, h)) // the Resize or CenterCrop after a rotation's expand
 	if px == 0 {
 		return grow
 	}
@@ -372,22 +372,22 @@ func resBound(t *transform.Transform, multi, goRef bool, w, h, pw, ph int) int64
 	var n, most int64
 	for i := range t.Views() { // t itself, of one view
 		v := t.View(i)
-		vt := v.Sampler(sk)
+		vn := v.Needs()
 		vh, vw := v.Size()
-		nw, nh := int64(max(vw, vt.GeomW())), int64(vh)
-		if g := vt.YOLO(); g != nil {
-			nw, nh = max(nw, int64(g.ImgSz())), max(nh, int64(g.ImgSz()))
+		nw, nh := int64(max(vw, vn.GeomW)), int64(vh)
+		if s := int64(vn.YOLOSide); s > 0 {
+			nw, nh = max(nw, s), max(nh, s)
 		}
-		sw, sh := vt.SeenSize(w, h) // a crop's before the geometry: decoded at its size, then resized
-		if vt.MayPad() || vt.Whole() || vt.Varies() {
+		sw, sh := v.SeenSize(w, h) // a crop's before the geometry: decoded at its size, then resized
+		if vn.MayPad || vn.Whole || v.Varies() {
 			nw, nh = max(nw, W, int64(sw)), max(nh, H, int64(sh))
 		}
-		if px := int64(vt.PixelBytes() / 3); nw > 0 {
+		if px := int64(v.PixelBytes() / 3); nw > 0 {
 			nh = max(nh, px/nw)
 		}
 		n += view(nw, nh, W, H)
 		most = max(most, nw)
-		if cw, ch := vt.ZoomCanvas(w, h); cw > 0 { // the canvas resized from its crop, row by row
+		if cw, ch := v.ZoomCanvas(w, h); cw > 0 { // the canvas resized from its crop, row by row
 			n += view(int64(vw), int64(vh), cw, ch)
 			W, H = max(W, cw), max(H, ch)
 		} else if sw != w || sh != h { // the crop's canvas resized
@@ -410,12 +410,12 @@ func resBound(t *transform.Transform, multi, goRef bool, w, h, pw, ph int) int64
 // resize's rows. pad is an AnyResResize's canvas resized before its
 // padding (PadsCanvas), at most its view's room.
 func decodeBound(t *transform.Transform, multi, goCanvas bool, w, h int) (pix, zoom, pad int64) {
-	at := t.Sampler(sk)
+	norm := t.Needs().Norm != nil
 	src := 3 * int64(w) * int64(h)
 	if multi {
-		if at.Layout() != transform.CHW || at.NormOp() != nil || at.Varies() {
-			pix = int64(at.PixelBytes())
-			if at.Layout() == transform.HWC && at.NormOp() != nil {
+		if t.Layout() != transform.CHW || norm || t.Varies() {
+			pix = int64(t.PixelBytes())
+			if t.Layout() == transform.HWC && norm {
 				pix *= 2
 			}
 		}
@@ -424,26 +424,27 @@ func decodeBound(t *transform.Transform, multi, goCanvas bool, w, h int) (pix, z
 	view, nv := t.View, t.Views() // t itself, of one view
 	staged := false
 	for i := range nv {
-		staged = staged || view(i).Sampler(sk).Staged()
+		staged = staged || view(i).Needs().Staged
 	}
 	var chw int64
 	for i := range nv {
-		vt := view(i).Sampler(sk)
+		vt := view(i)
+		vn := vt.Needs()
 		pb := int64(vt.RoomFor(w, h))
 		sw, sh := vt.SeenSize(w, h) // the image the geometry takes: a crop's before it
 		if staged {
 			pix += pb
-			if vt.MayPad() {
+			if vn.MayPad {
 				pix += max(src, 3*int64(sw)*int64(sh), pb)
 			}
-			if vt.Layout() == transform.HWC && vt.NormOp() != nil {
+			if vt.Layout() == transform.HWC && vn.Norm != nil {
 				chw = max(chw, pb)
 			}
-			if vt.PadsCanvas() { // the Decoder's padded: the canvas resized, before its padding
+			if vn.PadsCanvas { // the Decoder's padded: the canvas resized, before its padding
 				pad = max(pad, pb)
 			}
 		}
-		if goCanvas && vt.MayPad() && w > 0 && h > 0 {
+		if goCanvas && vn.MayPad && w > 0 && h > 0 {
 			cw, ch := vt.ZoomCanvas(w, h)
 			if cw == 0 { // the image's own canvas
 				cw, ch = int64(sw)+1, int64(sh)+1
@@ -456,11 +457,11 @@ func decodeBound(t *transform.Transform, multi, goCanvas bool, w, h int) (pix, z
 }
 
 // addRoom is n and the room a sample of vt is made in for its image hd
-// (the sampler's RoomFor); an image whose room (a RandomRotation with
+// (the view's RoomFor); an image whose room (a RandomRotation with
 // expand=True first: its rotation's bound) is over the pixel budget
 // fails, naming it.
 func (d *Decoder) addRoom(n int, vt *transform.Transform, hd *header) (int, error) {
-	room := vt.Sampler(sk).RoomFor(hd.w, hd.h)
+	room := vt.RoomFor(hd.w, hd.h)
 	if px := int64(room / 3); px > d.opts.pixelBudget {
 		return n, fmt.Errorf("%w: the ops' largest image of the %dx%d image is %d pixels, over the budget of %d", errs.TooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
 	}
@@ -468,11 +469,11 @@ func (d *Decoder) addRoom(n int, vt *transform.Transform, hd *header) (int, erro
 }
 
 // bySize says whether a view of at may decode its visible part apart
-// (the sampler's MayPad) or is made in a room of its image's
+// (its Needs' MayPad) or is made in a room of its image's
 // (Whole): its bound depends on the image's size.
 func bySize(t *transform.Transform) bool {
 	for v := range t.Views() { // t itself, of one view
-		if s := t.View(v).Sampler(sk); s.MayPad() || s.Whole() {
+		if n := t.View(v).Needs(); n.MayPad || n.Whole {
 			return true
 		}
 	}

@@ -36,6 +36,7 @@ var (
 	segOps          = testops.Seg
 	letterboxRecipe = testops.Letterbox
 	mosaicMixUp     = testops.MosaicMixUp
+	geomPlan        = testops.GeomPlan
 )
 
 // identity is a transform that copies a w x h image's pixels unchanged:

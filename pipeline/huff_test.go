@@ -42,7 +42,7 @@ func TestExactHuffmanExact(t *testing.T) {
 		}
 		plans := fastEdgePlans(hd.w, hd.h)
 		for k := range 8 {
-			p, err := tr.Sampler(sk).Plan(hd.w, hd.h, det.Key{Seed: 7, Index: uint64(k)})
+			p, err := geomPlan(tr, hd.w, hd.h, det.Key{Seed: 7, Index: uint64(k)})
 			if err != nil {
 				t.Fatal(err)
 			}

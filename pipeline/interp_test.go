@@ -49,7 +49,7 @@ func TestGoldenInterpTorch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := tr.Sampler(sk).Plan(131, 97, det.Key{})
+		p, err := geomPlan(tr, 131, 97, det.Key{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -431,8 +431,8 @@ func TestMosaicCopyPaste(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before, _ := st.Sampler(sk).AtEpoch(2).MultiRoom()
-		after, mosaic := st.Sampler(sk).AtEpoch(3).MultiRoom()
+		before, _ := st.AtEpoch(2).MultiRoom()
+		after, mosaic := st.AtEpoch(3).MultiRoom()
 		if !before.CopyPaste || after.CopyPaste || !mosaic != (kinds == nil) {
 			t.Errorf("stop_epoch %v: CopyPaste not switched off at epoch 3 alone", kinds)
 		}

@@ -405,8 +405,8 @@ func TestMosaicCutMix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, _ := st.Sampler(sk).AtEpoch(2).MultiRoom()
-	after, _ := st.Sampler(sk).AtEpoch(3).MultiRoom()
+	before, _ := st.AtEpoch(2).MultiRoom()
+	after, _ := st.AtEpoch(3).MultiRoom()
 	if !before.CutMix || after.CutMix || transform.NeedsTargets(cm) != "YOLOCutMix (op 2)" {
 		t.Error("stop_epoch does not switch CutMix off, or it does not need targets")
 	}

@@ -358,8 +358,8 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *transform.
 		}
 		return hd.w, hd.h, hd.libBytes()
 	}
-	t = t.Sampler(sk).AtEpoch(k.Epoch)
-	at := t.Sampler(sk)
+	t = t.AtEpoch(k.Epoch)
+	at := t.Needs()
 	multi := t.Multi(k)
 	iw, ih, lib := size(data)
 	var w, h, pmw, pmh int
@@ -373,7 +373,7 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *transform.
 	// canvas geometry's and a whole image's room depend on the images'
 	// sizes (the C decoders' and the resampler's memory on every
 	// image's).
-	if multi || at.YOLO() != nil || fs.Masks() || bySize(t) || at.MaxPre() > 0 {
+	if multi || at.YOLOSide > 0 || fs.Masks() || bySize(t) || at.MaxPre > 0 {
 		w, h = iw, ih
 	} else {
 		ppx = 0

@@ -79,7 +79,7 @@ func TestDecodeScratchInBound(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				at := tr.Sampler(sk).AtEpoch(0)
+				at := tr.AtEpoch(0)
 				bound := scratchBound(at, false, false, !haveFast || c.reference, hd.w, hd.h, 0, nil)
 				if err := d.settleScratch(d.Decode(f, tr, k, out)); err != nil {
 					t.Fatalf("photo %d: %v", i, err)

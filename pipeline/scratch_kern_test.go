@@ -58,7 +58,7 @@ func TestKernelScratchInBound(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				bound := scratchBound(tr.Sampler(sk).AtEpoch(0), false, false, !haveFast, hd.w, hd.h, 0, nil)
+				bound := scratchBound(tr.AtEpoch(0), false, false, !haveFast, hd.w, hd.h, 0, nil)
 				if err := d.settleScratch(d.Decode(f, tr, k, out)); err != nil {
 					t.Fatalf("photo %d: %v", i, err)
 				}
@@ -86,9 +86,9 @@ func TestKernelScratchInBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound := scratchBound(tr.Sampler(sk).AtEpoch(0), false, false, !haveFast, hd.w, hd.h, 0, nil)
+	bound := scratchBound(tr.AtEpoch(0), false, false, !haveFast, hd.w, hd.h, 0, nil)
 	bound.files, bound.lib = int64(cap(files[0])), hd.libBytes()
-	bound.res = resBound(tr.Sampler(sk).AtEpoch(0), false, !haveFast, hd.w, hd.h, 0, 0)
+	bound.res = resBound(tr.AtEpoch(0), false, !haveFast, hd.w, hd.h, 0, 0)
 	for _, room := range []int64{bound.sum() - bound.kern, bound.sum()} {
 		lb := &limitBudget{limit: room}
 		d := NewDecoder(WithScratchBudget(lb, 10*time.Millisecond))
@@ -171,7 +171,7 @@ func TestResamplerScratchInBound(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				bound := resBound(tr.Sampler(sk).AtEpoch(0), false, !haveFast || c.reference, hd.w, hd.h, 0, 0)
+				bound := resBound(tr.AtEpoch(0), false, !haveFast || c.reference, hd.w, hd.h, 0, 0)
 				if err := d.settleScratch(d.Decode(f, tr, k, out)); err != nil {
 					t.Fatalf("photo %d: %v", i, err)
 				}

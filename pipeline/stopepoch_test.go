@@ -37,8 +37,8 @@ func TestExactStopEpochPixels(t *testing.T) {
 			t.Fatal(err)
 		}
 		stop = stop.WithDecode(mode)
-		if stop.Sampler(sk).AtEpoch(1).DecodeMode() != mode {
-			t.Fatalf("WithDecode(%s) left the variant after the stop with %s", mode, stop.Sampler(sk).AtEpoch(1).DecodeMode())
+		if stop.AtEpoch(1).DecodeMode() != mode {
+			t.Fatalf("WithDecode(%s) left the variant after the stop with %s", mode, stop.AtEpoch(1).DecodeMode())
 		}
 		for _, c := range decoderKinds {
 			d := NewDecoder(c.opts...)

@@ -125,7 +125,7 @@ func TestRotateExpandFirstDecode(t *testing.T) {
 			if len(steps) != 2 || steps[0].Fn != fn.Rotate {
 				t.Fatalf("%s sample %d: steps %v, want the rotation and the %s", fix.Kind, i, steps, fix.Kind)
 			}
-			turned, rw, rh, err := ops.ApplyTraceSized(append(make([]byte, 0, tr.Sampler(sk).RoomFor(w, h)), src...), w, h, steps[:1])
+			turned, rw, rh, err := ops.ApplyTraceSized(append(make([]byte, 0, tr.RoomFor(w, h)), src...), w, h, steps[:1])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,8 +134,8 @@ func TestRotateExpandFirstDecode(t *testing.T) {
 				t.Fatalf("%s sample %d: differs from the steps on the image decoded whole (%dx%d)", fix.Kind, i, p.W, p.H)
 			}
 			grown += bool2int(rw != w || rh != h)
-			if 3*rw*rh > tr.Sampler(sk).RoomFor(w, h) {
-				t.Fatalf("sample %d: rotated to %dx%d, over the room %d", i, rw, rh, tr.Sampler(sk).RoomFor(w, h))
+			if 3*rw*rh > tr.RoomFor(w, h) {
+				t.Fatalf("sample %d: rotated to %dx%d, over the room %d", i, rw, rh, tr.RoomFor(w, h))
 			}
 		}
 		if grown < 8 {

@@ -244,7 +244,7 @@ func TestSkipViews(t *testing.T) {
 				t.Fatal(err)
 			}
 			for v := range tr.Views() {
-				vt := tr.View(v).Sampler(sk)
+				vt := tr.View(v)
 				g, a := got[offs[v]:][:vt.SampleBytes()], all[offs[v]:][:vt.SampleBytes()]
 				switch {
 				case !skip[v] && !bytes.Equal(g, a):
@@ -459,7 +459,7 @@ func checkCropBefore(t *testing.T, d *Decoder, data []byte, f int, layout transf
 	}
 	off := 0
 	for v, g := range geoms {
-		vt := tr.View(v).Sampler(sk)
+		vt := tr.View(v)
 		one, err := transform.NewViewsBound(layout, [2]int{512, 512}, transform.ViewGroup{Count: 1, Ops: g})
 		if err != nil {
 			t.Fatal(err)

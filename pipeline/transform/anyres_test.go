@@ -80,14 +80,14 @@ func TestAnyResPlan(t *testing.T) {
 	if h, w := tf.Size(); h != 1008 || w != 1008 || !tf.Varies() {
 		t.Fatalf("bound %dx%d, varies %v; want the largest pinpoint's 1008x1008, varying", h, w, tf.Varies())
 	}
-	p, err := tf.sampler().Plan(640, 480, det.Key{})
+	p, err := tf.geomPlan(640, 480, det.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.OutW != 672 || p.OutH != 672 || p.RW != 672 || p.RH != 504 || !p.Padded || p.PadL != 0 || p.PadT != 84 {
 		t.Fatalf("plan %+v: want 672x504 in 672x672, padded 84 at the top", p)
 	}
-	p, err = tf.sampler().Plan(20, 12, det.Key{})
+	p, err = tf.geomPlan(20, 12, det.Key{})
 	if err != nil || p.OutW != 672 || p.OutH != 336 || p.RW != 560 || p.PadL != 56 || p.PadT != 0 {
 		t.Fatalf("plan %+v, %v: want 560x336 in 672x336, padded 56 at the left", p, err)
 	}
@@ -144,7 +144,7 @@ func TestPadToSquare(t *testing.T) {
 		zoomed bool
 		pad    [4]int
 	}{{640, 480, true, [4]int{0, 80, 0, 80}}, {5, 4, true, [4]int{0, 0, 0, 1}}, {3, 8, true, [4]int{2, 0, 3, 0}}, {7, 7, false, [4]int{}}} {
-		p, err := tf.sampler().Plan(c.w, c.h, det.Key{Seed: 1})
+		p, err := tf.geomPlan(c.w, c.h, det.Key{Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,18 +48,18 @@ func TestBoundRecipes(t *testing.T) {
 		}
 		crops, zooms := 0, 0
 		for i := range uint64(300) {
-			p, err := tr.sampler().planBoxes(300, 280, det.Key{Seed: 3, Index: i}, &boxes, nil)
+			p, err := tr.planBoxes(300, 280, det.Key{Seed: 3, Index: i}, &boxes, nil)
 			if err != nil {
 				t.Fatalf("%s key %d: %v", name, i, err)
 			}
-			w, h := tr.sampler().SampleSize(&p)
+			w, h := tr.SampleSize(&p)
 			switch {
 			case name == "hflip" && (w != 300 || h != 280):
 				t.Fatalf("%s key %d: %dx%d, want the image's 300x280", name, i, w, h)
 			case name != "hflip" && (w != p.CW || h != p.CH || w > 1200 || h > 1300):
 				t.Fatalf("%s key %d: %dx%d, want its crop's %dx%d", name, i, w, h, p.CW, p.CH)
 			}
-			steps := tr.sampler().geometrySteps(&p, nil)
+			steps := tr.geometrySteps(&p, nil)
 			for _, st := range steps {
 				if st.Fn.String() == "resize" {
 					t.Fatalf("%s key %d: a resize in %v", name, i, steps)
@@ -81,7 +81,7 @@ func TestBoundRecipes(t *testing.T) {
 		small, _ := NewTransformBound(CHW, [2]int{270, 310}, ops...)
 		failed := 0
 		for i := range uint64(100) {
-			_, err := small.sampler().planBoxes(300, 280, det.Key{Seed: 3, Index: i}, &boxes, nil)
+			_, err := small.planBoxes(300, 280, det.Key{Seed: 3, Index: i}, &boxes, nil)
 			if err == nil {
 				continue
 			}
@@ -136,7 +136,7 @@ func TestDataBound(t *testing.T) {
 	if h, w := tr.Size(); h != 480 || w != 640 {
 		t.Fatalf("hflip on images of at most 640x480: size %dx%d", h, w)
 	}
-	if _, err := tr.sampler().Plan(641, 100, det.Key{}); err == nil || !strings.Contains(err.Error(), "the dataset's largest image, 640x480 in its annotations") {
+	if _, err := tr.geomPlan(641, 100, det.Key{}); err == nil || !strings.Contains(err.Error(), "the dataset's largest image, 640x480 in its annotations") {
 		t.Errorf("an image past its annotations' bound: %v", err)
 	}
 	if _, err := NewTransformData(CHW, 0, 0, r["hflip"]...); err == nil {
@@ -160,7 +160,7 @@ func TestBoundStopEpoch(t *testing.T) {
 	grown := 0
 	for i := range uint64(200) {
 		for _, epoch := range []uint64{1, 2} {
-			at := st.sampler().AtEpoch(epoch).sampler()
+			at := st.AtEpoch(epoch)
 			p, err := at.planBoxes(300, 280, det.Key{Seed: 3, Epoch: epoch, Index: i}, &boxes, nil)
 			if err != nil {
 				t.Fatalf("epoch %d key %d: %v", epoch, i, err)

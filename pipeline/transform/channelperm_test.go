@@ -27,7 +27,7 @@ func TestRandomChannelPermutation(t *testing.T) {
 	}
 	var d optab.Drawer
 	for i := range uint64(20) {
-		steps := tr.sampler().drawInto(&d, det.Key{Seed: 7, Index: i}, 4, 4, nil)
+		steps := tr.drawInto(&d, det.Key{Seed: 7, Index: i}, 4, 4, nil)
 		if len(steps) != 1 || steps[0].Fn != fn.PermuteChannels {
 			t.Fatalf("sample %d drew %+v, want one permute_channels step", i, steps)
 		}

@@ -176,7 +176,7 @@ func (t *Transform) Cost() Cost {
 		// The mean: the steps of costDraws samples, as drawn.
 		var sum float64
 		for i := range costDraws {
-			buf = v.sampler().drawStepsFor(det.Key{Seed: 0x5eed, Index: uint64(i), View: uint64(vi)}, buf[:0])
+			buf = v.drawStepsFor(det.Key{Seed: 0x5eed, Index: uint64(i), View: uint64(vi)}, buf[:0])
 			for _, st := range buf {
 				sum += optab.StepNs(st, w, h)
 			}

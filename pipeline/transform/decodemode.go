@@ -275,11 +275,11 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 
 // AtEpoch is the transform epoch's samples are made with: t, or from its
 // stop_epoch on the variant without the ops it switches off.
-func (t sampler) AtEpoch(epoch uint64) *Transform {
+func (t *Transform) AtEpoch(epoch uint64) *Transform {
 	if s := t.stop; s != nil && s.after != nil && epoch >= s.epoch {
 		return s.after
 	}
-	return t.Transform
+	return t
 }
 
 // StopEpoch is t's stop_epoch and the kinds of the ops it switches off
@@ -293,7 +293,7 @@ func (t *Transform) StopEpoch() (epoch uint64, kinds []optab.OpKind, ok bool) {
 
 // iouOn reports whether t's RandomIoUCrop draws its crop (not switched
 // off by a stop_epoch).
-func (t sampler) iouOn() bool { return t.stop == nil || !t.stop.iouOff }
+func (t *Transform) iouOn() bool { return t.stop == nil || !t.stop.iouOff }
 
 // stopString describes t's stop_epoch for String ("" for none).
 func (t *Transform) stopString() string {

@@ -82,11 +82,11 @@ func (t *Transform) compilePre(from, pre int) error {
 
 // drawPre appends the steps of t's ops before the geometry for key k.
 func (t *Transform) drawPre(k det.Key, buf []fn.Step) []fn.Step {
-	return t.sampler().drawPreInto(new(optab.Drawer), k, buf)
+	return t.drawPreInto(new(optab.Drawer), k, buf)
 }
 
 // drawPreInto is drawPre with the caller's drawer d, reused.
-func (t sampler) drawPreInto(d *optab.Drawer, k det.Key, buf []fn.Step) []fn.Step {
+func (t *Transform) drawPreInto(d *optab.Drawer, k det.Key, buf []fn.Step) []fn.Step {
 	*d = optab.Drawer{K: k, Steps: buf}
 	for i := range t.pre {
 		t.pre[i].Draw(d)
@@ -147,7 +147,7 @@ const streamPreFlip = StreamCrop*64 + 2
 // if the flip between them is drawn. Without a zoom or that flip it is a
 // crop and resize of the source (cropResize); else a canvas plan.
 func (t *Transform) iouPlan(p *SamplePlan, k det.Key, src *targets.Targets, scratch *[][4]float32) error {
-	if src == nil && t.sampler().iouOn() {
+	if src == nil && t.iouOn() {
 		return fmt.Errorf("%w: RandomIoUCrop draws its crop against the sample's boxes: a job with targets only (JobSpec.targets)", errs.Unsupported)
 	}
 	var room [][4]float32
@@ -169,7 +169,7 @@ func (t *Transform) iouPlan(p *SamplePlan, k det.Key, src *targets.Targets, scra
 	}
 	var top, left, h, w int
 	var ok bool
-	if t.sampler().iouOn() && iouDrawn(k, t.iou) { // else switched off by a stop_epoch, or not drawn (p): the whole canvas
+	if t.iouOn() && iouDrawn(k, t.iou) { // else switched off by a stop_epoch, or not drawn (p): the whole canvas
 		r := k.Stream(StreamCrop)
 		var err error
 		if top, left, h, w, ok, err = iouParams(&r, W, H, boxes, t.iou); err != nil {

@@ -92,7 +92,7 @@ func (p *Plan) TakeSource(t *Instances) bool {
 // samples have View 0). A sample whose transform makes a Mosaic of it at
 // k's epoch is planned from its partners' files too (Transform.PlanMulti).
 func (t *Transform) Plan(p *Plan, srcW, srcH int, k det.Key, boxes BoxSource) error {
-	t = t.sampler().AtEpoch(k.Epoch) // without the ops a stop_epoch switched off
+	t = t.AtEpoch(k.Epoch) // without the ops a stop_epoch switched off
 	p.t = t
 	nv := t.Views()
 	if cap(p.Views) < nv {
@@ -102,7 +102,7 @@ func (t *Transform) Plan(p *Plan, srcW, srcH int, k det.Key, boxes BoxSource) er
 	p.Direct, p.Layout = true, t.Layout()
 	p.read = false
 	for v := range nv {
-		vt, kv := t.View(v).sampler(), k
+		vt, kv := t.View(v), k
 		kv.View += uint64(v)
 		var src *targets.Targets
 		if vt.iou != nil && vt.iouOn() && boxes.From != nil {
@@ -162,7 +162,7 @@ func (t *Transform) Plan(p *Plan, srcW, srcH int, k det.Key, boxes BoxSource) er
 
 // drawSteps draws the steps of t's ops after the geometry for a w x h
 // sample into buf (reused; emptied first).
-func (t sampler) drawSteps(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step) []fn.Step {
+func (t *Transform) drawSteps(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step) []fn.Step {
 	buf = buf[:0]
 	if len(t.post) == 0 {
 		return buf

@@ -3,7 +3,6 @@ package transform_test
 import (
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/samplerkey"
 	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
 	"github.com/stoker-dev/stoker/pipeline/internal/testops"
 )
@@ -19,11 +18,8 @@ var (
 	segOps        = testops.Seg
 	yoloOps       = testops.Named
 	mosaicMixUp   = testops.MosaicMixUp
+	geomPlan      = testops.GeomPlan
 )
-
-// sk opens a Transform's side for the Decoder (Transform.Sampler), which
-// the external tests draw through as the root's Decoder does.
-var sk samplerkey.Key
 
 // allocTest marks t as counting allocations: it skips under -asan
 // (testkit.Alloc).

@@ -63,7 +63,7 @@ func TestPlanInterp(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		p, err := tr.sampler().Plan(120, 90, det.Key{Index: 3})
+		p, err := tr.geomPlan(120, 90, det.Key{Index: 3})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

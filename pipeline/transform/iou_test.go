@@ -33,7 +33,7 @@ func TestIoUCropDraws(t *testing.T) {
 		tr := mustTransform(t, CHW, op, resize)
 		crops := 0
 		for i := range uint64(2000) {
-			p, err := tr.sampler().planBoxes(W, H, det.Key{Seed: 9, Index: i}, &boxes, nil)
+			p, err := tr.planBoxes(W, H, det.Key{Seed: 9, Index: i}, &boxes, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,17 +61,17 @@ func TestIoUCropDraws(t *testing.T) {
 	}
 	leave := iouOp()
 	leave.Options = []float64{1}
-	p, err := mustTransform(t, CHW, leave, resize).sampler().planBoxes(W, H, det.Key{}, &boxes, nil)
+	p, err := mustTransform(t, CHW, leave, resize).planBoxes(W, H, det.Key{}, &boxes, nil)
 	if err != nil || p.IoU {
 		t.Errorf("options [1]: %+v, %v", p, err)
 	}
-	if _, err := mustTransform(t, CHW, iouOp(), resize).sampler().Plan(W, H, det.Key{}); !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), "a job with targets only") {
+	if _, err := mustTransform(t, CHW, iouOp(), resize).geomPlan(W, H, det.Key{}); !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), "a job with targets only") {
 		t.Errorf("no boxes: %v", err)
 	}
 	// No crop can meet an IoU of 0.9 with no box: the sample fails.
 	none := iouOp()
 	none.Options, none.Trials = []float64{0.9}, 2
-	if _, err := mustTransform(t, CHW, none, resize).sampler().planBoxes(W, H, det.Key{}, &targets.Targets{}, nil); err == nil || !strings.Contains(err.Error(), "found no crop") {
+	if _, err := mustTransform(t, CHW, none, resize).planBoxes(W, H, det.Key{}, &targets.Targets{}, nil); err == nil || !strings.Contains(err.Error(), "found no crop") {
 		t.Errorf("no boxes to meet: %v", err)
 	}
 }

@@ -147,7 +147,7 @@ const SizeTrailer = 16
 
 // CompactOut is where a w x h sample is made in its slot (which starts
 // slot): all of it, or of per-sample sizes its start, compact.
-func (t sampler) CompactOut(slot []byte, w, h int) []byte {
+func (t *Transform) CompactOut(slot []byte, w, h int) []byte {
 	px := slot[:t.viewBytes()]
 	if t.vary {
 		px = px[:len(px)-SizeTrailer]
@@ -158,7 +158,7 @@ func (t sampler) CompactOut(slot []byte, w, h int) []byte {
 // padSample spreads a w x h sample made compact at the start of out (its
 // slot: viewBytes) to the bound and writes its size after it, and its
 // image's, srcW x srcH.
-func (t sampler) padSample(out []byte, w, h, srcW, srcH int) {
+func (t *Transform) padSample(out []byte, w, h, srcW, srcH int) {
 	px := out[:len(out)-SizeTrailer]
 	PadCorner(px, w, h, t.outW, t.outH, len(px)/(3*t.outW*t.outH), t.layout)
 	putTrailer(out, w, h, srcW, srcH)
@@ -359,7 +359,7 @@ func (t *Transform) PackSizes(data []byte, n int) (bh, bw int, sizes [][2]int, p
 
 // SampleSize is the size of p's sample: its own of a transform of
 // per-sample sizes, else the transform's.
-func (t sampler) SampleSize(p *SamplePlan) (w, h int) {
+func (t *Transform) SampleSize(p *SamplePlan) (w, h int) {
 	if t.vary || t.geomW > 0 { // of ops that grow it: the geometry's
 		return p.OutW, p.OutH
 	}

@@ -109,7 +109,7 @@ func TestLSJRefused(t *testing.T) {
 	}
 	// A side resized to 0 pixels fails its sample, as torchvision's resize.
 	tr := mustTransform(t, transform.CHW, with(jit, func(o *optab.Op) { o.Size = [2]int{8, 8}; o.Scale = [2]float64{0.01, 0.01} }), crop)
-	if _, err := tr.Sampler(sk).Plan(40, 30, det.Key{}); err == nil || !strings.Contains(err.Error(), "a side of 0 pixels") {
+	if _, err := geomPlan(tr, 40, 30, det.Key{}); err == nil || !strings.Contains(err.Error(), "a side of 0 pixels") {
 		t.Errorf("a side of 0: %v", err)
 	}
 }

@@ -79,10 +79,10 @@ func TestMultiRoom(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, ok := st.sampler().AtEpoch(1).MultiRoom(); !ok || got != c.want {
+		if got, ok := st.AtEpoch(1).MultiRoom(); !ok || got != c.want {
 			t.Errorf("%s before its stop_epoch: %+v, %v", tr, got, ok)
 		}
-		if got, ok := st.sampler().AtEpoch(2).MultiRoom(); ok {
+		if got, ok := st.AtEpoch(2).MultiRoom(); ok {
 			t.Errorf("%s at its stop_epoch: %+v, want none", tr, got)
 		}
 	}

@@ -145,7 +145,7 @@ type cutArea struct {
 // (np.random.beta(beta, beta): X/(X+Y) of two Gamma(beta)) and centre
 // (np.random.randint(w), randint(h)), into buf; r goes on to draw the
 // choice among the free areas.
-func (t sampler) cutMixDraw(k det.Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r det.RNG) {
+func (t *Transform) cutMixDraw(k det.Key, w, h int, buf []cutArea) (on bool, areas []cutArea, r det.RNG) {
 	if t.cutmix == nil {
 		return false, buf[:0], r
 	}
@@ -252,7 +252,7 @@ func (t *Transform) checkMulti() error {
 // mosaicOn is the Mosaic's draw of whether it applies to the sample of
 // key k (ultralytics' random.uniform(0, 1) > p leaves it): the first
 // number of the geometry's stream.
-func (t sampler) mosaicOn(k det.Key) bool {
+func (t *Transform) mosaicOn(k det.Key) bool {
 	r := k.Stream(StreamCrop)
 	return !(r.Float64() > t.mosaic.P)
 }
@@ -345,8 +345,8 @@ func MixKey(k det.Key, j int) det.Key {
 // so the epoch's plan is untouched (every index is still the primary
 // sample exactly once an epoch) and a sample's mosaic is the same on any
 // topology and across a resume.
-func (t sampler) multiPartners(k det.Key, size int, buf []int) []int {
-	t = t.AtEpoch(k.Epoch).sampler()
+func (t *Transform) multiPartners(k det.Key, size int, buf []int) []int {
+	t = t.AtEpoch(k.Epoch)
 	if t.mosaic == nil || size < 1 || !t.mosaicOn(k) {
 		return nil
 	}
@@ -376,7 +376,7 @@ func (t *Transform) mosaicPartners(k det.Key, size int, buf []int) []int {
 // mixUpDraw is MixUp's draw for key k: whether it applies (ultralytics'
 // random.uniform(0, 1) > p skips it) and its ratio (np.random.beta(32,
 // 32): X/(X+Y) of two Gamma(32) draws).
-func (t sampler) mixUpDraw(k det.Key) (on bool, r float64) {
+func (t *Transform) mixUpDraw(k det.Key) (on bool, r float64) {
 	if t.mixup == nil {
 		return false, 0
 	}
@@ -400,7 +400,7 @@ func mixupPartner(k det.Key, size int) int {
 // int(random.uniform(-border, 2*imgsz + border)) with border -imgsz//2
 // (Python's floor division), from the geometry's stream after mosaicOn's.
 // 9 draws nothing.
-func (t sampler) mosaicCentre(k det.Key) (xc, yc int) {
+func (t *Transform) mosaicCentre(k det.Key) (xc, yc int) {
 	if t.mosaic.Tiles != 4 {
 		return 0, 0
 	}
@@ -502,7 +502,7 @@ func (h *handed) take(c int) ([]int, [][]byte, error) {
 // headers (src.Size); what the CopyPastes and the CutMix take, from the
 // labels, read once and kept for the targets (MultiDraw.Instances).
 func (t *Transform) PlanMulti(p *Plan, k det.Key, src MultiSource) error {
-	t = t.sampler().AtEpoch(k.Epoch)
+	t = t.AtEpoch(k.Epoch)
 	p.t = t
 	if t.Views() != 1 {
 		return fmt.Errorf("%w: YOLOMosaic in a transform of several views is not supported", errs.Unsupported)
@@ -520,7 +520,7 @@ func (t *Transform) PlanMulti(p *Plan, k det.Key, src MultiSource) error {
 	w, h := t.outW, t.outH
 	md := &p.multi
 	hd := handed{src.Partners, src.Files}
-	if err := md.draw(t.sampler(), k, src, &hd, w, h); err != nil {
+	if err := md.draw(t, k, src, &hd, w, h); err != nil {
 		return err
 	}
 	if len(hd.idx) != 0 {
@@ -529,14 +529,14 @@ func (t *Transform) PlanMulti(p *Plan, k det.Key, src MultiSource) error {
 	vp := &p.Views[0]
 	vp.Geom = SamplePlan{Geom: CropResize, SrcW: w, SrcH: h, CW: w, CH: h, OutW: w, OutH: h, Exact: true}
 	vp.Pre, vp.Geometry, vp.Multi = vp.Pre[:0], vp.Geometry[:0], md
-	vp.Steps = t.sampler().drawSteps(&p.drawer, k, w, h, vp.Steps)
+	vp.Steps = t.drawSteps(&p.drawer, k, w, h, vp.Steps)
 	return nil
 }
 
 // draw draws md for the sample of key k of t (at its epoch), the output
 // w x h: its pre_transform, then its MixUp's and CutMix's partners', and
 // the CutMix's area. It takes the partners in multiPartners' order.
-func (md *MultiDraw) draw(t sampler, k det.Key, src MultiSource, h *handed, w, ht int) error {
+func (md *MultiDraw) draw(t *Transform, k det.Key, src MultiSource, h *handed, w, ht int) error {
 	n := t.mosaic.Tiles
 	md.Mix, md.Persp = false, t.yolo != nil
 	if md.Persp {
@@ -587,7 +587,7 @@ func (md *MultiDraw) draw(t sampler, k det.Key, src MultiSource, h *handed, w, h
 // CopyPaste in mixup mode, when t has one and it draws to apply: its
 // partner (the next handed, h) drawn the same way, and the partner's
 // instances it pastes, chosen against pr's (copyPasteMixSelect).
-func (md *MultiDraw) drawPre(t sampler, pr *PreDraw, h *handed) error {
+func (md *MultiDraw) drawPre(t *Transform, pr *PreDraw, h *handed) error {
 	if err := md.drawMosaic(t, pr); err != nil {
 		return err
 	}
@@ -633,7 +633,7 @@ func (md *MultiDraw) drawPre(t sampler, pr *PreDraw, h *handed) error {
 // and the CopyPaste in flip mode's after it, when t has one: the
 // mosaic's instances (the sample's labels), mirrored, and those it
 // pastes (copyPasteSelect).
-func (md *MultiDraw) drawMosaic(t sampler, pr *PreDraw) error {
+func (md *MultiDraw) drawMosaic(t *Transform, pr *PreDraw) error {
 	mo := pr.Mo
 	n, s := t.mosaic.Tiles, t.mosaic.ImgSz
 	mo.N, mo.Imgsz = n, s

@@ -325,7 +325,7 @@ func growsAny(ops []optab.Op) bool {
 // RandomRotation with expand=True first), the largest image its ops make
 // of that image, as growRotate bounds it (each rotation's ExpandBound,
 // the Resize or CenterCrop after it), and the output's.
-func (t sampler) RoomFor(w, h int) int {
+func (t *Transform) RoomFor(w, h int) int {
 	if !t.whole {
 		return t.PixelBytes()
 	}
@@ -356,7 +356,7 @@ func (t sampler) RoomFor(w, h int) int {
 // by the new width) and a CenterCrop's copy of the image, for a w x h
 // image, the sizes walked as RoomFor walks them; 0 for a transform whose
 // geometry is not the image whole.
-func (t sampler) GrowBytes(w, h int) int {
+func (t *Transform) GrowBytes(w, h int) int {
 	if !t.whole {
 		return 0
 	}
@@ -391,11 +391,6 @@ func (t sampler) GrowBytes(w, h int) int {
 	return n
 }
 
-// Whole says whether t's geometry is the image whole at its own size (a
-// RandomRotation with expand=True first): its room is each sample's
-// (RoomFor).
-func (t sampler) Whole() bool { return t.whole }
-
 // geomSize is the size the geometry makes: outW x outH, or of a
 // transform whose ops grow the image (growRotate), geomW x geomH.
 func (t *Transform) geomSize() (w, h int) {
@@ -405,10 +400,10 @@ func (t *Transform) geomSize() (w, h int) {
 	return t.outW, t.outH
 }
 
-// Turns says whether t's ops (at the top level) have a RandomRotation, a
+// turns says whether t's ops (at the top level) have a RandomRotation, a
 // RandomAffine or a RandomPerspective: what moves masks through canvas
 // indexes (4 bytes a canvas pixel) rather than maps of rows and columns.
-func (t sampler) Turns() bool {
+func (t *Transform) turns() bool {
 	for i := range t.ops {
 		if k := t.ops[i].Kind; k == OpRandomRotation || k == OpRandomAffine || k == OpRandomPerspective {
 			return true
@@ -480,9 +475,6 @@ func kernelScratchOf(ops []optab.Op) KernelScratch {
 	}
 	return k
 }
-
-// KernelScratch is t's steps' kernels' scratch bound (kernelScratchOf).
-func (t sampler) KernelScratch() KernelScratch { return t.kern }
 
 // angleArgs reads torchvision's _setup_angle: a number x >= 0 is (-x, x),
 // else (min, max).

@@ -169,7 +169,7 @@ func (t *Transform) checkCopyPaste(op *optab.Op, n int) error {
 // partner and that one's Mosaic's n-1.
 func (t *Transform) prePartners(k det.Key, size int, buf []int) []int {
 	buf = t.mosaicPartners(k, size, buf)
-	if t.sampler().copyPasteMixOn(k) {
+	if t.copyPasteMixOn(k) {
 		j := CopyPasteMixPartner(k, size)
 		buf = append(buf, j)
 		buf = t.mosaicPartners(CopyPasteKey(k, j), size, buf)
@@ -212,7 +212,7 @@ func (t *Transform) checkCopyPasteMix(op *optab.Op, n int) error {
 // copyPasteMixOn is a CopyPaste in mixup mode's draw for the
 // pre_transform of key k: whether it applies (BaseMixTransform's
 // random.uniform(0, 1) > p skips it; p 0 never does).
-func (t sampler) copyPasteMixOn(k det.Key) bool {
+func (t *Transform) copyPasteMixOn(k det.Key) bool {
 	if t.copyPasteMix == nil || t.copyPasteMix.P == 0 {
 		return false
 	}
@@ -446,20 +446,20 @@ func (md *MultiDraw) PerspInstances(in cv.Instances, pp *cv.PerspectiveParams) c
 // in the order its decode takes them (multiPartners): what a caller of
 // Decode reads and hands to SetPartners.
 func (t *Transform) PartnersOf(k det.Key, size int) []int {
-	return t.sampler().multiPartners(k, size, nil)
+	return t.multiPartners(k, size, nil)
 }
 
 // AppendPartners is PartnersOf appended to buf[:0] (reused): what the
 // executor reads in a sample's lease.
 func (t *Transform) AppendPartners(buf []int, k det.Key, size int) []int {
-	return t.sampler().multiPartners(k, size, buf)
+	return t.multiPartners(k, size, buf)
 }
 
 // Multi says whether the sample of key k is made of several images (a
 // Mosaic applies at its epoch and draws to): PlanMulti plans it, from
 // its partners' files.
 func (t *Transform) Multi(k det.Key) bool {
-	at := t.sampler().AtEpoch(k.Epoch).sampler()
+	at := t.AtEpoch(k.Epoch)
 	return at.mosaic != nil && at.mosaicOn(k)
 }
 

@@ -164,15 +164,16 @@ type region struct {
 	X0, Y0, X1, Y1 int
 }
 
-// Plan computes a sample's plan. A CenterCrop larger than the image is
+// geomPlan computes a sample's geometry of a transform of one view (a
+// view), its boxes not known. A CenterCrop larger than the image is
 // padded with zeros, as torchvision pads it (samplePlan.padded).
-func (t sampler) Plan(srcW, srcH int, k det.Key) (SamplePlan, error) {
+func (t *Transform) geomPlan(srcW, srcH int, k det.Key) (SamplePlan, error) {
 	return t.planBoxes(srcW, srcH, k, nil, nil)
 }
 
 // planBoxes is plan for a sample whose boxes are src (nil: none known;
 // RandomIoUCrop draws against them), scratch the room it may use.
-func (t sampler) planBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scratch *[][4]float32) (SamplePlan, error) {
+func (t *Transform) planBoxes(srcW, srcH int, k det.Key, src *targets.Targets, scratch *[][4]float32) (SamplePlan, error) {
 	gw, gh := t.geomSize()
 	p := SamplePlan{Geom: t.geom, SrcW: srcW, SrcH: srcH, OutW: gw, OutH: gh}
 	bicubic := false

@@ -156,7 +156,7 @@ func TestPlanGeometry(t *testing.T) {
 		{"center 257x259", center, 257, 259, 0, 0, 16, 18, 224, 224}, // 16.5 -> 16, 17.5 -> 18
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := tc.tr.sampler().Plan(tc.W, tc.H, det.Key{})
+			p, err := tc.tr.geomPlan(tc.W, tc.H, det.Key{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +174,7 @@ func TestPlanGeometry(t *testing.T) {
 	// An image narrower than a CenterCrop is padded, as torchvision pads
 	// it: (224 - 100) // 2 columns of zeros on the left; the rows are
 	// cropped from the middle (TestCenterCropPads checks the pixels).
-	p, err := center.sampler().Plan(100, 300, det.Key{})
+	p, err := center.geomPlan(100, 300, det.Key{})
 	if err != nil || !p.Padded || p.PadL != 62 || p.PadT != 0 {
 		t.Errorf("100x300 under CenterCrop(224): %+v, %v; want padded 62 columns on the left", p, err)
 	}
@@ -196,7 +196,7 @@ func TestPlanGolden(t *testing.T) {
 		{det.Key{Seed: 0, Epoch: 0, Index: 0}, 2, 58, 213, 264, false},
 		{det.Key{Seed: 7, Epoch: 1, Index: 5}, 20, 4, 443, 349, true},
 	} {
-		p, err := tr.sampler().Plan(500, 375, tc.k)
+		p, err := tr.geomPlan(500, 375, tc.k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,13 +215,13 @@ func TestPlanDeterminism(t *testing.T) {
 	distinct := map[[4]int]bool{}
 	for i := range uint64(200) {
 		k := det.Key{Seed: 9, Epoch: 1, Index: i}
-		a, _ := tr.sampler().Plan(320, 240, k)
-		b, _ := tr.sampler().Plan(320, 240, k)
+		a, _ := tr.geomPlan(320, 240, k)
+		b, _ := tr.geomPlan(320, 240, k)
 		if a != b {
 			t.Fatalf("key %+v: two plans differ: %+v vs %+v", k, a, b)
 		}
 		distinct[[4]int{a.CX, a.CY, a.CW, a.CH}] = true
-		sa, sb := tr.sampler().drawStepsFor(k, nil), tr.sampler().drawStepsFor(k, nil)
+		sa, sb := tr.drawStepsFor(k, nil), tr.drawStepsFor(k, nil)
 		if !slices.Equal(sa, sb) || len(sa) != 3 {
 			t.Fatalf("key %+v: steps %v and %v: want the same 3 (brightness, contrast, saturation)", k, sa, sb)
 		}
@@ -240,8 +240,8 @@ func TestPlanDeterminism(t *testing.T) {
 		t.Errorf("200 keys gave only %d distinct crop boxes", len(distinct))
 	}
 	// The next epoch crops differently.
-	a, _ := tr.sampler().Plan(320, 240, det.Key{Seed: 9, Epoch: 1, Index: 0})
-	b, _ := tr.sampler().Plan(320, 240, det.Key{Seed: 9, Epoch: 2, Index: 0})
+	a, _ := tr.geomPlan(320, 240, det.Key{Seed: 9, Epoch: 1, Index: 0})
+	b, _ := tr.geomPlan(320, 240, det.Key{Seed: 9, Epoch: 2, Index: 0})
 	if a == b {
 		t.Errorf("epochs 1 and 2 made the same plan")
 	}
@@ -253,7 +253,7 @@ func TestFlipRate(t *testing.T) {
 		flips := 0
 		const n = 4000
 		for i := range uint64(n) {
-			pl, _ := tr.sampler().Plan(16, 16, det.Key{Seed: 2, Index: i})
+			pl, _ := tr.geomPlan(16, 16, det.Key{Seed: 2, Index: i})
 			if pl.Flip {
 				flips++
 			}

@@ -26,7 +26,7 @@ func (t *Transform) WithRagged() *Transform {
 	}
 	c := *t
 	c.ragged = true
-	c.vlayout.ragged, c.vlayout.elem = make([]bool, c.Views()), c.sampler().elem()
+	c.vlayout.ragged, c.vlayout.elem = make([]bool, c.Views()), c.elem()
 	if c.views != nil {
 		c.views = make([]*Transform, len(t.views))
 		for v, vt := range t.views {
@@ -49,7 +49,7 @@ func (t *Transform) Ragged() bool { return t.ragged }
 
 // elem is the bytes of one value of t's output: 1 (uint8), 4 (float32,
 // after a Normalize).
-func (t sampler) elem() int {
+func (t *Transform) elem() int {
 	if t.norm != nil {
 		return 4
 	}
@@ -59,7 +59,7 @@ func (t sampler) elem() int {
 // CompactSample ends a ragged sample made compact at the start of out (a
 // slot): its size and its image's (srcW x srcH), in the trailer. A sample of a transform that is not
 // ragged is spread to its place in the bound instead (padSample).
-func (t sampler) CompactSample(out []byte, w, h, srcW, srcH int) {
+func (t *Transform) CompactSample(out []byte, w, h, srcW, srcH int) {
 	if !t.ragged {
 		t.padSample(out, w, h, srcW, srcH)
 		return
@@ -92,7 +92,7 @@ func (t *Transform) PackRagged(data []byte, n int) (bh, bw int, sizes [][2]int, 
 // every view's samples' sizes (view-major: n of view 0, then view 1's...)
 // and the packed data.
 func (t *Transform) PackRaggedViews(data []byte, n int) (dims, sizes [][2]int, packed []byte) {
-	l, elem := t.vlayout, t.sampler().elem()
+	l, elem := t.vlayout, t.elem()
 	dims, sizes = make([][2]int, t.Views()), make([][2]int, 0, n*t.Views())
 	off := 0
 	for v := range t.Views() {

@@ -22,11 +22,11 @@ func TestRandomResizedCropRandomInterp(t *testing.T) {
 	bicubic := 0
 	for i := range uint64(n) {
 		k := det.Key{Seed: 9, Index: i}
-		a, err := trBase.sampler().Plan(500, 375, k)
+		a, err := trBase.geomPlan(500, 375, k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := trRand.sampler().Plan(500, 375, k)
+		b, err := trRand.geomPlan(500, 375, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestRandomResizedCropRandomInterp(t *testing.T) {
 		if b.Interp == InterpBicubic {
 			bicubic++
 		}
-		st := trRand.sampler().geometrySteps(&b, nil)
+		st := trRand.geometrySteps(&b, nil)
 		if st[0].Fn != fn.ResizedCrop || st[0].Interp != b.Interp || !st[0].Antialias {
 			t.Fatalf("key %d: trace step %+v for a %s plan", i, st[0], b.Interp)
 		}

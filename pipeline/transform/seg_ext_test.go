@@ -131,9 +131,9 @@ func TestSegRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := st.Sampler(sk).AtEpoch(2).Sampler(sk)
+	at := st.AtEpoch(2)
 	for i := range uint64(64) {
-		p, err := at.Plan(500, 375, det.Key{Seed: 1, Index: i, Epoch: 2})
+		p, err := geomPlan(at, 500, 375, det.Key{Seed: 1, Index: i, Epoch: 2})
 		if err != nil || p.Flip {
 			t.Fatalf("key %d at the stop epoch: flip %v (%v)", i, p.Flip, err)
 		}

@@ -95,7 +95,7 @@ func TestColorJitterBeforeSmart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := tf.sampler().Plan(640, 480, det.Key{Seed: 1})
+	p, err := tf.geomPlan(640, 480, det.Key{Seed: 1})
 	if err != nil || len(tf.pre) != 1 || !p.Canvas || p.KW != 640 || p.KH != 480 || p.OutW != 644 || p.OutH != 476 {
 		t.Errorf("ColorJitter then SmartResize of 640x480: pre %d, canvas %v %dx%d, out %dx%d, %v; want 1, the image's own canvas, 644x476",
 			len(tf.pre), p.Canvas, p.KW, p.KH, p.OutW, p.OutH, err)
@@ -124,7 +124,7 @@ func TestSharedPre(t *testing.T) {
 	if err != nil || len(one.pre) != 1 {
 		t.Fatalf("ColorJitter then Resize((448, 448)): %v; want one op before the geometry", err)
 	}
-	if p, err := one.sampler().Plan(640, 480, det.Key{Seed: 1}); err != nil || !p.Canvas || p.KW != 640 || p.KH != 480 {
+	if p, err := one.geomPlan(640, 480, det.Key{Seed: 1}); err != nil || !p.Canvas || p.KW != 640 || p.KH != 480 {
 		t.Errorf("ColorJitter then Resize((448, 448)) of 640x480: canvas %v %dx%d, %v; want the image's own canvas", p.Canvas, p.KW, p.KH, err)
 	}
 	tf, err := NewViews(CHW, ViewGroup{Name: "tiles", Count: 1, Ops: []optab.Op{cj, tiles}},
@@ -184,7 +184,7 @@ func TestRandomResizedCropBeforeSmart(t *testing.T) {
 	if n, err := two.VisionTokens(640, 480); err != nil || n != 9*9 {
 		t.Errorf("vision tokens %d, %v; want 81 (252/28 squared)", n, err)
 	}
-	p, err := two.sampler().Plan(640, 480, det.Key{Seed: 2})
+	p, err := two.geomPlan(640, 480, det.Key{Seed: 2})
 	v := p.Visible()
 	if err != nil || !p.Canvas || !p.PreCrop || p.KW != 256 || p.KH != 256 || p.OutW != 252 || p.OutH != 252 ||
 		v.OutW != 256 || v.OutH != 256 || v.CW != p.PreCW || v.Interp != InterpBicubic {

@@ -119,13 +119,13 @@ func TestStopEpochDetr(t *testing.T) {
 	}
 	// The cost model is the whole recipe's, an upper bound of the epochs
 	// after the stop.
-	if c, ca := stop.Cost(), stop.Sampler(sk).AtEpoch(5).Cost(); c != full.Cost() || ca.Max > c.Max || ca.Mean > c.Mean {
+	if c, ca := stop.Cost(), stop.AtEpoch(5).Cost(); c != full.Cost() || ca.Max > c.Max || ca.Mean > c.Mean {
 		t.Errorf("cost %v, after the stop %v, the preset's %v", c, ca, full.Cost())
 	}
-	if stop.MaxTraceBytes() < stop.Sampler(sk).AtEpoch(5).MaxTraceBytes() {
+	if stop.MaxTraceBytes() < stop.AtEpoch(5).MaxTraceBytes() {
 		t.Error("the trace bound is not the whole recipe's")
 	}
-	if stop.Sampler(sk).AtEpoch(4) != stop || stop.Sampler(sk).AtEpoch(5) == stop || stop.Sampler(sk).AtEpoch(1<<63) != stop.Sampler(sk).AtEpoch(5) {
+	if stop.AtEpoch(4) != stop || stop.AtEpoch(5) == stop || stop.AtEpoch(1<<63) != stop.AtEpoch(5) {
 		t.Error("AtEpoch: the recipe before epoch 5, the variant from it on")
 	}
 }

@@ -128,7 +128,7 @@ func TestClampOpsCompile(t *testing.T) {
 			t.Errorf("%s: %v", tc.op.Kind, err)
 		}
 		var got []fn.Fn
-		for _, st := range tr.sampler().drawStepsFor(det.Key{Seed: 1}, nil) {
+		for _, st := range tr.drawStepsFor(det.Key{Seed: 1}, nil) {
 			if st.Fn != fn.AdjustBrightness {
 				got = append(got, st.Fn)
 			}

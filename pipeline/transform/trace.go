@@ -73,7 +73,7 @@ func (p *SamplePlan) PreCropStep() (st fn.Step, ok bool) {
 // geometrySteps are the plan's geometry as functional ops: resized_crop
 // (RandomResizedCrop), resize and center_crop (Resize, CenterCrop), then
 // horizontal_flip when a fused flip drew one.
-func (t sampler) geometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
+func (t *Transform) geometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 	aa := func(op *optab.Op) fn.Step {
 		return fn.Step{Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
 	}
@@ -181,18 +181,18 @@ func (t *Transform) MaxTraceBytes() int {
 
 // drawStepsFor appends to buf the steps t's ops after the geometry draw for
 // key k, in the order they run, and returns it.
-func (t sampler) drawStepsFor(k det.Key, buf []fn.Step) []fn.Step {
+func (t *Transform) drawStepsFor(k det.Key, buf []fn.Step) []fn.Step {
 	return t.drawStepsAt(k, t.outW, t.outH, buf)
 }
 
 // drawStepsAt is drawSteps for a sample of w x h (its own size, of a
 // transform of per-sample sizes).
-func (t sampler) drawStepsAt(k det.Key, w, h int, buf []fn.Step) []fn.Step {
+func (t *Transform) drawStepsAt(k det.Key, w, h int, buf []fn.Step) []fn.Step {
 	return t.drawInto(new(optab.Drawer), k, w, h, buf)
 }
 
 // drawInto is drawStepsAt with the caller's drawer d, reused.
-func (t sampler) drawInto(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step) []fn.Step {
+func (t *Transform) drawInto(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step) []fn.Step {
 	*d = optab.Drawer{K: k, W: w, H: h, Steps: buf}
 	for i := range t.post {
 		t.post[i].Draw(d)
@@ -232,7 +232,7 @@ func (t *Transform) TraceSet(srcW, srcH int, k det.Key, boxes [][4]float32, size
 	if boxes != nil {
 		src = sourceBoxes{boxes, srcW, srcH}
 	}
-	if idx := t.sampler().multiPartners(k, size, nil); idx != nil {
+	if idx := t.multiPartners(k, size, nil); idx != nil {
 		sz := func([]byte) (int, int, error) { return srcW, srcH, nil }
 		if err := t.PlanMulti(&p, k, MultiSource{Partners: idx, Files: make([][]byte, len(idx)), Size: sz, Labels: src}); err != nil {
 			return nil, err

@@ -72,7 +72,7 @@ func TestPlanNoAlloc(t *testing.T) {
 	if allocs := testing.AllocsPerRun(200, draw); allocs != 0 {
 		t.Errorf("Plan allocates %.1f times a sample", allocs)
 	}
-	if n := len(p.Views[0].Steps); n > tr.Sampler(sk).MaxSteps() {
-		t.Errorf("drew %d steps, over the bound of %d", n, tr.Sampler(sk).MaxSteps())
+	if n := len(p.Views[0].Steps); n > tr.Needs().MaxSteps {
+		t.Errorf("drew %d steps, over the bound of %d", n, tr.Needs().MaxSteps)
 	}
 }

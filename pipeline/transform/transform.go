@@ -8,7 +8,6 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/internal/samplerkey"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
@@ -147,43 +146,62 @@ type Transform struct {
 	cutmix                  *optab.Op // ultralytics' CutMix, last of the multi-image geometry
 }
 
-// sampler is the side of a Transform that the pipeline's Decoder reads
-// as it executes a sample's plan (Transform.Plan, draw.go) beyond the
-// plan itself: the multi-image ops' draws and partners, sizes and
-// scratch bounds, the transform of an epoch (AtEpoch) and the output's
-// layout in a slot. A user of the package needs none of it:
-// the Transform's own methods say what a job gets (Size, Shape,
-// SampleBytes, Cost, Trace, String). Unexported, it is reached through
-// Sampler, which only the pipeline's root holds the key to.
-type sampler struct{ *Transform }
+// Needs is what an executor (the pipeline's Decoder) must know of a
+// transform (or one of its views) beyond a sample's plan to size and
+// route its work: plain values, the same for every sample. A user of
+// the package needs none of it: the Transform's own methods say what a
+// job gets (Size, Shape, SampleBytes, Cost, Trace, String).
+type Needs struct {
+	// GeomW is the width the geometry makes when the ops after it grow
+	// the image (a RandomRotation with expand=True; 0: no such op).
+	GeomW int
+	// MaxSteps bounds the steps one sample draws after the geometry;
+	// MaxPre those of the ops before it (detection's photometric ops).
+	MaxSteps, MaxPre int
+	// Norm is the Normalize the samples end in (nil: none, uint8
+	// samples).
+	Norm *optab.Op
+	// YOLOSide is the YOLO family's geometry's imgsz (0: none).
+	YOLOSide int
+	// Whole: the geometry is the image whole at its own size (a
+	// RandomRotation with expand=True first): its room is each
+	// sample's (RoomFor).
+	Whole bool
+	// Turns: the ops (at the top level) have a RandomRotation, a
+	// RandomAffine or a RandomPerspective: what moves masks through
+	// canvas indexes (4 bytes a canvas pixel) rather than maps of rows
+	// and columns.
+	Turns bool
+	// Staged: a sample may be made in the executor's own pixels before
+	// the output's bytes, not straight into them: Normalize, ops before
+	// the geometry, per-sample or grown sizes, steps on an HWC output,
+	// or a geometry that may decode the image apart first (MayPad).
+	Staged bool
+	// MayPad: the geometry may decode a sample's visible part apart,
+	// then pad or paste it into place: a crop that may pass the image
+	// (CenterCrop, RandomCrop, Pad, FixedSizeCrop) or a canvas
+	// (RandomZoomOut, RandomIoUCrop's flip, the ops or the crop before
+	// the geometry, the YOLO geometry's letterbox). That part is at most
+	// the image at its own size (SeenSize: a crop's before the geometry)
+	// or the output's.
+	MayPad bool
+	// PadsCanvas: the canvas path resizes the canvas apart, then pads it
+	// into the output (an AnyResResize after ops or a crop before it:
+	// the Decoder's canvasView), in room of the output's size.
+	PadsCanvas bool
+	// Kernel is the steps' kernels' scratch bound (kernelScratchOf).
+	Kernel KernelScratch
+}
 
-// Sampler is t's side for the Decoder; its key (pipeline/internal/samplerkey)
-// only the pipeline's root imports (TestArrows).
-func (t *Transform) Sampler(samplerkey.Key) sampler { return sampler{t} }
-
-// The compiled transform's parts the decoder reads (the pipeline's root:
-// it fuses the geometry, draws the steps into its own buffers, packs the
-// samples).
-
-// GeomW is the width the geometry makes when the ops after it grow the
-// image (a RandomRotation with expand=True; 0: no such op).
-func (t sampler) GeomW() int { return t.geomW }
-
-// MaxSteps bounds the steps one sample draws after the geometry; MaxPre
-// those of the ops before it (detection's photometric ops).
-func (t sampler) MaxSteps() int { return t.maxSteps }
-
-// MaxPre bounds the steps one sample draws before the geometry.
-func (t sampler) MaxPre() int { return t.maxPre }
-
-// NormOp is the Normalize the samples end in (nil: none, uint8 samples).
-func (t sampler) NormOp() *optab.Op { return t.norm }
-
-// YOLO is the YOLO family's geometry, if any.
-func (t sampler) YOLO() *yoloGeom { return t.yolo }
-
-// sampler is t's side for the Decoder, within this package.
-func (t *Transform) sampler() sampler { return sampler{t} }
+// Needs says what an executor must know of t beyond a sample's plan.
+func (t *Transform) Needs() Needs {
+	n := Needs{GeomW: t.geomW, MaxSteps: t.maxSteps, MaxPre: t.maxPre, Norm: t.norm,
+		Whole: t.whole, Turns: t.turns(), Staged: t.staged(), MayPad: t.mayPad(), PadsCanvas: t.padsCanvas(), Kernel: t.kern}
+	if t.yolo != nil {
+		n.YOLOSide = t.yolo.ImgSz()
+	}
+	return n
+}
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
 // after it (a fused flip is position 1) from stream 1+j, so that ops never
@@ -481,43 +499,43 @@ func (t *Transform) Shape() [3]int {
 // up.
 func (t *Transform) SampleBytes() int {
 	if t.views == nil {
-		return t.sampler().viewBytes()
+		return t.viewBytes()
 	}
 	n := 0
 	for _, v := range t.views {
-		n += v.sampler().viewBytes()
+		n += v.viewBytes()
 	}
 	return n
 }
 
-// Staged says whether a Decoder may make a sample of t (this view) in
+// staged says whether a Decoder may make a sample of t (this view) in
 // its own pixels before the output's bytes, not straight into them:
 // Normalize, ops before the geometry, per-sample or grown sizes, steps
 // on an HWC output, or a geometry that may decode the image apart first
 // (MayPad).
-func (t sampler) Staged() bool {
-	return t.norm != nil || len(t.pre) > 0 || t.vary || t.geomW > 0 || (t.layout == HWC && len(t.post) > 0) || t.MayPad()
+func (t *Transform) staged() bool {
+	return t.norm != nil || len(t.pre) > 0 || t.vary || t.geomW > 0 || (t.layout == HWC && len(t.post) > 0) || t.mayPad()
 }
 
-// MayPad says whether t's geometry may decode a sample's visible part
+// mayPad says whether t's geometry may decode a sample's visible part
 // apart, then pad or paste it into place: a crop that may pass the image
 // (CenterCrop, RandomCrop, Pad, FixedSizeCrop) or a canvas (RandomZoomOut,
 // RandomIoUCrop's flip, the ops or the crop before the geometry, the YOLO
 // geometry's letterbox). That part is at most the image at its own size
 // (SeenSize: a crop's before the geometry) or the output's.
-func (t sampler) MayPad() bool {
+func (t *Transform) mayPad() bool {
 	return t.center != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil || t.zoom != nil || t.iou != nil ||
 		t.fixed != nil || t.yolo != nil || len(t.pre) > 0 || t.preCrop != nil
 }
 
 // SeenSize is the size of the image t's geometry takes of a w x h source:
 // its crop's before the geometry (cropBefore), else w x h.
-func (t sampler) SeenSize(w, h int) (int, int) { return t.seenSize(w, h) }
+func (t *Transform) SeenSize(w, h int) (int, int) { return t.seenSize(w, h) }
 
-// PadsCanvas says whether t's canvas path resizes the canvas apart, then
+// padsCanvas says whether t's canvas path resizes the canvas apart, then
 // pads it into the output (an AnyResResize after ops or a crop before
 // it: the Decoder's canvasView), in room of the output's size.
-func (t sampler) PadsCanvas() bool {
+func (t *Transform) padsCanvas() bool {
 	return t.resize != nil && t.resize.Kind == OpAnyResResize && (len(t.pre) > 0 || t.preCrop != nil)
 }
 
@@ -525,7 +543,7 @@ func (t sampler) PadsCanvas() bool {
 // w x h image: side_range's maximum of each side, rounded up and a pixel
 // over (the side drawn in float32), or the square of the longer side; 0,
 // 0 without one.
-func (t sampler) ZoomCanvas(w, h int) (cw, ch int64) {
+func (t *Transform) ZoomCanvas(w, h int) (cw, ch int64) {
 	w, h = t.seenSize(w, h) // of a crop before the geometry, the crop's
 	switch {
 	case t.zoom == nil:

@@ -241,12 +241,12 @@ func (t *Transform) ViewLayout() ViewLayout { return t.vlayout }
 func (t *Transform) setLayout() {
 	t.vlayout = ViewLayout{prefix: make([]int, t.Views()+1)}
 	for v := range t.Views() {
-		t.vlayout.prefix[v+1] = t.vlayout.prefix[v] + t.View(v).sampler().viewBytes()
+		t.vlayout.prefix[v+1] = t.vlayout.prefix[v] + t.View(v).viewBytes()
 	}
 }
 
 // viewBytes is one view's output size.
-func (t sampler) viewBytes() int {
+func (t *Transform) viewBytes() int {
 	n := 3 * t.outH * t.outW
 	if t.norm != nil {
 		n *= 4

@@ -30,11 +30,11 @@ func TestZoomOutDraws(t *testing.T) {
 		tr := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.6, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{1, 2, 3}}, tc.next)
 		drawn := 0
 		for i := range uint64(keys) {
-			p, err := tr.sampler().Plan(W, H, det.Key{Seed: 5, Index: i})
+			p, err := tr.geomPlan(W, H, det.Key{Seed: 5, Index: i})
 			if err != nil {
 				t.Fatal(err)
 			}
-			steps := tr.sampler().geometrySteps(&p, nil)
+			steps := tr.geometrySteps(&p, nil)
 			if !p.Zoomed {
 				if len(steps) > 0 && steps[0].Fn == fn.Pad {
 					t.Fatalf("key %d: not zoomed, traced %v", i, steps)

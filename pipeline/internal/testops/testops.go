@@ -10,6 +10,7 @@ package testops
 import (
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/internal/testkit"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
@@ -132,4 +133,17 @@ func MosaicMixUp(t testing.TB, s int) *transform.Transform {
 func MustTransform(t testing.TB, layout transform.Layout, ops ...optab.Op) *transform.Transform {
 	t.Helper()
 	return testkit.Must[*transform.Transform](t)(transform.NewTransform(layout, ops...))
+}
+
+// GeomPlan is the geometry Transform.Plan draws for view 0 of the sample
+// of key k of a w x h image, its targets not known, with Exact false:
+// a test that decodes with it may take the DCT-scaled path.
+func GeomPlan(tr *transform.Transform, w, h int, k det.Key) (transform.SamplePlan, error) {
+	var p transform.Plan
+	if err := tr.Plan(&p, w, h, k, transform.BoxSource{}); err != nil {
+		return transform.SamplePlan{}, err
+	}
+	g := p.Views[0].Geom
+	g.Exact = false
+	return g, nil
 }
