@@ -13,12 +13,13 @@ import (
 )
 
 // The multi-image geometry: a sample made of its own image and partners
-// read from the dataset (a Mosaic, op_mosaic.go). The executor reads the
+// read from the dataset (op_mosaic.go). The executor reads the
 // partners' bytes in the sample's lease (readPartners) and hands them to
 // its Decoder (SetPartners). The decode plans the whole sample first,
 // from the files' headers and the labels (transform.PlanMulti), then
-// makes its pixels from that plan: each image whole, at its own size,
-// resized as ultralytics' load_image does, the images laid out. What a worker holds
+// the family makes its pixels from that plan (MultiDraw.Make), the
+// Decoder loading each image for it (loader): whole, at its own size,
+// resized as ultralytics' load_image does. What a worker holds
 // for it is bounded: at most n-1 partner files, each within the dataset's
 // file size cap (as any sample's bytes), one image decoded whole at a time
 // within the pixel budget (as any sample's decode), and the n resized
@@ -36,26 +37,29 @@ type multiState struct {
 	// the sample's own first; plan and off the whole decode's.
 	full []byte
 	imgs [][]byte
-	pl   []kernels.Planes
-	held []cv.PartnerRef // the partner cache's images pl holds (loadImage)
+	held []cv.PartnerRef // the partner cache's images loaded and held (loadImage)
 	plan [1]transform.SamplePlan
 	off  [1]int
 	// size is the Decoder's wholeSize, made once.
 	size func([]byte) (int, int, error)
-	// canvas is a mosaic's before the YOLORandomPerspective after it, mix
-	// and cut a MixUp's and a CutMix's partner's image. What the last
-	// sample drew is its plan's (ViewPlan.Multi).
-	canvas, mix, cut []byte
-	// cpMask and cpPts: a CopyPaste's mask and a segment's points; cpImg
-	// a CopyPaste's partner in mixup mode.
-	cpMask, cpImg []byte
-	cpPts         [][2]int32
+	// made is the buffers the family's making reuses (MultiDraw.Make);
+	// what the last sample drew is its plan's (ViewPlan.Multi).
+	made transform.MultiScratch
 }
+
+// loader is the Decoder as a multi-image sample's transform.Loader.
+type loader struct{ d *Decoder }
+
+func (l loader) LoadImage(data []byte, j, side int) (kernels.Planes, error) {
+	return l.d.loadImage(data, j, side)
+}
+func (l loader) Release()      { l.d.release() }
+func (l loader) Stopped() bool { return l.d.ops.Stopped() }
 
 // SetPartners hands the Decoder the partners of the next sample it
 // decodes: their indices and bytes (data[i] is partner idx[i]'s file),
 // as the transform's multi-image op drew them for the sample's key. The
-// Executor does this; a direct Decode of a Mosaic calls it first. The
+// Executor does this; a direct Decode of a multi-image sample calls it first. The
 // slices are read during that decode only.
 func (d *Decoder) SetPartners(idx []int, data [][]byte) {
 	d.multi.partners, d.multi.pdata = idx, data
@@ -149,6 +153,9 @@ func (d *Decoder) decodeWholeInto(data []byte, hd *header, dst []byte) (kernels.
 // image is read only.
 func (d *Decoder) loadImage(data []byte, j, imgsz int) (kernels.Planes, error) {
 	m := &d.multi
+	for len(m.imgs) <= j {
+		m.imgs = append(m.imgs, nil)
+	}
 	pc := d.opts.partners
 	var key cv.PartnerKey
 	if pc != nil {
@@ -210,8 +217,8 @@ func (d *Decoder) release() {
 	m.held = m.held[:0]
 }
 
-// decodeMulti is decodeAt for a sample of several images (its Mosaic
-// applies at k's epoch): data is the sample's file, the partners' are the
+// decodeMulti is decodeAt for a sample of several images (its
+// multi-image op applies at k's epoch): data is the sample's file, the partners' are the
 // Decoder's (SetPartners), in AppendPartners' order. Everything the sample
 // undergoes is planned first (transform.PlanMulti: the images' places
 // from their headers, what the CopyPastes and the CutMix take from the
@@ -236,24 +243,14 @@ func (d *Decoder) decodeMulti(data []byte, t *transform.Transform, k det.Key, ou
 	if d.plan.Direct {
 		img = kernels.Planes{Pix: out[offs[0]:][:np], W: w, H: h}
 	} else {
-		img = partnerPlanes(&d.pix, w, h)
+		if cap(d.pix) < np {
+			d.pix = make([]byte, np)
+		}
+		img = kernels.Planes{Pix: d.pix[:np], W: w, H: h}
 	}
-	if err := d.makePre(img, md, &md.Pres[transform.PreSelf]); err != nil {
+	m.made.FullCanvas = fullCanvas
+	if err := md.Make(img, loader{d}, &m.made); err != nil {
 		return err
-	}
-	if md.Mix {
-		mc := partnerPlanes(&m.mix, w, h)
-		if err := d.makePre(mc, md, &md.Pres[transform.PreMix]); err != nil {
-			return fmt.Errorf("mixup partner (sample %d): %w", md.Pres[transform.PreMix].Self, err)
-		}
-		cv.MixUp(img, mc, md.MixR, cv.Instances{}, cv.Instances{})
-	}
-	if md.CutOK { // the partner's pixels in the area chosen (CutMix.apply_image)
-		cc := partnerPlanes(&m.cut, w, h)
-		if err := d.makePre(cc, md, &md.Pres[transform.PreCut]); err != nil {
-			return fmt.Errorf("cutmix partner (sample %d): %w", md.Pres[transform.PreCut].Self, err)
-		}
-		cv.CutMixImage(img, cc, md.CutArea(md.CutChoice))
 	}
 	d.plans = append(d.plans[:0], vp.Geom)
 	_, _, err := d.finishView(at, vp, img.Pix, transform.CHW, d.plan.Direct, out[offs[0]:][:at.SampleBytes()], w, h)
@@ -267,131 +264,7 @@ func (d *Decoder) wholeSize(data []byte) (int, int, error) {
 	return hd.w, hd.h, err
 }
 
-// partnerPlanes is a w x h image in *buf (grown as needed).
-func partnerPlanes(buf *[]byte, w, h int) kernels.Planes {
-	if cap(*buf) < 3*w*h {
-		*buf = make([]byte, 3*w*h)
-	}
-	return kernels.Planes{Pix: (*buf)[:3*w*h], W: w, H: h}
-}
-
-// makePre makes pre_transform pr, drawn, into dst: its mosaic, pasted and
-// warped (makeWarped), then what its CopyPaste in mixup mode pastes, if
-// any: its partner made the same way, its pixels copied where the pasted
-// instances' polygons fill a mask (cv2.copyTo).
-func (d *Decoder) makePre(dst kernels.Planes, md *transform.MultiDraw, pr *transform.PreDraw) error {
-	if err := d.makeWarped(dst, md, pr); err != nil {
-		return err
-	}
-	if pr.CP == nil || len(pr.CPSel) == 0 {
-		return nil
-	}
-	m := &d.multi
-	part := partnerPlanes(&m.cpImg, dst.W, dst.H)
-	if err := d.makeWarped(part, md, pr.CPPart); err != nil {
-		return fmt.Errorf("copy_paste partner (sample %d): %w", pr.CPPart.Self, err)
-	}
-	mask := d.pasteMask(dst.W, dst.H, pr.Two, pr.CPSel)
-	cv.CopyPasteFrom(dst, part, mask)
-	return nil
-}
-
-// pasteMask is the mask of the polygons of the instances sel of in, w x
-// h (the Decoder's scratch).
-func (d *Decoder) pasteMask(w, h int, in cv.Instances, sel []int) []byte {
-	m := &d.multi
-	if cap(m.cpMask) < w*h {
-		m.cpMask = make([]byte, w*h)
-	}
-	mask := m.cpMask[:w*h]
-	m.cpPts = cv.CopyPasteMask(mask, w, h, in, sel, m.cpPts)
-	return mask
-}
-
-// makeWarped makes pr's mosaic, the copies its CopyPaste in flip mode
-// pastes, and the YOLORandomPerspective after them, if md drew one, from
-// the mosaic's canvas to dst's size.
-func (d *Decoder) makeWarped(dst kernels.Planes, md *transform.MultiDraw, pr *transform.PreDraw) error {
-	if !md.Persp {
-		if err := d.makeMosaic(dst, pr, nil); err != nil {
-			return err
-		}
-		d.pasteFlipped(dst, pr)
-		return nil
-	}
-	m := &d.multi
-	s := cv.MosaicSize(pr.Mo.Imgsz)
-	canvas := partnerPlanes(&m.canvas, s, s)
-	persp := md.Warp
-	mat := cv.PerspectiveMatrix(*pr.PP, s, s, dst.W, dst.H)
-	// The canvas is made only where the warp reads it (a scale of 1 reads
-	// a quarter of it): the rest keeps an earlier sample's bytes, unread.
-	var within *cv.Rect
-	if r, ok := cv.PerspectiveFootprint(mat, persp, s, s, dst.W, dst.H); ok && !fullCanvas {
-		if len(pr.Sel) > 0 { // a pasted pixel is its mirror's: made too
-			r.X0, r.X1 = min(r.X0, s-r.X1), max(r.X1, s-r.X0)
-		}
-		within = &r
-	}
-	if err := d.makeMosaic(canvas, pr, within); err != nil {
-		return err
-	}
-	d.pasteFlipped(canvas, pr)
-	if d.ops.Stopped() {
-		return ops.ErrAbandoned
-	}
-	cv.PerspectiveImage(dst, canvas, mat, persp)
-	return nil
-}
-
-// fullCanvas makes makeWarped build a mosaic's whole canvas, not only
-// what its warp reads: the tests' reference for the same bytes.
+// fullCanvas makes every Decoder's multi-image making build a warped
+// mosaic's whole canvas (MultiScratch.FullCanvas): the tests' reference
+// for the same bytes.
 var fullCanvas bool
-
-// makeMosaic makes the Mosaic pr drew into canvas, within r only when r
-// is not nil (the rest of canvas left as it was): each image load_image'd
-// (loadImage), laid out in its tile.
-func (d *Decoder) makeMosaic(canvas kernels.Planes, pr *transform.PreDraw, r *cv.Rect) error {
-	m := &d.multi
-	mo := pr.Mo
-	n, s := mo.N, mo.Imgsz
-	defer d.release()
-	for len(m.imgs) < n {
-		m.imgs = append(m.imgs, nil)
-	}
-	m.pl = m.pl[:0]
-	for j := range n {
-		src := pr.Data
-		if j > 0 {
-			src = pr.Pdata[j-1]
-		}
-		p, err := d.loadImage(src, j, s)
-		if err == nil && (p.W != mo.Sizes[j][0] || p.H != mo.Sizes[j][1]) {
-			err = fmt.Errorf("%w: decoded at %dx%d, its header says %dx%d", errs.Corrupt, p.W, p.H, mo.Sizes[j][0], mo.Sizes[j][1])
-		}
-		if err != nil {
-			if j > 0 {
-				return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, n-1, pr.Pidx[j-1], err)
-			}
-			return err
-		}
-		m.pl = append(m.pl, p)
-	}
-	if r != nil {
-		cv.MosaicImageIn(canvas, m.pl, mo.Tiles, *r)
-		return nil
-	}
-	cv.MosaicImage(canvas, m.pl, mo.Tiles)
-	return nil
-}
-
-// pasteFlipped is ultralytics' CopyPaste in flip mode on the mosaic img
-// of pr: the mirrored mosaic's pixels copied where the polygons of the
-// copies it pastes are set (cv2.copyTo). Nothing pasted leaves img as it
-// is.
-func (d *Decoder) pasteFlipped(img kernels.Planes, pr *transform.PreDraw) {
-	if len(pr.Sel) == 0 {
-		return
-	}
-	cv.CopyPasteImage(img, d.pasteMask(img.W, img.H, pr.Flipped, pr.Sel))
-}

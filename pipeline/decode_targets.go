@@ -6,7 +6,6 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/errs"
-	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 	"github.com/stoker-dev/stoker/pipeline/transform"
@@ -86,23 +85,17 @@ func sourceTargets(ds transform.Targeted, i int, p *transform.SamplePlan, t *tra
 }
 
 // appendMultiTargets is appendTargets for a sample the last decode made
-// as a mosaic (md): its instances as its plan read and moved them
-// (transform.MultiDraw.Instances, ultralytics' moves), then moved by the
+// of several images (md): its instances as its plan read and moved them
+// (transform.MultiDraw.SetTargets, ultralytics' moves), then moved by the
 // steps after the geometry (RandomFlip with its flip_idx, ...). Masks are
 // refused.
 func (d *Decoder) appendMultiTargets(b []byte, t *transform.Transform, ds transform.Targeted, fs *dataset.FieldSet, md *transform.MultiDraw) ([]byte, error) {
 	if fs.Masks() {
-		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", errs.Unsupported)
-	}
-	all, p, err := md.Instances(ds, d.targets.ContiguousLabels)
-	if err != nil {
-		return b, err
+		return b, fmt.Errorf("%w: masks do not follow a multi-image op yet", errs.Unsupported)
 	}
 	tg := &d.targets
 	tg.Reset()
-	tg.ImageID = int64(md.Mo.Idx[0])
-	tg.P = p
-	if err := setMultiTargets(&tg.Instances, &all); err != nil {
+	if err := md.SetTargets(ds, tg.ContiguousLabels, &tg.Instances); err != nil {
 		return b, err
 	}
 	oh, ow := t.Size()
@@ -115,41 +108,6 @@ func (d *Decoder) appendMultiTargets(b []byte, t *transform.Transform, ds transf
 		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
 	}
 	return targets.AppendTargets(b, tg), nil
-}
-
-// setMultiTargets appends in's instances to t (reset, its P set): boxes
-// and classes, segments where it has them, and with P, each instance's P
-// keypoints and their visibilities (ultralytics' float visibility, 0, 1
-// or 2, as COCO's v).
-func setMultiTargets(t *dataset.Instances, in *cv.Instances) error {
-	if t.P > 0 && len(in.Keypoints) != len(in.Boxes) {
-		return fmt.Errorf("targets: a mosaic of %d instances with %d keypoint sets", len(in.Boxes), len(in.Keypoints))
-	}
-	if len(in.Segments) > 0 {
-		if len(in.Segments) != len(in.Boxes) {
-			return fmt.Errorf("targets: a mosaic of %d instances with %d segments", len(in.Boxes), len(in.Segments))
-		}
-		// Copies: the steps after the geometry move them in place, and
-		// in's are the pre_transforms' (read once, for the draw too).
-		for _, sg := range in.Segments {
-			t.Segments = append(t.Segments, append([][2]float32(nil), sg...))
-		}
-	}
-	for q := range in.Boxes {
-		t.Add(in.Boxes[q], in.Cls[q], false)
-		if t.P == 0 {
-			continue
-		}
-		kp := in.Keypoints[q]
-		if len(kp) != t.P {
-			return fmt.Errorf("targets: a mosaic instance of %d keypoints, the dataset's have %d", len(kp), t.P)
-		}
-		for _, k := range kp {
-			t.Points = append(t.Points, [2]float32{k[0], k[1]})
-			t.Vis = append(t.Vis, uint8(k[2]))
-		}
-	}
-	return nil
 }
 
 // SetTargets tells d that the next samples it decodes are ds's sample i

@@ -168,11 +168,11 @@ func (d *Decoder) scratchBytes() scratchParts {
 	p.pix, p.zoom, p.pad = int64(cap(d.pix)+cap(d.chw)), int64(cap(d.canvas)+cap(d.mid)), int64(cap(d.padded))
 	p.maskSrc, p.maskMaps, p.maskRuns = d.targets.ScratchBytes()
 	m := &d.multi
-	p.full, p.canvas = int64(cap(m.full)), int64(cap(m.canvas))
+	p.full = int64(cap(m.full))
+	p.canvas, p.others = m.made.Held()
 	for _, b := range m.imgs[:cap(m.imgs)] {
 		p.imgs += int64(cap(b))
 	}
-	p.others = int64(cap(m.mix) + cap(m.cut) + cap(m.cpMask) + cap(m.cpImg) + 8*cap(m.cpPts))
 	for _, b := range d.yoloRoom {
 		p.yolo += int64(cap(b))
 	}
@@ -191,7 +191,8 @@ func (d *Decoder) dropScratch() {
 	d.targets.DropScratch()
 	d.pix, d.chw, d.canvas, d.mid, d.padded = nil, nil, nil, nil, nil
 	m := &d.multi
-	m.full, m.canvas, m.mix, m.cut, m.cpMask, m.cpImg, m.cpPts = nil, nil, nil, nil, nil, nil, nil
+	m.full = nil
+	m.made.Drop()
 	clear(m.imgs[:cap(m.imgs)])
 	d.yoloRoom = yoloScratch{}
 	d.ops.Drop()

@@ -225,7 +225,7 @@ func TestMosaicKeypointsSmall(t *testing.T) {
 	got := cv.MosaicInstances([]cv.Instances{a, b}, tiles, 10) // a 20 x 20 canvas
 	var tg targets.Targets
 	tg.P = 2
-	if err := setMultiTargets(&tg.Instances, &got); err != nil {
+	if err := transform.AddInstances(&tg.Instances, &got); err != nil {
 		t.Fatal(err)
 	}
 	if len(tg.Boxes) != 1 || tg.Boxes[0] != [4]float32{0, 6, 4, 10} || tg.Labels[0] != 1 {

@@ -1,0 +1,249 @@
+package transform
+
+import (
+	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
+)
+
+// The making of a multi-image sample's pixels and targets from its plan
+// (PlanMulti's MultiDraw): the family's, beside its draws (op_mosaic.go,
+// op_yolo.go), so that an executor knows partners and images, never the
+// ops' names.
+// The executor loads each image (Loader: decoded whole and resized as
+// ultralytics' load_image, from its partner cache or not) and keeps the
+// buffers (MultiScratch); Make lays the images out, pastes, warps and
+// mixes them, with the YOLO family's kernels (pipeline/kernels/cv).
+
+// Loader is what making a multi-image sample asks of its executor.
+type Loader interface {
+	// LoadImage is ultralytics' load_image of the image in data: decoded
+	// whole, then resized (cv2.INTER_LINEAR) so that its long side is
+	// side, into the executor's image j (or its partner cache's), read
+	// only and held until Release.
+	LoadImage(data []byte, j, side int) (kernels.Planes, error)
+	// Release ends the holds of the images loaded since the last.
+	Release()
+	// Stopped says whether the sample was abandoned (its lease ended):
+	// making stops with optab.ErrAbandoned.
+	Stopped() bool
+}
+
+// MultiScratch is the buffers making a multi-image sample reuses from
+// sample to sample (an executor keeps one for each of its decoders).
+type MultiScratch struct {
+	// canvas is a mosaic's before the YOLORandomPerspective after it, mix
+	// and cut a MixUp's and a CutMix's partner's image.
+	canvas, mix, cut []byte
+	// cpMask and cpPts: a CopyPaste's mask and a segment's points; cpImg
+	// a CopyPaste's partner in mixup mode.
+	cpMask, cpImg []byte
+	cpPts         [][2]int32
+	pl            []kernels.Planes
+	// FullCanvas makes a warped mosaic's whole canvas, not only what its
+	// warp reads: the tests' reference for the same bytes.
+	FullCanvas bool
+}
+
+// Held is what s keeps: the canvas, and the partners' images, masks and
+// points.
+func (s *MultiScratch) Held() (canvas, others int64) {
+	return int64(cap(s.canvas)), int64(cap(s.mix) + cap(s.cut) + cap(s.cpMask) + cap(s.cpImg) + 8*cap(s.cpPts))
+}
+
+// Drop lets s's buffers go.
+func (s *MultiScratch) Drop() {
+	s.canvas, s.mix, s.cut, s.cpMask, s.cpImg, s.cpPts = nil, nil, nil, nil, nil, nil
+}
+
+// Make makes the pixels md drew into img (the sample's size, CHW): its
+// pre_transform, then its MixUp partner's mixed in and its CutMix
+// partner's area pasted, when they were drawn.
+func (md *MultiDraw) Make(img kernels.Planes, l Loader, s *MultiScratch) error {
+	if err := md.makePre(img, &md.Pres[PreSelf], l, s); err != nil {
+		return err
+	}
+	if md.Mix {
+		mc := scratchPlanes(&s.mix, img.W, img.H)
+		if err := md.makePre(mc, &md.Pres[PreMix], l, s); err != nil {
+			return fmt.Errorf("mixup partner (sample %d): %w", md.Pres[PreMix].Self, err)
+		}
+		cv.MixUp(img, mc, md.MixR, cv.Instances{}, cv.Instances{})
+	}
+	if md.CutOK { // the partner's pixels in the area chosen (CutMix.apply_image)
+		cc := scratchPlanes(&s.cut, img.W, img.H)
+		if err := md.makePre(cc, &md.Pres[PreCut], l, s); err != nil {
+			return fmt.Errorf("cutmix partner (sample %d): %w", md.Pres[PreCut].Self, err)
+		}
+		cv.CutMixImage(img, cc, md.CutArea(md.CutChoice))
+	}
+	return nil
+}
+
+// scratchPlanes is a w x h image in *buf (grown as needed).
+func scratchPlanes(buf *[]byte, w, h int) kernels.Planes {
+	if cap(*buf) < 3*w*h {
+		*buf = make([]byte, 3*w*h)
+	}
+	return kernels.Planes{Pix: (*buf)[:3*w*h], W: w, H: h}
+}
+
+// makePre makes pre_transform pr, drawn, into dst: its mosaic, pasted and
+// warped (makeWarped), then what its CopyPaste in mixup mode pastes, if
+// any: its partner made the same way, its pixels copied where the pasted
+// instances' polygons fill a mask (cv2.copyTo).
+func (md *MultiDraw) makePre(dst kernels.Planes, pr *PreDraw, l Loader, s *MultiScratch) error {
+	if err := md.makeWarped(dst, pr, l, s); err != nil {
+		return err
+	}
+	if pr.CP == nil || len(pr.CPSel) == 0 {
+		return nil
+	}
+	part := scratchPlanes(&s.cpImg, dst.W, dst.H)
+	if err := md.makeWarped(part, pr.CPPart, l, s); err != nil {
+		return fmt.Errorf("copy_paste partner (sample %d): %w", pr.CPPart.Self, err)
+	}
+	cv.CopyPasteFrom(dst, part, s.pasteMask(dst.W, dst.H, pr.Two, pr.CPSel))
+	return nil
+}
+
+// pasteMask is the mask of the polygons of the instances sel of in, w x
+// h (s's).
+func (s *MultiScratch) pasteMask(w, h int, in cv.Instances, sel []int) []byte {
+	if cap(s.cpMask) < w*h {
+		s.cpMask = make([]byte, w*h)
+	}
+	mask := s.cpMask[:w*h]
+	s.cpPts = cv.CopyPasteMask(mask, w, h, in, sel, s.cpPts)
+	return mask
+}
+
+// makeWarped makes pr's mosaic, the copies its CopyPaste in flip mode
+// pastes, and the YOLORandomPerspective after them, if md drew one, from
+// the mosaic's canvas to dst's size.
+func (md *MultiDraw) makeWarped(dst kernels.Planes, pr *PreDraw, l Loader, s *MultiScratch) error {
+	if !md.Persp {
+		if err := makeMosaic(dst, pr, nil, l, s); err != nil {
+			return err
+		}
+		pasteFlipped(dst, pr, s)
+		return nil
+	}
+	side := cv.MosaicSize(pr.Mo.Imgsz)
+	canvas := scratchPlanes(&s.canvas, side, side)
+	mat := cv.PerspectiveMatrix(*pr.PP, side, side, dst.W, dst.H)
+	// The canvas is made only where the warp reads it (a scale of 1 reads
+	// a quarter of it): the rest keeps an earlier sample's bytes, unread.
+	var within *cv.Rect
+	if r, ok := cv.PerspectiveFootprint(mat, md.Warp, side, side, dst.W, dst.H); ok && !s.FullCanvas {
+		if len(pr.Sel) > 0 { // a pasted pixel is its mirror's: made too
+			r.X0, r.X1 = min(r.X0, side-r.X1), max(r.X1, side-r.X0)
+		}
+		within = &r
+	}
+	if err := makeMosaic(canvas, pr, within, l, s); err != nil {
+		return err
+	}
+	pasteFlipped(canvas, pr, s)
+	if l.Stopped() {
+		return optab.ErrAbandoned
+	}
+	cv.PerspectiveImage(dst, canvas, mat, md.Warp)
+	return nil
+}
+
+// makeMosaic makes the mosaic pr drew into canvas, within r only when r
+// is not nil (the rest of canvas left as it was): each image loaded
+// (Loader.LoadImage), laid out in its tile.
+func makeMosaic(canvas kernels.Planes, pr *PreDraw, r *cv.Rect, l Loader, s *MultiScratch) error {
+	mo := pr.Mo
+	n := mo.N
+	defer l.Release()
+	s.pl = s.pl[:0]
+	for j := range n {
+		src := pr.Data
+		if j > 0 {
+			src = pr.Pdata[j-1]
+		}
+		p, err := l.LoadImage(src, j, mo.Imgsz)
+		if err == nil && (p.W != mo.Sizes[j][0] || p.H != mo.Sizes[j][1]) {
+			err = fmt.Errorf("%w: decoded at %dx%d, its header says %dx%d", errs.Corrupt, p.W, p.H, mo.Sizes[j][0], mo.Sizes[j][1])
+		}
+		if err != nil {
+			if j > 0 {
+				return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, n-1, pr.Pidx[j-1], err)
+			}
+			return err
+		}
+		s.pl = append(s.pl, p)
+	}
+	if r != nil {
+		cv.MosaicImageIn(canvas, s.pl, mo.Tiles, *r)
+		return nil
+	}
+	cv.MosaicImage(canvas, s.pl, mo.Tiles)
+	return nil
+}
+
+// pasteFlipped is ultralytics' CopyPaste in flip mode on the mosaic img
+// of pr: the mirrored mosaic's pixels copied where the polygons of the
+// copies it pastes are set (cv2.copyTo). Nothing pasted leaves img as it
+// is.
+func pasteFlipped(img kernels.Planes, pr *PreDraw, s *MultiScratch) {
+	if len(pr.Sel) == 0 {
+		return
+	}
+	cv.CopyPasteImage(img, s.pasteMask(img.W, img.H, pr.Flipped, pr.Sel))
+}
+
+// SetTargets sets t (reset) to the sample's instances after its
+// multi-image geometry (Instances: ds's labels, contiguous a COCO
+// dataset's labelled by rank), its image id the sample's, P the
+// keypoints an instance.
+func (md *MultiDraw) SetTargets(ds Targeted, contiguous bool, t *Instances) error {
+	all, p, err := md.Instances(ds, contiguous)
+	if err != nil {
+		return err
+	}
+	t.ImageID, t.P = int64(md.Mo.Idx[0]), p
+	return AddInstances(t, &all)
+}
+
+// AddInstances appends in's instances to t (its P set): boxes and
+// classes, segments where it has them, and with P, each instance's P
+// keypoints and their visibilities (ultralytics' float visibility, 0, 1
+// or 2, as COCO's v).
+func AddInstances(t *dataset.Instances, in *cv.Instances) error {
+	if t.P > 0 && len(in.Keypoints) != len(in.Boxes) {
+		return fmt.Errorf("targets: a mosaic of %d instances with %d keypoint sets", len(in.Boxes), len(in.Keypoints))
+	}
+	if len(in.Segments) > 0 {
+		if len(in.Segments) != len(in.Boxes) {
+			return fmt.Errorf("targets: a mosaic of %d instances with %d segments", len(in.Boxes), len(in.Segments))
+		}
+		// Copies: the steps after the geometry move them in place, and
+		// in's are the pre_transforms' (read once, for the draw too).
+		for _, sg := range in.Segments {
+			t.Segments = append(t.Segments, append([][2]float32(nil), sg...))
+		}
+	}
+	for q := range in.Boxes {
+		t.Add(in.Boxes[q], in.Cls[q], false)
+		if t.P == 0 {
+			continue
+		}
+		kp := in.Keypoints[q]
+		if len(kp) != t.P {
+			return fmt.Errorf("targets: a mosaic instance of %d keypoints, the dataset's have %d", len(kp), t.P)
+		}
+		for _, k := range kp {
+			t.Points = append(t.Points, [2]float32{k[0], k[1]})
+			t.Vis = append(t.Vis, uint8(k[2]))
+		}
+	}
+	return nil
+}
