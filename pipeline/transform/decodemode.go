@@ -82,12 +82,6 @@ func (t *Transform) DecodeMode() DecodeMode { return t.decode }
 // default when no op is named.
 var DETRStopOps = []optab.OpKind{optab.OpRandomPhotometricDistort, OpRandomZoomOut, OpRandomIoUCrop}
 
-// YOLOStopOps are the ops ultralytics' close_mosaic switches off
-// (YOLODataset.close_mosaic: mosaic, mixup, copy_paste and cutmix to 0;
-// stoker has them all): the stop's default for a transform with a
-// Mosaic. close_mosaic=N of a run of E epochs is stop_epoch E-N.
-var YOLOStopOps = []optab.OpKind{OpMosaic, OpMixUp, OpCopyPaste, OpCutMix}
-
 // stopEpoch is a transform's switch: from epoch on, after is the
 // transform its samples are made with. In after itself, off is set and
 // after nil; iouOff says its RandomIoUCrop is off (the crop is the whole
@@ -101,7 +95,7 @@ type stopEpoch struct {
 }
 
 // WithStopEpoch returns t whose top-level ops of the given kinds (nil:
-// DETRStopOps, or YOLOStopOps for a transform with a Mosaic) are off from epoch on (D-FINE's `epoch >= stop_epoch`,
+// DETRStopOps, or YOLOStopOps for a transform with a multi-image op) are off from epoch on (D-FINE's `epoch >= stop_epoch`,
 // epochs counted from 0 as Key.Epoch counts them). Each kind named must
 // be among t's ops (the default's: at least one), and switchable: not an
 // op that fixes the batch's size or dtype (RandomResizedCrop, Resize,
@@ -203,38 +197,8 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 			a.zoom = nil
 		}
 	}
-	if i := index(t.mixup); i >= 0 { // ultralytics' close_mosaic closes MixUp
-		used[i] = true
-		if off[i] {
-			a.mixup = nil
-		}
-	}
-	if i := index(t.mosaic); i >= 0 { // and the Mosaic: load_image then the warp
-		used[i] = true
-		if off[i] {
-			if t.yolo == nil || a.mixup != nil {
-				return nil, fmt.Errorf("%w: stop_epoch: the YOLOMosaic can be switched off only with a YOLORandomPerspective(size=...) after it, which then takes the image at its load_image size (ultralytics' close_mosaic), and with the YOLOMixUp after it, if any", errs.Unsupported)
-			}
-			a.mosaic = nil
-		}
-	}
-	if i := index(t.copyPaste); i >= 0 { // and CopyPaste (its copy_paste 0), with the Mosaic or alone
-		used[i] = true
-		if off[i] || a.mosaic == nil {
-			a.copyPaste = nil
-		}
-	}
-	if i := index(t.copyPasteMix); i >= 0 { // CopyPaste in mixup mode, likewise
-		used[i] = true
-		if off[i] || a.mosaic == nil {
-			a.copyPasteMix = nil
-		}
-	}
-	if i := index(t.cutmix); i >= 0 { // and CutMix, likewise
-		used[i] = true
-		if off[i] || a.mosaic == nil {
-			a.cutmix = nil
-		}
+	if err := t.stopMulti(&a, index, off, used); err != nil { // the multi-image family's (op_multi.go)
+		return nil, err
 	}
 	if t.seg != nil {
 		if i := index(t.seg.flip); i >= 0 { // the segmentation geometry's flip (op_seg.go)

@@ -152,16 +152,9 @@ type Transform struct {
 	vlayout   ViewLayout
 	// decode is how the fast path decodes a JPEG before the geometry
 	// (WithDecode): DecodeExact, the zero value, or DecodeFast.
-	decode DecodeMode
-	stop   *stopEpoch // a stop_epoch (decodemode.go), if any
-	// mosaic is ultralytics' Mosaic, if any: the geometry, its partners
-	// read with the sample (op_mosaic.go, decode_multi.go).
-	mosaic *optab.Op
-	mixup  *optab.Op // ultralytics' MixUp, right after the Mosaic
-	// copyPaste and copyPasteMix: ultralytics' CopyPaste in flip mode, right
-	// after the Mosaic, and in mixup mode, after its warp (op_yolo.go).
-	copyPaste, copyPasteMix *optab.Op
-	cutmix                  *optab.Op // ultralytics' CutMix, last of the multi-image geometry
+	decode   DecodeMode
+	stop     *stopEpoch // a stop_epoch (decodemode.go), if any
+	multiOps            // the multi-image family's ops, if any (op_multi.go)
 }
 
 // Needs is what an executor (the pipeline's Decoder) must know of a
@@ -277,16 +270,17 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	if err != nil {
 		return nil, err
 	}
-	for n < len(t.ops) && (geometryKind(t.ops[n].Kind) || t.mosaic != nil && t.ops[n].Kind == OpYOLORandomPerspective) {
+	for n < len(t.ops) && (geometryKind(t.ops[n].Kind) || t.multiKind(t.ops[n].Kind)) {
 		op := &t.ops[n]
 		if err := t.checkZoomOut(op, n); err != nil {
 			return nil, err
 		}
-		switch op.Kind {
-		case OpMosaic, OpYOLORandomPerspective, OpMixUp, OpCopyPaste, OpCutMix: // a YOLORandomPerspective after a Mosaic (yoloGeometry parses it after a YOLOLoadImage)
+		if t.multiKind(op.Kind) { // the multi-image family's (op_multi.go)
 			if err := t.multiOp(op, n); err != nil {
 				return nil, err
 			}
+		}
+		switch op.Kind {
 		case OpRandomZoomOut, OpPadToSquare: // a canvas (PadToSquare's a square: op_anyres.go)
 			t.zoom = op
 		case OpRandomIoUCrop:

@@ -10,14 +10,89 @@ import (
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
-// The making of a multi-image sample's pixels and targets from its plan
-// (PlanMulti's MultiDraw): the family's, beside its draws (op_mosaic.go,
-// op_yolo.go), so that an executor knows partners and images, never the
-// ops' names.
+// The multi-image family (ultralytics' Mosaic, MixUp, CopyPaste and
+// CutMix): its ops in a transform (multiOps), their stop_epoch, and the
+// making of a sample's pixels and targets from its plan (PlanMulti's
+// MultiDraw), beside its draws (op_mosaic.go, op_yolo.go), so that the
+// transform's grammar and the executor know partners and images, never
+// the ops' names.
 // The executor loads each image (Loader: decoded whole and resized as
 // ultralytics' load_image, from its partner cache or not) and keeps the
 // buffers (MultiScratch); Make lays the images out, pastes, warps and
 // mixes them, with the YOLO family's kernels (pipeline/kernels/cv).
+
+// multiOps are a transform's multi-image ops, nil where absent: each
+// checked where it stands (multiOp, op_mosaic.go), drawn (op_mosaic.go,
+// op_yolo.go) and made (below) by the family alone.
+type multiOps struct {
+	// mosaic is ultralytics' Mosaic, if any: the geometry, its partners
+	// read with the sample (op_mosaic.go, the root's decode_multi.go).
+	mosaic *optab.Op
+	mixup  *optab.Op // ultralytics' MixUp, right after the mosaic
+	// copyPaste and copyPasteMix: ultralytics' CopyPaste in flip mode,
+	// right after the mosaic, and in mixup mode, after its warp.
+	copyPaste, copyPasteMix *optab.Op
+	cutmix                  *optab.Op // ultralytics' CutMix, last of the multi-image geometry
+}
+
+// multiKind says whether an op of kind k is the family's where it
+// stands in t's geometry: one of its ops, or a YOLORandomPerspective
+// after its mosaic (yoloGeometry parses one after a YOLOLoadImage).
+func (t *Transform) multiKind(k optab.OpKind) bool {
+	switch k {
+	case OpMosaic, OpMixUp, OpCopyPaste, OpCutMix:
+		return true
+	}
+	return k == OpYOLORandomPerspective && t.mosaic != nil
+}
+
+// YOLOStopOps are the ops ultralytics' close_mosaic switches off
+// (YOLODataset.close_mosaic: mosaic, mixup, copy_paste and cutmix to 0;
+// stoker has them all): the stop's default for a transform with a
+// Mosaic. close_mosaic=N of a run of E epochs is stop_epoch E-N.
+var YOLOStopOps = []optab.OpKind{OpMosaic, OpMixUp, OpCopyPaste, OpCutMix}
+
+// stopMulti switches off in a (t's variant after its stop_epoch) the
+// family's ops that off marks (index: an op's position in t's ops, -1
+// where absent), marking each of t's used, as ultralytics' close_mosaic
+// does: the MixUp, the mosaic (its YOLORandomPerspective then takes the
+// image at its load_image size), and the CopyPastes and CutMix with it.
+func (t *Transform) stopMulti(a *Transform, index func(*optab.Op) int, off, used []bool) error {
+	if i := index(t.mixup); i >= 0 { // ultralytics' close_mosaic closes MixUp
+		used[i] = true
+		if off[i] {
+			a.mixup = nil
+		}
+	}
+	if i := index(t.mosaic); i >= 0 { // and the Mosaic: load_image then the warp
+		used[i] = true
+		if off[i] {
+			if t.yolo == nil || a.mixup != nil {
+				return fmt.Errorf("%w: stop_epoch: the YOLOMosaic can be switched off only with a YOLORandomPerspective(size=...) after it, which then takes the image at its load_image size (ultralytics' close_mosaic), and with the YOLOMixUp after it, if any", errs.Unsupported)
+			}
+			a.mosaic = nil
+		}
+	}
+	if i := index(t.copyPaste); i >= 0 { // and CopyPaste (its copy_paste 0), with the Mosaic or alone
+		used[i] = true
+		if off[i] || a.mosaic == nil {
+			a.copyPaste = nil
+		}
+	}
+	if i := index(t.copyPasteMix); i >= 0 { // CopyPaste in mixup mode, likewise
+		used[i] = true
+		if off[i] || a.mosaic == nil {
+			a.copyPasteMix = nil
+		}
+	}
+	if i := index(t.cutmix); i >= 0 { // and CutMix, likewise
+		used[i] = true
+		if off[i] || a.mosaic == nil {
+			a.cutmix = nil
+		}
+	}
+	return nil
+}
 
 // Loader is what making a multi-image sample asks of its executor.
 type Loader interface {
