@@ -178,7 +178,7 @@ func runCost(args []string) error {
 					d.SetTargets(boxes, i, fset)
 				}
 				k := det.Key{Seed: 1, Epoch: epoch, Index: uint64(i)}
-				if idx := t.PartnersOf(k, len(photos)); idx != nil { // a Mosaic's (yolo): read, as the executor reads them
+				if idx := t.PartnersOf(k, len(photos)); idx != nil { // a multi-image op's (yolo): read, as the executor reads them
 					partners = partners[:0]
 					for _, j := range idx {
 						partners = append(partners, photos[j])

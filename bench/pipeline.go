@@ -47,7 +47,7 @@ func runBench(args []string) error {
 	scaling := fs.String("dct-scaling", "pow2", "with --decode fast, the DCT scales the fast path may use: pow2, any or off")
 	indexBudget := fs.Int64("index-budget", 1<<30, "memory for the decoder index (as stoker serve's --index-budget); -1: no index")
 	coefBudget := fs.Int64("coef-budget", 0, "memory for the coefficient cache (as stoker serve's --coef-budget); 0: serve's default here, a quarter of its default --memory-budget; -1: none")
-	partnerBudget := fs.Int64("partner-budget", 0, "memory for the partner cache (as stoker serve's --partner-budget: a YOLOMosaic's load_image'd images); 0: serve's default here, a sixteenth of its default --memory-budget; -1: none")
+	partnerBudget := fs.Int64("partner-budget", 0, "memory for the partner cache (as stoker serve's --partner-budget: the multi-image ops' load_image'd images); 0: serve's default here, a sixteenth of its default --memory-budget; -1: none")
 	annotations := fs.String("annotations", "", "a COCO annotations file for --data's images (as stoker serve's --annotations): every batch asks for its targets (boxes and labels moved with the pixels), as a job with targets does; needed by the detection presets (detr, lsj)")
 	overlap := fs.Bool("overlap-mask", false, "with --annotations of a YOLO segment dataset (its data.yaml) and a YOLO transform, every sample's targets carry ultralytics' overlap mask too, as a job asking for targets \"overlap_mask\" does")
 	maskRatio := fs.Int("mask-ratio", 4, "with --overlap-mask, its Format's mask_ratio (as a job's mask_ratio)")
@@ -203,7 +203,7 @@ type benchResult struct {
 	Transcodes benchTranscodes `json:"transcodes"`
 	// Targets is the batches' targets, with --annotations (else absent).
 	Targets *benchTargets `json:"targets,omitempty"`
-	// Partners is the partner cache's, when on (a YOLOMosaic's images).
+	// Partners is the partner cache's, when on (the multi-image ops' images).
 	Partners *cv.PartnerStats `json:"partners,omitempty"`
 }
 
@@ -351,7 +351,7 @@ func benchPipeline(ex *pipeline.Executor, ix *index.Index, cc *codec.CoefCache, 
 func benchOneEpoch(ex *pipeline.Executor, ix *index.Index, cc *codec.CoefCache, ds dataset.Dataset, fset *dataset.FieldSet, tc *targetCount, t *transformpkg.Transform, batch, e int, bufs *[2]pipeline.Batch) benchEpoch {
 	n := ds.Len()
 	// The server's order of the epoch (the global shuffle's, seed 0): a
-	// Mosaic's partners are drawn from windows of it.
+	// multi-image op's partners are drawn from windows of it.
 	perm := det.EpochPermutation(uint64(n), 0, uint64(e-1))
 	order := make([]int, n)
 	for i := range order {

@@ -16,8 +16,8 @@ import (
 )
 
 // WithPartnerCache has a Decoder (an Executor's decoders) keep the
-// images a Mosaic load_image's in c and take them from it. Default: none
-// (every image of every mosaic decoded).
+// images a multi-image op load_image's in c and take them from it.
+// Default: none (every image of every sample decoded).
 func WithPartnerCache(c *cv.PartnerCache) Option { return func(o *options) { o.partners = c } }
 
 // WithIndex has a Decoder (an Executor's decoders) use and extend ix.

@@ -174,7 +174,7 @@ func (q *Queue) fill(ctx context.Context, ds dataset.Dataset, t *transform.Trans
 	} else if p, ok := ds.(dataset.Prefetcher); ok {
 		p.Prefetch(indices)
 	}
-	if p, ok := ds.(dataset.Prefetcher); ok { // a Mosaic's partners, after the samples (decode_multi.go)
+	if p, ok := ds.(dataset.Prefetcher); ok { // a multi-image op's partners, after the samples (decode_multi.go)
 		if hint := partnerHints(t, seed, epoch, indices, b.Copies, ds.Len()); len(hint) > 0 {
 			p.Prefetch(hint)
 		}
@@ -369,7 +369,7 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *transform.
 		ppx, lib = max(ppx, int64(pw)*int64(ph)), max(lib, pl)
 		pmw, pmh = max(pmw, pw), max(pmh, ph)
 	}
-	// Only the Mosaic's, the YOLO kernels', the masks', a padded or
+	// Only a multi-image op's, the YOLO kernels', the masks', a padded or
 	// canvas geometry's and a whole image's room depend on the images'
 	// sizes (the C decoders' and the resampler's memory on every
 	// image's).
@@ -391,7 +391,7 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *transform.
 		d.scratch.lib = max(d.scratch.lib, lib)
 		return nil
 	}
-	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, Mosaic, YOLO and steps' kernels, C resampler, files, C decoder) for its %dx%d image", iw, ih)
+	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, multi-image canvases, YOLO and steps' kernels, C resampler, files, C decoder) for its %dx%d image", iw, ih)
 	if len(pdata) > 0 {
 		what += fmt.Sprintf(" and %d partners of up to %d pixels", len(pdata), ppx)
 	}

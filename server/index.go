@@ -143,11 +143,11 @@ func registerPartnerMetrics(reg prometheus.Registerer, c *cv.PartnerCache) error
 		return func() float64 { return f(c.Stats()) }
 	}
 	return registerAll(reg, []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_partner_cache_bytes", Help: "Memory held by the partner cache (--partner-budget): a Mosaic's load_image'd images."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_partner_cache_bytes", Help: "Memory held by the partner cache (--partner-budget): the images the YOLO family's multi-image ops load_image'd."},
 			stat(func(s cv.PartnerStats) float64 { return float64(s.Bytes) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_partner_cache_hits_total", Help: "Images a Mosaic took from the partner cache (not decoded)."},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_partner_cache_hits_total", Help: "Images a multi-image op took from the partner cache (not decoded)."},
 			stat(func(s cv.PartnerStats) float64 { return float64(s.Hits) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_partner_cache_misses_total", Help: "Images a Mosaic decoded (not in the partner cache)."},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_partner_cache_misses_total", Help: "Images a multi-image op decoded (not in the partner cache)."},
 			stat(func(s cv.PartnerStats) float64 { return float64(s.Misses) })),
 	})
 }

@@ -22,7 +22,7 @@ const scratchWait = time.Second
 
 // scratchAccount is the workers' scratch in the batch budget
 // (pipeline.ScratchBudget): the decode's own pixels, the masks', the
-// Mosaic's, the YOLO kernels' and the steps' kernels', the C resampler's,
+// multi-image canvases, the YOLO kernels' and the steps' kernels', the C resampler's,
 // the files' read buffers and the C decoders' own memory
 // (pipeline/header.go), counted apart for its gauge.
 type scratchAccount struct {
@@ -75,7 +75,7 @@ func scratchMetrics(b *limits.Budget, a *scratchAccount) []prometheus.Collector 
 			Help: "The batch budget's bytes."},
 			func() float64 { return float64(b.Limit()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_sample_scratch_bytes",
-			Help: "Of stoker_memory_budget_in_use_bytes, the workers' scratch for the decoded pixels, masks, Mosaics, the YOLO and the steps' kernels, the C resampler, the files' read buffers and the C decoders' own memory, reserved from each sample's header (and its file's size) before it is made."},
+			Help: "Of stoker_memory_budget_in_use_bytes, the workers' scratch for the decoded pixels, masks, multi-image canvases, the YOLO and the steps' kernels, the C resampler, the files' read buffers and the C decoders' own memory, reserved from each sample's header (and its file's size) before it is made."},
 			func() float64 { return float64(a.Held()) }),
 	}
 }
@@ -103,14 +103,14 @@ func (s *Server) checkScratch(j *job.Job) error {
 	if need <= room {
 		return nil
 	}
-	what := "at the output's size (a Mosaic's imgsz, the masks' canvas), before its image's own"
+	what := "at the output's size (a multi-image op's canvas, the masks'), before its image's own"
 	if w > 0 && h > 0 {
 		what = fmt.Sprintf("for images of up to %dx%d, as its dataset's annotations give them (%d of them the C decoder's at least)", w, h, lib)
 	}
 	if file > 0 {
 		what += fmt.Sprintf(", and its largest file's %d bytes read", file)
 	}
-	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (decoded pixels, masks, Mosaic, YOLO and steps' kernels, C resampler, files, C decoder) %s, "+
+	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (decoded pixels, masks, multi-image canvases, YOLO and steps' kernels, C resampler, files, C decoder) %s, "+
 		"and the batch budget has %d of its %d bytes left beside the job's batch buffers and the other streams' (--memory-budget)",
 		limits.ErrMemoryBudget, need, what, room, s.budget.Limit())
 }

@@ -299,7 +299,7 @@ func (t *Transform) geomInterpNs() float64 {
 // under a minute of one core.
 const DefaultMaxSampleCPU = 250 * time.Millisecond
 
-// multiNs is what a Mosaic (and a MixUp after it) adds to a sample's
+// multiNs is what a multi-image op (and a MixUp after it) adds to a sample's
 // cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
 // and worst. At worst (no partner cache, or every image a miss): its n-1
 // partners' reads and decodes at the source size and every image's

@@ -34,14 +34,14 @@ type TargetCost struct {
 
 // The targets' terms (bench cost --annotations on a polygon set of 640 px
 // photos, mkdata --coco --yolo --instances 7, 2026-11-25): an instance's
-// polygon through a pre_transform (its resampling, the Mosaic's moves,
+// polygon through a pre_transform (its resampling, the tiles' moves,
 // the warp and segment2box), and the overlap mask an output pixel at
 // ratio 4 (fill and downsample of about ten instances: 0.86 ms a 640 x
 // 640 sample), 2.4 times that at ratio 1 (2.0 ms: the part that scales
 // with the mask's pixels a ratio's square less). Fitted on that set's
 // yolo and yolo-letterbox presets (BENCHMARKS.md, the cost model).
 var (
-	segInstanceNs     = 32_000.0 // through a Mosaic's pre_transform
+	segInstanceNs     = 32_000.0 // through a multi-image pre_transform
 	segLoadInstanceNs = 50_000.0 // through the single-image YOLO geometry's steps
 	maskPxNs          = 2.1
 	// nominalInstances is an image's instances: COCO's 7.3 (mkdata's
@@ -95,7 +95,7 @@ func TargetCostOf(t *Transform, ds dataset.Dataset, fs *dataset.FieldSet) Target
 
 // CostWith is Cost with what tc's targets add: each pre_transform's
 // images' instances (nominalInstances an image) through segInstanceNs
-// (segLoadInstanceNs without a Mosaic),
+// (segLoadInstanceNs without a multi-image op),
 // in the mean (the MixUp's and CutMix's partners by their p, a CopyPaste
 // in mixup mode's partner by its p in each) and at worst (every one
 // drawn); the overlap mask maskPxNs an output pixel; the instance masks

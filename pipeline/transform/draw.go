@@ -56,7 +56,7 @@ type ViewPlan struct {
 	// recipe's photometric ops), run on the image at its own size; Steps
 	// those of the ops after it, at the sample's size.
 	Pre, Steps []fn.Step
-	// Multi is a multi-image sample's draw (a Mosaic's: its partners'
+	// Multi is a multi-image sample's draw (its partners'
 	// pre_transforms, the tiles' places, what its CopyPastes and CutMix
 	// take), which is its geometry; nil for a single image.
 	Multi *MultiDraw
@@ -89,8 +89,8 @@ func (p *Plan) TakeSource(t *Instances) bool {
 
 // Plan draws into p everything sample k of a srcW x srcH source undergoes
 // (see Plan), reusing p's buffers. View v draws with k.View + v (a batch's
-// samples have View 0). A sample whose transform makes a Mosaic of it at
-// k's epoch is planned from its partners' files too (Transform.PlanMulti).
+// samples have View 0). A sample whose transform's multi-image op applies
+// at k's epoch is planned from its partners' files too (Transform.PlanMulti).
 func (t *Transform) Plan(p *Plan, srcW, srcH int, k det.Key, boxes BoxSource) error {
 	t = t.AtEpoch(k.Epoch) // without the ops a stop_epoch switched off
 	p.t = t
@@ -210,7 +210,7 @@ func (vp *ViewPlan) appendTrace(b []byte, t *Transform) []byte {
 	for i := range vp.Pre {
 		add(&vp.Pre[i])
 	}
-	if vp.Multi != nil { // a Mosaic's sample: its entries are its geometry
+	if vp.Multi != nil { // a multi-image sample: its entries are its geometry
 		if n > 0 {
 			b = append(b, ',')
 		}
@@ -234,7 +234,7 @@ func (vp *ViewPlan) appendTrace(b []byte, t *Transform) []byte {
 
 // sourceBoxes is a Targeted of samples alike, each a w x h image with
 // boxes b (in its pixels), label 0 each: asked at another size (a
-// Mosaic's load_image size), scaled to it.
+// multi-image op's load_image size), scaled to it.
 type sourceBoxes struct {
 	b    [][4]float32
 	w, h int

@@ -205,8 +205,8 @@ func (t *Transform) drawInto(d *optab.Drawer, k det.Key, w, h int, buf []fn.Step
 // Trace is the trace a w x h source image would get for key k, drawn
 // without decoding anything (what `stoker ops draw` prints, and what the
 // sampling tests count): the plan's geometry, the steps, normalize (of
-// several views, each view's); a Mosaic's entries for a sample it makes
-// of the image and itself as its partners (TraceSet of one).
+// several views, each view's); a multi-image op's entries for a sample it
+// makes of the image and itself as its partners (TraceSet of one).
 func (t *Transform) Trace(srcW, srcH int, k det.Key) ([]byte, error) {
 	return t.TraceBoxes(srcW, srcH, k, nil)
 }
@@ -219,7 +219,7 @@ func (t *Transform) TraceBoxes(srcW, srcH int, k det.Key, boxes [][4]float32) ([
 }
 
 // TraceSet is TraceBoxes for sample k of a set of size samples alike:
-// a multi-image op's partners (a Mosaic's, a MixUp's) are drawn among
+// a multi-image op's partners are drawn among
 // them (multiPartners), each a srcW x srcH image with the same boxes,
 // scaled to the size it is loaded at. Its plan is the decode's for such
 // a set (Transform.PlanMulti).

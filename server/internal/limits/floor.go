@@ -70,7 +70,7 @@ func cacheBytes(budget, memoryBudget int64, workers int, share, least int64) int
 }
 
 // DefaultPartnerShare is the share of the memory budget the partner cache
-// (cv.PartnerCache: a Mosaic's load_image'd images) takes by
+// (cv.PartnerCache: the multi-image ops' load_image'd images) takes by
 // default: 1/DefaultPartnerShare.
 const DefaultPartnerShare = 16
 

@@ -362,7 +362,7 @@ func (p Plan) Positions() uint64 { return p.n }
 
 // permutation is a keyed pseudorandom bijection of [0, n)
 // (det.Permutation: a Feistel network with cycle-walking, integer
-// arithmetic only, the same on every machine). A Mosaic's partner draw
+// arithmetic only, the same on every machine). A multi-image op's partner draw
 // reads the same order (pipeline/partners.go), so it lives in pipeline.
 type permutation struct{ det.Permutation }
 
