@@ -2,9 +2,11 @@ package transform
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
@@ -92,6 +94,96 @@ func (t *Transform) stopMulti(a *Transform, index func(*optab.Op) int, off, used
 		}
 	}
 	return nil
+}
+
+// The family's entries in a sample's trace (its plan's ViewPlan.Multi).
+
+// appendJSON appends the mosaic's arguments: {n, imgsz, indexes (the
+// sample's first, then its partners), sizes ((w, h) each, as load_image
+// resized it), xc, yc, and after a YOLOCopyPaste copy_paste: the copies
+// it pasted}.
+func (m *MosaicDraw) appendJSON(b []byte) []byte {
+	b = append(b, `{"n":`...)
+	b = strconv.AppendInt(b, int64(m.N), 10)
+	b = append(b, `,"imgsz":`...)
+	b = strconv.AppendInt(b, int64(m.Imgsz), 10)
+	b = append(b, `,"indexes":`...)
+	b = fn.AppendInts(b, m.Idx)
+	b = append(b, `,"sizes":[`...)
+	for i, s := range m.Sizes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fn.AppendInts(b, s[:])
+	}
+	b = append(b, `],"xc":`...)
+	b = strconv.AppendInt(b, int64(m.XC), 10)
+	b = append(b, `,"yc":`...)
+	b = strconv.AppendInt(b, int64(m.YC), 10)
+	if m.CP {
+		b = append(b, `,"copy_paste":`...)
+		b = strconv.AppendInt(b, int64(m.Pasted), 10)
+	}
+	return append(b, '}')
+}
+
+// AppendJSON appends the sample's multi-image entries to its trace:
+// ["mosaic", {its arguments}], then, when its MixUp applied, ["mixup",
+// {"r": the ratio, "mosaic": the partner's mosaic}].
+func (m *MultiDraw) AppendJSON(b []byte) []byte {
+	b = append(b, `["yolo_mosaic",`...)
+	b = m.Mo.appendJSON(b)
+	b = append(b, ']')
+	if m.Persp {
+		b = append(b, ',')
+		st := m.perspStep(&m.PP)
+		b = st.AppendJSON(b)
+	}
+	b = m.CPM.appendJSON(b, `,["yolo_copy_paste",`, "]", m)
+	if m.Mix {
+		b = append(b, `,["yolo_mixup",{"r":`...)
+		b = fn.AppendFloat(b, m.MixR)
+		b = append(b, `,"mosaic":`...)
+		b = m.MixM.appendJSON(b)
+		if m.Persp {
+			b = append(b, `,"perspective":`...)
+			st := m.perspStep(&m.MixPP)
+			b = st.AppendJSON(b)
+		}
+		b = m.MixCPM.appendJSON(b, `,"copy_paste":`, "", m)
+		b = append(b, "}]"...)
+	}
+	if m.Cut { // ["yolo_cutmix", {"areas": [[lam, cx, cy], ...], "choice", "applied", "mosaic", "perspective"}]
+		b = append(b, `,["yolo_cutmix",{"areas":[`...)
+		for i, a := range m.CutAreas {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(fn.AppendFloat(append(b, '['), a.lam), ',')
+			b = append(strconv.AppendInt(append(strconv.AppendInt(b, int64(a.cx), 10), ','), int64(a.cy), 10), ']')
+		}
+		b = strconv.AppendInt(append(b, `],"choice":`...), int64(m.CutChoice), 10)
+		b = strconv.AppendBool(append(b, `,"applied":`...), m.CutOK)
+		b = m.CutM.appendJSON(append(b, `,"mosaic":`...))
+		if m.Persp {
+			st := m.perspStep(&m.CutPP)
+			b = st.AppendJSON(append(b, `,"perspective":`...))
+		}
+		b = m.CutCPM.appendJSON(b, `,"copy_paste":`, "", m)
+		b = append(b, "}]"...)
+	}
+	return b
+}
+
+// perspStep is the YOLORandomPerspective's step of draw pp, as yoloSteps
+// writes it.
+func (m *MultiDraw) perspStep(pp *cv.PerspectiveParams) fn.Step {
+	st := fn.Step{Fn: fn.YOLOPerspective, I: [6]int{4: m.H, 5: m.W}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
+		Center: [2]float64{pp.PX, pp.PY}}
+	if m.Warp {
+		st.I[0] = 1
+	}
+	return st
 }
 
 // Loader is what making a multi-image sample asks of its executor.
