@@ -45,7 +45,7 @@ type options struct {
 	index       *index.Index     // WithIndex
 	coefs       *codec.CoefCache // WithCoefCache
 	partners    *cv.PartnerCache // WithPartnerCache
-	scratch     ScratchBudget    // WithScratchBudget (header.go), waiting up to scratchWait
+	scratch     ScratchBudget    // WithScratchBudget (scratch.go), waiting up to scratchWait
 	scratchWait time.Duration
 }
 
@@ -121,7 +121,7 @@ type Decoder struct {
 	// multi: the multi-image geometry's partners and scratch
 	// (decode_multi.go).
 	multi multiState
-	// scratch is its counted scratch's reservation (header.go).
+	// scratch is its counted scratch's reservation (scratch.go).
 	scratch scratchState
 	// padded is canvasView's room for an AnyResResize's image before its
 	// padding (at most its slot's size).

@@ -149,7 +149,7 @@ func (f *fastState) job(o *options, hd *header, ps []transform.SamplePlan, layou
 		// libjpeg's own allocations (progressive coefficient buffers
 		// chiefly: 2 bytes per pixel per component) are capped at their
 		// bound from the header, what the memory budget reserved for
-		// them (header.go).
+		// them (scratch.go).
 		MaxScans: min(max(o.maxScans, 0), 1<<30), MaxMemory: hd.libBytes(),
 		Knobs: *k}
 	switch {

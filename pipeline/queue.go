@@ -362,7 +362,7 @@ func (q *Queue) Close() {
 	}
 }
 
-// trimIdle has the workers let their counted scratch go (header.go) as
+// trimIdle has the workers let their counted scratch go (scratch.go) as
 // a job's queue closes: the sleeping ones now, the others when they next
 // find nothing to do. e.mu is held; a sleeping worker touches its Decoder
 // only once it holds e.mu again.

@@ -10,16 +10,14 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
-	"github.com/stoker-dev/stoker/pipeline/dataset" // A Fill: its batch's samples queued as one request, taken in index
-	// order by the workers, and the Fill's wait for them; a worker's
-	// reservations in the memory budget, under the Fill's wait: of a
-	// sample's files before it reads them (reserveFiles), of the rest of its
-	// scratch before it is made (reserveScratch) and what it keeps after
-	// (settleScratch); the scratch's parts and bounds: header.go.
-	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
+
+// A Fill: its batch's samples queued as one request, taken in index
+// order by the workers, and the Fill's wait for them (the workers'
+// reservations in the memory budget under that wait: scratch.go).
 
 // fillReq is one Fill's batch: its samples are taken in index order, and
 // the Fill sleeps on done until every one taken is made.
@@ -268,174 +266,6 @@ func (r *fillReq) release() {
 	r.wait.end()
 	*r = fillReq{errs: r.errs[:0], good: r.good[:0], done: r.done, stop: r.stop}
 	fillReqs.Put(r)
-}
-
-// reserveFiles grows the Decoder's reservation, before sample idx of ds
-// and its partners pidx are read, to hold the buffers they will be read
-// into, where ds knows their sizes (dataset.FileSizer): a buffer too
-// small for its file grows to it and a quarter (the datasets' readCapped).
-// Else nothing is reserved here, and reserveScratch counts the buffers
-// once read.
-func (d *Decoder) reserveFiles(ctx context.Context, ds dataset.Dataset, idx int, pidx []int) error {
-	b := d.opts.scratch
-	if b == nil {
-		return nil
-	}
-	fz, ok := ds.(dataset.FileSizer)
-	if !ok {
-		return nil
-	}
-	grown := func(buf []byte, i int) int64 {
-		n, ok := fz.FileSize(i)
-		if !ok || n <= int64(cap(buf)) {
-			return int64(cap(buf))
-		}
-		return n + n/4
-	}
-	var files, sizes int64
-	files = grown(d.scratch.file, idx)
-	for j, p := range pidx {
-		var buf []byte
-		if j < len(d.scratch.pfiles) {
-			buf = d.scratch.pfiles[j]
-		}
-		files += grown(buf, p)
-	}
-	for j := len(pidx); j < len(d.scratch.pfiles); j++ {
-		files += int64(cap(d.scratch.pfiles[j]))
-	}
-	kept := d.scratchBytes()
-	bound := scratchParts{files: files}
-	need := kept.after(&bound)
-	if need <= d.scratch.held {
-		return nil
-	}
-	for _, i := range append([]int{idx}, pidx...) {
-		n, _ := fz.FileSize(i)
-		sizes += n
-	}
-	what := fmt.Sprintf("a sample's files (%d bytes: its own", sizes)
-	if len(pidx) > 0 {
-		what += fmt.Sprintf(" and %d partners'", len(pidx))
-	}
-	what += ") read into its worker's buffers"
-	err := b.Acquire(ctx, need-d.scratch.held, d.opts.scratchWait, what)
-	if err != nil && d.scratch.held > 0 {
-		// Nothing of the sample is read yet: let the worker's scratch go
-		// and take the files' alone if they fit.
-		d.dropScratch()
-		need = 0
-		for _, i := range append([]int{idx}, pidx...) {
-			need += grown(nil, i)
-		}
-		if b.Try(need) {
-			err = nil
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("sample files: %w", err)
-	}
-	d.scratch.held = need
-	return nil
-}
-
-// reserveScratch grows the Decoder's reservation to what a sample of t
-// at k (data its file, pdata its partners', both read into the
-// Decoder's buffers) may hold, before any of it is made, waiting under
-// ctx (its Fill's, ended when the job closes); its error (the budget's or
-// ctx's, wrapped) fails the sample.
-func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *transform.Transform, k det.Key, pdata [][]byte, fs *dataset.FieldSet) error {
-	b := d.opts.scratch
-	if b == nil {
-		return nil
-	}
-	// A header that does not parse, or over the pixel budget, fails the
-	// decode with its own error: the bound counts no image then.
-	size := func(data []byte) (int, int, int64) {
-		hd, err := parseHeader(data)
-		if err != nil || int64(hd.w)*int64(hd.h) > d.opts.pixelBudget {
-			return 0, 0, 0
-		}
-		return hd.w, hd.h, hd.libBytes()
-	}
-	t = t.AtEpoch(k.Epoch)
-	at := t.Needs()
-	multi := t.Multi(k)
-	iw, ih, lib := size(data)
-	var w, h, pmw, pmh int
-	var ppx int64
-	for _, p := range pdata {
-		pw, ph, pl := size(p)
-		ppx, lib = max(ppx, int64(pw)*int64(ph)), max(lib, pl)
-		pmw, pmh = max(pmw, pw), max(pmh, ph)
-	}
-	// Only a multi-image op's, the YOLO kernels', the masks', a padded or
-	// canvas geometry's and a whole image's room depend on the images'
-	// sizes (the C decoders' and the resampler's memory on every
-	// image's).
-	if multi || at.YOLOSide > 0 || fs.Masks() || bySize(t) || at.MaxPre > 0 {
-		w, h = iw, ih
-	} else {
-		ppx = 0
-	}
-	bound := scratchBound(t, multi, d.opts.partners != nil, !haveFast || d.opts.reference, w, h, ppx, fs)
-	bound.lib = lib
-	bound.res = resBound(t, multi, !haveFast || d.opts.reference, iw, ih, pmw, pmh)
-	bound.files = int64(cap(data))
-	for _, p := range pdata {
-		bound.files += int64(cap(p))
-	}
-	kept := d.scratchBytes()
-	need := kept.after(&bound)
-	if need <= d.scratch.held {
-		d.scratch.lib = max(d.scratch.lib, lib)
-		return nil
-	}
-	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, multi-image canvases, YOLO and steps' kernels, C resampler, files, C decoder) for its %dx%d image", iw, ih)
-	if len(pdata) > 0 {
-		what += fmt.Sprintf(" and %d partners of up to %d pixels", len(pdata), ppx)
-	}
-	err := b.Acquire(ctx, need-d.scratch.held, d.opts.scratchWait, what)
-	if err != nil && d.scratch.held > 0 {
-		// What this worker keeps from its last samples may be what is
-		// missing: let it go and take the whole bound if it fits (the
-		// files' buffers of this sample kept).
-		d.dropScratch()
-		d.scratch.file, d.scratch.pfiles = data, pdata
-		if need = bound.sum(); b.Try(need) {
-			err = nil
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("sample scratch: %w", err)
-	}
-	d.scratch.held = need
-	d.scratch.lib = max(d.scratch.lib, lib)
-	return nil
-}
-
-// settleScratch sets the reservation to what the Decoder keeps after a
-// sample: the excess given back; more kept than reserved taken if it
-// fits, else the scratch let go and the sample failed (err, when nil).
-func (d *Decoder) settleScratch(err error) error {
-	b := d.opts.scratch
-	if b == nil {
-		return err
-	}
-	kept := d.scratchBytes().sum()
-	switch {
-	case kept < d.scratch.held:
-		b.Release(d.scratch.held - kept)
-	case kept > d.scratch.held && !b.Try(kept-d.scratch.held):
-		over := kept - d.scratch.held
-		d.dropScratch()
-		if err == nil {
-			err = fmt.Errorf("sample scratch: the sample kept %d bytes of scratch, %d more than reserved, and the memory budget does not have them (--memory-budget)", kept, over)
-		}
-		return err
-	}
-	d.scratch.held = kept
-	return err
 }
 
 // abandonedIn names the samples of r the workers are making now (at

@@ -354,7 +354,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		pidx = r.t.AppendPartners(pidx, k, r.ds.Len())
 		if err == nil {
 			// The buffers its files are read into, reserved before the
-			// read where the dataset knows their sizes (header.go).
+			// read where the dataset knows their sizes (scratch.go).
 			err = d.reserveFiles(&r.wait, r.ds, int(idx), pidx)
 		}
 		if err == nil {
@@ -372,7 +372,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		}
 		if err == nil {
 			// The scratch the memory budget counts, reserved from the
-			// headers before any of it is made (header.go).
+			// headers before any of it is made (scratch.go).
 			err = d.reserveScratch(&r.wait, data, r.t, k, pdata, r.fset)
 		}
 		if err == nil && r.fset != nil {

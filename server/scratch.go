@@ -24,7 +24,7 @@ const scratchWait = time.Second
 // (pipeline.ScratchBudget): the decode's own pixels, the masks', the
 // multi-image canvases, the YOLO kernels' and the steps' kernels', the C resampler's,
 // the files' read buffers and the C decoders' own memory
-// (pipeline/header.go), counted apart for its gauge.
+// (pipeline/scratch.go), counted apart for its gauge.
 type scratchAccount struct {
 	b    *limits.Budget
 	held atomic.Int64

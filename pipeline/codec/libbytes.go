@@ -4,7 +4,7 @@ package codec
 // pngrows.c, libwebp; Go's image package for the other formats) take of
 // their own while they decode an image of this header, freed when the
 // decode returns: what the server's memory budget reserves for it before
-// the decode (pipeline/header.go), and what the decode is capped at
+// the decode (pipeline/scratch.go), and what the decode is capped at
 // (Job.MaxMemory) where its allocations can be counted.
 //
 // For a JPEG it is exact in its large parts, from libjpeg-turbo's

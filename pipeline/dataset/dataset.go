@@ -473,7 +473,7 @@ func (d *ImageFolder) ReadField(i, id int, buf []byte) ([]byte, error) {
 
 // FileSizer is a Dataset that knows the size of a sample's file before it
 // reads it (its index's, which Read holds the file to): the memory budget
-// reserves a read's buffer before the read (pipeline/header.go).
+// reserves a read's buffer before the read (pipeline/scratch.go).
 type FileSizer interface {
 	// FileSize is sample i's file size and whether it is known; a file
 	// over the dataset's file cap is 0 (Read refuses it unread).

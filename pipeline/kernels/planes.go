@@ -65,7 +65,7 @@ func (s *Scratch) float32s(slot, n int) []float32 {
 
 // Held is the memory s keeps between images: its buffers' capacities,
 // AugMix's state and EraseRandom's tables (what the server's memory
-// budget counts of a worker's kernels, pipeline/header.go).
+// budget counts of a worker's kernels, pipeline/scratch.go).
 func (s *Scratch) Held() int64 {
 	var n int64
 	for _, b := range s.b {

@@ -184,7 +184,7 @@ func (t *Targets) MaskCanvas() (w, h int) { return len(t.mm.xs), len(t.mm.ys) }
 // parts: the source mask and its rows (src); the maps and, after a
 // rotation or an affine, the canvas indexes (maps); the runs and the fill
 // block's (runs). A worker's, counted in the server's memory budget (the
-// pipeline's header.go).
+// pipeline's scratch.go).
 func (t *Targets) ScratchBytes() (src, maps, runs int64) {
 	m := &t.mm
 	src = int64(cap(m.inst.Pix) + cap(m.inst.Rows))

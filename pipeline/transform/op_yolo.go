@@ -465,7 +465,7 @@ func (t *Transform) Multi(k det.Key) bool {
 
 // MultiRoom is the room, in bytes, that making a sample whose
 // multi-image op applies takes beside its own image's decode: what the
-// root's scratch bound (pipeline/header.go) counts for the op, from the
+// root's scratch bound (pipeline/scratch.go) counts for the op, from the
 // op's own arguments and the ops that take partners after it.
 type MultiRoom struct {
 	Images   int64 // the images load_image'd at Side (a partner cache's, where there is one)
