@@ -21,19 +21,21 @@ import (
 
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/cpu"
-	"github.com/stoker-dev/stoker/internal/helptext" // `stoker bench load`: one real `stoker serve` under several concurrent
-	// trainer streams, for a bounded time, on loopback. Each round runs two
-	// phases one after the other: (A) the fast streams alone, then (B) the fast
-	// streams beside slow ones that sleep after every batch. It reports the
-	// fast streams' images/s in A and in B (slow consumers must not slow the
-	// fast ones), every error, the server's RSS sampled every second against
-	// its --memory-budget (with a GC forced near each phase's end, through the
-	// server's loopback --pprof, to tell the live heap from garbage), and the
-	// server's goroutines and open streams before the phases and 2 s after each
-	// phase's last stream closed.
+	"github.com/stoker-dev/stoker/internal/helptext"
 	transformpkg "github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
+
+// `stoker bench load`: one real `stoker serve` under several concurrent
+// trainer streams, for a bounded time, on loopback. Each round runs two
+// phases one after the other: (A) the fast streams alone, then (B) the fast
+// streams beside slow ones that sleep after every batch. It reports the
+// fast streams' images/s in A and in B (slow consumers must not slow the
+// fast ones), every error, the server's RSS sampled every second against
+// its --memory-budget (with a GC forced near each phase's end, through the
+// server's loopback --pprof, to tell the live heap from garbage), and the
+// server's goroutines and open streams before the phases and 2 s after each
+// phase's last stream closed.
 
 const loadUsage = "usage: stoker bench load [--streams 8] [--slow 4] [--seconds 60] [--slow-step 200ms] [--workers N] [--memory-budget BYTES] [--data DIR | --n 1000] [--transform imagenet-train] [--batch 32] [--prefetch 4] [--rounds 1] [--goroutine-margin 3] [--idle 0] [--json]"
 

@@ -18,21 +18,23 @@ import (
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/cpu"
 	"github.com/stoker-dev/stoker/internal/helptext"
-	"github.com/stoker-dev/stoker/internal/progress" // `stoker bench scale`: scale-out measured on real processes. N worker
-	// `stoker serve` processes make the batches that one coordinator `stoker
-	// serve --workers 0 --peers …` leases to them, while this process, the
-	// trainer, consumes whole epochs through client.Loader as fast as it can;
-	// a single `stoker serve` that makes its batches itself is the baseline.
-	// Every process's CPU time is read from /proc, and every server's /metrics
-	// scraped, before each run and at each epoch boundary as the trainer sees
-	// it (the first batch of the next epoch), so that epoch 1, which fills the
-	// workers' caches, is told apart from the epochs that use them. With
-	// --affinity on,off each peer count runs with the coordinator's cache
-	// affinity and without it, side by side.
+	"github.com/stoker-dev/stoker/internal/progress"
 	transformpkg "github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
 )
+
+// `stoker bench scale`: scale-out measured on real processes. N worker
+// `stoker serve` processes make the batches that one coordinator `stoker
+// serve --workers 0 --peers …` leases to them, while this process, the
+// trainer, consumes whole epochs through client.Loader as fast as it can;
+// a single `stoker serve` that makes its batches itself is the baseline.
+// Every process's CPU time is read from /proc, and every server's /metrics
+// scraped, before each run and at each epoch boundary as the trainer sees
+// it (the first batch of the next epoch), so that epoch 1, which fills the
+// workers' caches, is told apart from the epochs that use them. With
+// --affinity on,off each peer count runs with the coordinator's cache
+// affinity and without it, side by side.
 
 // scaleOpts are bench scale's flags.
 type scaleOpts struct {

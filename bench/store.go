@@ -18,20 +18,22 @@ import (
 
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/helptext"
-	"github.com/stoker-dev/stoker/internal/progress" // `stoker bench store`: a dataset read from object storage against the
-	// same files read from local disk. A real S3 server (the pinned versitygw,
-	// on loopback) holds the data; stoker reaches it through a proxy in this
-	// process that can add a region's latency to every request (both the lab's,
-	// bench/lab.go: bin/stoker-lab runs this benchmark). One `stoker
-	// serve` per configuration reads the dataset from the local directory,
-	// from the bucket directly, and from the bucket with added latency, in
-	// interleaved rounds; the trainer (this process) consumes whole epochs,
-	// each through a Loader of its own, and the server's CPU time, requests
-	// and bytes are read between epochs.
+	"github.com/stoker-dev/stoker/internal/progress"
 	transformpkg "github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"google.golang.org/protobuf/proto"
 )
+
+// `stoker bench store`: a dataset read from object storage against the
+// same files read from local disk. A real S3 server (the pinned versitygw,
+// on loopback) holds the data; stoker reaches it through a proxy in this
+// process that can add a region's latency to every request (both the lab's,
+// bench/lab.go: bin/stoker-lab runs this benchmark). One `stoker
+// serve` per configuration reads the dataset from the local directory,
+// from the bucket directly, and from the bucket with added latency, in
+// interleaved rounds; the trainer (this process) consumes whole epochs,
+// each through a Loader of its own, and the server's CPU time, requests
+// and bytes are read between epochs.
 
 // storeOpts are bench store's flags.
 type storeOpts struct {

@@ -9,9 +9,12 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
 	"github.com/stoker-dev/stoker/pipeline/transform"
-) // A sample's targets and trace as the decoder drew them: the Decoder's
-// side of targets.go, op_yolo.go and trace.go (their moves and steps are the
-// ops'), and a Transform's Trace, which draws a decode without decoding.
+)
+
+// A sample's targets and trace as the decoder drew them: the Decoder's
+// side of targets.go, op_multi.go and trace.go (their moves and steps are
+// the ops'), and a Transform's Trace, which draws a decode without
+// decoding.
 
 // AppendTargets appends the targets of the sample the Decoder last
 // decoded with t (SetTargets' sample, with fs's options), as the executor

@@ -7,18 +7,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"testing" // The geometry driver of python/tests/test_parity_geometry.py: the test
-	// binary, run with STOKER_GEOMETRY_JOBS naming a JSON file of jobs, decodes
-	// each job's JPEG with an explicit geometry (torchvision.transforms.v2.
-	// functional's resized_crop, resize, center_crop and their arguments)
-	// instead of running the tests, and writes the samples (uint8 HWC, back to
-	// back) to STOKER_GEOMETRY_OUT and one JSON line per job to stdout. It is
-	// small on purpose: a `stoker ops` command will replace it.
+	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
 	opspkg "github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
+
+// The geometry driver of python/tests/test_parity_geometry.py: the test
+// binary, run with STOKER_GEOMETRY_JOBS naming a JSON file of jobs, decodes
+// each job's JPEG with an explicit geometry (torchvision.transforms.v2.
+// functional's resized_crop, resize, center_crop and their arguments)
+// instead of running the tests, and writes the samples (uint8 HWC, back to
+// back) to STOKER_GEOMETRY_OUT and one JSON line per job to stdout. It is
+// small on purpose: a `stoker ops` command will replace it.
 
 func TestMain(m *testing.M) {
 	if jobs := os.Getenv("STOKER_GEOMETRY_JOBS"); jobs != "" {

@@ -11,31 +11,33 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/det" // Golden values for "the bytes of batch k do not depend on the machine that
-	// made it": peers of any architecture make batches of the same job, and a
-	// trainer must not be able to tell which machine made which.
-	//
-	// Every constant here must pass unchanged on every architecture (amd64,
-	// arm64, ...) and in both builds (cgo and CGO_ENABLED=0) where the test
-	// runs; they were checked on amd64 and on arm64 under qemu-user (the
-	// values of OutputVersion 5 on amd64 only, with and without fused
-	// multiply-adds: GOAMD64=v3). A failure
-	// means batches changed: on one machine only, it is a portability bug (a
-	// fused multiply-add, an architecture-specific math function, a different
-	// libjpeg-turbo); everywhere, someone changed what the seed semantics
-	// produce, which changes every job's augmentations.
-	//
-	// To change them deliberately: run
-	//
-	//	go test -count=1 -run Golden ./pipeline
-	//	CGO_ENABLED=0 go test -count=1 -run Golden ./pipeline
-	//
-	// on amd64 and, if at all possible, on arm64; the failures print the new
-	// values as Go literals. Paste them here, raise OutputVersion (identity.go:
-	// servers whose output versions differ refuse to make batches for each
-	// other) and say in the commit message why the bytes changed.
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
+
+// Golden values for "the bytes of batch k do not depend on the machine that
+// made it": peers of any architecture make batches of the same job, and a
+// trainer must not be able to tell which machine made which.
+//
+// Every constant here must pass unchanged on every architecture (amd64,
+// arm64, ...) and in both builds (cgo and CGO_ENABLED=0) where the test
+// runs; they were checked on amd64 and on arm64 under qemu-user (the
+// values of OutputVersion 5 on amd64 only, with and without fused
+// multiply-adds: GOAMD64=v3). A failure
+// means batches changed: on one machine only, it is a portability bug (a
+// fused multiply-add, an architecture-specific math function, a different
+// libjpeg-turbo); everywhere, someone changed what the seed semantics
+// produce, which changes every job's augmentations.
+//
+// To change them deliberately: run
+//
+//	go test -count=1 -run Golden ./pipeline
+//	CGO_ENABLED=0 go test -count=1 -run Golden ./pipeline
+//
+// on amd64 and, if at all possible, on arm64; the failures print the new
+// values as Go literals. Paste them here, raise OutputVersion (identity.go:
+// servers whose output versions differ refuse to make batches for each
+// other) and say in the commit message why the bytes changed.
 
 // TestGoldenPlans pins imagenet-train's crop box and flip for a few image
 // sizes and keys (see also TestPlanGolden and TestRNGGolden).

@@ -2,15 +2,17 @@ package pipeline
 
 import (
 	"encoding/binary"
-	"math" // Floating point in this file: every product that is added or subtracted is
-	// wrapped in float32(...), which rounds it and so stops the compiler from
-	// fusing it into a multiply-add (the Go spec allows that, and arm64, ppc64,
-	// s390x, riscv64 and amd64 with GOAMD64=v3 do it): a sample must be the
-	// same bytes on every machine.
+	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
+
+// Floating point in this file: every product that is added or subtracted is
+// wrapped in float32(...), which rounds it and so stops the compiler from
+// fusing it into a multiply-add (the Go spec allows that, and arm64, ppc64,
+// s390x, riscv64 and amd64 with GOAMD64=v3 do it): a sample must be the
+// same bytes on every machine.
 
 // normalize writes (pix/255 - mean) / std as little-endian float32 into out.
 func normalize(pix, out []byte, layout transform.Layout, op *ops.Op) {

@@ -6,12 +6,14 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
-	"github.com/stoker-dev/stoker/pipeline/kernels/cv" // Floating point in this file: as in plan.go, every product that is added
-	// or subtracted is wrapped in float64(...), so that the compiler does not
-	// fuse it into a multiply-add: the weights must be the same doubles as
-	// torch's and turbo.c's on every machine.
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
+
+// Floating point in this file: as in plan.go, every product that is added
+// or subtracted is wrapped in float64(...), so that the compiler does not
+// fuse it into a multiply-add: the weights must be the same doubles as
+// torch's and turbo.c's on every machine.
 
 // resampleTorch is the reference path's resampling, every filter: torch's
 // uint8 kernels, the horizontal pass first and rounded to 8 bits, then the

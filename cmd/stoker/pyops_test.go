@@ -5,16 +5,18 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"testing" // python/stoker/_ops_generated.py is made from the op registry
-	// (ops.OpSchemas): every op's arguments (SCHEMA, which the
-	// hand-written classes in stoker.transforms are held to by
-	// python/tests/test_ops_schema.py) and the named ops' classes. TestPythonOps
-	// fails when the file and the registry differ; -update rewrites it:
-	//
-	//	go test ./cmd/stoker -run TestPythonOps -update
+	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/ops"
 )
+
+// python/stoker/_ops_generated.py is made from the op registry
+// (ops.OpSchemas): every op's arguments (SCHEMA, which the
+// hand-written classes in stoker.transforms are held to by
+// python/tests/test_ops_schema.py) and the named ops' classes. TestPythonOps
+// fails when the file and the registry differ; -update rewrites it:
+//
+//	go test ./cmd/stoker -run TestPythonOps -update
 
 const pythonOpsPath = "../../python/stoker/_ops_generated.py"
 

@@ -13,14 +13,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoker-dev/stoker/internal/helptext" // docs/reference.md is generated from the binary: every command's --help
-	// as it prints it, and every metric stoker serve registers with its type,
-	// labels and help. TestReference regenerates it and fails on a
-	// difference; -update rewrites the file:
-	//
-	//	go test ./cmd/stoker -run TestReference -update
+	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 )
+
+// docs/reference.md is generated from the binary: every command's --help
+// as it prints it, and every metric stoker serve registers with its type,
+// labels and help. TestReference regenerates it and fails on a
+// difference; -update rewrites the file:
+//
+//	go test ./cmd/stoker -run TestReference -update
 
 var updateReference = flag.Bool("update", false, "rewrite docs/reference.md from the binary (TestReference)")
 

@@ -3,13 +3,13 @@ package plan
 import (
 	"fmt"
 	"image"
-	_ "image/jpeg"
+	_ "image/jpeg" // the photos' headers
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
-	"testing" // the photos' headers
+	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
 )
