@@ -113,7 +113,7 @@ type Decoder struct {
 	// canvas is a RandomZoomOut canvas' RGBA scratch (resizeCanvas), mid
 	// its horizontal pass' rows (resampleRGBA); yoloRoom the YOLO geometry's.
 	canvas, mid []byte
-	yoloRoom    yoloScratch
+	yoloRoom    transform.YOLOScratch
 	// boxSrc and boxIdx: where the sample's targets are, for a
 	// RandomIoUCrop's or a mosaic's draw and its targets (SetTargets).
 	boxSrc transform.Targeted
@@ -412,13 +412,13 @@ func (d *Decoder) packView(t *transform.Transform, pix []byte, decLayout transfo
 	norm := t.Needs().Norm
 	if decLayout != t.Layout() { // planes to HWC
 		if norm == nil {
-			chwToHWC(pix, out)
+			kernels.CHWToHWC(pix, out)
 			return nil
 		}
 		if cap(d.chw) < len(pix) {
 			d.chw = make([]byte, len(pix))
 		}
-		chwToHWC(pix, d.chw[:len(pix)])
+		kernels.CHWToHWC(pix, d.chw[:len(pix)])
 		pix = d.chw[:len(pix)]
 	}
 	if norm != nil {

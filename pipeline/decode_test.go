@@ -237,7 +237,7 @@ func TestStepsWiring(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantH := make([]byte, len(want))
-		chwToHWC(want, wantH)
+		kernels.CHWToHWC(want, wantH)
 		if !bytes.Equal(gotH, wantH) {
 			t.Errorf("key %d: the HWC sample is not the CHW one transposed", i)
 		}

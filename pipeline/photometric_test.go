@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
@@ -33,7 +34,7 @@ func TestPhotometricBeforeLayouts(t *testing.T) {
 	}
 	chw, hwc, plain := decode(transform.CHW, all, resize), decode(transform.HWC, all, resize), decode(transform.CHW, resize)
 	packed := make([]byte, len(chw))
-	chwToHWC(chw, packed)
+	kernels.CHWToHWC(chw, packed)
 	if !bytes.Equal(packed, hwc) {
 		t.Error("HWC differs from CHW packed")
 	}

@@ -62,12 +62,3 @@ func padInto(dst []byte, w, h int, src []byte, vw, vh, x, y int, fill [3]float64
 		}
 	}
 }
-
-// chwToHWC packs three planes into interleaved pixels.
-func chwToHWC(chw, hwc []byte) {
-	n := len(chw) / 3
-	r, g, b := chw[:n], chw[n:2*n], chw[2*n:]
-	for i := range n {
-		hwc[3*i], hwc[3*i+1], hwc[3*i+2] = r[i], g[i], b[i]
-	}
-}

@@ -5,8 +5,6 @@ import (
 	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/fn"
-	"github.com/stoker-dev/stoker/pipeline/kernels"
-	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
@@ -68,8 +66,8 @@ func resampleTorch(src *image.NRGBA, p *transform.SamplePlan, layout transform.L
 // crop's rows and columns its taps read; resizeCanvasGo is the same bytes
 // in Go (without cgo, and on the reference path: WithReference).
 func (d *Decoder) resizeCanvas(dst []byte, p *transform.SamplePlan, src []byte, layout transform.Layout) {
-	if p.YOLO {
-		d.yoloCanvas(dst, p, src, layout)
+	if p.YOLO { // the YOLO family's load, letterbox and warp (op_multi.go)
+		p.MakeYOLO(dst, src, layout, &d.yoloRoom, d.ops.Stopped)
 		return
 	}
 	if !d.opts.reference && d.resizeCanvasFast(dst, p, src, layout) {
@@ -188,64 +186,3 @@ func (d *Decoder) resampleRGBA(src []byte, stride int, p *transform.SamplePlan, 
 
 // clamp8 is a sum shifted back, clamped to 0..255 (torchAxis.sum's end).
 func clamp8(v int32) byte { return byte(min(max(v, 0), 255)) }
-
-// yoloScratch is a Decoder's room for the YOLO geometry's images.
-type yoloScratch [4][]byte
-
-// planes is slot i as a w x h image.
-func (s *yoloScratch) planes(i, w, h int) kernels.Planes {
-	if cap(s[i]) < 3*w*h {
-		s[i] = make([]byte, 3*w*h)
-	}
-	return kernels.Planes{Pix: s[i][:3*w*h], W: w, H: h}
-}
-
-// yoloCanvas makes a YOLO plan's output into dst (p.outW x p.outH, in
-// layout) from src, the whole image at its own size in layout: loaded
-// (cv.ResizeLinear to the loaded size), letterboxed, warped, as the plan
-// says, on planes.
-func (d *Decoder) yoloCanvas(dst []byte, p *transform.SamplePlan, src []byte, layout transform.Layout) {
-	s := &d.yoloRoom
-	w, h := p.SrcW, p.SrcH
-	cur := kernels.Planes{Pix: src[:3*w*h], W: w, H: h}
-	if layout == transform.HWC {
-		c := s.planes(0, w, h)
-		hwcToCHW(cur.Pix, c.Pix)
-		cur = c
-	}
-	if p.YLW != w || p.YLH != h {
-		c := s.planes(1, p.YLW, p.YLH)
-		cv.ResizeLinear(c, cur)
-		cur = c
-	}
-	if d.ops.Stopped() {
-		return // abandoned: the steps' loop ends the sample
-	}
-	if p.YLBOn {
-		gw, gh := p.YLB.Size()
-		c := s.planes(2, gw, gh)
-		room := s.planes(3, p.YLB.UnpadW, p.YLB.UnpadH)
-		cv.LetterBoxImage(c, cur, p.YLB, room.Pix)
-		cur = c
-	}
-	if p.YPOn && !d.ops.Stopped() {
-		c := s.planes(3, p.OutW, p.OutH)
-		m := cv.PerspectiveMatrix(p.YP, cur.W, cur.H, p.OutW, p.OutH)
-		cv.PerspectiveImage(c, cur, m, p.YPWarp)
-		cur = c
-	}
-	out := dst[:3*p.OutW*p.OutH]
-	if layout == transform.HWC {
-		chwToHWC(cur.Pix, out)
-		return
-	}
-	copy(out, cur.Pix)
-}
-
-// hwcToCHW unpacks interleaved pixels into three planes.
-func hwcToCHW(hwc, chw []byte) {
-	n := len(chw) / 3
-	for i := range n {
-		chw[i], chw[n+i], chw[2*n+i] = hwc[3*i], hwc[3*i+1], hwc[3*i+2]
-	}
-}

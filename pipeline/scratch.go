@@ -148,7 +148,7 @@ func (d *Decoder) dropScratch() {
 	m.full = nil
 	m.made.Drop()
 	clear(m.imgs[:cap(m.imgs)])
-	d.yoloRoom = yoloScratch{}
+	d.yoloRoom = transform.YOLOScratch{}
 	d.ops.Drop()
 	d.fast.free()
 	// The files' buffers dropped, not cleared: a sample that lets its

@@ -130,7 +130,7 @@ func TestYOLOPipelineIsItsKernels(t *testing.T) {
 		if err := dec.Decode(data, hwc, k, h); err != nil {
 			t.Fatal(err)
 		}
-		chwToHWC(want.Pix, out)
+		kernels.CHWToHWC(want.Pix, out)
 		if !bytes.Equal(out, h) {
 			t.Fatalf("sample %d: HWC is not CHW packed", i)
 		}

@@ -101,3 +101,20 @@ func (s *Scratch) Spare(n int) []byte {
 	}
 	return s.bytes(3, n)
 }
+
+// CHWToHWC packs three planes into interleaved pixels.
+func CHWToHWC(chw, hwc []byte) {
+	n := len(chw) / 3
+	r, g, b := chw[:n], chw[n:2*n], chw[2*n:]
+	for i := range n {
+		hwc[3*i], hwc[3*i+1], hwc[3*i+2] = r[i], g[i], b[i]
+	}
+}
+
+// HWCToCHW unpacks interleaved pixels into three planes.
+func HWCToCHW(hwc, chw []byte) {
+	n := len(chw) / 3
+	for i := range n {
+		chw[i], chw[n+i], chw[2*n+i] = hwc[3*i], hwc[3*i+1], hwc[3*i+2]
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
@@ -348,7 +349,7 @@ func checkYOLOPersp(op *optab.Op) error {
 // size, the letterbox, RandomPerspective's draws in ultralytics' order
 // (the perspective terms, the angle, the scale, the two shears, the two
 // translations; Python's random.uniform, lo + (hi - lo) * u). A canvas
-// plan: the image decoded at its own size, then yoloCanvas.
+// plan: the image decoded at its own size, then MakeYOLO.
 func (t *Transform) yoloPlan(p *SamplePlan, k det.Key) {
 	g := t.yolo
 	p.YOLO, p.Canvas = true, true
@@ -725,4 +726,58 @@ func partnerErr(j int, m *MosaicDraw, err error) error {
 		return err
 	}
 	return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, m.N-1, m.Idx[j], err)
+}
+
+// YOLOScratch is an executor's room for the YOLO geometry's images
+// (MakeYOLO), reused from sample to sample.
+type YOLOScratch [4][]byte
+
+// planes is slot i as a w x h image.
+func (s *YOLOScratch) planes(i, w, h int) kernels.Planes {
+	if cap(s[i]) < 3*w*h {
+		s[i] = make([]byte, 3*w*h)
+	}
+	return kernels.Planes{Pix: s[i][:3*w*h], W: w, H: h}
+}
+
+// MakeYOLO makes a YOLO plan's output into dst (p.OutW x p.OutH, in
+// layout) from src, the whole image at its own size in layout: loaded
+// (cv.ResizeLinear to the loaded size), letterboxed, warped, as the plan
+// says, on planes in s. It stops early when stopped says the sample was
+// abandoned (the executor's steps then end it).
+func (p *SamplePlan) MakeYOLO(dst, src []byte, layout Layout, s *YOLOScratch, stopped func() bool) {
+	w, h := p.SrcW, p.SrcH
+	cur := kernels.Planes{Pix: src[:3*w*h], W: w, H: h}
+	if layout == HWC {
+		c := s.planes(0, w, h)
+		kernels.HWCToCHW(cur.Pix, c.Pix)
+		cur = c
+	}
+	if p.YLW != w || p.YLH != h {
+		c := s.planes(1, p.YLW, p.YLH)
+		cv.ResizeLinear(c, cur)
+		cur = c
+	}
+	if stopped() {
+		return
+	}
+	if p.YLBOn {
+		gw, gh := p.YLB.Size()
+		c := s.planes(2, gw, gh)
+		room := s.planes(3, p.YLB.UnpadW, p.YLB.UnpadH)
+		cv.LetterBoxImage(c, cur, p.YLB, room.Pix)
+		cur = c
+	}
+	if p.YPOn && !stopped() {
+		c := s.planes(3, p.OutW, p.OutH)
+		m := cv.PerspectiveMatrix(p.YP, cur.W, cur.H, p.OutW, p.OutH)
+		cv.PerspectiveImage(c, cur, m, p.YPWarp)
+		cur = c
+	}
+	out := dst[:3*p.OutW*p.OutH]
+	if layout == HWC {
+		kernels.CHWToHWC(cur.Pix, out)
+		return
+	}
+	copy(out, cur.Pix)
 }
