@@ -166,7 +166,7 @@ func (t *Transform) Cost() Cost {
 			mean += m
 			worst += x
 			if x > domNs {
-				dominant, domNs = where+"op 0 (YOLOMosaic): its partners' decodes and its canvas", x
+				dominant, domNs = where+"op 0 ("+string(v.mosaic.Kind)+"): its partners' decodes and its canvas", x
 			}
 		}
 		if v.whole { // the ops run on the image whole (a rotation with expand=True first): at the nominal source
@@ -298,53 +298,3 @@ func (t *Transform) geomInterpNs() float64 {
 // limit is a hundred times theirs; a batch of 256 such samples is still
 // under a minute of one core.
 const DefaultMaxSampleCPU = 250 * time.Millisecond
-
-// multiNs is what a multi-image op (and a MixUp after it) adds to a sample's
-// cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
-// and worst. At worst (no partner cache, or every image a miss): its n-1
-// partners' reads and decodes at the source size and every image's
-// load_image resize (yoloResizeNs an output pixel, at most imgsz a side),
-// besides the canvas of 114 (2*imgsz a side). In the mean, the partner
-// cache's hits: a server has one by default (--partner-budget), and one
-// that holds a window decodes each photo about once an epoch, so about
-// one image a sample is decoded and resized, which the sample's own
-// decode and geometry price; the partners add their reads and the
-// canvas. A MixUp's (and a CutMix's) partner is one more such sample, its warp and the
-// blend (its own image a hit too in the mean).
-func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
-	if t.mosaic == nil {
-		return 0, 0
-	}
-	s := float64(t.mosaic.ImgSz)
-	n := float64(t.mosaic.Tiles)
-	side := float64(s * s)
-	canvas := float64(CanvasNs * float64(4*side))
-	load := float64(SampleNs + float64(DecodeNs*srcPx)) // a partner's read and decode
-	one := float64((n-1)*load) + float64(n*float64(YOLOResizeNs*side)) + canvas
-	hit := float64((n-1)*SampleNs) + canvas
-	if t.copyPaste != nil { // its mask and paste, about a canvas again
-		one, hit = one+canvas, hit+canvas
-	}
-	mean, worst = float64(t.mosaic.P*hit), one
-	mix := float64(one+load) + float64(CanvasOutNs*px)
-	mixHit := float64(hit+SampleNs) + float64(CanvasOutNs*px)
-	if t.yolo != nil {
-		mix += t.yolo.ns(srcPx, px)
-		mixHit += float64(YOLOWarpNs * px)
-	}
-	// pres and presWorst: the pre_transforms made, the sample's and its
-	// partners', in the mean and at worst.
-	pres, presWorst := 1.0, 1.0
-	for _, op := range []*optab.Op{t.mixup, t.cutmix} { // a CutMix's partner is one more such sample
-		if op != nil {
-			mean += float64(op.P * mixHit)
-			worst += mix
-			pres, presWorst = pres+op.P, presWorst+1
-		}
-	}
-	if cp := t.copyPasteMix; cp != nil { // CopyPaste in mixup mode: each pre_transform's partner, and its mask and paste
-		mean += float64(pres * cp.P * float64(mixHit+float64(CanvasOutNs*px)))
-		worst += float64(presWorst * float64(mix+float64(CanvasOutNs*px)))
-	}
-	return mean, worst
-}

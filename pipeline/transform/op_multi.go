@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
@@ -94,6 +95,105 @@ func (t *Transform) stopMulti(a *Transform, index func(*optab.Op) int, off, used
 		}
 	}
 	return nil
+}
+
+// Multi says whether the sample of key k is made of several images (a
+// multi-image op applies at its epoch and draws to): PlanMulti plans it, from
+// its partners' files.
+func (t *Transform) Multi(k det.Key) bool {
+	at := t.AtEpoch(k.Epoch)
+	return at.mosaic != nil && at.mosaicOn(k)
+}
+
+// MultiRoom is the room, in bytes, that making a sample whose
+// multi-image op applies takes beside its own image's decode: what the
+// root's scratch bound (pipeline/scratch.go) counts for the op, from the
+// op's own arguments and the ops that take partners after it.
+type MultiRoom struct {
+	Images   int64 // the images load_image'd at Side (a partner cache's, where there is one)
+	Canvas   int64 // the canvas they are laid out on
+	Partners int64 // the partners made at the output's size: a MixUp's, a CutMix's, a CopyPaste's image, mask and points
+	Side     int   // the long side the images are loaded at: what each is resampled to at least
+	// The ops after the Mosaic in force (a stop_epoch's transform has
+	// none of those it switched off), each with its partner.
+	MixUp, CopyPaste, CutMix bool
+}
+
+// MultiRoom is the room of t's multi-image op (ok false: t has none at
+// this epoch; AtEpoch's transform has the ops a stop_epoch leaves).
+func (t *Transform) MultiRoom() (r MultiRoom, ok bool) {
+	mo := t.mosaic
+	if mo == nil {
+		return r, false
+	}
+	s := int64(mo.ImgSz)
+	side := 2 * s // the canvas: 2 x 2 tiles, or 3 x 3
+	if mo.Tiles == 9 {
+		side = 3 * s
+	}
+	out := int64(t.outW) * int64(t.outH)
+	r = MultiRoom{Images: 3 * int64(mo.Tiles) * s * s, Canvas: 3 * side * side, Side: mo.ImgSz,
+		MixUp: t.mixup != nil, CopyPaste: t.copyPaste != nil || t.copyPasteMix != nil, CutMix: t.cutmix != nil}
+	if r.MixUp {
+		r.Partners += 3 * out
+	}
+	if r.CutMix {
+		r.Partners += 3 * out
+	}
+	if r.CopyPaste {
+		r.Partners += 3*out + out + 8*out // the image, its mask, its points
+	}
+	return r, true
+}
+
+// multiNs is what a multi-image op (and a MixUp after it) adds to a sample's
+// cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
+// and worst. At worst (no partner cache, or every image a miss): its n-1
+// partners' reads and decodes at the source size and every image's
+// load_image resize (yoloResizeNs an output pixel, at most imgsz a side),
+// besides the canvas of 114 (2*imgsz a side). In the mean, the partner
+// cache's hits: a server has one by default (--partner-budget), and one
+// that holds a window decodes each photo about once an epoch, so about
+// one image a sample is decoded and resized, which the sample's own
+// decode and geometry price; the partners add their reads and the
+// canvas. A MixUp's (and a CutMix's) partner is one more such sample, its warp and the
+// blend (its own image a hit too in the mean).
+func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
+	if t.mosaic == nil {
+		return 0, 0
+	}
+	s := float64(t.mosaic.ImgSz)
+	n := float64(t.mosaic.Tiles)
+	side := float64(s * s)
+	canvas := float64(CanvasNs * float64(4*side))
+	load := float64(SampleNs + float64(DecodeNs*srcPx)) // a partner's read and decode
+	one := float64((n-1)*load) + float64(n*float64(YOLOResizeNs*side)) + canvas
+	hit := float64((n-1)*SampleNs) + canvas
+	if t.copyPaste != nil { // its mask and paste, about a canvas again
+		one, hit = one+canvas, hit+canvas
+	}
+	mean, worst = float64(t.mosaic.P*hit), one
+	mix := float64(one+load) + float64(CanvasOutNs*px)
+	mixHit := float64(hit+SampleNs) + float64(CanvasOutNs*px)
+	if t.yolo != nil {
+		mix += t.yolo.ns(srcPx, px)
+		mixHit += float64(YOLOWarpNs * px)
+	}
+	// pres and presWorst: the pre_transforms made, the sample's and its
+	// partners', in the mean and at worst.
+	pres, presWorst := 1.0, 1.0
+	for _, op := range []*optab.Op{t.mixup, t.cutmix} { // a CutMix's partner is one more such sample
+		if op != nil {
+			mean += float64(op.P * mixHit)
+			worst += mix
+			pres, presWorst = pres+op.P, presWorst+1
+		}
+	}
+	if cp := t.copyPasteMix; cp != nil { // CopyPaste in mixup mode: each pre_transform's partner, and its mask and paste
+		mean += float64(pres * cp.P * float64(mixHit+float64(CanvasOutNs*px)))
+		worst += float64(presWorst * float64(mix+float64(CanvasOutNs*px)))
+	}
+	return mean, worst
 }
 
 // The family's entries in a sample's trace (its plan's ViewPlan.Multi).

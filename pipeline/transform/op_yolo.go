@@ -456,55 +456,6 @@ func (t *Transform) AppendPartners(buf []int, k det.Key, size int) []int {
 	return t.multiPartners(k, size, buf)
 }
 
-// Multi says whether the sample of key k is made of several images (a
-// Mosaic applies at its epoch and draws to): PlanMulti plans it, from
-// its partners' files.
-func (t *Transform) Multi(k det.Key) bool {
-	at := t.AtEpoch(k.Epoch)
-	return at.mosaic != nil && at.mosaicOn(k)
-}
-
-// MultiRoom is the room, in bytes, that making a sample whose
-// multi-image op applies takes beside its own image's decode: what the
-// root's scratch bound (pipeline/scratch.go) counts for the op, from the
-// op's own arguments and the ops that take partners after it.
-type MultiRoom struct {
-	Images   int64 // the images load_image'd at Side (a partner cache's, where there is one)
-	Canvas   int64 // the canvas they are laid out on
-	Partners int64 // the partners made at the output's size: a MixUp's, a CutMix's, a CopyPaste's image, mask and points
-	Side     int   // the long side the images are loaded at: what each is resampled to at least
-	// The ops after the Mosaic in force (a stop_epoch's transform has
-	// none of those it switched off), each with its partner.
-	MixUp, CopyPaste, CutMix bool
-}
-
-// MultiRoom is the room of t's multi-image op (ok false: t has none at
-// this epoch; AtEpoch's transform has the ops a stop_epoch leaves).
-func (t *Transform) MultiRoom() (r MultiRoom, ok bool) {
-	mo := t.mosaic
-	if mo == nil {
-		return r, false
-	}
-	s := int64(mo.ImgSz)
-	side := 2 * s // the canvas: 2 x 2 tiles, or 3 x 3
-	if mo.Tiles == 9 {
-		side = 3 * s
-	}
-	out := int64(t.outW) * int64(t.outH)
-	r = MultiRoom{Images: 3 * int64(mo.Tiles) * s * s, Canvas: 3 * side * side, Side: mo.ImgSz,
-		MixUp: t.mixup != nil, CopyPaste: t.copyPaste != nil || t.copyPasteMix != nil, CutMix: t.cutmix != nil}
-	if r.MixUp {
-		r.Partners += 3 * out
-	}
-	if r.CutMix {
-		r.Partners += 3 * out
-	}
-	if r.CopyPaste {
-		r.Partners += 3*out + out + 8*out // the image, its mask, its points
-	}
-	return r, true
-}
-
 // ImgSz is YOLOLoadImage's imgsz: the long side it loads an image to.
 func (g *yoloGeom) ImgSz() int { return g.load.ImgSz }
 
