@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
@@ -14,11 +13,13 @@ import (
 )
 
 // The multi-image family (ultralytics' Mosaic, MixUp, CopyPaste and
-// CutMix): its ops in a transform (multiOps), their stop_epoch, and the
-// making of a sample's pixels and targets from its plan (PlanMulti's
-// MultiDraw), beside its draws (op_mosaic.go, op_yolo.go), so that the
-// transform's grammar and the executor know partners and images, never
-// the ops' names.
+// CutMix), in three files: its ops, their checks and draws (op_mosaic.go;
+// the CopyPaste's, op_yolo.go); here, its ops in a transform (multiOps),
+// their stop_epoch, cost, room and partners, and the making of a sample's
+// pixels from its plan (PlanMulti's MultiDraw) and its trace; its
+// targets' moves (op_multi_targets.go). The transform's grammar and the
+// executor know partners and images, never the ops' names.
+//
 // The executor loads each image (Loader: decoded whole and resized as
 // ultralytics' load_image, from its partner cache or not) and keeps the
 // buffers (MultiScratch); Make lays the images out, pastes, warps and
@@ -26,7 +27,8 @@ import (
 
 // multiOps are a transform's multi-image ops, nil where absent: each
 // checked where it stands (multiOp, op_mosaic.go), drawn (op_mosaic.go,
-// op_yolo.go) and made (below) by the family alone.
+// op_yolo.go), made (below) and its targets moved (op_multi_targets.go)
+// by the family alone.
 type multiOps struct {
 	// mosaic is ultralytics' Mosaic, if any: the geometry, its partners
 	// read with the sample (op_mosaic.go, the root's decode_multi.go).
@@ -103,6 +105,20 @@ func (t *Transform) stopMulti(a *Transform, index func(*optab.Op) int, off, used
 func (t *Transform) Multi(k det.Key) bool {
 	at := t.AtEpoch(k.Epoch)
 	return at.mosaic != nil && at.mosaicOn(k)
+}
+
+// PartnersOf is the partner indices of the sample of key k in a dataset
+// of size samples for t (nil when t has no multi-image op at k's epoch),
+// in the order its decode takes them (multiPartners): what a caller of
+// Decode reads and hands to SetPartners.
+func (t *Transform) PartnersOf(k det.Key, size int) []int {
+	return t.multiPartners(k, size, nil)
+}
+
+// AppendPartners is PartnersOf appended to buf[:0] (reused): what the
+// executor reads in a sample's lease.
+func (t *Transform) AppendPartners(buf []int, k det.Key, size int) []int {
+	return t.multiPartners(k, size, buf)
 }
 
 // MultiRoom is the room, in bytes, that making a sample whose
@@ -465,52 +481,4 @@ func pasteFlipped(img kernels.Planes, pr *PreDraw, s *MultiScratch) {
 		return
 	}
 	cv.CopyPasteImage(img, s.pasteMask(img.W, img.H, pr.Flipped, pr.Sel))
-}
-
-// SetTargets sets t (reset) to the sample's instances after its
-// multi-image geometry (Instances: ds's labels, contiguous a COCO
-// dataset's labelled by rank), its image id the sample's, P the
-// keypoints an instance.
-func (md *MultiDraw) SetTargets(ds Targeted, contiguous bool, t *Instances) error {
-	all, p, err := md.Instances(ds, contiguous)
-	if err != nil {
-		return err
-	}
-	t.ImageID, t.P = int64(md.Mo.Idx[0]), p
-	return AddInstances(t, &all)
-}
-
-// AddInstances appends in's instances to t (its P set): boxes and
-// classes, segments where it has them, and with P, each instance's P
-// keypoints and their visibilities (ultralytics' float visibility, 0, 1
-// or 2, as COCO's v).
-func AddInstances(t *dataset.Instances, in *cv.Instances) error {
-	if t.P > 0 && len(in.Keypoints) != len(in.Boxes) {
-		return fmt.Errorf("targets: a mosaic of %d instances with %d keypoint sets", len(in.Boxes), len(in.Keypoints))
-	}
-	if len(in.Segments) > 0 {
-		if len(in.Segments) != len(in.Boxes) {
-			return fmt.Errorf("targets: a mosaic of %d instances with %d segments", len(in.Boxes), len(in.Segments))
-		}
-		// Copies: the steps after the geometry move them in place, and
-		// in's are the pre_transforms' (read once, for the draw too).
-		for _, sg := range in.Segments {
-			t.Segments = append(t.Segments, append([][2]float32(nil), sg...))
-		}
-	}
-	for q := range in.Boxes {
-		t.Add(in.Boxes[q], in.Cls[q], false)
-		if t.P == 0 {
-			continue
-		}
-		kp := in.Keypoints[q]
-		if len(kp) != t.P {
-			return fmt.Errorf("targets: a mosaic instance of %d keypoints, the dataset's have %d", len(kp), t.P)
-		}
-		for _, k := range kp {
-			t.Points = append(t.Points, [2]float32{k[0], k[1]})
-			t.Vis = append(t.Vis, uint8(k[2]))
-		}
-	}
-	return nil
 }
