@@ -60,6 +60,19 @@ func init() {
 			}
 			formatInterp(b, op)
 		}})
+	defineSelfSized(OpAnyResResize, selfSizer{check: checkAnyRes,
+		size: func(op *optab.Op, w, h int) (int, int, error) { // the resized image's: the plan pads it to its resolution (anyResPlan)
+			_, _, rw, rh := AnyResFit(op, w, h)
+			return rw, rh, nil
+		},
+		canvas: func(op *optab.Op, w, h int) (int, int) {
+			cw, ch, _, _ := AnyResFit(op, w, h)
+			return cw, ch
+		},
+		bound: func(op *optab.Op) (int, int, string) {
+			h, w := anyResBound(op)
+			return h, w, "AnyResResize's own bound, its largest grid_pinpoints' height and width"
+		}})
 	optab.Define(optab.Def{Kind: OpPadToSquare,
 		Doc:   "LLaVA-OneVision's pad_to_square (its images of a record of several): the image padded with fill (one value a channel) to a square of its longer side, centred; first, then Resize((h, w))",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,

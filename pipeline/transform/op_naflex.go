@@ -37,6 +37,11 @@ func init() {
 			fmt.Fprintf(b, "(patch_size=%d, max_num_patches=%d", op.Multiple, op.MaxPixels)
 			formatInterp(b, op)
 		}})
+	defineSelfSized(OpNaFlexResize, selfSizer{check: checkNaFlex, size: NaFlexSize,
+		bound: func(op *optab.Op) (int, int, string) {
+			s := naflexBound(op)
+			return s, s, fmt.Sprintf("NaFlexResize's own bound, a square of twice max_num_patches=%d patches", op.MaxPixels)
+		}})
 }
 
 // checkNaFlex checks a NaFlexResize, the geometry's op n.

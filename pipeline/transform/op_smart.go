@@ -44,6 +44,48 @@ func init() {
 			fmt.Fprintf(b, "(min_pixels=%d, max_pixels=%d, factor=%d", op.MinPixels, op.MaxPixels, op.Multiple)
 			formatInterp(b, op)
 		}})
+	defineSelfSized(OpSmartResize, selfSizer{check: checkSmart, size: SmartSize, afterCrop: (*Transform).smartAfterCrop,
+		bound: func(op *optab.Op) (int, int, string) {
+			s := smartBound(op)
+			return s, s, fmt.Sprintf("SmartResize's own bound, a square of twice max_pixels=%d", op.MaxPixels)
+		}})
+}
+
+// selfSizer is a self-sized resize's rule: a vision-language processor's
+// resize of the whole image, each sample its own size (SmartResize,
+// NaFlexResize, TileResize, AnyResResize: each registers its own, in its
+// file, with defineSelfSized). check checks the op where it stands (the
+// geometry's op n: first and alone); size is its size for a w x h image
+// (the resized image's, before a canvas); canvas, where it pads the image
+// onto one, the canvas's (nil: size's); bound is its own bound on the
+// samples (height, width and what it is), where the job gives none;
+// afterCrop, where it may follow a trainer's RandomResizedCrop (op 1),
+// places it there.
+type selfSizer struct {
+	check     func(op *optab.Op, n int) error
+	size      func(op *optab.Op, w, h int) (rw, rh int, err error)
+	canvas    func(op *optab.Op, w, h int) (cw, ch int)
+	bound     func(op *optab.Op) (h, w int, from string)
+	afterCrop func(t *Transform, op *optab.Op) error
+}
+
+// selfSizers are the self-sized resizes, by kind.
+var selfSizers = map[optab.OpKind]selfSizer{}
+
+// defineSelfSized registers kind's rule (at init).
+func defineSelfSized(kind optab.OpKind, s selfSizer) { selfSizers[kind] = s }
+
+// placeSelfSized places op, a self-sized resize (s its rule), at the
+// geometry's op n.
+func (t *Transform) placeSelfSized(s selfSizer, op *optab.Op, n int) error {
+	if s.afterCrop != nil && n == 1 && t.rrc != nil { // a trainer's RandomResizedCrop before the processor
+		return s.afterCrop(t, op)
+	}
+	if err := s.check(op, n); err != nil {
+		return err
+	}
+	t.resize = op
+	return nil
 }
 
 // checkSmart checks a SmartResize, the geometry's op n.
@@ -117,8 +159,8 @@ func (t *Transform) smartSize() {
 	t.geom, t.vary, t.varyGeom = ResizeCrop, true, true
 	if c := t.preCrop; c != nil { // every image the crop's size: the size the resize makes of it
 		w, h := c.Size[1], c.Size[0]
-		if t.resize.Kind == OpAnyResResize { // the canvas: its resolution
-			w, h, _, _ = AnyResFit(t.resize, w, h)
+		if s := selfSizers[t.resize.Kind]; s.canvas != nil { // the canvas: its resolution
+			w, h = s.canvas(t.resize, w, h)
 		} else if rw, rh, err := selfSize(t.resize, w, h); err == nil {
 			w, h = rw, rh
 		}
@@ -127,49 +169,21 @@ func (t *Transform) smartSize() {
 		return
 	}
 	t.outH, t.outW = t.bound[0], t.bound[1]
-	if t.bound == [2]int{} || t.boundFrom != "" { // none given, or a dataset's sizes (not a bound on SmartResize's)
-		if t.resize.Kind == OpAnyResResize {
-			t.outH, t.outW = anyResBound(t.resize)
-			t.boundFrom = "AnyResResize's own bound, its largest grid_pinpoints' height and width"
-			return
-		}
-		if t.resize.Kind == OpTileResize {
-			s := tileBound(t.resize)
-			t.outH, t.outW = s, s
-			t.boundFrom = fmt.Sprintf("TileResize's own bound, a square of twice max_tiles=%d tiles", t.resize.MaxPixels)
-			return
-		}
-		if t.resize.Kind == OpNaFlexResize {
-			s := naflexBound(t.resize)
-			t.outH, t.outW = s, s
-			t.boundFrom = fmt.Sprintf("NaFlexResize's own bound, a square of twice max_num_patches=%d patches", t.resize.MaxPixels)
-			return
-		}
-		s := smartBound(t.resize)
-		t.outH, t.outW = s, s
-		t.boundFrom = fmt.Sprintf("SmartResize's own bound, a square of twice max_pixels=%d", t.resize.MaxPixels)
+	if t.bound == [2]int{} || t.boundFrom != "" { // none given, or a dataset's sizes (not a bound on the op's)
+		t.outH, t.outW, t.boundFrom = selfSizers[t.resize.Kind].bound(t.resize)
 	}
 }
 
 // selfSized reports whether op is a vision-language processor's resize,
-// each sample's size its own rule's: SmartResize's, NaFlexResize's,
-// TileResize's.
+// each sample's size its own rule's (selfSizers).
 func selfSized(op *optab.Op) bool {
-	return op.Kind == OpSmartResize || op.Kind == OpNaFlexResize || op.Kind == OpTileResize || op.Kind == OpAnyResResize
+	_, ok := selfSizers[op.Kind]
+	return ok
 }
 
 // selfSize is a selfSized op's size for a w x h image.
 func selfSize(op *optab.Op, w, h int) (rw, rh int, err error) {
-	switch op.Kind {
-	case OpNaFlexResize:
-		return NaFlexSize(op, w, h)
-	case OpTileResize:
-		return TileSize(op, w, h)
-	case OpAnyResResize: // the resized image's: the plan pads it to its resolution (anyResPlan)
-		_, _, rw, rh = AnyResFit(op, w, h)
-		return rw, rh, nil
-	}
-	return SmartSize(op, w, h)
+	return selfSizers[op.Kind].size(op, w, h)
 }
 
 // KnownSizesBound is the largest sample, (height, width), t's

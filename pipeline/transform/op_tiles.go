@@ -47,6 +47,11 @@ func init() {
 			fmt.Fprintf(b, "(tile_size=%d, min_tiles=%d, max_tiles=%d, tokens_per_tile=%d", op.Multiple, op.MinPixels, op.MaxPixels, op.TileTokens)
 			formatInterp(b, op)
 		}})
+	defineSelfSized(OpTileResize, selfSizer{check: checkTiles, size: TileSize,
+		bound: func(op *optab.Op) (int, int, string) {
+			s := tileBound(op)
+			return s, s, fmt.Sprintf("TileResize's own bound, a square of twice max_tiles=%d tiles", op.MaxPixels)
+		}})
 }
 
 // checkTiles checks a TileResize, the geometry's op n.

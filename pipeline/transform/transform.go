@@ -327,32 +327,6 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 				return nil, err
 			}
 			t.rrc = op
-		case OpSmartResize:
-			if n == 1 && t.rrc != nil { // a trainer's RandomResizedCrop before the processor (op_smart.go)
-				if err := t.smartAfterCrop(op); err != nil {
-					return nil, err
-				}
-				break
-			}
-			if err := checkSmart(op, n); err != nil {
-				return nil, err
-			}
-			t.resize = op
-		case OpNaFlexResize:
-			if err := checkNaFlex(op, n); err != nil {
-				return nil, err
-			}
-			t.resize = op
-		case OpTileResize:
-			if err := checkTiles(op, n); err != nil {
-				return nil, err
-			}
-			t.resize = op
-		case OpAnyResResize:
-			if err := checkAnyRes(op, n); err != nil {
-				return nil, err
-			}
-			t.resize = op
 		case OpResize, OpRandomShortestSize, OpRandomResize:
 			if t.pad != nil {
 				return bad("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
@@ -372,6 +346,12 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 				return nil, err
 			}
 			t.center = op
+		default:
+			if s, ok := selfSizers[op.Kind]; ok { // a vision-language processor's resize (op_smart.go)
+				if err := t.placeSelfSized(s, op, n); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if err := checkInterp(op, true); err != nil {
 			return nil, err
