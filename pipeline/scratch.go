@@ -556,7 +556,7 @@ func (d *Decoder) reserveScratch(ctx context.Context, data []byte, t *transform.
 		d.scratch.lib = max(d.scratch.lib, lib)
 		return nil
 	}
-	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, multi-image canvases, YOLO and steps' kernels, C resampler, files, C decoder) for its %dx%d image", iw, ih)
+	what := fmt.Sprintf("a sample's worker scratch (decoded pixels, masks, mosaic, YOLO and steps' kernels, C resampler, files, C decoder) for its %dx%d image", iw, ih)
 	if len(pdata) > 0 {
 		what += fmt.Sprintf(" and %d partners of up to %d pixels", len(pdata), ppx)
 	}

@@ -110,7 +110,7 @@ func (s *Server) checkScratch(j *job.Job) error {
 	if file > 0 {
 		what += fmt.Sprintf(", and its largest file's %d bytes read", file)
 	}
-	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (decoded pixels, masks, multi-image canvases, YOLO and steps' kernels, C resampler, files, C decoder) %s, "+
+	return fmt.Errorf("%w: a sample of the job needs %d bytes of worker scratch (decoded pixels, masks, mosaic, YOLO and steps' kernels, C resampler, files, C decoder) %s, "+
 		"and the batch budget has %d of its %d bytes left beside the job's batch buffers and the other streams' (--memory-budget)",
 		limits.ErrMemoryBudget, need, what, room, s.budget.Limit())
 }
