@@ -438,12 +438,7 @@ func (g *yoloGeom) ImgSz() int { return g.load.ImgSz }
 type YOLOScratch [4][]byte
 
 // planes is slot i as a w x h image.
-func (s *YOLOScratch) planes(i, w, h int) kernels.Planes {
-	if cap(s[i]) < 3*w*h {
-		s[i] = make([]byte, 3*w*h)
-	}
-	return kernels.Planes{Pix: s[i][:3*w*h], W: w, H: h}
-}
+func (s *YOLOScratch) planes(i, w, h int) kernels.Planes { return scratchPlanes(&s[i], w, h) }
 
 // MakeYOLO makes a YOLO plan's output into dst (p.OutW x p.OutH, in
 // layout) from src, the whole image at its own size in layout: loaded
