@@ -73,6 +73,7 @@ func init() {
 			h, w := anyResBound(op)
 			return h, w, "AnyResResize's own bound, its largest grid_pinpoints' height and width"
 		}})
+	definePlacer(OpPadToSquare, placeAt(placeZoom)) // a canvas, as RandomZoomOut (checkZoomOut: first, then one Resize((h, w)))
 	optab.Define(optab.Def{Kind: OpPadToSquare,
 		Doc:   "LLaVA-OneVision's pad_to_square (its images of a record of several): the image padded with fill (one value a channel) to a square of its longer side, centred; first, then Resize((h, w))",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,

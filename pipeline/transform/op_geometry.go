@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
@@ -198,6 +199,113 @@ func init() {
 			fmt.Fprintf(b, "(min_size=%d, max_size=%d", op.Sizes[0], op.Sizes[1])
 			formatInterp(b, op)
 		}})
+}
+
+// The places of torchvision's crops, pads and resizes in the geometry
+// (placer: each op's ordering rule, here only; checkZoomOut adds
+// RandomZoomOut's and PadToSquare's on the ops after them).
+func init() {
+	definePlacer(OpRandomZoomOut, placeAt(placeZoom))
+	definePlacer(OpRandomIoUCrop, placer{place: (*Transform).iouCrop}) // the Resize after it is next (transform_check.go)
+	definePlacer(OpPad, placeAt(placePad))
+	definePlacer(OpRandomCrop, placeAt(placeRandomCrop))
+	definePlacer(OpRandomResizedCrop, placeAt(placeRRC))
+	for _, k := range []optab.OpKind{OpResize, OpRandomShortestSize, OpRandomResize} {
+		definePlacer(k, placeAt(placeResize))
+	}
+	definePlacer(OpCenterCrop, placeAt(placeCenterCrop))
+}
+
+// placeZoom places a canvas: a RandomZoomOut, or a PadToSquare
+// (op_anyres.go); checkZoomOut has checked it.
+func placeZoom(t *Transform, op *optab.Op, _ int) error {
+	t.zoom = op
+	return nil
+}
+
+// geomErr is the error of a geometry op where it stands.
+func geomErr(format string, a ...any) error {
+	return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+}
+
+// placePad places a Pad: first, or right after a RandomCrop or
+// CenterCrop that is not resized.
+func placePad(t *Transform, op *optab.Op, n int) error {
+	if n > 0 && (t.padAfter != nil || t.rrc != nil || t.resize != nil || (t.rcrop == nil && t.center == nil)) {
+		return geomErr("Pad after a resampling geometry (RandomResizedCrop, Resize) or twice after the crop is not supported: Pad comes first, or right after a RandomCrop or CenterCrop")
+	}
+	if err := checkPadding(op); err != nil {
+		return err
+	}
+	if n == 0 {
+		t.pad = op
+	} else {
+		t.padAfter = op
+	}
+	return nil
+}
+
+// placeRandomCrop places a RandomCrop: first, or after a Pad or a
+// RandomZoomOut.
+func placeRandomCrop(t *Transform, op *optab.Op, n int) error {
+	if n > 0 && (n > 1 || (t.pad == nil && t.zoom == nil) || t.padAfter != nil) {
+		return geomErr("RandomCrop must be the only geometry op (after a Pad or a RandomZoomOut, if any) and come first")
+	}
+	if err := checkSize(op, false); err != nil {
+		return err
+	}
+	if err := checkPadding(op); err != nil {
+		return err
+	}
+	if t.pad != nil && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.pad.Fill {
+		return geomErr("Pad fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.pad.Fill, op.Fill)
+	}
+	t.rcrop = op
+	return nil
+}
+
+// placeRRC places a RandomResizedCrop: first and alone.
+func placeRRC(t *Transform, op *optab.Op, n int) error {
+	if t.pad != nil {
+		return geomErr("Pad before RandomResizedCrop is not supported: Pad may come before a RandomCrop or CenterCrop only")
+	}
+	if n > 0 {
+		return geomErr("RandomResizedCrop must be the only geometry op and come first")
+	}
+	if err := checkRRC(op); err != nil {
+		return err
+	}
+	t.rrc = op
+	return nil
+}
+
+// placeResize places a Resize, RandomShortestSize or RandomResize: first,
+// after a RandomZoomOut or a RandomIoUCrop, before a CenterCrop.
+func placeResize(t *Transform, op *optab.Op, n int) error {
+	if t.pad != nil {
+		return geomErr("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
+	}
+	if n > 0 && !(t.zoom != nil && n == 1) && t.iou == nil {
+		return geomErr("Resize must come first (after a RandomZoomOut, if any), before CenterCrop")
+	}
+	if err := t.checkResize(op, n); err != nil {
+		return err
+	}
+	t.resize = op
+	return nil
+}
+
+// placeCenterCrop places a CenterCrop: after a Resize or a Pad, if any,
+// before the other ops.
+func placeCenterCrop(t *Transform, op *optab.Op, _ int) error {
+	if t.rrc != nil || t.rcrop != nil || t.center != nil || t.padAfter != nil {
+		return geomErr("CenterCrop must follow Resize or Pad (if any) and come before the other ops")
+	}
+	if err := checkSize(op, false); err != nil {
+		return err
+	}
+	t.center = op
+	return nil
 }
 
 // formatSize writes "(HxW" and the interpolation.

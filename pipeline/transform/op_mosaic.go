@@ -81,35 +81,47 @@ func init() {
 		}})
 }
 
-// multiOp takes op n of the multi-image geometry: the Mosaic, its
-// CopyPaste, the YOLORandomPerspective after them, the MixUp.
-func (t *Transform) multiOp(op *optab.Op, n int) error {
-	var err error
-	switch op.Kind {
-	case OpMosaic:
-		if err = checkMosaic(op, n); err == nil {
-			t.mosaic = op
+// The family's places in the geometry (placer): the Mosaic, its
+// CopyPaste, the YOLORandomPerspective after them (yoloGeometry takes one
+// after a YOLOLoadImage), the MixUp, the CutMix.
+func init() {
+	definePlacer(OpMosaic, placeAt(func(t *Transform, op *optab.Op, n int) error {
+		if err := checkMosaic(op, n); err != nil {
+			return err
 		}
-	case OpYOLORandomPerspective:
-		err = t.mosaicPersp(op, n)
-	case OpMixUp:
-		if err = t.checkMixUp(op, n); err == nil {
-			t.mixup = op
+		t.mosaic = op
+		return nil
+	}))
+	definePlacer(OpYOLORandomPerspective, placer{place: placeAt((*Transform).mosaicPersp).place,
+		when: func(t *Transform) bool { return t.mosaic != nil }})
+	definePlacer(OpMixUp, placeAt(func(t *Transform, op *optab.Op, n int) error {
+		if err := t.checkMixUp(op, n); err != nil {
+			return err
 		}
-	case OpCopyPaste:
+		t.mixup = op
+		return nil
+	}))
+	definePlacer(OpCopyPaste, placeAt(func(t *Transform, op *optab.Op, n int) error {
 		if op.Mode == "mixup" {
-			if err = t.checkCopyPasteMix(op, n); err == nil {
-				t.copyPasteMix = op
+			if err := t.checkCopyPasteMix(op, n); err != nil {
+				return err
 			}
-		} else if err = t.checkCopyPaste(op, n); err == nil {
-			t.copyPaste = op
+			t.copyPasteMix = op
+			return nil
 		}
-	case OpCutMix:
-		if err = t.checkCutMix(op, n); err == nil {
-			t.cutmix = op
+		if err := t.checkCopyPaste(op, n); err != nil {
+			return err
 		}
-	}
-	return err
+		t.copyPaste = op
+		return nil
+	}))
+	definePlacer(OpCutMix, placeAt(func(t *Transform, op *optab.Op, n int) error {
+		if err := t.checkCutMix(op, n); err != nil {
+			return err
+		}
+		t.cutmix = op
+		return nil
+	}))
 }
 
 // checkCutMix checks a CutMix where it stands: last of the multi-image

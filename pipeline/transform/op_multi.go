@@ -26,7 +26,7 @@ import (
 // mixes them, with the YOLO family's kernels (pipeline/kernels/cv).
 
 // multiOps are a transform's multi-image ops, nil where absent: each
-// checked where it stands (multiOp, op_mosaic.go), drawn (op_mosaic.go,
+// checked where it stands (their placers, op_mosaic.go), drawn (op_mosaic.go,
 // op_yolo.go), made (below) and its targets moved (op_multi_targets.go)
 // by the family alone.
 type multiOps struct {
@@ -38,17 +38,6 @@ type multiOps struct {
 	// right after the mosaic, and in mixup mode, after its warp.
 	copyPaste, copyPasteMix *optab.Op
 	cutmix                  *optab.Op // ultralytics' CutMix, last of the multi-image geometry
-}
-
-// multiKind says whether an op of kind k is the family's where it
-// stands in t's geometry: one of its ops, or a YOLORandomPerspective
-// after its mosaic (yoloGeometry parses one after a YOLOLoadImage).
-func (t *Transform) multiKind(k optab.OpKind) bool {
-	switch k {
-	case OpMosaic, OpMixUp, OpCopyPaste, OpCutMix:
-		return true
-	}
-	return k == OpYOLORandomPerspective && t.mosaic != nil
 }
 
 // YOLOStopOps are the ops ultralytics' close_mosaic switches off

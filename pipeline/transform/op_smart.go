@@ -72,8 +72,12 @@ type selfSizer struct {
 // selfSizers are the self-sized resizes, by kind.
 var selfSizers = map[optab.OpKind]selfSizer{}
 
-// defineSelfSized registers kind's rule (at init).
-func defineSelfSized(kind optab.OpKind, s selfSizer) { selfSizers[kind] = s }
+// defineSelfSized registers kind's rule (at init)
+// and its place in the geometry.
+func defineSelfSized(kind optab.OpKind, s selfSizer) {
+	selfSizers[kind] = s
+	definePlacer(kind, placeAt(func(t *Transform, op *optab.Op, n int) error { return t.placeSelfSized(s, op, n) }))
+}
 
 // placeSelfSized places op, a self-sized resize (s its rule), at the
 // geometry's op n.

@@ -214,6 +214,52 @@ func (t *Transform) Needs() Needs {
 	return n
 }
 
+// placer places a geometry op where it stands, the geometry's op n: it
+// checks op against the ops before it (n, and what t holds of them: the
+// ordering rules of its family, said there only) and records it in t. It
+// returns the index of the op after it: n+1, or past the ops it takes with
+// it (a RandomIoUCrop's). Each family of the geometry defines its ops'
+// placers beside their Defs (definePlacer): op_geometry.go torchvision's
+// crops, pads and resizes, op_anyres.go PadToSquare, defineSelfSized the
+// vision-language processors' resizes, op_mosaic.go the multi-image
+// family's. The ops of lsj.go's, op_seg.go's and op_yolo.go's grammars
+// have none: those grammars take theirs before newTransform's loop.
+type placer struct {
+	place func(t *Transform, op *optab.Op, n int) (next int, err error)
+	// when, if set, says whether t's geometry places the op where it
+	// stands (a YOLORandomPerspective after a mosaic: after a
+	// YOLOLoadImage, yoloGeometry has taken it); nil: always.
+	when func(t *Transform) bool
+}
+
+// placers are the geometry's placers, by kind.
+var placers = map[optab.OpKind]placer{}
+
+// definePlacer registers kind's placer (at init).
+func definePlacer(kind optab.OpKind, p placer) {
+	if _, dup := placers[kind]; dup {
+		panic(fmt.Sprintf("transform: %s placed twice", kind))
+	}
+	placers[kind] = p
+}
+
+// placeAt is a placer of one op: check, and n+1 next.
+func placeAt(check func(t *Transform, op *optab.Op, n int) error) placer {
+	return placer{place: func(t *Transform, op *optab.Op, n int) (int, error) {
+		return n + 1, check(t, op, n)
+	}}
+}
+
+// placerOf is the placer of an op of kind k where it stands in t's
+// geometry, nil where the geometry ends before it.
+func (t *Transform) placerOf(k optab.OpKind) func(t *Transform, op *optab.Op, n int) (int, error) {
+	p, ok := placers[k]
+	if !ok || (p.when != nil && !p.when(t)) {
+		return nil
+	}
+	return p.place
+}
+
 // RNG streams: the geometry draws from stream 1 and the op at position j
 // after it (a fused flip is position 1) from stream 1+j, so that ops never
 // shift each other's numbers (crop, flip and a ColorJitter after the flip
@@ -270,93 +316,23 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	if err != nil {
 		return nil, err
 	}
-	for n < len(t.ops) && (geometryKind(t.ops[n].Kind) || t.multiKind(t.ops[n].Kind)) {
+	for n < len(t.ops) { // the geometry's ops, each placed by its family's rule (placers)
 		op := &t.ops[n]
+		place := t.placerOf(op.Kind)
+		if place == nil {
+			break
+		}
 		if err := t.checkZoomOut(op, n); err != nil {
 			return nil, err
 		}
-		if t.multiKind(op.Kind) { // the multi-image family's (op_multi.go)
-			if err := t.multiOp(op, n); err != nil {
-				return nil, err
-			}
-		}
-		switch op.Kind {
-		case OpRandomZoomOut, OpPadToSquare: // a canvas (PadToSquare's a square: op_anyres.go)
-			t.zoom = op
-		case OpRandomIoUCrop:
-			k, err := t.iouCrop(op, n)
-			if err != nil {
-				return nil, err
-			}
-			n = k // the Resize after it is next
-			continue
-		case OpPad:
-			if n > 0 && (t.padAfter != nil || t.rrc != nil || t.resize != nil || (t.rcrop == nil && t.center == nil)) {
-				return bad("Pad after a resampling geometry (RandomResizedCrop, Resize) or twice after the crop is not supported: Pad comes first, or right after a RandomCrop or CenterCrop")
-			}
-			if err := checkPadding(op); err != nil {
-				return nil, err
-			}
-			if n == 0 {
-				t.pad = op
-			} else {
-				t.padAfter = op
-			}
-		case OpRandomCrop:
-			if n > 0 && (n > 1 || (t.pad == nil && t.zoom == nil) || t.padAfter != nil) {
-				return bad("RandomCrop must be the only geometry op (after a Pad or a RandomZoomOut, if any) and come first")
-			}
-			if err := checkSize(op, false); err != nil {
-				return nil, err
-			}
-			if err := checkPadding(op); err != nil {
-				return nil, err
-			}
-			if t.pad != nil && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.pad.Fill {
-				return bad("Pad fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.pad.Fill, op.Fill)
-			}
-			t.rcrop = op
-		case OpRandomResizedCrop:
-			if t.pad != nil {
-				return bad("Pad before RandomResizedCrop is not supported: Pad may come before a RandomCrop or CenterCrop only")
-			}
-			if n > 0 {
-				return bad("RandomResizedCrop must be the only geometry op and come first")
-			}
-			if err := checkRRC(op); err != nil {
-				return nil, err
-			}
-			t.rrc = op
-		case OpResize, OpRandomShortestSize, OpRandomResize:
-			if t.pad != nil {
-				return bad("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
-			}
-			if n > 0 && !(t.zoom != nil && n == 1) && t.iou == nil {
-				return bad("Resize must come first (after a RandomZoomOut, if any), before CenterCrop")
-			}
-			if err := t.checkResize(op, n); err != nil {
-				return nil, err
-			}
-			t.resize = op
-		case OpCenterCrop:
-			if t.rrc != nil || t.rcrop != nil || t.center != nil || t.padAfter != nil {
-				return bad("CenterCrop must follow Resize or Pad (if any) and come before the other ops")
-			}
-			if err := checkSize(op, false); err != nil {
-				return nil, err
-			}
-			t.center = op
-		default:
-			if s, ok := selfSizers[op.Kind]; ok { // a vision-language processor's resize (op_smart.go)
-				if err := t.placeSelfSized(s, op, n); err != nil {
-					return nil, err
-				}
-			}
+		next, err := place(t, op, n)
+		if err != nil {
+			return nil, err
 		}
 		if err := checkInterp(op, true); err != nil {
 			return nil, err
 		}
-		n++
+		n = next
 	}
 	if err := t.checkMulti(); err != nil {
 		return nil, err

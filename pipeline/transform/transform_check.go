@@ -12,10 +12,12 @@ import (
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
-// geometryKind reports whether k is a geometry op.
+// geometryKind reports whether k is a geometry op that newTransform's
+// loop places wherever it stands (placers): not one of the ops lsj.go's,
+// op_seg.go's and op_yolo.go's grammars take.
 func geometryKind(k optab.OpKind) bool {
-	d := optab.Lookup(k)
-	return d != nil && d.Geometry && k != OpScaleJitter && k != OpFixedSizeCrop && k != OpPadIfSmaller && !yoloKind(k) // lsjGeometry, segGeometry and yoloGeometry parse those
+	p, ok := placers[k]
+	return ok && p.when == nil
 }
 
 // maxZoom bounds RandomZoomOut's side_range: a canvas at most 16 times the
