@@ -453,7 +453,7 @@ type Op struct {
 	HGain, SGain, VGain                          float64
 	Direction                                    string
 	FlipIdx                                      []int
-	// Tiles: ultralytics' Mosaic's n (its imgsz is ImgSz; op_mosaic.go).
+	// Tiles: ultralytics' mosaic's n (its imgsz is ImgSz; op_mosaic.go).
 	// Mode: YOLOCopyPaste's mode ("flip"); Beta, Areas: YOLOCutMix's.
 	Tiles int
 	Mode  string

@@ -244,7 +244,7 @@ func (t *Transform) growRotate(rest []optab.Op, first int) error {
 		return fmt.Errorf("%w: transform: op %d (RandomRotation with expand=True): %s", errs.Unsupported, first+k, fmt.Sprintf(format, a...))
 	}
 	if t.mosaic != nil || t.yolo != nil {
-		return bad("after a Mosaic or a YOLO geometry is not supported (their sizes are fixed)")
+		return bad("after a YOLO geometry (a load_image's or a mosaic's) is not supported (its size is fixed)")
 	}
 	if t.whole {
 		return t.growWhole(rest, bad)

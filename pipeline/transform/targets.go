@@ -331,16 +331,15 @@ func checkMaskOps(ops []optab.Op, at string) error {
 // CheckOverlapMask refuses a job asking for the overlap mask
 // (target_fields "overlap_mask") whose transform or dataset cannot give
 // ultralytics' one: the dataset's polygons move only through ultralytics'
-// ops (the YOLO geometry, YOLOMosaic, YOLOMixUp, YOLORandomFlip), so the
-// transform must start with that geometry (YOLOLoadImage or YOLOMosaic)
-// and move the targets by no other op; and the dataset must be a YOLO
+// ops (the YOLO family's), so the transform must start with the YOLO
+// geometry (a load_image or a mosaic) and move the targets by no other op; and the dataset must be a YOLO
 // segment dataset (label lines of polygons).
 func CheckOverlapMask(t *Transform, ds dataset.Dataset) error {
 	if d, ok := ds.(*dataset.YOLODataset); !ok || !d.HasSegments() {
 		return fmt.Errorf("%w: overlap_mask: the dataset has no polygons (a YOLO segment dataset's label lines): ultralytics' overlap mask is made of them", errs.Unsupported)
 	}
 	if t.views != nil || t.yolo == nil && t.mosaic == nil {
-		return fmt.Errorf("%w: overlap_mask: the transform has no YOLO geometry (YOLOLoadImage or YOLOMosaic first): the overlap mask follows ultralytics' ops only", errs.Unsupported)
+		return fmt.Errorf("%w: overlap_mask: the transform has no YOLO geometry (%s or a mosaic first): the overlap mask follows ultralytics' ops only", errs.Unsupported, OpYOLOLoadImage)
 	}
 	return checkOverlapOps(t.ops, "")
 }
@@ -356,9 +355,21 @@ func checkOverlapOps(ops []optab.Op, at string) error {
 			}
 		case optab.TargetsMove:
 			if !strings.HasPrefix(string(op.Kind), "YOLO") {
-				return fmt.Errorf("%w: overlap_mask: transform: %s moves the boxes but not the dataset's polygons: the overlap mask follows ultralytics' ops only (YOLOLoadImage, YOLOLetterBox, YOLORandomPerspective, YOLOMosaic, YOLOMixUp, YOLORandomFlip)", errs.Unsupported, where)
+				return fmt.Errorf("%w: overlap_mask: transform: %s moves the boxes but not the dataset's polygons: the overlap mask follows ultralytics' ops only (%s)", errs.Unsupported, where, strings.Join(yoloMovers(), ", "))
 			}
 		}
 	}
 	return nil
+}
+
+// yoloMovers are the YOLO family's ops that move the targets (the only
+// ones whose moves the overlap mask follows), as the registry has them.
+func yoloMovers() []string {
+	var ks []string
+	for _, k := range optab.Kinds() {
+		if r := optab.RoleOf(k); strings.HasPrefix(string(k), "YOLO") && (r == optab.TargetsMove || r == optab.TargetsInstances) {
+			ks = append(ks, string(k))
+		}
+	}
+	return ks
 }

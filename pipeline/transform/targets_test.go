@@ -207,3 +207,22 @@ func TestSanitize(t *testing.T) {
 		t.Errorf("MoveBoxes of a sanitize step: %v, want ErrUnsupported (it cannot drop labels)", err)
 	}
 }
+
+// TestOverlapOpsNamesTheFamily: an op that moves the boxes but not the
+// polygons is refused for the overlap mask, and the error names every op
+// of the YOLO family that moves targets, as the registry has them (the
+// multi-image ops too), so it stays true as the family grows.
+func TestOverlapOpsNamesTheFamily(t *testing.T) {
+	err := checkOverlapOps([]optab.Op{{Kind: OpMosaic}, {Kind: optab.OpRandomHorizontalFlip}}, "")
+	if !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), "RandomHorizontalFlip (op 1) moves the boxes") {
+		t.Fatalf("a RandomHorizontalFlip after the YOLO geometry: %v, want it refused", err)
+	}
+	for _, k := range []optab.OpKind{OpYOLOLoadImage, OpYOLOLetterBox, OpYOLORandomPerspective, OpMosaic, OpMixUp, OpCopyPaste, OpCutMix, OpYOLORandomFlip} {
+		if !strings.Contains(err.Error(), string(k)) {
+			t.Errorf("the error does not name %s: %v", k, err)
+		}
+	}
+	if err := checkOverlapOps([]optab.Op{{Kind: OpMosaic}, {Kind: OpMixUp}, {Kind: OpYOLORandomFlip}}, ""); err != nil {
+		t.Errorf("the YOLO family's ops alone: %v", err)
+	}
+}

@@ -200,3 +200,17 @@ func nest(depth int) optab.Op {
 	}
 	return op
 }
+
+// TestPlacersAreGeometry: every op the geometry's loop places (placers)
+// is a registered geometry op, so a placer cannot pull an op of the
+// steps after the geometry into it.
+func TestPlacersAreGeometry(t *testing.T) {
+	if len(placers) == 0 {
+		t.Fatal("no placers registered")
+	}
+	for k := range placers {
+		if d := optab.Lookup(k); d == nil || !d.Geometry {
+			t.Errorf("%s has a placer but is not a registered geometry op", k)
+		}
+	}
+}

@@ -100,7 +100,7 @@ func NewViewsBound(layout Layout, bound [2]int, groups ...ViewGroup) (*Transform
 			return bad("view group %d: a transform of per-sample sizes (RandomShortestSize, RandomRotation with expand=True) in several views is not supported (of the geometries of per-sample sizes, only the vision-language resizes: SmartResize, NaFlexResize, TileResize)", g)
 		}
 		if vt.mosaic != nil {
-			return bad("view group %d: a YOLOMosaic in several views is not supported", g)
+			return bad("view group %d: a %s in several views is not supported", g, vt.mosaic.Kind)
 		}
 		if len(t.views) > 0 && vt.Float() != t.views[0].Float() {
 			return bad("view group %d%s ends in Normalize and view group 0 does not, or the other way round: a batch's views are all float32 or all uint8", g, groupName(vg.Name))
