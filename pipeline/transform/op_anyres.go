@@ -61,7 +61,7 @@ func init() {
 			formatInterp(b, op)
 		}})
 	defineSelfSized(OpAnyResResize, selfSizer{check: checkAnyRes,
-		size: func(op *optab.Op, w, h int) (int, int, error) { // the resized image's: the plan pads it to its resolution (anyResPlan)
+		size: func(op *optab.Op, w, h int) (int, int, error) { // the resized image's: the plan pads it to its resolution, centred (planBoxes), as a CenterCrop larger than the image pads it
 			_, _, rw, rh := AnyResFit(op, w, h)
 			return rw, rh, nil
 		},
@@ -69,6 +69,7 @@ func init() {
 			cw, ch, _, _ := AnyResFit(op, w, h)
 			return cw, ch
 		},
+
 		bound: func(op *optab.Op) (int, int, string) {
 			h, w := anyResBound(op)
 			return h, w, "AnyResResize's own bound, its largest grid_pinpoints' height and width"
@@ -236,16 +237,6 @@ func anyResBound(op *optab.Op) (h, w int) {
 		h, w = max(h, op.Sizes[i]), max(w, op.Sizes[i+1])
 	}
 	return h, w
-}
-
-// anyResPlan sets p's geometry for an AnyResResize of a srcW x srcH
-// image: resized to (RW, RH), then padded to the resolution (OutW, OutH),
-// centred, as a CenterCrop larger than the image pads it (p.Padded).
-func anyResPlan(op *optab.Op, p *SamplePlan, srcW, srcH int) {
-	bw, bh, rw, rh := AnyResFit(op, srcW, srcH)
-	p.RW, p.RH = rw, rh
-	p.OutW, p.OutH, p.CW, p.CH = bw, bh, bw, bh
-	p.CX, p.CY = -((bw - rw) / 2), -((bh - rh) / 2)
 }
 
 // VisionTokensIn is VisionTokens of an image of a record of images: with

@@ -57,7 +57,8 @@ func init() {
 // file, with defineSelfSized). check checks the op where it stands (the
 // geometry's op n: first and alone); size is its size for a w x h image
 // (the resized image's, before a canvas); canvas, where it pads the image
-// onto one, the canvas's (nil: size's); bound is its own bound on the
+// onto one (centred), the canvas's (nil: size's); bound is its own bound
+// on the
 // samples (height, width and what it is), where the job gives none;
 // afterCrop, where it may follow a trainer's RandomResizedCrop (op 1),
 // places it there.
@@ -185,6 +186,12 @@ func selfSized(op *optab.Op) bool {
 	return ok
 }
 
+// onCanvas reports whether op is a self-sized resize onto a canvas (an
+// AnyResResize's resolution).
+func onCanvas(op *optab.Op) bool {
+	return op != nil && selfSizers[op.Kind].canvas != nil
+}
+
 // selfSize is a selfSized op's size for a w x h image.
 func selfSize(op *optab.Op, w, h int) (rw, rh int, err error) {
 	return selfSizers[op.Kind].size(op, w, h)
@@ -218,8 +225,8 @@ func (t *Transform) KnownSizesBound(n int, size func(i int) (w, h int, ok bool))
 		for v, op := range ops {
 			w, h := seen[v].seenSize(w0, h0)
 			var ow, oh int
-			if op.Kind == OpAnyResResize { // the canvas: its resolution
-				ow, oh, _, _ = AnyResFit(op, w, h)
+			if s := selfSizers[op.Kind]; s.canvas != nil { // the canvas: its resolution
+				ow, oh = s.canvas(op, w, h)
 			} else if rw, rh, err := selfSize(op, w, h); err == nil {
 				ow, oh = rw, rh
 			}

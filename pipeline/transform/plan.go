@@ -243,8 +243,10 @@ func (t *Transform) planBoxes(srcW, srcH int, k det.Key, src *targets.Targets, s
 			p.Canvas, p.ZoomW, p.ZoomH = true, srcW, srcH
 		}
 		p.KW, p.KH = p.ZoomW, p.ZoomH
-		if t.resize.Kind == OpAnyResResize { // resized into its resolution, padded to it (op_anyres.go)
-			anyResPlan(t.resize, &p, srcW, srcH)
+		if s := selfSizers[t.resize.Kind]; s.canvas != nil { // resized, then padded to its canvas, centred (op_anyres.go)
+			bw, bh := s.canvas(t.resize, srcW, srcH)
+			p.OutW, p.OutH, p.CW, p.CH = bw, bh, bw, bh
+			p.CX, p.CY = -((bw - p.RW) / 2), -((bh - p.RH) / 2)
 		}
 		if t.center != nil {
 			p.CW, p.CH = t.center.Size[1], t.center.Size[0]
@@ -267,7 +269,7 @@ func (t *Transform) planBoxes(srcW, srcH int, k det.Key, src *targets.Targets, s
 	if p.Geom == ResizeCrop {
 		w, h = p.RW, p.RH
 	}
-	anyRes := t.resize != nil && t.resize.Kind == OpAnyResResize // its canvas path pads the resized canvas too (decode.go)
+	anyRes := onCanvas(t.resize) // its canvas path pads the resized canvas too (decode.go)
 	if !p.Vis && (!p.Canvas || anyRes) && (p.CX < 0 || p.CY < 0 || p.CX+p.CW > w || p.CY+p.CH > h) {
 		// Only a CenterCrop can pass the image (RandomResizedCrop's box is
 		// inside it): torchvision pads it with zeros.

@@ -504,7 +504,7 @@ func (t *Transform) SeenSize(w, h int) (int, int) { return t.seenSize(w, h) }
 // pads it into the output (an AnyResResize after ops or a crop before
 // it: the Decoder's canvasView), in room of the output's size.
 func (t *Transform) padsCanvas() bool {
-	return t.resize != nil && t.resize.Kind == OpAnyResResize && (len(t.pre) > 0 || t.preCrop != nil)
+	return onCanvas(t.resize) && (len(t.pre) > 0 || t.preCrop != nil)
 }
 
 // ZoomCanvas bounds the canvas of a RandomZoomOut or a PadToSquare for a
