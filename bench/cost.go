@@ -174,8 +174,9 @@ func runCost(args []string) error {
 		var partners [][]byte
 		pass := func(epoch uint64) {
 			for i, p := range photos {
+				s := pipeline.Sample{Data: p, Index: i, Fields: fset}
 				if targets {
-					d.SetTargets(boxes, i, fset)
+					s.Targets = boxes
 				}
 				k := det.Key{Seed: 1, Epoch: epoch, Index: uint64(i)}
 				if idx := t.PartnersOf(k, len(photos)); idx != nil { // a multi-image op's (yolo): read, as the executor reads them
@@ -183,9 +184,9 @@ func runCost(args []string) error {
 					for _, j := range idx {
 						partners = append(partners, photos[j])
 					}
-					d.SetPartners(idx, partners)
+					s.Partners, s.PartnerFiles = idx, partners
 				}
-				if err := d.Decode(p, t, k, out); err != nil {
+				if err := d.DecodeSample(s, t, k, out); err != nil {
 					panic(fmt.Sprintf("sample %d: %v", i, err))
 				}
 				if fset != nil { // the targets too, as a job asking for them makes them

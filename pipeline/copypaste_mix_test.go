@@ -162,9 +162,8 @@ func TestMultiPlan(t *testing.T) {
 				pdata[j] = files[p]
 			}
 			reads = 0
-			d.SetTargets(ds, i, fs)
-			d.SetPartners(idx, pdata)
-			if err := d.Decode(files[i], tr, k, out); err != nil {
+			s := Sample{Data: files[i], Targets: ds, Index: i, Fields: fs, Partners: idx, PartnerFiles: pdata}
+			if err := d.DecodeSample(s, tr, k, out); err != nil {
 				t.Fatalf("%s: sample %d: %v", name, i, err)
 			}
 			drawn := reads

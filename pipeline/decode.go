@@ -10,6 +10,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
 	"github.com/stoker-dev/stoker/pipeline/codec/index"
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
@@ -81,10 +82,8 @@ type Decoder struct {
 	// planes), chw one view's planes packed to HWC before Normalize.
 	pix []byte
 	chw []byte
-	// skip is which views the next decodeAt does not make (the executor's
-	// Transform.SkipViews for the sample's record; nil: every view), and
-	// kplans, koffs the plans and offsets of the views it makes.
-	skip   []bool
+	// kplans, koffs: the plans and offsets of the views a decode makes
+	// (not its Sample's skip).
 	kplans []transform.SamplePlan
 	koffs  []int
 	// dup[v]: view v's canvas is an earlier view's, decoded and its ops
@@ -105,17 +104,17 @@ type Decoder struct {
 	dplans []transform.SamplePlan
 	voffs  []int
 	ops    ops.Scratch
-	// admitNow: the sample has copies to come (repeated augmentation), so
-	// its file is admitted to the coefficient cache on this decode rather
-	// than its second. Set by the Executor per sample.
+	// admitNow: the sample being decoded has copies to come (its
+	// Sample's admitNow).
 	admitNow bool
 	targets  targets.Targets // appendTargets' scratch
 	// canvas is a RandomZoomOut canvas' RGBA scratch (resizeCanvas), mid
 	// its horizontal pass' rows (resampleRGBA); yoloRoom the YOLO geometry's.
 	canvas, mid []byte
 	yoloRoom    transform.YOLOScratch
-	// boxSrc and boxIdx: where the sample's targets are, for a
-	// RandomIoUCrop's or a mosaic's draw and its targets (SetTargets).
+	// boxSrc and boxIdx: where the last sample's targets are (its
+	// Sample's Targets and Index), for its draw (a RandomIoUCrop's, a
+	// multi-image op's) and its targets (appendTargets).
 	boxSrc transform.Targeted
 	boxIdx int
 	// multi: the multi-image geometry's partners and scratch
@@ -149,8 +148,41 @@ func Fast() bool { return haveFast }
 // Decode decodes data, applies t for key k and writes the sample into out,
 // which must be t.SampleBytes() long: of a transform of several views, the
 // views back to back, in order. On error out holds unspecified bytes and
-// the error wraps ErrCorrupt, ErrTooLarge or ErrUnsupported.
+// the error wraps ErrCorrupt, ErrTooLarge or ErrUnsupported. It is
+// DecodeSample of a sample without targets or partners.
 func (d *Decoder) Decode(data []byte, t *transform.Transform, k det.Key, out []byte) error {
+	return d.DecodeSample(Sample{Data: data}, t, k, out)
+}
+
+// Sample is one sample as a Decoder makes it (DecodeSample): its file,
+// Data; where its targets are, for a draw that wants them (a
+// RandomIoUCrop's, a multi-image op's) and for AppendTargets after it:
+// Targets (nil: none, a job without targets), the sample's Index there,
+// and Fields, the fields they are read as (their masks and label
+// numbering; nil: the defaults); and the partners its multi-image ops
+// drew for its key (Transform.AppendPartners), with their files
+// (PartnerFiles[i] is Partners[i]'s), read during its decode only. The
+// executor hands each sample whole, so nothing of one sample is set on
+// the Decoder before another's decode.
+type Sample struct {
+	Data         []byte
+	Targets      transform.Targeted
+	Index        int
+	Fields       *dataset.FieldSet
+	Partners     []int
+	PartnerFiles [][]byte
+	// The executor's: skip is which views not to make (its
+	// Transform.SkipViews for the sample's record; nil: every view);
+	// admitNow, that the sample has copies to come (repeated
+	// augmentation), so its file is admitted to the coefficient cache on
+	// this decode rather than its second.
+	skip     []bool
+	admitNow bool
+}
+
+// DecodeSample is Decode of s: its targets, where its draw wants them,
+// read once, with it, and its partners' files made into it.
+func (d *Decoder) DecodeSample(s Sample, t *transform.Transform, k det.Key, out []byte) error {
 	if len(out) != t.SampleBytes() {
 		return fmt.Errorf("%w: output buffer is %d bytes, sample is %d", errs.Unsupported, len(out), t.SampleBytes())
 	}
@@ -160,16 +192,18 @@ func (d *Decoder) Decode(data []byte, t *transform.Transform, k det.Key, out []b
 		d.offs = append(d.offs, off)
 		off += t.View(v).SampleBytes()
 	}
-	return d.decodeAt(data, t, k, out, d.offs)
+	return d.decodeAt(s, t, k, out, d.offs)
 }
 
 // decodeAt is Decode with view v going to out[offs[v]:], View(v)'s
 // sample size long: a sample's place in a batch buffer (ViewLayout).
-func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out []byte, offs []int) error {
+func (d *Decoder) decodeAt(s Sample, t *transform.Transform, k det.Key, out []byte, offs []int) error {
+	d.boxSrc, d.boxIdx, d.admitNow = s.Targets, s.Index, s.admitNow
+	d.wantTargets(s.Fields)
 	if t.Multi(k) {
-		return d.decodeMulti(data, t, k, out, offs)
+		return d.decodeMulti(s, t, k, out, offs)
 	}
-	d.multi.partners, d.multi.pdata = nil, nil
+	data := s.Data
 	hd, err := parseHeader(data)
 	if err != nil {
 		return err
@@ -186,7 +220,7 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 	// straight into out.
 	// So does a RandomZoomOut's canvas before a Resize: the image is
 	// decoded at its own size, padded onto the canvas and resized.
-	skip := d.skip
+	skip := s.skip
 	if len(skip) != len(d.plans) {
 		skip = nil
 	}
@@ -337,7 +371,7 @@ func (d *Decoder) decodeAt(data []byte, t *transform.Transform, k det.Key, out [
 
 // draw draws the sample's plan for key k of a source of header hd
 // (transform.Plan: its targets, when a RandomIoUCrop draws against them,
-// from SetTargets') into d.plan, and each view's geometry into d.plans.
+// from its Sample's) into d.plan, and each view's geometry into d.plans.
 // It returns whether the decode writes the output's bytes (uint8, and the
 // layout the ops need) and the layout it decodes to: planes for ops, which
 // an HWC output gets packed after them.

@@ -15,7 +15,7 @@ import (
 // The multi-image geometry: a sample made of its own image and partners
 // read from the dataset (op_mosaic.go). The executor reads the
 // partners' bytes in the sample's lease (readPartners) and hands them to
-// its Decoder (SetPartners). The decode plans the whole sample first,
+// its Decoder with the sample (Sample.Partners). The decode plans the whole sample first,
 // from the files' headers and the labels (transform.PlanMulti), then
 // the family makes its pixels from that plan (MultiDraw.Make), the
 // Decoder loading each image for it (loader): whole, at its own size,
@@ -26,13 +26,9 @@ import (
 // images (each at most imgsz a side) and the canvas (2*imgsz a side), all
 // reused from sample to sample.
 
-// multiState is a Decoder's for the multi-image geometry: the partners the
-// executor handed it for the next sample and its scratch.
+// multiState is a Decoder's for the multi-image geometry: its scratch,
+// reused from sample to sample.
 type multiState struct {
-	// partners and pdata: the next sample's partners' indices and bytes
-	// (SetPartners); taken by its decode.
-	partners []int
-	pdata    [][]byte
 	// full is one image decoded whole; imgs the images load_image-sized,
 	// the sample's own first; plan and off the whole decode's.
 	full []byte
@@ -55,15 +51,6 @@ func (l loader) LoadImage(data []byte, j, side int) (kernels.Planes, error) {
 }
 func (l loader) Release()      { l.d.release() }
 func (l loader) Stopped() bool { return l.d.ops.Stopped() }
-
-// SetPartners hands the Decoder the partners of the next sample it
-// decodes: their indices and bytes (data[i] is partner idx[i]'s file),
-// as the transform's multi-image op drew them for the sample's key. The
-// Executor does this; a direct Decode of a multi-image sample calls it first. The
-// slices are read during that decode only.
-func (d *Decoder) SetPartners(idx []int, data [][]byte) {
-	d.multi.partners, d.multi.pdata = idx, data
-}
 
 // readPartners reads the partners idx of a sample of ds (its
 // Transform's AppendPartners) into bufs (reused), as the executor does in
@@ -218,19 +205,18 @@ func (d *Decoder) release() {
 }
 
 // decodeMulti is decodeAt for a sample of several images (its
-// multi-image op applies at k's epoch): data is the sample's file, the partners' are the
-// Decoder's (SetPartners), in AppendPartners' order. Everything the sample
+// multi-image op applies at k's epoch): s holds its file and its
+// partners', in AppendPartners' order. Everything the sample
 // undergoes is planned first (transform.PlanMulti: the images' places
 // from their headers, what the CopyPastes and the CutMix take from the
 // labels), then its pixels are made from that plan.
-func (d *Decoder) decodeMulti(data []byte, t *transform.Transform, k det.Key, out []byte, offs []int) error {
+func (d *Decoder) decodeMulti(s Sample, t *transform.Transform, k det.Key, out []byte, offs []int) error {
 	m := &d.multi
 	if m.size == nil {
 		m.size = d.wholeSize
 	}
-	src := transform.MultiSource{Data: data, Partners: m.partners, Files: m.pdata, Size: m.size,
+	src := transform.MultiSource{Data: s.Data, Partners: s.Partners, Files: s.PartnerFiles, Size: m.size,
 		Labels: d.boxSrc, Contiguous: d.targets.ContiguousLabels}
-	m.partners, m.pdata = nil, nil
 	if err := t.PlanMulti(&d.plan, k, src); err != nil {
 		return err
 	}

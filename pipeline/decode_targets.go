@@ -17,14 +17,14 @@ import (
 // decoding.
 
 // AppendTargets appends the targets of the sample the Decoder last
-// decoded with t (SetTargets' sample, with fs's options), as the executor
+// decoded with t (its Sample's, with fs's options), as the executor
 // makes them: for a benchmark of their cost (bench cost).
 func (d *Decoder) AppendTargets(b []byte, t *transform.Transform, fs *dataset.FieldSet) ([]byte, error) {
 	return d.appendTargets(b, t, fs)
 }
 
 // appendTargets appends the targets of the sample d last decoded with t
-// (SetTargets' sample), moved through the geometry and steps it drew, to
+// (its Sample's), moved through the geometry and steps it drew, to
 // b. They are read once: by the plan, where its draw needed them (a
 // RandomIoUCrop's, a mosaic's), or here.
 func (d *Decoder) appendTargets(b []byte, t *transform.Transform, fs *dataset.FieldSet) ([]byte, error) {
@@ -33,7 +33,7 @@ func (d *Decoder) appendTargets(b []byte, t *transform.Transform, fs *dataset.Fi
 	}
 	ds, i := d.boxSrc, d.boxIdx
 	if ds == nil {
-		return b, fmt.Errorf("%w: targets: the sample's dataset has none (SetTargets)", errs.Unsupported)
+		return b, fmt.Errorf("%w: targets: the sample's dataset has none (its Sample's Targets)", errs.Unsupported)
 	}
 	vp, t := &d.plan.Views[0], d.plan.Transform() // the transform at the sample's epoch
 	d.wantTargets(fs)
@@ -111,16 +111,6 @@ func (d *Decoder) appendMultiTargets(b []byte, t *transform.Transform, ds transf
 		return tg.AppendOverlap(b, fs.MaskRatio(), fs.MaskOverlap(), fs.TargetsMax())
 	}
 	return targets.AppendTargets(b, tg), nil
-}
-
-// SetTargets tells d that the next samples it decodes are ds's sample i
-// (until the next call; nil: none), whose targets fs asks for (nil:
-// boxes and labels): what a RandomIoUCrop and a mosaic draw against, and
-// what AppendTargets appends, read once for both. It comes before the
-// sample's Decode, whose plan may read them.
-func (d *Decoder) SetTargets(ds transform.Targeted, i int, fs *dataset.FieldSet) {
-	d.boxSrc, d.boxIdx = ds, i
-	d.wantTargets(fs)
 }
 
 // wantTargets sets the options the sample's targets are read with: fs's

@@ -143,18 +143,18 @@ func testGoldenPresets(t *testing.T, mode transform.DecodeMode, golden map[strin
 			batch := make([]byte, n*tr.SampleBytes())
 			out := make([]byte, tr.SampleBytes())
 			for i, idx := range goldenIndices {
+				s := Sample{Data: files.files[idx], Index: int(idx)}
 				if fs != nil {
-					d.SetTargets(ds.(transform.Targeted), int(idx), nil)
+					s.Targets = ds.(transform.Targeted)
 				}
 				k := det.Key{Seed: seed, Epoch: 3, Index: uint64(idx)}
 				if p := tr.PartnersOf(k, len(files.files)); p != nil { // a Mosaic's (yolo)
-					var pd [][]byte
+					s.Partners = p
 					for _, j := range p {
-						pd = append(pd, files.files[j])
+						s.PartnerFiles = append(s.PartnerFiles, files.files[j])
 					}
-					d.SetPartners(p, pd)
 				}
-				if err := d.Decode(files.files[idx], tr, k, out); err != nil {
+				if err := d.DecodeSample(s, tr, k, out); err != nil {
 					t.Fatal(err)
 				}
 				l.CopySample(batch, n, i, out, 1, 0)

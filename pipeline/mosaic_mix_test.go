@@ -322,8 +322,8 @@ func BenchmarkYOLOPreset(b *testing.B) {
 			defer d.Close()
 			out := make([]byte, tr.SampleBytes())
 			for i := 0; b.Loop(); i++ {
-				d.SetPartners([]int{1, 2, 3}, files[1:])
-				if err := d.Decode(files[0], tr, det.Key{Seed: 1, Index: uint64(i)}, out); err != nil {
+				s := Sample{Data: files[0], Partners: []int{1, 2, 3}, PartnerFiles: files[1:]}
+				if err := d.DecodeSample(s, tr, det.Key{Seed: 1, Index: uint64(i)}, out); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -368,7 +368,6 @@ func (e *Executor) run(d *Decoder, w int) {
 			if err != nil {
 				pidx = nil
 			}
-			d.SetPartners(pidx, pdata)
 		}
 		if err == nil {
 			// The scratch the memory budget counts, reserved from the
@@ -391,15 +390,12 @@ func (e *Executor) run(d *Decoder, w int) {
 			for v := range r.layout.Views() {
 				d.offs = append(d.offs, r.layout.Offset(slots, v, at))
 			}
-			d.admitNow = r.copies != nil
-			var tg transform.Targeted // none: the job asks for no targets
-			if r.fset.HasTargets() {
-				tg, _ = r.ds.(transform.Targeted)
+			s := Sample{Data: data, Index: int(idx), Fields: r.fset, Partners: pidx, PartnerFiles: pdata,
+				skip: recordSkip(r.t, r.ds, int(idx)), admitNow: r.copies != nil}
+			if r.fset.HasTargets() { // none: the job asks for no targets
+				s.Targets, _ = r.ds.(transform.Targeted) // read once, for the draw (a RandomIoUCrop's) and the targets
 			}
-			d.SetTargets(tg, int(idx), r.fset) // read once, for the draw (a RandomIoUCrop's) and the targets
-			d.skip = recordSkip(r.t, r.ds, int(idx))
-			err = d.decodeAt(data, r.t, k, r.data, d.offs)
-			d.skip = nil
+			err = d.decodeAt(s, r.t, k, r.data, d.offs)
 			if err == nil && r.fset.HasTargets() {
 				n := r.fset.Len()
 				err = r.fset.TargetsInto(r.fields[i*n:(i+1)*n], func(b []byte) ([]byte, error) {

@@ -43,8 +43,7 @@ func TestExactStopEpochPixels(t *testing.T) {
 		for _, c := range decoderKinds {
 			d := NewDecoder(c.opts...)
 			want := make([]byte, resize.SampleBytes())
-			d.SetTargets(ds, 0, nil)
-			if err := d.Decode(data, resize, det.Key{}, want); err != nil {
+			if err := d.DecodeSample(Sample{Data: data, Targets: ds}, resize, det.Key{}, want); err != nil {
 				t.Fatal(err)
 			}
 			wantTg, err := d.appendTargets(nil, resize, nil)
@@ -54,8 +53,7 @@ func TestExactStopEpochPixels(t *testing.T) {
 			plain, flipped := 0, 0
 			for i := range uint64(8) {
 				got := make([]byte, stop.SampleBytes())
-				d.SetTargets(ds, 0, nil)
-				if err := d.Decode(data, stop, det.Key{Seed: 3, Epoch: 1, Index: i}, got); err != nil {
+				if err := d.DecodeSample(Sample{Data: data, Targets: ds}, stop, det.Key{Seed: 3, Epoch: 1, Index: i}, got); err != nil {
 					t.Fatal(err)
 				}
 				trace := string(d.AppendTrace(nil))

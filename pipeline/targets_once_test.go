@@ -55,8 +55,8 @@ func TestTargetsReadOnce(t *testing.T) {
 		for i := range uint64(12) {
 			k := det.Key{Seed: 9, Index: i}
 			reads = 0
-			d.SetTargets(ds, 0, fs)
-			if err := d.Decode(data, tr, k, out); err != nil {
+			s := Sample{Data: data, Targets: ds, Fields: fs}
+			if err := d.DecodeSample(s, tr, k, out); err != nil {
 				t.Fatalf("%s sample %d: %v", name, i, err)
 			}
 			once, err := d.AppendTargets(nil, tr, fs)
@@ -67,8 +67,7 @@ func TestTargetsReadOnce(t *testing.T) {
 				t.Errorf("%s sample %d: its targets read %d times", name, i, reads)
 			}
 			reads = 0
-			d.SetTargets(ds, 0, fs)
-			if err := d.Decode(data, tr, k, out); err != nil {
+			if err := d.DecodeSample(s, tr, k, out); err != nil {
 				t.Fatal(err)
 			}
 			twice, err := d.AppendTargets(nil, tr, again)

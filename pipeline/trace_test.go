@@ -75,16 +75,15 @@ func TestTraceIsTheDecodersPlan(t *testing.T) {
 				}
 				k := det.Key{Seed: 5, Epoch: i % 3, Index: i}
 				want, err := tr.TraceBoxes(hd.w, hd.h, k, boxes)
+				s := Sample{Data: data, Targets: boxes}
 				if idx := tr.PartnersOf(k, 1); idx != nil { // a Mosaic of the image and itself
 					mosaics++
-					pdata := make([][]byte, len(idx))
-					for j := range pdata {
-						pdata[j] = data
+					s.Partners, s.PartnerFiles = idx, make([][]byte, len(idx))
+					for j := range s.PartnerFiles {
+						s.PartnerFiles[j] = data
 					}
-					d.SetPartners(idx, pdata)
 				}
-				d.SetTargets(boxes, 0, nil)
-				err2 := d.Decode(data, tr, k, make([]byte, tr.SampleBytes()))
+				err2 := d.DecodeSample(s, tr, k, make([]byte, tr.SampleBytes()))
 				var got []byte
 				if err2 == nil {
 					got = d.AppendTrace(nil)

@@ -237,9 +237,7 @@ func TestSkipViews(t *testing.T) {
 		}
 		for _, skip := range [][]bool{one, several} {
 			got := bytes.Repeat([]byte{0xa5}, tr.SampleBytes())
-			d.skip = skip
-			err := d.Decode(data, tr, det.Key{Index: uint64(f)}, got)
-			d.skip = nil
+			err := d.DecodeSample(Sample{Data: data, skip: skip}, tr, det.Key{Index: uint64(f)}, got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -324,9 +322,7 @@ func TestSharedPreViews(t *testing.T) {
 		// canvas another view shares), each the same bytes.
 		for _, skip := range [][]bool{{true, false, false}, {false, true, false}, {true, true, false}} {
 			got := make([]byte, tr.SampleBytes())
-			d.skip = skip
-			err := d.Decode(data, tr, k, got)
-			d.skip = nil
+			err := d.DecodeSample(Sample{Data: data, skip: skip}, tr, k, got)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -122,10 +122,10 @@ func benchPreset(b *testing.B, name string) {
 	}
 	d := NewDecoder()
 	defer d.Close()
-	d.SetTargets(fixedBoxes{{46, 85, 69, 383}, {138, 106, 367, 298}, {321, 319, 459, 425}}, 0, nil)
+	s := Sample{Data: data, Targets: fixedBoxes{{46, 85, 69, 383}, {138, 106, 367, 298}, {321, 319, 459, 425}}}
 	out := make([]byte, tr.SampleBytes())
 	for i := 0; b.Loop(); i++ {
-		if err := d.Decode(data, tr, det.Key{Seed: 1, Index: uint64(i)}, out); err != nil {
+		if err := d.DecodeSample(s, tr, det.Key{Seed: 1, Index: uint64(i)}, out); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -499,7 +499,7 @@ type handed struct {
 // take takes the next c partners.
 func (h *handed) take(c int) ([]int, [][]byte, error) {
 	if len(h.idx) < c {
-		return nil, nil, fmt.Errorf("%w: the YOLOMosaic wants more partners than the %d handed (SetPartners before Decode)", errs.Unsupported, len(h.data))
+		return nil, nil, fmt.Errorf("%w: the multi-image ops want more partners than the %d handed (the Sample's Partners)", errs.Unsupported, len(h.data))
 	}
 	i, p := h.idx[:c], h.data[:c]
 	h.idx, h.data = h.idx[c:], h.data[c:]
@@ -520,7 +520,7 @@ func (t *Transform) PlanMulti(p *Plan, k det.Key, src MultiSource) error {
 		return fmt.Errorf("%w: YOLOMosaic in a transform of several views is not supported", errs.Unsupported)
 	}
 	if len(src.Partners) != len(src.Files) {
-		return fmt.Errorf("%w: %d partners and %d files (SetPartners before Decode)", errs.Unsupported, len(src.Partners), len(src.Files))
+		return fmt.Errorf("%w: %d partners and %d files (the Sample's Partners)", errs.Unsupported, len(src.Partners), len(src.Files))
 	}
 	if cap(p.Views) < 1 {
 		p.Views = make([]ViewPlan, 1)
@@ -536,7 +536,7 @@ func (t *Transform) PlanMulti(p *Plan, k det.Key, src MultiSource) error {
 		return err
 	}
 	if len(hd.idx) != 0 {
-		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (SetPartners before Decode)", errs.Unsupported, len(hd.idx))
+		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (the Sample's Partners)", errs.Unsupported, len(hd.idx))
 	}
 	vp := &p.Views[0]
 	vp.Geom = SamplePlan{Geom: CropResize, SrcW: w, SrcH: h, CW: w, CH: h, OutW: w, OutH: h, Exact: true}

@@ -99,7 +99,8 @@ func (t *Transform) Multi(k det.Key) bool {
 // PartnersOf is the partner indices of the sample of key k in a dataset
 // of size samples for t (nil when t has no multi-image op at k's epoch),
 // in the order its decode takes them (multiPartners): what a caller of
-// Decode reads and hands to SetPartners.
+// Decode reads and hands over with the sample (pipeline.Sample's
+// Partners).
 func (t *Transform) PartnersOf(k det.Key, size int) []int {
 	return t.multiPartners(k, size, nil)
 }
