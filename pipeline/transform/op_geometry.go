@@ -5,19 +5,24 @@ package transform
 // RandomZoomOut, RandomIoUCrop, ScaleJitter, FixedSizeCrop,
 // RandomShortestSize, RandomResize), and their functional ops with how they
 // move a job's targets (the box, keypoint and mask kernels of crop, resize,
-// center_crop, pad). NewTransform parses where they stand (transform.go,
-// lsj.go, detgeom.go: the geometry's grammar); the sample's plan draws them
-// (plan.go).
+// center_crop, pad). Here too, for torchvision's crops, pads and resizes:
+// where each may stand (its placer, the ordering rules said once), the
+// size they give the batch (cropSize) and a sample's draw of them
+// (cropPlan), which newTransform's loop and planBoxes call (transform.go,
+// plan.go). ScaleJitter and FixedSizeCrop are lsj.go's grammar's, the
+// detection ops' draws detgeom.go's.
 
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
+	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 const (
@@ -214,6 +219,118 @@ func init() {
 		definePlacer(k, placeAt(placeResize))
 	}
 	definePlacer(OpCenterCrop, placeAt(placeCenterCrop))
+}
+
+// cropSize sets t's output size from its crops, pads and resizes (or a
+// self-sized resize's rule, or the image's own size where it has none),
+// once they are placed: the size the batch's samples take.
+func (t *Transform) cropSize() error {
+	switch {
+	case t.rcrop != nil:
+		t.geom, t.outH, t.outW = CropResize, t.rcrop.Size[0], t.rcrop.Size[1]
+	case t.rrc != nil:
+		t.geom, t.outH, t.outW = CropResize, t.rrc.Size[0], t.rrc.Size[1]
+	case t.resize != nil && selfSized(t.resize):
+		if t.center != nil || t.zoom != nil {
+			return geomErr("%s is the geometry alone (the vision-language processors resize the whole image): no geometry op before it (ColorJitter may come before it), no crop after it", t.resize.Kind)
+		}
+		t.smartSize()
+	case t.center != nil:
+		t.geom, t.outH, t.outW = ResizeCrop, t.center.Size[0], t.center.Size[1]
+		if t.resize == nil {
+			t.geom = CropResize
+		}
+	case t.resize != nil && t.resize.Size[1] > 0:
+		t.geom, t.outH, t.outW = ResizeCrop, t.resize.Size[0], t.resize.Size[1]
+	case t.resize != nil:
+		if err := t.varySize(); err != nil {
+			return err
+		}
+	case t.iou != nil: // a RandomIoUCrop without a Resize: the crop's own size (lsj.go)
+		if err := t.boundSize("RandomIoUCrop"); err != nil {
+			return err
+		}
+	case len(t.ops) > 0 && optab.Grows(&t.ops[0]):
+		// The image whole at its own size, each sample's, then the ops:
+		// growRotate wants a Resize((h, w)) or CenterCrop after them.
+		t.geom, t.whole, t.vary, t.varyGeom, t.outW, t.outH = CropResize, true, true, true, 1, 1
+	case t.bound != [2]int{} && !slices.ContainsFunc(t.ops, func(op optab.Op) bool { return optab.Lookup(op.Kind) != nil && optab.Lookup(op.Kind).Geometry }):
+		// no geometry: the image whole at its own size (lsj.go, the bound)
+		t.own = true
+		if err := t.boundSize(""); err != nil {
+			return err
+		}
+	case len(t.ops) > 0:
+		return geomErr("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size; "+
+			"or give the job a bound on the sizes, max_size=(h, w), to take each image at its own size", t.ops[0].Kind)
+	default:
+		return geomErr("no geometry op: a batch needs a fixed size (RandomResizedCrop, Resize(h, w) or CenterCrop)")
+	}
+	return nil
+}
+
+// cropPlan draws the plan p of torchvision's crops, pads and resizes (a
+// self-sized resize's too) for a srcW x srcH image (a crop before the
+// geometry's, if any) of key k: the crop, the resize and the canvas, as
+// cropSize sized them. bicubic is a RandomResizedCrop's random
+// interpolation, drawn after its crop.
+func (t *Transform) cropPlan(p *SamplePlan, k det.Key, src *targets.Targets, scratch *[][4]float32, srcW, srcH int) (bicubic bool, err error) {
+	switch {
+	case t.iou != nil:
+		if err := t.iouPlan(p, k, src, scratch); err != nil {
+			return false, err
+		}
+		if t.resize == nil { // the crop at its own size, under the job's bound
+			p.OutW, p.OutH = p.CW, p.CH
+		}
+	case t.rcrop != nil:
+		if err := t.randomCrop(p, k); err != nil {
+			return false, err
+		}
+	case t.rrc != nil:
+		r := k.Stream(StreamCrop)
+		p.CX, p.CY, p.CW, p.CH = RRCParams(&r, srcW, srcH, t.rrc.Scale, t.rrc.Ratio)
+		if t.rrc.RandomInterp {
+			// timm's random.choice((BILINEAR, BICUBIC)), after the crop.
+			bicubic = r.Float64() >= 0.5
+		}
+	case t.pad != nil || (t.zoom != nil && t.resize == nil): // Pad or RandomZoomOut, then CenterCrop
+		if err := t.padCenterCrop(p); err != nil {
+			return false, err
+		}
+	case t.resize != nil:
+		p.RW, p.RH = ResizedSize(srcW, srcH, t.resize.Size)
+		if selfSized(t.resize) { // op_smart.go, op_naflex.go
+			if p.RW, p.RH, err = selfSize(t.resize, srcW, srcH); err != nil {
+				return false, err
+			}
+		} else if t.resize.Kind != OpResize { // RandomShortestSize, RandomResize: drawn
+			p.RW, p.RH = ResizeSize(t.resize, k, srcW, srcH)
+		}
+		if t.varyGeom { // the sample's own size (lsj.go)
+			p.OutW, p.OutH = p.RW, p.RH
+		}
+		p.CW, p.CH = p.RW, p.RH
+		if p.Zoomed { // RandomZoomOut then Resize(h, w): the canvas resized
+			p.Canvas, p.RCFill = true, t.zoom.Fill
+		} else if len(t.pre) > 0 || t.preCrop != nil { // ops (or a crop) before: the image's own canvas
+			p.Canvas, p.ZoomW, p.ZoomH = true, srcW, srcH
+		}
+		p.KW, p.KH = p.ZoomW, p.ZoomH
+		if s := selfSizers[t.resize.Kind]; s.canvas != nil { // resized, then padded to its canvas, centred (op_anyres.go)
+			bw, bh := s.canvas(t.resize, srcW, srcH)
+			p.OutW, p.OutH, p.CW, p.CH = bw, bh, bw, bh
+			p.CX, p.CY = -((bw - p.RW) / 2), -((bh - p.RH) / 2)
+		}
+		if t.center != nil {
+			p.CW, p.CH = t.center.Size[1], t.center.Size[0]
+			p.CX, p.CY = CenterOffset(p.RW, p.CW), CenterOffset(p.RH, p.CH)
+		}
+	default: // CenterCrop alone
+		p.CW, p.CH = t.center.Size[1], t.center.Size[0]
+		p.CX, p.CY = CenterOffset(srcW, p.CW), CenterOffset(srcH, p.CH)
+	}
+	return bicubic, nil
 }
 
 // placeZoom places a canvas: a RandomZoomOut, or a PadToSquare

@@ -197,64 +197,15 @@ func (t *Transform) planBoxes(srcW, srcH int, k det.Key, src *targets.Targets, s
 		if err := t.lsjPlan(&p, k); err != nil {
 			return p, err
 		}
-	case t.iou != nil:
-		if err := t.iouPlan(&p, k, src, scratch); err != nil {
-			return p, err
-		}
-		if t.resize == nil { // the crop at its own size, under the job's bound
-			p.OutW, p.OutH = p.CW, p.CH
-		}
 	case t.seg != nil: // RandomResize, its flip, PadIfSmaller, RandomCrop (op_seg.go)
 		if err := t.segPlan(&p, k); err != nil {
 			return p, err
 		}
-	case t.rcrop != nil:
-		if err := t.randomCrop(&p, k); err != nil {
+	default: // torchvision's crops, pads and resizes, and the self-sized resizes (op_geometry.go)
+		var err error
+		if bicubic, err = t.cropPlan(&p, k, src, scratch, srcW, srcH); err != nil {
 			return p, err
 		}
-	case t.rrc != nil:
-		r := k.Stream(StreamCrop)
-		p.CX, p.CY, p.CW, p.CH = RRCParams(&r, srcW, srcH, t.rrc.Scale, t.rrc.Ratio)
-		if t.rrc.RandomInterp {
-			// timm's random.choice((BILINEAR, BICUBIC)), after the crop.
-			bicubic = r.Float64() >= 0.5
-		}
-	case t.pad != nil || (t.zoom != nil && t.resize == nil): // Pad or RandomZoomOut, then CenterCrop
-		if err := t.padCenterCrop(&p); err != nil {
-			return p, err
-		}
-	case t.resize != nil:
-		p.RW, p.RH = ResizedSize(srcW, srcH, t.resize.Size)
-		if selfSized(t.resize) { // op_smart.go, op_naflex.go
-			var err error
-			if p.RW, p.RH, err = selfSize(t.resize, srcW, srcH); err != nil {
-				return p, err
-			}
-		} else if t.resize.Kind != OpResize { // RandomShortestSize, RandomResize: drawn
-			p.RW, p.RH = ResizeSize(t.resize, k, srcW, srcH)
-		}
-		if t.varyGeom { // the sample's own size (lsj.go)
-			p.OutW, p.OutH = p.RW, p.RH
-		}
-		p.CW, p.CH = p.RW, p.RH
-		if p.Zoomed { // RandomZoomOut then Resize(h, w): the canvas resized
-			p.Canvas, p.RCFill = true, t.zoom.Fill
-		} else if len(t.pre) > 0 || t.preCrop != nil { // ops (or a crop) before: the image's own canvas
-			p.Canvas, p.ZoomW, p.ZoomH = true, srcW, srcH
-		}
-		p.KW, p.KH = p.ZoomW, p.ZoomH
-		if s := selfSizers[t.resize.Kind]; s.canvas != nil { // resized, then padded to its canvas, centred (op_anyres.go)
-			bw, bh := s.canvas(t.resize, srcW, srcH)
-			p.OutW, p.OutH, p.CW, p.CH = bw, bh, bw, bh
-			p.CX, p.CY = -((bw - p.RW) / 2), -((bh - p.RH) / 2)
-		}
-		if t.center != nil {
-			p.CW, p.CH = t.center.Size[1], t.center.Size[0]
-			p.CX, p.CY = CenterOffset(p.RW, p.CW), CenterOffset(p.RH, p.CH)
-		}
-	default: // CenterCrop alone
-		p.CW, p.CH = t.center.Size[1], t.center.Size[0]
-		p.CX, p.CY = CenterOffset(srcW, p.CW), CenterOffset(srcH, p.CH)
 	}
 	if err := t.checkBound(&p); err != nil {
 		return p, err

@@ -21,7 +21,6 @@ package transform
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/errs"
@@ -344,45 +343,10 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	case t.fixed != nil, t.yolo != nil, t.seg != nil: // lsjGeometry, yoloGeometry or segGeometry set the size
 	case t.mosaic != nil:
 		t.geom, t.outH, t.outW = CropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
-	case t.rcrop != nil:
-		t.geom, t.outH, t.outW = CropResize, t.rcrop.Size[0], t.rcrop.Size[1]
-	case t.rrc != nil:
-		t.geom, t.outH, t.outW = CropResize, t.rrc.Size[0], t.rrc.Size[1]
-	case t.resize != nil && selfSized(t.resize):
-		if t.center != nil || t.zoom != nil {
-			return bad("%s is the geometry alone (the vision-language processors resize the whole image): no geometry op before it (ColorJitter may come before it), no crop after it", t.resize.Kind)
-		}
-		t.smartSize()
-	case t.center != nil:
-		t.geom, t.outH, t.outW = ResizeCrop, t.center.Size[0], t.center.Size[1]
-		if t.resize == nil {
-			t.geom = CropResize
-		}
-	case t.resize != nil && t.resize.Size[1] > 0:
-		t.geom, t.outH, t.outW = ResizeCrop, t.resize.Size[0], t.resize.Size[1]
-	case t.resize != nil:
-		if err := t.varySize(); err != nil {
+	default: // torchvision's crops, pads and resizes, a self-sized resize, or none (op_geometry.go)
+		if err := t.cropSize(); err != nil {
 			return nil, err
 		}
-	case t.iou != nil: // a RandomIoUCrop without a Resize: the crop's own size (lsj.go)
-		if err := t.boundSize("RandomIoUCrop"); err != nil {
-			return nil, err
-		}
-	case len(t.ops) > 0 && optab.Grows(&t.ops[0]):
-		// The image whole at its own size, each sample's, then the ops:
-		// growRotate wants a Resize((h, w)) or CenterCrop after them.
-		t.geom, t.whole, t.vary, t.varyGeom, t.outW, t.outH = CropResize, true, true, true, 1, 1
-	case t.bound != [2]int{} && !slices.ContainsFunc(t.ops, func(op optab.Op) bool { return optab.Lookup(op.Kind) != nil && optab.Lookup(op.Kind).Geometry }):
-		// no geometry: the image whole at its own size (lsj.go, the bound)
-		t.own = true
-		if err := t.boundSize(""); err != nil {
-			return nil, err
-		}
-	case len(t.ops) > 0:
-		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size; "+
-			"or give the job a bound on the sizes, max_size=(h, w), to take each image at its own size", t.ops[0].Kind)
-	default:
-		return bad("no geometry op: a batch needs a fixed size (RandomResizedCrop, Resize(h, w) or CenterCrop)")
 	}
 	if err := t.growPadAfter(); err != nil {
 		return nil, err
