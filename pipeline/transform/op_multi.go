@@ -13,11 +13,12 @@ import (
 )
 
 // The multi-image family (ultralytics' Mosaic, MixUp, CopyPaste and
-// CutMix), in three files: its ops, their checks and draws (op_mosaic.go;
-// the CopyPaste's, op_yolo.go); here, its ops in a transform (multiOps),
-// their stop_epoch, cost, room and partners, and the making of a sample's
-// pixels from its plan (PlanMulti's MultiDraw) and its trace; its
-// targets' moves (op_multi_targets.go). The transform's grammar and the
+// CutMix), in three files: its ops, their places, checks and draws
+// (op_mosaic.go); here, its ops in a transform (multiOps), their
+// stop_epoch, cost, room and partners, the making of a sample's pixels
+// from its plan (PlanMulti's MultiDraw) and its trace, and, at the end,
+// the CopyPaste's checks, partners and draw; its targets' moves
+// (op_multi_targets.go). The transform's grammar and the
 // executor know partners and images, never the ops' names.
 //
 // The executor loads each image (Loader: decoded whole and resized as
@@ -26,9 +27,9 @@ import (
 // mixes them, with the YOLO family's kernels (pipeline/kernels/cv).
 
 // multiOps are a transform's multi-image ops, nil where absent: each
-// checked where it stands (their placers, op_mosaic.go), drawn (op_mosaic.go,
-// op_yolo.go), made (below) and its targets moved (op_multi_targets.go)
-// by the family alone.
+// checked where it stands (their placers, op_mosaic.go; the CopyPaste's
+// below), drawn (op_mosaic.go), made (below) and its targets moved
+// (op_multi_targets.go) by the family alone.
 type multiOps struct {
 	// mosaic is ultralytics' Mosaic, if any: the geometry, its partners
 	// read with the sample (op_mosaic.go, the root's decode_multi.go).
@@ -471,4 +472,130 @@ func pasteFlipped(img kernels.Planes, pr *PreDraw, s *MultiScratch) {
 		return
 	}
 	cv.CopyPasteImage(img, s.pasteMask(img.W, img.H, pr.Flipped, pr.Sel))
+}
+
+// CopyPaste (op_mosaic.go defines it with the multi-image ops): in flip
+// mode right after the Mosaic (v8_transforms' default pre_transform:
+// Mosaic, CopyPaste, RandomPerspective), the mosaic's own mirrored
+// copies pasted; in mixup mode: ultralytics' (8.4.190) v8_transforms with
+// copy_paste_mode="mixup" appends to its pre_transform (Mosaic,
+// RandomPerspective) a CopyPaste whose copies come from another sample
+// made by Mosaic and RandomPerspective: with probability p, of that
+// sample's instances those whose IoA with every instance of this one is
+// below 0.30, the fraction p least overlapping, are pasted (their
+// polygons filled into a mask, the other sample's pixels copied there)
+// and added after this one's. The MixUp's and the CutMix's partners are
+// made by the same pre_transform, so draw their own. The partner is read,
+// not consumed, as a MixUp's: cv.Partners of the sample's key on a stream
+// of its own (cv.CopyPasteStream), and made with draws of its own (its
+// key's view plus copyPasteView).
+
+// checkCopyPaste checks a CopyPaste where it stands: right after the
+// Mosaic, in flip mode.
+func (t *Transform) checkCopyPaste(op *optab.Op, n int) error {
+	if t.mosaic == nil || n != 1 {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", errs.Unsupported)
+	}
+	if op.Mode != "flip" {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: want 'flip' (right after the YOLOMosaic) or 'mixup' (after its YOLORandomPerspective)", errs.Unsupported, errs.Clip(op.Mode, 32))
+	}
+	if !(op.P >= 0 && op.P <= 1) {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", errs.Unsupported, op.P)
+	}
+	return nil
+}
+
+// prePartners appends the partners of k's pre_transform to buf: its
+// Mosaic's n-1, then, when a CopyPaste in mixup mode draws to apply, its
+// partner and that one's Mosaic's n-1.
+func (t *Transform) prePartners(k det.Key, size int, buf []int) []int {
+	buf = t.mosaicPartners(k, size, buf)
+	if t.copyPasteMixOn(k) {
+		j := CopyPasteMixPartner(k, size)
+		buf = append(buf, j)
+		buf = t.mosaicPartners(CopyPasteKey(k, j), size, buf)
+	}
+	return buf
+}
+
+// copyPasteView keys a CopyPaste partner's draws, as mixView a MixUp's.
+const copyPasteView = 3 << 40
+
+// CopyPasteKey is the key a CopyPaste partner j of the pre_transform of
+// key k is made with.
+func CopyPasteKey(k det.Key, j int) det.Key {
+	k.Index, k.View = uint64(j), k.View+copyPasteView
+	return k
+}
+
+// afterMosaic is the position of the first op after the Mosaic's
+// pre_transform ops that come before its warp (its CopyPaste, if any).
+func (t *Transform) afterMosaic() int {
+	if t.copyPaste != nil {
+		return 2
+	}
+	return 1
+}
+
+// checkCopyPasteMix checks a CopyPaste in mixup mode where it stands:
+// right after the Mosaic's YOLORandomPerspective (v8_transforms appends
+// it to the pre_transform), without a CopyPaste in flip mode.
+func (t *Transform) checkCopyPasteMix(op *optab.Op, n int) error {
+	if t.mosaic == nil || t.yolo == nil || t.copyPaste != nil || n != t.afterMosaic()+1 {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste mode 'mixup' is supported right after a YOLOMosaic's YOLORandomPerspective only (ultralytics' v8_transforms appends it to the pre_transform: Mosaic, RandomPerspective, CopyPaste), and not with a YOLOCopyPaste in flip mode", errs.Unsupported)
+	}
+	if !(op.P >= 0 && op.P <= 1) {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", errs.Unsupported, op.P)
+	}
+	return nil
+}
+
+// copyPasteMixOn is a CopyPaste in mixup mode's draw for the
+// pre_transform of key k: whether it applies (BaseMixTransform's
+// random.uniform(0, 1) > p skips it; p 0 never does).
+func (t *Transform) copyPasteMixOn(k det.Key) bool {
+	if t.copyPasteMix == nil || t.copyPasteMix.P == 0 {
+		return false
+	}
+	r := k.Stream(cv.CopyPasteStream + 1)
+	return !(r.Float64() > t.copyPasteMix.P)
+}
+
+// CopyPasteMixPartner is the CopyPaste partner of the pre_transform of
+// key k in a dataset of size samples.
+func CopyPasteMixPartner(k det.Key, size int) int {
+	var one [1]int
+	cv.Partners(k, cv.CopyPasteStream, size, one[:])
+	return one[0]
+}
+
+// CPMixDraw is what a CopyPaste in mixup mode drew for one pre_transform:
+// On, that it drew to apply (its partner read and made: Mo, warped by
+// PP); Applied, that the sample had instances (ultralytics' returns a
+// sample without any untouched, before its draw); Pasted, the partner's
+// instances it pasted.
+type CPMixDraw struct {
+	On, Applied bool
+	P           float64
+	Mo          MosaicDraw
+	PP          cv.PerspectiveParams
+	Pasted      int
+}
+
+// appendJSON appends a CopyPaste in mixup mode's draw, when it drew to
+// apply, between pre and post: {"mode": "mixup", "applied", "pasted",
+// "mosaic": the partner's, "perspective": its warp}.
+func (cp *CPMixDraw) appendJSON(b []byte, pre, post string, md *MultiDraw) []byte {
+	if !cp.On {
+		return b
+	}
+	b = append(b, pre...)
+	b = append(b, `{"mode":"mixup","applied":`...)
+	b = strconv.AppendBool(b, cp.Applied)
+	b = append(b, `,"pasted":`...)
+	b = strconv.AppendInt(b, int64(cp.Pasted), 10)
+	b = cp.Mo.appendJSON(append(b, `,"mosaic":`...))
+	st := md.perspStep(&cp.PP)
+	b = st.AppendJSON(append(b, `,"perspective":`...))
+	return append(append(b, '}'), post...)
 }

@@ -10,12 +10,11 @@ package transform
 // three are the geometry (below: run on the image at its own size, in
 // the decode's canvas path); the last two are steps on the output.
 // Labels move as ultralytics' Instances do, in float32 (boxes XYXY).
-// Below them, the multi-image geometry's CopyPaste, both modes (the
-// Decoder's half in the root's decode_multi.go and decode_targets.go).
+// The multi-image ops (ultralytics' mosaic and the mixes) are a family of
+// their own (op_mosaic.go, op_multi.go, op_multi_targets.go).
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
@@ -133,141 +132,13 @@ func init() {
 		}})
 }
 
-// CopyPaste (op_mosaic.go defines it with the multi-image ops): in flip
-// mode right after the Mosaic (v8_transforms' default pre_transform:
-// Mosaic, CopyPaste, RandomPerspective), the mosaic's own mirrored
-// copies pasted; in mixup mode: ultralytics' (8.4.190) v8_transforms with
-// copy_paste_mode="mixup" appends to its pre_transform (Mosaic,
-// RandomPerspective) a CopyPaste whose copies come from another sample
-// made by Mosaic and RandomPerspective: with probability p, of that
-// sample's instances those whose IoA with every instance of this one is
-// below 0.30, the fraction p least overlapping, are pasted (their
-// polygons filled into a mask, the other sample's pixels copied there)
-// and added after this one's. The MixUp's and the CutMix's partners are
-// made by the same pre_transform, so draw their own. The partner is read,
-// not consumed, as a MixUp's: cv.Partners of the sample's key on a stream
-// of its own (cv.CopyPasteStream), and made with draws of its own (its
-// key's view plus copyPasteView).
-
-// checkCopyPaste checks a CopyPaste where it stands: right after the
-// Mosaic, in flip mode.
-func (t *Transform) checkCopyPaste(op *optab.Op, n int) error {
-	if t.mosaic == nil || n != 1 {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", errs.Unsupported)
-	}
-	if op.Mode != "flip" {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: want 'flip' (right after the YOLOMosaic) or 'mixup' (after its YOLORandomPerspective)", errs.Unsupported, errs.Clip(op.Mode, 32))
-	}
-	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", errs.Unsupported, op.P)
-	}
-	return nil
-}
-
-// prePartners appends the partners of k's pre_transform to buf: its
-// Mosaic's n-1, then, when a CopyPaste in mixup mode draws to apply, its
-// partner and that one's Mosaic's n-1.
-func (t *Transform) prePartners(k det.Key, size int, buf []int) []int {
-	buf = t.mosaicPartners(k, size, buf)
-	if t.copyPasteMixOn(k) {
-		j := CopyPasteMixPartner(k, size)
-		buf = append(buf, j)
-		buf = t.mosaicPartners(CopyPasteKey(k, j), size, buf)
-	}
-	return buf
-}
-
-// copyPasteView keys a CopyPaste partner's draws, as mixView a MixUp's.
-const copyPasteView = 3 << 40
-
-// CopyPasteKey is the key a CopyPaste partner j of the pre_transform of
-// key k is made with.
-func CopyPasteKey(k det.Key, j int) det.Key {
-	k.Index, k.View = uint64(j), k.View+copyPasteView
-	return k
-}
-
-// afterMosaic is the position of the first op after the Mosaic's
-// pre_transform ops that come before its warp (its CopyPaste, if any).
-func (t *Transform) afterMosaic() int {
-	if t.copyPaste != nil {
-		return 2
-	}
-	return 1
-}
-
-// checkCopyPasteMix checks a CopyPaste in mixup mode where it stands:
-// right after the Mosaic's YOLORandomPerspective (v8_transforms appends
-// it to the pre_transform), without a CopyPaste in flip mode.
-func (t *Transform) checkCopyPasteMix(op *optab.Op, n int) error {
-	if t.mosaic == nil || t.yolo == nil || t.copyPaste != nil || n != t.afterMosaic()+1 {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste mode 'mixup' is supported right after a YOLOMosaic's YOLORandomPerspective only (ultralytics' v8_transforms appends it to the pre_transform: Mosaic, RandomPerspective, CopyPaste), and not with a YOLOCopyPaste in flip mode", errs.Unsupported)
-	}
-	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", errs.Unsupported, op.P)
-	}
-	return nil
-}
-
-// copyPasteMixOn is a CopyPaste in mixup mode's draw for the
-// pre_transform of key k: whether it applies (BaseMixTransform's
-// random.uniform(0, 1) > p skips it; p 0 never does).
-func (t *Transform) copyPasteMixOn(k det.Key) bool {
-	if t.copyPasteMix == nil || t.copyPasteMix.P == 0 {
-		return false
-	}
-	r := k.Stream(cv.CopyPasteStream + 1)
-	return !(r.Float64() > t.copyPasteMix.P)
-}
-
-// CopyPasteMixPartner is the CopyPaste partner of the pre_transform of
-// key k in a dataset of size samples.
-func CopyPasteMixPartner(k det.Key, size int) int {
-	var one [1]int
-	cv.Partners(k, cv.CopyPasteStream, size, one[:])
-	return one[0]
-}
-
-// CPMixDraw is what a CopyPaste in mixup mode drew for one pre_transform:
-// On, that it drew to apply (its partner read and made: Mo, warped by
-// PP); Applied, that the sample had instances (ultralytics' returns a
-// sample without any untouched, before its draw); Pasted, the partner's
-// instances it pasted.
-type CPMixDraw struct {
-	On, Applied bool
-	P           float64
-	Mo          MosaicDraw
-	PP          cv.PerspectiveParams
-	Pasted      int
-}
-
-// appendJSON appends a CopyPaste in mixup mode's draw, when it drew to
-// apply, between pre and post: {"mode": "mixup", "applied", "pasted",
-// "mosaic": the partner's, "perspective": its warp}.
-func (cp *CPMixDraw) appendJSON(b []byte, pre, post string, md *MultiDraw) []byte {
-	if !cp.On {
-		return b
-	}
-	b = append(b, pre...)
-	b = append(b, `{"mode":"mixup","applied":`...)
-	b = strconv.AppendBool(b, cp.Applied)
-	b = append(b, `,"pasted":`...)
-	b = strconv.AppendInt(b, int64(cp.Pasted), 10)
-	b = cp.Mo.appendJSON(append(b, `,"mosaic":`...))
-	st := md.perspStep(&cp.PP)
-	b = st.AppendJSON(append(b, `,"perspective":`...))
-	return append(append(b, '}'), post...)
-}
-
 // The YOLO geometry (the first three ops above): YOLOLoadImage, then a
 // YOLOLetterBox and/or a YOLORandomPerspective, run in the decode's canvas
 // path on the whole image decoded at full scale (as cv2.imread gives it):
 // load_image's resize (cv.LoadSize, cv.ResizeLinear), LetterBox
 // (cv.LetterBoxImage), RandomPerspective (cv.PerspectiveImage), each
 // OpenCV's bytes. Their draws come from the sample's key, a stream each,
-// so a sample is the same bytes on any topology. Also a Mosaic's targets
-// (its labels and keypoints as ultralytics' Instances moves them), at
-// the end.
+// so a sample is the same bytes on any topology.
 
 // yoloGeom is a transform's YOLO geometry: its ops (lb and persp nil
 // when absent).
@@ -366,7 +237,7 @@ func (t *Transform) yoloPlan(p *SamplePlan, k det.Key) {
 	}
 }
 
-// DrawYOLOPersp is a YOLORandomPerspective's draw for key k (a Mosaic's
+// DrawYOLOPersp is a YOLORandomPerspective's draw for key k (a mosaic's
 // sample draws it too: decode_multi.go).
 func DrawYOLOPersp(op *optab.Op, k det.Key) (pp cv.PerspectiveParams) {
 	r := k.Stream(streamYOLOPersp)
