@@ -1,10 +1,10 @@
 package cv
 
-// The partner cache: a node's load_image'd images (a Mosaic's, each
+// The partner cache: a node's load_image'd images (a multi-image op's, each
 // decoded whole and resized to imgsz on its long side), shared by its
 // Executor's decoders, so that a photo a window of the epoch's order
 // reads several times (once as a sample, about three times more as a
-// Mosaic's partner: Partners draws them from its window) is decoded
+// mosaic's partner: Partners draws them from its window) is decoded
 // about once, as ultralytics' buffer keeps its last images decoded.
 
 import (
