@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
@@ -80,6 +81,45 @@ func TestTargetsReadOnce(t *testing.T) {
 			if !bytes.Equal(once, twice) {
 				t.Errorf("%s sample %d: the targets the plan read are not a second read's:\n%x\n%x", name, i, once, twice)
 			}
+		}
+		d.Close()
+	}
+}
+
+// TestSampleCarriesItsTargets: a sample's targets come with it
+// (DecodeSample), never from the sample decoded before: a bare Decode
+// after a sample with targets has none to append, and a RandomIoUCrop,
+// which draws against them, refuses a sample handed without them rather
+// than drawing against the last one's.
+func TestSampleCarriesItsTargets(t *testing.T) {
+	data, err := os.ReadFile("../testdata/photos/shell/000015.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := fixedBoxes{{46, 85, 69, 383}, {138, 106, 367, 298}}
+	for _, name := range []string{"frcnn", "ssdlite"} {
+		tr, err := transform.ParseTransform(name, transform.CHW)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := NewDecoder()
+		out := make([]byte, tr.SampleBytes())
+		k := det.Key{Seed: 4, Index: 1}
+		if err := d.DecodeSample(Sample{Data: data, Targets: ds}, tr, k, out); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := d.AppendTargets(nil, tr, nil); err != nil {
+			t.Fatalf("%s: the sample's targets: %v", name, err)
+		}
+		err = d.Decode(data, tr, k, out)
+		if name == "ssdlite" { // its RandomIoUCrop draws against the boxes
+			if err == nil || !strings.Contains(err.Error(), "target") {
+				t.Errorf("%s: a sample without targets: %v; want its RandomIoUCrop refused for want of them (not drawn against the last sample's)", name, err)
+			}
+		} else if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		} else if _, err := d.AppendTargets(nil, tr, nil); err == nil {
+			t.Errorf("%s: a bare Decode's sample appended targets (the last sample's)", name)
 		}
 		d.Close()
 	}
