@@ -56,16 +56,13 @@ func wholeResize(op *optab.Op) bool {
 // then takes the canvas path, which needs a geometry that ends in
 // Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any).
 func (t *Transform) compilePre(from, pre int) error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
-	}
 	if pre-from > maxPre {
-		return bad("%d ops before the geometry: the limit is %d", pre-from, maxPre)
+		return transformErr("%d ops before the geometry: the limit is %d", pre-from, maxPre)
 	}
 	bounded := t.iou != nil && t.resize == nil && t.vary // a RandomIoUCrop's own size, under the job's bound
 	vlm := t.resize != nil && selfSized(t.resize)        // the whole image resized to its own size: the canvas resized
 	if !bounded && !vlm && (t.resize == nil || t.resize.Size[1] == 0) || t.center != nil || t.rrc != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil {
-		return bad("op %d (%s) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any), "+
+		return transformErr("op %d (%s) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any), "+
 			"or a RandomIoUCrop under a bound on the sizes (max_size=(h, w)); move it after the geometry", from, t.ops[from].Kind)
 	}
 	c := optab.Compiler{W: t.outW, H: t.outH}

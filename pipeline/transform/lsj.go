@@ -25,7 +25,7 @@ const MaxJitter = 16
 // ops it has (0: another geometry).
 func (t *Transform) lsjGeometry() (int, error) {
 	bad := func(format string, a ...any) (int, error) {
-		return 0, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+		return 0, transformErr(format, a...)
 	}
 	n := 0
 	if n < len(t.ops) && t.ops[n].Kind == OpScaleJitter {
@@ -197,31 +197,28 @@ func (t *Transform) SourceSizes(data []byte, n int) [][2]int {
 // checkResize checks a Resize, RandomShortestSize or RandomResize, the
 // geometry's op n.
 func (t *Transform) checkResize(op *optab.Op, n int) error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
-	}
 	switch op.Kind {
 	case OpResize:
 		return checkSize(op, true)
 	case OpRandomShortestSize:
 		if len(op.Sizes) == 0 || len(op.Sizes) > 256 {
-			return bad("RandomShortestSize min_size of %d sizes: want 1 to 256", len(op.Sizes))
+			return transformErr("RandomShortestSize min_size of %d sizes: want 1 to 256", len(op.Sizes))
 		}
 		for _, s := range op.Sizes {
 			if s < 1 || s > optab.MaxSide {
-				return bad("RandomShortestSize min_size %v: sides must be in 1..%d", op.Sizes, optab.MaxSide)
+				return transformErr("RandomShortestSize min_size %v: sides must be in 1..%d", op.Sizes, optab.MaxSide)
 			}
 		}
 		if op.MaxSize < 0 || op.MaxSize > optab.MaxSide {
-			return bad("RandomShortestSize max_size %d: want 1..%d (0: None)", op.MaxSize, optab.MaxSide)
+			return transformErr("RandomShortestSize max_size %d: want 1..%d (0: None)", op.MaxSize, optab.MaxSide)
 		}
 	case OpRandomResize:
 		if len(op.Sizes) != 2 || op.Sizes[0] < 1 || op.Sizes[0] >= op.Sizes[1] || op.Sizes[1] > optab.MaxSide+1 {
-			return bad("RandomResize min_size, max_size %v: want 1 <= min_size < max_size <= %d", op.Sizes, optab.MaxSide+1)
+			return transformErr("RandomResize min_size, max_size %v: want 1 <= min_size < max_size <= %d", op.Sizes, optab.MaxSide+1)
 		}
 	}
 	if n > 0 {
-		return bad("%s must come first (before a CenterCrop, if any): its size is drawn on the image", op.Kind)
+		return transformErr("%s must come first (before a CenterCrop, if any): its size is drawn on the image", op.Kind)
 	}
 	return nil
 }

@@ -69,7 +69,6 @@ func init() {
 			cw, ch, _, _ := AnyResFit(op, w, h)
 			return cw, ch
 		},
-
 		bound: func(op *optab.Op) (int, int, string) {
 			h, w := anyResBound(op)
 			return h, w, "AnyResResize's own bound, its largest grid_pinpoints' height and width"

@@ -19,7 +19,6 @@ import (
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
-	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/targets"
@@ -232,7 +231,7 @@ func (t *Transform) cropSize() error {
 		t.geom, t.outH, t.outW = CropResize, t.rrc.Size[0], t.rrc.Size[1]
 	case t.resize != nil && selfSized(t.resize):
 		if t.center != nil || t.zoom != nil {
-			return geomErr("%s is the geometry alone (the vision-language processors resize the whole image): no geometry op before it (ColorJitter may come before it), no crop after it", t.resize.Kind)
+			return transformErr("%s is the geometry alone (the vision-language processors resize the whole image): no geometry op before it (ColorJitter may come before it), no crop after it", t.resize.Kind)
 		}
 		t.smartSize()
 	case t.center != nil:
@@ -261,10 +260,10 @@ func (t *Transform) cropSize() error {
 			return err
 		}
 	case len(t.ops) > 0:
-		return geomErr("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size; "+
+		return transformErr("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size; "+
 			"or give the job a bound on the sizes, max_size=(h, w), to take each image at its own size", t.ops[0].Kind)
 	default:
-		return geomErr("no geometry op: a batch needs a fixed size (RandomResizedCrop, Resize(h, w) or CenterCrop)")
+		return transformErr("no geometry op: a batch needs a fixed size (RandomResizedCrop, Resize(h, w) or CenterCrop)")
 	}
 	return nil
 }
@@ -340,16 +339,11 @@ func placeZoom(t *Transform, op *optab.Op, _ int) error {
 	return nil
 }
 
-// geomErr is the error of a geometry op where it stands.
-func geomErr(format string, a ...any) error {
-	return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
-}
-
 // placePad places a Pad: first, or right after a RandomCrop or
 // CenterCrop that is not resized.
 func placePad(t *Transform, op *optab.Op, n int) error {
 	if n > 0 && (t.padAfter != nil || t.rrc != nil || t.resize != nil || (t.rcrop == nil && t.center == nil)) {
-		return geomErr("Pad after a resampling geometry (RandomResizedCrop, Resize) or twice after the crop is not supported: Pad comes first, or right after a RandomCrop or CenterCrop")
+		return transformErr("Pad after a resampling geometry (RandomResizedCrop, Resize) or twice after the crop is not supported: Pad comes first, or right after a RandomCrop or CenterCrop")
 	}
 	if err := checkPadding(op); err != nil {
 		return err
@@ -366,7 +360,7 @@ func placePad(t *Transform, op *optab.Op, n int) error {
 // RandomZoomOut.
 func placeRandomCrop(t *Transform, op *optab.Op, n int) error {
 	if n > 0 && (n > 1 || (t.pad == nil && t.zoom == nil) || t.padAfter != nil) {
-		return geomErr("RandomCrop must be the only geometry op (after a Pad or a RandomZoomOut, if any) and come first")
+		return transformErr("RandomCrop must be the only geometry op (after a Pad or a RandomZoomOut, if any) and come first")
 	}
 	if err := checkSize(op, false); err != nil {
 		return err
@@ -375,7 +369,7 @@ func placeRandomCrop(t *Transform, op *optab.Op, n int) error {
 		return err
 	}
 	if t.pad != nil && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.pad.Fill {
-		return geomErr("Pad fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.pad.Fill, op.Fill)
+		return transformErr("Pad fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.pad.Fill, op.Fill)
 	}
 	t.rcrop = op
 	return nil
@@ -384,10 +378,10 @@ func placeRandomCrop(t *Transform, op *optab.Op, n int) error {
 // placeRRC places a RandomResizedCrop: first and alone.
 func placeRRC(t *Transform, op *optab.Op, n int) error {
 	if t.pad != nil {
-		return geomErr("Pad before RandomResizedCrop is not supported: Pad may come before a RandomCrop or CenterCrop only")
+		return transformErr("Pad before RandomResizedCrop is not supported: Pad may come before a RandomCrop or CenterCrop only")
 	}
 	if n > 0 {
-		return geomErr("RandomResizedCrop must be the only geometry op and come first")
+		return transformErr("RandomResizedCrop must be the only geometry op and come first")
 	}
 	if err := checkRRC(op); err != nil {
 		return err
@@ -400,10 +394,10 @@ func placeRRC(t *Transform, op *optab.Op, n int) error {
 // after a RandomZoomOut or a RandomIoUCrop, before a CenterCrop.
 func placeResize(t *Transform, op *optab.Op, n int) error {
 	if t.pad != nil {
-		return geomErr("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
+		return transformErr("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
 	}
 	if n > 0 && !(t.zoom != nil && n == 1) && t.iou == nil {
-		return geomErr("Resize must come first (after a RandomZoomOut, if any), before CenterCrop")
+		return transformErr("Resize must come first (after a RandomZoomOut, if any), before CenterCrop")
 	}
 	if err := t.checkResize(op, n); err != nil {
 		return err
@@ -416,7 +410,7 @@ func placeResize(t *Transform, op *optab.Op, n int) error {
 // before the other ops.
 func placeCenterCrop(t *Transform, op *optab.Op, _ int) error {
 	if t.rrc != nil || t.rcrop != nil || t.center != nil || t.padAfter != nil {
-		return geomErr("CenterCrop must follow Resize or Pad (if any) and come before the other ops")
+		return transformErr("CenterCrop must follow Resize or Pad (if any) and come before the other ops")
 	}
 	if err := checkSize(op, false); err != nil {
 		return err

@@ -92,8 +92,9 @@ func init() {
 		t.mosaic = op
 		return nil
 	}))
-	definePlacer(OpYOLORandomPerspective, placer{place: placeAt((*Transform).mosaicPersp).place,
-		when: func(t *Transform) bool { return t.mosaic != nil }})
+	persp := placeAt((*Transform).mosaicPersp)
+	persp.when = func(t *Transform) bool { return t.mosaic != nil }
+	definePlacer(OpYOLORandomPerspective, persp)
 	definePlacer(OpMixUp, placeAt(func(t *Transform, op *optab.Op, n int) error {
 		if err := t.checkMixUp(op, n); err != nil {
 			return err

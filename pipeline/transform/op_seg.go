@@ -68,7 +68,7 @@ const (
 // (t.seg), and returns how many ops it has (0: another geometry).
 func (t *Transform) segGeometry() (int, error) {
 	bad := func(format string, a ...any) (int, error) {
-		return 0, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+		return 0, transformErr(format, a...)
 	}
 	ops := t.ops
 	if len(ops) == 0 || ops[0].Kind != OpRandomResize {

@@ -158,7 +158,7 @@ const streamYOLOPersp = StreamCrop*64 + 8
 // size, which is refused.
 func (t *Transform) yoloGeometry() (int, error) {
 	bad := func(format string, a ...any) (int, error) {
-		return 0, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+		return 0, transformErr(format, a...)
 	}
 	if len(t.ops) == 0 || !yoloKind(t.ops[0].Kind) {
 		return 0, nil

@@ -213,6 +213,12 @@ func (t *Transform) Needs() Needs {
 	return n
 }
 
+// transformErr is a transform's error for ops it does not support (where
+// they stand, or their arguments): errs.Unsupported, then the message.
+func transformErr(format string, a ...any) error {
+	return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+}
+
 // placer places a geometry op where it stands, the geometry's op n: it
 // checks op against the ops before it (n, and what t holds of them: the
 // ordering rules of its family, said there only) and records it in t. It
@@ -292,7 +298,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		return nil, fmt.Errorf("%w: layout %d", errs.Unsupported, layout)
 	}
 	bad := func(format string, a ...any) (*Transform, error) {
-		return nil, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+		return nil, transformErr(format, a...)
 	}
 	// RandomPhotometricDistort before the geometry (compilePre), or a
 	// RandomResizedCrop and those before a resize of the whole image

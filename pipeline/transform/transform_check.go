@@ -28,34 +28,31 @@ const maxZoom = 16
 // its own arguments (first, p, side_range, fill), and, after it, one
 // Resize(h, w), RandomCrop (its padding of the same fill) or CenterCrop.
 func (t *Transform) checkZoomOut(op *optab.Op, n int) error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
-	}
 	switch {
 	case op.Kind == OpPadToSquare && n > 0:
-		return bad("PadToSquare must be the first op (then Resize((h, w)))")
+		return transformErr("PadToSquare must be the first op (then Resize((h, w)))")
 	case op.Kind == OpPadToSquare:
 		for _, f := range op.Fill {
 			if f != math.Trunc(f) {
-				return bad("PadToSquare fill %v: want integers 0..255 (a uint8 image's values)", op.Fill)
+				return transformErr("PadToSquare fill %v: want integers 0..255 (a uint8 image's values)", op.Fill)
 			}
 		}
 		return nil
 	case t.zoom != nil && t.zoom.Kind == OpPadToSquare && !(op.Kind == OpResize && op.Size[1] > 0 && t.resize == nil):
-		return bad("PadToSquare then %s is not supported: follow PadToSquare with one Resize((h, w))", op.Kind)
+		return transformErr("PadToSquare then %s is not supported: follow PadToSquare with one Resize((h, w))", op.Kind)
 	case op.Kind == OpRandomZoomOut && n > 0:
-		return bad("RandomZoomOut must be the first op (then Resize(h, w), RandomCrop or CenterCrop)")
+		return transformErr("RandomZoomOut must be the first op (then Resize(h, w), RandomCrop or CenterCrop)")
 	case op.Kind == OpRandomZoomOut:
 	case t.zoom == nil:
 		return nil
 	case op.Kind == OpPad || op.Kind == OpRandomResizedCrop:
-		return bad("%s after RandomZoomOut is not supported: follow RandomZoomOut with Resize(h, w), RandomCrop or CenterCrop", op.Kind)
+		return transformErr("%s after RandomZoomOut is not supported: follow RandomZoomOut with Resize(h, w), RandomCrop or CenterCrop", op.Kind)
 	case op.Kind == OpResize && op.Size[1] == 0:
-		return bad("Resize(%d) of the shorter side after RandomZoomOut is not supported: give Resize both sides, (h, w)", op.Size[0])
+		return transformErr("Resize(%d) of the shorter side after RandomZoomOut is not supported: give Resize both sides, (h, w)", op.Size[0])
 	case op.Kind == OpCenterCrop && t.resize != nil:
-		return bad("RandomZoomOut, Resize then CenterCrop is not supported: after RandomZoomOut, Resize(h, w), RandomCrop or CenterCrop alone")
+		return transformErr("RandomZoomOut, Resize then CenterCrop is not supported: after RandomZoomOut, Resize(h, w), RandomCrop or CenterCrop alone")
 	case op.Kind == OpRandomCrop && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.zoom.Fill:
-		return bad("RandomZoomOut fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.zoom.Fill, op.Fill)
+		return transformErr("RandomZoomOut fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.zoom.Fill, op.Fill)
 	default:
 		return nil
 	}
@@ -85,7 +82,7 @@ const (
 // index.
 func (t *Transform) iouCrop(op *optab.Op, n int) (int, error) {
 	bad := func(format string, a ...any) (int, error) {
-		return 0, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+		return 0, transformErr(format, a...)
 	}
 	if n > 0 && !(n == 1 && t.zoom != nil) {
 		return bad("RandomIoUCrop must be the first op, or come right after a RandomZoomOut")

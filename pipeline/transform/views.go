@@ -65,7 +65,7 @@ func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
 // NewTransformBound bounds one view; a view of one size ignores it.
 func NewViewsBound(layout Layout, bound [2]int, groups ...ViewGroup) (*Transform, error) {
 	bad := func(format string, a ...any) (*Transform, error) {
-		return nil, fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
+		return nil, transformErr(format, a...)
 	}
 	if len(groups) == 0 {
 		return bad("no views: give at least one (count, transform) pair")
