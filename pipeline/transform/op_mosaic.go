@@ -29,6 +29,17 @@ import (
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
+// The streams of a sample's key the family draws its partners from
+// (cv.Partners): apart from every op's, so that drawing them shifts no
+// other number. An op's own draws (whether it applies, its ratio, its
+// areas) take the stream after its partners'.
+const (
+	streamMosaic    = 0x6d6f73616963 // "mosaic": a mosaic's partners
+	streamMixUp     = 0x6d69787570   // "mixup": a mixup's partner
+	streamCutMix    = 0x6375746d6978 // "cutmix": a cutmix's partner
+	streamCopyPaste = 0x6370617374   // "cpast": a CopyPaste's partner (its mixup mode)
+)
+
 // OpMosaic is ultralytics' Mosaic (imgsz, n, p); OpMixUp its MixUp (p),
 // right after the Mosaic: the sample blended with another sample made by
 // the same geometry (its own Mosaic, its own partners).
@@ -162,7 +173,7 @@ func (t *Transform) cutMixDraw(k det.Key, w, h int, buf []cutArea) (on bool, are
 	if t.cutmix == nil {
 		return false, buf[:0], r
 	}
-	r = k.Stream(cv.CutMixStream + 1)
+	r = k.Stream(streamCutMix + 1)
 	if r.Float64() > t.cutmix.P {
 		return false, buf[:0], r
 	}
@@ -369,9 +380,9 @@ func (t *Transform) multiPartners(k det.Key, size int, buf []int) []int {
 		buf = append(buf, j)
 		buf = t.prePartners(MixKey(k, j), size, buf)
 	}
-	if r := k.Stream(cv.CutMixStream + 1); t.cutmix != nil && !(r.Float64() > t.cutmix.P) { // cutmixDraw's first
+	if r := k.Stream(streamCutMix + 1); t.cutmix != nil && !(r.Float64() > t.cutmix.P) { // cutmixDraw's first
 		var one [1]int
-		cv.Partners(k, cv.CutMixStream, size, one[:])
+		cv.Partners(k, streamCutMix, size, one[:])
 		buf = append(buf, one[0])
 		buf = t.prePartners(CutKey(k, one[0]), size, buf)
 	}
@@ -382,7 +393,7 @@ func (t *Transform) multiPartners(k det.Key, size int, buf []int) []int {
 func (t *Transform) mosaicPartners(k det.Key, size int, buf []int) []int {
 	at := len(buf)
 	buf = append(buf, make([]int, t.mosaic.Tiles-1)...)
-	cv.Partners(k, cv.MosaicStream, size, buf[at:])
+	cv.Partners(k, streamMosaic, size, buf[at:])
 	return buf
 }
 
@@ -393,7 +404,7 @@ func (t *Transform) mixUpDraw(k det.Key) (on bool, r float64) {
 	if t.mixup == nil {
 		return false, 0
 	}
-	rs := k.Stream(cv.MixUpStream + 1)
+	rs := k.Stream(streamMixUp + 1)
 	if rs.Float64() > t.mixup.P {
 		return false, 0
 	}
@@ -405,7 +416,7 @@ func (t *Transform) mixUpDraw(k det.Key) (on bool, r float64) {
 // of size samples (cv.Partners on the MixUp stream).
 func mixupPartner(k det.Key, size int) int {
 	var one [1]int
-	cv.Partners(k, cv.MixUpStream, size, one[:])
+	cv.Partners(k, streamMixUp, size, one[:])
 	return one[0]
 }
 

@@ -487,7 +487,7 @@ func pasteFlipped(img kernels.Planes, pr *PreDraw, s *MultiScratch) {
 // and added after this one's. The MixUp's and the CutMix's partners are
 // made by the same pre_transform, so draw their own. The partner is read,
 // not consumed, as a MixUp's: cv.Partners of the sample's key on a stream
-// of its own (cv.CopyPasteStream), and made with draws of its own (its
+// of its own (streamCopyPaste), and made with draws of its own (its
 // key's view plus copyPasteView).
 
 // checkCopyPaste checks a CopyPaste where it stands: right after the
@@ -557,7 +557,7 @@ func (t *Transform) copyPasteMixOn(k det.Key) bool {
 	if t.copyPasteMix == nil || t.copyPasteMix.P == 0 {
 		return false
 	}
-	r := k.Stream(cv.CopyPasteStream + 1)
+	r := k.Stream(streamCopyPaste + 1)
 	return !(r.Float64() > t.copyPasteMix.P)
 }
 
@@ -565,7 +565,7 @@ func (t *Transform) copyPasteMixOn(k det.Key) bool {
 // key k in a dataset of size samples.
 func CopyPasteMixPartner(k det.Key, size int) int {
 	var one [1]int
-	cv.Partners(k, cv.CopyPasteStream, size, one[:])
+	cv.Partners(k, streamCopyPaste, size, one[:])
 	return one[0]
 }
 

@@ -47,8 +47,9 @@ func TestPartnersInWindow(t *testing.T) {
 				}
 				if blocks == 1 {
 					var want [3]int
-					cv.Partners(k, cv.MosaicStream, n, want[:])
-					r := k.Stream(cv.MosaicStream)
+					const mosaicStream = 0x6d6f73616963 // op_mosaic.go's streamMosaic
+					cv.Partners(k, mosaicStream, n, want[:])
+					r := k.Stream(mosaicStream)
 					if want != [3]int{r.Intn(n), r.Intn(n), r.Intn(n)} {
 						t.Fatalf("n=%d: a dataset of one window draws %v, not uniform indices", n, want)
 					}

@@ -2,19 +2,6 @@ package cv
 
 import "github.com/stoker-dev/stoker/pipeline/det"
 
-// The streams of a sample's key the partners are drawn from: apart from
-// every op's, so that drawing them shifts no other number.
-const (
-	// MosaicStream draws a mosaic's partners.
-	MosaicStream = 0x6d6f73616963 // "mosaic"
-	// MixUpStream draws a mixup's partner.
-	MixUpStream = 0x6d69787570 // "mixup"
-	// CutMixStream draws a cutmix's partner.
-	CutMixStream = 0x6375746d6978 // "cutmix"
-	// CopyPasteStream draws a CopyPaste's partner (its mixup mode).
-	CopyPasteStream = 0x6370617374 // "cpast"
-)
-
 // PartnerWindow is how many positions of the epoch's order a sample's
 // partners are drawn from: ultralytics draws them from its buffer of the
 // images it loaded last (min(n, batch*8, 1000) of them, each dataloader
