@@ -1,10 +1,12 @@
 package transform
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
-
+	"github.com/stoker-dev/stoker/pipeline/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
@@ -154,15 +156,23 @@ func TestPadToSquare(t *testing.T) {
 				c.w, c.h, p.Zoomed, p.ZoomPad, p.ZoomW, p.ZoomH, p.OutW, p.OutH, c.zoomed, c.pad, max(c.w, c.h))
 		}
 	}
-	for name, ops := range map[string][]optab.Op{
-		"not first":        {resize, sq},
-		"alone":            {sq},
-		"then CenterCrop":  {sq, {Kind: OpCenterCrop, Size: [2]int{8, 8}}},
-		"then Resize(int)": {sq, {Kind: OpResize, Size: [2]int{8, 0}}},
-		"fractional fill":  {{Kind: OpPadToSquare, Fill: [3]float64{127.5, 0, 0}}, resize},
+	// Its own rules (first, a uint8 fill) and its rule for the ops after
+	// it (one Resize((h, w))), said beside it (placePadToSquare,
+	// afterPadToSquare).
+	for _, c := range []struct {
+		ops  []optab.Op
+		want string
+	}{
+		{[]optab.Op{resize, sq}, "PadToSquare must be the first op"},
+		{[]optab.Op{sq}, "PadToSquare alone gives a size that varies per image"},
+		{[]optab.Op{sq, {Kind: OpCenterCrop, Size: [2]int{8, 8}}}, "PadToSquare then CenterCrop is not supported"},
+		{[]optab.Op{sq, {Kind: OpResize, Size: [2]int{8, 0}}}, "PadToSquare then Resize is not supported"},
+		{[]optab.Op{sq, resize, resize}, "PadToSquare then Resize is not supported"},
+		{[]optab.Op{sq, sq, resize}, "PadToSquare then PadToSquare is not supported"},
+		{[]optab.Op{{Kind: OpPadToSquare, Fill: [3]float64{127.5, 0, 0}}, resize}, "PadToSquare fill [127.5 0 0]: want integers"},
 	} {
-		if _, err := NewTransform(CHW, ops...); err == nil {
-			t.Errorf("%s: accepted", name)
+		if _, err := NewTransform(CHW, c.ops...); err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", optab.OpsString(c.ops), err, c.want)
 		}
 	}
 	ov := optab.Op{Kind: OpAnyResResize, Sizes: onevisionPinpoints(), Multiple: 384, PatchGrid: 27, BaseTokens: 729, MaxPatches: 9, Interp: InterpBicubic}

@@ -73,7 +73,7 @@ func init() {
 			h, w := anyResBound(op)
 			return h, w, "AnyResResize's own bound, its largest grid_pinpoints' height and width"
 		}})
-	definePlacer(OpPadToSquare, placeAt(placeZoom)) // a canvas, as RandomZoomOut (checkZoomOut: first, then one Resize((h, w)))
+	definePlacer(OpPadToSquare, placeAt(placePadToSquare).followedBy(afterPadToSquare)) // a canvas, as RandomZoomOut
 	optab.Define(optab.Def{Kind: OpPadToSquare,
 		Doc:   "LLaVA-OneVision's pad_to_square (its images of a record of several): the image padded with fill (one value a channel) to a square of its longer side, centred; first, then Resize((h, w))",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
@@ -84,6 +84,30 @@ func init() {
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(fill=%s)", fillText(op.Fill))
 		}})
+}
+
+// placePadToSquare places a PadToSquare: first, its fill a uint8 image's
+// values.
+func placePadToSquare(t *Transform, op *optab.Op, n int) error {
+	if n > 0 {
+		return transformErr("PadToSquare must be the first op (then Resize((h, w)))")
+	}
+	for _, f := range op.Fill {
+		if f != math.Trunc(f) {
+			return transformErr("PadToSquare fill %v: want integers 0..255 (a uint8 image's values)", op.Fill)
+		}
+	}
+	t.zoom = op
+	return nil
+}
+
+// afterPadToSquare is PadToSquare's rule for the geometry's ops after it:
+// one Resize((h, w)).
+func afterPadToSquare(t *Transform, op *optab.Op) error {
+	if op.Kind == OpResize && op.Size[1] > 0 && t.resize == nil {
+		return nil
+	}
+	return transformErr("PadToSquare then %s is not supported: follow PadToSquare with one Resize((h, w))", op.Kind)
 }
 
 // squarePad is a PadToSquare's canvas for p's image: a square of its

@@ -206,10 +206,10 @@ func init() {
 }
 
 // The places of torchvision's crops, pads and resizes in the geometry
-// (placer: each op's ordering rule, here only; checkZoomOut adds
-// RandomZoomOut's and PadToSquare's on the ops after them).
+// (placer: each op's ordering rule, here only; RandomZoomOut's also on
+// the ops after it).
 func init() {
-	definePlacer(OpRandomZoomOut, placeAt(placeZoom))
+	definePlacer(OpRandomZoomOut, placeAt(placeZoomOut).followedBy(afterZoomOut))
 	definePlacer(OpRandomIoUCrop, placer{place: (*Transform).iouCrop}) // the Resize after it is next (transform_check.go)
 	definePlacer(OpPad, placeAt(placePad))
 	definePlacer(OpRandomCrop, placeAt(placeRandomCrop))
@@ -332,10 +332,43 @@ func (t *Transform) cropPlan(p *SamplePlan, k det.Key, src *targets.Targets, scr
 	return bicubic, nil
 }
 
-// placeZoom places a canvas: a RandomZoomOut, or a PadToSquare
-// (op_anyres.go); checkZoomOut has checked it.
-func placeZoom(t *Transform, op *optab.Op, _ int) error {
+// maxZoom bounds RandomZoomOut's side_range: a canvas at most 16 times the
+// image a side (torchvision's default is 4).
+const maxZoom = 16
+
+// placeZoomOut places a RandomZoomOut: first, with its p, side_range and
+// fill checked.
+func placeZoomOut(t *Transform, op *optab.Op, n int) error {
+	if n > 0 {
+		return transformErr("RandomZoomOut must be the first op (then Resize(h, w), RandomCrop or CenterCrop)")
+	}
+	if !(op.P >= 0 && op.P <= 1) {
+		return transformErr("RandomZoomOut p=%v: want 0 <= p <= 1", op.P)
+	}
+	if sr := op.SideRange; !(sr[0] >= 1 && sr[0] <= sr[1] && sr[1] <= maxZoom) {
+		return transformErr("RandomZoomOut side_range %v: want 1 <= min <= max <= %d (torchvision's: min >= 1, min <= max)", sr, maxZoom)
+	}
+	if err := checkPadding(op); err != nil {
+		return err
+	}
 	t.zoom = op
+	return nil
+}
+
+// afterZoomOut is RandomZoomOut's rule for the geometry's ops after it:
+// one Resize(h, w), RandomCrop (its padding of the same fill) or
+// CenterCrop.
+func afterZoomOut(t *Transform, op *optab.Op) error {
+	switch {
+	case op.Kind == OpPad || op.Kind == OpRandomResizedCrop:
+		return transformErr("%s after RandomZoomOut is not supported: follow RandomZoomOut with Resize(h, w), RandomCrop or CenterCrop", op.Kind)
+	case op.Kind == OpResize && op.Size[1] == 0:
+		return transformErr("Resize(%d) of the shorter side after RandomZoomOut is not supported: give Resize both sides, (h, w)", op.Size[0])
+	case op.Kind == OpCenterCrop && t.resize != nil:
+		return transformErr("RandomZoomOut, Resize then CenterCrop is not supported: after RandomZoomOut, Resize(h, w), RandomCrop or CenterCrop alone")
+	case op.Kind == OpRandomCrop && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.zoom.Fill:
+		return transformErr("RandomZoomOut fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.zoom.Fill, op.Fill)
+	}
 	return nil
 }
 

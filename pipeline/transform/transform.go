@@ -235,6 +235,11 @@ type placer struct {
 	// stands (a YOLORandomPerspective after a mosaic: after a
 	// YOLOLoadImage, yoloGeometry has taken it); nil: always.
 	when func(t *Transform) bool
+	// follows, if set, is the op's rule for every geometry op placed
+	// after it, checked before that op's own placer: what may follow a
+	// canvas (RandomZoomOut's in op_geometry.go, PadToSquare's in
+	// op_anyres.go).
+	follows func(t *Transform, op *optab.Op) error
 }
 
 // placers are the geometry's placers, by kind.
@@ -255,14 +260,20 @@ func placeAt(check func(t *Transform, op *optab.Op, n int) error) placer {
 	}}
 }
 
+// followedBy is p with the rule for the geometry ops after its op.
+func (p placer) followedBy(rule func(t *Transform, op *optab.Op) error) placer {
+	p.follows = rule
+	return p
+}
+
 // placerOf is the placer of an op of kind k where it stands in t's
-// geometry, nil where the geometry ends before it.
-func (t *Transform) placerOf(k optab.OpKind) func(t *Transform, op *optab.Op, n int) (int, error) {
-	p, ok := placers[k]
+// geometry; ok is false where the geometry ends before it.
+func (t *Transform) placerOf(k optab.OpKind) (p placer, ok bool) {
+	p, ok = placers[k]
 	if !ok || (p.when != nil && !p.when(t)) {
-		return nil
+		return placer{}, false
 	}
-	return p.place
+	return p, true
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
@@ -321,21 +332,29 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	if err != nil {
 		return nil, err
 	}
-	for n < len(t.ops) { // the geometry's ops, each placed by its family's rule (placers)
+	// The geometry's ops, each placed by its family's rule (placers),
+	// after the rules of the ops placed before it (follows).
+	var follows []func(t *Transform, op *optab.Op) error
+	for n < len(t.ops) {
 		op := &t.ops[n]
-		place := t.placerOf(op.Kind)
-		if place == nil {
+		p, ok := t.placerOf(op.Kind)
+		if !ok {
 			break
 		}
-		if err := t.checkZoomOut(op, n); err != nil {
-			return nil, err
+		for _, rule := range follows {
+			if err := rule(t, op); err != nil {
+				return nil, err
+			}
 		}
-		next, err := place(t, op, n)
+		next, err := p.place(t, op, n)
 		if err != nil {
 			return nil, err
 		}
 		if err := checkInterp(op, true); err != nil {
 			return nil, err
+		}
+		if p.follows != nil {
+			follows = append(follows, p.follows)
 		}
 		n = next
 	}

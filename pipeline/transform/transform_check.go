@@ -20,51 +20,6 @@ func geometryKind(k optab.OpKind) bool {
 	return ok && p.when == nil
 }
 
-// maxZoom bounds RandomZoomOut's side_range: a canvas at most 16 times the
-// image a side (torchvision's default is 4).
-const maxZoom = 16
-
-// checkZoomOut checks op, the geometry's op n, against a RandomZoomOut:
-// its own arguments (first, p, side_range, fill), and, after it, one
-// Resize(h, w), RandomCrop (its padding of the same fill) or CenterCrop.
-func (t *Transform) checkZoomOut(op *optab.Op, n int) error {
-	switch {
-	case op.Kind == OpPadToSquare && n > 0:
-		return transformErr("PadToSquare must be the first op (then Resize((h, w)))")
-	case op.Kind == OpPadToSquare:
-		for _, f := range op.Fill {
-			if f != math.Trunc(f) {
-				return transformErr("PadToSquare fill %v: want integers 0..255 (a uint8 image's values)", op.Fill)
-			}
-		}
-		return nil
-	case t.zoom != nil && t.zoom.Kind == OpPadToSquare && !(op.Kind == OpResize && op.Size[1] > 0 && t.resize == nil):
-		return transformErr("PadToSquare then %s is not supported: follow PadToSquare with one Resize((h, w))", op.Kind)
-	case op.Kind == OpRandomZoomOut && n > 0:
-		return transformErr("RandomZoomOut must be the first op (then Resize(h, w), RandomCrop or CenterCrop)")
-	case op.Kind == OpRandomZoomOut:
-	case t.zoom == nil:
-		return nil
-	case op.Kind == OpPad || op.Kind == OpRandomResizedCrop:
-		return transformErr("%s after RandomZoomOut is not supported: follow RandomZoomOut with Resize(h, w), RandomCrop or CenterCrop", op.Kind)
-	case op.Kind == OpResize && op.Size[1] == 0:
-		return transformErr("Resize(%d) of the shorter side after RandomZoomOut is not supported: give Resize both sides, (h, w)", op.Size[0])
-	case op.Kind == OpCenterCrop && t.resize != nil:
-		return transformErr("RandomZoomOut, Resize then CenterCrop is not supported: after RandomZoomOut, Resize(h, w), RandomCrop or CenterCrop alone")
-	case op.Kind == OpRandomCrop && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.zoom.Fill:
-		return transformErr("RandomZoomOut fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.zoom.Fill, op.Fill)
-	default:
-		return nil
-	}
-	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: RandomZoomOut p=%v: want 0 <= p <= 1", errs.Unsupported, op.P)
-	}
-	if sr := op.SideRange; !(sr[0] >= 1 && sr[0] <= sr[1] && sr[1] <= maxZoom) {
-		return fmt.Errorf("%w: transform: RandomZoomOut side_range %v: want 1 <= min <= max <= %d (torchvision's: min >= 1, min <= max)", errs.Unsupported, sr, maxZoom)
-	}
-	return checkPadding(op)
-}
-
 // maxIoUTrials and maxIoUOptions bound RandomIoUCrop's trials and
 // sampler_options; maxIoURounds its rounds of an option and its trials,
 // which torchvision repeats until one finds a crop (forever, on a sample
