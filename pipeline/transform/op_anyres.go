@@ -73,7 +73,7 @@ func init() {
 			h, w := anyResBound(op)
 			return h, w, "AnyResResize's own bound, its largest grid_pinpoints' height and width"
 		}})
-	definePlacer(OpPadToSquare, placeAt(placePadToSquare).followedBy(afterPadToSquare)) // a canvas, as RandomZoomOut
+	definePlacer(OpPadToSquare, placeAt(placePadToSquare).followedBy(afterPadToSquare).needing(padToSquareNeeds)) // a canvas, as RandomZoomOut
 	optab.Define(optab.Def{Kind: OpPadToSquare,
 		Doc:   "LLaVA-OneVision's pad_to_square (its images of a record of several): the image padded with fill (one value a channel) to a square of its longer side, centred; first, then Resize((h, w))",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
@@ -108,6 +108,14 @@ func afterPadToSquare(t *Transform, op *optab.Op) error {
 		return nil
 	}
 	return transformErr("PadToSquare then %s is not supported: follow PadToSquare with one Resize((h, w))", op.Kind)
+}
+
+// padToSquareNeeds refuses a PadToSquare with no Resize((h, w)) after it.
+func padToSquareNeeds(t *Transform) error {
+	if t.resize == nil {
+		return transformErr("PadToSquare alone gives a size that varies per image: follow it with Resize((h, w))")
+	}
+	return nil
 }
 
 // squarePad is a PadToSquare's canvas for p's image: a square of its

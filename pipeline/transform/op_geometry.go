@@ -209,9 +209,9 @@ func init() {
 // (placer: each op's ordering rule, here only; RandomZoomOut's also on
 // the ops after it).
 func init() {
-	definePlacer(OpRandomZoomOut, placeAt(placeZoomOut).followedBy(afterZoomOut))
+	definePlacer(OpRandomZoomOut, placeAt(placeZoomOut).followedBy(afterZoomOut).needing(zoomOutNeeds))
 	definePlacer(OpRandomIoUCrop, placer{place: (*Transform).iouCrop}) // the Resize after it is next (transform_check.go)
-	definePlacer(OpPad, placeAt(placePad))
+	definePlacer(OpPad, placeAt(placePad).needing(padNeeds))
 	definePlacer(OpRandomCrop, placeAt(placeRandomCrop))
 	definePlacer(OpRandomResizedCrop, placeAt(placeRRC))
 	for _, k := range []optab.OpKind{OpResize, OpRandomShortestSize, OpRandomResize} {
@@ -368,6 +368,25 @@ func afterZoomOut(t *Transform, op *optab.Op) error {
 		return transformErr("RandomZoomOut, Resize then CenterCrop is not supported: after RandomZoomOut, Resize(h, w), RandomCrop or CenterCrop alone")
 	case op.Kind == OpRandomCrop && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.zoom.Fill:
 		return transformErr("RandomZoomOut fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.zoom.Fill, op.Fill)
+	}
+	return nil
+}
+
+// zoomOutNeeds refuses a RandomZoomOut that no op after it brings to a
+// fixed size.
+func zoomOutNeeds(t *Transform) error {
+	if t.rcrop == nil && t.center == nil && t.resize == nil && (t.iou == nil || t.bound == [2]int{}) {
+		return transformErr("RandomZoomOut alone gives a size that varies per image: follow it with Resize(h, w), RandomCrop or CenterCrop, which fix the batch's size " +
+			"(or with a RandomIoUCrop, and give the job a bound on the sizes, max_size=(h, w))")
+	}
+	return nil
+}
+
+// padNeeds refuses a Pad first that no crop after it brings to a fixed
+// size.
+func padNeeds(t *Transform) error {
+	if t.pad != nil && t.rcrop == nil && t.center == nil {
+		return transformErr("Pad alone gives a size that varies per image: follow it with a RandomCrop or CenterCrop, which fix the batch's size")
 	}
 	return nil
 }

@@ -240,6 +240,10 @@ type placer struct {
 	// canvas (RandomZoomOut's in op_geometry.go, PadToSquare's in
 	// op_anyres.go).
 	follows func(t *Transform, op *optab.Op) error
+	// needs, if set, is the op's rule on the geometry once it is placed:
+	// what must come after it (a canvas or a Pad alone gives a size that
+	// varies per image).
+	needs func(t *Transform) error
 }
 
 // placers are the geometry's placers, by kind.
@@ -263,6 +267,12 @@ func placeAt(check func(t *Transform, op *optab.Op, n int) error) placer {
 // followedBy is p with the rule for the geometry ops after its op.
 func (p placer) followedBy(rule func(t *Transform, op *optab.Op) error) placer {
 	p.follows = rule
+	return p
+}
+
+// needing is p with its rule on the geometry once placed.
+func (p placer) needing(rule func(t *Transform) error) placer {
+	p.needs = rule
 	return p
 }
 
@@ -333,8 +343,10 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		return nil, err
 	}
 	// The geometry's ops, each placed by its family's rule (placers),
-	// after the rules of the ops placed before it (follows).
+	// after the rules of the ops placed before it (follows); then their
+	// needs, once all are placed.
 	var follows []func(t *Transform, op *optab.Op) error
+	var needs []func(t *Transform) error
 	for n < len(t.ops) {
 		op := &t.ops[n]
 		p, ok := t.placerOf(op.Kind)
@@ -356,13 +368,18 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		if p.follows != nil {
 			follows = append(follows, p.follows)
 		}
+		if p.needs != nil {
+			needs = append(needs, p.needs)
+		}
 		n = next
 	}
 	if err := t.checkMulti(); err != nil {
 		return nil, err
 	}
-	if err := t.checkAlone(); err != nil {
-		return nil, err
+	for _, rule := range needs {
+		if err := rule(t); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case t.fixed != nil, t.yolo != nil, t.seg != nil: // lsjGeometry, yoloGeometry or segGeometry set the size

@@ -169,22 +169,6 @@ func checkSize(op *optab.Op, shorterOK bool) error {
 	return nil
 }
 
-// checkAlone refuses a RandomZoomOut or a Pad that no op after it brings
-// to a size.
-func (t *Transform) checkAlone() error {
-	if t.zoom != nil && t.zoom.Kind == OpPadToSquare && t.resize == nil {
-		return fmt.Errorf("%w: transform: PadToSquare alone gives a size that varies per image: follow it with Resize((h, w))", errs.Unsupported)
-	}
-	if t.zoom != nil && t.rcrop == nil && t.center == nil && t.resize == nil && (t.iou == nil || t.bound == [2]int{}) {
-		return fmt.Errorf("%w: transform: RandomZoomOut alone gives a size that varies per image: follow it with Resize(h, w), RandomCrop or CenterCrop, which fix the batch's size "+
-			"(or with a RandomIoUCrop, and give the job a bound on the sizes, max_size=(h, w))", errs.Unsupported)
-	}
-	if t.pad != nil && t.rcrop == nil && t.center == nil {
-		return fmt.Errorf("%w: transform: Pad alone gives a size that varies per image: follow it with a RandomCrop or CenterCrop, which fix the batch's size", errs.Unsupported)
-	}
-	return nil
-}
-
 // growPadAfter adds a Pad after the crop (t.padAfter) to the output size.
 func (t *Transform) growPadAfter() error {
 	if t.padAfter == nil {
