@@ -368,12 +368,14 @@ check: lint build ## the inner loop: lint, build, the fast Go unit tests (go tes
 # alone leaves cores idle: the suite waits on its servers, go test -race
 # ./... ends on cmd/stoker alone), every test beside another's load. On
 # fewer, one after the other: side by side on a 2-core machine they only
-# contend, each test's waits grow and with them what it spends waiting,
-# for 11 to 18% more CPU-seconds than one after the other (1,798 to
-# 1,984 against 1,618) and 3.5 fewer minutes (17:30 against 21:00).
-# TEST_JOBS=2 puts them side by side anyway (the tests must hold under
-# load). Output is kept whole line by line (--output-sync=line): a hung
-# test's last lines are there when its timeout ends it.
+# contend, and each test's waits grow, with what it spends waiting
+# (measured on one, the same tree and a warm go build cache: 1,762
+# CPU-seconds side by side, 1,618 one after the other, 21 minutes
+# either way; a change to a package many import costs more than that in
+# compiles, whichever way the parts run). TEST_JOBS=2 puts them side by
+# side anyway (the tests must hold under load). Output is kept whole line
+# by line (--output-sync=line): a hung test's last lines are there when
+# its timeout ends it.
 TEST_JOBS ?= $(shell [ "$$(nproc)" -ge 4 ] && echo 2 || echo 1)
 test: setup lint check-generate build ## every test: lint, generated code, then the Python suite, test-go-race and test-go-once (two at a time on 4 cores or more: TEST_JOBS)
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=line -o build test-python test-go-race test-go-once
