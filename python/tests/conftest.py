@@ -24,6 +24,7 @@ import io
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 from typing import Dict, Iterator
 
@@ -44,6 +45,18 @@ from stoker._local import LocalServer  # noqa: E402
 
 import blasorder  # noqa: E402
 
+# The run's own temporary directory: TMPDIR for this process and every
+# child it starts (the servers, torchrun's workers and their torchelastic_*
+# directories, the local servers' runtime directory, pytest's tmp_path),
+# and ultralytics' settings directory. A run that passes removes it, so a
+# run leaves nothing behind in the machine's /tmp; one that fails keeps it
+# for its logs and says where (pytest_sessionfinish).
+SESSION_TMP = tempfile.mkdtemp(prefix="stoker-tests-")
+os.environ["TMPDIR"] = SESSION_TMP
+tempfile.tempdir = None
+os.environ.setdefault("YOLO_CONFIG_DIR", os.path.join(SESSION_TMP, "ultralytics"))
+os.environ.setdefault("YOLO_OFFLINE", "1")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """torch on one intra-op thread in this process, for every module.
@@ -63,6 +76,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "expect_warning(category, match): the test must emit this warning (asserted, not printed)"
     )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if exitstatus == 0:
+        shutil.rmtree(SESSION_TMP, ignore_errors=True)
+    else:
+        sys.stderr.write(f"\nthis run's temporary files (kept, as it failed): {SESSION_TMP}\n")
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -9,16 +9,11 @@ Format of each sample rebuilt by ultralytics with stoker's draws forced
 from __future__ import annotations
 
 import copy
-import os
-import tempfile
 from typing import Any, List
 
 import numpy as np
 import pytest
 import torch
-
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="ultralytics-"))
-os.environ.setdefault("YOLO_OFFLINE", "1")
 
 from ultralytics.data import augment  # noqa: E402
 from ultralytics.data.utils import polygon2mask, polygons2masks_overlap  # noqa: E402

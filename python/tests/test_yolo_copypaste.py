@@ -24,15 +24,10 @@ refused (ultralytics' CopyPaste skips it silently).
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from typing import Any, Dict, Iterator, List
 
 import numpy as np
 import pytest
-
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="ultralytics-"))
-os.environ.setdefault("YOLO_OFFLINE", "1")
 
 from ultralytics.cfg import DEFAULT_CFG  # noqa: E402
 from ultralytics.data import augment  # noqa: E402

@@ -17,12 +17,9 @@ from __future__ import annotations
 import math
 import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="ultralytics-"))
-os.environ.setdefault("YOLO_OFFLINE", "1")
 
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402

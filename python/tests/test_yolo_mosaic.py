@@ -8,8 +8,6 @@ consumed: every index is a primary sample exactly once an epoch."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -20,8 +18,6 @@ from PIL import Image
 import stoker
 from stoker import transforms as T
 from stoker._local import LocalServer
-
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="ultralytics-"))
 
 from ultralytics.cfg import DEFAULT_CFG  # noqa: E402
 from ultralytics.data import augment  # noqa: E402

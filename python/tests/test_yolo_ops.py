@@ -22,12 +22,9 @@ import json
 import math
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="ultralytics-"))
-os.environ.setdefault("YOLO_OFFLINE", "1")
 
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402

@@ -15,17 +15,12 @@ filter's area threshold is 0.01.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import numpy as np
 import pytest
-
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="ultralytics-"))
-os.environ.setdefault("YOLO_OFFLINE", "1")
 
 from ultralytics.cfg import DEFAULT_CFG  # noqa: E402
 from ultralytics.data import augment  # noqa: E402

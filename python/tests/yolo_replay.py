@@ -9,16 +9,11 @@ compare what was served with `assert_served`."""
 from __future__ import annotations
 
 import contextlib
-import os
 import random
-import tempfile
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 import pytest
-
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="ultralytics-"))
-os.environ.setdefault("YOLO_OFFLINE", "1")
 
 from ultralytics.data import augment  # noqa: E402
 
