@@ -20,48 +20,69 @@ import (
 // size (torchvision's default is (0.1, 2)).
 const MaxJitter = 16
 
-// lsjGeometry parses t's geometry when it starts with a ScaleJitter or a
-// FixedSizeCrop (t.jitter, t.fixed, the output size) and returns how many
-// ops it has (0: another geometry).
-func (t *Transform) lsjGeometry() (int, error) {
-	bad := func(format string, a ...any) (int, error) {
-		return 0, transformErr(format, a...)
+// The places of ScaleJitter and FixedSizeCrop in the geometry (placer):
+// ScaleJitter first, then FixedSizeCrop right after it; FixedSizeCrop
+// first, or after the ScaleJitter; no geometry op after FixedSizeCrop.
+func init() {
+	definePlacer(OpScaleJitter, placeAt(placeScaleJitter).followedBy(afterScaleJitter).needing(scaleJitterNeeds))
+	definePlacer(OpFixedSizeCrop, placeAt(placeFixedSizeCrop).followedBy(afterFixedSizeCrop))
+}
+
+// placeScaleJitter checks a ScaleJitter, the geometry's op n (t.jitter).
+func placeScaleJitter(t *Transform, op *optab.Op, n int) error {
+	if n > 0 {
+		return transformErr("%s", optab.Lookup(op.Kind).Misplaced)
 	}
-	n := 0
-	if n < len(t.ops) && t.ops[n].Kind == OpScaleJitter {
-		op := &t.ops[n]
-		if err := checkSize(op, false); err != nil {
-			return 0, err
-		}
-		if s := op.Scale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= MaxJitter) {
-			return bad("ScaleJitter scale_range %v: want 0 < min <= max <= %d", s, MaxJitter)
-		}
-		if err := checkInterp(op, true); err != nil {
-			return 0, err
-		}
-		t.jitter, n = op, n+1
-		if n == len(t.ops) || t.ops[n].Kind != OpFixedSizeCrop {
-			return bad("ScaleJitter gives a size that varies per image: follow it with FixedSizeCrop, which fixes the batch's size")
-		}
+	if err := checkSize(op, false); err != nil {
+		return err
 	}
-	if n < len(t.ops) && t.ops[n].Kind == OpFixedSizeCrop {
-		op := &t.ops[n]
-		if err := checkSize(op, false); err != nil {
-			return 0, err
-		}
-		if err := checkPadding(op); err != nil {
-			return 0, err
-		}
-		t.fixed, n = op, n+1
-		t.geom, t.outH, t.outW = CropResize, op.Size[0], op.Size[1]
-		if t.jitter != nil {
-			t.geom = ResizeCrop
-		}
-		if n < len(t.ops) && (geometryKind(t.ops[n].Kind) || t.ops[n].Kind == OpScaleJitter || t.ops[n].Kind == OpFixedSizeCrop) {
-			return bad("op %d (%s) after FixedSizeCrop is not supported: the geometry is ScaleJitter (if any) then FixedSizeCrop", n, t.ops[n].Kind)
-		}
+	if s := op.Scale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= MaxJitter) {
+		return transformErr("ScaleJitter scale_range %v: want 0 < min <= max <= %d", s, MaxJitter)
 	}
-	return n, nil
+	t.jitter = op
+	return nil
+}
+
+// afterScaleJitter is ScaleJitter's rule for the geometry's ops after it:
+// FixedSizeCrop next.
+func afterScaleJitter(t *Transform, op *optab.Op, _ int) error {
+	if t.fixed == nil && op.Kind != OpFixedSizeCrop {
+		return scaleJitterNeeds(t)
+	}
+	return nil
+}
+
+// scaleJitterNeeds refuses a ScaleJitter with no FixedSizeCrop after it.
+func scaleJitterNeeds(t *Transform) error {
+	if t.fixed == nil {
+		return transformErr("ScaleJitter gives a size that varies per image: follow it with FixedSizeCrop, which fixes the batch's size")
+	}
+	return nil
+}
+
+// placeFixedSizeCrop checks a FixedSizeCrop, the geometry's op n (t.fixed),
+// and sets the output size: its own.
+func placeFixedSizeCrop(t *Transform, op *optab.Op, n int) error {
+	if n > 0 && t.jitter == nil {
+		return transformErr("%s", optab.Lookup(op.Kind).Misplaced)
+	}
+	if err := checkSize(op, false); err != nil {
+		return err
+	}
+	if err := checkPadding(op); err != nil {
+		return err
+	}
+	t.fixed = op
+	t.geom, t.outH, t.outW = CropResize, op.Size[0], op.Size[1]
+	if t.jitter != nil {
+		t.geom = ResizeCrop
+	}
+	return nil
+}
+
+// afterFixedSizeCrop refuses every geometry op after a FixedSizeCrop.
+func afterFixedSizeCrop(_ *Transform, op *optab.Op, n int) error {
+	return transformErr("op %d (%s) after FixedSizeCrop is not supported: the geometry is ScaleJitter (if any) then FixedSizeCrop", n, op.Kind)
 }
 
 // jitterSize is ScaleJitter.make_params for a w x h image: the scale

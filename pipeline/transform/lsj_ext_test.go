@@ -101,6 +101,9 @@ func TestLSJRefused(t *testing.T) {
 		{[]optab.Op{jit, crop, {Kind: transform.OpResize, Size: [2]int{64, 64}}}, "op 2 (Resize) after FixedSizeCrop"},
 		{[]optab.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, jit, crop}, "ScaleJitter after other ops"},
 		{[]optab.Op{crop, flip, crop}, "FixedSizeCrop after other ops"},
+		{[]optab.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, crop}, "FixedSizeCrop after other ops"},
+		{[]optab.Op{jit, {Kind: transform.OpResize, Size: [2]int{64, 64}}, crop}, "ScaleJitter gives a size that varies"},
+		{[]optab.Op{crop, crop}, "op 1 (FixedSizeCrop) after FixedSizeCrop"},
 	} {
 		_, err := transform.NewTransform(transform.CHW, tc.ops...)
 		if err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), tc.want) {

@@ -103,7 +103,7 @@ func placePadToSquare(t *Transform, op *optab.Op, n int) error {
 
 // afterPadToSquare is PadToSquare's rule for the geometry's ops after it:
 // one Resize((h, w)).
-func afterPadToSquare(t *Transform, op *optab.Op) error {
+func afterPadToSquare(t *Transform, op *optab.Op, _ int) error {
 	if op.Kind == OpResize && op.Size[1] > 0 && t.resize == nil {
 		return nil
 	}

@@ -9,8 +9,8 @@ package transform
 // where each may stand (its placer, the ordering rules said once), the
 // size they give the batch (cropSize) and a sample's draw of them
 // (cropPlan), which newTransform's loop and planBoxes call (transform.go,
-// plan.go). ScaleJitter and FixedSizeCrop are lsj.go's grammar's, the
-// detection ops' draws detgeom.go's.
+// plan.go). ScaleJitter's and FixedSizeCrop's placers and draws are
+// lsj.go's, the detection ops' draws detgeom.go's.
 
 import (
 	"fmt"
@@ -358,7 +358,7 @@ func placeZoomOut(t *Transform, op *optab.Op, n int) error {
 // afterZoomOut is RandomZoomOut's rule for the geometry's ops after it:
 // one Resize(h, w), RandomCrop (its padding of the same fill) or
 // CenterCrop.
-func afterZoomOut(t *Transform, op *optab.Op) error {
+func afterZoomOut(t *Transform, op *optab.Op, _ int) error {
 	switch {
 	case op.Kind == OpPad || op.Kind == OpRandomResizedCrop:
 		return transformErr("%s after RandomZoomOut is not supported: follow RandomZoomOut with Resize(h, w), RandomCrop or CenterCrop", op.Kind)

@@ -225,10 +225,11 @@ func transformErr(format string, a ...any) error {
 // returns the index of the op after it: n+1, or past the ops it takes with
 // it (a RandomIoUCrop's). Each family of the geometry defines its ops'
 // placers beside their Defs (definePlacer): op_geometry.go torchvision's
-// crops, pads and resizes, op_anyres.go PadToSquare, defineSelfSized the
-// vision-language processors' resizes, op_mosaic.go the multi-image
-// family's. The ops of lsj.go's, op_seg.go's and op_yolo.go's grammars
-// have none: those grammars take theirs before newTransform's loop.
+// crops, pads and resizes, lsj.go ScaleJitter and FixedSizeCrop,
+// op_anyres.go PadToSquare, defineSelfSized the vision-language
+// processors' resizes, op_mosaic.go the multi-image family's. The ops of
+// op_seg.go's and op_yolo.go's grammars have none: those grammars take
+// theirs before newTransform's loop.
 type placer struct {
 	place func(t *Transform, op *optab.Op, n int) (next int, err error)
 	// when, if set, says whether t's geometry places the op where it
@@ -239,7 +240,7 @@ type placer struct {
 	// after it, checked before that op's own placer: what may follow a
 	// canvas (RandomZoomOut's in op_geometry.go, PadToSquare's in
 	// op_anyres.go).
-	follows func(t *Transform, op *optab.Op) error
+	follows func(t *Transform, op *optab.Op, n int) error
 	// needs, if set, is the op's rule on the geometry once it is placed:
 	// what must come after it (a canvas or a Pad alone gives a size that
 	// varies per image).
@@ -265,7 +266,7 @@ func placeAt(check func(t *Transform, op *optab.Op, n int) error) placer {
 }
 
 // followedBy is p with the rule for the geometry ops after its op.
-func (p placer) followedBy(rule func(t *Transform, op *optab.Op) error) placer {
+func (p placer) followedBy(rule func(t *Transform, op *optab.Op, n int) error) placer {
 	p.follows = rule
 	return p
 }
@@ -332,10 +333,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		from = 1
 	}
 	t.ops = t.ops[pre:]
-	n, err := t.lsjGeometry() // ops of the geometry: a ScaleJitter and FixedSizeCrop's (lsj.go)
-	if err == nil && n == 0 {
-		n, err = t.segGeometry() // or the segmentation references' (op_seg.go)
-	}
+	n, err := t.segGeometry() // ops of the geometry: the segmentation references' (op_seg.go)
 	if err == nil && n == 0 {
 		n, err = t.yoloGeometry() // or the YOLO family's (op_yolo.go)
 	}
@@ -345,7 +343,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	// The geometry's ops, each placed by its family's rule (placers),
 	// after the rules of the ops placed before it (follows); then their
 	// needs, once all are placed.
-	var follows []func(t *Transform, op *optab.Op) error
+	var follows []func(t *Transform, op *optab.Op, n int) error
 	var needs []func(t *Transform) error
 	for n < len(t.ops) {
 		op := &t.ops[n]
@@ -354,7 +352,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 			break
 		}
 		for _, rule := range follows {
-			if err := rule(t, op); err != nil {
+			if err := rule(t, op, n); err != nil {
 				return nil, err
 			}
 		}
@@ -382,7 +380,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		}
 	}
 	switch {
-	case t.fixed != nil, t.yolo != nil, t.seg != nil: // lsjGeometry, yoloGeometry or segGeometry set the size
+	case t.fixed != nil, t.yolo != nil, t.seg != nil: // FixedSizeCrop (lsj.go), yoloGeometry or segGeometry set the size
 	case t.mosaic != nil:
 		t.geom, t.outH, t.outW = CropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
 	default: // torchvision's crops, pads and resizes, a self-sized resize, or none (op_geometry.go)

@@ -13,8 +13,8 @@ import (
 )
 
 // geometryKind reports whether k is a geometry op that newTransform's
-// loop places wherever it stands (placers): not one of the ops lsj.go's,
-// op_seg.go's and op_yolo.go's grammars take.
+// loop places wherever it stands (placers): not one of the ops op_seg.go's
+// and op_yolo.go's grammars take.
 func geometryKind(k optab.OpKind) bool {
 	p, ok := placers[k]
 	return ok && p.when == nil
