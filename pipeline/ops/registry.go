@@ -47,9 +47,9 @@ type Def struct {
 	// Named: its Python class is generated from Params (no hand-written
 	// one). Every op travels on the wire as a NamedOp.
 	Named bool
-	// Geometry: fused into the decode, parsed by NewTransform (its place
-	// there is the geometry's grammar); misplaced says why it cannot stand
-	// after other ops.
+	// Geometry: fused into the decode, placed by NewTransform (its place
+	// there is its family's placer's rule); Misplaced says why it cannot
+	// stand after other ops.
 	Geometry  bool
 	Misplaced string
 	// Targets is what it does to a job's targets; needsTargets: refused in

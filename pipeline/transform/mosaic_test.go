@@ -24,6 +24,20 @@ func TestMosaicRefused(t *testing.T) {
 			t.Errorf("%v: %v", ops, err)
 		}
 	}
+	// A geometry op after the mosaic's was once placed and then ignored
+	// (the batch the mosaic's size, no crop made).
+	mosaic := optab.Op{Kind: OpMosaic, ImgSz: 32, Tiles: 4, P: 1}
+	persp := optab.Op{Kind: OpYOLORandomPerspective, YSize: [2]int{64, 64}}
+	for _, ops := range [][]optab.Op{
+		{mosaic, {Kind: OpCenterCrop, Size: [2]int{32, 32}}},
+		{mosaic, persp, {Kind: OpCenterCrop, Size: [2]int{32, 32}}},
+		{mosaic, {Kind: OpYOLOLetterBox, Size: [2]int{64, 64}, Stride: 32}},
+	} {
+		want := fmt.Sprintf("op %d (%s) after a YOLOMosaic", len(ops)-1, ops[len(ops)-1].Kind)
+		if _, err := NewTransform(CHW, ops...); err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", optab.OpsString(ops), err, want)
+		}
+	}
 	tr, err := NewTransform(CHW, optab.Op{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ package transform
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
@@ -92,9 +93,10 @@ func init() {
 		}})
 }
 
-// The family's places in the geometry (placer): the Mosaic, its
-// CopyPaste, the YOLORandomPerspective after them (yoloGeometry takes one
-// after a YOLOLoadImage), the MixUp, the CutMix.
+// The family's places in the geometry (placer): the Mosaic, and after it
+// its own ops only: its CopyPaste, the YOLORandomPerspective after them
+// (mosaicPersp, which op_yolo.go's placer calls after a Mosaic), the
+// MixUp, the CutMix.
 func init() {
 	definePlacer(OpMosaic, placeAt(func(t *Transform, op *optab.Op, n int) error {
 		if err := checkMosaic(op, n); err != nil {
@@ -102,10 +104,12 @@ func init() {
 		}
 		t.mosaic = op
 		return nil
+	}).followedBy(func(_ *Transform, op *optab.Op, n int) error {
+		if op.Kind == OpYOLORandomPerspective || slices.Contains(YOLOStopOps, op.Kind) {
+			return nil
+		}
+		return transformErr("op %d (%s) after a YOLOMosaic is not supported: the mosaic's geometry is ultralytics' v8_transforms' (YOLOMosaic, YOLOCopyPaste, YOLORandomPerspective, YOLOMixUp, YOLOCutMix), and its size is theirs", n, op.Kind)
 	}))
-	persp := placeAt((*Transform).mosaicPersp)
-	persp.when = func(t *Transform) bool { return t.mosaic != nil }
-	definePlacer(OpYOLORandomPerspective, persp)
 	definePlacer(OpMixUp, placeAt(func(t *Transform, op *optab.Op, n int) error {
 		if err := t.checkMixUp(op, n); err != nil {
 			return err

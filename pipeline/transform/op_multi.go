@@ -18,8 +18,8 @@ import (
 // stop_epoch, cost, room and partners, the making of a sample's pixels
 // from its plan (PlanMulti's MultiDraw) and its trace, and, at the end,
 // the CopyPaste's checks, partners and draw; its targets' moves
-// (op_multi_targets.go). The transform's grammar and the
-// executor know partners and images, never the ops' names.
+// (op_multi_targets.go). newTransform's loop and the executor know
+// partners and images, never the ops' names.
 //
 // The executor loads each image (Loader: decoded whole and resized as
 // ultralytics' load_image, from its partner cache or not) and keeps the

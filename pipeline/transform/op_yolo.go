@@ -33,11 +33,6 @@ const (
 	OpYOLORandomFlip        optab.OpKind = "YOLORandomFlip"
 )
 
-// yoloKind says whether k is one of the YOLO geometry's ops.
-func yoloKind(k optab.OpKind) bool {
-	return k == OpYOLOLoadImage || k == OpYOLOLetterBox || k == OpYOLORandomPerspective
-}
-
 func init() {
 	yolo := func(d optab.Def) {
 		if d.Geometry {
@@ -150,56 +145,103 @@ type yoloGeom struct {
 // geometry's, as streamZoom, apart from the ops before the geometry's.
 const streamYOLOPersp = StreamCrop*64 + 8
 
-// yoloGeometry parses t's geometry when it is the YOLO family's and
-// returns how many ops it has (0: another geometry). Its output size is
-// YOLORandomPerspective's size when given, else YOLOLetterBox's
-// new_shape (auto=False: a fixed size); YOLOLoadImage alone, or with
-// only a YOLORandomPerspective without a size, gives each image its own
-// size, which is refused.
-func (t *Transform) yoloGeometry() (int, error) {
-	bad := func(format string, a ...any) (int, error) {
-		return 0, transformErr(format, a...)
+// The YOLO geometry's places (placer): YOLOLoadImage first, then a
+// YOLOLetterBox and/or a YOLORandomPerspective, each at most once, in that
+// order, and no other geometry op after them. Its output size is the
+// YOLORandomPerspective's size when given, else the YOLOLetterBox's
+// new_shape (auto=False: a fixed size); YOLOLoadImage alone, or with only
+// a YOLORandomPerspective without a size, gives each image its own size,
+// which is refused. A YOLORandomPerspective right after a mosaic is the
+// multi-image family's (mosaicPersp, op_mosaic.go).
+func init() {
+	definePlacer(OpYOLOLoadImage, placeAt(placeYOLOLoad).followedBy(afterYOLOLoad).needing(yoloNeeds))
+	definePlacer(OpYOLOLetterBox, placeAt(placeYOLOLetterBox))
+	definePlacer(OpYOLORandomPerspective, placeAt(placeYOLOPersp))
+}
+
+// placeYOLOLoad checks a YOLOLoadImage, the geometry's op n: first.
+func placeYOLOLoad(t *Transform, op *optab.Op, n int) error {
+	if n > 0 {
+		return transformErr("%s", optab.Lookup(op.Kind).Misplaced)
 	}
-	if len(t.ops) == 0 || !yoloKind(t.ops[0].Kind) {
-		return 0, nil
+	if s := op.ImgSz; s < 1 || s > optab.MaxSide {
+		return transformErr("YOLOLoadImage imgsz %d: want 1..%d", s, optab.MaxSide)
 	}
-	if t.ops[0].Kind != OpYOLOLoadImage {
-		return bad("%s first: the YOLO geometry starts with YOLOLoadImage(imgsz) (ultralytics' load_image), then YOLOLetterBox and/or YOLORandomPerspective", t.ops[0].Kind)
+	t.yolo, t.geom = &yoloGeom{load: op}, CropResize
+	return nil
+}
+
+// yoloOrder is the message for a YOLO geometry op out of its order.
+func yoloOrder(op *optab.Op, n int) error {
+	return transformErr("op %d (%s): the YOLO geometry is YOLOLoadImage, then YOLOLetterBox, then YOLORandomPerspective, each at most once, in that order", n, op.Kind)
+}
+
+// yoloFirst refuses a YOLO geometry op placed with no YOLOLoadImage
+// before it.
+func yoloFirst(op *optab.Op, n int) error {
+	if n > 0 {
+		return transformErr("%s", optab.Lookup(op.Kind).Misplaced)
 	}
-	g := &yoloGeom{load: &t.ops[0]}
-	if s := g.load.ImgSz; s < 1 || s > optab.MaxSide {
-		return bad("YOLOLoadImage imgsz %d: want 1..%d", s, optab.MaxSide)
+	return transformErr("%s first: the YOLO geometry starts with YOLOLoadImage(imgsz) (ultralytics' load_image), then YOLOLetterBox and/or YOLORandomPerspective", op.Kind)
+}
+
+// afterYOLOLoad is YOLOLoadImage's rule for the geometry's ops after it:
+// the YOLO geometry's own (each placer checks its order).
+func afterYOLOLoad(_ *Transform, op *optab.Op, n int) error {
+	if op.Kind == OpYOLOLetterBox || op.Kind == OpYOLORandomPerspective {
+		return nil
 	}
-	n := 1
-	if n < len(t.ops) && t.ops[n].Kind == OpYOLOLetterBox {
-		op := &t.ops[n]
-		if op.Auto {
-			return bad("YOLOLetterBox auto=True pads to a multiple of stride only, a size of each image's own: use auto=False, which fixes the batch's size")
-		}
-		if op.Size[0] < 1 || op.Size[1] < 1 || op.Size[0] > optab.MaxSide || op.Size[1] > optab.MaxSide || op.Stride < 1 {
-			return bad("YOLOLetterBox new_shape %v, stride %d: want sides in 1..%d and a stride of at least 1", op.Size, op.Stride, optab.MaxSide)
-		}
-		g.lb, n = op, n+1
-		t.outH, t.outW = op.Size[0], op.Size[1]
+	return transformErr("op %d (%s) after the YOLO geometry is not supported: the YOLO geometry is YOLOLoadImage, then YOLOLetterBox and/or YOLORandomPerspective, and its size is theirs", n, op.Kind)
+}
+
+// placeYOLOLetterBox checks a YOLOLetterBox, the geometry's op n: after
+// the YOLOLoadImage; its new_shape is the output size.
+func placeYOLOLetterBox(t *Transform, op *optab.Op, n int) error {
+	g := t.yolo
+	switch {
+	case g == nil:
+		return yoloFirst(op, n)
+	case g.lb != nil || g.Persp != nil:
+		return yoloOrder(op, n)
+	case op.Auto:
+		return transformErr("YOLOLetterBox auto=True pads to a multiple of stride only, a size of each image's own: use auto=False, which fixes the batch's size")
+	case op.Size[0] < 1 || op.Size[1] < 1 || op.Size[0] > optab.MaxSide || op.Size[1] > optab.MaxSide || op.Stride < 1:
+		return transformErr("YOLOLetterBox new_shape %v, stride %d: want sides in 1..%d and a stride of at least 1", op.Size, op.Stride, optab.MaxSide)
 	}
-	if n < len(t.ops) && t.ops[n].Kind == OpYOLORandomPerspective {
-		op := &t.ops[n]
-		if err := checkYOLOPersp(op); err != nil {
-			return 0, err
-		}
-		g.Persp, n = op, n+1
-		if op.YSize != [2]int{} {
-			t.outW, t.outH = op.YSize[0], op.YSize[1]
-		}
+	g.lb = op
+	t.outH, t.outW = op.Size[0], op.Size[1]
+	return nil
+}
+
+// placeYOLOPersp checks a YOLORandomPerspective, the geometry's op n:
+// last of the YOLO geometry, or right after a mosaic (mosaicPersp); its
+// size, if given, is the output size.
+func placeYOLOPersp(t *Transform, op *optab.Op, n int) error {
+	g := t.yolo
+	switch {
+	case t.mosaic != nil:
+		return t.mosaicPersp(op, n)
+	case g == nil:
+		return yoloFirst(op, n)
+	case g.Persp != nil:
+		return yoloOrder(op, n)
 	}
-	if n < len(t.ops) && yoloKind(t.ops[n].Kind) {
-		return bad("op %d (%s): the YOLO geometry is YOLOLoadImage, then YOLOLetterBox, then YOLORandomPerspective, each at most once, in that order", n, t.ops[n].Kind)
+	if err := checkYOLOPersp(op); err != nil {
+		return err
 	}
-	if g.lb == nil && (g.Persp == nil || g.Persp.YSize == [2]int{}) {
-		return bad("YOLOLoadImage gives each image a size of its own: follow it with YOLOLetterBox (auto=False) or YOLORandomPerspective(size=...), which fix the batch's size")
+	g.Persp = op
+	if op.YSize != [2]int{} {
+		t.outW, t.outH = op.YSize[0], op.YSize[1]
 	}
-	t.yolo, t.geom = g, CropResize
-	return n, nil
+	return nil
+}
+
+// yoloNeeds refuses a YOLO geometry that leaves each image its own size.
+func yoloNeeds(t *Transform) error {
+	if g := t.yolo; g.lb == nil && (g.Persp == nil || g.Persp.YSize == [2]int{}) {
+		return transformErr("YOLOLoadImage gives each image a size of its own: follow it with YOLOLetterBox (auto=False) or YOLORandomPerspective(size=...), which fix the batch's size")
+	}
+	return nil
 }
 
 // checkYOLOPersp checks a YOLORandomPerspective's arguments.

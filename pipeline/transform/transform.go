@@ -227,15 +227,12 @@ func transformErr(format string, a ...any) error {
 // placers beside their Defs (definePlacer): op_geometry.go torchvision's
 // crops, pads and resizes, lsj.go ScaleJitter and FixedSizeCrop,
 // op_anyres.go PadToSquare, defineSelfSized the vision-language
-// processors' resizes, op_mosaic.go the multi-image family's. The ops of
-// op_seg.go's and op_yolo.go's grammars have none: those grammars take
-// theirs before newTransform's loop.
+// processors' resizes, op_yolo.go the YOLO geometry's, op_mosaic.go the
+// multi-image family's. Only op_seg.go's segmentation run (RandomResize,
+// a flip, PadIfSmaller, RandomCrop) is parsed whole, before
+// newTransform's loop.
 type placer struct {
 	place func(t *Transform, op *optab.Op, n int) (next int, err error)
-	// when, if set, says whether t's geometry places the op where it
-	// stands (a YOLORandomPerspective after a mosaic: after a
-	// YOLOLoadImage, yoloGeometry has taken it); nil: always.
-	when func(t *Transform) bool
 	// follows, if set, is the op's rule for every geometry op placed
 	// after it, checked before that op's own placer: what may follow a
 	// canvas (RandomZoomOut's in op_geometry.go, PadToSquare's in
@@ -275,16 +272,6 @@ func (p placer) followedBy(rule func(t *Transform, op *optab.Op, n int) error) p
 func (p placer) needing(rule func(t *Transform) error) placer {
 	p.needs = rule
 	return p
-}
-
-// placerOf is the placer of an op of kind k where it stands in t's
-// geometry; ok is false where the geometry ends before it.
-func (t *Transform) placerOf(k optab.OpKind) (p placer, ok bool) {
-	p, ok = placers[k]
-	if !ok || (p.when != nil && !p.when(t)) {
-		return placer{}, false
-	}
-	return p, true
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
@@ -334,9 +321,6 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	}
 	t.ops = t.ops[pre:]
 	n, err := t.segGeometry() // ops of the geometry: the segmentation references' (op_seg.go)
-	if err == nil && n == 0 {
-		n, err = t.yoloGeometry() // or the YOLO family's (op_yolo.go)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +331,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	var needs []func(t *Transform) error
 	for n < len(t.ops) {
 		op := &t.ops[n]
-		p, ok := t.placerOf(op.Kind)
+		p, ok := placers[op.Kind]
 		if !ok {
 			break
 		}
@@ -380,7 +364,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		}
 	}
 	switch {
-	case t.fixed != nil, t.yolo != nil, t.seg != nil: // FixedSizeCrop (lsj.go), yoloGeometry or segGeometry set the size
+	case t.fixed != nil, t.yolo != nil, t.seg != nil: // their placers (lsj.go, op_yolo.go) or segGeometry set the size
 	case t.mosaic != nil:
 		t.geom, t.outH, t.outW = CropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
 	default: // torchvision's crops, pads and resizes, a self-sized resize, or none (op_geometry.go)

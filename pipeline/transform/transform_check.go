@@ -13,11 +13,11 @@ import (
 )
 
 // geometryKind reports whether k is a geometry op that newTransform's
-// loop places wherever it stands (placers): not one of the ops op_seg.go's
-// and op_yolo.go's grammars take.
+// loop places (it has a placer): not PadIfSmaller, which op_seg.go's
+// segmentation run takes.
 func geometryKind(k optab.OpKind) bool {
-	p, ok := placers[k]
-	return ok && p.when == nil
+	_, ok := placers[k]
+	return ok
 }
 
 // maxIoUTrials and maxIoUOptions bound RandomIoUCrop's trials and

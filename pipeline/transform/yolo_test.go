@@ -14,8 +14,8 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
-// TestYOLOGeometryRefused: the YOLO geometry's grammar, and its ops'
-// arguments, refused with what to do.
+// TestYOLOGeometryRefused: the YOLO geometry's places (its placers), and
+// its ops' arguments, refused with what to do.
 func TestYOLOGeometryRefused(t *testing.T) {
 	load := optab.Op{Kind: transform.OpYOLOLoadImage, ImgSz: 640}
 	lb := optab.Op{Kind: transform.OpYOLOLetterBox, Size: [2]int{640, 640}, Stride: 32}
@@ -34,6 +34,15 @@ func TestYOLOGeometryRefused(t *testing.T) {
 		{[]optab.Op{load, lb, {Kind: transform.OpYOLORandomFlip, P: 0.5, Direction: "horizontal", FlipIdx: []int{0, 2}}}, "flip_idx"},
 		{[]optab.Op{load, lb, {Kind: optab.OpColorJitter, Brightness: 0.1}, load}, "YOLOLoadImage after other ops"},
 		{[]optab.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, lb}, "YOLOLetterBox after other ops"},
+		{[]optab.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, persp}, "YOLORandomPerspective after other ops"},
+		{[]optab.Op{load, lb, lb}, "in that order"},
+		{[]optab.Op{load, persp, persp}, "in that order"},
+		// A geometry op after the YOLO geometry's was once placed and
+		// then ignored (the batch the letterbox's size, no crop made).
+		{[]optab.Op{load, lb, {Kind: transform.OpCenterCrop, Size: [2]int{32, 32}}}, "op 2 (CenterCrop) after the YOLO geometry"},
+		{[]optab.Op{load, {Kind: transform.OpYOLORandomPerspective, YSize: [2]int{64, 64}}, {Kind: transform.OpCenterCrop, Size: [2]int{32, 32}}}, "op 2 (CenterCrop) after the YOLO geometry"},
+		{[]optab.Op{load, lb, {Kind: transform.OpRandomCrop, Size: [2]int{32, 32}}}, "op 2 (RandomCrop) after the YOLO geometry"},
+		{[]optab.Op{load, lb, {Kind: transform.OpMosaic, ImgSz: 64, Tiles: 4, P: 1}}, "op 2 (YOLOMosaic) after the YOLO geometry"},
 	} {
 		_, err := transform.NewTransform(transform.CHW, c.ops...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
