@@ -214,9 +214,8 @@ func init() {
 	definePlacer(OpPad, placeAt(placePad).needing(padNeeds))
 	definePlacer(OpRandomCrop, placeAt(placeRandomCrop))
 	definePlacer(OpRandomResizedCrop, placeAt(placeRRC))
-	for _, k := range []optab.OpKind{OpResize, OpRandomShortestSize, OpRandomResize} {
-		definePlacer(k, placeAt(placeResize))
-	}
+	definePlacer(OpResize, placeAt(placeResize))
+	definePlacer(OpRandomShortestSize, placeAt(placeResize)) // RandomResize's is op_seg.go's
 	definePlacer(OpCenterCrop, placeAt(placeCenterCrop))
 }
 

@@ -47,6 +47,21 @@ func init() {
 		}})
 }
 
+// RandomResize's place (placer): first and ending in a RandomCrop, the
+// segmentation references' run (segRun, which takes the flip, the
+// PadIfSmaller and the RandomCrop with it); else a resize as torchvision's
+// others are (placeResize, op_geometry.go: a CenterCrop after it).
+func init() {
+	definePlacer(OpRandomResize, placer{place: func(t *Transform, op *optab.Op, n int) (int, error) {
+		if n == 0 {
+			if next, err := t.segRun(); err != nil || next > 0 {
+				return next, err
+			}
+		}
+		return n + 1, placeResize(t, op, n)
+	}})
+}
+
 // segGeom is a segmentation geometry's ops past its RandomResize
 // (t.resize) and RandomCrop (t.rcrop): the flip between them, if any, and
 // the PadIfSmaller.
@@ -63,10 +78,10 @@ const (
 	streamSegCrop = StreamCrop*64 + 6
 )
 
-// segGeometry parses t's geometry when it is RandomResize, a
+// segRun parses t's geometry when it is RandomResize, a
 // RandomHorizontalFlip (if any), a PadIfSmaller (if any), then RandomCrop
 // (t.seg), and returns how many ops it has (0: another geometry).
-func (t *Transform) segGeometry() (int, error) {
+func (t *Transform) segRun() (int, error) {
 	bad := func(format string, a ...any) (int, error) {
 		return 0, transformErr(format, a...)
 	}

@@ -228,9 +228,8 @@ func transformErr(format string, a ...any) error {
 // crops, pads and resizes, lsj.go ScaleJitter and FixedSizeCrop,
 // op_anyres.go PadToSquare, defineSelfSized the vision-language
 // processors' resizes, op_yolo.go the YOLO geometry's, op_mosaic.go the
-// multi-image family's. Only op_seg.go's segmentation run (RandomResize,
-// a flip, PadIfSmaller, RandomCrop) is parsed whole, before
-// newTransform's loop.
+// multi-image family's, op_seg.go RandomResize's, which takes the
+// segmentation references' run with it (a flip, PadIfSmaller, RandomCrop).
 type placer struct {
 	place func(t *Transform, op *optab.Op, n int) (next int, err error)
 	// follows, if set, is the op's rule for every geometry op placed
@@ -320,10 +319,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		from = 1
 	}
 	t.ops = t.ops[pre:]
-	n, err := t.segGeometry() // ops of the geometry: the segmentation references' (op_seg.go)
-	if err != nil {
-		return nil, err
-	}
+	n := 0
 	// The geometry's ops, each placed by its family's rule (placers),
 	// after the rules of the ops placed before it (follows); then their
 	// needs, once all are placed.
@@ -364,7 +360,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		}
 	}
 	switch {
-	case t.fixed != nil, t.yolo != nil, t.seg != nil: // their placers (lsj.go, op_yolo.go) or segGeometry set the size
+	case t.fixed != nil, t.yolo != nil, t.seg != nil: // their placers set the size (lsj.go, op_yolo.go, op_seg.go)
 	case t.mosaic != nil:
 		t.geom, t.outH, t.outW = CropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
 	default: // torchvision's crops, pads and resizes, a self-sized resize, or none (op_geometry.go)

@@ -203,7 +203,9 @@ func nest(depth int) optab.Op {
 
 // TestPlacersAreGeometry: every op the geometry's loop places (placers)
 // is a registered geometry op, so a placer cannot pull an op of the
-// steps after the geometry into it.
+// steps after the geometry into it; and every geometry op has a placer
+// but PadIfSmaller, which RandomResize's takes with it (op_seg.go): no
+// family parses its ops outside the loop.
 func TestPlacersAreGeometry(t *testing.T) {
 	if len(placers) == 0 {
 		t.Fatal("no placers registered")
@@ -211,6 +213,11 @@ func TestPlacersAreGeometry(t *testing.T) {
 	for k := range placers {
 		if d := optab.Lookup(k); d == nil || !d.Geometry {
 			t.Errorf("%s has a placer but is not a registered geometry op", k)
+		}
+	}
+	for _, k := range optab.Kinds() {
+		if _, ok := placers[k]; !ok && optab.Lookup(k).Geometry && k != OpPadIfSmaller {
+			t.Errorf("%s is a geometry op without a placer", k)
 		}
 	}
 }
