@@ -13,6 +13,7 @@ func init() {
 	Define(Def{Kind: OpGaussianBlur, Doc: "a Gaussian blur of kernel_size (x, y) and sigma drawn uniform in (min, max)",
 		Params:  []Param{{Name: "kernel_size", Typ: PSize}, {Name: "sigma", Typ: PRange, Def: "(0.1, 2.0)"}},
 		Targets: TargetsPixels, AnyFormat: true, Format: FormatNone, OneSize: true,
+		Keeps: func(op *Op) Keeps { return Keeps{Blur: true, BlurSide: max(op.KernelSize[0], op.KernelSize[1])} },
 		FromArgs: func(a *Args) Op {
 			op := Op{KernelSize: a.Size("kernel_size")}
 			switch s := a.Floats("sigma"); len(s) {

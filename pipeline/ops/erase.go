@@ -23,6 +23,7 @@ func init() {
 			{Name: "noise_mean", Typ: PFloats, Def: "None", kwOnly: true}, {Name: "noise_std", Typ: PFloats, Def: "None", kwOnly: true},
 			{Name: "per_box", Typ: PBool, Def: "False", kwOnly: true}, {Name: "count", Typ: pAny, Def: "1", kwOnly: true}},
 		Targets: TargetsPixels, AnyFormat: true, Compile: compileErasing, FromArgs: erasingArgs,
+		Keeps: func(op *Op) Keeps { return Keeps{Erase: op.RandomValue} },
 		Draw:  func(n *Node, r *det.RNG, d *Drawer) { n.drawErasing(r, d) },
 		MaxNs: func(_ *Node, w, h int) float64 { return StepNs(fn.Step{Fn: fn.Erase, I: [6]int{0, 0, h, w}}, w, h) }})
 }

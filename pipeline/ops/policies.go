@@ -53,7 +53,11 @@ func init() {
 }
 
 func definePolicy(kind OpKind, doc string, params []Param, format func(*strings.Builder, *Op)) {
+	// Every policy may rotate, shear or translate, and sharpen; AugMix's
+	// also blend.
+	keeps := Keeps{Warp: true, Sharp: true, Mix: kind == OpAugMix || kind == OpTimmAugMix}
 	Define(Def{Kind: kind, Doc: doc, Params: params, Format: format, FromArgs: policyArgs, OneSize: true,
+		Keeps: func(*Op) Keeps { return keeps },
 		Compile: func(c *Compiler, n *Node, at CompileAt) error {
 			pol, err := policy.New(policyParams(n.Op), c.W, c.H)
 			if err != nil {

@@ -88,6 +88,27 @@ type Def struct {
 	// Masks refuses an op whose targets' masks cannot follow (nil: they
 	// follow it, or it is not a geometric op).
 	Masks func(op *Op) error
+	// Keeps is what its kernels keep of a worker's scratch (nil:
+	// nothing): the transform bounds a worker's scratch by what its ops
+	// keep, each kind of buffer once (transform.KernelScratch).
+	Keeps func(op *Op) Keeps
+}
+
+// Keeps is the buffers an op's kernels keep in a worker's scratch, reused
+// by the next step that keeps the same: Warp, a rotation's, an affine's
+// or a perspective's copy of the image and its RGBX source; Mix, AugMix's
+// original, running blend and accumulator; Sharp, the sharpness kernel's
+// two rows; Erase, RandomErasing's noise tables; Blur, GaussianBlur's
+// planes and sums, for kernels of BlurSide at most.
+type Keeps struct {
+	Warp, Mix, Sharp, Erase, Blur bool
+	BlurSide                      int
+}
+
+// Or is what k and o keep together.
+func (k Keeps) Or(o Keeps) Keeps {
+	return Keeps{Warp: k.Warp || o.Warp, Mix: k.Mix || o.Mix, Sharp: k.Sharp || o.Sharp, Erase: k.Erase || o.Erase,
+		Blur: k.Blur || o.Blur, BlurSide: max(k.BlurSide, o.BlurSide)}
 }
 
 // CompileAt is where an op being compiled stands: where names it in

@@ -247,3 +247,30 @@ func TestCostWithMasks(t *testing.T) {
 		t.Errorf("yolo: polygons and masks %v, polygons alone %v", both.Mean, seg.Mean)
 	}
 }
+
+// TestKernelScratchOf: the scratch a worker's kernels keep, by what each
+// op's Def says it keeps (ops.Keeps), each kind of buffer once,
+// containers' ops counted.
+func TestKernelScratchOf(t *testing.T) {
+	const params = 4 << 10 // the warps' parameters, the slices' rounding
+	rot := optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}}
+	blur := optab.Op{Kind: optab.OpGaussianBlur, KernelSize: [2]int{5, 7}, Sigma: [2]float64{0.1, 2}}
+	augmix := optab.Op{Kind: optab.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}
+	for _, c := range []struct {
+		ops  []optab.Op
+		want KernelScratch
+	}{
+		{nil, KernelScratch{}},
+		{[]optab.Op{{Kind: optab.OpColorJitter, Brightness: 0.4}, {Kind: optab.OpRandomErasing, P: 0.5}}, KernelScratch{}},
+		{[]optab.Op{rot}, KernelScratch{PerPx: 7, Fixed: params}},
+		{[]optab.Op{rot, {Kind: OpRandomAffine, Degrees: [2]float64{-5, 5}}}, KernelScratch{PerPx: 7, Fixed: params}},
+		{[]optab.Op{blur}, KernelScratch{PerPx: 6, PerSide: 8, Fixed: 16*7 + 256 + params}},
+		{[]optab.Op{{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{augmix}}}, KernelScratch{PerPx: 7 + 18, PerSide: 2, Fixed: params}},
+		{[]optab.Op{{Kind: optab.OpRandomAdjustSharpness, Factor: 2, P: 0.5}}, KernelScratch{PerSide: 2, Fixed: params}},
+		{[]optab.Op{{Kind: optab.OpRandomErasing, P: 0.5, RandomValue: true}}, KernelScratch{Fixed: 3<<16 + params}},
+	} {
+		if got := kernelScratchOf(c.ops); got != c.want {
+			t.Errorf("%s: %+v, want %+v", optab.OpsString(c.ops), got, c.want)
+		}
+	}
+}

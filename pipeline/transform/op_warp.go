@@ -32,7 +32,7 @@ func init() {
 	optab.Define(optab.Def{Kind: OpRandomRotation, Doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill; expand grows the image to hold all of it",
 		Params: []optab.Param{{Name: "degrees", Typ: optab.PRange}, {Name: "interpolation", Typ: optab.PInterp, Def: "'nearest'"},
 			{Name: "expand", Typ: optab.PBool, Def: "False", At: func(o *optab.Op) any { return &o.Expand }}, {Name: "center", Typ: optab.PFloats, Def: "None"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
-		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks,
+		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks, Keeps: keepsWarp,
 		FromArgs: func(a *optab.Args) optab.Op {
 			op := optab.Op{Degrees: angleArgs(a, "degrees"), Interp: a.Interp("interpolation"), Expand: a.Bool("expand")}
 			a.TypedFill("fill", &op, true)
@@ -60,7 +60,7 @@ func init() {
 		Params: []optab.Param{{Name: "degrees", Typ: optab.PRange}, {Name: "translate", Typ: optab.PFloats, Def: "None"}, {Name: "scale", Typ: optab.PFloats, Def: "None"},
 			{Name: "shear", Typ: optab.PFloats, Def: "None"}, {Name: "interpolation", Typ: optab.PInterp, Def: "'nearest'"},
 			{Name: "fill", Typ: optab.PFillBy, Def: "0"}, {Name: "center", Typ: optab.PFloats, Def: "None"}},
-		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks,
+		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks, Keeps: keepsWarp,
 		Draw: drawAffine, FromArgs: affineArgs,
 		MaxNs: func(n *optab.Node, w, h int) float64 {
 			return optab.StepNs(fn.Step{Fn: fn.Affine, Interp: n.Op.Interp}, w, h)
@@ -68,7 +68,7 @@ func init() {
 	optab.Define(optab.Def{Kind: OpRandomPerspective, Doc: "with probability p, a perspective moving each corner up to distortion_scale of half the side inward",
 		Params: []optab.Param{{Name: "distortion_scale", Typ: optab.PFloat, Def: "0.5"}, optab.PParam(0.5),
 			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
-		Targets: optab.TargetsMove,
+		Targets: optab.TargetsMove, Keeps: keepsWarp,
 		FromArgs: func(a *optab.Args) optab.Op {
 			op := optab.Op{Distortion: a.Float("distortion_scale"), P: a.Float("p"), Interp: a.Interp("interpolation")}
 			a.TypedFill("fill", &op, true)
@@ -417,57 +417,43 @@ func (t *Transform) turns() bool {
 // most: PerPx*px + PerSide*side + Fixed (kernelScratchOf).
 type KernelScratch struct{ PerPx, PerSide, Fixed int64 }
 
-// kernelScratchOf bounds what ops' kernels keep, by the kinds among them
-// (containers' and policies' ops counted; each kind once, as a kind's
-// buffers are reused by its next step): a rotation's, an affine's or a
-// perspective's copy of the image and RGBX source (7 bytes a pixel;
-// the policies' rotate, shear and translate too, and their sharpness, 2
-// rows), AugMix's original, running blend and accumulator (18 more),
-// GaussianBlur's planes and sums (6 a pixel, 8 a side, its taps and
-// padded rows by its kernel), RandomAdjustSharpness's two rows, and
-// RandomErasing's noise tables (192 KiB) with value="random"; the other
-// steps keep nothing.
+// kernelScratchOf bounds what ops' kernels keep, by what each op's Def
+// says it keeps (ops.Keeps; containers' ops counted; each kind of buffer
+// once, as it is reused by the next step that keeps it): a warp's copy of
+// the image and RGBX source (7 bytes a pixel; the policies' rotate, shear
+// and translate too, and their sharpness, 2 rows), AugMix's original,
+// running blend and accumulator (18 more), GaussianBlur's planes and sums
+// (6 a pixel, 8 a side, its taps and padded rows by its kernel),
+// RandomAdjustSharpness's two rows, and RandomErasing's noise tables (192
+// KiB) with value="random"; the other steps keep nothing.
 func kernelScratchOf(ops []optab.Op) KernelScratch {
-	var warp, mix, sharp, erase bool
-	blur := -1
+	var keeps optab.Keeps
 	var walk func(ops []optab.Op)
 	walk = func(ops []optab.Op) {
 		for i := range ops {
-			op := &ops[i]
-			switch op.Kind {
-			case OpRandomRotation, OpRandomAffine, OpRandomPerspective:
-				warp = true
-			case optab.OpTrivialAugmentWide, optab.OpRandAugment, optab.OpAutoAugment, optab.OpTimmRandAugment, optab.OpTimmAutoAugment:
-				warp, sharp = true, true
-			case optab.OpAugMix, optab.OpTimmAugMix:
-				warp, sharp, mix = true, true, true
-			case optab.OpGaussianBlur:
-				blur = max(blur, op.KernelSize[0], op.KernelSize[1])
-			case optab.OpRandomAdjustSharpness:
-				sharp = true
-			case optab.OpRandomErasing:
-				erase = erase || op.RandomValue
+			if d := optab.Lookup(ops[i].Kind); d != nil && d.Keeps != nil {
+				keeps = keeps.Or(d.Keeps(&ops[i]))
 			}
-			walk(op.Ops)
+			walk(ops[i].Ops)
 		}
 	}
 	walk(ops)
 	var k KernelScratch
-	if warp {
+	if keeps.Warp {
 		k.PerPx += 7
 	}
-	if mix {
+	if keeps.Mix {
 		k.PerPx += 18
 	}
-	if sharp {
+	if keeps.Sharp {
 		k.PerSide += 2
 	}
-	if blur >= 0 {
+	if keeps.Blur {
 		k.PerPx += 6
 		k.PerSide += 8
-		k.Fixed += 16*int64(blur) + 256
+		k.Fixed += 16*int64(keeps.BlurSide) + 256
 	}
-	if erase {
+	if keeps.Erase {
 		k.Fixed += 3 << 16
 	}
 	if k != (KernelScratch{}) {
@@ -475,6 +461,10 @@ func kernelScratchOf(ops []optab.Op) KernelScratch {
 	}
 	return k
 }
+
+// keepsWarp is what a warp's kernels keep: the image's copy and its RGBX
+// source.
+func keepsWarp(*optab.Op) optab.Keeps { return optab.Keeps{Warp: true} }
 
 // angleArgs reads torchvision's _setup_angle: a number x >= 0 is (-x, x),
 // else (min, max).
