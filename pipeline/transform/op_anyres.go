@@ -61,6 +61,7 @@ func init() {
 			formatInterp(b, op)
 		}})
 	defineSelfSized(OpAnyResResize, selfSizer{check: checkAnyRes,
+		tokens: func(op *optab.Op, w, h, _ int) (int64, error) { return anyResTokens(op, w, h) },
 		size: func(op *optab.Op, w, h int) (int, int, error) { // the resized image's: the plan pads it to its resolution, centred (planBoxes), as a CenterCrop larger than the image pads it
 			_, _, rw, rh := AnyResFit(op, w, h)
 			return rw, rh, nil

@@ -37,7 +37,7 @@ func init() {
 			fmt.Fprintf(b, "(patch_size=%d, max_num_patches=%d", op.Multiple, op.MaxPixels)
 			formatInterp(b, op)
 		}})
-	defineSelfSized(OpNaFlexResize, selfSizer{check: checkNaFlex, size: NaFlexSize,
+	defineSelfSized(OpNaFlexResize, selfSizer{check: checkNaFlex, size: NaFlexSize, tokens: patchTokens,
 		bound: func(op *optab.Op) (int, int, string) {
 			s := naflexBound(op)
 			return s, s, fmt.Sprintf("NaFlexResize's own bound, a square of twice max_num_patches=%d patches", op.MaxPixels)
@@ -103,36 +103,43 @@ func naflexBound(op *optab.Op) int {
 }
 
 // VisionTokens is the vision tokens a w x h image becomes under t's
-// vision-language geometry: SmartResize's (h' / factor) * (w' / factor)
-// (the patches merged, as the model's image placeholder counts them),
-// NaFlexResize's patches, TileResize's tiles (and thumbnail) times
-// tokens_per_tile, AnyResResize's the model's count (its patch grid less
-// the padding, newlines, pooling, the base image; anyResTokens). A
-// transform of another geometry has none.
+// vision-language geometry, its resize's rule (selfSizer.tokens):
+// SmartResize's (h' / factor) * (w' / factor) (the patches merged, as the
+// model's image placeholder counts them), NaFlexResize's patches,
+// TileResize's tiles (and thumbnail) times tokens_per_tile,
+// AnyResResize's the model's count (its patch grid less the padding,
+// newlines, pooling, the base image; anyResTokens). A transform of
+// another geometry has none.
 func (t *Transform) VisionTokens(w, h int) (int64, error) {
 	w, h = t.seenSize(w, h) // a crop's before the processor: its size, every image's
-	if t.views != nil {     // InternVL's canvas and thumbnail (op_tiles.go), AnyRes's canvas and base (op_anyres.go)
-		if v0 := t.views[0]; v0.resize != nil && v0.resize.Kind == OpTileResize {
-			return tileTokens(v0.resize, w, h, len(t.views) > 1)
-		} else if v0.resize != nil && v0.resize.Kind == OpAnyResResize {
-			return anyResTokens(v0.resize, w, h)
-		}
-	} else if t.resize != nil && t.resize.Kind == OpTileResize {
-		return tileTokens(t.resize, w, h, false)
-	} else if t.resize != nil && t.resize.Kind == OpAnyResResize {
-		return anyResTokens(t.resize, w, h)
-	}
-	if sa := t.smartAfter; sa != nil && t.views == nil { // a RandomResizedCrop's size, which smart_resize keeps
+	op, views := t.resize, 0
+	if t.views != nil { // InternVL's canvas and thumbnail (op_tiles.go), AnyRes's canvas and base (op_anyres.go)
+		op, views = t.views[0].resize, len(t.views)
+	} else if sa := t.smartAfter; sa != nil { // a RandomResizedCrop's size, which smart_resize keeps
 		f := int64(sa.Multiple)
 		return (int64(t.outH) / f) * (int64(t.outW) / f), nil
 	}
-	if t.views != nil || t.resize == nil || (t.resize.Kind != OpSmartResize && t.resize.Kind != OpNaFlexResize) {
-		return 0, fmt.Errorf("%w: transform: batch_tokens wants a SmartResize, NaFlexResize, TileResize or AnyResResize geometry: its images have no vision tokens", errs.Unsupported)
+	if op != nil {
+		if s := selfSizers[op.Kind]; s.tokens != nil {
+			return s.tokens(op, w, h, views)
+		}
 	}
-	rw, rh, err := selfSize(t.resize, w, h)
+	return 0, errNoVisionTokens
+}
+
+// errNoVisionTokens is VisionTokens' error for a geometry without them.
+var errNoVisionTokens = fmt.Errorf("%w: transform: batch_tokens wants a SmartResize, NaFlexResize, TileResize or AnyResResize geometry: its images have no vision tokens", errs.Unsupported)
+
+// patchTokens is SmartResize's and NaFlexResize's vision tokens: the
+// resized image's patches (merged by factor), in a transform of no views.
+func patchTokens(op *optab.Op, w, h, views int) (int64, error) {
+	if views > 0 {
+		return 0, errNoVisionTokens
+	}
+	rw, rh, err := selfSize(op, w, h)
 	if err != nil {
 		return 0, err
 	}
-	f := int64(t.resize.Multiple)
+	f := int64(op.Multiple)
 	return (int64(rh) / f) * (int64(rw) / f), nil
 }

@@ -44,7 +44,7 @@ func init() {
 			fmt.Fprintf(b, "(min_pixels=%d, max_pixels=%d, factor=%d", op.MinPixels, op.MaxPixels, op.Multiple)
 			formatInterp(b, op)
 		}})
-	defineSelfSized(OpSmartResize, selfSizer{check: checkSmart, size: SmartSize, afterCrop: (*Transform).smartAfterCrop,
+	defineSelfSized(OpSmartResize, selfSizer{check: checkSmart, size: SmartSize, afterCrop: (*Transform).smartAfterCrop, tokens: patchTokens,
 		bound: func(op *optab.Op) (int, int, string) {
 			s := smartBound(op)
 			return s, s, fmt.Sprintf("SmartResize's own bound, a square of twice max_pixels=%d", op.MaxPixels)
@@ -68,6 +68,9 @@ type selfSizer struct {
 	canvas    func(op *optab.Op, w, h int) (cw, ch int)
 	bound     func(op *optab.Op) (h, w int, from string)
 	afterCrop func(t *Transform, op *optab.Op) error
+	// tokens is the vision tokens a w x h image becomes under op, the
+	// resize of a transform of views views (0: none; VisionTokens).
+	tokens func(op *optab.Op, w, h, views int) (int64, error)
 }
 
 // selfSizers are the self-sized resizes, by kind.

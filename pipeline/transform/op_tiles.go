@@ -48,6 +48,7 @@ func init() {
 			formatInterp(b, op)
 		}})
 	defineSelfSized(OpTileResize, selfSizer{check: checkTiles, size: TileSize,
+		tokens: func(op *optab.Op, w, h, views int) (int64, error) { return tileTokens(op, w, h, views > 1) }, // its thumbnail a view
 		bound: func(op *optab.Op) (int, int, string) {
 			s := tileBound(op)
 			return s, s, fmt.Sprintf("TileResize's own bound, a square of twice max_tiles=%d tiles", op.MaxPixels)
