@@ -47,6 +47,7 @@ type Peer struct {
 
 	mu      sync.Mutex
 	st      *peerStream // nil while not connected
+	drained bool        // the last stream ended as its worker drained (until the next opens)
 	info    *stokerv1.WorkerInfo
 	lastErr error // why the peer is not ready; nil while it is
 	onReady func()
@@ -297,7 +298,7 @@ func (p *Peer) loop(ctx context.Context) {
 			p.setStream(st)
 			p.receive(st)
 			report(st.err) // before the stream goes: LastError is never nil while not Ready
-			p.setStream(nil)
+			p.endStream(errors.Is(st.err, lease.ErrDraining))
 			if !errors.Is(st.err, lease.ErrDraining) {
 				continue // a stream that ran is retried at once: the worker may have restarted
 			}
@@ -324,11 +325,21 @@ func (p *Peer) loop(ctx context.Context) {
 
 func (p *Peer) setStream(st *peerStream) {
 	p.mu.Lock()
-	p.st = st
+	p.st, p.drained = st, false
 	if st != nil {
 		p.lastErr = nil
 		p.streams.Add(1)
 	}
+	p.mu.Unlock()
+	p.readyChanged()
+}
+
+// endStream drops the stream that ended; drained says its worker drained
+// (Make then turns leases away as draining, not as a peer that is not
+// connected, until another stream opens).
+func (p *Peer) endStream(drained bool) {
+	p.mu.Lock()
+	p.st, p.drained = nil, drained
 	p.mu.Unlock()
 	p.readyChanged()
 }
@@ -416,8 +427,11 @@ func (p *Peer) Make(ctx context.Context, j *Job, l *lease.Lease, b *pipeline.Bat
 		return lease.Made{}, fmt.Errorf("%w: peer %s left the peer set", lease.ErrDraining, p.addr)
 	}
 	p.mu.Lock()
-	st := p.st
+	st, drained := p.st, p.drained
 	p.mu.Unlock()
+	if st == nil && drained { // a lease chosen while its stream drained
+		return lease.Made{}, fmt.Errorf("%w: peer %s drained", lease.ErrDraining, p.addr)
+	}
 	if st == nil {
 		return lease.Made{}, fmt.Errorf("%w: peer %s", ErrNotConnected, p.addr)
 	}

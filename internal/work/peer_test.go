@@ -32,6 +32,9 @@ type scriptedWorker struct {
 	// chunkBytes cuts a batch's pixels (pixel(i) at byte i) into chunks of
 	// that many bytes; 0: one chunk.
 	chunkBytes int
+	// drains: each stream ends cleanly right after the first request, as
+	// a draining worker's does.
+	drains bool
 
 	mu      sync.Mutex
 	streams int
@@ -118,6 +121,10 @@ func (w *scriptedWorker) Work(stream stokerv1.WorkService_WorkServer) error {
 	w.streams++
 	w.mu.Unlock()
 	if err := stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Worker{Worker: w.info}}); err != nil {
+		return err
+	}
+	if w.drains {
+		_, err := stream.Recv() // the coordinator's first request: the stream is up
 		return err
 	}
 	for {
@@ -512,5 +519,39 @@ func TestRetiredTurnsLeasesAway(t *testing.T) {
 		if l := r.GetLease(); l != nil && l.GetNumber() == 1 {
 			t.Errorf("the turned-away lease was sent: %v", l)
 		}
+	}
+}
+
+// TestDrainedPeerTurnsLeasesAway: a lease the coordinator chose for a peer
+// just before its worker drained (the stream ended, cleanly) is turned
+// away as draining, as one chosen a moment earlier would have been, not
+// as a peer that is not connected: no one's failure
+// (cmd/stoker's TestDrainWorker saw one counted as an error).
+func TestDrainedPeerTurnsLeasesAway(t *testing.T) {
+	changed := make(chan struct{}, 1)
+	p, err := Dial(startWorker(t, &scriptedWorker{drains: true}), func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}, WithMaxBackoff(time.Hour)) // no second stream while the test looks
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for {
+		p.mu.Lock()
+		ended := p.st == nil && p.streams.Load() >= 1
+		p.mu.Unlock()
+		if ended {
+			break
+		}
+		within(t, "the stream's end", changed)
+	}
+	if _, err := p.Make(context.Background(), job(&stokerv1.JobSpec{}), leaseK(0), &pipeline.Batch{}); !errors.Is(err, lease.ErrDraining) {
+		t.Errorf("Make after the worker drained: %v, want lease.ErrDraining", err)
+	}
+	if p.Ready() || !errors.Is(p.LastError(), lease.ErrDraining) {
+		t.Errorf("ready %v, last error %v: want not ready, draining", p.Ready(), p.LastError())
 	}
 }
