@@ -295,10 +295,10 @@ func (p *Peer) loop(ctx context.Context) {
 		if err == nil {
 			last = ""
 			backoff = 100 * time.Millisecond
-			p.setStream(st)
+			p.setStream(st, false)
 			p.receive(st)
 			report(st.err) // before the stream goes: LastError is never nil while not Ready
-			p.endStream(errors.Is(st.err, lease.ErrDraining))
+			p.setStream(nil, errors.Is(st.err, lease.ErrDraining))
 			if !errors.Is(st.err, lease.ErrDraining) {
 				continue // a stream that ran is retried at once: the worker may have restarted
 			}
@@ -323,23 +323,16 @@ func (p *Peer) loop(ctx context.Context) {
 	}
 }
 
-func (p *Peer) setStream(st *peerStream) {
+// setStream sets the peer's stream: st once it is up, nil once it ended,
+// drained saying it ended as its worker drained (Make then turns leases
+// away as draining, not as a peer that is not connected, until the next).
+func (p *Peer) setStream(st *peerStream, drained bool) {
 	p.mu.Lock()
-	p.st, p.drained = st, false
+	p.st, p.drained = st, drained
 	if st != nil {
 		p.lastErr = nil
 		p.streams.Add(1)
 	}
-	p.mu.Unlock()
-	p.readyChanged()
-}
-
-// endStream drops the stream that ended; drained says its worker drained
-// (Make then turns leases away as draining, not as a peer that is not
-// connected, until another stream opens).
-func (p *Peer) endStream(drained bool) {
-	p.mu.Lock()
-	p.st, p.drained = nil, drained
 	p.mu.Unlock()
 	p.readyChanged()
 }

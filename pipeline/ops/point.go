@@ -22,12 +22,8 @@ const (
 )
 
 func init() {
-	point := func(kind OpKind, doc string, params []Param, step func(op *Op) fn.Step, check func(n *Node, at CompileAt) error, keeps Keeps) {
-		var keepsOf func(*Op) Keeps
-		if keeps != (Keeps{}) {
-			keepsOf = func(*Op) Keeps { return keeps }
-		}
-		Define(Def{Kind: kind, Doc: doc, Params: params, Targets: TargetsPixels, AnyFormat: true, Step: step, Draw: DrawApplied, Keeps: keepsOf,
+	point := func(kind OpKind, doc string, params []Param, step func(op *Op) fn.Step, check func(n *Node, at CompileAt) error, keeps func(*Op) Keeps) {
+		Define(Def{Kind: kind, Doc: doc, Params: params, Targets: TargetsPixels, AnyFormat: true, Step: step, Draw: DrawApplied, Keeps: keeps,
 			Compile: func(_ *Compiler, n *Node, at CompileAt) error {
 				if err := CheckProb(n.Op, at); err != nil {
 					return err
@@ -46,7 +42,7 @@ func init() {
 				return OpError(at.Where, "threshold %v: want 0..255 (the uint8 image's range)", n.Op.Threshold)
 			}
 			return nil
-		}, Keeps{})
+		}, nil)
 	point(OpRandomPosterize, "keeps the top bits of each channel, with probability p",
 		[]Param{{Name: "bits", Typ: PInt, At: func(o *Op) any { return &o.Bits }, Lo: 0, Hi: 8}, PParam(0.5)},
 		func(op *Op) fn.Step { return fn.Step{Fn: fn.Posterize, I: [6]int{op.Bits}} },
@@ -55,13 +51,13 @@ func init() {
 				return OpError(at.Where, "bits %d: want 0..8", n.Op.Bits)
 			}
 			return nil
-		}, Keeps{})
+		}, nil)
 	point(OpRandomInvert, "inverts the image with probability p", []Param{PParam(0.5)},
-		func(*Op) fn.Step { return fn.Step{Fn: fn.Invert} }, nil, Keeps{})
+		func(*Op) fn.Step { return fn.Step{Fn: fn.Invert} }, nil, nil)
 	point(OpRandomEqualize, "equalizes each channel's histogram with probability p", []Param{PParam(0.5)},
-		func(*Op) fn.Step { return fn.Step{Fn: fn.Equalize} }, nil, Keeps{})
+		func(*Op) fn.Step { return fn.Step{Fn: fn.Equalize} }, nil, nil)
 	point(OpRandomAutocontrast, "stretches each channel to 0..255 with probability p", []Param{PParam(0.5)},
-		func(*Op) fn.Step { return fn.Step{Fn: fn.Autocontrast} }, nil, Keeps{})
+		func(*Op) fn.Step { return fn.Step{Fn: fn.Autocontrast} }, nil, nil)
 	point(OpRandomAdjustSharpness, "sharpens (or blurs, below 1) by sharpness_factor with probability p",
 		[]Param{{Name: "sharpness_factor", Typ: PFloat, At: func(o *Op) any { return &o.Factor }, Lo: 0, Hi: 1e3}, PParam(0.5)},
 		func(op *Op) fn.Step { return fn.Step{Fn: fn.AdjustSharpness, F: [6]float64{op.Factor}} },
@@ -70,7 +66,7 @@ func init() {
 				return OpError(at.Where, "sharpness_factor %v: want 0 <= x <= 1000", n.Op.Factor)
 			}
 			return nil
-		}, Keeps{Sharp: true})
+		}, func(*Op) Keeps { return Keeps{Sharp: true} })
 }
 
 // FormatNone writes no arguments: String shows the kind alone.

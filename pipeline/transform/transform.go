@@ -219,6 +219,12 @@ func transformErr(format string, a ...any) error {
 	return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 }
 
+// misplaced is the error of a geometry op that stands where its family's
+// placer does not take it: its Def's Misplaced.
+func misplaced(op *optab.Op) error {
+	return transformErr("%s", optab.Lookup(op.Kind).Misplaced)
+}
+
 // placer places a geometry op where it stands, the geometry's op n: it
 // checks op against the ops before it (n, and what t holds of them: the
 // ordering rules of its family, said there only) and records it in t. It

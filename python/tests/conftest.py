@@ -37,14 +37,6 @@ PHOTOS_VAL = REPO.parent / "shared" / "data" / "photos" / "val"
 # clone without ../shared tests on them, not on drawn images.
 PHOTOS_TESTDATA = REPO / "testdata" / "photos"
 
-# This checkout's package, ahead of any installed stoker (an editable
-# install of another checkout, say): before the first import of it.
-sys.path.insert(0, str(REPO / "python"))
-
-from stoker._local import LocalServer  # noqa: E402
-
-import blasorder  # noqa: E402
-
 # The run's own temporary directory: TMPDIR for this process and every
 # child it starts (the servers, torchrun's workers and their torchelastic_*
 # directories, the local servers' runtime directory, pytest's tmp_path),
@@ -56,6 +48,14 @@ os.environ["TMPDIR"] = SESSION_TMP
 tempfile.tempdir = None
 os.environ.setdefault("YOLO_CONFIG_DIR", os.path.join(SESSION_TMP, "ultralytics"))
 os.environ.setdefault("YOLO_OFFLINE", "1")
+
+# This checkout's package, ahead of any installed stoker (an editable
+# install of another checkout, say): before the first import of it.
+sys.path.insert(0, str(REPO / "python"))
+
+from stoker._local import LocalServer  # noqa: E402
+
+import blasorder  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
