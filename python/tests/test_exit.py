@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
+import time
 import weakref
 from pathlib import Path
 from typing import Dict, Tuple
@@ -326,16 +327,30 @@ def test_a_close_inside_a_collection_waits_for_no_thread() -> None:
     class Abandoned:  # a Loader in a reference cycle: freed by a collection
         pass
 
-    gc.collect()  # the process's other garbage (earlier tests' loaders) finalized here, outside the lock
-    a = Abandoned()
-    a.cycle = a
-    weakref.finalize(a, _channel.join_threads, [t], 30.0)
-    del a
-    with threading._active_limbo_lock:  # as inside threading.enumerate()
-        go.set()  # t ends, and waits for the lock to leave the list
-        gc.collect()  # the finalizer runs here
-        deferred = t in _channel._deferred
+    # No collection starts by itself from here on, in any thread; one that
+    # another thread started earlier may still be running (a finalizer of
+    # an earlier test's that waits, the GIL let go), and gc.collect() does
+    # nothing while it does: collect until this finalizer has run.
+    gc.disable()
+    try:
+        gc.collect()  # the process's other garbage (earlier tests' loaders) finalized here, outside the lock
+        a = Abandoned()
+        a.cycle = a
+        fin = weakref.finalize(a, _channel.join_threads, [t], 30.0)
+        del a
+        with threading._active_limbo_lock:  # as inside threading.enumerate()
+            go.set()  # t ends, and waits for the lock to leave the list
+            for _ in range(600):  # at most a minute: another thread's collection to end
+                gc.collect()  # the finalizer runs here
+                if not fin.alive:
+                    break
+                time.sleep(0.1)
+            ran = not fin.alive
+            deferred = t in _channel._deferred
+    finally:
+        gc.enable()
     t.join(30)
+    assert ran, "no collection ran the finalizer: another thread's collection did not end in a minute"
     assert deferred, "the close inside the collection waited for the thread (it had the timeout's 30 s)"
     assert not t.is_alive()
     _channel.join_threads([])  # forgets the ended ones
