@@ -106,12 +106,24 @@ func (c *Compiler) Compile(op *Op, pos int, stream uint64, depth int, path ...st
 }
 
 // Grows reports whether op is, or holds, an op that grows the image: one
-// whose definition's grows says so (a RandomRotation with expand=True).
+// whose definition's Grow says so (a RandomRotation with expand=True).
 func Grows(op *Op) bool {
-	if d := Lookup(op.Kind); d != nil && d.Grows != nil && d.Grows(op) {
+	if _, _, grows := GrowOf(op, 1, 1); grows {
 		return true
 	}
 	return slices.ContainsFunc(op.Ops, func(o Op) bool { return Grows(&o) })
+}
+
+// GrowOf is what op itself (not the ops it holds) makes of a w x h image
+// that it grows (its Def's Grow): its bound, gw x gh; else w x h, and
+// grows false.
+func GrowOf(op *Op, w, h int) (gw, gh int, grows bool) {
+	if d := Lookup(op.Kind); d != nil && d.Grow != nil {
+		if gw, gh, grows = d.Grow(op, w, h); grows {
+			return gw, gh, true
+		}
+	}
+	return w, h, false
 }
 
 // The helpers the families' definitions share.

@@ -36,7 +36,7 @@ func init() {
 	Define(Def{Kind: OpRandomChoice, Doc: "one of its ops, drawn with the weights p (None: uniform)",
 		Params:   []Param{{Name: "transforms", Typ: pOps}, {Name: "p", Typ: PFloats, Def: "None"}},
 		FromArgs: func(a *Args) Op { return Op{Ops: a.Ops("transforms"), Probs: a.Floats("p")} },
-		Targets:  TargetsContainer, Compile: compileContainer,
+		Targets:  TargetsContainer, Compile: compileContainer, Kids: KidsOneOf,
 		Draw: func(n *Node, r *det.RNG, d *Drawer) {
 			u := r.Float64()
 			i := 0
@@ -56,7 +56,7 @@ func init() {
 	Define(Def{Kind: OpRandomOrder, Doc: "its ops, each once, in a random order",
 		Params:   []Param{{Name: "transforms", Typ: pOps}},
 		FromArgs: func(a *Args) Op { return Op{Ops: a.Ops("transforms")} },
-		Targets:  TargetsContainer, Compile: compileContainer,
+		Targets:  TargetsContainer, Compile: compileContainer, Kids: KidsAnyOrder,
 		Draw: func(n *Node, r *det.RNG, d *Drawer) {
 			var perm [MaxOps]int
 			p := perm[:len(n.kids)]
@@ -67,6 +67,15 @@ func init() {
 		},
 		Format: formatKids, MaxNs: sumKidsNs})
 }
+
+// KidsOrder is how a container runs the ops it holds (Def.Kids).
+type KidsOrder uint8
+
+const (
+	KidsInOrder  KidsOrder = iota // each, in order (RandomApply's, when it applies)
+	KidsOneOf                     // one of them (RandomChoice)
+	KidsAnyOrder                  // each, in an order drawn (RandomOrder)
+)
 
 func formatKids(b *strings.Builder, op *Op) { fmt.Fprintf(b, "([%s])", OpsString(op.Ops)) }
 

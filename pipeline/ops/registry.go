@@ -61,6 +61,10 @@ type Def struct {
 	NeedsTargets bool
 	AnyFormat    bool
 	Stays        bool
+	// Kids is how a container runs the ops it holds: in order (the
+	// default; RandomApply), one of them (RandomChoice), or each in any
+	// order (RandomOrder): what may follow what inside it.
+	Kids KidsOrder
 	// OneSize: Compile fixes it for the sample's one size (a policy's
 	// magnitudes, GaussianBlur's kernel), so it cannot follow a geometry
 	// of per-sample sizes (NewTransform refuses it there, in containers
@@ -71,11 +75,12 @@ type Def struct {
 	// whether it applies, is the step it emits (node.step).
 	Compile func(c *Compiler, n *Node, at CompileAt) error
 	Step    func(op *Op) fn.Step
-	// Grows: the op grows the image past the geometry's size (a
-	// RandomRotation with expand=True); afterGrow compiles a geometry op
-	// that follows such an op at the top level, as a step after the
-	// decode (Resize, CenterCrop: fixSize).
-	Grows     func(op *Op) bool
+	// Grow: whether the op grows the image past the geometry's size (a
+	// RandomRotation with expand=True) and, if it does, the most it makes
+	// of a w x h image (gw x gh); afterGrow compiles a geometry op that
+	// follows such an op at the top level, as a step after the decode
+	// (Resize, CenterCrop: fixSize).
+	Grow      func(op *Op, w, h int) (gw, gh int, grows bool)
 	AfterGrow func(op *Op, stream uint64, where string) (Node, error)
 	// Draw appends one sample's steps, torchvision's make_params and
 	// transform (nil: a geometry op, drawn by the sample's plan).

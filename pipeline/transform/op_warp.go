@@ -39,7 +39,13 @@ func init() {
 			centerArgs(a, &op)
 			return op
 		},
-		Grows: func(op *optab.Op) bool { return op.Expand },
+		Grow: func(op *optab.Op, w, h int) (int, int, bool) {
+			if !op.Expand {
+				return w, h, false
+			}
+			w, h = ExpandBound(op, w, h)
+			return w, h, true
+		},
 		Draw: func(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 			op := n.Op
 			st := fn.Step{Fn: fn.Rotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
@@ -249,34 +255,26 @@ func (t *Transform) growRotate(rest []optab.Op, first int) error {
 	if t.whole {
 		return t.growWhole(rest, bad)
 	}
-	w, h, room, fixed := t.outW, t.outH, 3*t.outW*t.outH, !t.vary
-	var walk func(ops []optab.Op)
-	walk = func(ops []optab.Op) {
-		for i := range ops {
-			if ops[i].Kind == OpRandomRotation && ops[i].Expand {
-				w, h = ExpandBound(&ops[i], w, h)
-				room, fixed = max(room, 3*w*h), false
-			}
-			walk(ops[i].Ops)
-		}
+	if op, _ := oneSizeAfterGrowth(rest[k:], t.vary, true); op != nil {
+		return bad("%s after it is not supported: it is compiled for one size, and the rotation leaves each sample its own", op.Kind)
 	}
-	for i := k; i < len(rest); i++ {
-		if k := rest[i].Kind; k == OpResize || k == OpCenterCrop { // fixSize
-			h, w, fixed = rest[i].Size[0], rest[i].Size[1], true
-			continue
+	room, fixed := 3*t.outW*t.outH, !t.vary
+	w, h, err := walkGrowth(rest[k:], t.outW, t.outH, func(s growStep) error {
+		switch {
+		case s.fixes:
+			fixed = true
+			return nil
 		}
-		if !fixed {
-			vary := t.vary
-			t.vary = true
-			err := t.checkVaryOps(rest[i : i+1])
-			if t.vary = vary; err != nil {
-				return err
-			}
+		if s.grows {
+			room, fixed = max(room, 3*s.w*s.h), false
 		}
-		walk(rest[i : i+1])
-		if w > optab.MaxSide || h > optab.MaxSide {
-			return bad("its bound %dx%d of the %dx%d image is more than %d a side", w, h, t.outW, t.outH, optab.MaxSide)
+		if s.w > optab.MaxSide || s.h > optab.MaxSide {
+			return bad("its bound %dx%d of the %dx%d image is more than %d a side", s.w, s.h, t.outW, t.outH, optab.MaxSide)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	t.geomW, t.geomH, t.room = t.outW, t.outH, room
 	t.outW, t.outH, t.vary = w, h, !fixed
@@ -290,16 +288,11 @@ func (t *Transform) growRotate(rest []optab.Op, first int) error {
 // made in is its own (RoomFor), counted in the memory budget's scratch
 // from its header.
 func (t *Transform) growWhole(rest []optab.Op, bad func(string, ...any) error) error {
-	w, h, fixed := 0, 0, false
-	for i := range rest {
-		if k := rest[i].Kind; k == OpResize || k == OpCenterCrop { // fixSize
-			h, w, fixed = rest[i].Size[0], rest[i].Size[1], true
-			continue
-		}
-		if growsAny(rest[i : i+1]) {
-			fixed = false
-		}
-	}
+	fixed := false
+	w, h, _ := walkGrowth(rest, 1, 1, func(s growStep) error { // the sizes that count are the fixes'
+		fixed = s.fixes || fixed && !s.grows
+		return nil
+	})
 	if !fixed {
 		return bad("first, before any geometry, it needs a Resize((h, w)) or CenterCrop at the top level after it: " +
 			"each sample would be its own size, which nothing bounds (or put a geometry that fixes the size before it)")
@@ -310,14 +303,101 @@ func (t *Transform) growWhole(rest []optab.Op, bad func(string, ...any) error) e
 	return nil
 }
 
-// growsAny says whether ops (or the ops they hold) grow the image.
-func growsAny(ops []optab.Op) bool {
+// fixesSize says whether op, at the top level after an op that grows
+// the image, fixes its size again (its Def's AfterGrow: a Resize((h, w)),
+// a CenterCrop).
+func fixesSize(op *optab.Op) bool {
+	d := optab.Lookup(op.Kind)
+	return d != nil && d.AfterGrow != nil
+}
+
+// oneSizeAfterGrowth is the first op of ops compiled for one size (its
+// Def's OneSize: a policy, GaussianBlur) that may run on an image an op
+// before it grew (its Def's Grow), at any depth, as each container runs
+// its ops (its Def's Kids): a RandomApply's in order, a RandomChoice's
+// each after what came before the container, a RandomOrder's each after
+// any of the others; nil where there is none. grown says whether the
+// image may have grown before ops (or be of per-sample sizes already);
+// grew, whether it may be after them. A Resize((h, w)) or CenterCrop at
+// the top level fixes the size again (fixesSize).
+func oneSizeAfterGrowth(ops []optab.Op, grown, top bool) (op *optab.Op, grew bool) {
 	for i := range ops {
-		if optab.Grows(&ops[i]) || growsAny(ops[i].Ops) {
-			return true
+		o := &ops[i]
+		if top && fixesSize(o) {
+			grown = false
+			continue
+		}
+		d := optab.Lookup(o.Kind)
+		if d == nil {
+			continue
+		}
+		if grown && d.OneSize {
+			return o, true
+		}
+		_, _, g := optab.GrowOf(o, 1, 1)
+		grown = grown || g
+		switch kids := o.Ops; d.Kids {
+		case optab.KidsInOrder:
+			if op, grown = oneSizeAfterGrowth(kids, grown, false); op != nil {
+				return op, true
+			}
+		case optab.KidsOneOf, optab.KidsAnyOrder:
+			after := grown
+			for j := range kids {
+				before := grown // a RandomChoice's: what came before it; a RandomOrder's: and any other kid
+				for m := range kids {
+					before = before || d.Kids == optab.KidsAnyOrder && m != j && optab.Grows(&kids[m])
+				}
+				op, g := oneSizeAfterGrowth(kids[j:j+1], before, false)
+				if op != nil {
+					return op, true
+				}
+				after = after || g
+			}
+			grown = after
 		}
 	}
-	return false
+	return nil, grown
+}
+
+// A growStep is one op of a transform whose ops grow the image, as
+// walkGrowth walks them: the op, whether it stands at the top level, the
+// image's size before it (w0 x h0) and after it (w x h), and whether it
+// grew the image (its Def's Grow, at any depth) or fixed its size (a
+// Resize((h, w)) or CenterCrop at the top level: fixSize).
+type growStep struct {
+	op           *optab.Op
+	top          bool
+	w0, h0, w, h int
+	grows, fixes bool
+}
+
+// walkGrowth walks ops from a w x h image, each op before the ops it
+// holds, and returns the size they leave; at's error ends the walk. The
+// one walk of the sizes a transform whose ops grow the image makes:
+// growRotate's bounds, RoomFor's room and GrowBytes' buffers.
+func walkGrowth(ops []optab.Op, w, h int, at func(s growStep) error) (int, int, error) {
+	return walkGrowthAt(ops, w, h, true, at)
+}
+
+func walkGrowthAt(ops []optab.Op, w, h int, top bool, at func(s growStep) error) (int, int, error) {
+	for i := range ops {
+		op := &ops[i]
+		s := growStep{op: op, top: top, w0: w, h0: h}
+		if top && fixesSize(op) {
+			s.h, s.w, s.fixes = op.Size[0], op.Size[1], true
+		} else {
+			s.w, s.h, s.grows = optab.GrowOf(op, w, h)
+		}
+		if err := at(s); err != nil {
+			return 0, 0, err
+		}
+		var err error
+		if w, h, err = walkGrowthAt(op.Ops, s.w, s.h, false, at); err != nil {
+			return 0, 0, err
+		}
+	}
+	return w, h, nil
 }
 
 // RoomFor is the room, in bytes, a sample of a w x h image is made in:
@@ -330,23 +410,12 @@ func (t *Transform) RoomFor(w, h int) int {
 		return t.PixelBytes()
 	}
 	room := max(3*t.outW*t.outH, 3*w*h)
-	var walk func(ops []optab.Op)
-	walk = func(ops []optab.Op) {
-		for i := range ops {
-			if ops[i].Kind == OpRandomRotation && ops[i].Expand {
-				w, h = ExpandBound(&ops[i], w, h)
-				room = max(room, 3*w*h)
-			}
-			walk(ops[i].Ops)
+	walkGrowth(t.grow, w, h, func(s growStep) error {
+		if s.grows {
+			room = max(room, 3*s.w*s.h)
 		}
-	}
-	for i := range t.grow {
-		if k := t.grow[i].Kind; k == OpResize || k == OpCenterCrop {
-			h, w = t.grow[i].Size[0], t.grow[i].Size[1]
-			continue
-		}
-		walk(t.grow[i : i+1])
-	}
+		return nil
+	})
 	return room
 }
 
@@ -361,33 +430,16 @@ func (t *Transform) GrowBytes(w, h int) int {
 		return 0
 	}
 	n := 0
-	step := func(op *optab.Op, w, h int) {
-		switch op.Kind {
-		case OpResize:
-			nw, _ := ResizedSize(max(w, 1), max(h, 1), op.Size)
-			n = max(n, 3*h*(nw+1))
-		case OpCenterCrop:
-			n = max(n, 3*w*h)
+	walkGrowth(t.grow, w, h, func(s growStep) error {
+		switch s.op.Kind {
+		case OpResize: // its rows resampled across
+			nw, _ := ResizedSize(max(s.w0, 1), max(s.h0, 1), s.op.Size)
+			n = max(n, 3*s.h0*(nw+1))
+		case OpCenterCrop: // its copy
+			n = max(n, 3*s.w0*s.h0)
 		}
-	}
-	var walk func(ops []optab.Op)
-	walk = func(ops []optab.Op) {
-		for i := range ops {
-			if ops[i].Kind == OpRandomRotation && ops[i].Expand {
-				w, h = ExpandBound(&ops[i], w, h)
-			}
-			step(&ops[i], w, h)
-			walk(ops[i].Ops)
-		}
-	}
-	for i := range t.grow {
-		if k := t.grow[i].Kind; k == OpResize || k == OpCenterCrop {
-			step(&t.grow[i], w, h)
-			h, w = t.grow[i].Size[0], t.grow[i].Size[1]
-			continue
-		}
-		walk(t.grow[i : i+1])
-	}
+		return nil
+	})
 	return n
 }
 

@@ -253,6 +253,9 @@ def test_rotate_expand_first(server: str, det: Path, name: str) -> None:  # noqa
     ([T.RandomRotation(30, expand=True), T.RandomHorizontalFlip()], "nothing bounds"),
     ([T.RandomRotation(30, expand=True), T.Resize((64, 64)), T.RandomRotation(10, expand=True)], "nothing bounds"),
     ([T.Resize((64, 64)), T.RandomRotation(30, expand=True), T.GaussianBlur(3)], "compiled for one size"),
+    # in a container after the rotation too (it was accepted, its magnitudes fixed for the image before it)
+    ([T.Resize((64, 64)), T.RandomApply([T.RandomRotation(30, expand=True), T.TrivialAugmentWide()])], "compiled for one size"),
+    ([T.Resize((64, 64)), T.RandomOrder([T.TrivialAugmentWide(), T.RandomRotation(30, expand=True)])], "compiled for one size"),
     ([T.Resize((64, 64)), T.RandomRotation(30, expand=True), T.Resize(40)], "give both sides"),
     ([T.Resize((64, 64)), T.RandomApply([T.RandomRotation(30, expand=True), T.Resize((9, 9))])], "geometry op inside a container"),
 ])
