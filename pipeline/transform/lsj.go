@@ -31,7 +31,7 @@ func init() {
 // placeScaleJitter checks a ScaleJitter, the geometry's op n (t.jitter).
 func placeScaleJitter(t *Transform, op *optab.Op, n int) error {
 	if n > 0 {
-		return misplaced(op)
+		return misplaced(op, n)
 	}
 	if err := checkSize(op, false); err != nil {
 		return err
@@ -64,7 +64,7 @@ func scaleJitterNeeds(t *Transform) error {
 // and sets the output size: its own.
 func placeFixedSizeCrop(t *Transform, op *optab.Op, n int) error {
 	if n > 0 && t.jitter == nil {
-		return misplaced(op)
+		return misplaced(op, n)
 	}
 	if err := checkSize(op, false); err != nil {
 		return err

@@ -100,7 +100,7 @@ func TestLSJRefused(t *testing.T) {
 		{[]optab.Op{jit, with(crop, func(o *optab.Op) { o.Fill = [3]float64{1.5, 0, 0} })}, "fill"},
 		{[]optab.Op{jit, crop, {Kind: transform.OpResize, Size: [2]int{64, 64}}}, "op 2 (Resize) after FixedSizeCrop"},
 		{[]optab.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, jit, crop}, "ScaleJitter after other ops"},
-		{[]optab.Op{crop, flip, crop}, "FixedSizeCrop after other ops"},
+		{[]optab.Op{crop, flip, crop}, "op 2 (FixedSizeCrop): FixedSizeCrop after other ops"},
 		{[]optab.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, crop}, "FixedSizeCrop after other ops"},
 		{[]optab.Op{jit, {Kind: transform.OpResize, Size: [2]int{64, 64}}, crop}, "ScaleJitter gives a size that varies"},
 		{[]optab.Op{crop, crop}, "op 1 (FixedSizeCrop) after FixedSizeCrop"},

@@ -162,7 +162,7 @@ func init() {
 // placeYOLOLoad checks a YOLOLoadImage, the geometry's op n: first.
 func placeYOLOLoad(t *Transform, op *optab.Op, n int) error {
 	if n > 0 {
-		return misplaced(op)
+		return misplaced(op, n)
 	}
 	if s := op.ImgSz; s < 1 || s > optab.MaxSide {
 		return transformErr("YOLOLoadImage imgsz %d: want 1..%d", s, optab.MaxSide)
@@ -180,7 +180,7 @@ func yoloOrder(op *optab.Op, n int) error {
 // before it.
 func yoloFirst(op *optab.Op, n int) error {
 	if n > 0 {
-		return misplaced(op)
+		return misplaced(op, n)
 	}
 	return transformErr("%s first: the YOLO geometry starts with YOLOLoadImage(imgsz) (ultralytics' load_image), then YOLOLetterBox and/or YOLORandomPerspective", op.Kind)
 }

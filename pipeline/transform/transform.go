@@ -219,10 +219,10 @@ func transformErr(format string, a ...any) error {
 	return fmt.Errorf("%w: transform: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 }
 
-// misplaced is the error of a geometry op that stands where its family's
-// placer does not take it: its Def's Misplaced.
-func misplaced(op *optab.Op) error {
-	return transformErr("%s", optab.Lookup(op.Kind).Misplaced)
+// misplaced is the error of a geometry op, the geometry's op n, that
+// stands where its family's placer does not take it: its Def's Misplaced.
+func misplaced(op *optab.Op, n int) error {
+	return transformErr("op %d (%s): %s", n, op.Kind, optab.Lookup(op.Kind).Misplaced)
 }
 
 // placer places a geometry op where it stands, the geometry's op n: it
