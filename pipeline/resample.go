@@ -66,7 +66,7 @@ func resampleTorch(src *image.NRGBA, p *transform.SamplePlan, layout transform.L
 // crop's rows and columns its taps read; resizeCanvasGo is the same bytes
 // in Go (without cgo, and on the reference path: WithReference).
 func (d *Decoder) resizeCanvas(dst []byte, p *transform.SamplePlan, src []byte, layout transform.Layout) {
-	if p.YOLO { // the YOLO family's load, letterbox and warp (op_multi.go)
+	if p.YOLO { // the YOLO family's load, letterbox and warp (op_yolo.go)
 		p.MakeYOLO(dst, src, layout, &d.yoloRoom, d.ops.Stopped)
 		return
 	}

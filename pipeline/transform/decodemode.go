@@ -197,7 +197,7 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 			a.zoom = nil
 		}
 	}
-	if err := t.stopMulti(&a, index, off, used); err != nil { // the multi-image family's (op_multi.go)
+	if err := t.stopMulti(&a, index, off, used); err != nil { // the multi-image family's (op_mosaic.go)
 		return nil, err
 	}
 	if t.seg != nil {

@@ -12,82 +12,20 @@ import (
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
-// The multi-image family (ultralytics' Mosaic, MixUp, CopyPaste and
-// CutMix), in three files: its ops, their places, checks and draws
-// (op_mosaic.go); here, its ops in a transform (multiOps), their
-// stop_epoch, cost, room and partners, the making of a sample's pixels
-// from its plan (PlanMulti's MultiDraw) and its trace, and, at the end,
-// the CopyPaste's checks, partners and draw; its targets' moves
-// (op_multi_targets.go). newTransform's loop and the executor know
-// partners and images, never the ops' names.
-//
-// The executor loads each image (Loader: decoded whole and resized as
-// ultralytics' load_image, from its partner cache or not) and keeps the
-// buffers (MultiScratch); Make lays the images out, pastes, warps and
-// mixes them, with the YOLO family's kernels (pipeline/kernels/cv).
-
-// multiOps are a transform's multi-image ops, nil where absent: each
-// checked where it stands (their placers, op_mosaic.go; the CopyPaste's
-// below), drawn (op_mosaic.go), made (below) and its targets moved
-// (op_multi_targets.go) by the family alone.
-type multiOps struct {
-	// mosaic is ultralytics' Mosaic, if any: the geometry, its partners
-	// read with the sample (op_mosaic.go, the root's decode_multi.go).
-	mosaic *optab.Op
-	mixup  *optab.Op // ultralytics' MixUp, right after the mosaic
-	// copyPaste and copyPasteMix: ultralytics' CopyPaste in flip mode,
-	// right after the mosaic, and in mixup mode, after its warp.
-	copyPaste, copyPasteMix *optab.Op
-	cutmix                  *optab.Op // ultralytics' CutMix, last of the multi-image geometry
-}
-
-// YOLOStopOps are the ops ultralytics' close_mosaic switches off
-// (YOLODataset.close_mosaic: mosaic, mixup, copy_paste and cutmix to 0;
-// stoker has them all): the stop's default for a transform with a
-// Mosaic. close_mosaic=N of a run of E epochs is stop_epoch E-N.
-var YOLOStopOps = []optab.OpKind{OpMosaic, OpMixUp, OpCopyPaste, OpCutMix}
-
-// stopMulti switches off in a (t's variant after its stop_epoch) the
-// family's ops that off marks (index: an op's position in t's ops, -1
-// where absent), marking each of t's used, as ultralytics' close_mosaic
-// does: the MixUp, the mosaic (its YOLORandomPerspective then takes the
-// image at its load_image size), and the CopyPastes and CutMix with it.
-func (t *Transform) stopMulti(a *Transform, index func(*optab.Op) int, off, used []bool) error {
-	if i := index(t.mixup); i >= 0 { // ultralytics' close_mosaic closes MixUp
-		used[i] = true
-		if off[i] {
-			a.mixup = nil
-		}
-	}
-	if i := index(t.mosaic); i >= 0 { // and the Mosaic: load_image then the warp
-		used[i] = true
-		if off[i] {
-			if t.yolo == nil || a.mixup != nil {
-				return fmt.Errorf("%w: stop_epoch: the YOLOMosaic can be switched off only with a YOLORandomPerspective(size=...) after it, which then takes the image at its load_image size (ultralytics' close_mosaic), and with the YOLOMixUp after it, if any", errs.Unsupported)
-			}
-			a.mosaic = nil
-		}
-	}
-	if i := index(t.copyPaste); i >= 0 { // and CopyPaste (its copy_paste 0), with the Mosaic or alone
-		used[i] = true
-		if off[i] || a.mosaic == nil {
-			a.copyPaste = nil
-		}
-	}
-	if i := index(t.copyPasteMix); i >= 0 { // CopyPaste in mixup mode, likewise
-		used[i] = true
-		if off[i] || a.mosaic == nil {
-			a.copyPasteMix = nil
-		}
-	}
-	if i := index(t.cutmix); i >= 0 { // and CutMix, likewise
-		used[i] = true
-		if off[i] || a.mosaic == nil {
-			a.cutmix = nil
-		}
-	}
-	return nil
-}
+// A multi-image sample's plan and its making, for the family whose ops
+// (ultralytics' Mosaic, MixUp, CopyPaste and CutMix), places, checks,
+// draws of a key, partners, cost and room are op_mosaic.go's. Here,
+// PlanMulti draws everything such a sample undergoes into its plan
+// (MultiDraw: each pre_transform's PreDraw, the CutMix's area, what the
+// CopyPastes paste) before a pixel, from the partners' headers and the
+// labels, read once; AppendJSON writes it to the trace; and Make makes
+// its pixels from it. The executor loads each image (Loader: decoded
+// whole and resized as ultralytics' load_image, from its partner cache or
+// not) and keeps the buffers (MultiScratch); Make lays the images out,
+// pastes, warps and mixes them, with the YOLO family's kernels
+// (pipeline/kernels/cv). The targets' moves are op_multi_targets.go's.
+// newTransform's loop and the root's executor know partners and images,
+// never the ops' names.
 
 // Multi says whether the sample of key k is made of several images (a
 // multi-image op applies at its epoch and draws to): PlanMulti plans it, from
@@ -112,95 +50,404 @@ func (t *Transform) AppendPartners(buf []int, k det.Key, size int) []int {
 	return t.multiPartners(k, size, buf)
 }
 
-// MultiRoom is the room, in bytes, that making a sample whose
-// multi-image op applies takes beside its own image's decode: what the
-// root's scratch bound (pipeline/scratch.go) counts for the op, from the
-// op's own arguments and the ops that take partners after it.
-type MultiRoom struct {
-	Images   int64 // the images load_image'd at Side (a partner cache's, where there is one)
-	Canvas   int64 // the canvas they are laid out on
-	Partners int64 // the partners made at the output's size: a MixUp's, a CutMix's, a CopyPaste's image, mask and points
-	Side     int   // the long side the images are loaded at: what each is resampled to at least
-	// The ops after the Mosaic in force (a stop_epoch's transform has
-	// none of those it switched off), each with its partner.
-	MixUp, CopyPaste, CutMix bool
+// MosaicDraw is what one Mosaic drew: its images (the sample itself
+// first, then its partners), each one's load_image size (w, h), the
+// centre and the tiles; cp whether a CopyPaste followed it, pasted the
+// number of copies it pasted.
+type MosaicDraw struct {
+	N, Imgsz int
+	Idx      []int
+	Sizes    [][2]int
+	XC, YC   int
+	Tiles    []cv.Tile
+	CP       bool
+	CPP      float64
+	Pasted   int
 }
 
-// MultiRoom is the room of t's multi-image op (ok false: t has none at
-// this epoch; AtEpoch's transform has the ops a stop_epoch leaves).
-func (t *Transform) MultiRoom() (r MultiRoom, ok bool) {
-	mo := t.mosaic
-	if mo == nil {
-		return r, false
-	}
-	s := int64(mo.ImgSz)
-	side := 2 * s // the canvas: 2 x 2 tiles, or 3 x 3
-	if mo.Tiles == 9 {
-		side = 3 * s
-	}
-	out := int64(t.outW) * int64(t.outH)
-	r = MultiRoom{Images: 3 * int64(mo.Tiles) * s * s, Canvas: 3 * side * side, Side: mo.ImgSz,
-		MixUp: t.mixup != nil, CopyPaste: t.copyPaste != nil || t.copyPasteMix != nil, CutMix: t.cutmix != nil}
-	if r.MixUp {
-		r.Partners += 3 * out
-	}
-	if r.CutMix {
-		r.Partners += 3 * out
-	}
-	if r.CopyPaste {
-		r.Partners += 3*out + out + 8*out // the image, its mask, its points
-	}
-	return r, true
+// MultiDraw is what a sample's multi-image geometry drew: its mosaic,
+// and, when its MixUp was drawn, the ratio and the partner's mosaic (mix.idx[0]
+// the partner).
+type MultiDraw struct {
+	Mo   MosaicDraw
+	Mix  bool
+	MixR float64
+	MixM MosaicDraw
+	// Persp: the YOLORandomPerspective after the Mosaic, if any (pp and
+	// mixPP its draws for the sample and the MixUp partner), warp its
+	// cv2.warpPerspective (perspective not 0), w and h its size.
+	Persp     bool
+	Warp      bool
+	W, H      int
+	PP, MixPP cv.PerspectiveParams
+	// Cut: a CutMix drew to apply (its partner cutM, warped by cutPP),
+	// cutAreas its areas on the cutW x cutH sample, cutChoice the one
+	// chosen (-1: none free), cutOK whether it took any instance (applied).
+	Cut, CutOK bool
+	CutAreas   []cutArea
+	CutW, CutH int
+	CutChoice  int
+	CutM       MosaicDraw
+	CutPP      cv.PerspectiveParams
+	// A CopyPaste in mixup mode's draws: the sample's, the partners'.
+	CPM, MixCPM, CutCPM CPMixDraw
+	// Pres are the sample's pre_transforms as drawn (PreSelf, PreMix,
+	// PreCut, each then its CopyPaste partner's), CutSel the CutMix
+	// partner's instances its area takes.
+	Pres   [nPres]PreDraw
+	CutSel []int
+	// src is what draw draws from, while it draws; cl the labels the
+	// instances were read with; lab and ins the reads' scratch.
+	src MultiSource
+	cl  bool
+	lab Instances
+	ins []cv.Instances
 }
 
-// multiNs is what a multi-image op (and a MixUp after it) adds to a sample's
-// cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
-// and worst. At worst (no partner cache, or every image a miss): its n-1
-// partners' reads and decodes at the source size and every image's
-// load_image resize (yoloResizeNs an output pixel, at most imgsz a side),
-// besides the canvas of 114 (2*imgsz a side). In the mean, the partner
-// cache's hits: a server has one by default (--partner-budget), and one
-// that holds a window decodes each photo about once an epoch, so about
-// one image a sample is decoded and resized, which the sample's own
-// decode and geometry price; the partners add their reads and the
-// canvas. A MixUp's (and a CutMix's) partner is one more such sample, its warp and the
-// blend (its own image a hit too in the mean).
-func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
-	if t.mosaic == nil {
-		return 0, 0
+// CutArea is CutMix's area i (cv.CutMixArea of its draws).
+func (m *MultiDraw) CutArea(i int) [4]float32 {
+	a := m.CutAreas[i]
+	return cv.CutMixArea(m.CutW, m.CutH, a.lam, a.cx, a.cy)
+}
+
+// CPMixDraw is what a CopyPaste in mixup mode drew for one pre_transform:
+// On, that it drew to apply (its partner read and made: Mo, warped by
+// PP); Applied, that the sample had instances (ultralytics' returns a
+// sample without any untouched, before its draw); Pasted, the partner's
+// instances it pasted.
+type CPMixDraw struct {
+	On, Applied bool
+	P           float64
+	Mo          MosaicDraw
+	PP          cv.PerspectiveParams
+	Pasted      int
+}
+
+// MultiSource is what a multi-image sample's plan is drawn from: its own
+// file (Data) and the partners handed for it (Partners, their Files), in
+// multiPartners' order; Size, a file's size from its header (an error
+// where it does not parse or is over the decoder's pixel budget); and
+// its labels (Labels, nil: none, a job without targets; Contiguous: a
+// COCO dataset's labelled by rank), which a CopyPaste and a CutMix draw
+// against.
+type MultiSource struct {
+	Data       []byte
+	Partners   []int
+	Files      [][]byte
+	Size       func(data []byte) (w, h int, err error)
+	Labels     Targeted
+	Contiguous bool
+}
+
+// PreDraw is one pre_transform of a multi-image sample (ultralytics'
+// Mosaic of one image and its partners, the CopyPaste in flip mode after
+// it, the YOLORandomPerspective after them, a CopyPaste in mixup mode) as
+// its plan drew it, before a pixel: the image Self and its file Data,
+// the partners Pidx and their files Pdata, its key, where its draws are
+// kept (Mo, PP, CP: in the trace's MultiDraw), and what its CopyPastes
+// paste (Flipped and Sel: the flip mode's mirrored instances and those
+// pasted; Two and CPSel: the mixup mode's partner's, CPPart, likewise).
+// The executor makes its pixels from it; its instances are read once,
+// for the draw and the targets alike.
+type PreDraw struct {
+	Self   int
+	Data   []byte
+	Pidx   []int
+	Pdata  [][]byte
+	Key    det.Key
+	Mo     *MosaicDraw
+	PP     *cv.PerspectiveParams
+	CP     *CPMixDraw // nil for a CopyPaste's partner, which has none
+	CPPart *PreDraw
+	// Flipped and Sel, Two and CPSel: see above.
+	Flipped, Two cv.Instances
+	Sel, CPSel   []int
+	// in is its instances after its mosaic, flip-mode CopyPaste and warp;
+	// out after its mixup-mode CopyPaste too; p the keypoints an
+	// instance. Read once (haveIn, haveOut).
+	in, out         cv.Instances
+	p               int
+	haveIn, haveOut bool
+}
+
+// start sets pr to the pre_transform of sample self (its file data,
+// partners pidx and pdata) of key k, its draws kept in mo, pp and cp.
+func (pr *PreDraw) start(self int, data []byte, pidx []int, pdata [][]byte, k det.Key, mo *MosaicDraw, pp *cv.PerspectiveParams, cp *CPMixDraw, cpPart *PreDraw) {
+	*pr = PreDraw{Self: self, Data: data, Pidx: pidx, Pdata: pdata, Key: k, Mo: mo, PP: pp, CP: cp, CPPart: cpPart, Sel: pr.Sel[:0], CPSel: pr.CPSel[:0]}
+}
+
+// The pre_transforms of a multi-image sample, in MultiDraw.Pres: the
+// sample's, its MixUp partner's, its CutMix partner's, each followed by
+// its mixup-mode CopyPaste partner's.
+const (
+	PreSelf = 2 * iota
+	PreMix
+	PreCut
+	nPres
+)
+
+// handed are the partners handed for a sample not yet taken by its
+// draw, in multiPartners' order.
+type handed struct {
+	idx  []int
+	data [][]byte
+}
+
+// take takes the next c partners.
+func (h *handed) take(c int) ([]int, [][]byte, error) {
+	if len(h.idx) < c {
+		return nil, nil, fmt.Errorf("%w: the multi-image ops want more partners than the %d handed (the Sample's Partners)", errs.Unsupported, len(h.data))
 	}
-	s := float64(t.mosaic.ImgSz)
-	n := float64(t.mosaic.Tiles)
-	side := float64(s * s)
-	canvas := float64(CanvasNs * float64(4*side))
-	load := float64(SampleNs + float64(DecodeNs*srcPx)) // a partner's read and decode
-	one := float64((n-1)*load) + float64(n*float64(YOLOResizeNs*side)) + canvas
-	hit := float64((n-1)*SampleNs) + canvas
-	if t.copyPaste != nil { // its mask and paste, about a canvas again
-		one, hit = one+canvas, hit+canvas
+	i, p := h.idx[:c], h.data[:c]
+	h.idx, h.data = h.idx[c:], h.data[c:]
+	return i, p, nil
+}
+
+// PlanMulti draws into p everything the multi-image sample of key k (a
+// Mosaic's, at k's epoch) undergoes, before a pixel of it is made: its
+// pre_transform, then its MixUp's and its CutMix's partners', each made
+// the same way (ViewPlan.Multi's Pres), the CutMix's area, and the steps
+// after them at the output's size. The images' places come from their
+// headers (src.Size); what the CopyPastes and the CutMix take, from the
+// labels, read once and kept for the targets (MultiDraw.Instances).
+func (t *Transform) PlanMulti(p *Plan, k det.Key, src MultiSource) error {
+	t = t.AtEpoch(k.Epoch)
+	p.t = t
+	if t.Views() != 1 {
+		return fmt.Errorf("%w: YOLOMosaic in a transform of several views is not supported", errs.Unsupported)
 	}
-	mean, worst = float64(t.mosaic.P*hit), one
-	mix := float64(one+load) + float64(CanvasOutNs*px)
-	mixHit := float64(hit+SampleNs) + float64(CanvasOutNs*px)
-	if t.yolo != nil {
-		mix += t.yolo.ns(srcPx, px)
-		mixHit += float64(YOLOWarpNs * px)
+	if len(src.Partners) != len(src.Files) {
+		return fmt.Errorf("%w: %d partners and %d files (the Sample's Partners)", errs.Unsupported, len(src.Partners), len(src.Files))
 	}
-	// pres and presWorst: the pre_transforms made, the sample's and its
-	// partners', in the mean and at worst.
-	pres, presWorst := 1.0, 1.0
-	for _, op := range []*optab.Op{t.mixup, t.cutmix} { // a CutMix's partner is one more such sample
-		if op != nil {
-			mean += float64(op.P * mixHit)
-			worst += mix
-			pres, presWorst = pres+op.P, presWorst+1
+	if cap(p.Views) < 1 {
+		p.Views = make([]ViewPlan, 1)
+	}
+	p.Views = p.Views[:1]
+	// The canvas is made in planes, in the output itself when that is
+	// what it is.
+	p.Direct, p.Layout = t.Layout() == CHW && t.norm == nil && !t.vary, CHW
+	w, h := t.outW, t.outH
+	md := &p.multi
+	hd := handed{src.Partners, src.Files}
+	if err := md.draw(t, k, src, &hd, w, h); err != nil {
+		return err
+	}
+	if len(hd.idx) != 0 {
+		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (the Sample's Partners)", errs.Unsupported, len(hd.idx))
+	}
+	vp := &p.Views[0]
+	vp.Geom = SamplePlan{Geom: CropResize, SrcW: w, SrcH: h, CW: w, CH: h, OutW: w, OutH: h, Exact: true}
+	vp.Pre, vp.Geometry, vp.Multi = vp.Pre[:0], vp.Geometry[:0], md
+	vp.Steps = t.drawSteps(&p.drawer, k, w, h, vp.Steps)
+	return nil
+}
+
+// draw draws md for the sample of key k of t (at its epoch), the output
+// w x h: its pre_transform, then its MixUp's and CutMix's partners', and
+// the CutMix's area. It takes the partners in multiPartners' order.
+func (md *MultiDraw) draw(t *Transform, k det.Key, src MultiSource, h *handed, w, ht int) error {
+	n := t.mosaic.Tiles
+	md.Mix, md.Persp = false, t.yolo != nil
+	if md.Persp {
+		md.Warp, md.W, md.H = t.yolo.Persp.YPersp != 0, w, ht
+	}
+	md.src, md.cl = src, src.Contiguous
+	defer func() { md.src = MultiSource{} }() // not its files past the draw
+	next := func(slot int, self int, data []byte, k det.Key, mo *MosaicDraw, pp *cv.PerspectiveParams, cp *CPMixDraw) error {
+		pi, pd, err := h.take(n - 1)
+		if err != nil {
+			return err
 		}
+		pr := &md.Pres[slot]
+		pr.start(self, data, pi, pd, k, mo, pp, cp, &md.Pres[slot+1])
+		return md.drawPre(t, pr, h)
 	}
-	if cp := t.copyPasteMix; cp != nil { // CopyPaste in mixup mode: each pre_transform's partner, and its mask and paste
-		mean += float64(pres * cp.P * float64(mixHit+float64(CanvasOutNs*px)))
-		worst += float64(presWorst * float64(mix+float64(CanvasOutNs*px)))
+	if err := next(PreSelf, int(k.Index), src.Data, k, &md.Mo, &md.PP, &md.CPM); err != nil {
+		return err
 	}
-	return mean, worst
+	if on, r := t.mixUpDraw(k); on { // its partner is the one handed next (multiPartners drew it)
+		mi, mf, err := h.take(1)
+		if err != nil {
+			return err
+		}
+		if err := next(PreMix, mi[0], mf[0], MixKey(k, mi[0]), &md.MixM, &md.MixPP, &md.MixCPM); err != nil {
+			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
+		}
+		md.Mix, md.MixR = true, r
+	}
+	md.Cut, md.CutOK, md.CutChoice = false, false, -1
+	on, areas, r := t.cutMixDraw(k, w, ht, md.CutAreas)
+	if !on {
+		return nil
+	}
+	md.CutAreas, md.CutW, md.CutH = areas, w, ht
+	ci, cf, err := h.take(1)
+	if err != nil {
+		return err
+	}
+	if err := next(PreCut, ci[0], cf[0], CutKey(k, ci[0]), &md.CutM, &md.CutPP, &md.CutCPM); err != nil {
+		return fmt.Errorf("cutmix partner (sample %d): %w", ci[0], err)
+	}
+	md.Cut = true
+	return md.drawCutMix(&r)
+}
+
+// drawPre draws pre_transform pr: its mosaic (drawMosaic), then its
+// CopyPaste in mixup mode, when t has one and it draws to apply: its
+// partner (the next handed, h) drawn the same way, and the partner's
+// instances it pastes, chosen against pr's (copyPasteMixSelect).
+func (md *MultiDraw) drawPre(t *Transform, pr *PreDraw, h *handed) error {
+	if err := md.drawMosaic(t, pr); err != nil {
+		return err
+	}
+	cp := pr.CP
+	*cp = CPMixDraw{Mo: cp.Mo, On: t.copyPasteMixOn(pr.Key)}
+	if !cp.On {
+		return nil
+	}
+	cp.P = t.copyPasteMix.P
+	ci, cd, err := h.take(1)
+	if err != nil {
+		return err
+	}
+	pi, pd, err := h.take(t.mosaic.Tiles - 1)
+	if err != nil {
+		return err
+	}
+	part := pr.CPPart
+	part.start(ci[0], cd[0], pi, pd, CopyPasteKey(pr.Key, ci[0]), &cp.Mo, &cp.PP, nil, nil)
+	if err := md.drawMosaic(t, part); err != nil {
+		return fmt.Errorf("copy_paste partner (sample %d): %w", ci[0], err)
+	}
+	ds, err := md.labels("YOLOCopyPaste pastes another sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)")
+	if err != nil {
+		return err
+	}
+	in, _, err := md.preInstances(ds, pr)
+	if err != nil {
+		return err
+	}
+	cp.Applied = len(in.Boxes) > 0
+	two, sel, err := md.copyPasteMixSelect(ds, in, pr)
+	if err != nil {
+		return err
+	}
+	pr.Two, pr.CPSel, cp.Pasted = two, append(pr.CPSel, sel...), len(sel)
+	return nil
+}
+
+// drawMosaic draws the Mosaic of pre_transform pr into pr.Mo: its images
+// (the sample's first), each one's load_image size from its header, the
+// centre and the tiles; the YOLORandomPerspective's after it into pr.PP;
+// and the CopyPaste in flip mode's after it, when t has one: the
+// mosaic's instances (the sample's labels), mirrored, and those it
+// pastes (copyPasteSelect).
+func (md *MultiDraw) drawMosaic(t *Transform, pr *PreDraw) error {
+	mo := pr.Mo
+	n, s := t.mosaic.Tiles, t.mosaic.ImgSz
+	mo.N, mo.Imgsz = n, s
+	mo.Idx = append(append(mo.Idx[:0], pr.Self), pr.Pidx...)
+	mo.Sizes = mo.Sizes[:0]
+	for j := range n {
+		src := pr.Data
+		if j > 0 {
+			src = pr.Pdata[j-1]
+		}
+		w, h, err := md.src.Size(src)
+		if err != nil {
+			if j > 0 {
+				return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, n-1, pr.Pidx[j-1], err)
+			}
+			return err
+		}
+		w, h = cv.LoadSize(w, h, s)
+		mo.Sizes = append(mo.Sizes, [2]int{w, h})
+	}
+	mo.XC, mo.YC = t.mosaicCentre(pr.Key)
+	tiles, err := cv.MosaicLayout(n, s, mo.XC, mo.YC, mo.Sizes)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errs.Unsupported, err)
+	}
+	mo.Tiles = tiles
+	if t.yolo != nil {
+		*pr.PP = DrawYOLOPersp(t.yolo.Persp, pr.Key)
+	}
+	mo.CP, mo.Pasted = t.copyPaste != nil, 0
+	if !mo.CP {
+		return nil
+	}
+	mo.CPP = t.copyPaste.P
+	ds, err := md.labels("YOLOCopyPaste pastes the sample's segments: it needs the dataset's labels (a job with targets of a YOLO segment dataset)")
+	if err != nil {
+		return err
+	}
+	in, p, err := md.mosaicInstances(ds, mo)
+	if err != nil {
+		return err
+	}
+	flipped, sel, err := copyPasteSelect(in, mo, mo.CPP)
+	if err != nil {
+		return err
+	}
+	pr.Flipped, pr.Sel, mo.Pasted = flipped, append(pr.Sel, sel...), len(sel)
+	// Its instances, as its targets will want them: read once.
+	pr.in, pr.p, pr.haveIn = md.PerspInstances(cv.CopyPasteInstances(in, flipped, sel), pr.PP), p, true
+	return nil
+}
+
+// drawCutMix is CutMix.get_params on the sample (its instances after its
+// pre_transform and MixUp) with its partner drawn (r the stream to draw
+// the area's choice from): of the areas drawn, those that overlap no
+// instance; none, nothing; else one chosen (np.random.choice), which
+// applies when it takes any of the partner's instances (cv.CutMixPick).
+func (md *MultiDraw) drawCutMix(r *det.RNG) error {
+	ds, err := md.labels("YOLOCutMix places its area against the sample's labels: it needs them (a job with targets)")
+	if err != nil {
+		return err
+	}
+	in, _, err := md.multiInstances(ds)
+	if err != nil {
+		return err
+	}
+	boxes := make([][4]float32, len(md.CutAreas))
+	for i := range boxes {
+		boxes[i] = md.CutArea(i)
+	}
+	free := cv.CutMixFree(boxes, in.Boxes)
+	if len(free) == 0 {
+		return nil
+	}
+	md.CutChoice = free[r.Intn(len(free))]
+	_, sel, err := md.cutmixPick(ds, in)
+	if err != nil {
+		return err
+	}
+	md.CutSel = append(md.CutSel[:0], sel...)
+	md.CutOK = len(sel) > 0
+	return nil
+}
+
+// labels is the labels the sample's draw reads, where an op draws
+// against them: without them (a job without targets), an error saying
+// why the op needs them.
+func (md *MultiDraw) labels(why string) (Targeted, error) {
+	if md.src.Labels == nil {
+		return nil, fmt.Errorf("%w: %s", errs.Unsupported, why)
+	}
+	return md.src.Labels, nil
+}
+
+// copyPasteSelect is CopyPaste.get_params in flip mode on a mosaic's
+// instances in (its 2*imgsz canvas): their mirrored copies and those it
+// pastes (cv.CopyPasteSelect). A mosaic of boxes without segments is
+// refused: ultralytics' CopyPaste skips it silently, leaving a job that
+// asked for it without it.
+func copyPasteSelect(in cv.Instances, mo *MosaicDraw, p float64) (cv.Instances, []int, error) {
+	if len(in.Boxes) > 0 && len(in.Segments) == 0 && p > 0 {
+		return cv.Instances{}, nil, fmt.Errorf("%w: YOLOCopyPaste: the mosaic of samples %v has boxes without polygons: CopyPaste pastes segments, give it a YOLO segment dataset (ultralytics' skips it silently on boxes)", errs.Unsupported, mo.Idx)
+	}
+	flipped, sel := cv.CopyPasteSelect(in, cv.MosaicSize(mo.Imgsz), p)
+	return flipped, sel, nil
 }
 
 // The family's entries in a sample's trace (its plan's ViewPlan.Multi).
@@ -291,6 +538,24 @@ func (m *MultiDraw) perspStep(pp *cv.PerspectiveParams) fn.Step {
 		st.I[0] = 1
 	}
 	return st
+}
+
+// appendJSON appends a CopyPaste in mixup mode's draw, when it drew to
+// apply, between pre and post: {"mode": "mixup", "applied", "pasted",
+// "mosaic": the partner's, "perspective": its warp}.
+func (cp *CPMixDraw) appendJSON(b []byte, pre, post string, md *MultiDraw) []byte {
+	if !cp.On {
+		return b
+	}
+	b = append(b, pre...)
+	b = append(b, `{"mode":"mixup","applied":`...)
+	b = strconv.AppendBool(b, cp.Applied)
+	b = append(b, `,"pasted":`...)
+	b = strconv.AppendInt(b, int64(cp.Pasted), 10)
+	b = cp.Mo.appendJSON(append(b, `,"mosaic":`...))
+	st := md.perspStep(&cp.PP)
+	b = st.AppendJSON(append(b, `,"perspective":`...))
+	return append(append(b, '}'), post...)
 }
 
 // Loader is what making a multi-image sample asks of its executor.
@@ -472,130 +737,4 @@ func pasteFlipped(img kernels.Planes, pr *PreDraw, s *MultiScratch) {
 		return
 	}
 	cv.CopyPasteImage(img, s.pasteMask(img.W, img.H, pr.Flipped, pr.Sel))
-}
-
-// CopyPaste (op_mosaic.go defines it with the multi-image ops): in flip
-// mode right after the Mosaic (v8_transforms' default pre_transform:
-// Mosaic, CopyPaste, RandomPerspective), the mosaic's own mirrored
-// copies pasted; in mixup mode: ultralytics' (8.4.190) v8_transforms with
-// copy_paste_mode="mixup" appends to its pre_transform (Mosaic,
-// RandomPerspective) a CopyPaste whose copies come from another sample
-// made by Mosaic and RandomPerspective: with probability p, of that
-// sample's instances those whose IoA with every instance of this one is
-// below 0.30, the fraction p least overlapping, are pasted (their
-// polygons filled into a mask, the other sample's pixels copied there)
-// and added after this one's. The MixUp's and the CutMix's partners are
-// made by the same pre_transform, so draw their own. The partner is read,
-// not consumed, as a MixUp's: cv.Partners of the sample's key on a stream
-// of its own (streamCopyPaste), and made with draws of its own (its
-// key's view plus copyPasteView).
-
-// checkCopyPaste checks a CopyPaste where it stands: right after the
-// Mosaic, in flip mode.
-func (t *Transform) checkCopyPaste(op *optab.Op, n int) error {
-	if t.mosaic == nil || n != 1 {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", errs.Unsupported)
-	}
-	if op.Mode != "flip" {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: want 'flip' (right after the YOLOMosaic) or 'mixup' (after its YOLORandomPerspective)", errs.Unsupported, errs.Clip(op.Mode, 32))
-	}
-	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", errs.Unsupported, op.P)
-	}
-	return nil
-}
-
-// prePartners appends the partners of k's pre_transform to buf: its
-// Mosaic's n-1, then, when a CopyPaste in mixup mode draws to apply, its
-// partner and that one's Mosaic's n-1.
-func (t *Transform) prePartners(k det.Key, size int, buf []int) []int {
-	buf = t.mosaicPartners(k, size, buf)
-	if t.copyPasteMixOn(k) {
-		j := CopyPasteMixPartner(k, size)
-		buf = append(buf, j)
-		buf = t.mosaicPartners(CopyPasteKey(k, j), size, buf)
-	}
-	return buf
-}
-
-// copyPasteView keys a CopyPaste partner's draws, as mixView a MixUp's.
-const copyPasteView = 3 << 40
-
-// CopyPasteKey is the key a CopyPaste partner j of the pre_transform of
-// key k is made with.
-func CopyPasteKey(k det.Key, j int) det.Key {
-	k.Index, k.View = uint64(j), k.View+copyPasteView
-	return k
-}
-
-// afterMosaic is the position of the first op after the Mosaic's
-// pre_transform ops that come before its warp (its CopyPaste, if any).
-func (t *Transform) afterMosaic() int {
-	if t.copyPaste != nil {
-		return 2
-	}
-	return 1
-}
-
-// checkCopyPasteMix checks a CopyPaste in mixup mode where it stands:
-// right after the Mosaic's YOLORandomPerspective (v8_transforms appends
-// it to the pre_transform), without a CopyPaste in flip mode.
-func (t *Transform) checkCopyPasteMix(op *optab.Op, n int) error {
-	if t.mosaic == nil || t.yolo == nil || t.copyPaste != nil || n != t.afterMosaic()+1 {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste mode 'mixup' is supported right after a YOLOMosaic's YOLORandomPerspective only (ultralytics' v8_transforms appends it to the pre_transform: Mosaic, RandomPerspective, CopyPaste), and not with a YOLOCopyPaste in flip mode", errs.Unsupported)
-	}
-	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", errs.Unsupported, op.P)
-	}
-	return nil
-}
-
-// copyPasteMixOn is a CopyPaste in mixup mode's draw for the
-// pre_transform of key k: whether it applies (BaseMixTransform's
-// random.uniform(0, 1) > p skips it; p 0 never does).
-func (t *Transform) copyPasteMixOn(k det.Key) bool {
-	if t.copyPasteMix == nil || t.copyPasteMix.P == 0 {
-		return false
-	}
-	r := k.Stream(streamCopyPaste + 1)
-	return !(r.Float64() > t.copyPasteMix.P)
-}
-
-// CopyPasteMixPartner is the CopyPaste partner of the pre_transform of
-// key k in a dataset of size samples.
-func CopyPasteMixPartner(k det.Key, size int) int {
-	var one [1]int
-	cv.Partners(k, streamCopyPaste, size, one[:])
-	return one[0]
-}
-
-// CPMixDraw is what a CopyPaste in mixup mode drew for one pre_transform:
-// On, that it drew to apply (its partner read and made: Mo, warped by
-// PP); Applied, that the sample had instances (ultralytics' returns a
-// sample without any untouched, before its draw); Pasted, the partner's
-// instances it pasted.
-type CPMixDraw struct {
-	On, Applied bool
-	P           float64
-	Mo          MosaicDraw
-	PP          cv.PerspectiveParams
-	Pasted      int
-}
-
-// appendJSON appends a CopyPaste in mixup mode's draw, when it drew to
-// apply, between pre and post: {"mode": "mixup", "applied", "pasted",
-// "mosaic": the partner's, "perspective": its warp}.
-func (cp *CPMixDraw) appendJSON(b []byte, pre, post string, md *MultiDraw) []byte {
-	if !cp.On {
-		return b
-	}
-	b = append(b, pre...)
-	b = append(b, `{"mode":"mixup","applied":`...)
-	b = strconv.AppendBool(b, cp.Applied)
-	b = append(b, `,"pasted":`...)
-	b = strconv.AppendInt(b, int64(cp.Pasted), 10)
-	b = cp.Mo.appendJSON(append(b, `,"mosaic":`...))
-	st := md.perspStep(&cp.PP)
-	b = st.AppendJSON(append(b, `,"perspective":`...))
-	return append(append(b, '}'), post...)
 }
