@@ -239,16 +239,8 @@ func (t *Transform) canvasNs(srcPx, px float64, pre bool, buf *[]fn.Step) (mean,
 		return float64(px*float64(CanvasOutNs+float64(CanvasTapNs*down))) + float64(CanvasNs*float64(srcPx*float64(r*r)))
 	}
 	pz, zoomed, hi := 0.0, at(1), 1.0
-	if z := t.zoom; z != nil && z.Kind == OpPadToSquare { // a square of the longer side: a 4:3 photo's canvas, a 4:1 panorama's at worst
-		pz, zoomed, hi = 1, at(math.Sqrt(4.0/3)), 2
-	} else if z != nil { // r uniform in side_range: the mean over a grid
-		lo := z.SideRange[0]
-		pz, hi, zoomed = z.P, z.SideRange[1], 0
-		const grid = 64
-		for i := range grid {
-			zoomed += at(lo + float64((hi-lo)*(float64(i)+0.5)/grid))
-		}
-		zoomed /= grid
+	if z := t.zoom; z != nil { // its canvas's rule (canvas)
+		pz, zoomed, hi = canvases[z.Kind].cost(z, at)
 	}
 	pc := 1.0 // the chance of the canvas path
 	if len(t.pre) == 0 && t.preCrop == nil {

@@ -7,6 +7,7 @@ package transform
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
@@ -99,27 +100,70 @@ func (t *Transform) drawPreInto(d *optab.Drawer, k det.Key, buf []fn.Step) []fn.
 // stream 1's numbers.
 const streamZoom = StreamCrop*64 + 1
 
-// zoomOut is torchvision's RandomZoomOut: with probability p (a draw >= p
-// leaves the image), r uniform in side_range and the canvas int(side * r)
-// a side, the image at (int((canvas_w - w) * u), int((canvas_h - h) *
-// v)). Drawn in float32 from 24-bit uniforms, as torch.rand draws
-// float32s and multiplies a Python number with them in float32.
-func (t *Transform) zoomOut(p *SamplePlan, k det.Key) {
-	if t.zoom.Kind == OpPadToSquare { // op_anyres.go: drawn from nothing
-		squarePad(p)
-		return
-	}
+// drawZoomOut is torchvision's RandomZoomOut on a w x h image: with
+// probability p (a draw >= p leaves the image), r uniform in side_range
+// and the canvas int(side * r) a side, the image at (int((canvas_w - w) *
+// u), int((canvas_h - h) * v)). Drawn in float32 from 24-bit uniforms, as
+// torch.rand draws float32s and multiplies a Python number with them in
+// float32.
+func drawZoomOut(op *optab.Op, w, h int, k det.Key) (cw, ch int, pad [4]int, zoomed bool) {
 	r := k.Stream(streamZoom)
 	u := r.Float32
-	if float64(u()) >= t.zoom.P {
-		return
+	if float64(u()) >= op.P {
+		return 0, 0, pad, false
 	}
-	lo, hi := t.zoom.SideRange[0], t.zoom.SideRange[1]
+	lo, hi := op.SideRange[0], op.SideRange[1]
 	s := float32(lo) + float32(u()*float32(hi-lo))
-	cw, ch := int(float32(p.SrcW)*s), int(float32(p.SrcH)*s)
-	left, top := int(float32(cw-p.SrcW)*u()), int(float32(ch-p.SrcH)*u())
-	p.Zoomed, p.ZoomW, p.ZoomH = true, cw, ch
-	p.ZoomPad = [4]int{left, top, cw - (left + p.SrcW), ch - (top + p.SrcH)}
+	cw, ch = int(float32(w)*s), int(float32(h)*s)
+	left, top := int(float32(cw-w)*u()), int(float32(ch-h)*u())
+	return cw, ch, [4]int{left, top, cw - (left + w), ch - (top + h)}, true
+}
+
+// zoomOutBound is RandomZoomOut's largest canvas of a w x h image:
+// side_range's maximum of each side, rounded up and a pixel over (the
+// side drawn in float32).
+func zoomOutBound(op *optab.Op, w, h int) (cw, ch int64) {
+	s := op.SideRange[1]
+	return int64(math.Ceil(s*float64(w))) + 1, int64(math.Ceil(s*float64(h))) + 1
+}
+
+// zoomOutCost is RandomZoomOut's chance, its canvas's mean cost (r
+// uniform in side_range: the mean over a grid) and its largest scale.
+func zoomOutCost(op *optab.Op, at func(r float64) float64) (pz, mean, hi float64) {
+	lo := op.SideRange[0]
+	pz, hi = op.P, op.SideRange[1]
+	const grid = 64
+	for i := range grid {
+		mean += at(lo + float64((hi-lo)*(float64(i)+0.5)/grid))
+	}
+	return pz, mean / grid, hi
+}
+
+// A canvas is a canvas op's rule (t.zoom: a RandomZoomOut, op_geometry.go;
+// a PadToSquare, op_anyres.go), said beside its Def (defineCanvas): draw
+// is the canvas (cw x ch, the image's padding on it) of a w x h image for
+// key k, zoomed false where there is none; bound is the largest canvas of
+// a w x h image; cost is its chance pz, the mean cost of its canvas and
+// its largest scale hi, given at(r), the cost of a canvas r times the
+// source a side (the mean pixel cost, cost.go).
+type canvas struct {
+	draw  func(op *optab.Op, w, h int, k det.Key) (cw, ch int, pad [4]int, zoomed bool)
+	bound func(op *optab.Op, w, h int) (cw, ch int64)
+	cost  func(op *optab.Op, at func(r float64) float64) (pz, mean, hi float64)
+}
+
+// canvases are the canvas ops' rules, by kind (defineCanvas).
+var canvases = map[optab.OpKind]canvas{}
+
+func defineCanvas(kind optab.OpKind, c canvas) { canvases[kind] = c }
+
+// zoomOut draws t's canvas (t.zoom's) for sample p of key k, of its image
+// (ImageSize: a crop before the geometry's, else the source's).
+func (t *Transform) zoomOut(p *SamplePlan, k det.Key) {
+	w, h := p.ImageSize()
+	if cw, ch, pad, ok := canvases[t.zoom.Kind].draw(t.zoom, w, h, k); ok {
+		p.Zoomed, p.ZoomW, p.ZoomH, p.ZoomPad = true, cw, ch, pad
+	}
 }
 
 // prePad is the padding before a RandomCrop or CenterCrop and its fill: a

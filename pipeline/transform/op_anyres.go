@@ -18,6 +18,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
@@ -75,6 +76,14 @@ func init() {
 			return h, w, "AnyResResize's own bound, its largest grid_pinpoints' height and width"
 		}})
 	definePlacer(OpPadToSquare, placeAt(placePadToSquare).followedBy(afterPadToSquare).needing(padToSquareNeeds)) // a canvas, as RandomZoomOut
+	defineCanvas(OpPadToSquare, canvas{draw: squarePad,
+		bound: func(_ *optab.Op, w, h int) (int64, int64) { // the square of the longer side
+			m := int64(max(w, h))
+			return m, m
+		},
+		cost: func(_ *optab.Op, at func(r float64) float64) (pz, mean, hi float64) { // a 4:3 photo's canvas, a 4:1 panorama's at worst
+			return 1, at(math.Sqrt(4.0 / 3)), 2
+		}})
 	optab.Define(optab.Def{Kind: OpPadToSquare,
 		Doc:   "LLaVA-OneVision's pad_to_square (its images of a record of several): the image padded with fill (one value a channel) to a square of its longer side, centred; first, then Resize((h, w))",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
@@ -121,16 +130,14 @@ func padToSquareNeeds(t *Transform) error {
 
 // squarePad is a PadToSquare's canvas for p's image: a square of its
 // longer side, the image centred, as pad_to_square pads it (none when the
-// image is square).
-func squarePad(p *SamplePlan) {
-	w, h := p.ImageSize()
+// image is square): drawn from nothing.
+func squarePad(_ *optab.Op, w, h int, _ det.Key) (cw, ch int, pad [4]int, zoomed bool) {
 	m := max(w, h)
 	if w == h {
-		return
+		return 0, 0, pad, false
 	}
 	left, top := (m-w)/2, (m-h)/2
-	p.Zoomed, p.ZoomW, p.ZoomH = true, m, m
-	p.ZoomPad = [4]int{left, top, m - w - left, m - h - top}
+	return m, m, [4]int{left, top, m - w - left, m - h - top}, true
 }
 
 // checkAnyRes checks an AnyResResize, the geometry's op n.

@@ -210,6 +210,7 @@ func init() {
 // the ops after it).
 func init() {
 	definePlacer(OpRandomZoomOut, placeAt(placeZoomOut).followedBy(afterZoomOut).needing(zoomOutNeeds))
+	defineCanvas(OpRandomZoomOut, canvas{draw: drawZoomOut, bound: zoomOutBound, cost: zoomOutCost})
 	definePlacer(OpRandomIoUCrop, placer{place: (*Transform).iouCrop}) // the Resize after it is next (transform_check.go)
 	definePlacer(OpPad, placeAt(placePad).needing(padNeeds))
 	definePlacer(OpRandomCrop, placeAt(placeRandomCrop))

@@ -20,7 +20,6 @@ package transform
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/errs"
@@ -505,15 +504,10 @@ func (t *Transform) padsCanvas() bool {
 // 0 without one.
 func (t *Transform) ZoomCanvas(w, h int) (cw, ch int64) {
 	w, h = t.seenSize(w, h) // of a crop before the geometry, the crop's
-	switch {
-	case t.zoom == nil:
+	if t.zoom == nil {
 		return 0, 0
-	case t.zoom.Kind == OpPadToSquare:
-		m := int64(max(w, h))
-		return m, m
 	}
-	s := t.zoom.SideRange[1]
-	return int64(math.Ceil(s*float64(w))) + 1, int64(math.Ceil(s*float64(h))) + 1
+	return canvases[t.zoom.Kind].bound(t.zoom, w, h)
 }
 
 // PixelBytes is the size of a sample's uint8 pixels, before Normalize.
