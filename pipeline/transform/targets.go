@@ -187,20 +187,40 @@ func checkConvertLast(ops []optab.Op, first int) error {
 	conv := -1
 	for i := range ops {
 		k := ops[i].Kind
-		switch d := optab.Lookup(k); {
+		switch {
 		case conv < 0 && k == optab.OpConvertBoundingBoxFormat && ops[i].BoxFormat != targets.BoxXYXY:
 			// (to XYXY first, as the detection references' presets convert
 			// before their SanitizeBoundingBoxes: the boxes' own format)
 			conv = i
 		case conv < 0:
-		case d != nil && (d.Targets == optab.TargetsPixels || d.AnyFormat):
-			// Pixels alone, or the targets' clamps and SanitizeKeyPoints (in any format).
+		case boxesStay(&ops[i]):
+			// Pixels alone, or the targets' clamps and SanitizeKeyPoints (in
+			// any format), or a container of only those.
 		default:
 			return fmt.Errorf("%w: transform: op %d (%s) after ConvertBoundingBoxFormat (op %d): it must come after every op that moves or drops boxes (convert last)",
 				errs.Unsupported, first+i, k, first+conv)
 		}
 	}
 	return nil
+}
+
+// boxesStay reports whether op leaves the boxes as a conversion made
+// them: it acts on pixels alone, or on boxes in their format (its Def's
+// AnyFormat), or it is a container of only such ops.
+func boxesStay(op *optab.Op) bool {
+	switch d := optab.Lookup(op.Kind); {
+	case d == nil:
+		return false
+	case d.Targets == optab.TargetsContainer:
+		for i := range op.Ops {
+			if !boxesStay(&op.Ops[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return d.Targets == optab.TargetsPixels || d.AnyFormat
+	}
 }
 
 // movesBoxes reports whether a step moves or drops boxes.

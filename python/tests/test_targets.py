@@ -76,6 +76,9 @@ TRANSFORMS = {
     # ConvertBoundingBoxFormat last: the boxes come in its format (only ops
     # on pixels after it).
     "resize-xywh": [T.Resize((72, 64)), T.RandomHorizontalFlip(), T.ConvertBoundingBoxFormat("XYWH"), T.ColorJitter(0.2)],
+    # and containers of ops on pixels (once refused as containers)
+    "resize-cxcywh-apply": [T.Resize((64, 72)), T.RandomVerticalFlip(), T.ConvertBoundingBoxFormat("CXCYWH"),
+                            T.RandomApply([T.ColorJitter(0.2), T.RandomGrayscale(0.5)], p=0.7)],
 }
 
 # The ops each transform's traces show (each flip drawn on some sample).
@@ -96,6 +99,8 @@ GEOMETRY_OF = {
     "detr": {"permute_channels", "pad", "iou_crop", "sanitize_bounding_boxes", "horizontal_flip", "resize",
              "convert_bounding_box_format"},
     "resize-xywh": {"resize", "horizontal_flip", "convert_bounding_box_format", "adjust_brightness"},
+    "resize-cxcywh-apply": {"resize", "vertical_flip", "convert_bounding_box_format", "adjust_brightness",
+                            "rgb_to_grayscale"},
 }
 
 
@@ -218,7 +223,7 @@ def test_coco_targets_are_torchvisions(server: str, det: Path, name: str) -> Non
         assert 0 < instances < sum(len(want[i]["labels"]) for i in want) * 2, instances
     # Some boxes were clamped to the canvas' edge (a resize alone clamps
     # none; a Pad last moves the edge's boxes off it).
-    assert edges > 0 or name in ("resize-hw", "centercrop-past", "resize-sanitize", "zoom-resize", "resize-xywh", "detr")
+    assert edges > 0 or name in ("resize-hw", "centercrop-past", "resize-sanitize", "zoom-resize", "resize-xywh", "resize-cxcywh-apply", "detr")
     # RandomIoUCrop left some boxes out, which no SanitizeBoundingBoxes
     # dropped.
     assert marked > 0 or not name.startswith("iou-"), marked
