@@ -173,8 +173,9 @@ func TestTargetsAnyTopology(t *testing.T) {
 }
 
 // TestTargetsRefused: targets on a dataset without annotations, with an op
-// they do not support, or asked as a field, and SanitizeBoundingBoxes in a
-// job without targets, are refused at open, saying which.
+// they do not support, or asked as a field, SanitizeBoundingBoxes in a
+// job without targets, and SanitizeKeyPoints on a COCO file without
+// keypoints, are refused at open, saying which.
 func TestTargetsRefused(t *testing.T) {
 	ann, _ := photosCOCO(t)
 	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos", "tiny": "../testdata/photos"},
@@ -194,6 +195,9 @@ func TestTargetsRefused(t *testing.T) {
 		{"as a field", "det", nil, []string{"targets"}, "targets=true"},
 		{"sanitize without targets", "tiny", []*pb.Op{rrcOp(32), sanitize}, nil,
 			"SanitizeBoundingBoxes (op 1) acts on targets, and the job asks for none"},
+		// (it failed every sample: the file has no keypoints)
+		{"keypoints the dataset has not", "det", []*pb.Op{rrcOp(32), opspec.Wire("RandomApply", "transforms", []*pb.Op{opspec.Wire("SanitizeKeyPoints")})}, nil,
+			`RandomApply (op 1): SanitizeKeyPoints (op 0) acts on keypoints, and dataset "det"'s instances have none`},
 	} {
 		job := smallJob(c.dataset, 4)
 		job.Job.Targets = c.name != "sanitize without targets"

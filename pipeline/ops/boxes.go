@@ -104,7 +104,7 @@ func init() {
 	box(Def{Kind: OpClampKeyPoints, Doc: "clamps the keypoints to the canvas", AnyFormat: true,
 		Step: func(*Op) fn.Step { return fn.Step{Fn: fn.ClampKeypoints} }})
 	box(Def{Kind: OpSanitizeKeyPoints, Doc: "drops the instances with a keypoint off the canvas",
-		Params: []Param{{Name: "labels_getter", Typ: pAny, Def: "None"}}, AnyFormat: true,
+		Params: []Param{{Name: "labels_getter", Typ: pAny, Def: "None"}}, AnyFormat: true, NeedsKeypoints: true,
 		FromArgs: func(a *Args) Op {
 			if l, ok := a.vals["labels_getter"].(string); !a.IsNone("labels_getter") && (!ok || l != "default") {
 				a.Errorf("labels_getter %v: stoker's targets drop an instance whole; give None or 'default'", a.show("labels_getter"))

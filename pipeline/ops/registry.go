@@ -59,8 +59,13 @@ type Def struct {
 	// the batch's size or type).
 	Targets      targetRole
 	NeedsTargets bool
-	AnyFormat    bool
-	Stays        bool
+	// NeedsKeypoints: it acts on the instances' keypoints, so a job whose
+	// dataset says its instances have none is refused at open (every
+	// sample would fail, as torchvision's fails on a sample without a
+	// KeyPoints).
+	NeedsKeypoints bool
+	AnyFormat      bool
+	Stays          bool
 	// Kids is how a container runs the ops it holds: in order (the
 	// default; RandomApply), one of them (RandomChoice), or each in any
 	// order (RandomOrder): what may follow what inside it.

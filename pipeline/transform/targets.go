@@ -263,13 +263,34 @@ func NeedsTargets(t *Transform) string {
 }
 
 func needsTargets(ops []optab.Op, at string) string {
+	return firstOf(ops, at, func(d *optab.Def) bool { return d.NeedsTargets })
+}
+
+// NeedsKeypoints names the first op of t that acts on the instances'
+// keypoints (SanitizeKeyPoints: its Def's NeedsKeypoints), "" if none: a
+// job whose dataset has none refuses it (KeypointsKnownNone).
+func NeedsKeypoints(t *Transform) string {
+	if t.views != nil {
+		for _, v := range t.views {
+			if s := NeedsKeypoints(v); s != "" {
+				return s
+			}
+		}
+		return ""
+	}
+	return firstOf(t.ops, "", func(d *optab.Def) bool { return d.NeedsKeypoints })
+}
+
+// firstOf names the first op of ops, at any depth, whose Def is, "" if
+// none: "Kind (op i)", a container's op after its own.
+func firstOf(ops []optab.Op, at string, is func(d *optab.Def) bool) string {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		if d := optab.Lookup(op.Kind); d != nil && d.NeedsTargets {
+		if d := optab.Lookup(op.Kind); d != nil && is(d) {
 			return where
 		}
-		if s := needsTargets(op.Ops, where+": "); s != "" {
+		if s := firstOf(op.Ops, where+": ", is); s != "" {
 			return s
 		}
 	}
@@ -316,6 +337,17 @@ func TargetKeypoints(ds dataset.Dataset) int {
 		return d.Config().KptShape[0]
 	}
 	return 0
+}
+
+// KeypointsKnownNone says whether ds says its instances carry no
+// keypoints: a COCO file without them, a YOLO dataset without kpt_shape.
+// A WebDataset's are each sample's own, so it says nothing.
+func KeypointsKnownNone(ds dataset.Dataset) bool {
+	switch ds.(type) {
+	case *dataset.COCODataset, *dataset.YOLODataset:
+		return TargetKeypoints(ds) == 0
+	}
+	return false
 }
 
 // CheckMasks refuses a transform whose geometry masks do not follow: a

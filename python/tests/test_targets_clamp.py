@@ -255,9 +255,10 @@ def test_from_torchvision_converts_them() -> None:
 
 def test_refused_without_targets_or_keypoints(server: str, stoker_bin: Path, grown: Path, tmp_path: Path) -> None:
     """A job without targets refuses each op, naming it; a dataset whose
-    instances have no keypoints fails SanitizeKeyPoints' samples, saying
-    so, and ClampKeyPoints passes it (torchvision's: no KeyPoints, an error
-    and a pass-through)."""
+    instances have no keypoints refuses SanitizeKeyPoints at open, saying
+    so (it failed every sample, as torchvision's fails a sample with no
+    KeyPoints), and ClampKeyPoints passes it (torchvision's passes it
+    through)."""
     for op in (T.ClampBoundingBoxes(), T.ClampKeyPoints(), T.SanitizeKeyPoints()):
         with pytest.raises(stoker.StokerError) as e:
             with stoker.Loader(server, "coco", batch_size=4, transform=T.Compose([T.Resize((32, 32)), op]),
@@ -280,9 +281,10 @@ def test_refused_without_targets_or_keypoints(server: str, stoker_bin: Path, gro
                            targets=True, pin_memory=False, timeout=60) as ld:
             _, targets = next(iter(ld))
             assert all("keypoints" not in t for t in targets)
-        # Every sample of the batch fails: the iteration says why.
+        # Every sample would fail: the job is refused at open, saying why.
         with pytest.raises(stoker.StokerError) as e:
             with stoker.Loader(srv.addr, "d", batch_size=4, timeout=60, pin_memory=False, targets=True,
                                transform=T.Compose([T.Resize((32, 32)), T.SanitizeKeyPoints()])) as ld:
                 next(iter(ld))
-        assert e.value.code == "DATA_LOSS" and "SanitizeKeyPoints" in str(e.value) and "no keypoints" in str(e.value), e.value
+        assert e.value.code == "INVALID_ARGUMENT" and "SanitizeKeyPoints (op 1) acts on keypoints" in str(e.value) \
+            and "instances have none" in str(e.value), e.value

@@ -721,6 +721,9 @@ func targetsOf(spec *stokerv1.JobSpec, j *Job) error {
 	if err := transform.CheckTargets(j.t); err != nil {
 		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), errs.Unsupported.Error()+": "))
 	}
+	if where := transform.NeedsKeypoints(j.t); where != "" && transform.KeypointsKnownNone(j.ds) {
+		return status.Errorf(codes.InvalidArgument, "transform: %s acts on keypoints, and dataset %q's instances have none (a COCO file without keypoints, a YOLO dataset without kpt_shape): every sample would fail", where, Truncate(j.name, 64))
+	}
 	var err error
 	if tf := spec.GetTargetFields(); slices.Contains(tf, "masks") && slices.Contains(tf, "overlap_mask") {
 		return errMasksAndOverlap
