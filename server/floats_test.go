@@ -92,11 +92,10 @@ func validOpLists() [][]*pb.Op {
 			withArgs(w("PadIfSmaller", "size", 32), typedFill([]float64{1, 2, 3}, 255)),
 			w("RandomCrop", "size", 32),
 		},
-		{ // a job with targets (describe's "det")
+		{ // a job with targets (describe's "det": no keypoints, so no SanitizeKeyPoints, which takes no number)
 			w("RandomResizedCrop", "size", 32),
 			w("SanitizeBoundingBoxes", "min_size", 2, "min_area", 3),
 			w("ClampKeyPoints"),
-			w("SanitizeKeyPoints"),
 			w("ClampBoundingBoxes", "clamping_mode", "hard"),
 		},
 		{ // ultralytics' Mosaic, a named op (its partners read with each sample)
