@@ -251,34 +251,28 @@ func CheckTargets(t *Transform) error {
 // none: a job without targets refuses it, as torchvision's fails when it
 // is given no boxes.
 func NeedsTargets(t *Transform) string {
-	if t.views != nil {
-		for _, v := range t.views {
-			if s := NeedsTargets(v); s != "" {
-				return s
-			}
-		}
-		return ""
-	}
-	return needsTargets(t.ops, "")
-}
-
-func needsTargets(ops []optab.Op, at string) string {
-	return firstOf(ops, at, func(d *optab.Def) bool { return d.NeedsTargets })
+	return t.firstOp(func(d *optab.Def) bool { return d.NeedsTargets })
 }
 
 // NeedsKeypoints names the first op of t that acts on the instances'
 // keypoints (SanitizeKeyPoints: its Def's NeedsKeypoints), "" if none: a
 // job whose dataset has none refuses it (KeypointsKnownNone).
 func NeedsKeypoints(t *Transform) string {
+	return t.firstOp(func(d *optab.Def) bool { return d.NeedsKeypoints })
+}
+
+// firstOp names the first op of t (of each view in turn) whose Def is
+// (firstOf), "" if none.
+func (t *Transform) firstOp(is func(d *optab.Def) bool) string {
 	if t.views != nil {
 		for _, v := range t.views {
-			if s := NeedsKeypoints(v); s != "" {
+			if s := v.firstOp(is); s != "" {
 				return s
 			}
 		}
 		return ""
 	}
-	return firstOf(t.ops, "", func(d *optab.Def) bool { return d.NeedsKeypoints })
+	return firstOf(t.ops, "", is)
 }
 
 // firstOf names the first op of ops, at any depth, whose Def is, "" if
