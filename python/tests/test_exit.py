@@ -15,7 +15,7 @@ import sys
 import time
 import weakref
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import pytest
 
@@ -307,6 +307,26 @@ def test_exits_clean_beside_a_cpu_hog(server: str) -> None:
     assert not bad, f"{len(bad)} of {EXIT_RUNS} exits not clean: {bad}"
 
 
+def _other_collection_ended(timeout: float) -> Optional[str]:
+    """Waits for a garbage collection another thread runs to end (stoker's
+    own gc callback says which thread collects); None when none runs, else
+    that thread's stack at the timeout."""
+    import threading
+    import traceback
+
+    from stoker import _channel
+
+    deadline = time.monotonic() + timeout
+    while True:
+        who = _channel._collector
+        if who is None or who == threading.get_ident():
+            return None
+        if time.monotonic() > deadline:
+            frame = sys._current_frames().get(who)
+            return "".join(traceback.format_stack(frame)) if frame else f"thread {who}, gone"
+        time.sleep(0.05)
+
+
 def test_a_close_inside_a_collection_waits_for_no_thread() -> None:
     """A Loader's finalizer runs inside a garbage collection, which may start
     at any allocation of any thread, holding that thread's locks: inside
@@ -327,12 +347,15 @@ def test_a_close_inside_a_collection_waits_for_no_thread() -> None:
     class Abandoned:  # a Loader in a reference cycle: freed by a collection
         pass
 
-    # No collection starts by itself from here on, in any thread; one that
-    # another thread started earlier may still be running (a finalizer of
-    # an earlier test's that waits, the GIL let go), and gc.collect() does
-    # nothing while it does: collect until this finalizer has run.
+    # No collection starts by itself from here on, in any thread. One that
+    # another thread started earlier may still be running (an earlier test's
+    # finalizer in it, the GIL let go), and gc.collect() does nothing while
+    # it does. Its finalizer may need the very lock this test holds (a
+    # thread's start or end, threading.enumerate()): wait for it to end
+    # before taking the lock, not inside it, where both would wait.
     gc.disable()
     try:
+        other = _other_collection_ended(60.0)
         gc.collect()  # the process's other garbage (earlier tests' loaders) finalized here, outside the lock
         a = Abandoned()
         a.cycle = a
@@ -340,17 +363,14 @@ def test_a_close_inside_a_collection_waits_for_no_thread() -> None:
         del a
         with threading._active_limbo_lock:  # as inside threading.enumerate()
             go.set()  # t ends, and waits for the lock to leave the list
-            for _ in range(600):  # at most a minute: another thread's collection to end
-                gc.collect()  # the finalizer runs here
-                if not fin.alive:
-                    break
-                time.sleep(0.1)
+            gc.collect()  # the finalizer runs here: no other collection can be running
             ran = not fin.alive
             deferred = t in _channel._deferred
     finally:
         gc.enable()
     t.join(30)
-    assert ran, "no collection ran the finalizer: another thread's collection did not end in a minute"
+    assert other is None, f"another thread's collection did not end in a minute:\n{other}"
+    assert ran, "the collection inside the lock did not run the finalizer"
     assert deferred, "the close inside the collection waited for the thread (it had the timeout's 30 s)"
     assert not t.is_alive()
     _channel.join_threads([])  # forgets the ended ones
