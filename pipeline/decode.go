@@ -477,7 +477,7 @@ func (d *Decoder) applyGuarded(steps []fn.Step, p kernels.Planes) (_ kernels.Pla
 		if d.ops.Stopped() {
 			return p, ops.ErrAbandoned
 		}
-		if err := steps[i].DrawnError(); err != nil {
+		if err := steps[i].DrawnError(p.W, p.H); err != nil {
 			return p, err
 		}
 		if p, err = fn.ApplySized(p, &steps[i], &d.ops.Scratch); err != nil {

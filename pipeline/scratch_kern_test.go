@@ -14,7 +14,8 @@ import (
 
 // TestKernelScratchInBound: the steps' kernels' buffers (a rotation's
 // and an affine's copy of the image and RGBX source, the blur's planes
-// and sums, AugMix's state, the rows a Resize after a
+// and sums (on the output, on a rotation's grown image, on a
+// RandomShortestSize's own size), AugMix's state, the rows a Resize after a
 // RandomRotation(expand=True) resamples across and a CenterCrop's copy
 // there; kernels.Scratch) are counted in the sample's
 // reservation: after each of 6 photos the Decoder keeps at most the
@@ -37,6 +38,8 @@ func TestKernelScratchInBound(t *testing.T) {
 		{"augmix", []ops.Op{{Kind: transform.OpResize, Size: [2]int{48, 64}}, {Kind: ops.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}, false},
 		{"rotate-expand-resize", []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false},
 		{"rotate-expand-crop", []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpCenterCrop, Size: [2]int{100, 120}}}, false},
+		{"rotate-expand-blur", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: transform.OpRandomRotation, Degrees: [2]float64{30, 60}, Expand: true}, {Kind: ops.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}, false},
+		{"shortest-blur", []ops.Op{{Kind: transform.OpRandomShortestSize, Sizes: []int{48, 96}, MaxSize: 128}, {Kind: ops.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}, false},
 		{"trivialaugment", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: ops.OpTrivialAugmentWide, Bins: 31}}, false},
 		{"sharpness", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: ops.OpRandomAdjustSharpness, Factor: 2, P: 1}}, false},
 		{"colorjitter", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: ops.OpColorJitter, Brightness: 0.4, Contrast: 0.4}}, true},

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
@@ -161,5 +163,28 @@ func TestKernelsOutOfRangeArguments(t *testing.T) {
 		// Past Check, which refuses these: the kernels alone must
 		// still give a defined result, never a crash.
 		Apply(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
+	}
+}
+
+// TestBlurFitsEachSample: a drawn blur whose kernel's half is not
+// smaller than the image's side fails its sample before the kernel runs
+// (DrawnError), as torchvision's reflect padding raises; a parsed trace's
+// (Check) runs on any size (TestKernelsOddSizes).
+func TestBlurFitsEachSample(t *testing.T) {
+	st := Step{Fn: GaussianBlur, I: [6]int{21, 5}, F: [6]float64{2, 1}}
+	for _, c := range []struct {
+		w, h int
+		ok   bool
+	}{{10, 40, false}, {40, 2, false}, {11, 2, false}, {11, 3, true}, {400, 300, true}} {
+		err := st.DrawnError(c.w, c.h)
+		if (err == nil) != c.ok {
+			t.Errorf("%dx%d: %v, want ok %v", c.w, c.h, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("kernel_size [21 5] on a %dx%d image: torchvision refuses", c.w, c.h)) {
+			t.Errorf("%dx%d: %v", c.w, c.h, err)
+		}
+		if err := Check(&st, c.w, c.h); err != nil {
+			t.Errorf("%dx%d: a parsed trace's blur: %v", c.w, c.h, err)
+		}
 	}
 }

@@ -50,9 +50,10 @@ type Def struct {
 	// check checks a parsed trace's step as its kernel needs it (a drawn
 	// step is valid by construction); nil: the generic checks only.
 	check func(st *Step, w, h int) error
-	// fails, when set, is a drawn step's error before its kernel runs (a
-	// draw torchvision's kernel raises on fails its sample so).
-	fails func(st *Step) error
+	// fails, when set, is a drawn step's error before its kernel runs on
+	// a w x h image (a draw, or an image size, torchvision's kernel
+	// raises on fails its sample so).
+	fails func(st *Step, w, h int) error
 	// Ns is the cost model's nanoseconds a pixel of the step's image
 	// (calibrated by `stoker bench cost`); cost, when set, is the step's
 	// cost on an image of px pixels instead of Ns times px.
@@ -100,11 +101,11 @@ func (f Fn) Def() *Def {
 	return &unknown
 }
 
-// DrawnError is a drawn step's error before its kernel runs (its
-// Def.fails), nil for most.
-func (st *Step) DrawnError() error {
+// DrawnError is a drawn step's error before its kernel runs on a w x h
+// image (its Def.fails), nil for most.
+func (st *Step) DrawnError(w, h int) error {
 	if f := st.Fn.Def().fails; f != nil {
-		return f(st)
+		return f(st, w, h)
 	}
 	return nil
 }

@@ -111,7 +111,7 @@ var (
 			}
 			return checkWarp(st, w, h)
 		},
-		fails: perspectiveError, Role: TargetsMove,
+		fails: func(st *Step, _, _ int) error { return perspectiveError(st) }, Role: TargetsMove,
 		Boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
 			start, end := st.corners()
 			return w, h, targets.PerspectiveBoxes(boxes, w, h, start, end)

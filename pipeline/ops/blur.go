@@ -12,7 +12,7 @@ const OpGaussianBlur OpKind = "GaussianBlur"
 func init() {
 	Define(Def{Kind: OpGaussianBlur, Doc: "a Gaussian blur of kernel_size (x, y) and sigma drawn uniform in (min, max)",
 		Params:  []Param{{Name: "kernel_size", Typ: PSize}, {Name: "sigma", Typ: PRange, Def: "(0.1, 2.0)"}},
-		Targets: TargetsPixels, AnyFormat: true, Format: FormatNone, OneSize: true,
+		Targets: TargetsPixels, AnyFormat: true, Format: FormatNone,
 		Keeps: func(op *Op) Keeps { return Keeps{Blur: true, BlurSide: max(op.KernelSize[0], op.KernelSize[1])} },
 		FromArgs: func(a *Args) Op {
 			op := Op{KernelSize: a.Size("kernel_size")}
@@ -33,7 +33,10 @@ func init() {
 					return OpError(at.Where, "kernel_size %v: each must be odd, positive and at most %d", op.KernelSize, fn.MaxKernel)
 				}
 			}
-			if op.KernelSize[0]/2 >= c.W || op.KernelSize[1]/2 >= c.H {
+			// The kernel runs on the size it gets: refused here for every
+			// sample (of the one size or the bound), else a sample too
+			// small for it fails alone (fn's blurFits).
+			if c.W > 0 && (op.KernelSize[0]/2 >= c.W || op.KernelSize[1]/2 >= c.H) {
 				return OpError(at.Where, "kernel_size %v on a %dx%d image: torchvision refuses a kernel whose half is not smaller than the image's side", op.KernelSize, c.W, c.H)
 			}
 			if !(op.Sigma[0] > 0 && op.Sigma[0] <= op.Sigma[1] && op.Sigma[1] <= 1e4) {

@@ -53,7 +53,12 @@ type Node struct {
 	MaxSteps int
 }
 
-// Compiler compiles op lists for an output of w x h.
+// Compiler compiles op lists for an output of W x H: the size the ops
+// get, or its bound where each sample has its own (a RandomShortestSize's,
+// the size before a rotation that grows it), or 0 x 0 where nothing bounds
+// it before a sample's header (a geometry that is the image whole). Only
+// an op compiled for one size (Def.OneSize) needs it, and a transform
+// whose sizes vary refuses those.
 type Compiler struct {
 	W, H  int
 	nodes int

@@ -71,9 +71,10 @@ type Def struct {
 	// order (RandomOrder): what may follow what inside it.
 	Kids KidsOrder
 	// OneSize: Compile fixes it for the sample's one size (a policy's
-	// magnitudes, GaussianBlur's kernel), so it cannot follow a geometry
-	// of per-sample sizes (NewTransform refuses it there, in containers
-	// too).
+	// magnitudes), so it cannot follow a geometry of per-sample sizes
+	// (NewTransform refuses it there, in containers too). GaussianBlur is
+	// not: its kernel runs on the size it gets, and a sample too small for
+	// it fails alone.
 	OneSize bool
 	// Compile checks its arguments beyond the schema and precomputes its
 	// node (nil: nothing to check); step, for an op whose only draw is

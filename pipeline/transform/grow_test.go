@@ -12,8 +12,8 @@ import (
 
 // The ops of the growth tests: a RandomRotation with expand=True of
 // degrees (lo, hi), the containers, and the ops that fix the size again
-// (Resize((h, w)), CenterCrop) or are compiled for one size (GaussianBlur,
-// TrivialAugmentWide).
+// (Resize((h, w)), CenterCrop) or are compiled for one size
+// (TrivialAugmentWide), and GaussianBlur, which runs on any size.
 func growRot(lo, hi float64) optab.Op {
 	return optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{lo, hi}, Expand: true}
 }
@@ -80,7 +80,7 @@ func TestGrowthWalkFigures(t *testing.T) {
 }
 
 // TestOneSizeAfterGrowth: an op compiled for one size (a policy's
-// magnitudes, GaussianBlur's kernel) may not run on an image a rotation
+// magnitudes) may not run on an image a rotation
 // with expand=True grew, at the top level or in a container: a
 // RandomApply runs its ops in order, a RandomOrder each after any other;
 // a RandomChoice's alternatives, and what comes before the rotation or
@@ -97,15 +97,20 @@ func TestOneSizeAfterGrowth(t *testing.T) {
 	}{
 		{[]optab.Op{size, rot, growTA}, optab.OpTrivialAugmentWide},
 		{[]optab.Op{size, growIn(optab.OpRandomApply, rot, growTA)}, optab.OpTrivialAugmentWide},
-		{[]optab.Op{size, growIn(optab.OpRandomApply, growIn(optab.OpRandomApply, rot), growBlur)}, optab.OpGaussianBlur},
+		{[]optab.Op{size, growIn(optab.OpRandomApply, growIn(optab.OpRandomApply, rot), growTA)}, optab.OpTrivialAugmentWide},
 		{[]optab.Op{size, growIn(optab.OpRandomOrder, growTA, rot)}, optab.OpTrivialAugmentWide},
-		{[]optab.Op{size, growIn(optab.OpRandomOrder, growIn(optab.OpRandomApply, growBlur), growJitter, rot)}, optab.OpGaussianBlur},
+		{[]optab.Op{size, growIn(optab.OpRandomOrder, growIn(optab.OpRandomApply, growTA), growJitter, rot)}, optab.OpTrivialAugmentWide},
 		{[]optab.Op{size, growIn(optab.OpRandomChoice, rot, growJitter), growTA}, optab.OpTrivialAugmentWide},
 		{[]optab.Op{size, growIn(optab.OpRandomApply, growTA, rot)}, ""},
 		{[]optab.Op{size, growIn(optab.OpRandomChoice, rot, growTA)}, ""},
 		{[]optab.Op{size, growIn(optab.OpRandomChoice, growTA, rot)}, ""},
 		{[]optab.Op{size, growIn(optab.OpRandomOrder, growJitter, rot), growCrop(100, 120), growTA}, ""},
 		{[]optab.Op{size, growTA, rot, growResize(64, 80), growBlur}, ""},
+		// GaussianBlur runs on the size it gets: accepted after growth.
+		{[]optab.Op{size, rot, growBlur}, ""},
+		{[]optab.Op{size, growIn(optab.OpRandomOrder, growIn(optab.OpRandomApply, growBlur), growJitter, rot)}, ""},
+		{[]optab.Op{growRot(-30, 30), growResize(64, 80), growBlur}, ""},
+		{[]optab.Op{growRot(-30, 30), growIn(optab.OpRandomApply, growRot(0, 90), growBlur), growCrop(50, 60)}, ""},
 	} {
 		_, err := NewTransform(CHW, c.ops...)
 		switch {

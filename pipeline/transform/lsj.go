@@ -263,15 +263,15 @@ func (t *Transform) varySize() error {
 }
 
 // checkVaryOps refuses, after a geometry of per-sample sizes, the ops
-// compiled for one size (their Def's OneSize: the policies, GaussianBlur),
-// inside containers too.
+// compiled for one size (their Def's OneSize: the policies), inside
+// containers too.
 func (t *Transform) checkVaryOps(ops []optab.Op) error {
 	if !t.vary {
 		return nil
 	}
 	for i := range ops {
 		if d := optab.Lookup(ops[i].Kind); d != nil && d.OneSize {
-			return fmt.Errorf("%w: transform: %s after a geometry of per-sample sizes (RandomShortestSize) is not supported: it is compiled for one size", errs.Unsupported, ops[i].Kind)
+			return fmt.Errorf("%w: transform: %s after a geometry of per-sample sizes (a RandomShortestSize's, a processor's resize, a rotation with expand=True first) is not supported: it is compiled for one size", errs.Unsupported, ops[i].Kind)
 		}
 		if err := t.checkVaryOps(ops[i].Ops); err != nil {
 			return err

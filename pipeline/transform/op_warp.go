@@ -312,7 +312,7 @@ func fixesSize(op *optab.Op) bool {
 }
 
 // oneSizeAfterGrowth is the first op of ops compiled for one size (its
-// Def's OneSize: a policy, GaussianBlur) that may run on an image an op
+// Def's OneSize: a policy) that may run on an image an op
 // before it grew (its Def's Grow), at any depth, as each container runs
 // its ops (its Def's Kids): a RandomApply's in order, a RandomChoice's
 // each after what came before the container, a RandomOrder's each after

@@ -407,6 +407,9 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 		return nil, err
 	}
 	c := optab.Compiler{W: t.outW, H: t.outH}
+	if t.whole { // no size before a sample's header
+		c.W, c.H = 0, 0
+	}
 	t.post = make([]optab.Node, len(rest))
 	for i := range rest {
 		j := i + 1 // position after the geometry

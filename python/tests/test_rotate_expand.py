@@ -30,6 +30,7 @@ test_parity_geometry_kernels.py (test_rotate_expand).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -252,7 +253,7 @@ def test_rotate_expand_first(server: str, det: Path, name: str) -> None:  # noqa
 @pytest.mark.parametrize("ops,what", [
     ([T.RandomRotation(30, expand=True), T.RandomHorizontalFlip()], "nothing bounds"),
     ([T.RandomRotation(30, expand=True), T.Resize((64, 64)), T.RandomRotation(10, expand=True)], "nothing bounds"),
-    ([T.Resize((64, 64)), T.RandomRotation(30, expand=True), T.GaussianBlur(3)], "compiled for one size"),
+    ([T.Resize((64, 64)), T.RandomRotation(30, expand=True), T.RandAugment()], "compiled for one size"),
     # in a container after the rotation too (it was accepted, its magnitudes fixed for the image before it)
     ([T.Resize((64, 64)), T.RandomApply([T.RandomRotation(30, expand=True), T.TrivialAugmentWide()])], "compiled for one size"),
     ([T.Resize((64, 64)), T.RandomOrder([T.TrivialAugmentWide(), T.RandomRotation(30, expand=True)])], "compiled for one size"),
@@ -263,3 +264,66 @@ def test_rotate_expand_refused(server: str, ops: List[Any], what: str) -> None: 
     with pytest.raises(StokerError, match=what):
         with stoker.Loader(server, "coco", batch_size=2, transform=T.Compose(ops), timeout=30) as ld:
             next(iter(ld))
+
+
+# GaussianBlur runs on the size it gets (it was refused, "compiled for one
+# size", after each of these geometries): an image a rotation grew, the
+# image whole rotated then resized, a RandomShortestSize's own size.
+BLURRED = {
+    "resize-rotate-expand-blur": [T.Resize((72, 97)), T.RandomRotation((-180, 180), expand=True),
+                                  T.GaussianBlur(9, (0.5, 2.0))],
+    "rotate-expand-first-resize-blur": [T.RandomRotation(30, expand=True), T.Resize((64, 72)),
+                                        T.GaussianBlur((5, 9), (0.1, 3.0))],
+    "shortest-blur": [T.RandomShortestSize((40, 56), max_size=70), T.GaussianBlur(23, (1.0, 4.0))],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BLURRED))
+def test_blur_after_per_sample_sizes(server: str, det: Path, stoker_bin: Path, name: str) -> None:  # noqa: F811
+    """Each sample's pixels, where the decode was exact, are torchvision's
+    geometry of its trace on decode_jpeg's image, then stoker's blur kernel
+    of its trace's sigma on that image (held to torchvision's gaussian_blur
+    by test_parity_kernels.py), byte for byte."""
+    from opsapply import ops_apply
+    from test_detection_ops import replay_pixels
+    from torchvision.io import ImageReadMode, decode_jpeg, read_file
+
+    images_dir = det / "images" / "train"
+    seen, exact, sizes = 0, 0, set()
+    with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(BLURRED[name]), trace=True,
+                       fields=("path",), pin_memory=False, timeout=60, seed=7) as ld:
+        for b in ld:
+            images = b[0]
+            for i, path in enumerate(b.fields["path"]):
+                trace = b.trace[i]
+                where = f"{name} {path}: {trace}"
+                h, w = b.sizes[i].tolist() if b.sizes is not None else images.shape[-2:]
+                assert trace[-1][0] == "gaussian_blur", where
+                if b.decode == "exact":
+                    src = decode_jpeg(read_file(str(images_dir / path.decode())), mode=ImageReadMode.RGB)
+                    geo = replay_pixels(src, trace[:-1])
+                    assert tuple(geo.shape[-2:]) == (h, w), where
+                    want = torch.from_numpy(ops_apply(stoker_bin, [(geo.numpy(), trace[-1:])])[0])
+                    assert torch.equal(images[i, :, :h, :w], want), where
+                    exact += 1
+                seen += 1
+                sizes.add((h, w))
+        assert not list(ld.sample_errors)
+    fixed = name.startswith("rotate-expand-first")  # a Resize((h, w)) after the rotation
+    assert seen == N and exact > N // 2 and (len(sizes) == 1 if fixed else len(sizes) > 1), (seen, exact, sizes)
+
+
+def test_blur_larger_than_a_sample_fails_that_sample(server: str) -> None:  # noqa: F811
+    """A kernel whose half is not smaller than a sample's side fails that
+    sample, as torchvision's reflect padding raises; the others are made."""
+    ops = [T.RandomShortestSize((8, 40), max_size=48), T.GaussianBlur(21)]
+    with stoker.Loader(server, "coco", batch_size=4, transform=T.Compose(ops), pin_memory=False, timeout=60,
+                       seed=3, max_sample_errors=1.0) as ld:
+        with pytest.warns(RuntimeWarning, match="could not be made"):
+            n = sum(len(b[0]) for b in ld)
+        errors = list(ld.sample_errors)
+    assert n == N and 0 < len(errors) < N, (n, len(errors))
+    for e in errors:
+        m = re.search(r"gaussian_blur: kernel_size \[21 21\] on a (\d+)x(\d+) image: torchvision refuses", e.reason)
+        assert m and min(int(m[1]), int(m[2])) <= 10, e
+
