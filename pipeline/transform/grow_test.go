@@ -37,7 +37,8 @@ var (
 // fixed again or not, the rotation first (the geometry the image whole)
 // or after a Resize. The figures are those the three walks gave before
 // they were one (checked on the code before the change), RoomFor and
-// GrowBytes of a 500x375 and a 4000x100 image.
+// GrowBytes of a 500x375 and a 4000x100 image; a RandomChoice's since
+// the walk takes one of its ops.
 func TestGrowthWalkFigures(t *testing.T) {
 	apply := func(ops ...optab.Op) optab.Op { return growIn(optab.OpRandomApply, ops...) }
 	rot45 := growRot(-45, 45)
@@ -59,6 +60,11 @@ func TestGrowthWalkFigures(t *testing.T) {
 			"out 4094x4094 geom 300x200 room 50282508 vary true whole false RoomFor 50282508 50282508 GrowBytes 0 0"},
 		{[]optab.Op{growResize(200, 300), growRot(-30, 30), growCrop(100, 120), growBlur},
 			"out 120x100 geom 300x200 room 351975 vary false whole false RoomFor 351975 351975 GrowBytes 0 0"},
+		// A RandomChoice runs one of its ops: its rotations' bounds are
+		// each of the image it gets, not one after the other (509x509,
+		// room 777243, before).
+		{[]optab.Op{growResize(200, 300), growIn(optab.OpRandomChoice, rot45, growRot(0, 90), growJitter)},
+			"out 362x362 geom 300x200 room 393132 vary true whole false RoomFor 393132 393132 GrowBytes 0 0"},
 		{[]optab.Op{rot45, growResize(64, 80)},
 			"out 80x64 geom 1x1 room 0 vary false whole true RoomFor 1166220 34838109 GrowBytes 150660 704943"},
 		{[]optab.Op{rot45, apply(growRot(10, 80)), growCrop(100, 120), growJitter},

@@ -373,7 +373,9 @@ type growStep struct {
 }
 
 // walkGrowth walks ops from a w x h image, each op before the ops it
-// holds, and returns the size they leave; at's error ends the walk. The
+// holds (a RandomChoice's each from the image it gets, the largest size
+// they leave after it; any other container's in order), and returns the
+// size they leave; at's error ends the walk. The
 // one walk of the sizes a transform whose ops grow the image makes:
 // growRotate's bounds, RoomFor's room and GrowBytes' buffers.
 func walkGrowth(ops []optab.Op, w, h int, at func(s growStep) error) (int, int, error) {
@@ -393,7 +395,16 @@ func walkGrowthAt(ops []optab.Op, w, h int, top bool, at func(s growStep) error)
 			return 0, 0, err
 		}
 		var err error
-		if w, h, err = walkGrowthAt(op.Ops, s.w, s.h, false, at); err != nil {
+		if d := optab.Lookup(op.Kind); d != nil && d.Kids == optab.KidsOneOf {
+			w, h = s.w, s.h // one of them runs: each from the same image, the largest it leaves
+			for j := range op.Ops {
+				kw, kh, err := walkGrowthAt(op.Ops[j:j+1], s.w, s.h, false, at)
+				if err != nil {
+					return 0, 0, err
+				}
+				w, h = max(w, kw), max(h, kh)
+			}
+		} else if w, h, err = walkGrowthAt(op.Ops, s.w, s.h, false, at); err != nil {
 			return 0, 0, err
 		}
 	}

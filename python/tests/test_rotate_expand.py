@@ -53,6 +53,10 @@ TRANSFORMS = {
                                 T.RandomHorizontalFlip(), T.ColorJitter(0.2)], (61, 80)),
     "shortest-rotate-expand": ([T.RandomShortestSize((40, 56), max_size=70), T.RandomRotation((-60, 60), expand=True),
                                 T.RandomVerticalFlip()], (0, 0)),
+    # one of two rotations: the bound is the larger one's, not both's
+    "resize-choice-rotate-expand": ([T.Resize((72, 97)), T.RandomChoice([T.RandomRotation((-45, 45), expand=True),
+                                                                         T.RandomRotation((0, 90), expand=True)])],
+                                    (72, 97)),
     "resize-center-rotate-expand-center": ([T.Resize(90), T.CenterCrop((65, 65)),
                                             T.RandomRotation((-90, 90), expand=True, center=(10.5, 40))], (65, 65)),
 }
