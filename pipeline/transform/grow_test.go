@@ -3,10 +3,13 @@ package transform
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
+	"github.com/stoker-dev/stoker/pipeline/fn"
 	optab "github.com/stoker-dev/stoker/pipeline/ops"
 )
 
@@ -128,5 +131,52 @@ func TestOneSizeAfterGrowth(t *testing.T) {
 		case !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), "op 1 (RandomRotation with expand=True): "+string(c.refused)+" after it is not supported: it is compiled for one size"):
 			t.Errorf("%s: %v; want %s refused after the rotation", optab.OpsString(c.ops), err, c.refused)
 		}
+	}
+}
+
+// TestPolicyCompiledForItsSize: a policy whose magnitudes follow the
+// image's size (RandAugment's translations: 150/331 of its width and
+// height) after a rotation with expand=True and a CenterCrop or
+// Resize((h, w)) that fixes the size again is compiled for that size, as
+// the plain Resize((h, w)) then the policy is: its largest translation
+// the same (54 px of a 120x100 image; 135, of the 300x200 image before the
+// rotation, before the change). After a rotation of the image whole it is
+// accepted once the size is fixed, and refused before.
+func TestPolicyCompiledForItsSize(t *testing.T) {
+	ra := optab.Op{Kind: optab.OpRandAugment, NumOps: 2, Magnitude: 30, Bins: 31}
+	largest := func(ops ...optab.Op) float64 {
+		tr, err := NewTransform(CHW, ops...)
+		if err != nil {
+			t.Fatalf("%s: %v", optab.OpsString(ops), err)
+		}
+		var buf []fn.Step
+		most := 0.0
+		for i := range 2000 {
+			buf = tr.drawStepsFor(det.Key{Seed: 1, Index: uint64(i)}, buf[:0])
+			for _, st := range buf {
+				if st.Fn == fn.Affine {
+					most = max(most, math.Abs(st.F[1]), math.Abs(st.F[2]))
+				}
+			}
+		}
+		return most
+	}
+	want := largest(growResize(100, 120), ra)
+	if want != 54 {
+		t.Fatalf("Resize(100x120), RandAugment: the largest translation %v px, want 54 (150/331 of 120, torchvision's bin 30)", want)
+	}
+	for _, ops := range [][]optab.Op{
+		{growResize(200, 300), growRot(-30, 30), growCrop(100, 120), ra},
+		{growResize(200, 300), growIn(optab.OpRandomApply, growRot(-30, 30)), growResize(100, 120), ra},
+		{growRot(-30, 30), growResize(100, 120), ra},
+		{growRot(-30, 30), growCrop(100, 120), growIn(optab.OpRandomApply, ra)},
+	} {
+		if got := largest(ops...); got != want {
+			t.Errorf("%s: the largest translation %v px, want %v", optab.OpsString(ops), got, want)
+		}
+	}
+	_, err := NewTransform(CHW, growRot(-30, 30), ra, growResize(100, 120))
+	if err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), "RandAugment after it is not supported before a Resize((h, w)) or CenterCrop fixes the size") {
+		t.Errorf("RandAugment between a rotation of the image whole and the Resize: %v; want refused", err)
 	}
 }

@@ -264,9 +264,10 @@ func (t *Transform) varySize() error {
 
 // checkVaryOps refuses, after a geometry of per-sample sizes, the ops
 // compiled for one size (their Def's OneSize: the policies), inside
-// containers too.
+// containers too; after a rotation of the image whole, growWhole refuses
+// those that run before a Resize((h, w)) or CenterCrop fixes the size.
 func (t *Transform) checkVaryOps(ops []optab.Op) error {
-	if !t.vary {
+	if !t.vary || t.whole { // the image whole: a Resize((h, w)) or CenterCrop fixes it (growWhole)
 		return nil
 	}
 	for i := range ops {

@@ -297,6 +297,9 @@ func (t *Transform) growWhole(rest []optab.Op, bad func(string, ...any) error) e
 		return bad("first, before any geometry, it needs a Resize((h, w)) or CenterCrop at the top level after it: " +
 			"each sample would be its own size, which nothing bounds (or put a geometry that fixes the size before it)")
 	}
+	if op, _ := oneSizeAfterGrowth(rest, true, true); op != nil {
+		return bad("%s after it is not supported before a Resize((h, w)) or CenterCrop fixes the size: it is compiled for one size, and the rotation leaves each sample its own", op.Kind)
+	}
 	t.grow = slices.Clone(rest)
 	t.geomW, t.geomH, t.room = 1, 1, 0 // the geometry's size is each sample's (SampleSize)
 	t.outW, t.outH, t.vary = w, h, false
@@ -358,6 +361,30 @@ func oneSizeAfterGrowth(ops []optab.Op, grown, top bool) (op *optab.Op, grew boo
 		}
 	}
 	return nil, grown
+}
+
+// compileSizes is the size each top-level op of rest gets, as its
+// Compile sees it (an op compiled for one size, Def.OneSize, needs it):
+// the geometry's output (its bound, of per-sample sizes); after an op
+// that grows the image, the bound walkGrowth gives; after a Resize((h, w))
+// or CenterCrop at the top level that fixes the size again, that size;
+// 0 x 0 where nothing bounds it (a rotation of the image whole, before
+// the fix). A policy after a rotation and a CenterCrop was compiled for
+// the size before the rotation, its translations that image's.
+func (t *Transform) compileSizes(rest []optab.Op) [][2]int {
+	sizes := make([][2]int, len(rest))
+	unknown, i := t.whole, 0
+	walkGrowth(rest, t.outW, t.outH, func(s growStep) error {
+		if s.top {
+			if !unknown {
+				sizes[i] = [2]int{s.w0, s.h0}
+			}
+			i++
+		}
+		unknown = unknown && !s.fixes
+		return nil
+	})
+	return sizes
 }
 
 // A growStep is one op of a transform whose ops grow the image, as

@@ -406,16 +406,15 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	if err := t.checkVaryOps(rest); err != nil {
 		return nil, err
 	}
-	c := optab.Compiler{W: t.outW, H: t.outH}
-	if t.whole { // no size before a sample's header
-		c.W, c.H = 0, 0
-	}
+	var c optab.Compiler
+	sizes := t.compileSizes(rest)
 	t.post = make([]optab.Node, len(rest))
 	for i := range rest {
 		j := i + 1 // position after the geometry
 		if t.hasFlip {
 			j++
 		}
+		c.W, c.H = sizes[i][0], sizes[i][1]
 		nd, err := c.Compile(&rest[i], pre+first-1+i, uint64(1+j), 0)
 		if err != nil {
 			return nil, err

@@ -331,3 +331,42 @@ def test_blur_larger_than_a_sample_fails_that_sample(server: str) -> None:  # no
         m = re.search(r"gaussian_blur: kernel_size \[21 21\] on a (\d+)x(\d+) image: torchvision refuses", e.reason)
         assert m and min(int(m[1]), int(m[2])) <= 10, e
 
+
+
+# A policy whose magnitudes follow the image's size (RandAugment's
+# translations: 150/331 of its width and height) after a rotation and a
+# Resize((h, w)) or CenterCrop that fixes the size again. torchvision's
+# magnitudes are of the image the policy gets; stoker's were of the image
+# before the rotation, and after a rotation of the image whole the policy
+# was refused.
+POLICY_AFTER_FIX = {
+    "resize-rotate-expand-center-randaugment": [T.Resize((120, 160)), T.RandomRotation(30, expand=True),
+                                                T.CenterCrop((60, 80)), T.RandAugment(num_ops=3, magnitude=20)],
+    "rotate-expand-first-resize-randaugment": [T.RandomRotation(30, expand=True), T.Resize((64, 72)),
+                                               T.RandAugment(num_ops=3, magnitude=20)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(POLICY_AFTER_FIX))
+def test_policy_after_the_size_is_fixed(server: str, name: str) -> None:  # noqa: F811
+    """Every translation the policy draws is torchvision's RandAugment's at
+    magnitude 20 of 31 bins for the fixed size (its float32 linspace,
+    truncated by int() as its affine call does)."""
+    from torchvision.transforms import v2 as tv2
+
+    space = tv2.RandAugment(num_ops=3, magnitude=20)._AUGMENTATION_SPACE
+    translations, seen = 0, 0
+    for seed in (8, 9):
+        with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(POLICY_AFTER_FIX[name]), trace=True,
+                           pin_memory=False, timeout=60, seed=seed) as ld:
+            for b in ld:
+                h, w = b[0].shape[-2:]
+                want = {(int(space["TranslateX"][0](31, h, w)[20]), 0), (0, int(space["TranslateY"][0](31, h, w)[20]))}
+                for trace in b.trace:
+                    for step, a in trace:
+                        if step == "affine" and a["center"] != [0.0, 0.0] and a["translate"] != [0, 0]:
+                            assert tuple(abs(x) for x in a["translate"]) in want, f"{name}: {a} of a {w}x{h} image, want {want}"
+                            translations += 1
+                    seen += 1
+            assert not list(ld.sample_errors)
+    assert seen == 2 * N and translations > 2, (seen, translations)
