@@ -4,6 +4,8 @@ package fn
 // pipeline/ops' blur.go).
 
 import (
+	"fmt"
+
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -24,19 +26,25 @@ var GaussianBlur = define(Def{name: "gaussian_blur", args: []arg{{"kernel_size",
 		}
 		return nil
 	},
-	fails: blurFits,
-	Cost:  func(st *Step, ns, px float64) float64 { return ns * px * float64(st.I[0]+st.I[1]) },
-	Role:  TargetsPixels})
+	fails: func(st *Step, w, h int) error {
+		if err := BlurFits(st.I[0], st.I[1], w, h); err != nil {
+			return StepError(st, "%v", err)
+		}
+		return nil
+	},
+	Cost: func(st *Step, ns, px float64) float64 { return ns * px * float64(st.I[0]+st.I[1]) },
+	Role: TargetsPixels})
 
-// blurFits refuses a drawn blur whose kernel's half is not smaller than
-// the w x h image's side, as torchvision's reflect padding does. A
-// transform of one size refuses such a kernel once (GaussianBlur's
-// Compile); after a geometry of per-sample sizes a sample too small for
-// the kernel fails alone. A parsed trace's blur (check) runs on any
-// size, its borders reflected as often as the kernel needs.
-func blurFits(st *Step, w, h int) error {
-	if st.I[0]/2 >= w || st.I[1]/2 >= h {
-		return StepError(st, "kernel_size %v on a %dx%d image: torchvision refuses a kernel whose half is not smaller than the image's side", st.I[:2], w, h)
+// BlurFits refuses a kx x ky blur kernel whose half is not smaller than
+// the w x h image's side, as torchvision's reflect padding does: once,
+// where the transform has one size or a bound (GaussianBlur's Compile),
+// and for each drawn blur before its kernel runs (its Def's fails), so
+// that after a geometry of per-sample sizes a sample too small for the
+// kernel fails alone. A parsed trace's blur (check) runs on any size,
+// its borders reflected as often as the kernel needs.
+func BlurFits(kx, ky, w, h int) error {
+	if kx/2 >= w || ky/2 >= h {
+		return fmt.Errorf("kernel_size [%d %d] on a %dx%d image: torchvision refuses a kernel whose half is not smaller than the image's side", kx, ky, w, h)
 	}
 	return nil
 }

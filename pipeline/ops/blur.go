@@ -35,9 +35,11 @@ func init() {
 			}
 			// The kernel runs on the size it gets: refused here for every
 			// sample (of the one size or the bound), else a sample too
-			// small for it fails alone (fn's blurFits).
-			if c.W > 0 && (op.KernelSize[0]/2 >= c.W || op.KernelSize[1]/2 >= c.H) {
-				return OpError(at.Where, "kernel_size %v on a %dx%d image: torchvision refuses a kernel whose half is not smaller than the image's side", op.KernelSize, c.W, c.H)
+			// small for it fails alone (fn.BlurFits).
+			if c.W > 0 {
+				if err := fn.BlurFits(op.KernelSize[0], op.KernelSize[1], c.W, c.H); err != nil {
+					return OpError(at.Where, "%v", err)
+				}
 			}
 			if !(op.Sigma[0] > 0 && op.Sigma[0] <= op.Sigma[1] && op.Sigma[1] <= 1e4) {
 				return OpError(at.Where, "sigma %v: want 0 < min <= max (at most 10000)", op.Sigma)
