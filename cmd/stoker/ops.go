@@ -9,8 +9,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/internal/opspec"
 	"github.com/stoker-dev/stoker/pipeline/det"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 	"github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -49,13 +51,13 @@ draw prints the traces a transform draws for samples 0..N-1 of an epoch
 count. --spec is a TransformSpec in protobuf's JSON ({"preset": "deit"} or
 {"ops": [...]}); every sample is a --source image, with the --boxes given
 (a RandomIoUCrop, a YOLOCopyPaste or a YOLOCutMix draws against them), and
-a multi-image op's partners (a YOLOMosaic's, a YOLOMixUp's) are drawn
-among the N samples, each such an image.
+a multi-image op's partners are drawn among the N samples, each such an
+image.
 
-cv runs the YOLO family's kernels (ultralytics' resize, warps, HSV,
-LetterBox, Mosaic, RandomPerspective, MixUp, CopyPaste, with the parameters
-given) on the cases on stdin, a JSON object a line (see
-pipeline/kernels/cv/cvcase), for the parity tests against ultralytics.
+`+strings.Join(helptext.Wrap("cv runs the YOLO family's kernels with ultralytics' semantics, by the names "+
+			"each kernel's file registers ("+strings.Join(cv.CaseNames(), ", ")+"), with the arguments given, "+
+			"on the cases on stdin, a JSON object a line (see pipeline/kernels/cv/cvcase), for the parity tests "+
+			"against ultralytics.", 75), "\n")+`
 
 Flags of draw:
 `)

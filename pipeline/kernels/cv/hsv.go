@@ -131,3 +131,17 @@ var hsvBackTables = func() (t hsvBack) {
 	}
 	return
 }()
+
+// The parity case "hsv": images[0] with gains (RandomHSV), in place.
+func init() {
+	addCase("hsv", 1, func(c *CaseIn) (CaseOut, error) {
+		var a struct {
+			Gains [3]float64 `json:"gains"`
+		}
+		if err := c.Args(&a); err != nil {
+			return CaseOut{}, err
+		}
+		RandomHSV(c.Images[0], a.Gains)
+		return CaseOut{Images: c.Images[:1]}, nil
+	})
+}

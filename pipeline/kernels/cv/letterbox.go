@@ -1,6 +1,7 @@
 package cv
 
 import (
+	"errors"
 	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/kernels"
@@ -139,4 +140,31 @@ var slab114 = func() (s [4096]byte) {
 func LetterBoxInstances(in *Instances, g LetterBoxGeom) {
 	in.Scale(float32(g.RatioW), float32(g.RatioH), false)
 	in.AddPadding(float32(g.Left), float32(g.Top))
+}
+
+// The parity case "letterbox": images[0] and labels[0] letterboxed
+// (LetterBoxParams, LetterBoxImage, LetterBoxInstances); its ints the
+// padding top, bottom, left, right and the unpadded w, h.
+func init() {
+	addCase("letterbox", 1, func(c *CaseIn) (CaseOut, error) {
+		var a struct {
+			LetterBox *LetterBoxArgs `json:"letterbox"`
+		}
+		if err := c.Args(&a); err != nil {
+			return CaseOut{}, err
+		}
+		if a.LetterBox == nil {
+			return CaseOut{}, errors.New("letterbox: no arguments")
+		}
+		g := LetterBoxParams(*a.LetterBox, c.Images[0].W, c.Images[0].H)
+		dst := newPlanes(g.Size())
+		LetterBoxImage(dst, c.Images[0], g, nil)
+		out := CaseOut{Images: []kernels.Planes{dst}, Ints: []int{g.Top, g.Bottom, g.Left, g.Right, g.UnpadW, g.UnpadH}}
+		if len(c.Labels) > 0 {
+			in := c.Labels[0]
+			LetterBoxInstances(&in, g)
+			out.Labels = &in
+		}
+		return out, nil
+	})
 }

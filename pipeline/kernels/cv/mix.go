@@ -1,6 +1,7 @@
 package cv
 
 import (
+	"errors"
 	"math"
 	"sort"
 
@@ -259,4 +260,52 @@ func CopyPasteImage(p kernels.Planes, mask []byte) {
 			}
 		}
 	}
+}
+
+// The parity cases "mixup" (images[0] and [1], of one size, and their
+// labels, mixed at r: into images[0]) and "copypaste" (images[0] and
+// labels[0] at p: the mask given as images[1]'s first plane, or
+// rasterized from the selected segments, CopyPasteMask; its ints the
+// instances selected).
+func init() {
+	addCase("mixup", 2, func(c *CaseIn) (CaseOut, error) {
+		var a struct {
+			R float64 `json:"r"`
+		}
+		if err := c.Args(&a); err != nil {
+			return CaseOut{}, err
+		}
+		ps := c.Images
+		if len(c.Labels) != 2 || ps[0].W != ps[1].W || ps[0].H != ps[1].H {
+			return CaseOut{}, errors.New("mixup: want two images of one size and their labels")
+		}
+		out := MixUp(ps[0], ps[1], a.R, c.Labels[0], c.Labels[1])
+		return CaseOut{Images: ps[:1], Labels: &out}, nil
+	})
+	addCase("copypaste", 1, func(c *CaseIn) (CaseOut, error) {
+		var a struct {
+			P float64 `json:"p"`
+		}
+		if err := c.Args(&a); err != nil {
+			return CaseOut{}, err
+		}
+		ps := c.Images
+		if len(c.Labels) != 1 || len(ps) > 2 || len(ps) == 2 && (ps[1].W != ps[0].W || ps[1].H != ps[0].H) {
+			return CaseOut{}, errors.New("copypaste: want the image, a mask of its size or none, and its labels")
+		}
+		flipped, sel := CopyPasteSelect(c.Labels[0], ps[0].W, a.P)
+		var mask []byte
+		if len(ps) == 2 {
+			mask = ps[1].Pix[:ps[1].W*ps[1].H]
+		} else {
+			if len(sel) > 0 && len(flipped.Segments) != len(flipped.Boxes) {
+				return CaseOut{}, errors.New("copypaste: labels without segments")
+			}
+			mask = make([]byte, ps[0].W*ps[0].H)
+			CopyPasteMask(mask, ps[0].W, ps[0].H, flipped, sel, nil)
+		}
+		CopyPasteImage(ps[0], mask)
+		out := CopyPasteInstances(c.Labels[0], flipped, sel)
+		return CaseOut{Images: ps[:1], Labels: &out, Ints: sel}, nil
+	})
 }

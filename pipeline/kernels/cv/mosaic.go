@@ -1,6 +1,7 @@
 package cv
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/stoker-dev/stoker/pipeline/kernels"
@@ -197,4 +198,42 @@ func MosaicInstances(ins []Instances, tiles []Tile, s int) Instances {
 	out.Clip(2*s, 2*s)
 	out.RemoveZeroArea()
 	return out
+}
+
+// MosaicArgs are a parity case's mosaic: its n (4 or 9), imgsz and drawn
+// centre.
+type MosaicArgs struct {
+	N     int `json:"n"`
+	Imgsz int `json:"imgsz"`
+	XC    int `json:"xc"`
+	YC    int `json:"yc"`
+}
+
+// The parity case "mosaic": images (the sample's first) and their labels,
+// one each, laid out by mosaic: the canvas and its instances.
+func init() {
+	addCase("mosaic", 4, func(c *CaseIn) (CaseOut, error) {
+		var a struct {
+			Mosaic *MosaicArgs `json:"mosaic"`
+		}
+		if err := c.Args(&a); err != nil {
+			return CaseOut{}, err
+		}
+		if a.Mosaic == nil || len(c.Labels) != len(c.Images) {
+			return CaseOut{}, errors.New("mosaic: want its arguments and one labels a image")
+		}
+		m := a.Mosaic
+		sizes := make([][2]int, len(c.Images))
+		for i, p := range c.Images {
+			sizes[i] = [2]int{p.W, p.H}
+		}
+		tiles, err := MosaicLayout(m.N, m.Imgsz, m.XC, m.YC, sizes)
+		if err != nil {
+			return CaseOut{}, err
+		}
+		dst := newPlanes(MosaicSize(m.Imgsz), MosaicSize(m.Imgsz))
+		MosaicImage(dst, c.Images, tiles)
+		in := MosaicInstances(c.Labels, tiles, m.Imgsz)
+		return CaseOut{Images: []kernels.Planes{dst}, Labels: &in}, nil
+	})
 }

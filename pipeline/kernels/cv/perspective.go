@@ -1,6 +1,7 @@
 package cv
 
 import (
+	"errors"
 	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/det"
@@ -237,4 +238,43 @@ func PerspectiveFootprint(m [9]float32, perspective bool, srcW, srcH, dstW, dstH
 	r.X0, r.Y0 = min(max(r.X0, 0), srcW), min(max(r.Y0, 0), srcH)
 	r.X1, r.Y1 = max(min(r.X1, srcW), r.X0), max(min(r.Y1, srcH), r.Y0)
 	return r, true
+}
+
+// The parity cases "perspective_matrix" (perspective's matrix for
+// images[0] into dw x dh, float32) and "perspective" (images[0] and
+// labels[0] warped: PerspectiveImage, PerspectiveInstances, a perspective
+// when px or py is not 0).
+func init() {
+	persp := func(matrixOnly bool) func(c *CaseIn) (CaseOut, error) {
+		return func(c *CaseIn) (CaseOut, error) {
+			var a struct {
+				sizeArgs
+				Persp *PerspectiveParams `json:"perspective"`
+			}
+			if err := c.Args(&a); err != nil {
+				return CaseOut{}, err
+			}
+			if a.Persp == nil {
+				return CaseOut{}, errors.New("perspective: no parameters")
+			}
+			m := PerspectiveMatrix(*a.Persp, c.Images[0].W, c.Images[0].H, a.DW, a.DH)
+			if matrixOnly {
+				return CaseOut{Matrix: m[:]}, nil
+			}
+			if err := a.checkSize(); err != nil {
+				return CaseOut{}, err
+			}
+			on := a.Persp.PX != 0 || a.Persp.PY != 0
+			dst := newPlanes(a.DW, a.DH)
+			PerspectiveImage(dst, c.Images[0], m, on)
+			out := CaseOut{Images: []kernels.Planes{dst}, Matrix: m[:]}
+			if len(c.Labels) > 0 {
+				in := PerspectiveInstances(c.Labels[0], m, a.Persp.Scale, on, a.DW, a.DH)
+				out.Labels = &in
+			}
+			return out, nil
+		}
+	}
+	addCase("perspective_matrix", 1, persp(true))
+	addCase("perspective", 1, persp(false))
 }

@@ -3,6 +3,7 @@ package cv
 import (
 	"bytes"
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -479,4 +480,38 @@ func polyPoints(pts [][2]int32, s [][2]float32, w, h int) (_ [][2]int32, minX, m
 		minX, maxX, minY, maxY = min(minX, q[0]), max(maxX, q[0]), min(minY, q[1]), max(maxY, q[1])
 	}
 	return pts, minX, minY, maxX, maxY, !(maxX < 0 || maxY < 0 || int(minX) >= w || int(minY) >= h)
+}
+
+// maskArgs are a polygon-mask case's: the image's size (dw x dh) and the
+// ratio its masks are downsampled by.
+type maskArgs struct {
+	sizeArgs
+	Ratio int `json:"ratio"`
+}
+
+// masksCase reads a polygon-mask case's arguments, refusing what the
+// masks cannot have.
+func masksCase(c *CaseIn, name string) (maskArgs, error) {
+	var a maskArgs
+	if err := c.Args(&a); err != nil {
+		return a, err
+	}
+	if len(c.Labels) != 1 || a.DW < 1 || a.DH < 1 || a.DW > 1<<14 || a.DH > 1<<14 || a.Ratio < 1 || a.Ratio > min(a.DW, a.DH) {
+		return a, fmt.Errorf("%s: want one labels, dw and dh 1..16384, ratio 1..min(dw, dh)", name)
+	}
+	return a, nil
+}
+
+// The parity case "polygons2masks_overlap": labels[0]'s segments on a
+// dw x dh image at ratio: the mask (dh/ratio x dw/ratio) and, as its
+// ints, the order.
+func init() {
+	addCase("polygons2masks_overlap", 0, func(c *CaseIn) (CaseOut, error) {
+		a, err := masksCase(c, "polygons2masks_overlap")
+		if err != nil {
+			return CaseOut{}, err
+		}
+		m, order := PolygonsToMasksOverlap(c.Labels[0].Segments, a.DW, a.DH, a.Ratio)
+		return CaseOut{Mask: m, Ints: order}, nil
+	})
 }

@@ -77,3 +77,22 @@ func fillRegions(segs [][][2]float32, w, h int) ([]region, []uint64) {
 	}
 	return regs, areas
 }
+
+// The parity case "polygons2masks": labels[0]'s segments on a dw x dh
+// image at ratio: the masks (K x dh/ratio x dw/ratio, 0 or 1: the bits
+// AppendPolygonMasks packs).
+func init() {
+	addCase("polygons2masks", 0, func(c *CaseIn) (CaseOut, error) {
+		a, err := masksCase(c, "polygons2masks")
+		if err != nil {
+			return CaseOut{}, err
+		}
+		segs := c.Labels[0].Segments
+		bits := AppendPolygonMasks(nil, segs, a.DW, a.DH, a.Ratio)
+		m := make([]int32, len(segs)*(a.DW/a.Ratio)*(a.DH/a.Ratio))
+		for n := range m {
+			m[n] = int32(bits[n>>3] >> (n & 7) & 1)
+		}
+		return CaseOut{Mask: m}, nil
+	})
+}

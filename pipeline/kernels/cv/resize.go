@@ -159,3 +159,19 @@ func LoadSize(w, h, imgsz int) (int, int) {
 	}
 	return min(int(math.Ceil(float64(w)*r)), imgsz), min(int(math.Ceil(float64(h)*r)), imgsz)
 }
+
+// The parity case "resize": images[0] to dw x dh (ResizeLinear).
+func init() {
+	addCase("resize", 1, func(c *CaseIn) (CaseOut, error) {
+		var a sizeArgs
+		if err := c.Args(&a); err != nil {
+			return CaseOut{}, err
+		}
+		if err := a.checkSize(); err != nil {
+			return CaseOut{}, err
+		}
+		dst := newPlanes(a.DW, a.DH)
+		ResizeLinear(dst, c.Images[0])
+		return CaseOut{Images: []kernels.Planes{dst}}, nil
+	})
+}

@@ -1,6 +1,7 @@
 package cv
 
 import (
+	"errors"
 	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/kernels"
@@ -187,4 +188,40 @@ func roundSat(v float32) uint8 {
 		return uint8(r)
 	}
 	return 0
+}
+
+// The parity cases "warp_affine" and "warp_perspective": images[0] by m
+// (6 numbers, 9) into dw x dh, the border border (114 when not given).
+func init() {
+	warp := func(n int) func(c *CaseIn) (CaseOut, error) {
+		return func(c *CaseIn) (CaseOut, error) {
+			var a struct {
+				sizeArgs
+				M      []float64 `json:"m"`
+				Border *int      `json:"border"`
+			}
+			if err := c.Args(&a); err != nil {
+				return CaseOut{}, err
+			}
+			if err := a.checkSize(); err != nil {
+				return CaseOut{}, err
+			}
+			if len(a.M) != n {
+				return CaseOut{}, errors.New("m: want 6 numbers for an affine, 9 for a perspective")
+			}
+			border := uint8(114)
+			if a.Border != nil {
+				border = uint8(*a.Border)
+			}
+			dst := newPlanes(a.DW, a.DH)
+			if n == 6 {
+				WarpAffine(dst, c.Images[0], [6]float64(a.M), border)
+			} else {
+				WarpPerspective(dst, c.Images[0], [9]float64(a.M), border)
+			}
+			return CaseOut{Images: []kernels.Planes{dst}}, nil
+		}
+	}
+	addCase("warp_affine", 1, warp(6))
+	addCase("warp_perspective", 1, warp(9))
 }

@@ -1,11 +1,15 @@
 // Package cvcase runs one case of the YOLO kernels (package cv) given as
 // JSON: what `stoker ops cv` reads on stdin for the parity tests
 // (python/tests/test_yolo_kernels.py, which runs the same case through
-// ultralytics), and what the golden test here replays. Images are
+// ultralytics). It reads the images and labels and writes the result;
+// each kernel's case, the arguments it reads and what it gives, is
+// registered by the kernel's own file in package cv (cv.RunCase), so a
+// kernel added touches nothing here. Images are
 // {"w", "h", "pix"}: pix the base64 of 3*h*w uint8, R, G, B planes (CHW).
 package cvcase
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/stoker-dev/stoker/pipeline/kernels"
@@ -26,11 +30,6 @@ func (im Image) planes() (kernels.Planes, error) {
 	return kernels.Planes{Pix: im.Pix, W: im.W, H: im.H}, nil
 }
 
-func newImage(w, h int) (Image, kernels.Planes) {
-	im := Image{W: w, H: h, Pix: make([]byte, 3*w*h)}
-	return im, kernels.Planes{Pix: im.Pix, W: w, H: h}
-}
-
 // Labels are a case's instances, as cv.Instances: boxes XYXY in pixels,
 // segments [n][k][2], keypoints [n][k][3] (x, y, visibility), classes.
 type Labels struct {
@@ -49,31 +48,28 @@ func labelsOf(in cv.Instances) *Labels {
 }
 
 // Case is one call: the kernel's name, its images (with their labels
-// where it moves them) and its arguments.
+// where it moves them) and its arguments, the other fields of its JSON
+// object, which the kernel's own case reads (cv.RunCase; each kernel's
+// file in package cv says its fields).
 type Case struct {
 	Op     string   `json:"op"`
 	Images []Image  `json:"images"`
 	Labels []Labels `json:"labels,omitempty"`
-	// The arguments, by kernel (see Run).
-	DW        int                   `json:"dw,omitempty"`
-	DH        int                   `json:"dh,omitempty"`
-	Matrix    []float64             `json:"m,omitempty"`
-	Border    *int                  `json:"border,omitempty"`
-	Gains     [3]float64            `json:"gains,omitempty"`
-	Persp     *cv.PerspectiveParams `json:"perspective,omitempty"`
-	LetterBox *cv.LetterBoxArgs     `json:"letterbox,omitempty"`
-	Mosaic    *MosaicArgs           `json:"mosaic,omitempty"`
-	R         float64               `json:"r,omitempty"`
-	P         float64               `json:"p,omitempty"`
-	Ratio     int                   `json:"ratio,omitempty"`
+	// Args is the case's whole object, as read.
+	Args json.RawMessage `json:"-"`
 }
 
-// MosaicArgs are a mosaic's: its n (4 or 9), imgsz and drawn centre.
-type MosaicArgs struct {
-	N     int `json:"n"`
-	Imgsz int `json:"imgsz"`
-	XC    int `json:"xc"`
-	YC    int `json:"yc"`
+// UnmarshalJSON reads a case: its op, images and labels, and the whole
+// object as its arguments.
+func (c *Case) UnmarshalJSON(b []byte) error {
+	type plain Case
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*c = Case(p)
+	c.Args = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 // Result is what a case gives: its images, labels and numbers.
