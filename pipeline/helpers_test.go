@@ -35,7 +35,7 @@ var (
 	lsjOps          = testops.LSJ
 	segOps          = testops.Seg
 	letterboxRecipe = testops.Letterbox
-	mosaicMixUp     = testops.MosaicMixUp
+	namedOps        = testops.Named
 	geomPlan        = testops.GeomPlan
 )
 

@@ -31,7 +31,7 @@ import (
 // precision), as every other filter was, where it was PIL's filter in Q14
 // (within one level of torch's): the bytes of every bilinear sample
 // changed, in both decode modes and on the Go path. Version 6: a
-// YOLOMosaic's (and YOLOMixUp's) partners are drawn from the sample's
+// multi-image op's partners (the YOLO family's) are drawn from the sample's
 // window of the epoch's global shuffle order (cv.PartnerWindow), not
 // from the whole dataset, in sets of 256 samples or more (smaller sets
 // draw as before: the golden presets are unchanged). Version 7: rotate's

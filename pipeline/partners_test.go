@@ -33,7 +33,7 @@ func TestPartnerCacheSameBytes(t *testing.T) {
 	const n = 3*cv.PartnerWindow + 40
 	files := mosaicPNGs(t, n)
 	ds := yoloMem{memDataset{files}, -1}
-	tr := mosaicMixUp(t, 32)
+	tr := mustTransform(t, transform.CHW, namedOps(t, "YOLOMosaic", map[string]any{"imgsz": 32.0}, "YOLOMixUp", map[string]any{"p": 0.5})...)
 	const e = 2
 	perm := det.EpochPermutation(n, 5, e)
 	order := make([]int64, n)

@@ -17,7 +17,6 @@ var (
 	lsjOps        = testops.LSJ
 	segOps        = testops.Seg
 	yoloOps       = testops.Named
-	mosaicMixUp   = testops.MosaicMixUp
 	geomPlan      = testops.GeomPlan
 )
 

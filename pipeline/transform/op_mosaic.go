@@ -99,6 +99,23 @@ func init() {
 		}})
 }
 
+// The preset "yolo": ultralytics' (8.4.190) v8_transforms with its
+// default hyp: Mosaic (mosaic 1.0, imgsz 640), RandomPerspective (degrees
+// 0, translate 0.1, scale 0.5, shear 0, perspective 0) into (640, 640),
+// RandomHSV (0.015, 0.7, 0.4), RandomFlip horizontal 0.5; mixup,
+// copy_paste and flipud are 0 there, so their ops, which would never
+// apply, are left out. close_mosaic=10 of a run of E epochs is the job's
+// stop_epoch E-10 (its default stop_ops, YOLOStopOps, switch the Mosaic
+// off: each image load_image'd, then warped to 640x640).
+func init() {
+	addPreset("yolo", []optab.Op{
+		{Kind: OpMosaic, ImgSz: 640, Tiles: 4, P: 1},
+		{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{640, 640}},
+		{Kind: OpYOLORandomHSV, HGain: 0.015, SGain: 0.7, VGain: 0.4},
+		{Kind: OpYOLORandomFlip, P: 0.5, Direction: "horizontal"},
+	})
+}
+
 // The family's places in the geometry (placer): the Mosaic, and after it
 // its own ops only: its CopyPaste, the YOLORandomPerspective after them
 // (mosaicPersp, which op_yolo.go's placer calls after a Mosaic), the

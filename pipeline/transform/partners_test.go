@@ -9,6 +9,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
 // TestPartnersInWindow: a sample's partners (its mosaic's, its MixUp
@@ -18,7 +19,7 @@ import (
 // fewer than two windows draws them over the whole dataset as before
 // (uniform indices: the yolo preset's bytes on small sets are unchanged).
 func TestPartnersInWindow(t *testing.T) {
-	tr := mosaicMixUp(t, 32)
+	tr := mosaicMixUp(t)
 	const w = cv.PartnerWindow
 	for _, n := range []int{100, 2*w - 1, 2 * w, 5*w + 77} {
 		for _, e := range []uint64{0, 3} {
@@ -73,7 +74,7 @@ func TestPartnersInWindow(t *testing.T) {
 // sample of a set of 1000 (seven windows), epochs 0 and 5, a Mosaic of 4
 // with MixUp(0.5). A change means the mosaics trainers get changed.
 func TestPartnersGolden(t *testing.T) {
-	tr := mosaicMixUp(t, 32)
+	tr := mosaicMixUp(t)
 	h := sha256.New()
 	for _, e := range []uint64{0, 5} {
 		for i := range 1000 {
@@ -85,4 +86,11 @@ func TestPartnersGolden(t *testing.T) {
 	if got, want := hex.EncodeToString(h.Sum(nil)), "02a4526d28cd6ab2b662adeabfaf8d3df09bd44b1cfe819688183081ea75caa9"; got != want {
 		t.Errorf("partners' hash %s, want %s", got, want)
 	}
+}
+
+// mosaicMixUp is a YOLOMosaic of 4 (imgsz 32) with YOLOMixUp(0.5) after
+// it, named as a client names them.
+func mosaicMixUp(t *testing.T) *transform.Transform {
+	t.Helper()
+	return mustTransform(t, transform.CHW, yoloOps(t, "YOLOMosaic", map[string]any{"imgsz": 32.0}, "YOLOMixUp", map[string]any{"p": 0.5})...)
 }

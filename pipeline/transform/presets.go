@@ -14,6 +14,8 @@ import (
 // docs/transforms.md. Ops that torchvision's recipes run after Normalize
 // (RandomErasing) erase uint8 pixels here: value 0 after Normalize is the
 // mean colour (124, 116, 104) before it.
+// A family whose preset runs its own ops registers it in its file
+// (addPreset): the YOLO family's "yolo" in op_mosaic.go.
 var presets = map[string][]optab.Op{
 	"imagenet-train": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}},
@@ -88,20 +90,6 @@ var presets = map[string][]optab.Op{
 		{Kind: OpResize, Size: [2]int{640, 640}},
 		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 	},
-	// ultralytics' (8.4.190) v8_transforms with its default hyp: Mosaic
-	// (mosaic 1.0, imgsz 640), RandomPerspective (degrees 0, translate 0.1,
-	// scale 0.5, shear 0, perspective 0) into (640, 640), RandomHSV (0.015,
-	// 0.7, 0.4), RandomFlip horizontal 0.5; mixup, copy_paste and flipud
-	// are 0 there, so their ops, which would never apply, are left out.
-	// close_mosaic=10 of a run of E epochs is the job's stop_epoch E-10
-	// (its default stop_ops, YOLOStopOps, switch the Mosaic off: each
-	// image load_image'd, then warped to 640x640).
-	"yolo": {
-		{Kind: OpMosaic, ImgSz: 640, Tiles: 4, P: 1},
-		{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{640, 640}},
-		{Kind: OpYOLORandomHSV, HGain: 0.015, SGain: 0.7, VGain: 0.4},
-		{Kind: OpYOLORandomFlip, P: 0.5, Direction: "horizontal"},
-	},
 	// torchvision's detection references' "ssdlite" recipe (SSDlite320's
 	// DetectionPresetTrain: RandomIoUCrop, the flip, and the
 	// SanitizeBoundingBoxes() their v2 pipeline ends with), then the
@@ -151,8 +139,8 @@ var presets = map[string][]optab.Op{
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 	},
-	// ultralytics' training transforms of its close_mosaic epochs (Mosaic,
-	// MixUp and CopyPaste off) as its releases before 8.1 made them, at its
+	// ultralytics' training transforms of its close_mosaic epochs (its
+	// multi-image ops off) as its releases before 8.1 made them, at its
 	// default hyperparameters: load_image to 640, LetterBox(640,
 	// scaleup=False) (RandomPerspective's pre_transform then), RandomPerspective
 	// (translate 0.1, scale 0.5), RandomHSV(0.015, 0.7, 0.4), RandomFlip
@@ -166,6 +154,14 @@ var presets = map[string][]optab.Op{
 		{Kind: OpYOLORandomHSV, HGain: 0.015, SGain: 0.7, VGain: 0.4},
 		{Kind: OpYOLORandomFlip, P: 0.5, Direction: "horizontal"},
 	},
+}
+
+// addPreset registers a family's preset name (in its file's init).
+func addPreset(name string, ops []optab.Op) {
+	if _, dup := presets[name]; dup {
+		panic("transform: preset " + name + " defined twice")
+	}
+	presets[name] = ops
 }
 
 // meanColour is ImageNet's mean as uint8 pixels: what torchvision's

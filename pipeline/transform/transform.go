@@ -241,8 +241,8 @@ type placer struct {
 	// after it (n: that op's position), checked before that op's own
 	// placer: what may follow a canvas (RandomZoomOut's in
 	// op_geometry.go, PadToSquare's in op_anyres.go) or a family's first
-	// op (ScaleJitter's and FixedSizeCrop's in lsj.go, YOLOLoadImage's in
-	// op_yolo.go, YOLOMosaic's in op_mosaic.go).
+	// op (ScaleJitter's and FixedSizeCrop's in lsj.go, the YOLO family's
+	// in op_yolo.go and op_mosaic.go).
 	follows func(t *Transform, op *optab.Op, n int) error
 	// needs, if set, is the op's rule on the geometry once it is placed:
 	// what must come after it (a canvas or a Pad alone gives a size that

@@ -1,7 +1,7 @@
 // Package testops holds the op lists the pipeline's tests and
 // pipeline/transform's external tests (package transform_test) share: a
 // recipe of every drawing op, torchvision's policies, the large-scale
-// jitter, the YOLO family by name, a Mosaic with MixUp. One copy, so a
+// jitter, the YOLO family by name. One copy, so a
 // test that decodes (the root's) and one that draws without decoding
 // (pipeline/transform's) hold the same ops. It imports
 // pipeline/transform, so that room's internal tests cannot use it.
@@ -117,16 +117,6 @@ func Letterbox(t testing.TB) []optab.Op {
 		"YOLORandomPerspective", map[string]any{"translate": 0.1, "scale": 0.5, "degrees": 3.0, "shear": 2.0},
 		"YOLORandomHSV", map[string]any{"hgain": 0.015, "sgain": 0.7, "vgain": 0.4},
 		"YOLORandomFlip", map[string]any{"p": 0.5})
-}
-
-// MosaicMixUp is a Mosaic of 4 (imgsz s) with MixUp(0.5) after it.
-func MosaicMixUp(t testing.TB, s int) *transform.Transform {
-	t.Helper()
-	tr, err := transform.NewTransform(transform.CHW, optab.Op{Kind: transform.OpMosaic, ImgSz: s, Tiles: 4, P: 1}, optab.Op{Kind: transform.OpMixUp, P: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
 }
 
 // MustTransform is NewTransform's Transform, or t's end.

@@ -517,9 +517,9 @@ type JobSpec struct {
 	// kinds stop_ops names are not run; every other op draws what it would
 	// have drawn with them on. stop_ops empty: D-FINE's
 	// RandomPhotometricDistort, RandomZoomOut and RandomIoUCrop (those the
-	// transform has; at least one), or, for a transform with a YOLOMosaic,
-	// ultralytics' close_mosaic: YOLOMosaic, YOLOMixUp, YOLOCopyPaste and
-	// YOLOCutMix (those it has). 0: no stop. An op named that the
+	// transform has; at least one), or, for a transform with a multi-image
+	// op, ultralytics' close_mosaic: the YOLO family's mosaic, YOLOMixUp,
+	// YOLOCopyPaste and YOLOCutMix (those it has). 0: no stop. An op named that the
 	// transform lacks, one that fixes the batch's size or dtype (Resize,
 	// RandomResizedCrop, CenterCrop, RandomCrop, Pad, ScaleJitter,
 	// FixedSizeCrop, Normalize), several views, or stop_ops without
