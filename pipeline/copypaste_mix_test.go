@@ -28,9 +28,9 @@ import (
 func TestMosaicCopyPasteMixup(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2}
-	mo := ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
+	mo := ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}
 	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
-	cpm := ops.Op{Kind: transform.OpCopyPaste, P: 1, Mode: "mixup"}
+	cpm := ops.Op{Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "mixup"}}
 	plain, err := transform.NewTransform(transform.CHW, mo, persp)
 	if err != nil {
 		t.Fatal(err)
@@ -95,8 +95,8 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 	if own != len(plan) {
 		t.Errorf("%d MixUp partners with a CopyPaste of their own, want %d", own, len(plan))
 	}
-	for _, ops := range [][]ops.Op{{mo, cpm, persp}, {mo, {Kind: transform.OpCopyPaste, P: 1, Mode: "flip"}, persp, cpm},
-		{{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, persp, cpm}, {mo, persp, {Kind: transform.OpCopyPaste, P: 1, Mode: "both"}}} {
+	for _, ops := range [][]ops.Op{{mo, cpm, persp}, {mo, {Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "flip"}}, persp, cpm},
+		{{Kind: transform.OpMosaic, P: 0.5, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}, persp, cpm}, {mo, persp, {Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "both"}}}} {
 		if _, err := transform.NewTransform(transform.CHW, ops...); err == nil || !strings.Contains(err.Error(), "YOLOCopyPaste") {
 			t.Errorf("%v: %v, want YOLOCopyPaste refused", ops, err)
 		}
@@ -134,12 +134,12 @@ func (d countMem) UltralyticsTargets(i, w, h int, t *transform.Instances) error 
 // a CopyPaste or a CutMix is refused, named.
 func TestMultiPlan(t *testing.T) {
 	files := mosaicPNGs(t, 11)
-	mo := ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
+	mo := ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}
 	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
-	mix, cut := ops.Op{Kind: transform.OpMixUp, P: 1}, ops.Op{Kind: transform.OpCutMix, P: 1, Beta: 1, Areas: 8}
+	mix, cut := ops.Op{Kind: transform.OpMixUp, P: 1}, ops.Op{Kind: transform.OpCutMix, P: 1, Args: &transform.CutMixArgs{Beta: 1, Areas: 8}}
 	for name, list := range map[string][]ops.Op{
-		"flip":  {mo, {Kind: transform.OpCopyPaste, P: 1, Mode: "flip"}, persp, mix, cut},
-		"mixup": {mo, persp, {Kind: transform.OpCopyPaste, P: 1, Mode: "mixup"}, mix, cut},
+		"flip":  {mo, {Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "flip"}}, persp, mix, cut},
+		"mixup": {mo, persp, {Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "mixup"}}, mix, cut},
 	} {
 		tr, err := transform.NewTransform(transform.CHW, list...)
 		if err != nil {
@@ -194,7 +194,7 @@ func TestMultiPlan(t *testing.T) {
 	// Planned without labels (a job without targets), an op that draws
 	// against them is refused, named.
 	for want, list := range map[string][]ops.Op{
-		"YOLOCopyPaste": {mo, {Kind: transform.OpCopyPaste, P: 1, Mode: "flip"}, persp},
+		"YOLOCopyPaste": {mo, {Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "flip"}}, persp},
 		"YOLOCutMix":    {mo, persp, cut},
 	} {
 		tr, err := transform.NewTransform(transform.CHW, list...)

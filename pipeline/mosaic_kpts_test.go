@@ -157,7 +157,7 @@ func TestMosaicKeypoints(t *testing.T) {
 	ds := kptMem{yoloMem{memDataset{files}, -1}}
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2, 8, 6, 4}
 	for _, n := range []int{4, 9} {
-		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: n, P: 1})
+		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 48, N: n}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestMosaicKeypoints(t *testing.T) {
 			t.Errorf("n=%d: %d keypoints clipped, %d instances dropped: want some of each", n, clipped, dropped)
 		}
 	}
-	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 40, Tiles: 4, P: 1}, ops.Op{Kind: transform.OpMixUp, P: 0.5})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 40, N: 4}}, ops.Op{Kind: transform.OpMixUp, P: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func (d segMem) UltralyticsTargets(i, w, h int, t *transform.Instances) error {
 func TestMosaicSegments(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2, 8, 6, 4}
-	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestMosaicSegments(t *testing.T) {
 func TestMosaicCopyPaste(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2}
-	mo, cpOp := ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1}, ops.Op{Kind: transform.OpCopyPaste, P: 1, Mode: "flip"}
+	mo, cpOp := ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}, ops.Op{Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "flip"}}
 	plain, err := transform.NewTransform(transform.CHW, mo)
 	if err != nil {
 		t.Fatal(err)
@@ -416,8 +416,8 @@ func TestMosaicCopyPaste(t *testing.T) {
 		t.Error("a CopyPaste of boxes alone was not refused")
 	}
 	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
-	for _, ops := range [][]ops.Op{{cpOp}, {mo, persp, cpOp}, {mo, {Kind: transform.OpCopyPaste, P: 1, Mode: "mixup"}},
-		{{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, cpOp, persp}} {
+	for _, ops := range [][]ops.Op{{cpOp}, {mo, persp, cpOp}, {mo, {Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "mixup"}}},
+		{{Kind: transform.OpMosaic, P: 0.5, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}, cpOp, persp}} {
 		if _, err := transform.NewTransform(transform.CHW, ops...); err == nil || !strings.Contains(err.Error(), "YOLOCopyPaste") {
 			t.Errorf("%v: %v, want YOLOCopyPaste refused", ops, err)
 		}

@@ -27,7 +27,7 @@ import (
 func TestMixUpPartners(t *testing.T) {
 	files := mosaicPNGs(t, 10)
 	ds := yoloMem{memDataset{files}, -1}
-	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 40, Tiles: 4, P: 1}, ops.Op{Kind: transform.OpMixUp, P: 0.5})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 40, N: 4}}, ops.Op{Kind: transform.OpMixUp, P: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func (d hinted) Prefetch(indices []int64) { *d.calls = append(*d.calls, append([
 func TestMosaicPartnersPrefetched(t *testing.T) {
 	var calls [][]int64
 	ds := hinted{yoloMem{memDataset{mosaicPNGs(t, 8)}, -1}, &calls}
-	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 32, Tiles: 4, P: 1}, ops.Op{Kind: transform.OpMixUp, P: 0.5})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 32, N: 4}}, ops.Op{Kind: transform.OpMixUp, P: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestMosaicStoreDataset(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer remote.Close()
-	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 40, Tiles: 9, P: 1}, ops.Op{Kind: transform.OpMixUp, P: 1})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 40, N: 9}}, ops.Op{Kind: transform.OpMixUp, P: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestMosaicP(t *testing.T) {
 	files := mosaicPNGs(t, 12)
 	ds := yoloMem{memDataset{files}, -1}
 	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{40, 40}}
-	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 40, Tiles: 4, P: 0.5}, persp)
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, P: 0.5, Args: &transform.MosaicArgs{ImgSz: 40, N: 4}}, persp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestMosaicCanvasClipped(t *testing.T) {
 	clipped := 0
 	for pi, persp := range ps {
 		for _, tiles := range []int{4, 9} {
-			tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 40, Tiles: tiles, P: 1}, persp, ops.Op{Kind: transform.OpMixUp, P: 0.5})
+			tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 40, N: tiles}}, persp, ops.Op{Kind: transform.OpMixUp, P: 0.5})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -339,9 +339,9 @@ func BenchmarkYOLOPreset(b *testing.B) {
 func TestMosaicCutMix(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2}
-	mo := ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 1}
+	mo := ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}
 	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
-	cut := ops.Op{Kind: transform.OpCutMix, P: 1, Beta: 1, Areas: 8}
+	cut := ops.Op{Kind: transform.OpCutMix, P: 1, Args: &transform.CutMixArgs{Beta: 1, Areas: 8}}
 	plain, err := transform.NewTransform(transform.CHW, mo, persp)
 	if err != nil {
 		t.Fatal(err)
@@ -395,8 +395,8 @@ func TestMosaicCutMix(t *testing.T) {
 	if applied == 0 {
 		t.Error("CutMix never applied")
 	}
-	for _, ops := range [][]ops.Op{{mo, cut, persp}, {cut}, {{Kind: transform.OpMosaic, ImgSz: 48, Tiles: 4, P: 0.5}, persp, cut},
-		{mo, persp, {Kind: transform.OpCutMix, P: 1, Beta: 1, Areas: 0}}} {
+	for _, ops := range [][]ops.Op{{mo, cut, persp}, {cut}, {{Kind: transform.OpMosaic, P: 0.5, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}, persp, cut},
+		{mo, persp, {Kind: transform.OpCutMix, P: 1, Args: &transform.CutMixArgs{Beta: 1, Areas: 0}}}} {
 		if _, err := transform.NewTransform(transform.CHW, ops...); err == nil {
 			t.Errorf("%v: accepted", ops)
 		}

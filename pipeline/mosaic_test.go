@@ -145,7 +145,7 @@ func TestMosaicPartners(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	ds := yoloMem{memDataset{files}, -1}
 	for _, n := range []int{4, 9} {
-		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 48, Tiles: n, P: 1})
+		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 48, N: n}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +268,7 @@ func checkTargets(t *testing.T, targets []byte, wi cv.Instances, s int) {
 // others are made.
 func TestMosaicBadPartner(t *testing.T) {
 	files := mosaicPNGs(t, 9)
-	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, ImgSz: 32, Tiles: 4, P: 1})
+	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 32, N: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -453,12 +453,6 @@ type Op struct {
 	HGain, SGain, VGain                          float64
 	Direction                                    string
 	FlipIdx                                      []int
-	// Tiles: ultralytics' mosaic's n (its imgsz is ImgSz; op_mosaic.go).
-	// Mode: YOLOCopyPaste's mode ("flip"); Beta, Areas: YOLOCutMix's.
-	Tiles int
-	Mode  string
-	Beta  float64
-	Areas int
 	// TileTokens: TileResize's tokens_per_tile, the model's vision tokens
 	// a tile becomes (InternVL's 256: 448 / 14 patches a side, halved by
 	// its pixel shuffle), for batch_tokens.
@@ -468,6 +462,35 @@ type Op struct {
 	// side, BaseTokens the base image's, MaxPatches OneVision's
 	// anyres_max_N pooling (0: none).
 	PatchGrid, BaseTokens, MaxPatches int
+	// Args is the op's own arguments as its family types them (a
+	// pointer to its struct, declared beside the op's Def: the YOLO
+	// multi-image family's, op_mosaic.go), for an op that has one:
+	// set while the op is made (its Params' At, ArgsAt; or a literal),
+	// read with ArgsOf, never changed after, so copies of the op may
+	// share it. The fields above are the other ops', one struct of all
+	// of theirs, until their families type them likewise.
+	Args any
+}
+
+// ArgsOf is op's typed arguments (op.Args, a *A), or A's zero when op
+// has none. It never changes op: ops are read from many goroutines.
+// op.Args of another type than *A is a programming error.
+func ArgsOf[A any](op *Op) A {
+	if op.Args == nil {
+		var zero A
+		return zero
+	}
+	return *op.Args.(*A)
+}
+
+// ArgsAt is op's typed arguments to fill, made (zero) when op has none
+// yet: what a Param's At returns a field of while NamedOp makes the op.
+// op.Args of another type than *A is a programming error.
+func ArgsAt[A any](op *Op) *A {
+	if op.Args == nil {
+		op.Args = new(A)
+	}
+	return op.Args.(*A)
 }
 
 // ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in

@@ -112,7 +112,7 @@ func (t *Transform) CostWith(tc TargetCost) Cost {
 		images, worst, per := 1.0, 1.0, segLoadInstanceNs
 		if t.mosaic != nil {
 			per = segInstanceNs
-			n := float64(t.mosaic.Tiles)
+			n := float64(t.mosaicArgs.N)
 			pre, preWorst := 1.0, 1.0
 			for _, op := range []*optab.Op{t.mixup, t.cutmix} {
 				if op != nil {

@@ -3,6 +3,7 @@ package transform
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -16,9 +17,9 @@ import (
 // traced without a decode, its partners drawn from the set.
 func TestMosaicRefused(t *testing.T) {
 	for _, ops := range [][]optab.Op{
-		{{Kind: OpMosaic, ImgSz: 64, Tiles: 5, P: 1}},
-		{{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 0.5}},
-		{{Kind: OpResize, Size: [2]int{64, 64}}, {Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1}},
+		{{Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 64, N: 5}}},
+		{{Kind: OpMosaic, P: 0.5, Args: &MosaicArgs{ImgSz: 64, N: 4}}},
+		{{Kind: OpResize, Size: [2]int{64, 64}}, {Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 64, N: 4}}},
 	} {
 		if _, err := NewTransform(CHW, ops...); err == nil || !errors.Is(err, errs.Unsupported) {
 			t.Errorf("%v: %v", ops, err)
@@ -26,7 +27,7 @@ func TestMosaicRefused(t *testing.T) {
 	}
 	// A geometry op after the mosaic's was once placed and then ignored
 	// (the batch the mosaic's size, no crop made).
-	mosaic := optab.Op{Kind: OpMosaic, ImgSz: 32, Tiles: 4, P: 1}
+	mosaic := optab.Op{Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 32, N: 4}}
 	persp := optab.Op{Kind: OpYOLORandomPerspective, YSize: [2]int{64, 64}}
 	for _, ops := range [][]optab.Op{
 		{mosaic, {Kind: OpCenterCrop, Size: [2]int{32, 32}}},
@@ -38,7 +39,7 @@ func TestMosaicRefused(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", optab.OpsString(ops), err, want)
 		}
 	}
-	tr, err := NewTransform(CHW, optab.Op{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1})
+	tr, err := NewTransform(CHW, optab.Op{Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 64, N: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +53,28 @@ func TestMosaicRefused(t *testing.T) {
 	if _, err := tr.TraceSet(100, 80, det.Key{}, nil, 0); err == nil {
 		t.Error("a Mosaic traced in a set of none")
 	}
-	mo := []optab.Op{{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1}}
+	mo := []optab.Op{{Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 64, N: 4}}}
 	if _, err := NewViews(CHW, ViewGroup{Count: 2, Ops: mo}, ViewGroup{Count: 1, Ops: mo}); err == nil || !strings.Contains(err.Error(), "several views") {
 		t.Errorf("a Mosaic in views: %v", err)
 	}
 	op, err := optab.NamedOp("YOLOMosaic", map[string]any{"imgsz": 320.0})
-	if err != nil || op.ImgSz != 320 || op.Tiles != 4 || op.P != 1 {
-		t.Fatalf("NamedOp: %+v, %v", op, err)
+	if a := optab.ArgsOf[MosaicArgs](&op); err != nil || a != (MosaicArgs{ImgSz: 320, N: 4}) || op.P != 1 {
+		t.Fatalf("NamedOp: %+v (args %+v), %v", op, a, err)
+	}
+	// Each of the family's ops gets its own arguments' type from the
+	// wire, at their defaults where not given.
+	for kind, want := range map[string]any{"YOLOCopyPaste": &CopyPasteArgs{Mode: "mixup"}, "YOLOCutMix": &CutMixArgs{Beta: 1, Areas: 5}} {
+		args := map[string]any{"mode": "mixup"}
+		if kind == "YOLOCutMix" {
+			args = map[string]any{"num_areas": 5.0}
+		}
+		op, err := optab.NamedOp(kind, args)
+		if err != nil || !reflect.DeepEqual(op.Args, want) {
+			t.Errorf("NamedOp(%s, %v): args %#v, %v; want %#v", kind, args, op.Args, err, want)
+		}
+	}
+	if op, err := optab.NamedOp("YOLOMixUp", nil); err != nil || op.Args != nil {
+		t.Errorf("NamedOp(YOLOMixUp): args %#v, %v; want none (p alone, a field every random op has)", op.Args, err)
 	}
 }
 
@@ -75,11 +91,11 @@ func TestMultiRoom(t *testing.T) {
 		ops  []optab.Op
 		want MultiRoom
 	}{
-		{[]optab.Op{{Kind: OpMosaic, ImgSz: 48, Tiles: 4, P: 1}, persp},
+		{[]optab.Op{{Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 48, N: 4}}, persp},
 			MultiRoom{Images: 3 * 4 * 48 * 48, Canvas: 3 * 96 * 96, Side: 48}},
-		{[]optab.Op{{Kind: OpMosaic, ImgSz: 48, Tiles: 9, P: 1}, persp, {Kind: OpMixUp, P: 0.5}},
+		{[]optab.Op{{Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 48, N: 9}}, persp, {Kind: OpMixUp, P: 0.5}},
 			MultiRoom{Images: 3 * 9 * 48 * 48, Canvas: 3 * 144 * 144, Side: 48, MixUp: true, Partners: 3 * out}},
-		{[]optab.Op{{Kind: OpMosaic, ImgSz: 40, Tiles: 4, P: 1}, persp, {Kind: OpCopyPaste, P: 1, Mode: "mixup"}, {Kind: OpCutMix, P: 1, Beta: 1, Areas: 8}},
+		{[]optab.Op{{Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 40, N: 4}}, persp, {Kind: OpCopyPaste, P: 1, Args: &CopyPasteArgs{Mode: "mixup"}}, {Kind: OpCutMix, P: 1, Args: &CutMixArgs{Beta: 1, Areas: 8}}},
 			MultiRoom{Images: 3 * 4 * 40 * 40, Canvas: 3 * 80 * 80, Side: 40, CopyPaste: true, CutMix: true, Partners: 3*out + 12*out}},
 	} {
 		tr, err := NewTransform(CHW, c.ops...)

@@ -59,18 +59,36 @@ const (
 	OpCutMix    optab.OpKind = "YOLOCutMix"
 )
 
+// The family's arguments, each op's own type (optab.Op.Args), with
+// ultralytics' names; p, whether the op applies, is every random op's
+// (optab.Op.P). YOLOMixUp has p alone.
+type (
+	// MosaicArgs are YOLOMosaic's: imgsz, each image's long side, and
+	// n, its images (4 or 9).
+	MosaicArgs struct{ ImgSz, N int }
+	// CopyPasteArgs are YOLOCopyPaste's: mode, "flip" or "mixup".
+	CopyPasteArgs struct{ Mode string }
+	// CutMixArgs are YOLOCutMix's: beta, of the Beta its areas' sides are
+	// drawn from, and num_areas.
+	CutMixArgs struct {
+		Beta  float64
+		Areas int
+	}
+)
+
 func init() {
 	optab.Define(optab.Def{Kind: OpMosaic, Doc: "ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114",
 		Named: true, Geometry: true, Targets: optab.TargetsMove,
 		Params: []optab.Param{
-			{Name: "imgsz", Typ: optab.PInt, Def: "640", At: func(o *optab.Op) any { return &o.ImgSz }, Lo: 32, Hi: optab.MaxSide / 2},
+			{Name: "imgsz", Typ: optab.PInt, Def: "640", At: func(o *optab.Op) any { return &optab.ArgsAt[MosaicArgs](o).ImgSz }, Lo: 32, Hi: optab.MaxSide / 2},
 			{Name: "p", Typ: optab.PFloat, Def: "1.0", At: func(o *optab.Op) any { return &o.P }, Lo: 0, Hi: 1},
-			{Name: "n", Typ: optab.PInt, Def: "4", At: func(o *optab.Op) any { return &o.Tiles }, Lo: 4, Hi: 9},
+			{Name: "n", Typ: optab.PInt, Def: "4", At: func(o *optab.Op) any { return &optab.ArgsAt[MosaicArgs](o).N }, Lo: 4, Hi: 9},
 		},
 		Misplaced: "YOLOMosaic after other ops is not supported: it is the geometry, first, fused into the decode",
 		Masks:     func(*optab.Op) error { return fmt.Errorf("%w: masks do not follow YOLOMosaic yet", errs.Unsupported) },
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(imgsz=%d, p=%g, n=%d)", op.ImgSz, op.P, op.Tiles)
+			a := optab.ArgsOf[MosaicArgs](op)
+			fmt.Fprintf(b, "(imgsz=%d, p=%g, n=%d)", a.ImgSz, op.P, a.N)
 		}})
 	optab.Define(optab.Def{Kind: OpMixUp, Doc: "ultralytics' MixUp, right after a YOLOMosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same YOLOMosaic, their labels concatenated",
 		Named: true, Geometry: true, Targets: optab.TargetsMove,
@@ -80,22 +98,23 @@ func init() {
 		Format:    optab.FormatP})
 	optab.Define(optab.Def{Kind: OpCopyPaste, Doc: "ultralytics' CopyPaste: in flip mode, right after a YOLOMosaic, the mirrored copies of the mosaic's segments that overlap no instance (IoA below 0.30), the fraction p of them least overlapping, pasted (their pixels from the mirrored mosaic) and added; in mixup mode, after the YOLOMosaic's YOLORandomPerspective, with probability p, the copies taken so from another sample made by the same Mosaic and warp; a segment dataset's",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, NeedsTargets: true,
-		Params:    []optab.Param{optab.PParam(0.5), {Name: "mode", Typ: optab.PString, Def: "'flip'", At: func(o *optab.Op) any { return &o.Mode }}},
+		Params:    []optab.Param{optab.PParam(0.5), {Name: "mode", Typ: optab.PString, Def: "'flip'", At: func(o *optab.Op) any { return &optab.ArgsAt[CopyPasteArgs](o).Mode }}},
 		Misplaced: "YOLOCopyPaste is supported right after a YOLOMosaic (flip mode) or its YOLORandomPerspective (mixup mode) only (ultralytics' pre_transform)",
 		Masks: func(*optab.Op) error {
 			return fmt.Errorf("%w: masks do not follow YOLOCopyPaste yet", errs.Unsupported)
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(p=%g, mode=%s)", op.P, op.Mode)
+			fmt.Fprintf(b, "(p=%g, mode=%s)", op.P, optab.ArgsOf[CopyPasteArgs](op).Mode)
 		}})
 	optab.Define(optab.Def{Kind: OpCutMix, Doc: "ultralytics' CutMix, last of the YOLOMosaic's ops: with probability p, of num_areas boxes drawn (side ratio sqrt(1 - Beta(beta, beta))), one that overlaps no instance takes another sample's pixels (made by the same ops) and its instances there",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, NeedsTargets: true,
-		Params: []optab.Param{optab.PParam(0), {Name: "beta", Typ: optab.PFloat, Def: "1.0", At: func(o *optab.Op) any { return &o.Beta }, Lo: 0.01, Hi: 100},
-			{Name: "num_areas", Typ: optab.PInt, Def: "3", At: func(o *optab.Op) any { return &o.Areas }, Lo: 1, Hi: 16}},
+		Params: []optab.Param{optab.PParam(0), {Name: "beta", Typ: optab.PFloat, Def: "1.0", At: func(o *optab.Op) any { return &optab.ArgsAt[CutMixArgs](o).Beta }, Lo: 0.01, Hi: 100},
+			{Name: "num_areas", Typ: optab.PInt, Def: "3", At: func(o *optab.Op) any { return &optab.ArgsAt[CutMixArgs](o).Areas }, Lo: 1, Hi: 16}},
 		Misplaced: "YOLOCutMix is supported last of a YOLOMosaic's ops only (ultralytics' v8_transforms)",
 		Masks:     func(*optab.Op) error { return fmt.Errorf("%w: masks do not follow YOLOCutMix yet", errs.Unsupported) },
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(p=%g, beta=%g, num_areas=%d)", op.P, op.Beta, op.Areas)
+			a := optab.ArgsOf[CutMixArgs](op)
+			fmt.Fprintf(b, "(p=%g, beta=%g, num_areas=%d)", op.P, a.Beta, a.Areas)
 		}})
 }
 
@@ -109,7 +128,7 @@ func init() {
 // off: each image load_image'd, then warped to 640x640).
 func init() {
 	addPreset("yolo", []optab.Op{
-		{Kind: OpMosaic, ImgSz: 640, Tiles: 4, P: 1},
+		{Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 640, N: 4}},
 		{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{640, 640}},
 		{Kind: OpYOLORandomHSV, HGain: 0.015, SGain: 0.7, VGain: 0.4},
 		{Kind: OpYOLORandomFlip, P: 0.5, Direction: "horizontal"},
@@ -125,7 +144,7 @@ func init() {
 		if err := checkMosaic(op, n); err != nil {
 			return err
 		}
-		t.mosaic = op
+		t.mosaic, t.mosaicArgs = op, optab.ArgsOf[MosaicArgs](op)
 		return nil
 	}).followedBy(func(_ *Transform, op *optab.Op, n int) error {
 		if op.Kind == OpYOLORandomPerspective || slices.Contains(YOLOStopOps, op.Kind) {
@@ -141,7 +160,7 @@ func init() {
 		return nil
 	}))
 	definePlacer(OpCopyPaste, placeAt(func(t *Transform, op *optab.Op, n int) error {
-		if op.Mode == "mixup" {
+		if optab.ArgsOf[CopyPasteArgs](op).Mode == "mixup" {
 			if err := t.checkCopyPasteMix(op, n); err != nil {
 				return err
 			}
@@ -158,7 +177,7 @@ func init() {
 		if err := t.checkCutMix(op, n); err != nil {
 			return err
 		}
-		t.cutmix = op
+		t.cutmix, t.cutArgs = op, optab.ArgsOf[CutMixArgs](op)
 		return nil
 	}))
 }
@@ -176,6 +195,10 @@ type multiOps struct {
 	// right after the mosaic, and in mixup mode, after its warp.
 	copyPaste, copyPasteMix *optab.Op
 	cutmix                  *optab.Op // ultralytics' CutMix, last of the multi-image geometry
+	// mosaicArgs and cutArgs are the mosaic's and the CutMix's
+	// arguments (their ops' Args).
+	mosaicArgs MosaicArgs
+	cutArgs    CutMixArgs
 }
 
 // YOLOStopOps are the ops ultralytics' close_mosaic switches off
@@ -234,13 +257,14 @@ func checkMosaic(op *optab.Op, n int) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: transform: YOLOMosaic: %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
+	a := optab.ArgsOf[MosaicArgs](op)
 	switch {
 	case n > 0:
 		return bad("it must be the first op (the geometry)")
-	case op.Tiles != 4 && op.Tiles != 9:
-		return bad("n=%d: want 4 or 9", op.Tiles)
-	case op.ImgSz < 32 || 2*op.ImgSz > optab.MaxSide:
-		return bad("imgsz=%d: want 32..%d", op.ImgSz, optab.MaxSide/2)
+	case a.N != 4 && a.N != 9:
+		return bad("n=%d: want 4 or 9", a.N)
+	case a.ImgSz < 32 || 2*a.ImgSz > optab.MaxSide:
+		return bad("imgsz=%d: want 32..%d", a.ImgSz, optab.MaxSide/2)
 	}
 	return nil
 }
@@ -261,7 +285,7 @@ func (t *Transform) mosaicPersp(op *optab.Op, n int) error {
 	if op.YSize == [2]int{} {
 		return fmt.Errorf("%w: transform: YOLORandomPerspective after a YOLOMosaic needs its size (w, h): ultralytics' v8_transforms gives (imgsz, imgsz)", errs.Unsupported)
 	}
-	t.yolo = &yoloGeom{load: &optab.Op{Kind: OpYOLOLoadImage, ImgSz: t.mosaic.ImgSz}, Persp: op}
+	t.yolo = &yoloGeom{load: &optab.Op{Kind: OpYOLOLoadImage, ImgSz: t.mosaicArgs.ImgSz}, Persp: op}
 	t.geom, t.outW, t.outH = CropResize, op.YSize[0], op.YSize[1]
 	return nil
 }
@@ -333,8 +357,8 @@ func (t *Transform) checkCutMix(op *optab.Op, n int) error {
 	if t.mosaic == nil || n != last || t.mosaic.P != 1 {
 		return fmt.Errorf("%w: transform: YOLOCutMix is supported after a YOLOMosaic of p=1 and what v8_transforms puts before it (YOLOCopyPaste, YOLORandomPerspective, YOLOMixUp) only: its partner is made by the same ops", errs.Unsupported)
 	}
-	if !(op.P >= 0 && op.P <= 1) || !(op.Beta > 0 && op.Beta <= 100) || op.Areas < 1 || op.Areas > 16 {
-		return fmt.Errorf("%w: transform: YOLOCutMix p=%v, beta=%v, num_areas=%d: want p 0..1, beta above 0 up to 100, num_areas 1..16", errs.Unsupported, op.P, op.Beta, op.Areas)
+	if a := optab.ArgsOf[CutMixArgs](op); !(op.P >= 0 && op.P <= 1) || !(a.Beta > 0 && a.Beta <= 100) || a.Areas < 1 || a.Areas > 16 {
+		return fmt.Errorf("%w: transform: YOLOCutMix p=%v, beta=%v, num_areas=%d: want p 0..1, beta above 0 up to 100, num_areas 1..16", errs.Unsupported, op.P, a.Beta, a.Areas)
 	}
 	return nil
 }
@@ -360,8 +384,8 @@ func (t *Transform) checkCopyPaste(op *optab.Op, n int) error {
 	if t.mosaic == nil || n != 1 {
 		return fmt.Errorf("%w: transform: YOLOCopyPaste is supported right after a YOLOMosaic only (ultralytics' v8_transforms puts it there in flip mode: Mosaic, CopyPaste, RandomPerspective)", errs.Unsupported)
 	}
-	if op.Mode != "flip" {
-		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: want 'flip' (right after the YOLOMosaic) or 'mixup' (after its YOLORandomPerspective)", errs.Unsupported, errs.Clip(op.Mode, 32))
+	if mode := optab.ArgsOf[CopyPasteArgs](op).Mode; mode != "flip" {
+		return fmt.Errorf("%w: transform: YOLOCopyPaste mode %q: want 'flip' (right after the YOLOMosaic) or 'mixup' (after its YOLORandomPerspective)", errs.Unsupported, errs.Clip(mode, 32))
 	}
 	if !(op.P >= 0 && op.P <= 1) {
 		return fmt.Errorf("%w: transform: YOLOCopyPaste p=%v: want 0..1", errs.Unsupported, op.P)
@@ -395,10 +419,10 @@ func (t *Transform) mosaicOn(k det.Key) bool {
 // (Python's floor division), from the geometry's stream after mosaicOn's.
 // 9 draws nothing.
 func (t *Transform) mosaicCentre(k det.Key) (xc, yc int) {
-	if t.mosaic.Tiles != 4 {
+	if t.mosaicArgs.N != 4 {
 		return 0, 0
 	}
-	s := t.mosaic.ImgSz
+	s := t.mosaicArgs.ImgSz
 	border := -((s + 1) / 2) // -s // 2
 	r := k.Stream(StreamCrop)
 	r.Float64() // mosaicOn's
@@ -443,8 +467,8 @@ func (t *Transform) cutMixDraw(k det.Key, w, h int, buf []cutArea) (on bool, are
 		return false, buf[:0], r
 	}
 	areas = buf[:0]
-	for range t.cutmix.Areas {
-		x, y := r.Gamma(t.cutmix.Beta), r.Gamma(t.cutmix.Beta)
+	for range t.cutArgs.Areas {
+		x, y := r.Gamma(t.cutArgs.Beta), r.Gamma(t.cutArgs.Beta)
 		a := cutArea{lam: x / (x + y)}
 		a.cx = r.Intn(w)
 		a.cy = r.Intn(h)
@@ -541,7 +565,7 @@ func (t *Transform) prePartners(k det.Key, size int, buf []int) []int {
 // mosaicPartners appends the n-1 partners of k's Mosaic to buf.
 func (t *Transform) mosaicPartners(k det.Key, size int, buf []int) []int {
 	at := len(buf)
-	buf = append(buf, make([]int, t.mosaic.Tiles-1)...)
+	buf = append(buf, make([]int, t.mosaicArgs.N-1)...)
 	cv.Partners(k, streamMosaic, size, buf[at:])
 	return buf
 }
@@ -579,17 +603,17 @@ type MultiRoom struct {
 // MultiRoom is the room of t's multi-image op (ok false: t has none at
 // this epoch; AtEpoch's transform has the ops a stop_epoch leaves).
 func (t *Transform) MultiRoom() (r MultiRoom, ok bool) {
-	mo := t.mosaic
-	if mo == nil {
+	if t.mosaic == nil {
 		return r, false
 	}
+	mo := t.mosaicArgs
 	s := int64(mo.ImgSz)
 	side := 2 * s // the canvas: 2 x 2 tiles, or 3 x 3
-	if mo.Tiles == 9 {
+	if mo.N == 9 {
 		side = 3 * s
 	}
 	out := int64(t.outW) * int64(t.outH)
-	r = MultiRoom{Images: 3 * int64(mo.Tiles) * s * s, Canvas: 3 * side * side, Side: mo.ImgSz,
+	r = MultiRoom{Images: 3 * int64(mo.N) * s * s, Canvas: 3 * side * side, Side: mo.ImgSz,
 		MixUp: t.mixup != nil, CopyPaste: t.copyPaste != nil || t.copyPasteMix != nil, CutMix: t.cutmix != nil}
 	if r.MixUp {
 		r.Partners += 3 * out
@@ -619,8 +643,8 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 	if t.mosaic == nil {
 		return 0, 0
 	}
-	s := float64(t.mosaic.ImgSz)
-	n := float64(t.mosaic.Tiles)
+	s := float64(t.mosaicArgs.ImgSz)
+	n := float64(t.mosaicArgs.N)
 	side := float64(s * s)
 	canvas := float64(CanvasNs * float64(4*side))
 	load := float64(SampleNs + float64(DecodeNs*srcPx)) // a partner's read and decode

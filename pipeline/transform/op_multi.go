@@ -246,7 +246,7 @@ func (t *Transform) PlanMulti(p *Plan, k det.Key, src MultiSource) error {
 // w x h: its pre_transform, then its MixUp's and CutMix's partners', and
 // the CutMix's area. It takes the partners in multiPartners' order.
 func (md *MultiDraw) draw(t *Transform, k det.Key, src MultiSource, h *handed, w, ht int) error {
-	n := t.mosaic.Tiles
+	n := t.mosaicArgs.N
 	md.Mix, md.Persp = false, t.yolo != nil
 	if md.Persp {
 		md.Warp, md.W, md.H = t.yolo.Persp.YPersp != 0, w, ht
@@ -310,7 +310,7 @@ func (md *MultiDraw) drawPre(t *Transform, pr *PreDraw, h *handed) error {
 	if err != nil {
 		return err
 	}
-	pi, pd, err := h.take(t.mosaic.Tiles - 1)
+	pi, pd, err := h.take(t.mosaicArgs.N - 1)
 	if err != nil {
 		return err
 	}
@@ -344,7 +344,7 @@ func (md *MultiDraw) drawPre(t *Transform, pr *PreDraw, h *handed) error {
 // pastes (copyPasteSelect).
 func (md *MultiDraw) drawMosaic(t *Transform, pr *PreDraw) error {
 	mo := pr.Mo
-	n, s := t.mosaic.Tiles, t.mosaic.ImgSz
+	n, s := t.mosaicArgs.N, t.mosaicArgs.ImgSz
 	mo.N, mo.Imgsz = n, s
 	mo.Idx = append(append(mo.Idx[:0], pr.Self), pr.Pidx...)
 	mo.Sizes = mo.Sizes[:0]

@@ -369,7 +369,7 @@ func newTransform(layout Layout, bound [2]int, boundFrom string, ops ...optab.Op
 	switch {
 	case t.fixed != nil, t.yolo != nil, t.seg != nil: // their placers set the size (lsj.go, op_yolo.go, op_seg.go)
 	case t.mosaic != nil:
-		t.geom, t.outH, t.outW = CropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
+		t.geom, t.outH, t.outW = CropResize, 2*t.mosaicArgs.ImgSz, 2*t.mosaicArgs.ImgSz
 	default: // torchvision's crops, pads and resizes, a self-sized resize, or none (op_geometry.go)
 		if err := t.cropSize(); err != nil {
 			return nil, err

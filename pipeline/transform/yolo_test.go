@@ -42,7 +42,7 @@ func TestYOLOGeometryRefused(t *testing.T) {
 		{[]optab.Op{load, lb, {Kind: transform.OpCenterCrop, Size: [2]int{32, 32}}}, "op 2 (CenterCrop) after the YOLO geometry"},
 		{[]optab.Op{load, {Kind: transform.OpYOLORandomPerspective, YSize: [2]int{64, 64}}, {Kind: transform.OpCenterCrop, Size: [2]int{32, 32}}}, "op 2 (CenterCrop) after the YOLO geometry"},
 		{[]optab.Op{load, lb, {Kind: transform.OpRandomCrop, Size: [2]int{32, 32}}}, "op 2 (RandomCrop) after the YOLO geometry"},
-		{[]optab.Op{load, lb, {Kind: transform.OpMosaic, ImgSz: 64, Tiles: 4, P: 1}}, "op 2 (YOLOMosaic) after the YOLO geometry"},
+		{[]optab.Op{load, lb, {Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 64, N: 4}}}, "op 2 (YOLOMosaic) after the YOLO geometry"},
 	} {
 		_, err := transform.NewTransform(transform.CHW, c.ops...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
