@@ -29,7 +29,7 @@ func TestMosaicCopyPasteMixup(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2}
 	mo := ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}
-	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
+	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Scale: 0.5, Translate: 0.1, Size: [2]int{48, 48}}}
 	cpm := ops.Op{Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "mixup"}}
 	plain, err := transform.NewTransform(transform.CHW, mo, persp)
 	if err != nil {
@@ -135,7 +135,7 @@ func (d countMem) UltralyticsTargets(i, w, h int, t *transform.Instances) error 
 func TestMultiPlan(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	mo := ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}
-	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
+	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Scale: 0.5, Translate: 0.1, Size: [2]int{48, 48}}}
 	mix, cut := ops.Op{Kind: transform.OpMixUp, P: 1}, ops.Op{Kind: transform.OpCutMix, P: 1, Args: &transform.CutMixArgs{Beta: 1, Areas: 8}}
 	for name, list := range map[string][]ops.Op{
 		"flip":  {mo, {Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "flip"}}, persp, mix, cut},

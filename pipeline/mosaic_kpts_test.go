@@ -415,7 +415,7 @@ func TestMosaicCopyPaste(t *testing.T) {
 	if refused == 0 && err == nil {
 		t.Error("a CopyPaste of boxes alone was not refused")
 	}
-	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
+	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Scale: 0.5, Translate: 0.1, Size: [2]int{48, 48}}}
 	for _, ops := range [][]ops.Op{{cpOp}, {mo, persp, cpOp}, {mo, {Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "mixup"}}},
 		{{Kind: transform.OpMosaic, P: 0.5, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}, cpOp, persp}} {
 		if _, err := transform.NewTransform(transform.CHW, ops...); err == nil || !strings.Contains(err.Error(), "YOLOCopyPaste") {

@@ -182,12 +182,12 @@ func TestMosaicStoreDataset(t *testing.T) {
 func TestMosaicP(t *testing.T) {
 	files := mosaicPNGs(t, 12)
 	ds := yoloMem{memDataset{files}, -1}
-	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{40, 40}}
+	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Translate: 0.1, Scale: 0.5, Size: [2]int{40, 40}}}
 	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpMosaic, P: 0.5, Args: &transform.MosaicArgs{ImgSz: 40, N: 4}}, persp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpYOLOLoadImage, ImgSz: 40}, persp)
+	plain, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpYOLOLoadImage, Args: &transform.YOLOLoadImageArgs{ImgSz: 40}}, persp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,9 +249,9 @@ func TestMosaicCanvasClipped(t *testing.T) {
 	ds := yoloMem{memDataset{files}, -1}
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2, 8, 6, 4, 11}
 	ps := []ops.Op{
-		{Kind: transform.OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{40, 40}},
-		{Kind: transform.OpYOLORandomPerspective, YDegrees: 30, YTranslate: 0.4, YScale: 0.9, YShear: 20, YPersp: 0.001, YSize: [2]int{40, 40}},
-		{Kind: transform.OpYOLORandomPerspective, YDegrees: 180, YTranslate: 0.9, YScale: 0.3, YShear: 60, YPersp: 0.01, YSize: [2]int{36, 44}},
+		{Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Translate: 0.1, Scale: 0.5, Size: [2]int{40, 40}}},
+		{Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Degrees: 30, Translate: 0.4, Scale: 0.9, Shear: 20, Perspective: 0.001, Size: [2]int{40, 40}}},
+		{Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Degrees: 180, Translate: 0.9, Scale: 0.3, Shear: 60, Perspective: 0.01, Size: [2]int{36, 44}}},
 	}
 	clipped := 0
 	for pi, persp := range ps {
@@ -276,8 +276,9 @@ func TestMosaicCanvasClipped(t *testing.T) {
 				for _, idx := range plan {
 					k := det.Key{Seed: 5, Epoch: e, Index: uint64(idx)}
 					s := cv.MosaicSize(40)
-					m := cv.PerspectiveMatrix(transform.DrawYOLOPersp(&persp, k), s, s, persp.YSize[0], persp.YSize[1])
-					if r, ok := cv.PerspectiveFootprint(m, persp.YPersp != 0, s, s, persp.YSize[0], persp.YSize[1]); ok && (r.X1-r.X0)*(r.Y1-r.Y0) < s*s {
+					pa := ops.ArgsOf[transform.YOLOPerspectiveArgs](&persp)
+					m := cv.PerspectiveMatrix(transform.DrawYOLOPersp(&persp, k), s, s, pa.Size[0], pa.Size[1])
+					if r, ok := cv.PerspectiveFootprint(m, pa.Perspective != 0, s, s, pa.Size[0], pa.Size[1]); ok && (r.X1-r.X0)*(r.Y1-r.Y0) < s*s {
 						clipped++
 					}
 				}
@@ -340,7 +341,7 @@ func TestMosaicCutMix(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2}
 	mo := ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}
-	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{48, 48}}
+	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Scale: 0.5, Translate: 0.1, Size: [2]int{48, 48}}}
 	cut := ops.Op{Kind: transform.OpCutMix, P: 1, Args: &transform.CutMixArgs{Beta: 1, Areas: 8}}
 	plain, err := transform.NewTransform(transform.CHW, mo, persp)
 	if err != nil {

@@ -36,8 +36,8 @@ func (b *blockedBudget) Release(n int64)  {}
 // returns context.Canceled (or its sample failed with it) and a closed queue's Fill ErrClosed (and
 // Close returns), at once rather than after the wait.
 func TestScratchWaitEndsWithJob(t *testing.T) {
-	tr := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpYOLOLoadImage, ImgSz: 64}, // the YOLO kernels' planes: scratch whatever the image
-		ops.Op{Kind: transform.OpYOLOLetterBox, Size: [2]int{64, 64}, Stride: 32, ScaleUp: true, LetterCenter: true})
+	tr := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpYOLOLoadImage, Args: &transform.YOLOLoadImageArgs{ImgSz: 64}}, // the YOLO kernels' planes: scratch whatever the image
+		ops.Op{Kind: transform.OpYOLOLetterBox, Args: &transform.YOLOLetterBoxArgs{NewShape: [2]int{64, 64}, Stride: 32, ScaleUp: true, Center: true}})
 	ds := memDataset{goldenJPEGs()[:1]}
 	for _, how := range []string{"cancel", "close"} {
 		t.Run(how, func(t *testing.T) {

@@ -43,7 +43,7 @@ func fullImage(t *testing.T, data []byte) kernels.Planes {
 		t.Fatal(err)
 	}
 	w, h := cfg.Width, cfg.Height
-	tf, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpYOLOLoadImage, ImgSz: max(w, h)}, opspkg.Op{Kind: transform.OpYOLOLetterBox, Size: [2]int{h, w}, Stride: 32, ScaleUp: true, LetterCenter: true})
+	tf, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpYOLOLoadImage, Args: &transform.YOLOLoadImageArgs{ImgSz: max(w, h)}}, opspkg.Op{Kind: transform.OpYOLOLetterBox, Args: &transform.YOLOLetterBoxArgs{NewShape: [2]int{h, w}, Stride: 32, ScaleUp: true, Center: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -439,20 +439,6 @@ type Op struct {
 	// (timm's RandomResizedCropAndInterpolation(interpolation="random")),
 	// Interp then bilinear.
 	RandomInterp bool
-	// The YOLO family's (op_yolo.go), with ultralytics' names: ImgSz,
-	// YOLOLoadImage's imgsz; YOLOLetterBox's new_shape is Size (h, w),
-	// with auto, scale_fill, scaleup, center and stride; YOLORandomPerspective's
-	// degrees, translate, scale, shear, perspective and size (w, h; 0:
-	// None); YOLORandomHSV's gains; YOLORandomFlip's p (P), direction and
-	// flip_idx.
-	ImgSz                                        int
-	Auto, ScaleFill, ScaleUp, LetterCenter       bool
-	Stride                                       int
-	YDegrees, YTranslate, YScale, YShear, YPersp float64
-	YSize                                        [2]int
-	HGain, SGain, VGain                          float64
-	Direction                                    string
-	FlipIdx                                      []int
 	// TileTokens: TileResize's tokens_per_tile, the model's vision tokens
 	// a tile becomes (InternVL's 256: 448 / 14 patches a side, halved by
 	// its pixel shuffle), for batch_tokens.
@@ -464,7 +450,7 @@ type Op struct {
 	PatchGrid, BaseTokens, MaxPatches int
 	// Args is the op's own arguments as its family types them (a
 	// pointer to its struct, declared beside the op's Def: the YOLO
-	// multi-image family's, op_mosaic.go), for an op that has one:
+	// family's, op_yolo.go and op_mosaic.go), for an op that has one:
 	// set while the op is made (its Params' At, ArgsAt; or a literal),
 	// read with ArgsOf, never changed after, so copies of the op may
 	// share it. The fields above are the other ops', one struct of all

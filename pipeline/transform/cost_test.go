@@ -110,7 +110,7 @@ func TestCostWithTargets(t *testing.T) {
 		t.Errorf("mean %v, %v, %v, %v; worst %v, %v, %v, %v: want each more than the last", base.Mean, seg.Mean, m4.Mean, m1.Mean, base.Max, seg.Max, m4.Max, m1.Max)
 	}
 	mo := optab.Op{Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 640, N: 4}}
-	persp := optab.Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{640, 640}}
+	persp := optab.Op{Kind: OpYOLORandomPerspective, Args: &YOLOPerspectiveArgs{Scale: 0.5, Translate: 0.1, Size: [2]int{640, 640}}}
 	plain, _ := NewTransform(CHW, mo, persp)
 	mixed, _ := NewTransform(CHW, mo, persp, optab.Op{Kind: OpMixUp, P: 0.5})
 	d := func(x *Transform) time.Duration { return x.CostWith(TargetCost{Segments: true}).Mean - x.Cost().Mean }

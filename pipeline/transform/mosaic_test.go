@@ -28,11 +28,11 @@ func TestMosaicRefused(t *testing.T) {
 	// A geometry op after the mosaic's was once placed and then ignored
 	// (the batch the mosaic's size, no crop made).
 	mosaic := optab.Op{Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 32, N: 4}}
-	persp := optab.Op{Kind: OpYOLORandomPerspective, YSize: [2]int{64, 64}}
+	persp := optab.Op{Kind: OpYOLORandomPerspective, Args: &YOLOPerspectiveArgs{Size: [2]int{64, 64}}}
 	for _, ops := range [][]optab.Op{
 		{mosaic, {Kind: OpCenterCrop, Size: [2]int{32, 32}}},
 		{mosaic, persp, {Kind: OpCenterCrop, Size: [2]int{32, 32}}},
-		{mosaic, {Kind: OpYOLOLetterBox, Size: [2]int{64, 64}, Stride: 32}},
+		{mosaic, {Kind: OpYOLOLetterBox, Args: &YOLOLetterBoxArgs{NewShape: [2]int{64, 64}, Stride: 32}}},
 	} {
 		want := fmt.Sprintf("op %d (%s) after a YOLOMosaic", len(ops)-1, ops[len(ops)-1].Kind)
 		if _, err := NewTransform(CHW, ops...); err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), want) {
@@ -85,7 +85,7 @@ func TestMosaicRefused(t *testing.T) {
 // image, mask and points; none for a transform without one, or at the
 // epoch a stop_epoch switches the Mosaic off.
 func TestMultiRoom(t *testing.T) {
-	persp := optab.Op{Kind: OpYOLORandomPerspective, YScale: 0.5, YTranslate: 0.1, YSize: [2]int{60, 50}}
+	persp := optab.Op{Kind: OpYOLORandomPerspective, Args: &YOLOPerspectiveArgs{Scale: 0.5, Translate: 0.1, Size: [2]int{60, 50}}}
 	const out = 60 * 50
 	for _, c := range []struct {
 		ops  []optab.Op

@@ -129,9 +129,9 @@ func init() {
 func init() {
 	addPreset("yolo", []optab.Op{
 		{Kind: OpMosaic, P: 1, Args: &MosaicArgs{ImgSz: 640, N: 4}},
-		{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{640, 640}},
-		{Kind: OpYOLORandomHSV, HGain: 0.015, SGain: 0.7, VGain: 0.4},
-		{Kind: OpYOLORandomFlip, P: 0.5, Direction: "horizontal"},
+		{Kind: OpYOLORandomPerspective, Args: &YOLOPerspectiveArgs{Translate: 0.1, Scale: 0.5, Size: [2]int{640, 640}}},
+		{Kind: OpYOLORandomHSV, Args: &YOLOHSVArgs{HGain: 0.015, SGain: 0.7, VGain: 0.4}},
+		{Kind: OpYOLORandomFlip, P: 0.5, Args: &YOLOFlipArgs{Direction: "horizontal"}},
 	})
 }
 
@@ -282,11 +282,12 @@ func (t *Transform) mosaicPersp(op *optab.Op, n int) error {
 	if err := checkYOLOPersp(op); err != nil {
 		return err
 	}
-	if op.YSize == [2]int{} {
+	size := optab.ArgsOf[YOLOPerspectiveArgs](op).Size
+	if size == [2]int{} {
 		return fmt.Errorf("%w: transform: YOLORandomPerspective after a YOLOMosaic needs its size (w, h): ultralytics' v8_transforms gives (imgsz, imgsz)", errs.Unsupported)
 	}
-	t.yolo = &yoloGeom{load: &optab.Op{Kind: OpYOLOLoadImage, ImgSz: t.mosaicArgs.ImgSz}, Persp: op}
-	t.geom, t.outW, t.outH = CropResize, op.YSize[0], op.YSize[1]
+	t.yolo = &yoloGeom{load: &optab.Op{Kind: OpYOLOLoadImage, Args: &YOLOLoadImageArgs{ImgSz: t.mosaicArgs.ImgSz}}, Persp: op}
+	t.geom, t.outW, t.outH = CropResize, size[0], size[1]
 	return nil
 }
 

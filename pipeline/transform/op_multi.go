@@ -249,7 +249,7 @@ func (md *MultiDraw) draw(t *Transform, k det.Key, src MultiSource, h *handed, w
 	n := t.mosaicArgs.N
 	md.Mix, md.Persp = false, t.yolo != nil
 	if md.Persp {
-		md.Warp, md.W, md.H = t.yolo.Persp.YPersp != 0, w, ht
+		md.Warp, md.W, md.H = optab.ArgsOf[YOLOPerspectiveArgs](t.yolo.Persp).Perspective != 0, w, ht
 	}
 	md.src, md.cl = src, src.Contiguous
 	defer func() { md.src = MultiSource{} }() // not its files past the draw

@@ -33,6 +33,34 @@ const (
 	OpYOLORandomFlip        optab.OpKind = "YOLORandomFlip"
 )
 
+// The family's arguments, each op's own type (optab.Op.Args), with
+// ultralytics' names; YOLORandomFlip's p is optab.Op.P, every random
+// op's.
+type (
+	// YOLOLoadImageArgs are YOLOLoadImage's: imgsz.
+	YOLOLoadImageArgs struct{ ImgSz int }
+	// YOLOLetterBoxArgs are YOLOLetterBox's: new_shape (h, w), auto,
+	// scale_fill, scaleup, center and stride.
+	YOLOLetterBoxArgs struct {
+		NewShape                         [2]int
+		Auto, ScaleFill, ScaleUp, Center bool
+		Stride                           int
+	}
+	// YOLOPerspectiveArgs are YOLORandomPerspective's: degrees,
+	// translate, scale, shear, perspective and size (w, h; zero: None).
+	YOLOPerspectiveArgs struct {
+		Degrees, Translate, Scale, Shear, Perspective float64
+		Size                                          [2]int
+	}
+	// YOLOHSVArgs are YOLORandomHSV's gains.
+	YOLOHSVArgs struct{ HGain, SGain, VGain float64 }
+	// YOLOFlipArgs are YOLORandomFlip's direction and flip_idx.
+	YOLOFlipArgs struct {
+		Direction string
+		FlipIdx   []int
+	}
+)
+
 func init() {
 	yolo := func(d optab.Def) {
 		if d.Geometry {
@@ -46,36 +74,41 @@ func init() {
 		optab.Define(d)
 	}
 	yolo(optab.Def{Kind: OpYOLOLoadImage, Doc: "ultralytics' load_image: the whole image, its long side resized to imgsz (cv2.INTER_LINEAR)",
-		Params:   []optab.Param{{Name: "imgsz", Typ: optab.PInt, Def: "640", At: func(o *optab.Op) any { return &o.ImgSz }, Lo: 1, Hi: optab.MaxSide}},
-		Geometry: true, Targets: optab.TargetsInstances,
-		Format: func(b *strings.Builder, op *optab.Op) { fmt.Fprintf(b, "(imgsz=%d)", op.ImgSz) }})
-	yolo(optab.Def{Kind: OpYOLOLetterBox, Doc: "ultralytics' LetterBox: resized to fit new_shape (h, w), padded with 114",
-		Params: []optab.Param{{Name: "new_shape", Typ: optab.PSize, Def: "(640, 640)", At: func(o *optab.Op) any { return &o.Size }, Lo: 1, Hi: optab.MaxSide},
-			{Name: "auto", Typ: optab.PBool, Def: "False", At: func(o *optab.Op) any { return &o.Auto }}, {Name: "scale_fill", Typ: optab.PBool, Def: "False", At: func(o *optab.Op) any { return &o.ScaleFill }},
-			{Name: "scaleup", Typ: optab.PBool, Def: "True", At: func(o *optab.Op) any { return &o.ScaleUp }}, {Name: "center", Typ: optab.PBool, Def: "True", At: func(o *optab.Op) any { return &o.LetterCenter }},
-			{Name: "stride", Typ: optab.PInt, Def: "32", At: func(o *optab.Op) any { return &o.Stride }, Lo: 1, Hi: 4096}},
+		Params:   []optab.Param{{Name: "imgsz", Typ: optab.PInt, Def: "640", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOLoadImageArgs](o).ImgSz }, Lo: 1, Hi: optab.MaxSide}},
 		Geometry: true, Targets: optab.TargetsInstances,
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(%dx%d, auto=%v, scale_fill=%v, scaleup=%v, center=%v, stride=%d)", op.Size[0], op.Size[1], op.Auto, op.ScaleFill, op.ScaleUp, op.LetterCenter, op.Stride)
+			fmt.Fprintf(b, "(imgsz=%d)", optab.ArgsOf[YOLOLoadImageArgs](op).ImgSz)
+		}})
+	yolo(optab.Def{Kind: OpYOLOLetterBox, Doc: "ultralytics' LetterBox: resized to fit new_shape (h, w), padded with 114",
+		Params: []optab.Param{{Name: "new_shape", Typ: optab.PSize, Def: "(640, 640)", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOLetterBoxArgs](o).NewShape }, Lo: 1, Hi: optab.MaxSide},
+			{Name: "auto", Typ: optab.PBool, Def: "False", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOLetterBoxArgs](o).Auto }}, {Name: "scale_fill", Typ: optab.PBool, Def: "False", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOLetterBoxArgs](o).ScaleFill }},
+			{Name: "scaleup", Typ: optab.PBool, Def: "True", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOLetterBoxArgs](o).ScaleUp }}, {Name: "center", Typ: optab.PBool, Def: "True", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOLetterBoxArgs](o).Center }},
+			{Name: "stride", Typ: optab.PInt, Def: "32", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOLetterBoxArgs](o).Stride }, Lo: 1, Hi: 4096}},
+		Geometry: true, Targets: optab.TargetsInstances,
+		Format: func(b *strings.Builder, op *optab.Op) {
+			a := optab.ArgsOf[YOLOLetterBoxArgs](op)
+			fmt.Fprintf(b, "(%dx%d, auto=%v, scale_fill=%v, scaleup=%v, center=%v, stride=%d)", a.NewShape[0], a.NewShape[1], a.Auto, a.ScaleFill, a.ScaleUp, a.Center, a.Stride)
 		}})
 	yolo(optab.Def{Kind: OpYOLORandomPerspective, Doc: "ultralytics' RandomPerspective: a random warp into size (w, h; None: the image's), boxes filtered",
-		Params: []optab.Param{{Name: "degrees", Typ: optab.PFloat, Def: "0.0", At: func(o *optab.Op) any { return &o.YDegrees }, Lo: 0, Hi: 360},
-			{Name: "translate", Typ: optab.PFloat, Def: "0.1", At: func(o *optab.Op) any { return &o.YTranslate }, Lo: 0, Hi: 1},
-			{Name: "scale", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &o.YScale }, Lo: 0, Hi: 0.99},
-			{Name: "shear", Typ: optab.PFloat, Def: "0.0", At: func(o *optab.Op) any { return &o.YShear }, Lo: 0, Hi: 80},
-			{Name: "perspective", Typ: optab.PFloat, Def: "0.0", At: func(o *optab.Op) any { return &o.YPersp }, Lo: 0, Hi: 0.01},
-			{Name: "size", Typ: optab.PSize, Def: "None", At: func(o *optab.Op) any { return &o.YSize }, Lo: 1, Hi: optab.MaxSide}},
+		Params: []optab.Param{{Name: "degrees", Typ: optab.PFloat, Def: "0.0", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOPerspectiveArgs](o).Degrees }, Lo: 0, Hi: 360},
+			{Name: "translate", Typ: optab.PFloat, Def: "0.1", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOPerspectiveArgs](o).Translate }, Lo: 0, Hi: 1},
+			{Name: "scale", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOPerspectiveArgs](o).Scale }, Lo: 0, Hi: 0.99},
+			{Name: "shear", Typ: optab.PFloat, Def: "0.0", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOPerspectiveArgs](o).Shear }, Lo: 0, Hi: 80},
+			{Name: "perspective", Typ: optab.PFloat, Def: "0.0", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOPerspectiveArgs](o).Perspective }, Lo: 0, Hi: 0.01},
+			{Name: "size", Typ: optab.PSize, Def: "None", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOPerspectiveArgs](o).Size }, Lo: 1, Hi: optab.MaxSide}},
 		Geometry: true, Targets: optab.TargetsInstances,
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(degrees=%g, translate=%g, scale=%g, shear=%g, perspective=%g, size=%v)", op.YDegrees, op.YTranslate, op.YScale, op.YShear, op.YPersp, op.YSize)
+			a := optab.ArgsOf[YOLOPerspectiveArgs](op)
+			fmt.Fprintf(b, "(degrees=%g, translate=%g, scale=%g, shear=%g, perspective=%g, size=%v)", a.Degrees, a.Translate, a.Scale, a.Shear, a.Perspective, a.Size)
 		}})
 	yolo(optab.Def{Kind: OpYOLORandomHSV, Doc: "ultralytics' RandomHSV: hue, saturation and value by gains drawn in -+(hgain, sgain, vgain)",
-		Params: []optab.Param{{Name: "hgain", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &o.HGain }, Lo: 0, Hi: 1},
-			{Name: "sgain", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &o.SGain }, Lo: 0, Hi: 1}, {Name: "vgain", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &o.VGain }, Lo: 0, Hi: 1}},
+		Params: []optab.Param{{Name: "hgain", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOHSVArgs](o).HGain }, Lo: 0, Hi: 1},
+			{Name: "sgain", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOHSVArgs](o).SGain }, Lo: 0, Hi: 1}, {Name: "vgain", Typ: optab.PFloat, Def: "0.5", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOHSVArgs](o).VGain }, Lo: 0, Hi: 1}},
 		Targets: optab.TargetsPixels, AnyFormat: true,
 		Step: func(*optab.Op) fn.Step { return fn.Step{Fn: fn.YOLOHSV} }, // its cost
 		Compile: func(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
-			for _, g := range []float64{n.Op.HGain, n.Op.SGain, n.Op.VGain} {
+			a := optab.ArgsOf[YOLOHSVArgs](n.Op)
+			for _, g := range []float64{a.HGain, a.SGain, a.VGain} {
 				if !(g >= 0 && g <= 1) {
 					return optab.OpError(at.Where, "gain %v: want 0..1", g)
 				}
@@ -83,47 +116,50 @@ func init() {
 			return nil
 		},
 		Draw: func(n *optab.Node, r *det.RNG, d *optab.Drawer) {
-			op := n.Op
-			if op.HGain == 0 && op.SGain == 0 && op.VGain == 0 {
+			a := optab.ArgsOf[YOLOHSVArgs](n.Op)
+			if a.HGain == 0 && a.SGain == 0 && a.VGain == 0 {
 				return // ultralytics draws nothing then
 			}
 			st := fn.Step{Fn: fn.YOLOHSV}
-			for i, g := range []float64{op.HGain, op.SGain, op.VGain} {
+			for i, g := range []float64{a.HGain, a.SGain, a.VGain} {
 				st.F[i] = float64(r.Uniform(-1, 1) * g) // np.random.uniform(-1, 1, 3) * gains
 			}
 			d.Emit(st)
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(hgain=%g, sgain=%g, vgain=%g)", op.HGain, op.SGain, op.VGain)
+			a := optab.ArgsOf[YOLOHSVArgs](op)
+			fmt.Fprintf(b, "(hgain=%g, sgain=%g, vgain=%g)", a.HGain, a.SGain, a.VGain)
 		}})
 	yolo(optab.Def{Kind: OpYOLORandomFlip, Doc: "ultralytics' RandomFlip: flipped with probability p in direction, keypoints reordered by flip_idx",
-		Params: []optab.Param{optab.PParam(0.5), {Name: "direction", Typ: optab.PString, Def: "'horizontal'", At: func(o *optab.Op) any { return &o.Direction }},
-			{Name: "flip_idx", Typ: optab.PInts, Def: "None", At: func(o *optab.Op) any { return &o.FlipIdx }, Lo: 0, Hi: 1023}},
+		Params: []optab.Param{optab.PParam(0.5), {Name: "direction", Typ: optab.PString, Def: "'horizontal'", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOFlipArgs](o).Direction }},
+			{Name: "flip_idx", Typ: optab.PInts, Def: "None", At: func(o *optab.Op) any { return &optab.ArgsAt[YOLOFlipArgs](o).FlipIdx }, Lo: 0, Hi: 1023}},
 		Targets: optab.TargetsInstances,
 		Compile: func(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 			if err := optab.CheckProb(n.Op, at); err != nil {
 				return err
 			}
-			if d := n.Op.Direction; d != "horizontal" && d != "vertical" {
+			a := optab.ArgsOf[YOLOFlipArgs](n.Op)
+			if d := a.Direction; d != "horizontal" && d != "vertical" {
 				return optab.OpError(at.Where, "direction %q: want 'horizontal' or 'vertical'", errs.Clip(d, 32))
 			}
-			if len(n.Op.FlipIdx) > 1024 {
-				return optab.OpError(at.Where, "flip_idx of %d keypoints: the limit is 1024", len(n.Op.FlipIdx))
+			if len(a.FlipIdx) > 1024 {
+				return optab.OpError(at.Where, "flip_idx of %d keypoints: the limit is 1024", len(a.FlipIdx))
 			}
-			for _, j := range n.Op.FlipIdx {
-				if j < 0 || j >= len(n.Op.FlipIdx) {
-					return optab.OpError(at.Where, "flip_idx %v: want indices below its length", n.Op.FlipIdx)
+			for _, j := range a.FlipIdx {
+				if j < 0 || j >= len(a.FlipIdx) {
+					return optab.OpError(at.Where, "flip_idx %v: want indices below its length", a.FlipIdx)
 				}
 			}
-			n.Step = fn.Step{Fn: fn.YOLOFlipLR, I: [6]int{1: fn.InternFlipIdx(n.Op.FlipIdx)}}
-			if n.Op.Direction == "vertical" {
+			n.Step = fn.Step{Fn: fn.YOLOFlipLR, I: [6]int{1: fn.InternFlipIdx(a.FlipIdx)}}
+			if a.Direction == "vertical" {
 				n.Step.Fn = fn.YOLOFlipUD
 			}
 			return nil
 		},
 		Draw: optab.DrawApplied, // random.random() < p
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(p=%g, direction=%s, flip_idx=%v)", op.P, op.Direction, op.FlipIdx)
+			a := optab.ArgsOf[YOLOFlipArgs](op)
+			fmt.Fprintf(b, "(p=%g, direction=%s, flip_idx=%v)", op.P, a.Direction, a.FlipIdx)
 		}})
 }
 
@@ -164,7 +200,7 @@ func placeYOLOLoad(t *Transform, op *optab.Op, n int) error {
 	if n > 0 {
 		return misplaced(op, n)
 	}
-	if s := op.ImgSz; s < 1 || s > optab.MaxSide {
+	if s := optab.ArgsOf[YOLOLoadImageArgs](op).ImgSz; s < 1 || s > optab.MaxSide {
 		return transformErr("YOLOLoadImage imgsz %d: want 1..%d", s, optab.MaxSide)
 	}
 	t.yolo, t.geom = &yoloGeom{load: op}, CropResize
@@ -197,19 +233,19 @@ func afterYOLOLoad(_ *Transform, op *optab.Op, n int) error {
 // placeYOLOLetterBox checks a YOLOLetterBox, the geometry's op n: after
 // the YOLOLoadImage; its new_shape is the output size.
 func placeYOLOLetterBox(t *Transform, op *optab.Op, n int) error {
-	g := t.yolo
+	g, a := t.yolo, optab.ArgsOf[YOLOLetterBoxArgs](op)
 	switch {
 	case g == nil:
 		return yoloFirst(op, n)
 	case g.lb != nil || g.Persp != nil:
 		return yoloOrder(op, n)
-	case op.Auto:
+	case a.Auto:
 		return transformErr("YOLOLetterBox auto=True pads to a multiple of stride only, a size of each image's own: use auto=False, which fixes the batch's size")
-	case op.Size[0] < 1 || op.Size[1] < 1 || op.Size[0] > optab.MaxSide || op.Size[1] > optab.MaxSide || op.Stride < 1:
-		return transformErr("YOLOLetterBox new_shape %v, stride %d: want sides in 1..%d and a stride of at least 1", op.Size, op.Stride, optab.MaxSide)
+	case a.NewShape[0] < 1 || a.NewShape[1] < 1 || a.NewShape[0] > optab.MaxSide || a.NewShape[1] > optab.MaxSide || a.Stride < 1:
+		return transformErr("YOLOLetterBox new_shape %v, stride %d: want sides in 1..%d and a stride of at least 1", a.NewShape, a.Stride, optab.MaxSide)
 	}
 	g.lb = op
-	t.outH, t.outW = op.Size[0], op.Size[1]
+	t.outH, t.outW = a.NewShape[0], a.NewShape[1]
 	return nil
 }
 
@@ -230,15 +266,15 @@ func placeYOLOPersp(t *Transform, op *optab.Op, n int) error {
 		return err
 	}
 	g.Persp = op
-	if op.YSize != [2]int{} {
-		t.outW, t.outH = op.YSize[0], op.YSize[1]
+	if sz := optab.ArgsOf[YOLOPerspectiveArgs](op).Size; sz != [2]int{} {
+		t.outW, t.outH = sz[0], sz[1]
 	}
 	return nil
 }
 
 // yoloNeeds refuses a YOLO geometry that leaves each image its own size.
 func yoloNeeds(t *Transform) error {
-	if g := t.yolo; g.lb == nil && (g.Persp == nil || g.Persp.YSize == [2]int{}) {
+	if g := t.yolo; g.lb == nil && (g.Persp == nil || optab.ArgsOf[YOLOPerspectiveArgs](g.Persp).Size == [2]int{}) {
 		return transformErr("YOLOLoadImage gives each image a size of its own: follow it with YOLOLetterBox (auto=False) or YOLORandomPerspective(size=...), which fix the batch's size")
 	}
 	return nil
@@ -247,11 +283,12 @@ func yoloNeeds(t *Transform) error {
 // checkYOLOPersp checks a YOLORandomPerspective's arguments.
 func checkYOLOPersp(op *optab.Op) error {
 	in := func(v, lo, hi float64) bool { return v >= lo && v <= hi }
-	if !in(op.YDegrees, 0, 360) || !in(op.YTranslate, 0, 1) || !in(op.YScale, 0, 0.99) || !in(op.YShear, 0, 80) || !in(op.YPersp, 0, 0.01) {
+	a := optab.ArgsOf[YOLOPerspectiveArgs](op)
+	if !in(a.Degrees, 0, 360) || !in(a.Translate, 0, 1) || !in(a.Scale, 0, 0.99) || !in(a.Shear, 0, 80) || !in(a.Perspective, 0, 0.01) {
 		return fmt.Errorf("%w: transform: YOLORandomPerspective degrees=%v translate=%v scale=%v shear=%v perspective=%v: want degrees 0..360, translate 0..1, scale 0..0.99, shear 0..80, perspective 0..0.01",
-			errs.Unsupported, op.YDegrees, op.YTranslate, op.YScale, op.YShear, op.YPersp)
+			errs.Unsupported, a.Degrees, a.Translate, a.Scale, a.Shear, a.Perspective)
 	}
-	if s := op.YSize; s != [2]int{} && (s[0] < 1 || s[1] < 1 || s[0] > optab.MaxSide || s[1] > optab.MaxSide) {
+	if s := a.Size; s != [2]int{} && (s[0] < 1 || s[1] < 1 || s[0] > optab.MaxSide || s[1] > optab.MaxSide) {
 		return fmt.Errorf("%w: transform: YOLORandomPerspective size %v: want sides in 1..%d", errs.Unsupported, s, optab.MaxSide)
 	}
 	return nil
@@ -267,28 +304,30 @@ func (t *Transform) yoloPlan(p *SamplePlan, k det.Key) {
 	p.YOLO, p.Canvas = true, true
 	p.ZoomW, p.ZoomH = p.SrcW, p.SrcH
 	p.CW, p.CH = p.SrcW, p.SrcH
-	p.YLW, p.YLH = cv.LoadSize(p.SrcW, p.SrcH, g.load.ImgSz)
-	if lb := g.lb; lb != nil {
+	p.YLW, p.YLH = cv.LoadSize(p.SrcW, p.SrcH, g.ImgSz())
+	if g.lb != nil {
+		lb := optab.ArgsOf[YOLOLetterBoxArgs](g.lb)
 		p.YLBOn = true
-		p.YLB = cv.LetterBoxParams(cv.LetterBoxArgs{H: lb.Size[0], W: lb.Size[1], Auto: lb.Auto, ScaleFill: lb.ScaleFill,
-			ScaleUp: lb.ScaleUp, Center: lb.LetterCenter, Stride: lb.Stride}, p.YLW, p.YLH)
+		p.YLB = cv.LetterBoxParams(cv.LetterBoxArgs{H: lb.NewShape[0], W: lb.NewShape[1], Auto: lb.Auto, ScaleFill: lb.ScaleFill,
+			ScaleUp: lb.ScaleUp, Center: lb.Center, Stride: lb.Stride}, p.YLW, p.YLH)
 	}
 	if op := g.Persp; op != nil {
 		p.YP = DrawYOLOPersp(op, k)
-		p.YPOn, p.YPWarp = true, op.YPersp != 0 // ultralytics warps in perspective when its perspective is not 0
+		p.YPOn, p.YPWarp = true, optab.ArgsOf[YOLOPerspectiveArgs](op).Perspective != 0 // ultralytics warps in perspective when its perspective is not 0
 	}
 }
 
 // DrawYOLOPersp is a YOLORandomPerspective's draw for key k (a mosaic's
 // sample draws it too: decode_multi.go).
 func DrawYOLOPersp(op *optab.Op, k det.Key) (pp cv.PerspectiveParams) {
+	a := optab.ArgsOf[YOLOPerspectiveArgs](op)
 	r := k.Stream(streamYOLOPersp)
 	u := r.Uniform
-	pp.PX, pp.PY = u(-op.YPersp, op.YPersp), u(-op.YPersp, op.YPersp)
-	pp.Angle = u(-op.YDegrees, op.YDegrees)
-	pp.Scale = u(1-op.YScale, 1+op.YScale)
-	pp.ShearX, pp.ShearY = u(-op.YShear, op.YShear), u(-op.YShear, op.YShear)
-	pp.TX, pp.TY = u(0.5-op.YTranslate, 0.5+op.YTranslate), u(0.5-op.YTranslate, 0.5+op.YTranslate)
+	pp.PX, pp.PY = u(-a.Perspective, a.Perspective), u(-a.Perspective, a.Perspective)
+	pp.Angle = u(-a.Degrees, a.Degrees)
+	pp.Scale = u(1-a.Scale, 1+a.Scale)
+	pp.ShearX, pp.ShearY = u(-a.Shear, a.Shear), u(-a.Shear, a.Shear)
+	pp.TX, pp.TY = u(0.5-a.Translate, 0.5+a.Translate), u(0.5-a.Translate, 0.5+a.Translate)
 	return pp
 }
 
@@ -344,7 +383,7 @@ func (g *yoloGeom) ns(srcPx, px float64) float64 {
 }
 
 // ImgSz is YOLOLoadImage's imgsz: the long side it loads an image to.
-func (g *yoloGeom) ImgSz() int { return g.load.ImgSz }
+func (g *yoloGeom) ImgSz() int { return optab.ArgsOf[YOLOLoadImageArgs](g.load).ImgSz }
 
 // YOLOScratch is an executor's room for the YOLO geometry's images
 // (MakeYOLO), reused from sample to sample.

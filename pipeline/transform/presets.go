@@ -148,11 +148,11 @@ var presets = map[string][]optab.Op{
 	// instead, without a LetterBox: YOLORandomPerspective(size=640) after
 	// YOLOLoadImage (docs/detection.md).
 	"yolo-letterbox": {
-		{Kind: OpYOLOLoadImage, ImgSz: 640},
-		{Kind: OpYOLOLetterBox, Size: [2]int{640, 640}, LetterCenter: true, Stride: 32},
-		{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5},
-		{Kind: OpYOLORandomHSV, HGain: 0.015, SGain: 0.7, VGain: 0.4},
-		{Kind: OpYOLORandomFlip, P: 0.5, Direction: "horizontal"},
+		{Kind: OpYOLOLoadImage, Args: &YOLOLoadImageArgs{ImgSz: 640}},
+		{Kind: OpYOLOLetterBox, Args: &YOLOLetterBoxArgs{NewShape: [2]int{640, 640}, Center: true, Stride: 32}},
+		{Kind: OpYOLORandomPerspective, Args: &YOLOPerspectiveArgs{Translate: 0.1, Scale: 0.5}},
+		{Kind: OpYOLORandomHSV, Args: &YOLOHSVArgs{HGain: 0.015, SGain: 0.7, VGain: 0.4}},
+		{Kind: OpYOLORandomFlip, P: 0.5, Args: &YOLOFlipArgs{Direction: "horizontal"}},
 	},
 }
 
@@ -202,7 +202,6 @@ func cloneOps(ops []optab.Op) []optab.Op {
 		out[i].Probs = append([]float64(nil), out[i].Probs...)
 		out[i].Options = append([]float64(nil), out[i].Options...)
 		out[i].Sizes = append([]int(nil), out[i].Sizes...)
-		out[i].FlipIdx = append([]int(nil), out[i].FlipIdx...)
 	}
 	return out
 }

@@ -17,9 +17,9 @@ import (
 // TestYOLOGeometryRefused: the YOLO geometry's places (its placers), and
 // its ops' arguments, refused with what to do.
 func TestYOLOGeometryRefused(t *testing.T) {
-	load := optab.Op{Kind: transform.OpYOLOLoadImage, ImgSz: 640}
-	lb := optab.Op{Kind: transform.OpYOLOLetterBox, Size: [2]int{640, 640}, Stride: 32}
-	persp := optab.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5}
+	load := optab.Op{Kind: transform.OpYOLOLoadImage, Args: &transform.YOLOLoadImageArgs{ImgSz: 640}}
+	lb := optab.Op{Kind: transform.OpYOLOLetterBox, Args: &transform.YOLOLetterBoxArgs{NewShape: [2]int{640, 640}, Stride: 32}}
+	persp := optab.Op{Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Scale: 0.5}}
 	for _, c := range []struct {
 		ops  []optab.Op
 		want string
@@ -28,10 +28,10 @@ func TestYOLOGeometryRefused(t *testing.T) {
 		{[]optab.Op{load}, "size of its own"},
 		{[]optab.Op{load, persp}, "size of its own"},
 		{[]optab.Op{load, persp, lb}, "in that order"},
-		{[]optab.Op{load, {Kind: transform.OpYOLOLetterBox, Size: [2]int{640, 640}, Stride: 32, Auto: true}}, "auto=True"},
-		{[]optab.Op{load, lb, {Kind: transform.OpYOLORandomPerspective, YScale: 1.5}}, "scale 0..0.99"},
-		{[]optab.Op{load, lb, {Kind: transform.OpYOLORandomFlip, P: 0.5, Direction: "sideways"}}, "direction"},
-		{[]optab.Op{load, lb, {Kind: transform.OpYOLORandomFlip, P: 0.5, Direction: "horizontal", FlipIdx: []int{0, 2}}}, "flip_idx"},
+		{[]optab.Op{load, {Kind: transform.OpYOLOLetterBox, Args: &transform.YOLOLetterBoxArgs{NewShape: [2]int{640, 640}, Stride: 32, Auto: true}}}, "auto=True"},
+		{[]optab.Op{load, lb, {Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Scale: 1.5}}}, "scale 0..0.99"},
+		{[]optab.Op{load, lb, {Kind: transform.OpYOLORandomFlip, P: 0.5, Args: &transform.YOLOFlipArgs{Direction: "sideways"}}}, "direction"},
+		{[]optab.Op{load, lb, {Kind: transform.OpYOLORandomFlip, P: 0.5, Args: &transform.YOLOFlipArgs{Direction: "horizontal", FlipIdx: []int{0, 2}}}}, "flip_idx"},
 		{[]optab.Op{load, lb, {Kind: optab.OpColorJitter, Brightness: 0.1}, load}, "op 3 (YOLOLoadImage): YOLOLoadImage after other ops"},
 		{[]optab.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, lb}, "op 1 (YOLOLetterBox): YOLOLetterBox after other ops"},
 		{[]optab.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, persp}, "YOLORandomPerspective after other ops"},
@@ -40,7 +40,7 @@ func TestYOLOGeometryRefused(t *testing.T) {
 		// A geometry op after the YOLO geometry's was once placed and
 		// then ignored (the batch the letterbox's size, no crop made).
 		{[]optab.Op{load, lb, {Kind: transform.OpCenterCrop, Size: [2]int{32, 32}}}, "op 2 (CenterCrop) after the YOLO geometry"},
-		{[]optab.Op{load, {Kind: transform.OpYOLORandomPerspective, YSize: [2]int{64, 64}}, {Kind: transform.OpCenterCrop, Size: [2]int{32, 32}}}, "op 2 (CenterCrop) after the YOLO geometry"},
+		{[]optab.Op{load, {Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Size: [2]int{64, 64}}}, {Kind: transform.OpCenterCrop, Size: [2]int{32, 32}}}, "op 2 (CenterCrop) after the YOLO geometry"},
 		{[]optab.Op{load, lb, {Kind: transform.OpRandomCrop, Size: [2]int{32, 32}}}, "op 2 (RandomCrop) after the YOLO geometry"},
 		{[]optab.Op{load, lb, {Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 64, N: 4}}}, "op 2 (YOLOMosaic) after the YOLO geometry"},
 	} {
@@ -49,7 +49,7 @@ func TestYOLOGeometryRefused(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", optab.OpsString(c.ops), err, c.want)
 		}
 	}
-	if _, err := transform.NewTransform(transform.CHW, load, optab.Op{Kind: transform.OpYOLORandomPerspective, YScale: 0.5, YSize: [2]int{320, 256}}); err != nil {
+	if _, err := transform.NewTransform(transform.CHW, load, optab.Op{Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Scale: 0.5, Size: [2]int{320, 256}}}); err != nil {
 		t.Errorf("YOLORandomPerspective(size=(320, 256)) as the geometry: %v", err)
 	}
 }
@@ -60,12 +60,15 @@ func TestYOLONamedArgs(t *testing.T) {
 	ops := yoloOps(t, "YOLOLoadImage", map[string]any{"imgsz": 320.0}, "YOLOLetterBox", map[string]any{"new_shape": []float64{256, 384}},
 		"YOLORandomPerspective", map[string]any{"size": []float64{300}, "perspective": 0.001},
 		"YOLORandomFlip", map[string]any{"flip_idx": []float64{1, 0, 2}, "direction": "vertical"})
-	if ops[0].ImgSz != 320 || ops[1].Size != [2]int{256, 384} || !ops[1].ScaleUp || !ops[1].LetterCenter || ops[1].Stride != 32 ||
-		ops[2].YSize != [2]int{300, 300} || ops[2].YScale != 0.5 || ops[3].P != 0.5 || !slices.Equal(ops[3].FlipIdx, []int{1, 0, 2}) {
+	load, lb := optab.ArgsOf[transform.YOLOLoadImageArgs](&ops[0]), optab.ArgsOf[transform.YOLOLetterBoxArgs](&ops[1])
+	persp, flip := optab.ArgsOf[transform.YOLOPerspectiveArgs](&ops[2]), optab.ArgsOf[transform.YOLOFlipArgs](&ops[3])
+	if load.ImgSz != 320 || lb != (transform.YOLOLetterBoxArgs{NewShape: [2]int{256, 384}, ScaleUp: true, Center: true, Stride: 32}) ||
+		persp.Size != [2]int{300, 300} || persp.Scale != 0.5 || ops[3].P != 0.5 || !slices.Equal(flip.FlipIdx, []int{1, 0, 2}) {
 		t.Fatalf("%s", optab.OpsString(ops))
 	}
 	def := yoloOps(t, "YOLORandomPerspective", map[string]any{}, "YOLORandomFlip", map[string]any{})
-	if def[0].YSize != [2]int{} || def[1].FlipIdx != nil || def[1].Direction != "horizontal" {
+	dp, df := optab.ArgsOf[transform.YOLOPerspectiveArgs](&def[0]), optab.ArgsOf[transform.YOLOFlipArgs](&def[1])
+	if dp.Size != [2]int{} || df.FlipIdx != nil || df.Direction != "horizontal" {
 		t.Fatalf("defaults: %s", optab.OpsString(def))
 	}
 	if _, err := optab.NamedOp("YOLORandomFlip", map[string]any{"flip_idx": []float64{0.5}}); err == nil {
@@ -91,7 +94,7 @@ func TestYOLONamedArgs(t *testing.T) {
 // PerspectiveInstances, the flip), labels and keypoints with them.
 func TestYOLOTargets(t *testing.T) {
 	ops := testops.Letterbox(t)
-	ops[4].FlipIdx = []int{1, 0}
+	optab.ArgsAt[transform.YOLOFlipArgs](&ops[4]).FlipIdx = []int{1, 0} // ops made here, by name: their arguments are theirs alone
 	tf, err := transform.NewTransform(transform.CHW, ops...)
 	if err != nil {
 		t.Fatal(err)
