@@ -41,7 +41,7 @@ func TestDecodeScratchInBound(t *testing.T) {
 	// canvas resized apart, then padded (Decoder.padded); a crop before the
 	// resize larger than the photos (the crop, not the image, decoded).
 	jitter := ops.ColorJitterOp(0.4, 0.4, 0.4, 0.1)
-	anyRes := ops.Op{Kind: transform.OpAnyResResize, Sizes: []int{64, 64, 64, 128, 128, 64}, Interp: transform.InterpBicubic}
+	anyRes := ops.Op{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{64, 64, 64, 128, 128, 64}}}
 	bigCrop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{900, 700}, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}}
 	for _, c := range []struct {
 		name      string
@@ -60,7 +60,7 @@ func TestDecodeScratchInBound(t *testing.T) {
 		{"rotate-expand-first", transform.CHW, []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false, false},
 		{"jitter-anyres", transform.CHW, []ops.Op{jitter, anyRes}, false, false},
 		{"crop-before-anyres", transform.HWC, []ops.Op{bigCrop, jitter, anyRes}, false, false},
-		{"crop-before-smart", transform.CHW, []ops.Op{bigCrop, {Kind: transform.OpSmartResize, MinPixels: 1024, MaxPixels: 65536, Multiple: 28}}, false, false},
+		{"crop-before-smart", transform.CHW, []ops.Op{bigCrop, {Kind: transform.OpSmartResize, Args: &transform.SmartResizeArgs{MinPixels: 1024, MaxPixels: 65536, Factor: 28}}}, false, false},
 		{"crop-before-square-reference", transform.CHW, []ops.Op{bigCrop, {Kind: transform.OpPadToSquare, Fill: [3]float64{1, 2, 3}}, {Kind: transform.OpResize, Size: [2]int{64, 64}}}, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -150,8 +150,8 @@ func TestResamplerScratchInBound(t *testing.T) {
 		{"rotate-expand-first", []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false},
 		{"yolo", []ops.Op{{Kind: transform.OpYOLOLoadImage, Args: &transform.YOLOLoadImageArgs{ImgSz: 64}}, {Kind: transform.OpYOLOLetterBox, Args: &transform.YOLOLetterBoxArgs{NewShape: [2]int{64, 64}, Stride: 32, ScaleUp: true, Center: true}}}, false},
 		{"tall", []ops.Op{{Kind: transform.OpResize, Size: [2]int{224, 224}}}, false},
-		{"crop-before-smart", []ops.Op{bigCrop, {Kind: transform.OpSmartResize, MinPixels: 1024, MaxPixels: 65536, Multiple: 28}}, false},
-		{"crop-before-anyres", []ops.Op{bigCrop, {Kind: transform.OpAnyResResize, Sizes: []int{64, 64, 64, 128, 128, 64}}}, false},
+		{"crop-before-smart", []ops.Op{bigCrop, {Kind: transform.OpSmartResize, Args: &transform.SmartResizeArgs{MinPixels: 1024, MaxPixels: 65536, Factor: 28}}}, false},
+		{"crop-before-anyres", []ops.Op{bigCrop, {Kind: transform.OpAnyResResize, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{64, 64, 64, 128, 128, 64}}}}, false},
 		{"reference", []ops.Op{{Kind: transform.OpResize, Size: [2]int{48, 64}}}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -210,7 +210,7 @@ func TestSkipViews(t *testing.T) {
 	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Interp: transform.InterpBicubic}
 	tr, err := transform.NewViews(transform.CHW,
 		transform.ViewGroup{Name: "canvas", Count: 1, Images: transform.OneImage, Ops: []ops.Op{
-			{Kind: transform.OpAnyResResize, Sizes: []int{32, 32, 32, 64, 64, 32, 64, 64}, Interp: transform.InterpBicubic}}},
+			{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}}}}},
 		transform.ViewGroup{Name: "base", Count: 1, Images: transform.OneImage, Ops: []ops.Op{resize}},
 		transform.ViewGroup{Name: "square", Count: 1, Images: transform.SeveralImages, Ops: []ops.Op{
 			{Kind: transform.OpPadToSquare, Fill: [3]float64{127, 127, 127}}, resize}})
@@ -280,7 +280,7 @@ func TestSharedPreViews(t *testing.T) {
 	square := []ops.Op{cj, {Kind: transform.OpPadToSquare, Fill: [3]float64{127, 127, 127}}, resize}
 	tr, err := transform.NewViews(transform.CHW,
 		transform.ViewGroup{Name: "canvas", Count: 1, Ops: []ops.Op{
-			cj, {Kind: transform.OpAnyResResize, Sizes: []int{32, 32, 32, 64, 64, 32, 64, 64}, Interp: transform.InterpBicubic}}},
+			cj, {Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}}}}},
 		transform.ViewGroup{Name: "base", Count: 1, Ops: []ops.Op{cj, resize}},
 		transform.ViewGroup{Name: "square", Count: 1, Ops: square})
 	if err != nil {
@@ -347,11 +347,11 @@ func TestSharedPreViews(t *testing.T) {
 func TestPreCanvasIsTheGeometry(t *testing.T) {
 	none := ops.Op{Kind: ops.OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{1, 1}, {1, 1}, {1, 1}, {0, 0}}}
 	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 40}, Interp: transform.InterpBicubic}
-	anyRes := ops.Op{Kind: transform.OpAnyResResize, Sizes: []int{32, 32, 32, 64, 64, 32, 64, 64, 96, 32}, Interp: transform.InterpBicubic}
+	anyRes := ops.Op{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64, 96, 32}}}
 	for name, geom := range map[string][]ops.Op{
 		"AnyResResize":         {anyRes},
 		"AnyResResize flipped": {anyRes, {Kind: ops.OpRandomHorizontalFlip, P: 1}},
-		"SmartResize":          {{Kind: transform.OpSmartResize, MinPixels: 1024, MaxPixels: 8192, Multiple: 16, Interp: transform.InterpBicubic}},
+		"SmartResize":          {{Kind: transform.OpSmartResize, Interp: transform.InterpBicubic, Args: &transform.SmartResizeArgs{MinPixels: 1024, MaxPixels: 8192, Factor: 16}}},
 		"Resize":               {resize},
 		"PadToSquare":          {{Kind: transform.OpPadToSquare, Fill: [3]float64{127, 0, 255}}, resize},
 	} {
@@ -396,11 +396,11 @@ func TestCropBeforeTheResize(t *testing.T) {
 	crop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{60, 44}, Scale: [2]float64{0.2, 1}, Ratio: [2]float64{0.5, 2}, Interp: transform.InterpBicubic}
 	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Interp: transform.InterpBicubic}
 	geoms := [][]ops.Op{
-		{{Kind: transform.OpTileResize, Multiple: 16, MinPixels: 1, MaxPixels: 12, TileTokens: 16, Interp: transform.InterpBicubic}},
+		{{Kind: transform.OpTileResize, Interp: transform.InterpBicubic, Args: &transform.TileResizeArgs{TileSize: 16, MinTiles: 1, MaxTiles: 12, TokensPerTile: 16}}},
 		{resize},
-		{{Kind: transform.OpAnyResResize, Sizes: []int{32, 32, 32, 64, 64, 32, 64, 64}, Interp: transform.InterpBicubic}},
+		{{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}}}},
 		{{Kind: transform.OpPadToSquare, Fill: [3]float64{127, 0, 255}}, resize},
-		{{Kind: transform.OpSmartResize, MinPixels: 256, MaxPixels: 8192, Multiple: 28, Interp: transform.InterpBicubic}},
+		{{Kind: transform.OpSmartResize, Interp: transform.InterpBicubic, Args: &transform.SmartResizeArgs{MinPixels: 256, MaxPixels: 8192, Factor: 28}}},
 	}
 	alone := mustTransform(t, transform.CHW, crop)
 	d := NewDecoder()

@@ -393,12 +393,8 @@ type Op struct {
 	Factor    float64
 	// MinSize and MinArea: SanitizeBoundingBoxes' bounds (each >= 1).
 	MinSize, MinArea float64
-	// MinPixels, MaxPixels and Multiple: SmartResize's pixel budget and
-	// the multiple of its sides (transformers' min_pixels, max_pixels and
-	// factor); NaFlexResize's max_num_patches and patch_size.
-	MinPixels, MaxPixels, Multiple int
-	Sizes                          []int // RandomShortestSize's min_size; RandomResize's min_size, max_size
-	MaxSize                        int   // RandomShortestSize's max_size (0: None)
+	Sizes            []int // RandomShortestSize's min_size; RandomResize's min_size, max_size
+	MaxSize          int   // RandomShortestSize's max_size (0: None)
 	// SideRange: RandomZoomOut's side_range (min, max), its fill Fill.
 	SideRange [2]float64
 	// RandomIoUCrop: Scale (min_scale, max_scale), Ratio
@@ -439,15 +435,6 @@ type Op struct {
 	// (timm's RandomResizedCropAndInterpolation(interpolation="random")),
 	// Interp then bilinear.
 	RandomInterp bool
-	// TileTokens: TileResize's tokens_per_tile, the model's vision tokens
-	// a tile becomes (InternVL's 256: 448 / 14 patches a side, halved by
-	// its pixel shuffle), for batch_tokens.
-	TileTokens int
-	// AnyResResize's model token count, for batch_tokens (op_anyres.go):
-	// Multiple its patch side, PatchGrid the model's tokens a patch
-	// side, BaseTokens the base image's, MaxPatches OneVision's
-	// anyres_max_N pooling (0: none).
-	PatchGrid, BaseTokens, MaxPatches int
 	// Args is the op's own arguments as its family types them (a
 	// pointer to its struct, declared beside the op's Def: the YOLO
 	// family's, op_yolo.go and op_mosaic.go), for an op that has one:

@@ -56,9 +56,9 @@ func TestAnyResFit(t *testing.T) {
 		{5000, 100, 0, 2304, 384, 2304, 47},
 		{5000, 100, 1, 1008, 336, 1008, 21},
 	} {
-		op := &optab.Op{Kind: OpAnyResResize, Sizes: onevisionPinpoints()}
+		op := &optab.Op{Kind: OpAnyResResize, Args: &AnyResResizeArgs{GridPinpoints: onevisionPinpoints()}}
 		if c[2] == 1 {
-			op.Sizes = small
+			op.Args = &AnyResResizeArgs{GridPinpoints: small}
 		}
 		bw, bh, rw, rh := AnyResFit(op, c[0], c[1])
 		if bw != c[3] || bh != c[4] || rw != c[5] || rh != c[6] {
@@ -66,7 +66,7 @@ func TestAnyResFit(t *testing.T) {
 		}
 	}
 	for _, sizes := range [][]int{nil, {384}, {0, 384}, {384, optab.MaxSide + 1}} {
-		if err := checkAnyRes(&optab.Op{Kind: OpAnyResResize, Sizes: sizes}, 0); err == nil {
+		if err := checkAnyRes(&optab.Op{Kind: OpAnyResResize, Args: &AnyResResizeArgs{GridPinpoints: sizes}}, 0); err == nil {
 			t.Errorf("grid_pinpoints %v accepted", sizes)
 		}
 	}
@@ -75,7 +75,7 @@ func TestAnyResFit(t *testing.T) {
 // TestAnyResPlan: the plan resizes into the resolution and pads to it,
 // centred (left and top floored), zeros: a CenterCrop's padding.
 func TestAnyResPlan(t *testing.T) {
-	tf, err := NewTransform(CHW, optab.Op{Kind: OpAnyResResize, Sizes: []int{336, 672, 672, 336, 672, 672, 1008, 336, 336, 1008}, Interp: InterpBicubic})
+	tf, err := NewTransform(CHW, optab.Op{Kind: OpAnyResResize, Interp: InterpBicubic, Args: &AnyResResizeArgs{GridPinpoints: []int{336, 672, 672, 336, 672, 672, 1008, 336, 336, 1008}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +106,8 @@ func TestAnyResTokens(t *testing.T) {
 	sizes := [][2]int{{480, 640}, {640, 480}, {427, 640}, {612, 612}, {20, 12}, {180, 1400}, {1000, 240}, {1500, 2000}, {8, 1190},
 		{98, 70}, {4032, 3024}, {3000, 4000}, {384, 384}, {385, 384}, {768, 1152}, {1, 1}, {2304, 2304}, {5000, 300},
 		{300, 5000}, {333, 500}, {500, 333}, {1024, 768}, {720, 1280}, {1080, 1920}, {2160, 3840}} // (h, w)
-	ov := optab.Op{Kind: OpAnyResResize, Sizes: onevisionPinpoints(), Multiple: 384, PatchGrid: 27, BaseTokens: 729, MaxPatches: 9}
-	next := optab.Op{Kind: OpAnyResResize, Sizes: []int{336, 672, 672, 336, 672, 672, 1008, 336, 336, 1008}, Multiple: 336, PatchGrid: 24, BaseTokens: 576}
+	ov := optab.Op{Kind: OpAnyResResize, Args: &AnyResResizeArgs{GridPinpoints: onevisionPinpoints(), Patch: 384, TokensGrid: 27, BaseTokens: 729, MaxPatches: 9}}
+	next := optab.Op{Kind: OpAnyResResize, Args: &AnyResResizeArgs{GridPinpoints: []int{336, 672, 672, 336, 672, 672, 1008, 336, 336, 1008}, Patch: 336, TokensGrid: 24, BaseTokens: 576}}
 	for _, c := range []struct {
 		name string
 		op   optab.Op
@@ -123,7 +123,7 @@ func TestAnyResTokens(t *testing.T) {
 			}
 		}
 	}
-	if _, err := anyResTokens(&optab.Op{Kind: OpAnyResResize, Sizes: onevisionPinpoints()}, 640, 480); err == nil {
+	if _, err := anyResTokens(&optab.Op{Kind: OpAnyResResize, Args: &AnyResResizeArgs{GridPinpoints: onevisionPinpoints()}}, 640, 480); err == nil {
 		t.Error("an AnyResResize without the model's count has tokens")
 	}
 }
@@ -175,7 +175,7 @@ func TestPadToSquare(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", optab.OpsString(c.ops), err, c.want)
 		}
 	}
-	ov := optab.Op{Kind: OpAnyResResize, Sizes: onevisionPinpoints(), Multiple: 384, PatchGrid: 27, BaseTokens: 729, MaxPatches: 9, Interp: InterpBicubic}
+	ov := optab.Op{Kind: OpAnyResResize, Interp: InterpBicubic, Args: &AnyResResizeArgs{GridPinpoints: onevisionPinpoints(), Patch: 384, TokensGrid: 27, BaseTokens: 729, MaxPatches: 9}}
 	groups := []ViewGroup{{Name: "canvas", Count: 1, Ops: []optab.Op{ov}}, {Name: "base", Count: 1, Ops: []optab.Op{resize}}}
 	two, err := NewViews(CHW, groups...)
 	if err != nil {

@@ -23,13 +23,13 @@ func TestNaFlexSize(t *testing.T) {
 		{224, 224, 16, 196, 224, 224},
 		{70, 98, 16, 64, 112, 144},
 	} {
-		op := &optab.Op{Kind: OpNaFlexResize, Multiple: c[2], MaxPixels: c[3]}
+		op := &optab.Op{Kind: OpNaFlexResize, Args: &NaFlexResizeArgs{PatchSize: c[2], MaxPatches: c[3]}}
 		w, h, err := NaFlexSize(op, c[0], c[1])
 		if err != nil || w != c[4] || h != c[5] {
 			t.Errorf("NaFlexSize(%dx%d, patch %d, %d patches) = %dx%d, %v; transformers' %dx%d", c[0], c[1], c[2], c[3], w, h, err, c[4], c[5])
 		}
 	}
-	if err := checkNaFlex(&optab.Op{Kind: OpNaFlexResize, Multiple: 16, MaxPixels: 0}, 0); err == nil {
+	if err := checkNaFlex(&optab.Op{Kind: OpNaFlexResize, Args: &NaFlexResizeArgs{PatchSize: 16, MaxPatches: 0}}, 0); err == nil {
 		t.Error("max_num_patches 0 accepted")
 	}
 }

@@ -27,6 +27,15 @@ import (
 // (height, width) pairs, Interp its resample.
 const OpAnyResResize optab.OpKind = "AnyResResize"
 
+// AnyResResizeArgs are AnyResResize's arguments (optab.Op.Args):
+// grid_pinpoints (flat (height, width) pairs), and the model's token
+// count's patch, tokens_grid, base_tokens and max_patches (0: none); its
+// interpolation is optab.Op.Interp.
+type AnyResResizeArgs struct {
+	GridPinpoints                             []int
+	Patch, TokensGrid, BaseTokens, MaxPatches int
+}
+
 // maxPinpoints bounds grid_pinpoints: LLaVA-OneVision's are 36.
 const maxPinpoints = 256
 
@@ -42,22 +51,23 @@ func init() {
 		Doc:   "LLaVA-OneVision's AnyRes (transformers' LlavaOnevisionImageProcessor): the image resized, aspect kept, into the best-fitting resolution of grid_pinpoints (flat (height, width) pairs; select_best_resolution) and padded to it with zeros, centred; each sample its own size (the trainer cuts the patches)",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
 		Params: []optab.Param{
-			{Name: "grid_pinpoints", Typ: optab.PInts, At: func(o *optab.Op) any { return &o.Sizes }, Lo: 1, Hi: optab.MaxSide},
+			{Name: "grid_pinpoints", Typ: optab.PInts, At: func(o *optab.Op) any { return &optab.ArgsAt[AnyResResizeArgs](o).GridPinpoints }, Lo: 1, Hi: optab.MaxSide},
 			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &o.Interp }},
 			// The model's vision tokens (batch_tokens): the processor's
 			// patch side, the model's tokens a patch side, the base
 			// image's tokens, OneVision's anyres_max_N (0: no pooling);
 			// 0: no count.
-			{Name: "patch", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &o.Multiple }, Lo: 0, Hi: optab.MaxSide},
-			{Name: "tokens_grid", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &o.PatchGrid }, Lo: 0, Hi: 1024},
-			{Name: "base_tokens", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &o.BaseTokens }, Lo: 0, Hi: 1 << 20},
-			{Name: "max_patches", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &o.MaxPatches }, Lo: 0, Hi: 1024},
+			{Name: "patch", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &optab.ArgsAt[AnyResResizeArgs](o).Patch }, Lo: 0, Hi: optab.MaxSide},
+			{Name: "tokens_grid", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &optab.ArgsAt[AnyResResizeArgs](o).TokensGrid }, Lo: 0, Hi: 1024},
+			{Name: "base_tokens", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &optab.ArgsAt[AnyResResizeArgs](o).BaseTokens }, Lo: 0, Hi: 1 << 20},
+			{Name: "max_patches", Typ: optab.PInt, Def: "0", At: func(o *optab.Op) any { return &optab.ArgsAt[AnyResResizeArgs](o).MaxPatches }, Lo: 0, Hi: 1024},
 		},
 		Misplaced: "AnyResResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(grid_pinpoints=%v", op.Sizes)
-			if op.PatchGrid > 0 {
-				fmt.Fprintf(b, ", patch=%d, tokens_grid=%d, base_tokens=%d, max_patches=%d", op.Multiple, op.PatchGrid, op.BaseTokens, op.MaxPatches)
+			ra := optab.ArgsOf[AnyResResizeArgs](op)
+			fmt.Fprintf(b, "(grid_pinpoints=%v", ra.GridPinpoints)
+			if ra.TokensGrid > 0 {
+				fmt.Fprintf(b, ", patch=%d, tokens_grid=%d, base_tokens=%d, max_patches=%d", ra.Patch, ra.TokensGrid, ra.BaseTokens, ra.MaxPatches)
 			}
 			formatInterp(b, op)
 		}})
@@ -142,22 +152,23 @@ func squarePad(_ *optab.Op, w, h int, _ det.Key) (cw, ch int, pad [4]int, zoomed
 
 // checkAnyRes checks an AnyResResize, the geometry's op n.
 func checkAnyRes(op *optab.Op, n int) error {
+	ra := optab.ArgsOf[AnyResResizeArgs](op)
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: transform: AnyResResize %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	switch {
 	case n > 0:
 		return bad("must come first: it resizes the whole image")
-	case len(op.Sizes) == 0 || len(op.Sizes)%2 != 0 || len(op.Sizes) > 2*maxPinpoints:
-		return bad("grid_pinpoints of %d values: want 1 to %d (height, width) pairs, flat", len(op.Sizes), maxPinpoints)
+	case len(ra.GridPinpoints) == 0 || len(ra.GridPinpoints)%2 != 0 || len(ra.GridPinpoints) > 2*maxPinpoints:
+		return bad("grid_pinpoints of %d values: want 1 to %d (height, width) pairs, flat", len(ra.GridPinpoints), maxPinpoints)
 	}
-	for _, s := range op.Sizes {
+	for _, s := range ra.GridPinpoints {
 		if s < 1 || s > optab.MaxSide {
-			return bad("grid_pinpoints %v: sides must be in 1..%d", op.Sizes, optab.MaxSide)
+			return bad("grid_pinpoints %v: sides must be in 1..%d", ra.GridPinpoints, optab.MaxSide)
 		}
 	}
-	if (op.PatchGrid > 0) != (op.Multiple > 0) {
-		return bad("patch %d and tokens_grid %d: give both (the model's token count) or neither", op.Multiple, op.PatchGrid)
+	if (ra.TokensGrid > 0) != (ra.Patch > 0) {
+		return bad("patch %d and tokens_grid %d: give both (the model's token count) or neither", ra.Patch, ra.TokensGrid)
 	}
 	return nil
 }
@@ -171,14 +182,15 @@ func checkAnyRes(op *optab.Op, n int) error {
 // aspect, rounded as Python's int(round(x, 7))); a newline token a row;
 // pooled to anyres_max_N patches' worth where the ratio passes 1.1.
 func anyResTokens(op *optab.Op, w, h int) (int64, error) {
-	if op.PatchGrid < 1 || op.Multiple < 1 {
+	ra := optab.ArgsOf[AnyResResizeArgs](op)
+	if ra.TokensGrid < 1 || ra.Patch < 1 {
 		return 0, fmt.Errorf("%w: transform: batch_tokens with AnyResResize wants the model's count: patch and tokens_grid (from_hf of the model's processor sets them)", errs.Unsupported)
 	}
 	bw, bh, _, _ := AnyResFit(op, w, h)
-	g := op.PatchGrid
-	ch, cw := g*(bh/op.Multiple), g*(bw/op.Multiple)
+	g := ra.TokensGrid
+	ch, cw := g*(bh/ra.Patch), g*(bw/ra.Patch)
 	if ch < 1 || cw < 1 {
-		return 0, fmt.Errorf("%w: transform: AnyResResize: resolution %dx%d is less than a patch of %d", errs.Unsupported, bw, bh, op.Multiple)
+		return 0, fmt.Errorf("%w: transform: AnyResResize: resolution %dx%d is less than a patch of %d", errs.Unsupported, bw, bh, ra.Patch)
 	}
 	if float64(w)/float64(h) > float64(cw)/float64(ch) {
 		nh := pyIntRound7(float64(h) * (float64(cw) / float64(w)))
@@ -188,14 +200,14 @@ func anyResTokens(op *optab.Op, w, h int) (int64, error) {
 		cw -= floorDiv(cw-nw, 2) * 2
 	}
 	unpadded, newlines := int64(ch)*int64(cw), int64(ch)
-	if op.MaxPatches > 0 {
-		ratio := math.Sqrt(float64(int64(ch)*int64(cw)) / float64(int64(op.MaxPatches)*int64(g)*int64(g)))
+	if ra.MaxPatches > 0 {
+		ratio := math.Sqrt(float64(int64(ch)*int64(cw)) / float64(int64(ra.MaxPatches)*int64(g)*int64(g)))
 		if ratio > 1.1 {
 			a, b := int64(pyFloorDivFloat(float64(ch), ratio)), int64(pyFloorDivFloat(float64(cw), ratio))
 			unpadded, newlines = a*b, a
 		}
 	}
-	return unpadded + newlines + int64(op.BaseTokens), nil
+	return unpadded + newlines + int64(ra.BaseTokens), nil
 }
 
 // pyIntRound7 is Python's int(round(x, 7)) for x >= 0: x truncated, but
@@ -244,10 +256,11 @@ func pyFloorDivFloat(a, b float64) float64 {
 // most the resolution's). It returns the resolution (bw, bh) and the
 // resized image's size (rw, rh) in it.
 func AnyResFit(op *optab.Op, w, h int) (bw, bh, rw, rh int) {
+	ra := optab.ArgsOf[AnyResResizeArgs](op)
 	fw, fh := float64(w), float64(h)
 	best, effBest, wasteBest := -1, 0, math.MaxInt
-	for i := 0; i+1 < len(op.Sizes); i += 2 {
-		ph, pw := op.Sizes[i], op.Sizes[i+1]
+	for i := 0; i+1 < len(ra.GridPinpoints); i += 2 {
+		ph, pw := ra.GridPinpoints[i], ra.GridPinpoints[i+1]
 		scale := min(float64(pw)/fw, float64(ph)/fh)
 		dw, dh := int(float64(fw*scale)), int(float64(fh*scale))
 		eff := min(dw*dh, w*h)
@@ -259,7 +272,7 @@ func AnyResFit(op *optab.Op, w, h int) (bw, bh, rw, rh int) {
 	if best < 0 { // every resolution keeps no pixel (a 1-pixel pinpoint for a huge image): Python's None; take the first
 		best = 0
 	}
-	bh, bw = op.Sizes[best], op.Sizes[best+1]
+	bh, bw = ra.GridPinpoints[best], ra.GridPinpoints[best+1]
 	sw, sh := float64(bw)/fw, float64(bh)/fh
 	if sw < sh {
 		rw, rh = bw, min(int(math.Ceil(float64(fh*sw))), bh)
@@ -272,8 +285,9 @@ func AnyResFit(op *optab.Op, w, h int) (bw, bh, rw, rh int) {
 // anyResBound is an AnyResResize's own bound: its largest pinpoint's
 // height and width (every resolution fits).
 func anyResBound(op *optab.Op) (h, w int) {
-	for i := 0; i+1 < len(op.Sizes); i += 2 {
-		h, w = max(h, op.Sizes[i]), max(w, op.Sizes[i+1])
+	ra := optab.ArgsOf[AnyResResizeArgs](op)
+	for i := 0; i+1 < len(ra.GridPinpoints); i += 2 {
+		h, w = max(h, ra.GridPinpoints[i]), max(w, ra.GridPinpoints[i+1])
 	}
 	return h, w
 }
@@ -288,10 +302,11 @@ func (t *Transform) VisionTokensIn(w, h, images int) (int64, error) {
 		if v0 := t.views[0]; v0.resize != nil && v0.resize.Kind == OpAnyResResize {
 			for _, v := range t.views[1:] {
 				if v.zoom != nil && v.zoom.Kind == OpPadToSquare {
-					if v0.resize.PatchGrid < 1 {
+					ra := optab.ArgsOf[AnyResResizeArgs](v0.resize)
+					if ra.TokensGrid < 1 {
 						return anyResTokens(v0.resize, w, h) // refused: no count
 					}
-					return int64(v0.resize.BaseTokens) + 1, nil
+					return int64(ra.BaseTokens) + 1, nil
 				}
 			}
 		}

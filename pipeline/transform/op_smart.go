@@ -25,6 +25,11 @@ import (
 // (patch_size * merge_size), Interp its resample. The geometry, alone.
 const OpSmartResize optab.OpKind = "SmartResize"
 
+// SmartResizeArgs are SmartResize's arguments (optab.Op.Args), with
+// transformers' names: min_pixels, max_pixels and factor; its
+// interpolation is optab.Op.Interp, every resize's.
+type SmartResizeArgs struct{ MinPixels, MaxPixels, Factor int }
+
 // maxSmartRatio is smart_resize's limit on the image's aspect ratio
 // (longer over shorter side): past it, transformers raises.
 const maxSmartRatio = 200
@@ -34,20 +39,22 @@ func init() {
 		Doc:   "transformers' Qwen2-VL smart_resize: the whole image resized to sides that are multiples of factor (patch_size * merge_size), its area within [min_pixels, max_pixels], each sample its own size",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
 		Params: []optab.Param{
-			{Name: "min_pixels", Typ: optab.PInt, Def: "3136", At: func(o *optab.Op) any { return &o.MinPixels }, Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
-			{Name: "max_pixels", Typ: optab.PInt, Def: "1003520", At: func(o *optab.Op) any { return &o.MaxPixels }, Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
-			{Name: "factor", Typ: optab.PInt, Def: "28", At: func(o *optab.Op) any { return &o.Multiple }, Lo: 1, Hi: 1024},
+			{Name: "min_pixels", Typ: optab.PInt, Def: "3136", At: func(o *optab.Op) any { return &optab.ArgsAt[SmartResizeArgs](o).MinPixels }, Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
+			{Name: "max_pixels", Typ: optab.PInt, Def: "1003520", At: func(o *optab.Op) any { return &optab.ArgsAt[SmartResizeArgs](o).MaxPixels }, Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
+			{Name: "factor", Typ: optab.PInt, Def: "28", At: func(o *optab.Op) any { return &optab.ArgsAt[SmartResizeArgs](o).Factor }, Lo: 1, Hi: 1024},
 			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &o.Interp }},
 		},
 		Misplaced: "SmartResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(min_pixels=%d, max_pixels=%d, factor=%d", op.MinPixels, op.MaxPixels, op.Multiple)
+			sa := optab.ArgsOf[SmartResizeArgs](op)
+			fmt.Fprintf(b, "(min_pixels=%d, max_pixels=%d, factor=%d", sa.MinPixels, sa.MaxPixels, sa.Factor)
 			formatInterp(b, op)
 		}})
-	defineSelfSized(OpSmartResize, selfSizer{check: checkSmart, size: SmartSize, afterCrop: (*Transform).smartAfterCrop, tokens: patchTokens,
+	defineSelfSized(OpSmartResize, selfSizer{check: checkSmart, size: SmartSize, afterCrop: (*Transform).smartAfterCrop, tokens: patchTokens(func(op *optab.Op) int { return optab.ArgsOf[SmartResizeArgs](op).Factor }),
 		bound: func(op *optab.Op) (int, int, string) {
+			sa := optab.ArgsOf[SmartResizeArgs](op)
 			s := smartBound(op)
-			return s, s, fmt.Sprintf("SmartResize's own bound, a square of twice max_pixels=%d", op.MaxPixels)
+			return s, s, fmt.Sprintf("SmartResize's own bound, a square of twice max_pixels=%d", sa.MaxPixels)
 		}})
 }
 
@@ -98,16 +105,17 @@ func (t *Transform) placeSelfSized(s selfSizer, op *optab.Op, n int) error {
 
 // checkSmart checks a SmartResize, the geometry's op n.
 func checkSmart(op *optab.Op, n int) error {
+	sa := optab.ArgsOf[SmartResizeArgs](op)
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: transform: SmartResize %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	switch {
 	case n > 0:
 		return bad("must come first: it resizes the whole image")
-	case op.Multiple < 1 || op.Multiple > 1024:
-		return bad("factor %d: want 1..1024", op.Multiple)
-	case op.MinPixels < 1 || op.MaxPixels < op.MinPixels || op.MaxPixels > optab.MaxSide*optab.MaxSide:
-		return bad("min_pixels %d, max_pixels %d: want 1 <= min_pixels <= max_pixels <= %d", op.MinPixels, op.MaxPixels, optab.MaxSide*optab.MaxSide)
+	case sa.Factor < 1 || sa.Factor > 1024:
+		return bad("factor %d: want 1..1024", sa.Factor)
+	case sa.MinPixels < 1 || sa.MaxPixels < sa.MinPixels || sa.MaxPixels > optab.MaxSide*optab.MaxSide:
+		return bad("min_pixels %d, max_pixels %d: want 1 <= min_pixels <= max_pixels <= %d", sa.MinPixels, sa.MaxPixels, optab.MaxSide*optab.MaxSide)
 	}
 	return nil
 }
@@ -120,6 +128,7 @@ func checkSmart(op *optab.Op, n int) error {
 // sqrt(min_pixels / (h*w)) and ceiled. An aspect past 200 is refused as
 // transformers refuses it.
 func SmartSize(op *optab.Op, w, h int) (rw, rh int, err error) {
+	sa := optab.ArgsOf[SmartResizeArgs](op)
 	if w < 1 || h < 1 {
 		return 0, 0, fmt.Errorf("%w: SmartResize of a %dx%d image", errs.Unsupported, w, h)
 	}
@@ -127,18 +136,18 @@ func SmartSize(op *optab.Op, w, h int) (rw, rh int, err error) {
 		return 0, 0, fmt.Errorf("%w: SmartResize: the %dx%d image's aspect ratio is %g: want at most %d (transformers' smart_resize refuses it too)",
 			errs.Unsupported, w, h, r, maxSmartRatio)
 	}
-	f := float64(op.Multiple)
-	hb := int(math.RoundToEven(float64(h)/f)) * op.Multiple
-	wb := int(math.RoundToEven(float64(w)/f)) * op.Multiple
+	f := float64(sa.Factor)
+	hb := int(math.RoundToEven(float64(h)/f)) * sa.Factor
+	wb := int(math.RoundToEven(float64(w)/f)) * sa.Factor
 	switch {
-	case hb*wb > op.MaxPixels:
-		beta := math.Sqrt(float64(h*w) / float64(op.MaxPixels))
-		hb = max(op.Multiple, int(math.Floor(float64(h)/beta/f))*op.Multiple)
-		wb = max(op.Multiple, int(math.Floor(float64(w)/beta/f))*op.Multiple)
-	case hb*wb < op.MinPixels:
-		beta := math.Sqrt(float64(op.MinPixels) / float64(h*w))
-		hb = int(math.Ceil(float64(float64(h)*beta)/f)) * op.Multiple
-		wb = int(math.Ceil(float64(float64(w)*beta)/f)) * op.Multiple
+	case hb*wb > sa.MaxPixels:
+		beta := math.Sqrt(float64(h*w) / float64(sa.MaxPixels))
+		hb = max(sa.Factor, int(math.Floor(float64(h)/beta/f))*sa.Factor)
+		wb = max(sa.Factor, int(math.Floor(float64(w)/beta/f))*sa.Factor)
+	case hb*wb < sa.MinPixels:
+		beta := math.Sqrt(float64(sa.MinPixels) / float64(h*w))
+		hb = int(math.Ceil(float64(float64(h)*beta)/f)) * sa.Factor
+		wb = int(math.Ceil(float64(float64(w)*beta)/f)) * sa.Factor
 	}
 	if hb < 1 || wb < 1 {
 		return 0, 0, fmt.Errorf("%w: SmartResize makes the %dx%d image %dx%d: a side of 0 pixels (torchvision's resize fails too)",
@@ -157,8 +166,9 @@ func SmartSize(op *optab.Op, w, h int) (rw, rh int, err error) {
 // aspect ratio up to about 2:1 fits; a longer one fails alone, naming
 // the bound (give the job a max_size=(h, w) for such data).
 func smartBound(op *optab.Op) int {
-	s := int(math.Ceil(math.Sqrt(2*float64(op.MaxPixels))/float64(op.Multiple))) * op.Multiple
-	return max(min(s, optab.MaxSide), op.Multiple)
+	sa := optab.ArgsOf[SmartResizeArgs](op)
+	s := int(math.Ceil(math.Sqrt(2*float64(sa.MaxPixels))/float64(sa.Factor))) * sa.Factor
+	return max(min(s, optab.MaxSide), sa.Factor)
 }
 
 // smartSize sets the output of a SmartResize geometry: each sample its own

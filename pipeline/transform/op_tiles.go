@@ -26,6 +26,13 @@ import (
 // min_patches and max_patches (tiles), Interp its resample.
 const OpTileResize optab.OpKind = "TileResize"
 
+// TileResizeArgs are TileResize's arguments (optab.Op.Args): tile_size,
+// min_tiles, max_tiles and tokens_per_tile, the model's vision tokens a
+// tile becomes, for batch_tokens (InternVL's 256: 448 / 14 patches a
+// side, halved by its pixel shuffle); its interpolation is
+// optab.Op.Interp.
+type TileResizeArgs struct{ TileSize, MinTiles, MaxTiles, TokensPerTile int }
+
 // maxTiles bounds max_tiles (InternVL's checkpoints use 6 to 12; its
 // document recipes up to 40): the grid search walks every grid of at most
 // max_tiles tiles for each sample (about max_tiles^2 / 2 steps).
@@ -36,39 +43,42 @@ func init() {
 		Doc:   "InternVL's dynamic tiling (transformers' GotOcr2ImageProcessor, crop_to_patches): the whole image resized to the grid of tile_size tiles, min_tiles to max_tiles of them, whose aspect is closest to the image's; each sample its own size (the trainer cuts the tiles)",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
 		Params: []optab.Param{
-			{Name: "tile_size", Typ: optab.PInt, Def: "448", At: func(o *optab.Op) any { return &o.Multiple }, Lo: 1, Hi: optab.MaxSide},
-			{Name: "min_tiles", Typ: optab.PInt, Def: "1", At: func(o *optab.Op) any { return &o.MinPixels }, Lo: 1, Hi: maxTiles},
-			{Name: "max_tiles", Typ: optab.PInt, Def: "12", At: func(o *optab.Op) any { return &o.MaxPixels }, Lo: 1, Hi: maxTiles},
+			{Name: "tile_size", Typ: optab.PInt, Def: "448", At: func(o *optab.Op) any { return &optab.ArgsAt[TileResizeArgs](o).TileSize }, Lo: 1, Hi: optab.MaxSide},
+			{Name: "min_tiles", Typ: optab.PInt, Def: "1", At: func(o *optab.Op) any { return &optab.ArgsAt[TileResizeArgs](o).MinTiles }, Lo: 1, Hi: maxTiles},
+			{Name: "max_tiles", Typ: optab.PInt, Def: "12", At: func(o *optab.Op) any { return &optab.ArgsAt[TileResizeArgs](o).MaxTiles }, Lo: 1, Hi: maxTiles},
 			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &o.Interp }},
-			{Name: "tokens_per_tile", Typ: optab.PInt, Def: "256", At: func(o *optab.Op) any { return &o.TileTokens }, Lo: 1, Hi: 1 << 16},
+			{Name: "tokens_per_tile", Typ: optab.PInt, Def: "256", At: func(o *optab.Op) any { return &optab.ArgsAt[TileResizeArgs](o).TokensPerTile }, Lo: 1, Hi: 1 << 16},
 		},
 		Misplaced: "TileResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(tile_size=%d, min_tiles=%d, max_tiles=%d, tokens_per_tile=%d", op.Multiple, op.MinPixels, op.MaxPixels, op.TileTokens)
+			ta := optab.ArgsOf[TileResizeArgs](op)
+			fmt.Fprintf(b, "(tile_size=%d, min_tiles=%d, max_tiles=%d, tokens_per_tile=%d", ta.TileSize, ta.MinTiles, ta.MaxTiles, ta.TokensPerTile)
 			formatInterp(b, op)
 		}})
 	defineSelfSized(OpTileResize, selfSizer{check: checkTiles, size: TileSize,
 		tokens: func(op *optab.Op, w, h, views int) (int64, error) { return tileTokens(op, w, h, views > 1) }, // its thumbnail a view
 		bound: func(op *optab.Op) (int, int, string) {
+			ta := optab.ArgsOf[TileResizeArgs](op)
 			s := tileBound(op)
-			return s, s, fmt.Sprintf("TileResize's own bound, a square of twice max_tiles=%d tiles", op.MaxPixels)
+			return s, s, fmt.Sprintf("TileResize's own bound, a square of twice max_tiles=%d tiles", ta.MaxTiles)
 		}})
 }
 
 // checkTiles checks a TileResize, the geometry's op n.
 func checkTiles(op *optab.Op, n int) error {
+	ta := optab.ArgsOf[TileResizeArgs](op)
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: transform: TileResize %s", errs.Unsupported, fmt.Sprintf(format, a...))
 	}
 	switch {
 	case n > 0:
 		return bad("must come first: it resizes the whole image")
-	case op.Multiple < 1 || op.Multiple > optab.MaxSide:
-		return bad("tile_size %d: want 1..%d", op.Multiple, optab.MaxSide)
-	case op.MinPixels < 1 || op.MaxPixels < op.MinPixels || op.MaxPixels > maxTiles:
-		return bad("min_tiles %d, max_tiles %d: want 1 <= min_tiles <= max_tiles <= %d", op.MinPixels, op.MaxPixels, maxTiles)
-	case op.TileTokens < 1 || op.TileTokens > 1<<16:
-		return bad("tokens_per_tile %d: want 1..%d", op.TileTokens, 1<<16)
+	case ta.TileSize < 1 || ta.TileSize > optab.MaxSide:
+		return bad("tile_size %d: want 1..%d", ta.TileSize, optab.MaxSide)
+	case ta.MinTiles < 1 || ta.MaxTiles < ta.MinTiles || ta.MaxTiles > maxTiles:
+		return bad("min_tiles %d, max_tiles %d: want 1 <= min_tiles <= max_tiles <= %d", ta.MinTiles, ta.MaxTiles, maxTiles)
+	case ta.TokensPerTile < 1 || ta.TokensPerTile > 1<<16:
+		return bad("tokens_per_tile %d: want 1..%d", ta.TokensPerTile, 1<<16)
 	}
 	return nil
 }
@@ -81,10 +91,11 @@ func checkTiles(op *optab.Op, n int) error {
 // max_tiles tiles, columns the outer loop, stably sorted by tiles): by
 // tiles, then columns ascending; nothing is allocated.
 func TileGrid(op *optab.Op, w, h int) (cols, rows int) {
+	ta := optab.ArgsOf[TileResizeArgs](op)
 	aspect, area := float64(w)/float64(h), float64(w)*float64(h)
-	t := float64(op.Multiple)
+	t := float64(ta.TileSize)
 	best, diff := [2]int{1, 1}, math.Inf(1)
-	for n := op.MinPixels; n <= op.MaxPixels; n++ {
+	for n := ta.MinTiles; n <= ta.MaxTiles; n++ {
 		for c := 1; c <= n; c++ {
 			if n%c != 0 {
 				continue
@@ -105,14 +116,15 @@ func TileGrid(op *optab.Op, w, h int) (cols, rows int) {
 // TileSize is a TileResize's canvas for a w x h image: tile_size times
 // its grid's columns and rows.
 func TileSize(op *optab.Op, w, h int) (rw, rh int, err error) {
+	ta := optab.ArgsOf[TileResizeArgs](op)
 	if w < 1 || h < 1 {
 		return 0, 0, fmt.Errorf("%w: TileResize of a %dx%d image", errs.Unsupported, w, h)
 	}
 	c, r := TileGrid(op, w, h)
-	rw, rh = c*op.Multiple, r*op.Multiple
+	rw, rh = c*ta.TileSize, r*ta.TileSize
 	if rw > optab.MaxSide || rh > optab.MaxSide {
 		return 0, 0, fmt.Errorf("%w: TileResize makes the %dx%d image %dx%d (%dx%d tiles of %d): past the largest side, %d",
-			errs.TooLarge, w, h, rw, rh, c, r, op.Multiple, optab.MaxSide)
+			errs.TooLarge, w, h, rw, rh, c, r, ta.TileSize, optab.MaxSide)
 	}
 	return rw, rh, nil
 }
@@ -124,8 +136,9 @@ func TileSize(op *optab.Op, w, h int) (rw, rh int, err error) {
 // one fails alone, naming the bound (give the job a max_size=(h, w) for
 // panoramas).
 func tileBound(op *optab.Op) int {
-	s := int(math.Ceil(math.Sqrt(2*float64(op.MaxPixels)))) * op.Multiple
-	return max(min(s, optab.MaxSide), op.Multiple)
+	ta := optab.ArgsOf[TileResizeArgs](op)
+	s := int(math.Ceil(math.Sqrt(2*float64(ta.MaxTiles)))) * ta.TileSize
+	return max(min(s, optab.MaxSide), ta.TileSize)
 }
 
 // tileTokens is the vision tokens a w x h image's tiles become under a
@@ -133,6 +146,7 @@ func tileBound(op *optab.Op) int {
 // transform makes one (a second view) and the grid has more than one
 // tile (as the processor adds it), times tokens_per_tile.
 func tileTokens(op *optab.Op, w, h int, thumbnail bool) (int64, error) {
+	ta := optab.ArgsOf[TileResizeArgs](op)
 	if _, _, err := TileSize(op, w, h); err != nil {
 		return 0, err
 	}
@@ -141,5 +155,5 @@ func tileTokens(op *optab.Op, w, h int, thumbnail bool) (int64, error) {
 	if thumbnail && n > 1 {
 		n++
 	}
-	return n * int64(op.TileTokens), nil
+	return n * int64(ta.TokensPerTile), nil
 }

@@ -19,9 +19,9 @@ import (
 // 2.5 and 3.5 times 28), and the aspect limit. python/tests/test_vlm_qwen.py
 // compares every photo's size with transformers' own through a server.
 func TestSmartSize(t *testing.T) {
-	q2 := optab.Op{Kind: OpSmartResize, MinPixels: 3136, MaxPixels: 1003520, Multiple: 28}
-	q3 := optab.Op{Kind: OpSmartResize, MinPixels: 65536, MaxPixels: 16777216, Multiple: 32}
-	budget := optab.Op{Kind: OpSmartResize, MinPixels: 14400, MaxPixels: 22500, Multiple: 28}
+	q2 := optab.Op{Kind: OpSmartResize, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28}}
+	q3 := optab.Op{Kind: OpSmartResize, Args: &SmartResizeArgs{MinPixels: 65536, MaxPixels: 16777216, Factor: 32}}
+	budget := optab.Op{Kind: OpSmartResize, Args: &SmartResizeArgs{MinPixels: 14400, MaxPixels: 22500, Factor: 28}}
 	for _, c := range []struct {
 		name         string
 		op           *optab.Op
@@ -57,7 +57,7 @@ func TestSmartSize(t *testing.T) {
 // alone, its own bound a square of twice max_pixels, the job's max_size
 // taking its place.
 func TestSmartResizeTransform(t *testing.T) {
-	op := optab.Op{Kind: OpSmartResize, MinPixels: 3136, MaxPixels: 1003520, Multiple: 28, Interp: InterpBicubic}
+	op := optab.Op{Kind: OpSmartResize, Interp: InterpBicubic, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28}}
 	tr, err := NewTransform(CHW, op)
 	if err != nil {
 		t.Fatal(err)
@@ -75,8 +75,8 @@ func TestSmartResizeTransform(t *testing.T) {
 	}
 	for _, ops := range [][]optab.Op{
 		{op, {Kind: OpCenterCrop, Size: [2]int{224, 224}}},
-		{{Kind: OpSmartResize, MinPixels: 10, MaxPixels: 5, Multiple: 28}},
-		{{Kind: OpSmartResize, MinPixels: 10, MaxPixels: 50, Multiple: 0}},
+		{{Kind: OpSmartResize, Args: &SmartResizeArgs{MinPixels: 10, MaxPixels: 5, Factor: 28}}},
+		{{Kind: OpSmartResize, Args: &SmartResizeArgs{MinPixels: 10, MaxPixels: 50, Factor: 0}}},
 	} {
 		if _, err := NewTransform(CHW, ops...); !errors.Is(err, errs.Unsupported) {
 			t.Errorf("%s: %v; want refused", optab.OpsString(ops), err)
@@ -90,7 +90,7 @@ func TestSmartResizeTransform(t *testing.T) {
 // geometry, nor in several views.
 func TestColorJitterBeforeSmart(t *testing.T) {
 	cj := optab.Op{Kind: optab.OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}}
-	sm := optab.Op{Kind: OpSmartResize, MinPixels: 3136, MaxPixels: 1003520, Multiple: 28, Interp: InterpBicubic}
+	sm := optab.Op{Kind: OpSmartResize, Interp: InterpBicubic, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28}}
 	tf, err := NewTransform(CHW, cj, sm)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestColorJitterBeforeSmart(t *testing.T) {
 // before Resize((h, w)) runs on the image at its own size.
 func TestSharedPre(t *testing.T) {
 	cj := optab.Op{Kind: optab.OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}}
-	tiles := optab.Op{Kind: OpTileResize, Multiple: 448, MinPixels: 1, MaxPixels: 12, TileTokens: 256, Interp: InterpBicubic}
+	tiles := optab.Op{Kind: OpTileResize, Interp: InterpBicubic, Args: &TileResizeArgs{TileSize: 448, MinTiles: 1, MaxTiles: 12, TokensPerTile: 256}}
 	resize := optab.Op{Kind: OpResize, Size: [2]int{448, 448}, Interp: InterpBicubic}
 	sq := optab.Op{Kind: OpPadToSquare, Fill: [3]float64{127, 127, 127}}
 	one, err := NewTransform(CHW, cj, resize)
@@ -160,7 +160,7 @@ func TestSharedPre(t *testing.T) {
 // size's; to a size smart_resize changes, the crop is made, then resized
 // on the canvas path (cropBefore): every image that size, its tokens.
 func TestRandomResizedCropBeforeSmart(t *testing.T) {
-	sm := optab.Op{Kind: OpSmartResize, MinPixels: 3136, MaxPixels: 1003520, Multiple: 28, Interp: InterpBicubic}
+	sm := optab.Op{Kind: OpSmartResize, Interp: InterpBicubic, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28}}
 	rrc := func(h, w int) optab.Op {
 		return optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{h, w}, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}, Interp: InterpBicubic}
 	}

@@ -36,7 +36,7 @@ func TestTileGrid(t *testing.T) {
 		{800, 800, 448, 4, 12, 2, 2},
 		{500, 250, 448, 1, 12, 2, 1},
 	} {
-		op := &optab.Op{Kind: OpTileResize, Multiple: c[2], MinPixels: c[3], MaxPixels: c[4]}
+		op := &optab.Op{Kind: OpTileResize, Args: &TileResizeArgs{TileSize: c[2], MinTiles: c[3], MaxTiles: c[4]}}
 		cols, rows := TileGrid(op, c[0], c[1])
 		w, h, err := TileSize(op, c[0], c[1])
 		if past := max(c[5], c[6])*c[2] > optab.MaxSide; past { // 12x1 of 448: a side past MaxSide fails alone
@@ -50,11 +50,11 @@ func TestTileGrid(t *testing.T) {
 		}
 	}
 	for _, op := range []optab.Op{
-		{Kind: OpTileResize, Multiple: 448, MinPixels: 0, MaxPixels: 12},
-		{Kind: OpTileResize, Multiple: 448, MinPixels: 13, MaxPixels: 12},
-		{Kind: OpTileResize, Multiple: 0, MinPixels: 1, MaxPixels: 12},
-		{Kind: OpTileResize, Multiple: 448, MinPixels: 1, MaxPixels: maxTiles + 1},
-		{Kind: OpTileResize, Multiple: 448, MinPixels: 1, MaxPixels: 12, TileTokens: 0},
+		{Kind: OpTileResize, Args: &TileResizeArgs{TileSize: 448, MinTiles: 0, MaxTiles: 12}},
+		{Kind: OpTileResize, Args: &TileResizeArgs{TileSize: 448, MinTiles: 13, MaxTiles: 12}},
+		{Kind: OpTileResize, Args: &TileResizeArgs{TileSize: 0, MinTiles: 1, MaxTiles: 12}},
+		{Kind: OpTileResize, Args: &TileResizeArgs{TileSize: 448, MinTiles: 1, MaxTiles: maxTiles + 1}},
+		{Kind: OpTileResize, Args: &TileResizeArgs{TileSize: 448, MinTiles: 1, MaxTiles: 12, TokensPerTile: 0}},
 	} {
 		if err := checkTiles(&op, 0); err == nil {
 			t.Errorf("checkTiles(%+v) accepted", op)
@@ -68,7 +68,7 @@ func TestTileGrid(t *testing.T) {
 // not; a view of per-sample sizes that is not a vision-language resize is
 // still refused.
 func TestTileViews(t *testing.T) {
-	tiles := optab.Op{Kind: OpTileResize, Multiple: 448, MinPixels: 1, MaxPixels: 12, Interp: InterpBicubic, TileTokens: 256}
+	tiles := optab.Op{Kind: OpTileResize, Interp: InterpBicubic, Args: &TileResizeArgs{TileSize: 448, MinTiles: 1, MaxTiles: 12, TokensPerTile: 256}}
 	thumb := optab.Op{Kind: OpResize, Size: [2]int{448, 448}, Interp: InterpBicubic}
 	tf, err := NewViews(CHW, ViewGroup{Name: "tiles", Count: 1, Ops: []optab.Op{tiles}}, ViewGroup{Name: "thumbnail", Count: 1, Ops: []optab.Op{thumb}})
 	if err != nil {
