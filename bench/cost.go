@@ -282,7 +282,7 @@ func runCost(args []string) error {
 	}{{"RRC(1024) + GaussianBlur(255)", 1024, 255, 1}, {"RRC(512) + 4 x GaussianBlur(101)", 512, 101, 4}} {
 		ops := []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{x.side, x.side}}}
 		for range x.blurs {
-			ops = append(ops, opspkg.Op{Kind: opspkg.OpGaussianBlur, KernelSize: [2]int{x.kernel, x.kernel}, Sigma: [2]float64{50, 50}})
+			ops = append(ops, opspkg.Op{Kind: opspkg.OpGaussianBlur, Args: &opspkg.BlurArgs{KernelSize: [2]int{x.kernel, x.kernel}, Sigma: [2]float64{50, 50}}})
 		}
 		t, err := transform.NewTransform(transform.CHW, ops...)
 		if err != nil {
@@ -416,11 +416,11 @@ func costPolicies() []struct {
 		name string
 		op   opspkg.Op
 	}{
-		{"tv AugMix()", opspkg.Op{Kind: opspkg.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
-		{"tv TrivialAugmentWide()", opspkg.Op{Kind: opspkg.OpTrivialAugmentWide, Bins: 31, Interp: transform.InterpNearest}},
-		{"tv RandAugment()", opspkg.Op{Kind: opspkg.OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31, Interp: transform.InterpNearest}},
-		{"tv AutoAugment()", opspkg.Op{Kind: opspkg.OpAutoAugment, Policy: "imagenet", Interp: transform.InterpNearest}},
-		{"AugMix(10, 16, 14)", opspkg.Op{Kind: opspkg.OpAugMix, Severity: 10, MixtureWidth: 16, ChainDepth: 14, Alpha: 1}},
+		{"tv AugMix()", opspkg.Op{Kind: opspkg.OpAugMix, Args: &opspkg.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}},
+		{"tv TrivialAugmentWide()", opspkg.Op{Kind: opspkg.OpTrivialAugmentWide, Interp: transform.InterpNearest, Args: &opspkg.TrivialAugmentWideArgs{Bins: 31}}},
+		{"tv RandAugment()", opspkg.Op{Kind: opspkg.OpRandAugment, Interp: transform.InterpNearest, Args: &opspkg.RandAugmentArgs{NumOps: 2, Magnitude: 9, Bins: 31}}},
+		{"tv AutoAugment()", opspkg.Op{Kind: opspkg.OpAutoAugment, Interp: transform.InterpNearest, Args: &opspkg.AutoAugmentArgs{Policy: "imagenet"}}},
+		{"AugMix(10, 16, 14)", opspkg.Op{Kind: opspkg.OpAugMix, Args: &opspkg.AugMixArgs{Severity: 10, MixtureWidth: 16, ChainDepth: 14, Alpha: 1}}},
 	}
 }
 

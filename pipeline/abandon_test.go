@@ -24,7 +24,7 @@ import (
 func bombTransform(t testing.TB, side int) *transform.Transform {
 	ops := []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{side, side}}}
 	for range 32 {
-		ops = append(ops, opspkg.Op{Kind: opspkg.OpGaussianBlur, KernelSize: [2]int{1023, 1023}, Sigma: [2]float64{1000, 1000}})
+		ops = append(ops, opspkg.Op{Kind: opspkg.OpGaussianBlur, Args: &opspkg.BlurArgs{KernelSize: [2]int{1023, 1023}, Sigma: [2]float64{1000, 1000}}})
 	}
 	return mustTransform(t, transform.CHW, ops...)
 }
@@ -127,7 +127,7 @@ func TestDecodeStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	blur := mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpCenterCrop, Size: [2]int{32, 32}},
-		opspkg.Op{Kind: opspkg.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{2, 2}})
+		opspkg.Op{Kind: opspkg.OpGaussianBlur, Args: &opspkg.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{2, 2}}})
 	for _, tc := range []struct {
 		name string
 		data []byte

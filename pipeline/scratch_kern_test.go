@@ -32,15 +32,15 @@ func TestKernelScratchInBound(t *testing.T) {
 		ops  []ops.Op
 		none bool
 	}{
-		{"blur", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: ops.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}, false},
+		{"blur", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}}, false},
 		{"rotate", []ops.Op{{Kind: transform.OpCenterCrop, Size: [2]int{96, 96}}, {Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}}}, false},
 		{"affine", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: transform.OpRandomAffine, Degrees: [2]float64{-10, 10}, Scale: [2]float64{0.5, 2}}}, false},
-		{"augmix", []ops.Op{{Kind: transform.OpResize, Size: [2]int{48, 64}}, {Kind: ops.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}, false},
+		{"augmix", []ops.Op{{Kind: transform.OpResize, Size: [2]int{48, 64}}, {Kind: ops.OpAugMix, Args: &ops.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}}, false},
 		{"rotate-expand-resize", []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false},
 		{"rotate-expand-crop", []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpCenterCrop, Size: [2]int{100, 120}}}, false},
-		{"rotate-expand-blur", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: transform.OpRandomRotation, Degrees: [2]float64{30, 60}, Expand: true}, {Kind: ops.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}, false},
-		{"shortest-blur", []ops.Op{{Kind: transform.OpRandomShortestSize, Sizes: []int{48, 96}, MaxSize: 128}, {Kind: ops.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}, false},
-		{"trivialaugment", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: ops.OpTrivialAugmentWide, Bins: 31}}, false},
+		{"rotate-expand-blur", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: transform.OpRandomRotation, Degrees: [2]float64{30, 60}, Expand: true}, {Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}}, false},
+		{"shortest-blur", []ops.Op{{Kind: transform.OpRandomShortestSize, Sizes: []int{48, 96}, MaxSize: 128}, {Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}}, false},
+		{"trivialaugment", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: ops.OpTrivialAugmentWide, Args: &ops.TrivialAugmentWideArgs{Bins: 31}}}, false},
 		{"sharpness", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: ops.OpRandomAdjustSharpness, Factor: 2, P: 1}}, false},
 		{"colorjitter", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: ops.OpColorJitter, Brightness: 0.4, Contrast: 0.4}}, true},
 		{"no-steps", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}}, true},
@@ -84,7 +84,7 @@ func TestKernelScratchInBound(t *testing.T) {
 		})
 	}
 	// A budget with room for the sample's scratch but the kernels'.
-	tr := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{64, 80}}, ops.Op{Kind: ops.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}})
+	tr := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{64, 80}}, ops.Op{Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}})
 	hd, err := parseHeader(files[0])
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func viewGroups(norm bool) []transform.ViewGroup {
 			{Kind: transform.OpRandomResizedCrop, Size: [2]int{48, 40}, Scale: [2]float64{0.4, 1}, Interp: transform.InterpBicubic},
 			{Kind: ops.OpRandomHorizontalFlip, P: 0.5},
 			{Kind: ops.OpRandomApply, P: 0.8, Ops: []ops.Op{ops.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
-			{Kind: ops.OpGaussianBlur, KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}},
+			{Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}}},
 		}},
 		{Name: "local", Count: 3, Ops: []ops.Op{
 			{Kind: transform.OpRandomResizedCrop, Size: [2]int{24, 24}, Scale: [2]float64{0.05, 0.4}},

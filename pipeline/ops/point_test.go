@@ -64,7 +64,7 @@ func TestAppliedRefused(t *testing.T) {
 // TestBlurDraws: GaussianBlur's sigma uniform in (min, max), the same on
 // both axes, with its kernel_size (x, y); its worst cost is its kernel's.
 func TestBlurDraws(t *testing.T) {
-	op := Op{Kind: OpGaussianBlur, KernelSize: [2]int{7, 3}, Sigma: [2]float64{0.5, 3}}
+	op := Op{Kind: OpGaussianBlur, Args: &BlurArgs{KernelSize: [2]int{7, 3}, Sigma: [2]float64{0.5, 3}}}
 	n := compileOp(t, op)
 	const keys = 6000
 	var sum float64
@@ -87,7 +87,7 @@ func TestBlurDraws(t *testing.T) {
 		t.Errorf("MaxNs %v, want its kernel's %v", got, want)
 	}
 	// A fixed sigma, (s, s), draws s.
-	n = compileOp(t, Op{Kind: OpGaussianBlur, KernelSize: [2]int{3, 3}, Sigma: [2]float64{1.5, 1.5}})
+	n = compileOp(t, Op{Kind: OpGaussianBlur, Args: &BlurArgs{KernelSize: [2]int{3, 3}, Sigma: [2]float64{1.5, 1.5}}})
 	if s := draw(&n, 2, 0); s[0].F[0] != 1.5 {
 		t.Errorf("sigma (1.5, 1.5) drew %v", s[0].F[0])
 	}
@@ -98,7 +98,7 @@ func TestBlurDraws(t *testing.T) {
 // (0, 10000], min <= max.
 func TestBlurRefused(t *testing.T) {
 	blur := func(kx, ky int, lo, hi float64) Op {
-		return Op{Kind: OpGaussianBlur, KernelSize: [2]int{kx, ky}, Sigma: [2]float64{lo, hi}}
+		return Op{Kind: OpGaussianBlur, Args: &BlurArgs{KernelSize: [2]int{kx, ky}, Sigma: [2]float64{lo, hi}}}
 	}
 	for _, tc := range []struct {
 		op   Op

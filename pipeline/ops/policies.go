@@ -27,6 +27,28 @@ const (
 	OpTimmAugMix         = OpKind(policy.TimmAugMix)
 )
 
+// Each policy's own arguments (Op.Args), with torchvision's and timm's
+// names; interpolation and fill are Op.Interp, Op.RandomInterp, Op.Fill
+// and Op.FillNone, as every warping op's.
+type (
+	// TrivialAugmentWideArgs: num_magnitude_bins.
+	TrivialAugmentWideArgs struct{ Bins int }
+	// RandAugmentArgs: num_ops, magnitude, num_magnitude_bins.
+	RandAugmentArgs struct{ NumOps, Magnitude, Bins int }
+	// AutoAugmentArgs: policy ("imagenet", "cifar10", "svhn").
+	AutoAugmentArgs struct{ Policy string }
+	// AugMixArgs: severity, mixture_width, chain_depth, alpha, and
+	// all_ops=False as PartialOps.
+	AugMixArgs struct {
+		Severity, MixtureWidth, ChainDepth int
+		Alpha                              float64
+		PartialOps                         bool
+	}
+	// TimmArgs: timm's config string ("rand-m9-mstd0.5-inc1"), of
+	// TimmRandAugment, TimmAutoAugment and TimmAugMix.
+	TimmArgs struct{ Config string }
+)
+
 func init() {
 	interp := func(def string) Param { return Param{Name: "interpolation", Typ: PInterp, Def: def} }
 	fill := func(def string) Param { return Param{Name: "fill", Typ: PFill, Def: def} }
@@ -39,7 +61,8 @@ func init() {
 		[]Param{{Name: "num_ops", Typ: PInt, Def: "2"}, {Name: "magnitude", Typ: PInt, Def: "9"},
 			{Name: "num_magnitude_bins", Typ: PInt, Def: "31"}, interp("'nearest'"), fill("None")},
 		func(b *strings.Builder, op *Op) {
-			fmt.Fprintf(b, "(num_ops=%d, magnitude=%d)", op.NumOps, op.Magnitude)
+			a := ArgsOf[RandAugmentArgs](op)
+			fmt.Fprintf(b, "(num_ops=%d, magnitude=%d)", a.NumOps, a.Magnitude)
 		})
 	definePolicy(OpAutoAugment, "one sub-policy of the named policy (imagenet, cifar10, svhn), per image",
 		[]Param{{Name: "policy", Typ: PString, Def: "'imagenet'"}, interp("'nearest'"), fill("None")}, formatPolicy)
@@ -70,14 +93,28 @@ func definePolicy(kind OpKind, doc string, params []Param, format func(*strings.
 		MaxNs: func(n *Node, w, h int) float64 { return n.pol.MaxNs(w, h) }})
 }
 
-func formatPolicy(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", op.Policy) }
+// formatPolicy writes AutoAugment's policy or a timm policy's config.
+func formatPolicy(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", policyParams(op).Policy) }
 
 // policyParams is op's arguments as its policy reads them.
 func policyParams(op *Op) *policy.Params {
-	return &policy.Params{Kind: policy.Kind(op.Kind), Interp: op.Interp, RandomInterp: op.RandomInterp,
-		Fill: op.Fill, FillNone: op.FillNone, NumOps: op.NumOps, Magnitude: op.Magnitude, Bins: op.Bins,
-		Policy: op.Policy, Severity: op.Severity, MixtureWidth: op.MixtureWidth, ChainDepth: op.ChainDepth,
-		Alpha: op.Alpha, PartialOps: op.PartialOps}
+	p := &policy.Params{Kind: policy.Kind(op.Kind), Interp: op.Interp, RandomInterp: op.RandomInterp,
+		Fill: op.Fill, FillNone: op.FillNone}
+	switch op.Kind {
+	case OpTrivialAugmentWide:
+		p.Bins = ArgsOf[TrivialAugmentWideArgs](op).Bins
+	case OpRandAugment:
+		a := ArgsOf[RandAugmentArgs](op)
+		p.NumOps, p.Magnitude, p.Bins = a.NumOps, a.Magnitude, a.Bins
+	case OpAutoAugment:
+		p.Policy = ArgsOf[AutoAugmentArgs](op).Policy
+	case OpAugMix:
+		a := ArgsOf[AugMixArgs](op)
+		p.Severity, p.MixtureWidth, p.ChainDepth, p.Alpha, p.PartialOps = a.Severity, a.MixtureWidth, a.ChainDepth, a.Alpha, a.PartialOps
+	default:
+		p.Policy = ArgsOf[TimmArgs](op).Config
+	}
+	return p
 }
 
 // policyArgs reads a policy's arguments: torchvision's (fill None: no
@@ -88,19 +125,20 @@ func policyArgs(a *Args) Op {
 	timm := false
 	switch a.kind {
 	case OpTrivialAugmentWide:
-		op.Bins = a.Int("num_magnitude_bins")
+		op.Args = &TrivialAugmentWideArgs{Bins: a.Int("num_magnitude_bins")}
 	case OpRandAugment:
-		op.NumOps, op.Magnitude, op.Bins = a.Int("num_ops"), a.Int("magnitude"), a.Int("num_magnitude_bins")
+		op.Args = &RandAugmentArgs{NumOps: a.Int("num_ops"), Magnitude: a.Int("magnitude"), Bins: a.Int("num_magnitude_bins")}
 	case OpAutoAugment:
-		op.Policy = a.Str("policy")
+		op.Args = &AutoAugmentArgs{Policy: a.Str("policy")}
 	case OpAugMix:
-		op.Severity, op.MixtureWidth, op.ChainDepth = a.Int("severity"), a.Int("mixture_width"), a.Int("chain_depth")
-		op.Alpha, op.PartialOps = a.Float("alpha"), !a.Bool("all_ops")
-		if op.ChainDepth == 0 || op.ChainDepth < -1 {
-			a.Errorf("chain_depth %d: want -1 (random 1..3) or >= 1", op.ChainDepth)
+		m := &AugMixArgs{Severity: a.Int("severity"), MixtureWidth: a.Int("mixture_width"), ChainDepth: a.Int("chain_depth"),
+			Alpha: a.Float("alpha"), PartialOps: !a.Bool("all_ops")}
+		if m.ChainDepth == 0 || m.ChainDepth < -1 {
+			a.Errorf("chain_depth %d: want -1 (random 1..3) or >= 1", m.ChainDepth)
 		}
+		op.Args = m
 	default:
-		op.Policy, timm = a.Str("config"), true
+		op.Args, timm = &TimmArgs{Config: a.Str("config")}, true
 	}
 	if timm && a.IsNone("interpolation") {
 		op.Interp, op.RandomInterp = kernels.Nearest, true

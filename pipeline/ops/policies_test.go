@@ -16,10 +16,10 @@ import (
 func TestPoliciesBicubic(t *testing.T) {
 	const w, h = 32, 24
 	policies := []Op{
-		{Kind: OpTrivialAugmentWide, Bins: 31},
-		{Kind: OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31},
-		{Kind: OpAutoAugment, Policy: "imagenet"},
-		{Kind: OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1},
+		{Kind: OpTrivialAugmentWide, Args: &TrivialAugmentWideArgs{Bins: 31}},
+		{Kind: OpRandAugment, Args: &RandAugmentArgs{NumOps: 2, Magnitude: 9, Bins: 31}},
+		{Kind: OpAutoAugment, Args: &AutoAugmentArgs{Policy: "imagenet"}},
+		{Kind: OpAugMix, Args: &AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
 	}
 	for _, pol := range policies {
 		t.Run(string(pol.Kind), func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestPoliciesBicubic(t *testing.T) {
 		})
 	}
 	// Other values are refused.
-	refused(t, Op{Kind: OpTrivialAugmentWide, Bins: 31, Interp: kernels.Interpolation(9)}, w, h, "op 1 (TrivialAugmentWide)")
+	refused(t, Op{Kind: OpTrivialAugmentWide, Interp: kernels.Interpolation(9), Args: &TrivialAugmentWideArgs{Bins: 31}}, w, h, "op 1 (TrivialAugmentWide)")
 }
 
 // TestPolicyOp: a policy op hands its arguments to pipeline/policy
@@ -93,11 +93,11 @@ func TestPolicyOp(t *testing.T) {
 		op   Op
 		want string
 	}{
-		{Op{Kind: OpRandAugment, NumOps: 2, Magnitude: 31, Bins: 31}, "op 1 (RandAugment): "},
-		{Op{Kind: OpRandAugment, NumOps: 2, Magnitude: 31, Bins: 31}, "magnitude 31"},
-		{Op{Kind: OpAutoAugment, Policy: "cifar100"}, `policy "cifar100"`},
-		{Op{Kind: OpTimmRandAugment, Policy: "rand-m9-x3", Interp: kernels.Bicubic}, `unknown section "x"`},
-		{Op{Kind: OpTrivialAugmentWide, Bins: 0}, "op 1 (TrivialAugmentWide)"},
+		{Op{Kind: OpRandAugment, Args: &RandAugmentArgs{NumOps: 2, Magnitude: 31, Bins: 31}}, "op 1 (RandAugment): "},
+		{Op{Kind: OpRandAugment, Args: &RandAugmentArgs{NumOps: 2, Magnitude: 31, Bins: 31}}, "magnitude 31"},
+		{Op{Kind: OpAutoAugment, Args: &AutoAugmentArgs{Policy: "cifar100"}}, `policy "cifar100"`},
+		{Op{Kind: OpTimmRandAugment, Interp: kernels.Bicubic, Args: &TimmArgs{Config: "rand-m9-x3"}}, `unknown section "x"`},
+		{Op{Kind: OpTrivialAugmentWide, Args: &TrivialAugmentWideArgs{Bins: 0}}, "op 1 (TrivialAugmentWide)"},
 	} {
 		refused(t, tc.op, testW, testH, tc.want)
 	}

@@ -383,9 +383,6 @@ type Op struct {
 	HasCenter bool
 	// Expand: RandomRotation's expand (each sample its own size).
 	Expand bool
-	// KernelSize (x, y) and Sigma (min, max): GaussianBlur.
-	KernelSize [2]int
-	Sigma      [2]float64
 	// Threshold: RandomSolarize (0..255). Bits: RandomPosterize.
 	// Factor: RandomAdjustSharpness's sharpness_factor.
 	Threshold float64
@@ -418,17 +415,6 @@ type Op struct {
 	// RandomChoice's p (nil: uniform).
 	Ops   []Op
 	Probs []float64
-	// NumOps, Magnitude, Bins: RandAugment's num_ops, magnitude and
-	// num_magnitude_bins (Bins also TrivialAugmentWide's).
-	NumOps, Magnitude, Bins int
-	// Policy: AutoAugment's policy ("imagenet", "cifar10", "svhn");
-	// TimmRandAugment's config string ("rand-m9-mstd0.5-inc1").
-	Policy string
-	// AugMix: severity, mixture_width, chain_depth, alpha, and
-	// all_ops=False as PartialOps.
-	Severity, MixtureWidth, ChainDepth int
-	Alpha                              float64
-	PartialOps                         bool
 	// RandomInterp: TimmRandAugment draws bilinear or bicubic for each
 	// resampling op (timm's default when no interpolation is set);
 	// RandomResizedCrop draws one of the two per sample, after its crop

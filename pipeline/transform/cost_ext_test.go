@@ -17,7 +17,7 @@ import (
 func TestCostBomb(t *testing.T) {
 	ops := []optab.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{4096, 4096}}}
 	for range 32 {
-		ops = append(ops, optab.Op{Kind: optab.OpGaussianBlur, KernelSize: [2]int{1023, 1023}, Sigma: [2]float64{1000, 1000}})
+		ops = append(ops, optab.Op{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{1023, 1023}, Sigma: [2]float64{1000, 1000}}})
 	}
 	c := mustTransform(t, transform.CHW, ops...).Cost()
 	t.Logf("bomb: %v", c)
@@ -28,7 +28,7 @@ func TestCostBomb(t *testing.T) {
 		t.Errorf("dominant %q (%v of %v), want a GaussianBlur, 1/32 of the whole", c.Dominant, c.DominantMax, c.Max)
 	}
 	rrc := optab.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}}
-	big := mustTransform(t, transform.CHW, rrc, optab.Op{Kind: optab.OpAugMix, Severity: 10, MixtureWidth: 16, ChainDepth: 14, Alpha: 1}).Cost()
+	big := mustTransform(t, transform.CHW, rrc, optab.Op{Kind: optab.OpAugMix, Args: &optab.AugMixArgs{Severity: 10, MixtureWidth: 16, ChainDepth: 14, Alpha: 1}}).Cost()
 	small := mustTransform(t, transform.CHW, rrc, tvPolicies()["AugMix"]).Cost()
 	t.Logf("AugMix 10/16/14: %v; at torchvision's defaults: %v", big, small)
 	if big.Max < 10*small.Max || !strings.Contains(big.Dominant, "AugMix") {

@@ -18,7 +18,7 @@ import (
 func TestCostScales(t *testing.T) {
 	rrc := func(s int) optab.Op { return optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{s, s}} }
 	blur := func(k int) optab.Op {
-		return optab.Op{Kind: optab.OpGaussianBlur, KernelSize: [2]int{k, k}, Sigma: [2]float64{1, 1}}
+		return optab.Op{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{k, k}, Sigma: [2]float64{1, 1}}}
 	}
 	base := mustTransform(t, CHW, rrc(224)).Cost()
 	b9 := mustTransform(t, CHW, rrc(224), blur(9)).Cost()
@@ -254,8 +254,8 @@ func TestCostWithMasks(t *testing.T) {
 func TestKernelScratchOf(t *testing.T) {
 	const params = 4 << 10 // the warps' parameters, the slices' rounding
 	rot := optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}}
-	blur := optab.Op{Kind: optab.OpGaussianBlur, KernelSize: [2]int{5, 7}, Sigma: [2]float64{0.1, 2}}
-	augmix := optab.Op{Kind: optab.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}
+	blur := optab.Op{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{5, 7}, Sigma: [2]float64{0.1, 2}}}
+	augmix := optab.Op{Kind: optab.OpAugMix, Args: &optab.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}
 	for _, c := range []struct {
 		ops  []optab.Op
 		want KernelScratch

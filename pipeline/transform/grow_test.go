@@ -29,9 +29,9 @@ func growResize(h, w int) optab.Op { return optab.Op{Kind: OpResize, Size: [2]in
 func growCrop(h, w int) optab.Op   { return optab.Op{Kind: OpCenterCrop, Size: [2]int{h, w}} }
 
 var (
-	growBlur   = optab.Op{Kind: optab.OpGaussianBlur, KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}}
+	growBlur   = optab.Op{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}}}
 	growJitter = optab.Op{Kind: optab.OpColorJitter, Brightness: 0.4}
-	growTA     = optab.Op{Kind: optab.OpTrivialAugmentWide, Bins: 31}
+	growTA     = optab.Op{Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}}
 )
 
 // TestGrowthWalkFigures: the sizes, rooms and buffers of transforms whose
@@ -143,7 +143,7 @@ func TestOneSizeAfterGrowth(t *testing.T) {
 // rotation, before the change). After a rotation of the image whole it is
 // accepted once the size is fixed, and refused before.
 func TestPolicyCompiledForItsSize(t *testing.T) {
-	ra := optab.Op{Kind: optab.OpRandAugment, NumOps: 2, Magnitude: 30, Bins: 31}
+	ra := optab.Op{Kind: optab.OpRandAugment, Args: &optab.RandAugmentArgs{NumOps: 2, Magnitude: 30, Bins: 31}}
 	largest := func(ops ...optab.Op) float64 {
 		tr, err := NewTransform(CHW, ops...)
 		if err != nil {

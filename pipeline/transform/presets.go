@@ -30,7 +30,7 @@ var presets = map[string][]optab.Op{
 	"tv-resnet50-v2": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{176, 176}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-		{Kind: optab.OpTrivialAugmentWide, Bins: 31, Interp: InterpBilinear, FillNone: true},
+		{Kind: optab.OpTrivialAugmentWide, Interp: InterpBilinear, FillNone: true, Args: &optab.TrivialAugmentWideArgs{Bins: 31}},
 		{Kind: optab.OpRandomErasing, P: 0.1, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: meanColour},
 	},
 	// DeiT (timm's create_transform with --aa rand-m9-mstd0.5-inc1
@@ -38,7 +38,7 @@ var presets = map[string][]optab.Op{
 	"deit": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-		{Kind: optab.OpTimmRandAugment, Policy: "rand-m9-mstd0.5-inc1", Interp: InterpBicubic, Fill: meanColour},
+		{Kind: optab.OpTimmRandAugment, Interp: InterpBicubic, Fill: meanColour, Args: &optab.TimmArgs{Config: "rand-m9-mstd0.5-inc1"}},
 		{Kind: optab.OpRandomErasing, P: 0.25, Scale: [2]float64{0.02, 1.0 / 3}, Ratio: [2]float64{0.3, 1 / 0.3}, RandomValue: true,
 			Mean: fn.ImagenetMean, Std: fn.ImagenetStd},
 	},
@@ -50,7 +50,7 @@ var presets = map[string][]optab.Op{
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.8, 0.8, 0.8, 0.2)}},
 		{Kind: optab.OpRandomGrayscale, P: 0.2},
-		{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}},
+		{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}}},
 	},
 	// DINO's first global crop (main_dino.py DataAugmentationDINO,
 	// global_crops_scale (0.4, 1)): always blurred.
@@ -59,7 +59,7 @@ var presets = map[string][]optab.Op{
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 		{Kind: optab.OpRandomGrayscale, P: 0.2},
-		{Kind: optab.OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}},
+		{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}},
 	},
 	// DINO's local crops (local_crops_scale (0.05, 0.4), 96 px).
 	"dino-local": {
@@ -67,7 +67,7 @@ var presets = map[string][]optab.Op{
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 		{Kind: optab.OpRandomGrayscale, P: 0.2},
-		{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{0.1, 2.0}}}},
+		{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{0.1, 2.0}}}}},
 	},
 	// open_clip's training transform (image_transform, is_train=True).
 	"clip": {
@@ -255,7 +255,7 @@ var viewPresets = map[string][]ViewGroup{
 // dinoGlobal2 is DINO's second global crop: dino-global with its blur
 // applied with p 0.1, then RandomSolarize(128, p 0.2).
 var dinoGlobal2 = append(cloneOps(presets["dino-global"][:4]),
-	optab.Op{Kind: optab.OpRandomApply, P: 0.1, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}},
+	optab.Op{Kind: optab.OpRandomApply, P: 0.1, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}}},
 	optab.Op{Kind: optab.OpRandomSolarize, Threshold: 128, P: 0.2},
 )
 
@@ -273,7 +273,7 @@ func dinov2Crop(size int, lo, hi float64, extra []optab.Op) []optab.Op {
 // dinov2Blur is DINOv2's GaussianBlur as it runs: a 9-px blur, sigma 0.1
 // to 2, applied with probability p (its argument's 1 - p).
 func dinov2Blur(p float64) optab.Op {
-	return optab.Op{Kind: optab.OpRandomApply, P: p, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{0.1, 2.0}}}}
+	return optab.Op{Kind: optab.OpRandomApply, P: p, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{0.1, 2.0}}}}}
 }
 
 // ViewPreset returns the view groups of a named preset of several views,

@@ -47,9 +47,9 @@ func TestPerSampleSizesRefused(t *testing.T) {
 		{[]optab.Op{{Kind: OpRandomShortestSize, Sizes: []int{480, 800}}}, "without max_size"},
 		{[]optab.Op{{Kind: OpRandomResize, Sizes: []int{480, 800}}}, "RandomResize gives sizes without a bound"},
 		{[]optab.Op{{Kind: OpResize, Size: [2]int{256, 0}}}, "RandomShortestSize with a max_size"},
-		{[]optab.Op{{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}, {Kind: optab.OpTrivialAugmentWide, Bins: 31}}, "compiled for one size"},
+		{[]optab.Op{{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}, {Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}}}, "compiled for one size"},
 		{[]optab.Op{{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}, {Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{
-			{Kind: optab.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}}}, "AugMix after a geometry of per-sample sizes"},
+			{Kind: optab.OpAugMix, Args: &optab.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}}}}, "AugMix after a geometry of per-sample sizes"},
 		{[]optab.Op{{Kind: OpRandomShortestSize, MaxSize: 600}}, "min_size of 0 sizes"},
 		{[]optab.Op{{Kind: OpRandomShortestSize, Sizes: []int{0}, MaxSize: 600}}, "sides must be in"},
 		{[]optab.Op{{Kind: OpRandomResize, Sizes: []int{800, 480}}, {Kind: OpCenterCrop, Size: [2]int{224, 224}}}, "min_size < max_size"},

@@ -131,9 +131,9 @@ func TestCheckTargets(t *testing.T) {
 		op   optab.Op
 		name string
 	}{
-		{optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}}, {Kind: optab.OpTrivialAugmentWide, Bins: 31}}},
+		{optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}}, {Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}}}},
 			"RandomApply (op 1): TrivialAugmentWide (op 1)"},
-		{optab.Op{Kind: optab.OpTrivialAugmentWide, Bins: 31}, "TrivialAugmentWide"},
+		{optab.Op{Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}}, "TrivialAugmentWide"},
 	} {
 		tr, err := NewTransform(CHW, rrc, tc.op)
 		if err != nil {

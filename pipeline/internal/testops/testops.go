@@ -27,7 +27,7 @@ func Recipe() []optab.Op {
 		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 		{Kind: optab.OpRandomGrayscale, P: 0.2},
 		{Kind: optab.OpRandomChoice, Ops: []optab.Op{
-			{Kind: optab.OpGaussianBlur, KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}},
+			{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}}},
 			{Kind: optab.OpRandomSolarize, P: 1, Threshold: 128},
 			{Kind: optab.OpGrayscale},
 		}},
@@ -35,15 +35,15 @@ func Recipe() []optab.Op {
 		{Kind: transform.OpRandomRotation, Degrees: [2]float64{-10, 10}, Interp: transform.InterpBilinear, Fill: [3]float64{1, 2, 3}},
 		{Kind: transform.OpRandomAffine, Degrees: [2]float64{-5, 5}, HasTranslate: true, Translate: [2]float64{0.1, 0.1},
 			Scale: [2]float64{0.9, 1.1}, HasShear: true, ShearY: true, Shear: [4]float64{-5, 5, -3, 3}, HasCenter: true, Center: [2]float64{3, 4}},
-		{Kind: optab.OpTrivialAugmentWide, Bins: 31},
-		{Kind: optab.OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31},
-		{Kind: optab.OpAutoAugment, Policy: "imagenet"},
-		{Kind: optab.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1},
-		{Kind: optab.OpTimmRandAugment, Policy: "rand-m9-mstd0.5-inc1", RandomInterp: true, Fill: [3]float64{124, 116, 104}},
+		{Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}},
+		{Kind: optab.OpRandAugment, Args: &optab.RandAugmentArgs{NumOps: 2, Magnitude: 9, Bins: 31}},
+		{Kind: optab.OpAutoAugment, Args: &optab.AutoAugmentArgs{Policy: "imagenet"}},
+		{Kind: optab.OpAugMix, Args: &optab.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
+		{Kind: optab.OpTimmRandAugment, RandomInterp: true, Fill: [3]float64{124, 116, 104}, Args: &optab.TimmArgs{Config: "rand-m9-mstd0.5-inc1"}},
 		{Kind: optab.OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true},
-		{Kind: optab.OpTimmAutoAugment, Policy: "v0r-mstd0.5", Interp: transform.InterpBilinear, Fill: [3]float64{124, 116, 104}},
-		{Kind: optab.OpTimmAugMix, Policy: "augmix-m5-w2-d1", RandomInterp: true, Fill: [3]float64{124, 116, 104}},
-		{Kind: optab.OpTimmAugMix, Policy: "augmix-m3-w2-d1-b1", Interp: transform.InterpBilinear, Fill: [3]float64{124, 116, 104}},
+		{Kind: optab.OpTimmAutoAugment, Interp: transform.InterpBilinear, Fill: [3]float64{124, 116, 104}, Args: &optab.TimmArgs{Config: "v0r-mstd0.5"}},
+		{Kind: optab.OpTimmAugMix, RandomInterp: true, Fill: [3]float64{124, 116, 104}, Args: &optab.TimmArgs{Config: "augmix-m5-w2-d1"}},
+		{Kind: optab.OpTimmAugMix, Interp: transform.InterpBilinear, Fill: [3]float64{124, 116, 104}, Args: &optab.TimmArgs{Config: "augmix-m3-w2-d1-b1"}},
 		{Kind: optab.OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true, RandomColor: true,
 			MinCount: 1, MaxCount: 3},
 		{Kind: optab.OpRandomPosterize, P: 0.5, Bits: 3},
@@ -65,10 +65,10 @@ func Recipe() []optab.Op {
 // reference recipes' settings), after a 224 px RandomResizedCrop.
 func TVPolicies() map[string]optab.Op {
 	return map[string]optab.Op{
-		"AugMix":             {Kind: optab.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1},
-		"TrivialAugmentWide": {Kind: optab.OpTrivialAugmentWide, Bins: 31, Interp: transform.InterpNearest},
-		"RandAugment":        {Kind: optab.OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31, Interp: transform.InterpNearest},
-		"AutoAugment":        {Kind: optab.OpAutoAugment, Policy: "imagenet", Interp: transform.InterpNearest},
+		"AugMix":             {Kind: optab.OpAugMix, Args: &optab.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
+		"TrivialAugmentWide": {Kind: optab.OpTrivialAugmentWide, Interp: transform.InterpNearest, Args: &optab.TrivialAugmentWideArgs{Bins: 31}},
+		"RandAugment":        {Kind: optab.OpRandAugment, Interp: transform.InterpNearest, Args: &optab.RandAugmentArgs{NumOps: 2, Magnitude: 9, Bins: 31}},
+		"AutoAugment":        {Kind: optab.OpAutoAugment, Interp: transform.InterpNearest, Args: &optab.AutoAugmentArgs{Policy: "imagenet"}},
 	}
 }
 
