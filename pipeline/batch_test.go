@@ -298,7 +298,7 @@ func TestFillDeterminism(t *testing.T) {
 	tr := mustTransform(t, transform.CHW,
 		ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{24, 32}},
 		ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5},
-		ops.Op{Kind: ops.OpColorJitter, Brightness: 0.4, Contrast: 0.4, Saturation: 0.4})
+		ops.Op{Kind: ops.OpColorJitter, Args: &ops.ColorJitterArgs{Brightness: 0.4, Contrast: 0.4, Saturation: 0.4}})
 	indices := []int64{11, 3, 0, 7, 5, 9, 1, 10, 2, 8, 4, 6}
 	fill := func(e *Executor, ds dataset.Dataset, idx []int64) Batch {
 		var b Batch

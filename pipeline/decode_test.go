@@ -153,7 +153,7 @@ func TestLayouts(t *testing.T) {
 	norm := opspkg.Op{Kind: opspkg.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
 	for _, dk := range decoderKinds {
 		for _, float := range []bool{false, true} {
-			ops := []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{12, 20}}, {Kind: opspkg.OpRandomHorizontalFlip, P: 0.5}, {Kind: opspkg.OpColorJitter, Saturation: 0.5}}
+			ops := []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{12, 20}}, {Kind: opspkg.OpRandomHorizontalFlip, P: 0.5}, {Kind: opspkg.OpColorJitter, Args: &opspkg.ColorJitterArgs{Saturation: 0.5}}}
 			elem := 1
 			if float {
 				ops, elem = append(ops, norm), 4

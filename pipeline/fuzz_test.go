@@ -237,9 +237,10 @@ func encodeSpec(layout transform.Layout, ops ...opspkg.Op) []byte {
 		case opspkg.OpRandomHorizontalFlip:
 			float(op.P)
 		case opspkg.OpColorJitter:
-			float(op.Brightness)
-			float(op.Contrast)
-			float(op.Saturation)
+			a := opspkg.ArgsOf[opspkg.ColorJitterArgs](&op)
+			float(a.Brightness)
+			float(a.Contrast)
+			float(a.Saturation)
 		case opspkg.OpNormalize:
 			for c := range 3 {
 				float(op.Mean[c])
@@ -268,7 +269,7 @@ func (s *fuzzSpec) ops() (transform.Layout, []opspkg.Op) {
 		case opspkg.OpRandomHorizontalFlip:
 			op.P = s.float()
 		case opspkg.OpColorJitter:
-			op.Brightness, op.Contrast, op.Saturation = s.float(), s.float(), s.float()
+			op.Args = &opspkg.ColorJitterArgs{Brightness: s.float(), Contrast: s.float(), Saturation: s.float()}
 		case opspkg.OpNormalize:
 			for c := range 3 {
 				op.Mean[c], op.Std[c] = s.float(), s.float()
@@ -295,7 +296,7 @@ func FuzzTransform(f *testing.F) {
 	for _, seed := range [][]opspkg.Op{
 		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{16, 12}, Scale: [2]float64{0.2, 0.9}, Ratio: [2]float64{0.5, 2}},
 			{Kind: opspkg.OpRandomHorizontalFlip, P: 0.7},
-			{Kind: opspkg.OpColorJitter, Brightness: 0.4, Contrast: 0.2, Saturation: 0.1},
+			{Kind: opspkg.OpColorJitter, Args: &opspkg.ColorJitterArgs{Brightness: 0.4, Contrast: 0.2, Saturation: 0.1}},
 			{Kind: opspkg.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}},
 		{{Kind: transform.OpResize, Size: [2]int{20, 0}}, {Kind: transform.OpCenterCrop, Size: [2]int{8, 0}}},
 		{{Kind: transform.OpResize, Size: [2]int{9, 31}}},

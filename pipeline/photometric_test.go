@@ -19,8 +19,7 @@ func TestPhotometricBeforeLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := ops.Op{Kind: ops.OpRandomPhotometricDistort, P: 1, JitterRanges: true,
-		Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}
+	all := ops.Op{Kind: ops.OpRandomPhotometricDistort, P: 1, Args: &ops.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}}
 	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{40, 50}}
 	decode := func(layout transform.Layout, ops ...ops.Op) []byte {
 		tr := mustTransform(t, layout, ops...)

@@ -345,7 +345,7 @@ func TestSharedPreViews(t *testing.T) {
 // canvas padded as its resolution pads it, SmartResize's), Resize((h,
 // w))'s and PadToSquare's; flipped too.
 func TestPreCanvasIsTheGeometry(t *testing.T) {
-	none := ops.Op{Kind: ops.OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{1, 1}, {1, 1}, {1, 1}, {0, 0}}}
+	none := ops.Op{Kind: ops.OpColorJitter, Args: &ops.ColorJitterArgs{Ranges: true, Jitter: [4][2]float64{{1, 1}, {1, 1}, {1, 1}, {0, 0}}}}
 	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 40}, Interp: transform.InterpBicubic}
 	anyRes := ops.Op{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64, 96, 32}}}
 	for name, geom := range map[string][]ops.Op{

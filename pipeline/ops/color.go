@@ -25,6 +25,21 @@ const (
 	OpRandomPhotometricDistort OpKind = "RandomPhotometricDistort"
 )
 
+// ColorJitterArgs are ColorJitter's arguments (Op.Args): torchvision's
+// single-number forms, each drawn from [max(0, 1-x), 1+x] (hue: [-x, x]),
+// 0 being None; or, with Ranges, the (min, max) forms in Jitter
+// (brightness, contrast, saturation, hue), a range of (1, 1) ((0, 0) for
+// hue) being None: what the wire gives.
+type ColorJitterArgs struct {
+	Brightness, Contrast, Saturation, Hue float64
+	Ranges                                bool
+	Jitter                                [4][2]float64
+}
+
+// PhotometricDistortArgs are RandomPhotometricDistort's (its p is Op.P):
+// the (min, max) ranges of brightness, contrast, saturation and hue.
+type PhotometricDistortArgs struct{ Jitter [4][2]float64 }
+
 // jitterFns are ColorJitter's four adjustments, in its order.
 var jitterFns = [4]fn.Fn{fn.AdjustBrightness, fn.AdjustContrast, fn.AdjustSaturation, fn.AdjustHue}
 
@@ -35,7 +50,8 @@ func init() {
 		Targets: TargetsPixels, AnyFormat: true, FromArgs: colorJitterArgs,
 		Compile: func(c *Compiler, n *Node, at CompileAt) error {
 			n.MaxSteps = 4
-			return c.jitter(n, at.Where)
+			a := ArgsOf[ColorJitterArgs](n.Op)
+			return c.jitter(n, at.Where, a.Ranges, [4]float64{a.Brightness, a.Contrast, a.Saturation, a.Hue}, a.Jitter)
 		},
 		Draw: func(n *Node, r *det.RNG, d *Drawer) { n.drawJitter(r, d) }, Format: FormatNone,
 		MaxNs: func(n *Node, w, h int) float64 {
@@ -55,14 +71,13 @@ func init() {
 			if err := CheckProb(n.Op, at); err != nil {
 				return err
 			}
-			if !n.Op.JitterRanges {
-				return OpError(at.Where, "RandomPhotometricDistort takes (min, max) ranges (JitterRanges)")
-			}
 			n.MaxSteps = 5
-			return c.jitter(n, at.Where)
+			return c.jitter(n, at.Where, true, [4]float64{}, ArgsOf[PhotometricDistortArgs](n.Op).Jitter)
 		},
-		Draw:   func(n *Node, r *det.RNG, d *Drawer) { n.drawPhotometric(r, d) },
-		Format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%v, p=%g)", op.Jitter, op.P) },
+		Draw: func(n *Node, r *det.RNG, d *Drawer) { n.drawPhotometric(r, d) },
+		Format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(%v, p=%g)", ArgsOf[PhotometricDistortArgs](op).Jitter, op.P)
+		},
 		MaxNs: func(n *Node, w, h int) float64 { // contrast once, before or after
 			var s float64
 			for _, f := range []fn.Fn{fn.AdjustBrightness, fn.AdjustContrast, fn.AdjustSaturation, fn.AdjustHue, fn.PermuteChannels} {
@@ -85,18 +100,17 @@ func init() {
 		Targets: TargetsPixels, AnyFormat: true, Compile: compileP, Step: grayStep, Draw: DrawApplied})
 }
 
-// jitter compiles ColorJitter's ranges, as torchvision's _check_input.
-func (c *Compiler) jitter(n *Node, where string) error {
-	op := n.Op
-	scalar := [4]float64{op.Brightness, op.Contrast, op.Saturation, op.Hue}
+// jitter compiles ColorJitter's ranges (jitter, or, without ranges, the
+// single numbers scalar), as torchvision's _check_input.
+func (c *Compiler) jitter(n *Node, where string, ranges bool, scalar [4]float64, jitter [4][2]float64) error {
 	names := [4]string{"brightness", "contrast", "saturation", "hue"}
 	for i := range 4 {
 		center, lo, hi := 1.0, 0.0, math.Inf(1)
 		if i == 3 {
 			center, lo, hi = 0, -0.5, 0.5
 		}
-		r := op.Jitter[i]
-		if !op.JitterRanges {
+		r := jitter[i]
+		if !ranges {
 			x := scalar[i]
 			if !(x >= 0) || math.IsInf(x, 0) {
 				return OpError(where, "%s %v: a single number must be finite and >= 0", names[i], x)
@@ -174,13 +188,13 @@ func (n *Node) drawPhotometric(r *det.RNG, d *Drawer) {
 }
 
 // jitterNames are ColorJitter's and RandomPhotometricDistort's arguments,
-// in Op.Jitter's order.
+// in their Jitter's order.
 var jitterNames = [4]string{"brightness", "contrast", "saturation", "hue"}
 
 // colorJitterArgs reads torchvision's forms: None (no change), a number x
 // ([max(0, 1-x), 1+x]; hue [-x, x]) or (min, max).
 func colorJitterArgs(a *Args) Op {
-	op := Op{JitterRanges: true}
+	op := &ColorJitterArgs{Ranges: true}
 	for i, name := range jitterNames {
 		if a.IsNone(name) {
 			op.Jitter[i] = [2]float64{1, 1}
@@ -203,13 +217,13 @@ func colorJitterArgs(a *Args) Op {
 			op.Jitter[i] = [2]float64{max(1-fs[0], 0), 1 + fs[0]}
 		}
 	}
-	return op
+	return Op{Args: op}
 }
 
 func photometricArgs(a *Args) Op {
-	op := Op{JitterRanges: true, P: a.Float("p")}
+	pd := &PhotometricDistortArgs{}
 	for i, name := range jitterNames {
-		op.Jitter[i] = a.Pair(name)
+		pd.Jitter[i] = a.Pair(name)
 	}
-	return op
+	return Op{P: a.Float("p"), Args: pd}
 }

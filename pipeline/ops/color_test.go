@@ -11,8 +11,7 @@ import (
 )
 
 func photometricOp() Op {
-	return Op{Kind: OpRandomPhotometricDistort, P: 0.5, JitterRanges: true,
-		Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}
+	return Op{Kind: OpRandomPhotometricDistort, P: 0.5, Args: &PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}}
 }
 
 // TestColorJitterDraws: ColorJitter's make_params: the four adjustments
@@ -58,7 +57,7 @@ func TestColorJitterDraws(t *testing.T) {
 	// None is not drawn: brightness alone, and a range form whose
 	// contrast is (1, 1).
 	for _, op := range []Op{ColorJitterOp(0.4, 0, 0, 0),
-		{Kind: OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{0.5, 0.9}, {1, 1}, {1, 1}, {0, 0}}}} {
+		{Kind: OpColorJitter, Args: &ColorJitterArgs{Ranges: true, Jitter: [4][2]float64{{0.5, 0.9}, {1, 1}, {1, 1}, {0, 0}}}}} {
 		n := compileOp(t, op)
 		if n.MaxSteps != 4 {
 			t.Errorf("%s: MaxSteps %d", OpsString([]Op{op}), n.MaxSteps)
@@ -79,12 +78,12 @@ func TestColorJitterRefused(t *testing.T) {
 		op   Op
 		want string
 	}{
-		{Op{Kind: OpColorJitter, Contrast: -1}, "op 1 (ColorJitter): contrast -1"},
-		{Op{Kind: OpColorJitter, Saturation: math.NaN()}, "op 1 (ColorJitter): saturation NaN"},
-		{Op{Kind: OpColorJitter, Brightness: math.Inf(1)}, "brightness +Inf: a single number must be finite"},
+		{Op{Kind: OpColorJitter, Args: &ColorJitterArgs{Contrast: -1}}, "op 1 (ColorJitter): contrast -1"},
+		{Op{Kind: OpColorJitter, Args: &ColorJitterArgs{Saturation: math.NaN()}}, "op 1 (ColorJitter): saturation NaN"},
+		{Op{Kind: OpColorJitter, Args: &ColorJitterArgs{Brightness: math.Inf(1)}}, "brightness +Inf: a single number must be finite"},
 		{ColorJitterOp(0, 0, 0, 0.6), "hue [-0.6 0.6]"},
-		{Op{Kind: OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{1.2, 0.8}, {1, 1}, {1, 1}, {0, 0}}}, "brightness [1.2 0.8]"},
-		{Op{Kind: OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{1, 1}, {-0.5, 1}, {1, 1}, {0, 0}}}, "contrast [-0.5 1]"},
+		{Op{Kind: OpColorJitter, Args: &ColorJitterArgs{Ranges: true, Jitter: [4][2]float64{{1.2, 0.8}, {1, 1}, {1, 1}, {0, 0}}}}, "brightness [1.2 0.8]"},
+		{Op{Kind: OpColorJitter, Args: &ColorJitterArgs{Ranges: true, Jitter: [4][2]float64{{1, 1}, {-0.5, 1}, {1, 1}, {0, 0}}}}, "contrast [-0.5 1]"},
 		{ColorJitterOp(0, 0, 101, 0), "a factor over 100"},
 	} {
 		refused(t, tc.op, testW, testH, tc.want)
@@ -150,13 +149,10 @@ func TestPhotometricDraws(t *testing.T) {
 	if n.MaxSteps != 5 {
 		t.Errorf("MaxSteps %d, want 5", n.MaxSteps)
 	}
-	// Its ranges are checked as ColorJitter's, and it takes ranges only.
+	// Its ranges are checked as ColorJitter's (it has no other form).
 	bad := photometricOp()
-	bad.Jitter[3] = [2]float64{-0.6, 0}
+	bad.Args.(*PhotometricDistortArgs).Jitter[3] = [2]float64{-0.6, 0}
 	refused(t, bad, 8, 8, "op 1 (RandomPhotometricDistort): hue [-0.6 0]")
-	bad = photometricOp()
-	bad.JitterRanges = false
-	refused(t, bad, 8, 8, "takes (min, max) ranges")
 }
 
 // TestGrayscaleDraws: Grayscale draws its three-channel luma step every

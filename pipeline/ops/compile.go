@@ -43,8 +43,10 @@ type Node struct {
 	// jitOn: which are not None.
 	jit   [4][2]float64
 	jitOn [4]bool
-	// logRatio: RandomErasing's log aspect range.
+	// logRatio: RandomErasing's log aspect range; erasing its
+	// arguments, its noise's Normalize filled in.
 	logRatio [2]float64
+	erasing  ErasingArgs
 	// pol: a policy's table.
 	pol *policy.Policy
 	// Step: what an op whose only draw is whether it applies emits.

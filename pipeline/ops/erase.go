@@ -12,6 +12,21 @@ import (
 
 const OpRandomErasing OpKind = "RandomErasing"
 
+// ErasingArgs are RandomErasing's arguments (Op.Args; its p is Op.P):
+// scale and ratio, the box's area and aspect ranges; Value, its fill, per
+// channel in pixel units (0..255); RandomValue is value="random", and
+// RandomColor with it one random colour per box (timm's per_box); Mean
+// and Std the Normalize its noise is drawn for (zero: ImageNet's);
+// MinCount and MaxCount timm's count of boxes (0: 1; MaxCount 0:
+// MinCount), each box's area divided by it.
+type ErasingArgs struct {
+	Scale, Ratio             [2]float64
+	Value                    [3]float64
+	RandomValue, RandomColor bool
+	Mean, Std                [3]float64
+	MinCount, MaxCount       int
+}
+
 // MaxEraseCount bounds RandomErasing's boxes per sample (timm's
 // max_count).
 const MaxEraseCount = 16
@@ -23,16 +38,20 @@ func init() {
 			{Name: "noise_mean", Typ: PFloats, Def: "None", kwOnly: true}, {Name: "noise_std", Typ: PFloats, Def: "None", kwOnly: true},
 			{Name: "per_box", Typ: PBool, Def: "False", kwOnly: true}, {Name: "count", Typ: pAny, Def: "1", kwOnly: true}},
 		Targets: TargetsPixels, AnyFormat: true, Compile: compileErasing, FromArgs: erasingArgs,
-		Keeps: func(op *Op) Keeps { return Keeps{Erase: op.RandomValue} },
+		Keeps: func(op *Op) Keeps { return Keeps{Erase: ArgsOf[ErasingArgs](op).RandomValue} },
 		Draw:  func(n *Node, r *det.RNG, d *Drawer) { n.drawErasing(r, d) },
 		MaxNs: func(_ *Node, w, h int) float64 { return StepNs(fn.Step{Fn: fn.Erase, I: [6]int{0, 0, h, w}}, w, h) }})
 }
 
+// compileErasing checks a RandomErasing and keeps its arguments, the
+// noise's Normalize filled in, in the node (n.erasing).
 func compileErasing(_ *Compiler, n *Node, at CompileAt) error {
-	op, where := n.Op, at.Where
-	if err := CheckProb(op, at); err != nil {
+	where := at.Where
+	if err := CheckProb(n.Op, at); err != nil {
 		return err
 	}
+	n.erasing = ArgsOf[ErasingArgs](n.Op)
+	op := &n.erasing
 	if !(op.Scale[0] >= 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
 		return OpError(where, "scale %v: want 0 <= min <= max <= 1", op.Scale)
 	}
@@ -65,7 +84,7 @@ func compileErasing(_ *Compiler, n *Node, at CompileAt) error {
 
 // checkNoiseNormalize fills in and checks the Normalize RandomErasing's
 // noise is drawn for.
-func checkNoiseNormalize(op *Op, where string) error {
+func checkNoiseNormalize(op *ErasingArgs, where string) error {
 	if op.Std == [3]float64{} && op.Mean == [3]float64{} {
 		op.Mean, op.Std = fn.ImagenetMean, fn.ImagenetStd
 	}
@@ -85,10 +104,10 @@ func checkNoiseNormalize(op *Op, where string) error {
 // divided by the count; with RandomColor each box one colour, drawn as
 // the pixel a standard normal value per channel is after the Normalize.
 func (n *Node) drawErasing(r *det.RNG, d *Drawer) {
-	op := n.Op
-	if !(r.Float64() < op.P) {
+	if !(r.Float64() < n.Op.P) {
 		return
 	}
+	op := &n.erasing
 	count := max(op.MinCount, 1)
 	if op.MaxCount > count {
 		count += r.Intn(op.MaxCount - count + 1)
@@ -101,7 +120,7 @@ func (n *Node) drawErasing(r *det.RNG, d *Drawer) {
 
 // eraseBox is one box of drawErasing: ten tries at one that fits.
 func (n *Node) eraseBox(r *det.RNG, d *Drawer, area float64, count int) {
-	op := n.Op
+	op := &n.erasing
 	for range 10 {
 		ea := float64(area * r.Uniform(op.Scale[0], op.Scale[1]))
 		if count > 1 {
@@ -142,7 +161,7 @@ func normalPixel(z, mean, std float64) float64 {
 // "random") and timm's keyword-only noise_mean, noise_std, per_box and
 // count (an int, or (min_count, max_count)).
 func erasingArgs(a *Args) Op {
-	op := Op{P: a.Float("p"), Scale: a.Pair("scale"), Ratio: a.Pair("ratio")}
+	op := &ErasingArgs{Scale: a.Pair("scale"), Ratio: a.Pair("ratio")}
 	if s, ok := a.vals["value"].(string); ok {
 		if s != "random" {
 			a.Errorf("value %q: want 'random', or a number or one per channel", TruncKind(OpKind(s)))
@@ -179,5 +198,5 @@ func erasingArgs(a *Args) Op {
 	default:
 		a.Errorf("count %v: want an int or (min_count, max_count)", c)
 	}
-	return op
+	return Op{P: a.Float("p"), Args: op}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func erasingOp() Op {
-	return Op{Kind: OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}}
+	return Op{Kind: OpRandomErasing, P: 0.5, Args: &ErasingArgs{Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}}}
 }
 
 // TestErasingDraws: RandomErasing's make_params: at p, one box inside the
@@ -19,7 +19,8 @@ func erasingOp() Op {
 func TestErasingDraws(t *testing.T) {
 	const w, h, keys = 200, 150, 4000
 	op := erasingOp()
-	op.Value = [3]float64{10, 20, 30}
+	ea := op.Args.(*ErasingArgs)
+	ea.Value = [3]float64{10, 20, 30}
 	n := compileAt(t, op, w, h)
 	hits := 0
 	for i := range uint64(keys) {
@@ -29,7 +30,7 @@ func TestErasingDraws(t *testing.T) {
 		}
 		hits++
 		st := s[0]
-		if len(s) != 1 || st.Fn != fn.Erase || st.Fill != op.Value || st.Random {
+		if len(s) != 1 || st.Fn != fn.Erase || st.Fill != ea.Value || st.Random {
 			t.Fatalf("sample %d drew %+v", i, s)
 		}
 		top, left, eh, ew := st.I[0], st.I[1], st.I[2], st.I[3]
@@ -50,7 +51,8 @@ func TestErasingDraws(t *testing.T) {
 
 	// A count: 2..4 boxes, each a quarter to a half of the lone box's area.
 	op = erasingOp()
-	op.P, op.MinCount, op.MaxCount = 1, 2, 4
+	ea = op.Args.(*ErasingArgs)
+	op.P, ea.MinCount, ea.MaxCount = 1, 2, 4
 	n = compileAt(t, op, w, h)
 	if n.MaxSteps != 4 {
 		t.Errorf("count 2..4: MaxSteps %d", n.MaxSteps)
@@ -70,7 +72,7 @@ func TestErasingDraws(t *testing.T) {
 	}
 
 	// max_count 0 is min_count: exactly that many.
-	op.MinCount, op.MaxCount = 3, 0
+	ea.MinCount, ea.MaxCount = 3, 0
 	n = compileAt(t, op, w, h)
 	for i := range uint64(200) {
 		if s := drawAt(&n, 6, i, w, h); len(s) != 3 || n.MaxSteps != 3 {
@@ -80,7 +82,8 @@ func TestErasingDraws(t *testing.T) {
 
 	// No box fits: the whole image at aspect 2 is taller than the image.
 	op = erasingOp()
-	op.P, op.Scale, op.Ratio = 1, [2]float64{1, 1}, [2]float64{2, 2}
+	ea = op.Args.(*ErasingArgs)
+	op.P, ea.Scale, ea.Ratio = 1, [2]float64{1, 1}, [2]float64{2, 2}
 	n = compileAt(t, op, w, h)
 	for i := range uint64(100) {
 		if s := drawAt(&n, 6, i, w, h); len(s) != 0 {
@@ -95,7 +98,8 @@ func TestErasingDraws(t *testing.T) {
 // a standard normal value, in 0..255.
 func TestErasingRandomValue(t *testing.T) {
 	op := erasingOp()
-	op.P, op.RandomValue = 1, true
+	ea := op.Args.(*ErasingArgs)
+	op.P, ea.RandomValue = 1, true
 	n := compileOp(t, op)
 	seeds := map[uint64]bool{}
 	for i := range uint64(200) {
@@ -114,8 +118,8 @@ func TestErasingRandomValue(t *testing.T) {
 		t.Errorf("%d distinct noise seeds over 200 samples", len(seeds))
 	}
 
-	op.RandomColor = true
-	op.Mean, op.Std = [3]float64{0.5, 0.5, 0.5}, [3]float64{0.25, 0.25, 0.25}
+	ea.RandomColor = true
+	ea.Mean, ea.Std = [3]float64{0.5, 0.5, 0.5}, [3]float64{0.25, 0.25, 0.25}
 	n = compileOp(t, op)
 	var sum float64
 	var m int
@@ -141,29 +145,31 @@ func TestErasingRandomValue(t *testing.T) {
 // TestErasingRefused: RandomErasing's arguments outside torchvision's
 // (and timm's) bounds.
 func TestErasingRefused(t *testing.T) {
-	with := func(f func(*Op)) Op {
+	with := func(f func(*Op, *ErasingArgs)) Op {
 		op := erasingOp()
-		f(&op)
+		f(&op, op.Args.(*ErasingArgs))
 		return op
 	}
 	for _, tc := range []struct {
 		op   Op
 		want string
 	}{
-		{with(func(o *Op) { o.Value = [3]float64{-1, 0, 0} }), "op 1 (RandomErasing): value"},
-		{with(func(o *Op) { o.Value = [3]float64{0, 256, 0} }), "value [0 256 0]"},
-		{with(func(o *Op) { o.Scale = [2]float64{0.5, 1.5} }), "scale [0.5 1.5]"},
-		{with(func(o *Op) { o.Scale = [2]float64{0.4, 0.2} }), "scale [0.4 0.2]"},
-		{with(func(o *Op) { o.Ratio = [2]float64{0, 1} }), "ratio [0 1]"},
-		{with(func(o *Op) { o.Ratio = [2]float64{1, math.Inf(1)} }), "ratio [1 +Inf]"},
-		{with(func(o *Op) { o.RandomColor = true }), "RandomColor (one random colour per box) needs RandomValue"},
+		{with(func(o *Op, a *ErasingArgs) { a.Value = [3]float64{-1, 0, 0} }), "op 1 (RandomErasing): value"},
+		{with(func(o *Op, a *ErasingArgs) { a.Value = [3]float64{0, 256, 0} }), "value [0 256 0]"},
+		{with(func(o *Op, a *ErasingArgs) { a.Scale = [2]float64{0.5, 1.5} }), "scale [0.5 1.5]"},
+		{with(func(o *Op, a *ErasingArgs) { a.Scale = [2]float64{0.4, 0.2} }), "scale [0.4 0.2]"},
+		{with(func(o *Op, a *ErasingArgs) { a.Ratio = [2]float64{0, 1} }), "ratio [0 1]"},
+		{with(func(o *Op, a *ErasingArgs) { a.Ratio = [2]float64{1, math.Inf(1)} }), "ratio [1 +Inf]"},
+		{with(func(o *Op, a *ErasingArgs) { a.RandomColor = true }), "RandomColor (one random colour per box) needs RandomValue"},
 		// min > max: refused, as timm's randint(3, 2) and the wire's
 		// reading (internal/opspec) refuse it, not drawn as 3.
-		{with(func(o *Op) { o.MinCount, o.MaxCount = 3, 2 }), "count 3..2"},
-		{with(func(o *Op) { o.MinCount, o.MaxCount = 2, -1 }), "count 2..-1"},
-		{with(func(o *Op) { o.MaxCount = MaxEraseCount + 1 }), "count 0..17"},
-		{with(func(o *Op) { o.RandomValue, o.Mean, o.Std = true, [3]float64{0.5, 0.5, 0.5}, [3]float64{0.2, 0, 0.2} }), "the noise's mean"},
-		{with(func(o *Op) { o.P = 1.01 }), "p=1.01"},
+		{with(func(o *Op, a *ErasingArgs) { a.MinCount, a.MaxCount = 3, 2 }), "count 3..2"},
+		{with(func(o *Op, a *ErasingArgs) { a.MinCount, a.MaxCount = 2, -1 }), "count 2..-1"},
+		{with(func(o *Op, a *ErasingArgs) { a.MaxCount = MaxEraseCount + 1 }), "count 0..17"},
+		{with(func(o *Op, a *ErasingArgs) {
+			a.RandomValue, a.Mean, a.Std = true, [3]float64{0.5, 0.5, 0.5}, [3]float64{0.2, 0, 0.2}
+		}), "the noise's mean"},
+		{with(func(o *Op, a *ErasingArgs) { o.P = 1.01 }), "p=1.01"},
 	} {
 		refused(t, tc.op, testW, testH, tc.want)
 	}

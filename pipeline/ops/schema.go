@@ -343,16 +343,7 @@ type Op struct {
 	// P: the probability of the Random* ops that have one, and of
 	// RandomApply.
 	P float64
-	// ColorJitter: torchvision's single-number forms, each drawn from
-	// [max(0, 1-x), 1+x] (hue: [-x, x]); 0 is None. With JitterRanges the
-	// (min, max) forms in Jitter are used instead (brightness, contrast,
-	// saturation, hue), a range of (1, 1) ((0, 0) for hue) being None.
-	Brightness, Contrast, Saturation, Hue float64
-	JitterRanges                          bool
-	Jitter                                [4][2]float64
 	// Normalize: output = (pixel/255 - Mean) / Std, as float32.
-	// RandomErasing with RandomValue: the Normalize its noise is drawn
-	// for (zero: ImageNet's).
 	Mean, Std [3]float64
 	// Interp and NoAntialias: the resampling of the geometry,
 	// RandomRotation, RandomAffine and the policies. NoAntialias is
@@ -403,14 +394,6 @@ type Op struct {
 	BoxFormat  targets.BoxFormat
 	ClampNone  bool    // ClampBoundingBoxes' clamping_mode None: the boxes left
 	Distortion float64 // RandomPerspective's distortion_scale (0..1)
-	// Value: RandomErasing's fill, per channel in pixel units (0..255);
-	// RandomValue is value="random", RandomColor with it one random colour
-	// per box (timm's mode "rand"). MinCount and MaxCount: timm's count of
-	// boxes (0: 1; MaxCount 0: MinCount), each box's area divided by it.
-	Value              [3]float64
-	RandomValue        bool
-	RandomColor        bool
-	MinCount, MaxCount int
 	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops; Probs:
 	// RandomChoice's p (nil: uniform).
 	Ops   []Op
@@ -455,5 +438,5 @@ func ArgsAt[A any](op *Op) *A {
 // ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
 // torchvision's single-number form.
 func ColorJitterOp(brightness, contrast, saturation, hue float64) Op {
-	return Op{Kind: OpColorJitter, Brightness: brightness, Contrast: contrast, Saturation: saturation, Hue: hue}
+	return Op{Kind: OpColorJitter, Args: &ColorJitterArgs{Brightness: brightness, Contrast: contrast, Saturation: saturation, Hue: hue}}
 }

@@ -48,12 +48,12 @@ func TestConvertBoxFormat(t *testing.T) {
 	}
 	resize := optab.Op{Kind: OpResize, Size: [2]int{32, 32}}
 	conv := optab.Op{Kind: optab.OpConvertBoundingBoxFormat, BoxFormat: targets.BoxCXCYWH}
-	if _, err := NewTransform(CHW, resize, conv, optab.Op{Kind: optab.OpColorJitter, Brightness: 0.2}, photometricOp(), optab.Op{Kind: optab.OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd}); err != nil {
+	if _, err := NewTransform(CHW, resize, conv, optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.2}}, photometricOp(), optab.Op{Kind: optab.OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd}); err != nil {
 		t.Errorf("pixel ops and Normalize after it: %v", err)
 	}
 	// A container of pixel ops after it, as torchvision takes it (it was
 	// refused as a container, whatever it held).
-	jitter := optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpColorJitter, Brightness: 0.2}, {Kind: optab.OpRandomGrayscale, P: 0.1}}}
+	jitter := optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.2}}, {Kind: optab.OpRandomGrayscale, P: 0.1}}}
 	if _, err := NewTransform(CHW, resize, conv, jitter, optab.Op{Kind: optab.OpRandomChoice, Ops: []optab.Op{jitter, photometricOp()}}); err != nil {
 		t.Errorf("containers of pixel ops after it: %v", err)
 	}
@@ -64,7 +64,7 @@ func TestConvertBoxFormat(t *testing.T) {
 		{[]optab.Op{resize, conv, {Kind: optab.OpRandomHorizontalFlip, P: 0.5}}, "op 2 (RandomHorizontalFlip) after ConvertBoundingBoxFormat (op 1)"},
 		{[]optab.Op{resize, conv, {Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1}}, "(SanitizeBoundingBoxes) after ConvertBoundingBoxFormat"},
 		{[]optab.Op{resize, conv, conv}, "(ConvertBoundingBoxFormat) after ConvertBoundingBoxFormat"},
-		{[]optab.Op{resize, conv, {Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpColorJitter, Brightness: 0.2}, {Kind: optab.OpRandomHorizontalFlip, P: 0.5}}}}, "op 2 (RandomApply) after ConvertBoundingBoxFormat (op 1)"},
+		{[]optab.Op{resize, conv, {Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.2}}, {Kind: optab.OpRandomHorizontalFlip, P: 0.5}}}}, "op 2 (RandomApply) after ConvertBoundingBoxFormat (op 1)"},
 	} {
 		_, err := NewTransform(CHW, tc.ops...)
 		if err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), tc.want) {

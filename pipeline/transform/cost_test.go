@@ -261,13 +261,13 @@ func TestKernelScratchOf(t *testing.T) {
 		want KernelScratch
 	}{
 		{nil, KernelScratch{}},
-		{[]optab.Op{{Kind: optab.OpColorJitter, Brightness: 0.4}, {Kind: optab.OpRandomErasing, P: 0.5}}, KernelScratch{}},
+		{[]optab.Op{{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.4}}, {Kind: optab.OpRandomErasing, P: 0.5}}, KernelScratch{}},
 		{[]optab.Op{rot}, KernelScratch{PerPx: 7, Fixed: params}},
 		{[]optab.Op{rot, {Kind: OpRandomAffine, Degrees: [2]float64{-5, 5}}}, KernelScratch{PerPx: 7, Fixed: params}},
 		{[]optab.Op{blur}, KernelScratch{PerPx: 6, PerSide: 8, Fixed: 16*7 + 256 + params}},
 		{[]optab.Op{{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{augmix}}}, KernelScratch{PerPx: 7 + 18, PerSide: 2, Fixed: params}},
 		{[]optab.Op{{Kind: optab.OpRandomAdjustSharpness, Factor: 2, P: 0.5}}, KernelScratch{PerSide: 2, Fixed: params}},
-		{[]optab.Op{{Kind: optab.OpRandomErasing, P: 0.5, RandomValue: true}}, KernelScratch{Fixed: 3<<16 + params}},
+		{[]optab.Op{{Kind: optab.OpRandomErasing, P: 0.5, Args: &optab.ErasingArgs{RandomValue: true}}}, KernelScratch{Fixed: 3<<16 + params}},
 	} {
 		if got := kernelScratchOf(c.ops); got != c.want {
 			t.Errorf("%s: %+v, want %+v", optab.OpsString(c.ops), got, c.want)

@@ -30,7 +30,7 @@ func growCrop(h, w int) optab.Op   { return optab.Op{Kind: OpCenterCrop, Size: [
 
 var (
 	growBlur   = optab.Op{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}}}
-	growJitter = optab.Op{Kind: optab.OpColorJitter, Brightness: 0.4}
+	growJitter = optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.4}}
 	growTA     = optab.Op{Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}}
 )
 

@@ -10,8 +10,7 @@ import (
 )
 
 func photometricOp() optab.Op {
-	return optab.Op{Kind: optab.OpRandomPhotometricDistort, P: 0.5, JitterRanges: true,
-		Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}
+	return optab.Op{Kind: optab.OpRandomPhotometricDistort, P: 0.5, Args: &optab.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}}
 }
 
 // TestPhotometricPlaces: before the geometry only when it ends in
@@ -26,7 +25,7 @@ func TestPhotometricPlaces(t *testing.T) {
 		}
 	}
 	bad := photometricOp()
-	bad.Jitter[3] = [2]float64{-0.6, 0}
+	bad.Args.(*optab.PhotometricDistortArgs).Jitter[3] = [2]float64{-0.6, 0}
 	for _, tc := range []struct {
 		ops  []optab.Op
 		want string

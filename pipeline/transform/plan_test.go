@@ -211,7 +211,7 @@ func TestPlanDeterminism(t *testing.T) {
 	tr := mustTransform(t, CHW,
 		optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}},
 		optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-		optab.Op{Kind: optab.OpColorJitter, Brightness: 0.4, Contrast: 0.4, Saturation: 0.4})
+		optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.4, Contrast: 0.4, Saturation: 0.4}})
 	distinct := map[[4]int]bool{}
 	for i := range uint64(200) {
 		k := det.Key{Seed: 9, Epoch: 1, Index: i}

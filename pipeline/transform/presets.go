@@ -31,7 +31,7 @@ var presets = map[string][]optab.Op{
 		{Kind: OpRandomResizedCrop, Size: [2]int{176, 176}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpTrivialAugmentWide, Interp: InterpBilinear, FillNone: true, Args: &optab.TrivialAugmentWideArgs{Bins: 31}},
-		{Kind: optab.OpRandomErasing, P: 0.1, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: meanColour},
+		{Kind: optab.OpRandomErasing, P: 0.1, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: meanColour}},
 	},
 	// DeiT (timm's create_transform with --aa rand-m9-mstd0.5-inc1
 	// --reprob 0.25 --remode pixel, bicubic).
@@ -39,8 +39,7 @@ var presets = map[string][]optab.Op{
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpTimmRandAugment, Interp: InterpBicubic, Fill: meanColour, Args: &optab.TimmArgs{Config: "rand-m9-mstd0.5-inc1"}},
-		{Kind: optab.OpRandomErasing, P: 0.25, Scale: [2]float64{0.02, 1.0 / 3}, Ratio: [2]float64{0.3, 1 / 0.3}, RandomValue: true,
-			Mean: fn.ImagenetMean, Std: fn.ImagenetStd},
+		{Kind: optab.OpRandomErasing, P: 0.25, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 1.0 / 3}, Ratio: [2]float64{0.3, 1 / 0.3}, RandomValue: true, Mean: fn.ImagenetMean, Std: fn.ImagenetStd}},
 	},
 	// SimCLR's ImageNet augmentation (Chen et al. 2020, appendix A), one
 	// view: s = 1, blur kernel 10% of the side. The preset "simclr" is two
@@ -81,8 +80,7 @@ var presets = map[string][]optab.Op{
 	// preset alone never stops. RandomIoUCrop with p=0.8, as their
 	// dataloader.yml write it (their RandomIoUCrop's own p).
 	"detr": {
-		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, JitterRanges: true,
-			Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
+		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, Args: &optab.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}},
 		{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}},
 		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40, P: 0.8},
 		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},

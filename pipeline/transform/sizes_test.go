@@ -55,7 +55,7 @@ func TestPerSampleSizesRefused(t *testing.T) {
 		{[]optab.Op{{Kind: OpRandomResize, Sizes: []int{800, 480}}, {Kind: OpCenterCrop, Size: [2]int{224, 224}}}, "min_size < max_size"},
 		{[]optab.Op{{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}}, {Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}}, "must come first"},
 		{[]optab.Op{{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, {Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}}, "the first op must be the geometry"},
-		{[]optab.Op{{Kind: optab.OpRandomPhotometricDistort, P: 0.5, JitterRanges: true, Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
+		{[]optab.Op{{Kind: optab.OpRandomPhotometricDistort, P: 0.5, Args: &optab.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}},
 			{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}}, "needs a geometry that ends in Resize((h, w))"},
 	} {
 		_, err := NewTransform(CHW, c.ops...)

@@ -89,7 +89,7 @@ func TestSmartResizeTransform(t *testing.T) {
 // canvas path, the resize's size the image's own; not before another
 // geometry, nor in several views.
 func TestColorJitterBeforeSmart(t *testing.T) {
-	cj := optab.Op{Kind: optab.OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}}
+	cj := optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Ranges: true, Jitter: [4][2]float64{{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}}}
 	sm := optab.Op{Kind: OpSmartResize, Interp: InterpBicubic, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28}}
 	tf, err := NewTransform(CHW, cj, sm)
 	if err != nil {
@@ -116,7 +116,7 @@ func TestColorJitterBeforeSmart(t *testing.T) {
 // one size each draw their own (a self-supervised recipe's); a ColorJitter
 // before Resize((h, w)) runs on the image at its own size.
 func TestSharedPre(t *testing.T) {
-	cj := optab.Op{Kind: optab.OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}}
+	cj := optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Ranges: true, Jitter: [4][2]float64{{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}}}
 	tiles := optab.Op{Kind: OpTileResize, Interp: InterpBicubic, Args: &TileResizeArgs{TileSize: 448, MinTiles: 1, MaxTiles: 12, TokensPerTile: 256}}
 	resize := optab.Op{Kind: OpResize, Size: [2]int{448, 448}, Interp: InterpBicubic}
 	sq := optab.Op{Kind: OpPadToSquare, Fill: [3]float64{127, 127, 127}}

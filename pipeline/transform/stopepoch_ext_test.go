@@ -138,7 +138,7 @@ func TestStopEpochKeepsStreams(t *testing.T) {
 	full := mustTransform(t, transform.CHW, optab.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{64, 64}}, optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		optab.ColorJitterOp(0.4, 0.4, 0.4, 0.1), optab.Op{Kind: optab.OpRandomGrayscale, P: 0.5},
 		optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}}}}},
-		optab.Op{Kind: optab.OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}})
+		optab.Op{Kind: optab.OpRandomErasing, P: 0.5, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}}})
 	for _, tc := range []struct {
 		kinds []optab.OpKind
 		gone  []string

@@ -120,7 +120,7 @@ func TestClampOpsCompile(t *testing.T) {
 		{optab.Op{Kind: optab.OpClampKeyPoints}, []fn.Fn{fn.ConvertBoxFormat, fn.ClampKeypoints}},
 		{optab.Op{Kind: optab.OpSanitizeKeyPoints}, []fn.Fn{fn.ConvertBoxFormat, fn.SanitizeKeypoints}},
 	} {
-		tr := mustTransform(t, CHW, resize, conv, tc.op, optab.Op{Kind: optab.OpColorJitter, Brightness: 0.2})
+		tr := mustTransform(t, CHW, resize, conv, tc.op, optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.2}})
 		if s := NeedsTargets(mustTransform(t, CHW, resize, tc.op)); !strings.Contains(s, string(tc.op.Kind)) {
 			t.Errorf("%s: NeedsTargets %q", tc.op.Kind, s)
 		}

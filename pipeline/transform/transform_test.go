@@ -76,7 +76,7 @@ func TestTransformRejects(t *testing.T) {
 	resize := optab.Op{Kind: OpResize, Size: [2]int{256, 0}}
 	flip := optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}
 	norm := optab.Op{Kind: optab.OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.2, 0.2, 0.2}}
-	jit := optab.Op{Kind: optab.OpColorJitter, Brightness: 0.4}
+	jit := optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.4}}
 	for _, tc := range []struct {
 		name   string
 		layout Layout
@@ -113,7 +113,7 @@ func TestTransformRejects(t *testing.T) {
 		{"ratio degenerate high", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1e6, 1e7}}}, "every crop would be empty"},
 		{"ratio reversed", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{2, 1}}}, "ratio"},
 		{"Normalize std 0", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Std: [3]float64{0.2, 0, 0.2}}}, "want finite mean and finite std > 0"},
-		{"jitter negative", CHW, []optab.Op{rrc, {Kind: optab.OpColorJitter, Contrast: -1}}, "op 1 (ColorJitter): contrast -1"},
+		{"jitter negative", CHW, []optab.Op{rrc, {Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Contrast: -1}}}, "op 1 (ColorJitter): contrast -1"},
 		{"two Normalize", CHW, []optab.Op{rrc, norm, jit, norm}, "op 1 (Normalize): Normalize must come once, last"},
 		{"geometry in a container", CHW, []optab.Op{rrc, {Kind: optab.OpRandomChoice, Ops: []optab.Op{rrc}}}, "a geometry op inside a container"},
 		{"geometry second", CHW, []optab.Op{rrc, flip, rrc}, "op 2 (RandomResizedCrop): a geometry op after other ops"},
@@ -149,7 +149,7 @@ func TestTransformAccepts(t *testing.T) {
 		{"full chain", []optab.Op{
 			{Kind: OpRandomResizedCrop, Size: [2]int{64, 48}},
 			{Kind: optab.OpRandomHorizontalFlip, P: 1},
-			{Kind: optab.OpColorJitter, Brightness: 0.4, Contrast: 0.4, Saturation: 0.4},
+			{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.4, Contrast: 0.4, Saturation: 0.4}},
 			norm,
 		}, 64, 48},
 		{"flip p=0", []optab.Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, {Kind: optab.OpRandomHorizontalFlip}}, 8, 8},

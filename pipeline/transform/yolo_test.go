@@ -32,7 +32,7 @@ func TestYOLOGeometryRefused(t *testing.T) {
 		{[]optab.Op{load, lb, {Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Scale: 1.5}}}, "scale 0..0.99"},
 		{[]optab.Op{load, lb, {Kind: transform.OpYOLORandomFlip, P: 0.5, Args: &transform.YOLOFlipArgs{Direction: "sideways"}}}, "direction"},
 		{[]optab.Op{load, lb, {Kind: transform.OpYOLORandomFlip, P: 0.5, Args: &transform.YOLOFlipArgs{Direction: "horizontal", FlipIdx: []int{0, 2}}}}, "flip_idx"},
-		{[]optab.Op{load, lb, {Kind: optab.OpColorJitter, Brightness: 0.1}, load}, "op 3 (YOLOLoadImage): YOLOLoadImage after other ops"},
+		{[]optab.Op{load, lb, {Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.1}}, load}, "op 3 (YOLOLoadImage): YOLOLoadImage after other ops"},
 		{[]optab.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, lb}, "op 1 (YOLOLetterBox): YOLOLetterBox after other ops"},
 		{[]optab.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, persp}, "YOLORandomPerspective after other ops"},
 		{[]optab.Op{load, lb, lb}, "in that order"},

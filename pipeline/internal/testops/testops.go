@@ -40,12 +40,11 @@ func Recipe() []optab.Op {
 		{Kind: optab.OpAutoAugment, Args: &optab.AutoAugmentArgs{Policy: "imagenet"}},
 		{Kind: optab.OpAugMix, Args: &optab.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
 		{Kind: optab.OpTimmRandAugment, RandomInterp: true, Fill: [3]float64{124, 116, 104}, Args: &optab.TimmArgs{Config: "rand-m9-mstd0.5-inc1"}},
-		{Kind: optab.OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true},
+		{Kind: optab.OpRandomErasing, P: 0.5, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true}},
 		{Kind: optab.OpTimmAutoAugment, Interp: transform.InterpBilinear, Fill: [3]float64{124, 116, 104}, Args: &optab.TimmArgs{Config: "v0r-mstd0.5"}},
 		{Kind: optab.OpTimmAugMix, RandomInterp: true, Fill: [3]float64{124, 116, 104}, Args: &optab.TimmArgs{Config: "augmix-m5-w2-d1"}},
 		{Kind: optab.OpTimmAugMix, Interp: transform.InterpBilinear, Fill: [3]float64{124, 116, 104}, Args: &optab.TimmArgs{Config: "augmix-m3-w2-d1-b1"}},
-		{Kind: optab.OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true, RandomColor: true,
-			MinCount: 1, MaxCount: 3},
+		{Kind: optab.OpRandomErasing, P: 0.5, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true, RandomColor: true, MinCount: 1, MaxCount: 3}},
 		{Kind: optab.OpRandomPosterize, P: 0.5, Bits: 3},
 		{Kind: optab.OpRandomEqualize, P: 0.5}, {Kind: optab.OpRandomAutocontrast, P: 0.5},
 		{Kind: optab.OpRandomAdjustSharpness, P: 0.5, Factor: 2},
@@ -56,7 +55,7 @@ func Recipe() []optab.Op {
 		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1.5, MinArea: 2},
 		{Kind: optab.OpConvertBoundingBoxFormat, BoxFormat: targets.BoxCXCYWH},
 		{Kind: optab.OpClampBoundingBoxes}, {Kind: optab.OpClampKeyPoints}, {Kind: optab.OpSanitizeKeyPoints},
-		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, JitterRanges: true, Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
+		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, Args: &optab.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}},
 		{Kind: optab.OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd},
 	}
 }
