@@ -338,7 +338,7 @@ func runCost(args []string) error {
 	// geometries measured with their targets, without and with the masks,
 	// and priced by CostWith (the masks' terms; the boxes are not priced).
 	if tg, ok := boxes.(*dataset.COCODataset); ok {
-		rot := opspkg.Op{Kind: transform.OpRandomRotation, Degrees: [2]float64{-30, 30}}
+		rot := opspkg.Op{Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{-30, 30}}}
 		rot255 := rot
 		rot255.FillTyped, rot255.FillMask = true, 255
 		resize := opspkg.Op{Kind: transform.OpResize, Size: [2]int{480, 480}}

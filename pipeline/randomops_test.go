@@ -58,7 +58,7 @@ func TestRandomOpListsRefusedOrMade(t *testing.T) {
 		}
 		return opspkg.NamedOp(string(k), args)
 	}
-	rot := opspkg.Op{Kind: transform.OpRandomRotation, Degrees: [2]float64{-40, 40}, Expand: true}
+	rot := opspkg.Op{Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{-40, 40}, Expand: true}}
 	geometries := [][]opspkg.Op{
 		nil,
 		{{Kind: transform.OpResize, Size: [2]int{32, 40}}},

@@ -57,7 +57,7 @@ func TestDecodeScratchInBound(t *testing.T) {
 		{"center-past", transform.CHW, []ops.Op{{Kind: transform.OpCenterCrop, Size: [2]int{600, 640}}}, false, false},
 		{"zoom-out", transform.CHW, []ops.Op{zoom, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false, false},
 		{"zoom-out-reference", transform.CHW, []ops.Op{zoom, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, true, false},
-		{"rotate-expand-first", transform.CHW, []ops.Op{{Kind: transform.OpRandomRotation, Degrees: [2]float64{-45, 45}, Expand: true}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false, false},
+		{"rotate-expand-first", transform.CHW, []ops.Op{{Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{-45, 45}, Expand: true}}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false, false},
 		{"jitter-anyres", transform.CHW, []ops.Op{jitter, anyRes}, false, false},
 		{"crop-before-anyres", transform.HWC, []ops.Op{bigCrop, jitter, anyRes}, false, false},
 		{"crop-before-smart", transform.CHW, []ops.Op{bigCrop, {Kind: transform.OpSmartResize, Args: &transform.SmartResizeArgs{MinPixels: 1024, MaxPixels: 65536, Factor: 28}}}, false, false},

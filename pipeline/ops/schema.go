@@ -335,10 +335,10 @@ type Op struct {
 	// Fill (constant mode).
 	Padding     [4]int
 	PadIfNeeded bool
-	// Scale: RandomResizedCrop's and RandomErasing's area range;
-	// RandomAffine's scale range ((0, 0): None).
+	// Scale: RandomResizedCrop's area range, RandomIoUCrop's and
+	// ScaleJitter's scale range.
 	Scale [2]float64
-	// Ratio: RandomResizedCrop's and RandomErasing's aspect range.
+	// Ratio: RandomResizedCrop's and RandomIoUCrop's aspect range.
 	Ratio [2]float64
 	// P: the probability of the Random* ops that have one, and of
 	// RandomApply.
@@ -350,16 +350,6 @@ type Op struct {
 	// torchvision's antialias=False (the geometry only).
 	Interp      kernels.Interpolation
 	NoAntialias bool
-	// Degrees: RandomRotation's and RandomAffine's angle range.
-	Degrees [2]float64
-	// Translate: RandomAffine's (max_dx, max_dy) as fractions of the
-	// size; HasTranslate false is None.
-	Translate    [2]float64
-	HasTranslate bool
-	// Shear: RandomAffine's shear ranges, x (Shear[0:2]) and, when
-	// ShearY, y (Shear[2:4]); HasShear false is None.
-	Shear            [4]float64
-	HasShear, ShearY bool
 	// Fill: RandomRotation's, RandomAffine's and the policies' fill, one
 	// value per channel; FillNone is torchvision's fill=None (the
 	// policies' default), which for bilinear keeps a border pixel's inside
@@ -368,12 +358,6 @@ type Op struct {
 	FillNone  bool
 	FillTyped bool    // a fill per type ({Image: v, Mask: m}): Fill (FillNone) the pixels' alone
 	FillMask  float64 // with FillTyped, the masks' fill (else Fill is every type's; CheckMasks)
-	// Center: RandomRotation's and RandomAffine's center, pixels from the
-	// top left; HasCenter false is None (the image's center).
-	Center    [2]float64
-	HasCenter bool
-	// Expand: RandomRotation's expand (each sample its own size).
-	Expand bool
 	// Threshold: RandomSolarize (0..255). Bits: RandomPosterize.
 	// Factor: RandomAdjustSharpness's sharpness_factor.
 	Threshold float64
@@ -391,9 +375,8 @@ type Op struct {
 	Options []float64
 	Trials  int
 	// BoxFormat: ConvertBoundingBoxFormat's format.
-	BoxFormat  targets.BoxFormat
-	ClampNone  bool    // ClampBoundingBoxes' clamping_mode None: the boxes left
-	Distortion float64 // RandomPerspective's distortion_scale (0..1)
+	BoxFormat targets.BoxFormat
+	ClampNone bool // ClampBoundingBoxes' clamping_mode None: the boxes left
 	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops; Probs:
 	// RandomChoice's p (nil: uniform).
 	Ops   []Op

@@ -124,7 +124,7 @@ func TestCostWithTargets(t *testing.T) {
 // it) at the nominal source, not at the 32 px output: more than the same
 // rotation after a Resize to 32 px.
 func TestCostRotateFirst(t *testing.T) {
-	rot := optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{-30, 30}, Expand: true, Interp: InterpBilinear}
+	rot := optab.Op{Kind: OpRandomRotation, Interp: InterpBilinear, Args: &RotationArgs{Degrees: [2]float64{-30, 30}, Expand: true}}
 	fix := optab.Op{Kind: OpResize, Size: [2]int{32, 32}, Interp: InterpBilinear}
 	first := mustTransform(t, CHW, rot, fix).Cost()
 	after := mustTransform(t, CHW, fix, rot, fix).Cost()
@@ -218,7 +218,7 @@ func TestCostWithMasks(t *testing.T) {
 	near("lsj", m, nominalInstances*(maskSrcNs*src+maskRunNs*1024*1024+maskLineNs*2*1024))
 
 	resize := optab.Op{Kind: OpResize, Size: [2]int{480, 480}}
-	rot := optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{-30, 30}}
+	rot := optab.Op{Kind: OpRandomRotation, Args: &RotationArgs{Degrees: [2]float64{-30, 30}}}
 	px, src = 480*480, max(src, 480*480)
 	turned := nominalInstances*(maskSrcNs*src+maskTurnRunNs*px+maskLineNs*2*480) + maskIndexNs*px
 	m, x = added(mustTransform(t, CHW, resize, rot))
@@ -230,7 +230,7 @@ func TestCostWithMasks(t *testing.T) {
 	m, _ = added(mustTransform(t, CHW, resize, rot, rot))
 	near("two rotations, one fill pass", m, turned+maskIndexNs*px+maskFillTurnNs*px)
 
-	persp := optab.Op{Kind: OpRandomPerspective, Distortion: 0.5, P: 0.25}
+	persp := optab.Op{Kind: OpRandomPerspective, P: 0.25, Args: &PerspectiveArgs{Distortion: 0.5}}
 	m, x = added(mustTransform(t, CHW, resize, persp))
 	plain := nominalInstances * (maskSrcNs*src + maskRunNs*px + maskLineNs*2*480)
 	near("a perspective at p 0.25 (mean)", m, plain+0.25*(turned-plain))
@@ -253,7 +253,7 @@ func TestCostWithMasks(t *testing.T) {
 // containers' ops counted.
 func TestKernelScratchOf(t *testing.T) {
 	const params = 4 << 10 // the warps' parameters, the slices' rounding
-	rot := optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}}
+	rot := optab.Op{Kind: OpRandomRotation, Args: &RotationArgs{Degrees: [2]float64{-10, 10}}}
 	blur := optab.Op{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{5, 7}, Sigma: [2]float64{0.1, 2}}}
 	augmix := optab.Op{Kind: optab.OpAugMix, Args: &optab.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}
 	for _, c := range []struct {
@@ -263,7 +263,7 @@ func TestKernelScratchOf(t *testing.T) {
 		{nil, KernelScratch{}},
 		{[]optab.Op{{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.4}}, {Kind: optab.OpRandomErasing, P: 0.5}}, KernelScratch{}},
 		{[]optab.Op{rot}, KernelScratch{PerPx: 7, Fixed: params}},
-		{[]optab.Op{rot, {Kind: OpRandomAffine, Degrees: [2]float64{-5, 5}}}, KernelScratch{PerPx: 7, Fixed: params}},
+		{[]optab.Op{rot, {Kind: OpRandomAffine, Args: &AffineArgs{Degrees: [2]float64{-5, 5}}}}, KernelScratch{PerPx: 7, Fixed: params}},
 		{[]optab.Op{blur}, KernelScratch{PerPx: 6, PerSide: 8, Fixed: 16*7 + 256 + params}},
 		{[]optab.Op{{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{augmix}}}, KernelScratch{PerPx: 7 + 18, PerSide: 2, Fixed: params}},
 		{[]optab.Op{{Kind: optab.OpRandomAdjustSharpness, Factor: 2, P: 0.5}}, KernelScratch{PerSide: 2, Fixed: params}},

@@ -18,7 +18,7 @@ import (
 // (Resize((h, w)), CenterCrop) or are compiled for one size
 // (TrivialAugmentWide), and GaussianBlur, which runs on any size.
 func growRot(lo, hi float64) optab.Op {
-	return optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{lo, hi}, Expand: true}
+	return optab.Op{Kind: OpRandomRotation, Args: &RotationArgs{Degrees: [2]float64{lo, hi}, Expand: true}}
 }
 
 func growIn(kind optab.OpKind, ops ...optab.Op) optab.Op {

@@ -28,36 +28,68 @@ const (
 	OpRandomPerspective optab.OpKind = "RandomPerspective"
 )
 
+// The warps' own arguments (optab.Op.Args), with torchvision's names;
+// interpolation and fill are optab.Op's, every warping op's, and
+// RandomPerspective's p is optab.Op.P.
+type (
+	// RotationArgs are RandomRotation's: degrees (min, max), expand, and
+	// center, pixels from the top left (HasCenter false: None, the
+	// image's centre).
+	RotationArgs struct {
+		Degrees   [2]float64
+		Expand    bool
+		Center    [2]float64
+		HasCenter bool
+	}
+	// AffineArgs are RandomAffine's: degrees; translate, (max_dx, max_dy)
+	// as fractions of the size (HasTranslate false: None); scale (zero:
+	// None); shear along x (Shear[0:2]) and, with ShearY, y (Shear[2:4])
+	// (HasShear false: None); center, as RotationArgs'.
+	AffineArgs struct {
+		Degrees          [2]float64
+		Translate        [2]float64
+		HasTranslate     bool
+		Scale            [2]float64
+		Shear            [4]float64
+		HasShear, ShearY bool
+		Center           [2]float64
+		HasCenter        bool
+	}
+	// PerspectiveArgs are RandomPerspective's: distortion_scale (0..1).
+	PerspectiveArgs struct{ Distortion float64 }
+)
+
 func init() {
 	optab.Define(optab.Def{Kind: OpRandomRotation, Doc: "rotates by an angle drawn uniform in degrees (min, max), about center, filling with fill; expand grows the image to hold all of it",
 		Params: []optab.Param{{Name: "degrees", Typ: optab.PRange}, {Name: "interpolation", Typ: optab.PInterp, Def: "'nearest'"},
-			{Name: "expand", Typ: optab.PBool, Def: "False", At: func(o *optab.Op) any { return &o.Expand }}, {Name: "center", Typ: optab.PFloats, Def: "None"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
+			{Name: "expand", Typ: optab.PBool, Def: "False"}, {Name: "center", Typ: optab.PFloats, Def: "None"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks, Keeps: keepsWarp,
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{Degrees: angleArgs(a, "degrees"), Interp: a.Interp("interpolation"), Expand: a.Bool("expand")}
+			ra := &RotationArgs{Degrees: angleArgs(a, "degrees"), Expand: a.Bool("expand")}
+			ra.Center, ra.HasCenter = centerArgs(a)
+			op := optab.Op{Interp: a.Interp("interpolation"), Args: ra}
 			a.TypedFill("fill", &op, true)
-			centerArgs(a, &op)
 			return op
 		},
 		Grow: func(op *optab.Op, w, h int) (int, int, bool) {
-			if !op.Expand {
+			if !optab.ArgsOf[RotationArgs](op).Expand {
 				return w, h, false
 			}
 			w, h = ExpandBound(op, w, h)
 			return w, h, true
 		},
 		Draw: func(n *optab.Node, r *det.RNG, d *optab.Drawer) {
-			op := n.Op
-			st := fn.Step{Fn: fn.Rotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
-				Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(op), Center: op.Center, HasCenter: op.HasCenter}
-			if op.Expand { // the ops after it draw on the grown image
+			op, a := n.Op, optab.ArgsOf[RotationArgs](n.Op)
+			st := fn.Step{Fn: fn.Rotate, F: [6]float64{r.Uniform(a.Degrees[0], a.Degrees[1])}, Interp: op.Interp,
+				Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(op), Center: a.Center, HasCenter: a.HasCenter}
+			if a.Expand { // the ops after it draw on the grown image
 				st.I[0] = 1
-				d.W, d.H = kernels.RotatedSize(d.W, d.H, st.F[0], op.Center, op.HasCenter)
+				d.W, d.H = kernels.RotatedSize(d.W, d.H, st.F[0], a.Center, a.HasCenter)
 			}
 			d.Emit(st)
 		},
 		MaxNs: func(n *optab.Node, w, h int) float64 {
-			if n.Op.Expand {
+			if optab.ArgsOf[RotationArgs](n.Op).Expand {
 				w, h = ExpandBound(n.Op, w, h)
 			}
 			return optab.StepNs(fn.Step{Fn: fn.Rotate, Interp: n.Op.Interp}, w, h)
@@ -76,7 +108,7 @@ func init() {
 			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Targets: optab.TargetsMove, Keeps: keepsWarp,
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{Distortion: a.Float("distortion_scale"), P: a.Float("p"), Interp: a.Interp("interpolation")}
+			op := optab.Op{P: a.Float("p"), Interp: a.Interp("interpolation"), Args: &PerspectiveArgs{Distortion: a.Float("distortion_scale")}}
 			a.TypedFill("fill", &op, true)
 			return op
 		},
@@ -85,8 +117,8 @@ func init() {
 			if err := optab.CheckProb(op, at); err != nil {
 				return err
 			}
-			if !(op.Distortion >= 0 && op.Distortion <= 1) {
-				return optab.OpError(at.Where, "distortion_scale %v: want 0..1", op.Distortion)
+			if d := optab.ArgsOf[PerspectiveArgs](op).Distortion; !(d >= 0 && d <= 1) {
+				return optab.OpError(at.Where, "distortion_scale %v: want 0..1", d)
 			}
 			if err := optab.CheckFill(op.Fill, at.Where); err != nil {
 				return err
@@ -102,7 +134,7 @@ func init() {
 			}
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(distortion_scale=%g, p=%g, fill=%v", op.Distortion, op.P, op.Fill)
+			fmt.Fprintf(b, "(distortion_scale=%g, p=%g, fill=%v", optab.ArgsOf[PerspectiveArgs](op).Distortion, op.P, op.Fill)
 			formatInterp(b, op)
 		},
 		MaxNs: func(n *optab.Node, w, h int) float64 {
@@ -124,8 +156,15 @@ func warpMasks(op *optab.Op) error {
 // compileWarp checks RandomRotation's and RandomAffine's arguments.
 func compileWarp(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 	op, where := n.Op, at.Where
-	if !(op.Degrees[0] <= op.Degrees[1]) || math.Abs(op.Degrees[0]) > 1e6 || math.Abs(op.Degrees[1]) > 1e6 {
-		return optab.OpError(where, "degrees %v: want min <= max, finite", op.Degrees)
+	var a AffineArgs // a rotation's degrees and center, or the affine's
+	if op.Kind == OpRandomRotation {
+		ra := optab.ArgsOf[RotationArgs](op)
+		a.Degrees, a.Center, a.HasCenter = ra.Degrees, ra.Center, ra.HasCenter
+	} else {
+		a = optab.ArgsOf[AffineArgs](op)
+	}
+	if !(a.Degrees[0] <= a.Degrees[1]) || math.Abs(a.Degrees[0]) > 1e6 || math.Abs(a.Degrees[1]) > 1e6 {
+		return optab.OpError(where, "degrees %v: want min <= max, finite", a.Degrees)
 	}
 	if err := optab.CheckFill(op.Fill, where); err != nil {
 		return err
@@ -133,30 +172,30 @@ func compileWarp(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 	if op.Interp != InterpNearest && op.Interp != InterpBilinear {
 		return optab.OpError(where, "interpolation %s: torchvision rotates and shears tensors with nearest or bilinear", op.Interp)
 	}
-	if op.HasCenter && !(math.Abs(op.Center[0]) <= 1e6 && math.Abs(op.Center[1]) <= 1e6) {
-		return optab.OpError(where, "center %v: want finite", op.Center)
+	if a.HasCenter && !(math.Abs(a.Center[0]) <= 1e6 && math.Abs(a.Center[1]) <= 1e6) {
+		return optab.OpError(where, "center %v: want finite", a.Center)
 	}
 	if op.Kind == OpRandomRotation {
 		return nil
 	}
-	if op.HasTranslate {
-		for _, t := range op.Translate {
+	if a.HasTranslate {
+		for _, t := range a.Translate {
 			if !(t >= 0 && t <= 1) {
-				return optab.OpError(where, "translate %v: each must be in 0..1", op.Translate)
+				return optab.OpError(where, "translate %v: each must be in 0..1", a.Translate)
 			}
 		}
 	}
-	if op.Scale != [2]float64{} && !(op.Scale[0] > 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 100) {
-		return optab.OpError(where, "scale %v: want 0 < min <= max", op.Scale)
+	if a.Scale != [2]float64{} && !(a.Scale[0] > 0 && a.Scale[0] <= a.Scale[1] && a.Scale[1] <= 100) {
+		return optab.OpError(where, "scale %v: want 0 < min <= max", a.Scale)
 	}
-	if op.HasShear {
+	if a.HasShear {
 		k := 2
-		if op.ShearY {
+		if a.ShearY {
 			k = 4
 		}
 		for i := 0; i < k; i += 2 {
-			if !(op.Shear[i] <= op.Shear[i+1]) || math.Abs(op.Shear[i]) > 1e6 || math.Abs(op.Shear[i+1]) > 1e6 {
-				return optab.OpError(where, "shear %v: want min <= max, finite", op.Shear[:k])
+			if !(a.Shear[i] <= a.Shear[i+1]) || math.Abs(a.Shear[i]) > 1e6 || math.Abs(a.Shear[i+1]) > 1e6 {
+				return optab.OpError(where, "shear %v: want min <= max, finite", a.Shear[:k])
 			}
 		}
 	}
@@ -165,8 +204,8 @@ func compileWarp(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 
 // drawAffine is RandomAffine's make_params.
 func drawAffine(n *optab.Node, r *det.RNG, d *optab.Drawer) {
-	op := n.Op
-	st := fn.Step{Fn: fn.Affine, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(op), Center: op.Center, HasCenter: op.HasCenter}
+	op := optab.ArgsOf[AffineArgs](n.Op)
+	st := fn.Step{Fn: fn.Affine, Interp: n.Op.Interp, Fill: n.Op.Fill, FillNone: n.Op.FillNone, MaskFill: maskFill(n.Op), Center: op.Center, HasCenter: op.HasCenter}
 	st.F[0] = r.Uniform(op.Degrees[0], op.Degrees[1])
 	if op.HasTranslate {
 		dx := float64(op.Translate[0] * float64(d.W))
@@ -192,8 +231,9 @@ func drawAffine(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 // int(distortion_scale * (side // 2)) + 1 pixels from its edge, in its
 // order (top left, top right, bottom right, bottom left; x then y).
 func drawPerspective(r *det.RNG, w, h int, op *optab.Op) fn.Step {
-	bw := int(float64(op.Distortion*float64(w/2))) + 1
-	bh := int(float64(op.Distortion*float64(h/2))) + 1
+	dist := optab.ArgsOf[PerspectiveArgs](op).Distortion
+	bw := int(float64(dist*float64(w/2))) + 1
+	bh := int(float64(dist*float64(h/2))) + 1
 	randint := func(lo, hi int) int { return lo + r.Intn(hi-lo) }
 	st := fn.Step{Fn: fn.Perspective, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(op)}
 	st.I[0] = fn.PackPoint(randint(0, bw), randint(0, bh))
@@ -213,7 +253,8 @@ func drawPerspective(r *det.RNG, w, h int, op *optab.Op) fn.Step {
 // maximum less the floor of the minimum, in float32) is less than that
 // span plus 2.
 func ExpandBound(op *optab.Op, w, h int) (int, int) {
-	lo, hi := op.Degrees[0], op.Degrees[1]
+	deg := optab.ArgsOf[RotationArgs](op).Degrees
+	lo, hi := deg[0], deg[1]
 	fw, fh := float64(w), float64(h)
 	span := func(a, b float64) float64 { // a's cos weight, b's sin weight
 		best := 0.0
@@ -572,37 +613,39 @@ func angleArgs(a *optab.Args, name string) [2]float64 {
 	return [2]float64{}
 }
 
-// centerArgs reads a warp's center: None (the image's) or (x, y).
-func centerArgs(a *optab.Args, op *optab.Op) {
+// centerArgs reads a warp's center: None (the image's: has false) or
+// (x, y).
+func centerArgs(a *optab.Args) (center [2]float64, has bool) {
 	if a.IsNone("center") {
-		return
+		return center, false
 	}
-	op.Center, op.HasCenter = a.Pair("center"), true
+	return a.Pair("center"), true
 }
 
 // affineArgs reads RandomAffine's: translate and scale None or pairs,
 // shear None, a number x ((-x, x) along x), (min, max) along x, or
 // (min_x, max_x, min_y, max_y).
 func affineArgs(a *optab.Args) optab.Op {
-	op := optab.Op{Degrees: angleArgs(a, "degrees"), Interp: a.Interp("interpolation")}
+	aa := &AffineArgs{Degrees: angleArgs(a, "degrees")}
+	op := optab.Op{Interp: a.Interp("interpolation"), Args: aa}
 	a.TypedFill("fill", &op, true)
-	centerArgs(a, &op)
+	aa.Center, aa.HasCenter = centerArgs(a)
 	if !a.IsNone("translate") {
-		op.Translate, op.HasTranslate = a.Pair("translate"), true
+		aa.Translate, aa.HasTranslate = a.Pair("translate"), true
 	}
 	if !a.IsNone("scale") {
-		op.Scale = a.Pair("scale")
+		aa.Scale = a.Pair("scale")
 	}
 	switch s := a.Floats("shear"); len(s) {
 	case 0:
 	case 1:
-		op.HasShear, op.Shear = true, [4]float64{angleArgs(a, "shear")[0], s[0]}
+		aa.HasShear, aa.Shear = true, [4]float64{angleArgs(a, "shear")[0], s[0]}
 	case 2:
-		op.HasShear = true
-		copy(op.Shear[:], s)
+		aa.HasShear = true
+		copy(aa.Shear[:], s)
 	case 4:
-		op.HasShear, op.ShearY = true, true
-		copy(op.Shear[:], s)
+		aa.HasShear, aa.ShearY = true, true
+		copy(aa.Shear[:], s)
 	default:
 		a.Errorf("shear has %d values: want None, a number, 2 or 4", len(s))
 	}

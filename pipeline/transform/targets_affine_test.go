@@ -82,15 +82,16 @@ func TestExpandBound(t *testing.T) {
 	for i := range 3000 {
 		w, h := 1+r.Intn(700), 1+r.Intn(700)
 		lo := r.Uniform(-400, 400)
-		op := &optab.Op{Kind: OpRandomRotation, Expand: true, Degrees: [2]float64{lo, lo + r.Uniform(0, 200)}}
+		ra := &RotationArgs{Expand: true, Degrees: [2]float64{lo, lo + r.Uniform(0, 200)}}
+		op := &optab.Op{Kind: OpRandomRotation, Args: ra}
 		bw, bh := ExpandBound(op, w, h)
 		if d := math.Hypot(float64(w), float64(h)); float64(bw) > d+3 || float64(bh) > d+3 {
-			t.Fatalf("%dx%d %v: bound %dx%d past the diagonal %.1f + 3", w, h, op.Degrees, bw, bh, d)
+			t.Fatalf("%dx%d %v: bound %dx%d past the diagonal %.1f + 3", w, h, ra.Degrees, bw, bh, d)
 		}
 		for k := range 20 {
-			a := r.Uniform(op.Degrees[0], op.Degrees[1])
+			a := r.Uniform(ra.Degrees[0], ra.Degrees[1])
 			if k == 0 {
-				a = op.Degrees[0]
+				a = ra.Degrees[0]
 			}
 			center, has := [2]float64{r.Uniform(-50, 800), r.Uniform(-50, 800)}, i%2 == 0
 			ow, oh := kernels.RotatedSize(w, h, a, center, has)

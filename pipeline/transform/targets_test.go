@@ -119,8 +119,8 @@ func TestCheckTargets(t *testing.T) {
 	rrc := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}}
 	ok, err := NewTransform(CHW, rrc, optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, optab.Op{Kind: optab.OpRandomVerticalFlip, P: 0.5},
 		optab.Op{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.4, 0.1)}}, optab.Op{Kind: optab.OpRandomGrayscale, P: 0.2},
-		optab.Op{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}},
-		optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: OpRandomAffine, Degrees: [2]float64{-10, 10}, Scale: [2]float64{0.5, 2}}}})
+		optab.Op{Kind: OpRandomRotation, Args: &RotationArgs{Degrees: [2]float64{-10, 10}}},
+		optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: OpRandomAffine, Args: &AffineArgs{Degrees: [2]float64{-10, 10}, Scale: [2]float64{0.5, 2}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestCheckTargets(t *testing.T) {
 		op   optab.Op
 		name string
 	}{
-		{optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}}, {Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}}}},
+		{optab.Op{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: OpRandomRotation, Args: &RotationArgs{Degrees: [2]float64{-10, 10}}}, {Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}}}},
 			"RandomApply (op 1): TrivialAugmentWide (op 1)"},
 		{optab.Op{Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}}, "TrivialAugmentWide"},
 	} {

@@ -117,7 +117,7 @@ func TestTransformRejects(t *testing.T) {
 		{"two Normalize", CHW, []optab.Op{rrc, norm, jit, norm}, "op 1 (Normalize): Normalize must come once, last"},
 		{"geometry in a container", CHW, []optab.Op{rrc, {Kind: optab.OpRandomChoice, Ops: []optab.Op{rrc}}}, "a geometry op inside a container"},
 		{"geometry second", CHW, []optab.Op{rrc, flip, rrc}, "op 2 (RandomResizedCrop): a geometry op after other ops"},
-		{"rotation bicubic", CHW, []optab.Op{rrc, {Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}, Interp: InterpBicubic}}, "interpolation bicubic"},
+		{"rotation bicubic", CHW, []optab.Op{rrc, {Kind: OpRandomRotation, Interp: InterpBicubic, Args: &RotationArgs{Degrees: [2]float64{-10, 10}}}}, "interpolation bicubic"},
 		{"bad layout", Layout(7), []optab.Op{rrc}, "layout 7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,7 +154,7 @@ func TestTransformAccepts(t *testing.T) {
 		}, 64, 48},
 		{"flip p=0", []optab.Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, {Kind: optab.OpRandomHorizontalFlip}}, 8, 8},
 		{"any order", []optab.Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, optab.ColorJitterOp(0.4, 0, 0, 0.1), {Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-			{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, {Kind: OpRandomRotation, Degrees: [2]float64{-5, 5}}, norm}, 8, 8},
+			{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, {Kind: OpRandomRotation, Args: &RotationArgs{Degrees: [2]float64{-5, 5}}}, norm}, 8, 8},
 		{"nested", []optab.Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, nest(4)}, 8, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
