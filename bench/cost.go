@@ -214,7 +214,7 @@ func runCost(args []string) error {
 	res.ResampleNs = (c448 - c224) / (448*448 - 224*224)
 	res.DecodeNs = (c224 - res.ResampleNs*224*224) / res.MeanSourcePx
 	norm, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}},
-		opspkg.Op{Kind: opspkg.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}})
+		opspkg.Op{Kind: opspkg.OpNormalize, Args: &opspkg.NormalizeArgs{Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}})
 	if err != nil {
 		return err
 	}

@@ -150,7 +150,7 @@ func TestReferenceTrain(t *testing.T) {
 // decoders.
 func TestLayouts(t *testing.T) {
 	data := encodeJPEG(testPicture(80, 60), 90)
-	norm := opspkg.Op{Kind: opspkg.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
+	norm := opspkg.Op{Kind: opspkg.OpNormalize, Args: &opspkg.NormalizeArgs{Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}}
 	for _, dk := range decoderKinds {
 		for _, float := range []bool{false, true} {
 			ops := []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{12, 20}}, {Kind: opspkg.OpRandomHorizontalFlip, P: 0.5}, {Kind: opspkg.OpColorJitter, Args: &opspkg.ColorJitterArgs{Saturation: 0.5}}}
@@ -195,8 +195,8 @@ func TestStepsWiring(t *testing.T) {
 	data := encodePNG(testPicture(64, 48))
 	geo := []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{16, 16}}, {Kind: opspkg.OpRandomHorizontalFlip, P: 0.5}}
 	ops := []opspkg.Op{opspkg.ColorJitterOp(0.8, 0.8, 0.8, 0.2), {Kind: opspkg.OpRandomVerticalFlip, P: 0.5},
-		{Kind: opspkg.OpRandomApply, P: 0.5, Ops: []opspkg.Op{{Kind: opspkg.OpRandomInvert, P: 1}, {Kind: opspkg.OpRandomSolarize, P: 0.5, Threshold: 100}}}}
-	norm := opspkg.Op{Kind: opspkg.OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
+		{Kind: opspkg.OpRandomApply, P: 0.5, Ops: []opspkg.Op{{Kind: opspkg.OpRandomInvert, P: 1}, {Kind: opspkg.OpRandomSolarize, P: 0.5, Args: &opspkg.SolarizeArgs{Threshold: 100}}}}}
+	norm := opspkg.Op{Kind: opspkg.OpNormalize, Args: &opspkg.NormalizeArgs{Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}}
 	plain := mustTransform(t, transform.CHW, geo...)
 	withOps := mustTransform(t, transform.CHW, append(slices.Clone(geo), ops...)...)
 	full := mustTransform(t, transform.CHW, append(append(slices.Clone(geo), ops...), norm)...)
@@ -264,7 +264,7 @@ func TestNormalizeKnownPixel(t *testing.T) {
 		tr := mustTransform(t, layout,
 			opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{6, 8}},
 			opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 0.5},
-			opspkg.Op{Kind: opspkg.OpNormalize, Mean: mean, Std: std})
+			opspkg.Op{Kind: opspkg.OpNormalize, Args: &opspkg.NormalizeArgs{Mean: mean, Std: std}})
 		for _, dk := range decoderKinds {
 			d := NewDecoder(dk.opts...)
 			out := make([]byte, tr.SampleBytes())
@@ -332,7 +332,7 @@ func TestEmptyCrop(t *testing.T) {
 // sizes, uint8 and float, and checks each against a fresh Decoder: scratch
 // reused across calls must not leak between them.
 func TestDecoderReuse(t *testing.T) {
-	norm := opspkg.Op{Kind: opspkg.OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}
+	norm := opspkg.Op{Kind: opspkg.OpNormalize, Args: &opspkg.NormalizeArgs{Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}}
 	inputs := [][]byte{
 		encodeJPEG(testPicture(90, 70), 90),
 		encodePNG(testPicture(30, 50)),

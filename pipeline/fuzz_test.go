@@ -242,9 +242,10 @@ func encodeSpec(layout transform.Layout, ops ...opspkg.Op) []byte {
 			float(a.Contrast)
 			float(a.Saturation)
 		case opspkg.OpNormalize:
+			a := opspkg.ArgsOf[opspkg.NormalizeArgs](&op)
 			for c := range 3 {
-				float(op.Mean[c])
-				float(op.Std[c])
+				float(a.Mean[c])
+				float(a.Std[c])
 			}
 		}
 	}
@@ -271,9 +272,11 @@ func (s *fuzzSpec) ops() (transform.Layout, []opspkg.Op) {
 		case opspkg.OpColorJitter:
 			op.Args = &opspkg.ColorJitterArgs{Brightness: s.float(), Contrast: s.float(), Saturation: s.float()}
 		case opspkg.OpNormalize:
+			a := &opspkg.NormalizeArgs{}
 			for c := range 3 {
-				op.Mean[c], op.Std[c] = s.float(), s.float()
+				a.Mean[c], a.Std[c] = s.float(), s.float()
 			}
+			op.Args = a
 		}
 		ops = append(ops, op)
 	}
@@ -297,7 +300,7 @@ func FuzzTransform(f *testing.F) {
 		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{16, 12}, Scale: [2]float64{0.2, 0.9}, Ratio: [2]float64{0.5, 2}},
 			{Kind: opspkg.OpRandomHorizontalFlip, P: 0.7},
 			{Kind: opspkg.OpColorJitter, Args: &opspkg.ColorJitterArgs{Brightness: 0.4, Contrast: 0.2, Saturation: 0.1}},
-			{Kind: opspkg.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}},
+			{Kind: opspkg.OpNormalize, Args: &opspkg.NormalizeArgs{Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}}},
 		{{Kind: transform.OpResize, Size: [2]int{20, 0}}, {Kind: transform.OpCenterCrop, Size: [2]int{8, 0}}},
 		{{Kind: transform.OpResize, Size: [2]int{9, 31}}},
 		{{Kind: transform.OpCenterCrop, Size: [2]int{5, 7}}, {Kind: opspkg.OpRandomHorizontalFlip, P: 1}},
@@ -305,7 +308,7 @@ func FuzzTransform(f *testing.F) {
 		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{opspkg.MaxSide, 1}}},
 		{{Kind: opspkg.OpRandomHorizontalFlip}, {Kind: transform.OpCenterCrop, Size: [2]int{4, 4}}}, // out of order
 		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{5e-324, 1e300}}},
-		{{Kind: transform.OpCenterCrop, Size: [2]int{3, 3}}, {Kind: opspkg.OpNormalize, Std: [3]float64{5e-324, 1, math.NaN()}}},
+		{{Kind: transform.OpCenterCrop, Size: [2]int{3, 3}}, {Kind: opspkg.OpNormalize, Args: &opspkg.NormalizeArgs{Std: [3]float64{5e-324, 1, math.NaN()}}}},
 		{{Kind: "Bogus"}},
 	} {
 		f.Add(encodeSpec(transform.HWC, seed...))

@@ -15,7 +15,8 @@ import (
 // same bytes on every machine.
 
 // normalize writes (pix/255 - mean) / std as little-endian float32 into out.
-func normalize(pix, out []byte, layout transform.Layout, op *ops.Op) {
+func normalize(pix, out []byte, layout transform.Layout, nop *ops.Op) {
+	op := ops.ArgsOf[ops.NormalizeArgs](nop)
 	n := len(pix) / 3
 	var scale, bias [3]float32
 	for c := range 3 {

@@ -21,7 +21,7 @@ import (
 func TestPerSampleSizes(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
 	shortest := ops.Op{Kind: transform.OpRandomShortestSize, Sizes: []int{96, 128, 160}, MaxSize: 200}
-	norm := ops.Op{Kind: ops.OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
+	norm := ops.Op{Kind: ops.OpNormalize, Args: &ops.NormalizeArgs{Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}}
 	var pre []ops.Op // (RandomPhotometricDistort before is refused: TestPerSampleSizesRefused)
 	for c, layout := range []transform.Layout{transform.CHW, transform.HWC, transform.CHW, transform.HWC} {
 		post, elem := []ops.Op{{Kind: ops.OpRandomHorizontalFlip, P: 0.5}, ops.ColorJitterOp(0.4, 0.4, 0.4, 0.1)}, 1
@@ -187,7 +187,7 @@ func cornerRowsMatch(got, want []byte, w, h, bw, bh int, layout transform.Layout
 func TestRaggedSamples(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
 	shortest := ops.Op{Kind: transform.OpRandomShortestSize, Sizes: []int{96, 128, 160}, MaxSize: 200}
-	norm := ops.Op{Kind: ops.OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
+	norm := ops.Op{Kind: ops.OpNormalize, Args: &ops.NormalizeArgs{Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}}
 	for c, layout := range []transform.Layout{transform.CHW, transform.HWC, transform.CHW, transform.HWC} {
 		ops, elem := []ops.Op{shortest, {Kind: ops.OpRandomHorizontalFlip, P: 0.5}}, 1
 		if c >= 2 {

@@ -19,7 +19,7 @@ import (
 func TestBatchTimes(t *testing.T) {
 	const sleep = 5 * time.Millisecond
 	ds := slowReads{memDataset{goldenJPEGs()[:4]}, sleep}
-	norm := ops.Op{Kind: ops.OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.2, 0.2, 0.2}}
+	norm := ops.Op{Kind: ops.OpNormalize, Args: &ops.NormalizeArgs{Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.2, 0.2, 0.2}}}
 	tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{16, 16}}, norm)
 	if err != nil {
 		t.Fatal(err)

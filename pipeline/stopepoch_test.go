@@ -29,7 +29,7 @@ func TestExactStopEpochPixels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resize := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{640, 640}}, ops.Op{Kind: ops.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1})
+	resize := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpResize, Size: [2]int{640, 640}}, ops.Op{Kind: ops.OpSanitizeBoundingBoxes, Args: &ops.SanitizeArgs{MinSize: 1, MinArea: 1}})
 	ds := fixedBoxes{{40, 60, 200, 300}, {300, 100, 500, 370}, {10, 10, 30, 40}}
 	for _, mode := range []transform.DecodeMode{transform.DecodeExact, transform.DecodeFast} {
 		stop, err := full.WithStopEpoch(1, nil)

@@ -33,7 +33,7 @@ func viewGroups(norm bool) []transform.ViewGroup {
 	}
 	if norm {
 		for i := range g {
-			g[i].Ops = append(g[i].Ops, ops.Op{Kind: ops.OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd})
+			g[i].Ops = append(g[i].Ops, ops.Op{Kind: ops.OpNormalize, Args: &ops.NormalizeArgs{Mean: fn.ImagenetMean, Std: fn.ImagenetStd}})
 		}
 	}
 	return g

@@ -22,11 +22,11 @@ func TestTargetOpsDraws(t *testing.T) {
 		want []fn.Step
 		str  string
 	}{
-		{Op{Kind: OpSanitizeBoundingBoxes, MinSize: 2, MinArea: 5}, []fn.Step{{Fn: fn.SanitizeBoxes, F: [6]float64{2, 5}}}, "SanitizeBoundingBoxes(min_size=2, min_area=5)"},
-		{Op{Kind: OpConvertBoundingBoxFormat, BoxFormat: targets.BoxXYWH}, []fn.Step{{Fn: fn.ConvertBoxFormat, I: [6]int{int(targets.BoxXYWH)}}}, "ConvertBoundingBoxFormat(XYWH)"},
-		{Op{Kind: OpConvertBoundingBoxFormat, BoxFormat: targets.BoxCXCYWH}, []fn.Step{{Fn: fn.ConvertBoxFormat, I: [6]int{int(targets.BoxCXCYWH)}}}, "ConvertBoundingBoxFormat(CXCYWH)"},
+		{Op{Kind: OpSanitizeBoundingBoxes, Args: &SanitizeArgs{MinSize: 2, MinArea: 5}}, []fn.Step{{Fn: fn.SanitizeBoxes, F: [6]float64{2, 5}}}, "SanitizeBoundingBoxes(min_size=2, min_area=5)"},
+		{Op{Kind: OpConvertBoundingBoxFormat, Args: &BoxFormatArgs{Format: targets.BoxXYWH}}, []fn.Step{{Fn: fn.ConvertBoxFormat, I: [6]int{int(targets.BoxXYWH)}}}, "ConvertBoundingBoxFormat(XYWH)"},
+		{Op{Kind: OpConvertBoundingBoxFormat, Args: &BoxFormatArgs{Format: targets.BoxCXCYWH}}, []fn.Step{{Fn: fn.ConvertBoxFormat, I: [6]int{int(targets.BoxCXCYWH)}}}, "ConvertBoundingBoxFormat(CXCYWH)"},
 		{Op{Kind: OpClampBoundingBoxes}, []fn.Step{{Fn: fn.ClampBoxes}}, "ClampBoundingBoxes"},
-		{Op{Kind: OpClampBoundingBoxes, ClampNone: true}, nil, "ClampBoundingBoxes(None)"},
+		{Op{Kind: OpClampBoundingBoxes, Args: &ClampArgs{None: true}}, nil, "ClampBoundingBoxes(None)"},
 		{Op{Kind: OpClampKeyPoints}, []fn.Step{{Fn: fn.ClampKeypoints}}, "ClampKeyPoints"},
 		{Op{Kind: OpSanitizeKeyPoints}, []fn.Step{{Fn: fn.SanitizeKeypoints}}, "SanitizeKeyPoints"},
 	} {
@@ -50,15 +50,15 @@ func TestTargetOpsDraws(t *testing.T) {
 // ConvertBoundingBoxFormat inside a container (it comes last, after
 // every op that moves boxes).
 func TestTargetOpsRefused(t *testing.T) {
-	conv := Op{Kind: OpConvertBoundingBoxFormat, BoxFormat: targets.BoxCXCYWH}
+	conv := Op{Kind: OpConvertBoundingBoxFormat, Args: &BoxFormatArgs{Format: targets.BoxCXCYWH}}
 	for _, tc := range []struct {
 		op   Op
 		want string
 	}{
-		{Op{Kind: OpSanitizeBoundingBoxes, MinSize: 0.5, MinArea: 1}, "op 1 (SanitizeBoundingBoxes): min_size 0.5"},
-		{Op{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 2e9}, "min_area 2e+09"},
-		{Op{Kind: OpSanitizeBoundingBoxes, MinSize: math.NaN(), MinArea: 1}, "min_size NaN"},
-		{Op{Kind: OpConvertBoundingBoxFormat, BoxFormat: 7}, "format 7"},
+		{Op{Kind: OpSanitizeBoundingBoxes, Args: &SanitizeArgs{MinSize: 0.5, MinArea: 1}}, "op 1 (SanitizeBoundingBoxes): min_size 0.5"},
+		{Op{Kind: OpSanitizeBoundingBoxes, Args: &SanitizeArgs{MinSize: 1, MinArea: 2e9}}, "min_area 2e+09"},
+		{Op{Kind: OpSanitizeBoundingBoxes, Args: &SanitizeArgs{MinSize: math.NaN(), MinArea: 1}}, "min_size NaN"},
+		{Op{Kind: OpConvertBoundingBoxFormat, Args: &BoxFormatArgs{Format: 7}}, "format 7"},
 		{Op{Kind: OpRandomApply, P: 0.5, Ops: []Op{conv}}, "inside a container"},
 	} {
 		refused(t, tc.op, testW, testH, tc.want)
@@ -69,11 +69,11 @@ func TestTargetOpsRefused(t *testing.T) {
 // Transform takes it, last, and packs by it); CheckNormalize refuses a
 // mean or std whose outputs are not all finite float32s.
 func TestNormalizeChecked(t *testing.T) {
-	refused(t, Op{Kind: OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd}, testW, testH, "op 1 (Normalize): Normalize must come once, last")
-	if err := CheckNormalize(&Op{Kind: OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd}); err != nil {
+	refused(t, Op{Kind: OpNormalize, Args: &NormalizeArgs{Mean: fn.ImagenetMean, Std: fn.ImagenetStd}}, testW, testH, "op 1 (Normalize): Normalize must come once, last")
+	if err := CheckNormalize(&Op{Kind: OpNormalize, Args: &NormalizeArgs{Mean: fn.ImagenetMean, Std: fn.ImagenetStd}}); err != nil {
 		t.Errorf("ImageNet's: %v", err)
 	}
-	if err := CheckNormalize(&Op{Kind: OpNormalize, Mean: [3]float64{-1e3, 0, 1e3}, Std: [3]float64{1e-30, 1, 1}}); err != nil {
+	if err := CheckNormalize(&Op{Kind: OpNormalize, Args: &NormalizeArgs{Mean: [3]float64{-1e3, 0, 1e3}, Std: [3]float64{1e-30, 1, 1}}}); err != nil {
 		t.Errorf("outputs of 1e33: %v", err)
 	}
 	for _, tc := range []struct {
@@ -89,7 +89,7 @@ func TestNormalizeChecked(t *testing.T) {
 		{"mean Inf", [3]float64{math.Inf(1)}, [3]float64{1, 1, 1}},
 		{"mean NaN", [3]float64{0, 0, math.NaN()}, [3]float64{1, 1, 1}},
 	} {
-		err := CheckNormalize(&Op{Kind: OpNormalize, Mean: tc.mean, Std: tc.std})
+		err := CheckNormalize(&Op{Kind: OpNormalize, Args: &NormalizeArgs{Mean: tc.mean, Std: tc.std}})
 		if err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), "want finite mean and finite std > 0") {
 			t.Errorf("%s: %v", tc.name, err)
 		}

@@ -16,7 +16,7 @@ import (
 // ops' (RandomChoice's: the largest).
 func TestContainerDraws(t *testing.T) {
 	inv := Op{Kind: OpRandomInvert, P: 1}
-	sol := Op{Kind: OpRandomSolarize, Threshold: 100, P: 1}
+	sol := Op{Kind: OpRandomSolarize, P: 1, Args: &SolarizeArgs{Threshold: 100}}
 	gray := Op{Kind: OpGrayscale}
 	jit := ColorJitterOp(0.4, 0.4, 0, 0)
 	const keys = 6000
@@ -115,7 +115,7 @@ func TestContainerRefused(t *testing.T) {
 		{nest(5), "nested deeper than 4"},
 		{Op{Kind: OpRandomOrder, Ops: many(32, Op{Kind: OpRandomApply, P: 0.5, Ops: many(4, inv)})}, "more than 128 ops in all"},
 		{Op{Kind: OpRandomApply, P: 0.5, Ops: []Op{order32, order32, order32}}, "may draw 384 steps per sample: the limit is 256"},
-		{Op{Kind: OpNormalize, Std: [3]float64{1, 1, 1}}, "Normalize must come once, last (and not inside a container)"},
+		{Op{Kind: OpNormalize, Args: &NormalizeArgs{Std: [3]float64{1, 1, 1}}}, "Normalize must come once, last (and not inside a container)"},
 		{Op{Kind: "GaussianBlurry"}, `op 1 (GaussianBlurry): unknown op "GaussianBlurry"`},
 	} {
 		refused(t, tc.op, testW, testH, tc.want)

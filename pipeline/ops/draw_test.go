@@ -91,18 +91,18 @@ func validOps() map[OpKind]Op {
 		OpRandomGrayscale:          {Kind: OpRandomGrayscale, P: 0.1},
 		OpRandomChannelPermutation: {Kind: OpRandomChannelPermutation},
 		OpGaussianBlur:             {Kind: OpGaussianBlur, Args: &BlurArgs{KernelSize: [2]int{5, 3}, Sigma: [2]float64{0.1, 2}}},
-		OpRandomSolarize:           {Kind: OpRandomSolarize, Threshold: 128, P: 0.5},
-		OpRandomPosterize:          {Kind: OpRandomPosterize, Bits: 4, P: 0.5},
+		OpRandomSolarize:           {Kind: OpRandomSolarize, P: 0.5, Args: &SolarizeArgs{Threshold: 128}},
+		OpRandomPosterize:          {Kind: OpRandomPosterize, P: 0.5, Args: &PosterizeArgs{Bits: 4}},
 		OpRandomInvert:             {Kind: OpRandomInvert, P: 0.5},
 		OpRandomEqualize:           {Kind: OpRandomEqualize, P: 0.5},
 		OpRandomAutocontrast:       {Kind: OpRandomAutocontrast, P: 0.5},
-		OpRandomAdjustSharpness:    {Kind: OpRandomAdjustSharpness, Factor: 2, P: 0.5},
+		OpRandomAdjustSharpness:    {Kind: OpRandomAdjustSharpness, P: 0.5, Args: &SharpnessArgs{Factor: 2}},
 		OpRandomErasing:            erasingOp(),
 		OpRandomApply:              {Kind: OpRandomApply, P: 0.5, Ops: []Op{jit, {Kind: OpRandomInvert, P: 0.5}}},
 		OpRandomChoice:             {Kind: OpRandomChoice, Ops: []Op{jit, {Kind: OpRandomInvert, P: 0.5}}},
 		OpRandomOrder:              {Kind: OpRandomOrder, Ops: []Op{jit, {Kind: OpRandomInvert, P: 0.5}, {Kind: OpGrayscale}}},
-		OpSanitizeBoundingBoxes:    {Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
-		OpConvertBoundingBoxFormat: {Kind: OpConvertBoundingBoxFormat, BoxFormat: targets.BoxCXCYWH},
+		OpSanitizeBoundingBoxes:    {Kind: OpSanitizeBoundingBoxes, Args: &SanitizeArgs{MinSize: 1, MinArea: 1}},
+		OpConvertBoundingBoxFormat: {Kind: OpConvertBoundingBoxFormat, Args: &BoxFormatArgs{Format: targets.BoxCXCYWH}},
 		OpClampBoundingBoxes:       {Kind: OpClampBoundingBoxes},
 		OpClampKeyPoints:           {Kind: OpClampKeyPoints},
 		OpSanitizeKeyPoints:        {Kind: OpSanitizeKeyPoints},
@@ -184,6 +184,7 @@ func TestDrawSchemaBounds(t *testing.T) {
 			checked++
 			set := func(v float64) Op {
 				op := base
+				op.Args = CloneArgs(base.Args) // its own, not base's
 				switch f := p.At(&op).(type) {
 				case *float64:
 					*f = v

@@ -12,6 +12,10 @@ import (
 
 const OpNormalize OpKind = "Normalize"
 
+// NormalizeArgs are Normalize's arguments (Op.Args): mean and std, one a
+// channel, in [0, 1] units.
+type NormalizeArgs struct{ Mean, Std [3]float64 }
+
 func init() {
 	Define(Def{Kind: OpNormalize, Doc: "(pixel/255 - mean) / std as float32, last",
 		Params:  []Param{{Name: "mean", Typ: PFloats}, {Name: "std", Typ: PFloats}, {Name: "inplace", Typ: PBool, Def: "False"}},
@@ -25,7 +29,7 @@ func init() {
 				a.Errorf("needs 3 means and 3 stds (or one of each), got %d and %d", len(m), len(s))
 				return Op{}
 			}
-			return Op{Mean: [3]float64(m), Std: [3]float64(s)}
+			return Op{Args: &NormalizeArgs{Mean: [3]float64(m), Std: [3]float64(s)}}
 		},
 		Compile: func(_ *Compiler, _ *Node, at CompileAt) error {
 			return OpError(at.Where, "Normalize must come once, last (and not inside a container)")
@@ -36,7 +40,8 @@ func init() {
 // 0, NaN, infinite, or so small (1e-300) that (1 + |mean|) / std, the
 // largest output's size, is over maxNormalized. stoker.normalize and
 // stoker.transforms.Normalize refuse the same.
-func CheckNormalize(op *Op) error {
+func CheckNormalize(n *Op) error {
+	op := ArgsOf[NormalizeArgs](n)
 	for c := 0; c < 3; c++ {
 		if !(op.Std[c] > 0) || math.IsInf(op.Std[c], 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) ||
 			!((1+math.Abs(op.Mean[c]))/op.Std[c] <= maxNormalized) {

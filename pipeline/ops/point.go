@@ -35,20 +35,22 @@ func init() {
 			}})
 	}
 	point(OpRandomSolarize, "inverts the pixels at or above threshold, with probability p",
-		[]Param{{Name: "threshold", Typ: PFloat, At: func(o *Op) any { return &o.Threshold }, Lo: 0, Hi: 255}, PParam(0.5)},
-		func(op *Op) fn.Step { return fn.Step{Fn: fn.Solarize, F: [6]float64{op.Threshold}} },
+		[]Param{{Name: "threshold", Typ: PFloat, At: func(o *Op) any { return &ArgsAt[SolarizeArgs](o).Threshold }, Lo: 0, Hi: 255}, PParam(0.5)},
+		func(op *Op) fn.Step {
+			return fn.Step{Fn: fn.Solarize, F: [6]float64{ArgsOf[SolarizeArgs](op).Threshold}}
+		},
 		func(n *Node, at CompileAt) error {
-			if !(n.Op.Threshold >= 0 && n.Op.Threshold <= 255) {
-				return OpError(at.Where, "threshold %v: want 0..255 (the uint8 image's range)", n.Op.Threshold)
+			if x := ArgsOf[SolarizeArgs](n.Op).Threshold; !(x >= 0 && x <= 255) {
+				return OpError(at.Where, "threshold %v: want 0..255 (the uint8 image's range)", x)
 			}
 			return nil
 		}, nil)
 	point(OpRandomPosterize, "keeps the top bits of each channel, with probability p",
-		[]Param{{Name: "bits", Typ: PInt, At: func(o *Op) any { return &o.Bits }, Lo: 0, Hi: 8}, PParam(0.5)},
-		func(op *Op) fn.Step { return fn.Step{Fn: fn.Posterize, I: [6]int{op.Bits}} },
+		[]Param{{Name: "bits", Typ: PInt, At: func(o *Op) any { return &ArgsAt[PosterizeArgs](o).Bits }, Lo: 0, Hi: 8}, PParam(0.5)},
+		func(op *Op) fn.Step { return fn.Step{Fn: fn.Posterize, I: [6]int{ArgsOf[PosterizeArgs](op).Bits}} },
 		func(n *Node, at CompileAt) error {
-			if n.Op.Bits < 0 || n.Op.Bits > 8 {
-				return OpError(at.Where, "bits %d: want 0..8", n.Op.Bits)
+			if b := ArgsOf[PosterizeArgs](n.Op).Bits; b < 0 || b > 8 {
+				return OpError(at.Where, "bits %d: want 0..8", b)
 			}
 			return nil
 		}, nil)
@@ -59,15 +61,26 @@ func init() {
 	point(OpRandomAutocontrast, "stretches each channel to 0..255 with probability p", []Param{PParam(0.5)},
 		func(*Op) fn.Step { return fn.Step{Fn: fn.Autocontrast} }, nil, nil)
 	point(OpRandomAdjustSharpness, "sharpens (or blurs, below 1) by sharpness_factor with probability p",
-		[]Param{{Name: "sharpness_factor", Typ: PFloat, At: func(o *Op) any { return &o.Factor }, Lo: 0, Hi: 1e3}, PParam(0.5)},
-		func(op *Op) fn.Step { return fn.Step{Fn: fn.AdjustSharpness, F: [6]float64{op.Factor}} },
+		[]Param{{Name: "sharpness_factor", Typ: PFloat, At: func(o *Op) any { return &ArgsAt[SharpnessArgs](o).Factor }, Lo: 0, Hi: 1e3}, PParam(0.5)},
+		func(op *Op) fn.Step {
+			return fn.Step{Fn: fn.AdjustSharpness, F: [6]float64{ArgsOf[SharpnessArgs](op).Factor}}
+		},
 		func(n *Node, at CompileAt) error {
-			if !(n.Op.Factor >= 0 && n.Op.Factor <= 1e3) {
-				return OpError(at.Where, "sharpness_factor %v: want 0 <= x <= 1000", n.Op.Factor)
+			if f := ArgsOf[SharpnessArgs](n.Op).Factor; !(f >= 0 && f <= 1e3) {
+				return OpError(at.Where, "sharpness_factor %v: want 0 <= x <= 1000", f)
 			}
 			return nil
 		}, func(*Op) Keeps { return Keeps{Sharp: true} })
 }
+
+// The point ops' own arguments (Op.Args; their p is Op.P):
+// RandomSolarize's threshold (0..255), RandomPosterize's bits,
+// RandomAdjustSharpness's sharpness_factor.
+type (
+	SolarizeArgs  struct{ Threshold float64 }
+	PosterizeArgs struct{ Bits int }
+	SharpnessArgs struct{ Factor float64 }
+)
 
 // FormatNone writes no arguments: String shows the kind alone.
 func FormatNone(*strings.Builder, *Op) {}

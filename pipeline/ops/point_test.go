@@ -18,12 +18,12 @@ func TestAppliedDraws(t *testing.T) {
 	}{
 		{Op{Kind: OpRandomHorizontalFlip, P: 0.5}, fn.Step{Fn: fn.HorizontalFlip}},
 		{Op{Kind: OpRandomVerticalFlip, P: 0.25}, fn.Step{Fn: fn.VerticalFlip}},
-		{Op{Kind: OpRandomSolarize, Threshold: 200, P: 0.7}, fn.Step{Fn: fn.Solarize, F: [6]float64{200}}},
-		{Op{Kind: OpRandomPosterize, Bits: 3, P: 0.5}, fn.Step{Fn: fn.Posterize, I: [6]int{3}}},
+		{Op{Kind: OpRandomSolarize, P: 0.7, Args: &SolarizeArgs{Threshold: 200}}, fn.Step{Fn: fn.Solarize, F: [6]float64{200}}},
+		{Op{Kind: OpRandomPosterize, P: 0.5, Args: &PosterizeArgs{Bits: 3}}, fn.Step{Fn: fn.Posterize, I: [6]int{3}}},
 		{Op{Kind: OpRandomInvert, P: 0.1}, fn.Step{Fn: fn.Invert}},
 		{Op{Kind: OpRandomEqualize, P: 0.5}, fn.Step{Fn: fn.Equalize}},
 		{Op{Kind: OpRandomAutocontrast, P: 0.9}, fn.Step{Fn: fn.Autocontrast}},
-		{Op{Kind: OpRandomAdjustSharpness, Factor: 0.25, P: 0.5}, fn.Step{Fn: fn.AdjustSharpness, F: [6]float64{0.25}}},
+		{Op{Kind: OpRandomAdjustSharpness, P: 0.5, Args: &SharpnessArgs{Factor: 0.25}}, fn.Step{Fn: fn.AdjustSharpness, F: [6]float64{0.25}}},
 	} {
 		n := compileOp(t, tc.op)
 		const keys = 4000
@@ -50,11 +50,11 @@ func TestAppliedRefused(t *testing.T) {
 		{Op{Kind: OpRandomHorizontalFlip, P: 2}, "op 1 (RandomHorizontalFlip): p=2"},
 		{Op{Kind: OpRandomHorizontalFlip, P: -0.1}, "p=-0.1"},
 		{Op{Kind: OpRandomVerticalFlip, P: math.NaN()}, "p=NaN"},
-		{Op{Kind: OpRandomSolarize, Threshold: 128, P: 1.5}, "op 1 (RandomSolarize): p=1.5"},
-		{Op{Kind: OpRandomSolarize, Threshold: 300, P: 1}, "threshold 300"},
-		{Op{Kind: OpRandomPosterize, Bits: 9, P: 1}, "bits 9"},
-		{Op{Kind: OpRandomPosterize, Bits: -1, P: 1}, "bits -1"},
-		{Op{Kind: OpRandomAdjustSharpness, Factor: math.Inf(1), P: 1}, "sharpness_factor +Inf"},
+		{Op{Kind: OpRandomSolarize, P: 1.5, Args: &SolarizeArgs{Threshold: 128}}, "op 1 (RandomSolarize): p=1.5"},
+		{Op{Kind: OpRandomSolarize, P: 1, Args: &SolarizeArgs{Threshold: 300}}, "threshold 300"},
+		{Op{Kind: OpRandomPosterize, P: 1, Args: &PosterizeArgs{Bits: 9}}, "bits 9"},
+		{Op{Kind: OpRandomPosterize, P: 1, Args: &PosterizeArgs{Bits: -1}}, "bits -1"},
+		{Op{Kind: OpRandomAdjustSharpness, P: 1, Args: &SharpnessArgs{Factor: math.Inf(1)}}, "sharpness_factor +Inf"},
 		{Op{Kind: OpRandomGrayscale, P: -1}, "op 1 (RandomGrayscale): p=-1"},
 	} {
 		refused(t, tc.op, testW, testH, tc.want)

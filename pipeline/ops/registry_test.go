@@ -143,3 +143,32 @@ func TestParamSet(t *testing.T) {
 		t.Error("an argument with no field took a value")
 	}
 }
+
+// TestArgsOfAndClone: an op's typed arguments read (ArgsOf: a copy, A's
+// zero for none, never writing the op), filled (ArgsAt: made once), and
+// copied deeply (CloneArgs: a change to the copy, its slices' too, leaves
+// the original).
+func TestArgsOfAndClone(t *testing.T) {
+	type args struct {
+		N    int
+		Idx  []int
+		Name string
+	}
+	var op Op
+	if a := ArgsOf[args](&op); a.N != 0 || op.Args != nil {
+		t.Fatalf("ArgsOf of an op without arguments: %+v, and op.Args %v", a, op.Args)
+	}
+	ArgsAt[args](&op).N = 3
+	ArgsAt[args](&op).Idx = []int{1, 0}
+	if a := ArgsOf[args](&op); a.N != 3 || len(a.Idx) != 2 {
+		t.Fatalf("ArgsAt filled %+v", a)
+	}
+	c := CloneArgs(op.Args).(*args)
+	c.N, c.Idx[0], c.Name = 4, 9, "copy"
+	if a := ArgsOf[args](&op); a.N != 3 || a.Idx[0] != 1 || a.Name != "" {
+		t.Errorf("a change to the clone changed the original: %+v", a)
+	}
+	if CloneArgs(nil) != nil {
+		t.Error("CloneArgs(nil) is not nil")
+	}
+}

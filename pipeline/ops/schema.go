@@ -9,13 +9,13 @@ package ops
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/fn"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
-	"github.com/stoker-dev/stoker/pipeline/targets"
 )
 
 // paramType is what an argument holds.
@@ -343,8 +343,6 @@ type Op struct {
 	// P: the probability of the Random* ops that have one, and of
 	// RandomApply.
 	P float64
-	// Normalize: output = (pixel/255 - Mean) / Std, as float32.
-	Mean, Std [3]float64
 	// Interp and NoAntialias: the resampling of the geometry,
 	// RandomRotation, RandomAffine and the policies. NoAntialias is
 	// torchvision's antialias=False (the geometry only).
@@ -358,15 +356,8 @@ type Op struct {
 	FillNone  bool
 	FillTyped bool    // a fill per type ({Image: v, Mask: m}): Fill (FillNone) the pixels' alone
 	FillMask  float64 // with FillTyped, the masks' fill (else Fill is every type's; CheckMasks)
-	// Threshold: RandomSolarize (0..255). Bits: RandomPosterize.
-	// Factor: RandomAdjustSharpness's sharpness_factor.
-	Threshold float64
-	Bits      int
-	Factor    float64
-	// MinSize and MinArea: SanitizeBoundingBoxes' bounds (each >= 1).
-	MinSize, MinArea float64
-	Sizes            []int // RandomShortestSize's min_size; RandomResize's min_size, max_size
-	MaxSize          int   // RandomShortestSize's max_size (0: None)
+	Sizes     []int   // RandomShortestSize's min_size; RandomResize's min_size, max_size
+	MaxSize   int     // RandomShortestSize's max_size (0: None)
 	// SideRange: RandomZoomOut's side_range (min, max), its fill Fill.
 	SideRange [2]float64
 	// RandomIoUCrop: Scale (min_scale, max_scale), Ratio
@@ -374,9 +365,6 @@ type Op struct {
 	// (the minimal IoUs; one >= 1 leaves the image), Trials its trials.
 	Options []float64
 	Trials  int
-	// BoxFormat: ConvertBoundingBoxFormat's format.
-	BoxFormat targets.BoxFormat
-	ClampNone bool // ClampBoundingBoxes' clamping_mode None: the boxes left
 	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops; Probs:
 	// RandomChoice's p (nil: uniform).
 	Ops   []Op
@@ -406,6 +394,24 @@ func ArgsOf[A any](op *Op) A {
 		return zero
 	}
 	return *op.Args.(*A)
+}
+
+// CloneArgs is a copy of args (an Op's Args, a pointer to its struct),
+// its slices copied too, so that the copy may be filled or changed alone
+// (nil for nil): what copying an op deeply takes.
+func CloneArgs(args any) any {
+	if args == nil {
+		return nil
+	}
+	v := reflect.ValueOf(args).Elem()
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	for i := range c.NumField() {
+		if f := c.Field(i); f.Kind() == reflect.Slice && !f.IsNil() {
+			f.Set(reflect.AppendSlice(reflect.MakeSlice(f.Type(), 0, f.Len()), f))
+		}
+	}
+	return c.Addr().Interface()
 }
 
 // ArgsAt is op's typed arguments to fill, made (zero) when op has none

@@ -16,7 +16,7 @@ import (
 // "ssdlite" and "ssd" (RandomZoomOut's fill the mean).
 func ssdRecipes() map[string][]optab.Op {
 	flip := optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}
-	tail := []optab.Op{{Kind: optab.OpConvertBoundingBoxFormat, BoxFormat: targets.BoxXYXY}, {Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1}}
+	tail := []optab.Op{{Kind: optab.OpConvertBoundingBoxFormat, Args: &optab.BoxFormatArgs{Format: targets.BoxXYXY}}, {Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}}}
 	zoom := optab.Op{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}, Fill: [3]float64{123, 117, 104}}
 	return map[string][]optab.Op{
 		"hflip":   append([]optab.Op{flip}, tail...),

@@ -47,8 +47,8 @@ func TestConvertBoxFormat(t *testing.T) {
 		t.Errorf("XYWHR: %v", err)
 	}
 	resize := optab.Op{Kind: OpResize, Size: [2]int{32, 32}}
-	conv := optab.Op{Kind: optab.OpConvertBoundingBoxFormat, BoxFormat: targets.BoxCXCYWH}
-	if _, err := NewTransform(CHW, resize, conv, optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.2}}, photometricOp(), optab.Op{Kind: optab.OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd}); err != nil {
+	conv := optab.Op{Kind: optab.OpConvertBoundingBoxFormat, Args: &optab.BoxFormatArgs{Format: targets.BoxCXCYWH}}
+	if _, err := NewTransform(CHW, resize, conv, optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.2}}, photometricOp(), optab.Op{Kind: optab.OpNormalize, Args: &optab.NormalizeArgs{Mean: fn.ImagenetMean, Std: fn.ImagenetStd}}); err != nil {
 		t.Errorf("pixel ops and Normalize after it: %v", err)
 	}
 	// A container of pixel ops after it, as torchvision takes it (it was
@@ -62,7 +62,7 @@ func TestConvertBoxFormat(t *testing.T) {
 		want string
 	}{
 		{[]optab.Op{resize, conv, {Kind: optab.OpRandomHorizontalFlip, P: 0.5}}, "op 2 (RandomHorizontalFlip) after ConvertBoundingBoxFormat (op 1)"},
-		{[]optab.Op{resize, conv, {Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1}}, "(SanitizeBoundingBoxes) after ConvertBoundingBoxFormat"},
+		{[]optab.Op{resize, conv, {Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}}}, "(SanitizeBoundingBoxes) after ConvertBoundingBoxFormat"},
 		{[]optab.Op{resize, conv, conv}, "(ConvertBoundingBoxFormat) after ConvertBoundingBoxFormat"},
 		{[]optab.Op{resize, conv, {Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.2}}, {Kind: optab.OpRandomHorizontalFlip, P: 0.5}}}}, "op 2 (RandomApply) after ConvertBoundingBoxFormat (op 1)"},
 	} {

@@ -266,7 +266,7 @@ func TestKernelScratchOf(t *testing.T) {
 		{[]optab.Op{rot, {Kind: OpRandomAffine, Args: &AffineArgs{Degrees: [2]float64{-5, 5}}}}, KernelScratch{PerPx: 7, Fixed: params}},
 		{[]optab.Op{blur}, KernelScratch{PerPx: 6, PerSide: 8, Fixed: 16*7 + 256 + params}},
 		{[]optab.Op{{Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{augmix}}}, KernelScratch{PerPx: 7 + 18, PerSide: 2, Fixed: params}},
-		{[]optab.Op{{Kind: optab.OpRandomAdjustSharpness, Factor: 2, P: 0.5}}, KernelScratch{PerSide: 2, Fixed: params}},
+		{[]optab.Op{{Kind: optab.OpRandomAdjustSharpness, P: 0.5, Args: &optab.SharpnessArgs{Factor: 2}}}, KernelScratch{PerSide: 2, Fixed: params}},
 		{[]optab.Op{{Kind: optab.OpRandomErasing, P: 0.5, Args: &optab.ErasingArgs{RandomValue: true}}}, KernelScratch{Fixed: 3<<16 + params}},
 	} {
 		if got := kernelScratchOf(c.ops); got != c.want {

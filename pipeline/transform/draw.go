@@ -223,7 +223,8 @@ func (vp *ViewPlan) appendTrace(b []byte, t *Transform) []byte {
 	for i := range vp.Steps {
 		add(&vp.Steps[i])
 	}
-	if norm := t.norm; norm != nil {
+	if t.norm != nil {
+		norm := optab.ArgsOf[optab.NormalizeArgs](t.norm)
 		st := fn.Step{Fn: fn.Normalize}
 		copy(st.F[:3], norm.Mean[:])
 		copy(st.F[3:], norm.Std[:])

@@ -130,8 +130,8 @@ func TestIoUCropRefused(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", optab.OpsString(tc.ops), err, tc.want)
 		}
 	}
-	tr := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}}, iouOp(), optab.Op{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
-		optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, resize, optab.Op{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1})
+	tr := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}}, iouOp(), optab.Op{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
+		optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, resize, optab.Op{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}})
 	if NeedsTargets(tr) == "" || CheckTargets(tr) != nil {
 		t.Errorf("the DETR geometry: needs targets %q, checked %v", NeedsTargets(tr), CheckTargets(tr))
 	}

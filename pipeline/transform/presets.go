@@ -83,10 +83,10 @@ var presets = map[string][]optab.Op{
 		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, Args: &optab.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}},
 		{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}},
 		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40, P: 0.8},
-		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: OpResize, Size: [2]int{640, 640}},
-		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 	},
 	// torchvision's detection references' "ssdlite" recipe (SSDlite320's
 	// DetectionPresetTrain: RandomIoUCrop, the flip, and the
@@ -98,7 +98,7 @@ var presets = map[string][]optab.Op{
 	"ssdlite": {
 		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 		{Kind: OpResize, Size: [2]int{320, 320}, NoAntialias: true},
 	},
 	// Large-scale jitter (the Copy-Paste paper's; torchvision's detection
@@ -111,7 +111,7 @@ var presets = map[string][]optab.Op{
 		{Kind: OpScaleJitter, Size: [2]int{1024, 1024}, Scale: [2]float64{0.1, 2}},
 		{Kind: OpFixedSizeCrop, Size: [2]int{1024, 1024}, Fill: [3]float64{123, 117, 104}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 	},
 	// torchvision's semantic segmentation references' training recipe
 	// (SegmentationPresetTrain(base_size=520, crop_size=480, use_v2=True),
@@ -135,7 +135,7 @@ var presets = map[string][]optab.Op{
 	"frcnn": {
 		{Kind: OpRandomShortestSize, Sizes: []int{480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800}, MaxSize: 1333},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 	},
 	// ultralytics' training transforms of its close_mosaic epochs (its
 	// multi-image ops off) as its releases before 8.1 made them, at its
@@ -192,10 +192,12 @@ func Preset(name string) ([]optab.Op, error) {
 	return cloneOps(ops), nil
 }
 
-// cloneOps copies ops deeply (containers' Ops and Probs too).
+// cloneOps copies ops deeply (containers' Ops and Probs, and each op's
+// typed arguments, too).
 func cloneOps(ops []optab.Op) []optab.Op {
 	out := append([]optab.Op(nil), ops...)
 	for i := range out {
+		out[i].Args = optab.CloneArgs(out[i].Args)
 		out[i].Ops = cloneOps(out[i].Ops)
 		out[i].Probs = append([]float64(nil), out[i].Probs...)
 		out[i].Options = append([]float64(nil), out[i].Options...)
@@ -245,7 +247,7 @@ var viewPresets = map[string][]ViewGroup{
 	// trained with (DINOv3 fixed it).
 	"dinov2": {
 		{Name: "global", Count: 1, Ops: dinov2Crop(224, 0.32, 1, nil)},
-		{Name: "global", Count: 1, Ops: dinov2Crop(224, 0.32, 1, []optab.Op{dinov2Blur(0.9), {Kind: optab.OpRandomSolarize, Threshold: 128, P: 0.2}})},
+		{Name: "global", Count: 1, Ops: dinov2Crop(224, 0.32, 1, []optab.Op{dinov2Blur(0.9), {Kind: optab.OpRandomSolarize, P: 0.2, Args: &optab.SolarizeArgs{Threshold: 128}}})},
 		{Name: "local", Count: 8, Ops: dinov2Crop(96, 0.05, 0.32, []optab.Op{dinov2Blur(0.5)})},
 	},
 }
@@ -254,7 +256,7 @@ var viewPresets = map[string][]ViewGroup{
 // applied with p 0.1, then RandomSolarize(128, p 0.2).
 var dinoGlobal2 = append(cloneOps(presets["dino-global"][:4]),
 	optab.Op{Kind: optab.OpRandomApply, P: 0.1, Ops: []optab.Op{{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}}},
-	optab.Op{Kind: optab.OpRandomSolarize, Threshold: 128, P: 0.2},
+	optab.Op{Kind: optab.OpRandomSolarize, P: 0.2, Args: &optab.SolarizeArgs{Threshold: 128}},
 )
 
 // dinov2Crop is one of DINOv2's crops: RandomResizedCrop(size, scale,

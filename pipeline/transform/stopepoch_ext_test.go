@@ -278,7 +278,7 @@ func TestStopEpochRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	norm := mustTransform(t, transform.CHW, optab.Op{Kind: transform.OpResize, Size: [2]int{8, 8}}, optab.Op{Kind: optab.OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd})
+	norm := mustTransform(t, transform.CHW, optab.Op{Kind: transform.OpResize, Size: [2]int{8, 8}}, optab.Op{Kind: optab.OpNormalize, Args: &optab.NormalizeArgs{Mean: fn.ImagenetMean, Std: fn.ImagenetStd}})
 	for _, tc := range []struct {
 		tr    *transform.Transform
 		kinds []optab.OpKind

@@ -188,7 +188,7 @@ func checkConvertLast(ops []optab.Op, first int) error {
 	for i := range ops {
 		k := ops[i].Kind
 		switch {
-		case conv < 0 && k == optab.OpConvertBoundingBoxFormat && ops[i].BoxFormat != targets.BoxXYXY:
+		case conv < 0 && k == optab.OpConvertBoundingBoxFormat && optab.ArgsOf[optab.BoxFormatArgs](&ops[i]).Format != targets.BoxXYXY:
 			// (to XYXY first, as the detection references' presets convert
 			// before their SanitizeBoundingBoxes: the boxes' own format)
 			conv = i

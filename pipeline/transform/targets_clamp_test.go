@@ -110,13 +110,13 @@ func TestClampAndSanitizeKeypoints(t *testing.T) {
 // none) and are refused where a job has no targets.
 func TestClampOpsCompile(t *testing.T) {
 	resize := optab.Op{Kind: OpResize, Size: [2]int{32, 32}}
-	conv := optab.Op{Kind: optab.OpConvertBoundingBoxFormat, BoxFormat: targets.BoxCXCYWH}
+	conv := optab.Op{Kind: optab.OpConvertBoundingBoxFormat, Args: &optab.BoxFormatArgs{Format: targets.BoxCXCYWH}}
 	for _, tc := range []struct {
 		op   optab.Op
 		want []fn.Fn
 	}{
 		{optab.Op{Kind: optab.OpClampBoundingBoxes}, []fn.Fn{fn.ConvertBoxFormat, fn.ClampBoxes}},
-		{optab.Op{Kind: optab.OpClampBoundingBoxes, ClampNone: true}, []fn.Fn{fn.ConvertBoxFormat}},
+		{optab.Op{Kind: optab.OpClampBoundingBoxes, Args: &optab.ClampArgs{None: true}}, []fn.Fn{fn.ConvertBoxFormat}},
 		{optab.Op{Kind: optab.OpClampKeyPoints}, []fn.Fn{fn.ConvertBoxFormat, fn.ClampKeypoints}},
 		{optab.Op{Kind: optab.OpSanitizeKeyPoints}, []fn.Fn{fn.ConvertBoxFormat, fn.SanitizeKeypoints}},
 	} {

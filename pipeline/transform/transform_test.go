@@ -75,7 +75,7 @@ func TestTransformRejects(t *testing.T) {
 	cc := optab.Op{Kind: OpCenterCrop, Size: [2]int{224, 224}}
 	resize := optab.Op{Kind: OpResize, Size: [2]int{256, 0}}
 	flip := optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}
-	norm := optab.Op{Kind: optab.OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.2, 0.2, 0.2}}
+	norm := optab.Op{Kind: optab.OpNormalize, Args: &optab.NormalizeArgs{Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.2, 0.2, 0.2}}}
 	jit := optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Brightness: 0.4}}
 	for _, tc := range []struct {
 		name   string
@@ -112,7 +112,7 @@ func TestTransformRejects(t *testing.T) {
 		{"ratio degenerate", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1e-300, 1e-299}}}, "every crop would be empty"},
 		{"ratio degenerate high", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1e6, 1e7}}}, "every crop would be empty"},
 		{"ratio reversed", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{2, 1}}}, "ratio"},
-		{"Normalize std 0", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Std: [3]float64{0.2, 0, 0.2}}}, "want finite mean and finite std > 0"},
+		{"Normalize std 0", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Args: &optab.NormalizeArgs{Std: [3]float64{0.2, 0, 0.2}}}}, "want finite mean and finite std > 0"},
 		{"jitter negative", CHW, []optab.Op{rrc, {Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Contrast: -1}}}, "op 1 (ColorJitter): contrast -1"},
 		{"two Normalize", CHW, []optab.Op{rrc, norm, jit, norm}, "op 1 (Normalize): Normalize must come once, last"},
 		{"geometry in a container", CHW, []optab.Op{rrc, {Kind: optab.OpRandomChoice, Ops: []optab.Op{rrc}}}, "a geometry op inside a container"},
@@ -136,7 +136,7 @@ func TestTransformRejects(t *testing.T) {
 }
 
 func TestTransformAccepts(t *testing.T) {
-	norm := optab.Op{Kind: optab.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
+	norm := optab.Op{Kind: optab.OpNormalize, Args: &optab.NormalizeArgs{Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}}
 	for _, tc := range []struct {
 		name string
 		ops  []optab.Op
@@ -168,7 +168,7 @@ func TestTransformAccepts(t *testing.T) {
 
 func TestSampleShape(t *testing.T) {
 	rrc := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{20, 30}}
-	norm := optab.Op{Kind: optab.OpNormalize, Std: [3]float64{1, 1, 1}}
+	norm := optab.Op{Kind: optab.OpNormalize, Args: &optab.NormalizeArgs{Std: [3]float64{1, 1, 1}}}
 	for _, tc := range []struct {
 		layout Layout
 		ops    []optab.Op
@@ -219,5 +219,24 @@ func TestPlacersAreGeometry(t *testing.T) {
 		if _, ok := placers[k]; !ok && optab.Lookup(k).Geometry && k != OpPadIfSmaller {
 			t.Errorf("%s is a geometry op without a placer", k)
 		}
+	}
+}
+
+// TestPresetCopiesArgs: Preset's ops are a deep copy, each op's typed
+// arguments (optab.Op.Args) too: a caller that changes them changes no
+// other caller's preset.
+func TestPresetCopiesArgs(t *testing.T) {
+	a, err := Preset("yolo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	optab.ArgsAt[MosaicArgs](&a[0]).ImgSz = 320
+	optab.ArgsAt[YOLOFlipArgs](&a[3]).Direction = "vertical"
+	b, err := Preset("yolo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, f := optab.ArgsOf[MosaicArgs](&b[0]), optab.ArgsOf[YOLOFlipArgs](&b[3]); m.ImgSz != 640 || f.Direction != "horizontal" {
+		t.Errorf("a change to one Preset(\"yolo\")'s arguments reached the next: %+v, %+v", m, f)
 	}
 }

@@ -50,7 +50,7 @@ func TestViewLayout(t *testing.T) {
 // naming the group and what is wrong.
 func TestViewsRefused(t *testing.T) {
 	crop := []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}}}
-	norm := append(append([]optab.Op(nil), crop...), optab.Op{Kind: optab.OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd})
+	norm := append(append([]optab.Op(nil), crop...), optab.Op{Kind: optab.OpNormalize, Args: &optab.NormalizeArgs{Mean: fn.ImagenetMean, Std: fn.ImagenetStd}})
 	for _, c := range []struct {
 		groups []ViewGroup
 		want   string

@@ -28,7 +28,7 @@ func Recipe() []optab.Op {
 		{Kind: optab.OpRandomGrayscale, P: 0.2},
 		{Kind: optab.OpRandomChoice, Ops: []optab.Op{
 			{Kind: optab.OpGaussianBlur, Args: &optab.BlurArgs{KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}}},
-			{Kind: optab.OpRandomSolarize, P: 1, Threshold: 128},
+			{Kind: optab.OpRandomSolarize, P: 1, Args: &optab.SolarizeArgs{Threshold: 128}},
 			{Kind: optab.OpGrayscale},
 		}},
 		{Kind: optab.OpRandomOrder, Ops: []optab.Op{{Kind: optab.OpRandomInvert, P: 0.5}, {Kind: optab.OpRandomVerticalFlip, P: 0.5}}},
@@ -44,18 +44,18 @@ func Recipe() []optab.Op {
 		{Kind: optab.OpTimmAugMix, RandomInterp: true, Fill: [3]float64{124, 116, 104}, Args: &optab.TimmArgs{Config: "augmix-m5-w2-d1"}},
 		{Kind: optab.OpTimmAugMix, Interp: transform.InterpBilinear, Fill: [3]float64{124, 116, 104}, Args: &optab.TimmArgs{Config: "augmix-m3-w2-d1-b1"}},
 		{Kind: optab.OpRandomErasing, P: 0.5, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true, RandomColor: true, MinCount: 1, MaxCount: 3}},
-		{Kind: optab.OpRandomPosterize, P: 0.5, Bits: 3},
+		{Kind: optab.OpRandomPosterize, P: 0.5, Args: &optab.PosterizeArgs{Bits: 3}},
 		{Kind: optab.OpRandomEqualize, P: 0.5}, {Kind: optab.OpRandomAutocontrast, P: 0.5},
-		{Kind: optab.OpRandomAdjustSharpness, P: 0.5, Factor: 2},
+		{Kind: optab.OpRandomAdjustSharpness, P: 0.5, Args: &optab.SharpnessArgs{Factor: 2}},
 		{Kind: transform.OpRandomPerspective, P: 0.5, Interp: transform.InterpBilinear, Fill: [3]float64{1, 2, 3}, Args: &transform.PerspectiveArgs{Distortion: 0.5}},
 		{Kind: transform.OpYOLORandomHSV, Args: &transform.YOLOHSVArgs{HGain: 0.5, SGain: 0.5, VGain: 0.5}},
 		{Kind: transform.OpYOLORandomFlip, P: 0.5, Args: &transform.YOLOFlipArgs{Direction: "horizontal", FlipIdx: []int{1, 0, 2}}},
 		{Kind: transform.OpYOLORandomFlip, P: 0.5, Args: &transform.YOLOFlipArgs{Direction: "vertical"}},
-		{Kind: optab.OpSanitizeBoundingBoxes, MinSize: 1.5, MinArea: 2},
-		{Kind: optab.OpConvertBoundingBoxFormat, BoxFormat: targets.BoxCXCYWH},
+		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1.5, MinArea: 2}},
+		{Kind: optab.OpConvertBoundingBoxFormat, Args: &optab.BoxFormatArgs{Format: targets.BoxCXCYWH}},
 		{Kind: optab.OpClampBoundingBoxes}, {Kind: optab.OpClampKeyPoints}, {Kind: optab.OpSanitizeKeyPoints},
 		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, Args: &optab.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}},
-		{Kind: optab.OpNormalize, Mean: fn.ImagenetMean, Std: fn.ImagenetStd},
+		{Kind: optab.OpNormalize, Args: &optab.NormalizeArgs{Mean: fn.ImagenetMean, Std: fn.ImagenetStd}},
 	}
 }
 
