@@ -248,8 +248,8 @@ func runCost(args []string) error {
 		// a RandomZoomOut that always applies, after a flip, and the
 		// photometric distortion (always applied) before them.
 		resize := opspkg.Op{Kind: transform.OpResize, Size: [2]int{640, 640}}
-		iou := opspkg.Op{Kind: transform.OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}
-		zoom := opspkg.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1, 4}}
+		iou := opspkg.Op{Kind: transform.OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Args: &transform.IoUCropArgs{Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}}
+		zoom := opspkg.Op{Kind: transform.OpRandomZoomOut, P: 1, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1, 4}}}
 		flip := opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 1}
 		pd := opspkg.Op{Kind: opspkg.OpRandomPhotometricDistort, P: 1, Args: &opspkg.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}}
 		for _, x := range []struct {

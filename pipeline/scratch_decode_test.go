@@ -36,7 +36,7 @@ func (b *countBudget) Release(n int64)  { b.held -= n }
 func TestDecodeScratchInBound(t *testing.T) {
 	files := photos(t, 12)
 	norm := ops.Op{Kind: ops.OpNormalize, Args: &ops.NormalizeArgs{Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}}
-	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
+	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Fill: [3]float64{10, 200, 30}, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}}}
 	// The canvas path of a vision-language processor's resize: AnyRes's
 	// canvas resized apart, then padded (Decoder.padded); a crop before the
 	// resize larger than the photos (the crop, not the image, decoded).

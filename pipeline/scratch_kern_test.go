@@ -39,7 +39,7 @@ func TestKernelScratchInBound(t *testing.T) {
 		{"rotate-expand-resize", []ops.Op{{Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{-45, 45}, Expand: true}}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false},
 		{"rotate-expand-crop", []ops.Op{{Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{-45, 45}, Expand: true}}, {Kind: transform.OpCenterCrop, Size: [2]int{100, 120}}}, false},
 		{"rotate-expand-blur", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{30, 60}, Expand: true}}, {Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}}, false},
-		{"shortest-blur", []ops.Op{{Kind: transform.OpRandomShortestSize, Sizes: []int{48, 96}, MaxSize: 128}, {Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}}, false},
+		{"shortest-blur", []ops.Op{{Kind: transform.OpRandomShortestSize, MaxSize: 128, Args: &transform.ShortestSizeArgs{MinSize: []int{48, 96}}}, {Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}}, false},
 		{"trivialaugment", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: ops.OpTrivialAugmentWide, Args: &ops.TrivialAugmentWideArgs{Bins: 31}}}, false},
 		{"sharpness", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: ops.OpRandomAdjustSharpness, P: 1, Args: &ops.SharpnessArgs{Factor: 2}}}, false},
 		{"colorjitter", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: ops.OpColorJitter, Args: &ops.ColorJitterArgs{Brightness: 0.4, Contrast: 0.4}}}, true},
@@ -134,7 +134,7 @@ func (b *limitBudget) Release(n int64) { b.held -= n }
 // 224x224 keeps every row resampled across (13 MB), in its bound.
 func TestResamplerScratchInBound(t *testing.T) {
 	files := photos(t, 8)
-	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
+	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Fill: [3]float64{10, 200, 30}, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}}}
 	// A crop before a processor's resize, larger than the photos: decoded at its size, then resized.
 	bigCrop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{900, 700}, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}}
 	for _, c := range []struct {

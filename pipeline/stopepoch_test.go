@@ -97,7 +97,7 @@ func TestExactStopEpochZoomGeometries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
+	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Fill: [3]float64{10, 200, 30}, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}}}
 	for _, geo := range [][]ops.Op{
 		{{Kind: transform.OpRandomCrop, Size: [2]int{96, 128}, PadIfNeeded: true, Fill: [3]float64{10, 200, 30}}},
 		{{Kind: transform.OpCenterCrop, Size: [2]int{96, 128}}},

@@ -30,7 +30,7 @@ func TestExactZoomOutDecode(t *testing.T) {
 	fill := [3]float64{10, 200, 30}
 	for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
 		for _, c := range decoderKinds {
-			zoom := mustTransform(t, layout, ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: fill},
+			zoom := mustTransform(t, layout, ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Fill: fill, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}}},
 				ops.Op{Kind: transform.OpResize, Size: [2]int{90, 120}, Interp: transform.InterpBicubic}, ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
 			d := NewDecoder(c.opts...)
 			flips := 0
@@ -71,7 +71,7 @@ func TestExactZoomOutDecode(t *testing.T) {
 			d.Close()
 		}
 	}
-	tr := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpRandomZoomOut, P: 1, SideRange: [2]float64{4, 4}}, ops.Op{Kind: transform.OpResize, Size: [2]int{8, 8}})
+	tr := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Args: &transform.ZoomOutArgs{SideRange: [2]float64{4, 4}}}, ops.Op{Kind: transform.OpResize, Size: [2]int{8, 8}})
 	d := NewDecoder(WithPixelBudget(1 << 20))
 	defer d.Close()
 	err = d.Decode(data, tr, det.Key{}, make([]byte, tr.SampleBytes()))
@@ -90,7 +90,7 @@ func BenchmarkZoomOutResize(b *testing.B) {
 	}
 	for _, p := range []float64{0, 1} {
 		b.Run(map[float64]string{0: "not-zoomed", 1: "zoomed"}[p], func(b *testing.B) {
-			tr := mustTransform(b, transform.CHW, ops.Op{Kind: transform.OpRandomZoomOut, P: p, SideRange: [2]float64{1, 4}}, ops.Op{Kind: transform.OpResize, Size: [2]int{640, 640}})
+			tr := mustTransform(b, transform.CHW, ops.Op{Kind: transform.OpRandomZoomOut, P: p, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1, 4}}}, ops.Op{Kind: transform.OpResize, Size: [2]int{640, 640}})
 			d := NewDecoder()
 			defer d.Close()
 			out := make([]byte, tr.SampleBytes())

@@ -356,15 +356,7 @@ type Op struct {
 	FillNone  bool
 	FillTyped bool    // a fill per type ({Image: v, Mask: m}): Fill (FillNone) the pixels' alone
 	FillMask  float64 // with FillTyped, the masks' fill (else Fill is every type's; CheckMasks)
-	Sizes     []int   // RandomShortestSize's min_size; RandomResize's min_size, max_size
-	MaxSize   int     // RandomShortestSize's max_size (0: None)
-	// SideRange: RandomZoomOut's side_range (min, max), its fill Fill.
-	SideRange [2]float64
-	// RandomIoUCrop: Scale (min_scale, max_scale), Ratio
-	// (min_aspect_ratio, max_aspect_ratio), Options its sampler_options
-	// (the minimal IoUs; one >= 1 leaves the image), Trials its trials.
-	Options []float64
-	Trials  int
+	MaxSize   int     // Resize's and RandomShortestSize's max_size (0: None)
 	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops; Probs:
 	// RandomChoice's p (nil: uniform).
 	Ops   []Op

@@ -54,8 +54,10 @@ func TestCostScales(t *testing.T) {
 func TestCostDetection(t *testing.T) {
 	const src, out = float64(NominalSourcePx), float64(640 * 640)
 	resize := optab.Op{Kind: OpResize, Size: [2]int{640, 640}}
-	iou := optab.Op{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}
-	zoom := func(p float64) optab.Op { return optab.Op{Kind: OpRandomZoomOut, P: p, SideRange: [2]float64{1, 4}} }
+	iou := optab.Op{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Args: &IoUCropArgs{Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}}
+	zoom := func(p float64) optab.Op {
+		return optab.Op{Kind: OpRandomZoomOut, P: p, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}}}
+	}
 	ns := func(d time.Duration) float64 { return float64(d.Nanoseconds()) }
 	near := func(what string, got, want float64) {
 		t.Helper()

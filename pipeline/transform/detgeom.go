@@ -112,7 +112,8 @@ func drawZoomOut(op *optab.Op, w, h int, k det.Key) (cw, ch int, pad [4]int, zoo
 	if float64(u()) >= op.P {
 		return 0, 0, pad, false
 	}
-	lo, hi := op.SideRange[0], op.SideRange[1]
+	sr := optab.ArgsOf[ZoomOutArgs](op).SideRange
+	lo, hi := sr[0], sr[1]
 	s := float32(lo) + float32(u()*float32(hi-lo))
 	cw, ch = int(float32(w)*s), int(float32(h)*s)
 	left, top := int(float32(cw-w)*u()), int(float32(ch-h)*u())
@@ -123,15 +124,16 @@ func drawZoomOut(op *optab.Op, w, h int, k det.Key) (cw, ch int, pad [4]int, zoo
 // side_range's maximum of each side, rounded up and a pixel over (the
 // side drawn in float32).
 func zoomOutBound(op *optab.Op, w, h int) (cw, ch int64) {
-	s := op.SideRange[1]
+	s := optab.ArgsOf[ZoomOutArgs](op).SideRange[1]
 	return int64(math.Ceil(s*float64(w))) + 1, int64(math.Ceil(s*float64(h))) + 1
 }
 
 // zoomOutCost is RandomZoomOut's chance, its canvas's mean cost (r
 // uniform in side_range: the mean over a grid) and its largest scale.
 func zoomOutCost(op *optab.Op, at func(r float64) float64) (pz, mean, hi float64) {
-	lo := op.SideRange[0]
-	pz, hi = op.P, op.SideRange[1]
+	sr := optab.ArgsOf[ZoomOutArgs](op).SideRange
+	lo := sr[0]
+	pz, hi = op.P, sr[1]
 	const grid = 64
 	for i := range grid {
 		mean += at(lo + float64((hi-lo)*(float64(i)+0.5)/grid))
@@ -269,13 +271,14 @@ func iouDrawn(k det.Key, op *optab.Op) bool {
 // without a crop fail the sample (torchvision's loops on).
 func iouParams(r *det.RNG, W, H int, boxes [][4]float32, op *optab.Op) (top, left, h, w int, ok bool, err error) {
 	u := r.Float32
+	ia := optab.ArgsOf[IoUCropArgs](op)
 	lo, d := float32(op.Scale[0]), float32(op.Scale[1]-op.Scale[0])
 	for range maxIoURounds {
-		least := op.Options[r.Intn(len(op.Options))]
+		least := ia.Options[r.Intn(len(ia.Options))]
 		if least >= 1 {
 			return 0, 0, 0, 0, false, nil
 		}
-		for range op.Trials {
+		for range ia.Trials {
 			sw := lo + float32(d*u())
 			sh := lo + float32(d*u())
 			w, h = int(float32(W)*sw), int(float32(H)*sh)
@@ -296,7 +299,7 @@ func iouParams(r *det.RNG, W, H int, boxes [][4]float32, op *optab.Op) (top, lef
 		}
 	}
 	return 0, 0, 0, 0, false, fmt.Errorf("%w: RandomIoUCrop found no crop of the %dx%d image meeting its options %v in %d rounds of %d trials (torchvision's would loop on)",
-		errs.Unsupported, W, H, op.Options, maxIoURounds, op.Trials)
+		errs.Unsupported, W, H, ia.Options, maxIoURounds, ia.Trials)
 }
 
 // MaxIoU is the largest IoU (torchvision's box_iou, float32) of the crop

@@ -13,8 +13,7 @@ import (
 )
 
 func iouOp() optab.Op {
-	return optab.Op{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2},
-		Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}
+	return optab.Op{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Args: &IoUCropArgs{Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}}
 }
 
 // TestIoUCropDraws: RandomIoUCrop's crops over many keys, as make_params
@@ -28,7 +27,7 @@ func TestIoUCropDraws(t *testing.T) {
 	boxes := targets.Targets{Instances: Instances{Boxes: [][4]float32{{40, 30, 420, 330}, {450.5, 10.25, 490, 60}, {100, 100, 220, 180}}}}
 	resize := optab.Op{Kind: OpResize, Size: [2]int{32, 32}}
 	half := iouOp()
-	half.Options = []float64{0.5}
+	half.Args.(*IoUCropArgs).Options = []float64{0.5}
 	for _, op := range []optab.Op{iouOp(), half} {
 		tr := mustTransform(t, CHW, op, resize)
 		crops := 0
@@ -38,7 +37,7 @@ func TestIoUCropDraws(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !p.IoU {
-				if p.CX != 0 || p.CY != 0 || p.CW != W || p.CH != H || len(op.Options) == 1 {
+				if p.CX != 0 || p.CY != 0 || p.CW != W || p.CH != H || len(optab.ArgsOf[IoUCropArgs](&op).Options) == 1 {
 					t.Fatalf("key %d: no crop, plan %+v", i, p)
 				}
 				continue
@@ -51,16 +50,16 @@ func TestIoUCropDraws(t *testing.T) {
 				t.Fatalf("key %d: crop %dx%d, aspect %v", i, p.CW, p.CH, ar)
 			}
 			best, any := MaxIoU(boxes.Boxes, p.CY, p.CX, p.CH, p.CW)
-			if !any || (len(op.Options) == 1 && best < 0.5) {
+			if !any || (len(optab.ArgsOf[IoUCropArgs](&op).Options) == 1 && best < 0.5) {
 				t.Fatalf("key %d: crop %d,%d %dx%d: best IoU %v (a box inside: %v)", i, p.CX, p.CY, p.CW, p.CH, best, any)
 			}
 		}
-		if crops < 1500 || (len(op.Options) == 1 && crops != 2000) {
-			t.Errorf("options %v: %d crops of 2000", op.Options, crops)
+		if crops < 1500 || (len(optab.ArgsOf[IoUCropArgs](&op).Options) == 1 && crops != 2000) {
+			t.Errorf("options %v: %d crops of 2000", optab.ArgsOf[IoUCropArgs](&op).Options, crops)
 		}
 	}
 	leave := iouOp()
-	leave.Options = []float64{1}
+	leave.Args.(*IoUCropArgs).Options = []float64{1}
 	p, err := mustTransform(t, CHW, leave, resize).planBoxes(W, H, det.Key{}, &boxes, nil)
 	if err != nil || p.IoU {
 		t.Errorf("options [1]: %+v, %v", p, err)
@@ -70,7 +69,7 @@ func TestIoUCropDraws(t *testing.T) {
 	}
 	// No crop can meet an IoU of 0.9 with no box: the sample fails.
 	none := iouOp()
-	none.Options, none.Trials = []float64{0.9}, 2
+	none.Args = &IoUCropArgs{Options: []float64{0.9}, Trials: 2}
 	if _, err := mustTransform(t, CHW, none, resize).planBoxes(W, H, det.Key{}, &targets.Targets{}, nil); err == nil || !strings.Contains(err.Error(), "found no crop") {
 		t.Errorf("no boxes to meet: %v", err)
 	}
@@ -119,9 +118,9 @@ func TestIoUCropRefused(t *testing.T) {
 		{[]optab.Op{with(func(o *optab.Op) { o.Scale = [2]float64{0, 1} }), resize}, "min_scale 0, max_scale 1"},
 		{[]optab.Op{with(func(o *optab.Op) { o.Scale = [2]float64{0.3, 1.5} }), resize}, "max_scale <= 1"},
 		{[]optab.Op{with(func(o *optab.Op) { o.Ratio = [2]float64{2, 1} }), resize}, "min_aspect_ratio 2"},
-		{[]optab.Op{with(func(o *optab.Op) { o.Options = nil }), resize}, "sampler_options of 0 values"},
-		{[]optab.Op{with(func(o *optab.Op) { o.Options = []float64{-0.1} }), resize}, "sampler_options [-0.1]"},
-		{[]optab.Op{with(func(o *optab.Op) { o.Trials = 0 }), resize}, "trials=0"},
+		{[]optab.Op{with(func(o *optab.Op) { o.Args.(*IoUCropArgs).Options = nil }), resize}, "sampler_options of 0 values"},
+		{[]optab.Op{with(func(o *optab.Op) { o.Args.(*IoUCropArgs).Options = []float64{-0.1} }), resize}, "sampler_options [-0.1]"},
+		{[]optab.Op{with(func(o *optab.Op) { o.Args.(*IoUCropArgs).Trials = 0 }), resize}, "trials=0"},
 		{[]optab.Op{resize, iouOp()}, "RandomIoUCrop must be the first op"},
 		{[]optab.Op{resize, {Kind: optab.OpRandomHorizontalFlip, P: 0.5}, iouOp()}, "RandomIoUCrop after other ops"},
 	} {
@@ -130,7 +129,7 @@ func TestIoUCropRefused(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", optab.OpsString(tc.ops), err, tc.want)
 		}
 	}
-	tr := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}}, iouOp(), optab.Op{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
+	tr := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.5, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}}}, iouOp(), optab.Op{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 		optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, resize, optab.Op{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}})
 	if NeedsTargets(tr) == "" || CheckTargets(tr) != nil {
 		t.Errorf("the DETR geometry: needs targets %q, checked %v", NeedsTargets(tr), CheckTargets(tr))

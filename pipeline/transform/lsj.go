@@ -222,20 +222,21 @@ func (t *Transform) checkResize(op *optab.Op, n int) error {
 	case OpResize:
 		return checkSize(op, true)
 	case OpRandomShortestSize:
-		if len(op.Sizes) == 0 || len(op.Sizes) > 256 {
-			return transformErr("RandomShortestSize min_size of %d sizes: want 1 to 256", len(op.Sizes))
+		sizes := optab.ArgsOf[ShortestSizeArgs](op).MinSize
+		if len(sizes) == 0 || len(sizes) > 256 {
+			return transformErr("RandomShortestSize min_size of %d sizes: want 1 to 256", len(sizes))
 		}
-		for _, s := range op.Sizes {
+		for _, s := range sizes {
 			if s < 1 || s > optab.MaxSide {
-				return transformErr("RandomShortestSize min_size %v: sides must be in 1..%d", op.Sizes, optab.MaxSide)
+				return transformErr("RandomShortestSize min_size %v: sides must be in 1..%d", sizes, optab.MaxSide)
 			}
 		}
 		if op.MaxSize < 0 || op.MaxSize > optab.MaxSide {
 			return transformErr("RandomShortestSize max_size %d: want 1..%d (0: None)", op.MaxSize, optab.MaxSide)
 		}
 	case OpRandomResize:
-		if len(op.Sizes) != 2 || op.Sizes[0] < 1 || op.Sizes[0] >= op.Sizes[1] || op.Sizes[1] > optab.MaxSide+1 {
-			return transformErr("RandomResize min_size, max_size %v: want 1 <= min_size < max_size <= %d", op.Sizes, optab.MaxSide+1)
+		if a := optab.ArgsOf[RandomResizeArgs](op); a.MinSize < 1 || a.MinSize >= a.MaxSize || a.MaxSize > optab.MaxSide+1 {
+			return transformErr("RandomResize min_size, max_size %v: want 1 <= min_size < max_size <= %d", []int{a.MinSize, a.MaxSize}, optab.MaxSide+1)
 		}
 	}
 	if n > 0 {
@@ -292,10 +293,12 @@ func (t *Transform) Varies() bool { return t.vary }
 func ResizeSize(op *optab.Op, k det.Key, w, h int) (rw, rh int) {
 	r := k.Stream(StreamCrop)
 	if op.Kind == OpRandomResize {
-		s := op.Sizes[0] + r.Intn(op.Sizes[1]-op.Sizes[0])
+		a := optab.ArgsOf[RandomResizeArgs](op)
+		s := a.MinSize + r.Intn(a.MaxSize-a.MinSize)
 		return ResizedSize(w, h, [2]int{s, 0})
 	}
-	s := op.Sizes[r.Intn(len(op.Sizes))]
+	sizes := optab.ArgsOf[ShortestSizeArgs](op).MinSize
+	s := sizes[r.Intn(len(sizes))]
 	f := float64(s) / float64(min(w, h))
 	if op.MaxSize > 0 {
 		f = min(f, float64(op.MaxSize)/float64(max(w, h)))
@@ -450,7 +453,7 @@ func (t *Transform) boundSize(what string) error {
 // past it fails by itself).
 func DataBound(ops []optab.Op, w, h int) [2]int {
 	if n := leadingPre(ops); n < len(ops) && ops[n].Kind == OpRandomZoomOut {
-		if s := ops[n].SideRange[1]; s >= 1 && s <= maxZoom {
+		if s := optab.ArgsOf[ZoomOutArgs](&ops[n]).SideRange[1]; s >= 1 && s <= maxZoom {
 			w, h = int(math.Ceil(float64(w)*s))+1, int(math.Ceil(float64(h)*s))+1
 		}
 	}

@@ -86,7 +86,7 @@ func TestScaleJitterDraws(t *testing.T) {
 func TestLSJRefused(t *testing.T) {
 	ops := lsjOps(1024, 1024, [3]float64{})
 	jit, crop, flip := ops[0], ops[1], ops[2]
-	with := func(o optab.Op, f func(*optab.Op)) optab.Op { f(&o); return o }
+	with := func(o optab.Op, f func(*optab.Op)) optab.Op { o.Args = optab.CloneArgs(o.Args); f(&o); return o }
 	for _, tc := range []struct {
 		ops  []optab.Op
 		want string

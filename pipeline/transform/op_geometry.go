@@ -39,6 +39,27 @@ const (
 	OpRandomIoUCrop optab.OpKind = "RandomIoUCrop"
 )
 
+// The geometry's own arguments (optab.Op.Args) where an op has some of
+// its own; what the geometry ops share (size, scale, ratio, max_size,
+// interpolation, fill, padding) stays optab.Op's.
+type (
+	// ZoomOutArgs are RandomZoomOut's side_range (min, max); its fill is
+	// optab.Op.Fill, its p optab.Op.P.
+	ZoomOutArgs struct{ SideRange [2]float64 }
+	// IoUCropArgs are RandomIoUCrop's sampler_options (the minimal IoUs;
+	// one >= 1 leaves the image) and trials; its (min_scale, max_scale)
+	// is optab.Op.Scale, its aspect range optab.Op.Ratio.
+	IoUCropArgs struct {
+		Options []float64
+		Trials  int
+	}
+	// ShortestSizeArgs are RandomShortestSize's min_size; its max_size is
+	// optab.Op.MaxSize, as Resize's.
+	ShortestSizeArgs struct{ MinSize []int }
+	// RandomResizeArgs are RandomResize's min_size and max_size.
+	RandomResizeArgs struct{ MinSize, MaxSize int }
+)
+
 const (
 	// OpScaleJitter is torchvision.transforms.v2's ScaleJitter: the image
 	// resized by min(Size[0]/h, Size[1]/w) (Size the target_size as
@@ -55,15 +76,15 @@ const (
 	// ScaleJitter.
 	OpFixedSizeCrop optab.OpKind = "FixedSizeCrop"
 	// OpRandomShortestSize is torchvision.transforms.v2's
-	// RandomShortestSize: the shorter side resized to one of Sizes
-	// (min_size), drawn uniformly, the longer at most MaxSize (max_size;
+	// RandomShortestSize: the shorter side resized to one of its min_size
+	// (ShortestSizeArgs), drawn uniformly, the longer at most MaxSize (max_size;
 	// 0: None), each side truncated; Interp and NoAntialias its
 	// resampling. A geometry op, first; without a CenterCrop after it each
 	// sample has its own size (sizes.go), MaxSize its bound.
 	OpRandomShortestSize optab.OpKind = "RandomShortestSize"
 	// OpRandomResize is torchvision.transforms.v2's RandomResize: the
-	// shorter side resized to a size uniform in [Sizes[0], Sizes[1])
-	// (min_size, max_size), the longer scaled and truncated (Resize(int)).
+	// shorter side resized to a size uniform in [min_size, max_size)
+	// (RandomResizeArgs), the longer scaled and truncated (Resize(int)).
 	// A geometry op, first, then a CenterCrop: the longer side has no
 	// bound of its own.
 	OpRandomResize optab.OpKind = "RandomResize"
@@ -132,13 +153,13 @@ func init() {
 	geometry(optab.Def{Kind: OpRandomZoomOut, Doc: "with probability p, the image padded with fill onto a canvas side_range times its size",
 		Params: []optab.Param{fill, {Name: "side_range", Typ: optab.PRange, Def: "(1.0, 4.0)"}, optab.PParam(0.5)}, Masks: fillMasks,
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{SideRange: a.Pair("side_range"), P: a.Float("p")}
+			op := optab.Op{P: a.Float("p"), Args: &ZoomOutArgs{SideRange: a.Pair("side_range")}}
 			a.TypedFill("fill", &op, false)
 			return op
 		},
 		Misplaced: "RandomZoomOut after other ops is not supported: it is the first op (then Resize(h, w), RandomCrop or CenterCrop), fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(fill=%v, side_range=%v, p=%g)", op.Fill, op.SideRange, op.P)
+			fmt.Fprintf(b, "(fill=%v, side_range=%v, p=%g)", op.Fill, optab.ArgsOf[ZoomOutArgs](op).SideRange, op.P)
 		}})
 	geometry(optab.Def{Kind: OpRandomIoUCrop, Doc: "SSD's crop of a minimal IoU with the sample's boxes (then Resize(h, w))",
 		Params: []optab.Param{{Name: "min_scale", Typ: optab.PFloat, Def: "0.3"}, {Name: "max_scale", Typ: optab.PFloat, Def: "1.0"},
@@ -148,7 +169,8 @@ func init() {
 		NeedsTargets: true, FromArgs: iouCropArgs,
 		Misplaced: "RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d", op.Scale, op.Ratio, op.Options, op.Trials)
+			a := optab.ArgsOf[IoUCropArgs](op)
+			fmt.Fprintf(b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d", op.Scale, op.Ratio, a.Options, a.Trials)
 			if p := iouP(op); p < 1 {
 				fmt.Fprintf(b, ", p=%g", p)
 			}
@@ -181,7 +203,7 @@ func init() {
 	lsj(optab.Def{Kind: OpRandomShortestSize, Doc: "the shorter side resized to one of min_size, the longer at most max_size",
 		Params: []optab.Param{{Name: "min_size", Typ: optab.PInts}, {Name: "max_size", Typ: optab.PInt, Def: "None"}, interp, antialias},
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{Sizes: a.Ints("min_size"), Interp: a.Interp("interpolation")}
+			op := optab.Op{Interp: a.Interp("interpolation"), Args: &ShortestSizeArgs{MinSize: a.Ints("min_size")}}
 			if !a.IsNone("max_size") {
 				op.MaxSize = min(a.Int("max_size"), 1<<20)
 			}
@@ -189,18 +211,19 @@ func init() {
 			return op
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(min_size=%v, max_size=%d", op.Sizes, op.MaxSize)
+			fmt.Fprintf(b, "(min_size=%v, max_size=%d", optab.ArgsOf[ShortestSizeArgs](op).MinSize, op.MaxSize)
 			formatInterp(b, op)
 		}})
 	lsj(optab.Def{Kind: OpRandomResize, Doc: "the shorter side resized to a size drawn in [min_size, max_size)",
 		Params: []optab.Param{{Name: "min_size", Typ: optab.PInt}, {Name: "max_size", Typ: optab.PInt}, interp, antialias},
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{Sizes: []int{min(a.Int("min_size"), 1<<20), min(a.Int("max_size"), 1<<20)}, Interp: a.Interp("interpolation")}
+			op := optab.Op{Interp: a.Interp("interpolation"), Args: &RandomResizeArgs{MinSize: min(a.Int("min_size"), 1<<20), MaxSize: min(a.Int("max_size"), 1<<20)}}
 			a.Antialias(&op)
 			return op
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(min_size=%d, max_size=%d", op.Sizes[0], op.Sizes[1])
+			a := optab.ArgsOf[RandomResizeArgs](op)
+			fmt.Fprintf(b, "(min_size=%d, max_size=%d", a.MinSize, a.MaxSize)
 			formatInterp(b, op)
 		}})
 }
@@ -345,7 +368,7 @@ func placeZoomOut(t *Transform, op *optab.Op, n int) error {
 	if !(op.P >= 0 && op.P <= 1) {
 		return transformErr("RandomZoomOut p=%v: want 0 <= p <= 1", op.P)
 	}
-	if sr := op.SideRange; !(sr[0] >= 1 && sr[0] <= sr[1] && sr[1] <= maxZoom) {
+	if sr := optab.ArgsOf[ZoomOutArgs](op).SideRange; !(sr[0] >= 1 && sr[0] <= sr[1] && sr[1] <= maxZoom) {
 		return transformErr("RandomZoomOut side_range %v: want 1 <= min <= max <= %d (torchvision's: min >= 1, min <= max)", sr, maxZoom)
 	}
 	if err := checkPadding(op); err != nil {
@@ -597,11 +620,11 @@ func resizeArgs(a *optab.Args) optab.Op {
 
 // iouCropArgs reads RandomIoUCrop's (and stoker's keyword-only p).
 func iouCropArgs(a *optab.Args) optab.Op {
+	ia := &IoUCropArgs{Options: a.Floats("sampler_options"), Trials: min(a.Int("trials"), 1<<20)}
 	op := optab.Op{Scale: [2]float64{a.Float("min_scale"), a.Float("max_scale")},
-		Ratio:   [2]float64{a.Float("min_aspect_ratio"), a.Float("max_aspect_ratio")},
-		Options: a.Floats("sampler_options"), Trials: min(a.Int("trials"), 1<<20), P: a.Float("p")}
-	if op.Options == nil {
-		op.Options = []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}
+		Ratio: [2]float64{a.Float("min_aspect_ratio"), a.Float("max_aspect_ratio")}, P: a.Float("p"), Args: ia}
+	if ia.Options == nil {
+		ia.Options = []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}
 	}
 	if !(op.P > 0 && op.P <= 1) {
 		a.Errorf("p=%v: want 0 < p <= 1 (p=0 never crops: leave the op out)", op.P)

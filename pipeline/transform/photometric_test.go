@@ -17,7 +17,7 @@ func photometricOp() optab.Op {
 // Resize((h, w)); at most maxPre; its ranges checked.
 func TestPhotometricPlaces(t *testing.T) {
 	resize := optab.Op{Kind: OpResize, Size: [2]int{32, 32}}
-	zoom := optab.Op{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}}
+	zoom := optab.Op{Kind: OpRandomZoomOut, P: 0.5, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}}}
 	for _, ops := range [][]optab.Op{{photometricOp(), resize}, {photometricOp(), zoom, resize}, {photometricOp(), photometricOp(), iouOp(), resize},
 		{resize, photometricOp()}} {
 		if _, err := NewTransform(CHW, ops...); err != nil {

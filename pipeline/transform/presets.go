@@ -81,8 +81,8 @@ var presets = map[string][]optab.Op{
 	// dataloader.yml write it (their RandomIoUCrop's own p).
 	"detr": {
 		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, Args: &optab.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}},
-		{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}},
-		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40, P: 0.8},
+		{Kind: OpRandomZoomOut, P: 0.5, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}}},
+		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, P: 0.8, Args: &IoUCropArgs{Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}},
 		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: OpResize, Size: [2]int{640, 640}},
@@ -96,7 +96,7 @@ var presets = map[string][]optab.Op{
 	// one size (the model's resize is then of an image of its size already,
 	// which leaves it): a job with targets only.
 	"ssdlite": {
-		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40},
+		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Args: &IoUCropArgs{Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 		{Kind: OpResize, Size: [2]int{320, 320}, NoAntialias: true},
@@ -121,7 +121,7 @@ var presets = map[string][]optab.Op{
 	// their ToDtype and Normalize (ImageNet's) are the trainer's, on the
 	// GPU (stoker.normalize), as from_torchvision leaves them.
 	"segref": {
-		{Kind: OpRandomResize, Sizes: []int{260, 1040}},
+		{Kind: OpRandomResize, Args: &RandomResizeArgs{MinSize: 260, MaxSize: 1040}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: OpPadIfSmaller, Size: [2]int{480, 480}, FillTyped: true, FillMask: 255},
 		{Kind: OpRandomCrop, Size: [2]int{480, 480}},
@@ -133,7 +133,7 @@ var presets = map[string][]optab.Op{
 	// with: per-sample sizes (each batch padded to its largest sample), a
 	// job with targets only.
 	"frcnn": {
-		{Kind: OpRandomShortestSize, Sizes: []int{480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800}, MaxSize: 1333},
+		{Kind: OpRandomShortestSize, MaxSize: 1333, Args: &ShortestSizeArgs{MinSize: []int{480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800}}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 	},
@@ -200,8 +200,6 @@ func cloneOps(ops []optab.Op) []optab.Op {
 		out[i].Args = optab.CloneArgs(out[i].Args)
 		out[i].Ops = cloneOps(out[i].Ops)
 		out[i].Probs = append([]float64(nil), out[i].Probs...)
-		out[i].Options = append([]float64(nil), out[i].Options...)
-		out[i].Sizes = append([]int(nil), out[i].Sizes...)
 	}
 	return out
 }

@@ -100,7 +100,7 @@ func TestSegPlans(t *testing.T) {
 func TestSegRefused(t *testing.T) {
 	ops := segOps(100, 400, 240, [3]float64{})
 	rr, flip, pad, crop := ops[0], ops[1], ops[2], ops[3]
-	with := func(o optab.Op, f func(*optab.Op)) optab.Op { f(&o); return o }
+	with := func(o optab.Op, f func(*optab.Op)) optab.Op { o.Args = optab.CloneArgs(o.Args); f(&o); return o }
 	for _, tc := range []struct {
 		ops  []optab.Op
 		want string
@@ -114,7 +114,7 @@ func TestSegRefused(t *testing.T) {
 		{[]optab.Op{rr, pad, with(crop, func(o *optab.Op) { o.PadIfNeeded, o.Size = true, [2]int{300, 300} })}, "two fills"},
 		{[]optab.Op{rr, with(pad, func(o *optab.Op) { o.Size = [2]int{0, 0} }), crop}, "PadIfSmaller size 0"},
 		{[]optab.Op{rr, with(pad, func(o *optab.Op) { o.Fill = [3]float64{256, 0, 0} }), crop}, "fill"},
-		{[]optab.Op{with(rr, func(o *optab.Op) { o.Sizes = []int{400, 100} }), pad, crop}, "min_size < max_size"},
+		{[]optab.Op{with(rr, func(o *optab.Op) { o.Args = &transform.RandomResizeArgs{MinSize: 400, MaxSize: 100} }), pad, crop}, "min_size < max_size"},
 	} {
 		_, err := transform.NewTransform(transform.CHW, tc.ops...)
 		if err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), tc.want) {

@@ -48,16 +48,17 @@ func (t *Transform) iouCrop(op *optab.Op, n int) (int, error) {
 	if r := op.Ratio; !(r[0] > 0 && r[0] <= r[1] && r[1] <= 1e9) {
 		return bad("RandomIoUCrop min_aspect_ratio %v, max_aspect_ratio %v: want 0 < min <= max", r[0], r[1])
 	}
-	if len(op.Options) < 1 || len(op.Options) > maxIoUOptions {
-		return bad("RandomIoUCrop sampler_options of %d values: want 1 to %d", len(op.Options), maxIoUOptions)
+	ia := optab.ArgsOf[IoUCropArgs](op)
+	if len(ia.Options) < 1 || len(ia.Options) > maxIoUOptions {
+		return bad("RandomIoUCrop sampler_options of %d values: want 1 to %d", len(ia.Options), maxIoUOptions)
 	}
-	for _, v := range op.Options {
+	for _, v := range ia.Options {
 		if !(v >= 0 && v <= 1e9) {
-			return bad("RandomIoUCrop sampler_options %v: want minimal IoUs >= 0 (one >= 1 leaves the image)", op.Options)
+			return bad("RandomIoUCrop sampler_options %v: want minimal IoUs >= 0 (one >= 1 leaves the image)", ia.Options)
 		}
 	}
-	if op.Trials < 1 || op.Trials > maxIoUTrials {
-		return bad("RandomIoUCrop trials=%d: want 1 to %d", op.Trials, maxIoUTrials)
+	if ia.Trials < 1 || ia.Trials > maxIoUTrials {
+		return bad("RandomIoUCrop trials=%d: want 1 to %d", ia.Trials, maxIoUTrials)
 	}
 	if p := iouP(op); !(p > 0 && p <= 1) {
 		return bad("RandomIoUCrop p=%v: want 0 < p <= 1", op.P)

@@ -27,7 +27,7 @@ func TestZoomOutDraws(t *testing.T) {
 		{optab.Op{Kind: OpRandomCrop, Size: [2]int{300, 300}}, fn.Crop},
 		{optab.Op{Kind: OpCenterCrop, Size: [2]int{200, 220}}, fn.CenterCrop},
 	} {
-		tr := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.6, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{1, 2, 3}}, tc.next)
+		tr := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.6, Fill: [3]float64{1, 2, 3}, Args: &ZoomOutArgs{SideRange: [2]float64{1.5, 3}}}, tc.next)
 		drawn := 0
 		for i := range uint64(keys) {
 			p, err := tr.geomPlan(W, H, det.Key{Seed: 5, Index: i})
@@ -70,17 +70,17 @@ func TestZoomOutDraws(t *testing.T) {
 // TestZoomOutRefused: RandomZoomOut's arguments and places that are not
 // supported are refused when the transform is made, saying why.
 func TestZoomOutRefused(t *testing.T) {
-	zoom := optab.Op{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}}
+	zoom := optab.Op{Kind: OpRandomZoomOut, P: 0.5, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}}}
 	resize := optab.Op{Kind: OpResize, Size: [2]int{64, 64}}
-	with := func(f func(*optab.Op)) optab.Op { z := zoom; f(&z); return z }
+	with := func(f func(*optab.Op)) optab.Op { z := zoom; z.Args = optab.CloneArgs(zoom.Args); f(&z); return z }
 	for _, tc := range []struct {
 		ops  []optab.Op
 		want string
 	}{
 		{[]optab.Op{zoom}, "RandomZoomOut alone gives a size that varies"},
-		{[]optab.Op{with(func(z *optab.Op) { z.SideRange = [2]float64{0.5, 2} }), resize}, "side_range [0.5 2]: want 1 <= min <= max <= 16"},
-		{[]optab.Op{with(func(z *optab.Op) { z.SideRange = [2]float64{3, 2} }), resize}, "side_range"},
-		{[]optab.Op{with(func(z *optab.Op) { z.SideRange = [2]float64{1, 17} }), resize}, "side_range"},
+		{[]optab.Op{with(func(z *optab.Op) { z.Args.(*ZoomOutArgs).SideRange = [2]float64{0.5, 2} }), resize}, "side_range [0.5 2]: want 1 <= min <= max <= 16"},
+		{[]optab.Op{with(func(z *optab.Op) { z.Args.(*ZoomOutArgs).SideRange = [2]float64{3, 2} }), resize}, "side_range"},
+		{[]optab.Op{with(func(z *optab.Op) { z.Args.(*ZoomOutArgs).SideRange = [2]float64{1, 17} }), resize}, "side_range"},
 		{[]optab.Op{with(func(z *optab.Op) { z.P = 1.5 }), resize}, "RandomZoomOut p=1.5"},
 		{[]optab.Op{with(func(z *optab.Op) { z.Fill = [3]float64{256, 0, 0} }), resize}, "fill [256 0 0]: want integers 0..255"},
 		{[]optab.Op{zoom, {Kind: OpResize, Size: [2]int{64, 0}}}, "Resize(64) of the shorter side after RandomZoomOut"},
@@ -104,8 +104,8 @@ func TestZoomOutRefused(t *testing.T) {
 func TestZoomOutCost(t *testing.T) {
 	resize := optab.Op{Kind: OpResize, Size: [2]int{64, 64}}
 	plain := mustTransform(t, CHW, resize).Cost()
-	small := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}}, resize).Cost()
-	large := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 16}}, resize).Cost()
+	small := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.5, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}}}, resize).Cost()
+	large := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.5, Args: &ZoomOutArgs{SideRange: [2]float64{1, 16}}}, resize).Cost()
 	if !(plain.Max < small.Max && small.Max < large.Max && small.Mean < small.Max) || !strings.Contains(large.Dominant, "RandomZoomOut") {
 		t.Errorf("resize %v; zoom (1, 4) %v; zoom (1, 16) %v", plain, small, large)
 	}

@@ -86,7 +86,7 @@ func LSJ(target, crop int, fill [3]float64) []optab.Op {
 // the crop and the padding happen.
 func Seg(lo, hi, crop int, fill [3]float64) []optab.Op {
 	return []optab.Op{
-		{Kind: transform.OpRandomResize, Sizes: []int{lo, hi}},
+		{Kind: transform.OpRandomResize, Args: &transform.RandomResizeArgs{MinSize: lo, MaxSize: hi}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: transform.OpPadIfSmaller, Size: [2]int{crop, crop}, Fill: fill, FillTyped: true, FillMask: 255},
 		{Kind: transform.OpRandomCrop, Size: [2]int{crop, crop}},
