@@ -319,8 +319,11 @@ type OpKind string
 // the decode; every other op runs on the output-sized crop, in the order
 // given.
 
-// Op is one step of a transform, with torchvision's arguments. Each kind
-// reads the fields its doc names; zero fields take torchvision's defaults
+// Op is one step of a transform, with torchvision's arguments: the ones
+// many ops share (size, scale and ratio, p, interpolation, fill, padding,
+// max_size, a container's ops) as its fields, and an op's own in its
+// typed struct (Args), declared beside its Def. Each kind reads the
+// fields its doc names; zero fields take torchvision's defaults
 // where the doc says so (RandomResizedCrop scale (0.08, 1) and ratio
 // (3/4, 4/3), say), and the wire (server/transform.go) fills every other
 // default in before a Transform is made. Size is (height, width); Resize
@@ -367,13 +370,12 @@ type Op struct {
 	// (timm's RandomResizedCropAndInterpolation(interpolation="random")),
 	// Interp then bilinear.
 	RandomInterp bool
-	// Args is the op's own arguments as its family types them (a
-	// pointer to its struct, declared beside the op's Def: the YOLO
-	// family's, op_yolo.go and op_mosaic.go), for an op that has one:
-	// set while the op is made (its Params' At, ArgsAt; or a literal),
-	// read with ArgsOf, never changed after, so copies of the op may
-	// share it. The fields above are the other ops', one struct of all
-	// of theirs, until their families type them likewise.
+	// Args is the op's own arguments, a pointer to its struct
+	// (BlurArgs, RotationArgs, MosaicArgs, ...: each declared beside the
+	// op's Def, in its family's file), for an op that has any: set while
+	// the op is made (its FromArgs, or its Params' At through ArgsAt; or
+	// a literal) and read with ArgsOf. Copies of an op share it: a copy
+	// that is to be changed copies it first (CloneArgs, as cloneOps does).
 	Args any
 }
 
