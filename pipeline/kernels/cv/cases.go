@@ -2,6 +2,7 @@ package cv
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/stoker-dev/stoker/pipeline/kernels"
@@ -52,14 +53,7 @@ func addCase(name string, images int, run func(c *CaseIn) (CaseOut, error)) {
 }
 
 // CaseNames lists the registered cases, sorted.
-func CaseNames() []string {
-	names := make([]string, 0, len(caseKinds))
-	for n := range caseKinds {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func CaseNames() []string { return slices.Sorted(maps.Keys(caseKinds)) }
 
 // RunCase runs the case name on c.
 func RunCase(name string, c *CaseIn) (CaseOut, error) {
