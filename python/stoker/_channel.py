@@ -492,6 +492,10 @@ def _is_grpc_thread(t: threading.Thread) -> bool:
 _collector: Optional[int] = None
 #: Threads a close inside a garbage collection left to end: joined at exit.
 _deferred: List[threading.Thread] = []
+#: Channels a close inside a garbage collection left open: closed by the
+#: next close outside one, the next channel made, or at exit (see
+#: :meth:`Connection.close`).
+_unclosed: List["Connection"] = []
 
 
 def _gc_phase(phase: str, info: Mapping[str, int]) -> None:
@@ -528,9 +532,19 @@ def join_threads(threads: Sequence[threading.Thread], timeout: float = THREAD_JO
             t.join(max(0.0, deadline - time.monotonic()))
 
 
+def _close_unclosed() -> None:
+    """Closes the channels closes inside collections left open (one at a
+    time: a collection in another thread may add one meanwhile)."""
+    while _unclosed:
+        _unclosed.pop().close()
+
+
 @atexit.register
 def _join_deferred() -> None:
-    threads, _deferred[:] = list(_deferred), []
+    _close_unclosed()
+    threads = []
+    while _deferred:
+        threads.append(_deferred.pop())
     join_threads(threads)
 
 
@@ -547,6 +561,7 @@ class Connection:
     """
 
     def __init__(self, endpoint: Endpoint) -> None:
+        _close_unclosed()
         self.endpoint = endpoint
         self.channel = _channel(endpoint)
         self.pid = os.getpid()
@@ -622,10 +637,23 @@ class Connection:
         pthread_exit: the unwinding that starts through gRPC's C++ frames
         calls std::terminate, and the process dies of SIGABRT ("terminate
         called without an active exception") after the script's last line.
+
+        A close inside a garbage collection (a Loader's finalizer) leaves
+        the channel open, its calls already cancelled by their streams, for
+        the next close outside one, the next channel made, or the exit. The
+        collection may run in one of gRPC's own threads, at any allocation
+        there: in this channel's spin thread, whose close waits for the
+        calls' last events that only the spin thread delivers, it would wait
+        for good (test_exit.py's test_a_close_on_the_channels_own_thread).
         """
         if self._closed:
             return
+        if _collector == threading.get_ident():  # nothing here that takes a lock
+            if self not in _unclosed:
+                _unclosed.append(self)
+            return
         self._closed = True
+        _close_unclosed()
         if self.owned():
             self.channel.close()
             join_threads(self._grpc_threads)

@@ -375,3 +375,69 @@ def test_a_close_inside_a_collection_waits_for_no_thread() -> None:
     assert not t.is_alive()
     _channel.join_threads([])  # forgets the ended ones
     assert t not in _channel._deferred
+
+
+# A Loader's finalizer run by a collection in its own channel's spin thread
+# (the collection can start at any allocation there: the deserializer below
+# starts one as a response arrives). gRPC's close waits for its calls' last
+# events, which only that thread delivers: a close that waited there would
+# wait for good, and the loader's next() with it.
+OWN_SPIN_THREAD = """
+import gc, weakref
+from stoker import _channel
+parse = _channel._parse_response
+hook = dict(armed=False, thread=None)
+
+
+def collecting(data):
+    if hook["armed"]:
+        hook["armed"] = False
+        hook["thread"] = threading.current_thread().name
+        gc.collect()
+    return parse(data)
+
+
+_channel._parse_response = collecting  # read as each Feed call starts
+it = iter(ld)
+next(it)
+
+
+class Closer:  # unreachable, in a cycle: freed by the collection
+    pass
+
+
+c = Closer()
+c.cycle = c
+weakref.finalize(c, ld.close)
+del c
+hook["armed"] = True
+try:
+    for _ in it:
+        pass
+    print("ENDED", flush=True)
+except stoker.StokerError as e:
+    print("RAISED", e.code, flush=True)
+left = list(_channel._unclosed)
+print("COLLECTED IN", hook["thread"], "LEFT", len(left), flush=True)
+stoker.list_datasets({addr!r})  # a new channel closes the ones left
+print("CLOSED", all(conn.closed for conn in left), len(_channel._unclosed), flush=True)
+"""
+
+
+def test_a_close_on_the_channels_own_thread(server: str) -> None:
+    """A collection in gRPC's spin thread runs a finalizer that closes the
+    loader whose channel that thread serves: the close returns at once,
+    leaving the channel, its call cancelled, to the next channel made; the
+    loader's iteration ends with its CANCELLED, and the process exits."""
+    code = PRELUDE.format(pydir=PYDIR, addr=server) + OWN_SPIN_THREAD.format(addr=server)
+    try:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           timeout=EXIT_CHILD_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the child hung (still running after {EXIT_CHILD_TIMEOUT} s):\n{e.stdout!r}\n{e.stderr!r}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert "RAISED CANCELLED" in lines, r.stdout + r.stderr[-3000:]
+    collected = [line for line in lines if line.startswith("COLLECTED IN")]
+    assert collected and "LEFT 1" in collected[0] and "MainThread" not in collected[0], r.stdout
+    assert "CLOSED True 0" in lines, r.stdout
