@@ -533,8 +533,8 @@ def join_threads(threads: Sequence[threading.Thread], timeout: float = THREAD_JO
 
 
 def _close_unclosed() -> None:
-    """Closes the channels closes inside collections left open (one at a
-    time: a collection in another thread may add one meanwhile)."""
+    """Closes the channels that closes inside a collection left open, one
+    at a time (a collection in another thread may add one meanwhile)."""
     while _unclosed:
         _unclosed.pop().close()
 
