@@ -26,6 +26,12 @@ const (
 	// half its side inward (drawPerspective), the image resampled so
 	// (Interp, Fill); the targets move with it.
 	OpRandomPerspective optab.OpKind = "RandomPerspective"
+	// OpRandomRotate90 is albumentations' RandomRotate90: with
+	// probability P, k quarter turns counter-clockwise, k drawn uniform
+	// in 0..3 (np.rot90(img, k)); a rotate step of 90k degrees with
+	// expand (torchvision's rotate at a right angle: the pixels moved,
+	// none resampled, the sides swapped by an odd k).
+	OpRandomRotate90 optab.OpKind = "RandomRotate90"
 )
 
 // The warps' own arguments (optab.Op.Args), with torchvision's names;
@@ -141,6 +147,27 @@ func init() {
 			return optab.StepNs(fn.Step{Fn: fn.Perspective, Interp: n.Op.Interp}, w, h)
 		},
 		Masks: warpMasks})
+	optab.Define(optab.Def{Kind: OpRandomRotate90, Named: true, Targets: optab.TargetsMove,
+		Doc:    "with probability p, k quarter turns counter-clockwise, k drawn uniform in 0..3 (albumentations' RandomRotate90); an odd k swaps the sides",
+		Params: []optab.Param{optab.PParam(0.5)}, Keeps: keepsWarp,
+		Compile: func(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error { return optab.CheckProb(n.Op, at) },
+		Grow: func(_ *optab.Op, w, h int) (int, int, bool) { // a turn swaps the sides: the bound is the longer, both ways
+			return max(w, h), max(w, h), true
+		},
+		Draw: func(n *optab.Node, r *det.RNG, d *optab.Drawer) {
+			if r.Float64() >= n.Op.P {
+				return
+			}
+			if k := r.Intn(4); k > 0 {
+				st := fn.Step{Fn: fn.Rotate, F: [6]float64{float64(90 * k)}, Interp: InterpNearest}
+				st.I[0] = 1 // expand: rotate's right-angle path, the sides swapped by an odd k
+				d.W, d.H = kernels.RotatedSize(d.W, d.H, st.F[0], [2]float64{}, false)
+				d.Emit(st)
+			}
+		},
+		MaxNs: func(_ *optab.Node, w, h int) float64 {
+			return optab.StepNs(fn.Step{Fn: fn.Rotate, Interp: InterpNearest}, max(w, h), max(w, h))
+		}})
 }
 
 // warpMasks refuses a rotation, affine or perspective whose masks' fill is not a

@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["AnyResResize", "NaFlexResize", "PadToSquare", "RandomChannelPermutation", "SmartResize", "TileResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
+__all__ = ["AnyResResize", "NaFlexResize", "PadToSquare", "RandomChannelPermutation", "RandomRotate90", "SmartResize", "TileResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AnyResResize": (
@@ -192,6 +192,9 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("interpolation", "interpolation", "'bilinear'"),
         Param("antialias", "bool", "True"),
     ),
+    "RandomRotate90": (
+        Param("p", "float", "0.5", False, 0, 1),
+    ),
     "RandomRotation": (
         Param("degrees", "range", None),
         Param("interpolation", "interpolation", "'nearest'"),
@@ -359,6 +362,16 @@ class RandomChannelPermutation(NamedOp):
         super().__init__()
 
 
+class RandomRotate90(NamedOp):
+    """With probability p, k quarter turns counter-clockwise, k drawn uniform in 0..3 (albumentations' RandomRotate90); an odd k swaps the sides."""
+
+    _name = "RandomRotate90"
+    _params = SCHEMA["RandomRotate90"]
+
+    def __init__(self, p: Any = 0.5) -> None:
+        super().__init__(p=p)
+
+
 class SmartResize(NamedOp):
     """Transformers' Qwen2-VL smart_resize: the whole image resized to sides that are multiples of factor (patch_size * merge_size), its area within [min_pixels, max_pixels], each sample its own size."""
 
@@ -470,4 +483,4 @@ class YOLORandomPerspective(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"AnyResResize": AnyResResize, "NaFlexResize": NaFlexResize, "PadToSquare": PadToSquare, "RandomChannelPermutation": RandomChannelPermutation, "SmartResize": SmartResize, "TileResize": TileResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
+NAMED: Dict[str, Any] = {"AnyResResize": AnyResResize, "NaFlexResize": NaFlexResize, "PadToSquare": PadToSquare, "RandomChannelPermutation": RandomChannelPermutation, "RandomRotate90": RandomRotate90, "SmartResize": SmartResize, "TileResize": TileResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
