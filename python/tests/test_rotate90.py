@@ -95,3 +95,21 @@ def test_rotate90_refused(server: str) -> None:  # noqa: F811
         with stoker.Loader(server, "coco", batch_size=2, transform=T.Compose([T.RandomRotate90(), T.RandomHorizontalFlip()]),
                            timeout=30) as ld:
             next(iter(ld))
+
+
+def test_rotate90_then_a_fixed_size(server: str) -> None:  # noqa: F811
+    """A Resize((h, w)) after the turns fixes the size again: one size a
+    batch, no sizes or mask, each image the turned one resized."""
+    turned = _images(server, [T.Resize(SIZE), T.RandomRotate90(p=1.0)], seed=3)
+    with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose([T.Resize(SIZE), T.RandomRotate90(p=1.0),
+                                                                          T.Resize((40, 50))]),
+                       return_indices=True, pin_memory=False, timeout=60, seed=3) as ld:
+        seen = 0
+        for b in ld:
+            images, _, indices = b
+            assert b.sizes is None and tuple(images.shape[-2:]) == (40, 50)
+            for img, idx in zip(images, indices.tolist()):
+                want = F.resize(turned[idx], [40, 50], antialias=True)
+                assert torch.equal(img, want), idx  # torchvision's resize of the turned image, to the byte
+                seen += 1
+        assert seen == N and not list(ld.sample_errors)
