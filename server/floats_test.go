@@ -62,6 +62,11 @@ func validOpLists() [][]*pb.Op {
 			w("TimmAutoAugment", "config", "v0r-mstd0.5", "fill", []float64{1, 2, 3}),
 			w("TimmAugMix", "config", "augmix-m5-w4-d2", "fill", []float64{1, 2, 3}),
 		},
+		{ // the turns swap the sides: a Resize after them fixes the size again
+			w("Resize", "size", []int{40, 48}),
+			w("RandomRotate90", "p", 0.5),
+			w("Resize", "size", []int{32, 32}),
+		},
 		{
 			w("Pad", "padding", []int{4}, "fill", []float64{1, 2, 3}),
 			w("RandomCrop", "size", 32, "padding", []int{2}, "pad_if_needed", true, "fill", []float64{1, 2, 3}),
