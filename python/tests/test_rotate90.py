@@ -18,6 +18,7 @@ family's file, with these tests.
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List
@@ -26,12 +27,17 @@ import pytest
 import torch
 from torchvision.transforms.v2 import functional as F
 
+from google.protobuf import json_format
+
 import stoker
+from stats import Checks, chi2_homogeneity, in_band, ops_draw
 from stoker import transforms as T
 from stoker._errors import StokerError
+from stoker.v1 import stoker_pb2 as pb
 from test_rotate_expand import replay_expand
 from test_targets import N, coco_sources, det, server  # noqa: F401 (the fixtures)
 from test_targets_kpts import coco_points
+from test_targets_masks import coco_masks, replay_masks
 
 SIZE = (72, 97)
 
@@ -87,6 +93,28 @@ def test_rotate90_is_torchvisions(server: str, det: Path) -> None:  # noqa: F811
     assert sum(turns.values()) == 2 * N and all(turns[k] > 0 for k in range(4)), turns
 
 
+def test_rotate90_masks_are_torchvisions(server: str, det: Path) -> None:  # noqa: F811
+    """The instances' masks turn with the image: each is torchvision's
+    rotate_mask of the trace's steps (test_targets_masks' replay), exactly."""
+    want, src = coco_sources(det), coco_masks(det)
+    seen, set_px = 0, 0
+    with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose([T.Resize(SIZE), T.RandomRotate90(p=0.8)]),
+                       targets=("boxes", "labels", "masks"), trace=True, return_indices=True, pin_memory=False,
+                       timeout=60, seed=4) as ld:
+        for b in ld:
+            _, targets, indices = b
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                where = f"sample {idx}: {b.trace[i]}"
+                h, w = b.sizes[i].tolist()
+                m = t["masks"].as_subclass(torch.Tensor)
+                assert tuple(m.shape[-2:]) == (h, w), where
+                assert torch.equal(m, replay_masks(src[idx], want[idx]["boxes"], b.trace[i]).as_subclass(torch.Tensor)), where
+                seen += 1
+                set_px += int(m.sum())
+        assert not list(ld.sample_errors)
+    assert seen == N and set_px > 0
+
+
 def test_rotate90_refused(server: str) -> None:  # noqa: F811
     with pytest.raises(ValueError, match=r"RandomRotate90: p should be in 0\.\.1, got 1\.5"):
         T.RandomRotate90(p=1.5)
@@ -113,3 +141,28 @@ def test_rotate90_then_a_fixed_size(server: str) -> None:  # noqa: F811
                 assert torch.equal(img, want), idx  # torchvision's resize of the turned image, to the byte
                 seen += 1
         assert seen == N and not list(ld.sample_errors)
+
+
+def test_rotate90_draws_are_albumentations(stoker_bin: Path) -> None:
+    """The turns drawn (none, or k = 1, 2, 3), against albumentations'
+    sampling, written out here as its code does it (the package is not
+    installed): BasicTransform applies with ``random.random() < p``, then
+    RandomRotate90's get_params draws ``random.randint(0, 3)``; k = 0 and
+    not applied both leave the image. A chi-square test on 20,000 draws a
+    side, at two values of p."""
+    draws = 20000
+
+    def run(k: int) -> Checks:
+        c = Checks()
+        for p in (0.5, 0.9):
+            spec = json_format.MessageToJson(pb.TransformSpec(ops=[T.Resize((8, 6)).to_proto(),
+                                                                   T.RandomRotate90(p=p).to_proto()]), indent=None)
+            mine = [int(t["rotate"]["angle"]) // 90 if "rotate" in t else 0
+                    for t in ops_draw(stoker_bin, spec, draws, seed=k, source=(64, 48))]
+            rng = random.Random(300 + k)
+            theirs = [rng.randint(0, 3) if rng.random() < p else 0 for _ in range(draws)]
+            stat, pv, df = chi2_homogeneity(mine, theirs)
+            c.p(f"p={p}: the quarter turns", pv, f"(chi2 {stat:.1f}, df {df}; ours {sorted(Counter(mine).items())})")
+        return c
+
+    in_band(run)
