@@ -9,11 +9,14 @@ torch.rot90(image, k), which is torchvision's rotate(image, 90 k,
 expand=True) too, byte for byte; an odd k swaps the sides (the batch's
 sizes and mask say each sample's). The boxes and keypoints are replayed
 through torchvision.transforms.v2.functional (test_rotate_expand's
-replay_expand), within torchvision's own tolerance.
+replay_expand), within torchvision's own tolerance, and the masks
+(rotate_mask) exactly. The draws are held to albumentations' sampling by a
+chi-square test (`stoker ops draw`, no decode).
 
-The op is defined in pipeline/transform/op_warp.go alone (its Python class
-is generated from its schema): the example of a geometric op added to its
-family's file, with these tests.
+The op's Go is its Def in pipeline/transform/op_warp.go alone (its Python
+class is generated from its schema): the example of a geometric op added to
+its family's file, with these tests (and its valid example in
+server/floats_test.go's validOpLists).
 """
 
 from __future__ import annotations
@@ -25,9 +28,8 @@ from typing import Any, Dict, List
 
 import pytest
 import torch
-from torchvision.transforms.v2 import functional as F
-
 from google.protobuf import json_format
+from torchvision.transforms.v2 import functional as F
 
 import stoker
 from stats import Checks, chi2_homogeneity, in_band, ops_draw
