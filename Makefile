@@ -238,11 +238,19 @@ generate: tools venv ## regenerate the Go and Python code from proto/stoker/v1/s
 check-generate: generate ## fail when the committed generated code is stale
 	@git --no-pager diff --exit-code -- proto python/stoker/v1 || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
-lint: tools ## gofmt, go vet (cgo and pure Go), buf lint
+# The packages whose files (tests' too) are others without cgo: those that
+# import "C" or have files built without cgo alone (//go:build !cgo). The
+# pure-Go vet reads these; every other package's files are the same with
+# and without cgo, vetted by go vet ./... already. That they all compile
+# without cgo is test-go-once's pure-Go arm64 build's to say (go list
+# compiles nothing: this costs no build).
+NOCGO_DIFFER = { go list -f '$(NOCGO_FILES)' ./... && CGO_ENABLED=0 go list -f '$(NOCGO_FILES)' ./...; } | sort | uniq -u | cut -d' ' -f1 | sort -u
+NOCGO_FILES := {{.ImportPath}} {{.GoFiles}} {{.CgoFiles}} {{.TestGoFiles}} {{.XTestGoFiles}}
+lint: tools ## gofmt, go vet (cgo, and pure Go where the files differ), buf lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
 	go vet -tags lab ./cmd/stoker/
-	CGO_ENABLED=0 go vet ./...
+	CGO_ENABLED=0 go vet $$($(NOCGO_DIFFER))
 	cd deploy && go vet ./...
 	$(TOOLS)/buf lint
 
@@ -293,11 +301,15 @@ ONCE_ONLY := ^(TestExact|TestShareCPU)
 
 # deploy/ is a module of its own (its tests need the Kubernetes modules,
 # which the binary's module does not require): ./... does not reach it.
+# Its code and tests run on one goroutine (they read and check manifests,
+# and run the stoker binary), so the race detector has nothing to find
+# there: test-go-once runs them without -race, on the packages lint's
+# go vet compiled, rather than compiling the Kubernetes modules a second
+# time with -race (54 CPU-s from an empty go build cache).
 test-go: test-go-race test-go-once ## Go tests: test-go-race, then test-go-once
 
-test-go-race: stores ## Go tests (-race) of the module and of deploy/
+test-go-race: stores ## Go tests (-race) of the module
 	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '$(ONCE_ONLY)' ./... </dev/null
-	cd deploy && go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 
 test-go-once: stores ## the Go tests that run once without -race: the pipeline's exactness tests, the server's CPU shares, internal/fmacheck, the pure-Go pipeline, and the arm64 build (pure Go)
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestExact' $(EXACT_PKGS) </dev/null
@@ -305,6 +317,7 @@ test-go-once: stores ## the Go tests that run once without -race: the pipeline's
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./internal/fmacheck/ </dev/null
 	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ ./pipeline/ops/ ./pipeline/policy/ </dev/null
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...
+	cd deploy && go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 
 # The arm64 build with cgo: the pipeline's C cross-compiled with
 # aarch64-linux-gnu-gcc and linked against Debian's arm64 libjpeg-turbo,
