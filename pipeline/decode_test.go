@@ -488,10 +488,10 @@ func TestExactRandomCrop(t *testing.T) {
 	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout transform.Layout, full []byte) {
 		for _, op := range []opspkg.Op{
 			{Kind: transform.OpRandomCrop, Size: [2]int{32, 32}},
-			{Kind: transform.OpRandomCrop, Size: [2]int{40, 40}, Padding: [4]int{4, 4, 4, 4}, Fill: fill},
-			{Kind: transform.OpRandomCrop, Size: [2]int{50, 70}, PadIfNeeded: true, Fill: fill},
-			{Kind: transform.OpRandomCrop, Size: [2]int{44, 30}, Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true},
-			{Kind: transform.OpRandomCrop, Size: [2]int{20, 20}, Padding: [4]int{90, 3, 0, 5}, Fill: fill},
+			{Kind: transform.OpRandomCrop, Size: [2]int{40, 40}, Fill: fill, Args: &transform.RandomCropArgs{Padding: [4]int{4, 4, 4, 4}}},
+			{Kind: transform.OpRandomCrop, Size: [2]int{50, 70}, Fill: fill, Args: &transform.RandomCropArgs{PadIfNeeded: true}},
+			{Kind: transform.OpRandomCrop, Size: [2]int{44, 30}, Args: &transform.RandomCropArgs{Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true}},
+			{Kind: transform.OpRandomCrop, Size: [2]int{20, 20}, Fill: fill, Args: &transform.RandomCropArgs{Padding: [4]int{90, 3, 0, 5}}},
 		} {
 			for _, flip := range []bool{false, true} {
 				ops := []opspkg.Op{op}
@@ -504,7 +504,7 @@ func TestExactRandomCrop(t *testing.T) {
 					k := det.Key{Seed: 9, Index: uint64(i)}
 					got := make([]byte, tr.SampleBytes())
 					if err := d.Decode(data, tr, k, got); err != nil {
-						t.Fatalf("%v %v: %v", op.Size, op.Padding, err)
+						t.Fatalf("%v %v: %v", op.Size, opspkg.ArgsOf[transform.RandomCropArgs](&op), err)
 					}
 					steps, err := transform.ParseTrace(d.AppendTrace(nil))
 					if err != nil {
@@ -513,12 +513,13 @@ func TestExactRandomCrop(t *testing.T) {
 					want, top, left := padCropReference(full, 61, 40, steps, layout)
 					tops[top], lefts[left] = true, true
 					if !bytes.Equal(got, want) {
-						t.Fatalf("%s ref=%v %s %v %v flip=%v sample %d: not the padded crop of the trace %s", enc, ref, layout, op.Size, op.Padding, flip, i, d.AppendTrace(nil))
+						t.Fatalf("%s ref=%v %s %v %v flip=%v sample %d: not the padded crop of the trace %s", enc, ref, layout, op.Size, opspkg.ArgsOf[transform.RandomCropArgs](&op), flip, i, d.AppendTrace(nil))
 					}
 				}
-				pw := 61 + op.Padding[0] + op.Padding[2]
-				ph := 40 + op.Padding[1] + op.Padding[3]
-				if op.PadIfNeeded {
+				ca := opspkg.ArgsOf[transform.RandomCropArgs](&op)
+				pw := 61 + ca.Padding[0] + ca.Padding[2]
+				ph := 40 + ca.Padding[1] + ca.Padding[3]
+				if ca.PadIfNeeded {
 					pw, ph = max(pw, 2*op.Size[1]-pw), max(ph, 2*op.Size[0]-ph)
 				}
 				// every position where there are few (132 lefts in
@@ -550,12 +551,12 @@ func TestExactPad(t *testing.T) {
 	src := testPicture(61, 40)
 	fill := [3]float64{10, 20, 30}
 	pad := func(l, t, r, b int, f [3]float64) opspkg.Op {
-		return opspkg.Op{Kind: transform.OpPad, Padding: [4]int{l, t, r, b}, Fill: f}
+		return opspkg.Op{Kind: transform.OpPad, Fill: f, Args: &transform.PadArgs{Padding: [4]int{l, t, r, b}}}
 	}
 	cases := [][]opspkg.Op{
 		// CIFAR's recipe: Pad(4), RandomCrop(32)
 		{pad(4, 4, 4, 4, [3]float64{}), {Kind: transform.OpRandomCrop, Size: [2]int{40, 40}}},
-		{pad(3, 0, 9, 2, fill), {Kind: transform.OpRandomCrop, Size: [2]int{50, 70}, PadIfNeeded: true, Fill: fill}},
+		{pad(3, 0, 9, 2, fill), {Kind: transform.OpRandomCrop, Size: [2]int{50, 70}, Fill: fill, Args: &transform.RandomCropArgs{PadIfNeeded: true}}},
 		{pad(90, 3, 0, 5, fill), {Kind: transform.OpRandomCrop, Size: [2]int{20, 20}}},
 		{pad(5, 6, 7, 8, fill), {Kind: transform.OpCenterCrop, Size: [2]int{30, 50}}},         // inside the image
 		{pad(5, 6, 7, 8, fill), {Kind: transform.OpCenterCrop, Size: [2]int{52, 71}}},         // into the padding
@@ -563,7 +564,7 @@ func TestExactPad(t *testing.T) {
 		// after the crop: a crop inside the image, one padded with the
 		// same fill, a CenterCrop past the image (zeros) then Pad(0)
 		{{Kind: transform.OpRandomCrop, Size: [2]int{30, 30}}, pad(2, 3, 4, 5, fill)},
-		{{Kind: transform.OpRandomCrop, Size: [2]int{44, 30}, Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true, Fill: fill}, pad(6, 0, 1, 7, fill)},
+		{{Kind: transform.OpRandomCrop, Size: [2]int{44, 30}, Fill: fill, Args: &transform.RandomCropArgs{Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true}}, pad(6, 0, 1, 7, fill)},
 		{{Kind: transform.OpCenterCrop, Size: [2]int{30, 50}}, pad(3, 3, 3, 3, fill)},
 		{{Kind: transform.OpCenterCrop, Size: [2]int{47, 70}}, pad(1, 2, 3, 4, [3]float64{})},
 		// both sides of the crop
@@ -589,7 +590,7 @@ func TestExactPad(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if p := ops[0]; p.Kind == transform.OpPad && (steps[0].Fn != fn.Pad || [4]int(steps[0].I[:4]) != p.Padding || steps[0].Fill != p.Fill) {
+					if p := ops[0]; p.Kind == transform.OpPad && (steps[0].Fn != fn.Pad || [4]int(steps[0].I[:4]) != opspkg.ArgsOf[transform.PadArgs](&p).Padding || steps[0].Fill != p.Fill) {
 						t.Fatalf("%s: trace %s does not start with the Pad", opspkg.OpsString(ops), trace)
 					}
 					want, _, _ := padCropReference(full, 61, 40, steps, layout)
@@ -617,7 +618,7 @@ func TestExactPad(t *testing.T) {
 		{[]opspkg.Op{{Kind: transform.OpResize, Size: [2]int{8, 8}}, {Kind: transform.OpCenterCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill)}, "Pad after a resampling geometry"},
 		{[]opspkg.Op{{Kind: transform.OpCenterCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill), pad(1, 1, 1, 1, fill)}, "twice after the crop is not supported"},
 		{[]opspkg.Op{{Kind: transform.OpCenterCrop, Size: [2]int{8, 8}}, {Kind: opspkg.OpRandomInvert, P: 0.5}, pad(1, 1, 1, 1, fill)}, "Pad after other ops is not supported"},
-		{[]opspkg.Op{pad(1, 1, 1, 1, fill), {Kind: transform.OpRandomCrop, Size: [2]int{8, 8}, Padding: [4]int{2, 2, 2, 2}}}, "padding of two fills in one crop is not supported"},
+		{[]opspkg.Op{pad(1, 1, 1, 1, fill), {Kind: transform.OpRandomCrop, Size: [2]int{8, 8}, Args: &transform.RandomCropArgs{Padding: [4]int{2, 2, 2, 2}}}}, "padding of two fills in one crop is not supported"},
 		{[]opspkg.Op{pad(1, 1, 1, 1, [3]float64{300}), {Kind: transform.OpRandomCrop, Size: [2]int{8, 8}}}, "Pad fill [300 0 0]: want integers 0..255"},
 	} {
 		if _, err := transform.NewTransform(transform.CHW, c.ops...); !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), c.want) {

@@ -39,7 +39,7 @@ func TestKernelScratchInBound(t *testing.T) {
 		{"rotate-expand-resize", []ops.Op{{Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{-45, 45}, Expand: true}}, {Kind: transform.OpResize, Size: [2]int{64, 80}}}, false},
 		{"rotate-expand-crop", []ops.Op{{Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{-45, 45}, Expand: true}}, {Kind: transform.OpCenterCrop, Size: [2]int{100, 120}}}, false},
 		{"rotate-expand-blur", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{30, 60}, Expand: true}}, {Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}}, false},
-		{"shortest-blur", []ops.Op{{Kind: transform.OpRandomShortestSize, MaxSize: 128, Args: &transform.ShortestSizeArgs{MinSize: []int{48, 96}}}, {Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}}, false},
+		{"shortest-blur", []ops.Op{{Kind: transform.OpRandomShortestSize, Args: &transform.ShortestSizeArgs{MinSize: []int{48, 96}, MaxSize: 128}}, {Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{9, 9}, Sigma: [2]float64{1, 3}}}}, false},
 		{"trivialaugment", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: ops.OpTrivialAugmentWide, Args: &ops.TrivialAugmentWideArgs{Bins: 31}}}, false},
 		{"sharpness", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, {Kind: ops.OpRandomAdjustSharpness, P: 1, Args: &ops.SharpnessArgs{Factor: 2}}}, false},
 		{"colorjitter", []ops.Op{{Kind: transform.OpResize, Size: [2]int{64, 80}}, {Kind: ops.OpColorJitter, Args: &ops.ColorJitterArgs{Brightness: 0.4, Contrast: 0.4}}}, true},

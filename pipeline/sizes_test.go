@@ -20,7 +20,7 @@ import (
 // window of the largest size, the rest zeros.
 func TestPerSampleSizes(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
-	shortest := ops.Op{Kind: transform.OpRandomShortestSize, MaxSize: 200, Args: &transform.ShortestSizeArgs{MinSize: []int{96, 128, 160}}}
+	shortest := ops.Op{Kind: transform.OpRandomShortestSize, Args: &transform.ShortestSizeArgs{MinSize: []int{96, 128, 160}, MaxSize: 200}}
 	norm := ops.Op{Kind: ops.OpNormalize, Args: &ops.NormalizeArgs{Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}}
 	var pre []ops.Op // (RandomPhotometricDistort before is refused: TestPerSampleSizesRefused)
 	for c, layout := range []transform.Layout{transform.CHW, transform.HWC, transform.CHW, transform.HWC} {
@@ -186,7 +186,7 @@ func cornerRowsMatch(got, want []byte, w, h, bw, bh int, layout transform.Layout
 // holds; another sample, or another size, is not.
 func TestRaggedSamples(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
-	shortest := ops.Op{Kind: transform.OpRandomShortestSize, MaxSize: 200, Args: &transform.ShortestSizeArgs{MinSize: []int{96, 128, 160}}}
+	shortest := ops.Op{Kind: transform.OpRandomShortestSize, Args: &transform.ShortestSizeArgs{MinSize: []int{96, 128, 160}, MaxSize: 200}}
 	norm := ops.Op{Kind: ops.OpNormalize, Args: &ops.NormalizeArgs{Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}}
 	for c, layout := range []transform.Layout{transform.CHW, transform.HWC, transform.CHW, transform.HWC} {
 		ops, elem := []ops.Op{shortest, {Kind: ops.OpRandomHorizontalFlip, P: 0.5}}, 1

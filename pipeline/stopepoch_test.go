@@ -99,7 +99,7 @@ func TestExactStopEpochZoomGeometries(t *testing.T) {
 	}
 	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Fill: [3]float64{10, 200, 30}, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}}}
 	for _, geo := range [][]ops.Op{
-		{{Kind: transform.OpRandomCrop, Size: [2]int{96, 128}, PadIfNeeded: true, Fill: [3]float64{10, 200, 30}}},
+		{{Kind: transform.OpRandomCrop, Size: [2]int{96, 128}, Fill: [3]float64{10, 200, 30}, Args: &transform.RandomCropArgs{PadIfNeeded: true}}},
 		{{Kind: transform.OpCenterCrop, Size: [2]int{96, 128}}},
 		{{Kind: transform.OpResize, Size: [2]int{96, 128}}, {Kind: ops.OpRandomHorizontalFlip, P: 0.5}},
 	} {

@@ -44,7 +44,7 @@ func TestExactZoomOutDecode(t *testing.T) {
 					t.Fatalf("plan %+v: not a canvas", p)
 				}
 				// The canvas, by the Pad path: HWC, then resampled.
-				canvas := mustTransform(t, transform.HWC, ops.Op{Kind: transform.OpPad, Padding: p.ZoomPad, Fill: fill}, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{p.ZoomH, p.ZoomW}})
+				canvas := mustTransform(t, transform.HWC, ops.Op{Kind: transform.OpPad, Fill: fill, Args: &transform.PadArgs{Padding: p.ZoomPad}}, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{p.ZoomH, p.ZoomW}})
 				pix := make([]byte, canvas.SampleBytes())
 				if err := d.Decode(data, canvas, det.Key{}, pix); err != nil {
 					t.Fatal(err)

@@ -19,6 +19,10 @@ const (
 	OpRandomOrder  OpKind = "RandomOrder"
 )
 
+// ChoiceArgs are RandomChoice's own arguments: p, its ops' weights (nil:
+// uniform). Its ops are Op.Ops, as every container's.
+type ChoiceArgs struct{ P []float64 }
+
 func init() {
 	Define(Def{Kind: OpRandomApply, Doc: "its ops, in order, with probability p",
 		Params:   []Param{{Name: "transforms", Typ: pOps}, PParam(0.5)},
@@ -35,7 +39,7 @@ func init() {
 		MaxNs:  sumKidsNs})
 	Define(Def{Kind: OpRandomChoice, Doc: "one of its ops, drawn with the weights p (None: uniform)",
 		Params:   []Param{{Name: "transforms", Typ: pOps}, {Name: "p", Typ: PFloats, Def: "None"}},
-		FromArgs: func(a *Args) Op { return Op{Ops: a.Ops("transforms"), Probs: a.Floats("p")} },
+		FromArgs: func(a *Args) Op { return Op{Ops: a.Ops("transforms"), Args: &ChoiceArgs{P: a.Floats("p")}} },
 		Targets:  TargetsContainer, Compile: compileContainer, Kids: KidsOneOf,
 		Draw: func(n *Node, r *det.RNG, d *Drawer) {
 			u := r.Float64()
@@ -104,11 +108,11 @@ func compileContainer(c *Compiler, n *Node, at CompileAt) error {
 	if op.Kind == OpRandomApply && !(op.P >= 0 && op.P <= 1) {
 		return OpError(where, "p=%v: want 0 <= p <= 1", op.P)
 	}
-	if op.Kind != OpRandomChoice && op.Probs != nil {
+	if op.Kind != OpRandomChoice && op.Args != nil {
 		return OpError(where, "only RandomChoice takes a list of p")
 	}
 	if op.Kind == OpRandomChoice {
-		probs := op.Probs
+		probs := ArgsOf[ChoiceArgs](op).P
 		if probs == nil {
 			probs = make([]float64, len(op.Ops))
 			for i := range probs {

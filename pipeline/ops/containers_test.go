@@ -44,7 +44,7 @@ func TestContainerDraws(t *testing.T) {
 	}
 
 	for _, probs := range [][]float64{nil, {1, 3, 0}} {
-		choice := compileOp(t, Op{Kind: OpRandomChoice, Ops: []Op{inv, sol, gray}, Probs: probs})
+		choice := compileOp(t, Op{Kind: OpRandomChoice, Ops: []Op{inv, sol, gray}, Args: &ChoiceArgs{P: probs}})
 		counts := map[fn.Fn]int{}
 		for i := range uint64(keys) {
 			s := draw(&choice, 1, i)
@@ -106,11 +106,11 @@ func TestContainerRefused(t *testing.T) {
 		{Op{Kind: OpRandomApply, P: 0.8, Ops: []Op{jit, {Kind: OpRandomGrayscale, P: -1}}}, "op 1 (RandomApply) > op 1 (RandomGrayscale): p=-1"},
 		{Op{Kind: OpRandomApply, P: 0.8}, "op 1 (RandomApply): pass at least one op"},
 		{Op{Kind: OpRandomApply, P: 1.2, Ops: []Op{jit}}, "p=1.2"},
-		{Op{Kind: OpRandomApply, P: 0.5, Ops: []Op{jit}, Probs: []float64{1}}, "only RandomChoice takes a list of p"},
+		{Op{Kind: OpRandomApply, P: 0.5, Ops: []Op{jit}, Args: &ChoiceArgs{P: []float64{1}}}, "only RandomChoice takes a list of p"},
 		{Op{Kind: OpRandomOrder, Ops: many(33, inv)}, "33 ops: the limit is 32"},
-		{Op{Kind: OpRandomChoice, Ops: []Op{jit, inv}, Probs: []float64{1}}, "1 values of p for 2 ops"},
-		{Op{Kind: OpRandomChoice, Ops: []Op{jit, inv}, Probs: []float64{1, -1}}, "want finite values >= 0"},
-		{Op{Kind: OpRandomChoice, Ops: []Op{jit, inv}, Probs: []float64{0, 0}}, "want a positive sum"},
+		{Op{Kind: OpRandomChoice, Ops: []Op{jit, inv}, Args: &ChoiceArgs{P: []float64{1}}}, "1 values of p for 2 ops"},
+		{Op{Kind: OpRandomChoice, Ops: []Op{jit, inv}, Args: &ChoiceArgs{P: []float64{1, -1}}}, "want finite values >= 0"},
+		{Op{Kind: OpRandomChoice, Ops: []Op{jit, inv}, Args: &ChoiceArgs{P: []float64{0, 0}}}, "want a positive sum"},
 		{Op{Kind: OpRandomChoice, Ops: []Op{jit, {Kind: "GaussianBlurry"}}}, `op 1 (RandomChoice) > op 1 (GaussianBlurry): unknown op "GaussianBlurry"`},
 		{nest(5), "nested deeper than 4"},
 		{Op{Kind: OpRandomOrder, Ops: many(32, Op{Kind: OpRandomApply, P: 0.5, Ops: many(4, inv)})}, "more than 128 ops in all"},

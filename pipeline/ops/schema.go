@@ -333,11 +333,6 @@ type Op struct {
 	Kind OpKind
 	// Size: RandomResizedCrop, Resize, CenterCrop, RandomCrop.
 	Size [2]int
-	// Padding: RandomCrop's and Pad's padding (left, top, right,
-	// bottom), and PadIfNeeded RandomCrop's pad_if_needed; their fill is
-	// Fill (constant mode).
-	Padding     [4]int
-	PadIfNeeded bool
 	// Scale: RandomResizedCrop's area range, RandomIoUCrop's and
 	// ScaleJitter's scale range.
 	Scale [2]float64
@@ -359,11 +354,8 @@ type Op struct {
 	FillNone  bool
 	FillTyped bool    // a fill per type ({Image: v, Mask: m}): Fill (FillNone) the pixels' alone
 	FillMask  float64 // with FillTyped, the masks' fill (else Fill is every type's; CheckMasks)
-	MaxSize   int     // Resize's and RandomShortestSize's max_size (0: None)
-	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops; Probs:
-	// RandomChoice's p (nil: uniform).
-	Ops   []Op
-	Probs []float64
+	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops.
+	Ops []Op
 	// RandomInterp: TimmRandAugment draws bilinear or bicubic for each
 	// resampling op (timm's default when no interpolation is set);
 	// RandomResizedCrop draws one of the two per sample, after its crop

@@ -238,7 +238,7 @@ func TestCostWithMasks(t *testing.T) {
 	near("a perspective at p 0.25 (mean)", m, plain+0.25*(turned-plain))
 	near("a perspective (worst)", x, turned)
 
-	pad := optab.Op{Kind: OpPad, Padding: [4]int{8, 8, 8, 8}, FillTyped: true, FillMask: 255}
+	pad := optab.Op{Kind: OpPad, FillTyped: true, FillMask: 255, Args: &PadArgs{Padding: [4]int{8, 8, 8, 8}}}
 	crop := optab.Op{Kind: OpRandomCrop, Size: [2]int{480, 480}}
 	m, _ = added(mustTransform(t, CHW, pad, crop))
 	near("a pad of 255", m, plain+maskFillNs*px)

@@ -173,7 +173,7 @@ func (t *Transform) zoomOut(p *SamplePlan, k det.Key) {
 func (t *Transform) prePad(p *SamplePlan) ([4]int, [3]float64) {
 	switch {
 	case t.pad != nil:
-		return t.pad.Padding, t.pad.Fill
+		return optab.ArgsOf[PadArgs](t.pad).Padding, t.pad.Fill
 	case p.Zoomed:
 		return p.ZoomPad, t.zoom.Fill
 	}

@@ -69,7 +69,7 @@ func placeFixedSizeCrop(t *Transform, op *optab.Op, n int) error {
 	if err := checkSize(op, false); err != nil {
 		return err
 	}
-	if err := checkPadding(op); err != nil {
+	if err := checkPadding(op, [4]int{}); err != nil {
 		return err
 	}
 	t.fixed = op
@@ -222,7 +222,8 @@ func (t *Transform) checkResize(op *optab.Op, n int) error {
 	case OpResize:
 		return checkSize(op, true)
 	case OpRandomShortestSize:
-		sizes := optab.ArgsOf[ShortestSizeArgs](op).MinSize
+		a := optab.ArgsOf[ShortestSizeArgs](op)
+		sizes := a.MinSize
 		if len(sizes) == 0 || len(sizes) > 256 {
 			return transformErr("RandomShortestSize min_size of %d sizes: want 1 to 256", len(sizes))
 		}
@@ -231,8 +232,8 @@ func (t *Transform) checkResize(op *optab.Op, n int) error {
 				return transformErr("RandomShortestSize min_size %v: sides must be in 1..%d", sizes, optab.MaxSide)
 			}
 		}
-		if op.MaxSize < 0 || op.MaxSize > optab.MaxSide {
-			return transformErr("RandomShortestSize max_size %d: want 1..%d (0: None)", op.MaxSize, optab.MaxSide)
+		if a.MaxSize < 0 || a.MaxSize > optab.MaxSide {
+			return transformErr("RandomShortestSize max_size %d: want 1..%d (0: None)", a.MaxSize, optab.MaxSide)
 		}
 	case OpRandomResize:
 		if a := optab.ArgsOf[RandomResizeArgs](op); a.MinSize < 1 || a.MinSize >= a.MaxSize || a.MaxSize > optab.MaxSide+1 {
@@ -252,10 +253,11 @@ func (t *Transform) checkResize(op *optab.Op, n int) error {
 func (t *Transform) varySize() error {
 	op := t.resize
 	switch {
-	case op.Kind == OpRandomShortestSize && op.MaxSize > 0:
-		t.geom, t.vary, t.varyGeom, t.outH, t.outW = ResizeCrop, true, true, op.MaxSize, op.MaxSize
-		return nil
 	case op.Kind == OpRandomShortestSize:
+		if m := optab.ArgsOf[ShortestSizeArgs](op).MaxSize; m > 0 {
+			t.geom, t.vary, t.varyGeom, t.outH, t.outW = ResizeCrop, true, true, m, m
+			return nil
+		}
 		return fmt.Errorf("%w: transform: RandomShortestSize without max_size gives sizes without a bound (the batch's memory is counted at the largest): give max_size, or a CenterCrop after it", errs.Unsupported)
 	case op.Kind == OpRandomResize:
 		return fmt.Errorf("%w: transform: RandomResize gives sizes without a bound (its longer side follows the image's aspect): follow it with a CenterCrop, or use RandomShortestSize with a max_size", errs.Unsupported)
@@ -297,11 +299,11 @@ func ResizeSize(op *optab.Op, k det.Key, w, h int) (rw, rh int) {
 		s := a.MinSize + r.Intn(a.MaxSize-a.MinSize)
 		return ResizedSize(w, h, [2]int{s, 0})
 	}
-	sizes := optab.ArgsOf[ShortestSizeArgs](op).MinSize
-	s := sizes[r.Intn(len(sizes))]
+	a := optab.ArgsOf[ShortestSizeArgs](op)
+	s := a.MinSize[r.Intn(len(a.MinSize))]
 	f := float64(s) / float64(min(w, h))
-	if op.MaxSize > 0 {
-		f = min(f, float64(op.MaxSize)/float64(max(w, h)))
+	if a.MaxSize > 0 {
+		f = min(f, float64(a.MaxSize)/float64(max(w, h)))
 	}
 	return int(float64(w) * f), int(float64(h) * f)
 }

@@ -40,8 +40,8 @@ const (
 )
 
 // The geometry's own arguments (optab.Op.Args) where an op has some of
-// its own; what the geometry ops share (size, scale, ratio, max_size,
-// interpolation, fill, padding) stays optab.Op's.
+// its own; what the geometry ops share (size, scale, ratio,
+// interpolation, fill) stays optab.Op's.
 type (
 	// ZoomOutArgs are RandomZoomOut's side_range (min, max); its fill is
 	// optab.Op.Fill, its p optab.Op.P.
@@ -53,11 +53,23 @@ type (
 		Options []float64
 		Trials  int
 	}
-	// ShortestSizeArgs are RandomShortestSize's min_size; its max_size is
-	// optab.Op.MaxSize, as Resize's.
-	ShortestSizeArgs struct{ MinSize []int }
+	// ShortestSizeArgs are RandomShortestSize's min_size and max_size (0:
+	// None).
+	ShortestSizeArgs struct {
+		MinSize []int
+		MaxSize int
+	}
 	// RandomResizeArgs are RandomResize's min_size and max_size.
 	RandomResizeArgs struct{ MinSize, MaxSize int }
+	// PadArgs are Pad's padding (left, top, right, bottom); its fill is
+	// optab.Op.Fill.
+	PadArgs struct{ Padding [4]int }
+	// RandomCropArgs are RandomCrop's padding (as Pad's) and
+	// pad_if_needed; its size is optab.Op.Size, its fill optab.Op.Fill.
+	RandomCropArgs struct {
+		Padding     [4]int
+		PadIfNeeded bool
+	}
 )
 
 const (
@@ -129,27 +141,30 @@ func init() {
 		Params: []optab.Param{size, {Name: "padding", Typ: optab.PInts, Def: "None"}, {Name: "pad_if_needed", Typ: optab.PBool, Def: "False"}, fill, mode},
 		Stays:  true, Masks: fillMasks,
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{Size: a.Size("size"), PadIfNeeded: a.Bool("pad_if_needed")}
+			ca := &RandomCropArgs{PadIfNeeded: a.Bool("pad_if_needed")}
+			op := optab.Op{Size: a.Size("size"), Args: ca}
 			if !a.IsNone("padding") {
-				padArgs(a, &op)
+				ca.Padding = padArgs(a)
 			}
 			fillArgs(a, &op)
 			return op
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(%dx%d, padding=%v, pad_if_needed=%v, fill=%v)", op.Size[0], op.Size[1], op.Padding, op.PadIfNeeded, op.Fill)
+			ca := optab.ArgsOf[RandomCropArgs](op)
+			fmt.Fprintf(b, "(%dx%d, padding=%v, pad_if_needed=%v, fill=%v)", op.Size[0], op.Size[1], ca.Padding, ca.PadIfNeeded, op.Fill)
 		}})
 	geometry(optab.Def{Kind: OpPad, Doc: "padding with a constant fill, right before or after a RandomCrop or CenterCrop",
 		Params: []optab.Param{{Name: "padding", Typ: optab.PInts}, fill, mode},
 		Stays:  true, Masks: fillMasks,
 		FromArgs: func(a *optab.Args) optab.Op {
-			var op optab.Op
-			padArgs(a, &op)
+			op := optab.Op{Args: &PadArgs{Padding: padArgs(a)}}
 			fillArgs(a, &op)
 			return op
 		},
 		Misplaced: "Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)",
-		Format:    func(b *strings.Builder, op *optab.Op) { fmt.Fprintf(b, "(padding=%v, fill=%v)", op.Padding, op.Fill) }})
+		Format: func(b *strings.Builder, op *optab.Op) {
+			fmt.Fprintf(b, "(padding=%v, fill=%v)", optab.ArgsOf[PadArgs](op).Padding, op.Fill)
+		}})
 	geometry(optab.Def{Kind: OpRandomZoomOut, Doc: "with probability p, the image padded with fill onto a canvas side_range times its size",
 		Params: []optab.Param{fill, {Name: "side_range", Typ: optab.PRange, Def: "(1.0, 4.0)"}, optab.PParam(0.5)}, Masks: fillMasks,
 		FromArgs: func(a *optab.Args) optab.Op {
@@ -203,15 +218,17 @@ func init() {
 	lsj(optab.Def{Kind: OpRandomShortestSize, Doc: "the shorter side resized to one of min_size, the longer at most max_size",
 		Params: []optab.Param{{Name: "min_size", Typ: optab.PInts}, {Name: "max_size", Typ: optab.PInt, Def: "None"}, interp, antialias},
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{Interp: a.Interp("interpolation"), Args: &ShortestSizeArgs{MinSize: a.Ints("min_size")}}
+			sa := &ShortestSizeArgs{MinSize: a.Ints("min_size")}
+			op := optab.Op{Interp: a.Interp("interpolation"), Args: sa}
 			if !a.IsNone("max_size") {
-				op.MaxSize = min(a.Int("max_size"), 1<<20)
+				sa.MaxSize = min(a.Int("max_size"), 1<<20)
 			}
 			a.Antialias(&op)
 			return op
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(min_size=%v, max_size=%d", optab.ArgsOf[ShortestSizeArgs](op).MinSize, op.MaxSize)
+			sa := optab.ArgsOf[ShortestSizeArgs](op)
+			fmt.Fprintf(b, "(min_size=%v, max_size=%d", sa.MinSize, sa.MaxSize)
 			formatInterp(b, op)
 		}})
 	lsj(optab.Def{Kind: OpRandomResize, Doc: "the shorter side resized to a size drawn in [min_size, max_size)",
@@ -371,7 +388,7 @@ func placeZoomOut(t *Transform, op *optab.Op, n int) error {
 	if sr := optab.ArgsOf[ZoomOutArgs](op).SideRange; !(sr[0] >= 1 && sr[0] <= sr[1] && sr[1] <= maxZoom) {
 		return transformErr("RandomZoomOut side_range %v: want 1 <= min <= max <= %d (torchvision's: min >= 1, min <= max)", sr, maxZoom)
 	}
-	if err := checkPadding(op); err != nil {
+	if err := checkPadding(op, [4]int{}); err != nil {
 		return err
 	}
 	t.zoom = op
@@ -389,7 +406,7 @@ func afterZoomOut(t *Transform, op *optab.Op, _ int) error {
 		return transformErr("Resize(%d) of the shorter side after RandomZoomOut is not supported: give Resize both sides, (h, w)", op.Size[0])
 	case op.Kind == OpCenterCrop && t.resize != nil:
 		return transformErr("RandomZoomOut, Resize then CenterCrop is not supported: after RandomZoomOut, Resize(h, w), RandomCrop or CenterCrop alone")
-	case op.Kind == OpRandomCrop && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.zoom.Fill:
+	case op.Kind == OpRandomCrop && optab.ArgsOf[RandomCropArgs](op).pads() && op.Fill != t.zoom.Fill:
 		return transformErr("RandomZoomOut fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.zoom.Fill, op.Fill)
 	}
 	return nil
@@ -420,7 +437,7 @@ func placePad(t *Transform, op *optab.Op, n int) error {
 	if n > 0 && (t.padAfter != nil || t.rrc != nil || t.resize != nil || (t.rcrop == nil && t.center == nil)) {
 		return transformErr("Pad after a resampling geometry (RandomResizedCrop, Resize) or twice after the crop is not supported: Pad comes first, or right after a RandomCrop or CenterCrop")
 	}
-	if err := checkPadding(op); err != nil {
+	if err := checkPadding(op, optab.ArgsOf[PadArgs](op).Padding); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -440,10 +457,10 @@ func placeRandomCrop(t *Transform, op *optab.Op, n int) error {
 	if err := checkSize(op, false); err != nil {
 		return err
 	}
-	if err := checkPadding(op); err != nil {
+	if err := checkPadding(op, optab.ArgsOf[RandomCropArgs](op).Padding); err != nil {
 		return err
 	}
-	if t.pad != nil && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.pad.Fill {
+	if t.pad != nil && optab.ArgsOf[RandomCropArgs](op).pads() && op.Fill != t.pad.Fill {
 		return transformErr("Pad fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.pad.Fill, op.Fill)
 	}
 	t.rcrop = op
@@ -578,7 +595,7 @@ func fixSize(op *optab.Op, stream uint64, where string) (optab.Node, error) {
 	if err := checkSize(op, true); err != nil {
 		return n, err
 	}
-	if op.Size[1] == 0 || op.MaxSize != 0 {
+	if op.Size[1] == 0 {
 		return n, optab.OpError(where, "Resize(%d) of the shorter side after a RandomRotation with expand=True: give both sides, Resize((h, w))", op.Size[0])
 	}
 	if err := checkInterp(op, true); err != nil {
@@ -634,18 +651,23 @@ func iouCropArgs(a *optab.Args) optab.Op {
 
 // padArgs reads torchvision's padding forms (1 value: every side; 2:
 // left and right, top and bottom; 4: left, top, right, bottom).
-func padArgs(a *optab.Args, op *optab.Op) {
+func padArgs(a *optab.Args) [4]int {
 	switch p := a.Ints("padding"); len(p) {
 	case 1:
-		op.Padding = [4]int{p[0], p[0], p[0], p[0]}
+		return [4]int{p[0], p[0], p[0], p[0]}
 	case 2:
-		op.Padding = [4]int{p[0], p[1], p[0], p[1]}
+		return [4]int{p[0], p[1], p[0], p[1]}
 	case 4:
-		op.Padding = [4]int(p)
+		return [4]int(p)
 	default:
 		a.Errorf("padding of %d values: want 1, 2 or 4", len(p))
 	}
+	return [4]int{}
 }
+
+// pads says whether a RandomCrop may pad: it has padding, or
+// pad_if_needed.
+func (a RandomCropArgs) pads() bool { return a.Padding != [4]int{} || a.PadIfNeeded }
 
 // fillArgs reads a constant padding's fill (a fill per type where the
 // op takes one; None: 0) and padding_mode, which must be "constant".

@@ -124,14 +124,14 @@ func (t *Transform) segRun() (int, error) {
 		if s := pd.Size; s[0] < 1 || s[0] > optab.MaxSide || s[1] != s[0] {
 			return bad("PadIfSmaller size %d: want 1..%d", s[0], optab.MaxSide)
 		}
-		if err := checkPadding(pd); err != nil {
+		if err := checkPadding(pd, [4]int{}); err != nil {
 			return 0, err
 		}
 	}
 	if err := checkSize(crop, false); err != nil {
 		return 0, err
 	}
-	if err := checkPadding(crop); err != nil {
+	if err := checkPadding(crop, optab.ArgsOf[RandomCropArgs](crop).Padding); err != nil {
 		return 0, err
 	}
 	if err := g.checkFills(crop); err != nil {
@@ -157,7 +157,8 @@ func (g *segGeom) checkFills(crop *optab.Op) error {
 	if pd == nil {
 		return nil
 	}
-	pads := crop.Padding != [4]int{} || (crop.PadIfNeeded && (crop.Size[0] > pd.Size[0] || crop.Size[1] > pd.Size[1]))
+	ca := optab.ArgsOf[RandomCropArgs](crop)
+	pads := ca.Padding != [4]int{} || (ca.PadIfNeeded && (crop.Size[0] > pd.Size[0] || crop.Size[1] > pd.Size[1]))
 	if pads && (crop.Fill != pd.Fill || maskFill(crop) != maskFill(pd)) {
 		return fmt.Errorf("%w: transform: PadIfSmaller fill %v (masks %d) then RandomCrop padding with fill %v (masks %d): padding of two fills in one crop is not supported (give both the same fill)",
 			errs.Unsupported, pd.Fill, maskFill(pd), crop.Fill, maskFill(crop))

@@ -391,7 +391,8 @@ func (t *Transform) padCropped(p *SamplePlan) error {
 			errs.Unsupported, p.SrcW, p.SrcH, p.CW, p.CH, p.RCFill, op.Fill)
 	}
 	p.Padded, p.Vis, p.RCFill = true, true, op.Fill
-	p.PadL, p.PadT = p.PadL+op.Padding[0], p.PadT+op.Padding[1]
+	pd := optab.ArgsOf[PadArgs](op).Padding
+	p.PadL, p.PadT = p.PadL+pd[0], p.PadT+pd[1]
 	return nil
 }
 
@@ -430,9 +431,10 @@ func (t *Transform) padCenterCrop(p *SamplePlan) error {
 // make_params; and the padded size.
 func cropPadding(op *optab.Op, h, w int) (pad [4]int, ph, pw int) {
 	ch, cw := op.Size[0], op.Size[1]
-	l, tp, r, b := op.Padding[0], op.Padding[1], op.Padding[2], op.Padding[3]
+	ca := optab.ArgsOf[RandomCropArgs](op)
+	l, tp, r, b := ca.Padding[0], ca.Padding[1], ca.Padding[2], ca.Padding[3]
 	ph, pw = h+tp+b, w+l+r
-	if op.PadIfNeeded {
+	if ca.PadIfNeeded {
 		if ph < ch {
 			d := ch - ph
 			tp, b, ph = tp+d, b+d, ph+2*d

@@ -133,7 +133,7 @@ var presets = map[string][]optab.Op{
 	// with: per-sample sizes (each batch padded to its largest sample), a
 	// job with targets only.
 	"frcnn": {
-		{Kind: OpRandomShortestSize, MaxSize: 1333, Args: &ShortestSizeArgs{MinSize: []int{480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800}}},
+		{Kind: OpRandomShortestSize, Args: &ShortestSizeArgs{MinSize: []int{480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800}, MaxSize: 1333}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 	},
@@ -192,14 +192,13 @@ func Preset(name string) ([]optab.Op, error) {
 	return cloneOps(ops), nil
 }
 
-// cloneOps copies ops deeply (containers' Ops and Probs, and each op's
-// typed arguments, too).
+// cloneOps copies ops deeply (containers' Ops, and each op's typed
+// arguments, too).
 func cloneOps(ops []optab.Op) []optab.Op {
 	out := append([]optab.Op(nil), ops...)
 	for i := range out {
 		out[i].Args = optab.CloneArgs(out[i].Args)
 		out[i].Ops = cloneOps(out[i].Ops)
-		out[i].Probs = append([]float64(nil), out[i].Probs...)
 	}
 	return out
 }

@@ -47,16 +47,16 @@ func TestPerSampleSizesRefused(t *testing.T) {
 		{[]optab.Op{{Kind: OpRandomShortestSize, Args: &ShortestSizeArgs{MinSize: []int{480, 800}}}}, "without max_size"},
 		{[]optab.Op{{Kind: OpRandomResize, Args: &RandomResizeArgs{MinSize: 480, MaxSize: 800}}}, "RandomResize gives sizes without a bound"},
 		{[]optab.Op{{Kind: OpResize, Size: [2]int{256, 0}}}, "RandomShortestSize with a max_size"},
-		{[]optab.Op{{Kind: OpRandomShortestSize, MaxSize: 600, Args: &ShortestSizeArgs{MinSize: []int{480}}}, {Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}}}, "compiled for one size"},
-		{[]optab.Op{{Kind: OpRandomShortestSize, MaxSize: 600, Args: &ShortestSizeArgs{MinSize: []int{480}}}, {Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{
+		{[]optab.Op{{Kind: OpRandomShortestSize, Args: &ShortestSizeArgs{MinSize: []int{480}, MaxSize: 600}}, {Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}}}, "compiled for one size"},
+		{[]optab.Op{{Kind: OpRandomShortestSize, Args: &ShortestSizeArgs{MinSize: []int{480}, MaxSize: 600}}, {Kind: optab.OpRandomApply, P: 0.5, Ops: []optab.Op{
 			{Kind: optab.OpAugMix, Args: &optab.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}}}}, "AugMix after a geometry of per-sample sizes"},
-		{[]optab.Op{{Kind: OpRandomShortestSize, MaxSize: 600}}, "min_size of 0 sizes"},
-		{[]optab.Op{{Kind: OpRandomShortestSize, MaxSize: 600, Args: &ShortestSizeArgs{MinSize: []int{0}}}}, "sides must be in"},
+		{[]optab.Op{{Kind: OpRandomShortestSize, Args: &ShortestSizeArgs{MaxSize: 600}}}, "min_size of 0 sizes"},
+		{[]optab.Op{{Kind: OpRandomShortestSize, Args: &ShortestSizeArgs{MinSize: []int{0}, MaxSize: 600}}}, "sides must be in"},
 		{[]optab.Op{{Kind: OpRandomResize, Args: &RandomResizeArgs{MinSize: 800, MaxSize: 480}}, {Kind: OpCenterCrop, Size: [2]int{224, 224}}}, "min_size < max_size"},
-		{[]optab.Op{{Kind: OpRandomZoomOut, P: 0.5, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}}}, {Kind: OpRandomShortestSize, MaxSize: 600, Args: &ShortestSizeArgs{MinSize: []int{480}}}}, "must come first"},
-		{[]optab.Op{{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, {Kind: OpRandomShortestSize, MaxSize: 600, Args: &ShortestSizeArgs{MinSize: []int{480}}}}, "the first op must be the geometry"},
+		{[]optab.Op{{Kind: OpRandomZoomOut, P: 0.5, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}}}, {Kind: OpRandomShortestSize, Args: &ShortestSizeArgs{MinSize: []int{480}, MaxSize: 600}}}, "must come first"},
+		{[]optab.Op{{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, {Kind: OpRandomShortestSize, Args: &ShortestSizeArgs{MinSize: []int{480}, MaxSize: 600}}}, "the first op must be the geometry"},
 		{[]optab.Op{{Kind: optab.OpRandomPhotometricDistort, P: 0.5, Args: &optab.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}},
-			{Kind: OpRandomShortestSize, MaxSize: 600, Args: &ShortestSizeArgs{MinSize: []int{480}}}}, "needs a geometry that ends in Resize((h, w))"},
+			{Kind: OpRandomShortestSize, Args: &ShortestSizeArgs{MinSize: []int{480}, MaxSize: 600}}}, "needs a geometry that ends in Resize((h, w))"},
 	} {
 		_, err := NewTransform(CHW, c.ops...)
 		if err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), c.want) {
@@ -76,7 +76,7 @@ func TestPerSampleSizesRefused(t *testing.T) {
 	if want := []string{"AugMix", "AutoAugment", "RandAugment", "TimmAugMix", "TimmAutoAugment", "TimmRandAugment", "TrivialAugmentWide"}; !slices.Equal(oneSize, want) {
 		t.Errorf("the ops compiled for one size are %v, want %v", oneSize, want)
 	}
-	vt, err := NewViews(CHW, ViewGroup{Count: 2, Ops: []optab.Op{{Kind: OpRandomShortestSize, MaxSize: 600, Args: &ShortestSizeArgs{MinSize: []int{480}}}}})
+	vt, err := NewViews(CHW, ViewGroup{Count: 2, Ops: []optab.Op{{Kind: OpRandomShortestSize, Args: &ShortestSizeArgs{MinSize: []int{480}, MaxSize: 600}}}})
 	if err == nil || !strings.Contains(err.Error(), "several views") {
 		t.Errorf("two views of per-sample sizes: %v, %v; want refused", vt, err)
 	}

@@ -98,7 +98,7 @@ func TestTileViews(t *testing.T) {
 	if h, w := bounded.View(1).Size(); h != 448 || w != 448 {
 		t.Fatalf("thumbnail %dx%d with max_size: a view of one size ignores it", h, w)
 	}
-	shortest := optab.Op{Kind: OpRandomShortestSize, MaxSize: 40, Args: &ShortestSizeArgs{MinSize: []int{20, 30}}}
+	shortest := optab.Op{Kind: OpRandomShortestSize, Args: &ShortestSizeArgs{MinSize: []int{20, 30}, MaxSize: 40}}
 	if _, err := NewViews(CHW, ViewGroup{Count: 2, Ops: []optab.Op{shortest}}); err == nil {
 		t.Fatal("RandomShortestSize in two views accepted")
 	}

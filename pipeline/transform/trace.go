@@ -142,7 +142,7 @@ func (t *Transform) geometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 
 // padStep is a Pad's step: torchvision's pad with its padding and fill.
 func padStep(op *optab.Op) fn.Step {
-	pd := op.Padding
+	pd := optab.ArgsOf[PadArgs](op).Padding
 	return fn.Step{Fn: fn.Pad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill, MaskFill: maskFill(op)}
 }
 

@@ -92,11 +92,12 @@ func (t *Transform) iouCrop(op *optab.Op, n int) (int, error) {
 	return j, nil
 }
 
-// checkPadding checks a RandomCrop's or Pad's padding and constant fill.
-func checkPadding(op *optab.Op) error {
-	for _, v := range op.Padding {
+// checkPadding checks a padding op's padding (a RandomCrop's or Pad's;
+// none for the others) and constant fill.
+func checkPadding(op *optab.Op, padding [4]int) error {
+	for _, v := range padding {
 		if v < 0 || v > optab.MaxSide {
-			return fmt.Errorf("%w: transform: %s padding %v: want 0..%d a side", errs.Unsupported, op.Kind, op.Padding, optab.MaxSide)
+			return fmt.Errorf("%w: transform: %s padding %v: want 0..%d a side", errs.Unsupported, op.Kind, padding, optab.MaxSide)
 		}
 	}
 	for _, v := range op.Fill {
@@ -175,7 +176,7 @@ func (t *Transform) growPadAfter() error {
 	if t.padAfter == nil {
 		return nil
 	}
-	pd := t.padAfter.Padding
+	pd := optab.ArgsOf[PadArgs](t.padAfter).Padding
 	if t.outW += pd[0] + pd[2]; t.outW > optab.MaxSide {
 		return fmt.Errorf("%w: transform: Pad after the crop: width %d is more than %d", errs.Unsupported, t.outW, optab.MaxSide)
 	}
