@@ -110,9 +110,9 @@ func validOps() map[OpKind]Op {
 		OpRandAugment:              {Kind: OpRandAugment, Args: &RandAugmentArgs{NumOps: 2, Magnitude: 9, Bins: 31}},
 		OpAutoAugment:              {Kind: OpAutoAugment, Args: &AutoAugmentArgs{Policy: "imagenet"}},
 		OpAugMix:                   {Kind: OpAugMix, Args: &AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
-		OpTimmRandAugment:          {Kind: OpTimmRandAugment, RandomInterp: true, Fill: [3]float64{124, 116, 104}, Args: &TimmArgs{Config: "rand-m9-mstd0.5-inc1"}},
-		OpTimmAutoAugment:          {Kind: OpTimmAutoAugment, RandomInterp: true, Fill: [3]float64{124, 116, 104}, Args: &TimmArgs{Config: "original"}},
-		OpTimmAugMix:               {Kind: OpTimmAugMix, RandomInterp: true, Fill: [3]float64{124, 116, 104}, Args: &TimmArgs{Config: "augmix-m3-w3"}},
+		OpTimmRandAugment:          {Kind: OpTimmRandAugment, Fill: [3]float64{124, 116, 104}, Args: &TimmArgs{Config: "rand-m9-mstd0.5-inc1", RandomInterp: true}},
+		OpTimmAutoAugment:          {Kind: OpTimmAutoAugment, Fill: [3]float64{124, 116, 104}, Args: &TimmArgs{Config: "original", RandomInterp: true}},
+		OpTimmAugMix:               {Kind: OpTimmAugMix, Fill: [3]float64{124, 116, 104}, Args: &TimmArgs{Config: "augmix-m3-w3", RandomInterp: true}},
 	}
 }
 

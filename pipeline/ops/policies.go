@@ -28,8 +28,8 @@ const (
 )
 
 // Each policy's own arguments (Op.Args), with torchvision's and timm's
-// names; interpolation and fill are Op.Interp, Op.RandomInterp, Op.Fill
-// and Op.FillNone, as every warping op's.
+// names; interpolation and fill are Op.Interp, Op.Fill and Op.FillNone,
+// as every warping op's.
 type (
 	// TrivialAugmentWideArgs: num_magnitude_bins.
 	TrivialAugmentWideArgs struct{ Bins int }
@@ -45,8 +45,13 @@ type (
 		PartialOps                         bool
 	}
 	// TimmArgs: timm's config string ("rand-m9-mstd0.5-inc1"), of
-	// TimmRandAugment, TimmAutoAugment and TimmAugMix.
-	TimmArgs struct{ Config string }
+	// TimmRandAugment, TimmAutoAugment and TimmAugMix; RandomInterp, that
+	// each resampling op draws bilinear or bicubic (interpolation None,
+	// timm's default; Op.Interp is then nearest).
+	TimmArgs struct {
+		Config       string
+		RandomInterp bool
+	}
 )
 
 func init() {
@@ -98,8 +103,7 @@ func formatPolicy(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", policyPar
 
 // policyParams is op's arguments as its policy reads them.
 func policyParams(op *Op) *policy.Params {
-	p := &policy.Params{Kind: policy.Kind(op.Kind), Interp: op.Interp, RandomInterp: op.RandomInterp,
-		Fill: op.Fill, FillNone: op.FillNone}
+	p := &policy.Params{Kind: policy.Kind(op.Kind), Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone}
 	switch op.Kind {
 	case OpTrivialAugmentWide:
 		p.Bins = ArgsOf[TrivialAugmentWideArgs](op).Bins
@@ -112,7 +116,8 @@ func policyParams(op *Op) *policy.Params {
 		a := ArgsOf[AugMixArgs](op)
 		p.Severity, p.MixtureWidth, p.ChainDepth, p.Alpha, p.PartialOps = a.Severity, a.MixtureWidth, a.ChainDepth, a.Alpha, a.PartialOps
 	default:
-		p.Policy = ArgsOf[TimmArgs](op).Config
+		a := ArgsOf[TimmArgs](op)
+		p.Policy, p.RandomInterp = a.Config, a.RandomInterp
 	}
 	return p
 }
@@ -141,7 +146,7 @@ func policyArgs(a *Args) Op {
 		op.Args, timm = &TimmArgs{Config: a.Str("config")}, true
 	}
 	if timm && a.IsNone("interpolation") {
-		op.Interp, op.RandomInterp = kernels.Nearest, true
+		op.Interp, op.Args.(*TimmArgs).RandomInterp = kernels.Nearest, true
 	} else {
 		op.Interp = a.Interp("interpolation")
 	}

@@ -356,12 +356,6 @@ type Op struct {
 	FillMask  float64 // with FillTyped, the masks' fill (else Fill is every type's; CheckMasks)
 	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops.
 	Ops []Op
-	// RandomInterp: TimmRandAugment draws bilinear or bicubic for each
-	// resampling op (timm's default when no interpolation is set);
-	// RandomResizedCrop draws one of the two per sample, after its crop
-	// (timm's RandomResizedCropAndInterpolation(interpolation="random")),
-	// Interp then bilinear.
-	RandomInterp bool
 	// Args is the op's own arguments, a pointer to its struct
 	// (BlurArgs, RotationArgs, MosaicArgs, ...: each declared beside the
 	// op's Def, in its family's file), for an op that has any: set while

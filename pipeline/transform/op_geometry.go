@@ -61,6 +61,11 @@ type (
 	}
 	// RandomResizeArgs are RandomResize's min_size and max_size.
 	RandomResizeArgs struct{ MinSize, MaxSize int }
+	// RRCArgs are RandomResizedCrop's own: RandomInterp, that it draws
+	// bilinear or bicubic per sample, after its crop (timm's
+	// RandomResizedCropAndInterpolation(interpolation="random")), its
+	// Interp then bilinear. Its size, scale and ratio are optab.Op's.
+	RRCArgs struct{ RandomInterp bool }
 	// PadArgs are Pad's padding (left, top, right, bottom); its fill is
 	// optab.Op.Fill.
 	PadArgs struct{ Padding [4]int }
@@ -329,7 +334,7 @@ func (t *Transform) cropPlan(p *SamplePlan, k det.Key, src *targets.Targets, scr
 	case t.rrc != nil:
 		r := k.Stream(StreamCrop)
 		p.CX, p.CY, p.CW, p.CH = RRCParams(&r, srcW, srcH, t.rrc.Scale, t.rrc.Ratio)
-		if t.rrc.RandomInterp {
+		if optab.ArgsOf[RRCArgs](t.rrc).RandomInterp {
 			// timm's random.choice((BILINEAR, BICUBIC)), after the crop.
 			bicubic = r.Float64() >= 0.5
 		}
@@ -611,7 +616,7 @@ func fixSize(op *optab.Op, stream uint64, where string) (optab.Node, error) {
 func rrcArgs(a *optab.Args) optab.Op {
 	op := optab.Op{Size: a.Size("size"), Scale: a.Pair("scale"), Ratio: a.Pair("ratio")}
 	if a.Str("interpolation") == "random" {
-		op.Interp, op.RandomInterp = InterpBilinear, true
+		op.Interp, op.Args = InterpBilinear, &RRCArgs{RandomInterp: true}
 	} else {
 		op.Interp = a.Interp("interpolation")
 	}

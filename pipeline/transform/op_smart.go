@@ -299,7 +299,7 @@ func (t *Transform) setPreCrop(op *optab.Op) error {
 	if err := checkRRC(op); err != nil {
 		return err
 	}
-	if op.RandomInterp {
+	if optab.ArgsOf[RRCArgs](op).RandomInterp {
 		return fmt.Errorf("%w: transform: RandomResizedCrop with a random interpolation before a resize of the whole image is not supported: give it one", errs.Unsupported)
 	}
 	if err := checkInterp(op, true); err != nil {

@@ -16,7 +16,7 @@ import (
 func TestRandomResizedCropRandomInterp(t *testing.T) {
 	base := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}}
 	rnd := base
-	rnd.RandomInterp = true
+	rnd.Args = &RRCArgs{RandomInterp: true}
 	trBase, trRand := mustTransform(t, CHW, base), mustTransform(t, CHW, rnd)
 	const n = 2000
 	bicubic := 0
@@ -48,10 +48,10 @@ func TestRandomResizedCropRandomInterp(t *testing.T) {
 	if bicubic < n/2-150 || bicubic > n/2+150 {
 		t.Fatalf("%d of %d samples bicubic, want about half", bicubic, n)
 	}
-	// Only RandomResizedCrop draws it, and only with Interp bilinear.
+	// It draws only with Interp bilinear (RRCArgs: only
+	// RandomResizedCrop has it).
 	for _, bad := range []optab.Op{
-		{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Interp: InterpBicubic, RandomInterp: true},
-		{Kind: OpResize, Size: [2]int{32, 32}, RandomInterp: true},
+		{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Interp: InterpBicubic, Args: &RRCArgs{RandomInterp: true}},
 	} {
 		if _, err := NewTransform(CHW, bad); err == nil {
 			t.Errorf("%+v accepted", bad)

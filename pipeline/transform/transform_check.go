@@ -149,8 +149,8 @@ func checkP(op *optab.Op, pos int) error {
 
 // checkInterp checks a geometry op's interpolation.
 func checkInterp(op *optab.Op, geometry bool) error {
-	if op.RandomInterp && (op.Kind != OpRandomResizedCrop || op.Interp != InterpBilinear) {
-		return fmt.Errorf("%w: transform: %s: a random interpolation is RandomResizedCrop's, drawing bilinear or bicubic (Interp bilinear), got %s", errs.Unsupported, op.Kind, op.Interp)
+	if op.Kind == OpRandomResizedCrop && optab.ArgsOf[RRCArgs](op).RandomInterp && op.Interp != InterpBilinear {
+		return fmt.Errorf("%w: transform: %s: a random interpolation draws bilinear or bicubic (Interp bilinear), got %s", errs.Unsupported, op.Kind, op.Interp)
 	}
 	switch op.Interp {
 	case InterpBilinear, InterpBicubic, InterpNearest:
