@@ -248,7 +248,7 @@ func runCost(args []string) error {
 		// a RandomZoomOut that always applies, after a flip, and the
 		// photometric distortion (always applied) before them.
 		resize := opspkg.Op{Kind: transform.OpResize, Size: [2]int{640, 640}}
-		iou := opspkg.Op{Kind: transform.OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Args: &transform.IoUCropArgs{Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}}
+		iou := opspkg.Op{Kind: transform.OpRandomIoUCrop, Args: &transform.IoUCropArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}}
 		zoom := opspkg.Op{Kind: transform.OpRandomZoomOut, P: 1, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1, 4}}}
 		flip := opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 1}
 		pd := opspkg.Op{Kind: opspkg.OpRandomPhotometricDistort, P: 1, Args: &opspkg.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}}
@@ -261,7 +261,7 @@ func runCost(args []string) error {
 			{"IoUCrop + flip(p=1) + Resize(640)", []opspkg.Op{iou, flip, resize}},
 			{"PhotometricDistort(p=1) + IoUCrop + Resize(640)", []opspkg.Op{pd, iou, resize}},
 			{"ScaleJitter(640) + FixedSizeCrop(640)", []opspkg.Op{
-				{Kind: transform.OpScaleJitter, Size: [2]int{640, 640}, Scale: [2]float64{0.1, 2}},
+				{Kind: transform.OpScaleJitter, Size: [2]int{640, 640}, Args: &transform.ScaleJitterArgs{Scale: [2]float64{0.1, 2}}},
 				{Kind: transform.OpFixedSizeCrop, Size: [2]int{640, 640}, Fill: [3]float64{123, 117, 104}}}},
 		} {
 			t, err := transform.NewTransform(transform.CHW, x.ops...)

@@ -315,7 +315,7 @@ func TestDecodeRequestErrors(t *testing.T) {
 // path used to return a sample of stale bytes without an error, the fast
 // path a bare "bad geometry". Found by FuzzTransform.
 func TestEmptyCrop(t *testing.T) {
-	tr := mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{3, 4}})
+	tr := mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &transform.RRCArgs{Ratio: [2]float64{3, 4}}})
 	for _, img := range [][]byte{encodePNG(testGray(1, 10)), encodeJPEG(testGray(1, 10), 90)} {
 		for _, dk := range decoderKinds {
 			d := NewDecoder(dk.opts...)

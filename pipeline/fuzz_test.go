@@ -227,10 +227,11 @@ func encodeSpec(layout transform.Layout, ops ...opspkg.Op) []byte {
 		case transform.OpRandomResizedCrop:
 			size(op.Size[0])
 			size(op.Size[1])
-			float(op.Scale[0])
-			float(op.Scale[1])
-			float(op.Ratio[0])
-			float(op.Ratio[1])
+			a := opspkg.ArgsOf[transform.RRCArgs](&op)
+			float(a.Scale[0])
+			float(a.Scale[1])
+			float(a.Ratio[0])
+			float(a.Ratio[1])
 		case transform.OpResize, transform.OpCenterCrop:
 			size(op.Size[0])
 			size(op.Size[1])
@@ -263,8 +264,7 @@ func (s *fuzzSpec) ops() (transform.Layout, []opspkg.Op) {
 		switch op.Kind {
 		case transform.OpRandomResizedCrop:
 			op.Size = [2]int{s.size(), s.size()}
-			op.Scale = [2]float64{s.float(), s.float()}
-			op.Ratio = [2]float64{s.float(), s.float()}
+			op.Args = &transform.RRCArgs{Scale: [2]float64{s.float(), s.float()}, Ratio: [2]float64{s.float(), s.float()}}
 		case transform.OpResize, transform.OpCenterCrop:
 			op.Size = [2]int{s.size(), s.size()}
 		case opspkg.OpRandomHorizontalFlip:
@@ -297,7 +297,7 @@ func FuzzTransform(f *testing.F) {
 		f.Add(encodeSpec(transform.CHW, ops...))
 	}
 	for _, seed := range [][]opspkg.Op{
-		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{16, 12}, Scale: [2]float64{0.2, 0.9}, Ratio: [2]float64{0.5, 2}},
+		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{16, 12}, Args: &transform.RRCArgs{Scale: [2]float64{0.2, 0.9}, Ratio: [2]float64{0.5, 2}}},
 			{Kind: opspkg.OpRandomHorizontalFlip, P: 0.7},
 			{Kind: opspkg.OpColorJitter, Args: &opspkg.ColorJitterArgs{Brightness: 0.4, Contrast: 0.2, Saturation: 0.1}},
 			{Kind: opspkg.OpNormalize, Args: &opspkg.NormalizeArgs{Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}}},
@@ -307,7 +307,7 @@ func FuzzTransform(f *testing.F) {
 		{{Kind: transform.OpCenterCrop, Size: [2]int{50, 50}}}, // larger than the images
 		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{opspkg.MaxSide, 1}}},
 		{{Kind: opspkg.OpRandomHorizontalFlip}, {Kind: transform.OpCenterCrop, Size: [2]int{4, 4}}}, // out of order
-		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{5e-324, 1e300}}},
+		{{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &transform.RRCArgs{Ratio: [2]float64{5e-324, 1e300}}}},
 		{{Kind: transform.OpCenterCrop, Size: [2]int{3, 3}}, {Kind: opspkg.OpNormalize, Args: &opspkg.NormalizeArgs{Std: [3]float64{5e-324, 1, math.NaN()}}}},
 		{{Kind: "Bogus"}},
 	} {

@@ -42,7 +42,7 @@ func TestDecodeScratchInBound(t *testing.T) {
 	// resize larger than the photos (the crop, not the image, decoded).
 	jitter := ops.ColorJitterOp(0.4, 0.4, 0.4, 0.1)
 	anyRes := ops.Op{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{64, 64, 64, 128, 128, 64}}}
-	bigCrop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{900, 700}, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}}
+	bigCrop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{900, 700}, Args: &transform.RRCArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}}}
 	for _, c := range []struct {
 		name      string
 		layout    transform.Layout

@@ -43,7 +43,7 @@ func TestTraceIsTheDecodersPlan(t *testing.T) {
 	}
 	trs["detr stopped at 1"] = stop
 	trs["detr fast"] = trs["detr"].WithDecode(transform.DecodeFast)
-	trs["empty crop"] = mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{3, 4}})
+	trs["empty crop"] = mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &transform.RRCArgs{Ratio: [2]float64{3, 4}}})
 	views, err := transform.NewViews(transform.CHW, transform.ViewGroup{Count: 2, Ops: recipeOps()},
 		transform.ViewGroup{Count: 1, Ops: []ops.Op{{Kind: transform.OpCenterCrop, Size: [2]int{40, 61}}, {Kind: ops.OpNormalize, Args: &ops.NormalizeArgs{Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}}}})
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 func TestViewsDecodeOnceAtTheFinestScale(t *testing.T) {
 	files := goldenJPEGs()
 	groups := []transform.ViewGroup{
-		{Count: 1, Ops: []ops.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{16, 16}, Scale: [2]float64{0.9, 1}}}},
-		{Count: 2, Ops: []ops.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{64, 64}, Scale: [2]float64{0.3, 1}}}},
+		{Count: 1, Ops: []ops.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{16, 16}, Args: &transform.RRCArgs{Scale: [2]float64{0.9, 1}}}}},
+		{Count: 2, Ops: []ops.Op{{Kind: transform.OpRandomResizedCrop, Size: [2]int{64, 64}, Args: &transform.RRCArgs{Scale: [2]float64{0.3, 1}}}}},
 	}
 	tr, err := transform.NewViews(transform.CHW, groups...)
 	if err != nil {

@@ -21,13 +21,13 @@ import (
 func viewGroups(norm bool) []transform.ViewGroup {
 	g := []transform.ViewGroup{
 		{Name: "global", Count: 2, Ops: []ops.Op{
-			{Kind: transform.OpRandomResizedCrop, Size: [2]int{48, 40}, Scale: [2]float64{0.4, 1}, Interp: transform.InterpBicubic},
+			{Kind: transform.OpRandomResizedCrop, Size: [2]int{48, 40}, Interp: transform.InterpBicubic, Args: &transform.RRCArgs{Scale: [2]float64{0.4, 1}}},
 			{Kind: ops.OpRandomHorizontalFlip, P: 0.5},
 			{Kind: ops.OpRandomApply, P: 0.8, Ops: []ops.Op{ops.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 			{Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}}},
 		}},
 		{Name: "local", Count: 3, Ops: []ops.Op{
-			{Kind: transform.OpRandomResizedCrop, Size: [2]int{24, 24}, Scale: [2]float64{0.05, 0.4}},
+			{Kind: transform.OpRandomResizedCrop, Size: [2]int{24, 24}, Args: &transform.RRCArgs{Scale: [2]float64{0.05, 0.4}}},
 			{Kind: ops.OpRandomGrayscale, P: 0.5},
 		}},
 	}
@@ -393,7 +393,7 @@ func TestPreCanvasIsTheGeometry(t *testing.T) {
 // decoded again), its trailer the crop's size; in a processor's views
 // (SharedPre) every view is of the one crop, view 0's draw.
 func TestCropBeforeTheResize(t *testing.T) {
-	crop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{60, 44}, Scale: [2]float64{0.2, 1}, Ratio: [2]float64{0.5, 2}, Interp: transform.InterpBicubic}
+	crop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{60, 44}, Interp: transform.InterpBicubic, Args: &transform.RRCArgs{Scale: [2]float64{0.2, 1}, Ratio: [2]float64{0.5, 2}}}
 	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Interp: transform.InterpBicubic}
 	geoms := [][]ops.Op{
 		{{Kind: transform.OpTileResize, Interp: transform.InterpBicubic, Args: &transform.TileResizeArgs{TileSize: 16, MinTiles: 1, MaxTiles: 12, TokensPerTile: 16}}},

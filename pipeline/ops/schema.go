@@ -320,12 +320,11 @@ type OpKind string
 // given.
 
 // Op is one step of a transform, with torchvision's arguments: the ones
-// many ops share (size, scale and ratio, p, interpolation, fill, padding,
-// max_size, a container's ops) as its fields, and an op's own in its
-// typed struct (Args), declared beside its Def. Each kind reads the
-// fields its doc names; zero fields take torchvision's defaults
-// where the doc says so (RandomResizedCrop scale (0.08, 1) and ratio
-// (3/4, 4/3), say), and the wire (server/transform.go) fills every other
+// many ops share (size, p, interpolation, fill, a container's ops) as
+// its fields, and an op's own in its typed struct (Args), declared beside
+// its Def. Each kind reads the fields its doc names; zero fields take
+// torchvision's defaults where the doc says so (RandomResizedCrop's scale
+// (0.08, 1) and ratio (3/4, 4/3), say), and the wire (server/transform.go) fills every other
 // default in before a Transform is made. Size is (height, width); Resize
 // with Size[1] == 0 resizes the shorter side to Size[0] keeping the aspect
 // ratio, like Resize(int).
@@ -333,11 +332,6 @@ type Op struct {
 	Kind OpKind
 	// Size: RandomResizedCrop, Resize, CenterCrop, RandomCrop.
 	Size [2]int
-	// Scale: RandomResizedCrop's area range, RandomIoUCrop's and
-	// ScaleJitter's scale range.
-	Scale [2]float64
-	// Ratio: RandomResizedCrop's and RandomIoUCrop's aspect range.
-	Ratio [2]float64
 	// P: the probability of the Random* ops that have one, and of
 	// RandomApply.
 	P float64

@@ -54,7 +54,7 @@ func TestCostScales(t *testing.T) {
 func TestCostDetection(t *testing.T) {
 	const src, out = float64(NominalSourcePx), float64(640 * 640)
 	resize := optab.Op{Kind: OpResize, Size: [2]int{640, 640}}
-	iou := optab.Op{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Args: &IoUCropArgs{Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}}
+	iou := optab.Op{Kind: OpRandomIoUCrop, Args: &IoUCropArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}}
 	zoom := func(p float64) optab.Op {
 		return optab.Op{Kind: OpRandomZoomOut, P: p, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}}}
 	}
@@ -87,7 +87,7 @@ func TestCostDetection(t *testing.T) {
 	if m := (ns(flip.Mean) - ns(base.Mean)) / flat; m < 0.45 || m > 0.6 {
 		t.Errorf("a flip (p=0.5) between IoUCrop and Resize: mean %.2f of the canvas path, want about 0.5 (and its flip)", m)
 	}
-	lsj := mustTransform(t, CHW, optab.Op{Kind: OpScaleJitter, Size: [2]int{1024, 1024}, Scale: [2]float64{0.1, 2}},
+	lsj := mustTransform(t, CHW, optab.Op{Kind: OpScaleJitter, Size: [2]int{1024, 1024}, Args: &ScaleJitterArgs{Scale: [2]float64{0.1, 2}}},
 		optab.Op{Kind: OpFixedSizeCrop, Size: [2]int{1024, 1024}}).Cost()
 	near("ScaleJitter + FixedSizeCrop(1024)", ns(lsj.Mean), SampleNs+DecodeNs*src+JitterOutNs*1024*1024)
 }

@@ -272,7 +272,7 @@ func iouDrawn(k det.Key, op *optab.Op) bool {
 func iouParams(r *det.RNG, W, H int, boxes [][4]float32, op *optab.Op) (top, left, h, w int, ok bool, err error) {
 	u := r.Float32
 	ia := optab.ArgsOf[IoUCropArgs](op)
-	lo, d := float32(op.Scale[0]), float32(op.Scale[1]-op.Scale[0])
+	lo, d := float32(ia.Scale[0]), float32(ia.Scale[1]-ia.Scale[0])
 	for range maxIoURounds {
 		least := ia.Options[r.Intn(len(ia.Options))]
 		if least >= 1 {
@@ -285,7 +285,7 @@ func iouParams(r *det.RNG, W, H int, boxes [][4]float32, op *optab.Op) (top, lef
 			if h == 0 {
 				continue
 			}
-			if ar := float64(w) / float64(h); !(op.Ratio[0] <= ar && ar <= op.Ratio[1]) {
+			if ar := float64(w) / float64(h); !(ia.Ratio[0] <= ar && ar <= ia.Ratio[1]) {
 				continue
 			}
 			left = int(float32(W-w) * u())

@@ -13,7 +13,7 @@ import (
 )
 
 func iouOp() optab.Op {
-	return optab.Op{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Args: &IoUCropArgs{Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}}
+	return optab.Op{Kind: OpRandomIoUCrop, Args: &IoUCropArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}}
 }
 
 // TestIoUCropDraws: RandomIoUCrop's crops over many keys, as make_params
@@ -69,7 +69,7 @@ func TestIoUCropDraws(t *testing.T) {
 	}
 	// No crop can meet an IoU of 0.9 with no box: the sample fails.
 	none := iouOp()
-	none.Args = &IoUCropArgs{Options: []float64{0.9}, Trials: 2}
+	none.Args.(*IoUCropArgs).Options, none.Args.(*IoUCropArgs).Trials = []float64{0.9}, 2
 	if _, err := mustTransform(t, CHW, none, resize).planBoxes(W, H, det.Key{}, &targets.Targets{}, nil); err == nil || !strings.Contains(err.Error(), "found no crop") {
 		t.Errorf("no boxes to meet: %v", err)
 	}
@@ -115,9 +115,9 @@ func TestIoUCropRefused(t *testing.T) {
 		{[]optab.Op{iouOp(), {Kind: OpResize, Size: [2]int{32, 0}}, {Kind: OpCenterCrop, Size: [2]int{32, 32}}}, "RandomIoUCrop needs Resize((h, w))"},
 		{[]optab.Op{iouOp(), {Kind: optab.OpRandomHorizontalFlip, P: 0.5}, {Kind: optab.OpRandomHorizontalFlip, P: 0.5}, resize}, "RandomIoUCrop needs Resize((h, w))"},
 		{[]optab.Op{iouOp(), {Kind: optab.OpSanitizeBoundingBoxes}, resize}, "op 1 (SanitizeBoundingBoxes): min_size 0"},
-		{[]optab.Op{with(func(o *optab.Op) { o.Scale = [2]float64{0, 1} }), resize}, "min_scale 0, max_scale 1"},
-		{[]optab.Op{with(func(o *optab.Op) { o.Scale = [2]float64{0.3, 1.5} }), resize}, "max_scale <= 1"},
-		{[]optab.Op{with(func(o *optab.Op) { o.Ratio = [2]float64{2, 1} }), resize}, "min_aspect_ratio 2"},
+		{[]optab.Op{with(func(o *optab.Op) { o.Args.(*IoUCropArgs).Scale = [2]float64{0, 1} }), resize}, "min_scale 0, max_scale 1"},
+		{[]optab.Op{with(func(o *optab.Op) { o.Args.(*IoUCropArgs).Scale = [2]float64{0.3, 1.5} }), resize}, "max_scale <= 1"},
+		{[]optab.Op{with(func(o *optab.Op) { o.Args.(*IoUCropArgs).Ratio = [2]float64{2, 1} }), resize}, "min_aspect_ratio 2"},
 		{[]optab.Op{with(func(o *optab.Op) { o.Args.(*IoUCropArgs).Options = nil }), resize}, "sampler_options of 0 values"},
 		{[]optab.Op{with(func(o *optab.Op) { o.Args.(*IoUCropArgs).Options = []float64{-0.1} }), resize}, "sampler_options [-0.1]"},
 		{[]optab.Op{with(func(o *optab.Op) { o.Args.(*IoUCropArgs).Trials = 0 }), resize}, "trials=0"},

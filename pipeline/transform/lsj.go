@@ -36,7 +36,7 @@ func placeScaleJitter(t *Transform, op *optab.Op, n int) error {
 	if err := checkSize(op, false); err != nil {
 		return err
 	}
-	if s := op.Scale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= MaxJitter) {
+	if s := optab.ArgsOf[ScaleJitterArgs](op).Scale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= MaxJitter) {
 		return transformErr("ScaleJitter scale_range %v: want 0 < min <= max <= %d", s, MaxJitter)
 	}
 	t.jitter = op
@@ -91,7 +91,8 @@ func afterFixedSizeCrop(_ *Transform, op *optab.Op, n int) error {
 // int(side * r) in float32.
 func jitterSize(r *det.RNG, op *optab.Op, w, h int) (nw, nh int) {
 	u := r.Float32()
-	lo, hi := op.Scale[0], op.Scale[1]
+	sr := optab.ArgsOf[ScaleJitterArgs](op).Scale
+	lo, hi := sr[0], sr[1]
 	scale := float32(lo) + float32(u*float32(hi-lo))
 	base := min(float64(op.Size[0])/float64(h), float64(op.Size[1])/float64(w))
 	f := float32(float32(base) * scale)

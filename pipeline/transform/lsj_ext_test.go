@@ -93,9 +93,9 @@ func TestLSJRefused(t *testing.T) {
 	}{
 		{[]optab.Op{jit}, "ScaleJitter gives a size that varies"},
 		{[]optab.Op{jit, flip, crop}, "ScaleJitter gives a size that varies"},
-		{[]optab.Op{with(jit, func(o *optab.Op) { o.Scale = [2]float64{0, 2} }), crop}, "scale_range [0 2]"},
-		{[]optab.Op{with(jit, func(o *optab.Op) { o.Scale = [2]float64{2, 1} }), crop}, "scale_range"},
-		{[]optab.Op{with(jit, func(o *optab.Op) { o.Scale = [2]float64{1, 17} }), crop}, "scale_range"},
+		{[]optab.Op{with(jit, func(o *optab.Op) { o.Args = &transform.ScaleJitterArgs{Scale: [2]float64{0, 2}} }), crop}, "scale_range [0 2]"},
+		{[]optab.Op{with(jit, func(o *optab.Op) { o.Args = &transform.ScaleJitterArgs{Scale: [2]float64{2, 1}} }), crop}, "scale_range"},
+		{[]optab.Op{with(jit, func(o *optab.Op) { o.Args = &transform.ScaleJitterArgs{Scale: [2]float64{1, 17}} }), crop}, "scale_range"},
 		{[]optab.Op{with(jit, func(o *optab.Op) { o.Size = [2]int{0, 0} }), crop}, "size"},
 		{[]optab.Op{jit, with(crop, func(o *optab.Op) { o.Fill = [3]float64{1.5, 0, 0} })}, "fill"},
 		{[]optab.Op{jit, crop, {Kind: transform.OpResize, Size: [2]int{64, 64}}}, "op 2 (Resize) after FixedSizeCrop"},
@@ -111,7 +111,10 @@ func TestLSJRefused(t *testing.T) {
 		}
 	}
 	// A side resized to 0 pixels fails its sample, as torchvision's resize.
-	tr := mustTransform(t, transform.CHW, with(jit, func(o *optab.Op) { o.Size = [2]int{8, 8}; o.Scale = [2]float64{0.01, 0.01} }), crop)
+	tr := mustTransform(t, transform.CHW, with(jit, func(o *optab.Op) {
+		o.Size = [2]int{8, 8}
+		o.Args = &transform.ScaleJitterArgs{Scale: [2]float64{0.01, 0.01}}
+	}), crop)
 	if _, err := geomPlan(tr, 40, 30, det.Key{}); err == nil || !strings.Contains(err.Error(), "a side of 0 pixels") {
 		t.Errorf("a side of 0: %v", err)
 	}

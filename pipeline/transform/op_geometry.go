@@ -46,12 +46,14 @@ type (
 	// ZoomOutArgs are RandomZoomOut's side_range (min, max); its fill is
 	// optab.Op.Fill, its p optab.Op.P.
 	ZoomOutArgs struct{ SideRange [2]float64 }
-	// IoUCropArgs are RandomIoUCrop's sampler_options (the minimal IoUs;
-	// one >= 1 leaves the image) and trials; its (min_scale, max_scale)
-	// is optab.Op.Scale, its aspect range optab.Op.Ratio.
+	// IoUCropArgs are RandomIoUCrop's (min_scale, max_scale) as Scale,
+	// (min_aspect_ratio, max_aspect_ratio) as Ratio, sampler_options (the
+	// minimal IoUs; one >= 1 leaves the image) and trials; its p is
+	// optab.Op.P.
 	IoUCropArgs struct {
-		Options []float64
-		Trials  int
+		Scale, Ratio [2]float64
+		Options      []float64
+		Trials       int
 	}
 	// ShortestSizeArgs are RandomShortestSize's min_size and max_size (0:
 	// None).
@@ -61,11 +63,19 @@ type (
 	}
 	// RandomResizeArgs are RandomResize's min_size and max_size.
 	RandomResizeArgs struct{ MinSize, MaxSize int }
-	// RRCArgs are RandomResizedCrop's own: RandomInterp, that it draws
-	// bilinear or bicubic per sample, after its crop (timm's
+	// RRCArgs are RandomResizedCrop's scale (the area's range) and ratio
+	// (the aspect's; zero: torchvision's defaults, (0.08, 1) and (3/4,
+	// 4/3)), and RandomInterp, that it draws bilinear or bicubic per
+	// sample, after its crop (timm's
 	// RandomResizedCropAndInterpolation(interpolation="random")), its
-	// Interp then bilinear. Its size, scale and ratio are optab.Op's.
-	RRCArgs struct{ RandomInterp bool }
+	// Interp then bilinear. Its size is optab.Op.Size.
+	RRCArgs struct {
+		Scale, Ratio [2]float64
+		RandomInterp bool
+	}
+	// ScaleJitterArgs are ScaleJitter's scale_range; its target_size is
+	// optab.Op.Size (height, width).
+	ScaleJitterArgs struct{ Scale [2]float64 }
 	// PadArgs are Pad's padding (left, top, right, bottom); its fill is
 	// optab.Op.Fill.
 	PadArgs struct{ Padding [4]int }
@@ -190,7 +200,7 @@ func init() {
 		Misplaced: "RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
 			a := optab.ArgsOf[IoUCropArgs](op)
-			fmt.Fprintf(b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d", op.Scale, op.Ratio, a.Options, a.Trials)
+			fmt.Fprintf(b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d", a.Scale, a.Ratio, a.Options, a.Trials)
 			if p := iouP(op); p < 1 {
 				fmt.Fprintf(b, ", p=%g", p)
 			}
@@ -202,12 +212,12 @@ func init() {
 			// torchvision's target_size pairs its second value with the
 			// height (ScaleJitter.make_params).
 			ts := a.Size("target_size")
-			op := optab.Op{Size: [2]int{ts[1], ts[0]}, Scale: a.Pair("scale_range"), Interp: a.Interp("interpolation")}
+			op := optab.Op{Size: [2]int{ts[1], ts[0]}, Interp: a.Interp("interpolation"), Args: &ScaleJitterArgs{Scale: a.Pair("scale_range")}}
 			a.Antialias(&op)
 			return op
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(%dx%d, scale_range=%v", op.Size[0], op.Size[1], op.Scale)
+			fmt.Fprintf(b, "(%dx%d, scale_range=%v", op.Size[0], op.Size[1], optab.ArgsOf[ScaleJitterArgs](op).Scale)
 			formatInterp(b, op)
 		}})
 	lsj(optab.Def{Kind: OpFixedSizeCrop, Doc: "a random crop of at most size, padded on the right and bottom with fill to size",
@@ -333,8 +343,9 @@ func (t *Transform) cropPlan(p *SamplePlan, k det.Key, src *targets.Targets, scr
 		}
 	case t.rrc != nil:
 		r := k.Stream(StreamCrop)
-		p.CX, p.CY, p.CW, p.CH = RRCParams(&r, srcW, srcH, t.rrc.Scale, t.rrc.Ratio)
-		if optab.ArgsOf[RRCArgs](t.rrc).RandomInterp {
+		a := optab.ArgsOf[RRCArgs](t.rrc)
+		p.CX, p.CY, p.CW, p.CH = RRCParams(&r, srcW, srcH, a.Scale, a.Ratio)
+		if a.RandomInterp {
 			// timm's random.choice((BILINEAR, BICUBIC)), after the crop.
 			bicubic = r.Float64() >= 0.5
 		}
@@ -614,9 +625,10 @@ func fixSize(op *optab.Op, stream uint64, where string) (optab.Node, error) {
 // rrcArgs reads RandomResizedCrop's arguments; interpolation "random" is
 // timm's RandomResizedCropAndInterpolation(interpolation="random").
 func rrcArgs(a *optab.Args) optab.Op {
-	op := optab.Op{Size: a.Size("size"), Scale: a.Pair("scale"), Ratio: a.Pair("ratio")}
+	ra := &RRCArgs{Scale: a.Pair("scale"), Ratio: a.Pair("ratio")}
+	op := optab.Op{Size: a.Size("size"), Args: ra}
 	if a.Str("interpolation") == "random" {
-		op.Interp, op.Args = InterpBilinear, &RRCArgs{RandomInterp: true}
+		op.Interp, ra.RandomInterp = InterpBilinear, true
 	} else {
 		op.Interp = a.Interp("interpolation")
 	}
@@ -642,9 +654,10 @@ func resizeArgs(a *optab.Args) optab.Op {
 
 // iouCropArgs reads RandomIoUCrop's (and stoker's keyword-only p).
 func iouCropArgs(a *optab.Args) optab.Op {
-	ia := &IoUCropArgs{Options: a.Floats("sampler_options"), Trials: min(a.Int("trials"), 1<<20)}
-	op := optab.Op{Scale: [2]float64{a.Float("min_scale"), a.Float("max_scale")},
-		Ratio: [2]float64{a.Float("min_aspect_ratio"), a.Float("max_aspect_ratio")}, P: a.Float("p"), Args: ia}
+	ia := &IoUCropArgs{Scale: [2]float64{a.Float("min_scale"), a.Float("max_scale")},
+		Ratio:   [2]float64{a.Float("min_aspect_ratio"), a.Float("max_aspect_ratio")},
+		Options: a.Floats("sampler_options"), Trials: min(a.Int("trials"), 1<<20)}
+	op := optab.Op{P: a.Float("p"), Args: ia}
 	if ia.Options == nil {
 		ia.Options = []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}
 	}

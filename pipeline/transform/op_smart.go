@@ -315,7 +315,8 @@ func (t *Transform) planCrop(p *SamplePlan, k det.Key) error {
 	c := t.preCrop
 	r := k.Stream(StreamCrop)
 	p.PreCrop = true
-	p.PreCX, p.PreCY, p.PreCW, p.PreCH = RRCParams(&r, p.SrcW, p.SrcH, c.Scale, c.Ratio)
+	a := optab.ArgsOf[RRCArgs](c)
+	p.PreCX, p.PreCY, p.PreCW, p.PreCH = RRCParams(&r, p.SrcW, p.SrcH, a.Scale, a.Ratio)
 	p.PreW, p.PreH = c.Size[1], c.Size[0]
 	p.PreInterp, p.PreAntialias = c.Interp, !c.NoAntialias && c.Interp != InterpNearest
 	if p.PreCW < 1 || p.PreCH < 1 {

@@ -30,7 +30,7 @@ func TestPhotometricPlaces(t *testing.T) {
 		ops  []optab.Op
 		want string
 	}{
-		{[]optab.Op{photometricOp(), {Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{0.75, 4.0 / 3}}}, "needs a geometry that ends in Resize((h, w))"},
+		{[]optab.Op{photometricOp(), {Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &RRCArgs{Scale: [2]float64{0.08, 1}, Ratio: [2]float64{0.75, 4.0 / 3}}}}, "needs a geometry that ends in Resize((h, w))"},
 		{[]optab.Op{photometricOp(), {Kind: OpResize, Size: [2]int{32, 0}}, {Kind: OpCenterCrop, Size: [2]int{8, 8}}}, "needs a geometry that ends in Resize((h, w))"},
 		{[]optab.Op{photometricOp(), zoom, {Kind: OpRandomCrop, Size: [2]int{8, 8}}}, "needs a geometry that ends in Resize((h, w))"},
 		{[]optab.Op{photometricOp(), photometricOp(), photometricOp(), photometricOp(), photometricOp(), resize}, "5 ops before the geometry"},

@@ -54,7 +54,7 @@ var presets = map[string][]optab.Op{
 	// DINO's first global crop (main_dino.py DataAugmentationDINO,
 	// global_crops_scale (0.4, 1)): always blurred.
 	"dino-global": {
-		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Scale: [2]float64{0.4, 1}, Interp: InterpBicubic},
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic, Args: &RRCArgs{Scale: [2]float64{0.4, 1}}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 		{Kind: optab.OpRandomGrayscale, P: 0.2},
@@ -62,7 +62,7 @@ var presets = map[string][]optab.Op{
 	},
 	// DINO's local crops (local_crops_scale (0.05, 0.4), 96 px).
 	"dino-local": {
-		{Kind: OpRandomResizedCrop, Size: [2]int{96, 96}, Scale: [2]float64{0.05, 0.4}, Interp: InterpBicubic},
+		{Kind: OpRandomResizedCrop, Size: [2]int{96, 96}, Interp: InterpBicubic, Args: &RRCArgs{Scale: [2]float64{0.05, 0.4}}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 		{Kind: optab.OpRandomGrayscale, P: 0.2},
@@ -70,7 +70,7 @@ var presets = map[string][]optab.Op{
 	},
 	// open_clip's training transform (image_transform, is_train=True).
 	"clip": {
-		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Scale: [2]float64{0.9, 1}, Interp: InterpBicubic},
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic, Args: &RRCArgs{Scale: [2]float64{0.9, 1}}},
 	},
 	// The DETR family's (RT-DETR v2, D-FINE, DEIM) before its stop_epoch,
 	// with torchvision.transforms.v2's defaults: a job with targets only
@@ -82,7 +82,7 @@ var presets = map[string][]optab.Op{
 	"detr": {
 		{Kind: optab.OpRandomPhotometricDistort, P: 0.5, Args: &optab.PhotometricDistortArgs{Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}},
 		{Kind: OpRandomZoomOut, P: 0.5, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}}},
-		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, P: 0.8, Args: &IoUCropArgs{Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}},
+		{Kind: OpRandomIoUCrop, P: 0.8, Args: &IoUCropArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}},
 		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: OpResize, Size: [2]int{640, 640}},
@@ -96,7 +96,7 @@ var presets = map[string][]optab.Op{
 	// one size (the model's resize is then of an image of its size already,
 	// which leaves it): a job with targets only.
 	"ssdlite": {
-		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Args: &IoUCropArgs{Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}},
+		{Kind: OpRandomIoUCrop, Args: &IoUCropArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 		{Kind: OpResize, Size: [2]int{320, 320}, NoAntialias: true},
@@ -108,7 +108,7 @@ var presets = map[string][]optab.Op{
 	// SanitizeBoundingBoxes() their v2 pipeline ends with: a job with
 	// targets only.
 	"lsj": {
-		{Kind: OpScaleJitter, Size: [2]int{1024, 1024}, Scale: [2]float64{0.1, 2}},
+		{Kind: OpScaleJitter, Size: [2]int{1024, 1024}, Args: &ScaleJitterArgs{Scale: [2]float64{0.1, 2}}},
 		{Kind: OpFixedSizeCrop, Size: [2]int{1024, 1024}, Fill: [3]float64{123, 117, 104}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
@@ -260,7 +260,7 @@ var dinoGlobal2 = append(cloneOps(presets["dino-global"][:4]),
 // bicubic), flip, its colour jittering, then extra.
 func dinov2Crop(size int, lo, hi float64, extra []optab.Op) []optab.Op {
 	return append([]optab.Op{
-		{Kind: OpRandomResizedCrop, Size: [2]int{size, size}, Scale: [2]float64{lo, hi}, Interp: InterpBicubic},
+		{Kind: OpRandomResizedCrop, Size: [2]int{size, size}, Interp: InterpBicubic, Args: &RRCArgs{Scale: [2]float64{lo, hi}}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 		{Kind: optab.OpRandomGrayscale, P: 0.2},

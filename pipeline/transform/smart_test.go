@@ -100,7 +100,7 @@ func TestColorJitterBeforeSmart(t *testing.T) {
 		t.Errorf("ColorJitter then SmartResize of 640x480: pre %d, canvas %v %dx%d, out %dx%d, %v; want 1, the image's own canvas, 644x476",
 			len(tf.pre), p.Canvas, p.KW, p.KH, p.OutW, p.OutH, err)
 	}
-	if _, err := NewTransform(CHW, cj, optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{0.5, 1}, Ratio: [2]float64{0.75, 1.33}}); err == nil {
+	if _, err := NewTransform(CHW, cj, optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &RRCArgs{Scale: [2]float64{0.5, 1}, Ratio: [2]float64{0.75, 1.33}}}); err == nil {
 		t.Error("ColorJitter before a RandomResizedCrop accepted")
 	}
 	resize := optab.Op{Kind: OpResize, Size: [2]int{8, 8}}
@@ -162,7 +162,7 @@ func TestSharedPre(t *testing.T) {
 func TestRandomResizedCropBeforeSmart(t *testing.T) {
 	sm := optab.Op{Kind: OpSmartResize, Interp: InterpBicubic, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28}}
 	rrc := func(h, w int) optab.Op {
-		return optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{h, w}, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}, Interp: InterpBicubic}
+		return optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{h, w}, Interp: InterpBicubic, Args: &RRCArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}}}
 	}
 	tf, err := NewTransform(CHW, rrc(448, 336), sm)
 	if err != nil {

@@ -116,7 +116,7 @@ func TestAppendTargets(t *testing.T) {
 // TestCheckTargets refuses the ops targets do not support yet, naming
 // them, wherever they are; the rest pass.
 func TestCheckTargets(t *testing.T) {
-	rrc := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}}
+	rrc := optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Args: &RRCArgs{Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}}}
 	ok, err := NewTransform(CHW, rrc, optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}, optab.Op{Kind: optab.OpRandomVerticalFlip, P: 0.5},
 		optab.Op{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.4, 0.1)}}, optab.Op{Kind: optab.OpRandomGrayscale, P: 0.2},
 		optab.Op{Kind: OpRandomRotation, Args: &RotationArgs{Degrees: [2]float64{-10, 10}}},

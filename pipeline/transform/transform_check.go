@@ -42,13 +42,13 @@ func (t *Transform) iouCrop(op *optab.Op, n int) (int, error) {
 	if n > 0 && !(n == 1 && t.zoom != nil) {
 		return bad("RandomIoUCrop must be the first op, or come right after a RandomZoomOut")
 	}
-	if s := op.Scale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= 1) {
+	ia := optab.ArgsOf[IoUCropArgs](op)
+	if s := ia.Scale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= 1) {
 		return bad("RandomIoUCrop min_scale %v, max_scale %v: want 0 < min_scale <= max_scale <= 1", s[0], s[1])
 	}
-	if r := op.Ratio; !(r[0] > 0 && r[0] <= r[1] && r[1] <= 1e9) {
+	if r := ia.Ratio; !(r[0] > 0 && r[0] <= r[1] && r[1] <= 1e9) {
 		return bad("RandomIoUCrop min_aspect_ratio %v, max_aspect_ratio %v: want 0 < min <= max", r[0], r[1])
 	}
-	ia := optab.ArgsOf[IoUCropArgs](op)
 	if len(ia.Options) < 1 || len(ia.Options) > maxIoUOptions {
 		return bad("RandomIoUCrop sampler_options of %d values: want 1 to %d", len(ia.Options), maxIoUOptions)
 	}
@@ -108,29 +108,34 @@ func checkPadding(op *optab.Op, padding [4]int) error {
 	return nil
 }
 
+// checkRRC checks a RandomResizedCrop, its zero scale and ratio set to
+// torchvision's defaults (in a copy of its arguments: others may share
+// them).
 func checkRRC(op *optab.Op) error {
-	if op.Scale == [2]float64{} {
-		op.Scale = [2]float64{0.08, 1}
+	a := optab.ArgsOf[RRCArgs](op)
+	if a.Scale == [2]float64{} {
+		a.Scale = [2]float64{0.08, 1}
 	}
-	if op.Ratio == [2]float64{} {
-		op.Ratio = [2]float64{3.0 / 4, 4.0 / 3}
+	if a.Ratio == [2]float64{} {
+		a.Ratio = [2]float64{3.0 / 4, 4.0 / 3}
 	}
+	op.Args = &a
 	// torchvision takes a lower bound of 0 (scale=(0.0, 1.0)): a draw of
 	// an empty area fails the try, as one too large for the image does,
 	// and the ten failed tries fall back to the center crop.
-	if !(op.Scale[0] >= 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
-		return fmt.Errorf("%w: transform: RandomResizedCrop scale %v: want 0 <= lo <= hi <= 1", errs.Unsupported, op.Scale)
+	if !(a.Scale[0] >= 0 && a.Scale[0] <= a.Scale[1] && a.Scale[1] <= 1) {
+		return fmt.Errorf("%w: transform: RandomResizedCrop scale %v: want 0 <= lo <= hi <= 1", errs.Unsupported, a.Scale)
 	}
-	if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
-		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: want 0 < lo <= hi, finite", errs.Unsupported, op.Ratio)
+	if !(a.Ratio[0] > 0 && a.Ratio[0] <= a.Ratio[1]) || math.IsInf(a.Ratio[1], 0) {
+		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: want 0 < lo <= hi, finite", errs.Unsupported, a.Ratio)
 	}
 	// When no drawn crop fits, torchvision's fallback crops the whole
 	// height at width height*hi (or the whole width at height width/lo):
 	// a range that makes that side round to 0 for every image a decoder
 	// takes would fail every sample as an empty crop.
-	if op.Ratio[1]*maxImageSide < 0.5 || maxImageSide/op.Ratio[0] < 0.5 {
+	if a.Ratio[1]*maxImageSide < 0.5 || maxImageSide/a.Ratio[0] < 0.5 {
 		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: every crop would be empty (a side of 0 pixels) on any image up to %d pixels a side; want a range that meets [1/%d, %d]",
-			errs.Unsupported, op.Ratio, maxImageSide, maxImageSide, maxImageSide)
+			errs.Unsupported, a.Ratio, maxImageSide, maxImageSide, maxImageSide)
 	}
 	return checkSize(op, false)
 }

@@ -52,9 +52,9 @@ func TestPresets(t *testing.T) {
 
 func TestTransformDefaults(t *testing.T) {
 	tr := mustTransform(t, CHW, optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{160, 0}})
-	op := tr.Ops()[0]
-	if op.Scale != [2]float64{0.08, 1} || op.Ratio != [2]float64{3.0 / 4, 4.0 / 3} {
-		t.Errorf("RandomResizedCrop defaults: scale %v ratio %v", op.Scale, op.Ratio)
+	a := optab.ArgsOf[RRCArgs](&tr.Ops()[0])
+	if a.Scale != [2]float64{0.08, 1} || a.Ratio != [2]float64{3.0 / 4, 4.0 / 3} {
+		t.Errorf("RandomResizedCrop defaults: scale %v ratio %v", a.Scale, a.Ratio)
 	}
 	if h, w := tr.Size(); h != 160 || w != 160 {
 		t.Errorf("RandomResizedCrop(160): size %dx%d, want a square", h, w)
@@ -104,14 +104,14 @@ func TestTransformRejects(t *testing.T) {
 		{"width over 4096", CHW, []optab.Op{{Kind: OpCenterCrop, Size: [2]int{224, 5000}}}, "sides must be in 1..4096"},
 		{"negative width", CHW, []optab.Op{{Kind: OpResize, Size: [2]int{224, -1}}}, "sides must be in 1..4096"},
 		{"resize 0", CHW, []optab.Op{{Kind: OpResize}, cc}, "sides must be in 1..4096"},
-		{"scale above 1", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{0.5, 1.5}}}, "scale"},
-		{"scale reversed", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{0.9, 0.1}}}, "scale"},
-		{"scale NaN", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{math.NaN(), 1}}}, "scale"},
-		{"ratio zero", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{0, 1}}}, "ratio"},
-		{"ratio infinite", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1, math.Inf(1)}}}, "ratio"},
-		{"ratio degenerate", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1e-300, 1e-299}}}, "every crop would be empty"},
-		{"ratio degenerate high", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1e6, 1e7}}}, "every crop would be empty"},
-		{"ratio reversed", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{2, 1}}}, "ratio"},
+		{"scale above 1", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &RRCArgs{Scale: [2]float64{0.5, 1.5}}}}, "scale"},
+		{"scale reversed", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &RRCArgs{Scale: [2]float64{0.9, 0.1}}}}, "scale"},
+		{"scale NaN", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &RRCArgs{Scale: [2]float64{math.NaN(), 1}}}}, "scale"},
+		{"ratio zero", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &RRCArgs{Ratio: [2]float64{0, 1}}}}, "ratio"},
+		{"ratio infinite", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &RRCArgs{Ratio: [2]float64{1, math.Inf(1)}}}}, "ratio"},
+		{"ratio degenerate", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &RRCArgs{Ratio: [2]float64{1e-300, 1e-299}}}}, "every crop would be empty"},
+		{"ratio degenerate high", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &RRCArgs{Ratio: [2]float64{1e6, 1e7}}}}, "every crop would be empty"},
+		{"ratio reversed", CHW, []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Args: &RRCArgs{Ratio: [2]float64{2, 1}}}}, "ratio"},
 		{"Normalize std 0", CHW, []optab.Op{rrc, {Kind: optab.OpNormalize, Args: &optab.NormalizeArgs{Std: [3]float64{0.2, 0, 0.2}}}}, "want finite mean and finite std > 0"},
 		{"jitter negative", CHW, []optab.Op{rrc, {Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Contrast: -1}}}, "op 1 (ColorJitter): contrast -1"},
 		{"two Normalize", CHW, []optab.Op{rrc, norm, jit, norm}, "op 1 (Normalize): Normalize must come once, last"},

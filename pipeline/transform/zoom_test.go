@@ -84,7 +84,7 @@ func TestZoomOutRefused(t *testing.T) {
 		{[]optab.Op{with(func(z *optab.Op) { z.P = 1.5 }), resize}, "RandomZoomOut p=1.5"},
 		{[]optab.Op{with(func(z *optab.Op) { z.Fill = [3]float64{256, 0, 0} }), resize}, "fill [256 0 0]: want integers 0..255"},
 		{[]optab.Op{zoom, {Kind: OpResize, Size: [2]int{64, 0}}}, "Resize(64) of the shorter side after RandomZoomOut"},
-		{[]optab.Op{zoom, {Kind: OpRandomResizedCrop, Size: [2]int{64, 64}, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{0.75, 4.0 / 3}}}, "RandomResizedCrop after RandomZoomOut"},
+		{[]optab.Op{zoom, {Kind: OpRandomResizedCrop, Size: [2]int{64, 64}, Args: &RRCArgs{Scale: [2]float64{0.08, 1}, Ratio: [2]float64{0.75, 4.0 / 3}}}}, "RandomResizedCrop after RandomZoomOut"},
 		{[]optab.Op{zoom, {Kind: OpPad, Args: &PadArgs{Padding: [4]int{1, 1, 1, 1}}}, {Kind: OpCenterCrop, Size: [2]int{8, 8}}}, "Pad after RandomZoomOut"},
 		{[]optab.Op{zoom, resize, {Kind: OpCenterCrop, Size: [2]int{8, 8}}}, "RandomZoomOut, Resize then CenterCrop"},
 		{[]optab.Op{zoom, {Kind: OpRandomCrop, Size: [2]int{8, 8}, Fill: [3]float64{9, 9, 9}, Args: &RandomCropArgs{Padding: [4]int{2, 2, 2, 2}}}}, "RandomZoomOut fill [0 0 0] then RandomCrop padding with fill [9 9 9]"},

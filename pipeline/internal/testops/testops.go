@@ -74,7 +74,7 @@ func TVPolicies() map[string]optab.Op {
 // both the crop and the padding happen), with a flip.
 func LSJ(target, crop int, fill [3]float64) []optab.Op {
 	return []optab.Op{
-		{Kind: transform.OpScaleJitter, Size: [2]int{target, target}, Scale: [2]float64{0.1, 2}},
+		{Kind: transform.OpScaleJitter, Size: [2]int{target, target}, Args: &transform.ScaleJitterArgs{Scale: [2]float64{0.1, 2}}},
 		{Kind: transform.OpFixedSizeCrop, Size: [2]int{crop, crop}, Fill: fill},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 	}
