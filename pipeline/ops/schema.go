@@ -324,8 +324,9 @@ type OpKind string
 // its fields, and an op's own in its typed struct (Args), declared beside
 // its Def. Each kind reads the fields its doc names; zero fields take
 // torchvision's defaults where the doc says so (RandomResizedCrop's scale
-// (0.08, 1) and ratio (3/4, 4/3), say), and the wire (server/transform.go) fills every other
-// default in before a Transform is made. Size is (height, width); Resize
+// (0.08, 1) and ratio (3/4, 4/3), say), and the wire
+// (server/transform.go) fills every other default in before a Transform
+// is made. Size is (height, width); Resize
 // with Size[1] == 0 resizes the shorter side to Size[0] keeping the aspect
 // ratio, like Resize(int).
 type Op struct {

@@ -40,8 +40,8 @@ const (
 )
 
 // The geometry's own arguments (optab.Op.Args) where an op has some of
-// its own; what the geometry ops share (size, scale, ratio,
-// interpolation, fill) stays optab.Op's.
+// its own; what the geometry ops share (size, interpolation and
+// antialias, fill, p) stays optab.Op's.
 type (
 	// ZoomOutArgs are RandomZoomOut's side_range (min, max); its fill is
 	// optab.Op.Fill, its p optab.Op.P.
