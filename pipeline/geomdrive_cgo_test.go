@@ -4,6 +4,7 @@ package pipeline
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -39,23 +40,64 @@ func TestMain(m *testing.M) {
 // (Ops, the pipeline's own, decoded for the sample Key{Seed, Index}; with
 // WantCrop [top, left] the first index from Index whose RandomCrop is at
 // that position: an explicit crop, F.crop's, as RandomCrop draws it).
+// A field the job file has and geomJob (or an op) has not fails the
+// driver: a renamed field is an error, not a default.
 type geomJob struct {
-	File          string      `json:"file"`
-	Op            string      `json:"op"`
-	Top           int         `json:"top"`
-	Left          int         `json:"left"`
-	Height        int         `json:"height"`
-	Width         int         `json:"width"`
-	Size          []int       `json:"size"`
-	Crop          []int       `json:"crop"`
-	Interpolation string      `json:"interpolation"`
-	Antialias     bool        `json:"antialias"`
-	Path          string      `json:"path"`    // "fast" (the default) or "ref"
-	Scaling       string      `json:"scaling"` // "pow2" (the default), "any", "off"
-	Ops           []opspkg.Op `json:"ops"`
-	Seed          uint64      `json:"seed"`
-	Index         uint64      `json:"index"`
-	WantCrop      []int       `json:"want_crop"`
+	File          string   `json:"file"`
+	Op            string   `json:"op"`
+	Top           int      `json:"top"`
+	Left          int      `json:"left"`
+	Height        int      `json:"height"`
+	Width         int      `json:"width"`
+	Size          []int    `json:"size"`
+	Crop          []int    `json:"crop"`
+	Interpolation string   `json:"interpolation"`
+	Antialias     bool     `json:"antialias"`
+	Path          string   `json:"path"`    // "fast" (the default) or "ref"
+	Scaling       string   `json:"scaling"` // "pow2" (the default), "any", "off"
+	Ops           []geomOp `json:"ops"`
+	Seed          uint64   `json:"seed"`
+	Index         uint64   `json:"index"`
+	WantCrop      []int    `json:"want_crop"`
+}
+
+// geomOp is a "transform" job's op: ops.Op's shared fields (Kind, Size,
+// Interp, NoAntialias, Fill), and Args, its own arguments, read into the
+// typed struct of its kind.
+type geomOp struct {
+	opspkg.Op
+	Args json.RawMessage
+}
+
+// geomArgs are the typed arguments of the geometry ops a job may have.
+var geomArgs = map[opspkg.OpKind]func() any{
+	transform.OpRandomResizedCrop: func() any { return new(transform.RRCArgs) },
+	transform.OpPad:               func() any { return new(transform.PadArgs) },
+	transform.OpRandomCrop:        func() any { return new(transform.RandomCropArgs) },
+}
+
+// op is g as an ops.Op, its Args typed.
+func (g geomOp) op() (opspkg.Op, error) {
+	op := g.Op
+	if len(g.Args) == 0 {
+		return op, nil
+	}
+	mk := geomArgs[op.Kind]
+	if mk == nil {
+		return op, fmt.Errorf("%s: the driver reads no arguments of it", op.Kind)
+	}
+	op.Args = mk()
+	if err := strictJSON(g.Args, op.Args); err != nil {
+		return op, fmt.Errorf("%s's arguments: %w", op.Kind, err)
+	}
+	return op, nil
+}
+
+// strictJSON decodes b into v, failing on a field v has not.
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // geomResult is the line written for each job.
@@ -75,7 +117,7 @@ func geomDrive(jobsPath, outPath string) error {
 		return err
 	}
 	var jobs []geomJob
-	if err := json.Unmarshal(b, &jobs); err != nil {
+	if err := strictJSON(b, &jobs); err != nil {
 		return err
 	}
 	f, err := os.Create(outPath)
@@ -177,7 +219,15 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 // run them, for one sample, with the trace that replays it.
 func geomTransform(d *Decoder, j geomJob, data []byte) ([]byte, geomResult) {
 	fail := func(err error) ([]byte, geomResult) { return nil, geomResult{Error: err.Error()} }
-	t, err := transform.NewTransform(transform.HWC, j.Ops...)
+	ops := make([]opspkg.Op, len(j.Ops))
+	for i, g := range j.Ops {
+		op, err := g.op()
+		if err != nil {
+			return fail(err)
+		}
+		ops[i] = op
+	}
+	t, err := transform.NewTransform(transform.HWC, ops...)
 	if err != nil {
 		return fail(err)
 	}
