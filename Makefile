@@ -242,8 +242,8 @@ check-generate: generate ## fail when the committed generated code is stale
 # import "C" or have files built without cgo alone (//go:build !cgo). The
 # pure-Go vet reads these; every other package's files are the same with
 # and without cgo, vetted by go vet ./... already. That they all compile
-# without cgo is test-go-once's pure-Go arm64 build's to say (go list
-# compiles nothing: this costs no build).
+# without cgo is test-go-once's pure-Go build's to say (go list compiles
+# nothing: this costs no build).
 NOCGO_DIFFER = { go list -f '$(NOCGO_FILES)' ./... && CGO_ENABLED=0 go list -f '$(NOCGO_FILES)' ./...; } | sort | uniq -u | cut -d' ' -f1 | sort -u
 NOCGO_FILES := {{.ImportPath}} {{.GoFiles}} {{.CgoFiles}} {{.TestGoFiles}} {{.XTestGoFiles}}
 lint: tools ## gofmt, go vet (cgo, and pure Go where the files differ), buf lint
@@ -299,6 +299,20 @@ ONCE_ONLY := ^(TestExact|TestShareCPU)
 # source, annot, batch, det, errs, codec/index) have no cgo code: not run
 # again.
 
+# The build without cgo: every package, on this machine's architecture
+# (most of it compiled already, for cmd/stoker's TestVersion and the
+# pure-Go tests), then for arm64 the packages whose files differ there:
+# today none of this module's (ARCH_DIFFER lists those too, should one
+# get a file of its own on arm64), but x/sys/unix, x/net's ipv4 and ipv6,
+# procfs, xxhash, x/crypto's chacha20 and x/sys/cpu, which have. A package
+# built from the same files compiles the same on both (64-bit, and stoker's
+# code reads no GOARCH but through those files): building all of it for
+# arm64 a second time cost 136 CPU-s from an empty go build cache, and
+# this 15. internal/fmacheck compiles the pipeline's and internal/'s
+# packages for arm64 too, to read their assembly.
+ARCH_FILES := {{if not .Standard}}{{.ImportPath}} {{.GoFiles}} {{.CgoFiles}} {{.SFiles}}{{end}}
+ARCH_DIFFER = { CGO_ENABLED=0 go list -deps -f '$(ARCH_FILES)' ./... && CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go list -deps -f '$(ARCH_FILES)' ./...; } | sort | uniq -u | cut -d' ' -f1 | sort -u
+
 # deploy/ is a module of its own (its tests need the Kubernetes modules,
 # which the binary's module does not require): ./... does not reach it.
 # Its code and tests run on one goroutine (they read and check manifests,
@@ -311,12 +325,14 @@ test-go: test-go-race test-go-once ## Go tests: test-go-race, then test-go-once
 test-go-race: stores ## Go tests (-race) of the module
 	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '$(ONCE_ONLY)' ./... </dev/null
 
-test-go-once: stores ## the Go tests that run once without -race: the pipeline's exactness tests, the server's CPU shares, internal/fmacheck, the pure-Go pipeline, and the arm64 build (pure Go)
+test-go-once: stores ## the Go tests that run once without -race: the pipeline's exactness tests, the server's CPU shares, internal/fmacheck, the pure-Go pipeline, the build without cgo (arm64's where its files differ)
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestExact' $(EXACT_PKGS) </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestShareCPU' $(SHARE_PKGS) </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./internal/fmacheck/ </dev/null
 	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ ./pipeline/ops/ ./pipeline/policy/ </dev/null
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...
+	CGO_ENABLED=0 go build ./...
+	@p="$$($(ARCH_DIFFER))"; echo "arm64 (pure Go), the packages whose files differ there:" $$p; \
+		[ -z "$$p" ] || CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build $$p
 	cd deploy && go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 
 # The arm64 build with cgo: the pipeline's C cross-compiled with
@@ -326,8 +342,8 @@ test-go-once: stores ## the Go tests that run once without -race: the pipeline's
 # (TestARM64CgoGoldenUnderQemu). Not part of make test: its apt step
 # adds a foreign architecture to the machine's dpkg, which make setup does
 # not do to a developer's machine, and it compiles every package once more.
-# make test-go builds arm64 without cgo, and internal/fmacheck reads the
-# arm64 assembly.
+# make test-go builds without cgo (for arm64, the packages whose files
+# differ there), and internal/fmacheck reads the arm64 assembly.
 ARM64_BIN ?= bin/stoker-linux-arm64
 cross-arm64: apt-arm64 ## the arm64 build with cgo (the C cross-compiled, arm64 libjpeg-turbo): go build ./..., bin/stoker-linux-arm64 (ARM64_BIN=path), its golden tests under qemu
 	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=aarch64-linux-gnu-gcc go build ./...
