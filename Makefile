@@ -335,18 +335,26 @@ ARCH_DIFFER = { CGO_ENABLED=0 go list -deps -f '$(ARCH_FILES)' ./... && CGO_ENAB
 # time with -race (54 CPU-s from an empty go build cache).
 test-go: test-go-race test-go-once ## Go tests: test-go-race, then test-go-once
 
+# go test runs a part of go vet's checks on each package it tests, after
+# compiling its dependencies' vet facts again (the race build's, the pure-Go
+# build's: each its own). make test runs lint first, whose go vet ./...
+# (every check, the test files too, with cgo and without where files
+# differ, and deploy/'s) has checked those very files, so it passes
+# GO_TEST_VET=-vet=off to its Go tests; make test-go alone keeps go test's.
+GO_TEST_VET ?=
+
 test-go-race: stores ## Go tests (-race) of the module
-	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '$(ONCE_ONLY)' ./... </dev/null
+	go test -race $(GO_TEST_VET) -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '$(ONCE_ONLY)' ./... </dev/null
 
 test-go-once: stores ## the Go tests that run once without -race: the pipeline's exactness tests, the server's CPU shares, internal/fmacheck, the pure-Go pipeline, the build without cgo (arm64's where its files differ)
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestExact' $(EXACT_PKGS) </dev/null
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestShareCPU' $(SHARE_PKGS) </dev/null
-	go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./internal/fmacheck/ </dev/null
-	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ ./pipeline/ops/ ./pipeline/policy/ </dev/null
+	go test $(GO_TEST_VET) -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestExact' $(EXACT_PKGS) </dev/null
+	go test $(GO_TEST_VET) -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestShareCPU' $(SHARE_PKGS) </dev/null
+	go test $(GO_TEST_VET) -count=1 -timeout $(GO_TEST_TIMEOUT) ./internal/fmacheck/ </dev/null
+	CGO_ENABLED=0 go test $(GO_TEST_VET) -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ ./pipeline/kernels/ ./pipeline/fn/ ./pipeline/transform/ ./pipeline/ops/ ./pipeline/policy/ </dev/null
 	CGO_ENABLED=0 go build ./...
 	@p="$$($(ARCH_DIFFER))"; echo "arm64 (pure Go), the packages whose files differ there:" $$p; \
 		[ -z "$$p" ] || CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build $$p
-	cd deploy && go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
+	cd deploy && go test $(GO_TEST_VET) -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 
 # The arm64 build with cgo: the pipeline's C cross-compiled with
 # aarch64-linux-gnu-gcc and linked against Debian's arm64 libjpeg-turbo,
@@ -420,7 +428,7 @@ check: lint build ## the inner loop: lint, build, the fast Go unit tests (go tes
 # its timeout ends it.
 TEST_JOBS ?= $(shell [ "$$(nproc)" -ge 4 ] && echo 2 || echo 1)
 test: setup lint check-generate build ## every test: lint, generated code, then the Python suite, test-go-race and test-go-once (two at a time on 4 cores or more: TEST_JOBS)
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=line -o build test-python test-go-race test-go-once
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=line -o build GO_TEST_VET=-vet=off test-python test-go-race test-go-once
 
 bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS cores, interleaved rounds (PHOTOS=ImageFolder, else generated; TRANSFORM=recipe; FORMAT=png|webp)
 	@if [ -n "$(PHOTOS)" ] && [ ! -d "$(PHOTOS)" ]; then echo "PHOTOS=$(PHOTOS) is not a directory"; exit 1; fi
