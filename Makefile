@@ -43,13 +43,16 @@ export PATH := $(GO_SDK)/bin:$(PATH)
 # The Go tools (compile, link, vet, asm, cgo) run through .ci/gctool
 # (-toolexec), at GOGC=400: the compiler collects when its heap has grown
 # by 400% rather than 100%, and a build from an empty cache takes 11-15%
-# fewer CPU-seconds (go build ./...: 147 against 162-170 on a 2-core
-# EPYC) for about 8% more memory at the peak. The go command learns each tool's ID through the
-# wrapper, so the build cache's keys and the binaries are the same. GOFLAGS
-# is exported, so the builds the tests run (make static, the pure-Go and
-# arm64 builds, the geometry driver) take it too; the test binaries, and
-# the servers they start, keep the GOGC make was started with.
-ifeq ($(words $(CURDIR)),1)
+# fewer CPU-seconds (go build ./...: 147 against 162-170 on a 2-core EPYC)
+# for about 8% more memory at the peak. The go command learns each tool's
+# ID through the wrapper, so the build cache's keys and the binaries are
+# the same. GOFLAGS is exported, so the builds the tests run (make static,
+# the pure-Go and arm64 builds, the geometry driver) take it too; the test
+# binaries, and the servers they start, keep the GOGC make was started
+# with. Left out where it cannot work or would override the user's: a
+# path with a space (GOFLAGS splits on spaces), a copy of the tree that
+# lost the script's execute bit, a GOFLAGS that has a -toolexec already.
+ifeq ($(words $(CURDIR))$(findstring -toolexec,$(GOFLAGS))$(shell test -x .ci/gctool || echo noexec),1)
 export GOFLAGS := $(strip $(GOFLAGS) -toolexec=$(CURDIR)/.ci/gctool)
 endif
 
