@@ -266,7 +266,7 @@ func init() {
 func init() {
 	definePlacer(OpRandomZoomOut, placeAt(placeZoomOut).followedBy(afterZoomOut).needing(zoomOutNeeds))
 	defineCanvas(OpRandomZoomOut, canvas{draw: drawZoomOut, bound: zoomOutBound, cost: zoomOutCost})
-	definePlacer(OpRandomIoUCrop, placer{place: (*Transform).iouCrop}) // the Resize after it is next (transform_check.go)
+	definePlacer(OpRandomIoUCrop, placer{place: (*Transform).iouCrop}) // the Resize after it is next (transform.go's checks)
 	definePlacer(OpPad, placeAt(placePad).needing(padNeeds))
 	definePlacer(OpRandomCrop, placeAt(placeRandomCrop))
 	definePlacer(OpRandomResizedCrop, placeAt(placeRRC))
