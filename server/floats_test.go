@@ -114,6 +114,12 @@ func validOpLists() [][]*pb.Op {
 			namedOp("YOLOMixUp", numArg("p", 0.5)),
 			namedOp("YOLOCutMix", numArg("p", 0.5), numArg("beta", 1), numArg("num_areas", 3)),
 		},
+		{ // YOLOX's MixUp after the Mosaic's warp (targets: it mixes a sample with boxes alone)
+			namedOp("YOLOMosaic", numArg("imgsz", 32)),
+			namedOp("YOLORandomPerspective", numArg("translate", 0.1), numArg("scale", 0.5),
+				&pb.NamedArg{Name: "size", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: []float64{32, 32}}}}),
+			namedOp("YOLOXMixUp", numArg("p", 0.5), &pb.NamedArg{Name: "mixup_scale", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: []float64{0.5, 1.5}}}}),
+		},
 		{ // the DETR recipes' geometry (targets)
 			w("RandomIoUCrop", "min_scale", 0.3, "max_scale", 1, "min_aspect_ratio", 0.5, "max_aspect_ratio", 2, "sampler_options", []float64{0, 0.5, 1},
 				"trials", 40, "p", 1),
@@ -168,7 +174,7 @@ func numArg(name string, v float64) *pb.NamedArg {
 func targetsOnly(ops []*pb.Op) bool {
 	for _, op := range ops {
 		switch op.GetNamed().GetName() {
-		case "SanitizeBoundingBoxes", "RandomIoUCrop", "ClampBoundingBoxes", "YOLOCopyPaste", "YOLOCutMix":
+		case "SanitizeBoundingBoxes", "RandomIoUCrop", "ClampBoundingBoxes", "YOLOCopyPaste", "YOLOCutMix", "YOLOXMixUp":
 			return true
 		}
 	}

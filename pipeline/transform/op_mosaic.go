@@ -1,8 +1,8 @@
 package transform
 
 // The multi-image family's ops (ultralytics' Mosaic, MixUp, CopyPaste and
-// CutMix): their kinds, Defs and placers, each one's checks where it
-// stands, its stop_epoch, the draws it makes from a sample's key, its
+// CutMix; YOLOX's MixUp is op_yoloxmix.go's): their kinds, Defs and
+// placers, each one's checks where it stands, its stop_epoch, the draws it makes from a sample's key, its
 // partners and their keys, its cost and its room. A sample's plan and its
 // making are op_multi.go's, its targets' moves op_multi_targets.go's.
 //
@@ -45,6 +45,7 @@ const (
 	streamMixUp     = 0x6d69787570   // "mixup": a mixup's partner
 	streamCutMix    = 0x6375746d6978 // "cutmix": a cutmix's partner
 	streamCopyPaste = 0x6370617374   // "cpast": a CopyPaste's partner (its mixup mode)
+	streamYOLOXMix  = 0x796f6c6f78   // "yolox": a YOLOX MixUp's partner
 )
 
 // OpMosaic is ultralytics' Mosaic (imgsz, n, p); OpMixUp its MixUp (p),
@@ -147,7 +148,7 @@ func init() {
 		t.mosaic, t.mosaicArgs = op, optab.ArgsOf[MosaicArgs](op)
 		return nil
 	}).followedBy(func(_ *Transform, op *optab.Op, n int) error {
-		if op.Kind == OpYOLORandomPerspective || slices.Contains(YOLOStopOps, op.Kind) {
+		if op.Kind == OpYOLORandomPerspective || op.Kind == OpYOLOXMixUp || slices.Contains(YOLOStopOps, op.Kind) {
 			return nil
 		}
 		return transformErr("op %d (%s) after a YOLOMosaic is not supported: the mosaic's geometry is ultralytics' v8_transforms' (YOLOMosaic, YOLOCopyPaste, YOLORandomPerspective, YOLOMixUp, YOLOCutMix), and its size is theirs", n, op.Kind)
@@ -195,10 +196,12 @@ type multiOps struct {
 	// right after the mosaic, and in mixup mode, after its warp.
 	copyPaste, copyPasteMix *optab.Op
 	cutmix                  *optab.Op // ultralytics' CutMix, last of the multi-image geometry
-	// mosaicArgs and cutArgs are the mosaic's and the CutMix's
-	// arguments (their ops' Args).
+	yoloxMix                *optab.Op // YOLOX's MixUp, after the mosaic's warp (no MixUp, no CutMix)
+	// mosaicArgs, cutArgs and yoloxArgs are the mosaic's, the CutMix's
+	// and YOLOX's MixUp's arguments (their ops' Args).
 	mosaicArgs MosaicArgs
 	cutArgs    CutMixArgs
+	yoloxArgs  YOLOXMixUpArgs
 }
 
 // YOLOStopOps are the ops ultralytics' close_mosaic switches off
@@ -244,6 +247,12 @@ func (t *Transform) stopMulti(a *Transform, index func(*optab.Op) int, off, used
 		used[i] = true
 		if off[i] || a.mosaic == nil {
 			a.cutmix = nil
+		}
+	}
+	if i := index(t.yoloxMix); i >= 0 { // and YOLOX's MixUp (YOLOX's close_mosaic ends it with the mosaic)
+		used[i] = true
+		if off[i] || a.mosaic == nil {
+			a.yoloxMix = nil
 		}
 	}
 	return nil
@@ -355,7 +364,7 @@ func (t *Transform) checkCutMix(op *optab.Op, n int) error {
 	if t.copyPasteMix != nil {
 		last++
 	}
-	if t.mosaic == nil || n != last || t.mosaic.P != 1 {
+	if t.mosaic == nil || n != last || t.mosaic.P != 1 || t.yoloxMix != nil {
 		return fmt.Errorf("%w: transform: YOLOCutMix is supported after a YOLOMosaic of p=1 and what v8_transforms puts before it (YOLOCopyPaste, YOLORandomPerspective, YOLOMixUp) only: its partner is made by the same ops", errs.Unsupported)
 	}
 	if a := optab.ArgsOf[CutMixArgs](op); !(op.P >= 0 && op.P <= 1) || !(a.Beta > 0 && a.Beta <= 100) || a.Areas < 1 || a.Areas > 16 {
@@ -523,9 +532,9 @@ func CopyPasteKey(k det.Key, j int) det.Key {
 // in a dataset of size samples, for t at k's epoch, in the order its
 // decode takes them: its pre_transform's (prePartners: its Mosaic's n-1,
 // and a CopyPaste in mixup mode's), then, when its MixUp is drawn, the
-// MixUp's partner and that one's pre_transform's, then a CutMix's
-// likewise. Nil when t has no Mosaic
-// then. They are read, not consumed: pure functions of the key (the
+// MixUp's partner and that one's pre_transform's, then a YOLOX MixUp's
+// one image, then a CutMix's partner and its pre_transform's. Nil when t
+// has no Mosaic then. They are read, not consumed: pure functions of the key (the
 // seed, epoch, index, view and copy), drawn from streams of their own,
 // so the epoch's plan is untouched (every index is still the primary
 // sample exactly once an epoch) and a sample's mosaic is the same on any
@@ -540,6 +549,11 @@ func (t *Transform) multiPartners(k det.Key, size int, buf []int) []int {
 		j := mixupPartner(k, size)
 		buf = append(buf, j)
 		buf = t.prePartners(MixKey(k, j), size, buf)
+	}
+	if on, _ := t.yoloxMixOn(k); on { // one image, loaded alone
+		var one [1]int
+		cv.Partners(k, streamYOLOXMix, size, one[:])
+		buf = append(buf, one[0])
 	}
 	if r := k.Stream(streamCutMix + 1); t.cutmix != nil && !(r.Float64() > t.cutmix.P) { // cutmixDraw's first
 		var one [1]int
@@ -596,6 +610,10 @@ type MultiRoom struct {
 	Canvas   int64 // the canvas they are laid out on
 	Partners int64 // the partners made at the output's size: a MixUp's, a CutMix's, a CopyPaste's image, mask and points
 	Side     int   // the long side the images are loaded at: what each is resampled to at least
+	// Whole: a partner is loaded whole, at its own size (YOLOX's MixUp
+	// resizes it itself): one more image decoded whole, beside Images,
+	// where there is no partner cache.
+	Whole bool
 	// The ops after the Mosaic in force (a stop_epoch's transform has
 	// none of those it switched off), each with its partner.
 	MixUp, CopyPaste, CutMix bool
@@ -624,6 +642,12 @@ func (t *Transform) MultiRoom() (r MultiRoom, ok bool) {
 	}
 	if r.CopyPaste {
 		r.Partners += 3*out + out + 8*out // the image, its mask, its points
+	}
+	if t.yoloxMix != nil { // its partner resized twice (each at most the output's), the canvas, the canvas jittered
+		hi := t.yoloxArgs.Scale[1]
+		jw, jh := int64(float64(t.outW)*hi)+1, int64(float64(t.outH)*hi)+1
+		r.Partners += 3*3*out + 3*jw*jh
+		r.Whole = true
 	}
 	return r, true
 }
@@ -674,6 +698,12 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 	if cp := t.copyPasteMix; cp != nil { // CopyPaste in mixup mode: each pre_transform's partner, and its mask and paste
 		mean += float64(pres * cp.P * float64(mixHit+float64(CanvasOutNs*px)))
 		worst += float64(presWorst * float64(mix+float64(CanvasOutNs*px)))
+	}
+	if op := t.yoloxMix; op != nil { // YOLOX's MixUp: its partner read and decoded whole (a hit in the mean), resized twice, the jit's resize of up to hi^2 the output, the canvas and the mix
+		hi := t.yoloxArgs.Scale[1]
+		made := float64(YOLOResizeNs*float64(px*float64(2+hi*hi))) + float64(CanvasOutNs*float64(3*px))
+		mean += float64(op.P * float64(SampleNs+made))
+		worst += load + made
 	}
 	return mean, worst
 }

@@ -96,6 +96,13 @@ type MultiDraw struct {
 	// partner's instances its area takes.
 	Pres   [nPres]PreDraw
 	CutSel []int
+	// X: a YOLOX MixUp drew to apply (its partner XIdx, file xData, its
+	// geometry XM), XOK that it applies (the sample has boxes: YOLOX
+	// mixes a mosaic with labels alone).
+	X, XOK bool
+	XIdx   int
+	XM     cv.YOLOXMix
+	xData  []byte
 	// src is what draw draws from, while it draws; cl the labels the
 	// instances were read with; lab and ins the reads' scratch.
 	src MultiSource
@@ -274,6 +281,9 @@ func (md *MultiDraw) draw(t *Transform, k det.Key, src MultiSource, h *handed, w
 			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
 		}
 		md.Mix, md.MixR = true, r
+	}
+	if err := md.drawYOLOX(t, k, h, w, ht); err != nil {
+		return err
 	}
 	md.Cut, md.CutOK, md.CutChoice = false, false, -1
 	on, areas, r := t.cutMixDraw(k, w, ht, md.CutAreas)
@@ -507,6 +517,17 @@ func (m *MultiDraw) AppendJSON(b []byte) []byte {
 		b = m.MixCPM.appendJSON(b, `,"copy_paste":`, "", m)
 		b = append(b, "}]"...)
 	}
+	if m.X { // ["yolox_mixup", {"index", "size": the partner's (w, h), "jit", "flip", "x_offset", "y_offset", "applied"}]
+		x := &m.XM
+		b = strconv.AppendInt(append(b, `,["yolox_mixup",{"index":`...), int64(m.XIdx), 10)
+		b = fn.AppendInts(append(b, `,"size":`...), []int{x.W0, x.H0})
+		b = fn.AppendFloat(append(b, `,"jit":`...), x.Jit)
+		b = strconv.AppendBool(append(b, `,"flip":`...), x.Flip)
+		b = strconv.AppendInt(append(b, `,"x_offset":`...), int64(x.XO), 10)
+		b = strconv.AppendInt(append(b, `,"y_offset":`...), int64(x.YO), 10)
+		b = strconv.AppendBool(append(b, `,"applied":`...), m.XOK)
+		b = append(b, "}]"...)
+	}
 	if m.Cut { // ["yolo_cutmix", {"areas": [[lam, cx, cy], ...], "choice", "applied", "mosaic", "perspective"}]
 		b = append(b, `,["yolo_cutmix",{"areas":[`...)
 		for i, a := range m.CutAreas {
@@ -582,7 +603,10 @@ type MultiScratch struct {
 	// a CopyPaste's partner in mixup mode.
 	cpMask, cpImg []byte
 	cpPts         [][2]int32
-	pl            []kernels.Planes
+	// xa, xb, xc and xj: a YOLOX MixUp's partner resized, resized
+	// again, on its canvas, the canvas jittered.
+	xa, xb, xc, xj []byte
+	pl             []kernels.Planes
 	// FullCanvas makes a warped mosaic's whole canvas, not only what its
 	// warp reads: the tests' reference for the same bytes.
 	FullCanvas bool
@@ -591,12 +615,14 @@ type MultiScratch struct {
 // Held is what s keeps: the canvas, and the partners' images, masks and
 // points.
 func (s *MultiScratch) Held() (canvas, others int64) {
-	return int64(cap(s.canvas)), int64(cap(s.mix) + cap(s.cut) + cap(s.cpMask) + cap(s.cpImg) + 8*cap(s.cpPts))
+	return int64(cap(s.canvas)), int64(cap(s.mix) + cap(s.cut) + cap(s.cpMask) + cap(s.cpImg) + 8*cap(s.cpPts) +
+		cap(s.xa) + cap(s.xb) + cap(s.xc) + cap(s.xj))
 }
 
 // Drop lets s's buffers go.
 func (s *MultiScratch) Drop() {
 	s.canvas, s.mix, s.cut, s.cpMask, s.cpImg, s.cpPts = nil, nil, nil, nil, nil, nil
+	s.xa, s.xb, s.xc, s.xj = nil, nil, nil, nil
 }
 
 // Make makes the pixels md drew into img (the sample's size, CHW): its
@@ -612,6 +638,11 @@ func (md *MultiDraw) Make(img kernels.Planes, l Loader, s *MultiScratch) error {
 			return fmt.Errorf("mixup partner (sample %d): %w", md.Pres[PreMix].Self, err)
 		}
 		cv.MixUp(img, mc, md.MixR, cv.Instances{}, cv.Instances{})
+	}
+	if md.XOK {
+		if err := md.makeYOLOX(img, l, s); err != nil {
+			return fmt.Errorf("yolox mixup partner (sample %d): %w", md.XIdx, err)
+		}
 	}
 	if md.CutOK { // the partner's pixels in the area chosen (CutMix.apply_image)
 		cc := scratchPlanes(&s.cut, img.W, img.H)

@@ -24,7 +24,8 @@ import (
 // clipped to it; the keypoints through M, those leaving the output made
 // invisible, clipped; box_candidates, of area ratio 0.01 with segments,
 // drops the instance whole), MixUp.apply_instances and
-// CutMix.apply_instances (the partner's after the sample's).
+// CutMix.apply_instances (the partner's after the sample's); and YOLOX's
+// MixUp's, its partner's boxes after the sample's (yoloxInstances).
 
 // PerspInstances is a mosaic's instances through the
 // YOLORandomPerspective after it, if any (its draw pp):
@@ -51,6 +52,9 @@ func (md *MultiDraw) Instances(ds Targeted, contiguous bool) (cv.Instances, int,
 		md.cl = contiguous
 	}
 	all, p, err := md.multiInstances(ds)
+	if err == nil && md.XOK {
+		all, err = md.yoloxInstances(ds, all)
+	}
 	if err != nil || !md.CutOK {
 		return all, p, err
 	}

@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["AnyResResize", "NaFlexResize", "PadToSquare", "RandomChannelPermutation", "RandomRotate90", "SmartResize", "TileResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
+__all__ = ["AnyResResize", "NaFlexResize", "PadToSquare", "RandomChannelPermutation", "RandomRotate90", "SmartResize", "TileResize", "YOLOCopyPaste", "YOLOCutMix", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective", "YOLOXMixUp"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AnyResResize": (
@@ -319,6 +319,10 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("perspective", "float", "0.0", False, 0, 0.01),
         Param("size", "size", "None", False, 1, 4096),
     ),
+    "YOLOXMixUp": (
+        Param("p", "float", "1", False, 0, 1),
+        Param("mixup_scale", "range", "(0.5, 1.5)", False, 0.01, 4),
+    ),
 }
 
 
@@ -482,5 +486,15 @@ class YOLORandomPerspective(NamedOp):
         super().__init__(degrees=degrees, translate=translate, scale=scale, shear=shear, perspective=perspective, size=size)
 
 
+class YOLOXMixUp(NamedOp):
+    """YOLOX's MixUp (MosaicDetection.mixup), after a YOLOMosaic's YOLORandomPerspective: with probability p, a sample with boxes is averaged with another image drawn from the dataset, loaded to fit the sample's size (YOLOX's load_resized_img), pasted on a canvas of 114, scaled by a factor drawn in mixup_scale, mirrored half the time and cropped at a drawn offset; its boxes moved so and clipped follow the sample's."""
+
+    _name = "YOLOXMixUp"
+    _params = SCHEMA["YOLOXMixUp"]
+
+    def __init__(self, p: Any = 1, mixup_scale: Any = (0.5, 1.5)) -> None:
+        super().__init__(p=p, mixup_scale=mixup_scale)
+
+
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"AnyResResize": AnyResResize, "NaFlexResize": NaFlexResize, "PadToSquare": PadToSquare, "RandomChannelPermutation": RandomChannelPermutation, "RandomRotate90": RandomRotate90, "SmartResize": SmartResize, "TileResize": TileResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
+NAMED: Dict[str, Any] = {"AnyResResize": AnyResResize, "NaFlexResize": NaFlexResize, "PadToSquare": PadToSquare, "RandomChannelPermutation": RandomChannelPermutation, "RandomRotate90": RandomRotate90, "SmartResize": SmartResize, "TileResize": TileResize, "YOLOCopyPaste": YOLOCopyPaste, "YOLOCutMix": YOLOCutMix, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective, "YOLOXMixUp": YOLOXMixUp}

@@ -13,7 +13,7 @@ import (
 // file in package cv.
 func TestCaseNames(t *testing.T) {
 	want := []string{"copypaste", "hsv", "letterbox", "mixup", "mosaic", "perspective", "perspective_matrix",
-		"polygons2masks", "polygons2masks_overlap", "resize", "warp_affine", "warp_perspective"}
+		"polygons2masks", "polygons2masks_overlap", "resize", "warp_affine", "warp_perspective", "yolox_mixup"}
 	if got := cv.CaseNames(); !slices.Equal(got, want) {
 		t.Fatalf("cv.CaseNames() = %v, want %v", got, want)
 	}
