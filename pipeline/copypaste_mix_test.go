@@ -118,35 +118,42 @@ var pastedFlip = regexp.MustCompile(`"copy_paste":[1-9]`)
 type countMem struct {
 	segMem
 	reads *int
+	boxes bool // boxes alone, no polygons (YOLOX's MixUp moves boxes alone)
 }
 
 func (d countMem) UltralyticsTargets(i, w, h int, t *transform.Instances) error {
 	*d.reads++
+	if d.boxes {
+		return d.SourceTargets(i, w, h, t)
+	}
 	return d.segMem.UltralyticsTargets(i, w, h, t)
 }
 
-// TestMultiPlan: a mosaic sample whose CopyPaste, MixUp and CutMix draw
-// against its labels is planned from its files' headers and its labels
-// alone (transform.PlanMulti, no decode), and that plan is what its
-// decode made: the same trace. Its images' labels are read once, for
-// its plan and its targets together: once per image its mosaics read (the
-// sample's, its partners'), never again after the decode. Without labels,
-// a CopyPaste or a CutMix is refused, named.
+// TestMultiPlan: a mosaic sample whose CopyPaste, MixUp, CutMix or YOLOX
+// MixUp draw against its labels is planned from its files' headers and
+// its labels alone (transform.PlanMulti, no decode), and that plan is
+// what its decode made: the same trace. Its images' labels are read once,
+// for its plan and its targets together: once per image its mosaics read
+// (the sample's, its partners', a YOLOX MixUp's partner's), never again
+// after the decode. Without labels, a CopyPaste, a CutMix or a YOLOX
+// MixUp is refused, named.
 func TestMultiPlan(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	mo := ops.Op{Kind: transform.OpMosaic, P: 1, Args: &transform.MosaicArgs{ImgSz: 48, N: 4}}
 	persp := ops.Op{Kind: transform.OpYOLORandomPerspective, Args: &transform.YOLOPerspectiveArgs{Scale: 0.5, Translate: 0.1, Size: [2]int{48, 48}}}
 	mix, cut := ops.Op{Kind: transform.OpMixUp, P: 1}, ops.Op{Kind: transform.OpCutMix, P: 1, Args: &transform.CutMixArgs{Beta: 1, Areas: 8}}
+	yolox := ops.Op{Kind: transform.OpYOLOXMixUp, P: 1, Args: &transform.YOLOXMixUpArgs{Scale: [2]float64{0.5, 1.5}}}
 	for name, list := range map[string][]ops.Op{
 		"flip":  {mo, {Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "flip"}}, persp, mix, cut},
 		"mixup": {mo, persp, {Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "mixup"}}, mix, cut},
+		"yolox": {mo, persp, yolox},
 	} {
 		tr, err := transform.NewTransform(transform.CHW, list...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		reads := 0
-		ds := countMem{segMem{yoloMem: yoloMem{memDataset{files}, -1}}, &reads}
+		ds := countMem{segMem{yoloMem: yoloMem{memDataset{files}, -1}}, &reads, name == "yolox"}
 		fs, err := dataset.NewFieldSet(ds, []string{transform.FieldTargets}, 1<<20, "mosaic")
 		if err != nil {
 			t.Fatal(err)
@@ -196,6 +203,7 @@ func TestMultiPlan(t *testing.T) {
 	for want, list := range map[string][]ops.Op{
 		"YOLOCopyPaste": {mo, {Kind: transform.OpCopyPaste, P: 1, Args: &transform.CopyPasteArgs{Mode: "flip"}}, persp},
 		"YOLOCutMix":    {mo, persp, cut},
+		"YOLOXMixUp":    {mo, persp, yolox},
 	} {
 		tr, err := transform.NewTransform(transform.CHW, list...)
 		if err != nil {

@@ -219,9 +219,9 @@ func scratchBound(t *transform.Transform, multi, cached, goCanvas bool, w, h int
 		// at the output's size.
 		if !cached {
 			p.imgs = mr.Images
-			if mr.Whole { // a partner loaded whole, in an image's place
-				p.imgs += 3 * max(src, ppx)
-			}
+		}
+		if mr.Whole { // a partner loaded whole: in an image's place, or the partner cache's (new memory where over its budget)
+			p.imgs += 3 * max(src, ppx)
 		}
 		p.full, p.canvas, p.others = 3*max(src, ppx), mr.Canvas, mr.Partners
 	} else if at.YOLOSide > 0 {

@@ -2,9 +2,10 @@ package transform
 
 // The multi-image family's ops (ultralytics' Mosaic, MixUp, CopyPaste and
 // CutMix; YOLOX's MixUp is op_yoloxmix.go's): their kinds, Defs and
-// placers, each one's checks where it stands, its stop_epoch, the draws it makes from a sample's key, its
-// partners and their keys, its cost and its room. A sample's plan and its
-// making are op_multi.go's, its targets' moves op_multi_targets.go's.
+// placers, each one's checks where it stands, its stop_epoch, the draws
+// it makes from a sample's key, its partners and their keys, its cost and
+// its room. A sample's plan and its making are op_multi.go's, its
+// targets' moves op_multi_targets.go's.
 //
 // Mosaic: ultralytics' (8.4.190) Mosaic of 4 or 9 images, the sample's
 // own and partners drawn from the dataset, as a geometry op: each image
@@ -151,7 +152,7 @@ func init() {
 		if op.Kind == OpYOLORandomPerspective || op.Kind == OpYOLOXMixUp || slices.Contains(YOLOStopOps, op.Kind) {
 			return nil
 		}
-		return transformErr("op %d (%s) after a YOLOMosaic is not supported: the mosaic's geometry is ultralytics' v8_transforms' (YOLOMosaic, YOLOCopyPaste, YOLORandomPerspective, YOLOMixUp, YOLOCutMix), and its size is theirs", n, op.Kind)
+		return transformErr("op %d (%s) after a YOLOMosaic is not supported: the mosaic's geometry is ultralytics' v8_transforms' (YOLOMosaic, YOLOCopyPaste, YOLORandomPerspective, YOLOMixUp, YOLOCutMix) or YOLOX's (YOLOXMixUp after the perspective), and its size is theirs", n, op.Kind)
 	}))
 	definePlacer(OpMixUp, placeAt(func(t *Transform, op *optab.Op, n int) error {
 		if err := t.checkMixUp(op, n); err != nil {
@@ -534,11 +535,11 @@ func CopyPasteKey(k det.Key, j int) det.Key {
 // and a CopyPaste in mixup mode's), then, when its MixUp is drawn, the
 // MixUp's partner and that one's pre_transform's, then a YOLOX MixUp's
 // one image, then a CutMix's partner and its pre_transform's. Nil when t
-// has no Mosaic then. They are read, not consumed: pure functions of the key (the
-// seed, epoch, index, view and copy), drawn from streams of their own,
-// so the epoch's plan is untouched (every index is still the primary
-// sample exactly once an epoch) and a sample's mosaic is the same on any
-// topology and across a resume.
+// has no Mosaic then. They are read, not consumed: pure functions of the
+// key (the seed, epoch, index, view and copy), drawn from streams of
+// their own, so the epoch's plan is untouched (every index is still the
+// primary sample exactly once an epoch) and a sample's mosaic is the same
+// on any topology and across a resume.
 func (t *Transform) multiPartners(k det.Key, size int, buf []int) []int {
 	t = t.AtEpoch(k.Epoch)
 	if t.mosaic == nil || size < 1 || !t.mosaicOn(k) {

@@ -103,6 +103,9 @@ type MultiDraw struct {
 	XIdx   int
 	XM     cv.YOLOXMix
 	xData  []byte
+	// xIn is the partner's boxes, moved, once read (haveX).
+	xIn   cv.Instances
+	haveX bool
 	// src is what draw draws from, while it draws; cl the labels the
 	// instances were read with; lab and ins the reads' scratch.
 	src MultiSource

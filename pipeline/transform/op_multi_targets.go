@@ -49,6 +49,7 @@ func (md *MultiDraw) Instances(ds Targeted, contiguous bool) (cv.Instances, int,
 		for i := range md.Pres {
 			md.Pres[i].haveIn, md.Pres[i].haveOut = false, false
 		}
+		md.haveX = false
 		md.cl = contiguous
 	}
 	all, p, err := md.multiInstances(ds)

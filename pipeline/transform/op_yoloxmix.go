@@ -96,7 +96,7 @@ func (t *Transform) yoloxMixOn(k det.Key) (bool, det.RNG) {
 // not len(mosaic_labels) == 0), of boxes alone: YOLOX's labels have no
 // polygons or keypoints.
 func (md *MultiDraw) drawYOLOX(t *Transform, k det.Key, h *handed, w, ht int) error {
-	md.X, md.XOK = false, false
+	md.X, md.XOK, md.haveX = false, false, false
 	on, r := t.yoloxMixOn(k)
 	if !on {
 		return nil
@@ -136,8 +136,10 @@ func (md *MultiDraw) drawYOLOX(t *Transform, k det.Key, h *handed, w, ht int) er
 	if len(in.Segments) > 0 || len(in.Keypoints) > 0 {
 		return fmt.Errorf("%w: YOLOXMixUp moves boxes alone (YOLOX's labels): a dataset with polygons or keypoints is not supported", errs.Unsupported)
 	}
-	md.XOK = len(in.Boxes) > 0
-	return nil
+	if md.XOK = len(in.Boxes) > 0; md.XOK { // the partner's boxes, read now: its labels once, with the plan
+		_, err = md.yoloxBoxes(ds)
+	}
+	return err
 }
 
 // makeYOLOX mixes the YOLOX MixUp's partner into img: loaded whole (a
@@ -163,9 +165,22 @@ func (md *MultiDraw) makeYOLOX(img kernels.Planes, l Loader, s *MultiScratch) er
 }
 
 // yoloxInstances is the sample's instances all, then the YOLOX MixUp
-// partner's boxes (of ds's labels in pixels of its decoded size), moved
-// as MosaicDetection.mixup moves them (cv.YOLOXMixBoxes), and classes.
+// partner's boxes (yoloxBoxes).
 func (md *MultiDraw) yoloxInstances(ds Targeted, all cv.Instances) (cv.Instances, error) {
+	two, err := md.yoloxBoxes(ds)
+	if err != nil {
+		return all, err
+	}
+	return cv.Concat(all, two), nil
+}
+
+// yoloxBoxes is the YOLOX MixUp partner's boxes (of ds's labels in
+// pixels of its decoded size) moved as MosaicDetection.mixup moves them
+// (cv.YOLOXMixBoxes), and classes: read once, with the plan's draw.
+func (md *MultiDraw) yoloxBoxes(ds Targeted) (cv.Instances, error) {
+	if md.haveX {
+		return md.xIn, nil
+	}
 	m := &md.XM
 	tg := &md.lab
 	tg.Reset()
@@ -177,11 +192,12 @@ func (md *MultiDraw) yoloxInstances(ds Targeted, all cv.Instances) (cv.Instances
 		err = ds.SourceTargets(md.XIdx, m.W0, m.H0, tg)
 	}
 	if err != nil {
-		return all, fmt.Errorf("yolox mixup partner (sample %d): %w", md.XIdx, err)
+		return cv.Instances{}, fmt.Errorf("yolox mixup partner (sample %d): %w", md.XIdx, err)
 	}
 	if len(tg.Segments) > 0 || tg.P > 0 {
-		return all, fmt.Errorf("%w: yolox mixup partner (sample %d): YOLOXMixUp moves boxes alone (YOLOX's labels): a dataset with polygons or keypoints is not supported", errs.Unsupported, md.XIdx)
+		return cv.Instances{}, fmt.Errorf("%w: yolox mixup partner (sample %d): YOLOXMixUp moves boxes alone (YOLOX's labels): a dataset with polygons or keypoints is not supported", errs.Unsupported, md.XIdx)
 	}
-	two := cv.Instances{Boxes: cv.YOLOXMixBoxes(nil, tg.Boxes, m), Cls: append([]int64{}, tg.Labels...)}
-	return cv.Concat(all, two), nil
+	md.xIn = cv.Instances{Boxes: cv.YOLOXMixBoxes(md.xIn.Boxes[:0], tg.Boxes, m), Cls: append(md.xIn.Cls[:0], tg.Labels...)}
+	md.haveX = true
+	return md.xIn, nil
 }
