@@ -702,7 +702,7 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 	}
 	if op := t.yoloxMix; op != nil { // YOLOX's MixUp: its partner read and decoded whole (a hit in the mean), resized twice, the jit's resize of up to hi^2 the output, the canvas and the mix
 		hi := t.yoloxArgs.Scale[1]
-		made := float64(YOLOResizeNs*float64(px*float64(2+hi*hi))) + float64(CanvasOutNs*float64(3*px))
+		made := float64(YOLOResizeNs*float64(px*float64(2+float64(hi*hi)))) + float64(CanvasOutNs*float64(3*px))
 		mean += float64(op.P * float64(SampleNs+made))
 		worst += load + made
 	}
