@@ -8,6 +8,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
+	optab "github.com/stoker-dev/stoker/pipeline/ops"
 	"github.com/stoker-dev/stoker/pipeline/transform"
 )
 
@@ -40,6 +41,27 @@ func TestYOLOXMixUpPartners(t *testing.T) {
 	r, ok := tr.MultiRoom()
 	if !ok || !r.Whole || r.Partners < 3*3*32*32+3*48*48 {
 		t.Fatalf("room %+v (ok %v): want a partner loaded whole, its resizes, its canvas and its jit's", r, ok)
+	}
+	// A stop_epoch that switches the Mosaic off (close_mosaic) ends the
+	// YOLOX MixUp with it, as YOLOX's close_mosaic does: no partner; one
+	// that switches the YOLOX MixUp off alone leaves the Mosaic's three.
+	for _, c := range []struct {
+		off  []optab.OpKind
+		want int
+	}{{[]optab.OpKind{transform.OpMosaic}, 0}, {[]optab.OpKind{transform.OpYOLOXMixUp}, 3}} {
+		st, err := tr.WithStopEpoch(2, c.off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 50 {
+			k := det.Key{Seed: 3, Epoch: 2, Index: uint64(i)}
+			if ps := st.PartnersOf(k, n); len(ps) != c.want {
+				t.Fatalf("%v off at epoch 2: sample %d has partners %v, want %d", c.off, i, ps, c.want)
+			}
+		}
+		if r, ok := st.AtEpoch(2).MultiRoom(); ok && r.Whole {
+			t.Fatalf("%v off: the YOLOX MixUp's room is still counted", c.off)
+		}
 	}
 }
 
