@@ -8,8 +8,9 @@ consumed: every index is a primary sample exactly once an epoch."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List, Tuple
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from stoker._local import LocalServer
 from ultralytics.cfg import DEFAULT_CFG  # noqa: E402
 from ultralytics.data import augment  # noqa: E402
 from ultralytics.data.dataset import YOLODataset  # noqa: E402
-from yolo_replay import assert_served, finish, mixup, mosaic, mosaic_of, served_bgr, warp  # noqa: E402
+from yolo_replay import assert_served, finish, mixup, mosaic, mosaic_of, mosaic_warped, served_bgr, warp  # noqa: E402
 
 N = 14
 IMGSZ = 160
@@ -49,10 +50,13 @@ def make_yolo_pngs(root: Path, n: int = N, seed: int = 0) -> None:
     (root / "data.yaml").write_text("path: .\ntrain: images/train\nval: images/train\nnames:\n  0: a\n  1: b\n  2: c\n")
 
 
-@pytest.fixture(scope="module")
-def yolo_png(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory):
+@contextlib.contextmanager
+def served_yolo_pngs(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory, n: int = N, imgsz: int = IMGSZ,
+                     seed: int = 0) -> Iterator[Tuple[str, YOLODataset]]:
+    """make_yolo_pngs served as dataset "y" (with its data.yaml), and
+    ultralytics' YOLODataset of the same files at imgsz: (address, dataset)."""
     root = tmp_path_factory.mktemp("yolo-png")
-    make_yolo_pngs(root)
+    make_yolo_pngs(root, n, seed)
     srv = LocalServer(str(stoker_bin), {"y": str(root / "images" / "train")}, workers=2,
                       args=["--grace", "1s", "--annotations", f"y={root / 'data.yaml'}"],
                       log_path=str(tmp_path_factory.mktemp("log") / "server.log"))
@@ -60,9 +64,15 @@ def yolo_png(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory):
         # ultralytics' dataset of the same files, opened after the server
         # read the labels (it writes its labels cache beside them).
         ds = YOLODataset(img_path=str(root / "images" / "train"), data={"names": {0: "a", 1: "b", 2: "c"}, "channels": 3},
-                         imgsz=IMGSZ, augment=True, hyp=DEFAULT_CFG)
-        assert len(ds) == N
+                         imgsz=imgsz, augment=True, hyp=DEFAULT_CFG)
+        assert len(ds) == n
         yield srv.addr, ds
+
+
+@pytest.fixture(scope="module")
+def yolo_png(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory):
+    with served_yolo_pngs(stoker_bin, tmp_path_factory) as served:
+        yield served
 
 
 @pytest.mark.parametrize("n", [4, 9])
@@ -188,9 +198,7 @@ def test_mixup_after_perspective_is_ultralytics(yolo_png, monkeypatch: pytest.Mo
             images, targets, indices = b
             for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
                 trace = b.trace[i]
-                (op, m), (op1, pa) = trace[0], trace[1]
-                assert op == "yolo_mosaic" and op1 == "yolo_random_perspective", trace
-                want = warp(augment.RandomPerspective(**hyp), pa, mosaic_of(ds, idx, m, IMGSZ, monkeypatch), monkeypatch)
+                want = mosaic_warped(ds, idx, trace, hyp, IMGSZ, monkeypatch)
                 if len(trace) > 2:
                     op2, mx = trace[2]
                     assert op2 == "yolo_mixup", trace

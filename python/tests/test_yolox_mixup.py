@@ -20,19 +20,18 @@ import pytest
 
 import stoker
 from stoker import transforms as T
-from stoker._local import LocalServer
 
-from ultralytics.cfg import DEFAULT_CFG  # noqa: E402
-from ultralytics.data import augment  # noqa: E402
 from ultralytics.data.dataset import YOLODataset  # noqa: E402
 from ultralytics.utils.instance import Instances  # noqa: E402
-from test_yolo_mosaic import make_yolo_pngs  # noqa: E402
+from test_yolo_mosaic import served_yolo_pngs  # noqa: E402
 from yolo_bridge import from_wire, labels_to_wire, run_cv, to_wire  # noqa: E402
-from yolo_replay import assert_served, mosaic_of, served_bgr, warp  # noqa: E402
+from yolo_replay import assert_served, mosaic_warped, served_bgr  # noqa: E402
 
 N = 14
 IMGSZ = 160
 HYP = dict(degrees=0.0, translate=0.1, scale=0.5, shear=0.0, perspective=0.0, size=(IMGSZ, IMGSZ))
+REPO = Path(__file__).resolve().parents[2]
+PHOTOS = sorted((REPO / "testdata" / "photos").glob("*/*.jpg"))
 
 
 # YOLOX's yolox/utils/boxes.py adjust_box_anns and
@@ -212,16 +211,8 @@ def forced_mixup(ref: MosaicDetection, img: np.ndarray, origin: np.ndarray, mx: 
 
 @pytest.fixture(scope="module")
 def yolo_png(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    root = tmp_path_factory.mktemp("yolox-png")
-    make_yolo_pngs(root, N, seed=3)
-    srv = LocalServer(str(stoker_bin), {"y": str(root / "images" / "train")}, workers=2,
-                      args=["--grace", "1s", "--annotations", f"y={root / 'data.yaml'}"],
-                      log_path=str(tmp_path_factory.mktemp("log") / "server.log"))
-    with srv:
-        ds = YOLODataset(img_path=str(root / "images" / "train"), data={"names": {0: "a", 1: "b", 2: "c"}, "channels": 3},
-                         imgsz=IMGSZ, augment=True, hyp=DEFAULT_CFG)
-        assert len(ds) == N
-        yield srv.addr, ds
+    with served_yolo_pngs(stoker_bin, tmp_path_factory, N, IMGSZ, seed=3) as served:
+        yield served
 
 
 def yolox_mixup(ds: YOLODataset, want: Dict[str, Any], mx: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Dict[str, Any]:
@@ -254,9 +245,7 @@ def test_yolox_mixup_is_yoloxs(yolo_png, monkeypatch: pytest.MonkeyPatch) -> Non
                 assert images.shape[1:] == (3, IMGSZ, IMGSZ)
                 for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
                     trace = b.trace[i]
-                    (op, m), (op1, pa) = trace[0], trace[1]
-                    assert op == "yolo_mosaic" and op1 == "yolo_random_perspective", trace
-                    want = warp(augment.RandomPerspective(**HYP), pa, mosaic_of(ds, idx, m, IMGSZ, monkeypatch), monkeypatch)
+                    want = mosaic_warped(ds, idx, trace, HYP, IMGSZ, monkeypatch)
                     if len(trace) > 2:
                         op2, mx = trace[2]
                         assert op2 == "yolox_mixup" and 0.5 <= mx["jit"] < 1.5, trace
@@ -286,9 +275,6 @@ def test_yolox_mixup_placement_is_checked(yolo_png) -> None:
             with stoker.Loader(addr, "y", batch_size=2, transform=tf, targets=True, pin_memory=False, timeout=60) as ld:
                 next(iter(ld))
 
-
-REPO = Path(__file__).resolve().parents[2]
-PHOTOS = sorted((REPO / "testdata" / "photos").glob("*/*.jpg"))
 
 
 def test_yolox_mixup_kernel_on_photos(stoker_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -78,6 +78,16 @@ def warp(op: augment.RandomPerspective, args: Dict[str, Any], labels: Dict[str, 
     return forced(monkeypatch, op, labels, persp_draws(args), exact=True)
 
 
+def mosaic_warped(ds: Any, idx: int, trace: List[Any], hyp: Dict[str, Any], imgsz: int,
+                  monkeypatch: pytest.MonkeyPatch) -> Dict[str, Any]:
+    """Sample idx through ultralytics' Mosaic and RandomPerspective(**hyp)
+    with the draws of its trace's first two entries (yolo_mosaic, then
+    yolo_random_perspective)."""
+    (op, m), (op1, pa) = trace[0], trace[1]
+    assert op == "yolo_mosaic" and op1 == "yolo_random_perspective", trace
+    return warp(augment.RandomPerspective(**hyp), pa, mosaic_of(ds, idx, m, imgsz, monkeypatch), monkeypatch)
+
+
 _argsort = np.argsort
 
 
