@@ -178,16 +178,7 @@ func (md *MultiDraw) mosaicInstances(ds Targeted, m *MosaicDraw) (cv.Instances, 
 	tg := &md.lab
 	p := -1
 	for j, i := range m.Idx {
-		w, h := m.Sizes[j][0], m.Sizes[j][1]
-		tg.Reset()
-		tg.WantMasks, tg.ContiguousLabels = false, md.cl
-		var err error
-		if u, ok := ds.(dataset.UltralyticsTargeted); ok {
-			err = u.UltralyticsTargets(i, w, h, tg)
-		} else {
-			err = ds.SourceTargets(i, w, h, tg)
-		}
-		if err != nil {
+		if err := md.imageLabels(ds, i, m.Sizes[j][0], m.Sizes[j][1]); err != nil {
 			return cv.Instances{}, 0, partnerErr(j, m, err)
 		}
 		if p >= 0 && tg.P != p {
@@ -200,6 +191,20 @@ func (md *MultiDraw) mosaicInstances(ds Targeted, m *MosaicDraw) (cv.Instances, 
 		return cv.Instances{}, 0, errMixedSegments(m.Idx)
 	}
 	return cv.MosaicInstances(md.ins, m.Tiles, m.Imgsz), max(p, 0), nil
+}
+
+// imageLabels reads image i's labels of ds at its w x h into md.lab
+// (reset): a YOLO dataset's from its normalized labels with ultralytics'
+// arithmetic (UltralyticsTargets), another's its SourceTargets at that
+// size.
+func (md *MultiDraw) imageLabels(ds Targeted, i, w, h int) error {
+	tg := &md.lab
+	tg.Reset()
+	tg.WantMasks, tg.ContiguousLabels = false, md.cl
+	if u, ok := ds.(dataset.UltralyticsTargeted); ok {
+		return u.UltralyticsTargets(i, w, h, tg)
+	}
+	return ds.SourceTargets(i, w, h, tg)
 }
 
 // cvMosaicInstances is t as ultralytics' Instances (cv.Instances): its

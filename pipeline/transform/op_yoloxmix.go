@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/det"
 	"github.com/stoker-dev/stoker/pipeline/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
@@ -182,18 +181,10 @@ func (md *MultiDraw) yoloxBoxes(ds Targeted) (cv.Instances, error) {
 		return md.xIn, nil
 	}
 	m := &md.XM
-	tg := &md.lab
-	tg.Reset()
-	tg.WantMasks, tg.ContiguousLabels = false, md.cl
-	var err error
-	if u, ok := ds.(dataset.UltralyticsTargeted); ok {
-		err = u.UltralyticsTargets(md.XIdx, m.W0, m.H0, tg)
-	} else {
-		err = ds.SourceTargets(md.XIdx, m.W0, m.H0, tg)
-	}
-	if err != nil {
+	if err := md.imageLabels(ds, md.XIdx, m.W0, m.H0); err != nil {
 		return cv.Instances{}, fmt.Errorf("yolox mixup partner (sample %d): %w", md.XIdx, err)
 	}
+	tg := &md.lab
 	if len(tg.Segments) > 0 || tg.P > 0 {
 		return cv.Instances{}, fmt.Errorf("%w: yolox mixup partner (sample %d): YOLOXMixUp moves boxes alone (YOLOX's labels): a dataset with polygons or keypoints is not supported", errs.Unsupported, md.XIdx)
 	}
