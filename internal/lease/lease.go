@@ -42,6 +42,22 @@ type Lease struct {
 	// Errors) are the lease's own, in the lease's order. Every maker
 	// honours it.
 	Place []int
+	// Counted, when set, is for a maker whose Free counts its leases in
+	// flight (a Peer): it calls it once its count holds the lease, before
+	// its Make returns, and not for a lease it turns away as busy. Until
+	// then the coordinator counts the lease against the maker's room
+	// itself; it stops at Counted, or as Make returns. A maker whose Free
+	// counts no leases calls it at once. Calling it again does nothing.
+	// Call it through Count.
+	Counted func()
+}
+
+// Count says that the maker's Free now counts l (Counted), if anyone
+// asked to know.
+func (l *Lease) Count() {
+	if l.Counted != nil {
+		l.Counted()
+	}
 }
 
 // Demand is what a lease says of its job's need: its input stall and its

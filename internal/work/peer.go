@@ -435,6 +435,7 @@ func (p *Peer) Make(ctx context.Context, j *Job, l *lease.Lease, b *pipeline.Bat
 		p.inflight.Add(-1)
 		return lease.Made{}, lease.ErrBusy
 	}
+	l.Count() // Free counts it from here
 	defer p.releasedLease()
 	if p.retired.Load() {
 		// Retire began between the check above and the count: turned

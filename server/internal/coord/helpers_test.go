@@ -157,6 +157,7 @@ func (m *scriptedMaker) Make(ctx context.Context, _ Job, l *lease.Lease, b *pipe
 	i := len(m.got)
 	m.got = append(m.got, gotLease{epoch: l.Epoch, number: l.Number, indices: slices.Clone(l.Indices), start: time.Now(), running: m.pending})
 	m.mu.Unlock()
+	l.Count() // as a Peer: Free counts it from here
 	defer func() {
 		m.mu.Lock()
 		m.pending--

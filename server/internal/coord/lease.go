@@ -195,13 +195,13 @@ func (w *whole) issued(_ time.Time, l *lease.Lease) {
 		l.Keep = c.env.Verifier.Pick(w.m, len(l.Indices), c.j.BatchSize())
 	}
 	c.env.Metrics.Leases.WithLabelValues(w.m.Name()).Inc()
-	w.st.starting.Add(1)
+	l.Counted = w.st.start()
 }
 
 func (w *whole) make(ctx, lctx context.Context, l *lease.Lease, b *batch.Batch) made {
 	c := w.c
-	w.st.starting.Add(-1) // Make counts it from here
 	answer, err := w.m.Make(lctx, c.j, l, b)
+	l.Count() // if its maker did not say
 	checked := w.m.Trusted()
 	switch {
 	case err == nil:

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -18,8 +19,8 @@ type makerBook struct {
 // makerStat is what one job measured of one maker.
 type makerStat struct {
 	inflight int
-	// starting counts the job's leases given to the maker whose Make has
-	// not begun: Free does not count them yet (free).
+	// starting counts the job's leases given to the maker that its Free
+	// does not count yet: from their issue to their Counted (free).
 	starting atomic.Int32
 	rate     float64 // batches per second, EWMA; 0 until measured
 	// fails counts the maker's failures in a row (errors, timeouts,
@@ -166,8 +167,22 @@ func (st *makerStat) known(now time.Time) float64 {
 // leases this job gave it that it has not counted yet. Without them a job
 // leasing several batches at once sent a full worker leases it turned
 // away as busy, and counted them in flight on it, which made the worker
-// look the faster.
-func (st *makerStat) free(m Maker) int { return m.Free() - int(st.starting.Load()) }
+// look the faster. starting is read first: a lease the maker counts
+// before it leaves starting (Counted) is then counted twice for a moment,
+// never not at all.
+func (st *makerStat) free(m Maker) int {
+	starting := int(st.starting.Load())
+	return m.Free() - starting
+}
+
+// start counts a lease issued to the maker in starting, until the maker
+// counts it: the lease's Counted, which the caller also calls as the
+// maker's Make returns. Only the first call counts.
+func (st *makerStat) start() func() {
+	st.starting.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { st.starting.Add(-1) }) }
+}
 
 // onTrial reports whether the maker is not known to make batches for the
 // job at its measured rate: its rate is not known, or its last lease

@@ -1,12 +1,16 @@
 package coord
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stoker-dev/stoker/internal/lease"
+	"github.com/stoker-dev/stoker/pipeline"
 )
 
 // What a job measures of its makers, and what it makes of it: back-off,
@@ -158,6 +162,48 @@ func TestOutrunOnce(t *testing.T) {
 		st.outrun(time.Now(), rec)
 		if d := st.retryAt.Sub(time.Now()); st.fails != 2 || d != backoff(1) {
 			t.Errorf("outrun twice in a row: %d failures, back-off %v; want 2, %v", st.fails, d, backoff(1))
+		}
+	})
+}
+
+// TestRoomCountedOnce: a lease issued to a maker counts against the
+// maker's room in the job's free until the maker counts it itself
+// (lease.Lease.Counted, from its Make), through the turn-aways of a maker
+// that was busy: never twice once the maker counts it, and never not at
+// all in between (a part whose goroutine had started but whose Make had
+// not was counted nowhere: a third part went to a maker of room 2, was
+// turned away as busy, and its lease, late, was hedged).
+func TestRoomCountedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMaker("a", 0)
+		var st makerStat
+		l := &lease.Lease{Counted: st.start()}
+		if f := st.free(m); f != -1 {
+			t.Fatalf("issued to a full maker: free %d, want -1", f)
+		}
+		if _, err := m.Make(t.Context(), nil, l, &pipeline.Batch{}); !errors.Is(err, lease.ErrBusy) {
+			t.Fatalf("Make on a full maker: %v, want busy", err)
+		}
+		if n := st.starting.Load(); n != 1 {
+			t.Fatalf("turned away as busy: starting %d, want the lease still counted", n)
+		}
+		m.capacity.Store(2)
+		done := make(chan error, 1)
+		go func() {
+			_, err := m.Make(t.Context(), nil, l, &pipeline.Batch{})
+			done <- err
+		}()
+		c := m.next(t)
+		if f, n := st.free(m), st.starting.Load(); f != 1 || n != 0 {
+			t.Errorf("while its Make runs: free %d, starting %d; want 1 and 0 (the maker counts it)", f, n)
+		}
+		c.answer <- nil
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		l.Count() // as the coordinator does when Make returns
+		if f, n := st.free(m), st.starting.Load(); f != 2 || n != 0 {
+			t.Errorf("after its Make: free %d, starting %d; want 2 and 0", f, n)
 		}
 	})
 }

@@ -135,6 +135,8 @@ type ofPart struct {
 	// ends); took how long its maker took.
 	b    *batch.Batch
 	took time.Duration
+	// counted ends its count in its maker's starting (makerStat.start).
+	counted func()
 }
 
 // newInParts leases parts of batch number k, its lead (whose stats the
@@ -180,7 +182,7 @@ func (ip *inParts) issued(now time.Time, _ *lease.Lease) {
 		o.out.Store(true)
 		o.b = bs[i]
 		ip.c.parts.leased(p.m, now)
-		o.st.starting.Add(1)
+		o.counted = o.st.start()
 		ip.c.env.Metrics.Leases.WithLabelValues(p.m.Name()).Inc()
 	}
 }
@@ -222,7 +224,7 @@ func (ip *inParts) make(ctx, lctx context.Context, l *lease.Lease, b *batch.Batc
 		o := &ip.of[i]
 		pb := o.b
 		pb.Data = b.Data
-		pl := &lease.Lease{Epoch: l.Epoch, Number: l.Number, Indices: p.idx, Demand: l.Demand, Place: p.pos}
+		pl := &lease.Lease{Epoch: l.Epoch, Number: l.Number, Indices: p.idx, Demand: l.Demand, Place: p.pos, Counted: o.counted}
 		if l.Copies != nil {
 			// A part's samples are at their places in the batch: the
 			// lease's order.
@@ -236,9 +238,9 @@ func (ip *inParts) make(ctx, lctx context.Context, l *lease.Lease, b *batch.Batc
 			pl.Keep = c.env.Verifier.Pick(p.m, len(p.idx), c.j.BatchSize())
 		}
 		go func() {
-			o.st.starting.Add(-1) // Make counts it from here
 			t0 := time.Now()
 			made, err := c.makePart(pctx, p.m, pl, pb)
+			o.counted() // if its maker did not say
 			o.took = time.Since(t0)
 			o.out.Store(false)
 			c.parts.answer(p.m, time.Now())

@@ -48,6 +48,7 @@ func (m *Local) queue(j coord.Job) *ExecJob {
 
 // Make makes l's batch into b on j's queue, at the lease's places.
 func (m *Local) Make(ctx context.Context, j coord.Job, l *lease.Lease, b *pipeline.Batch) (lease.Made, error) {
+	l.Count() // Free counts no lease: its slots are the queues'
 	return lease.Made{}, m.queue(j).Fill(ctx, l, b)
 }
 
