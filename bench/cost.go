@@ -262,7 +262,7 @@ func runCost(args []string) error {
 			{"PhotometricDistort(p=1) + IoUCrop + Resize(640)", []opspkg.Op{pd, iou, resize}},
 			{"ScaleJitter(640) + FixedSizeCrop(640)", []opspkg.Op{
 				{Kind: transform.OpScaleJitter, Size: [2]int{640, 640}, Args: &transform.ScaleJitterArgs{Scale: [2]float64{0.1, 2}}},
-				{Kind: transform.OpFixedSizeCrop, Size: [2]int{640, 640}, Fill: [3]float64{123, 117, 104}}}},
+				{Kind: transform.OpFixedSizeCrop, Size: [2]int{640, 640}, Args: &transform.FixedSizeCropArgs{Filling: opspkg.Filling{Fill: [3]float64{123, 117, 104}}}}}},
 		} {
 			t, err := transform.NewTransform(transform.CHW, x.ops...)
 			if err != nil {
@@ -340,7 +340,7 @@ func runCost(args []string) error {
 	if tg, ok := boxes.(*dataset.COCODataset); ok {
 		rot := opspkg.Op{Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{-30, 30}}}
 		rot255 := rot
-		rot255.FillTyped, rot255.FillMask = true, 255
+		rot255.Args = &transform.RotationArgs{Degrees: [2]float64{-30, 30}, Filling: opspkg.Filling{FillTyped: true, FillMask: 255}}
 		resize := opspkg.Op{Kind: transform.OpResize, Size: [2]int{480, 480}}
 		for _, x := range []struct {
 			name string

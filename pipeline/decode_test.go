@@ -488,10 +488,10 @@ func TestExactRandomCrop(t *testing.T) {
 	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout transform.Layout, full []byte) {
 		for _, op := range []opspkg.Op{
 			{Kind: transform.OpRandomCrop, Size: [2]int{32, 32}},
-			{Kind: transform.OpRandomCrop, Size: [2]int{40, 40}, Fill: fill, Args: &transform.RandomCropArgs{Padding: [4]int{4, 4, 4, 4}}},
-			{Kind: transform.OpRandomCrop, Size: [2]int{50, 70}, Fill: fill, Args: &transform.RandomCropArgs{PadIfNeeded: true}},
+			{Kind: transform.OpRandomCrop, Size: [2]int{40, 40}, Args: &transform.RandomCropArgs{Padding: [4]int{4, 4, 4, 4}, Filling: opspkg.Filling{Fill: fill}}},
+			{Kind: transform.OpRandomCrop, Size: [2]int{50, 70}, Args: &transform.RandomCropArgs{PadIfNeeded: true, Filling: opspkg.Filling{Fill: fill}}},
 			{Kind: transform.OpRandomCrop, Size: [2]int{44, 30}, Args: &transform.RandomCropArgs{Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true}},
-			{Kind: transform.OpRandomCrop, Size: [2]int{20, 20}, Fill: fill, Args: &transform.RandomCropArgs{Padding: [4]int{90, 3, 0, 5}}},
+			{Kind: transform.OpRandomCrop, Size: [2]int{20, 20}, Args: &transform.RandomCropArgs{Padding: [4]int{90, 3, 0, 5}, Filling: opspkg.Filling{Fill: fill}}},
 		} {
 			for _, flip := range []bool{false, true} {
 				ops := []opspkg.Op{op}
@@ -531,7 +531,7 @@ func TestExactRandomCrop(t *testing.T) {
 			}
 		}
 	})
-	if _, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpRandomCrop, Size: [2]int{8, 8}, Fill: [3]float64{1.5}}); !errors.Is(err, errs.Unsupported) {
+	if _, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpRandomCrop, Size: [2]int{8, 8}, Args: &transform.RandomCropArgs{Filling: opspkg.Filling{Fill: [3]float64{1.5}}}}); !errors.Is(err, errs.Unsupported) {
 		t.Errorf("fill 1.5: %v, want refused", err)
 	}
 	tr := mustTransform(t, transform.CHW, opspkg.Op{Kind: transform.OpRandomCrop, Size: [2]int{100, 100}})
@@ -551,12 +551,12 @@ func TestExactPad(t *testing.T) {
 	src := testPicture(61, 40)
 	fill := [3]float64{10, 20, 30}
 	pad := func(l, t, r, b int, f [3]float64) opspkg.Op {
-		return opspkg.Op{Kind: transform.OpPad, Fill: f, Args: &transform.PadArgs{Padding: [4]int{l, t, r, b}}}
+		return opspkg.Op{Kind: transform.OpPad, Args: &transform.PadArgs{Padding: [4]int{l, t, r, b}, Filling: opspkg.Filling{Fill: f}}}
 	}
 	cases := [][]opspkg.Op{
 		// CIFAR's recipe: Pad(4), RandomCrop(32)
 		{pad(4, 4, 4, 4, [3]float64{}), {Kind: transform.OpRandomCrop, Size: [2]int{40, 40}}},
-		{pad(3, 0, 9, 2, fill), {Kind: transform.OpRandomCrop, Size: [2]int{50, 70}, Fill: fill, Args: &transform.RandomCropArgs{PadIfNeeded: true}}},
+		{pad(3, 0, 9, 2, fill), {Kind: transform.OpRandomCrop, Size: [2]int{50, 70}, Args: &transform.RandomCropArgs{PadIfNeeded: true, Filling: opspkg.Filling{Fill: fill}}}},
 		{pad(90, 3, 0, 5, fill), {Kind: transform.OpRandomCrop, Size: [2]int{20, 20}}},
 		{pad(5, 6, 7, 8, fill), {Kind: transform.OpCenterCrop, Size: [2]int{30, 50}}},         // inside the image
 		{pad(5, 6, 7, 8, fill), {Kind: transform.OpCenterCrop, Size: [2]int{52, 71}}},         // into the padding
@@ -564,7 +564,7 @@ func TestExactPad(t *testing.T) {
 		// after the crop: a crop inside the image, one padded with the
 		// same fill, a CenterCrop past the image (zeros) then Pad(0)
 		{{Kind: transform.OpRandomCrop, Size: [2]int{30, 30}}, pad(2, 3, 4, 5, fill)},
-		{{Kind: transform.OpRandomCrop, Size: [2]int{44, 30}, Fill: fill, Args: &transform.RandomCropArgs{Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true}}, pad(6, 0, 1, 7, fill)},
+		{{Kind: transform.OpRandomCrop, Size: [2]int{44, 30}, Args: &transform.RandomCropArgs{Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true, Filling: opspkg.Filling{Fill: fill}}}, pad(6, 0, 1, 7, fill)},
 		{{Kind: transform.OpCenterCrop, Size: [2]int{30, 50}}, pad(3, 3, 3, 3, fill)},
 		{{Kind: transform.OpCenterCrop, Size: [2]int{47, 70}}, pad(1, 2, 3, 4, [3]float64{})},
 		// both sides of the crop
@@ -590,7 +590,7 @@ func TestExactPad(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if p := ops[0]; p.Kind == transform.OpPad && (steps[0].Fn != fn.Pad || [4]int(steps[0].I[:4]) != opspkg.ArgsOf[transform.PadArgs](&p).Padding || steps[0].Fill != p.Fill) {
+					if p := ops[0]; p.Kind == transform.OpPad && (steps[0].Fn != fn.Pad || [4]int(steps[0].I[:4]) != opspkg.ArgsOf[transform.PadArgs](&p).Padding || steps[0].Fill != opspkg.FillOf(&p).Fill) {
 						t.Fatalf("%s: trace %s does not start with the Pad", opspkg.OpsString(ops), trace)
 					}
 					want, _, _ := padCropReference(full, 61, 40, steps, layout)

@@ -103,7 +103,7 @@ func TestLSJEdges(t *testing.T) {
 		for _, sr := range [][2]float64{{1e-9, 1e-9}, {0.1, 2}, {transform.MaxJitter, transform.MaxJitter}} {
 			for _, crop := range []int{1, 17, opspkg.MaxSide} {
 				tr, err := transform.NewTransform(transform.CHW, opspkg.Op{Kind: transform.OpScaleJitter, Size: [2]int{target, target}, Args: &transform.ScaleJitterArgs{Scale: sr}},
-					opspkg.Op{Kind: transform.OpFixedSizeCrop, Size: [2]int{crop, crop}, Fill: [3]float64{255, 0, 7}}, opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 0.5})
+					opspkg.Op{Kind: transform.OpFixedSizeCrop, Size: [2]int{crop, crop}, Args: &transform.FixedSizeCropArgs{Filling: opspkg.Filling{Fill: [3]float64{255, 0, 7}}}}, opspkg.Op{Kind: opspkg.OpRandomHorizontalFlip, P: 0.5})
 				if err != nil {
 					t.Fatalf("target %d, scale_range %v, crop %d: %v", target, sr, crop, err)
 				}

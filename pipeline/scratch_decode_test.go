@@ -36,7 +36,7 @@ func (b *countBudget) Release(n int64)  { b.held -= n }
 func TestDecodeScratchInBound(t *testing.T) {
 	files := photos(t, 12)
 	norm := ops.Op{Kind: ops.OpNormalize, Args: &ops.NormalizeArgs{Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}}
-	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Fill: [3]float64{10, 200, 30}, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}}}
+	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}, Filling: ops.Filling{Fill: [3]float64{10, 200, 30}}}}
 	// The canvas path of a vision-language processor's resize: AnyRes's
 	// canvas resized apart, then padded (Decoder.padded); a crop before the
 	// resize larger than the photos (the crop, not the image, decoded).
@@ -61,7 +61,7 @@ func TestDecodeScratchInBound(t *testing.T) {
 		{"jitter-anyres", transform.CHW, []ops.Op{jitter, anyRes}, false, false},
 		{"crop-before-anyres", transform.HWC, []ops.Op{bigCrop, jitter, anyRes}, false, false},
 		{"crop-before-smart", transform.CHW, []ops.Op{bigCrop, {Kind: transform.OpSmartResize, Args: &transform.SmartResizeArgs{MinPixels: 1024, MaxPixels: 65536, Factor: 28}}}, false, false},
-		{"crop-before-square-reference", transform.CHW, []ops.Op{bigCrop, {Kind: transform.OpPadToSquare, Fill: [3]float64{1, 2, 3}}, {Kind: transform.OpResize, Size: [2]int{64, 64}}}, true, false},
+		{"crop-before-square-reference", transform.CHW, []ops.Op{bigCrop, {Kind: transform.OpPadToSquare, Args: &transform.PadToSquareArgs{Filling: ops.Filling{Fill: [3]float64{1, 2, 3}}}}, {Kind: transform.OpResize, Size: [2]int{64, 64}}}, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr := mustTransform(t, c.layout, c.ops...)

@@ -134,7 +134,7 @@ func (b *limitBudget) Release(n int64) { b.held -= n }
 // 224x224 keeps every row resampled across (13 MB), in its bound.
 func TestResamplerScratchInBound(t *testing.T) {
 	files := photos(t, 8)
-	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Fill: [3]float64{10, 200, 30}, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}}}
+	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}, Filling: ops.Filling{Fill: [3]float64{10, 200, 30}}}}
 	// A crop before a processor's resize, larger than the photos: decoded at its size, then resized.
 	bigCrop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{900, 700}, Args: &transform.RRCArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}}}
 	for _, c := range []struct {

@@ -31,7 +31,7 @@ func TestExactSegDecode(t *testing.T) {
 	fill := [3]float64{123, 117, 104}
 	seg := segOps(100, 400, 240, fill)
 	after := append(append([]opspkg.Op{seg[0]}, seg[2:]...), seg[1]) // the flip after the crop
-	needed := []opspkg.Op{seg[0], seg[1], {Kind: transform.OpRandomCrop, Size: [2]int{240, 200}, Fill: fill, Args: &transform.RandomCropArgs{PadIfNeeded: true}}}
+	needed := []opspkg.Op{seg[0], seg[1], {Kind: transform.OpRandomCrop, Size: [2]int{240, 200}, Args: &transform.RandomCropArgs{PadIfNeeded: true, Filling: opspkg.Filling{Fill: fill}}}}
 	for _, c := range decoderKinds {
 		for _, ops := range [][]opspkg.Op{seg, after, needed} {
 			tr, trHWC := mustTransform(t, transform.CHW, ops...), mustTransform(t, transform.HWC, ops...)

@@ -97,9 +97,9 @@ func TestExactStopEpochZoomGeometries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Fill: [3]float64{10, 200, 30}, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}}}
+	zoom := ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}, Filling: ops.Filling{Fill: [3]float64{10, 200, 30}}}}
 	for _, geo := range [][]ops.Op{
-		{{Kind: transform.OpRandomCrop, Size: [2]int{96, 128}, Fill: [3]float64{10, 200, 30}, Args: &transform.RandomCropArgs{PadIfNeeded: true}}},
+		{{Kind: transform.OpRandomCrop, Size: [2]int{96, 128}, Args: &transform.RandomCropArgs{PadIfNeeded: true, Filling: ops.Filling{Fill: [3]float64{10, 200, 30}}}}},
 		{{Kind: transform.OpCenterCrop, Size: [2]int{96, 128}}},
 		{{Kind: transform.OpResize, Size: [2]int{96, 128}}, {Kind: ops.OpRandomHorizontalFlip, P: 0.5}},
 	} {

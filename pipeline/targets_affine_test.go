@@ -22,7 +22,7 @@ import (
 func TestRotateExpandDecode(t *testing.T) {
 	data := encodePNG(testPicture(53, 41))
 	rs := ops.Op{Kind: transform.OpResize, Size: [2]int{30, 37}, Interp: transform.InterpBilinear}
-	rot := ops.Op{Kind: transform.OpRandomRotation, Interp: transform.InterpBilinear, Fill: [3]float64{7, 8, 9}, Args: &transform.RotationArgs{Degrees: [2]float64{-180, 180}, Expand: true}}
+	rot := ops.Op{Kind: transform.OpRandomRotation, Interp: transform.InterpBilinear, Args: &transform.RotationArgs{Degrees: [2]float64{-180, 180}, Expand: true, Filling: ops.Filling{Fill: [3]float64{7, 8, 9}}}}
 	base := mustTransform(t, transform.CHW, rs)
 	vary := mustTransform(t, transform.CHW, rs, rot)
 	fixed := mustTransform(t, transform.CHW, rs, rot, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{33, 31}})
@@ -101,7 +101,7 @@ func bool2int(b bool) int {
 func TestRotateExpandFirstDecode(t *testing.T) {
 	const w, h = 53, 41
 	data := encodePNG(testPicture(w, h))
-	rot := ops.Op{Kind: transform.OpRandomRotation, Interp: transform.InterpBilinear, Fill: [3]float64{7, 8, 9}, Args: &transform.RotationArgs{Degrees: [2]float64{-180, 180}, Expand: true}}
+	rot := ops.Op{Kind: transform.OpRandomRotation, Interp: transform.InterpBilinear, Args: &transform.RotationArgs{Degrees: [2]float64{-180, 180}, Expand: true, Filling: ops.Filling{Fill: [3]float64{7, 8, 9}}}}
 	whole := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{h, w}})
 	d := NewDecoder()
 	defer d.Close()

@@ -213,7 +213,7 @@ func TestSkipViews(t *testing.T) {
 			{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}}}}},
 		transform.ViewGroup{Name: "base", Count: 1, Images: transform.OneImage, Ops: []ops.Op{resize}},
 		transform.ViewGroup{Name: "square", Count: 1, Images: transform.SeveralImages, Ops: []ops.Op{
-			{Kind: transform.OpPadToSquare, Fill: [3]float64{127, 127, 127}}, resize}})
+			{Kind: transform.OpPadToSquare, Args: &transform.PadToSquareArgs{Filling: ops.Filling{Fill: [3]float64{127, 127, 127}}}}, resize}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func trailer(w, h, srcW, srcH int) []byte {
 func TestSharedPreViews(t *testing.T) {
 	cj := ops.ColorJitterOp(0.4, 0.4, 0.4, 0.1)
 	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Interp: transform.InterpBicubic}
-	square := []ops.Op{cj, {Kind: transform.OpPadToSquare, Fill: [3]float64{127, 127, 127}}, resize}
+	square := []ops.Op{cj, {Kind: transform.OpPadToSquare, Args: &transform.PadToSquareArgs{Filling: ops.Filling{Fill: [3]float64{127, 127, 127}}}}, resize}
 	tr, err := transform.NewViews(transform.CHW,
 		transform.ViewGroup{Name: "canvas", Count: 1, Ops: []ops.Op{
 			cj, {Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}}}}},
@@ -353,7 +353,7 @@ func TestPreCanvasIsTheGeometry(t *testing.T) {
 		"AnyResResize flipped": {anyRes, {Kind: ops.OpRandomHorizontalFlip, P: 1}},
 		"SmartResize":          {{Kind: transform.OpSmartResize, Interp: transform.InterpBicubic, Args: &transform.SmartResizeArgs{MinPixels: 1024, MaxPixels: 8192, Factor: 16}}},
 		"Resize":               {resize},
-		"PadToSquare":          {{Kind: transform.OpPadToSquare, Fill: [3]float64{127, 0, 255}}, resize},
+		"PadToSquare":          {{Kind: transform.OpPadToSquare, Args: &transform.PadToSquareArgs{Filling: ops.Filling{Fill: [3]float64{127, 0, 255}}}}, resize},
 	} {
 		for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
 			plain, err := transform.NewViewsBound(layout, [2]int{512, 512}, transform.ViewGroup{Count: 1, Ops: geom})
@@ -399,7 +399,7 @@ func TestCropBeforeTheResize(t *testing.T) {
 		{{Kind: transform.OpTileResize, Interp: transform.InterpBicubic, Args: &transform.TileResizeArgs{TileSize: 16, MinTiles: 1, MaxTiles: 12, TokensPerTile: 16}}},
 		{resize},
 		{{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}}}},
-		{{Kind: transform.OpPadToSquare, Fill: [3]float64{127, 0, 255}}, resize},
+		{{Kind: transform.OpPadToSquare, Args: &transform.PadToSquareArgs{Filling: ops.Filling{Fill: [3]float64{127, 0, 255}}}}, resize},
 		{{Kind: transform.OpSmartResize, Interp: transform.InterpBicubic, Args: &transform.SmartResizeArgs{MinPixels: 256, MaxPixels: 8192, Factor: 28}}},
 	}
 	alone := mustTransform(t, transform.CHW, crop)

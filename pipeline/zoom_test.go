@@ -30,7 +30,7 @@ func TestExactZoomOutDecode(t *testing.T) {
 	fill := [3]float64{10, 200, 30}
 	for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
 		for _, c := range decoderKinds {
-			zoom := mustTransform(t, layout, ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Fill: fill, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}}},
+			zoom := mustTransform(t, layout, ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}, Filling: ops.Filling{Fill: fill}}},
 				ops.Op{Kind: transform.OpResize, Size: [2]int{90, 120}, Interp: transform.InterpBicubic}, ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
 			d := NewDecoder(c.opts...)
 			flips := 0
@@ -44,7 +44,7 @@ func TestExactZoomOutDecode(t *testing.T) {
 					t.Fatalf("plan %+v: not a canvas", p)
 				}
 				// The canvas, by the Pad path: HWC, then resampled.
-				canvas := mustTransform(t, transform.HWC, ops.Op{Kind: transform.OpPad, Fill: fill, Args: &transform.PadArgs{Padding: p.ZoomPad}}, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{p.ZoomH, p.ZoomW}})
+				canvas := mustTransform(t, transform.HWC, ops.Op{Kind: transform.OpPad, Args: &transform.PadArgs{Padding: p.ZoomPad, Filling: ops.Filling{Fill: fill}}}, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{p.ZoomH, p.ZoomW}})
 				pix := make([]byte, canvas.SampleBytes())
 				if err := d.Decode(data, canvas, det.Key{}, pix); err != nil {
 					t.Fatal(err)

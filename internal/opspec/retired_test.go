@@ -77,8 +77,8 @@ func TestWire(t *testing.T) {
 	if j := opspkg.ArgsOf[opspkg.ColorJitterArgs](&ops[1].Ops[0]).Jitter; j[0] != [2]float64{0.6, 1.4} || j[3] != [2]float64{-0.1, 0.1} || j[1] != [2]float64{1, 1} {
 		t.Errorf("ColorJitter(brightness=0.4, hue=(-0.1, 0.1)): Jitter %v", j)
 	}
-	if r := ops[2]; opspkg.ArgsOf[transform.RotationArgs](&r).Degrees != [2]float64{-10, 10} || !r.FillNone {
-		t.Errorf("RandomRotation(10, fill=None): args %+v, FillNone %v", r.Args, r.FillNone)
+	if r := ops[2]; opspkg.ArgsOf[transform.RotationArgs](&r).Degrees != [2]float64{-10, 10} || !opspkg.FillOf(&r).FillNone {
+		t.Errorf("RandomRotation(10, fill=None): args %+v, FillNone %v", r.Args, opspkg.FillOf(&r).FillNone)
 	}
 }
 

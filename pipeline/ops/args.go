@@ -179,21 +179,23 @@ func (a *Args) fill(name string, fs []float64) (fill [3]float64, ok bool) {
 	return fill, false
 }
 
-// TypedFill sets op's Fill (FillNone where it is None and noneOK, else
-// zero), and with a fill per type the masks' (FillTyped, FillMask).
-func (a *Args) TypedFill(name string, op *Op, noneOK bool) {
+// TypedFill is argument name as an op's fill: Fill (FillNone where it is
+// None and noneOK, else zero), and with a fill per type the masks'
+// (FillTyped, FillMask).
+func (a *Args) TypedFill(name string, noneOK bool) (f Filling) {
 	t, typed := a.vals[name].(TypedFill)
 	if !typed {
-		op.Fill, _ = a.Fill(name)
-		op.FillNone = noneOK && a.IsNone(name)
-		return
+		f.Fill, _ = a.Fill(name)
+		f.FillNone = noneOK && a.IsNone(name)
+		return f
 	}
 	if !(t.Mask >= 0 && t.Mask <= 255) || t.Mask != math.Trunc(t.Mask) {
 		a.Errorf("%s: the Mask's fill %v: want an integer 0..255 (a uint8 Mask's value)", name, t.Mask)
 	}
-	op.FillTyped, op.FillMask = true, t.Mask
-	op.Fill, _ = a.fill(name, t.Image)
-	op.FillNone = noneOK && t.Image == nil
+	f.FillTyped, f.FillMask = true, t.Mask
+	f.Fill, _ = a.fill(name, t.Image)
+	f.FillNone = noneOK && t.Image == nil
+	return f
 }
 
 // Ops is a container's ops.

@@ -110,9 +110,9 @@ func validOps() map[OpKind]Op {
 		OpRandAugment:              {Kind: OpRandAugment, Args: &RandAugmentArgs{NumOps: 2, Magnitude: 9, Bins: 31}},
 		OpAutoAugment:              {Kind: OpAutoAugment, Args: &AutoAugmentArgs{Policy: "imagenet"}},
 		OpAugMix:                   {Kind: OpAugMix, Args: &AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
-		OpTimmRandAugment:          {Kind: OpTimmRandAugment, Fill: [3]float64{124, 116, 104}, Args: &TimmArgs{Config: "rand-m9-mstd0.5-inc1", RandomInterp: true}},
-		OpTimmAutoAugment:          {Kind: OpTimmAutoAugment, Fill: [3]float64{124, 116, 104}, Args: &TimmArgs{Config: "original", RandomInterp: true}},
-		OpTimmAugMix:               {Kind: OpTimmAugMix, Fill: [3]float64{124, 116, 104}, Args: &TimmArgs{Config: "augmix-m3-w3", RandomInterp: true}},
+		OpTimmRandAugment:          {Kind: OpTimmRandAugment, Args: &TimmArgs{Config: "rand-m9-mstd0.5-inc1", RandomInterp: true, Filling: Filling{Fill: [3]float64{124, 116, 104}}}},
+		OpTimmAutoAugment:          {Kind: OpTimmAutoAugment, Args: &TimmArgs{Config: "original", RandomInterp: true, Filling: Filling{Fill: [3]float64{124, 116, 104}}}},
+		OpTimmAugMix:               {Kind: OpTimmAugMix, Args: &TimmArgs{Config: "augmix-m3-w3", RandomInterp: true, Filling: Filling{Fill: [3]float64{124, 116, 104}}}},
 	}
 }
 

@@ -28,21 +28,31 @@ const (
 )
 
 // Each policy's own arguments (Op.Args), with torchvision's and timm's
-// names; interpolation and fill are Op.Interp, Op.Fill and Op.FillNone,
-// as every warping op's.
+// names; interpolation is Op.Interp, as every warping op's, and fill
+// their Filling.
 type (
 	// TrivialAugmentWideArgs: num_magnitude_bins.
-	TrivialAugmentWideArgs struct{ Bins int }
+	TrivialAugmentWideArgs struct {
+		Bins int
+		Filling
+	}
 	// RandAugmentArgs: num_ops, magnitude, num_magnitude_bins.
-	RandAugmentArgs struct{ NumOps, Magnitude, Bins int }
+	RandAugmentArgs struct {
+		NumOps, Magnitude, Bins int
+		Filling
+	}
 	// AutoAugmentArgs: policy ("imagenet", "cifar10", "svhn").
-	AutoAugmentArgs struct{ Policy string }
+	AutoAugmentArgs struct {
+		Policy string
+		Filling
+	}
 	// AugMixArgs: severity, mixture_width, chain_depth, alpha, and
 	// all_ops=False as PartialOps.
 	AugMixArgs struct {
 		Severity, MixtureWidth, ChainDepth int
 		Alpha                              float64
 		PartialOps                         bool
+		Filling
 	}
 	// TimmArgs: timm's config string ("rand-m9-mstd0.5-inc1"), of
 	// TimmRandAugment, TimmAutoAugment and TimmAugMix; RandomInterp, that
@@ -51,6 +61,7 @@ type (
 	TimmArgs struct {
 		Config       string
 		RandomInterp bool
+		Filling
 	}
 )
 
@@ -103,7 +114,8 @@ func formatPolicy(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", policyPar
 
 // policyParams is op's arguments as its policy reads them.
 func policyParams(op *Op) *policy.Params {
-	p := &policy.Params{Kind: policy.Kind(op.Kind), Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone}
+	f := FillOf(op)
+	p := &policy.Params{Kind: policy.Kind(op.Kind), Interp: op.Interp, Fill: f.Fill, FillNone: f.FillNone}
 	switch op.Kind {
 	case OpTrivialAugmentWide:
 		p.Bins = ArgsOf[TrivialAugmentWideArgs](op).Bins
@@ -127,35 +139,36 @@ func policyParams(op *Op) *policy.Params {
 // or bicubic drawn per op; fill None: the default, ImageNet's mean).
 func policyArgs(a *Args) Op {
 	var op Op
+	var f Filling
+	if fill, ok := a.Fill("fill"); ok {
+		f.Fill = fill
+	} else if a.kind == OpTimmRandAugment || a.kind == OpTimmAutoAugment || a.kind == OpTimmAugMix {
+		f.Fill = [3]float64{124, 116, 104}
+	} else {
+		f.FillNone = true
+	}
 	timm := false
 	switch a.kind {
 	case OpTrivialAugmentWide:
-		op.Args = &TrivialAugmentWideArgs{Bins: a.Int("num_magnitude_bins")}
+		op.Args = &TrivialAugmentWideArgs{Bins: a.Int("num_magnitude_bins"), Filling: f}
 	case OpRandAugment:
-		op.Args = &RandAugmentArgs{NumOps: a.Int("num_ops"), Magnitude: a.Int("magnitude"), Bins: a.Int("num_magnitude_bins")}
+		op.Args = &RandAugmentArgs{NumOps: a.Int("num_ops"), Magnitude: a.Int("magnitude"), Bins: a.Int("num_magnitude_bins"), Filling: f}
 	case OpAutoAugment:
-		op.Args = &AutoAugmentArgs{Policy: a.Str("policy")}
+		op.Args = &AutoAugmentArgs{Policy: a.Str("policy"), Filling: f}
 	case OpAugMix:
 		m := &AugMixArgs{Severity: a.Int("severity"), MixtureWidth: a.Int("mixture_width"), ChainDepth: a.Int("chain_depth"),
-			Alpha: a.Float("alpha"), PartialOps: !a.Bool("all_ops")}
+			Alpha: a.Float("alpha"), PartialOps: !a.Bool("all_ops"), Filling: f}
 		if m.ChainDepth == 0 || m.ChainDepth < -1 {
 			a.Errorf("chain_depth %d: want -1 (random 1..3) or >= 1", m.ChainDepth)
 		}
 		op.Args = m
 	default:
-		op.Args, timm = &TimmArgs{Config: a.Str("config")}, true
+		op.Args, timm = &TimmArgs{Config: a.Str("config"), Filling: f}, true
 	}
 	if timm && a.IsNone("interpolation") {
 		op.Interp, op.Args.(*TimmArgs).RandomInterp = kernels.Nearest, true
 	} else {
 		op.Interp = a.Interp("interpolation")
-	}
-	if fill, ok := a.Fill("fill"); ok {
-		op.Fill = fill
-	} else if timm {
-		op.Fill = [3]float64{124, 116, 104}
-	} else {
-		op.FillNone = true
 	}
 	return op
 }

@@ -320,9 +320,9 @@ type OpKind string
 // given.
 
 // Op is one step of a transform, with torchvision's arguments: the ones
-// many ops share (size, p, interpolation, fill, a container's ops) as
-// its fields, and an op's own in its typed struct (Args), declared beside
-// its Def. Each kind reads the fields its doc names; zero fields take
+// many ops share (size, p, interpolation, a container's ops) as its
+// fields, and an op's own in its typed struct (Args), declared beside its
+// Def; a fill is an op's own too (Filling, embedded in its struct). Each kind reads the fields its doc names; zero fields take
 // torchvision's defaults where the doc says so (RandomResizedCrop's scale
 // (0.08, 1) and ratio (3/4, 4/3), say), and the wire
 // (server/transform.go) fills every other default in before a Transform
@@ -341,14 +341,6 @@ type Op struct {
 	// torchvision's antialias=False (the geometry only).
 	Interp      kernels.Interpolation
 	NoAntialias bool
-	// Fill: RandomRotation's, RandomAffine's and the policies' fill, one
-	// value per channel; FillNone is torchvision's fill=None (the
-	// policies' default), which for bilinear keeps a border pixel's inside
-	// taps instead of blending towards a fill.
-	Fill      [3]float64
-	FillNone  bool
-	FillTyped bool    // a fill per type ({Image: v, Mask: m}): Fill (FillNone) the pixels' alone
-	FillMask  float64 // with FillTyped, the masks' fill (else Fill is every type's; CheckMasks)
 	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops.
 	Ops []Op
 	// Args is the op's own arguments, a pointer to its struct
@@ -358,6 +350,34 @@ type Op struct {
 	// a literal) and read with ArgsOf. Copies of an op share it: a copy
 	// that is to be changed copies it first (CloneArgs, as cloneOps does).
 	Args any
+}
+
+// Filling is the fill of an op that uncovers pixels (a warp's corners, a
+// pad's border: RandomRotation, RandomAffine, the policies, Pad,
+// RandomCrop's padding, ...), embedded in its own arguments' struct and
+// read by the code every such op shares through FillOf.
+type Filling struct {
+	// Fill is one value per channel; FillNone is torchvision's fill=None
+	// (the policies' default), which for bilinear keeps a border pixel's
+	// inside taps instead of blending towards a fill.
+	Fill     [3]float64
+	FillNone bool
+	// FillTyped: a fill per type ({Image: v, Mask: m}): Fill (FillNone)
+	// the pixels' alone, FillMask the masks' (else Fill is every type's;
+	// CheckMasks).
+	FillTyped bool
+	FillMask  float64
+}
+
+func (f *Filling) filling() *Filling { return f }
+
+// FillOf is op's fill: its arguments' Filling, zero for an op that has
+// none.
+func FillOf(op *Op) Filling {
+	if f, ok := op.Args.(interface{ filling() *Filling }); ok {
+		return *f.filling()
+	}
+	return Filling{}
 }
 
 // ArgsOf is op's typed arguments (op.Args, a *A), or A's zero when op

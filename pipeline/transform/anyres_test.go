@@ -135,7 +135,7 @@ func TestAnyResTokens(t *testing.T) {
 // record of several is 729 + 1 tokens (LlavaOnevisionProcessor's
 // replace_image_token), one of a record of one AnyRes's count.
 func TestPadToSquare(t *testing.T) {
-	sq := optab.Op{Kind: OpPadToSquare, Fill: [3]float64{127, 127, 127}}
+	sq := optab.Op{Kind: OpPadToSquare, Args: &PadToSquareArgs{Filling: optab.Filling{Fill: [3]float64{127, 127, 127}}}}
 	resize := optab.Op{Kind: OpResize, Size: [2]int{384, 384}, Interp: InterpBicubic}
 	tf, err := NewTransform(CHW, sq, resize)
 	if err != nil {
@@ -169,7 +169,7 @@ func TestPadToSquare(t *testing.T) {
 		{[]optab.Op{sq, {Kind: OpResize, Size: [2]int{8, 0}}}, "PadToSquare then Resize is not supported"},
 		{[]optab.Op{sq, resize, resize}, "PadToSquare then Resize is not supported"},
 		{[]optab.Op{sq, sq, resize}, "PadToSquare then PadToSquare is not supported"},
-		{[]optab.Op{{Kind: OpPadToSquare, Fill: [3]float64{127.5, 0, 0}}, resize}, "PadToSquare fill [127.5 0 0]: want integers"},
+		{[]optab.Op{{Kind: OpPadToSquare, Args: &PadToSquareArgs{Filling: optab.Filling{Fill: [3]float64{127.5, 0, 0}}}}, resize}, "PadToSquare fill [127.5 0 0]: want integers"},
 	} {
 		if _, err := NewTransform(CHW, c.ops...); err == nil || !errors.Is(err, errs.Unsupported) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", optab.OpsString(c.ops), err, c.want)

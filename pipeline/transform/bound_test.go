@@ -17,7 +17,7 @@ import (
 func ssdRecipes() map[string][]optab.Op {
 	flip := optab.Op{Kind: optab.OpRandomHorizontalFlip, P: 0.5}
 	tail := []optab.Op{{Kind: optab.OpConvertBoundingBoxFormat, Args: &optab.BoxFormatArgs{Format: targets.BoxXYXY}}, {Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}}}
-	zoom := optab.Op{Kind: OpRandomZoomOut, P: 0.5, Fill: [3]float64{123, 117, 104}, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}}}
+	zoom := optab.Op{Kind: OpRandomZoomOut, P: 0.5, Args: &ZoomOutArgs{SideRange: [2]float64{1, 4}, Filling: optab.Filling{Fill: [3]float64{123, 117, 104}}}}
 	return map[string][]optab.Op{
 		"hflip":   append([]optab.Op{flip}, tail...),
 		"ssdlite": append([]optab.Op{iouOp(), flip}, tail...),

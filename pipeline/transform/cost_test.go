@@ -226,7 +226,7 @@ func TestCostWithMasks(t *testing.T) {
 	m, x = added(mustTransform(t, CHW, resize, rot))
 	near("a rotation (mean)", m, turned)
 	near("a rotation (worst)", x, turned)
-	rot.FillTyped, rot.FillMask = true, 255
+	rot.Args = &RotationArgs{Degrees: [2]float64{-30, 30}, Filling: optab.Filling{FillTyped: true, FillMask: 255}}
 	m, _ = added(mustTransform(t, CHW, resize, rot))
 	near("a rotation filling masks with 255", m, turned+maskFillTurnNs*px)
 	m, _ = added(mustTransform(t, CHW, resize, rot, rot))
@@ -238,7 +238,7 @@ func TestCostWithMasks(t *testing.T) {
 	near("a perspective at p 0.25 (mean)", m, plain+0.25*(turned-plain))
 	near("a perspective (worst)", x, turned)
 
-	pad := optab.Op{Kind: OpPad, FillTyped: true, FillMask: 255, Args: &PadArgs{Padding: [4]int{8, 8, 8, 8}}}
+	pad := optab.Op{Kind: OpPad, Args: &PadArgs{Padding: [4]int{8, 8, 8, 8}, Filling: optab.Filling{FillTyped: true, FillMask: 255}}}
 	crop := optab.Op{Kind: OpRandomCrop, Size: [2]int{480, 480}}
 	m, _ = added(mustTransform(t, CHW, pad, crop))
 	near("a pad of 255", m, plain+maskFillNs*px)

@@ -173,9 +173,9 @@ func (t *Transform) zoomOut(p *SamplePlan, k det.Key) {
 func (t *Transform) prePad(p *SamplePlan) ([4]int, [3]float64) {
 	switch {
 	case t.pad != nil:
-		return optab.ArgsOf[PadArgs](t.pad).Padding, t.pad.Fill
+		return optab.ArgsOf[PadArgs](t.pad).Padding, optab.FillOf(t.pad).Fill
 	case p.Zoomed:
-		return p.ZoomPad, t.zoom.Fill
+		return p.ZoomPad, optab.FillOf(t.zoom).Fill
 	}
 	return [4]int{}, [3]float64{}
 }
@@ -208,7 +208,7 @@ func (t *Transform) iouPlan(p *SamplePlan, k det.Key, src *targets.Targets, scra
 	if p.Zoomed {
 		zp := p.ZoomPad
 		W, H, _ = MoveBoxes(boxes, W, H, []fn.Step{{Fn: fn.Pad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}}})
-		p.RCFill = t.zoom.Fill
+		p.RCFill = optab.FillOf(t.zoom).Fill
 	}
 	var top, left, h, w int
 	var ok bool

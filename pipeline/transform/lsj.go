@@ -127,7 +127,7 @@ func (t *Transform) lsjPlan(p *SamplePlan, k det.Key) error {
 	top, left := fixedOffset(&r, t.fixed, w, h)
 	ch, cw := t.fixed.Size[0], t.fixed.Size[1]
 	p.CX, p.CY, p.CW, p.CH = left, top, cw, ch
-	p.RCFill = t.fixed.Fill
+	p.RCFill = optab.FillOf(t.fixed).Fill
 	if w < cw || h < ch { // padded on the right and bottom
 		p.Padded, p.Vis = true, true
 		p.vx, p.vy, p.VW, p.VH = left, top, min(w, cw), min(h, ch)
@@ -150,7 +150,7 @@ func (t *Transform) lsjSteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 		w, h = p.RW, p.RH
 	}
 	ch, cw := t.fixed.Size[0], t.fixed.Size[1]
-	return append(buf, fn.Step{Fn: fn.FixedSizeCrop, I: [6]int{p.CY, p.CX, min(h, ch), min(w, cw), ch, cw}, Fill: t.fixed.Fill})
+	return append(buf, fn.Step{Fn: fn.FixedSizeCrop, I: [6]int{p.CY, p.CX, min(h, ch), min(w, cw), ch, cw}, Fill: optab.FillOf(t.fixed).Fill})
 }
 
 // Per-sample sizes: a transform whose geometry is a RandomShortestSize

@@ -97,7 +97,9 @@ func TestLSJRefused(t *testing.T) {
 		{[]optab.Op{with(jit, func(o *optab.Op) { o.Args = &transform.ScaleJitterArgs{Scale: [2]float64{2, 1}} }), crop}, "scale_range"},
 		{[]optab.Op{with(jit, func(o *optab.Op) { o.Args = &transform.ScaleJitterArgs{Scale: [2]float64{1, 17}} }), crop}, "scale_range"},
 		{[]optab.Op{with(jit, func(o *optab.Op) { o.Size = [2]int{0, 0} }), crop}, "size"},
-		{[]optab.Op{jit, with(crop, func(o *optab.Op) { o.Fill = [3]float64{1.5, 0, 0} })}, "fill"},
+		{[]optab.Op{jit, with(crop, func(o *optab.Op) {
+			o.Args = &transform.FixedSizeCropArgs{Filling: optab.Filling{Fill: [3]float64{1.5, 0, 0}}}
+		})}, "fill"},
 		{[]optab.Op{jit, crop, {Kind: transform.OpResize, Size: [2]int{64, 64}}}, "op 2 (Resize) after FixedSizeCrop"},
 		{[]optab.Op{{Kind: transform.OpResize, Size: [2]int{64, 64}}, jit, crop}, "ScaleJitter after other ops"},
 		{[]optab.Op{crop, flip, crop}, "op 2 (FixedSizeCrop): FixedSizeCrop after other ops"},

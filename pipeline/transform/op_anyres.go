@@ -46,6 +46,9 @@ const maxPinpoints = 256
 // RandomZoomOut's canvas is.
 const OpPadToSquare optab.OpKind = "PadToSquare"
 
+// PadToSquareArgs are PadToSquare's fill.
+type PadToSquareArgs struct{ optab.Filling }
+
 func init() {
 	optab.Define(optab.Def{Kind: OpAnyResResize,
 		Doc:   "LLaVA-OneVision's AnyRes (transformers' LlavaOnevisionImageProcessor): the image resized, aspect kept, into the best-fitting resolution of grid_pinpoints (flat (height, width) pairs; select_best_resolution) and padded to it with zeros, centred; each sample its own size (the trainer cuts the patches)",
@@ -98,11 +101,11 @@ func init() {
 		Doc:   "LLaVA-OneVision's pad_to_square (its images of a record of several): the image padded with fill (one value a channel) to a square of its longer side, centred; first, then Resize((h, w))",
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
 		Params: []optab.Param{
-			{Name: "fill", Typ: optab.PFloats, Def: "(0, 0, 0)", At: func(o *optab.Op) any { return &o.Fill }, Lo: 0, Hi: 255},
+			{Name: "fill", Typ: optab.PFloats, Def: "(0, 0, 0)", At: func(o *optab.Op) any { return &optab.ArgsAt[PadToSquareArgs](o).Fill }, Lo: 0, Hi: 255},
 		},
 		Misplaced: "PadToSquare after other ops is not supported: it is first, then Resize((h, w)), fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(fill=%s)", fillText(op.Fill))
+			fmt.Fprintf(b, "(fill=%s)", fillText(optab.FillOf(op).Fill))
 		}})
 }
 
@@ -112,9 +115,9 @@ func placePadToSquare(t *Transform, op *optab.Op, n int) error {
 	if n > 0 {
 		return transformErr("PadToSquare must be the first op (then Resize((h, w)))")
 	}
-	for _, f := range op.Fill {
+	for _, f := range optab.FillOf(op).Fill {
 		if f != math.Trunc(f) {
-			return transformErr("PadToSquare fill %v: want integers 0..255 (a uint8 image's values)", op.Fill)
+			return transformErr("PadToSquare fill %v: want integers 0..255 (a uint8 image's values)", optab.FillOf(op).Fill)
 		}
 	}
 	t.zoom = op

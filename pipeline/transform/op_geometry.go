@@ -40,12 +40,15 @@ const (
 )
 
 // The geometry's own arguments (optab.Op.Args) where an op has some of
-// its own; what the geometry ops share (size, interpolation and
-// antialias, fill, p) stays optab.Op's.
+// its own, their fill included (optab.Filling); what the geometry ops
+// share (size, interpolation and antialias, p) stays optab.Op's.
 type (
-	// ZoomOutArgs are RandomZoomOut's side_range (min, max); its fill is
-	// optab.Op.Fill, its p optab.Op.P.
-	ZoomOutArgs struct{ SideRange [2]float64 }
+	// ZoomOutArgs are RandomZoomOut's side_range (min, max) and fill; its
+	// p is optab.Op.P.
+	ZoomOutArgs struct {
+		SideRange [2]float64
+		optab.Filling
+	}
 	// IoUCropArgs are RandomIoUCrop's (min_scale, max_scale) as Scale,
 	// (min_aspect_ratio, max_aspect_ratio) as Ratio, sampler_options (the
 	// minimal IoUs; one >= 1 leaves the image) and trials; its p is
@@ -76,15 +79,21 @@ type (
 	// ScaleJitterArgs are ScaleJitter's scale_range; its target_size is
 	// optab.Op.Size (height, width).
 	ScaleJitterArgs struct{ Scale [2]float64 }
-	// PadArgs are Pad's padding (left, top, right, bottom); its fill is
-	// optab.Op.Fill.
-	PadArgs struct{ Padding [4]int }
-	// RandomCropArgs are RandomCrop's padding (as Pad's) and
-	// pad_if_needed; its size is optab.Op.Size, its fill optab.Op.Fill.
+	// PadArgs are Pad's padding (left, top, right, bottom) and fill.
+	PadArgs struct {
+		Padding [4]int
+		optab.Filling
+	}
+	// RandomCropArgs are RandomCrop's padding (as Pad's), pad_if_needed
+	// and fill; its size is optab.Op.Size.
 	RandomCropArgs struct {
 		Padding     [4]int
 		PadIfNeeded bool
+		optab.Filling
 	}
+	// FixedSizeCropArgs are FixedSizeCrop's fill; its size is
+	// optab.Op.Size.
+	FixedSizeCropArgs struct{ optab.Filling }
 )
 
 const (
@@ -121,7 +130,7 @@ func init() {
 	size := optab.Param{Name: "size", Typ: optab.PSize}
 	interp := optab.Param{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}
 	antialias := optab.Param{Name: "antialias", Typ: optab.PBool, Def: "True"}
-	// A fill per type on the ops whose masks follow (Op.FillTyped).
+	// A fill per type on the ops whose masks follow (optab.Filling's FillTyped).
 	fill := optab.Param{Name: "fill", Typ: optab.PFillBy, Def: "0"}
 	mode := optab.Param{Name: "padding_mode", Typ: optab.PString, Def: "'constant'"}
 	geometry := func(d optab.Def) {
@@ -156,40 +165,36 @@ func init() {
 		Params: []optab.Param{size, {Name: "padding", Typ: optab.PInts, Def: "None"}, {Name: "pad_if_needed", Typ: optab.PBool, Def: "False"}, fill, mode},
 		Stays:  true, Masks: fillMasks,
 		FromArgs: func(a *optab.Args) optab.Op {
-			ca := &RandomCropArgs{PadIfNeeded: a.Bool("pad_if_needed")}
-			op := optab.Op{Size: a.Size("size"), Args: ca}
+			ca := &RandomCropArgs{PadIfNeeded: a.Bool("pad_if_needed"), Filling: fillArgs(a)}
 			if !a.IsNone("padding") {
 				ca.Padding = padArgs(a)
 			}
-			fillArgs(a, &op)
-			return op
+			return optab.Op{Size: a.Size("size"), Args: ca}
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
 			ca := optab.ArgsOf[RandomCropArgs](op)
-			fmt.Fprintf(b, "(%dx%d, padding=%v, pad_if_needed=%v, fill=%v)", op.Size[0], op.Size[1], ca.Padding, ca.PadIfNeeded, op.Fill)
+			fmt.Fprintf(b, "(%dx%d, padding=%v, pad_if_needed=%v, fill=%v)", op.Size[0], op.Size[1], ca.Padding, ca.PadIfNeeded, ca.Fill)
 		}})
 	geometry(optab.Def{Kind: OpPad, Doc: "padding with a constant fill, right before or after a RandomCrop or CenterCrop",
 		Params: []optab.Param{{Name: "padding", Typ: optab.PInts}, fill, mode},
 		Stays:  true, Masks: fillMasks,
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{Args: &PadArgs{Padding: padArgs(a)}}
-			fillArgs(a, &op)
-			return op
+			return optab.Op{Args: &PadArgs{Padding: padArgs(a), Filling: fillArgs(a)}}
 		},
 		Misplaced: "Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)",
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(padding=%v, fill=%v)", optab.ArgsOf[PadArgs](op).Padding, op.Fill)
+			pa := optab.ArgsOf[PadArgs](op)
+			fmt.Fprintf(b, "(padding=%v, fill=%v)", pa.Padding, pa.Fill)
 		}})
 	geometry(optab.Def{Kind: OpRandomZoomOut, Doc: "with probability p, the image padded with fill onto a canvas side_range times its size",
 		Params: []optab.Param{fill, {Name: "side_range", Typ: optab.PRange, Def: "(1.0, 4.0)"}, optab.PParam(0.5)}, Masks: fillMasks,
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{P: a.Float("p"), Args: &ZoomOutArgs{SideRange: a.Pair("side_range")}}
-			a.TypedFill("fill", &op, false)
-			return op
+			return optab.Op{P: a.Float("p"), Args: &ZoomOutArgs{SideRange: a.Pair("side_range"), Filling: a.TypedFill("fill", false)}}
 		},
 		Misplaced: "RandomZoomOut after other ops is not supported: it is the first op (then Resize(h, w), RandomCrop or CenterCrop), fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(fill=%v, side_range=%v, p=%g)", op.Fill, optab.ArgsOf[ZoomOutArgs](op).SideRange, op.P)
+			za := optab.ArgsOf[ZoomOutArgs](op)
+			fmt.Fprintf(b, "(fill=%v, side_range=%v, p=%g)", za.Fill, za.SideRange, op.P)
 		}})
 	geometry(optab.Def{Kind: OpRandomIoUCrop, Doc: "SSD's crop of a minimal IoU with the sample's boxes (then Resize(h, w))",
 		Params: []optab.Param{{Name: "min_scale", Typ: optab.PFloat, Def: "0.3"}, {Name: "max_scale", Typ: optab.PFloat, Def: "1.0"},
@@ -223,12 +228,10 @@ func init() {
 	lsj(optab.Def{Kind: OpFixedSizeCrop, Doc: "a random crop of at most size, padded on the right and bottom with fill to size",
 		Params: []optab.Param{size, {Name: "fill", Typ: optab.PFill, Def: "0"}, mode},
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{Size: a.Size("size")}
-			fillArgs(a, &op)
-			return op
+			return optab.Op{Size: a.Size("size"), Args: &FixedSizeCropArgs{fillArgs(a)}}
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(%dx%d, fill=%v)", op.Size[0], op.Size[1], op.Fill)
+			fmt.Fprintf(b, "(%dx%d, fill=%v)", op.Size[0], op.Size[1], optab.FillOf(op).Fill)
 		}})
 	lsj(optab.Def{Kind: OpRandomShortestSize, Doc: "the shorter side resized to one of min_size, the longer at most max_size",
 		Params: []optab.Param{{Name: "min_size", Typ: optab.PInts}, {Name: "max_size", Typ: optab.PInt, Def: "None"}, interp, antialias},
@@ -367,7 +370,7 @@ func (t *Transform) cropPlan(p *SamplePlan, k det.Key, src *targets.Targets, scr
 		}
 		p.CW, p.CH = p.RW, p.RH
 		if p.Zoomed { // RandomZoomOut then Resize(h, w): the canvas resized
-			p.Canvas, p.RCFill = true, t.zoom.Fill
+			p.Canvas, p.RCFill = true, optab.FillOf(t.zoom).Fill
 		} else if len(t.pre) > 0 || t.preCrop != nil { // ops (or a crop) before: the image's own canvas
 			p.Canvas, p.ZoomW, p.ZoomH = true, srcW, srcH
 		}
@@ -422,8 +425,9 @@ func afterZoomOut(t *Transform, op *optab.Op, _ int) error {
 		return transformErr("Resize(%d) of the shorter side after RandomZoomOut is not supported: give Resize both sides, (h, w)", op.Size[0])
 	case op.Kind == OpCenterCrop && t.resize != nil:
 		return transformErr("RandomZoomOut, Resize then CenterCrop is not supported: after RandomZoomOut, Resize(h, w), RandomCrop or CenterCrop alone")
-	case op.Kind == OpRandomCrop && optab.ArgsOf[RandomCropArgs](op).pads() && op.Fill != t.zoom.Fill:
-		return transformErr("RandomZoomOut fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.zoom.Fill, op.Fill)
+	case op.Kind == OpRandomCrop && optab.ArgsOf[RandomCropArgs](op).pads() && optab.FillOf(op).Fill != optab.FillOf(t.zoom).Fill:
+		return transformErr("RandomZoomOut fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)",
+			optab.FillOf(t.zoom).Fill, optab.FillOf(op).Fill)
 	}
 	return nil
 }
@@ -476,8 +480,8 @@ func placeRandomCrop(t *Transform, op *optab.Op, n int) error {
 	if err := checkPadding(op, optab.ArgsOf[RandomCropArgs](op).Padding); err != nil {
 		return err
 	}
-	if t.pad != nil && optab.ArgsOf[RandomCropArgs](op).pads() && op.Fill != t.pad.Fill {
-		return transformErr("Pad fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.pad.Fill, op.Fill)
+	if ca := optab.ArgsOf[RandomCropArgs](op); t.pad != nil && ca.pads() && ca.Fill != optab.FillOf(t.pad).Fill {
+		return transformErr("Pad fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", optab.FillOf(t.pad).Fill, ca.Fill)
 	}
 	t.rcrop = op
 	return nil
@@ -547,13 +551,14 @@ func formatInterp(b *strings.Builder, op *optab.Op) {
 // 0..255, or a plain fill (every type's) of several values (torchvision's
 // pad_mask refuses it) or not an integer.
 func fillMasks(op *optab.Op) error {
-	if op.FillTyped {
-		if v := op.FillMask; !(v >= 0 && v <= 255) || v != math.Trunc(v) {
+	fill := optab.FillOf(op)
+	if fill.FillTyped {
+		if v := fill.FillMask; !(v >= 0 && v <= 255) || v != math.Trunc(v) {
 			return fmt.Errorf("mask fill %v: want an integer 0..255 (a uint8 Mask's value)", v)
 		}
 		return nil
 	}
-	if f := op.Fill; f[0] != f[1] || f[1] != f[2] || f[0] != math.Trunc(f[0]) {
+	if f := fill.Fill; f[0] != f[1] || f[1] != f[2] || f[0] != math.Trunc(f[0]) {
 		return fmt.Errorf("fill %v with masks: torchvision fills a Mask with the op's fill too, one integer 0..255 "+
 			"(pad_mask refuses a fill of several values); give one, or a fill per type, {tv_tensors.Image: %v, tv_tensors.Mask: m}",
 			f, fillText(f))
@@ -564,13 +569,14 @@ func fillMasks(op *optab.Op) error {
 // maskFill is op's fill of a job's masks (fillMasks checked it): its fill
 // per type's Mask value, else its one fill (None: 0).
 func maskFill(op *optab.Op) uint8 {
-	switch {
-	case op.FillTyped:
-		return uint8(op.FillMask)
-	case op.FillNone:
+	switch f := optab.FillOf(op); {
+	case f.FillTyped:
+		return uint8(f.FillMask)
+	case f.FillNone:
 		return 0
+	default:
+		return uint8(f.Fill[0])
 	}
-	return uint8(op.Fill[0])
 }
 
 // fillText is a fill as Python writes it: one number, or a tuple of three.
@@ -689,9 +695,9 @@ func (a RandomCropArgs) pads() bool { return a.Padding != [4]int{} || a.PadIfNee
 
 // fillArgs reads a constant padding's fill (a fill per type where the
 // op takes one; None: 0) and padding_mode, which must be "constant".
-func fillArgs(a *optab.Args, op *optab.Op) {
+func fillArgs(a *optab.Args) optab.Filling {
 	if m := a.Str("padding_mode"); !a.IsNone("padding_mode") && m != "constant" {
 		a.Errorf("padding_mode %q: stoker pads with a constant fill only (padding_mode=\"constant\")", optab.TruncKind(optab.OpKind(m)))
 	}
-	a.TypedFill("fill", op, false)
+	return a.TypedFill("fill", false)
 }

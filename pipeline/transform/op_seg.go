@@ -27,21 +27,23 @@ import (
 // RandomHorizontalFlip), then a RandomCrop.
 const OpPadIfSmaller optab.OpKind = "PadIfSmaller"
 
+// PadIfSmallerArgs are PadIfSmaller's fill; its size is optab.Op.Size.
+type PadIfSmallerArgs struct{ optab.Filling }
+
 func init() {
 	optab.Define(optab.Def{Kind: OpPadIfSmaller, Doc: "padded on the right and bottom with fill to at least size a side (the segmentation references')",
 		Params:   []optab.Param{{Name: "size", Typ: optab.PInt}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Geometry: true, Targets: optab.TargetsMove, Stays: true, Masks: fillMasks,
 		FromArgs: func(a *optab.Args) optab.Op {
 			s := min(a.Int("size"), 1<<20)
-			op := optab.Op{Size: [2]int{s, s}}
-			a.TypedFill("fill", &op, false)
-			return op
+			return optab.Op{Size: [2]int{s, s}, Args: &PadIfSmallerArgs{a.TypedFill("fill", false)}}
 		},
 		Misplaced: "PadIfSmaller is supported only in the segmentation references' geometry: RandomResize, RandomHorizontalFlip (if any), PadIfSmaller, then RandomCrop",
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(%d, fill=%v", op.Size[0], op.Fill)
-			if op.FillTyped {
-				fmt.Fprintf(b, ", mask_fill=%v", op.FillMask)
+			f := optab.FillOf(op)
+			fmt.Fprintf(b, "(%d, fill=%v", op.Size[0], f.Fill)
+			if f.FillTyped {
+				fmt.Fprintf(b, ", mask_fill=%v", f.FillMask)
 			}
 			b.WriteString(")")
 		}})
@@ -159,9 +161,9 @@ func (g *segGeom) checkFills(crop *optab.Op) error {
 	}
 	ca := optab.ArgsOf[RandomCropArgs](crop)
 	pads := ca.Padding != [4]int{} || (ca.PadIfNeeded && (crop.Size[0] > pd.Size[0] || crop.Size[1] > pd.Size[1]))
-	if pads && (crop.Fill != pd.Fill || maskFill(crop) != maskFill(pd)) {
+	if pads && (optab.FillOf(crop).Fill != optab.FillOf(pd).Fill || maskFill(crop) != maskFill(pd)) {
 		return fmt.Errorf("%w: transform: PadIfSmaller fill %v (masks %d) then RandomCrop padding with fill %v (masks %d): padding of two fills in one crop is not supported (give both the same fill)",
-			errs.Unsupported, pd.Fill, maskFill(pd), crop.Fill, maskFill(crop))
+			errs.Unsupported, optab.FillOf(pd).Fill, maskFill(pd), optab.FillOf(crop).Fill, maskFill(crop))
 	}
 	return nil
 }
@@ -201,9 +203,9 @@ func (t *Transform) segPlan(p *SamplePlan, k det.Key) error {
 	top, left := cropAt(k.Stream(streamSegCrop), ph, pw, ch, cw)
 	p.segPad = [2]int{pr, pb}
 	p.rcPad, p.rcCrop, p.RCTop, p.RCLeft = [4]int{l, tp, r, b}, ph > ch || pw > cw, top, left
-	p.RCFill = op.Fill
+	p.RCFill = optab.FillOf(op).Fill
 	if pr > 0 || pb > 0 {
-		p.RCFill = g.pad.Fill // checkFills: the crop's padding, if any, is of the same fill
+		p.RCFill = optab.FillOf(g.pad).Fill // checkFills: the crop's padding, if any, is of the same fill
 	}
 	sx, sy := left-l, top-tp // the crop in the resized (and flipped) image
 	if p.Flip {
@@ -224,10 +226,10 @@ func (t *Transform) segSteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 	}
 	if pr, pb := p.segPad[0], p.segPad[1]; pr > 0 || pb > 0 {
 		pd := t.seg.pad
-		buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{0, 0, pr, pb}, Fill: pd.Fill, MaskFill: maskFill(pd)})
+		buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{0, 0, pr, pb}, Fill: optab.FillOf(pd).Fill, MaskFill: maskFill(pd)})
 	}
 	if p.rcPad != [4]int{} {
-		buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: t.rcrop.Fill, MaskFill: maskFill(t.rcrop)})
+		buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: optab.FillOf(t.rcrop).Fill, MaskFill: maskFill(t.rcrop)})
 	}
 	if p.rcCrop {
 		buf = append(buf, fn.Step{Fn: fn.Crop, I: [6]int{p.RCTop, p.RCLeft, t.rcrop.Size[0], t.rcrop.Size[1]}})

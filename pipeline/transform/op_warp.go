@@ -34,9 +34,9 @@ const (
 	OpRandomRotate90 optab.OpKind = "RandomRotate90"
 )
 
-// The warps' own arguments (optab.Op.Args), with torchvision's names;
-// interpolation and fill are optab.Op's, every warping op's, and
-// RandomPerspective's p is optab.Op.P.
+// The warps' own arguments (optab.Op.Args), with torchvision's names,
+// their fill each one's optab.Filling; interpolation is optab.Op's, every
+// warping op's, and RandomPerspective's p is optab.Op.P.
 type (
 	// RotationArgs are RandomRotation's: degrees (min, max), expand, and
 	// center, pixels from the top left (HasCenter false: None, the
@@ -46,6 +46,7 @@ type (
 		Expand    bool
 		Center    [2]float64
 		HasCenter bool
+		optab.Filling
 	}
 	// AffineArgs are RandomAffine's: degrees; translate, (max_dx, max_dy)
 	// as fractions of the size (HasTranslate false: None); scale (zero:
@@ -60,9 +61,13 @@ type (
 		HasShear, ShearY bool
 		Center           [2]float64
 		HasCenter        bool
+		optab.Filling
 	}
 	// PerspectiveArgs are RandomPerspective's: distortion_scale (0..1).
-	PerspectiveArgs struct{ Distortion float64 }
+	PerspectiveArgs struct {
+		Distortion float64
+		optab.Filling
+	}
 )
 
 func init() {
@@ -71,11 +76,9 @@ func init() {
 			{Name: "expand", Typ: optab.PBool, Def: "False"}, {Name: "center", Typ: optab.PFloats, Def: "None"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks, Keeps: keepsWarp,
 		FromArgs: func(a *optab.Args) optab.Op {
-			ra := &RotationArgs{Degrees: angleArgs(a, "degrees"), Expand: a.Bool("expand")}
+			ra := &RotationArgs{Degrees: angleArgs(a, "degrees"), Expand: a.Bool("expand"), Filling: a.TypedFill("fill", true)}
 			ra.Center, ra.HasCenter = centerArgs(a)
-			op := optab.Op{Interp: a.Interp("interpolation"), Args: ra}
-			a.TypedFill("fill", &op, true)
-			return op
+			return optab.Op{Interp: a.Interp("interpolation"), Args: ra}
 		},
 		Grow: func(op *optab.Op, w, h int) (int, int, bool) {
 			if !optab.ArgsOf[RotationArgs](op).Expand {
@@ -87,7 +90,7 @@ func init() {
 		Draw: func(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 			op, a := n.Op, optab.ArgsOf[RotationArgs](n.Op)
 			st := fn.Step{Fn: fn.Rotate, F: [6]float64{r.Uniform(a.Degrees[0], a.Degrees[1])}, Interp: op.Interp,
-				Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(op), Center: a.Center, HasCenter: a.HasCenter}
+				Fill: a.Fill, FillNone: a.FillNone, MaskFill: maskFill(op), Center: a.Center, HasCenter: a.HasCenter}
 			if a.Expand { // the ops after it draw on the grown image
 				st.I[0] = 1
 				d.W, d.H = kernels.RotatedSize(d.W, d.H, st.F[0], a.Center, a.HasCenter)
@@ -114,9 +117,8 @@ func init() {
 			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Targets: optab.TargetsMove, Keeps: keepsWarp,
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{P: a.Float("p"), Interp: a.Interp("interpolation"), Args: &PerspectiveArgs{Distortion: a.Float("distortion_scale")}}
-			a.TypedFill("fill", &op, true)
-			return op
+			return optab.Op{P: a.Float("p"), Interp: a.Interp("interpolation"),
+				Args: &PerspectiveArgs{Distortion: a.Float("distortion_scale"), Filling: a.TypedFill("fill", true)}}
 		},
 		Compile: func(c *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 			op := n.Op
@@ -126,7 +128,7 @@ func init() {
 			if d := optab.ArgsOf[PerspectiveArgs](op).Distortion; !(d >= 0 && d <= 1) {
 				return optab.OpError(at.Where, "distortion_scale %v: want 0..1", d)
 			}
-			if err := optab.CheckFill(op.Fill, at.Where); err != nil {
+			if err := optab.CheckFill(optab.FillOf(op).Fill, at.Where); err != nil {
 				return err
 			}
 			if op.Interp != InterpNearest && op.Interp != InterpBilinear {
@@ -140,7 +142,8 @@ func init() {
 			}
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
-			fmt.Fprintf(b, "(distortion_scale=%g, p=%g, fill=%v", optab.ArgsOf[PerspectiveArgs](op).Distortion, op.P, op.Fill)
+			pa := optab.ArgsOf[PerspectiveArgs](op)
+			fmt.Fprintf(b, "(distortion_scale=%g, p=%g, fill=%v", pa.Distortion, op.P, pa.Fill)
 			formatInterp(b, op)
 		},
 		MaxNs: func(n *optab.Node, w, h int) float64 {
@@ -174,7 +177,7 @@ func init() {
 // Mask's value (fillMasks): torchvision fills a Mask with the op's fill
 // too (None: 0), or with a fill per type's Mask value.
 func warpMasks(op *optab.Op) error {
-	if op.FillNone && !op.FillTyped {
+	if f := optab.FillOf(op); f.FillNone && !f.FillTyped {
 		return nil
 	}
 	return fillMasks(op)
@@ -193,7 +196,7 @@ func compileWarp(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 	if !(a.Degrees[0] <= a.Degrees[1]) || math.Abs(a.Degrees[0]) > 1e6 || math.Abs(a.Degrees[1]) > 1e6 {
 		return optab.OpError(where, "degrees %v: want min <= max, finite", a.Degrees)
 	}
-	if err := optab.CheckFill(op.Fill, where); err != nil {
+	if err := optab.CheckFill(optab.FillOf(op).Fill, where); err != nil {
 		return err
 	}
 	if op.Interp != InterpNearest && op.Interp != InterpBilinear {
@@ -232,7 +235,7 @@ func compileWarp(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 // drawAffine is RandomAffine's make_params.
 func drawAffine(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 	op := optab.ArgsOf[AffineArgs](n.Op)
-	st := fn.Step{Fn: fn.Affine, Interp: n.Op.Interp, Fill: n.Op.Fill, FillNone: n.Op.FillNone, MaskFill: maskFill(n.Op), Center: op.Center, HasCenter: op.HasCenter}
+	st := fn.Step{Fn: fn.Affine, Interp: n.Op.Interp, Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(n.Op), Center: op.Center, HasCenter: op.HasCenter}
 	st.F[0] = r.Uniform(op.Degrees[0], op.Degrees[1])
 	if op.HasTranslate {
 		dx := float64(op.Translate[0] * float64(d.W))
@@ -258,11 +261,12 @@ func drawAffine(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 // int(distortion_scale * (side // 2)) + 1 pixels from its edge, in its
 // order (top left, top right, bottom right, bottom left; x then y).
 func drawPerspective(r *det.RNG, w, h int, op *optab.Op) fn.Step {
-	dist := optab.ArgsOf[PerspectiveArgs](op).Distortion
+	pa := optab.ArgsOf[PerspectiveArgs](op)
+	dist := pa.Distortion
 	bw := int(float64(dist*float64(w/2))) + 1
 	bh := int(float64(dist*float64(h/2))) + 1
 	randint := func(lo, hi int) int { return lo + r.Intn(hi-lo) }
-	st := fn.Step{Fn: fn.Perspective, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(op)}
+	st := fn.Step{Fn: fn.Perspective, Interp: op.Interp, Fill: pa.Fill, FillNone: pa.FillNone, MaskFill: maskFill(op)}
 	st.I[0] = fn.PackPoint(randint(0, bw), randint(0, bh))
 	st.I[1] = fn.PackPoint(randint(w-bw, w), randint(0, bh))
 	st.I[2] = fn.PackPoint(randint(w-bw, w), randint(h-bh, h))
@@ -653,9 +657,8 @@ func centerArgs(a *optab.Args) (center [2]float64, has bool) {
 // shear None, a number x ((-x, x) along x), (min, max) along x, or
 // (min_x, max_x, min_y, max_y).
 func affineArgs(a *optab.Args) optab.Op {
-	aa := &AffineArgs{Degrees: angleArgs(a, "degrees")}
+	aa := &AffineArgs{Degrees: angleArgs(a, "degrees"), Filling: a.TypedFill("fill", true)}
 	op := optab.Op{Interp: a.Interp("interpolation"), Args: aa}
-	a.TypedFill("fill", &op, true)
 	aa.Center, aa.HasCenter = centerArgs(a)
 	if !a.IsNone("translate") {
 		aa.Translate, aa.HasTranslate = a.Pair("translate"), true

@@ -335,7 +335,7 @@ func (t *Transform) randomCrop(p *SamplePlan, k det.Key) error {
 			errs.Unsupported, p.SrcW, p.SrcH, pw, ph, cw, ch)
 	}
 	top, left := cropAt(k.Stream(StreamCrop), ph, pw, ch, cw)
-	p.rcPad, p.RCFill, p.rcCrop, p.RCTop, p.RCLeft = [4]int{l, tp, r, b}, op.Fill, ph > ch || pw > cw, top, left
+	p.rcPad, p.RCFill, p.rcCrop, p.RCTop, p.RCLeft = [4]int{l, tp, r, b}, optab.FillOf(op).Fill, ph > ch || pw > cw, top, left
 	if _, fill := t.prePad(p); (t.pad != nil || p.Zoomed) && p.rcPad == [4]int{} {
 		p.RCFill = fill // only the Pad or zoom pads (NewTransform: else the fills are equal)
 	}
@@ -386,12 +386,13 @@ func (t *Transform) padCropped(p *SamplePlan) error {
 		}
 		p.vx, p.vy, p.VW, p.VH = x0, y0, x1-x0, y1-y0
 	}
-	if p.Padded && p.RCFill != op.Fill {
+	pa := optab.ArgsOf[PadArgs](op)
+	if p.Padded && p.RCFill != pa.Fill {
 		return fmt.Errorf("%w: image %dx%d: the %dx%d crop pads it with %v, then Pad with %v: two fills in one sample are not supported (give both the same fill; a CenterCrop's is 0)",
-			errs.Unsupported, p.SrcW, p.SrcH, p.CW, p.CH, p.RCFill, op.Fill)
+			errs.Unsupported, p.SrcW, p.SrcH, p.CW, p.CH, p.RCFill, pa.Fill)
 	}
-	p.Padded, p.Vis, p.RCFill = true, true, op.Fill
-	pd := optab.ArgsOf[PadArgs](op).Padding
+	p.Padded, p.Vis, p.RCFill = true, true, pa.Fill
+	pd := pa.Padding
 	p.PadL, p.PadT = p.PadL+pd[0], p.PadT+pd[1]
 	return nil
 }

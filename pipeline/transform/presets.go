@@ -30,7 +30,7 @@ var presets = map[string][]optab.Op{
 	"tv-resnet50-v2": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{176, 176}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-		{Kind: optab.OpTrivialAugmentWide, Interp: InterpBilinear, FillNone: true, Args: &optab.TrivialAugmentWideArgs{Bins: 31}},
+		{Kind: optab.OpTrivialAugmentWide, Interp: InterpBilinear, Args: &optab.TrivialAugmentWideArgs{Bins: 31, Filling: optab.Filling{FillNone: true}}},
 		{Kind: optab.OpRandomErasing, P: 0.1, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: meanColour}},
 	},
 	// DeiT (timm's create_transform with --aa rand-m9-mstd0.5-inc1
@@ -38,7 +38,7 @@ var presets = map[string][]optab.Op{
 	"deit": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-		{Kind: optab.OpTimmRandAugment, Interp: InterpBicubic, Fill: meanColour, Args: &optab.TimmArgs{Config: "rand-m9-mstd0.5-inc1"}},
+		{Kind: optab.OpTimmRandAugment, Interp: InterpBicubic, Args: &optab.TimmArgs{Config: "rand-m9-mstd0.5-inc1", Filling: optab.Filling{Fill: meanColour}}},
 		{Kind: optab.OpRandomErasing, P: 0.25, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 1.0 / 3}, Ratio: [2]float64{0.3, 1 / 0.3}, RandomValue: true, Mean: fn.ImagenetMean, Std: fn.ImagenetStd}},
 	},
 	// SimCLR's ImageNet augmentation (Chen et al. 2020, appendix A), one
@@ -109,7 +109,7 @@ var presets = map[string][]optab.Op{
 	// targets only.
 	"lsj": {
 		{Kind: OpScaleJitter, Size: [2]int{1024, 1024}, Args: &ScaleJitterArgs{Scale: [2]float64{0.1, 2}}},
-		{Kind: OpFixedSizeCrop, Size: [2]int{1024, 1024}, Fill: [3]float64{123, 117, 104}},
+		{Kind: OpFixedSizeCrop, Size: [2]int{1024, 1024}, Args: &FixedSizeCropArgs{optab.Filling{Fill: [3]float64{123, 117, 104}}}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
 	},
@@ -123,7 +123,7 @@ var presets = map[string][]optab.Op{
 	"segref": {
 		{Kind: OpRandomResize, Args: &RandomResizeArgs{MinSize: 260, MaxSize: 1040}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-		{Kind: OpPadIfSmaller, Size: [2]int{480, 480}, FillTyped: true, FillMask: 255},
+		{Kind: OpPadIfSmaller, Size: [2]int{480, 480}, Args: &PadIfSmallerArgs{optab.Filling{FillTyped: true, FillMask: 255}}},
 		{Kind: OpRandomCrop, Size: [2]int{480, 480}},
 	},
 	// torchvision's detection references' "multiscale" recipe (Faster

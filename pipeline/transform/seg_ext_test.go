@@ -113,7 +113,9 @@ func TestSegRefused(t *testing.T) {
 		{[]optab.Op{rr, pad, with(crop, func(o *optab.Op) { o.Args = &transform.RandomCropArgs{Padding: [4]int{2, 2, 2, 2}} })}, "two fills"},
 		{[]optab.Op{rr, pad, with(crop, func(o *optab.Op) { o.Args, o.Size = &transform.RandomCropArgs{PadIfNeeded: true}, [2]int{300, 300} })}, "two fills"},
 		{[]optab.Op{rr, with(pad, func(o *optab.Op) { o.Size = [2]int{0, 0} }), crop}, "PadIfSmaller size 0"},
-		{[]optab.Op{rr, with(pad, func(o *optab.Op) { o.Fill = [3]float64{256, 0, 0} }), crop}, "fill"},
+		{[]optab.Op{rr, with(pad, func(o *optab.Op) {
+			o.Args = &transform.PadIfSmallerArgs{Filling: optab.Filling{Fill: [3]float64{256, 0, 0}}}
+		}), crop}, "fill"},
 		{[]optab.Op{with(rr, func(o *optab.Op) { o.Args = &transform.RandomResizeArgs{MinSize: 400, MaxSize: 100} }), pad, crop}, "min_size < max_size"},
 	} {
 		_, err := transform.NewTransform(transform.CHW, tc.ops...)
@@ -123,7 +125,9 @@ func TestSegRefused(t *testing.T) {
 	}
 	// pad_if_needed of no more than PadIfSmaller's size never pads after it:
 	// any fill.
-	mustTransform(t, transform.CHW, rr, pad, with(crop, func(o *optab.Op) { o.Args, o.Fill = &transform.RandomCropArgs{PadIfNeeded: true}, [3]float64{9, 9, 9} }))
+	mustTransform(t, transform.CHW, rr, pad, with(crop, func(o *optab.Op) {
+		o.Args = &transform.RandomCropArgs{PadIfNeeded: true, Filling: optab.Filling{Fill: [3]float64{9, 9, 9}}}
+	}))
 	// A stop_epoch switches the flip off (never drawn from then), the rest
 	// stays.
 	tr := mustTransform(t, transform.CHW, ops...)

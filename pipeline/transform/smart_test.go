@@ -119,7 +119,7 @@ func TestSharedPre(t *testing.T) {
 	cj := optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Ranges: true, Jitter: [4][2]float64{{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}}}
 	tiles := optab.Op{Kind: OpTileResize, Interp: InterpBicubic, Args: &TileResizeArgs{TileSize: 448, MinTiles: 1, MaxTiles: 12, TokensPerTile: 256}}
 	resize := optab.Op{Kind: OpResize, Size: [2]int{448, 448}, Interp: InterpBicubic}
-	sq := optab.Op{Kind: OpPadToSquare, Fill: [3]float64{127, 127, 127}}
+	sq := optab.Op{Kind: OpPadToSquare, Args: &PadToSquareArgs{Filling: optab.Filling{Fill: [3]float64{127, 127, 127}}}}
 	one, err := NewTransform(CHW, cj, resize)
 	if err != nil || len(one.pre) != 1 {
 		t.Fatalf("ColorJitter then Resize((448, 448)): %v; want one op before the geometry", err)

@@ -347,8 +347,8 @@ func KeypointsKnownNone(ds dataset.Dataset) bool {
 // CheckMasks refuses a transform whose geometry masks do not follow: a
 // Pad, RandomCrop, RandomZoomOut, RandomRotation or RandomAffine whose
 // masks' fill is not one integer 0..255 (torchvision fills a Mask with a
-// plain fill too; a fill per type, Op.FillTyped, gives the masks their
-// own), or a RandomPerspective. A FixedSizeCrop pads masks with 0, as the
+// plain fill too; a fill per type, its optab.Filling's FillTyped, gives
+// the masks their own), or a RandomPerspective. A FixedSizeCrop pads masks with 0, as the
 // detection references' does.
 func CheckMasks(t *Transform) error {
 	return checkMaskOps(t.ops, "")

@@ -77,7 +77,7 @@ func (t *Transform) geometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 	}
 	if p.Zoomed { // RandomZoomOut: torchvision's pad of its drawn padding
 		zp := p.ZoomPad
-		buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill, MaskFill: maskFill(t.zoom)})
+		buf = append(buf, fn.Step{Fn: fn.Pad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: optab.FillOf(t.zoom).Fill, MaskFill: maskFill(t.zoom)})
 	}
 	switch {
 	case t.yolo != nil:
@@ -143,7 +143,7 @@ func (t *Transform) geometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 // padStep is a Pad's step: torchvision's pad with its padding and fill.
 func padStep(op *optab.Op) fn.Step {
 	pd := optab.ArgsOf[PadArgs](op).Padding
-	return fn.Step{Fn: fn.Pad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill, MaskFill: maskFill(op)}
+	return fn.Step{Fn: fn.Pad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: optab.FillOf(op).Fill, MaskFill: maskFill(op)}
 }
 
 // MaxStepJSON bounds one step's JSON: the longest, affine's, with every

@@ -633,9 +633,9 @@ func checkPadding(op *optab.Op, padding [4]int) error {
 			return fmt.Errorf("%w: transform: %s padding %v: want 0..%d a side", errs.Unsupported, op.Kind, padding, optab.MaxSide)
 		}
 	}
-	for _, v := range op.Fill {
+	for _, v := range optab.FillOf(op).Fill {
 		if !(v >= 0 && v <= 255) || v != math.Trunc(v) {
-			return fmt.Errorf("%w: transform: %s fill %v: want integers 0..255 (uint8 pixels)", errs.Unsupported, op.Kind, op.Fill)
+			return fmt.Errorf("%w: transform: %s fill %v: want integers 0..255 (uint8 pixels)", errs.Unsupported, op.Kind, optab.FillOf(op).Fill)
 		}
 	}
 	return nil

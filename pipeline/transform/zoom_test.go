@@ -27,7 +27,7 @@ func TestZoomOutDraws(t *testing.T) {
 		{optab.Op{Kind: OpRandomCrop, Size: [2]int{300, 300}}, fn.Crop},
 		{optab.Op{Kind: OpCenterCrop, Size: [2]int{200, 220}}, fn.CenterCrop},
 	} {
-		tr := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.6, Fill: [3]float64{1, 2, 3}, Args: &ZoomOutArgs{SideRange: [2]float64{1.5, 3}}}, tc.next)
+		tr := mustTransform(t, CHW, optab.Op{Kind: OpRandomZoomOut, P: 0.6, Args: &ZoomOutArgs{SideRange: [2]float64{1.5, 3}, Filling: optab.Filling{Fill: [3]float64{1, 2, 3}}}}, tc.next)
 		drawn := 0
 		for i := range uint64(keys) {
 			p, err := tr.geomPlan(W, H, det.Key{Seed: 5, Index: i})
@@ -82,12 +82,12 @@ func TestZoomOutRefused(t *testing.T) {
 		{[]optab.Op{with(func(z *optab.Op) { z.Args.(*ZoomOutArgs).SideRange = [2]float64{3, 2} }), resize}, "side_range"},
 		{[]optab.Op{with(func(z *optab.Op) { z.Args.(*ZoomOutArgs).SideRange = [2]float64{1, 17} }), resize}, "side_range"},
 		{[]optab.Op{with(func(z *optab.Op) { z.P = 1.5 }), resize}, "RandomZoomOut p=1.5"},
-		{[]optab.Op{with(func(z *optab.Op) { z.Fill = [3]float64{256, 0, 0} }), resize}, "fill [256 0 0]: want integers 0..255"},
+		{[]optab.Op{with(func(z *optab.Op) { z.Args.(*ZoomOutArgs).Fill = [3]float64{256, 0, 0} }), resize}, "fill [256 0 0]: want integers 0..255"},
 		{[]optab.Op{zoom, {Kind: OpResize, Size: [2]int{64, 0}}}, "Resize(64) of the shorter side after RandomZoomOut"},
 		{[]optab.Op{zoom, {Kind: OpRandomResizedCrop, Size: [2]int{64, 64}, Args: &RRCArgs{Scale: [2]float64{0.08, 1}, Ratio: [2]float64{0.75, 4.0 / 3}}}}, "RandomResizedCrop after RandomZoomOut"},
 		{[]optab.Op{zoom, {Kind: OpPad, Args: &PadArgs{Padding: [4]int{1, 1, 1, 1}}}, {Kind: OpCenterCrop, Size: [2]int{8, 8}}}, "Pad after RandomZoomOut"},
 		{[]optab.Op{zoom, resize, {Kind: OpCenterCrop, Size: [2]int{8, 8}}}, "RandomZoomOut, Resize then CenterCrop"},
-		{[]optab.Op{zoom, {Kind: OpRandomCrop, Size: [2]int{8, 8}, Fill: [3]float64{9, 9, 9}, Args: &RandomCropArgs{Padding: [4]int{2, 2, 2, 2}}}}, "RandomZoomOut fill [0 0 0] then RandomCrop padding with fill [9 9 9]"},
+		{[]optab.Op{zoom, {Kind: OpRandomCrop, Size: [2]int{8, 8}, Args: &RandomCropArgs{Padding: [4]int{2, 2, 2, 2}, Filling: optab.Filling{Fill: [3]float64{9, 9, 9}}}}}, "RandomZoomOut fill [0 0 0] then RandomCrop padding with fill [9 9 9]"},
 		{[]optab.Op{resize, zoom}, "RandomZoomOut must be the first op"},
 		{[]optab.Op{resize, {Kind: optab.OpRandomHorizontalFlip, P: 0.5}, zoom}, "RandomZoomOut after other ops"},
 	} {
