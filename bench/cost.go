@@ -416,9 +416,9 @@ func costPolicies() []struct {
 		op   opspkg.Op
 	}{
 		{"tv AugMix()", opspkg.Op{Kind: opspkg.OpAugMix, Args: &opspkg.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}}},
-		{"tv TrivialAugmentWide()", opspkg.Op{Kind: opspkg.OpTrivialAugmentWide, Interp: transform.InterpNearest, Args: &opspkg.TrivialAugmentWideArgs{Bins: 31}}},
-		{"tv RandAugment()", opspkg.Op{Kind: opspkg.OpRandAugment, Interp: transform.InterpNearest, Args: &opspkg.RandAugmentArgs{NumOps: 2, Magnitude: 9, Bins: 31}}},
-		{"tv AutoAugment()", opspkg.Op{Kind: opspkg.OpAutoAugment, Interp: transform.InterpNearest, Args: &opspkg.AutoAugmentArgs{Policy: "imagenet"}}},
+		{"tv TrivialAugmentWide()", opspkg.Op{Kind: opspkg.OpTrivialAugmentWide, Args: &opspkg.TrivialAugmentWideArgs{Bins: 31, Resampling: opspkg.Resampling{Interp: transform.InterpNearest}}}},
+		{"tv RandAugment()", opspkg.Op{Kind: opspkg.OpRandAugment, Args: &opspkg.RandAugmentArgs{NumOps: 2, Magnitude: 9, Bins: 31, Resampling: opspkg.Resampling{Interp: transform.InterpNearest}}}},
+		{"tv AutoAugment()", opspkg.Op{Kind: opspkg.OpAutoAugment, Args: &opspkg.AutoAugmentArgs{Policy: "imagenet", Resampling: opspkg.Resampling{Interp: transform.InterpNearest}}}},
 		{"AugMix(10, 16, 14)", opspkg.Op{Kind: opspkg.OpAugMix, Args: &opspkg.AugMixArgs{Severity: 10, MixtureWidth: 16, ChainDepth: 14, Alpha: 1}}},
 	}
 }

@@ -61,9 +61,9 @@ type geomJob struct {
 	WantCrop      []int    `json:"want_crop"`
 }
 
-// geomOp is a "transform" job's op: ops.Op's shared fields (Kind, Size,
-// Interp, NoAntialias, Fill), and Args, its own arguments, read into the
-// typed struct of its kind.
+// geomOp is a "transform" job's op: ops.Op's shared fields (Kind, Size),
+// and Args, its own arguments (its interpolation and fill among them:
+// Interp, NoAntialias, Fill), read into the typed struct of its kind.
 type geomOp struct {
 	opspkg.Op
 	Args json.RawMessage
@@ -72,6 +72,7 @@ type geomOp struct {
 // geomArgs are the typed arguments of the geometry ops a job may have.
 var geomArgs = map[opspkg.OpKind]func() any{
 	transform.OpRandomResizedCrop: func() any { return new(transform.RRCArgs) },
+	transform.OpResize:            func() any { return new(transform.ResizeArgs) },
 	transform.OpPad:               func() any { return new(transform.PadArgs) },
 	transform.OpRandomCrop:        func() any { return new(transform.RandomCropArgs) },
 }
@@ -165,18 +166,18 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 	if j.Op == "transform" {
 		return geomTransform(d, j, data)
 	}
-	op := opspkg.Op{Size: size(j.Size), Interp: interp, NoAntialias: !j.Antialias}
-	ops := []opspkg.Op{op}
+	rs := opspkg.Resampling{Interp: interp, NoAntialias: !j.Antialias}
+	var ops []opspkg.Op
 	switch j.Op {
 	case "resized_crop":
-		ops[0].Kind = transform.OpRandomResizedCrop
+		ops = []opspkg.Op{{Kind: transform.OpRandomResizedCrop, Size: size(j.Size), Args: &transform.RRCArgs{Resampling: rs}}}
 	case "resize":
-		ops[0].Kind = transform.OpResize
+		ops = []opspkg.Op{{Kind: transform.OpResize, Size: size(j.Size), Args: &transform.ResizeArgs{Resampling: rs}}}
 		if len(j.Crop) > 0 {
 			ops = append(ops, opspkg.Op{Kind: transform.OpCenterCrop, Size: size(j.Crop)})
 		}
-	case "center_crop":
-		ops[0].Kind = transform.OpCenterCrop
+	case "center_crop": // no resampling of its own
+		ops = []opspkg.Op{{Kind: transform.OpCenterCrop, Size: size(j.Size)}}
 	default:
 		return fail(fmt.Errorf("unknown op %q", j.Op))
 	}

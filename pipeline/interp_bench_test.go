@@ -29,7 +29,7 @@ func BenchmarkInterp(b *testing.B) {
 		{"bilinear-noaa", transform.InterpBilinear, true},
 		{"bicubic-noaa", transform.InterpBicubic, true},
 	} {
-		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: f.interp, NoAntialias: f.noAA},
+		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}, Args: &transform.RRCArgs{Resampling: ops.Resampling{Interp: f.interp, NoAntialias: f.noAA}}},
 			ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
 		if err != nil {
 			b.Fatal(err)

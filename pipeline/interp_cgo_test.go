@@ -187,7 +187,7 @@ func TestFastZeroAllocsFilters(t *testing.T) {
 	allocTest(t)
 	_, files := fastPhotos(t, 8)
 	for _, f := range torchFilters {
-		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: f.interp, NoAntialias: !f.aa})
+		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{224, 224}, Args: &transform.RRCArgs{Resampling: ops.Resampling{Interp: f.interp, NoAntialias: !f.aa}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +221,7 @@ func TestExactFastMatchesReferenceFilters(t *testing.T) {
 	defer fast.Close()
 	defer ref.Close()
 	for _, f := range torchFilters {
-		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{160, 192}, Interp: f.interp, NoAntialias: !f.aa},
+		tr, err := transform.NewTransform(transform.CHW, ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{160, 192}, Args: &transform.RRCArgs{Resampling: ops.Resampling{Interp: f.interp, NoAntialias: !f.aa}}},
 			ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
 		if err != nil {
 			t.Fatal(err)

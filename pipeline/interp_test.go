@@ -38,9 +38,10 @@ func TestGoldenInterpTorch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ops := []opspkg.Op{{Kind: transform.OpResize, Size: tc.size, Interp: interp, NoAntialias: !tc.aa}}
+		rs := opspkg.Resampling{Interp: interp, NoAntialias: !tc.aa}
+		ops := []opspkg.Op{{Kind: transform.OpResize, Size: tc.size, Args: &transform.ResizeArgs{Resampling: rs}}}
 		if tc.box != [4]int{} {
-			ops[0].Kind = transform.OpRandomResizedCrop
+			ops[0] = opspkg.Op{Kind: transform.OpRandomResizedCrop, Size: tc.size, Args: &transform.RRCArgs{Resampling: rs}}
 		}
 		if tc.crop != [2]int{} {
 			ops = append(ops, opspkg.Op{Kind: transform.OpCenterCrop, Size: tc.crop})

@@ -41,7 +41,7 @@ func TestDecodeScratchInBound(t *testing.T) {
 	// canvas resized apart, then padded (Decoder.padded); a crop before the
 	// resize larger than the photos (the crop, not the image, decoded).
 	jitter := ops.ColorJitterOp(0.4, 0.4, 0.4, 0.1)
-	anyRes := ops.Op{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{64, 64, 64, 128, 128, 64}}}
+	anyRes := ops.Op{Kind: transform.OpAnyResResize, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{64, 64, 64, 128, 128, 64}, Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}
 	bigCrop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{900, 700}, Args: &transform.RRCArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}}}
 	for _, c := range []struct {
 		name      string

@@ -21,8 +21,8 @@ import (
 // CenterCrop after it, one size, the rotated image's centre crop.
 func TestRotateExpandDecode(t *testing.T) {
 	data := encodePNG(testPicture(53, 41))
-	rs := ops.Op{Kind: transform.OpResize, Size: [2]int{30, 37}, Interp: transform.InterpBilinear}
-	rot := ops.Op{Kind: transform.OpRandomRotation, Interp: transform.InterpBilinear, Args: &transform.RotationArgs{Degrees: [2]float64{-180, 180}, Expand: true, Filling: ops.Filling{Fill: [3]float64{7, 8, 9}}}}
+	rs := ops.Op{Kind: transform.OpResize, Size: [2]int{30, 37}, Args: &transform.ResizeArgs{Resampling: ops.Resampling{Interp: transform.InterpBilinear}}}
+	rot := ops.Op{Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{-180, 180}, Expand: true, Filling: ops.Filling{Fill: [3]float64{7, 8, 9}}, Resampling: ops.Resampling{Interp: transform.InterpBilinear}}}
 	base := mustTransform(t, transform.CHW, rs)
 	vary := mustTransform(t, transform.CHW, rs, rot)
 	fixed := mustTransform(t, transform.CHW, rs, rot, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{33, 31}})
@@ -101,7 +101,7 @@ func bool2int(b bool) int {
 func TestRotateExpandFirstDecode(t *testing.T) {
 	const w, h = 53, 41
 	data := encodePNG(testPicture(w, h))
-	rot := ops.Op{Kind: transform.OpRandomRotation, Interp: transform.InterpBilinear, Args: &transform.RotationArgs{Degrees: [2]float64{-180, 180}, Expand: true, Filling: ops.Filling{Fill: [3]float64{7, 8, 9}}}}
+	rot := ops.Op{Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{-180, 180}, Expand: true, Filling: ops.Filling{Fill: [3]float64{7, 8, 9}}, Resampling: ops.Resampling{Interp: transform.InterpBilinear}}}
 	whole := mustTransform(t, transform.CHW, ops.Op{Kind: transform.OpCenterCrop, Size: [2]int{h, w}})
 	d := NewDecoder()
 	defer d.Close()
@@ -109,7 +109,7 @@ func TestRotateExpandFirstDecode(t *testing.T) {
 	if err := d.Decode(data, whole, det.Key{}, src); err != nil {
 		t.Fatal(err)
 	}
-	for _, fix := range []ops.Op{{Kind: transform.OpCenterCrop, Size: [2]int{33, 31}}, {Kind: transform.OpResize, Size: [2]int{30, 37}, Interp: transform.InterpBilinear}} {
+	for _, fix := range []ops.Op{{Kind: transform.OpCenterCrop, Size: [2]int{33, 31}}, {Kind: transform.OpResize, Size: [2]int{30, 37}, Args: &transform.ResizeArgs{Resampling: ops.Resampling{Interp: transform.InterpBilinear}}}} {
 		tr := mustTransform(t, transform.CHW, rot, fix)
 		if th, tw := tr.Size(); tr.Varies() || th != fix.Size[0] || tw != fix.Size[1] {
 			t.Fatalf("%s: size %dx%d (varies %v), want %v", fix.Kind, tw, th, tr.Varies(), fix.Size)

@@ -21,7 +21,7 @@ import (
 func viewGroups(norm bool) []transform.ViewGroup {
 	g := []transform.ViewGroup{
 		{Name: "global", Count: 2, Ops: []ops.Op{
-			{Kind: transform.OpRandomResizedCrop, Size: [2]int{48, 40}, Interp: transform.InterpBicubic, Args: &transform.RRCArgs{Scale: [2]float64{0.4, 1}}},
+			{Kind: transform.OpRandomResizedCrop, Size: [2]int{48, 40}, Args: &transform.RRCArgs{Scale: [2]float64{0.4, 1}, Resampling: ops.Resampling{Interp: transform.InterpBicubic}}},
 			{Kind: ops.OpRandomHorizontalFlip, P: 0.5},
 			{Kind: ops.OpRandomApply, P: 0.8, Ops: []ops.Op{ops.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 			{Kind: ops.OpGaussianBlur, Args: &ops.BlurArgs{KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}}},
@@ -207,10 +207,10 @@ func TestViewsTrace(t *testing.T) {
 // size zeros, and a skipped ragged view 0 x 0 with its image's size in
 // its trailer.
 func TestSkipViews(t *testing.T) {
-	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Interp: transform.InterpBicubic}
+	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Args: &transform.ResizeArgs{Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}
 	tr, err := transform.NewViews(transform.CHW,
 		transform.ViewGroup{Name: "canvas", Count: 1, Images: transform.OneImage, Ops: []ops.Op{
-			{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}}}}},
+			{Kind: transform.OpAnyResResize, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}, Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}}},
 		transform.ViewGroup{Name: "base", Count: 1, Images: transform.OneImage, Ops: []ops.Op{resize}},
 		transform.ViewGroup{Name: "square", Count: 1, Images: transform.SeveralImages, Ops: []ops.Op{
 			{Kind: transform.OpPadToSquare, Args: &transform.PadToSquareArgs{Filling: ops.Filling{Fill: [3]float64{127, 127, 127}}}}, resize}})
@@ -276,11 +276,11 @@ func trailer(w, h, srcW, srcH int) []byte {
 // canvas the others share).
 func TestSharedPreViews(t *testing.T) {
 	cj := ops.ColorJitterOp(0.4, 0.4, 0.4, 0.1)
-	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Interp: transform.InterpBicubic}
+	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Args: &transform.ResizeArgs{Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}
 	square := []ops.Op{cj, {Kind: transform.OpPadToSquare, Args: &transform.PadToSquareArgs{Filling: ops.Filling{Fill: [3]float64{127, 127, 127}}}}, resize}
 	tr, err := transform.NewViews(transform.CHW,
 		transform.ViewGroup{Name: "canvas", Count: 1, Ops: []ops.Op{
-			cj, {Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}}}}},
+			cj, {Kind: transform.OpAnyResResize, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}, Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}}},
 		transform.ViewGroup{Name: "base", Count: 1, Ops: []ops.Op{cj, resize}},
 		transform.ViewGroup{Name: "square", Count: 1, Ops: square})
 	if err != nil {
@@ -346,12 +346,12 @@ func TestSharedPreViews(t *testing.T) {
 // w))'s and PadToSquare's; flipped too.
 func TestPreCanvasIsTheGeometry(t *testing.T) {
 	none := ops.Op{Kind: ops.OpColorJitter, Args: &ops.ColorJitterArgs{Ranges: true, Jitter: [4][2]float64{{1, 1}, {1, 1}, {1, 1}, {0, 0}}}}
-	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 40}, Interp: transform.InterpBicubic}
-	anyRes := ops.Op{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64, 96, 32}}}
+	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 40}, Args: &transform.ResizeArgs{Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}
+	anyRes := ops.Op{Kind: transform.OpAnyResResize, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64, 96, 32}, Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}
 	for name, geom := range map[string][]ops.Op{
 		"AnyResResize":         {anyRes},
 		"AnyResResize flipped": {anyRes, {Kind: ops.OpRandomHorizontalFlip, P: 1}},
-		"SmartResize":          {{Kind: transform.OpSmartResize, Interp: transform.InterpBicubic, Args: &transform.SmartResizeArgs{MinPixels: 1024, MaxPixels: 8192, Factor: 16}}},
+		"SmartResize":          {{Kind: transform.OpSmartResize, Args: &transform.SmartResizeArgs{MinPixels: 1024, MaxPixels: 8192, Factor: 16, Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}},
 		"Resize":               {resize},
 		"PadToSquare":          {{Kind: transform.OpPadToSquare, Args: &transform.PadToSquareArgs{Filling: ops.Filling{Fill: [3]float64{127, 0, 255}}}}, resize},
 	} {
@@ -393,14 +393,14 @@ func TestPreCanvasIsTheGeometry(t *testing.T) {
 // decoded again), its trailer the crop's size; in a processor's views
 // (SharedPre) every view is of the one crop, view 0's draw.
 func TestCropBeforeTheResize(t *testing.T) {
-	crop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{60, 44}, Interp: transform.InterpBicubic, Args: &transform.RRCArgs{Scale: [2]float64{0.2, 1}, Ratio: [2]float64{0.5, 2}}}
-	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Interp: transform.InterpBicubic}
+	crop := ops.Op{Kind: transform.OpRandomResizedCrop, Size: [2]int{60, 44}, Args: &transform.RRCArgs{Scale: [2]float64{0.2, 1}, Ratio: [2]float64{0.5, 2}, Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}
+	resize := ops.Op{Kind: transform.OpResize, Size: [2]int{32, 32}, Args: &transform.ResizeArgs{Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}
 	geoms := [][]ops.Op{
-		{{Kind: transform.OpTileResize, Interp: transform.InterpBicubic, Args: &transform.TileResizeArgs{TileSize: 16, MinTiles: 1, MaxTiles: 12, TokensPerTile: 16}}},
+		{{Kind: transform.OpTileResize, Args: &transform.TileResizeArgs{TileSize: 16, MinTiles: 1, MaxTiles: 12, TokensPerTile: 16, Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}},
 		{resize},
-		{{Kind: transform.OpAnyResResize, Interp: transform.InterpBicubic, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}}}},
+		{{Kind: transform.OpAnyResResize, Args: &transform.AnyResResizeArgs{GridPinpoints: []int{32, 32, 32, 64, 64, 32, 64, 64}, Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}},
 		{{Kind: transform.OpPadToSquare, Args: &transform.PadToSquareArgs{Filling: ops.Filling{Fill: [3]float64{127, 0, 255}}}}, resize},
-		{{Kind: transform.OpSmartResize, Interp: transform.InterpBicubic, Args: &transform.SmartResizeArgs{MinPixels: 256, MaxPixels: 8192, Factor: 28}}},
+		{{Kind: transform.OpSmartResize, Args: &transform.SmartResizeArgs{MinPixels: 256, MaxPixels: 8192, Factor: 28, Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}},
 	}
 	alone := mustTransform(t, transform.CHW, crop)
 	d := NewDecoder()

@@ -31,7 +31,7 @@ func TestExactZoomOutDecode(t *testing.T) {
 	for _, layout := range []transform.Layout{transform.CHW, transform.HWC} {
 		for _, c := range decoderKinds {
 			zoom := mustTransform(t, layout, ops.Op{Kind: transform.OpRandomZoomOut, P: 1, Args: &transform.ZoomOutArgs{SideRange: [2]float64{1.5, 3}, Filling: ops.Filling{Fill: fill}}},
-				ops.Op{Kind: transform.OpResize, Size: [2]int{90, 120}, Interp: transform.InterpBicubic}, ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
+				ops.Op{Kind: transform.OpResize, Size: [2]int{90, 120}, Args: &transform.ResizeArgs{Resampling: ops.Resampling{Interp: transform.InterpBicubic}}}, ops.Op{Kind: ops.OpRandomHorizontalFlip, P: 0.5})
 			d := NewDecoder(c.opts...)
 			flips := 0
 			for i := range uint64(6) {

@@ -71,8 +71,8 @@ func TestWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := ops[0]; !r.NoAntialias || opspkg.ArgsOf[transform.RRCArgs](&r).Scale != [2]float64{0.5, 1} {
-		t.Errorf("RandomResizedCrop(antialias=False, scale=(0.5, 1)): NoAntialias %v, %+v", r.NoAntialias, opspkg.ArgsOf[transform.RRCArgs](&r))
+	if r := ops[0]; !opspkg.ResamplingOf(&r).NoAntialias || opspkg.ArgsOf[transform.RRCArgs](&r).Scale != [2]float64{0.5, 1} {
+		t.Errorf("RandomResizedCrop(antialias=False, scale=(0.5, 1)): %+v", opspkg.ArgsOf[transform.RRCArgs](&r))
 	}
 	if j := opspkg.ArgsOf[opspkg.ColorJitterArgs](&ops[1].Ops[0]).Jitter; j[0] != [2]float64{0.6, 1.4} || j[3] != [2]float64{-0.1, 0.1} || j[1] != [2]float64{1, 1} {
 		t.Errorf("ColorJitter(brightness=0.4, hue=(-0.1, 0.1)): Jitter %v", j)

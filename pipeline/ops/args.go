@@ -154,12 +154,19 @@ func (a *Args) Interp(name string) kernels.Interpolation {
 	return in
 }
 
-// Antialias sets op.NoAntialias from antialias (None is True, what
-// torchvision does on PIL images).
-func (a *Args) Antialias(op *Op) {
-	if !a.IsNone("antialias") {
-		op.NoAntialias = !a.Bool("antialias")
+// Resampling is the interpolation of argument interp ("": bilinear, for
+// an op that reads it itself), and the antialias of argument "antialias"
+// where the op has one (None is True, what torchvision does on PIL
+// images).
+func (a *Args) Resampling(interp string) Resampling {
+	var r Resampling
+	if interp != "" {
+		r.Interp = a.Interp(interp)
 	}
+	if _, ok := a.vals["antialias"]; ok && !a.IsNone("antialias") {
+		r.NoAntialias = !a.Bool("antialias")
+	}
+	return r
 }
 
 // Fill is a fill of one value or one a channel (None: none, false).

@@ -28,22 +28,25 @@ const (
 )
 
 // Each policy's own arguments (Op.Args), with torchvision's and timm's
-// names; interpolation is Op.Interp, as every warping op's, and fill
-// their Filling.
+// names; interpolation and fill their Resampling and Filling, as every
+// warping op's.
 type (
 	// TrivialAugmentWideArgs: num_magnitude_bins.
 	TrivialAugmentWideArgs struct {
 		Bins int
+		Resampling
 		Filling
 	}
 	// RandAugmentArgs: num_ops, magnitude, num_magnitude_bins.
 	RandAugmentArgs struct {
 		NumOps, Magnitude, Bins int
+		Resampling
 		Filling
 	}
 	// AutoAugmentArgs: policy ("imagenet", "cifar10", "svhn").
 	AutoAugmentArgs struct {
 		Policy string
+		Resampling
 		Filling
 	}
 	// AugMixArgs: severity, mixture_width, chain_depth, alpha, and
@@ -52,15 +55,17 @@ type (
 		Severity, MixtureWidth, ChainDepth int
 		Alpha                              float64
 		PartialOps                         bool
+		Resampling
 		Filling
 	}
 	// TimmArgs: timm's config string ("rand-m9-mstd0.5-inc1"), of
 	// TimmRandAugment, TimmAutoAugment and TimmAugMix; RandomInterp, that
 	// each resampling op draws bilinear or bicubic (interpolation None,
-	// timm's default; Op.Interp is then nearest).
+	// timm's default; its Interp is then nearest).
 	TimmArgs struct {
 		Config       string
 		RandomInterp bool
+		Resampling
 		Filling
 	}
 )
@@ -115,7 +120,7 @@ func formatPolicy(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", policyPar
 // policyParams is op's arguments as its policy reads them.
 func policyParams(op *Op) *policy.Params {
 	f := FillOf(op)
-	p := &policy.Params{Kind: policy.Kind(op.Kind), Interp: op.Interp, Fill: f.Fill, FillNone: f.FillNone}
+	p := &policy.Params{Kind: policy.Kind(op.Kind), Interp: ResamplingOf(op).Interp, Fill: f.Fill, FillNone: f.FillNone}
 	switch op.Kind {
 	case OpTrivialAugmentWide:
 		p.Bins = ArgsOf[TrivialAugmentWideArgs](op).Bins
@@ -139,36 +144,36 @@ func policyParams(op *Op) *policy.Params {
 // or bicubic drawn per op; fill None: the default, ImageNet's mean).
 func policyArgs(a *Args) Op {
 	var op Op
+	timm := a.kind == OpTimmRandAugment || a.kind == OpTimmAutoAugment || a.kind == OpTimmAugMix
 	var f Filling
 	if fill, ok := a.Fill("fill"); ok {
 		f.Fill = fill
-	} else if a.kind == OpTimmRandAugment || a.kind == OpTimmAutoAugment || a.kind == OpTimmAugMix {
+	} else if timm {
 		f.Fill = [3]float64{124, 116, 104}
 	} else {
 		f.FillNone = true
 	}
-	timm := false
+	randomInterp := timm && a.IsNone("interpolation")
+	r := Resampling{Interp: kernels.Nearest} // timm's random one: bilinear or bicubic drawn per op
+	if !randomInterp {
+		r.Interp = a.Interp("interpolation")
+	}
 	switch a.kind {
 	case OpTrivialAugmentWide:
-		op.Args = &TrivialAugmentWideArgs{Bins: a.Int("num_magnitude_bins"), Filling: f}
+		op.Args = &TrivialAugmentWideArgs{Bins: a.Int("num_magnitude_bins"), Resampling: r, Filling: f}
 	case OpRandAugment:
-		op.Args = &RandAugmentArgs{NumOps: a.Int("num_ops"), Magnitude: a.Int("magnitude"), Bins: a.Int("num_magnitude_bins"), Filling: f}
+		op.Args = &RandAugmentArgs{NumOps: a.Int("num_ops"), Magnitude: a.Int("magnitude"), Bins: a.Int("num_magnitude_bins"), Resampling: r, Filling: f}
 	case OpAutoAugment:
-		op.Args = &AutoAugmentArgs{Policy: a.Str("policy"), Filling: f}
+		op.Args = &AutoAugmentArgs{Policy: a.Str("policy"), Resampling: r, Filling: f}
 	case OpAugMix:
 		m := &AugMixArgs{Severity: a.Int("severity"), MixtureWidth: a.Int("mixture_width"), ChainDepth: a.Int("chain_depth"),
-			Alpha: a.Float("alpha"), PartialOps: !a.Bool("all_ops"), Filling: f}
+			Alpha: a.Float("alpha"), PartialOps: !a.Bool("all_ops"), Resampling: r, Filling: f}
 		if m.ChainDepth == 0 || m.ChainDepth < -1 {
 			a.Errorf("chain_depth %d: want -1 (random 1..3) or >= 1", m.ChainDepth)
 		}
 		op.Args = m
 	default:
-		op.Args, timm = &TimmArgs{Config: a.Str("config"), Filling: f}, true
-	}
-	if timm && a.IsNone("interpolation") {
-		op.Interp, op.Args.(*TimmArgs).RandomInterp = kernels.Nearest, true
-	} else {
-		op.Interp = a.Interp("interpolation")
+		op.Args = &TimmArgs{Config: a.Str("config"), RandomInterp: randomInterp, Resampling: r, Filling: f}
 	}
 	return op
 }

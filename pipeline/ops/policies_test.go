@@ -23,8 +23,13 @@ func TestPoliciesBicubic(t *testing.T) {
 	}
 	for _, pol := range policies {
 		t.Run(string(pol.Kind), func(t *testing.T) {
-			bil, bic := pol, pol
-			bil.Interp, bic.Interp = kernels.Bilinear, kernels.Bicubic
+			resampled := func(in kernels.Interpolation) Op {
+				op := pol
+				op.Args = CloneArgs(pol.Args)
+				op.Args.(interface{ resampling() *Resampling }).resampling().Interp = in
+				return op
+			}
+			bil, bic := resampled(kernels.Bilinear), resampled(kernels.Bicubic)
 			nBil, nBic := compileAt(t, bil, w, h), compileAt(t, bic, w, h)
 			pix := make([]byte, 3*w*h)
 			for i := range pix {
@@ -66,7 +71,7 @@ func TestPoliciesBicubic(t *testing.T) {
 		})
 	}
 	// Other values are refused.
-	refused(t, Op{Kind: OpTrivialAugmentWide, Interp: kernels.Interpolation(9), Args: &TrivialAugmentWideArgs{Bins: 31}}, w, h, "op 1 (TrivialAugmentWide)")
+	refused(t, Op{Kind: OpTrivialAugmentWide, Args: &TrivialAugmentWideArgs{Bins: 31, Resampling: Resampling{Interp: kernels.Interpolation(9)}}}, w, h, "op 1 (TrivialAugmentWide)")
 }
 
 // TestPolicyOp: a policy op hands its arguments to pipeline/policy
@@ -96,7 +101,7 @@ func TestPolicyOp(t *testing.T) {
 		{Op{Kind: OpRandAugment, Args: &RandAugmentArgs{NumOps: 2, Magnitude: 31, Bins: 31}}, "op 1 (RandAugment): "},
 		{Op{Kind: OpRandAugment, Args: &RandAugmentArgs{NumOps: 2, Magnitude: 31, Bins: 31}}, "magnitude 31"},
 		{Op{Kind: OpAutoAugment, Args: &AutoAugmentArgs{Policy: "cifar100"}}, `policy "cifar100"`},
-		{Op{Kind: OpTimmRandAugment, Interp: kernels.Bicubic, Args: &TimmArgs{Config: "rand-m9-x3"}}, `unknown section "x"`},
+		{Op{Kind: OpTimmRandAugment, Args: &TimmArgs{Config: "rand-m9-x3", Resampling: Resampling{Interp: kernels.Bicubic}}}, `unknown section "x"`},
 		{Op{Kind: OpTrivialAugmentWide, Args: &TrivialAugmentWideArgs{Bins: 0}}, "op 1 (TrivialAugmentWide)"},
 	} {
 		refused(t, tc.op, testW, testH, tc.want)

@@ -320,9 +320,10 @@ type OpKind string
 // given.
 
 // Op is one step of a transform, with torchvision's arguments: the ones
-// many ops share (size, p, interpolation, a container's ops) as its
-// fields, and an op's own in its typed struct (Args), declared beside its
-// Def; a fill is an op's own too (Filling, embedded in its struct). Each kind reads the fields its doc names; zero fields take
+// many ops share (size, p, a container's ops) as its fields, and an op's
+// own in its typed struct (Args), declared beside its Def; a fill and an
+// interpolation are an op's own too (Filling and Resampling, embedded in
+// its struct). Each kind reads the fields its doc names; zero fields take
 // torchvision's defaults where the doc says so (RandomResizedCrop's scale
 // (0.08, 1) and ratio (3/4, 4/3), say), and the wire
 // (server/transform.go) fills every other default in before a Transform
@@ -336,11 +337,6 @@ type Op struct {
 	// P: the probability of the Random* ops that have one, and of
 	// RandomApply.
 	P float64
-	// Interp and NoAntialias: the resampling of the geometry,
-	// RandomRotation, RandomAffine and the policies. NoAntialias is
-	// torchvision's antialias=False (the geometry only).
-	Interp      kernels.Interpolation
-	NoAntialias bool
 	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops.
 	Ops []Op
 	// Args is the op's own arguments, a pointer to its struct
@@ -378,6 +374,31 @@ func FillOf(op *Op) Filling {
 		return *f.filling()
 	}
 	return Filling{}
+}
+
+// Resampling is how an op that resamples interpolates (the geometry's
+// resizes, the warps, the policies, the VLMs' resizes), embedded in its
+// own arguments' struct and read by the code they share through
+// ResamplingOf.
+type Resampling struct {
+	Interp kernels.Interpolation
+	// NoAntialias is torchvision's antialias=False (the geometry only).
+	NoAntialias bool
+}
+
+func (r *Resampling) resampling() *Resampling { return r }
+
+// Antialiased reports whether a resize by r filters as torchvision's
+// antialias=True does: unless antialias=False, and never for nearest.
+func (r Resampling) Antialiased() bool { return !r.NoAntialias && r.Interp != kernels.Nearest }
+
+// ResamplingOf is op's resampling: its arguments' Resampling, zero
+// (bilinear, antialiased) for an op that has none.
+func ResamplingOf(op *Op) Resampling {
+	if r, ok := op.Args.(interface{ resampling() *Resampling }); ok {
+		return *r.resampling()
+	}
+	return Resampling{}
 }
 
 // ArgsOf is op's typed arguments (op.Args, a *A), or A's zero when op

@@ -75,7 +75,7 @@ func TestAnyResFit(t *testing.T) {
 // TestAnyResPlan: the plan resizes into the resolution and pads to it,
 // centred (left and top floored), zeros: a CenterCrop's padding.
 func TestAnyResPlan(t *testing.T) {
-	tf, err := NewTransform(CHW, optab.Op{Kind: OpAnyResResize, Interp: InterpBicubic, Args: &AnyResResizeArgs{GridPinpoints: []int{336, 672, 672, 336, 672, 672, 1008, 336, 336, 1008}}})
+	tf, err := NewTransform(CHW, optab.Op{Kind: OpAnyResResize, Args: &AnyResResizeArgs{GridPinpoints: []int{336, 672, 672, 336, 672, 672, 1008, 336, 336, 1008}, Resampling: optab.Resampling{Interp: InterpBicubic}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestAnyResTokens(t *testing.T) {
 // replace_image_token), one of a record of one AnyRes's count.
 func TestPadToSquare(t *testing.T) {
 	sq := optab.Op{Kind: OpPadToSquare, Args: &PadToSquareArgs{Filling: optab.Filling{Fill: [3]float64{127, 127, 127}}}}
-	resize := optab.Op{Kind: OpResize, Size: [2]int{384, 384}, Interp: InterpBicubic}
+	resize := optab.Op{Kind: OpResize, Size: [2]int{384, 384}, Args: &ResizeArgs{Resampling: optab.Resampling{Interp: InterpBicubic}}}
 	tf, err := NewTransform(CHW, sq, resize)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestPadToSquare(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", optab.OpsString(c.ops), err, c.want)
 		}
 	}
-	ov := optab.Op{Kind: OpAnyResResize, Interp: InterpBicubic, Args: &AnyResResizeArgs{GridPinpoints: onevisionPinpoints(), Patch: 384, TokensGrid: 27, BaseTokens: 729, MaxPatches: 9}}
+	ov := optab.Op{Kind: OpAnyResResize, Args: &AnyResResizeArgs{GridPinpoints: onevisionPinpoints(), Patch: 384, TokensGrid: 27, BaseTokens: 729, MaxPatches: 9, Resampling: optab.Resampling{Interp: InterpBicubic}}}
 	groups := []ViewGroup{{Name: "canvas", Count: 1, Ops: []optab.Op{ov}}, {Name: "base", Count: 1, Ops: []optab.Op{resize}}}
 	two, err := NewViews(CHW, groups...)
 	if err != nil {

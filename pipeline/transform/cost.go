@@ -277,7 +277,7 @@ func nsDuration(x float64) time.Duration {
 func (t *Transform) geomInterpNs() float64 {
 	for _, op := range []*optab.Op{t.rrc, t.resize, t.center, t.jitter} {
 		if op != nil && op.Kind != OpCenterCrop {
-			return fn.InterpCost(op.Interp)
+			return fn.InterpCost(optab.ResamplingOf(op).Interp)
 		}
 	}
 	return 1

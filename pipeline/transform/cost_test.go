@@ -126,8 +126,8 @@ func TestCostWithTargets(t *testing.T) {
 // it) at the nominal source, not at the 32 px output: more than the same
 // rotation after a Resize to 32 px.
 func TestCostRotateFirst(t *testing.T) {
-	rot := optab.Op{Kind: OpRandomRotation, Interp: InterpBilinear, Args: &RotationArgs{Degrees: [2]float64{-30, 30}, Expand: true}}
-	fix := optab.Op{Kind: OpResize, Size: [2]int{32, 32}, Interp: InterpBilinear}
+	rot := optab.Op{Kind: OpRandomRotation, Args: &RotationArgs{Degrees: [2]float64{-30, 30}, Expand: true, Resampling: optab.Resampling{Interp: InterpBilinear}}}
+	fix := optab.Op{Kind: OpResize, Size: [2]int{32, 32}, Args: &ResizeArgs{Resampling: optab.Resampling{Interp: InterpBilinear}}}
 	first := mustTransform(t, CHW, rot, fix).Cost()
 	after := mustTransform(t, CHW, fix, rot, fix).Cost()
 	if first.Max <= after.Max {

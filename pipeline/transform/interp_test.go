@@ -37,7 +37,7 @@ func TestParseInterpolation(t *testing.T) {
 		t.Errorf("Interpolation(9).String() = %q", got)
 	}
 	var zero optab.Op
-	if zero.Interp != InterpBilinear || zero.NoAntialias {
+	if r := optab.ResamplingOf(&zero); r.Interp != InterpBilinear || r.NoAntialias {
 		t.Error("an Op's zero value is not torchvision's default (bilinear, antialias on)")
 	}
 }
@@ -52,12 +52,12 @@ func TestPlanInterp(t *testing.T) {
 		aa     bool
 	}{
 		{"rrc default", []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}}}, InterpBilinear, true},
-		{"rrc bicubic", []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Interp: InterpBicubic}}, InterpBicubic, true},
-		{"rrc bicubic no aa", []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Interp: InterpBicubic, NoAntialias: true}}, InterpBicubic, false},
-		{"rrc nearest", []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Interp: InterpNearest}}, InterpNearest, false},
-		{"resize+center", []optab.Op{{Kind: OpResize, Size: [2]int{40, 0}, Interp: InterpNearest}, {Kind: OpCenterCrop, Size: [2]int{32, 32}}}, InterpNearest, false},
-		{"resize no aa", []optab.Op{{Kind: OpResize, Size: [2]int{40, 50}, NoAntialias: true}}, InterpBilinear, false},
-		{"center alone", []optab.Op{{Kind: OpCenterCrop, Size: [2]int{32, 32}, Interp: InterpBicubic}}, InterpBicubic, true},
+		{"rrc bicubic", []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Args: &RRCArgs{Resampling: optab.Resampling{Interp: InterpBicubic}}}}, InterpBicubic, true},
+		{"rrc bicubic no aa", []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Args: &RRCArgs{Resampling: optab.Resampling{Interp: InterpBicubic, NoAntialias: true}}}}, InterpBicubic, false},
+		{"rrc nearest", []optab.Op{{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Args: &RRCArgs{Resampling: optab.Resampling{Interp: InterpNearest}}}}, InterpNearest, false},
+		{"resize+center", []optab.Op{{Kind: OpResize, Size: [2]int{40, 0}, Args: &ResizeArgs{Resampling: optab.Resampling{Interp: InterpNearest}}}, {Kind: OpCenterCrop, Size: [2]int{32, 32}}}, InterpNearest, false},
+		{"resize no aa", []optab.Op{{Kind: OpResize, Size: [2]int{40, 50}, Args: &ResizeArgs{Resampling: optab.Resampling{NoAntialias: true}}}}, InterpBilinear, false},
+		{"center alone", []optab.Op{{Kind: OpCenterCrop, Size: [2]int{32, 32}}}, InterpBilinear, true}, // no resampling of its own
 	} {
 		tr, err := NewTransform(CHW, tc.ops...)
 		if err != nil {
@@ -71,7 +71,7 @@ func TestPlanInterp(t *testing.T) {
 			t.Errorf("%s: plan filter %v antialias %v, want %v %v", tc.name, p.Interp, p.Antialias, tc.interp, tc.aa)
 		}
 	}
-	if _, err := NewTransform(CHW, optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Interp: 7}); !errors.Is(err, errs.Unsupported) {
+	if _, err := NewTransform(CHW, optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Args: &RRCArgs{Resampling: optab.Resampling{Interp: 7}}}); !errors.Is(err, errs.Unsupported) {
 		t.Errorf("NewTransform with interpolation 7: %v, want ErrUnsupported", err)
 	}
 }

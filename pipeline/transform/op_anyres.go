@@ -29,11 +29,12 @@ const OpAnyResResize optab.OpKind = "AnyResResize"
 
 // AnyResResizeArgs are AnyResResize's arguments (optab.Op.Args):
 // grid_pinpoints (flat (height, width) pairs), and the model's token
-// count's patch, tokens_grid, base_tokens and max_patches (0: none); its
-// interpolation is optab.Op.Interp.
+// count's patch, tokens_grid, base_tokens and max_patches (0: none), and
+// its interpolation.
 type AnyResResizeArgs struct {
 	GridPinpoints                             []int
 	Patch, TokensGrid, BaseTokens, MaxPatches int
+	optab.Resampling
 }
 
 // maxPinpoints bounds grid_pinpoints: LLaVA-OneVision's are 36.
@@ -55,7 +56,7 @@ func init() {
 		Named: true, Geometry: true, Targets: optab.TargetsMove, Stays: true,
 		Params: []optab.Param{
 			{Name: "grid_pinpoints", Typ: optab.PInts, At: func(o *optab.Op) any { return &optab.ArgsAt[AnyResResizeArgs](o).GridPinpoints }, Lo: 1, Hi: optab.MaxSide},
-			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &o.Interp }},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &optab.ArgsAt[AnyResResizeArgs](o).Interp }},
 			// The model's vision tokens (batch_tokens): the processor's
 			// patch side, the model's tokens a patch side, the base
 			// image's tokens, OneVision's anyres_max_N (0: no pooling);

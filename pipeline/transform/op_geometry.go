@@ -63,9 +63,17 @@ type (
 	ShortestSizeArgs struct {
 		MinSize []int
 		MaxSize int
+		optab.Resampling
 	}
-	// RandomResizeArgs are RandomResize's min_size and max_size.
-	RandomResizeArgs struct{ MinSize, MaxSize int }
+	// RandomResizeArgs are RandomResize's min_size and max_size, and its
+	// interpolation and antialias.
+	RandomResizeArgs struct {
+		MinSize, MaxSize int
+		optab.Resampling
+	}
+	// ResizeArgs are Resize's interpolation and antialias; its size is
+	// optab.Op.Size.
+	ResizeArgs struct{ optab.Resampling }
 	// RRCArgs are RandomResizedCrop's scale (the area's range) and ratio
 	// (the aspect's; zero: torchvision's defaults, (0.08, 1) and (3/4,
 	// 4/3)), and RandomInterp, that it draws bilinear or bicubic per
@@ -75,10 +83,14 @@ type (
 	RRCArgs struct {
 		Scale, Ratio [2]float64
 		RandomInterp bool
+		optab.Resampling
 	}
-	// ScaleJitterArgs are ScaleJitter's scale_range; its target_size is
-	// optab.Op.Size (height, width).
-	ScaleJitterArgs struct{ Scale [2]float64 }
+	// ScaleJitterArgs are ScaleJitter's scale_range, interpolation and
+	// antialias; its target_size is optab.Op.Size (height, width).
+	ScaleJitterArgs struct {
+		Scale [2]float64
+		optab.Resampling
+	}
 	// PadArgs are Pad's padding (left, top, right, bottom) and fill.
 	PadArgs struct {
 		Padding [4]int
@@ -217,9 +229,7 @@ func init() {
 			// torchvision's target_size pairs its second value with the
 			// height (ScaleJitter.make_params).
 			ts := a.Size("target_size")
-			op := optab.Op{Size: [2]int{ts[1], ts[0]}, Interp: a.Interp("interpolation"), Args: &ScaleJitterArgs{Scale: a.Pair("scale_range")}}
-			a.Antialias(&op)
-			return op
+			return optab.Op{Size: [2]int{ts[1], ts[0]}, Args: &ScaleJitterArgs{Scale: a.Pair("scale_range"), Resampling: a.Resampling("interpolation")}}
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
 			fmt.Fprintf(b, "(%dx%d, scale_range=%v", op.Size[0], op.Size[1], optab.ArgsOf[ScaleJitterArgs](op).Scale)
@@ -236,13 +246,11 @@ func init() {
 	lsj(optab.Def{Kind: OpRandomShortestSize, Doc: "the shorter side resized to one of min_size, the longer at most max_size",
 		Params: []optab.Param{{Name: "min_size", Typ: optab.PInts}, {Name: "max_size", Typ: optab.PInt, Def: "None"}, interp, antialias},
 		FromArgs: func(a *optab.Args) optab.Op {
-			sa := &ShortestSizeArgs{MinSize: a.Ints("min_size")}
-			op := optab.Op{Interp: a.Interp("interpolation"), Args: sa}
+			sa := &ShortestSizeArgs{MinSize: a.Ints("min_size"), Resampling: a.Resampling("interpolation")}
 			if !a.IsNone("max_size") {
 				sa.MaxSize = min(a.Int("max_size"), 1<<20)
 			}
-			a.Antialias(&op)
-			return op
+			return optab.Op{Args: sa}
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
 			sa := optab.ArgsOf[ShortestSizeArgs](op)
@@ -252,9 +260,8 @@ func init() {
 	lsj(optab.Def{Kind: OpRandomResize, Doc: "the shorter side resized to a size drawn in [min_size, max_size)",
 		Params: []optab.Param{{Name: "min_size", Typ: optab.PInt}, {Name: "max_size", Typ: optab.PInt}, interp, antialias},
 		FromArgs: func(a *optab.Args) optab.Op {
-			op := optab.Op{Interp: a.Interp("interpolation"), Args: &RandomResizeArgs{MinSize: min(a.Int("min_size"), 1<<20), MaxSize: min(a.Int("max_size"), 1<<20)}}
-			a.Antialias(&op)
-			return op
+			return optab.Op{Args: &RandomResizeArgs{MinSize: min(a.Int("min_size"), 1<<20), MaxSize: min(a.Int("max_size"), 1<<20),
+				Resampling: a.Resampling("interpolation")}}
 		},
 		Format: func(b *strings.Builder, op *optab.Op) {
 			a := optab.ArgsOf[RandomResizeArgs](op)
@@ -540,8 +547,8 @@ func formatSize(b *strings.Builder, op *optab.Op) {
 // formatInterp ends String's arguments: the interpolation unless
 // bilinear, then ")".
 func formatInterp(b *strings.Builder, op *optab.Op) {
-	if op.Interp != InterpBilinear {
-		fmt.Fprintf(b, ", %s", op.Interp)
+	if in := optab.ResamplingOf(op).Interp; in != InterpBilinear {
+		fmt.Fprintf(b, ", %s", in)
 	}
 	b.WriteString(")")
 }
@@ -624,7 +631,8 @@ func fixSize(op *optab.Op, stream uint64, where string) (optab.Node, error) {
 		return n, err
 	}
 	n.Def = &postResize
-	n.Step = fn.Step{Fn: fn.Resize, I: [6]int{4: op.Size[0], 5: op.Size[1]}, Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
+	rs := optab.ResamplingOf(op)
+	n.Step = fn.Step{Fn: fn.Resize, I: [6]int{4: op.Size[0], 5: op.Size[1]}, Interp: rs.Interp, Antialias: rs.Antialiased()}
 	return n, nil
 }
 
@@ -632,20 +640,18 @@ func fixSize(op *optab.Op, stream uint64, where string) (optab.Node, error) {
 // timm's RandomResizedCropAndInterpolation(interpolation="random").
 func rrcArgs(a *optab.Args) optab.Op {
 	ra := &RRCArgs{Scale: a.Pair("scale"), Ratio: a.Pair("ratio")}
-	op := optab.Op{Size: a.Size("size"), Args: ra}
 	if a.Str("interpolation") == "random" {
-		op.Interp, ra.RandomInterp = InterpBilinear, true
+		ra.Resampling, ra.RandomInterp = a.Resampling(""), true // bilinear, then the draw's
 	} else {
-		op.Interp = a.Interp("interpolation")
+		ra.Resampling = a.Resampling("interpolation")
 	}
-	a.Antialias(&op)
-	return op
+	return optab.Op{Size: a.Size("size"), Args: ra}
 }
 
 // resizeArgs reads Resize's: an int size resizes the shorter side
 // (Size[1] 0); max_size is refused (the size would vary per image).
 func resizeArgs(a *optab.Args) optab.Op {
-	op := optab.Op{Interp: a.Interp("interpolation")}
+	op := optab.Op{Args: &ResizeArgs{a.Resampling("interpolation")}}
 	if is := a.Ints("size"); len(is) == 1 {
 		op.Size = [2]int{is[0], 0}
 	} else {
@@ -654,7 +660,6 @@ func resizeArgs(a *optab.Args) optab.Op {
 	if !a.IsNone("max_size") {
 		a.Errorf("max_size is not supported: a batch's images have one size (Resize then CenterCrop, or Resize((h, w)))")
 	}
-	a.Antialias(&op)
 	return op
 }
 

@@ -24,8 +24,11 @@ import (
 const OpNaFlexResize optab.OpKind = "NaFlexResize"
 
 // NaFlexResizeArgs are NaFlexResize's arguments (optab.Op.Args):
-// patch_size and max_num_patches; its interpolation is optab.Op.Interp.
-type NaFlexResizeArgs struct{ PatchSize, MaxPatches int }
+// patch_size, max_num_patches and interpolation.
+type NaFlexResizeArgs struct {
+	PatchSize, MaxPatches int
+	optab.Resampling
+}
 
 func init() {
 	optab.Define(optab.Def{Kind: OpNaFlexResize,
@@ -34,7 +37,7 @@ func init() {
 		Params: []optab.Param{
 			{Name: "patch_size", Typ: optab.PInt, Def: "16", At: func(o *optab.Op) any { return &optab.ArgsAt[NaFlexResizeArgs](o).PatchSize }, Lo: 1, Hi: 1024},
 			{Name: "max_num_patches", Typ: optab.PInt, Def: "256", At: func(o *optab.Op) any { return &optab.ArgsAt[NaFlexResizeArgs](o).MaxPatches }, Lo: 1, Hi: 1 << 20},
-			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'", At: func(o *optab.Op) any { return &o.Interp }},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'", At: func(o *optab.Op) any { return &optab.ArgsAt[NaFlexResizeArgs](o).Interp }},
 		},
 		Misplaced: "NaFlexResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {

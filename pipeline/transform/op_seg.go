@@ -219,8 +219,8 @@ func (t *Transform) segPlan(p *SamplePlan, k det.Key) error {
 // torchvision's order: resize to the drawn size, horizontal_flip if
 // drawn, the PadIfSmaller's pad, the RandomCrop's pad and crop.
 func (t *Transform) segSteps(p *SamplePlan, buf []fn.Step) []fn.Step {
-	rs := t.resize
-	buf = append(buf, fn.Step{Fn: fn.Resize, I: [6]int{4: p.RH, 5: p.RW}, Interp: rs.Interp, Antialias: !rs.NoAntialias && rs.Interp != InterpNearest})
+	rs := optab.ResamplingOf(t.resize)
+	buf = append(buf, fn.Step{Fn: fn.Resize, I: [6]int{4: p.RH, 5: p.RW}, Interp: rs.Interp, Antialias: rs.Antialiased()})
 	if p.Flip && t.seg.flip != nil { // else a flip fused after the crop, geometrySteps' last
 		buf = append(buf, fn.Step{Fn: fn.HorizontalFlip})
 	}

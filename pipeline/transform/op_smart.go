@@ -26,9 +26,12 @@ import (
 const OpSmartResize optab.OpKind = "SmartResize"
 
 // SmartResizeArgs are SmartResize's arguments (optab.Op.Args), with
-// transformers' names: min_pixels, max_pixels and factor; its
-// interpolation is optab.Op.Interp, every resize's.
-type SmartResizeArgs struct{ MinPixels, MaxPixels, Factor int }
+// transformers' names: min_pixels, max_pixels and factor, and its
+// interpolation.
+type SmartResizeArgs struct {
+	MinPixels, MaxPixels, Factor int
+	optab.Resampling
+}
 
 // maxSmartRatio is smart_resize's limit on the image's aspect ratio
 // (longer over shorter side): past it, transformers raises.
@@ -42,7 +45,7 @@ func init() {
 			{Name: "min_pixels", Typ: optab.PInt, Def: "3136", At: func(o *optab.Op) any { return &optab.ArgsAt[SmartResizeArgs](o).MinPixels }, Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
 			{Name: "max_pixels", Typ: optab.PInt, Def: "1003520", At: func(o *optab.Op) any { return &optab.ArgsAt[SmartResizeArgs](o).MaxPixels }, Lo: 1, Hi: optab.MaxSide * optab.MaxSide},
 			{Name: "factor", Typ: optab.PInt, Def: "28", At: func(o *optab.Op) any { return &optab.ArgsAt[SmartResizeArgs](o).Factor }, Lo: 1, Hi: 1024},
-			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &o.Interp }},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &optab.ArgsAt[SmartResizeArgs](o).Interp }},
 		},
 		Misplaced: "SmartResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",
 		Format: func(b *strings.Builder, op *optab.Op) {
@@ -318,7 +321,7 @@ func (t *Transform) planCrop(p *SamplePlan, k det.Key) error {
 	a := optab.ArgsOf[RRCArgs](c)
 	p.PreCX, p.PreCY, p.PreCW, p.PreCH = RRCParams(&r, p.SrcW, p.SrcH, a.Scale, a.Ratio)
 	p.PreW, p.PreH = c.Size[1], c.Size[0]
-	p.PreInterp, p.PreAntialias = c.Interp, !c.NoAntialias && c.Interp != InterpNearest
+	p.PreInterp, p.PreAntialias = a.Interp, a.Antialiased()
 	if p.PreCW < 1 || p.PreCH < 1 {
 		return fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", errs.Unsupported, p.SrcW, p.SrcH, p.PreCW, p.PreCH)
 	}

@@ -29,9 +29,11 @@ const OpTileResize optab.OpKind = "TileResize"
 // TileResizeArgs are TileResize's arguments (optab.Op.Args): tile_size,
 // min_tiles, max_tiles and tokens_per_tile, the model's vision tokens a
 // tile becomes, for batch_tokens (InternVL's 256: 448 / 14 patches a
-// side, halved by its pixel shuffle); its interpolation is
-// optab.Op.Interp.
-type TileResizeArgs struct{ TileSize, MinTiles, MaxTiles, TokensPerTile int }
+// side, halved by its pixel shuffle), and its interpolation.
+type TileResizeArgs struct {
+	TileSize, MinTiles, MaxTiles, TokensPerTile int
+	optab.Resampling
+}
 
 // maxTiles bounds max_tiles (InternVL's checkpoints use 6 to 12; its
 // document recipes up to 40): the grid search walks every grid of at most
@@ -46,7 +48,7 @@ func init() {
 			{Name: "tile_size", Typ: optab.PInt, Def: "448", At: func(o *optab.Op) any { return &optab.ArgsAt[TileResizeArgs](o).TileSize }, Lo: 1, Hi: optab.MaxSide},
 			{Name: "min_tiles", Typ: optab.PInt, Def: "1", At: func(o *optab.Op) any { return &optab.ArgsAt[TileResizeArgs](o).MinTiles }, Lo: 1, Hi: maxTiles},
 			{Name: "max_tiles", Typ: optab.PInt, Def: "12", At: func(o *optab.Op) any { return &optab.ArgsAt[TileResizeArgs](o).MaxTiles }, Lo: 1, Hi: maxTiles},
-			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &o.Interp }},
+			{Name: "interpolation", Typ: optab.PInterp, Def: "'bicubic'", At: func(o *optab.Op) any { return &optab.ArgsAt[TileResizeArgs](o).Interp }},
 			{Name: "tokens_per_tile", Typ: optab.PInt, Def: "256", At: func(o *optab.Op) any { return &optab.ArgsAt[TileResizeArgs](o).TokensPerTile }, Lo: 1, Hi: 1 << 16},
 		},
 		Misplaced: "TileResize after other ops is not supported: it is the geometry, first and alone, fused into the decode",

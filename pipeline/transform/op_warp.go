@@ -35,8 +35,8 @@ const (
 )
 
 // The warps' own arguments (optab.Op.Args), with torchvision's names,
-// their fill each one's optab.Filling; interpolation is optab.Op's, every
-// warping op's, and RandomPerspective's p is optab.Op.P.
+// their interpolation and fill each one's optab.Resampling and
+// optab.Filling; RandomPerspective's p is optab.Op.P.
 type (
 	// RotationArgs are RandomRotation's: degrees (min, max), expand, and
 	// center, pixels from the top left (HasCenter false: None, the
@@ -46,6 +46,7 @@ type (
 		Expand    bool
 		Center    [2]float64
 		HasCenter bool
+		optab.Resampling
 		optab.Filling
 	}
 	// AffineArgs are RandomAffine's: degrees; translate, (max_dx, max_dy)
@@ -61,11 +62,13 @@ type (
 		HasShear, ShearY bool
 		Center           [2]float64
 		HasCenter        bool
+		optab.Resampling
 		optab.Filling
 	}
 	// PerspectiveArgs are RandomPerspective's: distortion_scale (0..1).
 	PerspectiveArgs struct {
 		Distortion float64
+		optab.Resampling
 		optab.Filling
 	}
 )
@@ -76,9 +79,9 @@ func init() {
 			{Name: "expand", Typ: optab.PBool, Def: "False"}, {Name: "center", Typ: optab.PFloats, Def: "None"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks, Keeps: keepsWarp,
 		FromArgs: func(a *optab.Args) optab.Op {
-			ra := &RotationArgs{Degrees: angleArgs(a, "degrees"), Expand: a.Bool("expand"), Filling: a.TypedFill("fill", true)}
+			ra := &RotationArgs{Degrees: angleArgs(a, "degrees"), Expand: a.Bool("expand"), Resampling: a.Resampling("interpolation"), Filling: a.TypedFill("fill", true)}
 			ra.Center, ra.HasCenter = centerArgs(a)
-			return optab.Op{Interp: a.Interp("interpolation"), Args: ra}
+			return optab.Op{Args: ra}
 		},
 		Grow: func(op *optab.Op, w, h int) (int, int, bool) {
 			if !optab.ArgsOf[RotationArgs](op).Expand {
@@ -89,7 +92,7 @@ func init() {
 		},
 		Draw: func(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 			op, a := n.Op, optab.ArgsOf[RotationArgs](n.Op)
-			st := fn.Step{Fn: fn.Rotate, F: [6]float64{r.Uniform(a.Degrees[0], a.Degrees[1])}, Interp: op.Interp,
+			st := fn.Step{Fn: fn.Rotate, F: [6]float64{r.Uniform(a.Degrees[0], a.Degrees[1])}, Interp: a.Interp,
 				Fill: a.Fill, FillNone: a.FillNone, MaskFill: maskFill(op), Center: a.Center, HasCenter: a.HasCenter}
 			if a.Expand { // the ops after it draw on the grown image
 				st.I[0] = 1
@@ -101,7 +104,7 @@ func init() {
 			if optab.ArgsOf[RotationArgs](n.Op).Expand {
 				w, h = ExpandBound(n.Op, w, h)
 			}
-			return optab.StepNs(fn.Step{Fn: fn.Rotate, Interp: n.Op.Interp}, w, h)
+			return optab.StepNs(fn.Step{Fn: fn.Rotate, Interp: optab.ResamplingOf(n.Op).Interp}, w, h)
 		}})
 	optab.Define(optab.Def{Kind: OpRandomAffine, Doc: "an affine map of drawn angle, translation, scale and shear, about center",
 		Params: []optab.Param{{Name: "degrees", Typ: optab.PRange}, {Name: "translate", Typ: optab.PFloats, Def: "None"}, {Name: "scale", Typ: optab.PFloats, Def: "None"},
@@ -110,15 +113,15 @@ func init() {
 		Targets: optab.TargetsMove, Compile: compileWarp, Format: optab.FormatNone, Masks: warpMasks, Keeps: keepsWarp,
 		Draw: drawAffine, FromArgs: affineArgs,
 		MaxNs: func(n *optab.Node, w, h int) float64 {
-			return optab.StepNs(fn.Step{Fn: fn.Affine, Interp: n.Op.Interp}, w, h)
+			return optab.StepNs(fn.Step{Fn: fn.Affine, Interp: optab.ResamplingOf(n.Op).Interp}, w, h)
 		}})
 	optab.Define(optab.Def{Kind: OpRandomPerspective, Doc: "with probability p, a perspective moving each corner up to distortion_scale of half the side inward",
 		Params: []optab.Param{{Name: "distortion_scale", Typ: optab.PFloat, Def: "0.5"}, optab.PParam(0.5),
 			{Name: "interpolation", Typ: optab.PInterp, Def: "'bilinear'"}, {Name: "fill", Typ: optab.PFillBy, Def: "0"}},
 		Targets: optab.TargetsMove, Keeps: keepsWarp,
 		FromArgs: func(a *optab.Args) optab.Op {
-			return optab.Op{P: a.Float("p"), Interp: a.Interp("interpolation"),
-				Args: &PerspectiveArgs{Distortion: a.Float("distortion_scale"), Filling: a.TypedFill("fill", true)}}
+			return optab.Op{P: a.Float("p"),
+				Args: &PerspectiveArgs{Distortion: a.Float("distortion_scale"), Resampling: a.Resampling("interpolation"), Filling: a.TypedFill("fill", true)}}
 		},
 		Compile: func(c *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 			op := n.Op
@@ -131,8 +134,8 @@ func init() {
 			if err := optab.CheckFill(optab.FillOf(op).Fill, at.Where); err != nil {
 				return err
 			}
-			if op.Interp != InterpNearest && op.Interp != InterpBilinear {
-				return optab.OpError(at.Where, "interpolation %s: torchvision's perspective of a tensor is nearest or bilinear", op.Interp)
+			if in := optab.ResamplingOf(op).Interp; in != InterpNearest && in != InterpBilinear {
+				return optab.OpError(at.Where, "interpolation %s: torchvision's perspective of a tensor is nearest or bilinear", in)
 			}
 			return nil
 		},
@@ -147,7 +150,7 @@ func init() {
 			formatInterp(b, op)
 		},
 		MaxNs: func(n *optab.Node, w, h int) float64 {
-			return optab.StepNs(fn.Step{Fn: fn.Perspective, Interp: n.Op.Interp}, w, h)
+			return optab.StepNs(fn.Step{Fn: fn.Perspective, Interp: optab.ResamplingOf(n.Op).Interp}, w, h)
 		},
 		Masks: warpMasks})
 	optab.Define(optab.Def{Kind: OpRandomRotate90, Named: true, Targets: optab.TargetsMove,
@@ -199,8 +202,8 @@ func compileWarp(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 	if err := optab.CheckFill(optab.FillOf(op).Fill, where); err != nil {
 		return err
 	}
-	if op.Interp != InterpNearest && op.Interp != InterpBilinear {
-		return optab.OpError(where, "interpolation %s: torchvision rotates and shears tensors with nearest or bilinear", op.Interp)
+	if in := optab.ResamplingOf(op).Interp; in != InterpNearest && in != InterpBilinear {
+		return optab.OpError(where, "interpolation %s: torchvision rotates and shears tensors with nearest or bilinear", in)
 	}
 	if a.HasCenter && !(math.Abs(a.Center[0]) <= 1e6 && math.Abs(a.Center[1]) <= 1e6) {
 		return optab.OpError(where, "center %v: want finite", a.Center)
@@ -235,7 +238,7 @@ func compileWarp(_ *optab.Compiler, n *optab.Node, at optab.CompileAt) error {
 // drawAffine is RandomAffine's make_params.
 func drawAffine(n *optab.Node, r *det.RNG, d *optab.Drawer) {
 	op := optab.ArgsOf[AffineArgs](n.Op)
-	st := fn.Step{Fn: fn.Affine, Interp: n.Op.Interp, Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(n.Op), Center: op.Center, HasCenter: op.HasCenter}
+	st := fn.Step{Fn: fn.Affine, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, MaskFill: maskFill(n.Op), Center: op.Center, HasCenter: op.HasCenter}
 	st.F[0] = r.Uniform(op.Degrees[0], op.Degrees[1])
 	if op.HasTranslate {
 		dx := float64(op.Translate[0] * float64(d.W))
@@ -266,7 +269,7 @@ func drawPerspective(r *det.RNG, w, h int, op *optab.Op) fn.Step {
 	bw := int(float64(dist*float64(w/2))) + 1
 	bh := int(float64(dist*float64(h/2))) + 1
 	randint := func(lo, hi int) int { return lo + r.Intn(hi-lo) }
-	st := fn.Step{Fn: fn.Perspective, Interp: op.Interp, Fill: pa.Fill, FillNone: pa.FillNone, MaskFill: maskFill(op)}
+	st := fn.Step{Fn: fn.Perspective, Interp: pa.Interp, Fill: pa.Fill, FillNone: pa.FillNone, MaskFill: maskFill(op)}
 	st.I[0] = fn.PackPoint(randint(0, bw), randint(0, bh))
 	st.I[1] = fn.PackPoint(randint(w-bw, w), randint(0, bh))
 	st.I[2] = fn.PackPoint(randint(w-bw, w), randint(h-bh, h))
@@ -657,8 +660,8 @@ func centerArgs(a *optab.Args) (center [2]float64, has bool) {
 // shear None, a number x ((-x, x) along x), (min, max) along x, or
 // (min_x, max_x, min_y, max_y).
 func affineArgs(a *optab.Args) optab.Op {
-	aa := &AffineArgs{Degrees: angleArgs(a, "degrees"), Filling: a.TypedFill("fill", true)}
-	op := optab.Op{Interp: a.Interp("interpolation"), Args: aa}
+	aa := &AffineArgs{Degrees: angleArgs(a, "degrees"), Resampling: a.Resampling("interpolation"), Filling: a.TypedFill("fill", true)}
+	op := optab.Op{Args: aa}
 	aa.Center, aa.HasCenter = centerArgs(a)
 	if !a.IsNone("translate") {
 		aa.Translate, aa.HasTranslate = a.Pair("translate"), true

@@ -499,11 +499,11 @@ func (t *Transform) geomInterp(p *SamplePlan) error {
 			op = t.jitter
 		}
 	}
-	if !op.Interp.Valid() {
-		return fmt.Errorf("%w: transform: %s interpolation %d: want bilinear, nearest or bicubic", errs.Unsupported, op.Kind, op.Interp)
+	rs := optab.ResamplingOf(op)
+	if !rs.Interp.Valid() {
+		return fmt.Errorf("%w: transform: %s interpolation %d: want bilinear, nearest or bicubic", errs.Unsupported, op.Kind, rs.Interp)
 	}
-	p.Interp = op.Interp
-	p.Antialias = !op.NoAntialias && op.Interp != InterpNearest
+	p.Interp, p.Antialias = rs.Interp, rs.Antialiased()
 	return nil
 }
 

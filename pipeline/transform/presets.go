@@ -30,15 +30,15 @@ var presets = map[string][]optab.Op{
 	"tv-resnet50-v2": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{176, 176}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-		{Kind: optab.OpTrivialAugmentWide, Interp: InterpBilinear, Args: &optab.TrivialAugmentWideArgs{Bins: 31, Filling: optab.Filling{FillNone: true}}},
+		{Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31, Filling: optab.Filling{FillNone: true}, Resampling: optab.Resampling{Interp: InterpBilinear}}},
 		{Kind: optab.OpRandomErasing, P: 0.1, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: meanColour}},
 	},
 	// DeiT (timm's create_transform with --aa rand-m9-mstd0.5-inc1
 	// --reprob 0.25 --remode pixel, bicubic).
 	"deit": {
-		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic},
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Args: &RRCArgs{Resampling: optab.Resampling{Interp: InterpBicubic}}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
-		{Kind: optab.OpTimmRandAugment, Interp: InterpBicubic, Args: &optab.TimmArgs{Config: "rand-m9-mstd0.5-inc1", Filling: optab.Filling{Fill: meanColour}}},
+		{Kind: optab.OpTimmRandAugment, Args: &optab.TimmArgs{Config: "rand-m9-mstd0.5-inc1", Filling: optab.Filling{Fill: meanColour}, Resampling: optab.Resampling{Interp: InterpBicubic}}},
 		{Kind: optab.OpRandomErasing, P: 0.25, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 1.0 / 3}, Ratio: [2]float64{0.3, 1 / 0.3}, RandomValue: true, Mean: fn.ImagenetMean, Std: fn.ImagenetStd}},
 	},
 	// SimCLR's ImageNet augmentation (Chen et al. 2020, appendix A), one
@@ -54,7 +54,7 @@ var presets = map[string][]optab.Op{
 	// DINO's first global crop (main_dino.py DataAugmentationDINO,
 	// global_crops_scale (0.4, 1)): always blurred.
 	"dino-global": {
-		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic, Args: &RRCArgs{Scale: [2]float64{0.4, 1}}},
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Args: &RRCArgs{Scale: [2]float64{0.4, 1}, Resampling: optab.Resampling{Interp: InterpBicubic}}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 		{Kind: optab.OpRandomGrayscale, P: 0.2},
@@ -62,7 +62,7 @@ var presets = map[string][]optab.Op{
 	},
 	// DINO's local crops (local_crops_scale (0.05, 0.4), 96 px).
 	"dino-local": {
-		{Kind: OpRandomResizedCrop, Size: [2]int{96, 96}, Interp: InterpBicubic, Args: &RRCArgs{Scale: [2]float64{0.05, 0.4}}},
+		{Kind: OpRandomResizedCrop, Size: [2]int{96, 96}, Args: &RRCArgs{Scale: [2]float64{0.05, 0.4}, Resampling: optab.Resampling{Interp: InterpBicubic}}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 		{Kind: optab.OpRandomGrayscale, P: 0.2},
@@ -70,7 +70,7 @@ var presets = map[string][]optab.Op{
 	},
 	// open_clip's training transform (image_transform, is_train=True).
 	"clip": {
-		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic, Args: &RRCArgs{Scale: [2]float64{0.9, 1}}},
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Args: &RRCArgs{Scale: [2]float64{0.9, 1}, Resampling: optab.Resampling{Interp: InterpBicubic}}},
 	},
 	// The DETR family's (RT-DETR v2, D-FINE, DEIM) before its stop_epoch,
 	// with torchvision.transforms.v2's defaults: a job with targets only
@@ -99,7 +99,7 @@ var presets = map[string][]optab.Op{
 		{Kind: OpRandomIoUCrop, Args: &IoUCropArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpSanitizeBoundingBoxes, Args: &optab.SanitizeArgs{MinSize: 1, MinArea: 1}},
-		{Kind: OpResize, Size: [2]int{320, 320}, NoAntialias: true},
+		{Kind: OpResize, Size: [2]int{320, 320}, Args: &ResizeArgs{Resampling: optab.Resampling{NoAntialias: true}}},
 	},
 	// Large-scale jitter (the Copy-Paste paper's; torchvision's detection
 	// references' "lsj", for Mask R-CNN): ScaleJitter to 1024x1024 at
@@ -260,7 +260,7 @@ var dinoGlobal2 = append(cloneOps(presets["dino-global"][:4]),
 // bicubic), flip, its colour jittering, then extra.
 func dinov2Crop(size int, lo, hi float64, extra []optab.Op) []optab.Op {
 	return append([]optab.Op{
-		{Kind: OpRandomResizedCrop, Size: [2]int{size, size}, Interp: InterpBicubic, Args: &RRCArgs{Scale: [2]float64{lo, hi}}},
+		{Kind: OpRandomResizedCrop, Size: [2]int{size, size}, Args: &RRCArgs{Scale: [2]float64{lo, hi}, Resampling: optab.Resampling{Interp: InterpBicubic}}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 		{Kind: optab.OpRandomGrayscale, P: 0.2},

@@ -51,7 +51,7 @@ func TestRandomResizedCropRandomInterp(t *testing.T) {
 	// It draws only with Interp bilinear (RRCArgs: only
 	// RandomResizedCrop has it).
 	for _, bad := range []optab.Op{
-		{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Interp: InterpBicubic, Args: &RRCArgs{RandomInterp: true}},
+		{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Args: &RRCArgs{RandomInterp: true, Resampling: optab.Resampling{Interp: InterpBicubic}}},
 	} {
 		if _, err := NewTransform(CHW, bad); err == nil {
 			t.Errorf("%+v accepted", bad)

@@ -57,7 +57,7 @@ func TestSmartSize(t *testing.T) {
 // alone, its own bound a square of twice max_pixels, the job's max_size
 // taking its place.
 func TestSmartResizeTransform(t *testing.T) {
-	op := optab.Op{Kind: OpSmartResize, Interp: InterpBicubic, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28}}
+	op := optab.Op{Kind: OpSmartResize, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28, Resampling: optab.Resampling{Interp: InterpBicubic}}}
 	tr, err := NewTransform(CHW, op)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestSmartResizeTransform(t *testing.T) {
 // geometry, nor in several views.
 func TestColorJitterBeforeSmart(t *testing.T) {
 	cj := optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Ranges: true, Jitter: [4][2]float64{{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}}}
-	sm := optab.Op{Kind: OpSmartResize, Interp: InterpBicubic, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28}}
+	sm := optab.Op{Kind: OpSmartResize, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28, Resampling: optab.Resampling{Interp: InterpBicubic}}}
 	tf, err := NewTransform(CHW, cj, sm)
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +117,8 @@ func TestColorJitterBeforeSmart(t *testing.T) {
 // before Resize((h, w)) runs on the image at its own size.
 func TestSharedPre(t *testing.T) {
 	cj := optab.Op{Kind: optab.OpColorJitter, Args: &optab.ColorJitterArgs{Ranges: true, Jitter: [4][2]float64{{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}}}
-	tiles := optab.Op{Kind: OpTileResize, Interp: InterpBicubic, Args: &TileResizeArgs{TileSize: 448, MinTiles: 1, MaxTiles: 12, TokensPerTile: 256}}
-	resize := optab.Op{Kind: OpResize, Size: [2]int{448, 448}, Interp: InterpBicubic}
+	tiles := optab.Op{Kind: OpTileResize, Args: &TileResizeArgs{TileSize: 448, MinTiles: 1, MaxTiles: 12, TokensPerTile: 256, Resampling: optab.Resampling{Interp: InterpBicubic}}}
+	resize := optab.Op{Kind: OpResize, Size: [2]int{448, 448}, Args: &ResizeArgs{Resampling: optab.Resampling{Interp: InterpBicubic}}}
 	sq := optab.Op{Kind: OpPadToSquare, Args: &PadToSquareArgs{Filling: optab.Filling{Fill: [3]float64{127, 127, 127}}}}
 	one, err := NewTransform(CHW, cj, resize)
 	if err != nil || len(one.pre) != 1 {
@@ -160,9 +160,9 @@ func TestSharedPre(t *testing.T) {
 // size's; to a size smart_resize changes, the crop is made, then resized
 // on the canvas path (cropBefore): every image that size, its tokens.
 func TestRandomResizedCropBeforeSmart(t *testing.T) {
-	sm := optab.Op{Kind: OpSmartResize, Interp: InterpBicubic, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28}}
+	sm := optab.Op{Kind: OpSmartResize, Args: &SmartResizeArgs{MinPixels: 3136, MaxPixels: 1003520, Factor: 28, Resampling: optab.Resampling{Interp: InterpBicubic}}}
 	rrc := func(h, w int) optab.Op {
-		return optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{h, w}, Interp: InterpBicubic, Args: &RRCArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}}}
+		return optab.Op{Kind: OpRandomResizedCrop, Size: [2]int{h, w}, Args: &RRCArgs{Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.75, 1.33}, Resampling: optab.Resampling{Interp: InterpBicubic}}}
 	}
 	tf, err := NewTransform(CHW, rrc(448, 336), sm)
 	if err != nil {

@@ -68,8 +68,8 @@ func TestTileGrid(t *testing.T) {
 // not; a view of per-sample sizes that is not a vision-language resize is
 // still refused.
 func TestTileViews(t *testing.T) {
-	tiles := optab.Op{Kind: OpTileResize, Interp: InterpBicubic, Args: &TileResizeArgs{TileSize: 448, MinTiles: 1, MaxTiles: 12, TokensPerTile: 256}}
-	thumb := optab.Op{Kind: OpResize, Size: [2]int{448, 448}, Interp: InterpBicubic}
+	tiles := optab.Op{Kind: OpTileResize, Args: &TileResizeArgs{TileSize: 448, MinTiles: 1, MaxTiles: 12, TokensPerTile: 256, Resampling: optab.Resampling{Interp: InterpBicubic}}}
+	thumb := optab.Op{Kind: OpResize, Size: [2]int{448, 448}, Args: &ResizeArgs{Resampling: optab.Resampling{Interp: InterpBicubic}}}
 	tf, err := NewViews(CHW, ViewGroup{Name: "tiles", Count: 1, Ops: []optab.Op{tiles}}, ViewGroup{Name: "thumbnail", Count: 1, Ops: []optab.Op{thumb}})
 	if err != nil {
 		t.Fatal(err)

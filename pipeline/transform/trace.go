@@ -73,7 +73,8 @@ func (p *SamplePlan) PreCropStep() (st fn.Step, ok bool) {
 // horizontal_flip when a fused flip drew one.
 func (t *Transform) geometrySteps(p *SamplePlan, buf []fn.Step) []fn.Step {
 	aa := func(op *optab.Op) fn.Step {
-		return fn.Step{Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
+		rs := optab.ResamplingOf(op)
+		return fn.Step{Interp: rs.Interp, Antialias: rs.Antialiased()}
 	}
 	if p.Zoomed { // RandomZoomOut: torchvision's pad of its drawn padding
 		zp := p.ZoomPad

@@ -687,14 +687,15 @@ func checkP(op *optab.Op, pos int) error {
 
 // checkInterp checks a geometry op's interpolation.
 func checkInterp(op *optab.Op, geometry bool) error {
-	if op.Kind == OpRandomResizedCrop && optab.ArgsOf[RRCArgs](op).RandomInterp && op.Interp != InterpBilinear {
-		return fmt.Errorf("%w: transform: %s: a random interpolation draws bilinear or bicubic (Interp bilinear), got %s", errs.Unsupported, op.Kind, op.Interp)
+	in := optab.ResamplingOf(op).Interp
+	if op.Kind == OpRandomResizedCrop && optab.ArgsOf[RRCArgs](op).RandomInterp && in != InterpBilinear {
+		return fmt.Errorf("%w: transform: %s: a random interpolation draws bilinear or bicubic (Interp bilinear), got %s", errs.Unsupported, op.Kind, in)
 	}
-	switch op.Interp {
+	switch in {
 	case InterpBilinear, InterpBicubic, InterpNearest:
 		return nil
 	}
-	return fmt.Errorf("%w: transform: %s: interpolation %s: want nearest, bilinear or bicubic", errs.Unsupported, op.Kind, op.Interp)
+	return fmt.Errorf("%w: transform: %s: interpolation %s: want nearest, bilinear or bicubic", errs.Unsupported, op.Kind, in)
 }
 
 func checkSize(op *optab.Op, shorterOK bool) error {

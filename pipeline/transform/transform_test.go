@@ -117,7 +117,7 @@ func TestTransformRejects(t *testing.T) {
 		{"two Normalize", CHW, []optab.Op{rrc, norm, jit, norm}, "op 1 (Normalize): Normalize must come once, last"},
 		{"geometry in a container", CHW, []optab.Op{rrc, {Kind: optab.OpRandomChoice, Ops: []optab.Op{rrc}}}, "a geometry op inside a container"},
 		{"geometry second", CHW, []optab.Op{rrc, flip, rrc}, "op 2 (RandomResizedCrop): a geometry op after other ops"},
-		{"rotation bicubic", CHW, []optab.Op{rrc, {Kind: OpRandomRotation, Interp: InterpBicubic, Args: &RotationArgs{Degrees: [2]float64{-10, 10}}}}, "interpolation bicubic"},
+		{"rotation bicubic", CHW, []optab.Op{rrc, {Kind: OpRandomRotation, Args: &RotationArgs{Degrees: [2]float64{-10, 10}, Resampling: optab.Resampling{Interp: InterpBicubic}}}}, "interpolation bicubic"},
 		{"bad layout", Layout(7), []optab.Op{rrc}, "layout 7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -398,21 +398,21 @@ def pipeline_ops(spec: pb.TransformSpec) -> List[Dict[str, Any]]:
     for o in spec.ops:
         kind, m = o.named.name, wire_args(o)
         noaa = m.get("antialias", True) is False
+        resampling = {"Interp": INTERP[m.get("interpolation", "bilinear")], "NoAntialias": noaa}
         if kind == "RandomResizedCrop":
-            ops.append({"Kind": kind, "Size": _hw(m["size"]), "Interp": INTERP[m.get("interpolation", "bilinear")],
-                        "NoAntialias": noaa,
-                        "Args": {"Scale": m.get("scale", [0.08, 1.0]), "Ratio": m.get("ratio", [3 / 4, 4 / 3])}})
+            ops.append({"Kind": kind, "Size": _hw(m["size"]),
+                        "Args": {"Scale": m.get("scale", [0.08, 1.0]), "Ratio": m.get("ratio", [3 / 4, 4 / 3]), **resampling}})
         elif kind == "Resize":
             size = [int(m["size"]), 0] if not isinstance(m["size"], list) else _hw(m["size"])
-            ops.append({"Kind": kind, "Size": size, "Interp": INTERP[m.get("interpolation", "bilinear")],
-                        "NoAntialias": noaa})
+            ops.append({"Kind": kind, "Size": size, "Args": resampling})
         elif kind == "CenterCrop":
             ops.append({"Kind": kind, "Size": _hw(m["size"])})
         elif kind == "Pad":
-            ops.append({"Kind": kind, "Fill": _fill(m.get("fill") or []), "Args": {"Padding": _four(m["padding"])}})
+            ops.append({"Kind": kind, "Args": {"Padding": _four(m["padding"]), "Fill": _fill(m.get("fill") or [])}})
         elif kind == "RandomCrop":
-            ops.append({"Kind": kind, "Size": _hw(m["size"]), "Fill": _fill(m.get("fill") or []),
-                        "Args": {"Padding": _four(m.get("padding") or []), "PadIfNeeded": m.get("pad_if_needed", False)}})
+            ops.append({"Kind": kind, "Size": _hw(m["size"]),
+                        "Args": {"Padding": _four(m.get("padding") or []), "PadIfNeeded": m.get("pad_if_needed", False),
+                                 "Fill": _fill(m.get("fill") or [])}})
         else:
             raise AssertionError(f"no geometry: {kind}")
     return ops

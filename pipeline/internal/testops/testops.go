@@ -22,7 +22,7 @@ import (
 // containers and policies too.
 func Recipe() []optab.Op {
 	return []optab.Op{
-		{Kind: transform.OpRandomResizedCrop, Size: [2]int{32, 24}, Interp: transform.InterpBicubic},
+		{Kind: transform.OpRandomResizedCrop, Size: [2]int{32, 24}, Args: &transform.RRCArgs{Resampling: optab.Resampling{Interp: transform.InterpBicubic}}},
 		{Kind: optab.OpRandomHorizontalFlip, P: 0.5},
 		{Kind: optab.OpRandomApply, P: 0.8, Ops: []optab.Op{optab.ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
 		{Kind: optab.OpRandomGrayscale, P: 0.2},
@@ -32,7 +32,7 @@ func Recipe() []optab.Op {
 			{Kind: optab.OpGrayscale},
 		}},
 		{Kind: optab.OpRandomOrder, Ops: []optab.Op{{Kind: optab.OpRandomInvert, P: 0.5}, {Kind: optab.OpRandomVerticalFlip, P: 0.5}}},
-		{Kind: transform.OpRandomRotation, Interp: transform.InterpBilinear, Args: &transform.RotationArgs{Degrees: [2]float64{-10, 10}, Filling: optab.Filling{Fill: [3]float64{1, 2, 3}}}},
+		{Kind: transform.OpRandomRotation, Args: &transform.RotationArgs{Degrees: [2]float64{-10, 10}, Filling: optab.Filling{Fill: [3]float64{1, 2, 3}}, Resampling: optab.Resampling{Interp: transform.InterpBilinear}}},
 		{Kind: transform.OpRandomAffine, Args: &transform.AffineArgs{Degrees: [2]float64{-5, 5}, HasTranslate: true, Translate: [2]float64{0.1, 0.1}, Scale: [2]float64{0.9, 1.1}, HasShear: true, ShearY: true, Shear: [4]float64{-5, 5, -3, 3}, HasCenter: true, Center: [2]float64{3, 4}}},
 		{Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31}},
 		{Kind: optab.OpRandAugment, Args: &optab.RandAugmentArgs{NumOps: 2, Magnitude: 9, Bins: 31}},
@@ -40,14 +40,14 @@ func Recipe() []optab.Op {
 		{Kind: optab.OpAugMix, Args: &optab.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
 		{Kind: optab.OpTimmRandAugment, Args: &optab.TimmArgs{Config: "rand-m9-mstd0.5-inc1", RandomInterp: true, Filling: optab.Filling{Fill: [3]float64{124, 116, 104}}}},
 		{Kind: optab.OpRandomErasing, P: 0.5, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true}},
-		{Kind: optab.OpTimmAutoAugment, Interp: transform.InterpBilinear, Args: &optab.TimmArgs{Config: "v0r-mstd0.5", Filling: optab.Filling{Fill: [3]float64{124, 116, 104}}}},
+		{Kind: optab.OpTimmAutoAugment, Args: &optab.TimmArgs{Config: "v0r-mstd0.5", Filling: optab.Filling{Fill: [3]float64{124, 116, 104}}, Resampling: optab.Resampling{Interp: transform.InterpBilinear}}},
 		{Kind: optab.OpTimmAugMix, Args: &optab.TimmArgs{Config: "augmix-m5-w2-d1", RandomInterp: true, Filling: optab.Filling{Fill: [3]float64{124, 116, 104}}}},
-		{Kind: optab.OpTimmAugMix, Interp: transform.InterpBilinear, Args: &optab.TimmArgs{Config: "augmix-m3-w2-d1-b1", Filling: optab.Filling{Fill: [3]float64{124, 116, 104}}}},
+		{Kind: optab.OpTimmAugMix, Args: &optab.TimmArgs{Config: "augmix-m3-w2-d1-b1", Filling: optab.Filling{Fill: [3]float64{124, 116, 104}}, Resampling: optab.Resampling{Interp: transform.InterpBilinear}}},
 		{Kind: optab.OpRandomErasing, P: 0.5, Args: &optab.ErasingArgs{Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true, RandomColor: true, MinCount: 1, MaxCount: 3}},
 		{Kind: optab.OpRandomPosterize, P: 0.5, Args: &optab.PosterizeArgs{Bits: 3}},
 		{Kind: optab.OpRandomEqualize, P: 0.5}, {Kind: optab.OpRandomAutocontrast, P: 0.5},
 		{Kind: optab.OpRandomAdjustSharpness, P: 0.5, Args: &optab.SharpnessArgs{Factor: 2}},
-		{Kind: transform.OpRandomPerspective, P: 0.5, Interp: transform.InterpBilinear, Args: &transform.PerspectiveArgs{Distortion: 0.5, Filling: optab.Filling{Fill: [3]float64{1, 2, 3}}}},
+		{Kind: transform.OpRandomPerspective, P: 0.5, Args: &transform.PerspectiveArgs{Distortion: 0.5, Filling: optab.Filling{Fill: [3]float64{1, 2, 3}}, Resampling: optab.Resampling{Interp: transform.InterpBilinear}}},
 		{Kind: transform.OpYOLORandomHSV, Args: &transform.YOLOHSVArgs{HGain: 0.5, SGain: 0.5, VGain: 0.5}},
 		{Kind: transform.OpYOLORandomFlip, P: 0.5, Args: &transform.YOLOFlipArgs{Direction: "horizontal", FlipIdx: []int{1, 0, 2}}},
 		{Kind: transform.OpYOLORandomFlip, P: 0.5, Args: &transform.YOLOFlipArgs{Direction: "vertical"}},
@@ -64,9 +64,9 @@ func Recipe() []optab.Op {
 func TVPolicies() map[string]optab.Op {
 	return map[string]optab.Op{
 		"AugMix":             {Kind: optab.OpAugMix, Args: &optab.AugMixArgs{Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
-		"TrivialAugmentWide": {Kind: optab.OpTrivialAugmentWide, Interp: transform.InterpNearest, Args: &optab.TrivialAugmentWideArgs{Bins: 31}},
-		"RandAugment":        {Kind: optab.OpRandAugment, Interp: transform.InterpNearest, Args: &optab.RandAugmentArgs{NumOps: 2, Magnitude: 9, Bins: 31}},
-		"AutoAugment":        {Kind: optab.OpAutoAugment, Interp: transform.InterpNearest, Args: &optab.AutoAugmentArgs{Policy: "imagenet"}},
+		"TrivialAugmentWide": {Kind: optab.OpTrivialAugmentWide, Args: &optab.TrivialAugmentWideArgs{Bins: 31, Resampling: optab.Resampling{Interp: transform.InterpNearest}}},
+		"RandAugment":        {Kind: optab.OpRandAugment, Args: &optab.RandAugmentArgs{NumOps: 2, Magnitude: 9, Bins: 31, Resampling: optab.Resampling{Interp: transform.InterpNearest}}},
+		"AutoAugment":        {Kind: optab.OpAutoAugment, Args: &optab.AutoAugmentArgs{Policy: "imagenet", Resampling: optab.Resampling{Interp: transform.InterpNearest}}},
 	}
 }
 
