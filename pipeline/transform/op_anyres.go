@@ -116,9 +116,10 @@ func placePadToSquare(t *Transform, op *optab.Op, n int) error {
 	if n > 0 {
 		return transformErr("PadToSquare must be the first op (then Resize((h, w)))")
 	}
-	for _, f := range optab.FillOf(op).Fill {
+	fill := optab.FillOf(op).Fill
+	for _, f := range fill {
 		if f != math.Trunc(f) {
-			return transformErr("PadToSquare fill %v: want integers 0..255 (a uint8 image's values)", optab.FillOf(op).Fill)
+			return transformErr("PadToSquare fill %v: want integers 0..255 (a uint8 image's values)", fill)
 		}
 	}
 	t.zoom = op

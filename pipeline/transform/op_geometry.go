@@ -40,8 +40,9 @@ const (
 )
 
 // The geometry's own arguments (optab.Op.Args) where an op has some of
-// its own, their fill included (optab.Filling); what the geometry ops
-// share (size, interpolation and antialias, p) stays optab.Op's.
+// its own, their fill and interpolation included (optab.Filling,
+// optab.Resampling); what the geometry ops share (size, p) stays
+// optab.Op's.
 type (
 	// ZoomOutArgs are RandomZoomOut's side_range (min, max) and fill; its
 	// p is optab.Op.P.
