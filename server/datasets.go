@@ -10,6 +10,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline/dataset"
 	"github.com/stoker-dev/stoker/pipeline/source"
+	_ "github.com/stoker-dev/stoker/pipeline/source/bucket" // source.Open reaches s3://, gs:// and azblob://
 	"github.com/stoker-dev/stoker/server/internal/job"
 )
 

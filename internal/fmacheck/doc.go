@@ -5,8 +5,9 @@
 // GOAMD64=v3, so the same Go code could give other bytes on another
 // machine. Its tests (fmacheck_test.go):
 //
-//   - compile pipeline/... and internal/... for arm64 (pure Go) and read
-//     the assembly (go build -gcflags=-S): no fused instruction the compiler
+//   - compile pipeline/... and internal/... (less the object stores'
+//     clients and the tests' stores: notListed) for arm64 (pure Go) and
+//     read the assembly (go build -gcflags=-S): no fused instruction the compiler
 //     chose, only explicit math.FMA calls (and pipeline's fmaProbe, whose
 //     purpose is to fuse where the build does), and no call into a
 //     function of package math that fuses, directly or through math's own

@@ -110,7 +110,7 @@ func (d *dirStore) open(obj Object) (*os.File, error) {
 		err = fmt.Errorf("%s is not a regular file", obj.Key)
 	}
 	if err == nil {
-		err = checkSame(obj, Object{Key: obj.Key, Size: st.Size(), ModTime: st.ModTime()})
+		err = CheckSame(obj, Object{Key: obj.Key, Size: st.Size(), ModTime: st.ModTime()})
 	}
 	if err != nil {
 		f.Close()

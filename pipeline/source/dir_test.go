@@ -93,6 +93,16 @@ func TestDirStore(t *testing.T) {
 	}
 }
 
+// TestOpenWithoutBucket: this package's tests link no object store (package
+// bucket registers them), so an object-store URL is refused, naming the
+// package to import and not the URL's credential.
+func TestOpenWithoutBucket(t *testing.T) {
+	_, err := Open(t.Context(), "s3://key:secret@b/p")
+	if err == nil || !strings.Contains(err.Error(), bucketPackage) || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("Open of an s3:// URL without package bucket: %v; want an error naming %s, without the secret", err, bucketPackage)
+	}
+}
+
 func TestOpenRefuses(t *testing.T) {
 	for _, u := range []string{"http://host/x", "s3://", "s3://b/p?endpoint=x", "s3://key:secret@b/p"} {
 		_, err := Open(t.Context(), u)

@@ -13,17 +13,12 @@
 // one conformance suite, TestStoreConformance, holds each to it: a
 // directory, and S3, GCS and Azure on servers on loopback.
 //
-// Remote stores are reached through gocloud.dev/blob, with each
-// provider's standard credential chain (environment, shared config files,
-// workload identity, instance metadata); credentials are never logged or
-// put in messages. An S3-compatible store is named by AWS_ENDPOINT_URL and
-// addressed path-style. Every request runs under one retry Policy:
-// exponential backoff with full jitter on throttling (503 SlowDown, 429),
-// 5xx, resets, bodies cut short and stalls; a deadline per try; bounded
-// tries; a retry budget shared by the store's requests. A request that
-// gives up wraps ErrUnavailable and says what the store answered last.
-// Metrics (NewMetrics) count requests by outcome, retries, throttles,
-// bytes and latency.
+// Open reaches object stores through package bucket (source/bucket),
+// which registers itself in its init: a program that reads object stores
+// imports it (stoker's server does), and one that reads only directories
+// links none of the stores' SDKs. Every remote request runs under one
+// retry Policy, and Metrics (NewMetrics) count requests by outcome,
+// retries, throttles, bytes and latency.
 //
 // Datasets read samples as byte Ranges through a Ranges: Direct reads
 // each when asked; a Fetcher reads the ranges it is told of ahead

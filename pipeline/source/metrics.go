@@ -49,36 +49,47 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// storeMetrics is one store's share of Metrics; nil counts nothing.
-type storeMetrics struct {
+// StoreMetrics is one store's share of Metrics; nil counts nothing.
+type StoreMetrics struct {
 	m     *Metrics
 	store string
 }
 
-func (m *Metrics) forStore(store string) *storeMetrics {
+// ForStore is the share of m of the store named store (scheme://bucket);
+// nil when m is.
+func (m *Metrics) ForStore(store string) *StoreMetrics {
 	if m == nil {
 		return nil
 	}
-	return &storeMetrics{m: m, store: store}
+	return &StoreMetrics{m: m, store: store}
 }
 
-func (s *storeMetrics) observe(op string, k kind, d time.Duration, bytes int64) {
+// Observe counts one try of a request: its operation (get, list, head,
+// put), its outcome (the outcome label: ok, throttled, error, ...), how
+// long it took and the bytes it read.
+func (s *StoreMetrics) Observe(op, outcome string, d time.Duration, bytes int64) {
 	if s == nil {
 		return
 	}
-	s.m.requests.WithLabelValues(s.store, op, k.String()).Inc()
+	s.m.requests.WithLabelValues(s.store, op, outcome).Inc()
 	s.m.seconds.WithLabelValues(s.store, op).Observe(d.Seconds())
 	if bytes > 0 {
 		s.m.bytes.WithLabelValues(s.store).Add(float64(bytes))
 	}
-	if k == kindThrottled {
+	if outcome == OutcomeThrottled {
 		s.m.throttles.WithLabelValues(s.store).Inc()
 	}
 }
 
-func (s *storeMetrics) retry(k kind) {
+// Retry counts a request tried again after a try whose outcome was
+// reason.
+func (s *StoreMetrics) Retry(reason string) {
 	if s == nil {
 		return
 	}
-	s.m.retries.WithLabelValues(s.store, k.String()).Inc()
+	s.m.retries.WithLabelValues(s.store, reason).Inc()
 }
+
+// OutcomeThrottled is the outcome of a try the store answered with slow
+// down, which Observe counts in stoker_store_throttles_total as well.
+const OutcomeThrottled = "throttled"

@@ -106,7 +106,27 @@ func Open(ctx context.Context, s string, opts ...Option) (Store, error) {
 		}
 		return openDir(s)
 	}
-	return openBlob(ctx, s, o)
+	if remote == nil {
+		scheme, _, _ := strings.Cut(s, "://") // the URL itself may hold a credential
+		return nil, fmt.Errorf("%s://: this program has no object-store clients (a program that reads s3://, gs:// or azblob:// imports %s, as stoker's server does)", scheme, bucketPackage)
+	}
+	return remote(ctx, s, o.policy, o.metrics)
+}
+
+// bucketPackage is the package whose init registers the object stores.
+const bucketPackage = "github.com/stoker-dev/stoker/pipeline/source/bucket"
+
+// remote opens an object-store URL under a retry policy, counting its
+// requests into metrics (nil: not counted). Package bucket sets it in its
+// init: the clients of S3, GCS and Azure (three SDKs, most of what a
+// build of this module compiles) are linked only into the programs that
+// read object stores, not into every one that reads a directory.
+var remote func(ctx context.Context, url string, p Policy, m *Metrics) (Store, error)
+
+// RegisterRemote makes Open reach object stores through open; package
+// bucket calls it in its init, and nothing else should.
+func RegisterRemote(open func(ctx context.Context, url string, p Policy, m *Metrics) (Store, error)) {
+	remote = open
 }
 
 // Option configures a store opened by Open.
@@ -133,10 +153,10 @@ func WithPolicy(p Policy) Option { return func(o *options) { o.policy = p } }
 // counted).
 func WithMetrics(m *Metrics) Option { return func(o *options) { o.metrics = m } }
 
-// checkSame refuses got when it is not the object want names: the same
+// CheckSame refuses got when it is not the object want names: the same
 // size, and the same version where both have one, else the same
 // modification time where both have one.
-func checkSame(want, got Object) error {
+func CheckSame(want, got Object) error {
 	switch {
 	case got.Size != want.Size:
 		return fmt.Errorf("%w: %s is %d bytes, indexed at %d", ErrChanged, want.Key, got.Size, want.Size)

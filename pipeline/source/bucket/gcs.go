@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"gocloud.dev/gcp"
 	"golang.org/x/oauth2"
 	"google.golang.org/api/option"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // openGCS opens a GCS bucket through the JSON API (reads through the XML
@@ -29,7 +31,7 @@ func openGCS(ctx context.Context, bucket string) (*gblob.Bucket, error) {
 	if os.Getenv("STORAGE_EMULATOR_HOST") == "" {
 		creds, err := gcp.DefaultCredentials(ctx)
 		if err != nil {
-			err = fmt.Errorf("%w: no Google credentials: %v", ErrDenied, err)
+			err = fmt.Errorf("%w: no Google credentials: %v", source.ErrDenied, err)
 			if credentialsMissing(err) {
 				err = explainOpen("gs", bucket, err) // else the error names the setting that failed
 			}

@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stoker-dev/stoker/internal/storetest"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // What a store that lies gets from a client (issue 38): a LyingS3 on
@@ -34,9 +36,9 @@ func liarEnv(t *testing.T, objs map[string][]byte) *storetest.LyingS3 {
 	return s
 }
 
-func openLiar(t *testing.T) Store {
+func openLiar(t *testing.T) source.Store {
 	t.Helper()
-	st, err := Open(t.Context(), "s3://bkt/data", WithPolicy(fastPolicy()))
+	st, err := source.Open(t.Context(), "s3://bkt/data", source.WithPolicy(fastPolicy()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +53,8 @@ func storeFault(t *testing.T, what string, err error, says ...string) {
 	if err == nil {
 		t.Fatalf("%s: no error", what)
 	}
-	if !errors.Is(err, ErrProtocol) || !IsStoreFault(err) {
-		t.Errorf("%s: %v: want the store's fault (ErrProtocol)", what, err)
+	if !errors.Is(err, source.ErrProtocol) || !source.IsStoreFault(err) {
+		t.Errorf("%s: %v: want the store's fault (source.ErrProtocol)", what, err)
 	}
 	for _, s := range says {
 		if !strings.Contains(err.Error(), s) {
@@ -90,16 +92,16 @@ func TestLiarListingBodyBounded(t *testing.T) {
 	} {
 		s.SetLies(lies)
 		var err error
-		n := allocated(func() { err = st.List(t.Context(), "", func(Object) error { return nil }) })
+		n := allocated(func() { err = st.List(t.Context(), "", func(source.Object) error { return nil }) })
 		storeFault(t, "List", err, "listing", "bytes")
 		t.Logf("the listing allocated %d MiB", n>>20)
 		if n > 4*maxListBody {
 			t.Errorf("%+v: the listing allocated %d MiB", lies, n>>20)
 		}
-		n = allocated(func() { _, err = Open(t.Context(), "s3://bkt/data", WithPolicy(fastPolicy())) })
+		n = allocated(func() { _, err = source.Open(t.Context(), "s3://bkt/data", source.WithPolicy(fastPolicy())) })
 		storeFault(t, "Open", err, "listing")
 		if n > 4*maxListBody {
-			t.Errorf("%+v: Open allocated %d MiB", lies, n>>20)
+			t.Errorf("%+v: source.Open allocated %d MiB", lies, n>>20)
 		}
 	}
 }
@@ -112,9 +114,9 @@ func TestLiarListingKeyLimit(t *testing.T) {
 	st := openLiar(t)
 	s.SetLies(storetest.Lies{LongKeys: 20, LongKeyBytes: 2048})
 	var seen int
-	err := st.List(t.Context(), "", func(o Object) error {
+	err := st.List(t.Context(), "", func(o source.Object) error {
 		seen++
-		if len(o.Key) > MaxKeyBytes {
+		if len(o.Key) > source.MaxKeyBytes {
 			t.Errorf("listed a key of %d bytes", len(o.Key))
 		}
 		return nil
@@ -129,9 +131,9 @@ func TestLiarListingNoLastModified(t *testing.T) {
 	s := liarEnv(t, map[string][]byte{"a/1.jpg": []byte("one")})
 	st := openLiar(t)
 	s.SetLies(storetest.Lies{NoLastModified: true})
-	err := st.List(t.Context(), "", func(Object) error { return nil })
+	err := st.List(t.Context(), "", func(source.Object) error { return nil })
 	storeFault(t, "List", err, "malformed")
-	_, err = Open(t.Context(), "s3://bkt/data", WithPolicy(fastPolicy()))
+	_, err = source.Open(t.Context(), "s3://bkt/data", source.WithPolicy(fastPolicy()))
 	storeFault(t, "Open", err, "malformed")
 }
 
@@ -144,13 +146,13 @@ func TestLiarRangeIgnored(t *testing.T) {
 	s := liarEnv(t, map[string][]byte{"s.tar": data})
 	st := openLiar(t)
 	obj := listAll(t, st)["s.tar"]
-	c, err := NewCache(WithMemory(1<<20), WithDisk(t.TempDir(), 1<<20))
+	c, err := source.NewCache(source.WithMemory(1<<20), source.WithDisk(t.TempDir(), 1<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := NewFetcher(st, WithCache(c))
+	f := source.NewFetcher(st, source.WithCache(c))
 	defer f.Close()
-	r := Range{Obj: obj, Off: 10, Len: 5}
+	r := source.Range{Obj: obj, Off: 10, Len: 5}
 
 	s.SetLies(storetest.Lies{IgnoreRange: true})
 	got, err := f.Read(t.Context(), r, nil)
@@ -197,7 +199,7 @@ func TestLiarNoETag(t *testing.T) {
 
 	p := make([]byte, obj.Size)
 	s.SetLies(storetest.Lies{IgnoreIfMatch: true}) // with its ETag: held before
-	if err := st.ReadRange(t.Context(), obj, 0, p); !errors.Is(err, ErrChanged) {
+	if err := st.ReadRange(t.Context(), obj, 0, p); !errors.Is(err, source.ErrChanged) {
 		t.Errorf("If-Match ignored: %q, %v: want ErrChanged", p, err)
 	}
 	s.SetLies(storetest.Lies{NoETag: true})
@@ -233,7 +235,7 @@ func TestLiarRedirect(t *testing.T) {
 	storeFault(t, "ReadRange", st.ReadRange(t.Context(), obj, 0, make([]byte, obj.Size)), "redirect")
 	_, err := st.Stat(t.Context(), "a.jpg")
 	storeFault(t, "Stat", err, "redirect")
-	_, err = Open(t.Context(), "s3://bkt/data", WithPolicy(fastPolicy()))
+	_, err = source.Open(t.Context(), "s3://bkt/data", source.WithPolicy(fastPolicy()))
 	storeFault(t, "Open", err, "redirect")
 	if n := other.Load(); n != 0 {
 		t.Errorf("the other host got %d requests", n)
@@ -260,7 +262,7 @@ func TestLiarMessagesNameTheCause(t *testing.T) {
 		before := s.Stats().Gets
 		err = st.ReadRange(t.Context(), obj, r[0], make([]byte, r[1]))
 		storeFault(t, fmt.Sprintf("an endless GET body, bytes [%d, +%d)", r[0], r[1]), err, "declares no length")
-		if errors.Is(err, ErrChanged) || strings.Contains(err.Error(), "changed") {
+		if errors.Is(err, source.ErrChanged) || strings.Contains(err.Error(), "changed") {
 			t.Errorf("an endless GET body: %v: reported as the object changed", err)
 		}
 		if n := s.Stats().Gets - before; n != 1 {
@@ -278,9 +280,9 @@ func TestLiarMessagesNameTheCause(t *testing.T) {
 		}
 		s.SetLies(storetest.Lies{ListBody: body})
 		before := s.Stats().Lists
-		err = st.List(t.Context(), "", func(Object) error { return nil })
+		err = st.List(t.Context(), "", func(source.Object) error { return nil })
 		storeFault(t, "a listing that is not XML", err, says, `it begins "`+body[:9])
-		if errors.Is(err, ErrUnavailable) {
+		if errors.Is(err, source.ErrUnavailable) {
 			t.Errorf("a listing that is not XML: %v: reported as a store that cannot be reached", err)
 		}
 		if n := s.Stats().Lists - before; n != 1 {

@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"context"
@@ -17,8 +17,9 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/api/googleapi"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // s3Error is the error aws-sdk-go-v2 returns for an S3 answer with this
@@ -54,7 +55,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("read: %w", syscall.ECONNRESET), false, kindTransient},
 		{fmt.Errorf("body cut short: %w", io.ErrUnexpectedEOF), false, kindTransient},
 		{context.DeadlineExceeded, true, kindTimeout},
-		{fmt.Errorf("%w: x", ErrChanged), false, kindChanged},
+		{fmt.Errorf("%w: x", source.ErrChanged), false, kindChanged},
 	} {
 		if got := classify(c.err, c.timedOut); got != c.want {
 			t.Errorf("classify(%v, %v) = %v, want %v", c.err, c.timedOut, got, c.want)
@@ -65,10 +66,10 @@ func TestClassify(t *testing.T) {
 // TestPolicyMaxWait: the longest a request takes to fail against a store
 // that holds every try is the tries' deadlines plus the backoff ceilings.
 func TestPolicyMaxWait(t *testing.T) {
-	if got, want := DefaultPolicy().MaxWait(), 6*30*time.Second+3100*time.Millisecond; got != want {
+	if got, want := source.DefaultPolicy().MaxWait(), 6*30*time.Second+3100*time.Millisecond; got != want {
 		t.Errorf("DefaultPolicy().MaxWait() = %v, want 6×30s + (0.1+0.2+0.4+0.8+1.6)s = %v", got, want)
 	}
-	p := Policy{Attempts: 9, BaseDelay: time.Second, MaxDelay: 5 * time.Second, RequestTimeout: time.Second}
+	p := source.Policy{Attempts: 9, BaseDelay: time.Second, MaxDelay: 5 * time.Second, RequestTimeout: time.Second}
 	if got, want := p.MaxWait(), 9*time.Second+(1+2+4+5+5+5+5+5)*time.Second; got != want {
 		t.Errorf("MaxWait with capped backoff = %v, want %v", got, want)
 	}
@@ -78,10 +79,10 @@ func TestPolicyMaxWait(t *testing.T) {
 // backoff waits are virtual, so the test takes no time and asserts on
 // counts, never on a clock.
 func TestRetrier(t *testing.T) {
-	pol := Policy{Attempts: 4, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second, RequestTimeout: 10 * time.Second, Budget: 100, RetryCost: 5}
-	run := func(t *testing.T, answers []error) (error, int, *Metrics) {
+	pol := source.Policy{Attempts: 4, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second, RequestTimeout: 10 * time.Second, Budget: 100, RetryCost: 5}
+	run := func(t *testing.T, answers []error) (error, int, *prometheus.Registry) {
 		reg := prometheus.NewRegistry()
-		m, err := NewMetrics(reg)
+		m, err := source.NewMetrics(reg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,21 +97,21 @@ func TestRetrier(t *testing.T) {
 			}
 			return 10, a
 		})
-		return err, n, m
+		return err, n, reg
 	}
 	t.Run("throttled then ok", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			err, n, m := run(t, []error{s3Error(503, "SlowDown"), s3Error(503, "SlowDown"), nil})
+			err, n, reg := run(t, []error{s3Error(503, "SlowDown"), s3Error(503, "SlowDown"), nil})
 			if err != nil || n != 3 {
 				t.Fatalf("err %v after %d tries, want nil after 3", err, n)
 			}
-			if got := testutil.ToFloat64(m.throttles.WithLabelValues("s3://b")); got != 2 {
+			if got := counted(t, reg, "stoker_store_throttles_total", "store", "s3://b"); got != 2 {
 				t.Errorf("throttles %v, want 2", got)
 			}
-			if got := testutil.ToFloat64(m.retries.WithLabelValues("s3://b", "throttled")); got != 2 {
+			if got := counted(t, reg, "stoker_store_retries_total", "store", "s3://b", "reason", "throttled"); got != 2 {
 				t.Errorf("retries %v, want 2", got)
 			}
-			if got := testutil.ToFloat64(m.requests.WithLabelValues("s3://b", "get", "ok")); got != 1 {
+			if got := counted(t, reg, "stoker_store_requests_total", "store", "s3://b", "op", "get", "outcome", "ok"); got != 1 {
 				t.Errorf("ok requests %v, want 1", got)
 			}
 		})
@@ -118,18 +119,18 @@ func TestRetrier(t *testing.T) {
 	t.Run("gives up naming the last answer", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			err, n, _ := run(t, []error{s3Error(500, "InternalError")})
-			if n != 4 || !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "InternalError") {
-				t.Fatalf("after %d tries: %v; want 4 tries, ErrUnavailable naming InternalError", n, err)
+			if n != 4 || !errors.Is(err, source.ErrUnavailable) || !strings.Contains(err.Error(), "InternalError") {
+				t.Fatalf("after %d tries: %v; want 4 tries, source.ErrUnavailable naming InternalError", n, err)
 			}
 		})
 	})
 	t.Run("stall times out and is retried", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			err, n, m := run(t, []error{context.DeadlineExceeded, nil})
+			err, n, reg := run(t, []error{context.DeadlineExceeded, nil})
 			if err != nil || n != 2 {
 				t.Fatalf("err %v after %d tries, want nil after 2", err, n)
 			}
-			if got := testutil.ToFloat64(m.requests.WithLabelValues("s3://b", "get", "timeout")); got != 1 {
+			if got := counted(t, reg, "stoker_store_requests_total", "store", "s3://b", "op", "get", "outcome", "timeout"); got != 1 {
 				t.Errorf("timeouts %v, want 1", got)
 			}
 		})
@@ -139,9 +140,9 @@ func TestRetrier(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"changed is final", s3Error(412, "PreconditionFailed"), ErrChanged},
-		{"not found is final: a read's object changed", s3Error(404, "NoSuchKey"), ErrChanged},
-		{"denied is final", s3Error(403, "AccessDenied"), ErrDenied},
+		{"changed is final", s3Error(412, "PreconditionFailed"), source.ErrChanged},
+		{"not found is final: a read's object changed", s3Error(404, "NoSuchKey"), source.ErrChanged},
+		{"denied is final", s3Error(403, "AccessDenied"), source.ErrDenied},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -157,7 +158,7 @@ func TestRetrier(t *testing.T) {
 			r := newRetrier(pol, nil, "s3://b")
 			n := 0
 			err := r.do(t.Context(), "head", "k", func(context.Context) (int64, error) { n++; return 0, s3Error(404, "NoSuchKey") })
-			if n != 1 || !errors.Is(err, ErrNotExist) || errors.Is(err, ErrChanged) {
+			if n != 1 || !errors.Is(err, source.ErrNotExist) || errors.Is(err, source.ErrChanged) {
 				t.Fatalf("after %d tries: %v; want 1 try, ErrNotExist", n, err)
 			}
 		})

@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"bytes"
@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stoker-dev/stoker/internal/faultproxy"
 	"github.com/stoker-dev/stoker/internal/storetest"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // s3Env starts a real S3 server (versitygw) on loopback holding bucket
@@ -40,14 +41,14 @@ func s3Env(t *testing.T, objs map[string][]byte) (*storetest.S3, *faultproxy.Pro
 	return s, p
 }
 
-func fastPolicy() Policy {
-	return Policy{Attempts: 4, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond, RequestTimeout: 2 * time.Second}
+func fastPolicy() source.Policy {
+	return source.Policy{Attempts: 4, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond, RequestTimeout: 2 * time.Second}
 }
 
-func listAll(t *testing.T, st Store) map[string]Object {
+func listAll(t *testing.T, st source.Store) map[string]source.Object {
 	t.Helper()
-	objs := map[string]Object{}
-	if err := st.List(t.Context(), "", func(o Object) error { objs[o.Key] = o; return nil }); err != nil {
+	objs := map[string]source.Object{}
+	if err := st.List(t.Context(), "", func(o source.Object) error { objs[o.Key] = o; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return objs
@@ -62,8 +63,8 @@ func TestS3Store(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
 	_, p := s3Env(t, map[string][]byte{"a/1.jpg": []byte("one"), "b/2.jpg": []byte("second"), "big.tar": big})
 	reg := prometheus.NewRegistry()
-	m, _ := NewMetrics(reg)
-	st, err := Open(t.Context(), "s3://bkt/data", WithPolicy(fastPolicy()), WithMetrics(m))
+	m, _ := source.NewMetrics(reg)
+	st, err := source.Open(t.Context(), "s3://bkt/data", source.WithPolicy(fastPolicy()), source.WithMetrics(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestS3Store(t *testing.T) {
 		// 40% of tries fail: 12 tries give up once in 60,000 reads.
 		pol := fastPolicy()
 		pol.Attempts = 12
-		st, err := Open(t.Context(), "s3://bkt/data", WithPolicy(pol), WithMetrics(m))
+		st, err := source.Open(t.Context(), "s3://bkt/data", source.WithPolicy(pol), source.WithMetrics(m))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +100,7 @@ func TestS3Store(t *testing.T) {
 				t.Fatalf("read %d: wrong bytes", i)
 			}
 		}
-		if testutil.ToFloat64(m.throttles.WithLabelValues("s3://bkt")) == 0 || testutil.ToFloat64(m.retries.WithLabelValues("s3://bkt", "error")) == 0 {
+		if counted(t, reg, "stoker_store_throttles_total", "store", "s3://bkt") == 0 || counted(t, reg, "stoker_store_retries_total", "store", "s3://bkt", "reason", "error") == 0 {
 			t.Errorf("no throttles or error retries counted (proxy: %+v)", p.Stats())
 		}
 	})
@@ -122,8 +123,8 @@ func TestS3Store(t *testing.T) {
 		p.SetPlan(faultproxy.Plan{Down: faultproxy.SlowDown})
 		defer p.SetPlan(faultproxy.Plan{})
 		err := st.ReadRange(t.Context(), objs["b/2.jpg"], 0, buf)
-		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "s3://bkt") || !strings.Contains(err.Error(), "SlowDown") {
-			t.Fatalf("read from a store that is down: %v; want ErrUnavailable naming the store and SlowDown", err)
+		if !errors.Is(err, source.ErrUnavailable) || !strings.Contains(err.Error(), "s3://bkt") || !strings.Contains(err.Error(), "SlowDown") {
+			t.Fatalf("read from a store that is down: %v; want source.ErrUnavailable naming the store and SlowDown", err)
 		}
 	})
 
@@ -132,12 +133,12 @@ func TestS3Store(t *testing.T) {
 		defer p.SetPlan(faultproxy.Plan{})
 		pol := fastPolicy()
 		pol.Attempts, pol.RequestTimeout = 2, 200*time.Millisecond
-		st2, err := openBlob(context.Background(), "s3://bkt/data", options{policy: pol})
+		st2, err := openBlob(context.Background(), "s3://bkt/data", pol, nil)
 		if err == nil {
 			defer st2.Close()
 			t.Fatal("opened a store whose every request stalls")
 		}
-		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no answer within") {
+		if !errors.Is(err, source.ErrUnavailable) || !strings.Contains(err.Error(), "no answer within") {
 			t.Fatalf("open of a stalled store: %v", err)
 		}
 	})
@@ -145,13 +146,13 @@ func TestS3Store(t *testing.T) {
 
 func TestS3OpenFails(t *testing.T) {
 	s, _ := s3Env(t, map[string][]byte{"x": []byte("x")})
-	if _, err := Open(t.Context(), "s3://nobucket/p", WithPolicy(fastPolicy())); err == nil || !strings.Contains(err.Error(), "s3://nobucket") || !strings.Contains(err.Error(), "NoSuchBucket") {
+	if _, err := source.Open(t.Context(), "s3://nobucket/p", source.WithPolicy(fastPolicy())); err == nil || !strings.Contains(err.Error(), "s3://nobucket") || !strings.Contains(err.Error(), "NoSuchBucket") {
 		t.Errorf("missing bucket: %v; want the URL and the provider's NoSuchBucket", err)
 	}
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-value")
-	_, err := Open(t.Context(), "s3://bkt/data", WithPolicy(fastPolicy()))
-	if err == nil || !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "s3://bkt/data") {
-		t.Errorf("wrong secret: %v; want ErrDenied naming the URL", err)
+	_, err := source.Open(t.Context(), "s3://bkt/data", source.WithPolicy(fastPolicy()))
+	if err == nil || !errors.Is(err, source.ErrDenied) || !strings.Contains(err.Error(), "s3://bkt/data") {
+		t.Errorf("wrong secret: %v; want source.ErrDenied naming the URL", err)
 	}
 	if err != nil && (strings.Contains(err.Error(), "wrong-secret-value") || strings.Contains(err.Error(), s.AccessKey)) {
 		t.Errorf("the error shows a credential: %v", err)
@@ -164,7 +165,7 @@ func TestS3NoETag(t *testing.T) {
 	s, _ := s3Env(t, nil)
 	os.MkdirAll(filepath.Join(s.Dir, "bkt", "data"), 0o755)
 	os.WriteFile(filepath.Join(s.Dir, "bkt", "data", "raw.jpg"), []byte("raw bytes"), 0o644)
-	st, err := Open(t.Context(), "s3://bkt/data", WithPolicy(fastPolicy()))
+	st, err := source.Open(t.Context(), "s3://bkt/data", source.WithPolicy(fastPolicy()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,5 +177,20 @@ func TestS3NoETag(t *testing.T) {
 	got := make([]byte, 3)
 	if err := st.ReadRange(t.Context(), o, 4, got); err != nil || string(got) != "byt" {
 		t.Fatalf("ReadRange = %q, %v", got, err)
+	}
+}
+
+// TestOpenRefuses: a store URL with a credential, a query or no bucket is
+// refused before any request, and the message never shows the secret.
+func TestOpenRefuses(t *testing.T) {
+	for _, u := range []string{"s3://", "s3://b/p?endpoint=x", "s3://key:secret@b/p", "gs://key:secret@b/p", "azblob://key:secret@c/p"} {
+		_, err := source.Open(t.Context(), u)
+		if err == nil {
+			t.Errorf("Open(%q) succeeded", u)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q)'s error shows the secret: %v", u, err)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/storetest"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // openErr opens url with env set and returns the error, which must be
@@ -19,8 +21,8 @@ func openErr(t *testing.T, url string, env map[string]string) error {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	pol := Policy{Attempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, RequestTimeout: 5 * time.Second}
-	st, err := Open(ctx, url, WithPolicy(pol))
+	pol := source.Policy{Attempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, RequestTimeout: 5 * time.Second}
+	st, err := source.Open(ctx, url, source.WithPolicy(pol))
 	if err == nil {
 		st.Close()
 		t.Fatalf("%s opened", url)
@@ -64,16 +66,16 @@ func checkOpenErrors(t *testing.T, cases []openCase, secrets ...string) {
 func TestOpenErrorsS3(t *testing.T) {
 	s, _ := s3Env(t, nil)
 	checkOpenErrors(t, []openCase{
-		{"no credentials", "s3://bkt/data", map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}, ErrDenied,
+		{"no credentials", "s3://bkt/data", map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}, source.ErrDenied,
 			[]string{"s3://bkt/data", "no AWS credentials were found (tried AWS_ACCESS_KEY_ID", "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"}},
-		{"wrong secret", "s3://bkt/data", map[string]string{"AWS_SECRET_ACCESS_KEY": "wrong-secret-value"}, ErrDenied,
+		{"wrong secret", "s3://bkt/data", map[string]string{"AWS_SECRET_ACCESS_KEY": "wrong-secret-value"}, source.ErrDenied,
 			[]string{"SignatureDoesNotMatch", "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"}},
-		{"no bucket", "s3://nobkt/data", nil, ErrNotExist, []string{"NoSuchBucket", "there is no bucket nobkt", "AWS_ENDPOINT_URL and AWS_REGION"}},
+		{"no bucket", "s3://nobkt/data", nil, source.ErrNotExist, []string{"NoSuchBucket", "there is no bucket nobkt", "AWS_ENDPOINT_URL and AWS_REGION"}},
 		{"wrong region", "s3://bkt/data", map[string]string{"AWS_REGION": "eu-west-3"}, nil,
 			[]string{"the bucket bkt is in region " + s.Region + ": set AWS_REGION=" + s.Region}},
-		{"connection refused", "s3://bkt/data", map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, ErrUnavailable,
+		{"connection refused", "s3://bkt/data", map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, source.ErrUnavailable,
 			[]string{"connection refused", "cannot reach the store at http://127.0.0.1:1 (AWS_ENDPOINT_URL"}},
-		{"no such host", "s3://bkt/data", map[string]string{"AWS_ENDPOINT_URL": "http://no-such-host.invalid:9000"}, ErrUnavailable,
+		{"no such host", "s3://bkt/data", map[string]string{"AWS_ENDPOINT_URL": "http://no-such-host.invalid:9000"}, source.ErrUnavailable,
 			[]string{"no such host no-such-host.invalid: cannot reach the store at http://no-such-host.invalid:9000 (AWS_ENDPOINT_URL"}},
 	}, s.SecretKey, "wrong-secret-value")
 }
@@ -85,14 +87,14 @@ func TestOpenErrorsS3(t *testing.T) {
 func TestOpenErrorsAzure(t *testing.T) {
 	azureEnv(t, nil)
 	checkOpenErrors(t, []openCase{
-		{"wrong key", "azblob://ctr/data", map[string]string{"AZURE_STORAGE_KEY": "d3JvbmcK"}, ErrDenied,
+		{"wrong key", "azblob://ctr/data", map[string]string{"AZURE_STORAGE_KEY": "d3JvbmcK"}, source.ErrDenied,
 			[]string{"azblob://ctr/data", "HTTP 403 AuthorizationFailure (GET http://", `the store refused the credential for container ctr of account "devstoreaccount1": check AZURE_STORAGE_KEY`}},
-		{"no container", "azblob://noctr/data", nil, ErrNotExist,
+		{"no container", "azblob://noctr/data", nil, source.ErrNotExist,
 			[]string{"HTTP 404 ContainerNotFound", `there is no container noctr in storage account "devstoreaccount1"`}},
 		{"no such account", "azblob://ctr/data", map[string]string{"AZURE_STORAGE_ACCOUNT": "nosuchaccount0x9z", "AZURE_STORAGE_DOMAIN": "",
-			"AZURE_STORAGE_IS_LOCAL_EMULATOR": "", "AZURE_STORAGE_PROTOCOL": ""}, ErrUnavailable,
+			"AZURE_STORAGE_IS_LOCAL_EMULATOR": "", "AZURE_STORAGE_PROTOCOL": ""}, source.ErrUnavailable,
 			[]string{`no such host nosuchaccount0x9z.blob.core.windows.net: is AZURE_STORAGE_ACCOUNT ("nosuchaccount0x9z") the storage account's name?`}},
-		{"connection refused", "azblob://ctr/data", map[string]string{"AZURE_STORAGE_DOMAIN": "127.0.0.1:1"}, ErrUnavailable,
+		{"connection refused", "azblob://ctr/data", map[string]string{"AZURE_STORAGE_DOMAIN": "127.0.0.1:1"}, source.ErrUnavailable,
 			[]string{"cannot reach the store at http://127.0.0.1:1 (AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_DOMAIN"}},
 		{"identity over http", "azblob://ctr/data", map[string]string{"AZURE_STORAGE_KEY": ""}, nil,
 			[]string{"with AZURE_STORAGE_PROTOCOL=http (an emulator), set AZURE_STORAGE_KEY or a connection string"}},
@@ -109,8 +111,8 @@ func TestOpenErrorsGCS(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	checkOpenErrors(t, []openCase{
-		{"no bucket", "gs://nogb/data", nil, ErrNotExist, []string{"there is no bucket nogb: check the URL's bucket name"}},
-		{"connection refused", "gs://gb/data", map[string]string{"STORAGE_EMULATOR_HOST": "127.0.0.1:1"}, ErrUnavailable,
+		{"no bucket", "gs://nogb/data", nil, source.ErrNotExist, []string{"there is no bucket nogb: check the URL's bucket name"}},
+		{"connection refused", "gs://gb/data", map[string]string{"STORAGE_EMULATOR_HOST": "127.0.0.1:1"}, source.ErrUnavailable,
 			[]string{"cannot reach the store at http://127.0.0.1:1 (STORAGE_EMULATOR_HOST"}},
 	})
 }

@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // Bounds on what a store's answer may make this process hold before it is
@@ -251,20 +253,20 @@ func clip(s string, n int) string {
 // most 4 bytes each) for Azure.
 func keyTooLong(scheme, key string) bool {
 	if scheme == "azblob" {
-		return len(key) > 4*MaxKeyBytes || utf8.RuneCountInString(key) > MaxKeyBytes
+		return len(key) > 4*source.MaxKeyBytes || utf8.RuneCountInString(key) > source.MaxKeyBytes
 	}
-	return len(key) > MaxKeyBytes
+	return len(key) > source.MaxKeyBytes
 }
 
 // protocolf is an ErrProtocol error.
 func protocolf(format string, a ...any) error {
-	return &answerError{ErrProtocol, fmt.Sprintf(format, a...)}
+	return &answerError{source.ErrProtocol, fmt.Sprintf(format, a...)}
 }
 
 // changedf is an ErrChanged error found in a store's answer (another
 // version than the one asked for).
 func changedf(format string, a ...any) error {
-	return &answerError{ErrChanged, fmt.Sprintf(format, a...)}
+	return &answerError{source.ErrChanged, fmt.Sprintf(format, a...)}
 }
 
 // answerError is what protocolf and changedf make: an error of its own

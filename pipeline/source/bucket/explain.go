@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // explainOpen is err, the failure of a store's first listing, with what to
@@ -31,7 +33,7 @@ func adviceFor(scheme, bucket string, err error) string {
 	switch {
 	case credentialsMissing(err):
 		return missingCredentials[scheme]
-	case errors.Is(err, ErrDenied):
+	case errors.Is(err, source.ErrDenied):
 		return fmt.Sprintf(refused[scheme], bucket, azureAccount())
 	case scheme == "azblob" && strings.Contains(err.Error(), "not permitted for non-TLS"):
 		return "an Azure identity's token goes over https only: with AZURE_STORAGE_PROTOCOL=http (an emulator), " +
@@ -48,9 +50,9 @@ func adviceFor(scheme, bucket string, err error) string {
 		return fmt.Sprintf("no such host %s: %s", host, fmt.Sprintf(reach[scheme], endpointOf(scheme, err)))
 	}
 	switch {
-	case errors.Is(err, ErrNotExist):
+	case errors.Is(err, source.ErrNotExist):
 		return fmt.Sprintf(noBucket[scheme], bucket, azureAccount())
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, source.ErrUnavailable):
 		return fmt.Sprintf(reach[scheme], endpointOf(scheme, err))
 	}
 	return ""

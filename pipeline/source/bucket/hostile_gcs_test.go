@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/stoker-dev/stoker/internal/storetest"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // What a GCS that lies gets from a client, as hostile_s3_test.go's S3: a
@@ -34,9 +36,9 @@ func gcsLiarEnv(t *testing.T, objs map[string][]byte) *storetest.LyingGCS {
 	return s
 }
 
-func openGCSLiar(t *testing.T) Store {
+func openGCSLiar(t *testing.T) source.Store {
 	t.Helper()
-	st, err := Open(t.Context(), "gs://gb/data", WithPolicy(fastPolicy()))
+	st, err := source.Open(t.Context(), "gs://gb/data", source.WithPolicy(fastPolicy()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,15 +60,15 @@ func TestGCSLiarBodiesBounded(t *testing.T) {
 	} {
 		s.SetLies(lies)
 		var err error
-		n := allocated(func() { err = st.List(t.Context(), "", func(Object) error { return nil }) })
+		n := allocated(func() { err = st.List(t.Context(), "", func(source.Object) error { return nil }) })
 		storeFault(t, "List", err, "listing", "bytes")
 		if n > 4*maxListBody {
 			t.Errorf("%+v: the listing allocated %d MiB", lies, n>>20)
 		}
-		n = allocated(func() { _, err = Open(t.Context(), "gs://gb/data", WithPolicy(fastPolicy())) })
+		n = allocated(func() { _, err = source.Open(t.Context(), "gs://gb/data", source.WithPolicy(fastPolicy())) })
 		storeFault(t, "Open", err, "listing")
 		if n > 4*maxListBody {
-			t.Errorf("%+v: Open allocated %d MiB", lies, n>>20)
+			t.Errorf("%+v: source.Open allocated %d MiB", lies, n>>20)
 		}
 	}
 	s.SetLies(storetest.GCSLies{Padding: 256 << 20})
@@ -84,8 +86,8 @@ func TestGCSLiarNameLimit(t *testing.T) {
 	s := gcsLiarEnv(t, map[string][]byte{"a/1.jpg": []byte("one")})
 	st := openGCSLiar(t)
 	s.SetLies(storetest.GCSLies{LongNames: 20, LongNameBytes: 2048})
-	err := st.List(t.Context(), "", func(o Object) error {
-		if len(o.Key) > MaxKeyBytes {
+	err := st.List(t.Context(), "", func(o source.Object) error {
+		if len(o.Key) > source.MaxKeyBytes {
 			t.Errorf("listed a name of %d bytes", len(o.Key))
 		}
 		return nil
@@ -107,12 +109,12 @@ func TestGCSLiarListingEntries(t *testing.T) {
 		{storetest.GCSLies{NoUpdated: true}, "no updated time"},
 	} {
 		s.SetLies(tc.lies)
-		err := st.List(t.Context(), "", func(o Object) error {
+		err := st.List(t.Context(), "", func(o source.Object) error {
 			t.Errorf("%+v: listed %+v", tc.lies, o)
 			return nil
 		})
 		storeFault(t, "List", err, tc.says)
-		_, err = Open(t.Context(), "gs://gb/data", WithPolicy(fastPolicy()))
+		_, err = source.Open(t.Context(), "gs://gb/data", source.WithPolicy(fastPolicy()))
 		storeFault(t, "Open", err, tc.says)
 		_, err = st.Stat(t.Context(), "a/1.jpg")
 		storeFault(t, "Stat", err, tc.says)
@@ -129,13 +131,13 @@ func TestGCSLiarRangeIgnored(t *testing.T) {
 	s := gcsLiarEnv(t, map[string][]byte{"s.tar": data})
 	st := openGCSLiar(t)
 	obj := listAll(t, st)["s.tar"]
-	c, err := NewCache(WithMemory(1<<20), WithDisk(t.TempDir(), 1<<20))
+	c, err := source.NewCache(source.WithMemory(1<<20), source.WithDisk(t.TempDir(), 1<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := NewFetcher(st, WithCache(c))
+	f := source.NewFetcher(st, source.WithCache(c))
 	defer f.Close()
-	r := Range{Obj: obj, Off: 10, Len: 5}
+	r := source.Range{Obj: obj, Off: 10, Len: 5}
 
 	s.SetLies(storetest.GCSLies{IgnoreRange: true})
 	got, err := f.Read(t.Context(), r, nil)
@@ -190,12 +192,12 @@ func TestGCSLiarGeneration(t *testing.T) {
 	}
 
 	s.Put("data/a.jpg", []byte("new bytes")) // the same size, another generation
-	if err := st.ReadRange(t.Context(), obj, 0, p); !errors.Is(err, ErrChanged) {
+	if err := st.ReadRange(t.Context(), obj, 0, p); !errors.Is(err, source.ErrChanged) {
 		t.Errorf("honest, replaced: %q, %v: want ErrChanged", p, err)
 	}
 	s.SetLies(storetest.GCSLies{IgnoreGeneration: true})
 	err := st.ReadRange(t.Context(), obj, 0, p)
-	if !errors.Is(err, ErrChanged) {
+	if !errors.Is(err, source.ErrChanged) {
 		t.Errorf("generation ignored: %q, %v: want ErrChanged", p, err)
 	}
 	t.Logf("generation ignored: %v", err)
@@ -230,8 +232,8 @@ func TestGCSLiarRedirect(t *testing.T) {
 	storeFault(t, "ReadRange", st.ReadRange(t.Context(), obj, 0, make([]byte, obj.Size)), "redirect")
 	_, err := st.Stat(t.Context(), "a.jpg")
 	storeFault(t, "Stat", err, "redirect")
-	storeFault(t, "List", st.List(t.Context(), "", func(Object) error { return nil }), "redirect")
-	_, err = Open(t.Context(), "gs://gb/data", WithPolicy(fastPolicy()))
+	storeFault(t, "List", st.List(t.Context(), "", func(source.Object) error { return nil }), "redirect")
+	_, err = source.Open(t.Context(), "gs://gb/data", source.WithPolicy(fastPolicy()))
 	storeFault(t, "Open", err, "redirect")
 	if n := other.Load(); n != 0 {
 		t.Errorf("the other host got %d requests", n)
@@ -286,9 +288,9 @@ func TestGCSRedirectKeepsToken(t *testing.T) {
 func TestGCSNoCredentials(t *testing.T) {
 	t.Setenv("STORAGE_EMULATOR_HOST", "")
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "none.json"))
-	_, err := Open(t.Context(), "gs://gb/data", WithPolicy(fastPolicy()))
-	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "GOOGLE_APPLICATION_CREDENTIALS") {
-		t.Errorf("Open: %v, want ErrDenied naming GOOGLE_APPLICATION_CREDENTIALS", err)
+	_, err := source.Open(t.Context(), "gs://gb/data", source.WithPolicy(fastPolicy()))
+	if !errors.Is(err, source.ErrDenied) || !strings.Contains(err.Error(), "GOOGLE_APPLICATION_CREDENTIALS") {
+		t.Errorf("Open: %v, want source.ErrDenied naming GOOGLE_APPLICATION_CREDENTIALS", err)
 	}
 	t.Log(err)
 }

@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gocloud.dev/blob"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // blobStore is an object-storage prefix read through gocloud.dev/blob:
@@ -26,7 +28,19 @@ type blobStore struct {
 	r      *retrier
 }
 
-func openBlob(ctx context.Context, s string, o options) (*blobStore, error) {
+func init() {
+	source.RegisterRemote(func(ctx context.Context, url string, p source.Policy, m *source.Metrics) (source.Store, error) {
+		st, err := openBlob(ctx, url, p, m)
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	})
+}
+
+// openBlob opens the store at s, an s3://, gs:// or azblob:// URL (see
+// source.Open), and lists it once.
+func openBlob(ctx context.Context, s string, p source.Policy, m *source.Metrics) (*blobStore, error) {
 	u, err := url.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s, err)
@@ -49,7 +63,7 @@ func openBlob(ctx context.Context, s string, o options) (*blobStore, error) {
 		b = blob.PrefixedBucket(b, prefix)
 	}
 	name := u.Scheme + "://" + u.Host
-	st := &blobStore{url: name + "/" + prefix, scheme: u.Scheme, prefix: prefix, prov: prov, bucket: b, r: newRetrier(o.policy, o.metrics, name)}
+	st := &blobStore{url: name + "/" + prefix, scheme: u.Scheme, prefix: prefix, prov: prov, bucket: b, r: newRetrier(p, m, name)}
 	// One listing request: a missing bucket or refused credentials fail
 	// here, at start, and not at the first sample.
 	err = st.r.do(ctx, "list", "listing", func(ctx context.Context) (int64, error) {
@@ -90,7 +104,7 @@ func (s *blobStore) Close() error { return s.bucket.Close() }
 // client's transport), every entry with a version, every key within the
 // store's limit (keys over it are counted and the listing fails at its
 // end, naming the count), and each page's token another than the last.
-func (s *blobStore) List(ctx context.Context, prefix string, fn func(Object) error) error {
+func (s *blobStore) List(ctx context.Context, prefix string, fn func(source.Object) error) error {
 	token := blob.FirstPageToken
 	var long int
 	var firstLong string
@@ -121,14 +135,14 @@ func (s *blobStore) List(ctx context.Context, prefix string, fn func(Object) err
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.url, err)
 			}
-			o := Object{Key: lo.Key, Size: lo.Size, ModTime: lo.ModTime, Version: ver}
+			o := source.Object{Key: lo.Key, Size: lo.Size, ModTime: lo.ModTime, Version: ver}
 			if err := fn(o); err != nil {
 				return err
 			}
 		}
 		if long > 0 && len(next) == 0 {
 			return fmt.Errorf("%s: %w", s.url, protocolf("the listing has %d keys over the %d-byte key limit (the first: %q, %d bytes): "+
-				"no object of a real store has one, and none was listed", long, MaxKeyBytes, clip(firstLong, 64), len(firstLong)))
+				"no object of a real store has one, and none was listed", long, source.MaxKeyBytes, clip(firstLong, 64), len(firstLong)))
 		}
 		if len(next) == 0 {
 			return nil
@@ -147,8 +161,8 @@ func hidden(key string) bool {
 	return strings.HasPrefix(key, ".") || strings.Contains(key, "/.")
 }
 
-func (s *blobStore) Stat(ctx context.Context, key string) (Object, error) {
-	var o Object
+func (s *blobStore) Stat(ctx context.Context, key string) (source.Object, error) {
+	var o source.Object
 	err := s.r.do(ctx, "head", key, func(ctx context.Context) (int64, error) {
 		return 0, noPanic("a HEAD", func() error {
 			a, err := s.bucket.Attributes(ctx, key)
@@ -156,7 +170,7 @@ func (s *blobStore) Stat(ctx context.Context, key string) (Object, error) {
 				return err
 			}
 			ver, err := s.prov.attrVersion(a)
-			o = Object{Key: key, Size: a.Size, ModTime: a.ModTime, Version: ver}
+			o = source.Object{Key: key, Size: a.Size, ModTime: a.ModTime, Version: ver}
 			return err
 		})
 	})
@@ -166,7 +180,7 @@ func (s *blobStore) Stat(ctx context.Context, key string) (Object, error) {
 // readerOptions asks the store for obj's version only, where it has one,
 // with the provider's precondition (S3 and Azure If-Match, a GCS
 // generation); a client library that would not take it fails the read.
-func (s *blobStore) readerOptions(obj Object) *blob.ReaderOptions {
+func (s *blobStore) readerOptions(obj source.Object) *blob.ReaderOptions {
 	if obj.Version == "" {
 		return nil
 	}
@@ -177,7 +191,7 @@ func (s *blobStore) readerOptions(obj Object) *blob.ReaderOptions {
 
 // openRange opens a reader of obj's bytes [off, off+n) and checks the
 // answer before a byte of it is believed (check).
-func (s *blobStore) openRange(ctx context.Context, obj Object, off, n int64) (*blob.Reader, error) {
+func (s *blobStore) openRange(ctx context.Context, obj source.Object, off, n int64) (*blob.Reader, error) {
 	var rd *blob.Reader
 	err := noPanic("a GET", func() error {
 		var err error
@@ -201,7 +215,7 @@ func (s *blobStore) openRange(ctx context.Context, obj Object, off, n int64) (*b
 // status and Content-Range, or its length. An obj without a version (a
 // store that gives none) is checked by size and modification time here,
 // and by its content hash above (pipeline's StoreDataset).
-func (s *blobStore) check(obj Object, rd *blob.Reader, off, n int64) error {
+func (s *blobStore) check(obj source.Object, rd *blob.Reader, off, n int64) error {
 	// First the answer's length: without one (no Content-Length: a body
 	// that may never end) the client library takes the object's size for
 	// 0, which would read as an object changed since it was indexed.
@@ -213,7 +227,7 @@ func (s *blobStore) check(obj Object, rd *blob.Reader, off, n int64) error {
 		return protocolf("the store's answer to a GET carries no version (ETag or generation), though it listed one: " +
 			"it cannot be told from another version's bytes")
 	}
-	if err := checkSame(obj, Object{Key: obj.Key, Size: rd.Size(), ModTime: rd.ModTime(), Version: ver}); err != nil {
+	if err := source.CheckSame(obj, source.Object{Key: obj.Key, Size: rd.Size(), ModTime: rd.ModTime(), Version: ver}); err != nil {
 		return err
 	}
 	sp, ok := s.prov.answered(rd)
@@ -233,7 +247,7 @@ func (s *blobStore) check(obj Object, rd *blob.Reader, off, n int64) error {
 	return nil
 }
 
-func (s *blobStore) ReadRange(ctx context.Context, obj Object, off int64, p []byte) error {
+func (s *blobStore) ReadRange(ctx context.Context, obj source.Object, off int64, p []byte) error {
 	if off < 0 || off+int64(len(p)) > obj.Size {
 		return fmt.Errorf("%s: range [%d, %d) outside its %d bytes", obj.Key, off, off+int64(len(p)), obj.Size)
 	}
@@ -264,7 +278,7 @@ func (s *blobStore) Put(ctx context.Context, key string, data []byte) error {
 // policy; a stream that fails or stalls for the request deadline midway is
 // reopened where it stopped, and the stream gives up after the policy's
 // attempts without progress.
-func (s *blobStore) NewReader(ctx context.Context, obj Object, off int64) (io.ReadCloser, error) {
+func (s *blobStore) NewReader(ctx context.Context, obj source.Object, off int64) (io.ReadCloser, error) {
 	r := &streamReader{s: s, obj: obj, pos: off}
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	if err := r.open(); err != nil {
@@ -276,7 +290,7 @@ func (s *blobStore) NewReader(ctx context.Context, obj Object, off int64) (io.Re
 
 type streamReader struct {
 	s      *blobStore
-	obj    Object
+	obj    source.Object
 	ctx    context.Context
 	cancel context.CancelFunc
 	pos    int64
@@ -346,9 +360,9 @@ func (r *streamReader) Read(p []byte) (int, error) {
 			return n, r.ctx.Err()
 		}
 		r.failures++
-		r.s.r.m.observe("get", classify(err, false), 0, 0)
+		r.s.r.m.Observe("get", classify(err, false).String(), 0, 0)
 		if r.failures >= r.s.r.p.Attempts {
-			return n, fmt.Errorf("%w: %s: %s: stream failed %d times at byte %d; last: %v", ErrUnavailable, r.s.url, r.obj.Key, r.failures, r.pos, err)
+			return n, fmt.Errorf("%w: %s: %s: stream failed %d times at byte %d; last: %v", source.ErrUnavailable, r.s.url, r.obj.Key, r.failures, r.pos, err)
 		}
 		if n > 0 {
 			return n, nil

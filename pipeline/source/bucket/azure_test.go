@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/faultproxy"
 	"github.com/stoker-dev/stoker/internal/storetest"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // TestAzureOneTryPerAttempt: the Azure client does not retry inside the
@@ -37,10 +39,10 @@ func TestAzureOneTryPerAttempt(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	pol := Policy{Attempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, RequestTimeout: 30 * time.Second}
-	_, err := Open(t.Context(), "azblob://ctr/data", WithPolicy(pol))
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "azblob://ctr") {
-		t.Fatalf("open: %v; want ErrUnavailable naming the store", err)
+	pol := source.Policy{Attempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, RequestTimeout: 30 * time.Second}
+	_, err := source.Open(t.Context(), "azblob://ctr/data", source.WithPolicy(pol))
+	if !errors.Is(err, source.ErrUnavailable) || !strings.Contains(err.Error(), "azblob://ctr") {
+		t.Fatalf("open: %v; want source.ErrUnavailable naming the store", err)
 	}
 	if got := n.Load(); got != 2 {
 		t.Errorf("the store got %d requests for 2 attempts; want 2 (one per attempt)", got)
@@ -77,7 +79,7 @@ func azureEnv(t *testing.T, objs map[string][]byte) (*storetest.Azure, *faultpro
 func TestAzureStore(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
 	_, p := azureEnv(t, map[string][]byte{"a/1.jpg": []byte("one"), "b/2.jpg": []byte("second"), "big.tar": big})
-	st, err := Open(t.Context(), "azblob://ctr/data", WithPolicy(fastPolicy()))
+	st, err := source.Open(t.Context(), "azblob://ctr/data", source.WithPolicy(fastPolicy()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func TestAzureStore(t *testing.T) {
 		defer p.SetPlan(faultproxy.Plan{})
 		pol := fastPolicy()
 		pol.Attempts = 12 // 40% of tries fail: 12 tries give up once in 60,000 reads
-		st, err := Open(t.Context(), "azblob://ctr/data", WithPolicy(pol))
+		st, err := source.Open(t.Context(), "azblob://ctr/data", source.WithPolicy(pol))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +134,7 @@ func TestAzureStore(t *testing.T) {
 		p.SetPlan(faultproxy.Plan{Down: faultproxy.InternalError})
 		defer p.SetPlan(faultproxy.Plan{})
 		err := st.ReadRange(t.Context(), objs["b/2.jpg"], 0, buf)
-		if !IsStoreFault(err) || !strings.Contains(err.Error(), "azblob://ctr") || !strings.Contains(err.Error(), "500") {
+		if !source.IsStoreFault(err) || !strings.Contains(err.Error(), "azblob://ctr") || !strings.Contains(err.Error(), "500") {
 			t.Fatalf("read from a store that is down: %v; want a store fault naming the store and its 500", err)
 		}
 	})
@@ -148,7 +150,7 @@ func TestAzureCredentials(t *testing.T) {
 	t.Setenv("AZURE_STORAGE_ACCOUNT", "")
 	t.Setenv("AZURE_STORAGE_DOMAIN", "")
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", a.ConnectionString())
-	st, err := Open(t.Context(), "azblob://ctr/data", WithPolicy(fastPolicy()))
+	st, err := source.Open(t.Context(), "azblob://ctr/data", source.WithPolicy(fastPolicy()))
 	if err != nil {
 		t.Fatalf("by connection string: %v", err)
 	}
@@ -165,7 +167,7 @@ func TestAzureCredentials(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(tc.env, tc.value)
-			_, err := Open(t.Context(), "azblob://ctr/data", WithPolicy(fastPolicy()))
+			_, err := source.Open(t.Context(), "azblob://ctr/data", source.WithPolicy(fastPolicy()))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("%v; want %q", err, tc.want)
 			}
@@ -175,7 +177,7 @@ func TestAzureCredentials(t *testing.T) {
 		})
 	}
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "")
-	if _, err := Open(t.Context(), "azblob://ctr/data"); err == nil || !strings.Contains(err.Error(), "set AZURE_STORAGE_ACCOUNT") ||
+	if _, err := source.Open(t.Context(), "azblob://ctr/data"); err == nil || !strings.Contains(err.Error(), "set AZURE_STORAGE_ACCOUNT") ||
 		!strings.Contains(err.Error(), "AZURE_STORAGE_CONNECTION_STRING") {
 		t.Errorf("no account: %v; want what to set", err)
 	}

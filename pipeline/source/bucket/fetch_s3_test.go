@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/faultproxy"
 	"github.com/stoker-dev/stoker/internal/storetest"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // s3Shards starts a real S3 server holding shards objects of n samples of
@@ -19,7 +21,7 @@ import (
 // a fault proxy adding latency to every request, and opens the store
 // through the proxy. It returns the store, the samples' ranges shard by
 // shard, and the shards' bytes.
-func s3Shards(tb testing.TB, shards, n int, size, gap int64, latency time.Duration, opts ...Option) (Store, *faultproxy.Proxy, []Range, map[string][]byte) {
+func s3Shards(tb testing.TB, shards, n int, size, gap int64, latency time.Duration, opts ...source.Option) (source.Store, *faultproxy.Proxy, []source.Range, map[string][]byte) {
 	tb.Helper()
 	s := storetest.StartS3(tb, tb.TempDir())
 	s.CreateBucket(tb, "bkt")
@@ -43,15 +45,15 @@ func s3Shards(tb testing.TB, shards, n int, size, gap int64, latency time.Durati
 		k, v, _ := strings.Cut(kv, "=")
 		tb.Setenv(k, v)
 	}
-	st, err := Open(context.Background(), "s3://bkt/data", opts...)
+	st, err := source.Open(context.Background(), "s3://bkt/data", opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	var rs []Range
-	err = st.List(context.Background(), "", func(o Object) error {
+	var rs []source.Range
+	err = st.List(context.Background(), "", func(o source.Object) error {
 		for j := range int64(n) {
-			rs = append(rs, Range{Obj: o, Off: j*(size+gap) + gap, Len: size})
+			rs = append(rs, source.Range{Obj: o, Off: j*(size+gap) + gap, Len: size})
 		}
 		return nil
 	})
@@ -65,7 +67,7 @@ func s3Shards(tb testing.TB, shards, n int, size, gap int64, latency time.Durati
 // take a batch's samples, hinting each batch of batch ranges window
 // batches before it is read (hint false: no hints). It returns the first
 // error.
-func consume(ctx context.Context, rg Ranges, rs []Range, readers, batch, window int, hint bool, check func(Range, []byte)) error {
+func consume(ctx context.Context, rg source.Ranges, rs []source.Range, readers, batch, window int, hint bool, check func(source.Range, []byte)) error {
 	batches := (len(rs) + batch - 1) / batch
 	hintBatch := func(k int) {
 		if hint && k < batches {
@@ -123,11 +125,11 @@ func consume(ctx context.Context, rg Ranges, rs []Range, readers, batch, window 
 // no request at all.
 func TestFetcherS3(t *testing.T) {
 	st, p, rs, contents := s3Shards(t, 4, 32, 8<<10, 512, 30*time.Millisecond)
-	cache, _ := NewCache(WithMemory(4 << 20))
-	f := NewFetcher(st, WithCache(cache), WithBudget(NewBudget(2<<20)), WithMaxInFlight(64), WithCoalesce(4<<10, 64<<10))
+	cache, _ := source.NewCache(source.WithMemory(4 << 20))
+	f := source.NewFetcher(st, source.WithCache(cache), source.WithBudget(source.NewBudget(2<<20)), source.WithMaxInFlight(64), source.WithCoalesce(4<<10, 64<<10))
 	defer f.Close()
 	var mu sync.Mutex
-	check := func(r Range, got []byte) {
+	check := func(r source.Range, got []byte) {
 		mu.Lock()
 		defer mu.Unlock()
 		checkBytes(t, contents, r, got)
@@ -164,9 +166,9 @@ func TestFetcherS3(t *testing.T) {
 // fails with the store's error, and once it is back the Reads of the
 // failed ranges read them directly, with the right bytes.
 func TestFetcherS3StoreDown(t *testing.T) {
-	st, p, rs, contents := s3Shards(t, 1, 16, 4<<10, 512, 0, WithPolicy(fastPolicy()))
-	cache, _ := NewCache(WithMemory(1 << 20))
-	f := NewFetcher(st, WithCache(cache), WithCoalesce(0, 4<<10))
+	st, p, rs, contents := s3Shards(t, 1, 16, 4<<10, 512, 0, source.WithPolicy(fastPolicy()))
+	cache, _ := source.NewCache(source.WithMemory(1 << 20))
+	f := source.NewFetcher(st, source.WithCache(cache), source.WithCoalesce(0, 4<<10))
 	defer f.Close()
 	p.SetPlan(faultproxy.Plan{Down: faultproxy.SlowDown, Only: faultproxy.ObjectGETs})
 	f.Prefetch(rs)
@@ -177,8 +179,8 @@ func TestFetcherS3StoreDown(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if _, err := f.Read(t.Context(), rs[0], nil); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "SlowDown") {
-		t.Errorf("Read with the store down: %v, want ErrUnavailable naming its answer", err)
+	if _, err := f.Read(t.Context(), rs[0], nil); !errors.Is(err, source.ErrUnavailable) || !strings.Contains(err.Error(), "SlowDown") {
+		t.Errorf("Read with the store down: %v, want source.ErrUnavailable naming its answer", err)
 	}
 	if s := f.Stats(); s.Held != 0 || cache.Stats().MemoryRanges != 0 {
 		t.Errorf("stats %+v, cache %+v: failed read-aheads held or cached", s, cache.Stats())
@@ -213,11 +215,11 @@ func BenchmarkFetcherS3(b *testing.B) {
 		global := shuffled(rs, 1)
 		for _, mode := range []struct {
 			name  string
-			order []Range
+			order []source.Range
 			hint  bool
 		}{{"global/ahead", global, true}, {"block/ahead", rs, true}, {"global/direct", global, false}} {
 			b.Run(fmt.Sprintf("latency=%s/%s", lat, mode.name), func(b *testing.B) {
-				f := NewFetcher(st, WithBudget(NewBudget(64<<20)))
+				f := source.NewFetcher(st, source.WithBudget(source.NewBudget(64<<20)))
 				defer f.Close()
 				b.SetBytes(int64(len(rs)) * rs[0].Len)
 				before := p.Stats().Requests

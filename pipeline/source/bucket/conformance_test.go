@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/storetest"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // One conformance suite, run against every kind of Store, as gocloud.dev's
@@ -159,9 +161,9 @@ func TestStoreConformance(t *testing.T) {
 }
 
 // openRoot opens the store at r, closed when the test ends.
-func openRoot(t *testing.T, r storeRoot) Store {
+func openRoot(t *testing.T, r storeRoot) source.Store {
 	t.Helper()
-	st, err := Open(t.Context(), r.url, WithPolicy(fastPolicy()))
+	st, err := source.Open(t.Context(), r.url, source.WithPolicy(fastPolicy()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +180,11 @@ func putAll(t *testing.T, r storeRoot, objs map[string]string) {
 }
 
 // listKeys is what List(prefix) gives, in its order.
-func listKeys(t *testing.T, st Store, prefix string) ([]string, map[string]Object) {
+func listKeys(t *testing.T, st source.Store, prefix string) ([]string, map[string]source.Object) {
 	t.Helper()
 	var keys []string
-	objs := map[string]Object{}
-	if err := st.List(t.Context(), prefix, func(o Object) error {
+	objs := map[string]source.Object{}
+	if err := st.List(t.Context(), prefix, func(o source.Object) error {
 		keys = append(keys, o.Key)
 		objs[o.Key] = o
 		return nil
@@ -193,7 +195,7 @@ func listKeys(t *testing.T, st Store, prefix string) ([]string, map[string]Objec
 }
 
 // stat is st.Stat(key), which must succeed.
-func stat(t *testing.T, st Store, key string) Object {
+func stat(t *testing.T, st source.Store, key string) source.Object {
 	t.Helper()
 	o, err := st.Stat(t.Context(), key)
 	if err != nil {
@@ -243,7 +245,7 @@ func testListing(t *testing.T, kind storeKind, r storeRoot) {
 	}
 	errStop := errors.New("enough")
 	calls := 0
-	err := st.List(t.Context(), "", func(Object) error { calls++; return errStop })
+	err := st.List(t.Context(), "", func(source.Object) error { calls++; return errStop })
 	if !errors.Is(err, errStop) || calls != 1 {
 		t.Errorf("List whose fn fails at once: %v after %d calls; want fn's error after 1", err, calls)
 	}
@@ -257,13 +259,13 @@ func testNotExist(t *testing.T, _ storeKind, r storeRoot) {
 	st := openRoot(t, r)
 	for _, key := range []string{"nope.jpg", "a/nope.jpg", "nope/a.jpg"} {
 		_, err := st.Stat(t.Context(), key)
-		if !errors.Is(err, ErrNotExist) || !strings.Contains(err.Error(), key) {
-			t.Errorf("Stat(%q): %v; want ErrNotExist naming it", key, err)
+		if !errors.Is(err, source.ErrNotExist) || !strings.Contains(err.Error(), key) {
+			t.Errorf("Stat(%q): %v; want source.ErrNotExist naming it", key, err)
 		}
 	}
 	_, listed := listKeys(t, st, "")
 	r.del(t, "gone.jpg")
-	for _, obj := range []Object{listed["gone.jpg"], {Key: "never.jpg", Size: 3}} {
+	for _, obj := range []source.Object{listed["gone.jpg"], {Key: "never.jpg", Size: 3}} {
 		checkChanged(t, st, obj)
 	}
 }
@@ -271,11 +273,11 @@ func testNotExist(t *testing.T, _ storeKind, r storeRoot) {
 // checkChanged checks that obj, no longer what the store has, is refused
 // by ReadRange and NewReader (or its first Read) with an error wrapping
 // ErrChanged that names it.
-func checkChanged(t *testing.T, st Store, obj Object) {
+func checkChanged(t *testing.T, st source.Store, obj source.Object) {
 	t.Helper()
 	err := st.ReadRange(t.Context(), obj, 0, make([]byte, obj.Size))
-	if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), obj.Key) {
-		t.Errorf("ReadRange of %s, no longer as listed: %v; want ErrChanged naming it", obj.Key, err)
+	if !errors.Is(err, source.ErrChanged) || !strings.Contains(err.Error(), obj.Key) {
+		t.Errorf("ReadRange of %s, no longer as listed: %v; want source.ErrChanged naming it", obj.Key, err)
 	}
 	rd, err := st.NewReader(t.Context(), obj, 0)
 	if err == nil {
@@ -287,7 +289,7 @@ func checkChanged(t *testing.T, st Store, obj Object) {
 			return
 		}
 	}
-	if !errors.Is(err, ErrChanged) {
+	if !errors.Is(err, source.ErrChanged) {
 		t.Errorf("NewReader of %s, no longer as listed: %v; want ErrChanged", obj.Key, err)
 	}
 }

@@ -1,4 +1,4 @@
-package source
+package bucket
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"github.com/aws/smithy-go"
 	"gocloud.dev/gcerrors"
 	"google.golang.org/api/googleapi"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // kind is what a request's outcome means for a retry.
@@ -30,7 +32,7 @@ const (
 
 // String is the kind's name in metrics (the outcome label).
 func (k kind) String() string {
-	return [...]string{"ok", "throttled", "error", "timeout", "changed", "not_found", "denied", "invalid", "no_host", "protocol"}[k]
+	return [...]string{"ok", source.OutcomeThrottled, "error", "timeout", "changed", "not_found", "denied", "invalid", "no_host", "protocol"}[k]
 }
 
 // throttleCodes are the error codes providers use for "slow down".
@@ -45,9 +47,9 @@ func classify(err error, timedOut bool) kind {
 	switch {
 	case err == nil:
 		return kindOK
-	case errors.Is(err, ErrProtocol):
+	case errors.Is(err, source.ErrProtocol):
 		return kindProtocol
-	case errors.Is(err, ErrChanged):
+	case errors.Is(err, source.ErrChanged):
 		return kindChanged
 	case timedOut:
 		return kindTimeout
