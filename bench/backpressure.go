@@ -87,7 +87,7 @@ func runBackpressure(args []string) error {
 	fs := flag.NewFlagSet("bench backpressure", flag.ExitOnError)
 	fs.Usage = helptext.Usage(fs, helptext.Head("bench backpressure", "[flags]", "Runs simulated trainers against a server and reports the window controller and the fair share (plots with --plots)."))
 	scenario := fs.String("scenario", "all", "slow, fast, two, or all (a comma-separated list works too)")
-	seconds := fs.Float64("seconds", 20, "duration of each phase (slow and fast have two phases, two one per schedule)")
+	seconds := fs.Float64("seconds", 20, "duration of each phase (slow and fast have two phases, two one per schedule); a phase in which a trainer has taken no batch yet lasts until it has")
 	sample := fs.Duration("sample", 250*time.Millisecond, "sampling interval of the servers' /metrics and /proc")
 	plots := fs.String("plots", filepath.Join("bench", "plots"), "folder for the PNG plots, one per scenario (empty: none)")
 	data := fs.String("data", "", "ImageFolder or WebDataset to read (default: a synthetic one, made as stoker mkdata makes it, removed afterwards)")

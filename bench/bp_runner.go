@@ -243,14 +243,8 @@ func (r *bpRunner) phase(ctx context.Context, name string, d time.Duration, step
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	for _, tr := range trainers {
-		select {
-		case <-tr.done:
-			if tr.err != nil {
-				return fmt.Errorf("trainer %s: %w", tr.name, tr.err)
-			}
-		default:
-		}
+	if err := r.firstBatches(ctx, name, trainers, m0); err != nil {
+		return err
 	}
 	m1 := r.mark(ctx)
 	r.mu.Lock()
@@ -262,6 +256,42 @@ func (r *bpRunner) phase(ctx context.Context, name string, d time.Duration, step
 			r.run.Name, name, j.Job, j.ImagesPerSec, j.TrainerStall, ph.ServerCores)
 	}
 	return nil
+}
+
+// firstBatches waits, at a phase's end, until every trainer has taken a
+// batch in it (one that stopped fails the phase with its error): a phase
+// lasts its time and, on a machine too loaded to deliver a batch within
+// it, until the first one, so that each phase has figures to report. ctx
+// (the bench's run) bounds the wait.
+func (r *bpRunner) firstBatches(ctx context.Context, phase string, trainers []*bpTrainer, m0 bpMark) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		waiting := false
+		for i, tr := range trainers {
+			select {
+			case <-tr.done:
+				if tr.err != nil {
+					return fmt.Errorf("trainer %s: %w", tr.name, tr.err)
+				}
+				continue
+			default:
+			}
+			var before int64 // a trainer started during the phase: none before
+			if i < len(m0.batches) {
+				before = m0.batches[i]
+			}
+			waiting = waiting || tr.batches.Load() <= before
+		}
+		if !waiting {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("phase %s: a trainer took no batch before the run's end: %w", phase, ctx.Err())
+		}
+	}
 }
 
 // summarize makes a phase's figures (r.mu held; the phase's samples are
