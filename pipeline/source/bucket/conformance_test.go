@@ -112,7 +112,10 @@ func startDirKind(t *testing.T) func(string) storeRoot {
 		return storeRoot{url: dir,
 			put: func(t *testing.T, key string, data []byte) {
 				t.Helper()
-				writeFile(t, dir, key, string(data))
+				p := filepath.Join(dir, key)
+				if err := errors.Join(os.MkdirAll(filepath.Dir(p), 0o755), os.WriteFile(p, data, 0o644)); err != nil {
+					t.Fatal(err)
+				}
 				mu.Lock()
 				stamp = stamp.Add(time.Second)
 				at := stamp

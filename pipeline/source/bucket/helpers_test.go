@@ -3,8 +3,6 @@ package bucket
 import (
 	"bytes"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,17 +36,6 @@ func counted(t testing.TB, g prometheus.Gatherer, name string, labels ...string)
 		}
 	}
 	return 0
-}
-
-func writeFile(t *testing.T, dir, name, data string) {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // checkBytes fails unless got is r's bytes.
