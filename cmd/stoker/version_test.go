@@ -33,9 +33,12 @@ func TestVersion(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	// Without cgo: no libjpeg-turbo, and it says so.
+	// Without cgo: no libjpeg-turbo, and it says so. Built as make static
+	// and make test-go-once's build without cgo are (the Makefile's
+	// NOCGO_AS_STATIC: -trimpath, STATIC_TAGS, -s -w), which then share
+	// their compiles.
 	nocgo := filepath.Join(t.TempDir(), "stoker-nocgo")
-	build = exec.CommandContext(bctx, "go", "build", "-o", nocgo, ".")
+	build = exec.CommandContext(bctx, "go", "build", "-trimpath", "-tags", "netgo osusergo nonvml", "-ldflags", "-s -w", "-o", nocgo, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build (no cgo): %v\n%s", err, out)
