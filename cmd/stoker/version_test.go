@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -35,13 +36,18 @@ func TestVersion(t *testing.T) {
 	}
 	// Without cgo: no libjpeg-turbo, and it says so. Built as make static
 	// and make test-go-once's build without cgo are (the Makefile's
-	// NOCGO_AS_STATIC: -trimpath, STATIC_TAGS, -s -w), which then share
-	// their compiles.
+	// NOCGO_AS_STATIC: -trimpath, STATIC_TAGS read from the Makefile,
+	// -s -w), which then share their compiles; under makeMu, as the
+	// image tests' make static and make gpuhost, so that side by side
+	// the second finds the first's packages in the go build cache.
 	nocgo := filepath.Join(t.TempDir(), "stoker-nocgo")
-	build = exec.CommandContext(bctx, "go", "build", "-trimpath", "-tags", "netgo osusergo nonvml", "-ldflags", "-s -w", "-o", nocgo, ".")
+	build = exec.CommandContext(bctx, "go", "build", "-trimpath", "-tags", staticTags(t), "-ldflags", "-s -w", "-o", nocgo, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build (no cgo): %v\n%s", err, out)
+	makeMu.Lock()
+	nocgoOut, err := build.CombinedOutput()
+	makeMu.Unlock()
+	if err != nil {
+		t.Fatalf("go build (no cgo): %v\n%s", err, nocgoOut)
 	}
 	ctx := processTest(t, 5*time.Minute)
 	// The version on the first line, then the Go toolchain, the JPEG
@@ -85,4 +91,18 @@ func TestVersion(t *testing.T) {
 	if want := p.addr + ": stoker " + stamped + ","; !strings.HasPrefix(buf.String(), want) {
 		t.Errorf("status does not start with %q:\n%s", want, buf.String())
 	}
+}
+
+// staticTags is the Makefile's STATIC_TAGS, make static's build tags.
+func staticTags(t *testing.T) string {
+	t.Helper()
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^STATIC_TAGS := (.+)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("Makefile: no STATIC_TAGS := ... line")
+	}
+	return strings.TrimSpace(string(m[1]))
 }
