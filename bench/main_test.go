@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func stokerBinary(t testing.TB) string {
 		}
 		binPath = filepath.Join(binDir, "stoker")
 		defer buildlock.Take()()
-		if out, err := exec.Command("go", "build", "-tags", "lab", "-o", binPath, "../cmd/stoker").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-tags", labTags(), "-o", binPath, "../cmd/stoker").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
@@ -51,6 +52,19 @@ func stokerBinary(t testing.TB) string {
 		t.Fatal(binErr)
 	}
 	return binPath
+}
+
+// labTags is lab and the tags GOFLAGS gives (make's GO_TAGS: netgo,
+// osusergo), which a -tags on the command line would replace: with them
+// the lab build compiles only the packages that differ by lab, not every
+// one above net again.
+func labTags() string {
+	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+		if tags, ok := strings.CutPrefix(f, "-tags="); ok && tags != "" {
+			return tags + ",lab"
+		}
+	}
+	return "lab"
 }
 
 // benchReport runs `stoker bench ARGS` (ARGS asking for --json) within

@@ -100,9 +100,18 @@ func staticTags(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^STATIC_TAGS := (.+)$`).FindSubmatch(mk)
+	return makeVar(t, mk, "STATIC_TAGS")
+}
+
+// makeVar is the value of the Makefile's simple variable name (a
+// `name := value` line), its $(var) references to others expanded.
+func makeVar(t *testing.T, mk []byte, name string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` := (.+)$`).FindSubmatch(mk)
 	if m == nil {
-		t.Fatal("Makefile: no STATIC_TAGS := ... line")
+		t.Fatalf("Makefile: no %s := ... line", name)
 	}
-	return strings.TrimSpace(string(m[1]))
+	return regexp.MustCompile(`\$\((\w+)\)`).ReplaceAllStringFunc(strings.TrimSpace(string(m[1])), func(ref string) string {
+		return makeVar(t, mk, ref[2:len(ref)-1])
+	})
 }

@@ -128,13 +128,18 @@ func parseListing(listing string) []instr {
 	return out
 }
 
-// sourceLine is the text of file:line, "" where it cannot be read.
-func sourceLine(files map[string][]string, pos string) string {
+// sourceLine is the text of file:line, "" where it cannot be read. A
+// build with -trimpath (make's GOFLAGS) names the module's files by
+// import path, which root maps back to the directory.
+func sourceLine(files map[string][]string, root, pos string) string {
 	i := strings.LastIndexByte(pos, ':')
 	if i < 0 {
 		return ""
 	}
 	file := pos[:i]
+	if rel, ok := strings.CutPrefix(file, module+"/"); ok {
+		file = filepath.Join(root, filepath.FromSlash(rel))
+	}
 	var n int
 	if _, err := fmt.Sscan(pos[i+1:], &n); err != nil {
 		return ""
@@ -212,6 +217,7 @@ func fusingMath(t *testing.T, goarch string, env []string, fused *regexp.Regexp)
 // instructions it saw, to show that it recognises them.
 func checkListing(t *testing.T, what, listing string, fused *regexp.Regexp, fusing map[string]bool) (explicit int) {
 	t.Helper()
+	dir := root(t)
 	files := map[string][]string{}
 	bad := map[string]bool{}
 	funcs := map[string]bool{}
@@ -229,7 +235,7 @@ func checkListing(t *testing.T, what, listing string, fused *regexp.Regexp, fusi
 		funcs[in.fn] = true
 		switch {
 		case fused.MatchString(in.op):
-			src := sourceLine(files, in.pos)
+			src := sourceLine(files, dir, in.pos)
 			switch {
 			case strings.Contains(src, "math.FMA("):
 				explicit++
