@@ -130,15 +130,15 @@ func parseListing(listing string) []instr {
 
 // sourceLine is the text of file:line, "" where it cannot be read. A
 // build with -trimpath (make's GOFLAGS) names the module's files by
-// import path, which root maps back to the directory.
-func sourceLine(files map[string][]string, root, pos string) string {
+// import path, which moduleDir (the module's root) maps back to files.
+func sourceLine(files map[string][]string, moduleDir, pos string) string {
 	i := strings.LastIndexByte(pos, ':')
 	if i < 0 {
 		return ""
 	}
 	file := pos[:i]
 	if rel, ok := strings.CutPrefix(file, module+"/"); ok {
-		file = filepath.Join(root, filepath.FromSlash(rel))
+		file = filepath.Join(moduleDir, filepath.FromSlash(rel))
 	}
 	var n int
 	if _, err := fmt.Sscan(pos[i+1:], &n); err != nil {
